@@ -1,0 +1,49 @@
+# expkit: `make demo` runs every lab and writes report/index.html; `make test` runs the test suite.
+# Both create .venv and install what they need when it is missing.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU wheel of torch that lies on this machine's disk. Any other spec (or a bare range) pulls
+# a multi-GB CUDA build here. A GPU user keeps their own torch: it is only installed when
+# `import torch` fails inside the venv (see README, "Using the torch you already have").
+TORCH_SPEC ?= torch==2.13.0
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+
+.PHONY: demo test venv venv-dev browser clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch first (only when absent), then the project; re-run when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	@$(PY) -c "import torch" 2>/dev/null || { echo "installing $(TORCH_SPEC) (CPU wheel)"; $(PIP) "$(TORCH_SPEC)"; }
+	$(PIP) -e .
+	@touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
+	$(PIP) -e ".[dev]"
+	@touch $@
+
+venv: $(VENV)/.installed
+venv-dev: $(VENV)/.installed-dev
+
+# A real browser renders the report in the tests. Debian's chromium is installed when missing
+# and we are root (CI is); otherwise the browser tests say they were skipped and why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian chromium for the report's browser test"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: chromium could not be installed; browser tests will be skipped"; \
+	  else echo "note: no chromium and not root; browser tests will be skipped"; fi; }
+
+demo: venv
+	$(VENV)/bin/expkit labs run --out report
+	@echo "report: $(CURDIR)/report/index.html"
+
+test: venv-dev browser
+	$(PY) -m pytest
+
+clean:
+	rm -rf report .pytest_cache

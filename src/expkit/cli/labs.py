@@ -1,0 +1,83 @@
+"""``expkit labs``: list the labs and run them into an HTML + JSON report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Labs: every claim of the field guide measured on this machine.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_labs(json_out: bool = typer.Option(False, "--json", help="Print the labs as JSON.")) -> None:
+    """List the labs with the claims they cover and the seed's figures.
+
+    Example:
+
+      expkit labs list
+    """
+    from expkit.labs.registry import all_labs
+
+    labs = all_labs()
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps([{"id": l.id, "title": l.title, "claims": l.claims, "seed": l.seed_figures} for l in labs]))
+        return
+    from rich.table import Table
+
+    from expkit.render.console import out_console
+
+    table = Table("lab", "claims", "title", "seed figures")
+    for l in labs:
+        table.add_row(l.id, ", ".join(l.claims), l.title, "; ".join(s.text for s in l.seed_figures) or "(behaviour)")
+    out_console().print(table)
+
+
+@app.command("run")
+def run(
+    ids: list[str] = typer.Argument(None, help="Lab or claim IDs (default: all)."),
+    out: Path = typer.Option(Path("report"), "--out", "-o", help="Report directory."),
+    quick: bool = typer.Option(False, "--quick", help="Small budget: every lab, all together under ~2 min."),
+    seed: int = typer.Option(0, "--seed", help="Root seed for the labs' randomness."),
+    json_out: bool = typer.Option(False, "--json", help="Print results.json to stdout at the end."),
+) -> None:
+    """Run labs and write OUT/index.html and OUT/results.json (written after every lab).
+
+    Exit 1 when a lab failed (the report shows it and the other labs still ran).
+
+    Examples:
+
+      expkit labs run --out report
+
+      expkit labs run C2.2 --quick --json
+    """
+    import sys
+
+    from expkit.labs.registry import select_labs
+    from expkit.labs.runner import run_labs
+    from expkit.render.console import progress_steps
+
+    labs = select_labs(ids or [])
+    with progress_steps(len(labs), "labs") as advance:
+        report = run_labs(labs, out_dir=out, quick=quick, seed=seed, on_start=lambda i, lab: advance(lab.id))
+    failed = [r.id for r in report.results if r.status == "failed"]
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps(report))
+    else:
+        from expkit.render.report import format_value
+
+        for r in report.results:
+            if r.status == "failed":
+                print(f"{r.id:8s} FAILED ({r.elapsed_s:.1f} s)")
+                continue
+            for m in r.measurements:
+                if m.seed is not None:
+                    print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)} (seed: {m.seed.text}) -> {m.verdict}")
+        print(f"report: {(out / 'index.html').resolve()}", file=sys.stderr)
+    if failed:
+        print(f"labs failed: {', '.join(failed)} (see the report)", file=sys.stderr)
+        raise typer.Exit(1)

@@ -1,0 +1,86 @@
+"""Run labs one after another and write the report after each, so a crash keeps what was measured."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from expkit import __version__
+from expkit.labs.base import Lab, LabContext, LabResult
+from expkit.runs.machine import CodeVersion, MachineInfo, describe_code_version, describe_machine
+
+__all__ = ["LabReport", "run_labs"]
+
+
+@dataclass(frozen=True)
+class LabReport:
+    """Everything the HTML and JSON report show."""
+
+    expkit_version: str
+    code: CodeVersion
+    machine: MachineInfo
+    budget: str
+    started_at: str
+    elapsed_s: float
+    results: tuple[LabResult, ...]
+
+
+def run_lab(lab: Lab, *, out_dir: Path, quick: bool, seed: int = 0) -> LabResult:
+    """Run one lab; an exception becomes a ``failed`` result holding the traceback."""
+    ctx = LabContext(quick=quick, out_dir=out_dir / "figures" / lab.id, seed=seed)
+    budget = "quick" if quick else "full"
+    t0 = time.perf_counter()
+    try:
+        out = lab.run(ctx)
+    except Exception:  # noqa: BLE001 - a failed lab is reported, the others still run
+        return LabResult(id=lab.id, title=lab.title, claims=lab.claims, status="failed", budget=budget,
+                         elapsed_s=time.perf_counter() - t0, error=traceback.format_exc(),
+                         seed_figures=lab.seed_figures)
+    figures = tuple(str(Path(f).resolve().relative_to(out_dir.resolve())) for f in out.figures)
+    return LabResult(id=lab.id, title=lab.title, claims=lab.claims, status="ok", budget=budget,
+                     elapsed_s=time.perf_counter() - t0, measurements=out.measurements,
+                     explanation=out.explanation, figures=figures, seed_figures=lab.seed_figures)
+
+
+def run_labs(
+    labs: Sequence[Lab],
+    *,
+    out_dir: Path,
+    quick: bool,
+    seed: int = 0,
+    on_start: Callable[[int, Lab], None] | None = None,
+    on_done: Callable[[int, LabResult], None] | None = None,
+) -> LabReport:
+    """Run ``labs`` in order, writing ``out_dir/results.json`` and ``index.html`` after each one.
+
+    Returns:
+        The complete LabReport (also on disk).
+    """
+    from expkit.render.report import write_report
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    report = LabReport(
+        expkit_version=__version__,
+        code=describe_code_version(Path(__file__).parent),
+        machine=describe_machine(),
+        budget="quick" if quick else "full",
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        elapsed_s=0.0,
+        results=(),
+    )
+    for i, lab in enumerate(labs):
+        if on_start:
+            on_start(i, lab)
+        result = run_lab(lab, out_dir=out_dir, quick=quick, seed=seed)
+        report = replace(report, results=(*report.results, result), elapsed_s=time.perf_counter() - t0)
+        write_report(report, out_dir)
+        if on_done:
+            on_done(i, result)
+    if not labs:
+        write_report(report, out_dir)
+    return report

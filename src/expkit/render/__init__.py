@@ -1,0 +1,1 @@
+"""Presentation only: JSON, rich console output, matplotlib figures, the HTML report."""

@@ -1,0 +1,141 @@
+"""The lab report: ``index.html`` (one self-contained page, inline CSS, images beside it) and
+``results.json`` (the same data). Every string from a lab or the machine is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from expkit.render.jsonout import dumps
+
+if TYPE_CHECKING:
+    from expkit.labs.base import LabResult, Measurement
+    from expkit.labs.runner import LabReport
+
+__all__ = ["format_value", "render_html", "write_report"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
+color:#1b1f24;line-height:1.45;padding:0 1rem}
+h1{margin-bottom:.2rem} h2{border-bottom:1px solid #d0d7de;padding-bottom:.3rem;margin-top:2.2rem}
+table{border-collapse:collapse;width:100%;margin:.6rem 0 1rem;font-size:.92rem}
+th,td{border:1px solid #d0d7de;padding:.35rem .5rem;text-align:left;vertical-align:top}
+th{background:#f6f8fa} td.num{font-variant-numeric:tabular-nums;white-space:nowrap}
+.v-reproduced{color:#116329;font-weight:600} .v-differs{color:#9a6700;font-weight:600}
+.v-not{color:#cf222e;font-weight:600} .failed{color:#cf222e;font-weight:700}
+pre{background:#f6f8fa;padding:.8rem;overflow-x:auto;font-size:.8rem}
+img{max-width:100%;border:1px solid #d0d7de;margin:.4rem 0} .muted{color:#57606a;font-size:.9rem}
+"""
+
+
+def format_value(value: object, unit: str = "") -> str:
+    """A measured value for people: 4 significant digits for floats, the unit after it."""
+    if isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, float):
+        text = f"{value:.4g}"
+    elif value is None:
+        text = "n/a"
+    else:
+        text = str(value)
+    return f"{text} {unit}".strip()
+
+
+def _verdict_html(m: Measurement) -> str:
+    if m.verdict is None:
+        return "-"
+    css = {"reproduced": "v-reproduced", "differs": "v-differs"}.get(m.verdict.kind, "v-not")
+    reason = f" {escape(m.verdict.reason)}" if m.verdict.reason else ""
+    return f'<span class="{css}">{escape(m.verdict.kind)}</span>{":" if reason else ""}{reason}'
+
+
+def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
+    rows = []
+    for r in results:
+        anchor = f'<a href="#lab-{escape(r.id)}">{escape(r.id)}</a>'
+        claims = escape(", ".join(r.claims))
+        if r.status == "failed":
+            seeds = "; ".join(s.text for s in r.seed_figures) or "(behaviour)"
+            rows.append(f"<tr><td>{claims}</td><td>{anchor}</td><td>{escape(seeds)}</td>"
+                        f'<td>-</td><td class="failed">lab failed</td></tr>')
+            continue
+        for m in r.measurements:
+            seed = escape(m.seed.text) if m.seed else "-"
+            rows.append(
+                f"<tr><td>{claims}</td><td>{anchor}: {escape(m.label)}</td><td>{seed}</td>"
+                f'<td class="num">{escape(format_value(m.value, m.unit))}</td><td>{_verdict_html(m)}</td></tr>'
+            )
+    return rows
+
+
+def _lab_section(r: LabResult) -> str:
+    parts = [f'<h2 id="lab-{escape(r.id)}">{escape(r.id)}: {escape(r.title)}</h2>',
+             f'<p class="muted">claims {escape(", ".join(r.claims))} · budget {escape(r.budget)} · '
+             f"{r.elapsed_s:.1f} s</p>"]
+    if r.status == "failed":
+        parts.append(f'<p class="failed">This lab failed; the other labs still ran.</p><pre>{escape(r.error or "")}</pre>')
+        return "\n".join(parts)
+    parts.append("<table><tr><th>figure</th><th>measured here</th><th>seed</th><th>verdict</th><th>detail</th></tr>")
+    for m in r.measurements:
+        seed = escape(m.seed.text) if m.seed else "-"
+        parts.append(f"<tr><td>{escape(m.label)}</td><td class=\"num\">{escape(format_value(m.value, m.unit))}</td>"
+                     f"<td>{seed}</td><td>{_verdict_html(m)}</td><td>{escape(m.detail)}</td></tr>")
+    parts.append("</table>")
+    for para in r.explanation.split("\n\n"):
+        if para.strip():
+            parts.append(f"<p>{escape(para.strip())}</p>")
+    for fig in r.figures:
+        parts.append(f'<img src="{escape(fig)}" alt="{escape(Path(fig).stem)}">')
+    return "\n".join(parts)
+
+
+def _machine_rows(report: LabReport) -> list[str]:
+    m = report.machine
+    gib = 1024**3
+    gpus = ", ".join(f"{n} ({b / gib:.0f} GiB)" for n, b in zip(m.gpu_names, m.gpu_memory_bytes)) or "none"
+    commit = report.code.commit or f"unknown ({report.code.reason})"
+    if report.code.dirty:
+        commit += " + uncommitted changes"
+    items = [
+        ("CPU", m.cpu_model or "unknown"),
+        ("cores (logical / physical)", f"{m.cpu_cores_logical} / {m.cpu_cores_physical}"),
+        ("RAM", f"{m.ram_bytes / gib:.1f} GiB" if m.ram_bytes else "unknown"),
+        ("OS", m.os), ("Python", m.python), ("torch", m.torch or "not installed"),
+        ("CUDA", m.cuda or "none"), ("GPU", gpus),
+        ("expkit", f"{report.expkit_version}, commit {commit}"),
+        ("started", report.started_at), ("budget", report.budget),
+        ("total time", f"{report.elapsed_s:.1f} s"),
+    ]
+    return [f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in items]
+
+
+def render_html(report: LabReport) -> str:
+    """The whole page as a string (no network: no CDN, no external font, no script)."""
+    failed = sum(r.status == "failed" for r in report.results)
+    summary = (f"{len(report.results)} labs, {failed} failed" if failed else f"{len(report.results)} labs, all ran")
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>expkit lab report</title>", f"<style>{_CSS}</style></head><body>",
+        "<h1>expkit lab report</h1>",
+        f'<p class="muted">Each claim of the field guide, measured on this machine. {escape(summary)}.</p>',
+        "<h2>Claims: seed figure vs measured here</h2>",
+        "<table><tr><th>claim</th><th>lab: figure</th><th>seed</th><th>measured here</th><th>verdict</th></tr>",
+        *_summary_rows(report.results), "</table>",
+        *(_lab_section(r) for r in report.results),
+        "<h2>Machine</h2><table>", *_machine_rows(report), "</table>",
+        "</body></html>",
+    ])
+
+
+def write_report(report: LabReport, out_dir: Path) -> Path:
+    """Write ``results.json`` and ``index.html`` atomically into ``out_dir``; return the HTML path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in (("results.json", dumps(report)), ("index.html", render_html(report))):
+        tmp = out_dir / f".{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out_dir / name)
+    return out_dir / "index.html"
