@@ -63,11 +63,18 @@ def _root(
     """
 
 
-def _register() -> None:
-    from expkit.cli import labs, stats
+# One line per command module; each module's ``register(app)`` adds its group or command.
+_COMMAND_MODULES = (
+    "expkit.cli.labs",
+    "expkit.cli.stats",
+)
 
-    app.add_typer(labs.app, name="labs")
-    app.add_typer(stats.app, name="stats")
+
+def _register() -> None:
+    import importlib
+
+    for name in _COMMAND_MODULES:
+        importlib.import_module(name).register(app)
 
 
 _register()

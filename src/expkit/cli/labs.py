@@ -81,3 +81,7 @@ def run(
     if failed:
         print(f"labs failed: {', '.join(failed)} (see the report)", file=sys.stderr)
         raise typer.Exit(1)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="labs")

@@ -37,3 +37,7 @@ def ci(
         f"{iv.k}/{iv.n} = {iv.estimate:.4f}   {iv.level:.0%} {iv.method} interval "
         f"[{iv.low:.4f}, {iv.high:.4f}]   half-width {iv.half_width:.4f} (+-{100 * iv.half_width:.2f} points)"
     )
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="stats")

@@ -1,0 +1,32 @@
+"""Shared test fixtures: run the CLI in-process and get exit code, stdout and stderr apart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+
+@dataclass(frozen=True)
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None
+
+
+@pytest.fixture
+def cli():
+    """``cli("stats", "ci", "--n", "80", ...)`` -> CliResult (in-process, like a user at a shell)."""
+    from typer.testing import CliRunner
+
+    from expkit.cli.app import app
+
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None) -> CliResult:
+        res = runner.invoke(app, list(args), input=input)
+        exc = res.exception if not isinstance(res.exception, SystemExit) else None
+        return CliResult(res.exit_code, res.stdout, res.stderr, exc)
+
+    return invoke

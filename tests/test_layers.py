@@ -1,0 +1,92 @@
+"""The import direction of ARCHITECTURE.md, checked by parsing every module's imports.
+
+errors <- stages (data stats check train memory perf finetune runs diagnose) <- render <- cli, labs
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import expkit
+
+SRC = Path(expkit.__file__).parent
+STAGES = {"data", "stats", "check", "train", "memory", "perf", "finetune", "runs", "diagnose"}
+TOP = {"cli", "labs"}
+
+
+def _layer(part: str) -> str:
+    if part in STAGES:
+        return "stage"
+    if part in TOP:
+        return "top"
+    return part  # errors, render, __init__, __main__
+
+
+FORBIDDEN = {
+    "errors": {"stage", "render", "top"},
+    "stage": {"render", "top"},
+    "render": {"top"},
+}
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of nodes under ``if TYPE_CHECKING:``: annotations only, no import at run time."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                skip.update(id(n) for n in ast.walk(child))
+    return skip
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    skip = _type_checking_nodes(tree)
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_every_module_imports_only_downwards():
+    violations = []
+    modules = sorted(SRC.rglob("*.py"))
+    assert len(modules) > 10, "the package looks empty: wrong path?"
+    for path in modules:
+        rel = path.relative_to(SRC)
+        own = _layer(rel.parts[0].removesuffix(".py"))
+        for lineno, name in _imports(path):
+            parts = name.split(".")
+            if parts[0] != "expkit" or len(parts) < 2:
+                continue
+            target = _layer(parts[1])
+            if target in FORBIDDEN.get(own, set()):
+                violations.append(f"{rel}:{lineno} ({own}) imports {name} ({target})")
+    assert not violations, "\n".join(violations)
+
+
+def test_layer_check_catches_a_violation(tmp_path):
+    # the checker itself must be able to fail: a stage module importing render is reported
+    bad = tmp_path / "bad.py"
+    bad.write_text("from expkit.render.report import write_report\n")
+    assert _imports(bad) == [(1, "expkit.render.report")]
+    assert "render" in FORBIDDEN[_layer("stats")]
+
+
+def test_only_render_and_cli_print():
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        if rel.parts[0] in {"render", "cli", "__main__.py"}:
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                offenders.append(f"{rel}:{node.lineno}")
+    assert not offenders, "library code must return data, not print: " + ", ".join(offenders)
