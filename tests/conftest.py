@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+
+# The Hugging Face Hub cannot be reached here: every test runs offline, as CI does.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import pytest
 
