@@ -31,10 +31,10 @@ venv-dev: $(VENV)/.installed-dev
 # A real browser renders the report in the tests. Debian's chromium is installed when missing
 # and we are root (CI is); otherwise the browser tests say they were skipped and why.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@{ command -v chromium && command -v chromedriver; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian chromium for the report's browser test"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
 	      || echo "warning: chromium could not be installed; browser tests will be skipped"; \
 	  else echo "note: no chromium and not root; browser tests will be skipped"; fi; }
 

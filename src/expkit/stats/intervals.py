@@ -110,7 +110,10 @@ def wilson_interval(k: int, n: int, *, level: float = 0.95) -> ProportionInterva
     denom = 1.0 + z * z / n
     centre = (p + z * z / (2.0 * n)) / denom
     half = z / denom * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
-    return _make(k, n, centre - half, centre + half, "wilson", level)
+    # at k = 0 (k = n) the bound is exactly 0 (1); the closed form leaves a rounding residue
+    low = 0.0 if k == 0 else centre - half
+    high = 1.0 if k == n else centre + half
+    return _make(k, n, low, high, "wilson", level)
 
 
 def clopper_pearson_interval(k: int, n: int, *, level: float = 0.95) -> ProportionInterval:

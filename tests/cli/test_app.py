@@ -1,0 +1,86 @@
+"""The root command: entry points, the error boundary and a light start-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import typer
+
+from expkit.errors import CheckFailed, InputError
+
+
+def test_python_dash_m_runs_the_cli():
+    res = subprocess.run([sys.executable, "-m", "expkit", "stats", "ci", "-k", "1", "-n", "4", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert '"estimate": 0.25' in res.stdout
+
+
+def test_help_does_not_import_heavy_libraries():
+    # `expkit --help` and `expkit stats ci` must answer in well under a second: torch (~1-2 s),
+    # transformers, peft, trl (~8 s) may only be imported by the commands that use them.
+    code = (
+        "import sys; from expkit.cli.app import app\n"
+        "from typer.testing import CliRunner\n"
+        "CliRunner().invoke(app, ['--help']); CliRunner().invoke(app, ['stats', 'ci', '-k', '1', '-n', '2'])\n"
+        "heavy = [m for m in ('torch', 'transformers', 'peft', 'trl', 'datasets', 'mlflow', 'matplotlib', 'pandas')"
+        " if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "", f"imported at start-up: {res.stdout.strip()}"
+
+
+@pytest.fixture
+def boundary_app():
+    """A throwaway app with the same error boundary, to drive each kind of failure."""
+    from expkit.cli.app import _ErrorBoundary
+
+    app = typer.Typer(cls=_ErrorBoundary, pretty_exceptions_enable=False)
+
+    @app.command()
+    def fail(kind: str) -> None:
+        if kind == "input":
+            raise InputError("field 'score' is not a number", path="res.jsonl", line=17, hint="fix the row")
+        if kind == "check":
+            raise CheckFailed("max error 3e-3 over tolerance 1e-6")
+        raise RuntimeError("a bug")
+
+    @app.command()
+    def other() -> None:
+        pass
+
+    return app
+
+
+def test_error_boundary_exit_codes(boundary_app):
+    from typer.testing import CliRunner
+
+    runner = CliRunner()
+    res = runner.invoke(boundary_app, ["fail", "input"])
+    assert res.exit_code == 2
+    assert res.stderr.strip() == "error: res.jsonl:17: field 'score' is not a number; fix the row"
+    res = runner.invoke(boundary_app, ["fail", "check"])
+    assert res.exit_code == 1 and "over tolerance" in res.stderr
+    res = runner.invoke(boundary_app, ["fail", "bug"])
+    # not an ExpkitError: our bug, it propagates with its traceback
+    assert isinstance(res.exception, RuntimeError)
+
+
+def test_unexpected_error_prints_traceback_from_the_console_script(tmp_path):
+    code = (
+        "import typer, sys\n"
+        "from expkit.cli.app import _ErrorBoundary\n"
+        "app = typer.Typer(cls=_ErrorBoundary, pretty_exceptions_enable=False)\n"
+        "@app.command()\n"
+        "def boom(): raise ZeroDivisionError('bug')\n"
+        "@app.command()\n"
+        "def other(): pass\n"
+        "app()\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code, "boom"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 1
+    assert "Traceback (most recent call last)" in res.stderr and "ZeroDivisionError: bug" in res.stderr
