@@ -62,7 +62,11 @@ def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
             rows.append(f"<tr><td>{claims}</td><td>{anchor}</td><td>{escape(seeds)}</td>"
                         f'<td>-</td><td class="failed">lab failed</td></tr>')
             continue
-        for m in r.measurements:
+        judged = [m for m in r.measurements if m.seed is not None or m.verdict is not None]
+        if not judged:
+            rows.append(f"<tr><td>{claims}</td><td>{anchor}</td><td>-</td>"
+                        f"<td>{len(r.measurements)} supporting figures</td><td>-</td></tr>")
+        for m in judged:
             seed = escape(m.seed.text) if m.seed else "-"
             rows.append(
                 f"<tr><td>{claims}</td><td>{anchor}: {escape(m.label)}</td><td>{seed}</td>"
@@ -115,7 +119,9 @@ def _machine_rows(report: LabReport) -> list[str]:
 def render_html(report: LabReport) -> str:
     """The whole page as a string (no network: no CDN, no external font, no script)."""
     failed = sum(r.status == "failed" for r in report.results)
-    summary = (f"{len(report.results)} labs, {failed} failed" if failed else f"{len(report.results)} labs, all ran")
+    n = len(report.results)
+    labs = f"{n} lab{'s' if n != 1 else ''}"
+    summary = f"{labs}, {failed} failed" if failed else f"{labs}, all ran"
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -123,6 +129,7 @@ def render_html(report: LabReport) -> str:
         "<h1>expkit lab report</h1>",
         f'<p class="muted">Each claim of the field guide, measured on this machine. {escape(summary)}.</p>',
         "<h2>Claims: seed figure vs measured here</h2>",
+        '<p class="muted">Figures with a seed counterpart or a verdict; each lab section below has all of them.</p>',
         "<table><tr><th>claim</th><th>lab: figure</th><th>seed</th><th>measured here</th><th>verdict</th></tr>",
         *_summary_rows(report.results), "</table>",
         *(_lab_section(r) for r in report.results),
