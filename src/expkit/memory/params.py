@@ -1,0 +1,236 @@
+"""Exact parameter counts: the model built from its config on the meta device (no weights), LoRA via peft.
+
+``with torch.device("meta"):`` keeps tied embeddings tied; accelerate's ``init_empty_weights()`` unties
+them (Qwen2.5-0.5B would then count 630M instead of 494M), so it is not used here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from expkit.errors import UsageError
+from expkit.memory.architecture import ModelSpec, load_model_spec
+
+__all__ = [
+    "ADAMW_MIXED_BYTES_PER_PARAM",
+    "ParameterCount",
+    "build_meta_model",
+    "count_parameters",
+    "resolve_spec",
+]
+
+# fp32 master 4 + fp32 grad 4 + Adam m 4 + Adam v 4 = 16 B per trainable parameter (seed C4.1;
+# ZeRO paper, Rajbhandari et al. 2020, sec. 3.1 counts 2 + 2 + 12 = 16 with a bf16 weight and grad).
+ADAMW_MIXED_BYTES_PER_PARAM = 16
+ALL_LINEAR = "all-linear"
+
+
+@dataclass(frozen=True)
+class ParameterCount:
+    """Parameter counts of a model, and of its LoRA adapters when ``lora_r`` is set.
+
+    ``trainable_fraction`` is trainable / base parameters (peft's ``print_trainable_parameters`` divides
+    by base + adapters instead: that is ``trainable_fraction_of_all``).
+    ``training_state_bytes`` = trainable * 16 (fp32 master, grad, Adam m, Adam v).
+    """
+
+    model: str
+    method: str
+    total_params: int
+    trainable_params: int
+    adapter_params: int
+    trainable_fraction: float
+    trainable_fraction_of_all: float
+    training_state_bytes: int
+    embedding_params: int
+    lm_head_params: int
+    per_layer_params: int
+    num_layers: int
+    tied_embeddings: bool
+    lora_r: int | None
+    lora_alpha: float | None
+    lora_targets: tuple[str, ...]
+    counted_by: str
+    linear_module_names: tuple[str, ...]
+
+
+def resolve_spec(model: ModelSpec | str | Path | dict[str, Any]) -> ModelSpec:
+    """A ModelSpec from a spec, a catalog name, a path, or a config dict."""
+    if isinstance(model, ModelSpec):
+        return model
+    if isinstance(model, dict):
+        from expkit.memory.architecture import spec_from_dict
+
+        return spec_from_dict(model, name=str(model.get("_name_or_path") or model.get("model_type")),
+                              source="dict")
+    return load_model_spec(model)
+
+
+def _hf_config(spec: ModelSpec) -> Any | None:
+    """A transformers config for the spec, or None when transformers does not know the model_type."""
+    from transformers import AutoConfig
+
+    raw = {k: v for k, v in spec.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
+    if not spec.model_type:
+        return None
+    try:
+        return AutoConfig.for_model(spec.model_type, **raw)
+    except (ValueError, KeyError):
+        return None
+
+
+def build_meta_model(spec: ModelSpec) -> Any | None:
+    """The causal LM for ``spec`` on the meta device (shapes only), or None if transformers lacks it."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    cfg = _hf_config(spec)
+    if cfg is None:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with torch.device("meta"):
+                return AutoModelForCausalLM.from_config(cfg)
+        except (ValueError, KeyError):
+            return None
+
+
+def _leaf_linear_names(model: Any) -> list[str]:
+    import torch
+
+    return sorted({name.rsplit(".", 1)[-1] for name, mod in model.named_modules()
+                   if isinstance(mod, torch.nn.Linear)})
+
+
+def _check_targets(targets: tuple[str, ...], linear_names: Sequence[str], all_names: Sequence[str]) -> None:
+    if targets == (ALL_LINEAR,):
+        return
+    for t in targets:
+        if not any(n == t or n.endswith("." + t) for n in all_names):
+            raise UsageError(f"LoRA target {t!r} matches no module of the model",
+                             hint=f"linear modules: {', '.join(linear_names)} (or {ALL_LINEAR})")
+
+
+def _normalize_targets(lora_targets: str | Sequence[str]) -> tuple[str, ...]:
+    if isinstance(lora_targets, str):
+        parts = tuple(p.strip() for p in lora_targets.split(",") if p.strip())
+    else:
+        parts = tuple(lora_targets)
+    if not parts:
+        raise UsageError("--lora-targets is empty", hint=f"give module names like q_proj,v_proj or {ALL_LINEAR}")
+    return parts
+
+
+def _analytic_counts(spec: ModelSpec, r: int | None, targets: tuple[str, ...]) -> tuple[int, int, int, int, list[str]]:
+    """(base, adapters, per_layer, lm_head, linear names) from the standard fields, Llama-style block."""
+    h, d_q, d_kv, inter = spec.hidden_size, spec.num_heads * spec.head_dim, spec.kv_dim, spec.intermediate_size
+    shapes = {"q_proj": (h, d_q), "k_proj": (h, d_kv), "v_proj": (h, d_kv), "o_proj": (d_q, h),
+              "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h)}
+    bias = (d_q + 2 * d_kv) if spec.qkv_bias else 0
+    per_layer = sum(i * o for i, o in shapes.values()) + bias + 2 * h  # + two RMSNorm weights
+    embed = spec.vocab_size * h
+    lm_head = 0 if spec.tied_embeddings else spec.vocab_size * h
+    base = embed + spec.num_layers * per_layer + h + lm_head
+    adapters = 0
+    if r is not None:
+        chosen = shapes if targets == (ALL_LINEAR,) else {k: v for k, v in shapes.items() if k in targets}
+        if targets != (ALL_LINEAR,):
+            _check_targets(targets, list(shapes), list(shapes))
+        adapters = spec.num_layers * sum(r * (i + o) for i, o in chosen.values())
+    return base, adapters, per_layer, lm_head, sorted(shapes)
+
+
+@functools.lru_cache(maxsize=64)
+def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: float | None,
+                  targets: tuple[str, ...]) -> ParameterCount:
+    from expkit.memory.architecture import spec_from_dict
+
+    spec = spec_from_dict(json.loads(raw_json), name=name, source=source)
+    model = build_meta_model(spec)
+    if model is None:
+        base, adapters, per_layer, lm_head, linear_names = _analytic_counts(spec, r, targets)
+        embed = spec.vocab_size * spec.hidden_size
+        counted_by = (f"analytic from the standard config fields: transformers does not know "
+                      f"model_type {spec.model_type!r} (Llama-style block assumed)")
+    else:
+        base = sum(p.numel() for p in model.parameters())  # parameters() de-duplicates tied weights
+        embed = model.get_input_embeddings().weight.numel()
+        out = model.get_output_embeddings()
+        tied = out is not None and out.weight is model.get_input_embeddings().weight
+        lm_head = 0 if (out is None or tied) else out.weight.numel()
+        layers = [m for n, m in model.named_modules() if n.endswith("layers.0")]
+        per_layer = sum(p.numel() for p in layers[0].parameters()) if layers else 0
+        linear_names = _leaf_linear_names(model)
+        counted_by = "meta-device instantiation with transformers (torch.device('meta'), ties kept)"
+        adapters = 0
+        if r is not None:
+            all_names = [n for n, _ in model.named_modules()]
+            _check_targets(targets, [n for n in linear_names if n != "lm_head"], all_names)
+            from peft import LoraConfig, get_peft_model
+
+            target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=target_arg))
+            trainable, all_params = peft_model.get_nb_trainable_parameters()
+            adapters = all_params - base
+            assert trainable == adapters, (trainable, adapters)
+    trainable = adapters if r is not None else base
+    return ParameterCount(
+        model=name, method="lora" if r is not None else "full", total_params=base, trainable_params=trainable,
+        adapter_params=adapters, trainable_fraction=trainable / base,
+        trainable_fraction_of_all=trainable / (base + adapters),
+        training_state_bytes=trainable * ADAMW_MIXED_BYTES_PER_PARAM, embedding_params=embed,
+        lm_head_params=lm_head, per_layer_params=per_layer, num_layers=spec.num_layers,
+        tied_embeddings=spec.tied_embeddings, lora_r=r, lora_alpha=alpha if r is not None else None,
+        lora_targets=targets if r is not None else (), counted_by=counted_by,
+        linear_module_names=tuple(linear_names),
+    )
+
+
+def count_parameters(
+    config_or_path: ModelSpec | str | Path | dict[str, Any],
+    *,
+    lora_r: int | None = None,
+    lora_alpha: float | None = None,
+    lora_targets: str | Sequence[str] = ALL_LINEAR,
+) -> ParameterCount:
+    """Exact parameter counts, full fine-tune or LoRA, from a config alone.
+
+    Args:
+        config_or_path: catalog name (``qwen2.5-0.5b``), model directory, ``config.json`` path, dict or ModelSpec.
+        lora_r: LoRA rank; None counts a full fine-tune (every parameter trainable).
+        lora_alpha: LoRA alpha (does not change counts; recorded). Default 2 * r.
+        lora_targets: ``all-linear`` (peft's: every nn.Linear but the output head) or module names
+            (``"q_proj,v_proj"`` or a sequence).
+
+    Returns:
+        ParameterCount. The model is built on the meta device with transformers (no memory, no weights);
+        adapters are counted by real peft on it. Unknown architectures fall back to an analytic count,
+        flagged in ``counted_by``.
+
+    Raises:
+        UsageError: ``lora_r`` < 1, or a LoRA target that matches no module (the message lists the
+            model's linear module names).
+        InputError: the config is unreadable or lacks a required key.
+
+    Example:
+        >>> c = count_parameters("qwen2.5-0.5b", lora_r=16)
+        >>> c.total_params, c.trainable_params, round(100 * c.trainable_fraction, 2)
+        (494032768, 8798208, 1.78)
+
+    Reference: LoRA, Hu et al. 2021 (r * (d_in + d_out) parameters per adapted matrix).
+    """
+    if lora_r is not None and (isinstance(lora_r, bool) or lora_r < 1):
+        raise UsageError(f"lora_r must be >= 1, got {lora_r!r}")
+    spec = resolve_spec(config_or_path)
+    targets = _normalize_targets(lora_targets)
+    alpha = float(lora_alpha) if lora_alpha is not None else (2.0 * lora_r if lora_r is not None else None)
+    return _count_cached(json.dumps(spec.raw, sort_keys=True), spec.name, spec.source, lora_r, alpha, targets)
