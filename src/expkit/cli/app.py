@@ -67,6 +67,7 @@ def _root(
 _COMMAND_MODULES = (
     "expkit.cli.labs",
     "expkit.cli.stats",
+    "expkit.cli.check",
 )
 
 

@@ -1,0 +1,25 @@
+"""Stage 3: trust your ops. Compare with dtype tolerances, numpy reference operators, shape guards."""
+
+from expkit.check.against import AgainstReport, CaseReport, against, load_callable
+from expkit.check.compare import DEFAULT_TOLERANCES, CompareReport, compare, default_tolerance
+from expkit.check.reference import causal_attention, cross_entropy, layer_norm, rms_norm, softmax
+from expkit.check.shapes import Dims, ShapeError, expect_shape
+
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "AgainstReport",
+    "CaseReport",
+    "CompareReport",
+    "Dims",
+    "ShapeError",
+    "against",
+    "causal_attention",
+    "compare",
+    "cross_entropy",
+    "default_tolerance",
+    "expect_shape",
+    "layer_norm",
+    "load_callable",
+    "rms_norm",
+    "softmax",
+]

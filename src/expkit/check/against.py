@@ -1,0 +1,162 @@
+"""Run an operator and its reference on the same seeded inputs, over several shapes and dtypes, and
+compare outputs (and, optionally, input gradients through autograd)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from expkit.check.compare import CompareReport, compare
+from expkit.errors import UsageError
+
+__all__ = ["AgainstReport", "CaseReport", "against", "load_callable"]
+
+Backend = Literal["numpy", "torch"]
+_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class CaseReport:
+    """One (shapes, dtype) case: the output comparison and one comparison per input gradient."""
+
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: str
+    output: CompareReport
+    grads: tuple[CompareReport, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.output.ok and all(g.ok for g in self.grads)
+
+
+@dataclass(frozen=True)
+class AgainstReport:
+    """All cases; ``ok`` only when every output and gradient is within tolerance.
+    ``max_abs_error`` is the largest over all cases' outputs."""
+
+    fn: str
+    reference: str
+    seed: int
+    cases: tuple[CaseReport, ...]
+    ok: bool
+    max_abs_error: float
+
+
+def load_callable(spec: str) -> Callable[..., Any]:
+    """``"pkg.mod:fn"`` (or ``"pkg.mod:Class.method"``) -> the callable.
+
+    Raises:
+        UsageError: no colon, a module that cannot be imported, a missing attribute.
+    """
+    if ":" not in spec:
+        raise UsageError(f"{spec!r} is not PKG.MOD:FN", hint="e.g. torch.nn.functional:softmax")
+    mod_name, attr = spec.split(":", 1)
+    try:
+        obj: Any = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import module {mod_name!r} ({exc})", hint="check PYTHONPATH and the name") from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise UsageError(f"module {mod_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise UsageError(f"{spec} is a {type(obj).__name__}, not a callable")
+    return obj
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _to_backend(arrays: Sequence[np.ndarray], dtype: str, backend: Backend, requires_grad: bool) -> list[Any]:
+    if backend == "numpy":
+        if dtype == "bfloat16":
+            raise UsageError("numpy has no bfloat16", hint="use --dtype float32/float64/float16 or a torch backend")
+        return [a.astype(dtype) for a in arrays]
+    import torch
+
+    return [torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=requires_grad) for a in arrays]
+
+
+def _call(f: Callable[..., Any], xs: list[Any], shapes: tuple[tuple[int, ...], ...], role: str) -> Any:
+    try:
+        return f(*xs)
+    except Exception as exc:  # noqa: BLE001 - the user's operator failed on our inputs: say which and how
+        raise UsageError(f"{role} {_name(f)} raised {type(exc).__name__}: {exc} (inputs of shapes {shapes})",
+                         hint="it must take one array/tensor per shape and return one; wrap it to fix other "
+                              "arguments, e.g. lambda x: softmax(x, dim=-1)") from exc
+
+
+def against(
+    fn: Callable[..., Any],
+    reference: Callable[..., Any],
+    *,
+    shapes: Sequence[Sequence[Sequence[int]]],
+    dtypes: Sequence[str] = ("float32", "float64"),
+    seed: int = 0,
+    grad: bool = False,
+    fn_backend: Backend = "torch",
+    reference_backend: Backend = "numpy",
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> AgainstReport:
+    """Check ``fn`` against ``reference`` on standard-normal inputs drawn from ``seed``.
+
+    Args:
+        fn, reference: take one array/tensor per input shape, return one array/tensor.
+        shapes: cases; each case lists one shape per argument, e.g. ``[[(2, 8, 16)] * 3]`` for q, k, v.
+        dtypes: dtypes the inputs are cast to (the same float64 draw for every dtype).
+        seed: seed of ``numpy.random.default_rng`` for the inputs and the output cotangent.
+        grad: also compare d(sum(out * g))/d(input) for a seeded random g; needs both backends torch.
+        fn_backend, reference_backend: ``numpy`` arrays or ``torch`` tensors for each side.
+        rtol, atol: override the dtype default tolerances (see ``expkit.check.compare``).
+
+    Raises:
+        UsageError: no shapes, an unknown dtype or backend, grad with a numpy side.
+
+    Example:
+        >>> import torch.nn.functional as F
+        >>> from expkit.check.reference import softmax
+        >>> against(lambda x: F.softmax(x, -1), softmax, shapes=[[(4, 8)]]).ok
+        True
+    """
+    if not shapes:
+        raise UsageError("no shapes given", hint="pass at least one case, e.g. shapes=[[(4, 8)]]")
+    for d in dtypes:
+        if d not in _DTYPES:
+            raise UsageError(f"dtype {d!r} is not known", hint=f"use one of {', '.join(_DTYPES)}")
+    for b in (fn_backend, reference_backend):
+        if b not in ("numpy", "torch"):
+            raise UsageError(f"backend {b!r} is not known", hint="use numpy or torch")
+    if grad and (fn_backend != "torch" or reference_backend != "torch"):
+        raise UsageError("gradient comparison needs both sides on the torch backend (autograd)")
+    cases = []
+    for case in shapes:
+        case_shapes = tuple(tuple(int(s) for s in shape) for shape in case)
+        rng = np.random.default_rng(seed)
+        inputs = [rng.standard_normal(s) for s in case_shapes]
+        for dtype in dtypes:
+            xs_fn = _to_backend(inputs, dtype, fn_backend, grad)
+            xs_ref = _to_backend(inputs, dtype, reference_backend, grad)
+            out_fn = _call(fn, xs_fn, case_shapes, "fn")
+            out_ref = _call(reference, xs_ref, case_shapes, "reference")
+            out_report = compare(out_fn, out_ref, rtol=rtol, atol=atol)
+            grads: list[CompareReport] = []
+            if grad:
+                import torch
+
+                g = torch.tensor(np.random.default_rng(seed + 1).standard_normal(tuple(out_ref.shape)),
+                                 dtype=out_ref.dtype)
+                gf = torch.autograd.grad(out_fn, xs_fn, grad_outputs=g, allow_unused=True)
+                gr = torch.autograd.grad(out_ref, xs_ref, grad_outputs=g, allow_unused=True)
+                for a, b, x in zip(gf, gr, xs_ref):
+                    a = torch.zeros_like(x) if a is None else a
+                    b = torch.zeros_like(x) if b is None else b
+                    grads.append(compare(a, b, rtol=rtol, atol=atol))
+            cases.append(CaseReport(case_shapes, dtype, out_report, tuple(grads)))
+    max_err = max(c.output.max_abs_error for c in cases)
+    return AgainstReport(_name(fn), _name(reference), seed, tuple(cases), all(c.ok for c in cases), max_err)

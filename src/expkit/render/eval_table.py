@@ -1,0 +1,74 @@
+"""An eval table (``expkit.stats.tables.EvalTable``) as a rich table, Markdown or HTML."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from expkit.stats.tables import EvalTable
+
+__all__ = ["eval_table_rows", "render_eval_table_html", "render_eval_table_markdown", "print_eval_table"]
+
+HEADERS = ("model", "n", "score", "CI", "delta", "delta CI", "p", "p Holm", "verdict", "method")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def eval_table_rows(table: EvalTable) -> list[tuple[str, ...]]:
+    """One tuple of display strings per model, the baseline first-class and marked."""
+    comps = {c.model: c for c in table.comparisons}
+    rows = []
+    for r in table.models:
+        ci = f"[{_pct(r.low)}, {_pct(r.high)}]" if r.low == r.low else "n/a"
+        c = comps.get(r.model)
+        if c is None:
+            rows.append((f"{r.model} (baseline)", str(r.n), _pct(r.score), ci, "-", "-", "-", "-", "-", r.interval))
+            continue
+        pc = c.comparison
+        rows.append((r.model, str(r.n), _pct(r.score), ci, f"{100 * pc.delta:+.1f}",
+                     f"[{100 * pc.low:+.1f}, {100 * pc.high:+.1f}]", f"{pc.p_value:.3g}", f"{c.p_holm:.3g}",
+                     c.verdict, pc.method))
+    return rows
+
+
+def render_eval_table_markdown(table: EvalTable) -> str:
+    """A GitHub Markdown table plus the notes as a list (scores and deltas in points)."""
+    lines = [f"Baseline: `{table.baseline}`; scores and deltas in points, {table.level:.0%} intervals.", "",
+             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    for row in eval_table_rows(table):
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    if table.notes:
+        lines.append("")
+        lines.extend(f"- {n}" for n in table.notes)
+    return "\n".join(lines)
+
+
+def render_eval_table_html(table: EvalTable) -> str:
+    """A standalone ``<table>`` (every cell escaped) followed by the notes."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
+                   for row in eval_table_rows(table))
+    notes = "".join(f"<li>{escape(n)}</li>" for n in table.notes)
+    return (f"<p>Baseline: <code>{escape(table.baseline)}</code>; scores and deltas in points, "
+            f"{table.level:.0%} intervals.</p>\n<table><tr>{head}</tr>{body}</table>"
+            + (f"\n<ul>{notes}</ul>" if notes else ""))
+
+
+def print_eval_table(table: EvalTable) -> None:
+    """The table on the terminal with rich (plain text when piped)."""
+    from rich.table import Table
+
+    from expkit.render.console import out_console
+
+    t = Table(*HEADERS, title=f"{table.path}: baseline {table.baseline} ({table.level:.0%} intervals, points)")
+    for row in eval_table_rows(table):
+        t.add_row(*row)
+    con = out_console()
+    if not con.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
+        con.width = 200
+    con.print(t)
+    for n in table.notes:
+        con.print(f"note: {n}")
