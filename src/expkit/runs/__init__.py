@@ -1,5 +1,22 @@
-"""Stage 7: make it reproducible. For now: what machine and code version a result came from."""
+"""Stage 7: make it reproducible. The seven records of a run, the run store, and the machine a
+result came from.
+
+    with expkit.runs.start(config=cfg, data=["train.jsonl"], seed=0) as run:
+        run.log(step, loss=loss)
+        run.save_checkpoint({"model": model.state_dict()}, "last")
+"""
 
 from expkit.runs.machine import CodeVersion, MachineInfo, describe_code_version, describe_machine
+from expkit.runs.run import Run, RunTerminated, start
+from expkit.runs.store import list_runs
 
-__all__ = ["CodeVersion", "MachineInfo", "describe_code_version", "describe_machine"]
+__all__ = [
+    "CodeVersion",
+    "MachineInfo",
+    "Run",
+    "RunTerminated",
+    "describe_code_version",
+    "describe_machine",
+    "list_runs",
+    "start",
+]

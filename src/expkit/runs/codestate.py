@@ -1,0 +1,185 @@
+"""The code record of a run: commit, branch, remote, and one patch holding staged, unstaged and
+untracked text changes, so the exact tree can be rebuilt (``git apply``) months later.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["PATCH_CAP_BYTES", "UNTRACKED_FILE_CAP_BYTES", "CodeRecord", "capture_code"]
+
+# A patch past 10 MiB is a data file or a build dir that escaped .gitignore, not a code change.
+PATCH_CAP_BYTES = 10 * 1024 * 1024
+# An untracked file over 1 MiB is left out of the patch (and named in ``left_out``).
+UNTRACKED_FILE_CAP_BYTES = 1024 * 1024
+_GIT_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class CodeRecord:
+    """Where the code came from. ``commit`` is None outside a git work tree (``reason`` says why).
+
+    ``patch`` is ``git diff HEAD --binary`` followed by new-file hunks for untracked text files; it is
+    cut at ``patch_cap_bytes`` (``patch_truncated``) and files it could not hold are in ``left_out``.
+    ``workdir`` is the directory the run started in, relative to ``toplevel``.
+    """
+
+    commit: str | None
+    branch: str | None
+    remote: str | None
+    dirty: bool | None
+    toplevel: str | None
+    workdir: str | None
+    patch: str
+    patch_bytes: int
+    patch_truncated: bool
+    patch_cap_bytes: int
+    changed_files: int
+    untracked_files: int
+    left_out: tuple[str, ...] = ()
+    reason: str | None = None
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, timeout=_GIT_TIMEOUT_S)
+
+
+def _untracked_hunk(top: Path, rel: str) -> str | None:
+    """A ``git apply``-able new-file diff for one untracked text file, or None for binary."""
+    path = top / rel
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    mode = "100755" if os.stat(path).st_mode & stat.S_IXUSR else "100644"
+    head = f"diff --git a/{rel} b/{rel}\nnew file mode {mode}\n"
+    if not text:
+        return head
+    lines = text.split("\n")
+    ends_with_newline = text.endswith("\n")
+    if ends_with_newline:
+        lines = lines[:-1]
+    body = "".join(f"+{line}\n" for line in lines)
+    if not ends_with_newline:
+        body += "\\ No newline at end of file\n"
+    count = len(lines)
+    return head + f"--- /dev/null\n+++ b/{rel}\n@@ -0,0 +1{',' + str(count) if count != 1 else ''} @@\n" + body
+
+
+def capture_code(
+    path: str | Path = ".",
+    *,
+    exclude: tuple[str | Path, ...] = (),
+    patch_cap_bytes: int = PATCH_CAP_BYTES,
+) -> CodeRecord:
+    """Record the git state of the work tree holding ``path``.
+
+    Args:
+        path: a directory inside the work tree (the run's working directory).
+        exclude: directories whose untracked files never enter the patch (the run store itself).
+        patch_cap_bytes: the patch is cut here; the cut is recorded.
+
+    Returns:
+        A CodeRecord; outside a git work tree every field is None/empty and ``reason`` says so.
+
+    Example:
+        >>> capture_code(".").commit  # doctest: +SKIP
+        '756b1c2f...'
+    """
+    cwd = Path(path).resolve()
+    empty = dict(branch=None, remote=None, dirty=None, toplevel=None, workdir=None, patch="", patch_bytes=0,
+                 patch_truncated=False, patch_cap_bytes=patch_cap_bytes, changed_files=0, untracked_files=0)
+    try:
+        top_res = _git(["rev-parse", "--show-toplevel"], cwd)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return CodeRecord(commit=None, reason=f"git could not be run: {exc}", **empty)
+    if top_res.returncode != 0:
+        msg = top_res.stderr.decode(errors="replace").strip() or "not a git work tree"
+        return CodeRecord(commit=None, reason=f"not inside a git work tree ({msg})", **empty)
+    top = Path(top_res.stdout.decode().strip())
+    missing: dict[str, str] = {}
+    head = _git(["rev-parse", "--verify", "-q", "HEAD"], top)
+    commit = head.stdout.decode().strip() or None
+    if commit is None:
+        missing["commit"] = "the repository has no commit yet"
+    br = _git(["symbolic-ref", "--short", "-q", "HEAD"], top)
+    branch = br.stdout.decode().strip() or None
+    if branch is None:
+        missing["branch"] = "detached HEAD"
+    remotes = _git(["config", "--get-regexp", r"^remote\..*\.url$"], top).stdout.decode().split("\n")
+    urls = dict(line.split(" ", 1) for line in remotes if " " in line)
+    remote = urls.get("remote.origin.url") or next(iter(urls.values()), None)
+    if remote is None:
+        missing["remote"] = "the repository has no remote"
+
+    status = _git(["status", "--porcelain=v1", "-z", "--untracked-files=all"], top).stdout.decode(errors="replace")
+    entries = [e for e in status.split("\0") if e]
+    changed, untracked = 0, []
+    skip_next = False
+    for entry in entries:
+        if skip_next:  # the source path of a rename
+            skip_next = False
+            continue
+        code, rel = entry[:2], entry[3:]
+        if code == "??":
+            untracked.append(rel)
+        else:
+            changed += 1
+            skip_next = code[0] in "RC"
+    excluded = []
+    for ex in exclude:
+        try:
+            excluded.append(str(Path(ex).resolve().relative_to(top)).rstrip("/") + "/")
+        except ValueError:
+            continue
+    untracked = [u for u in untracked if not any(u.startswith(e) for e in excluded)]
+
+    parts: list[str] = []
+    size = 0
+    truncated = False
+    left_out: list[str] = []
+    if commit is not None and changed:
+        diff = _git(["diff", "HEAD", "--binary"], top).stdout.decode(errors="replace")
+        if len(diff.encode()) > patch_cap_bytes:
+            truncated = True
+            left_out.append("(tracked changes: git diff HEAD is over the cap)")
+        else:
+            parts.append(diff)
+            size += len(diff.encode())
+    for rel in sorted(untracked):
+        try:
+            if (top / rel).stat().st_size > UNTRACKED_FILE_CAP_BYTES:
+                left_out.append(rel)
+                continue
+            hunk = _untracked_hunk(top, rel)
+        except OSError:
+            left_out.append(rel)
+            continue
+        if hunk is None:
+            left_out.append(rel)
+            continue
+        n = len(hunk.encode())
+        if size + n > patch_cap_bytes:
+            truncated = True
+            left_out.append(rel)
+            continue
+        parts.append(hunk)
+        size += n
+    try:
+        workdir = str(cwd.relative_to(top))
+    except ValueError:
+        workdir = None
+    return CodeRecord(
+        commit=commit, branch=branch, remote=remote, dirty=bool(changed or untracked), toplevel=str(top),
+        workdir=workdir, patch="".join(parts), patch_bytes=size, patch_truncated=truncated,
+        patch_cap_bytes=patch_cap_bytes, changed_files=changed, untracked_files=len(untracked),
+        left_out=tuple(left_out), missing=missing,
+    )

@@ -1,0 +1,135 @@
+"""The seven records of a run assembled into ``run.json`` (plus ``config.json`` and ``code.patch``):
+code, data, config, environment, seed, hardware, and the logs/checkpoints written during the run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import secrets
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from expkit.runs.codestate import capture_code
+from expkit.runs.environment import capture_environment, capture_hardware, seed_everything
+from expkit.runs.fingerprint import fingerprint_data
+from expkit.runs.store import validate_name, write_json_atomic, write_run
+
+__all__ = ["SCHEMA_VERSION", "capture_in_process", "create_run_record", "new_run_dir", "now_iso", "seed_process"]
+
+SCHEMA_VERSION = 1
+SEVEN_RECORDS = ("code", "data", "config", "environment", "seed", "hardware", "logs")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def new_run_dir(root: Path) -> tuple[str, Path]:
+    """Create a fresh run directory ``YYYYmmdd-HHMMSS-xxxxxx`` (mkdir is the lock between processes)."""
+    root.mkdir(parents=True, exist_ok=True)
+    while True:
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+        path = root / run_id
+        try:
+            path.mkdir()
+            return run_id, path
+        except FileExistsError:
+            continue
+
+
+def seed_process(seed: int | None, *, deterministic: bool) -> dict[str, Any]:
+    """Seed python/numpy/torch and, when asked, switch torch to deterministic algorithms."""
+    rec = dataclasses.asdict(seed_everything(seed))
+    if deterministic:
+        import torch
+
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # PyTorch reproducibility notes
+        torch.use_deterministic_algorithms(True, warn_only=os.environ.get("EXPKIT_DETERMINISTIC") == "warn")
+    rec["deterministic"] = deterministic
+    return rec
+
+
+def capture_in_process(*, config: dict[str, Any], data: Any, seed: int | None, full_hash: bool,
+                       deterministic: bool) -> dict[str, Any]:
+    """The records only the training process itself knows: config, data, seed, environment, GPUs."""
+    seed_rec = seed_process(seed, deterministic=deterministic)
+    return {
+        "config": config,
+        "data": [dataclasses.asdict(f) for f in fingerprint_data(list(data), full_hash=full_hash)],
+        "seed": seed_rec,
+        "environment": dataclasses.asdict(capture_environment()),
+        "hardware": dataclasses.asdict(capture_hardware()),
+    }
+
+
+def create_run_record(*, root: Path, name: str | None, group: str | None, config: dict[str, Any], data: Any,
+                      seed: int | None, full_hash: bool, deterministic: bool, kind: str, command: list[str],
+                      world_size: int = 1, seed_in_process: bool = True,
+                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Create the run directory and write ``run.json`` (status ``running``), ``config.json`` and
+    ``code.patch``, and index the run.
+
+    ``seed_in_process=False`` (``runs exec``) records the seed handed to the child as ``EXPKIT_SEED``
+    without seeding this process.
+    """
+    import psutil
+
+    if name is not None:
+        validate_name(name)
+    t0 = time.perf_counter()
+    run_id, run_dir = new_run_dir(root)
+    code = capture_code(Path.cwd(), exclude=(root,))
+    patch = code.patch
+    code_rec = dataclasses.asdict(code)
+    code_rec["patch"] = None
+    code_rec["patch_file"] = "code.patch" if patch else None
+    if patch:
+        tmp = run_dir / ".code.patch.tmp"
+        tmp.write_text(patch)
+        os.replace(tmp, run_dir / "code.patch")
+    if seed_in_process:
+        seed_rec = seed_process(seed, deterministic=deterministic)
+    else:
+        seed_rec = {"seed": seed, "source": "argument" if seed is not None else None, "seeded": [],
+                    "not_seeded": {"all": "handed to the command as EXPKIT_SEED; the command seeds itself"},
+                    "note": None, "deterministic": deterministic}
+    proc = psutil.Process()
+    record: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
+        "id": run_id,
+        "name": name,
+        "group": group,
+        "kind": kind,
+        "status": "running",
+        "created_at": now_iso(),
+        "created_unix": time.time(),
+        "ended_at": None,
+        "pid": proc.pid,
+        "pid_create_time": proc.create_time(),
+        "command": command,
+        "cwd": str(Path.cwd()),
+        "world_size": world_size,
+        "code": code_rec,
+        "data": [dataclasses.asdict(f) for f in fingerprint_data(list(data), full_hash=full_hash)],
+        "config": config,
+        "environment": dataclasses.asdict(capture_environment()),
+        "seed": seed_rec,
+        "hardware": dataclasses.asdict(capture_hardware()),
+        "logs": {"metrics": "metrics.jsonl", "output": "output.log" if kind == "exec" else None,
+                 "checkpoints": "checkpoints/"},
+        "final_metrics": {},
+        "error": None,
+        "checkpoints": [],
+        "artifacts": [],
+        "host": platform.node(),
+    }
+    if extra:
+        record.update(extra)
+    write_json_atomic(run_dir / "config.json", config)
+    record["capture_s"] = round(time.perf_counter() - t0, 4)
+    write_run(root, record)
+    return record

@@ -1,0 +1,354 @@
+"""A run as the training code sees it: ``with start(config=cfg, data=[...], seed=0) as run:`` then
+``run.log(step, loss=...)``, ``run.save_checkpoint(state, name)``, ``run.artifact(path)``.
+
+``run.log`` only appends to an in-memory queue; a background thread writes ``metrics.jsonl`` and the
+heartbeat every 0.5 s (no fsync). Under ``torchrun`` rank 0 owns the record and every other rank
+writes ``metrics.rank<R>.jsonl`` into the same directory. Under ``expkit runs exec`` the script's run
+attaches to the record the exec owns.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import math
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from expkit.errors import UsageError
+from expkit.runs import records
+from expkit.runs.store import resolve_store, validate_name, write_json_atomic, write_run
+
+__all__ = ["FLUSH_INTERVAL_S", "Run", "RunTerminated", "start", "validate_config"]
+
+# The issue's bound is "flushed at least every second"; half of it leaves margin for a slow disk.
+FLUSH_INTERVAL_S = 0.5
+RANK_WAIT_S = 120.0
+_STARTS_IN_PROCESS = [0]
+
+
+class RunTerminated(KeyboardInterrupt):
+    """Raised in the main thread when SIGTERM arrives during a run (recorded as ``killed``)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+def _check_jsonable(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UsageError(f"config key {where!r} is {value!r}, which JSON cannot hold",
+                             hint="use a finite number or a string")
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_check_jsonable(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise UsageError(f"config key {k!r} under {where!r} is a {type(k).__name__}, not a str")
+            out[k] = _check_jsonable(v, f"{where}.{k}" if where else k)
+        return out
+    raise UsageError(f"config key {where!r} holds a {type(value).__name__} ({value!r:.60}), which is not JSON",
+                     hint="convert it to a str, number, bool, list or dict before start()")
+
+
+def validate_config(config: Any) -> dict[str, Any]:
+    """``config`` as a JSON-able dict: a dataclass through ``asdict``, or a dict checked key by key.
+
+    Raises:
+        UsageError: naming the first key whose value is not JSON (e.g. ``'optim.device'``).
+    """
+    if config is None:
+        return {}
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        config = dataclasses.asdict(config)
+    if not isinstance(config, dict):
+        raise UsageError(f"config is a {type(config).__name__}", hint="pass a dataclass instance or a dict")
+    return _check_jsonable(config, "")
+
+
+def _number(key: str, value: Any) -> float | int:
+    if isinstance(value, bool):
+        return int(value)
+    try:
+        return float(value)  # torch/numpy scalars
+    except (TypeError, ValueError):
+        raise UsageError(f"metric {key!r} = {value!r:.60} is not a number",
+                         hint="log numbers (a 0-d tensor is fine); put text in an artifact") from None
+
+
+def _jsonable_metric(rec: dict[str, Any]) -> dict[str, Any]:
+    for k, v in rec.items():
+        if type(v) is float and not math.isfinite(v):
+            rec[k] = str(v)  # orjson would write null; a NaN loss must stay visible
+    return rec
+
+
+class Run:
+    """A live run. Use ``start()`` to make one. ``id`` and ``dir`` locate the record."""
+
+    def __init__(self, *, run_id: str, run_dir: Path, store: Path, rank: int, world_size: int,
+                 mode: str, record: dict[str, Any] | None, metrics_file: str) -> None:
+        self.id = run_id
+        self.dir = run_dir
+        self.store = store
+        self.rank = rank
+        self.world_size = world_size
+        self.mode = mode  # "owner", "rank" (torchrun rank > 0) or "attached" (under runs exec)
+        self._record = record
+        self._queue: deque[dict[str, Any]] = deque()
+        self._final: dict[str, Any] = {}
+        self._last_step: int | None = None
+        self._metrics_path = run_dir / metrics_file
+        self._stop = threading.Event()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._old_handlers: dict[int, Any] = {}
+        self._thread = threading.Thread(target=self._flush_loop, name=f"expkit-run-{run_id}", daemon=True)
+        self._thread.start()
+        atexit.register(self._at_exit)
+
+    # --- the hot path -------------------------------------------------------------------------
+    def log(self, step: int, **metrics: Any) -> None:
+        """Record ``metrics`` at ``step`` (e.g. ``run.log(10, loss=2.31, lr=3e-4)``); ~1 us, no I/O."""
+        if type(step) is not int:
+            step = int(step)
+        rec: dict[str, Any] = {"step": step, "time": time.time()}
+        for k, v in metrics.items():
+            rec[k] = v if type(v) is float or type(v) is int else _number(k, v)
+        self._queue.append(rec)
+        self._final.update(rec)
+        self._last_step = step
+
+    def _flush(self) -> None:
+        if not self._queue:
+            return
+        with self._lock:
+            lines = []
+            while self._queue:
+                lines.append(orjson.dumps(_jsonable_metric(self._queue.popleft())))
+            with open(self._metrics_path, "ab") as f:
+                f.write(b"\n".join(lines) + b"\n")
+
+    def _flush_loop(self) -> None:
+        beat = self.dir / ("heartbeat" if self.mode == "owner" else f"heartbeat.rank{self.rank}")
+        beat.touch()
+        next_beat = time.monotonic() + 1.0
+        while not self._stop.wait(FLUSH_INTERVAL_S):
+            self._flush()
+            if time.monotonic() >= next_beat:
+                beat.touch()
+                next_beat = time.monotonic() + 1.0
+
+    # --- files --------------------------------------------------------------------------------
+    def save_checkpoint(self, state: dict[str, Any], name: str) -> list[Path]:
+        """Save ``state`` under ``checkpoints/`` (see ``expkit.runs.checkpoint.save_checkpoint``).
+
+        Under torchrun only rank 0 writes (returns [] elsewhere).
+        """
+        from expkit.runs.checkpoint import save_checkpoint
+
+        if self.mode == "rank":
+            return []
+        files = save_checkpoint(state, self.dir / "checkpoints", name)
+        self._note("checkpoints", [{"name": name, "files": [f.name for f in files], "step": self._last_step}])
+        return files
+
+    def artifact(self, path: str | os.PathLike[str], name: str | None = None) -> Path:
+        """Copy a file into ``artifacts/`` (atomically) and record its size and sha256."""
+        import hashlib
+
+        src = Path(path)
+        if not src.is_file():
+            raise UsageError(f"artifact {str(src)!r} is not a file")
+        dest_name = validate_name(name or src.name, what="artifact name")
+        out = self.dir / "artifacts"
+        out.mkdir(exist_ok=True)
+        tmp = out / f".{dest_name}.tmp"
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, out / dest_name)
+        digest = hashlib.sha256((out / dest_name).read_bytes()).hexdigest()
+        self._note("artifacts", [{"name": dest_name, "source": str(src.resolve()),
+                                  "size_bytes": src.stat().st_size, "sha256": digest}])
+        return out / dest_name
+
+    def _note(self, key: str, items: list[dict[str, Any]]) -> None:
+        if self.mode == "owner" and self._record is not None:
+            self._record.setdefault(key, []).extend(items)
+            write_run(self.store, self._record)
+        elif self.mode == "attached":
+            path = self.dir / "attached.json"
+            extra = orjson.loads(path.read_bytes()) if path.exists() else {}
+            extra.setdefault(key, []).extend(items)
+            write_json_atomic(path, extra)
+
+    # --- closing ------------------------------------------------------------------------------
+    @property
+    def final_metrics(self) -> dict[str, Any]:
+        """The last logged value of each metric (and its step)."""
+        return {k: v for k, v in self._final.items() if k != "time"}
+
+    def finish(self, status: str = "finished", *, error: str | None = None, signum: int | None = None) -> None:
+        """Flush and close: ``finished``, ``failed`` (``error`` = traceback) or ``killed`` (``signum``)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._flush()
+        for sig, old in self._old_handlers.items():
+            signal.signal(sig, old)
+        if self.mode != "owner" or self._record is None:
+            return
+        from expkit.runs.records import now_iso
+
+        self._record.update(status=status, ended_at=now_iso(), final_metrics=_jsonable_metric(self.final_metrics),
+                            error=error)
+        if signum is not None:
+            self._record["signal"] = signal.Signals(signum).name
+        write_run(self.store, self._record)
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is None:
+            self.finish("finished")
+        elif isinstance(exc, RunTerminated):
+            self.finish("killed", signum=exc.signum)
+        elif isinstance(exc, KeyboardInterrupt):
+            self.finish("killed", signum=signal.SIGINT)
+        else:
+            self.finish("failed", error="".join(traceback.format_exception(exc_type, exc, tb)))
+
+    def _at_exit(self) -> None:
+        err = getattr(sys, "last_value", None)
+        if err is None:
+            self.finish("finished")
+        elif isinstance(err, KeyboardInterrupt):
+            self.finish("killed", signum=getattr(err, "signum", signal.SIGINT))
+        else:
+            self.finish("failed", error="".join(traceback.format_exception(err)))
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_term(signum: int, frame: Any) -> None:
+            raise RunTerminated(signum)
+
+        self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
+
+
+def _rank_key(store: Path) -> Path:
+    import hashlib
+
+    parts = [os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT",
+                                             "TORCHELASTIC_RESTART_COUNT")]
+    parts.append(str(_STARTS_IN_PROCESS[0]))
+    key = hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
+    return store / ".torchrun" / f"{key}.json"
+
+
+def _agent_start_time() -> float:
+    import psutil
+
+    try:
+        return psutil.Process(os.getppid()).create_time()
+    except psutil.Error:
+        return 0.0
+
+
+def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int | None = None,
+          store: str | os.PathLike[str] | None = None, name: str | None = None, *,
+          group: str | None = None, full_hash: bool = False, deterministic: bool | None = None) -> Run:
+    """Start a run: capture the seven records, seed everything, and return a Run (a context manager).
+
+    Args:
+        config: a dataclass instance (recorded through ``asdict``) or a JSON-able dict.
+        data: inputs to fingerprint: paths, directories or ``hf://NAME@REVISION``.
+        seed: the root seed for python, numpy and torch; None takes ``$EXPKIT_SEED`` or draws one
+            (recorded either way). A seed you pass is never overridden.
+        store: the store directory (default ``$EXPKIT_STORE`` or ``./runs``).
+        name: a human name (letters, digits, ``. _ + -``); several runs may share one.
+        group: runs compared against one noise floor (see ``expkit runs determinism``).
+        full_hash: hash every byte of the data instead of sampled blocks.
+        deterministic: call ``torch.use_deterministic_algorithms(True)``; None reads
+            ``$EXPKIT_DETERMINISTIC``.
+
+    Returns:
+        The Run; ``run.id``, ``run.dir``.
+
+    Raises:
+        UsageError: a config value that is not JSON (its key named), a bad name or seed.
+
+    Example:
+        >>> with start(config={"lr": 3e-4}, data=["train.jsonl"], seed=0) as run:  # doctest: +SKIP
+        ...     run.log(1, loss=2.5)
+    """
+    cfg = validate_config(config)
+    if name is not None:
+        validate_name(name)
+    if group is not None:
+        validate_name(group, what="group name")
+    root = resolve_store(store)
+    if deterministic is None:
+        deterministic = os.environ.get("EXPKIT_DETERMINISTIC", "") not in ("", "0")
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    _STARTS_IN_PROCESS[0] += 1
+
+    attach_dir = os.environ.get("EXPKIT_RUN_DIR")
+    if attach_dir and rank == 0:
+        run_dir = Path(attach_dir)
+        captured = records.capture_in_process(config=cfg, data=data, seed=seed, full_hash=full_hash,
+                                              deterministic=deterministic)
+        write_json_atomic(run_dir / "attached.json", captured)
+        return Run(run_id=run_dir.name, run_dir=run_dir, store=run_dir.parent, rank=0, world_size=world,
+                   mode="attached", record=None, metrics_file="metrics.jsonl")
+    if rank != 0:
+        pointer = _rank_key(root)
+        not_before = _agent_start_time() - 1.0
+        deadline = time.monotonic() + RANK_WAIT_S
+        while True:
+            try:
+                info = orjson.loads(pointer.read_bytes())
+                if info["written_unix"] >= not_before:
+                    break
+            except (FileNotFoundError, orjson.JSONDecodeError, KeyError):
+                pass
+            if time.monotonic() > deadline:
+                raise UsageError(f"rank {rank} waited {RANK_WAIT_S:.0f} s for rank 0 to create the run in {root}",
+                                 hint="all ranks need the same store on a shared filesystem (--store/EXPKIT_STORE)")
+            time.sleep(0.05)
+        records.seed_process(seed if seed is not None else info["seed"], deterministic=deterministic)
+        run_dir = root / info["id"]
+        return Run(run_id=info["id"], run_dir=run_dir, store=root, rank=rank, world_size=world, mode="rank",
+                   record=None, metrics_file=f"metrics.rank{rank}.jsonl")
+
+    record = records.create_run_record(root=root, name=name, group=group, config=cfg, data=data, seed=seed,
+                                       full_hash=full_hash, deterministic=deterministic, kind="api",
+                                       command=[sys.executable, *sys.argv], world_size=world)
+    run_dir = root / record["id"]
+    if world > 1:
+        pointer = _rank_key(root)
+        pointer.parent.mkdir(exist_ok=True)
+        write_json_atomic(pointer, {"id": record["id"], "seed": record["seed"]["seed"], "written_unix": time.time()})
+    run = Run(run_id=record["id"], run_dir=run_dir, store=root, rank=0, world_size=world, mode="owner",
+              record=record, metrics_file="metrics.jsonl")
+    run._install_signal_handlers()
+    return run
