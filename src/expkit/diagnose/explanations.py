@@ -14,7 +14,7 @@ from pathlib import PurePath
 from expkit.diagnose.oom import OomInfo, parse_oom_message
 from expkit.diagnose.tracebacks import ExceptionRecord, Frame, Traceback, parse_traceback
 
-__all__ = ["Explanation", "explain", "explain_exception"]
+__all__ = ["Diagnosis", "Explanation", "diagnose_text", "explain", "explain_exception"]
 
 # torch/nn/modules/<file>.py -> the layer family it holds
 _LAYER_FILES = {"linear": "nn.Linear", "conv": "nn.Conv", "sparse": "nn.Embedding", "normalization": "nn.LayerNorm",
@@ -330,3 +330,17 @@ def explain_exception(exc: BaseException) -> tuple[Traceback, Explanation]:
 
     tb = parse_traceback("".join(_tb.format_exception(type(exc), exc, exc.__traceback__)))
     return tb, explain(tb)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """What ``expkit why`` reports: the parsed traceback and its explanation."""
+
+    traceback: Traceback
+    explanation: Explanation
+
+
+def diagnose_text(text: str) -> Diagnosis:
+    """``parse_traceback`` then ``explain``: the whole of ``expkit why`` minus the printing."""
+    tb = parse_traceback(text)
+    return Diagnosis(traceback=tb, explanation=explain(tb))

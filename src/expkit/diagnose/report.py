@@ -68,7 +68,10 @@ def format_report(tb: Traceback, explanation: Explanation) -> str:
     for i, rec in enumerate(tb.exceptions):
         if rec.link and i > 0:
             out.append(f"  {_LINK_TEXT[rec.link]}")
-        out.append(f"{rec.type}: {rec.message.splitlines()[0] if rec.message else ''}".rstrip(": "))
+        if rec.type == "<unknown>":
+            out.append("(no exception line: the text is cut)")
+        else:
+            out.append(f"{rec.type}: {rec.message.splitlines()[0] if rec.message else ''}".rstrip(": "))
         for group in collapse_frames(rec.frames):
             if group.collapsed:
                 out.append(f"    {_describe_run(group.frames)}")

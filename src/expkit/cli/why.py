@@ -1,0 +1,59 @@
+"""``expkit why``: read a traceback from a log, a paste or standard input and say where to look and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def why(
+    source: str = typer.Argument("-", metavar="[FILE|-]", help="A log or pasted traceback; '-' (default) reads stdin."),
+    json_out: bool = typer.Option(False, "--json", help="Print the parsed frames, chosen frame and explanation as JSON."),
+) -> None:
+    """Read a Python traceback bottom-up: mark the last frame in your own files, collapse framework
+    frames, and explain the PyTorch errors people hit most (shapes, devices, dtypes, CUDA OOM with
+    requested/free/reserved and the phase, autograd, DataLoader pickling).
+
+    Handles chained exceptions, DataLoader worker tracebacks and torchrun output (rank-prefixed lines;
+    the first failing rank is shown, identical ranks are listed once). Exit 2 when the text holds no
+    traceback.
+
+    Examples:
+
+      python train.py 2>&1 | tail -50 | expkit why
+
+      expkit why crash.log --json
+
+      torchrun --nproc-per-node 2 train.py 2> ranks.log; expkit why ranks.log
+    """
+    import sys
+
+    from expkit.diagnose import diagnose_text, format_report
+    from expkit.errors import InputError
+
+    if source == "-":
+        text = sys.stdin.read()
+        where = "standard input"
+    else:
+        path = Path(source)
+        if path.is_dir():
+            raise InputError("is a directory, not a log file", path=path, hint="give the log or paste file")
+        if not path.exists():
+            raise InputError("no such file", path=path, hint="give a log file, or '-' to read standard input")
+        text = path.read_text(encoding="utf-8", errors="replace")
+        where = str(path)
+    result = diagnose_text(text)
+    if not result.traceback.exceptions:
+        raise InputError(f"no Python traceback found in {where}",
+                         hint="paste from the 'Traceback (most recent call last):' line to the error line")
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps(result))
+        return
+    print(format_report(result.traceback, result.explanation))
+
+
+def register(root: typer.Typer) -> None:
+    root.command("why")(why)

@@ -1,0 +1,97 @@
+"""``expkit why`` end to end: a real crash's stderr, stdin, JSON, torchrun text, and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+SITE = "/venv/lib/python3.11/site-packages"
+
+CRASH = """\
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(16, 12)
+        self.head = Head()
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+Model()(torch.randn(2, 16))
+"""
+
+
+def test_why_reads_a_real_crash_log_and_marks_the_user_frame(cli, tmp_path):
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    log = tmp_path / "crash.log"
+    log.write_text("step 1 loss 2.0\n" + run.stderr)
+    res = cli("why", str(log))
+    assert res.exit_code == 0, res.stderr
+    assert f">> {script}:11 in forward" in res.stdout  # self.proj(x) inside Head.forward
+    assert "matmul shape mismatch: (2x12) @ (8x3)" in res.stdout
+    assert "Module: self.proj -> nn.Linear" in res.stdout
+    assert "framework frames (torch/nn/modules/module.py" in res.stdout
+
+
+def test_why_json_from_stdin(cli):
+    text = ('Traceback (most recent call last):\n'
+            '  File "/me/train.py", line 40, in <module>\n    optimizer.step()\n'
+            f'  File "{SITE}/torch/optim/adamw.py", line 200, in step\n    adamw(...)\n'
+            'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity '
+            'of 23.65 GiB of which 100.00 MiB is free.\n')
+    res = cli("why", "--json", input=text)
+    assert res.exit_code == 0
+    data = json.loads(res.stdout)
+    frames = data["traceback"]["exceptions"][0]["frames"]
+    assert [f["kind"] for f in frames] == ["yours", "framework"]
+    assert data["traceback"]["chosen_frame"]["line"] == 40
+    oom = data["explanation"]["oom"]
+    assert oom["phase"] == "optimizer step" and oom["requested_bytes"] == 512 * 2**20
+    assert oom["capacity_bytes"] == round(23.65 * 2**30)
+
+
+def test_why_torchrun_ranks(cli, tmp_path):
+    body = ('Traceback (most recent call last):\n  File "/me/ddp.py", line 9, in <module>\n    loss.backward()\n'
+            'RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n')
+    text = "".join(f"[rank{r}]: {line}\n" for r in (1, 0) for line in body.splitlines())
+    log = tmp_path / "ranks.log"
+    log.write_text(text)
+    res = cli("why", str(log))
+    assert res.exit_code == 0
+    assert "rank 1 (failed ranks: 0, 1; ranks 0 failed the same way)" in res.stdout
+    assert "backward on a tensor with no graph" in res.stdout
+
+
+def test_why_cut_paste_is_best_effort(cli):
+    res = cli("why", input='Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    main()\n'
+                           '  File "/me/t.py", line 7, in ma')
+    assert res.exit_code == 0
+    assert "note: the traceback is cut before its exception line" in res.stdout
+    # the last frame, cut inside its function name, still gives file and line
+    assert ">> /me/t.py:7 in ma" in res.stdout and "(no exception line: the text is cut)" in res.stdout
+
+
+def test_why_bad_input_exits_2_with_a_message(cli, tmp_path):
+    res = cli("why", str(tmp_path / "missing.log"))
+    assert res.exit_code == 2 and "missing.log: no such file" in res.stderr
+    res = cli("why", str(tmp_path))
+    assert res.exit_code == 2 and "is a directory" in res.stderr
+    res = cli("why", input="all good, epoch 3 done\n")
+    assert res.exit_code == 2 and "no Python traceback found in standard input" in res.stderr
