@@ -68,6 +68,7 @@ _COMMAND_MODULES = (
     "expkit.cli.labs",
     "expkit.cli.stats",
     "expkit.cli.check",
+    "expkit.cli.plot",
     "expkit.cli.why",
 )
 

@@ -1,0 +1,110 @@
+"""``expkit plot``: figures of runs (loss curves over seeds with bands and a difference panel)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Figures of your runs: curves over seeds with bands, log x by default.", no_args_is_help=True)
+
+
+def _resolve_sources(sources: list[str], store: str | None) -> list[Path]:
+    """A source is a file, a run directory, or a run ID/name in the run store (when expkit.runs has one)."""
+    from expkit.errors import UsageError
+
+    out = []
+    for s in sources:
+        p = Path(s)
+        if p.exists():
+            out.append(p)
+            continue
+        try:
+            from expkit.runs.store import find_run_dir, resolve_store
+        except ImportError:  # the run store is not installed in this build: plain <store>/<id>
+            import os
+
+            root = Path(store or os.environ.get("EXPKIT_STORE") or "runs")
+            if not (root / s).is_dir():
+                raise UsageError(f"{s!r} is neither a file nor a run in {root}") from None
+            out.append(root / s)
+            continue
+        out.append(find_run_dir(resolve_store(store), s))
+    return out
+
+
+@app.command("curves")
+def curves(
+    sources: list[str] = typer.Argument(..., help="Run IDs/names, run directories, or CSV/JSONL files."),
+    metric: str = typer.Option("loss", "--metric", "-m", help="The metric to draw."),
+    x: str = typer.Option("step", "--x", help="step, tokens or time (seconds since the first record)."),
+    group_by: str = typer.Option(None, "--group-by", "-g", help="Group runs by a config key (config.lr) or column."),
+    ema: float = typer.Option(0.0, "--ema", help="Debiased EMA per seed before aggregating, e.g. 0.9 (0: none)."),
+    diff: str = typer.Option(None, "--diff", help="Two groups A,B for the difference panel (default: first two)."),
+    linear_x: bool = typer.Option(False, "--linear-x", help="Linear x axis (log is the default)."),
+    log_y: bool = typer.Option(False, "--log-y", help="Log y axis."),
+    out: Path = typer.Option(Path("curves.png"), "--out", "-o", help="Figure file, .png or .svg."),
+    store: str = typer.Option(None, "--store", help="Run store directory (default ./runs or $EXPKIT_STORE)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the per-group summary as JSON."),
+) -> None:
+    """Curves of METRIC over seeds: thin per-seed lines, the mean with a 95% t-band labelled with the
+    number of seeds, and a panel of group A - group B with its interval, shaded where it excludes 0.
+
+    Examples:
+
+      expkit plot curves runs/lr3e-3_s* runs/lr1e-3_s* --group-by config.lr --ema 0.9
+
+      expkit plot curves seeds.csv --metric val_loss --x tokens --out fig.svg
+    """
+    from expkit.errors import UsageError
+    from expkit.render.curves import draw_curves
+    from expkit.stats.curves import load_curves, summarize_curves
+
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise UsageError(f"--out {out} must end in .png or .svg")
+    pair = None
+    if diff:
+        parts = [p.strip() for p in diff.split(",")]
+        if len(parts) != 2:
+            raise UsageError(f"--diff {diff!r} must name two groups, A,B")
+        pair = (parts[0], parts[1])
+    cs = summarize_curves(load_curves(_resolve_sources(sources, store), metric=metric, x=x, group_by=group_by),
+                          metric=metric, x_key=x, ema=ema or None, compare=pair)
+    path = draw_curves(cs, out, log_x=not linear_x, log_y=log_y)
+    summary = _summary(cs, path)
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps(summary))
+        return
+    for g in summary["groups"]:
+        ci = f"[{g['final_low']:.4g}, {g['final_high']:.4g}]" if g["final_low"] is not None else "(1 seed, no interval)"
+        print(f"{g['group']}: {g['n_seeds']} seeds, final {metric} {g['final_mean']:.4g} {ci} at {x} {g['final_x']:g}")
+    d = summary["difference"]
+    if d:
+        print(f"{d['groups']}: interval of the difference excludes 0 at {d['n_excludes_zero']} of {d['n_points']} "
+              f"points; bands do not overlap at {d['n_bands_apart']}; final delta {d['final_delta']:+.4g} "
+              f"[{d['final_low']:+.4g}, {d['final_high']:+.4g}]")
+    for n in cs.notes:
+        print(f"note: {n}")
+    print(f"figure: {path}")
+
+
+def _summary(cs, path: Path) -> dict:  # noqa: ANN001 - CurveSet, imported lazily
+    groups = [{"group": b.group, "n_seeds": b.n_seeds, "runs": b.runs, "final_x": float(b.x[-1]),
+               "final_mean": float(b.mean[-1]),
+               "final_low": None if b.low is None else float(b.low[-1]),
+               "final_high": None if b.high is None else float(b.high[-1])} for b in cs.bands]
+    d = cs.difference
+    diff = None
+    if d is not None:
+        diff = {"groups": f"{d.group_a} - {d.group_b}", "n_points": int(d.x.size),
+                "n_excludes_zero": int(d.excludes_zero.sum()), "n_bands_apart": int((~d.bands_overlap).sum()),
+                "x_excludes_zero": d.x[d.excludes_zero].tolist(),
+                "final_delta": float(d.delta[-1]), "final_low": float(d.low[-1]), "final_high": float(d.high[-1])}
+    return {"metric": cs.metric, "x": cs.x_key, "ema": cs.ema, "groups": groups, "difference": diff,
+            "notes": list(cs.notes), "figure": str(path)}
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="plot")

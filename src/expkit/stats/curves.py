@@ -1,0 +1,347 @@
+"""Training curves over seeds: read them (run directories, CSV, JSONL), smooth each seed with a debiased
+EMA, aggregate a group of seeds into its mean with a 95% t-interval band, and the interval of the
+difference between two groups at every x (where it excludes 0, the groups differ).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from expkit.errors import InputError, UsageError
+
+__all__ = [
+    "Band",
+    "Curve",
+    "CurveSet",
+    "DifferenceBand",
+    "X_KEYS",
+    "aggregate_band",
+    "debiased_ema",
+    "difference_band",
+    "load_curves",
+    "summarize_curves",
+]
+
+# --x name -> the fields that may hold it, first found wins; time is made relative to the first row
+X_KEYS: dict[str, tuple[str, ...]] = {
+    "step": ("step", "iter", "iteration"),
+    "tokens": ("tokens", "tokens_seen", "n_tokens"),
+    "time": ("elapsed_s", "time_s", "wall_s", "time"),
+}
+_RUN_COLUMNS = ("run", "run_id", "seed")
+_MAX_GRID = 2_000
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One run's metric against x, sorted by x (duplicate x: the last value logged wins)."""
+
+    run: str
+    group: str
+    x: np.ndarray
+    y: np.ndarray
+    source: str
+
+
+def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            return [(reader.line_num, row) for row in reader]
+    import orjson
+
+    rows = []
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise InputError(f"not valid JSON ({exc})", path=path, line=lineno) from None
+            if not isinstance(row, dict):
+                raise InputError("a JSON line that is not an object", path=path, line=lineno)
+            rows.append((lineno, row))
+    return rows
+
+
+def _number(value: Any, what: str, path: Path, line: int) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{what} {value!r} is not a number", path=path, line=line) from None
+
+
+def _lookup(mapping: dict[str, Any], dotted: str) -> Any:
+    cur: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def _run_config(run_dir: Path) -> dict[str, Any]:
+    import orjson
+
+    for name, key in (("run.json", "config"), ("config.json", None)):
+        p = run_dir / name
+        if p.is_file():
+            try:
+                data = orjson.loads(p.read_bytes())
+            except orjson.JSONDecodeError:
+                continue
+            cfg = data.get(key) if key else data
+            if isinstance(cfg, dict):
+                return cfg
+    return {}
+
+
+def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run: str, metric: str, x: str,
+                      group_by: str | None, config: dict[str, Any] | None) -> list[Curve]:
+    keys = X_KEYS[x]
+    by_run: dict[str, dict[float, float]] = {}
+    groups: dict[str, str] = {}
+    t0: dict[str, float] = {}
+    for line, row in rows:
+        if row.get(metric) in (None, ""):
+            continue  # rows of other metrics (eval rows, lr rows) share the file
+        xkey = next((k for k in keys if row.get(k) not in (None, "")), None)
+        if xkey is None:
+            raise InputError(f"a {metric!r} value without any of {', '.join(keys)} for --x {x}", path=path, line=line,
+                             hint="choose another --x or log the field")
+        rid = next((f"{run}:{row[c]}" for c in _RUN_COLUMNS if row.get(c) not in (None, "")), run)
+        xv = _number(row[xkey], xkey, path, line)
+        if x == "time":
+            xv -= t0.setdefault(rid, xv)
+        yv = _number(row[metric], metric, path, line)
+        by_run.setdefault(rid, {})[xv] = yv
+        if rid not in groups:
+            if group_by is None:
+                g = row.get("group")
+            else:
+                g = _lookup(config, group_by.removeprefix("config.")) if config is not None else None
+                if g is None:
+                    g = row.get(group_by, row.get(group_by.removeprefix("config.")))
+                if g is None:
+                    raise InputError(f"run {rid!r} has no value for --group-by {group_by}", path=path, line=line,
+                                     hint="name a config key of the run or a column of the file")
+            groups[rid] = "all" if g in (None, "") else str(g)
+    out = []
+    for rid, points in by_run.items():
+        xs = np.array(sorted(points), dtype=np.float64)
+        ys = np.array([points[v] for v in xs], dtype=np.float64)
+        out.append(Curve(rid, groups[rid], xs, ys, str(path)))
+    return out
+
+
+def load_curves(sources: Sequence[str | Path], *, metric: str = "loss", x: str = "step",
+                group_by: str | None = None) -> list[Curve]:
+    """Curves of ``metric`` from run directories (``metrics.jsonl`` + ``run.json`` config) or files.
+
+    A file is one run, unless it has a ``run``/``run_id``/``seed`` column, which splits it. The group
+    of a run: its ``group_by`` value (``config.lr`` from the run's config, or a column), else a
+    ``group`` column, else ``all``.
+
+    Raises:
+        InputError: a missing file, a row with a non-number, no rows with the metric at all.
+        UsageError: an unknown ``x``.
+    """
+    if x not in X_KEYS:
+        raise UsageError(f"--x {x!r} is not known", hint=f"use one of {', '.join(X_KEYS)}")
+    if not sources:
+        raise UsageError("no runs or files given", hint="pass run IDs, run directories or CSV/JSONL files")
+    curves: list[Curve] = []
+    for src in sources:
+        p = Path(src)
+        if p.is_dir():
+            mfile = p / "metrics.jsonl"
+            if not mfile.is_file():
+                raise InputError("run directory has no metrics.jsonl", path=p)
+            curves += _curves_from_rows(_read_rows(mfile), path=mfile, run=p.name, metric=metric, x=x,
+                                        group_by=group_by, config=_run_config(p))
+        elif p.is_file():
+            curves += _curves_from_rows(_read_rows(p), path=p, run=p.stem, metric=metric, x=x,
+                                        group_by=group_by, config=None)
+        else:
+            raise InputError("no such file or run directory", path=p)
+    if not curves:
+        raise InputError(f"no rows with metric {metric!r} in {', '.join(map(str, sources))}",
+                         hint="check --metric against the field names in the files")
+    return curves
+
+
+def debiased_ema(y: np.ndarray, alpha: float) -> np.ndarray:
+    """Exponential moving average with Adam-style bias correction, as TensorBoard's smoothing:
+    m_t = alpha m_{t-1} + (1 - alpha) y_t, m_0 = 0; returns m_t / (1 - alpha^t) (Kingma & Ba 2015, sec. 3).
+
+    Example:
+        >>> debiased_ema(np.array([1.0, 1.0, 1.0]), 0.9).tolist()   # no pull towards 0 at the start
+        [1.0, 1.0, 1.0]
+    """
+    if not 0.0 <= alpha < 1.0:
+        raise UsageError(f"--ema {alpha} must be in [0, 1)", hint="0.9 is a common choice; 0 disables it")
+    out = np.empty_like(y, dtype=np.float64)
+    m = 0.0
+    for t, v in enumerate(y, start=1):
+        m = alpha * m + (1.0 - alpha) * v
+        out[t - 1] = m / (1.0 - alpha**t)
+    return out
+
+
+@dataclass(frozen=True)
+class Band:
+    """A group of seeds on a common x grid: mean and its t-interval (None without >= 2 seeds)."""
+
+    group: str
+    runs: tuple[str, ...]
+    n_seeds: int
+    x: np.ndarray
+    ys: np.ndarray  # (n_seeds, len(x)) after smoothing and alignment
+    mean: np.ndarray
+    low: np.ndarray | None
+    high: np.ndarray | None
+    level: float
+
+
+def _common_grid(curves: Sequence[Curve]) -> np.ndarray:
+    common = curves[0].x
+    for c in curves[1:]:
+        common = np.intersect1d(common, c.x)
+    smallest = min(c.x.size for c in curves)
+    if common.size >= max(2, smallest // 2):
+        return common
+    lo, hi = max(c.x[0] for c in curves), min(c.x[-1] for c in curves)
+    if not lo < hi:
+        raise UsageError(f"the runs {', '.join(c.run for c in curves)} share no x range", hint="compare runs that overlap")
+    grid = np.unique(np.concatenate([c.x[(c.x >= lo) & (c.x <= hi)] for c in curves]))
+    if grid.size > _MAX_GRID:
+        grid = grid[np.linspace(0, grid.size - 1, _MAX_GRID).astype(int)]
+    return grid
+
+
+def _on_grid(c: Curve, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    idx = np.searchsorted(c.x, grid)
+    exact = (idx < c.x.size) & (c.x[np.minimum(idx, c.x.size - 1)] == grid)
+    if exact.all():
+        return y[idx]
+    return np.interp(grid, c.x, y)
+
+
+def _t_quantile(level: float, df: np.ndarray | float) -> np.ndarray:
+    from scipy.stats import t
+
+    return t.ppf(0.5 + level / 2.0, df)
+
+
+def aggregate_band(curves: Sequence[Curve], *, ema: float | None = None, level: float = 0.95,
+                   grid: np.ndarray | None = None) -> Band:
+    """Mean over the seeds of one group with a t-interval (n - 1 df) at each x; EMA per seed first."""
+    if not curves:
+        raise UsageError("a group with no runs")
+    grid = _common_grid(curves) if grid is None else grid
+    ys = np.stack([_on_grid(c, debiased_ema(c.y, ema) if ema else c.y, grid) for c in curves])  # (S, X)
+    n = ys.shape[0]
+    mean = ys.mean(axis=0)
+    low = high = None
+    if n >= 2:
+        h = _t_quantile(level, n - 1) * ys.std(axis=0, ddof=1) / math.sqrt(n)
+        low, high = mean - h, mean + h
+    return Band(curves[0].group, tuple(c.run for c in curves), n, grid, ys, mean, low, high, level)
+
+
+@dataclass(frozen=True)
+class DifferenceBand:
+    """mean(A) - mean(B) at each shared x with its Welch interval. ``excludes_zero``: x where the
+    interval of the difference excludes 0; ``bands_overlap``: x where the two groups' own bands overlap
+    (the "bands do not overlap" rule; stricter than the interval of the difference)."""
+
+    group_a: str
+    group_b: str
+    x: np.ndarray
+    delta: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    excludes_zero: np.ndarray
+    bands_overlap: np.ndarray
+    level: float
+
+
+def difference_band(a: Sequence[Curve], b: Sequence[Curve], *, ema: float | None = None,
+                    level: float = 0.95) -> DifferenceBand:
+    """Welch interval of mean(A) - mean(B) at every x both groups share (Welch 1947).
+
+    Raises:
+        UsageError: a group with fewer than 2 seeds (no spread, no interval).
+    """
+    if len(a) < 2 or len(b) < 2:
+        raise UsageError(f"the difference needs >= 2 seeds per group (got {len(a)} and {len(b)})",
+                         hint="run more seeds")
+    grid = _common_grid([*a, *b])
+    ba = aggregate_band(a, ema=ema, level=level, grid=grid)
+    bb = aggregate_band(b, ema=ema, level=level, grid=grid)
+    va = ba.ys.var(axis=0, ddof=1) / ba.n_seeds
+    vb = bb.ys.var(axis=0, ddof=1) / bb.n_seeds
+    se = np.sqrt(va + vb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = (va + vb) ** 2 / (va**2 / (ba.n_seeds - 1) + vb**2 / (bb.n_seeds - 1))
+    df = np.where(np.isfinite(df), df, ba.n_seeds + bb.n_seeds - 2)
+    h = _t_quantile(level, df) * se
+    delta = ba.mean - bb.mean
+    low, high = delta - h, delta + h
+    assert ba.low is not None and ba.high is not None and bb.low is not None and bb.high is not None
+    overlap = (ba.low <= bb.high) & (bb.low <= ba.high)
+    return DifferenceBand(ba.group, bb.group, grid, delta, low, high, (low > 0) | (high < 0), overlap, level)
+
+
+@dataclass(frozen=True)
+class CurveSet:
+    """Everything ``expkit plot curves`` draws: the runs, a band per group, and the difference of the
+    first two groups (or those named) when both have >= 2 seeds."""
+
+    metric: str
+    x_key: str
+    ema: float | None
+    curves: tuple[Curve, ...]
+    bands: tuple[Band, ...]
+    difference: DifferenceBand | None
+    notes: tuple[str, ...]
+
+
+def summarize_curves(curves: Sequence[Curve], *, metric: str, x_key: str, ema: float | None = None,
+                     level: float = 0.95, compare: tuple[str, str] | None = None) -> CurveSet:
+    """Group ``curves``, band each group, and take the difference of two groups.
+
+    Raises:
+        UsageError: ``compare`` names a group that does not exist.
+    """
+    groups: dict[str, list[Curve]] = {}
+    for c in curves:
+        groups.setdefault(c.group, []).append(c)
+    bands = tuple(aggregate_band(g, ema=ema, level=level) for g in groups.values())
+    notes = [f"{b.group}: 1 seed, no band (run >= 2 seeds)" for b in bands if b.n_seeds < 2]
+    diff = None
+    names = list(groups)
+    if compare is not None:
+        for g in compare:
+            if g not in groups:
+                raise UsageError(f"--diff names group {g!r}, not among {', '.join(names)}")
+        pair = compare
+    else:
+        pair = (names[0], names[1]) if len(names) >= 2 else None
+    if pair is not None:
+        ga, gb = groups[pair[0]], groups[pair[1]]
+        if len(ga) >= 2 and len(gb) >= 2:
+            diff = difference_band(ga, gb, ema=ema, level=level)
+        else:
+            notes.append(f"no difference panel: {pair[0]} has {len(ga)} and {pair[1]} {len(gb)} seeds (need >= 2 each)")
+    if len(names) > 2 and compare is None:
+        notes.append(f"difference panel shows {names[0]} - {names[1]}; choose others with --diff A,B")
+    return CurveSet(metric, x_key, ema, tuple(curves), bands, diff, tuple(notes))
