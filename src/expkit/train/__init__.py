@@ -1,0 +1,56 @@
+"""Stage 4: train something small. The char LM, its corpus, the visible loop, the schedule, the sanity
+checks no trainer runs by default, checkpoints for an exact resume, DDP through torchrun.
+
+Importing this package imports torch; the CLI and the labs import it inside their functions.
+"""
+
+from expkit.train.checkpoint import Checkpoint, find_checkpoints, load_checkpoint, save_checkpoint
+from expkit.train.config import TrainConfig, apply_overrides
+from expkit.train.corpus import Corpus, encode_ascii, load_corpus
+from expkit.train.loop import StepOutput, TrainingSetup, estimate_val_loss, setup_training, train_step
+from expkit.train.model import CharLM, CharLMConfig, count_parameters, flops_per_token
+from expkit.train.sanity import (
+    FirstLossCheck,
+    GradCheck,
+    NonFiniteCheck,
+    check_first_loss,
+    find_params_without_grad,
+    find_stale_grads,
+    locate_first_nonfinite,
+)
+from expkit.train.schedule import WarmupCosine
+from expkit.train.training import Calibration, TrainEvent, TrainResult, measure_mfu, train_charlm
+
+__all__ = [
+    "Calibration",
+    "CharLM",
+    "CharLMConfig",
+    "Checkpoint",
+    "Corpus",
+    "FirstLossCheck",
+    "GradCheck",
+    "NonFiniteCheck",
+    "StepOutput",
+    "TrainConfig",
+    "TrainEvent",
+    "TrainResult",
+    "TrainingSetup",
+    "WarmupCosine",
+    "apply_overrides",
+    "check_first_loss",
+    "count_parameters",
+    "encode_ascii",
+    "estimate_val_loss",
+    "find_checkpoints",
+    "find_params_without_grad",
+    "find_stale_grads",
+    "flops_per_token",
+    "load_checkpoint",
+    "load_corpus",
+    "locate_first_nonfinite",
+    "measure_mfu",
+    "save_checkpoint",
+    "setup_training",
+    "train_charlm",
+    "train_step",
+]

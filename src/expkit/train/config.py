@@ -1,0 +1,115 @@
+"""The training config and ``KEY=VALUE`` overrides (``expkit train charlm --config lr_max=2e-3``).
+
+Defaults and why (tuned on this 2-core CPU for 60 s of training, see README "Training"): a short
+context (T = 128) and a small batch (B = 16) buy many optimizer steps per minute, which is what a
+one-minute budget needs; a high peak lr (3e-3) suits an 840K-parameter model with AdamW.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from expkit.errors import UsageError
+
+__all__ = ["TrainConfig", "apply_overrides", "config_keys"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How to train. ``batch_size`` is per process and per micro-batch; the global batch per optimizer
+    step is ``batch_size * grad_accum * world_size`` sequences of ``seq_len`` characters."""
+
+    batch_size: int = 16
+    seq_len: int = 128
+    grad_accum: int = 1
+    lr_max: float = 3e-3
+    lr_min: float = 3e-4
+    warmup_steps: int = 20
+    max_steps: int | None = None  # None: as many as fit the time budget (calibrated before step 1)
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95   # nanoGPT's choice for small batches
+    grad_clip: float = 1.0
+    eval_interval: int = 200
+    eval_windows: int = 256
+    log_interval: int = 10
+    checkpoint_interval: int | None = None
+    num_workers: int = 0  # 2 cores: a worker process would take a core away from the model
+    bf16_autocast: bool = False
+    compile: bool = False
+    check_first_loss: bool = True
+    check_grads: bool = True
+    check_zero_grad: bool = True
+    nan_guard: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "seq_len", "grad_accum", "eval_interval", "eval_windows", "log_interval"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"{name}={getattr(self, name)} must be >= 1")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise UsageError(f"max_steps={self.max_steps} must be >= 1 (or None for a time budget)")
+        if not 0 <= self.lr_min <= self.lr_max:
+            raise UsageError(f"need 0 <= lr_min ({self.lr_min}) <= lr_max ({self.lr_max})")
+        if self.warmup_steps < 0:
+            raise UsageError(f"warmup_steps={self.warmup_steps} must be >= 0")
+        if self.num_workers < 0:
+            raise UsageError(f"num_workers={self.num_workers} must be >= 0")
+
+
+def config_keys(*configs: Any) -> list[str]:
+    """Every field name of the given dataclass instances, in order."""
+    return [f.name for c in configs for f in fields(c)]
+
+
+def _parse(raw: str, current: Any, key: str) -> Any:
+    kind = type(current)
+    if raw.lower() in ("none", "null") and (current is None or key in ("max_steps", "checkpoint_interval")):
+        return None
+    try:
+        if isinstance(current, bool):
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if current is None or kind is int:
+            return int(float(raw)) if float(raw).is_integer() else int(raw)
+        return kind(raw)
+    except ValueError:
+        want = "true/false" if isinstance(current, bool) else ("an integer" if current is None else kind.__name__)
+        raise UsageError(f"--config {key}={raw}: not {want}") from None
+
+
+def apply_overrides(overrides: list[str] | tuple[str, ...], *configs: Any) -> tuple[Any, ...]:
+    """Apply ``KEY=VALUE`` strings to whichever config has the field KEY; returns new configs.
+
+    Raises:
+        UsageError: no ``=``, or a key no config has (the message names the closest valid key), or a
+            value of the wrong type.
+
+    Example:
+        >>> from expkit.train.model import CharLMConfig
+        >>> apply_overrides(["n_layer=2", "lr_max=1e-3"], CharLMConfig(), TrainConfig())[0].n_layer
+        2
+    """
+    out = list(configs)
+    keys = config_keys(*configs)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise UsageError(f"--config {item!r} is not KEY=VALUE", hint="e.g. --config lr_max=1e-3")
+        if key not in keys:
+            close = difflib.get_close_matches(key, keys, n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}?" if close else "valid keys: " + ", ".join(keys)
+            raise UsageError(f"--config {key}: no such config key", hint=hint)
+        for i, cfg in enumerate(out):
+            if key in asdict(cfg):
+                try:
+                    out[i] = replace(cfg, **{key: _parse(raw.strip(), getattr(cfg, key), key)})
+                except ValueError as exc:  # CharLMConfig validates with ValueError
+                    raise UsageError(f"--config {item}: {exc}") from None
+                break
+    return tuple(out)
