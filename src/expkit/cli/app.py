@@ -70,6 +70,7 @@ _COMMAND_MODULES = (
     "expkit.cli.check",
     "expkit.cli.plot",
     "expkit.cli.why",
+    "expkit.cli.train",
 )
 
 
