@@ -1,0 +1,159 @@
+"""Profile a step function or a whole script with torch.profiler and read the trace into buckets.
+
+``profile(step_fn, steps=N)`` also times the same steps without the profiler and reports the ratio
+(profiling overhead). ``profile_script(argv)`` runs a script in a child Python under the profiler;
+when the script crashes the partial trace is still written and its traceback is returned.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from expkit.errors import InputError, UsageError
+from expkit.perf.buckets import ProfileReport, bucket_trace
+from expkit.perf.trace import load_trace
+
+__all__ = ["ScriptProfile", "profile", "profile_script"]
+
+
+def _timed_steps(step_fn: Callable[[], object], n: int, sync: Callable[[], None]) -> list[float]:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step_fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def profile(
+    step_fn: Callable[[], object], *, steps: int = 3, warmup: int = 1, trace_path: str | Path | None = None,
+    measure_overhead: bool = True,
+) -> ProfileReport:
+    """Run ``step_fn`` under torch.profiler (CPU, and CUDA when available) and bucket the trace.
+
+    Args:
+        step_fn: one training or inference step; called ``warmup + steps`` times (twice that with
+            ``measure_overhead``).
+        steps: profiled steps (ProfilerStep windows), >= 1.
+        warmup: steps run under the profiler's warm-up phase first (not recorded), >= 0.
+        trace_path: where to keep the Chrome trace (default: a temporary file, deleted).
+        measure_overhead: also time ``steps`` plain steps and report profiled/plain median step time.
+
+    Returns:
+        ProfileReport with ``profiling_overhead_ratio`` and ``trace_path`` (when kept).
+
+    Raises:
+        UsageError: steps < 1 or warmup < 0.
+
+    Example:
+        >>> import torch
+        >>> a = torch.randn(256, 256)
+        >>> rep = profile(lambda: a @ a, steps=2, measure_overhead=False)
+        >>> rep.dominant
+        'gemm'
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, schedule
+
+    if steps < 1 or warmup < 0:
+        raise UsageError(f"steps={steps} must be >= 1 and warmup={warmup} >= 0")
+    cuda = torch.cuda.is_available()
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    plain: list[float] = []
+    if measure_overhead:
+        _timed_steps(step_fn, warmup, sync)
+        plain = _timed_steps(step_fn, steps, sync)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(trace_path) if trace_path else Path(tmp) / "trace.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        profiled: list[float] = []
+        warnings.filterwarnings("ignore", message="Profiler clears events", category=UserWarning)
+        with torch.profiler.profile(activities=activities, schedule=schedule(wait=0, warmup=warmup, active=steps),
+                                    on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+            for i in range(warmup + steps):
+                t0 = time.perf_counter()
+                step_fn()
+                sync()
+                if i >= warmup:
+                    profiled.append(time.perf_counter() - t0)
+                prof.step()
+        report = bucket_trace(load_trace(path))
+    ratio = statistics.median(profiled) / statistics.median(plain) if plain else None
+    return replace(report, source="expkit.perf.profile(step_fn)", profiling_overhead_ratio=ratio,
+                   trace_path=str(path) if trace_path else None)
+
+
+@dataclass(frozen=True)
+class ScriptProfile:
+    """A script run under the profiler: its exit code, the trace (possibly partial) and, when it crashed,
+    its traceback text. ``report`` is None only when the script died before any op was recorded."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    elapsed_s: float
+    trace_path: str
+    report: ProfileReport | None
+    traceback: str | None
+    stderr_tail: str
+
+
+def _script_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
+    args = list(argv)
+    if args and Path(args[0]).name.startswith("python"):
+        args = args[1:]  # "python script.py ..." -> "script.py ..."
+    if not args:
+        raise UsageError("no script given", hint="expkit profile -- python train.py --steps 10")
+    if args[0] != "-m" and not Path(args[0]).is_file():
+        raise InputError("no such script", path=args[0])
+    return args
+
+
+def profile_script(
+    argv: list[str] | tuple[str, ...], *, trace_path: str | Path, timeout_s: float | None = None,
+) -> ScriptProfile:
+    """Run ``python ARGV...`` in a child process under torch.profiler and bucket its trace.
+
+    Args:
+        argv: the command after ``--``, e.g. ``["python", "train.py", "--steps", "3"]`` or ``["-m", "pkg.mod"]``.
+        trace_path: where the Chrome trace is written (also when the script crashes).
+        timeout_s: kill the script after this many seconds (None: no limit).
+
+    Returns:
+        ScriptProfile; a crashed script has a nonzero ``returncode`` and ``traceback`` set.
+
+    Raises:
+        UsageError: no script; InputError: the script file does not exist.
+    """
+    args = _script_argv(argv)
+    trace = Path(trace_path)
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    err_file = trace.with_suffix(".traceback.txt")
+    err_file.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "expkit.perf.script_profiler", str(trace), str(err_file), "--", *args]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        raise UsageError(f"the script ran longer than {timeout_s} s and was stopped") from exc
+    elapsed = time.perf_counter() - t0
+    tb = err_file.read_text(encoding="utf-8") if err_file.is_file() else None
+    if proc.returncode != 0 and tb is None:
+        tb = proc.stderr[-4000:] or None
+    report = None
+    if trace.is_file():
+        try:
+            report = replace(bucket_trace(load_trace(trace)), source=" ".join(args), trace_path=str(trace))
+        except InputError:
+            report = None  # died before the first op: nothing to bucket
+    return ScriptProfile(argv=tuple(args), returncode=proc.returncode, elapsed_s=elapsed, trace_path=str(trace),
+                         report=report, traceback=tb, stderr_tail=proc.stderr[-2000:])

@@ -1,0 +1,225 @@
+"""Measured roofs: a GEMM and a streaming copy on this machine give its peak FLOP/s, bandwidth and ridge.
+
+Both are best-of-repeats (a roof is the most the machine did, not the typical): GEMM FLOPs = 2 n^3
+(n x n by n x n); copy bytes = 2 x size (read once + write once, the STREAM convention of McCalpin,
+"Memory bandwidth and machine balance", 1995; write-allocate traffic is not counted).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+from expkit.errors import UsageError
+
+__all__ = ["CopyMeasurement", "GemmMeasurement", "MeasuredRoofs", "measure_copy_bandwidth", "measure_gemm",
+           "measure_numpy_copy_bandwidth", "measure_roofs"]
+
+MIB = 1024**2
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class GemmMeasurement:
+    """``torch.matmul`` of two n x n matrices: best and median FLOP/s over ``repeats`` timed runs."""
+
+    device: str
+    dtype: str
+    n: int
+    repeats: int
+    best_flop_s: float
+    median_flop_s: float
+    best_time_s: float
+
+
+@dataclass(frozen=True)
+class CopyMeasurement:
+    """A copy of ``size_bytes``: best and median bandwidth (2 x size / time) over ``repeats`` runs."""
+
+    device: str
+    method: str
+    size_bytes: int
+    repeats: int
+    best_bandwidth_bytes_s: float
+    median_bandwidth_bytes_s: float
+
+
+@dataclass(frozen=True)
+class MeasuredRoofs:
+    """This machine's roofs, measured. ``*_ratio`` fields compare with the reference run in the same
+    call (``compare=True``): torch.matmul on a large square matrix, and a numpy copy; None when not run."""
+
+    device: str
+    dtype: str
+    threads: int
+    gemm: GemmMeasurement
+    copy: CopyMeasurement
+    peak_flop_s: float
+    bandwidth_bytes_s: float
+    ridge_flop_per_byte: float
+    reference_gemm: GemmMeasurement | None = None
+    reference_copy: CopyMeasurement | None = None
+    gemm_vs_reference_ratio: float | None = None
+    bandwidth_vs_reference_ratio: float | None = None
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def _check_device(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"device {device!r} asked for, but CUDA is not available here", hint="use --device cpu")
+    if not (device == "cpu" or device.startswith("cuda")):
+        raise UsageError(f"device {device!r} is not 'cpu' or 'cuda[:N]'")
+
+
+def _dtype(name: str):  # noqa: ANN202 - a torch.dtype
+    import torch
+
+    table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in table:
+        raise UsageError(f"dtype {name!r} is not one of {', '.join(table)}")
+    return table[name]
+
+
+def measure_gemm(*, n: int = 2048, dtype: str = "float32", device: str = "cpu", repeats: int = 5) -> GemmMeasurement:
+    """Time ``torch.matmul`` on two n x n random matrices (one warm-up run first).
+
+    Args:
+        n: matrix side, >= 16.
+        dtype: ``float32``, ``bfloat16`` or ``float16``.
+        device: ``cpu`` or ``cuda[:N]``.
+        repeats: timed runs, >= 1.
+
+    Returns:
+        GemmMeasurement with best and median FLOP/s (2 n^3 FLOPs per run).
+
+    Example:
+        >>> g = measure_gemm(n=256, repeats=2)
+        >>> g.best_flop_s > 0
+        True
+    """
+    import torch
+
+    if n < 16 or repeats < 1:
+        raise UsageError(f"n={n} must be >= 16 and repeats={repeats} >= 1")
+    _check_device(device)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(device=device, dtype=_dtype(dtype))
+    b = torch.randn(n, n, generator=gen).to(device=device, dtype=_dtype(dtype))
+    out = torch.empty_like(a)
+    torch.matmul(a, b, out=out)  # warm-up: thread pool, allocator, kernel selection
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.matmul(a, b, out=out)
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    flops = 2.0 * n**3
+    return GemmMeasurement(device=device, dtype=dtype, n=n, repeats=repeats, best_flop_s=flops / min(times),
+                           median_flop_s=flops / statistics.median(times), best_time_s=min(times))
+
+
+def measure_copy_bandwidth(*, size_bytes: int = 256 * MIB, device: str = "cpu", repeats: int = 5) -> CopyMeasurement:
+    """Time ``dst.copy_(src)`` of two preallocated float32 tensors of ``size_bytes`` each.
+
+    Args:
+        size_bytes: bytes per buffer, >= 1 MiB; use well above the last-level cache (default 256 MiB).
+        device: ``cpu`` or ``cuda[:N]``.
+        repeats: timed runs after one warm-up, >= 1.
+
+    Returns:
+        CopyMeasurement; bandwidth = 2 x size_bytes / time (read + write, STREAM's convention).
+    """
+    import torch
+
+    if size_bytes < MIB or repeats < 1:
+        raise UsageError(f"size_bytes={size_bytes} must be >= 1 MiB and repeats={repeats} >= 1")
+    _check_device(device)
+    numel = size_bytes // 4
+    src = torch.ones(numel, dtype=torch.float32, device=device)
+    dst = torch.zeros_like(src)  # written now, so page faults are not timed
+    dst.copy_(src)
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    moved = 2.0 * numel * 4
+    return CopyMeasurement(device=device, method="torch copy_", size_bytes=numel * 4, repeats=repeats,
+                           best_bandwidth_bytes_s=moved / min(times),
+                           median_bandwidth_bytes_s=moved / statistics.median(times))
+
+
+def measure_numpy_copy_bandwidth(*, size_bytes: int = GIB, repeats: int = 3) -> CopyMeasurement:
+    """The reference: ``numpy.copyto`` of a ``size_bytes`` float32 array (CPU), 2 x size / time."""
+    import numpy as np
+
+    if size_bytes < MIB or repeats < 1:
+        raise UsageError(f"size_bytes={size_bytes} must be >= 1 MiB and repeats={repeats} >= 1")
+    src = np.ones(size_bytes // 4, dtype=np.float32)
+    dst = np.zeros_like(src)
+    np.copyto(dst, src)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - t0)
+    moved = 2.0 * src.nbytes
+    return CopyMeasurement(device="cpu", method="numpy copyto", size_bytes=int(src.nbytes), repeats=repeats,
+                           best_bandwidth_bytes_s=moved / min(times),
+                           median_bandwidth_bytes_s=moved / statistics.median(times))
+
+
+def measure_roofs(
+    *, device: str = "cpu", dtype: str | None = None, gemm_n: int = 2048, copy_bytes: int = 256 * MIB,
+    repeats: int = 5, compare: bool = False, reference_n: int = 4096, reference_copy_bytes: int = GIB,
+) -> MeasuredRoofs:
+    """Measure this machine's peak FLOP/s (GEMM), bandwidth (copy) and ridge.
+
+    Args:
+        device: ``cpu`` or ``cuda[:N]``.
+        dtype: GEMM dtype; default float32 on CPU (most CPUs lack bf16 matrix units), bfloat16 on CUDA.
+        gemm_n: GEMM matrix side.
+        copy_bytes: copy buffer size.
+        repeats: timed runs of each.
+        compare: also run the references (torch.matmul at ``reference_n``; a numpy copy of
+            ``reference_copy_bytes`` on CPU, a torch copy of that size on CUDA) and report the ratios.
+
+    Returns:
+        MeasuredRoofs.
+    """
+    import torch
+
+    _check_device(device)
+    dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
+    gemm = measure_gemm(n=gemm_n, dtype=dtype, device=device, repeats=repeats)
+    copy = measure_copy_bandwidth(size_bytes=copy_bytes, device=device, repeats=repeats)
+    ref_gemm = ref_copy = None
+    g_ratio = b_ratio = None
+    if compare:
+        ref_gemm = measure_gemm(n=reference_n, dtype=dtype, device=device, repeats=max(2, repeats // 2))
+        if device == "cpu":
+            ref_copy = measure_numpy_copy_bandwidth(size_bytes=reference_copy_bytes, repeats=max(2, repeats // 2))
+        else:
+            ref_copy = measure_copy_bandwidth(size_bytes=reference_copy_bytes, device=device, repeats=repeats)
+        g_ratio = gemm.best_flop_s / ref_gemm.best_flop_s
+        b_ratio = copy.best_bandwidth_bytes_s / ref_copy.best_bandwidth_bytes_s
+    name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else "cpu"
+    return MeasuredRoofs(
+        device=name, dtype=dtype, threads=torch.get_num_threads(), gemm=gemm, copy=copy,
+        peak_flop_s=gemm.best_flop_s, bandwidth_bytes_s=copy.best_bandwidth_bytes_s,
+        ridge_flop_per_byte=gemm.best_flop_s / copy.best_bandwidth_bytes_s,
+        reference_gemm=ref_gemm, reference_copy=ref_copy,
+        gemm_vs_reference_ratio=g_ratio, bandwidth_vs_reference_ratio=b_ratio,
+    )

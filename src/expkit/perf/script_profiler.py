@@ -1,0 +1,55 @@
+"""The child-process side of ``expkit profile -- python SCRIPT ...``: run the script under torch.profiler.
+
+Usage: ``python -m expkit.perf.script_profiler TRACE.json TRACEBACK.txt -- SCRIPT [ARGS...]`` (or
+``-- -m MODULE [ARGS...]``). The trace is exported even when the script raises; the traceback text then
+goes to TRACEBACK.txt and the exit code is 1. ``SystemExit`` keeps the script's own code.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+
+def _format_script_error(exc: BaseException) -> str:
+    """The traceback as Python prints it, without this runner's and runpy's frames."""
+    te = traceback.TracebackException.from_exception(exc)
+    te.stack = traceback.StackSummary.from_list(
+        [f for f in te.stack if f.filename != __file__ and not f.filename.startswith("<frozen runpy")])
+    return "".join(te.format())
+
+
+def main(argv: list[str]) -> int:
+    trace_path, err_path, sep, *script = argv
+    if sep != "--" or not script:
+        raise SystemExit("usage: python -m expkit.perf.script_profiler TRACE TRACEBACK -- SCRIPT [ARGS...]")
+    import torch
+    from torch.profiler import ProfilerActivity
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    code = 0
+    prof = torch.profiler.profile(activities=activities)
+    prof.start()
+    try:
+        if script[0] == "-m":
+            sys.argv = script[1:]
+            runpy.run_module(script[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(script)
+            sys.path.insert(0, str(Path(script[0]).resolve().parent))
+            runpy.run_path(script[0], run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException as exc:  # noqa: BLE001 - the script's crash is reported, the trace still written
+        Path(err_path).write_text(_format_script_error(exc), encoding="utf-8")
+        code = 1
+    finally:
+        prof.stop()
+        prof.export_chrome_trace(trace_path)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
