@@ -71,6 +71,8 @@ _COMMAND_MODULES = (
     "expkit.cli.plot",
     "expkit.cli.why",
     "expkit.cli.train",
+    "expkit.cli.runs",
+    "expkit.cli.sft",
 )
 
 

@@ -133,3 +133,54 @@ def create_run_record(*, root: Path, name: str | None, group: str | None, config
     record["capture_s"] = round(time.perf_counter() - t0, 4)
     write_run(root, record)
     return record
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordPresence:
+    """One of the seven records in a stored run: present, with a one-line summary, or why it is not."""
+
+    record: str
+    present: bool
+    summary: str
+
+
+def describe_records(record: dict[str, Any], run_dir: Path) -> tuple[RecordPresence, ...]:
+    """Check and summarize the seven records of a stored run (for ``show``, ``diff`` and the C6.4 lab)."""
+    code = record.get("code") or {}
+    if code.get("commit"):
+        extra = (f", dirty: {code.get('changed_files', 0)} changed + {code.get('untracked_files', 0)} untracked"
+                 f" files in code.patch ({code.get('patch_bytes', 0)} bytes"
+                 f"{', TRUNCATED at cap' if code.get('patch_truncated') else ''})") if code.get("dirty") else ", clean"
+        code_p = RecordPresence("code", True, f"{code['commit'][:12]} on {code.get('branch')}{extra}")
+    else:
+        code_p = RecordPresence("code", False, code.get("reason") or "no commit recorded")
+    data = record.get("data") or []
+    data_p = RecordPresence("data", bool(data) and all(d.get("hash") or d.get("revision") for d in data),
+                            "; ".join(f"{Path(d['path']).name if d.get('path') else d.get('hf_name')}: "
+                                      f"{(d.get('hash') or d.get('revision') or d.get('reason') or '')[:12]}"
+                                      for d in data) or "no inputs declared")
+    cfg = record.get("config")
+    cfg_p = RecordPresence("config", (run_dir / "config.json").exists() and cfg is not None,
+                           f"{len(cfg or {})} keys in config.json" if cfg else "empty config")
+    env = record.get("environment") or {}
+    env_p = RecordPresence("environment", bool(env.get("packages")),
+                           f"python {env.get('python')}, torch {env.get('torch')}, "
+                           f"{len(env.get('packages') or {})} packages")
+    seed = record.get("seed") or {}
+    seed_p = RecordPresence("seed", seed.get("seed") is not None,
+                            f"{seed.get('seed')} ({seed.get('source')}; "
+                            + (f"seeded {', '.join(seed['seeded'])})" if seed.get("seeded")
+                               else "handed to the command as EXPKIT_SEED)"))
+    hw = record.get("hardware") or {}
+    gpus = ", ".join(hw.get("gpu_names") or []) or "no GPU"
+    hw_p = RecordPresence("hardware", bool(hw.get("cpu_model") or hw.get("cpu_cores_logical")),
+                          f"{hw.get('cpu_model')}, {hw.get('cpu_cores_logical')} cores, "
+                          f"{(hw.get('ram_bytes') or 0) / 2**30:.1f} GiB, {gpus}")
+    metrics = run_dir / "metrics.jsonl"
+    n_lines = sum(1 for _ in open(metrics, "rb")) if metrics.exists() else 0
+    ckpts = record.get("checkpoints") or []
+    out = run_dir / "output.log"
+    logs_p = RecordPresence("logs", metrics.exists() or out.exists(),
+                            f"metrics.jsonl {n_lines} lines, {len(ckpts)} checkpoints"
+                            + (f", output.log {out.stat().st_size} bytes" if out.exists() else ""))
+    return (code_p, data_p, cfg_p, env_p, seed_p, hw_p, logs_p)

@@ -1,0 +1,304 @@
+"""``expkit runs``: record any command as a run, list, show and diff runs, probe determinism,
+reproduce a run, export to MLflow / TensorBoard. The store is ``--store``, ``$EXPKIT_STORE`` or ./runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+app = typer.Typer(help="Make it reproducible: the seven records of every run, diff, determinism, repro, export.",
+                  no_args_is_help=True)
+
+_STORE_HELP = "Run store directory (default $EXPKIT_STORE or ./runs)."
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def _dump(obj: Any) -> None:
+    from expkit.render.jsonout import dumps
+
+    print(dumps(obj))
+
+
+def _tee(to_stderr: bool):
+    def sink(stream: str, line: bytes) -> None:
+        out = sys.stderr if (to_stderr or stream == "stderr") else sys.stdout
+        out.buffer.write(line) if hasattr(out, "buffer") else out.write(line.decode(errors="replace"))
+        out.flush()
+
+    return sink
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return "-" if v is None else str(v)
+
+
+@app.command("exec", context_settings=_PASS_THROUGH)
+def exec_(
+    command: list[str] = typer.Argument(..., help="The command, after --."),
+    name: str = typer.Option(None, "--name", "-n", help="Run name."),
+    data: list[str] = typer.Option([], "--data", "-d", help="An input to fingerprint (path or hf://NAME@REV); repeat."),
+    seed: int = typer.Option(None, "--seed", help="Root seed handed to the command as EXPKIT_SEED (drawn if absent)."),
+    group: str = typer.Option(None, "--group", help="Run group (shares a noise floor)."),
+    deterministic: bool = typer.Option(False, "--deterministic", help="Set EXPKIT_DETERMINISTIC=1 and CUBLAS_WORKSPACE_CONFIG."),
+    store: Path = typer.Option(None, "--store", help=_STORE_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (the command's output goes to stderr)."),
+) -> None:
+    """Run COMMAND as a recorded run: the seven records, output.log, exit code as status.
+
+    Metrics convention: every stdout line that is a JSON object with an integer "step" is a metrics
+    line, e.g. print(json.dumps({"step": 10, "loss": 2.31})). A script that calls
+    expkit.runs.start() attaches to this run instead of making its own. Exits with the command's code.
+
+    Examples:
+
+      expkit runs exec --name baseline --data data/train.jsonl -- python train.py --lr 3e-4
+
+      expkit runs exec --seed 1 --json -- python -c "print('{\\"step\\": 1, \\"loss\\": 0.5}')"
+    """
+    from expkit.runs.execute import execute
+
+    res = execute(list(command), store=store, name=name, data=data, seed=seed, group=group,
+                  deterministic=deterministic, on_output=_tee(json_out))
+    if json_out:
+        _dump(res)
+    else:
+        print(f"run {res.run_id}: {res.status} (exit code {res.exit_code}, {res.elapsed_s:.1f} s) in {res.run_dir}",
+              file=sys.stderr)
+    if res.exit_code:
+        raise typer.Exit(res.exit_code if res.exit_code > 0 else 128 - res.exit_code)
+
+
+@app.command("ls")
+def ls(
+    where: list[str] = typer.Option([], "--where", "-w", help="Filter KEY=VALUE (also != > < >= <=); repeat."),
+    limit: int = typer.Option(50, "--limit", help="At most this many runs, newest first (0: all)."),
+    store: Path = typer.Option(None, "--store", help=_STORE_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print the listing as JSON."),
+) -> None:
+    """List runs, newest first; a running run whose process died shows as lost, a broken run.json is named.
+
+    KEY is status, name, seed, commit, dirty, group, kind, hostname, config.KEY or metric.KEY.
+
+    Examples:
+
+      expkit runs ls --where status=finished --where config.lr=0.001
+
+      expkit runs ls --where "metric.loss<1.5" --json
+    """
+    from expkit.runs.store import list_runs
+
+    listing = list_runs(store, where=where, limit=limit or None)
+    if json_out:
+        _dump(listing)
+        return
+    from rich.table import Table
+
+    from expkit.render.console import err_console, out_console
+
+    table = Table("id", "name", "status", "created", "commit", "seed", "final metrics")
+    for r in listing.runs:
+        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in r.final_metrics.items() if k != "step")
+        status = r.status + (f" ({r.status_reason})" if r.status in ("lost", "failed") and r.status_reason else "")
+        commit = (r.commit or "-")[:8] + ("+" if r.dirty else "")
+        table.add_row(r.id, r.name or "-", status, (r.created_at or "")[:19], commit, _fmt(r.seed), metrics[:80])
+    out_console().print(table)
+    for b in listing.broken:
+        err_console().print(f"broken run {b.id}: {b.error}")
+
+
+@app.command("show")
+def show(
+    ref: str = typer.Argument(..., help="Run ID, unique ID prefix, or name."),
+    store: Path = typer.Option(None, "--store", help=_STORE_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print run.json."),
+) -> None:
+    """Show one run: status, the seven records, the final metrics.
+
+    Examples:
+
+      expkit runs show baseline
+
+      expkit runs show 20260101-120000-ab12cd --json
+    """
+    from expkit.runs.records import describe_records
+    from expkit.runs.store import find_run_dir, read_run, resolve_status, resolve_store
+
+    root = resolve_store(store)
+    run_dir = find_run_dir(root, ref)
+    rec = resolve_status(root, read_run(run_dir))
+    if json_out:
+        _dump(rec)
+        return
+    print(f"run {rec['id']}  name {rec.get('name') or '-'}  status {rec['status']}  "
+          f"({rec.get('created_at')} -> {rec.get('ended_at') or 'now'})")
+    print(f"command: {' '.join(rec.get('command') or [])}")
+    for p in describe_records(rec, run_dir):
+        print(f"  [{'x' if p.present else ' '}] {p.record:<12} {p.summary}")
+    fm = {k: v for k, v in (rec.get("final_metrics") or {}).items()}
+    if fm:
+        print("final metrics: " + ", ".join(f"{k}={_fmt(v)}" for k, v in fm.items()))
+    if rec.get("status_reason"):
+        print(f"status reason: {rec['status_reason']}")
+    if rec.get("error"):
+        print("error:\n" + rec["error"].rstrip())
+
+
+@app.command("diff")
+def diff(
+    a: str = typer.Argument(..., help="First run."),
+    b: str = typer.Argument(..., help="Second run."),
+    store: Path = typer.Option(None, "--store", help=_STORE_HELP),
+    top: int = typer.Option(20, "--top", help="Show at most this many differences."),
+    json_out: bool = typer.Option(False, "--json", help="Print the diff as JSON."),
+) -> None:
+    """Compare two runs: the seven records side by side, metric changes, differences ranked by how
+    likely they explain the change (config, packages, code, data, seed, hardware).
+
+    Examples:
+
+      expkit runs diff baseline new-lr
+
+      expkit runs diff 20260101-120000-ab12cd 20260102-090000-cd34ef --json
+    """
+    from rich.table import Table
+
+    from expkit.render.console import out_console
+    from expkit.runs.diff import diff_runs
+
+    d = diff_runs(a, b, store=store)
+    if json_out:
+        _dump(d)
+        return
+    con = out_console()
+    rec_table = Table("record", d.a, d.b, title="the seven records")
+    for pa, pb in zip(d.records_a, d.records_b):
+        rec_table.add_row(pa.record, ("" if pa.present else "MISSING ") + pa.summary, ("" if pb.present else "MISSING ") + pb.summary)
+    con.print(rec_table)
+    if d.metrics:
+        mt = Table("metric", "A", "B", "B - A", "noise floor", title="final metrics")
+        for m in d.metrics:
+            mt.add_row(m.name, _fmt(m.a), _fmt(m.b), _fmt(m.delta), _fmt(m.noise_floor))
+        con.print(mt)
+    dt = Table("#", "category", "key", "A", "B", "why", title=f"{len(d.differences)} differences, most likely cause first")
+    for i, x in enumerate(d.differences[:top], 1):
+        dt.add_row(str(i), x.category, x.key, _fmt(x.a)[:40], _fmt(x.b)[:40], x.why)
+    con.print(dt)
+    con.print(d.note)
+
+
+@app.command("determinism", context_settings=_PASS_THROUGH)
+def determinism(
+    command: list[str] = typer.Argument(..., help="The command, after --; it must read EXPKIT_SEED."),
+    seeds: int = typer.Option(5, "--seeds", help="Distinct seeds (the base seed also runs twice)."),
+    base_seed: int = typer.Option(0, "--base-seed", help="First seed; the others follow it."),
+    group: str = typer.Option(None, "--group", help="Group whose noise floor is stored (default determinism-<time>)."),
+    store: Path = typer.Option(None, "--store", help=_STORE_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Run COMMAND with the same seed twice and with other seeds under deterministic algorithms:
+    bitwise identical or the max difference, the seed-to-seed std (stored as the group's noise floor),
+    and the ops that have no deterministic implementation. Exit 1 when the same seed differs.
+
+    Examples:
+
+      expkit runs determinism --seeds 5 -- python train.py --steps 20
+
+      expkit runs determinism --seeds 3 --group lr-sweep --json -- python train.py
+    """
+    from expkit.errors import CheckFailed
+    from expkit.render.console import progress_steps
+    from expkit.runs.determinism import probe_command
+
+    with progress_steps(seeds + 1, "determinism") as advance:
+        rep = probe_command(list(command), seeds=seeds, base_seed=base_seed, store=store, group=group,
+                            on_run=lambda i, n: advance(f"run {i + 1}/{n}"))
+    if json_out:
+        _dump(rep)
+    else:
+        same = "bitwise identical" if rep.repeat_identical else "DIFFERENT: max |diff| " + ", ".join(
+            f"{k}={v:.3g}" for k, v in rep.repeat_max_abs_diff.items())
+        print(f"same seed ({rep.base_seed}) twice: {same}")
+        for k, v in rep.seed_std.items():
+            print(f"seed-to-seed std of {k} over {len(rep.seeds) - 1} seeds: {v:.4g} (range {rep.seed_range[k]:.4g})")
+        print(f"ops without a deterministic implementation: {', '.join(rep.refusing_ops) or 'none seen'}")
+        print(f"noise floor stored for group {rep.group}; runs: {' '.join(rep.run_ids)}")
+    if not rep.repeat_identical:
+        raise CheckFailed("the same seed gave different results", hint="see the ops listed and the runs' output.log")
+
+
+@app.command("repro")
+def repro(
+    ref: str = typer.Argument(..., help="Run to reproduce."),
+    store: Path = typer.Option(None, "--store", help=_STORE_HELP),
+    keep: bool = typer.Option(False, "--keep-worktree", help="Keep the temporary git worktree."),
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Check out the recorded commit in a temporary worktree, apply the patch, verify the data, re-run
+    the command with the recorded seed: exact, within noise floor, or different (exit 1).
+
+    Examples:
+
+      expkit runs repro baseline
+
+      expkit runs repro 20260101-120000-ab12cd --json
+    """
+    from expkit.errors import CheckFailed
+    from expkit.runs.repro import reproduce
+
+    rep = reproduce(ref, store=store, keep_worktree=keep, on_output=_tee(True))
+    if json_out:
+        _dump(rep)
+    else:
+        print(f"{rep.original} -> {rep.reproduction}: {rep.verdict} ({rep.note})")
+        for k, (a, b) in rep.metrics.items():
+            print(f"  {k:<20} {_fmt(a):>14} {_fmt(b):>14}")
+        for m in rep.data_mismatches:
+            print(f"  data changed: {m}")
+    if rep.verdict == "different":
+        raise CheckFailed(f"the reproduction of {rep.original} is different", hint=rep.note)
+
+
+@app.command("export")
+def export(
+    ids: list[str] = typer.Argument(None, help="Runs to export (default: all)."),
+    mlflow: str = typer.Option(None, "--mlflow", help="MLflow tracking URI (http://host:5000, sqlite:///mlflow.db)."),
+    tensorboard: Path = typer.Option(None, "--tensorboard", help="Directory for TensorBoard event files."),
+    experiment: str = typer.Option("expkit", "--experiment", help="MLflow experiment name."),
+    store: Path = typer.Option(None, "--store", help=_STORE_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print what was exported as JSON."),
+) -> None:
+    """Export runs to an MLflow tracking server (params, metrics with steps, tags, artifacts) and/or
+    TensorBoard event files.
+
+    Examples:
+
+      expkit runs export --mlflow http://127.0.0.1:5000
+
+      expkit runs export baseline --tensorboard tb/ --json
+    """
+    from expkit.errors import UsageError
+    from expkit.runs.export import export_mlflow, export_tensorboard
+
+    if not mlflow and not tensorboard:
+        raise UsageError("nothing to export to", hint="give --mlflow URI and/or --tensorboard DIR")
+    done = []
+    if mlflow:
+        done += export_mlflow(mlflow, ids or (), store=store, experiment=experiment)
+    if tensorboard:
+        done += export_tensorboard(tensorboard, ids or (), store=store)
+    if json_out:
+        _dump(done)
+        return
+    for e in done:
+        what = e.skipped or f"{e.metric_points} metric points, {e.params} params, {len(e.artifacts)} artifacts"
+        print(f"{e.run_id} -> {e.target} {e.target_run_id or ''}: {what}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="runs")

@@ -1,0 +1,178 @@
+"""``expkit runs diff A B``: the seven records side by side, and every difference ranked by how likely
+it explains the change in the final metrics.
+
+The ranking follows the order of what usually moves a metric (config values, package versions of the
+numerics stack, commit and patch, data, seed, hardware). When both runs belong to a group whose noise
+floor was measured (``expkit runs determinism``) and every metric moved less than it, the seed is
+ranked first: seed-to-seed noise alone explains the change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from expkit.runs.records import RecordPresence, describe_records
+from expkit.runs.store import find_run_dir, read_run, resolve_store
+
+__all__ = ["Difference", "MetricDelta", "RunDiff", "diff_runs"]
+
+# Packages whose version changes numerics directly (kernels, BLAS, tokenization, training loops).
+NUMERICS_PACKAGES = ("torch", "numpy", "scipy", "triton", "transformers", "tokenizers", "accelerate", "peft",
+                     "trl", "datasets", "flash-attn", "xformers", "deepspeed", "jax", "jaxlib", "safetensors")
+# Score per kind of difference; larger = more likely to explain a metric change (ranking only).
+_SCORES = {"config": 100, "command": 95, "package:numerics": 90, "code:commit": 80, "code:patch": 78,
+           "data": 70, "seed": 60, "determinism": 55, "env_var": 52, "python": 50, "package": 40,
+           "hardware": 30}
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One differing value: ``category`` (config, package, code, data, seed, ...), ``key``, both values."""
+
+    category: str
+    key: str
+    a: Any
+    b: Any
+    score: int
+    why: str
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    name: str
+    a: float | None
+    b: float | None
+    delta: float | None
+    noise_floor: float | None
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """Both runs' seven records (one line each), the metric deltas, the ranked differences."""
+
+    a: str
+    b: str
+    records_a: tuple[RecordPresence, ...]
+    records_b: tuple[RecordPresence, ...]
+    metrics: tuple[MetricDelta, ...]
+    differences: tuple[Difference, ...]
+    within_noise_floor: bool | None
+    note: str
+
+
+def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out if obj else {prefix: {}}
+    return {prefix: obj}
+
+
+def _patch_digest(run_dir: Path) -> str | None:
+    p = run_dir / "code.patch"
+    return hashlib.sha256(p.read_bytes()).hexdigest()[:12] if p.exists() else None
+
+
+def _compare_maps(category: str, a: dict[str, Any], b: dict[str, Any], score_of: Any, why: str) -> list[Difference]:
+    out = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        if va != vb:
+            out.append(Difference(category, key, va, vb, score_of(key), why))
+    return out
+
+
+def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) -> RunDiff:
+    """Compare two stored runs.
+
+    Args:
+        a, b: run IDs (or names, or unique ID prefixes).
+        store: the store (default ``$EXPKIT_STORE`` or ``./runs``).
+
+    Returns:
+        A RunDiff, differences sorted by score (most likely explanation first).
+
+    Example:
+        >>> diff_runs("lr-a", "lr-b").differences[0].key  # doctest: +SKIP
+        'lr'
+    """
+    from expkit.runs.determinism import read_noise_floor
+
+    root = resolve_store(store)
+    da, db = find_run_dir(root, a), find_run_dir(root, b)
+    ra, rb = read_run(da), read_run(db)
+    diffs: list[Difference] = []
+    diffs += _compare_maps("config", _flatten(ra.get("config") or {}), _flatten(rb.get("config") or {}),
+                           lambda k: _SCORES["config"], "a config value changes what is trained")
+    if ra.get("kind") == "exec" or rb.get("kind") == "exec":
+        argv_a, argv_b = ra.get("command") or [], rb.get("command") or []
+        for i in range(max(len(argv_a), len(argv_b))):
+            va = argv_a[i] if i < len(argv_a) else None
+            vb = argv_b[i] if i < len(argv_b) else None
+            if va != vb:
+                diffs.append(Difference("command", f"argv[{i}]", va, vb, _SCORES["command"],
+                                        "command-line arguments are config too"))
+    ea, eb = ra.get("environment") or {}, rb.get("environment") or {}
+    diffs += _compare_maps(
+        "package", ea.get("packages") or {}, eb.get("packages") or {},
+        lambda k: _SCORES["package:numerics"] if k in NUMERICS_PACKAGES or k.startswith("nvidia-") else _SCORES["package"],
+        "a package version changes kernels or defaults")
+    for key in ("python", "cuda", "cudnn"):
+        if ea.get(key) != eb.get(key):
+            diffs.append(Difference("environment", key, ea.get(key), eb.get(key),
+                                    _SCORES["python" if key == "python" else "package:numerics"], "runtime version"))
+    diffs += _compare_maps("determinism", ea.get("determinism") or {}, eb.get("determinism") or {},
+                           lambda k: _SCORES["determinism"], "numerics switch (TF32, deterministic algorithms, threads)")
+    diffs += _compare_maps("env_var", ea.get("env_vars") or {}, eb.get("env_vars") or {},
+                           lambda k: _SCORES["env_var"], "environment variable that changes numerics")
+    ca, cb = ra.get("code") or {}, rb.get("code") or {}
+    if ca.get("commit") != cb.get("commit"):
+        diffs.append(Difference("code", "commit", ca.get("commit"), cb.get("commit"), _SCORES["code:commit"],
+                                "different committed code"))
+    pa, pb = _patch_digest(da), _patch_digest(db)
+    if pa != pb:
+        diffs.append(Difference("code", "uncommitted patch (sha256)", pa, pb, _SCORES["code:patch"],
+                                "uncommitted changes differ"))
+    fa = {d.get("source"): d.get("hash") or d.get("revision") for d in ra.get("data") or []}
+    fb = {d.get("source"): d.get("hash") or d.get("revision") for d in rb.get("data") or []}
+    diffs += _compare_maps("data", fa, fb, lambda k: _SCORES["data"], "different data content")
+    sa, sb = (ra.get("seed") or {}).get("seed"), (rb.get("seed") or {}).get("seed")
+    seed_diff = Difference("seed", "seed", sa, sb, _SCORES["seed"], "another seed moves the result (C6.5)")
+    ha, hb = ra.get("hardware") or {}, rb.get("hardware") or {}
+    hw_keys = ("cpu_model", "cpu_cores_logical", "ram_bytes", "gpu_names", "gpu_driver")
+    diffs += _compare_maps("hardware", {k: ha.get(k) for k in hw_keys}, {k: hb.get(k) for k in hw_keys},
+                           lambda k: _SCORES["hardware"], "other hardware runs other kernels")
+
+    floor = {}
+    if ra.get("group") and ra.get("group") == rb.get("group"):
+        floor = read_noise_floor(root, ra["group"]) or {}
+    ma, mb = ra.get("final_metrics") or {}, rb.get("final_metrics") or {}
+    metrics = []
+    for k in sorted(set(ma) | set(mb)):
+        if k in ("step", "time"):
+            continue
+        va, vb = ma.get(k), mb.get(k)
+        num = isinstance(va, (int, float)) and isinstance(vb, (int, float))
+        metrics.append(MetricDelta(k, va if num else None, vb if num else None, (vb - va) if num else None,
+                                   floor.get(k)))
+    judged = [m for m in metrics if m.delta is not None and m.noise_floor is not None]
+    within = all(abs(m.delta) <= m.noise_floor for m in judged) if judged else None
+    if sa != sb:
+        if within:
+            seed_diff = Difference("seed", "seed", sa, sb, 200,
+                                   "every metric moved less than the group's seed-to-seed noise floor")
+        diffs.append(seed_diff)
+    diffs.sort(key=lambda d: -d.score)
+    if within is None:
+        note = "no noise floor recorded for these runs (run `expkit runs determinism` to measure one)"
+    elif within:
+        note = "all metric changes are within the noise floor: they may be seed noise"
+    else:
+        note = "some metric changes exceed the noise floor: look at the top differences"
+    return RunDiff(a=ra["id"], b=rb["id"], records_a=describe_records(ra, da), records_b=describe_records(rb, db),
+                   metrics=tuple(metrics), differences=tuple(diffs), within_noise_floor=within, note=note)
