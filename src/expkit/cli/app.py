@@ -73,6 +73,8 @@ _COMMAND_MODULES = (
     "expkit.cli.train",
     "expkit.cli.runs",
     "expkit.cli.sft",
+    "expkit.cli.roofline",
+    "expkit.cli.profile",
 )
 
 

@@ -243,10 +243,14 @@ def estimate_roofline(
         a_per_p = act_bytes_per_token / m.linear_params
         critical: float | None = (roof.ridge_flop_per_byte * wbytes / (2 - roof.ridge_flop_per_byte * a_per_p)
                                   if 2 > roof.ridge_flop_per_byte * a_per_p else None)
-        note = ("batch at which the weight matmuls reach the ridge, activations' traffic included "
-                f"(weights alone: {roof.ridge_flop_per_byte * wbytes / 2:.0f}; None: activations keep them below it); "
-                "the KV-cache attention stays "
-                f"memory-bound at any batch (intensity {parts[1].intensity_flop_per_byte:.1f} FLOP/byte)")
+        kv_note = (f"the KV-cache attention stays memory-bound at any batch "
+                   f"(intensity {parts[1].intensity_flop_per_byte:.1f} FLOP/byte)")
+        if critical is None:
+            note = ("the weight matmuls never reach the ridge: the activations they read and write grow with the "
+                    f"batch as fast as their FLOPs; {kv_note}")
+        else:
+            note = (f"batch at which the weight matmuls reach the ridge, activations' traffic included (weights alone: "
+                    f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}")
     else:
         tokens = batch * context
         qkvo = batch * m.num_layers * context * (2 * m.num_heads + 2 * m.num_kv_heads) * m.head_dim * KV_BYTES

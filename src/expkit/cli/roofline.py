@@ -1,0 +1,234 @@
+"""``expkit roofline``: the ridge point and where a model's step sits; ``gpus``, ``measure``, ``decode``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from expkit.perf.roofline import PHASES, WEIGHT_BITS
+
+app = typer.Typer(help="Will it be fast: roofline of a model's step on a GPU or on this CPU.",
+                  invoke_without_command=True)
+
+
+def _fmt(x: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def _cpu_roof(quick: bool = True):  # noqa: ANN202 - a Roof
+    from expkit.perf.roofline import Roof
+    from expkit.perf.roofs import measure_roofs
+
+    m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=(64 if quick else 256) * 1024**2,
+                      repeats=3)
+    return Roof(name="cpu (measured here)", peak_flop_s=m.peak_flop_s, bandwidth_bytes_s=m.bandwidth_bytes_s,
+                source=f"measured: float32 GEMM n={m.gemm.n}, torch copy_ of {m.copy.size_bytes // 1024**2} MiB, "
+                       f"{m.threads} threads")
+
+
+@app.callback()
+def roofline(
+    ctx: typer.Context,
+    gpu: str = typer.Option("H100", "--gpu", help="A GPU from `expkit roofline gpus`, or 'cpu' (measures this CPU)."),
+    model: str = typer.Option("qwen2.5-0.5b", "--model", help="A catalog name, a model directory or a config.json."),
+    phase: str = typer.Option("decode", "--phase", help=f"One of: {', '.join(PHASES)}."),
+    batch: int = typer.Option(1, "--batch", help="Sequences per step."),
+    context: int = typer.Option(1024, "--context", help="Tokens of context (decode: KV-cache length; else sequence length)."),
+    weight_bits: int = typer.Option(16, "--weight-bits", help=f"Weight-only quantization: {', '.join(map(str, WEIGHT_BITS))}."),
+    figure: Path | None = typer.Option(None, "--figure", help="Write a roofline figure (PNG) with all three phases placed."),
+    json_out: bool = typer.Option(False, "--json", help="Print the RooflineEstimate as JSON."),
+) -> None:
+    """The ridge point (peak FLOP/s / bandwidth) of a GPU and where one step of a model sits: arithmetic
+    intensity per part (decode: weight matmuls and KV-cache attention apart), memory- or compute-bound,
+    best-case tokens/s and the batch at which decode turns compute-bound.
+
+    Examples:
+
+      expkit roofline --gpu H100 --json                      # ridge_flop_per_byte 295
+
+      expkit roofline --gpu A100 --model qwen2.5-7b --phase decode --batch 64 --weight-bits 4
+
+      expkit roofline --gpu cpu --phase train --context 256 --figure roofline.png
+
+      expkit roofline gpus;  expkit roofline measure --compare;  expkit roofline decode
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from expkit.perf.roofline import estimate_roofline, load_model_shape, roof_for_gpu
+
+    shape = load_model_shape(model)
+    roof = _cpu_roof() if gpu.strip().lower() == "cpu" else roof_for_gpu(gpu)
+    est = estimate_roofline(model=shape, roof=roof, phase=phase, batch=batch, context=context, weight_bits=weight_bits)
+    if figure is not None:
+        _write_figure(figure, shape, roof, est, batch=batch, context=context, weight_bits=weight_bits)
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps(est))
+        return
+    from rich.table import Table
+
+    from expkit.render.console import out_console
+
+    con = out_console()
+    con.print(f"[bold]{est.device}[/]: peak {_fmt(est.peak_flop_s, 'FLOP/s')}, bandwidth "
+              f"{_fmt(est.bandwidth_bytes_s, 'B/s')} -> ridge [bold]{est.ridge_flop_per_byte:.0f} FLOP/byte[/]")
+    con.print(f"  source: {est.device_source}")
+    con.print(f"{est.model} {est.phase}, batch {est.batch}, context {est.context}, {est.weight_bits}-bit weights")
+    table = Table("part", "FLOPs", "bytes", "FLOP/byte", "bound", "best-case time")
+    for p in est.parts:
+        table.add_row(p.name, _fmt(p.flops, ""), _fmt(p.bytes, "B"), f"{p.intensity_flop_per_byte:.3g}", p.bound,
+                      f"{p.time_s * 1e3:.3g} ms")
+    con.print(table)
+    con.print(f"step: {est.intensity_flop_per_byte:.3g} FLOP/byte -> [bold]{est.bound}-bound[/]; best case "
+              f"{est.tokens_per_s:,.0f} tokens/s ({est.step_time_s * 1e3:.3g} ms per step of {est.tokens_per_step} tokens)")
+    if est.critical_batch is not None:
+        con.print(f"critical batch: {est.critical_batch:.0f} ({est.critical_batch_note})")
+    else:
+        con.print(est.critical_batch_note)
+    if figure is not None:
+        con.print(f"figure: {figure}")
+
+
+def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, weight_bits: int) -> None:  # noqa: ANN001
+    from expkit.perf.roofline import estimate_roofline
+    from expkit.render.figures import new_figure, save_figure
+    from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
+
+    points = []
+    markers = {"decode": "o", "prefill": "s", "train": "^"}
+    for ph in PHASES:
+        e = chosen if ph == chosen.phase else estimate_roofline(model=shape, roof=roof, phase=ph, batch=batch,
+                                                                context=context, weight_bits=weight_bits)
+        for p in e.parts:
+            points.append(RoofPoint(f"{ph}: {p.name}", p.intensity_flop_per_byte, p.flops / p.time_s, markers[ph]))
+    fig, (ax,) = new_figure(1, width_in=7.5, height_in=5)
+    draw_roofline(ax, [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)], points,
+                  title=f"{shape.name}, batch {batch}, context {context}, {weight_bits}-bit weights")
+    save_figure(fig, path)
+
+
+@app.command("gpus")
+def gpus(json_out: bool = typer.Option(False, "--json", help="Print the registry as JSON.")) -> None:
+    """List the GPU registry: bf16 dense TFLOP/s, bandwidth, memory, ridge, and the datasheet each came from.
+
+    Examples:
+
+      expkit roofline gpus
+
+      expkit roofline gpus --json
+    """
+    from expkit.perf.hardware import list_gpus
+
+    specs = list_gpus()
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps(specs))
+        return
+    from rich.table import Table
+
+    from expkit.render.console import out_console
+
+    table = Table("GPU", "bf16 TFLOP/s", "printed", "GB/s", "GB", "ridge")
+    for g in specs:
+        printed = f"{g.datasheet_tflops:g}" + (" sparse/2" if g.datasheet_sparse else " dense")
+        table.add_row(g.name, f"{g.bf16_dense_tflops:g}", printed, f"{g.bandwidth_gb_s:g}", f"{g.memory_gb:g}",
+                      f"{g.ridge_flop_per_byte:.0f}")
+    con = out_console()
+    con.print(table)
+    con.print("bf16 dense tensor peak; 'printed' is the datasheet figure ('sparse/2': printed with 2:4 sparsity, "
+              "halved); GB/s = 1e9 bytes/s; ridge in FLOP/byte. Sources:")
+    for g in specs:
+        con.print(f"[dim]{g.name}: {g.source}[/]")
+
+
+@app.command("measure")
+def measure(
+    device: str = typer.Option("cpu", "--device", help="cpu or cuda[:N]."),
+    gemm_n: int = typer.Option(2048, "--gemm-n", help="GEMM matrix side."),
+    copy_mib: int = typer.Option(256, "--copy-mib", help="Copy buffer size in MiB."),
+    repeats: int = typer.Option(5, "--repeats", help="Timed runs of each (the best counts)."),
+    compare: bool = typer.Option(False, "--compare", help="Also run torch.matmul n=4096 and a numpy copy of 1 GiB; report ratios."),
+    json_out: bool = typer.Option(False, "--json", help="Print the MeasuredRoofs as JSON."),
+) -> None:
+    """Measure this machine's roofs: a GEMM (peak FLOP/s) and a streaming copy (bandwidth), and the ridge.
+
+    Examples:
+
+      expkit roofline measure
+
+      expkit roofline measure --compare --json     # ratios to torch.matmul 4096^2 and a numpy 1 GiB copy
+    """
+    from expkit.perf.roofs import measure_roofs
+
+    m = measure_roofs(device=device, gemm_n=gemm_n, copy_bytes=copy_mib * 1024**2, repeats=repeats, compare=compare)
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps(m))
+        return
+    print(f"{m.device}, {m.threads} threads")
+    print(f"GEMM {m.dtype} n={m.gemm.n}: {_fmt(m.peak_flop_s, 'FLOP/s')} (best of {m.gemm.repeats}; "
+          f"median {_fmt(m.gemm.median_flop_s, 'FLOP/s')})")
+    print(f"copy {m.copy.size_bytes // 1024**2} MiB: {_fmt(m.bandwidth_bytes_s, 'B/s')} (read + write; "
+          f"median {_fmt(m.copy.median_bandwidth_bytes_s, 'B/s')})")
+    print(f"ridge: {m.ridge_flop_per_byte:.3g} FLOP/byte")
+    if m.gemm_vs_reference_ratio is not None:
+        print(f"vs torch.matmul n={m.reference_gemm.n}: {_fmt(m.reference_gemm.best_flop_s, 'FLOP/s')}, "
+              f"ratio {m.gemm_vs_reference_ratio:.2f}")
+        print(f"vs {m.reference_copy.method} of {m.reference_copy.size_bytes / 1024**3:.3g} GiB: "
+              f"{_fmt(m.reference_copy.best_bandwidth_bytes_s, 'B/s')}, ratio {m.bandwidth_vs_reference_ratio:.2f}")
+
+
+@app.command("decode")
+def decode(
+    batch_sizes: str = typer.Option("1,2,4,8,16,32,64", "--batch-sizes", help="Comma-separated batch sizes."),
+    new_tokens: int = typer.Option(8, "--new-tokens", help="Timed decode steps per batch size."),
+    figure: Path | None = typer.Option(None, "--figure", help="Write the points on the measured CPU roofline (PNG)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the DecodePoints as JSON."),
+) -> None:
+    """Decode measured: greedy decoding of a small random Qwen2 (built here, nothing downloaded) at each
+    batch size; tokens/s, intensity and achieved FLOP/s per point.
+
+    Examples:
+
+      expkit roofline decode
+
+      expkit roofline decode --batch-sizes 1,8,64 --figure decode.png --json
+    """
+    from expkit.errors import UsageError
+    from expkit.perf.decode import measure_decode_throughput
+
+    try:
+        sizes = tuple(int(s) for s in batch_sizes.split(",") if s.strip())
+    except ValueError as exc:
+        raise UsageError(f"--batch-sizes {batch_sizes!r} is not a comma-separated list of integers") from exc
+    points = measure_decode_throughput(batch_sizes=sizes, new_tokens=new_tokens)
+    if figure is not None:
+        from expkit.render.figures import new_figure, save_figure
+        from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
+
+        roof = _cpu_roof()
+        fig, (ax,) = new_figure(1, width_in=7, height_in=5)
+        draw_roofline(ax, [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)],
+                      [RoofPoint(f"batch {p.batch}: {p.tokens_per_s:.0f} tok/s", p.intensity_flop_per_byte,
+                                 p.achieved_flop_s) for p in points], title="greedy decode measured here")
+        save_figure(fig, figure)
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps(points))
+        return
+    print("batch  tokens/s  step ms  FLOP/byte  achieved FLOP/s")
+    for p in points:
+        print(f"{p.batch:>5}  {p.tokens_per_s:>8.0f}  {p.step_time_s * 1e3:>7.2f}  {p.intensity_flop_per_byte:>9.2f}  "
+              f"{_fmt(p.achieved_flop_s, 'FLOP/s')}")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="roofline")
