@@ -1,0 +1,242 @@
+"""Scaled replicas measured on the CPU: saved-for-backward bytes, the peak of a training step, timings.
+
+A replica is the real architecture (transformers, from the config) at its real width with fewer layers,
+random weights. Saved bytes are counted with ``torch.autograd.graph.saved_tensors_hooks`` (unique
+storages, parameters and their 16-bit autocast copies excluded); the peak of a step is read from the
+allocator's events (``torch.profiler`` with ``profile_memory=True``), so temporaries inside kernels count.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from expkit.memory.architecture import ModelSpec
+
+__all__ = [
+    "SavedBytes",
+    "StepPeak",
+    "build_replica",
+    "measure_saved_bytes",
+    "measure_step_peak",
+    "time_forward_backward",
+]
+
+
+@dataclass(frozen=True)
+class SavedBytes:
+    """Bytes autograd keeps for backward after one forward: activations and 16-bit weight copies apart."""
+
+    activation_bytes: int
+    weight_copy_bytes: int
+    num_tensors: int
+
+
+@dataclass(frozen=True)
+class StepPeak:
+    """One training step measured at the allocator (CPU) or with ``torch.cuda.max_memory_allocated``.
+
+    ``start_bytes`` is what is live when the step starts (weights, optimizer state); ``peak_bytes`` the
+    highest live total during forward, backward and ``optimizer.step()``; ``device`` cpu or cuda.
+    """
+
+    start_bytes: int
+    peak_bytes: int
+    device: str
+    method: str
+
+
+def _autocast(precision: str, device: str) -> contextlib.AbstractContextManager[Any]:
+    import torch
+
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16-mixed" else torch.float16
+    return torch.autocast(device, dtype=dtype)
+
+
+def build_replica(
+    spec: ModelSpec,
+    *,
+    num_layers: int | None = None,
+    method: str = "full",
+    precision: str = "fp32",
+    lora_r: int = 16,
+    lora_targets: tuple[str, ...] = ("all-linear",),
+    attention: str = "sdpa",
+    grad_ckpt: bool = False,
+    seed: int = 0,
+    device: str = "cpu",
+) -> Any:
+    """The HF causal LM for ``spec`` (``num_layers`` deep), random weights, ready to train.
+
+    Full fine-tune: fp32 parameters (autocast does the 16-bit part). LoRA: the base held in 16 bit when
+    ``precision`` is mixed (as LoRA recipes load it), adapters fp32, built by peft.
+    """
+    import warnings
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    s = spec.with_layers(num_layers) if num_layers is not None else spec
+    raw = {k: v for k, v in s.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
+    cfg = AutoConfig.for_model(s.model_type, **raw)
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attention)
+        model.to(device)
+        model.config.use_cache = False
+        if method != "full":
+            from peft import LoraConfig, get_peft_model
+
+            if precision != "fp32":
+                model.to(torch.bfloat16 if precision == "bf16-mixed" else torch.float16)
+            targets: Any = "all-linear" if lora_targets == ("all-linear",) else list(lora_targets)
+            model = get_peft_model(model, LoraConfig(r=lora_r, lora_alpha=2 * lora_r, target_modules=targets))
+        if grad_ckpt:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            if method != "full":
+                model.enable_input_require_grads()
+    model.train()
+    return model
+
+
+_VIEW_NODES = {"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0", "ExpandBackward0"}
+
+
+def _is_weight_copy(t: Any) -> bool:
+    """True for autocast's 16-bit copy of a parameter (a ToCopy whose input is a leaf parameter)."""
+    fn = t.grad_fn
+    while fn is not None and type(fn).__name__ in _VIEW_NODES:  # linear saves weight.t(), a view
+        fn = fn.next_functions[0][0]
+    if fn is None or type(fn).__name__ != "ToCopyBackward0":
+        return False
+    return any(nf is not None and type(nf).__name__ == "AccumulateGrad" for nf, _ in fn.next_functions)
+
+
+def measure_saved_bytes(model: Any, *, batch: int, seq: int, precision: str = "fp32", seed: int = 0) -> SavedBytes:
+    """Unique storage bytes saved for backward by one forward pass with labels (loss included).
+
+    Parameters are excluded (they are weights, not activations); autocast's 16-bit parameter copies are
+    reported apart as ``weight_copy_bytes``.
+    """
+    import torch
+
+    device = next(model.parameters()).device.type
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    acts: dict[int, int] = {}
+    copies: dict[int, int] = {}
+
+    def pack(t: Any) -> Any:
+        st = t.untyped_storage()
+        ptr = st.data_ptr()
+        if ptr in params or st.device.type == "meta":
+            return t
+        (copies if _is_weight_copy(t) else acts)[ptr] = st.nbytes()
+        return t
+
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=gen).to(device)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _autocast(precision, device):
+        loss = model(input_ids=ids, labels=ids).loss
+    del loss
+    return SavedBytes(activation_bytes=sum(acts.values()), weight_copy_bytes=sum(copies.values()),
+                      num_tensors=len(acts) + len(copies))
+
+
+def _live_state_bytes(model: Any, optimizer: Any) -> int:
+    seen: dict[int, int] = {}
+    for p in model.parameters():
+        seen[p.untyped_storage().data_ptr()] = p.untyped_storage().nbytes()
+        if p.grad is not None:
+            seen[p.grad.untyped_storage().data_ptr()] = p.grad.untyped_storage().nbytes()
+    for state in optimizer.state.values():
+        for v in state.values():
+            if hasattr(v, "untyped_storage"):
+                seen[v.untyped_storage().data_ptr()] = v.untyped_storage().nbytes()
+    for b in model.buffers():
+        seen[b.untyped_storage().data_ptr()] = b.untyped_storage().nbytes()
+    return sum(seen.values())
+
+
+def _make_optimizer(model: Any, optimizer: str) -> Any:
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    if optimizer == "sgd":
+        return torch.optim.SGD(params, lr=1e-4, momentum=0.9)
+    return torch.optim.AdamW(params, lr=1e-4)
+
+
+def measure_step_peak(
+    model: Any, *, batch: int, seq: int, precision: str = "fp32", optimizer: str = "adamw", seed: int = 0
+) -> StepPeak:
+    """Peak memory of one steady-state training step (the second: optimizer state already exists).
+
+    The step is ``zero_grad(set_to_none=True)``, forward with labels, ``loss.backward()``,
+    ``optimizer.step()``. CPU: live bytes at the start plus the highest running sum of the allocator's
+    events (torch.profiler, ``profile_memory=True``). CUDA: ``torch.cuda.max_memory_allocated``.
+    """
+    import torch
+
+    device = next(model.parameters()).device.type
+    opt = _make_optimizer(model, optimizer)
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=gen).to(device)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        with _autocast(precision, device):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        del loss
+        opt.step()
+
+    step()  # warm-up: creates the optimizer state
+    opt.zero_grad(set_to_none=True)
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
+        step()
+        torch.cuda.synchronize()
+        return StepPeak(start_bytes=start, peak_bytes=torch.cuda.max_memory_allocated(), device="cuda",
+                        method="torch.cuda.max_memory_allocated")
+    start = _live_state_bytes(model, opt)
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]" and e.device_type().name == "CPU")
+    running = peak = 0
+    for _, nbytes in events:
+        running += nbytes
+        peak = max(peak, running)
+    return StepPeak(start_bytes=start, peak_bytes=start + peak, device="cpu",
+                    method="torch.profiler memory events (allocator level)")
+
+
+def time_forward_backward(model: Any, *, batch: int, seq: int, repeats: int = 3, precision: str = "fp32",
+                          seed: int = 0) -> float:
+    """Median seconds of forward + backward (no optimizer) over ``repeats`` runs after one warm-up."""
+    import statistics
+
+    import torch
+
+    device = next(model.parameters()).device.type
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=gen).to(device)
+    times = []
+    for i in range(repeats + 1):
+        t0 = time.perf_counter()
+        with _autocast(precision, device):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        model.zero_grad(set_to_none=True)
+        if i:
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
