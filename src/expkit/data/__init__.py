@@ -1,0 +1,36 @@
+"""Get data in: stream JSONL, compose generator stages, map over a process pool, probe peak memory
+(claims C1.1-C1.3)."""
+
+from expkit.data.jsonl import JsonlSummary, JsonlTally, iter_jsonl, open_binary
+from expkit.data.memory_probe import PeakMemory, ProbeFailed, peak_memory
+from expkit.data.pipeline import Pipeline, iter_batches, iter_filter, iter_map, iter_shuffled, iter_take
+from expkit.data.pool import check_picklable_function, default_workers, parallel_map
+from expkit.data.profile import DatasetProfile, KeyStats, LengthStats, profile_jsonl, text_of
+from expkit.data.schema import ValidationReport, Violation, validate_jsonl
+
+__all__ = [
+    "DatasetProfile",
+    "JsonlSummary",
+    "JsonlTally",
+    "KeyStats",
+    "LengthStats",
+    "PeakMemory",
+    "Pipeline",
+    "ProbeFailed",
+    "ValidationReport",
+    "Violation",
+    "check_picklable_function",
+    "default_workers",
+    "iter_batches",
+    "iter_filter",
+    "iter_jsonl",
+    "iter_map",
+    "iter_shuffled",
+    "iter_take",
+    "open_binary",
+    "parallel_map",
+    "peak_memory",
+    "profile_jsonl",
+    "text_of",
+    "validate_jsonl",
+]

@@ -1,0 +1,135 @@
+"""iter_jsonl on good, odd and bad files: errors name file:line:column, skip never hides lines."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import sys
+import warnings
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from expkit.data import JsonlTally, iter_jsonl
+from expkit.errors import InputError, UsageError
+
+
+def _write(tmp_path, data: bytes, name: str = "d.jsonl"):
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+records = st.lists(st.dictionaries(st.text(max_size=5), st.one_of(st.integers(-10**6, 10**6), st.text(max_size=20),
+                                                                    st.booleans(), st.none()), max_size=4), max_size=30)
+
+
+@given(recs=records)
+@settings(max_examples=40, deadline=None)
+def test_round_trip(tmp_path_factory, recs):
+    p = tmp_path_factory.mktemp("rt") / "r.jsonl"
+    p.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in recs))
+    assert list(iter_jsonl(p)) == recs
+
+
+def test_bom_crlf_blank_lines_and_gzip(tmp_path):
+    data = b'\xef\xbb\xbf{"a": 1}\r\n\r\n   \n{"a": 2}\r\n{"a": 3}'  # no newline at the end, but complete
+    p = _write(tmp_path, data)
+    tally = JsonlTally()
+    assert [r["a"] for r in iter_jsonl(p, tally=tally)] == [1, 2, 3]
+    assert (tally.lines, tally.blank, tally.records) == (5, 2, 3)
+    gz = tmp_path / "d.jsonl.gz"
+    gz.write_bytes(gzip.compress(data))
+    assert [r["a"] for r in iter_jsonl(gz)] == [1, 2, 3]
+
+
+def test_stdin(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"x": 1}\n{"x": 2}\n')))
+    assert [r["x"] for r in iter_jsonl("-")] == [1, 2]
+
+
+def _middle_bad(tmp_path):
+    lines = [orjson.dumps({"i": i}) for i in range(30)]
+    lines[16] = b'{"i": 16, "text": "unterminated}'   # line 17
+    lines[22] = b'{"i": 22,, }'                       # line 23
+    return _write(tmp_path, b"\n".join(lines) + b"\n")
+
+
+def test_invalid_json_in_the_middle_raise_names_line_column_and_snippet(tmp_path):
+    p = _middle_bad(tmp_path)
+    with pytest.raises(InputError, match=r"d\.jsonl:17:33: invalid JSON: .* near '\.\.\.i\": 16, \"text\": \"unterminated\}'"):
+        list(iter_jsonl(p))
+
+
+def test_skip_reports_count_and_lines_and_keeps_every_other_record(tmp_path):
+    p = _middle_bad(tmp_path)
+    tally = JsonlTally()
+    got = [r["i"] for r in iter_jsonl(p, on_error="skip", tally=tally)]
+    assert got == [i for i in range(30) if i not in (16, 22)]
+    s = tally.summary()
+    assert (s.skipped, s.first_skipped_lines, s.records) == (2, (17, 23), 28)
+    # without a tally, skip still tells: a warning at the end
+    with pytest.warns(UserWarning, match=r"skipped 2 invalid line\(s\), first at line\(s\) 17, 23"):
+        assert len(list(iter_jsonl(p, on_error="skip"))) == 28
+
+
+def test_collect_keeps_each_error(tmp_path):
+    tally = JsonlTally()
+    list(iter_jsonl(_middle_bad(tmp_path), on_error="collect", tally=tally))
+    assert [e.line for e in tally.errors] == [17, 23]
+    assert tally.errors[1].column == 10  # the second comma of {"i": 22,, }
+    with pytest.raises(UsageError, match="needs a tally"):
+        iter_jsonl(tmp_path / "x.jsonl", on_error="collect").__next__()
+
+
+def test_invalid_utf8_names_the_byte(tmp_path):
+    p = _write(tmp_path, b'{"a": 1}\n{"a": "caf\xe9"}\n')
+    with pytest.raises(InputError, match=r":2:11: invalid UTF-8 \(byte 0xe9\)"):
+        list(iter_jsonl(p))
+
+
+def test_truncated_last_line_is_an_error_with_its_line(tmp_path):
+    p = _write(tmp_path, b'{"a": 1}\n{"a": 2}\n{"a": "cut in the mid')
+    with pytest.raises(InputError, match=r":3:\d+: the last line is cut"):
+        list(iter_jsonl(p))
+
+
+def test_empty_missing_and_directory(tmp_path):
+    assert list(iter_jsonl(_write(tmp_path, b""))) == []
+    with pytest.raises(InputError, match=r"missing\.jsonl: no such file"):
+        list(iter_jsonl(tmp_path / "missing.jsonl"))
+    with pytest.raises(InputError, match="is a directory"):
+        list(iter_jsonl(tmp_path))
+
+
+def test_corrupt_gzip_is_an_input_error(tmp_path):
+    good = gzip.compress(b'{"a": 1}\n' * 1000)
+    p = _write(tmp_path, good[: len(good) // 2], "cut.jsonl.gz")
+    with pytest.raises(InputError, match="cannot read after line"):
+        list(iter_jsonl(p))
+
+
+def test_unknown_on_error():
+    with pytest.raises(UsageError, match="on_error='ignore'"):
+        next(iter_jsonl("x.jsonl", on_error="ignore"))  # type: ignore[arg-type]
+
+
+def test_a_single_100mb_line_streams_with_memory_bounded_by_the_line(tmp_path):
+    from expkit.data import peak_memory
+
+    big = tmp_path / "big.jsonl"
+    n = 100 * 2**20
+    with open(big, "wb") as f:
+        f.write(b'{"id": 1, "text": "')
+        f.write(b"x" * n)
+        f.write(b'"}\n{"id": 2, "text": "short"}\n')
+    m = peak_memory(_lengths, str(big), trace_python=False)
+    assert m.result == [n, 5]
+    # the line as bytes + the parsed str (+ slack): bounded by a few copies of the line, not a crash
+    assert n <= m.peak_above_baseline_bytes < 4 * n
+
+
+def _lengths(path: str) -> list[int]:
+    return [len(r["text"]) for r in iter_jsonl(path)]
