@@ -1,0 +1,109 @@
+"""Eval tables: reading JSONL/CSV with line-numbered errors, duplicates refused, the table's rows."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from expkit.errors import InputError, UsageError
+from expkit.stats.tables import build_eval_table, read_item_results
+
+
+def _write_jsonl(path, rows):
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return path
+
+
+def _rows(model, scores, start=0):
+    return [{"model": model, "item": f"q{i + start}", "score": s} for i, s in enumerate(scores)]
+
+
+def test_table_rows_wilson_and_paired_delta(tmp_path):
+    base = [1] * 70 + [0] * 30
+    new = [1] * 70 + [1] * 20 + [0] * 10  # 20 items fixed, none broken
+    f = _write_jsonl(tmp_path / "r.jsonl", _rows("base", base) + _rows("new", new))
+    t = build_eval_table(read_item_results(f))
+    assert t.baseline == "base"
+    row = {r.model: r for r in t.models}
+    # R: prop.test(70, 100, correct = FALSE)$conf.int = 0.6041515 0.7810511
+    assert (row["base"].low, row["base"].high) == pytest.approx((0.6041515, 0.7810511), abs=1e-7)
+    (c,) = t.comparisons
+    assert c.comparison.delta == pytest.approx(0.2) and c.comparison.a_only == 20 and c.comparison.b_only == 0
+    assert c.verdict == "better" and c.comparison.method == "mcnemar-exact"
+
+
+def test_csv_with_clusters(tmp_path):
+    lines = ["model,item,score,cluster"]
+    for m, shift in (("a", 0), ("b", 1)):
+        for i in range(40):
+            lines.append(f"{m},q{i},{(i + shift) % 2},c{i // 4}")
+    f = tmp_path / "r.csv"
+    f.write_text("\n".join(lines) + "\n")
+    t = build_eval_table(read_item_results(f), baseline="b")
+    assert t.comparisons[0].comparison.method == "clustered-se"
+    assert any("10 clusters" in n for n in t.notes)
+
+
+def test_malformed_row_names_its_line(tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"model": "a", "item": "q1", "score": 1}\n{"model": "a", "item": "q2", "score": "high"}\n')
+    with pytest.raises(InputError, match=r"r.jsonl:2: score 'high' is not a number"):
+        read_item_results(f)
+
+
+def test_missing_field_and_bad_json_name_their_line(tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"model": "a", "item": "q1", "score": 1}\n\n{"model": "a", "score": 1}\n')
+    with pytest.raises(InputError, match=r":3: field 'item' is missing"):
+        read_item_results(f)
+    f.write_text('{"model": "a", "item": "q1", "score": 1}\n{"model": \n')
+    with pytest.raises(InputError, match=r":2: not valid JSON"):
+        read_item_results(f)
+
+
+def test_duplicate_pair_is_refused_naming_both_lines(tmp_path):
+    f = _write_jsonl(tmp_path / "r.jsonl", _rows("a", [1, 0]) + [{"model": "a", "item": "q0", "score": 0}])
+    with pytest.raises(InputError, match=r":3: model 'a' item 'q0' appears twice \(first on line 1\)"):
+        read_item_results(f)
+
+
+def test_empty_file_is_refused(tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text("\n")
+    with pytest.raises(InputError, match=r"no result rows"):
+        read_item_results(f)
+    g = tmp_path / "r.csv"
+    g.write_text("model,item,score\n")
+    with pytest.raises(InputError, match=r"no result rows"):
+        read_item_results(g)
+
+
+def test_csv_header_without_score(tmp_path):
+    g = tmp_path / "r.csv"
+    g.write_text("model,item,value\na,q1,1\n")
+    with pytest.raises(InputError, match=r"r.csv:1: the header has no column 'score'"):
+        read_item_results(g)
+
+
+def test_unknown_baseline_lists_models(tmp_path):
+    f = _write_jsonl(tmp_path / "r.jsonl", _rows("a", [1, 0]) + _rows("b", [1, 1]))
+    with pytest.raises(UsageError, match=r"baseline 'c'.*models: a, b"):
+        build_eval_table(read_item_results(f), baseline="c")
+
+
+def test_mismatched_items_are_compared_unpaired_with_a_note(tmp_path):
+    f = _write_jsonl(tmp_path / "r.jsonl", _rows("a", [1, 0] * 20) + _rows("b", [1, 1] * 20, start=5))
+    t = build_eval_table(read_item_results(f))
+    assert not t.comparisons[0].comparison.paired
+    assert any("item sets differ" in n for n in t.notes)
+
+
+def test_holm_applies_across_rows(tmp_path):
+    base = [1, 0] * 100
+    rows = _rows("base", base)
+    for k in range(4):
+        rows += _rows(f"m{k}", [1 if (i % 2 == 0 or i < 2 * (k + 8)) else 0 for i in range(200)])
+    t = build_eval_table(read_item_results(_write_jsonl(tmp_path / "r.jsonl", rows)))
+    raw = [c.comparison.p_value for c in t.comparisons]
+    assert all(c.p_holm >= p for c, p in zip(t.comparisons, raw))
+    assert max(c.p_holm for c in t.comparisons) <= 1.0
