@@ -70,6 +70,7 @@ _COMMAND_MODULES = (
     "expkit.cli.check",
     "expkit.cli.plot",
     "expkit.cli.why",
+    "expkit.cli.data",
     "expkit.cli.train",
     "expkit.cli.runs",
     "expkit.cli.sft",

@@ -5,6 +5,7 @@ from expkit.data.jsonl import JsonlSummary, JsonlTally, iter_jsonl, open_binary
 from expkit.data.memory_probe import PeakMemory, ProbeFailed, peak_memory
 from expkit.data.pipeline import Pipeline, iter_batches, iter_filter, iter_map, iter_shuffled, iter_take
 from expkit.data.pool import check_picklable_function, default_workers, parallel_map
+from expkit.data.sampling import NumberedRecord, RecordSample, head_records, sample_records
 from expkit.data.profile import DatasetProfile, KeyStats, LengthStats, profile_jsonl, text_of
 from expkit.data.schema import ValidationReport, Violation, validate_jsonl
 
@@ -14,13 +15,16 @@ __all__ = [
     "JsonlTally",
     "KeyStats",
     "LengthStats",
+    "NumberedRecord",
     "PeakMemory",
     "Pipeline",
     "ProbeFailed",
+    "RecordSample",
     "ValidationReport",
     "Violation",
     "check_picklable_function",
     "default_workers",
+    "head_records",
     "iter_batches",
     "iter_filter",
     "iter_jsonl",
@@ -31,6 +35,7 @@ __all__ = [
     "parallel_map",
     "peak_memory",
     "profile_jsonl",
+    "sample_records",
     "text_of",
     "validate_jsonl",
 ]

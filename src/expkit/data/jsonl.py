@@ -113,6 +113,8 @@ def _line_error(path: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError
                           path=path, line=lineno, column=col,
                           hint="re-encode the file as UTF-8 (iconv -f latin1 -t utf-8)")
     col = exc.colno if exc.colno else exc.pos + 1
+    if "end of data" in exc.msg:  # orjson reports column 1 for input that stops early; point at the end
+        col = len(body.decode("utf-8")) + 1
     if not line.endswith(b"\n"):
         return InputError(f"the last line is cut: {exc.msg} near {_snippet(line, col)!r}", path=path, line=lineno,
                           column=col, hint="the file was truncated (interrupted download or write?); "
