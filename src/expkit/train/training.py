@@ -131,7 +131,7 @@ def _calibrate(setup: TrainingSetup, corpus: Corpus, *, budget_s: float, seed: i
             logits = setup.module(x.to(setup.device))
             loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.to(setup.device).view(-1))
             loss.backward()
-        float(loss)  # wait for the device
+        float(loss.detach())  # wait for the device
         setup.optimizer.zero_grad(set_to_none=True)
         if i:
             times.append(time.perf_counter() - t0)
