@@ -77,16 +77,18 @@ def profile(
         path = Path(trace_path) if trace_path else Path(tmp) / "trace.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         profiled: list[float] = []
-        warnings.filterwarnings("ignore", message="Profiler clears events", category=UserWarning)
-        with torch.profiler.profile(activities=activities, schedule=schedule(wait=0, warmup=warmup, active=steps),
-                                    on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
-            for i in range(warmup + steps):
-                t0 = time.perf_counter()
-                step_fn()
-                sync()
-                if i >= warmup:
-                    profiled.append(time.perf_counter() - t0)
-                prof.step()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Profiler clears events", category=UserWarning)
+            with torch.profiler.profile(activities=activities,
+                                        schedule=schedule(wait=0, warmup=warmup, active=steps),
+                                        on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+                for i in range(warmup + steps):
+                    t0 = time.perf_counter()
+                    step_fn()
+                    sync()
+                    if i >= warmup:
+                        profiled.append(time.perf_counter() - t0)
+                    prof.step()
         report = bucket_trace(load_trace(path))
     ratio = statistics.median(profiled) / statistics.median(plain) if plain else None
     return replace(report, source="expkit.perf.profile(step_fn)", profiling_overhead_ratio=ratio,

@@ -1,0 +1,69 @@
+"""``expkit roofline``: the seed's H100 ridge, the registry listing, figures, measured roofs, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_h100_ridge_json(cli):
+    res = cli("roofline", "--gpu", "H100", "--json")
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["ridge_flop_per_byte"] == pytest.approx(295, abs=1)  # seed C6.1
+    assert data["bound"] == "memory" and data["phase"] == "decode" and data["batch"] == 1
+    assert [p["name"] for p in data["parts"]] == ["weight matmuls", "KV-cache attention"]
+
+
+def test_text_output_names_bound_and_critical_batch(cli):
+    res = cli("roofline", "--gpu", "A100 80GB SXM", "--model", "qwen2.5-7b", "--batch", "64", "--weight-bits", "4")
+    assert res.exit_code == 0, res.stderr
+    assert "ridge 153 FLOP/byte" in res.stdout
+    assert "memory-bound" in res.stdout and "critical batch:" in res.stdout and "4-bit weights" in res.stdout
+
+
+def test_train_phase_is_compute_bound_and_figure_is_written(cli, tmp_path):
+    fig = tmp_path / "roof.png"
+    res = cli("roofline", "--gpu", "h100", "--phase", "train", "--batch", "8", "--context", "2048",
+              "--figure", str(fig), "--json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["bound"] == "compute"
+    assert fig.stat().st_size > 10_000 and fig.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_gpus_lists_registry_with_sources(cli):
+    res = cli("roofline", "gpus", "--json")
+    assert res.exit_code == 0
+    gpus = {g["name"]: g for g in json.loads(res.stdout)}
+    assert {"A100 80GB SXM", "H100 SXM", "H200", "B200", "RTX 4090", "L4", "L40S"} <= set(gpus)
+    assert gpus["H100 SXM"]["datasheet_sparse"] is True and "datasheet" in gpus["H100 SXM"]["source"]
+    text = cli("roofline", "gpus")
+    assert "H100 SXM" in text.stdout and "sparse/2" in text.stdout
+
+
+def test_unknown_gpu_lists_the_known_ones(cli):
+    res = cli("roofline", "--gpu", "T4")
+    assert res.exit_code == 2
+    assert "unknown GPU 'T4'" in res.stderr and "H100 SXM" in res.stderr and "L40S" in res.stderr
+
+
+def test_bad_phase_and_model(cli):
+    res = cli("roofline", "--phase", "serve")
+    assert res.exit_code == 2 and "--phase 'serve'" in res.stderr
+    res = cli("roofline", "--model", "no-such-model")
+    assert res.exit_code == 2 and "no-such-model" in res.stderr
+
+
+def test_measure_small(cli):
+    res = cli("roofline", "measure", "--gemm-n", "128", "--copy-mib", "4", "--repeats", "2", "--json")
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["device"] == "cpu" and data["gemm"]["n"] == 128
+    assert data["ridge_flop_per_byte"] == pytest.approx(data["peak_flop_s"] / data["bandwidth_bytes_s"])
+    assert data["gemm_vs_reference_ratio"] is None
+
+
+def test_decode_bad_batch_list(cli):
+    res = cli("roofline", "decode", "--batch-sizes", "1,x")
+    assert res.exit_code == 2 and "'1,x'" in res.stderr
