@@ -212,6 +212,31 @@ def capture_hardware() -> HardwareRecord:
     )
 
 
+class _SeedTorchOnImport:
+    """A one-shot import hook: ``torch.manual_seed(seed)`` right after ``import torch`` completes."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "torch":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        loader, seed = spec.loader, self.seed
+        exec_module = loader.exec_module
+
+        def exec_and_seed(module: Any) -> None:
+            exec_module(module)
+            module.manual_seed(seed)
+
+        loader.exec_module = exec_and_seed  # type: ignore[method-assign]
+        return spec
+
+
 def seed_everything(seed: int | None = None, *, source: str | None = None) -> SeedRecord:
     """Seed python's ``random``, numpy's global generator and torch (CPU and CUDA) with one root seed.
 
@@ -251,11 +276,16 @@ def seed_everything(seed: int | None = None, *, source: str | None = None) -> Se
         seeded.append("numpy")
     except ImportError:
         not_seeded["numpy"] = "numpy is not installed"
-    if util.find_spec("torch") is not None:
-        import torch
-
-        torch.manual_seed(seed)  # seeds every CUDA device too
+    for hook in [h for h in sys.meta_path if isinstance(h, _SeedTorchOnImport)]:
+        sys.meta_path.remove(hook)
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(seed)  # seeds every CUDA device too
         seeded.append("torch")
+    elif util.find_spec("torch") is not None:
+        # importing torch costs ~1 s; seed it the moment the script imports it instead
+        sys.meta_path.insert(0, _SeedTorchOnImport(seed))
+        seeded.append("torch")
+        note = (note + "; " if note else "") + "torch is seeded when it is first imported"
     else:
         not_seeded["torch"] = "torch is not installed"
     return SeedRecord(seed=seed, source=source, seeded=tuple(seeded), not_seeded=not_seeded, note=note)

@@ -81,7 +81,7 @@ def reproduce(ref: str, *, store: str | os.PathLike[str] | None = None, keep_wor
         for d in rec.get("data") or []:
             if d.get("kind") == "hf" or not d.get("hash"):
                 continue
-            now = fingerprint_input(d["source"], full_hash=d.get("hash_scheme") == "full" and d.get("kind") == "file"
+            now = fingerprint_input(d.get("path") or d["source"], full_hash=d.get("hash_scheme") == "full" and d.get("kind") == "file"
                                     and (d.get("size_bytes") or 0) > 4 * 1024 * 1024)
             if now.hash != d["hash"]:
                 mismatches.append(f"{d['source']}: {d['hash'][:12]} then, {(now.hash or now.reason or '')[:12]} now")
@@ -91,7 +91,7 @@ def reproduce(ref: str, *, store: str | os.PathLike[str] | None = None, keep_wor
         seed = (rec.get("seed") or {}).get("seed")
         res = execute(mapped, store=root, name=f"repro-{rec['id']}", seed=seed, group=rec.get("group"),
                       deterministic=bool((rec.get("seed") or {}).get("deterministic")), cwd=cwd,
-                      data=[d["source"] for d in rec.get("data") or []], on_output=on_output,
+                      data=[d.get("path") or d["source"] for d in rec.get("data") or []], on_output=on_output,
                       extra_record={"repro_of": rec["id"]})
     finally:
         if not keep_worktree:
