@@ -332,6 +332,7 @@ def list_runs(store: str | os.PathLike[str] | None = None, *, where: list[str] |
         >>> list_runs("runs", where=["config.lr=0.001", "status=finished"]).runs  # doctest: +SKIP
     """
     root = resolve_store(store)
+    cond, args = _where_sql(where)  # a bad filter is an error even in an empty store
     if not root.exists():
         return RunListing(store=str(root), runs=(), broken=())
     con = open_index(root)
@@ -349,7 +350,6 @@ def list_runs(store: str | os.PathLike[str] | None = None, *, where: list[str] |
                 resolve_status(root, read_run(root / rid))
             except InputError:
                 continue
-        cond, args = _where_sql(where)
         cond = cond + (" AND" if cond else " WHERE") + " status != 'broken'"
         sql = ("SELECT id, name, status, created_at, ended_at, kind, commit_sha, dirty, seed, grp, final_metrics, "
                f"error FROM runs{cond} ORDER BY created_at DESC, id DESC")

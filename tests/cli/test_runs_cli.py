@@ -1,0 +1,106 @@
+"""`expkit runs ...` in-process: exit codes and content."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+PY = sys.executable
+TRAIN = textwrap.dedent("""
+    import json, os, random, sys
+    rng = random.Random(int(os.environ["EXPKIT_SEED"]))
+    lr = float(sys.argv[1])
+    loss = 2.0
+    for step in range(10):
+        loss = loss * (1 - lr) + rng.gauss(0, 0.05)
+        print(json.dumps({"step": step, "loss": loss}))
+""")
+
+
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / ".gitignore").write_text("runs/\nstore2/\n")
+    for args in (["init", "-q"], ["add", "."], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "i"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("EXPKIT_STORE", raising=False)
+    monkeypatch.delenv("EXPKIT_SEED", raising=False)
+    return tmp_path
+
+
+def test_exec_ls_show_diff(cli, proj: Path) -> None:
+    r = cli("runs", "exec", "--name", "a", "--seed", "1", "--data", "train.py", "--", PY, "train.py", "0.1")
+    assert r.exit_code == 0 and '"step": 9' in r.stdout and "finished (exit code 0" in r.stderr
+    r = cli("runs", "exec", "--name", "b", "--seed", "1", "--json", "--", PY, "train.py", "0.2")
+    res = json.loads(r.stdout)
+    assert r.exit_code == 0 and res["status"] == "finished" and res["final_metrics"]["step"] == 9
+    assert '"step": 9' in r.stderr  # with --json the command's output goes to stderr
+    assert (proj / "runs" / res["run_id"] / "output.log").exists()  # default store ./runs
+
+    r = cli("runs", "ls", "--json")
+    listing = json.loads(r.stdout)
+    assert r.exit_code == 0 and [x["name"] for x in listing["runs"]] == ["b", "a"]
+    r = cli("runs", "ls", "--where", "name=a")
+    assert r.exit_code == 0 and " a " in r.stdout and " b " not in r.stdout
+
+    r = cli("runs", "show", "a")
+    assert r.exit_code == 0 and "status finished" in r.stdout
+    for record in ("code", "data", "config", "environment", "seed", "hardware", "logs"):
+        assert f"] {record}" in r.stdout
+    assert "[x] data" in r.stdout and "train.py" in r.stdout
+
+    r = cli("runs", "diff", "a", "b", "--json")
+    d = json.loads(r.stdout)
+    assert r.exit_code == 0 and d["differences"][0]["key"] == "argv[2]"
+    assert (d["differences"][0]["a"], d["differences"][0]["b"]) == ("0.1", "0.2")
+    r = cli("runs", "diff", "a", "b")
+    assert r.exit_code == 0 and "the seven records" in r.stdout and "most likely cause first" in r.stdout
+
+
+def test_exec_failure_propagates_exit_code(cli, proj: Path) -> None:
+    r = cli("runs", "exec", "--", PY, "-c", "import sys; sys.exit(4)")
+    assert r.exit_code == 4 and "failed (exit code 4" in r.stderr
+    assert json.loads(cli("runs", "ls", "--json").stdout)["runs"][0]["status"] == "failed"
+
+
+def test_determinism_and_repro(cli, proj: Path) -> None:
+    r = cli("runs", "determinism", "--seeds", "2", "--group", "g", "--json", "--", PY, "train.py", "0.1")
+    rep = json.loads(r.stdout)
+    assert r.exit_code == 0 and rep["repeat_identical"] and rep["seed_std"]["loss"] > 0
+    r = cli("runs", "repro", "g-s0", "--json")
+    rep = json.loads(r.stdout)
+    assert r.exit_code == 0 and rep["verdict"] == "exact"
+    r = cli("runs", "diff", "g-s0", "g-s1", "--json")
+    d = json.loads(r.stdout)
+    assert d["metrics"][0]["noise_floor"] > 0 and d["within_noise_floor"] is not None
+
+
+def test_store_option_and_env(cli, proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = cli("runs", "exec", "--store", "store2", "--", PY, "train.py", "0.1")
+    assert r.exit_code == 0 and (proj / "store2" / "index.sqlite").exists()
+    assert json.loads(cli("runs", "ls", "--json").stdout)["runs"] == []
+    monkeypatch.setenv("EXPKIT_STORE", str(proj / "store2"))
+    assert len(json.loads(cli("runs", "ls", "--json").stdout)["runs"]) == 1
+
+
+def test_bad_input_exits_2_with_one_line(cli, proj: Path) -> None:
+    r = cli("runs", "show", "../x")
+    assert r.exit_code == 2 and "'../x' is not allowed" in r.stderr
+    r = cli("runs", "export")
+    assert r.exit_code == 2 and "nothing to export" in r.stderr
+    r = cli("runs", "ls", "--where", "colour=red")
+    assert r.exit_code == 2 and "unknown" in r.stderr
+    r = cli("runs", "exec", "--name", "../x", "--", PY, "train.py", "0.1")
+    assert r.exit_code == 2 and "not allowed" in r.stderr
+
+
+def test_help_has_examples(cli) -> None:
+    for cmd in ("exec", "ls", "show", "diff", "determinism", "repro", "export"):
+        r = cli("runs", cmd, "--help")
+        assert r.exit_code == 0 and "Examples:" in r.stdout, cmd

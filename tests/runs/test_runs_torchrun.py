@@ -1,0 +1,49 @@
+"""Under torchrun (2 processes, gloo): rank 0 owns the record, every rank's metrics are kept."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from expkit.runs import list_runs
+
+SCRIPT = textwrap.dedent("""
+    import os, sys
+    import torch
+    import torch.distributed as dist
+    from expkit.runs import start
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    with start(config={"world": dist.get_world_size()}, seed=3, store=sys.argv[1], name="ddp") as run:
+        t = torch.tensor([float(rank + 1)])
+        for step in range(3):
+            dist.all_reduce(t)
+            run.log(step, value=t.item(), rank=rank)
+        print(f"rank {rank} run {run.id}", flush=True)
+    dist.destroy_process_group()
+""")
+
+
+def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
+    script = tmp_path / "ddp.py"
+    script.write_text(SCRIPT)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    res = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "s")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run,) = list_runs(tmp_path / "s").runs
+    assert run.status == "finished" and run.name == "ddp"
+    run_dir = tmp_path / "s" / run.id
+    rec = json.loads((run_dir / "run.json").read_text())
+    assert rec["world_size"] == 2 and rec["config"] == {"world": 2}
+    rank0 = [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    rank1 = [json.loads(l) for l in (run_dir / "metrics.rank1.jsonl").read_text().splitlines()]
+    assert [r["rank"] for r in rank0] == [0, 0, 0] and [r["rank"] for r in rank1] == [1, 1, 1]
+    # all_reduce of 1 and 2 gives 3, then 6, then 12 on both ranks
+    assert [r["value"] for r in rank0] == [r["value"] for r in rank1] == [3.0, 6.0, 12.0]
