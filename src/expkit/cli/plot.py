@@ -19,6 +19,10 @@ def _resolve_sources(sources: list[str], store: str | None) -> list[Path]:
         if p.exists():
             out.append(p)
             continue
+        if "/" in s or p.suffix.lower() in (".csv", ".jsonl", ".json", ".tsv"):
+            from expkit.errors import InputError
+
+            raise InputError("no such file or run directory", path=p, hint="check the path")
         try:
             from expkit.runs.store import find_run_dir, resolve_store
         except ImportError:  # the run store is not installed in this build: plain <store>/<id>

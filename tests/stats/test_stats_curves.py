@@ -1,0 +1,84 @@
+"""Curve aggregation: debiased EMA, t-bands against scipy, Welch difference, file reading errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from expkit.errors import InputError, UsageError
+from expkit.stats.curves import Curve, aggregate_band, debiased_ema, difference_band, load_curves, summarize_curves
+
+
+def _curve(run, group, ys, xs=None):
+    ys = np.asarray(ys, dtype=float)
+    xs = np.arange(1, ys.size + 1, dtype=float) if xs is None else np.asarray(xs, dtype=float)
+    return Curve(run, group, xs, ys, "test")
+
+
+def test_debiased_ema_by_hand():
+    # m1 = 0.1*4 = 0.4 -> 0.4/0.1 = 4; m2 = 0.9*0.4 + 0.1*2 = 0.56 -> 0.56/0.19 = 2.947368...
+    out = debiased_ema(np.array([4.0, 2.0]), 0.9)
+    assert out.tolist() == pytest.approx([4.0, 0.56 / 0.19], rel=1e-12)
+    assert debiased_ema(np.array([3.0, 1.0]), 0.0).tolist() == [3.0, 1.0]
+    with pytest.raises(UsageError, match=r"--ema 1.0 must be in \[0, 1\)"):
+        debiased_ema(np.array([1.0]), 1.0)
+
+
+def test_band_is_the_t_interval_at_each_x():
+    from scipy import stats
+
+    ys = [[1.0, 2.0], [1.2, 2.4], [0.9, 2.1]]
+    band = aggregate_band([_curve(f"s{i}", "g", y) for i, y in enumerate(ys)])
+    col = np.array(ys)[:, 1]
+    lo, hi = stats.t.interval(0.95, 2, loc=col.mean(), scale=stats.sem(col))
+    assert band.low[1] == pytest.approx(lo, rel=1e-12) and band.high[1] == pytest.approx(hi, rel=1e-12)
+    assert band.n_seeds == 3
+
+
+def test_difference_is_welch_and_nonoverlap_implies_exclusion():
+    from scipy import stats
+
+    a = [[1.0, 2.0, 3.0], [1.1, 2.1, 3.3], [0.9, 1.9, 3.1]]
+    b = [[1.0, 2.6, 3.1], [1.2, 2.7, 3.4], [1.1, 2.5, 2.9], [0.9, 2.8, 3.0]]
+    d = difference_band([_curve(f"a{i}", "a", y) for i, y in enumerate(a)],
+                        [_curve(f"b{i}", "b", y) for i, y in enumerate(b)])
+    ref = stats.ttest_ind(np.array(a)[:, 1], np.array(b)[:, 1], equal_var=False).confidence_interval(0.95)
+    assert (d.low[1], d.high[1]) == pytest.approx((ref.low, ref.high), rel=1e-9)
+    assert bool(d.excludes_zero[1]) and not bool(d.excludes_zero[0])
+    assert np.all(d.excludes_zero[~d.bands_overlap])
+
+
+def test_misaligned_x_is_interpolated_on_the_shared_range():
+    c1 = _curve("s1", "g", [4.0, 3.0, 2.0, 1.0], xs=[0, 10, 20, 30])
+    c2 = _curve("s2", "g", [4.0, 3.0, 2.0], xs=[5, 15, 25])
+    band = aggregate_band([c1, c2])
+    assert band.x.min() >= 5 and band.x.max() <= 25
+    # at x = 10: s1 has 3.0; s2 interpolates (5, 4.0)-(15, 3.0) to 3.5; the mean is 3.25
+    assert band.mean[band.x == 10][0] == pytest.approx(3.25)
+
+
+def test_summary_groups_and_notes():
+    cs = summarize_curves([_curve("a", "x", [1, 2]), _curve("b", "y", [1, 3]), _curve("c", "y", [1, 2])],
+                          metric="loss", x_key="step")
+    assert cs.difference is None and any("1 seed, no band" in n for n in cs.notes)
+    with pytest.raises(UsageError, match=r"--diff names group 'z'"):
+        summarize_curves([_curve("a", "x", [1, 2])], metric="loss", x_key="step", compare=("x", "z"))
+
+
+def test_file_errors_name_the_line(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "loss": "x"}\n')
+    with pytest.raises(InputError, match=r"m.jsonl:2: loss 'x' is not a number"):
+        load_curves([f])
+    f.write_text('{"step": 1, "loss": 2.0}\n{"loss": 1.0}\n')
+    with pytest.raises(InputError, match=r"m.jsonl:2: a 'loss' value without any of step"):
+        load_curves([f])
+    with pytest.raises(UsageError, match=r"--x 'epoch'"):
+        load_curves([f], x="epoch")
+
+
+def test_rows_of_other_metrics_are_skipped_and_last_value_wins(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"step": 1, "loss": 2.0}\n{"step": 1, "lr": 0.1}\n{"step": 2, "loss": 1.5}\n{"step": 2, "loss": 1.4}\n')
+    (c,) = load_curves([f])
+    assert c.x.tolist() == [1.0, 2.0] and c.y.tolist() == [2.0, 1.4]
