@@ -82,6 +82,7 @@ class Ledger:
     gpu_memory_bytes: int | None = None
     fits: bool | None = None
     notes: tuple[str, ...] = ()
+    largest_layer_params: int = 0
 
     def line(self, name: str) -> LedgerLine:
         """The line called ``name`` (KeyError listing the names if absent)."""
@@ -257,8 +258,9 @@ def estimate_training_memory(
     # Transients: each phase's short-lived tensors; the temporaries line is the one at the peak phase.
     # (a) loss forward: logits (16-bit under autocast) + their fp32 upcast (mixed only) before log_softmax.
     loss_fwd = tokens * V * (logit_b + (4 if mixed else 0))
-    # (b) loss backward: grad of the log-probs + grad of the logits (fp32), + 16-bit cast for lm_head.
-    loss_bwd = tokens * V * (8 + (2 if mixed else 0))
+    # (b) loss backward: grad of the log-probs + grad of the logits (fp32); the 16-bit cast of the latter
+    #     for lm_head comes after the grad of the log-probs is freed (measured: it does not add).
+    loss_bwd = tokens * V * 8
     # (c) checkpointing: the layer being rebuilt in backward.
     recompute = act.recompute_bytes
     # (d) optimizer step: CUDA foreach AdamW makes a sqrt(v) copy of all state; CPU loops per tensor
@@ -305,6 +307,8 @@ def estimate_training_memory(
         total_params=P, trainable_params=Pt, trainable_fraction=count.trainable_fraction, lines=tuple(lines),
         per_gpu_bytes=per_gpu, total_bytes=per_gpu * gpus, peak_bytes=peak, peak_phase=peak_phase,
         device=device, notes=tuple(notes),
+        largest_layer_params=max(count.embedding_params, count.lm_head_params,
+                                 spec.hidden_size * spec.intermediate_size),
     )
     return _with_fit(led, gpu)
 

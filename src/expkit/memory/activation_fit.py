@@ -1,0 +1,174 @@
+"""Activations measured, not assumed: replicas at 1, 2 and 4 layers, a per-layer + fixed fit, extrapolation.
+
+Results are cached as JSON per (config, options) under ``cache_dir`` (default ``~/.cache/expkit/memory``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from expkit.memory.activations import estimate_activations
+from expkit.memory.architecture import ModelSpec
+
+__all__ = ["ActivationFit", "fit_activations"]
+
+
+@dataclass(frozen=True)
+class ActivationFit:
+    """Saved-for-backward bytes measured on replicas and extrapolated to the full model.
+
+    ``per_layer_bytes`` and ``fixed_bytes`` are the least-squares fit of measured bytes against the
+    number of layers at (1, ``replica_seq``); ``residual_bytes`` the largest absolute residual.
+    ``extrapolated_bytes`` = (num_layers * per_layer + fixed) * batch * seq / replica_seq (linear in
+    tokens: true for SDPA; eager attention's T x T term is not linear, see ``note``).
+    ``formula_bytes`` is ``expkit.memory.activations`` at the same options, ``korthikanti_bytes`` the
+    paper's formula. With ``grad_ckpt`` the ``ckpt_time_ratio`` is the measured (forward + backward with
+    checkpointing) / (without) on the deepest replica.
+    """
+
+    model: str
+    layers: tuple[int, ...]
+    measured_bytes: tuple[int, ...]
+    replica_seq: int
+    per_layer_bytes: float
+    fixed_bytes: float
+    residual_bytes: float
+    num_layers: int
+    batch: int
+    seq: int
+    extrapolated_bytes: int
+    formula_bytes: int
+    korthikanti_bytes: int
+    precision: str
+    method: str
+    grad_ckpt: bool
+    ckpt_extrapolated_bytes: int | None
+    ckpt_time_ratio: float | None
+    note: str
+    cached: bool = False
+
+
+def _cache_key(spec: ModelSpec, opts: dict[str, object]) -> str:
+    blob = json.dumps({"raw": spec.raw, **opts}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _default_cache_dir() -> Path:
+    root = os.environ.get("EXPKIT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "expkit")
+    return Path(root) / "memory"
+
+
+def _fit_line(xs: list[int], ys: list[int]) -> tuple[float, float, float]:
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    icpt = my - slope * mx
+    resid = max(abs(y - (icpt + slope * x)) for x, y in zip(xs, ys))
+    return slope, icpt, resid
+
+
+def fit_activations(
+    spec: ModelSpec,
+    *,
+    batch: int = 1,
+    seq: int = 4096,
+    replica_seq: int = 256,
+    layers: tuple[int, ...] = (1, 2, 4),
+    precision: str = "fp32",
+    method: str = "full",
+    lora_r: int = 16,
+    attention: str = "sdpa",
+    with_ckpt: bool = True,
+    time_repeats: int = 2,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+    seed: int = 0,
+) -> ActivationFit:
+    """Measure saved-for-backward bytes of replicas of ``spec`` and extrapolate to full depth, batch, seq.
+
+    Args:
+        spec: the architecture (built at its real width; only the depth changes).
+        batch, seq: the target micro-batch and sequence length.
+        replica_seq: sequence length the replicas run at on the CPU (stated in the result).
+        layers: replica depths (at least two).
+        precision, method, lora_r, attention: as in ``estimate_training_memory``.
+        with_ckpt: also measure with gradient checkpointing (bytes and the forward+backward time ratio).
+        time_repeats: timed repeats for the checkpointing ratio (median).
+        cache_dir, use_cache: JSON cache per (config, options).
+
+    Returns:
+        ActivationFit.
+
+    Example:
+        >>> fit = fit_activations(load_model_spec("qwen2.5-0.5b"), seq=4096, replica_seq=128)  # doctest: +SKIP
+    """
+    opts = dict(batch=batch, seq=seq, replica_seq=replica_seq, layers=list(layers), precision=precision,
+                method=method, lora_r=lora_r, attention=attention, with_ckpt=with_ckpt, v=2)
+    path = (cache_dir or _default_cache_dir()) / f"{_cache_key(spec, opts)}.json"
+    if use_cache and path.is_file():
+        data = json.loads(path.read_text())
+        data.update(layers=tuple(data["layers"]), measured_bytes=tuple(data["measured_bytes"]), cached=True)
+        return ActivationFit(**data)
+
+    import gc
+
+    from expkit.memory.replica import build_replica, measure_saved_bytes, time_forward_backward
+
+    measured = []
+    for n in layers:
+        model = build_replica(spec, num_layers=n, method=method, precision=precision, lora_r=lora_r,
+                              attention=attention, seed=seed)
+        measured.append(measure_saved_bytes(model, batch=1, seq=replica_seq, precision=precision).activation_bytes)
+        del model
+        gc.collect()
+    slope, icpt, resid = _fit_line(list(layers), measured)
+    scale = batch * seq / replica_seq
+    extrapolated = int((spec.num_layers * slope + icpt) * scale)
+    ckpt_bytes = ratio = None
+    if with_ckpt:
+        deep = max(layers)
+        ck = []
+        for n in (min(layers), deep):
+            model = build_replica(spec, num_layers=n, method=method, precision=precision, lora_r=lora_r,
+                                  attention=attention, grad_ckpt=True, seed=seed)
+            ck.append(measure_saved_bytes(model, batch=1, seq=replica_seq, precision=precision).activation_bytes)
+            del model
+        cslope = (ck[1] - ck[0]) / (deep - min(layers))
+        cicpt = ck[0] - cslope * min(layers)
+        # stored layer inputs for all layers + one layer rebuilt during backward
+        ckpt_bytes = int((spec.num_layers * cslope + cicpt + slope) * scale)
+        times = []
+        for ckpt in (False, True):
+            model = build_replica(spec, num_layers=deep, method=method, precision=precision, lora_r=lora_r,
+                                  attention=attention, grad_ckpt=ckpt, seed=seed)
+            times.append(time_forward_backward(model, batch=1, seq=replica_seq, repeats=time_repeats,
+                                               precision=precision))
+            del model
+        ratio = times[1] / times[0]
+    est = estimate_activations(spec, batch=batch, seq=seq, precision=precision, method=method, lora_r=lora_r,
+                               attention=attention)
+    note = (f"replicas at real width, {', '.join(map(str, layers))} layers, 1 x {replica_seq} tokens on the CPU; "
+            f"scaled linearly to {batch} x {seq} tokens")
+    if attention == "eager":
+        note += "; eager attention stores T x T probabilities, which grow as T^2: the linear scaling understates"
+    fit = ActivationFit(
+        model=spec.name, layers=tuple(layers), measured_bytes=tuple(measured), replica_seq=replica_seq,
+        per_layer_bytes=slope, fixed_bytes=icpt, residual_bytes=resid, num_layers=spec.num_layers, batch=batch,
+        seq=seq, extrapolated_bytes=extrapolated, formula_bytes=est.total_bytes,
+        korthikanti_bytes=est.korthikanti_total_bytes, precision=precision, method=method, grad_ckpt=with_ckpt,
+        ckpt_extrapolated_bytes=ckpt_bytes, ckpt_time_ratio=ratio, note=note,
+    )
+    if use_cache:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({k: v for k, v in asdict(fit).items() if k != "cached"}))
+            tmp.replace(path)
+        except OSError:
+            pass  # a read-only home only loses the cache, not the result
+    return fit

@@ -1,0 +1,138 @@
+"""The ledger checked against a measurement: predicted vs measured peak of one training step.
+
+CPU: the allocator's events (``torch.profiler``, ``profile_memory=True``); CUDA:
+``torch.cuda.max_memory_allocated`` (compared without the ledger's runtime-overhead line, which the
+allocator does not see).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from expkit.memory.architecture import ModelSpec, spec_from_dict
+
+__all__ = ["VALIDATION_CASES", "ValidationCase", "ValidationRow", "ValidationTable", "validate_ledger"]
+
+TOLERANCE = 0.10  # the issue's +-10% acceptance band
+
+
+@dataclass(frozen=True)
+class ValidationCase:
+    """A small Qwen2/Llama-style config and the training options of the step to measure."""
+
+    name: str
+    model_type: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    seq: int
+    method: str = "full"
+    precision: str = "fp32"
+    grad_ckpt: str = "none"
+    attention: str = "sdpa"
+    batch: int = 1
+    tied: bool = True
+
+    def spec(self) -> ModelSpec:
+        raw = dict(model_type=self.model_type, hidden_size=self.hidden, intermediate_size=self.intermediate,
+                   num_hidden_layers=self.layers, num_attention_heads=self.heads,
+                   num_key_value_heads=self.kv_heads, vocab_size=self.vocab, tie_word_embeddings=self.tied)
+        return spec_from_dict(raw, name=self.name, source=f"validation case {self.name}")
+
+
+# Hidden 128-512, 2-8 layers, sequence 128-1024; full and LoRA; with and without checkpointing.
+VALIDATION_CASES: tuple[ValidationCase, ...] = (
+    ValidationCase("qwen2-h128-L2 full", "qwen2", 128, 2, 4, 2, 384, 2000, 256),
+    ValidationCase("llama-h256-L4 lora", "llama", 256, 4, 4, 4, 688, 4000, 512, method="lora", tied=False),
+    ValidationCase("qwen2-h256-L4 full ckpt", "qwen2", 256, 4, 4, 2, 768, 4000, 256, grad_ckpt="full"),
+    ValidationCase("llama-h384-L2 lora ckpt", "llama", 384, 2, 6, 2, 1024, 4000, 1024, method="lora",
+                   grad_ckpt="full", tied=False),
+    ValidationCase("qwen2-h512-L2 full (state-bound)", "qwen2", 512, 2, 8, 2, 1376, 8000, 128),
+    ValidationCase("llama-h192-L8 full eager", "llama", 192, 8, 4, 2, 512, 2000, 256, attention="eager",
+                   tied=False),
+    ValidationCase("qwen2-h256-L2 full bf16-mixed", "qwen2", 256, 2, 4, 2, 768, 4000, 256, precision="bf16-mixed"),
+    ValidationCase("qwen2-h256-L2 lora bf16-mixed", "qwen2", 256, 2, 4, 2, 768, 4000, 256, method="lora",
+                   precision="bf16-mixed"),
+)
+
+
+@dataclass(frozen=True)
+class ValidationRow:
+    """One case: predicted and measured peak bytes, relative error, and whether it is within 10%."""
+
+    case: str
+    method: str
+    precision: str
+    grad_ckpt: str
+    seq: int
+    predicted_peak_bytes: int
+    measured_peak_bytes: int
+    rel_error: float
+    within_tolerance: bool
+    peak_phase: str
+
+
+@dataclass(frozen=True)
+class ValidationTable:
+    """All cases; ``all_within`` when every relative error is within ``tolerance``."""
+
+    rows: tuple[ValidationRow, ...]
+    tolerance: float
+    device: str
+    measurement: str
+    all_within: bool
+    max_abs_rel_error: float
+
+
+def validate_ledger(
+    cases: Sequence[ValidationCase] = VALIDATION_CASES,
+    *,
+    device: str | None = None,
+    seed: int = 0,
+    on_case: Callable[[str], None] | None = None,
+) -> ValidationTable:
+    """Predict each case's peak with the ledger, build the replica, measure one training step, compare.
+
+    Args:
+        cases: the configs and options.
+        device: ``cpu`` or ``cuda``; default cuda when available.
+        seed: weights and token ids.
+        on_case: called with each case's name before it runs (progress).
+
+    Returns:
+        ValidationTable (relative error = predicted / measured - 1).
+    """
+    import gc
+
+    import torch
+
+    from expkit.memory.ledger import estimate_training_memory
+    from expkit.memory.replica import build_replica, measure_step_peak
+
+    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    rows = []
+    method = ""
+    for case in cases:
+        if on_case:
+            on_case(case.name)
+        spec = case.spec()
+        led = estimate_training_memory(spec, batch=case.batch, seq=case.seq, method=case.method,
+                                       precision=case.precision, grad_ckpt=case.grad_ckpt,
+                                       attention=case.attention, device=dev)
+        predicted = led.peak_bytes - led.bytes_of("runtime overhead")
+        model = build_replica(spec, method=case.method, precision=case.precision, attention=case.attention,
+                              grad_ckpt=case.grad_ckpt == "full", seed=seed, device=dev)
+        peak = measure_step_peak(model, batch=case.batch, seq=case.seq, precision=case.precision, seed=seed)
+        method = peak.method
+        del model
+        gc.collect()
+        rel = predicted / peak.peak_bytes - 1
+        rows.append(ValidationRow(case.name, case.method, case.precision, case.grad_ckpt, case.seq, predicted,
+                                  peak.peak_bytes, rel, abs(rel) <= TOLERANCE, led.peak_phase))
+    worst = max((abs(r.rel_error) for r in rows), default=0.0)
+    return ValidationTable(rows=tuple(rows), tolerance=TOLERANCE, device=dev, measurement=method,
+                           all_within=all(r.within_tolerance for r in rows), max_abs_rel_error=worst)
