@@ -76,6 +76,7 @@ _COMMAND_MODULES = (
     "expkit.cli.sft",
     "expkit.cli.roofline",
     "expkit.cli.profile",
+    "expkit.cli.mem",
 )
 
 

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+from expkit.memory.activations import ActivationEstimate, estimate_activations, korthikanti_bytes
 from expkit.memory.architecture import ModelSpec, catalog_names, load_model_spec
+from expkit.memory.conventions import ConventionComparison, compare_conventions, ledger_for_convention
+from expkit.memory.ledger import Ledger, LedgerLine, estimate_inference_memory, estimate_training_memory
+from expkit.memory.oom import OomExplanation, Remedy, attribute_oom, rank_remedies
 from expkit.memory.params import ParameterCount, count_parameters
 
 __all__ = [
+    "ActivationEstimate",
+    "ConventionComparison",
+    "Ledger",
+    "LedgerLine",
     "ModelSpec",
+    "OomExplanation",
     "ParameterCount",
+    "Remedy",
+    "attribute_oom",
     "catalog_names",
+    "compare_conventions",
     "count_parameters",
+    "estimate_activations",
+    "estimate_inference_memory",
+    "estimate_training_memory",
+    "korthikanti_bytes",
+    "ledger_for_convention",
     "load_model_spec",
+    "rank_remedies",
 ]

@@ -34,7 +34,8 @@ class ComparisonRow:
 
 @dataclass(frozen=True)
 class ConventionComparison:
-    """expkit's ledger beside the other tools', with per-GPU totals and bytes per trainable parameter."""
+    """expkit's ledger beside the other tools', with per-GPU totals and model-state bytes per trainable
+    parameter on one unsharded GPU (empty when the ledger is sharded and no unsharded ledger was given)."""
 
     conventions: tuple[str, ...]
     rows: tuple[ComparisonRow, ...]
@@ -59,14 +60,19 @@ def _lines_zero(b: Ledger) -> list[LedgerLine]:
 
 
 def _lines_hf(b: Ledger) -> list[LedgerLine]:
-    P, Pt = b.total_params, b.trainable_params
+    P, Pt, N = b.total_params, b.trainable_params, b.gpus
     frozen = P - Pt if b.method != "full" else 0
+    # the docs describe one GPU; the split over GPUs is applied as in expkit's ledger so lines compare
+    n_w = N if b.shard in ("zero3", "fsdp") else 1
+    n_g = N if b.shard in ("zero2", "zero3", "fsdp") else 1
+    n_o = N if b.shard != "none" else 1
+    d = (lambda n: f" / {n}" if n > 1 else "")
     return [
-        LedgerLine("fp32 master weights", 4 * Pt, f"4 B * {Pt:,} (fp32 copy)"),
-        LedgerLine("bf16 weights", 2 * (Pt + frozen), f"2 B * {Pt + frozen:,} (16-bit copy)"),
-        LedgerLine("gradients", 4 * Pt, f"4 B * {Pt:,}"),
-        LedgerLine("Adam m", 4 * Pt, f"4 B * {Pt:,}"),
-        LedgerLine("Adam v", 4 * Pt, f"4 B * {Pt:,}"),
+        LedgerLine("fp32 master weights", 4 * Pt // n_w, f"4 B * {Pt:,} (fp32 copy){d(n_w)}"),
+        LedgerLine("bf16 weights", 2 * (Pt + frozen) // n_w, f"2 B * {Pt + frozen:,} (16-bit copy){d(n_w)}"),
+        LedgerLine("gradients", 4 * Pt // n_g, f"4 B * {Pt:,}{d(n_g)}"),
+        LedgerLine("Adam m", 4 * Pt // n_o, f"4 B * {Pt:,}{d(n_o)}"),
+        LedgerLine("Adam v", 4 * Pt // n_o, f"4 B * {Pt:,}{d(n_o)}"),
         LedgerLine("activations", 0, "'depends on sequence length, hidden size and batch' (no formula given)"),
     ]
 
@@ -135,11 +141,20 @@ _WHY = {
     "logits / loss": "only expkit: fp32 log-probs over the vocabulary (HF upcasts logits for the loss)",
     "temporaries": "only expkit: loss-backward grads or optimizer-step copies at the peak",
     "runtime overhead": "only expkit: CUDA context + allocator slack (estimate)",
+    "largest layer (fp32)": "deepspeed ZeRO-3: 4 B * the largest module's own params (gather buffer)",
+    "model states": "deepspeed ZeRO-3: 18 B/param split over the GPUs (16 model state + 2 for 16-bit params)",
+    "16-bit weights + grads": "deepspeed ZeRO-2: 2 + 2 B/param on every GPU",
+    "optimizer states": "deepspeed ZeRO-2: 16 B/param (fp32 master, grad, m, v) split over the GPUs",
+    "Training using Adam (peak vRAM)": "accelerate: the largest of its stages, not their sum; one GPU, no sharding",
 }
 
 
-def compare_conventions(base: Ledger) -> ConventionComparison:
+def compare_conventions(base: Ledger, *, unsharded: Ledger | None = None) -> ConventionComparison:
     """expkit's training ledger beside zero, hf, deepspeed and accelerate, line by line with the reason.
+
+    Args:
+        base: an expkit training ledger.
+        unsharded: the same run on one GPU, for the bytes-per-parameter row when ``base`` is sharded.
 
     Example:
         >>> from expkit.memory import estimate_training_memory
@@ -157,9 +172,14 @@ def compare_conventions(base: Ledger) -> ConventionComparison:
     for name in names:
         vals = {c: next((l.bytes for l in led.lines if l.name == name), None) for c, led in ledgers.items()}
         rows.append(ComparisonRow(name, vals, _WHY.get(name, "this tool's own block (see its formula)")))
+    # bytes per trainable parameter of the model state, on one unsharded GPU (sharding only divides)
+    one = unsharded or (base if base.gpus == 1 or base.shard == "none" else None)
     non_state = ("activations", "logits / loss", "temporaries", "runtime overhead")
-    per_param = {c: sum(l.bytes for l in led.lines if l.name not in non_state) / max(base.trainable_params, 1)
-                 for c, led in ledgers.items()}
+    per_param: dict[str, float] = {}
+    if one is not None:
+        for c in CONVENTIONS:
+            led = ledger_for_convention(one, c)
+            per_param[c] = sum(l.bytes for l in led.lines if l.name not in non_state) / max(one.trainable_params, 1)
     return ConventionComparison(conventions=CONVENTIONS, rows=tuple(rows),
                                 per_gpu_bytes={c: led.per_gpu_bytes for c, led in ledgers.items()},
                                 model_state_bytes_per_param=per_param)

@@ -217,11 +217,15 @@ def estimate_training_memory(
     if not lora:
         w = 4 * P // n_model
         lines.append(LedgerLine("fp32 master weights", w, f"4 B * {P:,} params{div(n_model)}"))
-        if mixed:
-            wc = 2 * linear_params // n_model
+        if mixed and n_model > 1:
+            wc = 2 * 2 * count.per_layer_params
             lines.append(LedgerLine("bf16 weights", wc,
-                                    f"2 B * {linear_params:,} matmul weights (autocast copies, kept for backward)"
-                                    f"{div(n_model)}"))
+                                    f"2 B * 2 gathered layers * {count.per_layer_params:,} (FSDP mixed-precision "
+                                    "policy: 16-bit copies of the current and prefetched layer only)"))
+        elif mixed:
+            wc = 2 * linear_params
+            lines.append(LedgerLine("bf16 weights", wc,
+                                    f"2 B * {linear_params:,} matmul weights (autocast copies, kept for backward)"))
     else:
         if method == "qlora":
             q = int(NF4_BYTES_PER_PARAM * (linear_params - (0 if spec.tied_embeddings else 0)))
@@ -269,8 +273,9 @@ def estimate_training_memory(
     opt_tmp = (4 * Pt // n_opt) if device == "cuda" else 2 * 4 * largest
     if optimizer not in ("adamw",):
         opt_tmp = 0
-    # (e) sharded weights: FSDP/ZeRO-3 gather one layer (and prefetch the next).
-    gather = (2 * (2 if mixed else 4) * count.per_layer_params) if n_model > 1 else 0
+    # (e) sharded weights: FSDP/ZeRO-3 gather one layer and prefetch the next (fp32 runs; the 16-bit
+    #     gathered copies of mixed runs are the "bf16 weights" line).
+    gather = (2 * 4 * count.per_layer_params) if (n_model > 1 and not mixed) else 0
 
     static = sum(l.bytes for l in lines if l.name not in ("gradients", "activations", "logits / loss"))
     grads = next(l.bytes for l in lines if l.name == "gradients")
