@@ -64,3 +64,22 @@ def test_curves_bad_inputs(cli, tmp_path):
     assert r.exit_code == 2 and "must end in .png or .svg" in r.stderr
     r = cli("plot", "curves", str(tmp_path / "missing.csv"), "--store", str(tmp_path / "nostore"))
     assert r.exit_code == 2 and "missing.csv: no such file or run directory" in r.stderr
+
+
+def test_curves_from_the_run_store_by_run_id(cli, tmp_path):
+    runs = __import__("pytest").importorskip("expkit.runs.run")
+    store = tmp_path / "store"
+    ids = []
+    for lr, k in ((1e-3, 1.0), (3e-3, 0.7)):
+        for s in range(2):
+            with runs.start(config={"lr": lr}, seed=s, store=store, name=f"lr{lr:g}") as run:
+                for step in range(1, 20):
+                    run.log(step, loss=k * 2.0 / step + 0.01 * s)
+            ids.append(run.id)
+    r = cli("plot", "curves", *ids, "--store", str(store), "--group-by", "config.lr",
+            "--out", str(tmp_path / "f.png"), "--json")
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert sorted(g["group"] for g in d["groups"]) == ["0.001", "0.003"]
+    assert all(g["n_seeds"] == 2 for g in d["groups"])
+    assert d["difference"]["n_points"] == 19
