@@ -151,7 +151,7 @@ def run(ctx: LabContext) -> LabOutput:
         f"~50 bytes of header before its characters. Chat records with long turns cost only {ratio_chat:.1f}x: "
         "the characters dominate, stored at about one byte each. The generator pipeline (iter_jsonl -> filter -> "
         f"map -> sum) peaked at {short1[2]:.2f} MB above the interpreter's baseline (one record and a read buffer "
-        f"alive at a time), and the whole process stayed at {short1[3]:.0f}-{biggest[3]:.0f} MB while the file "
+        f"alive at a time), and the whole process went from {short1[3]:.1f} to {biggest[3]:.1f} MB while the file "
         f"grew {biggest[0] / short1[0]:.0f}x. The list grew with the file: {biggest[1]:.0f} MB at "
         f"{biggest[0] / MB:.0f} MB. Figures are VmHWM of a fresh interpreter "
         "minus its RSS just before the load, so neither the interpreter nor this report's process is counted."
