@@ -1,0 +1,247 @@
+"""Chat data for SFT: read and validate a user's JSONL (``messages`` or prompt-completion), and generate
+synthetic conversations whose answers can be checked (arithmetic, string reversal, unit conversion).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from expkit.errors import InputError, UsageError
+
+__all__ = [
+    "ChatExample",
+    "ChatFile",
+    "ROLES",
+    "TASKS",
+    "answer_of",
+    "generate_chat_examples",
+    "iter_chat_examples",
+    "prompt_of",
+    "read_chat_file",
+    "write_chat_jsonl",
+]
+
+ROLES = ("system", "user", "assistant", "tool")
+TASKS = ("add", "reverse", "km_to_m")
+OnError = Literal["raise", "skip"]
+# One short system prompt, as many real SFT sets carry (it is masked out of the loss, like the user turn).
+SYSTEM_PROMPT = "You are a helpful assistant. Answer with the result only."
+
+
+@dataclass(frozen=True)
+class ChatExample:
+    """One training example: either ``messages`` (conversational) or ``prompt`` + ``completion`` text.
+
+    ``line`` is the 1-based line of the JSONL file it came from (0 when built in memory).
+    """
+
+    messages: tuple[dict[str, str], ...] = ()
+    prompt: str | None = None
+    completion: str | None = None
+    line: int = 0
+
+    @property
+    def conversational(self) -> bool:
+        return bool(self.messages)
+
+
+@dataclass(frozen=True)
+class ChatFile:
+    """The examples of one file, and the lines skipped with ``on_error="skip"`` (line -> reason)."""
+
+    path: Path
+    examples: tuple[ChatExample, ...]
+    skipped: dict[int, str] = field(default_factory=dict)
+
+
+def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict[str, str], ...]:
+    if not isinstance(messages, list) or not messages:
+        raise InputError("'messages' must be a non-empty list of {role, content}", path=path, line=line)
+    out = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or "role" not in msg or "content" not in msg:
+            raise InputError(f"message {i} must be an object with 'role' and 'content'", path=path, line=line)
+        role, content = msg["role"], msg["content"]
+        if role not in ROLES:
+            raise InputError(f"message {i} has unknown role {role!r}", path=path, line=line,
+                             hint=f"use one of {', '.join(ROLES)}")
+        if not isinstance(content, str) or not content.strip():
+            raise InputError(f"message {i} ({role}) has empty content", path=path, line=line,
+                             hint="drop the example or fill the turn; --on-error skip skips and counts it")
+        out.append({"role": role, "content": content})
+    if not any(m["role"] == "assistant" for m in out):
+        raise InputError("conversation has no assistant turn (nothing to train on)", path=path, line=line,
+                         hint="every example needs at least one assistant message")
+    return tuple(out)
+
+
+def _parse_example(obj: object, *, path: Path, line: int) -> ChatExample:
+    if not isinstance(obj, dict):
+        raise InputError("each line must be a JSON object", path=path, line=line)
+    if "messages" in obj:
+        return ChatExample(messages=_validate_messages(obj["messages"], path=path, line=line), line=line)
+    if "prompt" in obj and "completion" in obj:
+        prompt, completion = obj["prompt"], obj["completion"]
+        if isinstance(prompt, list) and isinstance(completion, list):  # conversational prompt-completion
+            msgs = _validate_messages(list(prompt) + list(completion), path=path, line=line)
+            return ChatExample(messages=msgs, line=line)
+        if not isinstance(prompt, str) or not isinstance(completion, str):
+            raise InputError("'prompt' and 'completion' must both be strings (or both message lists)",
+                             path=path, line=line)
+        if not completion.strip():
+            raise InputError("'completion' is empty", path=path, line=line)
+        return ChatExample(prompt=prompt, completion=completion, line=line)
+    keys = ", ".join(sorted(obj)) or "none"
+    raise InputError(f"no 'messages' and no 'prompt'/'completion' fields (found: {keys})", path=path, line=line)
+
+
+def iter_chat_examples(path: str | Path, *, on_error: OnError = "raise",
+                       skipped: dict[int, str] | None = None) -> Iterator[ChatExample]:
+    """Yield the examples of a JSONL file, validated.
+
+    Args:
+        path: a JSONL file, one example per line: ``{"messages": [{"role", "content"}, ...]}`` or
+            ``{"prompt": ..., "completion": ...}``. Blank lines are ignored.
+        on_error: ``"raise"`` (InputError with the line number) or ``"skip"`` (skip the line and record
+            the reason in ``skipped``).
+        skipped: filled with line -> reason when ``on_error="skip"``.
+
+    Raises:
+        InputError: a missing file, bad JSON, a conversation without an assistant turn, an unknown role
+            or an empty content, with the file and line.
+
+    Example:
+        >>> next(iter_chat_examples("data.jsonl")).messages[0]["role"]
+        'user'
+    """
+    if on_error not in ("raise", "skip"):
+        raise UsageError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("data file not found", path=p, hint="give a JSONL file; `expkit sft data` writes one")
+    with p.open(encoding="utf-8") as fh:
+        for line_no, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            try:
+                try:
+                    obj = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"not valid JSON ({exc.msg})", path=p, line=line_no,
+                                     column=exc.colno) from None
+                yield _parse_example(obj, path=p, line=line_no)
+            except InputError as exc:
+                if on_error == "raise":
+                    raise
+                if skipped is not None:
+                    skipped[line_no] = exc.message
+                    continue
+
+
+def read_chat_file(path: str | Path, *, on_error: OnError = "raise", limit: int | None = None) -> ChatFile:
+    """All (or the first ``limit``) examples of a JSONL file; see ``iter_chat_examples``.
+
+    Raises:
+        InputError: as ``iter_chat_examples``, or a file with no usable example.
+    """
+    skipped: dict[int, str] = {}
+    examples = []
+    for ex in iter_chat_examples(path, on_error=on_error, skipped=skipped):
+        examples.append(ex)
+        if limit is not None and len(examples) >= limit:
+            break
+    if not examples:
+        raise InputError("no usable example in the file", path=path,
+                         hint=f"{len(skipped)} lines skipped" if skipped else "the file is empty")
+    return ChatFile(path=Path(path), examples=tuple(examples), skipped=skipped)
+
+
+# ---- synthetic, checkable tasks -------------------------------------------------------------------
+
+_WORDS = ("cat", "dog", "sun", "map", "red", "cup", "hat", "pen", "box", "car", "bee", "owl", "ink", "jam",
+          "log", "net", "pig", "rug", "toy", "van", "web", "zip", "art", "bus", "fig", "gem", "hen", "ice")
+
+
+def _make_task(task: str, rng: random.Random) -> tuple[str, str]:
+    """(question, answer) for one task instance."""
+    if task == "add":
+        a, b = rng.randint(0, 49), rng.randint(0, 49)
+        return f"What is {a} + {b}?", str(a + b)
+    if task == "reverse":
+        w = rng.choice(_WORDS)
+        return f"Reverse the word {w}.", w[::-1]
+    if task == "km_to_m":
+        k = rng.randint(1, 99)
+        return f"How many meters are {k} km?", str(k * 1000)
+    raise UsageError(f"unknown task {task!r}", hint=f"use one of {', '.join(TASKS)}")
+
+
+def plain_task_text(task: str, rng: random.Random) -> str:
+    """The same fact as a plain sentence (no chat format), for pre-training the demo model."""
+    question, answer = _make_task(task, rng)
+    return f"{question} {answer}."
+
+
+def generate_chat_examples(*, n: int, seed: int = 0, tasks: Sequence[str] = TASKS,
+                           system_prompt: str | None = SYSTEM_PROMPT) -> list[ChatExample]:
+    """``n`` synthetic conversations (system, user question, assistant answer) with checkable answers.
+
+    Args:
+        n: number of conversations (>= 1).
+        seed: the random seed; the same seed gives the same data.
+        tasks: any of ``TASKS`` (``add``: a + b for a, b < 50; ``reverse``: a 3-letter word reversed;
+            ``km_to_m``: k km in meters).
+        system_prompt: a system turn at the start of every conversation, or None for none.
+
+    Returns:
+        The examples; ``answer_of(example)`` is the expected answer.
+
+    Example:
+        >>> generate_chat_examples(n=1, seed=0)[0].messages[-1]
+        {'role': 'assistant', 'content': '74'}
+    """
+    if n < 1:
+        raise UsageError(f"n must be >= 1, not {n}")
+    for t in tasks:
+        if t not in TASKS:
+            raise UsageError(f"unknown task {t!r}", hint=f"use one of {', '.join(TASKS)}")
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        question, answer = _make_task(rng.choice(list(tasks)), rng)
+        msgs = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        msgs += [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+        out.append(ChatExample(messages=tuple(msgs)))
+    return out
+
+
+def write_chat_jsonl(examples: Sequence[ChatExample], path: str | Path) -> Path:
+    """Write examples as JSONL (``messages`` or ``prompt``/``completion`` per line); returns the path."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with p.open("w", encoding="utf-8") as fh:
+        for ex in examples:
+            obj = {"messages": list(ex.messages)} if ex.conversational else {"prompt": ex.prompt,
+                                                                            "completion": ex.completion}
+            fh.write(json.dumps(obj) + "\n")
+    return p
+
+
+def prompt_of(example: ChatExample) -> tuple[dict[str, str], ...] | str:
+    """The context before the last assistant turn (messages), or the prompt text."""
+    if not example.conversational:
+        return example.prompt or ""
+    last = max(i for i, m in enumerate(example.messages) if m["role"] == "assistant")
+    return example.messages[:last]
+
+
+def answer_of(example: ChatExample) -> str:
+    """The expected answer: the last assistant turn, or the completion."""
+    if not example.conversational:
+        return example.completion or ""
+    return [m for m in example.messages if m["role"] == "assistant"][-1]["content"]

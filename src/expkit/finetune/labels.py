@@ -1,0 +1,338 @@
+"""Which tokens count in the loss: labels built from the chat template, and the audit that checks them
+before any training (stop token trained, pad != end of turn, no empty example, no truncated stop).
+
+The labels audited here are the labels trained: ``expkit.finetune.training`` hands them to TRL as a
+tokenized ``input_ids`` + ``labels`` data set.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from expkit.errors import InputError, UsageError
+from expkit.finetune.chatdata import ChatExample, prompt_of
+
+__all__ = [
+    "EndOfTurn",
+    "ExampleLabels",
+    "LabelAudit",
+    "LabelBuilder",
+    "LabelProblem",
+    "LossMode",
+    "TokenView",
+    "audit_labels",
+    "find_end_of_turn",
+    "load_chat_tokenizer",
+]
+
+LossMode = Literal["assistant", "completion", "all"]
+LOSS_MODES = ("assistant", "completion", "all")
+IGNORE = -100  # the label PyTorch's cross_entropy skips (ignore_index default)
+_SENTINEL = "Zq7Zq"
+
+
+@dataclass(frozen=True)
+class EndOfTurn:
+    """The token the chat template puts right after an assistant's content: what the model must learn to emit."""
+
+    token: str
+    id: int
+
+
+@dataclass(frozen=True)
+class ExampleLabels:
+    """One example, tokenized: ``labels[i]`` is ``input_ids[i]`` when trained, -100 when masked."""
+
+    index: int
+    line: int
+    input_ids: tuple[int, ...]
+    labels: tuple[int, ...]
+    truncated_tokens: int
+
+    @property
+    def trained_tokens(self) -> int:
+        return sum(label != IGNORE for label in self.labels)
+
+    @property
+    def masked_fraction(self) -> float:
+        return 1.0 - self.trained_tokens / len(self.labels) if self.labels else 1.0
+
+
+@dataclass(frozen=True)
+class LabelProblem:
+    """A hard check that failed on one example (``index`` 0-based in the file, ``line`` 1-based; 0: in memory)."""
+
+    check: str
+    index: int
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """One example as (token text, trained?) pairs, for colouring."""
+
+    index: int
+    tokens: tuple[tuple[str, bool], ...]
+
+
+@dataclass(frozen=True)
+class LabelAudit:
+    """What the audit found. ``masked_fraction`` = masked tokens / all tokens over the data set."""
+
+    examples: int
+    total_tokens: int
+    trained_tokens: int
+    masked_fraction: float
+    masked_fraction_per_example: tuple[float, ...]
+    end_of_turn: EndOfTurn
+    pad_token_id: int | None
+    loss: str
+    eos_in_loss: bool
+    span_source: Literal["template markers", "derived from rendered turns", "prompt/completion"]
+    notes: tuple[str, ...]
+    problems: tuple[LabelProblem, ...]
+    shown: tuple[TokenView, ...]
+    elapsed_s: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def load_chat_tokenizer(model_dir: str | Path) -> Any:
+    """``AutoTokenizer.from_pretrained(model_dir)`` with the checks SFT needs.
+
+    Raises:
+        InputError: no such directory, no tokenizer files, or no chat template.
+    """
+    p = Path(model_dir)
+    if not p.is_dir():
+        raise InputError("model directory not found", path=p,
+                         hint="give a local checkpoint directory (`expkit sft demo-model --out DIR` builds one)")
+    if not any((p / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json")):
+        raise InputError("model directory has no tokenizer (tokenizer.json, tokenizer.model or vocab.json)",
+                         path=p, hint="save the tokenizer beside the model with tokenizer.save_pretrained(DIR)")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(p)
+    if not getattr(tok, "chat_template", None):
+        raise InputError("the tokenizer has no chat template", path=p,
+                         hint="set tokenizer.chat_template (e.g. ChatML) and save it, or use prompt/completion data")
+    return tok
+
+
+def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
+    """The first token the template renders after an assistant's content (``<|im_end|>`` for ChatML).
+
+    Raises:
+        InputError: the template renders nothing after the assistant content.
+    """
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": _SENTINEL}]
+    text = tokenizer.apply_chat_template(msgs, tokenize=False)
+    end = text.rfind(_SENTINEL) + len(_SENTINEL)
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    for tid, (start, stop) in zip(enc["input_ids"], enc["offset_mapping"]):
+        if start >= end and stop > start:
+            return EndOfTurn(token=tokenizer.convert_ids_to_tokens(tid), id=int(tid))
+    if tokenizer.eos_token_id is not None:
+        return EndOfTurn(token=tokenizer.eos_token, id=int(tokenizer.eos_token_id))
+    raise InputError("the chat template renders no token after the assistant's content and the tokenizer has "
+                     "no eos_token", hint="end assistant turns with an end-of-turn token such as <|im_end|>")
+
+
+def _has_generation_markers(template: str) -> bool:
+    return "generation" in template and "endgeneration" in template
+
+
+class LabelBuilder:
+    """Builds ``input_ids`` and ``labels`` for examples, the way the trainer will see them.
+
+    Args:
+        tokenizer: a fast tokenizer with a chat template.
+        loss: ``assistant`` (every assistant turn), ``completion`` (only the last assistant turn, or the
+            completion of prompt/completion data) or ``all`` (every token).
+        eos_in_loss: keep the end-of-turn token in the loss (False reproduces the does-not-stop bug).
+        max_length: truncate to this many tokens (None: no truncation), as SFTConfig.max_length does.
+    """
+
+    def __init__(self, tokenizer: Any, *, loss: LossMode = "assistant", eos_in_loss: bool = True,
+                 max_length: int | None = None) -> None:
+        if loss not in LOSS_MODES:
+            raise UsageError(f"loss must be one of {', '.join(LOSS_MODES)}, not {loss!r}")
+        if max_length is not None and max_length < 2:
+            raise UsageError(f"max_length must be >= 2, not {max_length}")
+        self.tokenizer = tokenizer
+        self.loss = loss
+        self.eos_in_loss = eos_in_loss
+        self.max_length = max_length
+        self.markers = _has_generation_markers(tokenizer.chat_template or "")
+        self.end_of_turn = find_end_of_turn(tokenizer)
+
+    def _render(self, messages: Sequence[dict[str, str]], *, gen_prompt: bool = False) -> str:
+        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=gen_prompt)
+
+    def _derived_mask(self, messages: Sequence[dict[str, str]], ex: ChatExample, only_last: bool):
+        """Assistant spans found by rendering prefixes: [render(m[:i] + gen prompt), render(m[:i+1]).rstrip())."""
+        text = self._render(messages)
+        spans = []
+        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+        for i, m in enumerate(messages):
+            if m["role"] != "assistant" or (only_last and i != last):
+                continue
+            before = self._render(messages[:i], gen_prompt=True)
+            upto = self._render(messages[: i + 1]).rstrip()
+            if not (upto.startswith(before) and text.startswith(upto)):
+                raise InputError("the chat template does not render turns as prefixes of each other, so the "
+                                 "assistant spans cannot be derived", line=ex.line or None,
+                                 hint="add {% generation %} markers around the assistant content in the template")
+            spans.append((len(before), len(upto)))
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        mask = [any(s <= a < e for s, e in spans) for a, _ in enc["offset_mapping"]]
+        return enc["input_ids"], mask
+
+    def _conversation(self, ex: ChatExample) -> tuple[list[int], list[bool]]:
+        msgs = list(ex.messages)
+        if self.loss == "all":
+            ids = self.tokenizer(self._render(msgs), add_special_tokens=False)["input_ids"]
+            return ids, [True] * len(ids)
+        only_last = self.loss == "completion"
+        if self.markers and not only_last:
+            out = self.tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True,
+                                                     return_assistant_tokens_mask=True)
+            return list(out["input_ids"]), [bool(b) for b in out["assistant_masks"]]
+        return self._derived_mask(msgs, ex, only_last)
+
+    def _prompt_completion(self, ex: ChatExample) -> tuple[list[int], list[bool]]:
+        tok = self.tokenizer
+        p = tok(ex.prompt or "", add_special_tokens=False)["input_ids"]
+        c = tok(ex.completion or "", add_special_tokens=False)["input_ids"] + [self.end_of_turn.id]
+        return p + c, [self.loss == "all"] * len(p) + [True] * len(c)
+
+    def build(self, ex: ChatExample, index: int = 0) -> ExampleLabels:
+        """Tokenize one example and build its labels (then drop the end of turn if asked, then truncate)."""
+        ids, mask = self._conversation(ex) if ex.conversational else self._prompt_completion(ex)
+        labels = [t if m else IGNORE for t, m in zip(ids, mask)]
+        if not self.eos_in_loss:
+            labels = [IGNORE if t == self.end_of_turn.id else lab for t, lab in zip(ids, labels)]
+        cut = 0
+        if self.max_length is not None and len(ids) > self.max_length:
+            cut = len(ids) - self.max_length
+        keep = len(ids) - cut
+        return ExampleLabels(index=index, line=ex.line, input_ids=tuple(ids[:keep]), labels=tuple(labels[:keep]),
+                             truncated_tokens=cut)
+
+    @property
+    def span_source(self) -> str:
+        if self.loss == "all":
+            return "template markers" if self.markers else "derived from rendered turns"
+        return "template markers" if self.markers and self.loss == "assistant" else "derived from rendered turns"
+
+
+def _check(ex: ExampleLabels, full: ExampleLabels | None, eot: EndOfTurn, pad_id: int | None,
+           pad_reported: bool, loss: str) -> list[LabelProblem]:
+    """Hard checks on one example; ``full`` is the untruncated version when truncation cut tokens."""
+    problems = []
+    source = full or ex
+    trained = [i for i, lab in enumerate(source.labels) if lab != IGNORE]
+    if not any(lab != IGNORE for lab in ex.labels):
+        problems.append(LabelProblem("no_trained_token", ex.index, ex.line,
+                                     "no token of this example is in the loss"))
+    if loss == "all":  # every token trained: the end of turn must be among them
+        if trained and not any(source.input_ids[i] == eot.id for i in trained):
+            problems.append(LabelProblem("stop_token_not_trained", ex.index, ex.line,
+                                         f"the end-of-turn token {eot.token} ({eot.id}) is never in the loss"))
+    else:  # each maximal run of trained tokens (an assistant turn) must end with the end-of-turn token
+        runs_end = [i for i in trained if i + 1 == len(source.labels) or source.labels[i + 1] == IGNORE]
+        for i in runs_end:
+            if source.input_ids[i] != eot.id:
+                problems.append(LabelProblem(
+                    "stop_token_not_trained", ex.index, ex.line,
+                    f"a trained span ends with token {source.input_ids[i]}, not with the end-of-turn token "
+                    f"{eot.token} ({eot.id}): the model is never taught to stop"))
+                break
+    if full is not None and any(full.input_ids[i] == eot.id and full.labels[i] != IGNORE
+                                for i in range(len(ex.labels), len(full.labels))):
+        problems.append(LabelProblem("truncation_cuts_stop", ex.index, ex.line,
+                                     f"max_length cuts the last {ex.truncated_tokens} tokens, including a trained "
+                                     f"{eot.token}"))
+    if (pad_id is not None and pad_id == eot.id and not pad_reported
+            and any(source.input_ids[i] == eot.id for i in trained)):
+        problems.append(LabelProblem("pad_is_eos", ex.index, ex.line,
+                                     f"pad token id {pad_id} == end-of-turn id: a collator that masks padding "
+                                     "(labels[input_ids == pad] = -100) masks every real stop token"))
+    return problems
+
+
+def audit_labels(*, tokenizer: Any, examples: Sequence[ChatExample], loss: LossMode = "assistant",
+                 eos_in_loss: bool = True, max_length: int | None = None, show: int = 2,
+                 builder: LabelBuilder | None = None) -> LabelAudit:
+    """Build the labels of every example and run the hard checks, before any training.
+
+    Args:
+        tokenizer: from ``load_chat_tokenizer``.
+        examples: from ``read_chat_file`` or ``generate_chat_examples``.
+        loss, eos_in_loss, max_length: as ``LabelBuilder``.
+        show: how many examples to keep as coloured token views.
+        builder: reuse a LabelBuilder (tokenizer and options are then taken from it).
+
+    Returns:
+        A LabelAudit; ``ok`` is False when a hard check failed (problems name the example index and line).
+
+    Example:
+        >>> audit_labels(tokenizer=tok, examples=generate_chat_examples(n=100)).masked_fraction
+        0.87...
+    """
+    t0 = time.perf_counter()
+    b = builder or LabelBuilder(tokenizer, loss=loss, eos_in_loss=eos_in_loss, max_length=max_length)
+    eot = b.end_of_turn
+    pad_id = b.tokenizer.pad_token_id
+    per, problems, shown = [], [], []
+    total = trained = 0
+    pad_reported = False
+    untruncated = None
+    for i, ex in enumerate(examples):
+        lab = b.build(ex, index=i)
+        if lab.truncated_tokens:
+            if untruncated is None:
+                untruncated = LabelBuilder(b.tokenizer, loss=b.loss, eos_in_loss=b.eos_in_loss, max_length=None)
+            full = untruncated.build(ex, index=i)
+        else:
+            full = None
+        found = _check(lab, full, eot, pad_id, pad_reported, b.loss)
+        pad_reported = pad_reported or any(p.check == "pad_is_eos" for p in found)
+        problems += found
+        per.append(lab.masked_fraction)
+        total += len(lab.labels)
+        trained += lab.trained_tokens
+        if i < show:
+            toks = b.tokenizer.convert_ids_to_tokens(list(lab.input_ids))
+            text = [b.tokenizer.convert_tokens_to_string([t]) for t in toks]
+            shown.append(TokenView(i, tuple((s, l != IGNORE) for s, l in zip(text, lab.labels))))
+    if not per:
+        raise InputError("no example to audit")
+    notes = []
+    if not b.markers and any(ex.conversational for ex in examples):
+        notes.append("the chat template has no {% generation %} markers: expkit derived the assistant spans "
+                     "from the rendered turns (TRL's assistant_only_loss needs the markers)")
+    if not b.eos_in_loss:
+        notes.append(f"--no-eos-in-loss: {eot.token} is masked out on purpose; expect a model that does not stop")
+    source = "prompt/completion" if not any(ex.conversational for ex in examples) else b.span_source
+    return LabelAudit(examples=len(per), total_tokens=total, trained_tokens=trained,
+                      masked_fraction=1.0 - trained / total if total else 1.0,
+                      masked_fraction_per_example=tuple(per), end_of_turn=eot, pad_token_id=pad_id,
+                      loss=b.loss, eos_in_loss=b.eos_in_loss, span_source=source,  # type: ignore[arg-type]
+                      notes=tuple(notes), problems=tuple(problems), shown=tuple(shown),
+                      elapsed_s=time.perf_counter() - t0)
+
+
+def prompt_text(tokenizer: Any, ex: ChatExample) -> str:
+    """The generation prompt of an example: the rendered context plus the assistant header."""
+    p = prompt_of(ex)
+    if isinstance(p, str):
+        return p
+    return tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True)

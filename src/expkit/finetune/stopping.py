@@ -1,0 +1,218 @@
+"""Does it stop: greedy generation on held-out prompts; stop rate, answer accuracy, generated length.
+
+"Stopped" means the model emitted the end-of-turn token of the chat template within ``max_new_tokens``
+and before any other special token (an ``<|im_end|>`` that closes a hallucinated next turn is no stop).
+Checked on the token ids, whatever ``generation_config`` says; the saved contract is reported beside.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from expkit.errors import InputError, UsageError
+from expkit.finetune.chatdata import ChatExample, answer_of
+from expkit.finetune.contract import StopContract, read_stop_contract
+from expkit.finetune.demomodel import torch_threads
+from expkit.finetune.labels import find_end_of_turn, load_chat_tokenizer, prompt_text
+
+__all__ = ["EosContrast", "StopCase", "StopCheck", "check_stopping", "compare_eos_in_loss", "load_for_generation"]
+
+
+@dataclass(frozen=True)
+class StopCase:
+    """One prompt: the expected answer, what came out (up to the end of turn), and the verdicts."""
+
+    prompt: str
+    expected: str
+    generated: str
+    generated_tokens: int
+    stopped: bool
+    answer_correct: bool
+    exact: bool
+
+
+@dataclass(frozen=True)
+class StopCheck:
+    """``stop_rate``: share of prompts whose generation emitted the end-of-turn token.
+    ``answer_accuracy``: share whose output starts with the expected answer (stopped or not).
+    ``exact_match_rate``: share that gave exactly the answer and then stopped.
+    """
+
+    n: int
+    stop_rate: float
+    answer_accuracy: float
+    exact_match_rate: float
+    mean_generated_tokens: float
+    max_new_tokens: int
+    min_stop_rate: float
+    passed: bool
+    contract: StopContract
+    elapsed_s: float
+    cases: tuple[StopCase, ...]
+
+
+def load_for_generation(model_dir: str | Path, adapter_dir: str | Path | None = None) -> tuple[Any, Any, Path]:
+    """(model, tokenizer, dir holding the generation config): the base model, with the LoRA adapter when given.
+
+    Raises:
+        InputError: a missing model or adapter directory, or no tokenizer/chat template.
+    """
+    from transformers import AutoModelForCausalLM
+
+    tok_dir = Path(model_dir)
+    if adapter_dir is not None:
+        a = Path(adapter_dir)
+        if not (a / "adapter_config.json").is_file():
+            raise InputError("no adapter_config.json in the adapter directory", path=a,
+                             hint="give the adapter/ directory written by `expkit sft`")
+        if (a / "tokenizer.json").is_file():
+            tok_dir = a
+    tok = load_chat_tokenizer(tok_dir)
+    model = AutoModelForCausalLM.from_pretrained(Path(model_dir), dtype="float32")
+    config_dir = Path(model_dir)
+    if adapter_dir is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, Path(adapter_dir))
+        config_dir = Path(adapter_dir)
+    model.eval()
+    return model, tok, config_dir
+
+
+def _answer_correct(text: str, expected: str) -> bool:
+    """The output starts with the expected answer, not followed by more of the same word or number."""
+    return re.match(rf"\s*{re.escape(expected.strip())}(?![0-9A-Za-z])", text) is not None
+
+
+def check_stopping(
+    *,
+    model_dir: str | Path,
+    examples: Sequence[ChatExample],
+    adapter_dir: str | Path | None = None,
+    n: int = 20,
+    max_new_tokens: int = 32,
+    min_stop_rate: float = 0.9,
+    batch_size: int = 32,
+    num_threads: int | None = None,
+    loaded: tuple[Any, Any, Path] | None = None,
+) -> StopCheck:
+    """Greedy-generate on the first ``n`` held-out examples and measure whether the model stops.
+
+    Args:
+        model_dir: the base model directory (or a merged model).
+        examples: held-out examples; the prompt is everything before the last assistant turn, the
+            expected answer is that turn.
+        adapter_dir: a LoRA adapter directory to load on top of the base model.
+        n: number of prompts (>= 1).
+        max_new_tokens: generation budget per prompt; a model that does not stop uses all of it.
+        min_stop_rate: ``passed`` is ``stop_rate >= min_stop_rate``.
+        batch_size: prompts per ``generate`` call (left-padded).
+        num_threads: torch threads while generating (None: torch's default).
+        loaded: a (model, tokenizer, config dir) from ``load_for_generation``, to skip loading.
+
+    Returns:
+        StopCheck with one StopCase per prompt.
+
+    Raises:
+        UsageError: n < 1, max_new_tokens < 1, min_stop_rate outside [0, 1].
+        InputError: no examples, or a model/adapter directory that cannot be loaded.
+
+    Example:
+        >>> check_stopping(model_dir="demo", adapter_dir="sft/adapter", examples=held_out).stop_rate
+        1.0
+    """
+    if n < 1:
+        raise UsageError(f"-n must be >= 1, not {n}")
+    if max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens must be >= 1, not {max_new_tokens}")
+    if not 0.0 <= min_stop_rate <= 1.0:
+        raise UsageError(f"--min-stop-rate must be in [0, 1], not {min_stop_rate}")
+    chosen = list(examples)[:n]
+    if not chosen:
+        raise InputError("no held-out example to generate from")
+    import torch
+
+    t0 = time.perf_counter()
+    model, tok, config_dir = loaded or load_for_generation(model_dir, adapter_dir)
+    eot = find_end_of_turn(tok)
+    contract = read_stop_contract(config_dir, end_of_turn=eot)
+    prompts = [prompt_text(tok, ex) for ex in chosen]
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else eot.id
+    special = {i for i, t in tok.added_tokens_decoder.items() if t.special} - {eot.id}
+    cases: list[StopCase] = []
+    with torch_threads(num_threads), torch.no_grad():
+        for start in range(0, len(prompts), batch_size):
+            batch_prompts = prompts[start:start + batch_size]
+            enc = [tok(p, add_special_tokens=False)["input_ids"] for p in batch_prompts]
+            width = max(len(e) for e in enc)
+            ids = torch.tensor([[pad_id] * (width - len(e)) + e for e in enc])  # (B, T) left-padded
+            mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc])
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                 do_sample=False, eos_token_id=[eot.id], pad_token_id=pad_id)
+            for row, prompt, ex in zip(out[:, width:].tolist(), batch_prompts, chosen[start:start + batch_size]):
+                # a stop ends the assistant's own turn: an end of turn after a new turn header
+                # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop
+                first_eot = row.index(eot.id) if eot.id in row else len(row)
+                stopped = first_eot < len(row) and not any(t in special for t in row[:first_eot])
+                body = row[:first_eot] if stopped else row
+                text = tok.decode(body, skip_special_tokens=False)
+                expected = answer_of(ex)
+                correct = _answer_correct(text, expected)
+                cases.append(StopCase(prompt=prompt, expected=expected, generated=text,
+                                      generated_tokens=len(body) + int(stopped), stopped=stopped,
+                                      answer_correct=correct, exact=stopped and text.strip() == expected.strip()))
+    k = len(cases)
+    stop_rate = sum(c.stopped for c in cases) / k
+    return StopCheck(
+        n=k, stop_rate=stop_rate, answer_accuracy=sum(c.answer_correct for c in cases) / k,
+        exact_match_rate=sum(c.exact for c in cases) / k,
+        mean_generated_tokens=sum(c.generated_tokens for c in cases) / k, max_new_tokens=max_new_tokens,
+        min_stop_rate=min_stop_rate, passed=stop_rate >= min_stop_rate, contract=contract,
+        elapsed_s=time.perf_counter() - t0, cases=tuple(cases),
+    )
+
+
+@dataclass(frozen=True)
+class EosContrast:
+    """The does-it-stop experiment: the same LoRA SFT with and without the end-of-turn token in the loss."""
+
+    with_eos: StopCheck
+    without_eos: StopCheck
+    losses_with_eos: tuple[float, ...]
+    losses_without_eos: tuple[float, ...]
+    contract_before: tuple[int, ...]
+    contract_after: tuple[int, ...]
+    s_per_step: float
+
+
+def compare_eos_in_loss(*, model_dir: str | Path, train: Sequence[ChatExample], held_out: Sequence[ChatExample],
+                        out_dir: str | Path, settings: Any, store: str | Path | None = None, record: bool = True,
+                        n: int = 20, max_new_tokens: int = 32) -> EosContrast:
+    """Train twice (``settings`` with ``eos_in_loss`` True, then False) and check both for stopping.
+
+    Args:
+        settings: an ``SFTSettings``; its ``eos_in_loss`` is overridden.
+        Others: as ``train_lora_sft`` and ``check_stopping``.
+    """
+    from dataclasses import replace
+
+    from expkit.finetune.training import train_lora_sft
+
+    out = Path(out_dir)
+    runs, checks = [], []
+    for eos in (True, False):
+        s = replace(settings, eos_in_loss=eos)
+        r = train_lora_sft(model_dir=model_dir, examples=train, out_dir=out / ("with_eos" if eos else "without_eos"),
+                           settings=s, store=store, record=record)
+        runs.append(r)
+        checks.append(check_stopping(model_dir=model_dir, adapter_dir=r.adapter_dir, examples=held_out, n=n,
+                                     max_new_tokens=max_new_tokens, num_threads=settings.num_threads))
+    return EosContrast(with_eos=checks[0], without_eos=checks[1], losses_with_eos=runs[0].losses,
+                       losses_without_eos=runs[1].losses, contract_before=runs[0].contract.eos_ids_before,
+                       contract_after=runs[0].contract.eos_ids_after,
+                       s_per_step=(runs[0].s_per_step + runs[1].s_per_step) / 2)

@@ -1,0 +1,274 @@
+"""LoRA SFT with TRL's ``SFTTrainer`` and PEFT on a local model directory, recorded in the run store.
+
+The labels come from ``expkit.finetune.labels`` (audited before training) and reach TRL as a
+tokenized ``input_ids`` + ``labels`` data set, so what was audited is what is trained. After training
+the stop-token contract is checked and (by default) fixed in the saved ``generation_config.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from expkit.errors import CheckFailed, InputError, UsageError
+from expkit.finetune.chatdata import ChatExample
+from expkit.finetune.contract import StopContract, enforce_stop_contract
+from expkit.finetune.demomodel import torch_threads
+from expkit.finetune.labels import LOSS_MODES, LabelAudit, LabelBuilder, audit_labels, load_chat_tokenizer
+
+__all__ = ["SFTSettings", "SFTResult", "lora_target_modules", "train_lora_sft"]
+
+ALL_LINEAR = "all-linear"
+
+
+@dataclass(frozen=True)
+class SFTSettings:
+    """The arguments of one LoRA SFT run (recorded as the run's config).
+
+    Defaults: r = 16, alpha = 32 on every linear layer (the seed's six lines); lr 2e-4 as TRL's LoRA
+    examples; ``steps`` optimizer steps of ``batch_size`` examples.
+    """
+
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    targets: str = ALL_LINEAR
+    steps: int = 20
+    batch_size: int = 8
+    learning_rate: float = 2e-4
+    max_length: int | None = 512
+    loss: str = "assistant"
+    eos_in_loss: bool = True
+    seed: int = 0
+    fix_generation_config: bool = True
+    merge: bool = False
+    num_threads: int | None = None
+    lr_scheduler: str = "linear"
+
+    def validate(self) -> None:
+        if self.steps < 1:
+            raise UsageError(f"--steps must be >= 1, not {self.steps}", hint="train at least one step")
+        if self.lora_r < 1:
+            raise UsageError(f"--lora-r must be >= 1, not {self.lora_r}")
+        if self.batch_size < 1:
+            raise UsageError(f"--batch-size must be >= 1, not {self.batch_size}")
+        if not self.learning_rate > 0:
+            raise UsageError(f"--lr must be > 0, not {self.learning_rate}")
+        if self.loss not in LOSS_MODES:
+            raise UsageError(f"--loss must be one of {', '.join(LOSS_MODES)}, not {self.loss!r}")
+
+
+@dataclass(frozen=True)
+class SFTResult:
+    """A finished run: where the adapter is, the loss per step, the audit and the stop-token contract."""
+
+    out_dir: Path
+    adapter_dir: Path
+    merged_dir: Path | None
+    steps: int
+    losses: tuple[float, ...]
+    first_loss: float
+    last_loss: float
+    train_s: float
+    s_per_step: float
+    total_params: int
+    trainable_params: int
+    examples: int
+    masked_fraction: float
+    audit_problems: int
+    contract: StopContract
+    run_id: str | None
+    run_dir: Path | None
+    settings: SFTSettings = field(default_factory=SFTSettings)
+
+
+def lora_target_modules(model: Any, targets: str) -> list[str] | str:
+    """Validate ``targets`` (``all-linear`` or comma-separated module names) against ``model``.
+
+    Raises:
+        UsageError: a target that matches no module; the message lists the model's linear module names.
+    """
+    import torch
+
+    if targets.strip() == ALL_LINEAR:
+        return ALL_LINEAR
+    wanted = [t.strip() for t in targets.split(",") if t.strip()]
+    if not wanted:
+        raise UsageError("--targets is empty", hint=f"give module names like q_proj,v_proj or {ALL_LINEAR}")
+    names = [n for n, _ in model.named_modules()]
+    linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
+    missing = [t for t in wanted if not any(n == t or n.endswith("." + t) for n in names)]
+    if missing:
+        raise UsageError(f"LoRA target(s) {', '.join(missing)} match no module of the model",
+                         hint=f"linear modules: {', '.join(linear)} (or {ALL_LINEAR})")
+    return wanted
+
+
+class _LossRecorder:
+    """A transformers TrainerCallback (built lazily) that keeps the loss of every step and logs it to a run."""
+
+    def __new__(cls, run: Any, on_step: Callable[[int, float], None] | None):
+        from transformers import TrainerCallback
+
+        class Recorder(TrainerCallback):
+            def __init__(self) -> None:
+                self.losses: list[float] = []
+
+            def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001 - transformers' API
+                if logs and "loss" in logs:
+                    loss = float(logs["loss"])
+                    self.losses.append(loss)
+                    if run is not None:
+                        extra = {k: float(logs[k]) for k in ("learning_rate", "grad_norm") if k in logs}
+                        run.log(state.global_step, loss=loss, **extra)
+                    if on_step is not None:
+                        on_step(state.global_step, loss)
+
+        return Recorder()
+
+
+def _open_run(settings: SFTSettings, model_dir: Path, data_path: Path | None, store: str | Path | None,
+              record: bool) -> Any:
+    if not record:
+        return None
+    try:
+        from expkit.runs import start
+    except ImportError:  # the run store is optional for the library call
+        return None
+    config = {"kind": "lora-sft", "model": str(model_dir), "data": str(data_path) if data_path else None,
+              **asdict(settings)}
+    data = [str(p) for p in (model_dir, data_path) if p is not None]
+    return start(config=config, data=data, seed=settings.seed, store=store, name="sft")
+
+
+def train_lora_sft(
+    *,
+    model_dir: str | Path,
+    examples: Sequence[ChatExample],
+    out_dir: str | Path,
+    settings: SFTSettings = SFTSettings(),
+    data_path: str | Path | None = None,
+    store: str | Path | None = None,
+    record: bool = True,
+    allow_audit_problems: bool = False,
+    on_step: Callable[[int, float], None] | None = None,
+) -> SFTResult:
+    """Audit the labels, then train LoRA adapters with TRL's SFTTrainer and save them.
+
+    Args:
+        model_dir: a local checkpoint directory (config, weights, tokenizer with a chat template).
+        examples: the training examples (``read_chat_file(...).examples``).
+        out_dir: where ``adapter/`` (and ``merged/`` with ``settings.merge``) are written.
+        settings: LoRA and training arguments.
+        data_path: the data file, recorded (fingerprinted) in the run store.
+        store: run store directory (default ``$EXPKIT_STORE`` or ``./runs``).
+        record: record the run (config, data fingerprint, loss per step, adapter) in the run store.
+        allow_audit_problems: train even when the label audit fails (``--no-eos-in-loss`` implies it
+            for the stop-token check).
+        on_step: called with (step, loss) after each step.
+
+    Returns:
+        SFTResult with the loss curve and the stop-token contract of the saved adapter.
+
+    Raises:
+        UsageError: bad settings, LoRA targets that match nothing.
+        InputError: a model directory without tokenizer or chat template.
+        CheckFailed: the label audit failed (the first problem named with its example index).
+
+    Example:
+        >>> r = train_lora_sft(model_dir="demo", examples=read_chat_file("train.jsonl").examples, out_dir="sft")
+        >>> r.first_loss, r.last_loss  # doctest: +SKIP
+        (4.1, 1.2)
+    """
+    settings.validate()
+    model_dir, out_dir = Path(model_dir), Path(out_dir)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    tok = load_chat_tokenizer(model_dir)
+    builder = LabelBuilder(tok, loss=settings.loss, eos_in_loss=settings.eos_in_loss,  # type: ignore[arg-type]
+                           max_length=settings.max_length)
+    audit = audit_labels(tokenizer=tok, examples=examples, builder=builder, show=0)
+    expected = {"stop_token_not_trained"} if not settings.eos_in_loss else set()
+    real = [p for p in audit.problems if p.check not in expected]
+    if real and not allow_audit_problems:
+        p = real[0]
+        where = f"line {p.line}" if p.line else f"example {p.index}"
+        raise CheckFailed(f"label audit failed at {where}: {p.check}: {p.message} "
+                          f"({len(real)} problems in all)", hint="run `expkit sft audit` to see the labels")
+    labelled = [builder.build(ex, index=i) for i, ex in enumerate(examples)]
+    with torch_threads(settings.num_threads):
+        return _train(model_dir=model_dir, out_dir=out_dir, tok=tok, labelled=labelled, audit=audit,
+                      settings=settings, data_path=Path(data_path) if data_path else None, store=store,
+                      record=record, on_step=on_step)
+
+
+def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: LabelAudit, settings: SFTSettings,
+           data_path: Path | None, store: str | Path | None, record: bool,
+           on_step: Callable[[int, float], None] | None) -> SFTResult:
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, PrinterCallback
+    from trl import SFTConfig, SFTTrainer
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
+    except OSError as exc:
+        raise InputError(f"cannot load the model: {exc}", path=model_dir) from None
+    targets = lora_target_modules(model, settings.targets)
+    dataset = Dataset.from_dict({"input_ids": [list(e.input_ids) for e in labelled],
+                                 "labels": [list(e.labels) for e in labelled]})
+    peft_config = LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
+                             target_modules=targets, task_type="CAUSAL_LM")
+    args = SFTConfig(
+        output_dir=str(out_dir / "trainer"), max_steps=settings.steps,
+        per_device_train_batch_size=settings.batch_size, learning_rate=settings.learning_rate,
+        lr_scheduler_type=settings.lr_scheduler, logging_steps=1, save_strategy="no", report_to="none",
+        bf16=False, fp16=False, gradient_checkpointing=False, use_cpu=True, seed=settings.seed,
+        max_length=settings.max_length, disable_tqdm=True, dataloader_num_workers=0,
+    )
+    run = _open_run(settings, model_dir, data_path, store, record)
+    recorder = _LossRecorder(run, on_step)
+    try:
+        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok,
+                             peft_config=peft_config, callbacks=[recorder])
+        trainer.remove_callback(PrinterCallback)  # it prints every log dict; the library does not print
+        t0 = time.perf_counter()
+        trainer.train()
+        train_s = time.perf_counter() - t0
+        peft_model = trainer.model
+        adapter_dir = out_dir / "adapter"
+        peft_model.save_pretrained(adapter_dir)
+        tok.save_pretrained(adapter_dir)
+        contract = enforce_stop_contract(peft_model.generation_config, end_of_turn=audit.end_of_turn,
+                                         fix=settings.fix_generation_config)
+        peft_model.generation_config.save_pretrained(adapter_dir)
+        merged_dir = None
+        if settings.merge:
+            merged_dir = out_dir / "merged"
+            merged = peft_model.merge_and_unload()
+            merged.generation_config = peft_model.generation_config
+            merged.save_pretrained(merged_dir)
+            tok.save_pretrained(merged_dir)
+        total = sum(p.numel() for p in peft_model.parameters())
+        trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+        if run is not None:
+            for f in ("adapter_config.json", "adapter_model.safetensors", "generation_config.json"):
+                if (adapter_dir / f).is_file():
+                    run.artifact(adapter_dir / f)
+    except BaseException:
+        if run is not None:
+            run.__exit__(*__import__("sys").exc_info())
+        raise
+    if run is not None:
+        run.__exit__(None, None, None)
+    losses = tuple(recorder.losses)
+    return SFTResult(
+        out_dir=out_dir, adapter_dir=adapter_dir, merged_dir=merged_dir, steps=len(losses), losses=losses,
+        first_loss=losses[0] if losses else float("nan"), last_loss=losses[-1] if losses else float("nan"),
+        train_s=train_s, s_per_step=train_s / max(1, len(losses)), total_params=total, trainable_params=trainable,
+        examples=audit.examples, masked_fraction=audit.masked_fraction, audit_problems=len(audit.problems),
+        contract=contract, run_id=getattr(run, "id", None), run_dir=getattr(run, "dir", None), settings=settings,
+    )
