@@ -24,6 +24,7 @@ class Dims:
     ``expect_shape`` call of one forward pass.
 
     Example:
+        >>> import numpy as np
         >>> dims = Dims(D=64); _ = expect_shape(np.zeros((4, 16, 64)), "B T D", dims); dims["T"]
         16
     """
@@ -80,9 +81,10 @@ def expect_shape(x: T, spec: str, dims: Dims | None = None, *, name: str = "tens
             was bound.
 
     Example:
-        >>> expect_shape(np.zeros(3) + np.zeros((3, 1)), "N")
+        >>> import numpy as np
+        >>> expect_shape(np.zeros(3) + np.zeros((3, 1)), "N")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        ShapeError: tensor has shape (3, 3) but spec 'N' expects 1 dimension(s)...
+        expkit.check.shapes.ShapeError: tensor has shape (3, 3) but spec 'N' expects 1 dimension(s)...
     """
     dims = Dims() if dims is None else dims
     shape = _shape_of(x)

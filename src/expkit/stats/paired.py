@@ -398,6 +398,8 @@ def compare_models(
     only_a, only_b = len(keys_a - keys_b), len(keys_b - keys_a)
     note = (f"item sets differ: {only_a} items only in A, {only_b} only in B, {len(keys_a & keys_b)} shared; "
             "compared unpaired (wider interval); score both models on the same items to pair them")
+    if clusters is not None:
+        note += "; cluster keys are not used by the unpaired fallback"
     a = _as_scores(list(scores_a.values()), "scores_a")
     b = _as_scores(list(scores_b.values()), "scores_b")
     return _compare_unpaired(a, b, level, note)

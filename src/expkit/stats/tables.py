@@ -75,7 +75,9 @@ def read_item_results(path: str | Path) -> ItemResults:
             a (model, item) pair seen twice (both lines named), one item in two clusters.
 
     Example:
-        >>> r = read_item_results("results.jsonl")   # {"model": "a", "item": "q1", "score": 1}
+        >>> r = read_item_results("results.jsonl")   # doctest: +SKIP
+        >>> r.models, r.n_rows   # doctest: +SKIP
+        (('a', 'b'), 2000)
     """
     p = Path(path)
     if not p.is_file():
