@@ -91,7 +91,9 @@ def charlm(
                        f"run {v['run_id'] or '(not recorded)'}")
             if v["schedule_figure"]:
                 typer.echo(f"lr schedule (drawn before step 1): {v['schedule_figure']}")
-            n_logs = max(1, (event.max_steps - event.step) // tcfg.log_interval + 1)
+            li = tcfg.log_interval
+            n_logs = len({event.step, event.max_steps - 1} | {s for s in range(event.step, event.max_steps)
+                                                               if (s + 1) % li == 0})
             advance.append(stack.enter_context(progress_steps(n_logs, "train")))
         elif event.kind == "check":
             typer.echo("check  " + _describe_check(v["check"]))

@@ -58,6 +58,20 @@ class TrainConfig:
             raise UsageError(f"num_workers={self.num_workers} must be >= 0")
 
 
+# names other trainers use for our keys (nanoGPT, HF TrainingArguments)
+_ALIASES = {"learning_rate": "lr_max", "lr": "lr_max", "min_lr": "lr_min", "max_iters": "max_steps",
+            "warmup_iters": "warmup_steps", "gradient_accumulation_steps": "grad_accum",
+            "per_device_train_batch_size": "batch_size", "context_length": "seq_len", "n_embed": "n_embd",
+            "d_model": "n_embd", "max_grad_norm": "grad_clip"}
+
+
+def closest_key(key: str, keys: list[str]) -> str:
+    """The valid key nearest to ``key``: a known alias, else the highest difflib similarity."""
+    if _ALIASES.get(key) in keys:
+        return _ALIASES[key]
+    return max(keys, key=lambda k: difflib.SequenceMatcher(None, key, k).ratio())
+
+
 def config_keys(*configs: Any) -> list[str]:
     """Every field name of the given dataclass instances, in order."""
     return [f.name for c in configs for f in fields(c)]
@@ -102,9 +116,8 @@ def apply_overrides(overrides: list[str] | tuple[str, ...], *configs: Any) -> tu
         if not sep:
             raise UsageError(f"--config {item!r} is not KEY=VALUE", hint="e.g. --config lr_max=1e-3")
         if key not in keys:
-            close = difflib.get_close_matches(key, keys, n=1, cutoff=0.5)
-            hint = f"did you mean {close[0]!r}?" if close else "valid keys: " + ", ".join(keys)
-            raise UsageError(f"--config {key}: no such config key", hint=hint)
+            raise UsageError(f"--config {key}: no such config key",
+                             hint=f"did you mean {closest_key(key, keys)!r}? (valid keys: {', '.join(keys)})")
         for i, cfg in enumerate(out):
             if key in asdict(cfg):
                 try:
