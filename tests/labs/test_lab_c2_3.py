@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
 
