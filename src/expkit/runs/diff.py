@@ -126,8 +126,15 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
         if ea.get(key) != eb.get(key):
             diffs.append(Difference("environment", key, ea.get(key), eb.get(key),
                                     _SCORES["python" if key == "python" else "package:numerics"], "runtime version"))
-    diffs += _compare_maps("determinism", ea.get("determinism") or {}, eb.get("determinism") or {},
-                           lambda k: _SCORES["determinism"], "numerics switch (TF32, deterministic algorithms, threads)")
+    fl_a, fl_b = ea.get("determinism"), eb.get("determinism")
+    if (fl_a is None) != (fl_b is None):
+        side = "A" if fl_a is None else "B"
+        diffs.append(Difference("determinism", "flags", "not captured" if fl_a is None else "captured",
+                                "not captured" if fl_b is None else "captured", 20,
+                                f"torch was not imported when run {side} started, so its flags were not read"))
+    else:
+        diffs += _compare_maps("determinism", fl_a or {}, fl_b or {}, lambda k: _SCORES["determinism"],
+                               "numerics switch (TF32, deterministic algorithms, threads)")
     diffs += _compare_maps("env_var", ea.get("env_vars") or {}, eb.get("env_vars") or {},
                            lambda k: _SCORES["env_var"], "environment variable that changes numerics")
     ca, cb = ra.get("code") or {}, rb.get("code") or {}

@@ -68,7 +68,7 @@ def capture_in_process(*, config: dict[str, Any], data: Any, seed: int | None, f
 
 def create_run_record(*, root: Path, name: str | None, group: str | None, config: dict[str, Any], data: Any,
                       seed: int | None, full_hash: bool, deterministic: bool, kind: str, command: list[str],
-                      world_size: int = 1, seed_in_process: bool = True,
+                      world_size: int = 1, seed_in_process: bool = True, code_dir: str | Path | None = None,
                       extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Create the run directory and write ``run.json`` (status ``running``), ``config.json`` and
     ``code.patch``, and index the run.
@@ -82,7 +82,7 @@ def create_run_record(*, root: Path, name: str | None, group: str | None, config
         validate_name(name)
     t0 = time.perf_counter()
     run_id, run_dir = new_run_dir(root)
-    code = capture_code(Path.cwd(), exclude=(root,))
+    code = capture_code(Path(code_dir) if code_dir is not None else Path.cwd(), exclude=(root,))
     patch = code.patch
     code_rec = dataclasses.asdict(code)
     code_rec["patch"] = None

@@ -85,7 +85,7 @@ def _number(key: str, value: Any) -> float | int:
     if isinstance(value, bool):
         return int(value)
     try:
-        return float(value)  # torch/numpy scalars
+        return float(value.item() if hasattr(value, "item") else value)  # torch/numpy scalars
     except (TypeError, ValueError):
         raise UsageError(f"metric {key!r} = {value!r:.60} is not a number",
                          hint="log numbers (a 0-d tensor is fine); put text in an artifact") from None
@@ -275,7 +275,8 @@ def _agent_start_time() -> float:
 
 def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int | None = None,
           store: str | os.PathLike[str] | None = None, name: str | None = None, *,
-          group: str | None = None, full_hash: bool = False, deterministic: bool | None = None) -> Run:
+          group: str | None = None, full_hash: bool = False, deterministic: bool | None = None,
+          code_dir: str | os.PathLike[str] | None = None) -> Run:
     """Start a run: capture the seven records, seed everything, and return a Run (a context manager).
 
     Args:
@@ -289,6 +290,7 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
         full_hash: hash every byte of the data instead of sampled blocks.
         deterministic: call ``torch.use_deterministic_algorithms(True)``; None reads
             ``$EXPKIT_DETERMINISTIC``.
+        code_dir: where to read the git state (default: the working directory).
 
     Returns:
         The Run; ``run.id``, ``run.dir``.
@@ -342,7 +344,8 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
 
     record = records.create_run_record(root=root, name=name, group=group, config=cfg, data=data, seed=seed,
                                        full_hash=full_hash, deterministic=deterministic, kind="api",
-                                       command=[sys.executable, *sys.argv], world_size=world)
+                                       command=[sys.executable, *sys.argv], world_size=world,
+                                       code_dir=code_dir)
     run_dir = root / record["id"]
     if world > 1:
         pointer = _rank_key(root)

@@ -1,0 +1,131 @@
+"""Lab C6.4: a run records all seven records by default, and ``diff`` names a changed config value, a
+changed package version and an uncommitted code change between two runs.
+"""
+
+from __future__ import annotations
+
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict, verdict_within
+from expkit.labs.registry import lab
+
+SEED_SEVEN = SeedFigure("seven_records", "records a run keeps by default", 7, "records",
+                        "code version, data version, config, environment, seed, hardware, logs and checkpoints")
+SEED_DIFF = SeedFigure("diff_explains", "a run can be reproduced / explained three months later", None, "",
+                       "seven records make a run reproducible three months later")
+
+_TRAIN = "lr = {lr}\n# the training script of the lab's project\n"
+
+
+def _git(cwd, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.email=lab@expkit", "-c", "user.name=lab", *args], cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def _fake_dist(site, version: str) -> None:
+    """A real installed distribution as importlib.metadata sees it (a dist-info directory on sys.path)."""
+    dist = site / "expkit_lab_probe-0.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: expkit-lab-probe\nVersion: {version}\n")
+
+
+def _train(run, *, lr: float, steps: int, seed: int) -> None:
+    """A tiny regression trained with torch so the run has metrics and a checkpoint."""
+    import torch
+
+    g = torch.Generator().manual_seed(1234)  # fixed data; the run's seed drives the init
+    x = torch.randn(64, 4, generator=g)
+    y = x @ torch.tensor([1.0, -2.0, 3.0, 0.5])
+    torch.manual_seed(seed)
+    net = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
+    for step in range(steps):
+        loss = ((net(x).squeeze(-1) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        run.log(step, loss=loss)
+    run.save_checkpoint({"model": net.state_dict(), "optimizer": opt.state_dict(), "step": steps}, "last")
+
+
+@lab(id="C6.4", title="The seven records and diff", claims=("C6.4",), seed=(SEED_SEVEN, SEED_DIFF))
+def run(ctx: LabContext) -> LabOutput:
+    import sys
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from expkit.runs import start
+    from expkit.runs.diff import diff_runs
+    from expkit.runs.records import describe_records
+    from expkit.runs.store import read_run
+
+    steps = 20
+    with tempfile.TemporaryDirectory(prefix="expkit-c6-4-") as tmp:
+        root = Path(tmp)
+        repo, store, site = root / "project", root / "project" / "runs", root / "site"
+        repo.mkdir()
+        (repo / "train.py").write_text(_TRAIN.format(lr=0.1))
+        (repo / "data.txt").write_text("1 2 3 4\n" * 500)
+        (repo / ".gitignore").write_text("runs/\n")
+        _git(repo, "init", "-q")
+        _git(repo, "add", ".")
+        _git(repo, "commit", "-qm", "lab project")
+        _fake_dist(site, "1.0")
+        sys.path.insert(0, str(site))
+        try:
+            t0 = time.perf_counter()
+            with start(config={"lr": 0.1, "steps": steps, "batch_size": 64}, data=[repo / "data.txt"], seed=ctx.seed,
+                       store=store, name="before", code_dir=repo) as run_a:
+                start_s = time.perf_counter() - t0
+                _train(run_a, lr=0.1, steps=steps, seed=ctx.seed)
+            # three changes: a config value, a package version, an uncommitted edit
+            _fake_dist(site, "1.1")
+            (repo / "train.py").write_text(_TRAIN.format(lr=0.2) + "# tuned after the run\n")
+            with start(config={"lr": 0.2, "steps": steps, "batch_size": 64}, data=[repo / "data.txt"], seed=ctx.seed,
+                       store=store, name="after", code_dir=repo) as run_b:
+                _train(run_b, lr=0.2, steps=steps, seed=ctx.seed)
+        finally:
+            sys.path.remove(str(site))
+        rec_a = read_run(run_a.dir)
+        present = describe_records(rec_a, run_a.dir)
+        d = diff_runs("before", "after", store=store)
+
+    n_present = sum(p.present for p in present)
+    keys = [(x.category, x.key) for x in d.differences]
+
+    def rank(category: str, key: str) -> int | None:
+        return keys.index((category, key)) + 1 if (category, key) in keys else None
+
+    r_cfg = rank("config", "lr")
+    r_pkg = rank("package", "expkit-lab-probe")
+    r_code = rank("code", "uncommitted patch (sha256)")
+    caught = all(r is not None for r in (r_cfg, r_pkg, r_code))
+    loss = next((m for m in d.metrics if m.name == "loss"), None)
+    measurements = [
+        Measurement("seven_records", "records present in a default run", n_present, "records",
+                    verdict_within(n_present, 7, abs_tol=0), SEED_SEVEN,
+                    detail="; ".join(f"{p.record}: {'ok' if p.present else 'MISSING'}" for p in present)),
+        *(Measurement(f"record_{p.record}", f"{p.record} record", p.summary if p.present else "missing", "")
+          for p in present),
+        Measurement("capture_s", "start(): capture the seven records and seed", rec_a["capture_s"], "s",
+                    detail=f"start() returned after {start_s:.3f} s (the issue's bound: 0.5 s)"),
+        Measurement("diff_catches_three", "diff names the config value, the package version and the code patch",
+                    caught, "", Verdict("reproduced") if caught else Verdict("not reproduced", f"found only {keys}"),
+                    SEED_DIFF, detail=f"ranks: config lr #{r_cfg}, package #{r_pkg}, uncommitted patch #{r_code} "
+                                      f"of {len(keys)} differences"),
+        Measurement("loss_delta", "final loss after - before", loss.delta if loss else None, "",
+                    detail=f"{loss.a:.4g} -> {loss.b:.4g}" if loss and loss.a is not None else ""),
+    ]
+    explanation = (
+        f"A run started with expkit.runs.start() in a small git project recorded {n_present} of the seven "
+        "records without extra code: the commit plus a patch of uncommitted work, a content hash of the data "
+        "file, config.json, every installed package with its version (importlib.metadata), the root seed that "
+        "seeded python, numpy and torch, the CPU/RAM/GPU, and metrics.jsonl plus a safetensors checkpoint. "
+        f"Capturing them took {rec_a['capture_s']:.2f} s.\n\n"
+        "Between two runs the lab changed three things a tracker usually misses: a config value, an installed "
+        "package's version (a real dist-info on sys.path) and an uncommitted edit. `expkit runs diff` listed "
+        f"{len(keys)} differences with the config value first (#{r_cfg}), the package version #{r_pkg} and the "
+        f"patch #{r_code}: the order in which they most often explain a metric change."
+    )
+    return LabOutput(measurements=tuple(measurements), explanation=explanation)
