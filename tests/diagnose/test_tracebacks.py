@@ -45,6 +45,9 @@ def test_parse_recovers_the_innermost_frame_of_a_live_exception(depth):
     ("/usr/lib/python3.11/multiprocessing/pool.py", "stdlib"),
     ("<frozen runpy>", "stdlib"),
     ("/home/me/train.py", "yours"),
+    ("/home/me/datasets/prepare.py", "yours"),  # a folder named like a package is still yours
+    ("/home/me/pytorch/torch/nn/modules/module.py", "framework"),  # a torch source checkout
+    ("/home/me/peft/peft/tuners/lora.py", "framework"),
     ("<stdin>", "yours"),
     ("/tmp/ipykernel_123/3412.py", "yours"),
 ])

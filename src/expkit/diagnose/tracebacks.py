@@ -30,7 +30,12 @@ FRAMEWORK_PACKAGES = (
     "scipy", "tensorflow", "keras", "expkit",
 )
 _SITE = re.compile(r"[/\\](site|dist)-packages[/\\]")
-_FRAMEWORK_DIR = re.compile(r"(^|[/\\])(" + "|".join(FRAMEWORK_PACKAGES) + r")[/\\]")
+_PKGS = "|".join(FRAMEWORK_PACKAGES)
+# outside site-packages (editable installs, source checkouts): src/<pkg>/, <pkg>/<pkg>/, or torch's own
+# subpackages. A bare "datasets/" or "data/" folder in a user's project stays the user's.
+_FRAMEWORK_DIR = re.compile(r"[/\\]src[/\\](" + _PKGS + r")[/\\]|[/\\](" + _PKGS + r")[/\\]\2[/\\]|"
+                            r"(^|[/\\])torch[/\\](nn|autograd|utils|optim|distributed|cuda|amp|fx|_dynamo|"
+                            r"_inductor|_tensor\.py|serialization\.py|functional\.py)")
 _STDLIB = re.compile(r"([/\\]lib[/\\]python\d+(\.\d+)?[/\\])|(^[A-Za-z]:\\.*\\Lib\\)|(^<frozen )")
 
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
