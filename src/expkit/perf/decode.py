@@ -67,13 +67,13 @@ def _decode_steps(model: Any, *, batch: int, prompt_len: int, new_tokens: int, s
     times = []
     with torch.inference_mode():
         out = model(input_ids=ids, use_cache=True)
-        past = out.past_key_values
         cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        past = out[cache_kw]  # transformers >= 5: "cache"; older: "past_key_values"
         nxt = out.logits[:, -1, :].argmax(-1, keepdim=True)  # (B, 1)
         for _ in range(new_tokens):
             t0 = time.perf_counter()
             out = model(input_ids=nxt, use_cache=True, **{cache_kw: past})
-            past = out.past_key_values
+            past = out[cache_kw]
             nxt = out.logits[:, -1, :].argmax(-1, keepdim=True)  # (B, 1)
             times.append(time.perf_counter() - t0)
     return times
@@ -81,7 +81,7 @@ def _decode_steps(model: Any, *, batch: int, prompt_len: int, new_tokens: int, s
 
 def measure_decode_throughput(
     *, batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64), new_tokens: int = 8, prompt_len: int = 16,
-    model: Any | None = None, seed: int = 0,
+    model: Any | None = None, seed: int = 0, threads: int | None = None,
 ) -> tuple[DecodePoint, ...]:
     """Greedy-decode ``new_tokens`` tokens at each batch size and time the decode steps.
 
@@ -91,6 +91,7 @@ def measure_decode_throughput(
         prompt_len: prompt tokens (prefill, not timed).
         model: a transformers causal LM; default ``build_tiny_decoder()``.
         seed: for the model and the random prompts.
+        threads: torch CPU threads while decoding (None: torch's default).
 
     Returns:
         One DecodePoint per batch size; ``tokens_per_s`` = batch / fastest step time.
@@ -101,6 +102,7 @@ def measure_decode_throughput(
         True
     """
     from expkit.perf.roofline import ModelShape
+    from expkit.perf.roofs import torch_threads
 
     if not batch_sizes or min(batch_sizes) < 1:
         raise UsageError(f"batch sizes {batch_sizes} must be non-empty and >= 1")
@@ -111,7 +113,8 @@ def measure_decode_throughput(
     wbytes = next(model.parameters()).element_size()
     points = []
     for batch in batch_sizes:
-        times = _decode_steps(model, batch=batch, prompt_len=prompt_len, new_tokens=new_tokens, seed=seed)[1:]
+        with torch_threads(threads):
+            times = _decode_steps(model, batch=batch, prompt_len=prompt_len, new_tokens=new_tokens, seed=seed)[1:]
         step, median = min(times), statistics.median(times)
         ctx = prompt_len + 1 + new_tokens / 2  # mean KV length over the timed steps
         # same accounting as expkit.perf.roofline (decode), in the model's own dtype

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from expkit.errors import UsageError
 
-__all__ = ["CopyMeasurement", "GemmMeasurement", "MeasuredRoofs", "measure_copy_bandwidth", "measure_gemm",
+__all__ = ["torch_threads", "CopyMeasurement", "GemmMeasurement", "MeasuredRoofs", "measure_copy_bandwidth", "measure_gemm",
            "measure_numpy_copy_bandwidth", "measure_roofs"]
 
 MIB = 1024**2
@@ -62,6 +64,26 @@ class MeasuredRoofs:
     reference_copy: CopyMeasurement | None = None
     gemm_vs_reference_ratio: float | None = None
     bandwidth_vs_reference_ratio: float | None = None
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[int]:
+    """Run the body with ``torch.set_num_threads(threads)`` (None: leave as is); restore after. Yields the count.
+
+    One thread is the robust choice on a machine shared with other jobs: with more threads than free
+    cores, OpenMP's barriers can make a step many times slower.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        if threads < 1:
+            raise UsageError(f"threads={threads} must be >= 1")
+        torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
 
 
 def _sync(device: str) -> None:
@@ -184,6 +206,7 @@ def measure_numpy_copy_bandwidth(*, size_bytes: int = GIB, repeats: int = 3) -> 
 def measure_roofs(
     *, device: str = "cpu", dtype: str | None = None, gemm_n: int = 2048, copy_bytes: int = 256 * MIB,
     repeats: int = 5, compare: bool = False, reference_n: int = 4096, reference_copy_bytes: int = GIB,
+    threads: int | None = None,
 ) -> MeasuredRoofs:
     """Measure this machine's peak FLOP/s (GEMM), bandwidth (copy) and ridge.
 
@@ -195,6 +218,7 @@ def measure_roofs(
         repeats: timed runs of each.
         compare: also run the references (torch.matmul at ``reference_n``; a numpy copy of
             ``reference_copy_bytes`` on CPU, a torch copy of that size on CUDA) and report the ratios.
+        threads: torch CPU threads for the measurement (None: torch's default, all cores).
 
     Returns:
         MeasuredRoofs.
@@ -203,21 +227,22 @@ def measure_roofs(
 
     _check_device(device)
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
-    gemm = measure_gemm(n=gemm_n, dtype=dtype, device=device, repeats=repeats)
-    copy = measure_copy_bandwidth(size_bytes=copy_bytes, device=device, repeats=repeats)
     ref_gemm = ref_copy = None
     g_ratio = b_ratio = None
-    if compare:
-        ref_gemm = measure_gemm(n=reference_n, dtype=dtype, device=device, repeats=max(2, repeats // 2))
-        if device == "cpu":
-            ref_copy = measure_numpy_copy_bandwidth(size_bytes=reference_copy_bytes, repeats=max(2, repeats // 2))
-        else:
-            ref_copy = measure_copy_bandwidth(size_bytes=reference_copy_bytes, device=device, repeats=repeats)
-        g_ratio = gemm.best_flop_s / ref_gemm.best_flop_s
-        b_ratio = copy.best_bandwidth_bytes_s / ref_copy.best_bandwidth_bytes_s
+    with torch_threads(threads) as used_threads:
+        gemm = measure_gemm(n=gemm_n, dtype=dtype, device=device, repeats=repeats)
+        copy = measure_copy_bandwidth(size_bytes=copy_bytes, device=device, repeats=repeats)
+        if compare:
+            ref_gemm = measure_gemm(n=reference_n, dtype=dtype, device=device, repeats=max(2, repeats // 2))
+            if device == "cpu":
+                ref_copy = measure_numpy_copy_bandwidth(size_bytes=reference_copy_bytes, repeats=max(2, repeats // 2))
+            else:
+                ref_copy = measure_copy_bandwidth(size_bytes=reference_copy_bytes, device=device, repeats=repeats)
+            g_ratio = gemm.best_flop_s / ref_gemm.best_flop_s
+            b_ratio = copy.best_bandwidth_bytes_s / ref_copy.best_bandwidth_bytes_s
     name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else "cpu"
     return MeasuredRoofs(
-        device=name, dtype=dtype, threads=torch.get_num_threads(), gemm=gemm, copy=copy,
+        device=name, dtype=dtype, threads=used_threads, gemm=gemm, copy=copy,
         peak_flop_s=gemm.best_flop_s, bandwidth_bytes_s=copy.best_bandwidth_bytes_s,
         ridge_flop_per_byte=gemm.best_flop_s / copy.best_bandwidth_bytes_s,
         reference_gemm=ref_gemm, reference_copy=ref_copy,

@@ -1,0 +1,109 @@
+"""Lab C6.1: the ridge point is peak / bandwidth; decode sits near intensity 1, far left of it, so it is
+memory-bound and a larger batch is faster. Datasheet roofs for the GPUs, measured roofs and decode here."""
+
+from __future__ import annotations
+
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict, verdict_within
+from expkit.labs.registry import lab
+
+SEED_RIDGE = SeedFigure("ridge_h100", "H100 ridge point (bf16 dense)", 295.0, "FLOP/byte", "ridge 295 FLOP/byte (H100 bf16)")
+SEED_DECODE_AI = SeedFigure("decode_intensity_b1", "decode arithmetic intensity", 1.0, "FLOP/byte",
+                            "decode has arithmetic intensity ~1")
+SEED_BATCH = SeedFigure("batch_faster", "larger decode batches are faster", None, "",
+                        "decode is memory-bound, so larger batches are faster")
+MODEL = "qwen2.5-0.5b"
+CONTEXT = 1024
+THREADS = 1
+
+
+@lab(id="C6.1", title="The roofline: ridge point, decode intensity, decode measured across batch sizes",
+     claims=("C6.1",), seed=(SEED_RIDGE, SEED_DECODE_AI, SEED_BATCH))
+def run(ctx: LabContext) -> LabOutput:
+    from expkit.perf.decode import measure_decode_throughput
+    from expkit.perf.hardware import list_gpus
+    from expkit.perf.roofline import Roof, estimate_roofline, load_model_shape, roof_for_gpu
+    from expkit.perf.roofs import measure_roofs
+    from expkit.render.figures import new_figure, save_figure
+    from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
+
+    # datasheet roofs: the ridge of every registered GPU
+    gpus = list_gpus()
+    h100 = roof_for_gpu("H100")
+    shape = load_model_shape(MODEL)
+    dec = {b: estimate_roofline(model=shape, roof=h100, phase="decode", batch=b, context=CONTEXT) for b in (1, 64)}
+    ai1 = dec[1].parts[0].intensity_flop_per_byte
+    ai64 = dec[64].parts[0].intensity_flop_per_byte
+    kv_ai = dec[64].parts[1].intensity_flop_per_byte
+
+    # measured roofs of this machine, then greedy decode of a small random Qwen2 across batch sizes
+    # one thread for both: on a shared machine more threads than free cores can make steps many times slower
+    roofs = measure_roofs(device="cpu", gemm_n=1024 if ctx.quick else 2048, copy_bytes=256 * 1024**2,
+                          repeats=3 if ctx.quick else 5, threads=THREADS)
+    cpu = Roof(name="this CPU (measured)", peak_flop_s=roofs.peak_flop_s, bandwidth_bytes_s=roofs.bandwidth_bytes_s,
+               source="measured")
+    batches = (1, 8, 64) if ctx.quick else (1, 2, 4, 8, 16, 32, 64)
+    points = measure_decode_throughput(batch_sizes=batches, new_tokens=4 if ctx.quick else 10, seed=ctx.seed,
+                                       threads=THREADS)
+    p1, p64 = points[0], points[-1]
+    speedup = p64.tokens_per_s / p1.tokens_per_s
+    left_of_ridge = p1.intensity_flop_per_byte < cpu.ridge_flop_per_byte
+    # roofline bound for the batch-1 point: bandwidth x intensity, the most memory allows
+    b1_ceiling = cpu.attainable_flop_s(p1.intensity_flop_per_byte)
+
+    fig, (ax1, ax2) = new_figure(2, width_in=6.4, height_in=4.6)
+    draw_roofline(ax1, [RoofLine(g.name, g.peak_flop_s, g.bandwidth_bytes_s) for g in gpus if g.name in
+                        ("H100 SXM", "A100 80GB SXM", "L4", "B200")],
+                  [RoofPoint(f"{MODEL} decode b={b}: weights", e.parts[0].intensity_flop_per_byte,
+                             e.parts[0].flops / e.parts[0].time_s, "o") for b, e in dec.items()]
+                  + [RoofPoint("decode: KV-cache attention (any batch)", kv_ai,
+                               dec[64].parts[1].flops / dec[64].parts[1].time_s, "x", "k")],
+                  title="Datasheet roofs (bf16 dense), decode placed on the H100")
+    draw_roofline(ax2, [RoofLine("this CPU, 1 thread, measured fp32", cpu.peak_flop_s, cpu.bandwidth_bytes_s)],
+                  [RoofPoint(f"b={p.batch}: {p.tokens_per_s:.0f} tok/s", p.intensity_flop_per_byte, p.achieved_flop_s)
+                   for p in points], title="Greedy decode measured here (small random Qwen2, fp32)")
+    path = save_figure(fig, ctx.figure_path("c6_1_roofline.png"))
+
+    ridge_rows = "; ".join(f"{g.name} {g.ridge_flop_per_byte:.0f}" for g in gpus)
+    measurements = (
+        Measurement("ridge_h100", "H100 SXM ridge = 989.5 TFLOP/s / 3.35 TB/s (datasheet)", h100.ridge_flop_per_byte,
+                    "FLOP/byte", verdict_within(h100.ridge_flop_per_byte, SEED_RIDGE.value, rel_tol=0.01), SEED_RIDGE,
+                    detail=f"computed from the registry's datasheet figures; all GPUs: {ridge_rows}"),
+        Measurement("decode_intensity_b1", f"{MODEL} decode weight matmuls, batch 1, bf16", ai1, "FLOP/byte",
+                    verdict_within(ai1, SEED_DECODE_AI.value, abs_tol=0.25), SEED_DECODE_AI,
+                    detail=f"2 FLOP per 2-byte weight; the KV-cache part is {kv_ai:.1f} FLOP/byte at any batch"),
+        Measurement("decode_intensity_b64", f"{MODEL} decode weight matmuls, batch 64, bf16", ai64, "FLOP/byte",
+                    detail=f"still left of the H100 ridge; decode turns compute-bound at batch "
+                           f"{dec[1].critical_batch:.0f} (weights alone: 295)"),
+        Measurement("cpu_peak", "this CPU: GEMM peak (fp32, measured)", roofs.peak_flop_s / 1e9, "GFLOP/s",
+                    detail=f"torch.matmul n={roofs.gemm.n}, best of {roofs.gemm.repeats}, {roofs.threads} threads"),
+        Measurement("cpu_bandwidth", "this CPU: copy bandwidth (measured)", roofs.bandwidth_bytes_s / 1e9, "GB/s",
+                    detail=f"torch copy_ of {roofs.copy.size_bytes // 1024**2} MiB, read + write counted"),
+        Measurement("cpu_ridge", "this CPU: ridge (measured)", cpu.ridge_flop_per_byte, "FLOP/byte"),
+        Measurement("decode_tps_b1", "decode tokens/s here, batch 1", p1.tokens_per_s, "tokens/s",
+                    detail=f"intensity {p1.intensity_flop_per_byte:.2f} FLOP/byte (fp32 weights), "
+                           f"{p1.achieved_flop_s / 1e9:.2f} GFLOP/s achieved vs {b1_ceiling / 1e9:.2f} the "
+                           "bandwidth roof allows"),
+        Measurement("decode_speedup_b64", f"decode tokens/s, batch {p64.batch} / batch 1 (measured here)", speedup, "x",
+                    Verdict("reproduced") if speedup > 1 and left_of_ridge else
+                    Verdict("not reproduced", f"batch {p64.batch} was not faster per token here"),
+                    SEED_BATCH,
+                    detail=", ".join(f"b={p.batch}: {p.tokens_per_s:.0f}" for p in points) + " tokens/s"),
+    )
+    explanation = (
+        f"The ridge point is peak FLOP/s over bandwidth: for the H100 SXM, 989.5 TFLOP/s bf16 dense (the datasheet "
+        f"prints 1,979 with 2:4 sparsity) over 3.35 TB/s is {h100.ridge_flop_per_byte:.0f} FLOP/byte. Decoding one "
+        f"token of {MODEL} reads every weight once for 2 FLOP per 2-byte weight, so its matmuls sit at "
+        f"{ai1:.2f} FLOP/byte, about 300x left of the ridge: memory-bound. Batching shares each weight read among "
+        f"the sequences (batch 64: {ai64:.0f} FLOP/byte), but attention over each sequence's own KV cache stays "
+        f"at {kv_ai:.0f} FLOP/byte (query heads per KV head) at any batch.\n\n"
+        f"Measured here: this CPU reaches {roofs.peak_flop_s / 1e9:.0f} GFLOP/s (fp32 GEMM) and "
+        f"{roofs.bandwidth_bytes_s / 1e9:.1f} GB/s, a ridge of {cpu.ridge_flop_per_byte:.1f} FLOP/byte, far lower "
+        "than a GPU's because a CPU has little compute per byte of bandwidth and no bf16 tensor units. Greedy "
+        f"decoding of a small random Qwen2 (fp32, weights larger than the last-level cache) gives "
+        f"{p1.tokens_per_s:.0f} tokens/s at batch 1 and {p64.tokens_per_s:.0f} at batch {p64.batch} "
+        f"({speedup:.1f}x): the larger batch is faster per token, as the seed says. Batch-1 points also sit below "
+        "their bandwidth roof because each step pays fixed Python and dispatch costs; the 2 cores are shared, so "
+        "absolute figures vary between runs while the ordering holds. Roofs and decode both use one thread, so "
+        "they are comparable and a neighbour's load cannot stall an OpenMP barrier."
+    )
+    return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))
