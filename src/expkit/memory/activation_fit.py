@@ -78,6 +78,7 @@ def fit_activations(
     batch: int = 1,
     seq: int = 4096,
     replica_seq: int = 256,
+    replica_vocab: int | None = 1024,
     layers: tuple[int, ...] = (1, 2, 4),
     precision: str = "fp32",
     method: str = "full",
@@ -95,6 +96,9 @@ def fit_activations(
         spec: the architecture (built at its real width; only the depth changes).
         batch, seq: the target micro-batch and sequence length.
         replica_seq: sequence length the replicas run at on the CPU (stated in the result).
+        replica_vocab: vocabulary of the replicas (None: the real one). Only the fixed part depends on it,
+            through the fp32 log-probs (4 B * vocab per token), which are added back for the real vocabulary.
+            A small vocabulary keeps the LM head from dominating the timings.
         layers: replica depths (at least two).
         precision, method, lora_r, attention: as in ``estimate_training_memory``.
         with_ckpt: also measure with gradient checkpointing (bytes and the forward+backward time ratio).
@@ -107,7 +111,8 @@ def fit_activations(
     Example:
         >>> fit = fit_activations(load_model_spec("qwen2.5-0.5b"), seq=4096, replica_seq=128)  # doctest: +SKIP
     """
-    opts = dict(batch=batch, seq=seq, replica_seq=replica_seq, layers=list(layers), precision=precision,
+    opts = dict(batch=batch, seq=seq, replica_seq=replica_seq, replica_vocab=replica_vocab, layers=list(layers),
+                precision=precision,
                 method=method, lora_r=lora_r, attention=attention, with_ckpt=with_ckpt, v=2)
     path = (cache_dir or _default_cache_dir()) / f"{_cache_key(spec, opts)}.json"
     if use_cache and path.is_file():
@@ -119,6 +124,14 @@ def fit_activations(
 
     from expkit.memory.replica import build_replica, measure_saved_bytes, time_forward_backward
 
+    real_spec = spec
+    vocab_fix = 0
+    if replica_vocab is not None and replica_vocab < spec.vocab_size:
+        from expkit.memory.architecture import spec_from_dict
+
+        raw = {k: v for k, v in spec.raw.items() if k not in ("bos_token_id", "eos_token_id", "pad_token_id")}
+        spec = spec_from_dict(dict(raw, vocab_size=replica_vocab), name=spec.name, source=spec.source)
+        vocab_fix = 4 * (real_spec.vocab_size - replica_vocab) * replica_seq  # fp32 log-probs per token
     measured = []
     for n in layers:
         model = build_replica(spec, num_layers=n, method=method, precision=precision, lora_r=lora_r,
@@ -126,9 +139,10 @@ def fit_activations(
         measured.append(measure_saved_bytes(model, batch=1, seq=replica_seq, precision=precision).activation_bytes)
         del model
         gc.collect()
+    measured = [m + vocab_fix for m in measured]
     slope, icpt, resid = _fit_line(list(layers), measured)
     scale = batch * seq / replica_seq
-    extrapolated = int((spec.num_layers * slope + icpt) * scale)
+    extrapolated = int((real_spec.num_layers * slope + icpt) * scale)
     ckpt_bytes = ratio = None
     if with_ckpt:
         deep = max(layers)
@@ -141,7 +155,7 @@ def fit_activations(
         cslope = (ck[1] - ck[0]) / (deep - min(layers))
         cicpt = ck[0] - cslope * min(layers)
         # stored layer inputs for all layers + one layer rebuilt during backward
-        ckpt_bytes = int((spec.num_layers * cslope + cicpt + slope) * scale)
+        ckpt_bytes = int((real_spec.num_layers * cslope + cicpt + vocab_fix + slope) * scale)
         times = []
         for ckpt in (False, True):
             model = build_replica(spec, num_layers=deep, method=method, precision=precision, lora_r=lora_r,
@@ -150,10 +164,13 @@ def fit_activations(
                                                precision=precision))
             del model
         ratio = times[1] / times[0]
+    spec = real_spec
     est = estimate_activations(spec, batch=batch, seq=seq, precision=precision, method=method, lora_r=lora_r,
                                attention=attention)
     note = (f"replicas at real width, {', '.join(map(str, layers))} layers, 1 x {replica_seq} tokens on the CPU; "
-            f"scaled linearly to {batch} x {seq} tokens")
+            f"scaled linearly to {batch} x {seq} tokens"
+            + (f"; replica vocabulary {replica_vocab}, the fp32 log-probs of the real {spec.vocab_size:,} added"
+               if vocab_fix else ""))
     if attention == "eager":
         note += "; eager attention stores T x T probabilities, which grow as T^2: the linear scaling understates"
     fit = ActivationFit(

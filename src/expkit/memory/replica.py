@@ -87,7 +87,7 @@ def build_replica(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attention)
-        model.to(device)
+        model.to(device=device, dtype=torch.float32)  # config.json's torch_dtype would make it 16-bit
         model.config.use_cache = False
         if method != "full":
             from peft import LoraConfig, get_peft_model
