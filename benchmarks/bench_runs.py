@@ -1,0 +1,177 @@
+"""Benchmark the run store against MLflow, side by side in one run (median of repeats).
+
+- capture: expkit.runs.start() (all seven records) vs mlflow.start_run() + log_params, local SQLite;
+  and start() in a git repo with 10,000 changed files;
+- run.log() vs mlflow.log_metric() per call, MLflow into a local SQLite store;
+- listing 10,000 runs: list_runs() warm and cold (index rebuilt from the directories), and the CLI.
+
+The machine is shared with other jobs: ratios are medians, not guarantees.
+Usage: .venv/bin/python benchmarks/bench_runs.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+import torch  # noqa: F401  - a training script has torch imported before start()
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def bench_capture(tmp: Path, repeats: int) -> dict:
+    import mlflow
+
+    from expkit.runs import start
+
+    store = tmp / "store"
+    cfg = {"lr": 3e-4, "batch_size": 32, "model": {"layers": 4, "width": 128}}
+
+    def ours() -> None:
+        with start(config=cfg, data=[__file__], seed=0, store=store):
+            pass
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp / 'mlflow.db'}")
+    mlflow.set_experiment("bench")
+
+    def theirs() -> None:
+        with mlflow.start_run():
+            mlflow.log_params({"lr": 3e-4, "batch_size": 32, "model.layers": 4, "model.width": 128})
+
+    theirs()  # the first call creates the database (schema migrations); not counted
+    ours()
+    return {"expkit_start_s": median_time(ours, repeats), "mlflow_start_run_s": median_time(theirs, repeats)}
+
+
+def bench_capture_big_repo(tmp: Path, n_files: int, repeats: int) -> dict:
+    from expkit.runs import start
+
+    repo = tmp / "bigrepo"
+    (repo / "src").mkdir(parents=True)
+    for i in range(n_files):
+        (repo / "src" / f"m{i}.py").write_text(f"x = {i}\n")
+    git = ["git", "-c", "user.email=b@b", "-c", "user.name=b"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "."], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
+    for i in range(n_files):  # every file changed, uncommitted
+        (repo / "src" / f"m{i}.py").write_text(f"x = {i + 1}\n")
+    store = tmp / "bigstore"
+    ids = []
+
+    def ours() -> None:
+        with start(seed=0, store=store, code_dir=repo) as run:
+            ids.append(run.id)
+
+    s = median_time(ours, repeats)
+    rec = orjson.loads((store / ids[-1] / "run.json").read_bytes())
+    return {"changed_files": rec["code"]["changed_files"], "patch_bytes": rec["code"]["patch_bytes"],
+            "expkit_start_big_repo_s": s, "capture_s_recorded": rec["capture_s"]}
+
+
+def bench_log(tmp: Path, n_ours: int, n_theirs: int) -> dict:
+    import mlflow
+
+    from expkit.runs import start
+
+    with start(seed=0, store=tmp / "logstore") as run:
+        t0 = time.perf_counter()
+        for i in range(n_ours):
+            run.log(i, loss=1.0 / (i + 1), lr=3e-4)
+        ours = (time.perf_counter() - t0) / n_ours
+    lines = sum(1 for _ in open(run.dir / "metrics.jsonl", "rb"))
+    mlflow.set_tracking_uri(f"sqlite:///{tmp / 'mlflow.db'}")
+    mlflow.set_experiment("bench")
+    with mlflow.start_run():
+        t0 = time.perf_counter()
+        for i in range(n_theirs):
+            mlflow.log_metric("loss", 1.0 / (i + 1), step=i)
+        theirs = (time.perf_counter() - t0) / n_theirs
+    return {"expkit_log_us": ours * 1e6, "mlflow_log_metric_us": theirs * 1e6, "ratio": theirs / ours,
+            "expkit_lines_written": lines, "expkit_calls": n_ours, "mlflow_calls": n_theirs}
+
+
+def bench_ls(tmp: Path, n_runs: int, repeats: int) -> dict:
+    from expkit.runs import start
+    from expkit.runs.store import list_runs
+
+    store = tmp / "lsstore"
+    with start(config={"lr": 0.1}, seed=0, store=store) as run:
+        run.log(1, loss=0.5)
+    template = orjson.loads((run.dir / "run.json").read_bytes())
+    for i in range(n_runs - 1):
+        rid = f"20250101-000000-{i:06x}"
+        (store / rid).mkdir()
+        rec = dict(template, id=rid, name=f"r{i}", config={"lr": i / n_runs}, final_metrics={"loss": i / n_runs})
+        (store / rid / "run.json").write_bytes(orjson.dumps(rec))
+    t0 = time.perf_counter()
+    cold = list_runs(store)
+    cold_s = time.perf_counter() - t0
+    assert len(cold.runs) == n_runs, len(cold.runs)
+    warm_s = median_time(lambda: list_runs(store), repeats)
+    where_s = median_time(lambda: list_runs(store, where=["config.lr<0.5", "status=finished"]), repeats)
+    expkit = Path(sys.executable).with_name("expkit")
+    env = dict(os.environ, EXPKIT_STORE=str(store))
+    cli_s = median_time(lambda: subprocess.run([str(expkit), "runs", "ls", "--limit", "0", "--json"], env=env,
+                                               capture_output=True, check=True), max(1, repeats // 2))
+    cli_head_s = median_time(lambda: subprocess.run([str(expkit), "runs", "ls"], env=env, capture_output=True,
+                                                    check=True), max(1, repeats // 2))
+    return {"runs": n_runs, "list_runs_cold_s": cold_s, "list_runs_warm_s": warm_s, "list_runs_where_s": where_s,
+            "cli_ls_all_json_s": cli_s, "cli_ls_default_table_s": cli_head_s}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer repeats and files")
+    args = parser.parse_args()
+    reps = 3 if args.quick else 7
+    tmp = Path(tempfile.mkdtemp(prefix="bench-runs-"))
+    cwd = os.getcwd()
+    os.chdir(Path(__file__).resolve().parents[1])  # capture the expkit checkout's git state
+    try:
+        res = {"machine": "2 shared cores; other jobs running: ratios are noisy", "quick": args.quick}
+        res["capture"] = bench_capture(tmp, reps)
+        print(f"capture: expkit start() {res['capture']['expkit_start_s']:.3f} s (bound 0.5 s) | "
+              f"mlflow start_run+log_params {res['capture']['mlflow_start_run_s']:.3f} s", flush=True)
+        res["capture_big_repo"] = bench_capture_big_repo(tmp, 2_000 if args.quick else 10_000, max(1, reps // 2))
+        b = res["capture_big_repo"]
+        print(f"capture, {b['changed_files']} changed files: {b['expkit_start_big_repo_s']:.3f} s (bound 1 s), "
+              f"patch {b['patch_bytes']} bytes", flush=True)
+        res["log"] = bench_log(tmp, 200_000, 300 if args.quick else 1_000)
+        lg = res["log"]
+        print(f"log: expkit run.log {lg['expkit_log_us']:.2f} us/call | mlflow.log_metric (sqlite) "
+              f"{lg['mlflow_log_metric_us']:.0f} us/call | ratio {lg['ratio']:.0f}x (bound >= 50x)", flush=True)
+        res["ls"] = bench_ls(tmp, 10_000, reps)
+        ls = res["ls"]
+        print(f"ls over {ls['runs']} runs: list_runs warm {ls['list_runs_warm_s']:.3f} s (bound 0.5 s), "
+              f"with --where {ls['list_runs_where_s']:.3f} s, cold index build {ls['list_runs_cold_s']:.2f} s; "
+              f"CLI `runs ls --limit 0 --json` {ls['cli_ls_all_json_s']:.2f} s, `runs ls` {ls['cli_ls_default_table_s']:.2f} s "
+              "(CLI times include interpreter start)", flush=True)
+    finally:
+        os.chdir(cwd)
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = Path(__file__).resolve().parent / "results" / "runs.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(res, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
