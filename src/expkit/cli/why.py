@@ -8,7 +8,7 @@ import typer
 
 
 def why(
-    source: str = typer.Argument("-", metavar="[FILE|-]", help="A log or pasted traceback; '-' (default) reads stdin."),
+    source: str = typer.Argument("-", metavar="FILE|-", help="A log or pasted traceback; '-' (default) reads stdin."),
     json_out: bool = typer.Option(False, "--json", help="Print the parsed frames, chosen frame and explanation as JSON."),
 ) -> None:
     """Read a Python traceback bottom-up: mark the last frame in your own files, collapse framework

@@ -71,7 +71,10 @@ def _dims(text: str) -> tuple[int, ...]:
 
 
 def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / 2**30:.2f} GiB"
+    """Bytes in PyTorch's units: GiB from 1 GiB up, MiB below."""
+    if n is None:
+        return "?"
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.2f} MiB"
 
 
 def _shape_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
