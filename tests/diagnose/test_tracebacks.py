@@ -154,3 +154,23 @@ def test_collapse_keeps_yours_and_groups_framework_runs():
             'RuntimeError: x\n')
     groups = collapse_frames(parse_traceback(text).final.frames)
     assert [(len(g.frames), g.collapsed) for g in groups] == [(1, False), (3, True), (1, False)]
+
+
+def test_exception_group_sub_tracebacks_are_parsed():
+    def fail(i):
+        raise ValueError(f"sub {i}")
+
+    errors = []
+    for i in range(2):
+        try:
+            fail(i)
+        except ValueError as e:
+            errors.append(e)
+    try:
+        raise ExceptionGroup("two failed", errors)
+    except ExceptionGroup as exc:
+        text = _text(exc)
+    tb = parse_traceback(text)
+    assert [e.type for e in tb.exceptions] == ["ExceptionGroup", "ValueError", "ValueError"]
+    assert [e.message for e in tb.exceptions[1:]] == ["sub 0", "sub 1"]
+    assert tb.exceptions[1].frames[-1].function == "fail"

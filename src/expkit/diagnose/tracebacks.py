@@ -250,9 +250,27 @@ class _Parser:
         return self.records
 
 
+_GROUP_SEP = re.compile(r"^\s*\+[-+]*(\s*(\d+|\.\.\.)\s*-*)?-*\s*$")  # +-+---- 1 ----, +------
+_GROUP_BAR = re.compile(r"^\s*(\| ?|\+ )")
+
+
+def _ungroup(lines: list[str]) -> list[str]:
+    """ExceptionGroup output (Python 3.11+) draws ``|`` and ``+--`` around each sub-traceback: drop the
+    drawing, keep the tracebacks (parsed as a chain, the group first)."""
+    if not any("Exception Group Traceback" in line for line in lines):
+        return lines
+    out = []
+    for line in lines:
+        if _GROUP_SEP.match(line):
+            out.append("")
+            continue
+        out.append(_GROUP_BAR.sub("", line, count=1))
+    return out
+
+
 def _parse_lines(lines: list[str]) -> tuple[list[ExceptionRecord], list[str]]:
     p = _Parser()
-    for line in lines:
+    for line in _ungroup(lines):
         p.feed(line)
     return p.finish(), p.warnings
 
