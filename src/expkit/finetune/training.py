@@ -245,6 +245,8 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
         contract = enforce_stop_contract(peft_model.generation_config, end_of_turn=audit.end_of_turn,
                                          fix=settings.fix_generation_config)
         peft_model.generation_config.save_pretrained(adapter_dir)
+        total = sum(p.numel() for p in peft_model.parameters())
+        trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
         merged_dir = None
         if settings.merge:
             merged_dir = out_dir / "merged"
@@ -252,8 +254,6 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
             merged.generation_config = peft_model.generation_config
             merged.save_pretrained(merged_dir)
             tok.save_pretrained(merged_dir)
-        total = sum(p.numel() for p in peft_model.parameters())
-        trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
         if run is not None:
             for f in ("adapter_config.json", "adapter_model.safetensors", "generation_config.json"):
                 if (adapter_dir / f).is_file():

@@ -1,0 +1,83 @@
+"""LoRA SFT through TRL on the quick demo model: loss per step, adapter, contract, run record, bad arguments."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from expkit.errors import CheckFailed, UsageError
+from expkit.finetune.chatdata import generate_chat_examples
+from expkit.finetune.stopping import check_stopping
+from expkit.finetune.training import SFTSettings, train_lora_sft
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+@pytest.fixture(scope="module")
+def trained(demo_model_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("sft")
+    settings = SFTSettings(steps=3, batch_size=4, learning_rate=2e-3, num_threads=1, merge=True, lora_r=4)
+    result = train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=24, seed=3), out_dir=out,
+                            settings=settings, store=out / "runs")
+    return result
+
+
+def test_training_records_one_loss_per_step(trained):
+    assert trained.steps == 3 and len(trained.losses) == 3
+    assert all(loss > 0 for loss in trained.losses)
+    assert 0 < trained.trainable_params < trained.total_params
+    assert 0.5 < trained.masked_fraction < 1
+
+
+def test_adapter_saved_with_the_fixed_stop_contract(trained):
+    gen = json.loads((trained.adapter_dir / "generation_config.json").read_text())
+    c = trained.contract
+    assert c.fixed and c.ok and c.end_of_turn.token == "<|im_end|>"
+    assert gen["eos_token_id"][0] == c.end_of_turn.id and c.eos_ids_before == (0,)
+    assert (trained.adapter_dir / "adapter_config.json").is_file()
+    from transformers import AutoModelForCausalLM
+
+    merged = AutoModelForCausalLM.from_pretrained(trained.merged_dir)
+    assert merged.generation_config.eos_token_id[0] == c.end_of_turn.id
+
+
+def test_run_is_recorded_with_the_loss_curve(trained):
+    assert trained.run_id is not None
+    rows = [json.loads(line) for line in (trained.run_dir / "metrics.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in rows if "loss" in r]
+    assert losses == pytest.approx(list(trained.losses))
+    assert (trained.run_dir / "artifacts" / "adapter_config.json").is_file()
+
+
+def test_check_stop_on_the_trained_adapter(trained, demo_model_dir):
+    held = generate_chat_examples(n=4, seed=77)
+    check = check_stopping(model_dir=demo_model_dir, adapter_dir=trained.adapter_dir, examples=held, n=4,
+                           max_new_tokens=6, num_threads=1)
+    assert check.n == 4 and check.contract.ok
+    for case in check.cases:
+        assert 1 <= case.generated_tokens <= 6
+    assert check.stop_rate == sum(c.stopped for c in check.cases) / 4
+    assert check.passed == (check.stop_rate >= 0.9)
+
+
+def test_base_model_without_adapter_has_no_contract(demo_model_dir):
+    check = check_stopping(model_dir=demo_model_dir, examples=generate_chat_examples(n=2, seed=1), n=2,
+                           max_new_tokens=4, num_threads=1)
+    assert not check.contract.ok  # base generation_config stops on <|endoftext|> only
+
+
+def test_targets_matching_nothing_list_the_modules(demo_model_dir, tmp_path):
+    with pytest.raises(UsageError, match=r"wq_proj.*q_proj"):
+        train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=4), out_dir=tmp_path,
+                       settings=SFTSettings(steps=1, targets="wq_proj"), record=False)
+
+
+def test_zero_steps_and_failed_audit_stop_before_training(demo_model_dir, tmp_path):
+    with pytest.raises(UsageError, match="--steps must be >= 1"):
+        train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=4), out_dir=tmp_path,
+                       settings=SFTSettings(steps=0), record=False)
+    with pytest.raises(CheckFailed, match="no_trained_token"):
+        train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=4), out_dir=tmp_path,
+                       settings=SFTSettings(steps=1, max_length=8), record=False)
