@@ -37,6 +37,7 @@ class TrainConfig:
     log_interval: int = 10
     checkpoint_interval: int | None = None
     num_workers: int = 0  # 2 cores: a worker process would take a core away from the model
+    num_threads: int | None = None  # torch intra-op threads; None keeps torch's default (one per core)
     bf16_autocast: bool = False
     compile: bool = False
     check_first_loss: bool = True
@@ -54,6 +55,8 @@ class TrainConfig:
             raise UsageError(f"need 0 <= lr_min ({self.lr_min}) <= lr_max ({self.lr_max})")
         if self.warmup_steps < 0:
             raise UsageError(f"warmup_steps={self.warmup_steps} must be >= 0")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise UsageError(f"num_threads={self.num_threads} must be >= 1 (or None for torch's default)")
         if self.num_workers < 0:
             raise UsageError(f"num_workers={self.num_workers} must be >= 0")
 
@@ -79,7 +82,7 @@ def config_keys(*configs: Any) -> list[str]:
 
 def _parse(raw: str, current: Any, key: str) -> Any:
     kind = type(current)
-    if raw.lower() in ("none", "null") and (current is None or key in ("max_steps", "checkpoint_interval")):
+    if raw.lower() in ("none", "null") and (current is None or key in ("max_steps", "checkpoint_interval", "num_threads")):
         return None
     try:
         if isinstance(current, bool):

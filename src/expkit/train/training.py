@@ -204,6 +204,8 @@ def train_charlm(
     if minutes is not None and minutes <= 0:
         raise UsageError(f"minutes={minutes} must be > 0")
     wall0 = time.perf_counter()
+    if tcfg.num_threads is not None:  # on a shared machine 1 thread can beat 2 (no OpenMP spin-waits)
+        torch.set_num_threads(tcfg.num_threads)
     if not isinstance(corpus, Corpus):
         corpus = load_corpus(corpus)
     for split, ids in (("train", corpus.train), ("val", corpus.val)):

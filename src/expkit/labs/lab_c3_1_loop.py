@@ -1,0 +1,46 @@
+"""Lab C3.1: five objects and twenty lines; each line of the loop touches one object, traced while it runs."""
+
+from __future__ import annotations
+
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.registry import lab
+
+SEED_LOOP = SeedFigure("loop_objects", "objects the 20-line loop touches", None, "",
+                       "five objects (Dataset, DataLoader, nn.Module, loss, Optimizer) plus autograd; one line, one concept")
+EXPECTED_ORDER = ("Dataset.__getitem__", "Module.__call__ -> forward", "autograd recorded the graph", "loss:",
+                  "autograd accumulated .grad", "Optimizer.step", "Optimizer.zero_grad")
+
+
+@lab(id="C3.1", title="The visible loop: five objects plus autograd", claims=("C3.1",), seed=(SEED_LOOP,))
+def run(ctx: LabContext) -> LabOutput:
+    from expkit.train import CharLMConfig, TrainConfig, load_corpus
+    from expkit.train.protocol import annotated_loop_lines, trace_protocol_calls
+
+    corpus = load_corpus()
+    steps = 2 if ctx.quick else 4
+    trace = trace_protocol_calls(corpus=corpus, model_config=CharLMConfig(), steps=steps, seed=ctx.seed,
+                                 train_config=TrainConfig(batch_size=4, seq_len=64))
+    lines = annotated_loop_lines()
+    # the first step's events must come in the loop's order: data, forward, graph, loss, backward, step, clear
+    pos = [next((i for i, e in enumerate(trace.first_step) if e.startswith(want)), -1) for want in EXPECTED_ORDER]
+    in_order = all(p >= 0 for p in pos) and pos == sorted(pos)
+    objects = sorted({l.touches for l in lines if l.touches != "-"})
+    n_params = trace.counts.get("autograd accumulated .grad", 0) // steps
+    measurements = (
+        Measurement("loop_objects", "protocol calls of one step, in order", " -> ".join(trace.first_step), "",
+                    Verdict("reproduced") if in_order else Verdict("not reproduced", "a call is missing or out of order"),
+                    SEED_LOOP, detail=f"traced over {steps} real train_step calls on the 837,888-parameter char LM"),
+        Measurement("loop_lines", "commented lines in train_step", len(lines), "lines",
+                    detail="; ".join(f"{l.code.split('(')[0][:28]} -> {l.touches}" for l in lines)),
+        Measurement("grads_per_step", "parameters whose .grad autograd accumulated per step", n_params, "tensors"),
+    )
+    explanation = (
+        f"expkit's train_step has {len(lines)} commented lines; each touches one object ({', '.join(objects)}). "
+        "Running it with a hook on every object shows the protocol the seed describes: the DataLoader asks the "
+        f"Dataset for {trace.counts.get('Dataset.__getitem__', 0) // steps} windows (one per row) and collates "
+        "them, the nn.Module's __call__ runs forward while autograd records the graph, cross_entropy (fp32, "
+        f"ignore_index=-100) makes the loss, backward accumulates into .grad of all {n_params} parameter tensors, "
+        "the Optimizer steps and zero_grad(set_to_none=True) clears. What a Trainer adds is the shell around "
+        "these lines: schedule, checks, evals, checkpoints, logging, DDP (expkit.train.training)."
+    )
+    return LabOutput(measurements=measurements, explanation=explanation)

@@ -1,0 +1,59 @@
+"""Lab C3.3: an eval without no_grad keeps every step's graph alive when the loss tensor is kept."""
+
+from __future__ import annotations
+
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.registry import lab
+
+SEED_EVAL = SeedFigure("eval_memory", "memory over eval steps without no_grad", None, "",
+                       "intermediates wait for a backward that never comes; memory grows until OOM")
+
+MIB = 2**20
+
+
+@lab(id="C3.3", title="Evaluation needs no_grad", claims=("C3.3",), seed=(SEED_EVAL,))
+def run(ctx: LabContext) -> LabOutput:
+    from expkit.render.figures import new_figure, save_figure
+    from expkit.train import CharLMConfig
+    from expkit.train.probes import measure_eval_memory
+
+    cfg = CharLMConfig()
+    steps = 6 if ctx.quick else 20
+    traces = {m: measure_eval_memory(model_config=cfg, mode=m, steps=steps, batch_size=8, seq_len=128, seed=ctx.seed)
+              for m in ("no_grad", "grad_item", "grad_keep_loss")}
+    kept = traces["grad_keep_loss"].saved_bytes
+    item = traces["grad_item"].saved_bytes
+    nograd = traces["no_grad"].saved_bytes
+    per_step = kept[0]
+    linear = all(abs(b - (i + 1) * per_step) <= 0.01 * per_step for i, b in enumerate(kept))
+    flat = max(nograd) == 0 and max(item) - min(item) <= 0.01 * per_step
+
+    fig, (ax,) = new_figure(1)
+    labels = {"no_grad": "torch.no_grad()", "grad_item": "no no_grad, total += loss.item()",
+              "grad_keep_loss": "no no_grad, total += loss"}
+    for m, t in traces.items():
+        ax.plot(range(1, steps + 1), [b / MIB for b in t.saved_bytes], "o-", label=labels[m])
+    ax.set(xlabel="eval steps (batch 8 x 128)", ylabel="saved-for-backward tensors alive (MiB)",
+           title="Eval memory with and without no_grad")
+    ax.legend()
+    path = save_figure(fig, ctx.figure_path("c3_3_eval_memory.png"))
+    rss = traces["grad_keep_loss"].rss_bytes
+    measurements = (
+        Measurement("eval_memory", f"memory kept after {steps} eval steps without no_grad (loss tensor summed)",
+                    kept[-1] / MIB, "MiB",
+                    Verdict("reproduced") if linear and flat else Verdict("not reproduced", "growth not linear or no_grad not flat"),
+                    SEED_EVAL, detail=f"{per_step / MIB:.1f} MiB per step, linear; process RSS grew "
+                                      f"{(rss[-1] - rss[0]) / MIB:.0f} MiB over the same steps"),
+        Measurement("eval_memory_no_grad", "same under torch.no_grad()", nograd[-1] / MIB, "MiB"),
+        Measurement("eval_memory_item", "without no_grad, loss read with .item()", item[-1] / MIB, "MiB",
+                    detail="flat, but every step still saves one step's activations"),
+    )
+    explanation = (
+        f"Each eval forward of the char LM (batch 8 x 128) saves {per_step / MIB:.1f} MiB of activations for "
+        "backward, counted exactly with a saved_tensors hook (parameters excluded). Under torch.no_grad() nothing "
+        f"is saved. Without it, summing the loss tensor (total += loss) chains every step's graph to `total`, so "
+        f"memory grows linearly: {kept[-1] / MIB:.0f} MiB after {steps} steps, and a long eval ends in OOM. "
+        "Reading the loss with .item() frees each graph when the next step rebinds `loss`: flat, but every step "
+        "still pays for saving activations. expkit's estimate_val_loss runs under @torch.no_grad()."
+    )
+    return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))
