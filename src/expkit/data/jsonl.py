@@ -4,7 +4,6 @@ say ``file:line:column``, and a tally that makes skipped lines visible (claim C1
 from __future__ import annotations
 
 import gzip
-import itertools
 import sys
 import warnings
 from collections.abc import Iterator
@@ -124,6 +123,23 @@ def _line_error(path: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError
                       hint="fix the line, or read with on_error='skip' (expkit data ... --skip-invalid)")
 
 
+_SKIP = object()
+
+
+def _retry_or_note(t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError,
+                   on_error: OnError) -> Any:
+    """The slow path, off the per-line loop: a UTF-8 BOM on line 1 is stripped and the line parsed
+    again; anything else is noted (or raised) and ``_SKIP`` returned."""
+    if lineno == 1 and line.startswith(_BOM):
+        line = line[len(_BOM):]
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError as exc2:
+            exc = exc2
+    _note_bad_line(t, name, lineno, line, exc, on_error)
+    return _SKIP
+
+
 def _note_bad_line(t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError,
                    on_error: OnError) -> None:
     """A line orjson refused: blank (counted), or invalid (raised, or counted and kept per on_error)."""
@@ -178,26 +194,26 @@ def iter_jsonl(
     lineno = 0
     with open_binary(path) as f:
         try:
-            first = f.readline()
-            lines = itertools.chain((first.removeprefix(_BOM),), f) if first else ()
             # two copies of the loop: keeping tally.lines current costs ~8% on short records, so only
             # a caller who passed a tally (and may read it per record) pays for it
             if tally is not None:
-                for lineno, line in enumerate(lines, 1):
+                for lineno, line in enumerate(f, 1):
                     t.lines = lineno  # while a record is consumed, the tally names its line
                     try:
                         record = loads(line)
                     except orjson.JSONDecodeError as exc:
-                        _note_bad_line(t, name, lineno, line, exc, on_error)
-                        continue
+                        record = _retry_or_note(t, name, lineno, line, exc, on_error)
+                        if record is _SKIP:
+                            continue
                     yield record
             else:
-                for lineno, line in enumerate(lines, 1):
+                for lineno, line in enumerate(f, 1):
                     try:
                         record = loads(line)
                     except orjson.JSONDecodeError as exc:
-                        _note_bad_line(t, name, lineno, line, exc, on_error)
-                        continue
+                        record = _retry_or_note(t, name, lineno, line, exc, on_error)
+                        if record is _SKIP:
+                            continue
                     yield record
         except (OSError, EOFError) as exc:  # gzip: a corrupt or cut archive
             raise InputError(f"cannot read after line {lineno}: {exc}", path=name, line=lineno + 1) from exc
