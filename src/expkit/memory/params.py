@@ -147,6 +147,23 @@ def _analytic_counts(spec: ModelSpec, r: int | None, targets: tuple[str, ...]) -
     return base, adapters, per_layer, lm_head, sorted(shapes)
 
 
+_PEFT_FULL_DEPTH = 8
+
+
+def _peft_adapter_params(model: Any, r: int, alpha: float | None, targets: tuple[str, ...]) -> int:
+    """Adapter parameters peft adds to ``model`` (a meta-device model, modified in place)."""
+    from peft import LoraConfig, get_peft_model
+
+    base = sum(p.numel() for p in model.parameters())
+    target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=target_arg))
+    trainable, all_params = peft_model.get_nb_trainable_parameters()
+    assert trainable == all_params - base, (trainable, all_params, base)
+    return trainable
+
+
 @functools.lru_cache(maxsize=64)
 def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: float | None,
                   targets: tuple[str, ...]) -> ParameterCount:
@@ -173,15 +190,14 @@ def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: f
         if r is not None:
             all_names = [n for n, _ in model.named_modules()]
             _check_targets(targets, [n for n in linear_names if n != "lm_head"], all_names)
-            from peft import LoraConfig, get_peft_model
-
-            target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=target_arg))
-            trainable, all_params = peft_model.get_nb_trainable_parameters()
-            adapters = all_params - base
-            assert trainable == adapters, (trainable, adapters)
+            if spec.num_layers <= _PEFT_FULL_DEPTH:
+                adapters = _peft_adapter_params(model, r, alpha, targets)
+            else:
+                # peft on deep meta models is slow (18 s for 80 layers); decoder layers are identical, so
+                # count through peft at depth 1 and 2 and extrapolate: fixed + L * per-layer, exact.
+                one = _peft_adapter_params(build_meta_model(spec.with_layers(1)), r, alpha, targets)
+                two = _peft_adapter_params(build_meta_model(spec.with_layers(2)), r, alpha, targets)
+                adapters = (one - (two - one)) + spec.num_layers * (two - one)
     trainable = adapters if r is not None else base
     return ParameterCount(
         model=name, method="lora" if r is not None else "full", total_params=base, trainable_params=trainable,

@@ -1,0 +1,94 @@
+"""``expkit mem``: exit codes and content, JSON fields, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_lora_ledger_json_has_the_issue_fields(cli):
+    res = cli("mem", "qwen2.5-0.5b", "--method", "lora", "--lora-r", "16", "--seq", "512", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["total_params"] == 494_032_768 and out["trainable_params"] == 8_798_208
+    assert out["trainable_fraction"] == pytest.approx(0.0178, abs=1e-4)
+    names = [l["name"] for l in out["lines"]]
+    for expected in ("fp32 master weights", "bf16 weights", "gradients", "Adam m", "Adam v", "activations",
+                     "logits / loss", "temporaries", "runtime overhead"):
+        assert expected in names
+    assert out["per_gpu_bytes"] == sum(l["bytes"] for l in out["lines"])
+    assert out["fits"] is None
+    assert out["parameters"]["trainable_fraction_of_all"] == pytest.approx(0.01750, abs=1e-5)
+
+
+def test_table_and_fits_verdict(cli):
+    res = cli("mem", "llama-2-7b", "--seq", "4096", "--gpus", "8", "--shard", "fsdp", "--gpu", "a100-80gb")
+    assert res.exit_code == 0, res.stderr
+    assert "Adam m" in res.stdout and "predicted peak per GPU" in res.stdout
+    assert "A100 80GB SXM" in res.stdout and ("fits" in res.stdout)
+
+
+def test_explain_shows_every_convention(cli):
+    res = cli("mem", "qwen2.5-0.5b", "--explain")
+    assert res.exit_code == 0, res.stderr
+    for conv in ("zero", "hf", "deepspeed", "accelerate", "why they differ"):
+        assert conv in res.stdout
+
+
+def test_inference_mode(cli):
+    res = cli("mem", "llama-3-8b", "--mode", "infer", "--context", "8192", "--json")
+    assert res.exit_code == 0, res.stderr
+    kv = next(l for l in json.loads(res.stdout)["lines"] if l["name"] == "KV cache")
+    assert kv["bytes"] == 2**30
+
+
+def test_config_json_path(cli, tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "intermediate_size": 128, "vocab_size": 100}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    res = cli("mem", str(tmp_path), "--seq", "64", "--json")
+    assert res.exit_code == 0, res.stderr
+    # embed 6400 + 2 * (4 * 4096 + 3 * 8192 + 128) + 64 + head 6400
+    assert json.loads(res.stdout)["total_params"] == 6400 + 2 * (4 * 4096 + 3 * 8192 + 128) + 64 + 6400
+
+
+def test_oom_traceback_is_reconciled(cli, tmp_path):
+    tb = tmp_path / "crash.log"
+    tb.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/home/me/train.py", line 88, in <module>\n'
+        "    loss.backward()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU 0 has a total capacity of "
+        "23.64 GiB of which 301.56 MiB is free. Including non-PyTorch memory, this process has 23.33 GiB memory "
+        "in use. Of the allocated memory 22.71 GiB is allocated by PyTorch, and 170.23 MiB is reserved by PyTorch "
+        "but unallocated.\n")
+    res = cli("mem", "qwen2.5-1.5b", "--seq", "4096", "--oom", str(tb), "--json")
+    assert res.exit_code == 0, res.stderr
+    oom = json.loads(res.stdout)["oom"]
+    assert oom["phase"] == "backward" and oom["remedies"]
+    assert oom["remedies"][0]["savings_bytes"] >= oom["remedies"][-1]["savings_bytes"]
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--gpus", "0"], "--gpus must be a positive integer"),
+    (["--method", "dora"], "--method 'dora'"),
+    (["--method", "lora", "--lora-targets", "qkv"], "'qkv' matches no module.*q_proj"),
+])
+def test_bad_options_exit_2_with_one_line(cli, args, match):
+    import re
+
+    res = cli("mem", "qwen2.5-0.5b", *args)
+    assert res.exit_code == 2
+    assert re.search(match, res.stderr) and "Traceback" not in res.stderr
+
+
+def test_bad_config_names_file_and_key(cli, tmp_path):
+    (tmp_path / "config.json").write_text('{"num_hidden_layers": 2}')
+    res = cli("mem", str(tmp_path / "config.json"))
+    assert res.exit_code == 2 and "config.json" in res.stderr and "hidden_size" in res.stderr
+
+
+def test_unknown_name_lists_catalog(cli):
+    res = cli("mem", "gpt-17")
+    assert res.exit_code == 2 and "qwen2.5-7b" in res.stderr
