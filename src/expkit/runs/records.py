@@ -82,7 +82,16 @@ def create_run_record(*, root: Path, name: str | None, group: str | None, config
         validate_name(name)
     t0 = time.perf_counter()
     run_id, run_dir = new_run_dir(root)
-    code = capture_code(Path(code_dir) if code_dir is not None else Path.cwd(), exclude=(root,))
+    # git (subprocesses) runs in a thread while this one reads packages, hardware and data
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    code_future = pool.submit(capture_code, Path(code_dir) if code_dir is not None else Path.cwd(), exclude=(root,))
+    environment = dataclasses.asdict(capture_environment())
+    hardware = dataclasses.asdict(capture_hardware())
+    data_records = [dataclasses.asdict(f) for f in fingerprint_data(list(data), full_hash=full_hash)]
+    code = code_future.result()
+    pool.shutdown()
     patch = code.patch
     code_rec = dataclasses.asdict(code)
     code_rec["patch"] = None
@@ -114,11 +123,11 @@ def create_run_record(*, root: Path, name: str | None, group: str | None, config
         "cwd": str(Path.cwd()),
         "world_size": world_size,
         "code": code_rec,
-        "data": [dataclasses.asdict(f) for f in fingerprint_data(list(data), full_hash=full_hash)],
+        "data": data_records,
         "config": config,
-        "environment": dataclasses.asdict(capture_environment()),
+        "environment": environment,
         "seed": seed_rec,
-        "hardware": dataclasses.asdict(capture_hardware()),
+        "hardware": hardware,
         "logs": {"metrics": "metrics.jsonl", "output": "output.log" if kind == "exec" else None,
                  "checkpoints": "checkpoints/"},
         "final_metrics": {},

@@ -207,6 +207,7 @@ class Run:
         if self._closed:
             return
         self._closed = True
+        atexit.unregister(self._at_exit)
         self._stop.set()
         self._thread.join(timeout=5)
         self._flush()
