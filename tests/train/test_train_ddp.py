@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,17 @@ def test_two_process_ddp_matches_one_process_with_the_same_global_batch(small_co
            "--corpus", str(small_corpus_path), "--store", str(tmp_path / "runs"), "--json",
            *[a for o in OVERRIDES + ["batch_size=2"] for a in ("--config", o)]]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    ddp = json.loads(proc.stdout[proc.stdout.index("{"):])
+    # own session: on a timeout the whole group (torchrun and both workers) is killed, no orphans
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    assert proc.returncode == 0, stderr[-3000:]
+    ddp = json.loads(stdout[stdout.index("{"):])
     assert ddp["world_size"] == 2 and ddp["tokens"] == 6 * 2 * 2 * 32
 
     single = train_charlm(model_config=TINY_MODEL, train_config=tiny_train(batch_size=4), corpus=small_corpus,

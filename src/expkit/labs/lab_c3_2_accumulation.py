@@ -19,13 +19,13 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.train.probes import compare_accumulated_gradients, trace_grad_norm_growth
 
     cfg = CharLMConfig()
-    k, micro, seq = (4, 4, 64) if ctx.quick else (8, 4, 128)
-    steps = 6 if ctx.quick else 12
+    k, micro, seq = (4, 2, 32) if ctx.quick else (8, 4, 128)
+    steps = 5 if ctx.quick else 12
     acc = compare_accumulated_gradients(model_config=cfg, k=k, micro_batch=micro, seq_len=seq, seed=ctx.seed)
     bug = compare_accumulated_gradients(model_config=cfg, k=k, micro_batch=micro, seq_len=seq, seed=ctx.seed,
                                         divide_by_k=False)
-    without = trace_grad_norm_growth(model_config=cfg, steps=steps, seed=ctx.seed, zero_grad=False)
-    with_ = trace_grad_norm_growth(model_config=cfg, steps=steps, seed=ctx.seed, zero_grad=True)
+    without = trace_grad_norm_growth(model_config=cfg, steps=steps, seq_len=seq, seed=ctx.seed, zero_grad=False)
+    with_ = trace_grad_norm_growth(model_config=cfg, steps=steps, seq_len=seq, seed=ctx.seed, zero_grad=True)
     growth = without[-1] / without[0]
 
     fig, (ax,) = new_figure(1)

@@ -16,8 +16,9 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.train import CharLMConfig
     from expkit.train.probes import measure_item_sync
 
-    small = CharLMConfig(n_layer=2, n_embd=64, n_head=2, block_size=64)
-    repeats = 2 if ctx.quick else 5
+    small = CharLMConfig(n_layer=1, n_embd=32, n_head=2, block_size=32) if ctx.quick else \
+        CharLMConfig(n_layer=2, n_embd=64, n_head=2, block_size=64)
+    repeats = 1 if ctx.quick else 5
     cpu = measure_item_sync(model_config=small, device="cpu", steps=50, sparse_every=50, batch_size=4, seq_len=32,
                             repeats=repeats, seed=ctx.seed)
     measurements = [

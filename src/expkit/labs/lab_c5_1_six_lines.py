@@ -40,6 +40,7 @@ def run(ctx: LabContext) -> LabOutput:
 
     from expkit.finetune.chatdata import generate_chat_examples, write_chat_jsonl
     from expkit.finetune.demomodel import ensure_demo_model, torch_threads
+    from expkit.finetune.training import quiet_progress
 
     demo = ensure_demo_model(quick=ctx.quick)
     model_dir = str(demo.path)
@@ -47,7 +48,7 @@ def run(ctx: LabContext) -> LabOutput:
     train_jsonl = str(write_chat_jsonl(generate_chat_examples(n=200, seed=ctx.seed + 11),
                                        ctx.figure_path("c5_1_train.jsonl")))
     elapsed: list[float] = []
-    with torch_threads(1):
+    with torch_threads(1), quiet_progress():
         t = time.perf_counter()
         tok = AutoTokenizer.from_pretrained(model_dir)
         elapsed.append(time.perf_counter() - t); t = time.perf_counter()

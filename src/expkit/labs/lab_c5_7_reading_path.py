@@ -23,6 +23,7 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.finetune.demomodel import ensure_demo_model, torch_threads
     from expkit.finetune.labels import LabelBuilder, load_chat_tokenizer
     from expkit.finetune.tracing import trace_compute_loss
+    from expkit.finetune.training import quiet_progress
 
     demo = ensure_demo_model(quick=True)  # one step: the small model shows the same path
     tok = load_chat_tokenizer(demo.path)
@@ -32,7 +33,7 @@ def run(ctx: LabContext) -> LabOutput:
     args = SFTConfig(output_dir=str(ctx.out_dir / "c5_7_trainer"), max_steps=1, per_device_train_batch_size=4,
                      report_to="none", save_strategy="no", bf16=False, gradient_checkpointing=False, use_cpu=True,
                      disable_tqdm=True, logging_steps=1)
-    with torch_threads(1):
+    with torch_threads(1), quiet_progress():
         trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(demo.path), args=args, train_dataset=ds,
                              processing_class=tok, peft_config=LoraConfig(r=8, target_modules="all-linear",
                                                                           task_type="CAUSAL_LM"))

@@ -1,0 +1,39 @@
+"""Labs C3.4, C3.5, C3.7, C3.8 in their quick budget: computed figures, plausible ranges."""
+
+from __future__ import annotations
+
+import math
+
+from expkit.labs.registry import select_labs
+from expkit.labs.runner import run_lab
+
+
+def _run(lab_id, tmp_path):
+    (lab,) = select_labs([lab_id])
+    res = run_lab(lab, out_dir=tmp_path, quick=True)
+    assert res.status == "ok", res.error
+    return res, {m.key: m for m in res.measurements}
+
+
+def test_lab_c3_4_first_loss_near_ln_v_and_leak_caught(tmp_path):
+    _, m = _run("C3.4", tmp_path)
+    assert abs(m["first_loss"].value - math.log(128)) < 0.25
+    assert m["ln_v"].verdict.kind == "reproduced"
+    assert m["first_loss_label_leak"].value < m["first_loss"].value - 0.5
+    assert "fail" in m["first_loss_label_leak"].detail
+
+
+def test_lab_c3_5_a_few_seconds_already_lower_ppl(tmp_path):
+    _, m = _run("C3.5", tmp_path)
+    assert 60 < m["ppl_start"].value < 160
+    assert m["ppl_end"].value < m["ppl_start"].value / 2  # a few seconds are enough to halve it
+    assert m["ppl_end"].verdict.kind == "differs"  # quick budget is not one minute
+    assert m["tokens_per_s"].value > 0
+
+
+def test_lab_c3_7_and_c3_8_measure_timings(tmp_path):
+    _, m7 = _run("C3.7", tmp_path)
+    assert m7["item_sync_cpu"].value > 0
+    _, m8 = _run("C3.8", tmp_path)
+    (key,) = [k for k in m8 if k.startswith("bf16_slowdown")]
+    assert m8[key].value > 0 and "fp32" in m8[key].detail
