@@ -21,6 +21,7 @@ __all__ = [
     "build_replica",
     "measure_saved_bytes",
     "measure_step_peak",
+    "training_state_bytes",
     "time_forward_backward",
 ]
 
@@ -147,7 +148,8 @@ def measure_saved_bytes(model: Any, *, batch: int, seq: int, precision: str = "f
                       num_tensors=len(acts) + len(copies))
 
 
-def _live_state_bytes(model: Any, optimizer: Any) -> int:
+def training_state_bytes(model: Any, optimizer: Any) -> int:
+    """Bytes of the unique storages of parameters, their gradients, buffers and the optimizer's state."""
     seen: dict[int, int] = {}
     for p in model.parameters():
         seen[p.untyped_storage().data_ptr()] = p.untyped_storage().nbytes()
@@ -205,7 +207,7 @@ def measure_step_peak(
         torch.cuda.synchronize()
         return StepPeak(start_bytes=start, peak_bytes=torch.cuda.max_memory_allocated(), device="cuda",
                         method="torch.cuda.max_memory_allocated")
-    start = _live_state_bytes(model, opt)
+    start = training_state_bytes(model, opt)
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
