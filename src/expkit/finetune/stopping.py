@@ -138,7 +138,10 @@ def check_stopping(
     import torch
 
     t0 = time.perf_counter()
-    model, tok, config_dir = loaded or load_for_generation(model_dir, adapter_dir)
+    from expkit.finetune.training import quiet_progress
+
+    with quiet_progress():
+        model, tok, config_dir = loaded or load_for_generation(model_dir, adapter_dir)
     eot = find_end_of_turn(tok)
     contract = read_stop_contract(config_dir, end_of_turn=eot)
     prompts = [prompt_text(tok, ex) for ex in chosen]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from expkit.finetune.contract import StopContract, enforce_stop_contract
 from expkit.finetune.demomodel import torch_threads
 from expkit.finetune.labels import LOSS_MODES, LabelAudit, LabelBuilder, audit_labels, load_chat_tokenizer
 
-__all__ = ["SFTSettings", "SFTResult", "lora_target_modules", "train_lora_sft"]
+__all__ = ["SFTSettings", "SFTResult", "lora_target_modules", "quiet_progress", "train_lora_sft"]
 
 ALL_LINEAR = "all-linear"
 
@@ -106,6 +108,26 @@ def lora_target_modules(model: Any, targets: str) -> list[str] | str:
         raise UsageError(f"LoRA target(s) {', '.join(missing)} match no module of the model",
                          hint=f"linear modules: {', '.join(linear)} (or {ALL_LINEAR})")
     return wanted
+
+
+@contextmanager
+def quiet_progress() -> Iterator[None]:
+    """Turn off the progress bars of datasets ("Tokenizing ...") and transformers ("Loading weights") for the
+    block, then restore them: expkit reports progress itself, and a lab's log stays readable."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    from transformers.utils import logging as hf_logging
+
+    ds_was_off = are_progress_bars_disabled()
+    hf_was_on = hf_logging.is_progress_bar_enabled()
+    disable_progress_bars()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if not ds_was_off:
+            enable_progress_bars()
+        if hf_was_on:
+            hf_logging.enable_progress_bar()
 
 
 class _LossRecorder:
@@ -199,7 +221,9 @@ def train_lora_sft(
         raise CheckFailed(f"label audit failed at {where}: {p.check}: {p.message} "
                           f"({len(real)} problems in all)", hint="run `expkit sft audit` to see the labels")
     labelled = [builder.build(ex, index=i) for i, ex in enumerate(examples)]
-    with torch_threads(settings.num_threads):
+    with torch_threads(settings.num_threads), quiet_progress(), warnings.catch_warnings():
+        # transformers 5 renamed gradient_checkpointing; TRL's SFTConfig still sets the old name
+        warnings.filterwarnings("ignore", category=FutureWarning, message=".*checkpointing.*")
         return _train(model_dir=model_dir, out_dir=out_dir, tok=tok, labelled=labelled, audit=audit,
                       settings=settings, data_path=Path(data_path) if data_path else None, store=store,
                       record=record, on_step=on_step)
