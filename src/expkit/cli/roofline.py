@@ -19,12 +19,15 @@ def _fmt(x: float, unit: str) -> str:
     return f"{x:.3g} {unit}"
 
 
+def _fmt_time(seconds: float) -> str:
+    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
+
+
 def _cpu_roof(quick: bool = True):  # noqa: ANN202 - a Roof
     from expkit.perf.roofline import Roof
     from expkit.perf.roofs import measure_roofs
 
-    m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=(64 if quick else 256) * 1024**2,
-                      repeats=3)
+    m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * 1024**2, repeats=3)
     return Roof(name="cpu (measured here)", peak_flop_s=m.peak_flop_s, bandwidth_bytes_s=m.bandwidth_bytes_s,
                 source=f"measured: float32 GEMM n={m.gemm.n}, torch copy_ of {m.copy.size_bytes // 1024**2} MiB, "
                        f"{m.threads} threads")
@@ -82,10 +85,10 @@ def roofline(
     table = Table("part", "FLOPs", "bytes", "FLOP/byte", "bound", "best-case time")
     for p in est.parts:
         table.add_row(p.name, _fmt(p.flops, ""), _fmt(p.bytes, "B"), f"{p.intensity_flop_per_byte:.3g}", p.bound,
-                      f"{p.time_s * 1e3:.3g} ms")
+                      _fmt_time(p.time_s))
     con.print(table)
     con.print(f"step: {est.intensity_flop_per_byte:.3g} FLOP/byte -> [bold]{est.bound}-bound[/]; best case "
-              f"{est.tokens_per_s:,.0f} tokens/s ({est.step_time_s * 1e3:.3g} ms per step of {est.tokens_per_step} tokens)")
+              f"{est.tokens_per_s:,.0f} tokens/s ({_fmt_time(est.step_time_s)} per step of {est.tokens_per_step} tokens)")
     if est.critical_batch is not None:
         con.print(f"critical batch: {est.critical_batch:.0f} ({est.critical_batch_note})")
     else:
@@ -149,10 +152,11 @@ def gpus(json_out: bool = typer.Option(False, "--json", help="Print the registry
 
 @app.command("measure")
 def measure(
-    device: str = typer.Option("cpu", "--device", help="cpu or cuda[:N]."),
+    device: str = typer.Option("auto", "--device", help="auto (CUDA when present, else cpu), cpu or cuda[:N]."),
     gemm_n: int = typer.Option(2048, "--gemm-n", help="GEMM matrix side."),
     copy_mib: int = typer.Option(256, "--copy-mib", help="Copy buffer size in MiB."),
     repeats: int = typer.Option(5, "--repeats", help="Timed runs of each (the best counts)."),
+    threads: int | None = typer.Option(None, "--threads", help="torch CPU threads (default: torch's, all cores)."),
     compare: bool = typer.Option(False, "--compare", help="Also run torch.matmul n=4096 and a numpy copy of 1 GiB; report ratios."),
     json_out: bool = typer.Option(False, "--json", help="Print the MeasuredRoofs as JSON."),
 ) -> None:
@@ -163,10 +167,17 @@ def measure(
       expkit roofline measure
 
       expkit roofline measure --compare --json     # ratios to torch.matmul 4096^2 and a numpy 1 GiB copy
+
+      expkit roofline measure --threads 1          # one core (steadier on a shared machine)
     """
     from expkit.perf.roofs import measure_roofs
 
-    m = measure_roofs(device=device, gemm_n=gemm_n, copy_bytes=copy_mib * 1024**2, repeats=repeats, compare=compare)
+    if device == "auto":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    m = measure_roofs(device=device, gemm_n=gemm_n, copy_bytes=copy_mib * 1024**2, repeats=repeats, compare=compare,
+                      threads=threads)
     if json_out:
         from expkit.render.jsonout import dumps
 

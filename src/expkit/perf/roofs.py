@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -111,6 +111,61 @@ def _dtype(name: str):  # noqa: ANN202 - a torch.dtype
     return table[name]
 
 
+def _gemm_runner(n: int, dtype: str, device: str) -> tuple[Callable[[], object], float]:
+    """``torch.matmul`` of two preallocated n x n matrices into a preallocated output, and its FLOPs."""
+    import torch
+
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(device=device, dtype=_dtype(dtype))
+    b = torch.randn(n, n, generator=gen).to(device=device, dtype=_dtype(dtype))
+    out = torch.empty_like(a)
+    return (lambda: torch.matmul(a, b, out=out)), 2.0 * n**3
+
+
+def _copy_runner(size_bytes: int, device: str) -> tuple[Callable[[], object], float]:
+    """``dst.copy_(src)`` of two float32 tensors (dst written once, so page faults are not timed)."""
+    import torch
+
+    src = torch.ones(size_bytes // 4, dtype=torch.float32, device=device)
+    dst = torch.zeros_like(src)
+    return (lambda: dst.copy_(src)), 2.0 * src.numel() * 4
+
+
+def _numpy_copy_runner(size_bytes: int) -> tuple[Callable[[], object], float]:
+    import numpy as np
+
+    src = np.ones(size_bytes // 4, dtype=np.float32)
+    dst = np.zeros_like(src)
+    return (lambda: np.copyto(dst, src)), 2.0 * src.nbytes
+
+
+def _time_interleaved(fns: Sequence[Callable[[], object]], repeats: int, device: str) -> list[list[float]]:
+    """One warm-up call of each, then ``repeats`` rounds calling each once in turn: a change of load
+    on a shared machine hits every candidate alike instead of one of them."""
+    for fn in fns:
+        fn()
+    _sync(device)
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            _sync(device)
+            times[i].append(time.perf_counter() - t0)
+    return times
+
+
+def _gemm_result(times: list[float], *, n: int, dtype: str, device: str, flops: float) -> GemmMeasurement:
+    return GemmMeasurement(device=device, dtype=dtype, n=n, repeats=len(times), best_flop_s=flops / min(times),
+                           median_flop_s=flops / statistics.median(times), best_time_s=min(times))
+
+
+def _copy_result(times: list[float], *, device: str, method: str, moved: float) -> CopyMeasurement:
+    return CopyMeasurement(device=device, method=method, size_bytes=int(moved // 2), repeats=len(times),
+                           best_bandwidth_bytes_s=moved / min(times),
+                           median_bandwidth_bytes_s=moved / statistics.median(times))
+
+
 def measure_gemm(*, n: int = 2048, dtype: str = "float32", device: str = "cpu", repeats: int = 5) -> GemmMeasurement:
     """Time ``torch.matmul`` on two n x n random matrices (one warm-up run first).
 
@@ -128,26 +183,12 @@ def measure_gemm(*, n: int = 2048, dtype: str = "float32", device: str = "cpu", 
         >>> g.best_flop_s > 0
         True
     """
-    import torch
-
     if n < 16 or repeats < 1:
         raise UsageError(f"n={n} must be >= 16 and repeats={repeats} >= 1")
     _check_device(device)
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    a = torch.randn(n, n, generator=gen).to(device=device, dtype=_dtype(dtype))
-    b = torch.randn(n, n, generator=gen).to(device=device, dtype=_dtype(dtype))
-    out = torch.empty_like(a)
-    torch.matmul(a, b, out=out)  # warm-up: thread pool, allocator, kernel selection
-    _sync(device)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        torch.matmul(a, b, out=out)
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    flops = 2.0 * n**3
-    return GemmMeasurement(device=device, dtype=dtype, n=n, repeats=repeats, best_flop_s=flops / min(times),
-                           median_flop_s=flops / statistics.median(times), best_time_s=min(times))
+    fn, flops = _gemm_runner(n, dtype, device)
+    (times,) = _time_interleaved([fn], repeats, device)
+    return _gemm_result(times, n=n, dtype=dtype, device=device, flops=flops)
 
 
 def measure_copy_bandwidth(*, size_bytes: int = 256 * MIB, device: str = "cpu", repeats: int = 5) -> CopyMeasurement:
@@ -161,46 +202,21 @@ def measure_copy_bandwidth(*, size_bytes: int = 256 * MIB, device: str = "cpu", 
     Returns:
         CopyMeasurement; bandwidth = 2 x size_bytes / time (read + write, STREAM's convention).
     """
-    import torch
-
     if size_bytes < MIB or repeats < 1:
         raise UsageError(f"size_bytes={size_bytes} must be >= 1 MiB and repeats={repeats} >= 1")
     _check_device(device)
-    numel = size_bytes // 4
-    src = torch.ones(numel, dtype=torch.float32, device=device)
-    dst = torch.zeros_like(src)  # written now, so page faults are not timed
-    dst.copy_(src)
-    _sync(device)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    moved = 2.0 * numel * 4
-    return CopyMeasurement(device=device, method="torch copy_", size_bytes=numel * 4, repeats=repeats,
-                           best_bandwidth_bytes_s=moved / min(times),
-                           median_bandwidth_bytes_s=moved / statistics.median(times))
+    fn, moved = _copy_runner(size_bytes, device)
+    (times,) = _time_interleaved([fn], repeats, device)
+    return _copy_result(times, device=device, method="torch copy_", moved=moved)
 
 
 def measure_numpy_copy_bandwidth(*, size_bytes: int = GIB, repeats: int = 3) -> CopyMeasurement:
     """The reference: ``numpy.copyto`` of a ``size_bytes`` float32 array (CPU), 2 x size / time."""
-    import numpy as np
-
     if size_bytes < MIB or repeats < 1:
         raise UsageError(f"size_bytes={size_bytes} must be >= 1 MiB and repeats={repeats} >= 1")
-    src = np.ones(size_bytes // 4, dtype=np.float32)
-    dst = np.zeros_like(src)
-    np.copyto(dst, src)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        np.copyto(dst, src)
-        times.append(time.perf_counter() - t0)
-    moved = 2.0 * src.nbytes
-    return CopyMeasurement(device="cpu", method="numpy copyto", size_bytes=int(src.nbytes), repeats=repeats,
-                           best_bandwidth_bytes_s=moved / min(times),
-                           median_bandwidth_bytes_s=moved / statistics.median(times))
+    fn, moved = _numpy_copy_runner(size_bytes)
+    (times,) = _time_interleaved([fn], repeats, "cpu")
+    return _copy_result(times, device="cpu", method="numpy copyto", moved=moved)
 
 
 def measure_roofs(
@@ -217,7 +233,8 @@ def measure_roofs(
         copy_bytes: copy buffer size.
         repeats: timed runs of each.
         compare: also run the references (torch.matmul at ``reference_n``; a numpy copy of
-            ``reference_copy_bytes`` on CPU, a torch copy of that size on CUDA) and report the ratios.
+            ``reference_copy_bytes`` on CPU, a torch copy of that size on CUDA), alternating with ours run
+            by run, and report the ratios (best over best).
         threads: torch CPU threads for the measurement (None: torch's default, all cores).
 
     Returns:
@@ -229,15 +246,32 @@ def measure_roofs(
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
     ref_gemm = ref_copy = None
     g_ratio = b_ratio = None
+    if gemm_n < 16 or repeats < 1 or copy_bytes < MIB or reference_copy_bytes < MIB or reference_n < 16:
+        raise UsageError(f"gemm_n={gemm_n}, reference_n={reference_n} must be >= 16, copy sizes >= 1 MiB and "
+                         f"repeats={repeats} >= 1")
     with torch_threads(threads) as used_threads:
-        gemm = measure_gemm(n=gemm_n, dtype=dtype, device=device, repeats=repeats)
-        copy = measure_copy_bandwidth(size_bytes=copy_bytes, device=device, repeats=repeats)
-        if compare:
-            ref_gemm = measure_gemm(n=reference_n, dtype=dtype, device=device, repeats=max(2, repeats // 2))
+        gemm_fn, gemm_flops = _gemm_runner(gemm_n, dtype, device)
+        copy_fn, copy_moved = _copy_runner(copy_bytes, device)
+        if compare:  # ours and the reference alternate, round by round
+            ref_fn, ref_flops = _gemm_runner(reference_n, dtype, device)
+            g_times, r_times = _time_interleaved([gemm_fn, ref_fn], repeats, device)
+            del ref_fn
+            ref_gemm = _gemm_result(r_times, n=reference_n, dtype=dtype, device=device, flops=ref_flops)
             if device == "cpu":
-                ref_copy = measure_numpy_copy_bandwidth(size_bytes=reference_copy_bytes, repeats=max(2, repeats // 2))
+                rcopy_fn, r_moved = _numpy_copy_runner(reference_copy_bytes)
+                method = "numpy copyto"
             else:
-                ref_copy = measure_copy_bandwidth(size_bytes=reference_copy_bytes, device=device, repeats=repeats)
+                rcopy_fn, r_moved = _copy_runner(reference_copy_bytes, device)
+                method = "torch copy_"
+            c_times, rc_times = _time_interleaved([copy_fn, rcopy_fn], repeats, device)
+            del rcopy_fn
+            ref_copy = _copy_result(rc_times, device=device, method=method, moved=r_moved)
+        else:
+            (g_times,) = _time_interleaved([gemm_fn], repeats, device)
+            (c_times,) = _time_interleaved([copy_fn], repeats, device)
+        gemm = _gemm_result(g_times, n=gemm_n, dtype=dtype, device=device, flops=gemm_flops)
+        copy = _copy_result(c_times, device=device, method="torch copy_", moved=copy_moved)
+        if compare:
             g_ratio = gemm.best_flop_s / ref_gemm.best_flop_s
             b_ratio = copy.best_bandwidth_bytes_s / ref_copy.best_bandwidth_bytes_s
     name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else "cpu"
