@@ -98,6 +98,20 @@ def test_determinism_probe_of_a_command_stores_the_noise_floor(repo: Path) -> No
     assert not rep2.repeat_identical and rep2.repeat_max_abs_diff["loss"] > 0
 
 
+def test_determinism_probe_names_ops_that_refuse(repo: Path) -> None:
+    # CPU kernels never refuse, so the script prints torch's own warning text (as a CUDA run would)
+    script = repo / "cuda_like.py"
+    script.write_text(
+        "import json, os, sys\n"
+        "assert os.environ['EXPKIT_DETERMINISTIC'] == 'warn'\n"
+        "print('UserWarning: scatter_add_cuda_kernel does not have a deterministic implementation, but you set '\n"
+        "      \"'torch.use_deterministic_algorithms(True, warn_only=True)'.\", file=sys.stderr)\n"
+        "print(json.dumps({'step': 1, 'loss': int(os.environ['EXPKIT_SEED']) / 10}))\n")
+    rep = probe_command([PY, str(script)], seeds=2, store=repo / "runs", group="cuda")
+    assert rep.refusing_ops == ("scatter_add_cuda_kernel",) and rep.repeat_identical
+    assert rep.seed_range["loss"] == pytest.approx(0.1)
+
+
 def test_determinism_probe_of_a_function() -> None:
     import torch
 

@@ -46,6 +46,7 @@ def exec_(
     seed: int = typer.Option(None, "--seed", help="Root seed handed to the command as EXPKIT_SEED (drawn if absent)."),
     group: str = typer.Option(None, "--group", help="Run group (shares a noise floor)."),
     deterministic: bool = typer.Option(False, "--deterministic", help="Set EXPKIT_DETERMINISTIC=1 and CUBLAS_WORKSPACE_CONFIG."),
+    full_hash: bool = typer.Option(False, "--full-hash", help="Hash every byte of --data (default: sampled blocks over 4 MiB)."),
     store: Path = typer.Option(None, "--store", help=_STORE_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (the command's output goes to stderr)."),
 ) -> None:
@@ -64,7 +65,7 @@ def exec_(
     from expkit.runs.execute import execute
 
     res = execute(list(command), store=store, name=name, data=data, seed=seed, group=group,
-                  deterministic=deterministic, on_output=_tee(json_out))
+                  deterministic=deterministic, full_hash=full_hash, on_output=_tee(json_out))
     if json_out:
         _dump(res)
     else:
