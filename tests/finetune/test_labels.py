@@ -114,3 +114,12 @@ def test_model_dir_without_tokenizer_or_template(tmp_path, demo_model_dir):
         load_chat_tokenizer(copy)
     with pytest.raises(InputError, match="not found"):
         load_chat_tokenizer(tmp_path / "nope")
+
+
+def test_prompt_completion_trains_the_completion_and_the_end_of_turn(tok):
+    ex = ChatExample(prompt="What is 2 + 3? ", completion="5")
+    lab = LabelBuilder(tok).build(ex)
+    assert _trained_text(tok, lab) == ["5", "<|im_end|>"]
+    assert LabelBuilder(tok, loss="all").build(ex).masked_fraction == 0.0
+    audit = audit_labels(tokenizer=tok, examples=[ex])
+    assert audit.ok and audit.span_source == "prompt/completion"
