@@ -22,7 +22,11 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.train import TrainConfig, train_charlm
 
     seconds = QUICK_SECONDS if ctx.quick else FULL_SECONDS
-    cfg = TrainConfig(eval_windows=128 if ctx.quick else 256)
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    # more runnable processes than cores: torch's 2 OpenMP threads spin-wait on each other, and one thread
+    # was 3-5x faster per step here at a load average of 7-9 (README "Training something small")
+    busy = load_before > (os.cpu_count() or 1)
+    cfg = TrainConfig(eval_windows=128 if ctx.quick else 256, num_threads=1 if busy else None)
     r = train_charlm(train_config=cfg, minutes=seconds / 60.0, seed=ctx.seed, record=False)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
@@ -54,7 +58,8 @@ def run(ctx: LabContext) -> LabOutput:
                     SEED_END, detail=f"{r.steps} steps of B = {b} x T = {t}, lr {cfg.lr_max:g} warmup "
                                      f"{cfg.warmup_steps} + cosine; stopped by {r.stopped_by}"),
         Measurement("tokens_per_s", "training throughput", r.tokens_per_s, "tokens/s",
-                    detail=f"{torch.get_num_threads()} torch threads, 1-minute load average {load:.1f} when it ended"),
+                    detail=f"{torch.get_num_threads()} torch thread(s) ({'1: the machine was busy' if busy else 'torch default'}), "
+                           f"1-minute load average {load_before:.1f} before, {load:.1f} after"),
         Measurement("mfu", "model FLOPs utilisation", r.mfu if r.mfu is not None else "n/a", "",
                     detail=r.mfu_reason or f"{r.flops_per_token:,} FLOPs/token"),
     )

@@ -308,8 +308,8 @@ def train_charlm(
             if step == start_step and tcfg.check_grads:
                 checks.append(find_params_without_grad(setup.module))
                 emit(TrainEvent("check", step, schedule.max_steps, {"check": checks[-1]}))
-            if tcfg.nan_guard and step % nan_check_every == 0 and not bool(torch.isfinite(loss)):
-                where = locate_first_nonfinite(setup.module, x)
+            if tcfg.nan_guard and step % nan_check_every == 0 and not bool(torch.isfinite(all_reduce_mean(loss, dist))):
+                where = locate_first_nonfinite(setup.module, x)  # every rank stops: the mean is the same everywhere
                 checks.append(where)
                 raise CheckFailed(f"loss is {float(loss)} at step {step}: {where.detail}",
                                   hint="lower lr_max, check the data, or turn off bf16_autocast")
@@ -337,7 +337,7 @@ def train_charlm(
                 evaluate(step + 1)
             if tcfg.checkpoint_interval and (step + 1) % tcfg.checkpoint_interval == 0 and ckpt_dir and dist.is_main:
                 saved = str(_save(ckpt_dir, setup, step + 1, schedule, seed, dist, corpus))
-            if calibration is not None and train_s > calibration.budget_s * 1.15:
+            if calibration is not None and is_log and _over_budget(train_s > calibration.budget_s * 1.15, dist):
                 stopped_by = "time budget (steps ran slower than calibrated)"
                 break
         steps_done = step + 1 - start_step
@@ -360,6 +360,17 @@ def train_charlm(
             losses=tuple(losses), val_losses=tuple(val_losses), model_config=mcfg, train_config=tcfg,
             corpus=corpus_info, seed=seed, device=device, world_size=dist.world_size, flops_per_token=fpt,
             calibration=calibration)
+
+
+def _over_budget(mine: bool, dist: DistContext) -> bool:
+    """True when any rank ran over its time budget (all ranks must stop at the same step)."""
+    if not dist.enabled:
+        return mine
+    import torch.distributed as tdist
+
+    flag = torch.tensor([1.0 if mine else 0.0])
+    tdist.all_reduce(flag, op=tdist.ReduceOp.MAX)
+    return bool(flag.item())
 
 
 def _save(directory: Path, setup: TrainingSetup, step: int, schedule: WarmupCosine, seed: int,
