@@ -174,3 +174,16 @@ def test_exception_group_sub_tracebacks_are_parsed():
     assert [e.type for e in tb.exceptions] == ["ExceptionGroup", "ValueError", "ValueError"]
     assert [e.message for e in tb.exceptions[1:]] == ["sub 0", "sub 1"]
     assert tb.exceptions[1].frames[-1].function == "fail"
+
+
+def test_real_torchrun_log_picks_the_root_cause_rank():
+    # recorded here: torchrun --nproc-per-node 2 (torch 2.13.0+cpu, gloo) of a script whose rank 1 feeds
+    # 12 features to nn.Linear(16, 4); rank 0 was then SIGTERMed by the launcher
+    from pathlib import Path
+
+    text = (Path(__file__).parent / "fixtures" / "torchrun_rank1_shape.log").read_text()
+    tb = parse_traceback(text)
+    assert tb.rank == 1 and tb.failed_ranks == (1,)
+    assert tb.final.type == "RuntimeError" and "(8x12 and 16x4)" in tb.final.message
+    assert (tb.chosen_frame.file, tb.chosen_frame.line, tb.chosen_frame.code) == (
+        "/tmp/h4/tr/ddp_fail.py", 12, "out = model(x)")
