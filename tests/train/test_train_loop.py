@@ -101,3 +101,12 @@ def test_time_budget_calibrates_max_steps(small_corpus):
                      record=False, minutes=0.05)
     assert r.calibration is not None and r.calibration.max_steps == r.schedule.max_steps
     assert r.steps <= r.schedule.max_steps and r.train_s < 3 * 0.05 * 60
+
+
+def test_num_threads_is_restored_after_training(small_corpus):
+    import torch
+
+    before = torch.get_num_threads()
+    r = train_charlm(model_config=TINY_MODEL, train_config=tiny_train(max_steps=1, num_threads=1), corpus=small_corpus,
+                     record=False)
+    assert r.steps == 1 and torch.get_num_threads() == before

@@ -151,6 +151,22 @@ def _open_run(*, record: bool, config: dict[str, Any], data: list[str], seed: in
     return start(config=config, data=data, seed=seed, store=store, name=name)
 
 
+def _restores_torch_threads(fn: Callable[..., TrainResult]) -> Callable[..., TrainResult]:
+    """``num_threads`` changes a process-wide torch setting: put it back when training ends."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> TrainResult:
+        before = torch.get_num_threads()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+
+    return wrapper
+
+
+@_restores_torch_threads
 def train_charlm(
     *,
     model_config: CharLMConfig | None = None,
