@@ -187,3 +187,6 @@ def test_real_torchrun_log_picks_the_root_cause_rank():
     assert tb.final.type == "RuntimeError" and "(8x12 and 16x4)" in tb.final.message
     assert (tb.chosen_frame.file, tb.chosen_frame.line, tb.chosen_frame.code) == (
         "/tmp/h4/tr/ddp_fail.py", 12, "out = model(x)")
+    from expkit.diagnose import explain
+
+    assert explain(tb).module == "model -> nn.Linear"  # the callee on the chosen line entered nn.Module

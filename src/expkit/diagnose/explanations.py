@@ -6,6 +6,7 @@ what happened, the numbers it pulled out, and what to try.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -272,6 +273,13 @@ def _module_from_frames(frames: tuple[Frame, ...], chosen: Frame | None) -> str 
     if chosen is not None and chosen.code:
         m = re.search(r"(self(?:\.\w+)+)\s*\(", chosen.code)
         attr = m.group(1) if m else None
+        idx = next((i for i, f in enumerate(frames) if f is chosen), None)
+        into_module = idx is not None and idx + 1 < len(frames) and \
+            frames[idx + 1].function in ("_wrapped_call_impl", "_call_impl")
+        if attr is None and into_module:  # `out = model(x)`: the callee is a module held in a variable
+            names = [n for n in re.findall(r"([A-Za-z_][\w.]*)\s*\(", chosen.code)
+                     if not n.startswith(("torch.", "F.", "nn.")) and not hasattr(builtins, n)]
+            attr = names[0] if names else None
     layer = None
     for f in reversed(frames):
         path = f.file.replace("\\", "/")
