@@ -5,8 +5,8 @@ from expkit.data.jsonl import JsonlSummary, JsonlTally, iter_jsonl, open_binary
 from expkit.data.memory_probe import PeakMemory, ProbeFailed, peak_memory
 from expkit.data.pipeline import Pipeline, iter_batches, iter_filter, iter_map, iter_shuffled, iter_take
 from expkit.data.pool import check_picklable_function, default_workers, parallel_map
-from expkit.data.sampling import NumberedRecord, RecordSample, head_records, sample_records
 from expkit.data.profile import DatasetProfile, KeyStats, LengthStats, profile_jsonl, text_of
+from expkit.data.sampling import NumberedRecord, RecordSample, head_records, sample_records
 from expkit.data.schema import ValidationReport, Violation, validate_jsonl
 
 __all__ = [
