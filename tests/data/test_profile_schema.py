@@ -100,3 +100,15 @@ def test_head_and_sample(tmp_path):
     assert lines == sorted(lines) and len(set(lines)) == 10 and max(lines) > 50
     assert all(r.record["i"] == r.line - 1 for r in a.records)
     assert [r.line for r in sample_records(p, n=10, seed=5).records] != lines
+
+
+def test_progress_reports_bytes_of_a_plain_file(tmp_path):
+    p = tmp_path / "many.jsonl"
+    p.write_bytes(b'{"text": "abc"}\n' * 140_000)  # two progress points: lines 65,536 and 131,072
+    seen = []
+    profile_jsonl(p, on_progress=lambda done, total: seen.append((done, total)))
+    size = p.stat().st_size
+    assert len(seen) == 2 and all(t == size and 0 < d <= size for d, t in seen) and seen[0][0] < seen[1][0]
+    got = []
+    validate_jsonl(p, schema="prompt-completion", on_progress=lambda d, t: got.append(d))
+    assert len(got) == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -12,6 +14,30 @@ _FILE_HELP = "A .jsonl or .jsonl.gz file, or '-' for standard input."
 _SKIP_HELP = "Leave invalid JSON lines out (their count and line numbers are reported) instead of stopping."
 
 
+_PROGRESS_MIN_BYTES = 64 * 2**20  # files smaller than this finish in a few seconds: no bar
+
+
+@contextmanager
+def _byte_progress(file: str, label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A percent progress (rich bar on a terminal, plain lines in a pipe) for a large plain file."""
+    p = Path(file)
+    if file == "-" or file.endswith(".gz") or not p.is_file() or p.stat().st_size < _PROGRESS_MIN_BYTES:
+        yield None
+        return
+    from expkit.render.console import progress_steps
+
+    with progress_steps(10, label) as advance:  # 10% steps: ten plain lines in a pipe
+        shown = [0]
+
+        def on_progress(done: int, total: int) -> None:
+            tenth = min(9, 10 * done // total)
+            while shown[0] < tenth:
+                shown[0] += 1
+                advance(f"{10 * shown[0]}%")
+
+        yield on_progress
+
+
 def _fmt_int(x: float) -> str:
     return f"{x:,.0f}"
 
@@ -19,8 +45,9 @@ def _fmt_int(x: float) -> str:
 @app.command("stats")
 def stats(
     file: str = typer.Argument(..., help=_FILE_HELP),
-    field: str = typer.Option(None, "--field", "-f", help="Text field to measure (default: messages, text, "
-                              "prompt, completion, content or conversations, whichever the first record has)."),
+    field: str = typer.Option(None, "--field", "-f", help="Text field to measure (default: the first of "
+                              "messages, text, prompt, completion, instruction, output, question, answer, content, "
+                              "conversations that the first record has)."),
     tokenizer: Path = typer.Option(None, "--tokenizer", help="Local tokenizer directory (tokenizer.json) to count tokens."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help=_SKIP_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the profile as JSON."),
@@ -38,7 +65,9 @@ def stats(
     """
     from expkit.data.profile import profile_jsonl
 
-    prof = profile_jsonl(file, field=field, tokenizer_dir=tokenizer, on_error="skip" if skip_invalid else "raise")
+    with _byte_progress(file, f"data stats {file}") as on_progress:
+        prof = profile_jsonl(file, field=field, tokenizer_dir=tokenizer, on_error="skip" if skip_invalid else "raise",
+                             on_progress=on_progress)
     if json_out:
         from expkit.render.jsonout import dumps
 
@@ -91,7 +120,8 @@ def validate(
     from expkit.data.schema import validate_jsonl
     from expkit.errors import CheckFailed
 
-    rep = validate_jsonl(file, schema=schema)
+    with _byte_progress(file, f"data validate {file}") as on_progress:
+        rep = validate_jsonl(file, schema=schema, on_progress=on_progress)
     if json_out:
         from expkit.render.jsonout import dumps
 

@@ -56,10 +56,22 @@ class JsonlTally:
     first_skipped_lines: list[int] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     max_errors: int = 10_000
+    total_bytes: int | None = None  # size of a plain file on disk (None for gzip and stdin)
+    _source: IO[bytes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def records(self) -> int:
         return self.lines - self.blank - self.skipped
+
+    def bytes_read(self) -> int | None:
+        """How far into the file the reader is (bytes), for progress against ``total_bytes``; None for
+        gzip and stdin, or once the file is closed."""
+        if self._source is None or self.total_bytes is None or self._source.closed:
+            return None
+        try:
+            return self._source.tell()
+        except (OSError, ValueError):
+            return None
 
     def summary(self) -> JsonlSummary:
         return JsonlSummary(path=self.path, lines=self.lines, records=self.records, blank=self.blank,
@@ -193,6 +205,9 @@ def iter_jsonl(
     loads = orjson.loads
     lineno = 0
     with open_binary(path) as f:
+        t._source = f
+        plain = str(path) != "-" and not str(path).endswith(".gz")
+        t.total_bytes = Path(path).stat().st_size if plain else None
         try:
             # two copies of the loop: keeping tally.lines current costs ~8% on short records, so only
             # a caller who passed a tally (and may read it per record) pays for it

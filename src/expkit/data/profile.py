@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +15,17 @@ from expkit.errors import InputError, MissingDependency
 
 __all__ = ["DatasetProfile", "KeyStats", "LengthStats", "json_type", "profile_jsonl", "text_of"]
 
-TEXT_FIELDS = ("messages", "text", "prompt", "completion", "content", "conversations")
+TEXT_FIELDS = ("messages", "text", "prompt", "completion", "instruction", "output", "question", "answer", "content",
+               "conversations")
 PERCENTILES = (50, 90, 99)
 _TOKEN_BATCH = 256
+PROGRESS_EVERY_MASK = (1 << 16) - 1  # report progress every 65,536 lines
+
+
+def _report_progress(tally: JsonlTally, on_progress: Callable[[int, int], None]) -> None:
+    done = tally.bytes_read()
+    if done is not None and tally.total_bytes:
+        on_progress(done, tally.total_bytes)
 
 
 @dataclass(frozen=True)
@@ -150,18 +158,20 @@ def profile_jsonl(
     on_error: OnError = "raise",
     reservoir_size: int = 100_000,
     seed: int = 0,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> DatasetProfile:
     """Profile a JSONL file in one pass and constant memory.
 
     Args:
         path: ``.jsonl``, ``.jsonl.gz`` or ``-``.
-        field: the text field to measure; None picks the first of messages, text, prompt, completion,
-            content, conversations present in the first record.
+        field: the text field to measure; None picks the first of ``TEXT_FIELDS`` present in the first
+            record.
         tokenizer_dir: a local tokenizer (directory holding ``tokenizer.json``); token lengths count the
             field's text without a chat template.
         on_error: as in ``iter_jsonl``; with ``skip`` the skipped lines are in ``read``.
         reservoir_size: percentiles are exact up to this many records, sampled beyond.
         seed: seeds the reservoir sample.
+        on_progress: called as ``(bytes_read, total_bytes)`` every 65,536 records of a plain file.
 
     Returns:
         A DatasetProfile.
@@ -184,6 +194,8 @@ def profile_jsonl(
             tokens.add(len(enc.ids))
 
     for rec in iter_jsonl(path, on_error=on_error, tally=tally):
+        if on_progress is not None and not tally.lines & PROGRESS_EVERY_MASK:
+            _report_progress(tally, on_progress)
         if not isinstance(rec, dict):
             non_object += 1
             continue

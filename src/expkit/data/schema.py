@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from expkit.data.jsonl import JsonlSummary, JsonlTally, iter_jsonl
-from expkit.data.profile import json_type
+from expkit.data.profile import PROGRESS_EVERY_MASK, _report_progress, json_type
 from expkit.errors import InputError, UsageError
 
 __all__ = ["BUILTIN_SCHEMAS", "ValidationReport", "Violation", "validate_jsonl", "validate_record"]
@@ -165,7 +165,13 @@ def validate_record(record: Any, schema: str = "chat") -> list[tuple[str, str]]:
     return list(BUILTIN_SCHEMAS[schema](record))
 
 
-def validate_jsonl(path: str | Path, *, schema: str | Path = "chat", max_violations: int = 10_000) -> ValidationReport:
+def validate_jsonl(
+    path: str | Path,
+    *,
+    schema: str | Path = "chat",
+    max_violations: int = 10_000,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ValidationReport:
     """Check every line of a JSONL file; invalid JSON lines are violations too, not a stop.
 
     Args:
@@ -174,6 +180,7 @@ def validate_jsonl(path: str | Path, *, schema: str | Path = "chat", max_violati
             system first, at least one assistant turn), ``prompt-completion`` (strings or message lists;
             the TRL formats), or a path to a JSON Schema file (the subset in ``_check_json_schema``).
         max_violations: how many violations to keep; all are counted.
+        on_progress: called as ``(bytes_read, total_bytes)`` every 65,536 lines of a plain file.
 
     Returns:
         A ValidationReport; ``ok`` is False when there is any violation.
@@ -188,6 +195,8 @@ def validate_jsonl(path: str | Path, *, schema: str | Path = "chat", max_violati
     kept: list[Violation] = []
     count = 0
     for rec in iter_jsonl(path, on_error="collect", tally=tally):
+        if on_progress is not None and not tally.lines & PROGRESS_EVERY_MASK:
+            _report_progress(tally, on_progress)
         # during the loop, tally.lines is the line of the record just yielded
         problems = list(checker(rec)) if isinstance(rec, dict) else \
             [("", f"a record must be a JSON object, got {json_type(rec)}")]
