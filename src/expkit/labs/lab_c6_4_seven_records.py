@@ -48,6 +48,49 @@ def _train(run, *, lr: float, steps: int, seed: int) -> None:
     run.save_checkpoint({"model": net.state_dict(), "optimizer": opt.state_dict(), "step": steps}, "last")
 
 
+_MLFLOW_SCRIPT = """
+import sys
+import mlflow
+
+# a user's script with MLflow's defaults: start a run, log the loss; nothing else
+mlflow.set_tracking_uri(sys.argv[1])
+with mlflow.start_run() as run:
+    for step in range(5):
+        mlflow.log_metric("loss", 1.0 / (step + 1), step=step)
+print(run.info.run_id)
+"""
+
+
+def _mlflow_default_records(repo, uri: str) -> dict[str, bool] | str:
+    """Run a script with MLflow's defaults in ``repo`` and read back which of the seven it kept."""
+    import subprocess
+    import sys
+
+    try:
+        from mlflow import MlflowClient
+    except ImportError:
+        return "mlflow is not installed"
+    res = subprocess.run([sys.executable, "mlflow_train.py", uri], cwd=repo, capture_output=True, text=True,
+                         timeout=300)
+    if res.returncode != 0:
+        return f"the MLflow script failed: {res.stderr.strip().splitlines()[-1:]}"
+    client = MlflowClient(tracking_uri=uri)
+    run = client.get_run(res.stdout.strip().splitlines()[-1])
+    tags, params = run.data.tags, run.data.params
+    artifacts = [a.path for a in client.list_artifacts(run.info.run_id)]
+    return {
+        "code": "mlflow.source.git.commit" in tags,
+        "uncommitted patch": any("patch" in k or "diff" in k for k in tags) or any("patch" in a for a in artifacts),
+        "data": bool(run.inputs.dataset_inputs),
+        "config": bool(params),
+        "environment": any(a.endswith(("requirements.txt", "conda.yaml")) for a in artifacts),
+        "seed": any("seed" in k.lower() for k in [*tags, *params]),
+        "hardware": any(k.startswith("system/") for k in run.data.metrics),
+        "logs": bool(client.get_metric_history(run.info.run_id, "loss")),
+        "checkpoints": bool(artifacts),
+    }
+
+
 @lab(id="C6.4", title="The seven records and diff", claims=("C6.4",), seed=(SEED_SEVEN, SEED_DIFF))
 def run(ctx: LabContext) -> LabOutput:
     import sys
@@ -67,7 +110,9 @@ def run(ctx: LabContext) -> LabOutput:
         repo.mkdir()
         (repo / "train.py").write_text(_TRAIN.format(lr=0.1))
         (repo / "data.txt").write_text("1 2 3 4\n" * 500)
-        (repo / ".gitignore").write_text("runs/\n")
+        (repo / ".gitignore").write_text("runs/\nmlflow.db\nmlruns/\n")
+        if not ctx.quick:
+            (repo / "mlflow_train.py").write_text(_MLFLOW_SCRIPT)
         _git(repo, "init", "-q")
         _git(repo, "add", ".")
         _git(repo, "commit", "-qm", "lab project")
@@ -87,6 +132,7 @@ def run(ctx: LabContext) -> LabOutput:
                 _train(run_b, lr=0.2, steps=steps, seed=ctx.seed)
         finally:
             sys.path.remove(str(site))
+        mlflow_kept = None if ctx.quick else _mlflow_default_records(repo, f"sqlite:///{root / 'mlflow.db'}")
         rec_a = read_run(run_a.dir)
         present = describe_records(rec_a, run_a.dir)
         d = diff_runs("before", "after", store=store)
@@ -117,6 +163,15 @@ def run(ctx: LabContext) -> LabOutput:
         Measurement("loss_delta", "final loss after - before", loss.delta if loss else None, "",
                     detail=f"{loss.a:.4g} -> {loss.b:.4g}" if loss and loss.a is not None else ""),
     ]
+    if isinstance(mlflow_kept, dict):
+        kept = [k for k, v in mlflow_kept.items() if v]
+        measurements.append(Measurement(
+            "mlflow_default_records", "of the same checks, what an MLflow run with default settings kept",
+            f"{len(kept)} of {len(mlflow_kept)}", "", detail="; ".join(f"{k}: {'yes' if v else 'no'}"
+                                                             for k, v in mlflow_kept.items())))
+    elif mlflow_kept is not None:
+        measurements.append(Measurement("mlflow_default_records", "what an MLflow run with defaults kept", None, "",
+                                        detail=mlflow_kept))
     explanation = (
         f"A run started with expkit.runs.start() in a small git project recorded {n_present} of the seven "
         "records without extra code: the commit plus a patch of uncommitted work, a content hash of the data "
@@ -128,4 +183,11 @@ def run(ctx: LabContext) -> LabOutput:
         f"{len(keys)} differences with the config value first (#{r_cfg}), the package version #{r_pkg} and the "
         f"patch #{r_code}: the order in which they most often explain a metric change."
     )
+    if isinstance(mlflow_kept, dict):
+        explanation += (
+            f"\n\nThe same project's script run with MLflow's defaults (start_run + log_metric, SQLite store) kept "
+            f"{', '.join(k for k, v in mlflow_kept.items() if v) or 'nothing'} and no "
+            f"{', '.join(k for k, v in mlflow_kept.items() if not v)}.")
+    elif ctx.quick:
+        explanation += "\n\n(The full budget also runs a script with MLflow's defaults and lists what it kept.)"
     return LabOutput(measurements=tuple(measurements), explanation=explanation)
