@@ -161,13 +161,14 @@ def check_stopping(
                 # a stop ends the assistant's own turn: an end of turn after a new turn header
                 # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop
                 first_eot = row.index(eot.id) if eot.id in row else len(row)
+                produced = row[: first_eot + 1]  # generate() ends a row at its first end of turn; then padding
                 stopped = first_eot < len(row) and not any(t in special for t in row[:first_eot])
-                body = row[:first_eot] if stopped else row
+                body = row[:first_eot] if stopped else produced
                 text = tok.decode(body, skip_special_tokens=False)
                 expected = answer_of(ex)
                 correct = _answer_correct(text, expected)
                 cases.append(StopCase(prompt=prompt, expected=expected, generated=text,
-                                      generated_tokens=len(body) + int(stopped), stopped=stopped,
+                                      generated_tokens=len(produced), stopped=stopped,
                                       answer_correct=correct, exact=stopped and text.strip() == expected.strip()))
     k = len(cases)
     stop_rate = sum(c.stopped for c in cases) / k

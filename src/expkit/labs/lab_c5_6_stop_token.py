@@ -24,8 +24,9 @@ def run(ctx: LabContext) -> LabOutput:
     demo = ensure_demo_model(quick=ctx.quick)
     steps = 40 if ctx.quick else 150
     n_held = 16 if ctx.quick else 40
-    train = generate_chat_examples(n=320 if ctx.quick else 1200, seed=ctx.seed + 1)
-    held = generate_chat_examples(n=n_held, seed=ctx.seed + 1000)
+    # no system turn: the answer is then a few tokens from the question, which the tiny model can copy
+    train = generate_chat_examples(n=320 if ctx.quick else 1200, seed=ctx.seed + 1, system_prompt=None)
+    held = generate_chat_examples(n=n_held, seed=ctx.seed + 1000, system_prompt=None)
     # constant lr, so the first 20 steps are a 20-step run; lr 2e-3 because the demo model is tiny
     settings = SFTSettings(steps=steps, learning_rate=2e-3, lr_scheduler="constant", batch_size=8, seed=ctx.seed,
                            num_threads=1, max_length=256)
@@ -59,8 +60,11 @@ def run(ctx: LabContext) -> LabOutput:
                                f"{demo.parameters:,}-parameter demo model that already half knows the tasks, "
                                "on short synthetic answers, not the seed's 0.5B model and data")
     contrast = w.stop_rate - wo.stop_rate
-    stop_verdict = (Verdict("reproduced") if wo.stop_rate <= 0.2 and contrast >= 0.5
-                    else Verdict("not reproduced", f"stop rates {w.stop_rate:.0%} with vs {wo.stop_rate:.0%} without"))
+    # "does not stop": at least 50 points fewer stops, and generations at least 3x as long
+    longer = wo.mean_generated_tokens / max(w.mean_generated_tokens, 1e-9)
+    stop_verdict = (Verdict("reproduced") if contrast >= 0.5 and longer >= 3
+                    else Verdict("not reproduced", f"stop rates {w.stop_rate:.0%} with vs {wo.stop_rate:.0%} without, "
+                                                   f"generations {longer:.1f}x as long"))
     sample = next((c for c in wo.cases if c.answer_correct), wo.cases[0])
     measurements = (
         Measurement("loss_step1", "loss at step 1", loss1, "nats", detail=f"seed: {SEED_LOSS_START}"),
@@ -79,16 +83,20 @@ def run(ctx: LabContext) -> LabOutput:
     )
     explanation = (
         f"{steps} LoRA steps (r = 16, all linear layers, lr 2e-3 constant, batch 8) on the {demo.parameters:,}-"
-        f"parameter demo model, twice on the same {len(train)} synthetic conversations: once with "
+        f"parameter demo model, twice on the same {len(train)} synthetic conversations (user question, "
+        "assistant answer, no system turn): once with "
         f"<|im_end|> in the loss (the template's generation markers include it), once with it masked "
         f"(--no-eos-in-loss). The loss goes {loss1:.2f} -> {loss20:.2f} in 20 steps (seed 5.3 -> 1.7; the "
         "demo model is tiny and its data synthetic, so only the shape compares).\n\n"
         f"Greedy generation on {w.n} held-out prompts: with the end of turn trained the model stops on "
         f"{w.stop_rate:.0%} of them (mean {w.mean_generated_tokens:.1f} tokens); without it, on "
-        f"{wo.stop_rate:.0%}, running to the {wo.max_new_tokens}-token budget and carrying on with the next "
-        f"turn. The answer itself is right on {wo.answer_accuracy:.0%} (masked) vs {w.answer_accuracy:.0%} "
-        "(trained): the tiny model gets fewer answers right than the seed's 0.5B model, but the stopping "
-        "behaviour is the seed's. The saved generation_config was fixed from eos "
+        f"{wo.stop_rate:.0%} (mean {wo.mean_generated_tokens:.1f} tokens of a {wo.max_new_tokens}-token budget): "
+        "after the answer it carries on with a new turn header and the next question, and where it does emit "
+        "<|im_end|> it is after extra text, never right after the answer (exact answer-then-stop: "
+        f"{wo.exact_match_rate:.0%} vs {w.exact_match_rate:.0%}). The answer itself is right on "
+        f"{wo.answer_accuracy:.0%} (masked) vs {w.answer_accuracy:.0%} (trained): the tiny model gets far fewer "
+        "answers right than the seed's 0.5B model, so 'the answer is right' holds only for that share; the "
+        "stopping behaviour is the seed's. The saved generation_config was fixed from eos "
         f"{list(res.contract_before)} to {list(res.contract_after)} (the base stops on <|endoftext|>)."
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))
