@@ -29,7 +29,7 @@ def _cpu_roof(quick: bool = True):  # noqa: ANN202 - a Roof
 
     m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * 1024**2, repeats=3)
     return Roof(name="cpu (measured here)", peak_flop_s=m.peak_flop_s, bandwidth_bytes_s=m.bandwidth_bytes_s,
-                source=f"measured: float32 GEMM n={m.gemm.n}, torch copy_ of {m.copy.size_bytes // 1024**2} MiB, "
+                source=f"measured: float32 GEMM n={m.gemm.n}, {m.copy.method} of {m.copy.size_bytes // 1024**2} MiB, "
                        f"{m.threads} threads")
 
 
@@ -186,7 +186,7 @@ def measure(
     print(f"{m.device}, {m.threads} threads")
     print(f"GEMM {m.dtype} n={m.gemm.n}: {_fmt(m.peak_flop_s, 'FLOP/s')} (best of {m.gemm.repeats}; "
           f"median {_fmt(m.gemm.median_flop_s, 'FLOP/s')})")
-    print(f"copy {m.copy.size_bytes // 1024**2} MiB: {_fmt(m.bandwidth_bytes_s, 'B/s')} (read + write; "
+    print(f"copy {m.copy.size_bytes // 1024**2} MiB ({m.copy.method}): {_fmt(m.bandwidth_bytes_s, 'B/s')} (read + write; "
           f"median {_fmt(m.copy.median_bandwidth_bytes_s, 'B/s')})")
     print(f"ridge: {m.ridge_flop_per_byte:.3g} FLOP/byte")
     if m.gemm_vs_reference_ratio is not None:

@@ -77,7 +77,8 @@ def run(ctx: LabContext) -> LabOutput:
         Measurement("cpu_peak", "this CPU: GEMM peak (fp32, measured)", roofs.peak_flop_s / 1e9, "GFLOP/s",
                     detail=f"torch.matmul n={roofs.gemm.n}, best of {roofs.gemm.repeats}, {roofs.threads} threads"),
         Measurement("cpu_bandwidth", "this CPU: copy bandwidth (measured)", roofs.bandwidth_bytes_s / 1e9, "GB/s",
-                    detail=f"torch copy_ of {roofs.copy.size_bytes // 1024**2} MiB, read + write counted"),
+                    detail=f"{roofs.copy.method} of {roofs.copy.size_bytes // 1024**2} MiB (the faster of torch copy_ "
+                           "and libc memcpy), read + write counted"),
         Measurement("cpu_ridge", "this CPU: ridge (measured)", cpu.ridge_flop_per_byte, "FLOP/byte"),
         Measurement("decode_tps_b1", "decode tokens/s here, batch 1", p1.tokens_per_s, "tokens/s",
                     detail=f"intensity {p1.intensity_flop_per_byte:.2f} FLOP/byte (fp32 weights), "
