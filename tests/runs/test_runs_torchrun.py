@@ -47,3 +47,19 @@ def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
     assert [r["rank"] for r in rank0] == [0, 0, 0] and [r["rank"] for r in rank1] == [1, 1, 1]
     # all_reduce of 1 and 2 gives 3, then 6, then 12 on both ranks
     assert [r["value"] for r in rank0] == [r["value"] for r in rank1] == [3.0, 6.0, 12.0]
+
+
+def test_exec_of_torchrun_keeps_every_rank(tmp_path: Path) -> None:
+    from expkit.runs.execute import execute
+
+    script = tmp_path / "ddp.py"
+    script.write_text(SCRIPT)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    res = execute([str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "ignored")],
+                  store=tmp_path / "s", cwd=tmp_path, seed=5)
+    assert res.status == "finished", (Path(res.run_dir) / "output.log").read_text()[-2000:]
+    run_dir = Path(res.run_dir)
+    rec = json.loads((run_dir / "run.json").read_text())
+    assert rec["attached"] and rec["config"] == {"world": 2} and rec["seed"]["seed"] == 3
+    assert len((run_dir / "metrics.rank1.jsonl").read_text().splitlines()) == 3
+    assert [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()] == [run_dir.name]  # no second record

@@ -316,7 +316,12 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
     _STARTS_IN_PROCESS[0] += 1
 
     attach_dir = os.environ.get("EXPKIT_RUN_DIR")
-    if attach_dir and rank == 0:
+    if attach_dir and rank != 0:  # `runs exec -- torchrun ...`: the exec owns the record, rank R logs beside it
+        run_dir = Path(attach_dir)
+        records.seed_process(seed, deterministic=deterministic)
+        return Run(run_id=run_dir.name, run_dir=run_dir, store=run_dir.parent, rank=rank, world_size=world,
+                   mode="rank", record=None, metrics_file=f"metrics.rank{rank}.jsonl")
+    if attach_dir:
         run_dir = Path(attach_dir)
         captured = records.capture_in_process(config=cfg, data=data, seed=seed, full_hash=full_hash,
                                               deterministic=deterministic)
