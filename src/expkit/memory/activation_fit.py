@@ -14,7 +14,7 @@ from pathlib import Path
 from expkit.memory.activations import estimate_activations
 from expkit.memory.architecture import ModelSpec
 
-__all__ = ["ActivationFit", "fit_activations"]
+__all__ = ["ActivationFit", "fit_activations", "measure_ckpt_time_ratio"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,38 @@ def _fit_line(xs: list[int], ys: list[int]) -> tuple[float, float, float]:
     return slope, icpt, resid
 
 
+def measure_ckpt_time_ratio(
+    spec: ModelSpec,
+    *,
+    num_layers: int = 2,
+    seq: int = 256,
+    repeats: int = 3,
+    precision: str = "fp32",
+    method: str = "full",
+    lora_r: int = 16,
+    attention: str = "sdpa",
+    seed: int = 0,
+) -> float:
+    """Median forward+backward time with gradient checkpointing / without, on a ``num_layers`` replica.
+
+    The two replicas run interleaved (A, B, A, B, ...) after one warm-up round each, so load from other
+    processes hits both alike.
+    """
+    import statistics
+
+    from expkit.memory.replica import build_replica, time_forward_backward
+
+    pair = [build_replica(spec, num_layers=num_layers, method=method, precision=precision, lora_r=lora_r,
+                          attention=attention, grad_ckpt=ckpt, seed=seed) for ckpt in (False, True)]
+    times: tuple[list[float], list[float]] = ([], [])
+    for i in range(repeats + 1):
+        for j, model in enumerate(pair):
+            t = time_forward_backward(model, batch=1, seq=seq, repeats=1, precision=precision, warmup=False)
+            if i:  # the first round is the warm-up
+                times[j].append(t)
+    return statistics.median(times[1]) / statistics.median(times[0])
+
+
 def fit_activations(
     spec: ModelSpec,
     *,
@@ -86,6 +118,8 @@ def fit_activations(
     attention: str = "sdpa",
     with_ckpt: bool = True,
     time_repeats: int = 2,
+    time_seq: int | None = None,
+    time_precision: str = "fp32",
     cache_dir: Path | None = None,
     use_cache: bool = True,
     seed: int = 0,
@@ -103,6 +137,8 @@ def fit_activations(
         precision, method, lora_r, attention: as in ``estimate_training_memory``.
         with_ckpt: also measure with gradient checkpointing (bytes and the forward+backward time ratio).
         time_repeats: timed repeats for the checkpointing ratio (median).
+        time_seq, time_precision: tokens and precision of the timed runs (default ``replica_seq``, fp32: CPUs
+            without bf16 units run autocast bf16 slowly and unevenly, which would distort the ratio).
         cache_dir, use_cache: JSON cache per (config, options).
 
     Returns:
@@ -113,7 +149,8 @@ def fit_activations(
     """
     opts = dict(batch=batch, seq=seq, replica_seq=replica_seq, replica_vocab=replica_vocab, layers=list(layers),
                 precision=precision,
-                method=method, lora_r=lora_r, attention=attention, with_ckpt=with_ckpt, v=2)
+                method=method, lora_r=lora_r, attention=attention, with_ckpt=with_ckpt, time_seq=time_seq,
+                time_precision=time_precision, v=3)
     path = (cache_dir or _default_cache_dir()) / f"{_cache_key(spec, opts)}.json"
     if use_cache and path.is_file():
         data = json.loads(path.read_text())
@@ -122,7 +159,7 @@ def fit_activations(
 
     import gc
 
-    from expkit.memory.replica import build_replica, measure_saved_bytes, time_forward_backward
+    from expkit.memory.replica import build_replica, measure_saved_bytes
 
     real_spec = spec
     vocab_fix = 0
@@ -156,14 +193,9 @@ def fit_activations(
         cicpt = ck[0] - cslope * min(layers)
         # stored layer inputs for all layers + one layer rebuilt during backward
         ckpt_bytes = int((real_spec.num_layers * cslope + cicpt + vocab_fix + slope) * scale)
-        times = []
-        for ckpt in (False, True):
-            model = build_replica(spec, num_layers=deep, method=method, precision=precision, lora_r=lora_r,
-                                  attention=attention, grad_ckpt=ckpt, seed=seed)
-            times.append(time_forward_backward(model, batch=1, seq=replica_seq, repeats=time_repeats,
-                                               precision=precision))
-            del model
-        ratio = times[1] / times[0]
+        ratio = measure_ckpt_time_ratio(spec, num_layers=deep, seq=time_seq or replica_seq, repeats=time_repeats,
+                                        precision=time_precision, method=method, lora_r=lora_r,
+                                        attention=attention, seed=seed)
     spec = real_spec
     est = estimate_activations(spec, batch=batch, seq=seq, precision=precision, method=method, lora_r=lora_r,
                                attention=attention)

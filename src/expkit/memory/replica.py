@@ -223,8 +223,8 @@ def measure_step_peak(
 
 
 def time_forward_backward(model: Any, *, batch: int, seq: int, repeats: int = 3, precision: str = "fp32",
-                          seed: int = 0) -> float:
-    """Median seconds of forward + backward (no optimizer) over ``repeats`` runs after one warm-up."""
+                          seed: int = 0, warmup: bool = True) -> float:
+    """Median seconds of forward + backward (no optimizer) over ``repeats`` runs (after one warm-up)."""
     import statistics
 
     import torch
@@ -233,12 +233,12 @@ def time_forward_backward(model: Any, *, batch: int, seq: int, repeats: int = 3,
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=gen).to(device)
     times = []
-    for i in range(repeats + 1):
+    for i in range(repeats + int(warmup)):
         t0 = time.perf_counter()
         with _autocast(precision, device):
             loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
         model.zero_grad(set_to_none=True)
-        if i:
+        if i or not warmup:
             times.append(time.perf_counter() - t0)
     return statistics.median(times)
