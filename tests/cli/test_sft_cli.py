@@ -30,7 +30,7 @@ def test_audit_passes_and_reports_masked_fraction(cli, demo_dir, data_file, tmp_
     res = cli("sft", "audit", "--model", demo_dir, "--data", data_file, "--show", "1", "--html", str(html))
     assert res.exit_code == 0, res.stderr
     assert "24 examples" in res.stdout and "end of turn: <|im_end|>" in res.stdout
-    assert "<|im_start|>" in res.stdout  # the example is printed token by token
+    assert "<|im_start|>" in res.stdout and "[<|im_end|>]" in res.stdout  # trained tokens bracketed in a pipe
     assert 'class="t"' in html.read_text() and "&lt;|im_end|&gt;" in html.read_text()
     res = cli("sft", "audit", "--model", demo_dir, "--data", data_file, "--json", "--show", "0")
     audit = json.loads(res.stdout)["audit"]

@@ -189,10 +189,16 @@ def audit(
         from expkit.render.console import out_console
 
         con = out_console()
+        plain = not con.is_terminal  # no colours in a pipe: trained tokens in [brackets]
+        if result.shown:
+            print("trained tokens " + ("in [brackets]" if plain else "in green") + ", masked ones plain")
         for view in result.shown:
             text = Text(f"example {view.index}: ")
             for token, trained in view.tokens:
-                text.append(token.replace("\n", "\u21b5\n"), style="bold green" if trained else "dim")
+                shown = token.replace("\n", "\u21b5\n")
+                if plain and trained:
+                    shown = f"[{shown}]"
+                text.append(shown, style="bold green" if trained else "dim")
             con.print(text)
         per = result.masked_fraction_per_example
         print(f"{result.examples} examples ({len(chat.skipped)} lines skipped), {result.total_tokens} tokens, "
