@@ -44,7 +44,8 @@ def test_start_writes_the_seven_records(tmp_path: Path) -> None:
     assert env["packages"]["torch"] == env["torch"] and "orjson" in env["packages"]
     assert rec["hardware"]["cpu_cores_logical"] == os.cpu_count() and rec["hardware"]["ram_bytes"] > 0
     # code: we run inside the expkit checkout (a git work tree), so a commit is recorded
-    assert rec["code"]["commit"] is None or len(rec["code"]["commit"]) == 40
+    code = rec["code"]
+    assert len(code["commit"]) == 40 if code["commit"] else "git work tree" in code["reason"]
     lines = [json.loads(l) for l in (run.dir / "metrics.jsonl").read_text().splitlines()]
     assert [l["step"] for l in lines] == [1, 2] and lines[1]["acc"] == 0.25
     assert rec["final_metrics"]["loss"] == 1.5

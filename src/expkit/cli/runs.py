@@ -98,11 +98,12 @@ def ls(
     if json_out:
         _dump(listing)
         return
-    from rich.table import Table
+    from rich.table import Column, Table
 
     from expkit.render.console import err_console, out_console
 
-    table = Table("id", "name", "status", "created", "commit", "seed", "final metrics")
+    table = Table(Column("id", no_wrap=True, min_width=22), "name", "status", "created", "commit", "seed",
+                  "final metrics")
     for r in listing.runs:
         metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in r.final_metrics.items() if k != "step")
         status = r.status + (f" ({r.status_reason})" if r.status in ("lost", "failed") and r.status_reason else "")
