@@ -123,3 +123,27 @@ def test_prompt_completion_trains_the_completion_and_the_end_of_turn(tok):
     assert LabelBuilder(tok, loss="all").build(ex).masked_fraction == 0.0
     audit = audit_labels(tokenizer=tok, examples=[ex])
     assert audit.ok and audit.span_source == "prompt/completion"
+
+
+def test_labels_equal_trl_assistant_only_loss(demo_model_dir, tmp_path):
+    """What expkit audits and trains is what TRL itself would train with assistant_only_loss=True."""
+    import warnings
+
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    examples = [CONVO, *generate_chat_examples(n=20, seed=6)]
+    tok = load_chat_tokenizer(demo_model_dir)
+    ds = Dataset.from_dict({"messages": [list(e.messages) for e in examples]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        args = SFTConfig(output_dir=str(tmp_path), max_steps=1, report_to="none", bf16=False, use_cpu=True,
+                         gradient_checkpointing=False, assistant_only_loss=True, max_length=512)
+        trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(demo_model_dir), args=args,
+                             train_dataset=ds, processing_class=tok)
+    builder = LabelBuilder(load_chat_tokenizer(demo_model_dir))
+    for i, ex in enumerate(examples):
+        ours = builder.build(ex)
+        assert list(trainer.train_dataset[i]["input_ids"]) == list(ours.input_ids)
+        assert list(trainer.train_dataset[i]["labels"]) == list(ours.labels)
