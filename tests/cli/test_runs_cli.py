@@ -47,7 +47,9 @@ def test_exec_ls_show_diff(cli, proj: Path) -> None:
     listing = json.loads(r.stdout)
     assert r.exit_code == 0 and [x["name"] for x in listing["runs"]] == ["b", "a"]
     r = cli("runs", "ls", "--where", "name=a")
-    assert r.exit_code == 0 and " a " in r.stdout and " b " not in r.stdout
+    lines = r.stdout.splitlines()  # not a tty: a header and one tab-separated line per run
+    assert r.exit_code == 0 and lines[0].split("\t")[:3] == ["id", "name", "status"]
+    assert [line.split("\t")[1:3] for line in lines[1:]] == [["a", "finished"]]
 
     r = cli("runs", "show", "a")
     assert r.exit_code == 0 and "status finished" in r.stdout

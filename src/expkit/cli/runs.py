@@ -102,14 +102,22 @@ def ls(
 
     from expkit.render.console import err_console, out_console
 
-    table = Table(Column("id", no_wrap=True, min_width=22), "name", "status", "created", "commit", "seed",
-                  "final metrics")
+    headers = ("id", "name", "status", "created", "commit", "seed", "final metrics")
+    rows = []
     for r in listing.runs:
         metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in r.final_metrics.items() if k != "step")
         status = r.status + (f" ({r.status_reason})" if r.status in ("lost", "failed") and r.status_reason else "")
         commit = (r.commit or "-")[:8] + ("+" if r.dirty else "")
-        table.add_row(r.id, r.name or "-", status, (r.created_at or "")[:19], commit, _fmt(r.seed), metrics[:80])
-    out_console().print(table)
+        rows.append((r.id, r.name or "-", status, (r.created_at or "")[:19], commit, _fmt(r.seed), metrics[:80]))
+    if sys.stdout.isatty():
+        table = Table(Column("id", no_wrap=True, min_width=22), *headers[1:])
+        for row in rows:
+            table.add_row(*row)
+        out_console().print(table)
+    else:  # a pipe: one tab-separated line per run, nothing cut (grep / cut / awk)
+        print("\t".join(headers))
+        for row in rows:
+            print("\t".join(row))
     for b in listing.broken:
         err_console().print(f"broken run {b.id}: {b.error}")
 
