@@ -234,7 +234,7 @@ class LabelBuilder:
 
 
 def _check(ex: ExampleLabels, full: ExampleLabels | None, eot: EndOfTurn, pad_id: int | None,
-           pad_reported: bool, loss: str) -> list[LabelProblem]:
+           pad_reported: bool, loss: str, names: Any = str) -> list[LabelProblem]:
     """Hard checks on one example; ``full`` is the untruncated version when truncation cut tokens."""
     problems = []
     source = full or ex
@@ -252,7 +252,8 @@ def _check(ex: ExampleLabels, full: ExampleLabels | None, eot: EndOfTurn, pad_id
             if source.input_ids[i] != eot.id:
                 problems.append(LabelProblem(
                     "stop_token_not_trained", ex.index, ex.line,
-                    f"a trained span ends with token {source.input_ids[i]}, not with the end-of-turn token "
+                    f"a trained span ends with token {source.input_ids[i]} ({names(source.input_ids[i])!r}), "
+                    "not with the end-of-turn token "
                     f"{eot.token} ({eot.id}): the model is never taught to stop"))
                 break
     if full is not None and any(full.input_ids[i] == eot.id and full.labels[i] != IGNORE
@@ -303,7 +304,8 @@ def audit_labels(*, tokenizer: Any, examples: Sequence[ChatExample], loss: LossM
             full = untruncated.build(ex, index=i)
         else:
             full = None
-        found = _check(lab, full, eot, pad_id, pad_reported, b.loss)
+        found = _check(lab, full, eot, pad_id, pad_reported, b.loss,
+                       names=lambda t: b.tokenizer.decode([t]))
         pad_reported = pad_reported or any(p.check == "pad_is_eos" for p in found)
         problems += found
         per.append(lab.masked_fraction)
