@@ -111,7 +111,7 @@ def capture_code(
              for name, args in (("head", ["rev-parse", "--verify", "-q", "HEAD"]),
                                 ("branch", ["symbolic-ref", "--short", "-q", "HEAD"]),
                                 ("remotes", ["config", "--get-regexp", r"^remote\..*\.url$"]),
-                                ("status", ["status", "--porcelain=v1", "-z", "--untracked-files=all"]),
+                                ("untracked", ["ls-files", "--others", "--exclude-standard", "-z"]),
                                 ("diff", ["diff", "HEAD", "--binary"]))}
     out = {name: p.communicate(timeout=_GIT_TIMEOUT_S)[0] for name, p in procs.items()}
     commit = out["head"].decode().strip() or None
@@ -126,20 +126,10 @@ def capture_code(
     if remote is None:
         missing["remote"] = "the repository has no remote"
 
-    status = out["status"].decode(errors="replace")
-    entries = [e for e in status.split("\0") if e]
-    changed, untracked = 0, []
-    skip_next = False
-    for entry in entries:
-        if skip_next:  # the source path of a rename
-            skip_next = False
-            continue
-        code, rel = entry[:2], entry[3:]
-        if code == "??":
-            untracked.append(rel)
-        else:
-            changed += 1
-            skip_next = code[0] in "RC"
+    # `git status` would hash every changed file a second time; the diff already names them
+    diff = out["diff"].decode(errors="replace") if commit is not None else ""
+    changed = diff.count("\ndiff --git ") + diff.startswith("diff --git ")
+    untracked = [u for u in out["untracked"].decode(errors="replace").split("\0") if u]
     excluded = []
     for ex in exclude:
         try:
@@ -152,8 +142,7 @@ def capture_code(
     size = 0
     truncated = False
     left_out: list[str] = []
-    if commit is not None and changed:
-        diff = out["diff"].decode(errors="replace")
+    if changed:
         if len(diff.encode()) > patch_cap_bytes:
             truncated = True
             left_out.append("(tracked changes: git diff HEAD is over the cap)")
