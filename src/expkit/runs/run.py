@@ -249,7 +249,11 @@ class Run:
         if threading.current_thread() is not threading.main_thread():
             return
 
+        previous = signal.getsignal(signal.SIGTERM)
+
         def on_term(signum: int, frame: Any) -> None:
+            if callable(previous):  # a handler the script installed still runs first
+                previous(signum, frame)
             raise RunTerminated(signum)
 
         self._old_handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
