@@ -81,3 +81,10 @@ def test_zero_steps_and_failed_audit_stop_before_training(demo_model_dir, tmp_pa
     with pytest.raises(CheckFailed, match="no_trained_token"):
         train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=4), out_dir=tmp_path,
                        settings=SFTSettings(steps=1, max_length=8), record=False)
+
+
+def test_run_record_is_finished_with_its_config(trained):
+    record = json.loads((trained.run_dir / "run.json").read_text())
+    assert record["status"] == "finished"
+    text = json.dumps(record)
+    assert '"lora_r": 4' in text and "lora-sft" in text

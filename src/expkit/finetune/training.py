@@ -11,7 +11,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,9 +253,11 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
         bf16=False, fp16=False, gradient_checkpointing=False, use_cpu=True, seed=settings.seed,
         max_length=settings.max_length, disable_tqdm=True, dataloader_num_workers=0,
     )
-    run = _open_run(settings, model_dir, data_path, store, record)
-    recorder = _LossRecorder(run, on_step)
-    try:
+    with ExitStack() as stack:
+        run = _open_run(settings, model_dir, data_path, store, record)
+        if run is not None:
+            stack.enter_context(run)  # a failure below marks the run failed, with its traceback
+        recorder = _LossRecorder(run, on_step)
         trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok,
                              peft_config=peft_config, callbacks=[recorder])
         trainer.remove_callback(PrinterCallback)  # it prints every log dict; the library does not print
@@ -282,12 +284,6 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
             for f in ("adapter_config.json", "adapter_model.safetensors", "generation_config.json"):
                 if (adapter_dir / f).is_file():
                     run.artifact(adapter_dir / f)
-    except BaseException:
-        if run is not None:
-            run.__exit__(*__import__("sys").exc_info())
-        raise
-    if run is not None:
-        run.__exit__(None, None, None)
     losses = tuple(recorder.losses)
     return SFTResult(
         out_dir=out_dir, adapter_dir=adapter_dir, merged_dir=merged_dir, steps=len(losses), losses=losses,
