@@ -27,8 +27,9 @@ def run(ctx: LabContext) -> LabOutput:
     # no system turn: the answer is then a few tokens from the question, which the tiny model can copy
     train = generate_chat_examples(n=320 if ctx.quick else 1200, seed=ctx.seed + 1, system_prompt=None)
     held = generate_chat_examples(n=n_held, seed=ctx.seed + 1000, system_prompt=None)
-    # constant lr, so the first 20 steps are a 20-step run; lr 2e-3 because the demo model is tiny
-    settings = SFTSettings(steps=steps, learning_rate=2e-3, lr_scheduler="constant", batch_size=8, seed=ctx.seed,
+    # constant lr, so the first 20 steps are a 20-step run; lr 1e-3..2e-3 because the demo model is tiny
+    lr = 2e-3 if ctx.quick else 1e-3  # the quick run has 40 steps to learn the stop, the full one 150
+    settings = SFTSettings(steps=steps, learning_rate=lr, lr_scheduler="constant", batch_size=8, seed=ctx.seed,
                            num_threads=1, max_length=256)
     res = compare_eos_in_loss(model_dir=demo.path, train=train, held_out=held, out_dir=ctx.out_dir / "sft",
                               settings=settings, store=ctx.out_dir / "runs", n=n_held, max_new_tokens=32)
@@ -82,7 +83,7 @@ def run(ctx: LabContext) -> LabOutput:
         Measurement("s_per_step", "seconds per LoRA step (batch 8, 1 thread)", res.s_per_step, "s"),
     )
     explanation = (
-        f"{steps} LoRA steps (r = 16, all linear layers, lr 2e-3 constant, batch 8) on the {demo.parameters:,}-"
+        f"{steps} LoRA steps (r = 16, all linear layers, lr {lr:g} constant, batch 8) on the {demo.parameters:,}-"
         f"parameter demo model, twice on the same {len(train)} synthetic conversations (user question, "
         "assistant answer, no system turn): once with "
         f"<|im_end|> in the loss (the template's generation markers include it), once with it masked "
