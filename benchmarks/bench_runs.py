@@ -85,7 +85,7 @@ def bench_capture_big_repo(tmp: Path, n_files: int, repeats: int) -> dict:
     (repo / "src").mkdir(parents=True)
     for i in range(n_files):
         (repo / "src" / f"m{i}.py").write_text(f"x = {i}\n")
-    git = ["git", "-c", "user.email=b@b", "-c", "user.name=b"]
+    git = ["git", "-c", "user.email=b@b", "-c", "user.name=b", "-c", "gc.auto=0"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "."], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "init"], cwd=repo, check=True)
