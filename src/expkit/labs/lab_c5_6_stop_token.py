@@ -4,7 +4,7 @@ then the same SFT with and without ``<|im_end|>`` in the loss, and the does-it-s
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict, verdict_within
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
 from expkit.labs.registry import lab
 
 SEED_LOSS = SeedFigure("loss_step20", "loss after 20 LoRA steps", 1.7, "nats", "20 steps: loss 5.3 -> 1.7")
