@@ -1,7 +1,7 @@
 """Benchmark: tokens/s of expkit's loop vs a bare PyTorch loop vs HF Trainer on the same model and batches,
 and validation PPL after 60 s of training on the default corpus.
 
-    .venv/bin/python benchmarks/bench_train.py [--steps 30] [--repeats 3] [--seconds 60] [--skip-quality]
+    .venv/bin/python benchmarks/bench_train.py [--steps 30] [--repeats 3] [--seconds 60] [--skip-quality] [--threads N]
 
 Median of interleaved repeats; the machine is shared, so the load average is printed with the figures.
 Writes benchmarks/results/train.json.
@@ -107,7 +107,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--skip-quality", action="store_true")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads for every side (default: torch's)")
     a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
     corpus = load_corpus()
     tmp = Path(tempfile.mkdtemp(prefix="bench-train-"))
     res: dict[str, list[float]] = {"ours": [], "bare": [], "hf_trainer": []}
@@ -128,7 +131,8 @@ def main() -> None:
     print(f"our overhead vs the bare loop: {100 * out['overhead_vs_bare']:+.1f}% (target <= 5%); "
           f"ours / HF Trainer: {out['ours_vs_hf_trainer']:.2f}x (target >= 1.0x); load averages {loads}")
     if not a.skip_quality:
-        r = train_charlm(corpus=corpus, minutes=a.seconds / 60, seed=0, record=False)
+        r = train_charlm(corpus=corpus, minutes=a.seconds / 60, seed=0, record=False,
+                         train_config=TrainConfig(num_threads=a.threads))
         out["quality"] = {"seconds": a.seconds, "train_s": r.train_s, "steps": r.steps, "tokens": r.tokens,
                           "tokens_per_s": r.tokens_per_s, "val_ppl_start": r.initial_val_ppl,
                           "val_ppl_end": r.final_val_ppl, "load_average_1min": os.getloadavg()[0],
