@@ -67,3 +67,14 @@ def test_measure_small(cli):
 def test_decode_bad_batch_list(cli):
     res = cli("roofline", "decode", "--batch-sizes", "1,x")
     assert res.exit_code == 2 and "'1,x'" in res.stderr
+
+
+def test_decode_measured_json_and_figure(cli, tmp_path):
+    fig = tmp_path / "decode.png"
+    res = cli("roofline", "decode", "--batch-sizes", "1,4", "--new-tokens", "2", "--threads", "1", "--figure", str(fig), "--json")
+    assert res.exit_code == 0, res.stderr
+    pts = json.loads(res.stdout)
+    assert [p["batch"] for p in pts] == [1, 4]
+    assert all(p["tokens_per_s"] == pytest.approx(p["batch"] / p["step_time_s"]) for p in pts)
+    assert pts[1]["intensity_flop_per_byte"] > pts[0]["intensity_flop_per_byte"]
+    assert fig.read_bytes()[:4] == b"\x89PNG"

@@ -23,11 +23,12 @@ def _fmt_time(seconds: float) -> str:
     return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
 
 
-def _cpu_roof(quick: bool = True):  # noqa: ANN202 - a Roof
+def _cpu_roof(quick: bool = True, threads: int | None = None):  # noqa: ANN202 - a Roof
     from expkit.perf.roofline import Roof
     from expkit.perf.roofs import measure_roofs
 
-    m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * 1024**2, repeats=3)
+    m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * 1024**2, repeats=3,
+                      threads=threads)
     return Roof(name="cpu (measured here)", peak_flop_s=m.peak_flop_s, bandwidth_bytes_s=m.bandwidth_bytes_s,
                 source=f"measured: float32 GEMM n={m.gemm.n}, {m.copy.method} of {m.copy.size_bytes // 1024**2} MiB, "
                        f"{m.threads} threads")
@@ -200,6 +201,7 @@ def measure(
 def decode(
     batch_sizes: str = typer.Option("1,2,4,8,16,32,64", "--batch-sizes", help="Comma-separated batch sizes."),
     new_tokens: int = typer.Option(8, "--new-tokens", help="Timed decode steps per batch size."),
+    threads: int | None = typer.Option(None, "--threads", help="torch CPU threads (default: torch's; 1 is steadier on a shared machine)."),
     figure: Path | None = typer.Option(None, "--figure", help="Write the points on the measured CPU roofline (PNG)."),
     json_out: bool = typer.Option(False, "--json", help="Print the DecodePoints as JSON."),
 ) -> None:
@@ -210,7 +212,7 @@ def decode(
 
       expkit roofline decode
 
-      expkit roofline decode --batch-sizes 1,8,64 --figure decode.png --json
+      expkit roofline decode --batch-sizes 1,8,64 --threads 1 --figure decode.png --json
     """
     from expkit.errors import UsageError
     from expkit.perf.decode import measure_decode_throughput
@@ -219,12 +221,12 @@ def decode(
         sizes = tuple(int(s) for s in batch_sizes.split(",") if s.strip())
     except ValueError as exc:
         raise UsageError(f"--batch-sizes {batch_sizes!r} is not a comma-separated list of integers") from exc
-    points = measure_decode_throughput(batch_sizes=sizes, new_tokens=new_tokens)
+    points = measure_decode_throughput(batch_sizes=sizes, new_tokens=new_tokens, threads=threads)
     if figure is not None:
         from expkit.render.figures import new_figure, save_figure
         from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
 
-        roof = _cpu_roof()
+        roof = _cpu_roof(threads=threads)
         fig, (ax,) = new_figure(1, width_in=7, height_in=5)
         draw_roofline(ax, [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)],
                       [RoofPoint(f"batch {p.batch}: {p.tokens_per_s:.0f} tok/s", p.intensity_flop_per_byte,
