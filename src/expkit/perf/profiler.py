@@ -41,12 +41,13 @@ def profile(
     """Run ``step_fn`` under torch.profiler (CPU, and CUDA when available) and bucket the trace.
 
     Args:
-        step_fn: one training or inference step; called ``warmup + steps`` times (twice that with
-            ``measure_overhead``).
+        step_fn: one training or inference step; called ``warmup + steps`` times (plus ``warmup + 2 steps``
+            plain ones with ``measure_overhead``).
         steps: profiled steps (ProfilerStep windows), >= 1.
         warmup: steps run under the profiler's warm-up phase first (not recorded), >= 0.
         trace_path: where to keep the Chrome trace (default: a temporary file, deleted).
-        measure_overhead: also time ``steps`` plain steps and report profiled/plain median step time.
+        measure_overhead: also time ``steps`` plain steps before and ``steps`` after the profiled ones and
+            report profiled / plain median step time.
 
     Returns:
         ProfileReport with ``profiling_overhead_ratio`` and ``trace_path`` (when kept).
@@ -69,7 +70,7 @@ def profile(
     cuda = torch.cuda.is_available()
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     plain: list[float] = []
-    if measure_overhead:
+    if measure_overhead:  # plain steps before and after the profiled ones, so drift does not bias the ratio
         _timed_steps(step_fn, warmup, sync)
         plain = _timed_steps(step_fn, steps, sync)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -90,6 +91,8 @@ def profile(
                         profiled.append(time.perf_counter() - t0)
                     prof.step()
         report = bucket_trace(load_trace(path))
+    if measure_overhead:
+        plain += _timed_steps(step_fn, steps, sync)
     ratio = statistics.median(profiled) / statistics.median(plain) if plain else None
     return replace(report, source="expkit.perf.profile(step_fn)", profiling_overhead_ratio=ratio,
                    trace_path=str(path) if trace_path else None)
