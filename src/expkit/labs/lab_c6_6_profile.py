@@ -68,7 +68,7 @@ def run(ctx: LabContext) -> LabOutput:
                       detail=f"{1e3 * b.seconds / steps:.1f} ms per step") for b in order),
         Measurement("dominant", "dominant bucket", BUCKET_LABELS[rep.dominant], ""),
         Measurement("profiling_overhead", "profiled / plain step time", rep.profiling_overhead_ratio, "x",
-                    detail="median step time with torch.profiler on, over the same number of steps without it"),
+                    detail="median step time with torch.profiler on vs without it (plain steps before and after)"),
         Measurement("verdict", "expkit's verdict", rep.verdict, ""),
     )
     explanation = (
