@@ -19,8 +19,8 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.train.probes import compare_accumulated_gradients, trace_grad_norm_growth
 
     cfg = CharLMConfig()
-    k, micro, seq = (4, 2, 32) if ctx.quick else (8, 4, 128)
-    steps = 5 if ctx.quick else 12
+    k, micro, seq = (4, 2, 32) if ctx.quick else (8, 2, 64)
+    steps = 5 if ctx.quick else 10
     acc = compare_accumulated_gradients(model_config=cfg, k=k, micro_batch=micro, seq_len=seq, seed=ctx.seed)
     bug = compare_accumulated_gradients(model_config=cfg, k=k, micro_batch=micro, seq_len=seq, seed=ctx.seed,
                                         divide_by_k=False)

@@ -24,7 +24,7 @@ def run(ctx: LabContext) -> LabOutput:
         drawn.append(str(draw_lr_schedule(schedule, ctx.figure_path("c3_6_lr_schedule.png"))))
         return None
 
-    steps = 40 if ctx.quick else 120
+    steps = 40 if ctx.quick else 80
     tiny = CharLMConfig(n_layer=1, n_embd=32, n_head=2, block_size=32)
     cfg = TrainConfig(batch_size=4, seq_len=32, max_steps=steps, warmup_steps=steps // 10, log_interval=1,
                       eval_windows=8, eval_interval=10_000)

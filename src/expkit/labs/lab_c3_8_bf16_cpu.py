@@ -15,7 +15,7 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.train import CharLMConfig
     from expkit.train.probes import measure_autocast_slowdown
 
-    repeats = 3 if ctx.quick else 7
+    repeats = 3 if ctx.quick else 5
     sizes = ((8, 128),) if ctx.quick else ((8, 128), (16, 256))
     runs = [measure_autocast_slowdown(model_config=CharLMConfig(), batch_size=b, seq_len=t, repeats=repeats,
                                       seed=ctx.seed) for b, t in sizes]

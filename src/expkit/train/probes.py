@@ -174,6 +174,7 @@ class ItemSyncTiming:
     sparse_every: int
     sparse_step_s: float
     ratio: float  # every_step_s / sparse_step_s; ~1 on a CPU (no asynchronous queue to drain)
+    item_call_s: float  # one .item() on a computed scalar, alone (mean of 2,000 calls)
 
 
 def _timed_steps(model: CharLM, opt: torch.optim.Optimizer, batches: list, device: str, item_every: int) -> float:
@@ -206,8 +207,13 @@ def measure_item_sync(*, model_config: CharLMConfig, device: str = "cpu", steps:
         every.append(_timed_steps(model, opt, batches, device, 1))
         sparse.append(_timed_steps(model, opt, batches, device, sparse_every))
     e, s = min(every), min(sparse)  # best of repeats: the run least disturbed by other processes
+    scalar = _loss(model, *batches[0]).detach()
+    t0 = time.perf_counter()
+    for _ in range(2_000):
+        scalar.item()  # nothing queued: the bare cost of the call and the copy to Python
+    item_s = (time.perf_counter() - t0) / 2_000
     return ItemSyncTiming(device=device, steps=steps, every_step_s=e, sparse_every=sparse_every, sparse_step_s=s,
-                          ratio=e / s)
+                          ratio=e / s, item_call_s=item_s)
 
 
 @dataclass(frozen=True)
