@@ -82,11 +82,13 @@ def profile(
     elif res.report is not None:
         _print_report(res.report, top=top)
         print(f"trace: {res.trace_path}")
+    else:
+        print(f"no torch op was recorded while {' '.join(res.argv)} ran ({res.elapsed_s:.1f} s); trace: {res.trace_path}")
     if res.returncode == 0:
         return
     import sys
 
-    summary = f"exit code {res.returncode}"
+    summary = None
     if res.traceback:
         from expkit.diagnose import diagnose_text, format_report
 
@@ -99,7 +101,9 @@ def profile(
         elif not json_out:
             print(res.traceback, file=sys.stderr)
     partial = "partial profile above, trace" if res.report is not None else "no op was recorded; trace"
-    raise CheckFailed(f"the script {res.argv[0]} crashed ({summary})", hint=f"{partial} in {res.trace_path}")
+    what = f"crashed ({summary})" if summary else f"exited with code {res.returncode}"
+    raise CheckFailed(f"the script {' '.join(res.argv[:2]) if res.argv[0] in ('-m', '-c') else res.argv[0]} {what}",
+                      hint=f"{partial} in {res.trace_path}")
 
 
 def register(root: typer.Typer) -> None:

@@ -118,7 +118,7 @@ def _script_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
         args = args[1:]  # "python script.py ..." -> "script.py ..."
     if not args:
         raise UsageError("no script given", hint="expkit profile -- python train.py --steps 10")
-    if args[0] != "-m" and not Path(args[0]).is_file():
+    if args[0] not in ("-m", "-c") and not Path(args[0]).is_file():
         raise InputError("no such script", path=args[0])
     return args
 
@@ -129,7 +129,8 @@ def profile_script(
     """Run ``python ARGV...`` in a child process under torch.profiler and bucket its trace.
 
     Args:
-        argv: the command after ``--``, e.g. ``["python", "train.py", "--steps", "3"]`` or ``["-m", "pkg.mod"]``.
+        argv: the command after ``--``, e.g. ``["python", "train.py", "--steps", "3"]``, ``["-m", "pkg.mod"]``
+            or ``["-c", "code"]``.
         trace_path: where the Chrome trace is written (also when the script crashes).
         timeout_s: kill the script after this many seconds (None: no limit).
 
@@ -152,8 +153,8 @@ def profile_script(
         raise UsageError(f"the script ran longer than {timeout_s} s and was stopped") from exc
     elapsed = time.perf_counter() - t0
     tb = err_file.read_text(encoding="utf-8") if err_file.is_file() else None
-    if proc.returncode != 0 and tb is None:
-        tb = proc.stderr[-4000:] or None
+    if proc.returncode != 0 and tb is None and "Traceback (most recent call last)" in proc.stderr:
+        tb = proc.stderr[proc.stderr.rindex("Traceback (most recent call last)"):]  # died outside the runner
     report = None
     if trace.is_file():
         try:

@@ -1,7 +1,7 @@
 """The child-process side of ``expkit profile -- python SCRIPT ...``: run the script under torch.profiler.
 
 Usage: ``python -m expkit.perf.script_profiler TRACE.json TRACEBACK.txt -- SCRIPT [ARGS...]`` (or
-``-- -m MODULE [ARGS...]``). The trace is exported even when the script raises; the traceback text then
+``-- -m MODULE [ARGS...]``, ``-- -c CODE [ARGS...]``). The trace is exported even when the script raises; the traceback text then
 goes to TRACEBACK.txt and the exit code is 1. ``SystemExit`` keeps the script's own code.
 """
 
@@ -33,7 +33,10 @@ def main(argv: list[str]) -> int:
     prof = torch.profiler.profile(activities=activities)
     prof.start()
     try:
-        if script[0] == "-m":
+        if script[0] == "-c":
+            sys.argv = ["-c", *script[2:]]
+            exec(compile(script[1], "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102 - python -c
+        elif script[0] == "-m":
             sys.argv = script[1:]
             runpy.run_module(script[1], run_name="__main__", alter_sys=True)
         else:
