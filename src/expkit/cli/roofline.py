@@ -8,8 +8,7 @@ import typer
 
 from expkit.perf.roofline import PHASES, WEIGHT_BITS
 
-app = typer.Typer(help="Will it be fast: roofline of a model's step on a GPU or on this CPU.",
-                  invoke_without_command=True)
+app = typer.Typer(invoke_without_command=True)  # help: the callback's docstring, examples included
 
 
 def _fmt(x: float, unit: str) -> str:
