@@ -32,7 +32,7 @@ def run(ctx: LabContext) -> LabOutput:
     qfit = fit_activations(qwen, batch=1, seq=4096, replica_seq=64 if ctx.quick else 128,
                            layers=(1, 2) if ctx.quick else (1, 2, 4), precision=prec, with_ckpt=False,
                            use_cache=False, seed=ctx.seed)
-    t_seq, t_rep = (128, 2) if ctx.quick else (512, 5)
+    t_seq, t_rep = (64, 2) if ctx.quick else (512, 5)
     ratio = measure_ckpt_time_ratio(qwen_small_vocab(qwen), num_layers=2, seq=t_seq, repeats=t_rep, seed=ctx.seed)
     lest = estimate_activations(llama, batch=1, seq=4096, precision=prec)
     lckpt = estimate_activations(llama, batch=1, seq=4096, precision=prec, grad_ckpt=True)
