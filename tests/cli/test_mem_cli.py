@@ -92,3 +92,18 @@ def test_bad_config_names_file_and_key(cli, tmp_path):
 def test_unknown_name_lists_catalog(cli):
     res = cli("mem", "gpt-17")
     assert res.exit_code == 2 and "qwen2.5-7b" in res.stderr
+
+
+def test_measure_on_a_tiny_config_uses_the_cache(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPKIT_CACHE", str(tmp_path / "cache"))
+    cfg = {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    args = ("mem", str(tmp_path), "--seq", "128", "--precision", "fp32", "--measure", "--replica-seq", "32", "--json")
+    res = cli(*args)
+    assert res.exit_code == 0, res.stderr
+    fit = json.loads(res.stdout)["measured"]
+    assert fit["layers"] == [1, 2, 4] and fit["cached"] is False
+    assert abs(fit["extrapolated_bytes"] / fit["formula_bytes"] - 1) < 0.01
+    assert json.loads(cli(*args).stdout)["measured"]["cached"] is True
+    assert list((tmp_path / "cache" / "memory").glob("*.json"))

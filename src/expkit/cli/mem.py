@@ -208,7 +208,7 @@ def mem(
 
         info = _read_oom(oom)
         result["oom"] = attribute_oom(led, model=spec, phase=info.phase, capacity_bytes=info.capacity_bytes,
-                                      requested_bytes=info.requested_bytes)
+                                      requested_bytes=info.requested_bytes, allocated_bytes=info.allocated_bytes)
     if json_out:
         from expkit.render.jsonout import dumps, to_jsonable
 

@@ -123,6 +123,7 @@ def attribute_oom(
     phase: str | None,
     capacity_bytes: int | None = None,
     requested_bytes: int | None = None,
+    allocated_bytes: int | None = None,
 ) -> OomExplanation:
     """Reconcile an OOM (its phase and the numbers of its message) with a training ledger.
 
@@ -132,6 +133,7 @@ def attribute_oom(
         phase: ``loading``, ``forward``, ``backward`` or ``optimizer step`` (from ``expkit.diagnose``), or None.
         capacity_bytes: the GPU's total capacity from the message (else ``led.gpu_memory_bytes``).
         requested_bytes: the failed allocation's size.
+        allocated_bytes: what PyTorch had allocated when it failed (compared with the ledger's running total).
 
     Returns:
         OomExplanation naming the overflowing block and the remedies ranked by predicted savings.
@@ -166,6 +168,11 @@ def attribute_oom(
                   f"{capacity / 2**30:.2f} GiB" if capacity else f"OOM in {phase}: the {block} block")
         if not consistent:
             reason += f" (the ledger predicted the first overflow at {overflow})"
+    if allocated_bytes is not None and phase is not None:
+        expected = totals[phase]
+        reason += (f"; PyTorch had {allocated_bytes / 2**30:.2f} GiB allocated"
+                   + (f" + {requested_bytes / 2**30:.2f} GiB requested" if requested_bytes else "")
+                   + f", the ledger expects {expected / 2**30:.2f} GiB by the end of {phase}")
     return OomExplanation(phase=phase, capacity_bytes=capacity, requested_bytes=requested_bytes, block=block,
                           block_bytes=block_bytes, cumulative_bytes=totals, overflow_phase=overflow,
                           consistent=consistent, reason=reason,
