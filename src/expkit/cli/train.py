@@ -18,10 +18,13 @@ def draw_lr_schedule(schedule: Any, path: Path) -> Path:
     steps, lrs = schedule.curve()
     fig, (ax,) = new_figure(1, width_in=6.0, height_in=3.2)
     ax.plot(steps, lrs, "C0-")
-    ax.axvline(schedule.warmup_steps, color="grey", lw=0.8, ls="--", label=f"end of warmup ({schedule.warmup_steps})")
+    if schedule.warmup_steps:  # steps are 0-based: the peak is step warmup_steps - 1
+        ax.axvline(schedule.warmup_steps - 1, color="grey", lw=0.8, ls="--",
+                   label=f"end of warmup ({schedule.warmup_steps} steps)")
     ax.set(xlabel="optimizer step", ylabel="learning rate",
            title=f"warmup + cosine: {schedule.lr_max:g} -> {schedule.lr_min:g} over {schedule.max_steps} steps")
-    ax.legend()
+    if schedule.warmup_steps:
+        ax.legend()
     return save_figure(fig, path)
 
 
