@@ -67,3 +67,14 @@ def test_crashing_script_shows_its_error_and_keeps_the_partial_profile(cli, tmp_
     assert "partial profile" in res.stderr
     assert trace.is_file()
     assert "aten::mm" in res.stdout and "verdict:" in res.stdout  # the matmul before the crash was profiled
+
+
+def test_python_c_with_nonzero_exit_is_not_called_a_crash(cli, tmp_path):
+    trace = tmp_path / "c.json"
+    res = cli("profile", "--out", str(trace), "--json", "--", "python", "-c",
+              "import sys, torch; torch.ones(64, 64) @ torch.ones(64, 64); sys.exit(3)")
+    assert res.exit_code == 1
+    assert "exited with code 3" in res.stderr and "crashed" not in res.stderr
+    data = json.loads(res.stdout)
+    assert data["returncode"] == 3 and data["traceback"] is None
+    assert data["report"]["shares"]["gemm"] > 0 and trace.is_file()
