@@ -9,4 +9,6 @@ def test_lab_c4_6_three_ooms_attributed(tmp_path):
     assert [m[k].value for k in ("weights", "optimizer state", "activations")] == \
         ["weights", "optimizer state", "activations"]
     assert all(x.verdict.kind == "reproduced" for x in res.measurements)
+    assert "phase from the traceback: loading" in m["weights"].detail
+    assert "phase from the traceback: optimizer step" in m["optimizer state"].detail
     assert "gradient checkpointing" in m["activations"].detail

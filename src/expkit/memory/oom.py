@@ -53,6 +53,10 @@ class OomExplanation:
     remedies: tuple[Remedy, ...]
 
 
+def _fmt(n: int | float) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
 def _phase_totals(led: Ledger) -> dict[str, int]:
     weights = led.bytes_of(*_WEIGHT_LINES)
     state = led.bytes_of(*_STATE_LINES)
@@ -156,23 +160,23 @@ def attribute_oom(
                   if overflow else "the traceback names no phase and the ledger predicts no overflow")
         consistent = None
     elif overflow is None:
-        reason = (f"OOM in {phase}, but the ledger's {phase} total ({totals[phase] / 2**30:.2f} GiB) fits"
-                  + (f" in {capacity / 2**30:.2f} GiB" if capacity else "")
+        reason = (f"OOM in {phase}, but the ledger's {phase} total ({_fmt(totals[phase])}) fits"
+                  + (f" in {_fmt(capacity)}" if capacity else "")
                   + ": suspect fragmentation (reserved >> allocated), another process on the GPU, or options that "
                     "differ from the run's")
         consistent = False if capacity is not None else None
     else:
         consistent = phase == overflow
-        reason = (f"OOM in {phase}: the {block} block ({block_bytes / 2**30:.2f} GiB) is what this phase adds; "
-                  f"the ledger's running total reaches {totals[phase] / 2**30:.2f} GiB of "
-                  f"{capacity / 2**30:.2f} GiB" if capacity else f"OOM in {phase}: the {block} block")
+        reason = (f"OOM in {phase}: the {block} block ({_fmt(block_bytes)}) is what this phase adds; "
+                  f"the ledger's running total reaches {_fmt(totals[phase])} of "
+                  f"{_fmt(capacity)}" if capacity else f"OOM in {phase}: the {block} block")
         if not consistent:
             reason += f" (the ledger predicted the first overflow at {overflow})"
     if allocated_bytes is not None and phase is not None:
         expected = totals[phase]
-        reason += (f"; PyTorch had {allocated_bytes / 2**30:.2f} GiB allocated"
-                   + (f" + {requested_bytes / 2**30:.2f} GiB requested" if requested_bytes else "")
-                   + f", the ledger expects {expected / 2**30:.2f} GiB by the end of {phase}")
+        reason += (f"; PyTorch had {_fmt(allocated_bytes)} allocated"
+                   + (f" + {_fmt(requested_bytes)} requested" if requested_bytes else "")
+                   + f", the ledger expects {_fmt(expected)} by the end of {phase}")
     return OomExplanation(phase=phase, capacity_bytes=capacity, requested_bytes=requested_bytes, block=block,
                           block_bytes=block_bytes, cumulative_bytes=totals, overflow_phase=overflow,
                           consistent=consistent, reason=reason,
