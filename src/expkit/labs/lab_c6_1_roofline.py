@@ -37,7 +37,7 @@ def run(ctx: LabContext) -> LabOutput:
 
     # measured roofs of this machine, then greedy decode of a small random Qwen2 across batch sizes
     # one thread for both: on a shared machine more threads than free cores can make steps many times slower
-    roofs = measure_roofs(device="cpu", gemm_n=1024 if ctx.quick else 2048, copy_bytes=256 * 1024**2,
+    roofs = measure_roofs(device="cpu", gemm_n=1024 if ctx.quick else 2048, copy_bytes=(128 if ctx.quick else 256) * 1024**2,
                           repeats=3 if ctx.quick else 5, threads=THREADS)
     cpu = Roof(name="this CPU (measured)", peak_flop_s=roofs.peak_flop_s, bandwidth_bytes_s=roofs.bandwidth_bytes_s,
                source="measured")

@@ -143,17 +143,11 @@ def _copy_runner(size_bytes: int, device: str) -> tuple[Callable[[], object], fl
     else:
         src = torch.ones(size_bytes // 4, dtype=torch.float32, device=device)
         dst = torch.zeros_like(src)
-    return (lambda: dst.copy_(src)), 2.0 * src.numel() * 4
+    def copy() -> object:
+        return dst.copy_(src)
 
-
-def _memcpy_runner(size_bytes: int) -> tuple[Callable[[], object], float]:
-    """libc ``memcpy`` (via ``ctypes.memmove``) between two torch CPU buffers: for large copies it uses
-    non-temporal stores that skip the read-for-ownership of the destination, as numpy's copy does."""
-    import ctypes
-
-    src, dst = _host_buffers(size_bytes)
-    nbytes = src.numel() * 4
-    return (lambda: ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)), 2.0 * nbytes
+    copy.buffers = (src, dst)  # type: ignore[attr-defined]
+    return copy, 2.0 * src.numel() * 4
 
 
 def _best_copy(fns: list[Callable[[], object]], methods: list[str], times: list[list[float]], device: str,
@@ -243,11 +237,17 @@ def measure_copy_bandwidth(*, size_bytes: int = 256 * MIB, device: str = "cpu", 
 
 
 def _copy_kernels(size_bytes: int, device: str) -> tuple[list[Callable[[], object]], list[str], float]:
+    """The copy kernels to race on ``device``: torch ``copy_``, and on CPU also libc ``memcpy`` (via
+    ``ctypes.memmove``) over the same two buffers; for large copies memcpy uses non-temporal stores that
+    skip the read-for-ownership of the destination, as numpy's copy does."""
+    import ctypes
+
     fn, moved = _copy_runner(size_bytes, device)
     if device != "cpu":
         return [fn], ["torch copy_"], moved
-    mfn, _ = _memcpy_runner(size_bytes)
-    return [fn, mfn], ["torch copy_", "libc memcpy"], moved
+    src, dst = fn.buffers  # type: ignore[attr-defined]
+    nbytes = src.numel() * 4
+    return [fn, lambda: ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)], ["torch copy_", "libc memcpy"], moved
 
 
 def measure_numpy_copy_bandwidth(*, size_bytes: int = GIB, repeats: int = 3) -> CopyMeasurement:
