@@ -228,11 +228,13 @@ def estimate_training_memory(
                                     f"2 B * {linear_params:,} matmul weights (autocast copies, kept for backward)"))
     else:
         if method == "qlora":
-            q = int(NF4_BYTES_PER_PARAM * (linear_params - (0 if spec.tied_embeddings else 0)))
-            rest = 2 * (P - linear_params)
+            # bitsandbytes quantizes the decoder's linears; the LM head (tied or not) stays 16-bit
+            quantized = spec.num_layers * (count.per_layer_params - 2 * spec.hidden_size)
+            q = int(NF4_BYTES_PER_PARAM * quantized)
+            rest = 2 * (P - quantized)
             lines.append(LedgerLine("frozen base weights", (q + rest) // n_model,
-                                    f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {linear_params:,} linear + 2 B * "
-                                    f"{P - linear_params:,} other{div(n_model)}"))
+                                    f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {quantized:,} decoder linear + 2 B * "
+                                    f"{P - quantized:,} embeddings, head, norms{div(n_model)}"))
         else:
             fb = (2 if mixed else 4)
             lines.append(LedgerLine("frozen base weights", fb * P // n_model,
