@@ -134,20 +134,13 @@ def _host_buffers(size_bytes: int):  # noqa: ANN202 - two float32 CPU tensors
     return src, dst
 
 
-def _copy_runner(size_bytes: int, device: str) -> tuple[Callable[[], object], float]:
-    """``dst.copy_(src)`` of two float32 tensors (dst written once, so page faults are not timed)."""
+def _copy_buffers(size_bytes: int, device: str):  # noqa: ANN202 - (src, dst) float32 tensors
     import torch
 
     if device == "cpu":
-        src, dst = _host_buffers(size_bytes)
-    else:
-        src = torch.ones(size_bytes // 4, dtype=torch.float32, device=device)
-        dst = torch.zeros_like(src)
-    def copy() -> object:
-        return dst.copy_(src)
-
-    copy.buffers = (src, dst)  # type: ignore[attr-defined]
-    return copy, 2.0 * src.numel() * 4
+        return _host_buffers(size_bytes)
+    src = torch.ones(size_bytes // 4, dtype=torch.float32, device=device)
+    return src, torch.zeros_like(src)
 
 
 def _best_copy(fns: list[Callable[[], object]], methods: list[str], times: list[list[float]], device: str,
@@ -237,17 +230,19 @@ def measure_copy_bandwidth(*, size_bytes: int = 256 * MIB, device: str = "cpu", 
 
 
 def _copy_kernels(size_bytes: int, device: str) -> tuple[list[Callable[[], object]], list[str], float]:
-    """The copy kernels to race on ``device``: torch ``copy_``, and on CPU also libc ``memcpy`` (via
-    ``ctypes.memmove``) over the same two buffers; for large copies memcpy uses non-temporal stores that
-    skip the read-for-ownership of the destination, as numpy's copy does."""
+    """The copy kernels to race on ``device`` over the same two buffers: torch ``dst.copy_(src)``, and on
+    CPU also libc ``memcpy`` (via ``ctypes.memmove``), which for large copies uses non-temporal stores
+    that skip the read-for-ownership of the destination, as numpy's copy does. Returns the kernels,
+    their names and the bytes each moves (read + write)."""
     import ctypes
 
-    fn, moved = _copy_runner(size_bytes, device)
-    if device != "cpu":
-        return [fn], ["torch copy_"], moved
-    src, dst = fn.buffers  # type: ignore[attr-defined]
+    src, dst = _copy_buffers(size_bytes, device)
     nbytes = src.numel() * 4
-    return [fn, lambda: ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes)], ["torch copy_", "libc memcpy"], moved
+    fns: list[Callable[[], object]] = [lambda: dst.copy_(src)]
+    if device != "cpu":
+        return fns, ["torch copy_"], 2.0 * nbytes
+    fns.append(lambda: ctypes.memmove(dst.data_ptr(), src.data_ptr(), nbytes))
+    return fns, ["torch copy_", "libc memcpy"], 2.0 * nbytes
 
 
 def measure_numpy_copy_bandwidth(*, size_bytes: int = GIB, repeats: int = 3) -> CopyMeasurement:
@@ -301,7 +296,7 @@ def measure_roofs(
                 rcopy_fn, r_moved = _numpy_copy_runner(reference_copy_bytes)
                 method = "numpy copyto"
             else:
-                rcopy_fn, r_moved = _copy_runner(reference_copy_bytes, device)
+                (rcopy_fn,), _, r_moved = _copy_kernels(reference_copy_bytes, device)
                 method = "torch copy_"
             *c_times, rc_times = _time_interleaved([*copy_fns, rcopy_fn], repeats, device)
             del rcopy_fn
