@@ -16,7 +16,12 @@ def test_c2_3_trains_seeds_and_compares_rules(tmp_path):
     assert 2.0 < m["final_val_a"].value < 4.5 and 2.0 < m["final_val_b"].value < 4.5
     assert m["final_val_a"].value != m["final_val_b"].value
     assert str(m["rule_nonoverlap"].verdict).startswith("reproduced")
-    assert m["missed_by_rule"].value >= 0
+    # "k of n": the rule was exercised (n > 0 points with bands apart) and every one of them is significant
+    k, n = (int(v) for v in m["rule_nonoverlap"].value.split(" of "))
+    assert k == n > 0
+    # the misses lie among the points where the bands overlap: at most total - apart
+    total = int(m["rule_nonoverlap"].detail.split(" eval points")[0])
+    assert 0 <= m["missed_by_rule"].value <= total - n
     assert len(res.figures) == 2
     runs = sorted((tmp_path / "figures" / "C2.3" / "runs").glob("*.jsonl"))
     assert len(runs) == 2 * m["n_seeds"].value

@@ -99,7 +99,9 @@ def run(ctx: LabContext) -> LabOutput:
     drop = mean_train[0] - mean_train[-1]
     early = mean_train[0] - mean_train[max(0, steps // 10 - 1)]
     early_share = float(early / drop) if drop > 0 else float("nan")
-    subset = bool(np.all(sig[apart]))
+    # np.all over an empty selection is True: with no point where the bands are apart the rule was not tested
+    tested = bool(apart.any())
+    subset = tested and bool(np.all(sig[apart]))
     extra = int(np.sum(sig & ~apart))
 
     measurements = (
@@ -123,7 +125,8 @@ def run(ctx: LabContext) -> LabOutput:
                     "interval of the difference", f"{int(np.sum(apart & sig))} of {int(apart.sum())}", "",
                     Verdict("reproduced", "non-overlap implies a significant difference; the rule is safe but "
                             "conservative") if subset
-                    else Verdict("not reproduced", "bands apart but the difference interval includes 0"),
+                    else Verdict("not reproduced", "bands apart but the difference interval includes 0") if tested
+                    else Verdict("not reproduced", "the bands overlap at every eval point: the rule was not tested"),
                     SEED_RULE, detail=f"{int(d.x.size)} eval points in all"),
         Measurement("missed_by_rule", "eval points the overlap rule misses (difference interval excludes 0, bands "
                     "overlap)", extra, "points", detail="val loss"),
