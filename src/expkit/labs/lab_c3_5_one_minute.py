@@ -38,8 +38,9 @@ def run(ctx: LabContext) -> LabOutput:
     ax.legend()
     path = save_figure(fig, ctx.figure_path("c3_5_loss.png"))
 
-    start_reason = ("the start PPL is exp(first loss); see C3.4: this init lands a little under ln V on Python "
-                    "source, so the start PPL is under 128")
+    start_reason = (f"the start PPL is exp(first loss), here {r.initial_val_ppl:.1f}, "
+                    f"{'under' if r.initial_val_ppl < SEED_START.value else 'over'} 128: see C3.4 on where this init's "
+                    "first loss lands on Python source")
     if ctx.quick:
         end_verdict = Verdict("differs", f"quick budget: {r.train_s:.0f} s of training, not 60 s")
     elif r.final_val_ppl <= SEED_END.value:
