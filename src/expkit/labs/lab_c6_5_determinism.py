@@ -104,12 +104,15 @@ def run(ctx: LabContext) -> LabOutput:
     )
     explanation = (
         f"A char LM ({layers} layer, width {width}, one CPU thread) trained {STEPS} steps: seed {base} twice under "
-        f"torch.use_deterministic_algorithms(True) ended at the same loss bit for bit "
+        f"torch.use_deterministic_algorithms(True) ended at "
+        f"{'the same loss bit for bit' if rep.repeat_identical else 'DIFFERENT losses'} "
         f"({'and every parameter matched' if params_identical else 'but parameters differ'}). Across {SEEDS} seeds "
-        f"the final loss spans {spread:.3f} nats (std {rep.seed_std['loss']:.3f}) against the seed's 0.14; raising "
-        f"the learning rate by 20% moved it by {method_delta:.3f}, so a single-seed comparison of such a change "
-        f"would read seed noise as a method effect.\n\n"
-        f"On this CPU the same seed {'is also' if no_flag == finals[0] else 'is NOT'} identical without the flag"
+        f"the final loss spans {spread:.3f} nats (std {rep.seed_std['loss']:.3f}) against the seed's "
+        f"{SEED_SPREAD.value}; raising the learning rate by 20% moved it by {method_delta:.3f}, "
+        + ("less than the seed range, so a single-seed comparison of such a change would read seed noise as a "
+           "method effect.\n\n" if method_delta < spread else
+           "more than the seed range here, so this change would show through seed noise.\n\n")
+        + f"On this CPU the same seed {'is also' if no_flag == finals[0] else 'is NOT'} identical without the flag"
         f"{': CPU kernels here reduce in a fixed order' if no_flag == finals[0] else ''}. "
         "On a GPU, atomics in scatter/index_add backward and cuBLAS workspaces make runs drift without it (and "
         "CUBLAS_WORKSPACE_CONFIG must be set); `expkit runs determinism` records the ops that refuse."
