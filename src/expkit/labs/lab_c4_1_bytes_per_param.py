@@ -51,10 +51,11 @@ def run(ctx: LabContext) -> LabOutput:
     explanation = (
         f"One real AdamW step on a {n:,}-parameter Qwen2-style model under bf16 autocast leaves {per_param:.2f} "
         "bytes per parameter live: the fp32 parameter (autocast never changes it), its fp32 gradient and Adam's "
-        "two fp32 moments, 4 + 4 + 4 + 4 = 16. That is the seed's 16, counted PyTorch's way. During the step "
+        f"two fp32 moments, 4 + 4 + 4 + 4 = 16: {'the seed' if ms[0].verdict.kind == 'reproduced' else 'NOT the seed'}"
+        "'s 16, counted PyTorch's way. During the step "
         f"autocast also keeps 16-bit copies of the matmul weights for backward ({copies / n:.2f} B/param here), "
-        f"which is why the expkit ledger says {per['expkit']:.1f} and the Hugging Face docs 18; the ZeRO paper's "
-        f"16 instead keeps 16-bit weights and gradients and an fp32 master copy (2 + 2 + 12); accelerate prints "
+        f"which is why the expkit ledger says {per['expkit']:.1f} and the Hugging Face docs {per['hf']:.0f}; the "
+        f"ZeRO paper's {per['zero']:.0f} instead keeps 16-bit weights and gradients and an fp32 master copy (2 + 2 + 12); accelerate prints "
         f"the largest single stage, {per['accelerate']:.0f} B/param. None of these counts activations."
     )
     return LabOutput(measurements=ms, explanation=explanation)

@@ -58,7 +58,8 @@ def run(ctx: LabContext) -> LabOutput:
     explanation = (
         f"A full fine-tune of Llama-2-7B holds {one.bytes_of(*STATE) / 1e9:.0f} GB of training state on one GPU "
         f"(fp32 weights, fp32 gradients, Adam m and v: 16 B/param, plus autocast's 16-bit copies). FSDP over 8 GPUs "
-        f"splits all of it: {state_gb:.1f} GB per GPU, so the seed's 16 GB holds for the state. The peak per GPU "
+        f"splits all of it: {state_gb:.1f} GB per GPU, so the seed's {SEED_16GB.value:.0f} GB "
+        f"{'holds' if state_gb <= SEED_16GB.value else 'does NOT hold'} for the state. The peak per GPU "
         f"is higher, {eight.peak_bytes / 1e9:.1f} GB at seq 2048 with checkpointing: CUDA's foreach AdamW makes a "
         "temporary of the local state during the step (fused or foreach=False AdamW avoids it) and the CUDA "
         "context adds ~0.5 GiB; activations are per micro-batch and are not divided by the GPUs."
