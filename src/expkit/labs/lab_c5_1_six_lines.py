@@ -92,9 +92,9 @@ def run(ctx: LabContext) -> LabOutput:
     explanation = (
         "The seed's six lines, written with the stock APIs and run offline on the demo model: "
         + " | ".join(f"{lib}: {line}" for lib, line, _ in SIX_LINES) + ".\n\n"
-        "Each wraps one line of the 20-line training loop of chapter 4: " + table + ". "
+        "Each wraps one line of the 20-line training loop of chapter 3: " + table + ". "
         f"{steps} steps took {elapsed[-1]:.1f} s ({elapsed[-1] / steps:.3f} s/step on one thread of this shared "
-        f"CPU; the seed's figure of ~0.11 s/step was for a 0.8M model); the loss went {losses[0]:.2f} -> "
+        f"CPU); the loss went {losses[0]:.2f} -> "
         f"{losses[-1]:.2f}. assistant_only_loss=True works because the demo template has "
         "{% generation %} markers around the assistant content and its <|im_end|>."
     )
