@@ -14,4 +14,6 @@ def test_c5_5_masked_fraction(tmp_path):
     one, all_, no_sys = m["masked_one"].value, m["masked_all"].value, m["masked_no_system"].value
     assert 50 < one < 100 and 50 < all_ < 100
     assert no_sys < all_  # dropping the system prompt leaves a larger share trained
-    assert m["masked_one"].verdict is not None and m["masked_one"].seed.value == 85.0
+    assert m["masked_one"].seed.value == 85.0
+    # the verdict follows from the measured fraction: within 5 points of the seed's 85%, else differs (data)
+    assert m["masked_one"].verdict.kind == ("reproduced" if abs(one - 85.0) <= 5.0 else "differs")

@@ -17,5 +17,6 @@ def test_lab_c6_6_quick(tmp_path):
     assert len(shares) == 7 and sum(shares) == pytest.approx(100)
     assert m["share_gemm"].value > 10 and m["share_attention"].value > 0  # the char LM uses SDPA
     assert m["profiling_overhead"].value > 0
-    assert m["named_share"].verdict.kind in ("reproduced", "differs")
+    # the verdict follows from the measured share: >= 80% in the seed's five buckets reproduces it
+    assert m["named_share"].verdict.kind == ("reproduced" if m["named_share"].value >= 80 else "differs")
     assert "%" in m["verdict"].value
