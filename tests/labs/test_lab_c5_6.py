@@ -18,5 +18,7 @@ def test_c5_6_the_end_of_turn_must_be_in_the_loss(tmp_path):
     assert m["stop_without_eos"].value <= m["stop_with_eos"].value - 0.5
     assert str(m["stop_without_eos"].verdict) == "reproduced"
     assert m["loss_step20"].value < m["loss_step1"].value
-    assert m["loss_step20"].verdict is not None
+    # the verdict follows from both ends of the measured curve: 5.3 +- 1.0 at step 1 and 1.7 +- 0.4 at step 20
+    near = abs(m["loss_step1"].value - 5.3) <= 1.0 and abs(m["loss_step20"].value - 1.7) <= 0.4
+    assert m["loss_step20"].verdict.kind == ("reproduced" if near else "differs")
     assert (tmp_path / res.figures[0]).stat().st_size > 10_000

@@ -92,12 +92,15 @@ def run(ctx: LabContext) -> LabOutput:
         f"Greedy generation on {w.n} held-out prompts: with the end of turn trained the model stops on "
         f"{w.stop_rate:.0%} of them (mean {w.mean_generated_tokens:.1f} tokens); without it, on "
         f"{wo.stop_rate:.0%} (mean {wo.mean_generated_tokens:.1f} tokens of a {wo.max_new_tokens}-token budget): "
-        "after the answer it carries on with a new turn header and the next question, and where it does emit "
-        "<|im_end|> it is after extra text, never right after the answer (exact answer-then-stop: "
-        f"{wo.exact_match_rate:.0%} vs {w.exact_match_rate:.0%}). The answer itself is right on "
-        f"{wo.answer_accuracy:.0%} (masked) vs {w.answer_accuracy:.0%} (trained): the tiny model gets far fewer "
-        "answers right than the seed's 0.5B model, so 'the answer is right' holds only for that share; the "
-        "stopping behaviour is the seed's. The saved generation_config was fixed from eos "
+        f"after the answer it carries on (e.g. expected {sample.expected!r}, got {sample.generated[:60]!r}); "
+        + ("where it does emit <|im_end|> it is after extra text, never right after the answer"
+           if wo.exact_match_rate == 0 else "it stops right after the answer only sometimes")
+        + f" (exact answer-then-stop: {wo.exact_match_rate:.0%} vs {w.exact_match_rate:.0%}). The answer itself "
+        f"is right on {wo.answer_accuracy:.0%} (masked) vs {w.answer_accuracy:.0%} (trained): the tiny model gets "
+        "far fewer answers right than the seed's 0.5B model, so 'the answer is right' holds only for that share; "
+        + ("the stopping behaviour is the seed's. " if stop_verdict.kind == "reproduced" else
+           f"the stopping behaviour did NOT separate as the seed says ({stop_verdict.reason}). ")
+        + "The saved generation_config was fixed from eos "
         f"{list(res.contract_before)} to {list(res.contract_after)} (the base stops on <|endoftext|>)."
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))
