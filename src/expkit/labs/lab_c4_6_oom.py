@@ -54,10 +54,13 @@ def run(ctx: LabContext) -> LabOutput:
         f"Three training runs on a device capacity simulated on the CPU (every tensor's storage counted; the "
         f"allocation past the cap raises torch.OutOfMemoryError in CUDA's format), so the tracebacks carry the real "
         f"frames of the call that failed. expkit why's parser reads the phase from them and the ledger of the same "
-        f"run names the block: {hits} of 3 as the seed's rule says. Loading a model larger than the device fails "
-        f"in Module.to_empty: weights. A full fine-tune whose weights, activations and gradients fit fails in the "
-        f"first optimizer.step(), when AdamW creates its two fp32 moments. A LoRA run at 2,048 tokens, with its "
-        f"training state down to the adapters, still fails in the forward pass: activations, with checkpointing "
-        f"the top-ranked remedy.\n\n" + "\n".join(lines)
+        f"run names the block: {hits} of {len(SCENARIOS)} as the seed's rule says. "
+        + ("Loading a model larger than the device fails "
+           "in Module.to_empty: weights. A full fine-tune whose weights, activations and gradients fit fails in the "
+           "first optimizer.step(), when AdamW creates its two fp32 moments. A LoRA run at 2,048 tokens, with its "
+           "training state down to the adapters, still fails in the forward pass: activations (the top remedy is in "
+           "its row)." if hits == len(SCENARIOS) else
+           "The rows name the scenarios the rule did not attribute as expected.")
+        + "\n\n" + "\n".join(lines)
     )
     return LabOutput(measurements=tuple(ms), explanation=explanation)

@@ -180,8 +180,9 @@ def run(ctx: LabContext) -> LabOutput:
         f"Capturing them took {rec_a['capture_s']:.2f} s.\n\n"
         "Between two runs the lab changed three things a tracker usually misses: a config value, an installed "
         "package's version (a real dist-info on sys.path) and an uncommitted edit. `expkit runs diff` listed "
-        f"{len(keys)} differences with the config value first (#{r_cfg}), the package version #{r_pkg} and the "
-        f"patch #{r_code}: the order in which they most often explain a metric change."
+        f"{len(keys)} differences: the config value #{r_cfg}, the package version #{r_pkg} and the "
+        f"patch #{r_code}" + (": config first, the order in which they most often explain a metric change."
+                              if r_cfg == 1 else ".")
     )
     if isinstance(mlflow_kept, dict):
         explanation += (
