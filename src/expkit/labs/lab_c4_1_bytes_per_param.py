@@ -55,7 +55,8 @@ def run(ctx: LabContext) -> LabOutput:
         "'s 16, counted PyTorch's way. During the step "
         f"autocast also keeps 16-bit copies of the matmul weights for backward ({copies / n:.2f} B/param here), "
         f"which is why the expkit ledger says {per['expkit']:.1f} and the Hugging Face docs {per['hf']:.0f}; the "
-        f"ZeRO paper's {per['zero']:.0f} instead keeps 16-bit weights and gradients and an fp32 master copy (2 + 2 + 12); accelerate prints "
+        f"ZeRO paper's {per['zero']:.0f} instead keeps 16-bit weights and gradients and an fp32 master copy "
+        "(2 + 2 + 12); accelerate prints "
         f"the largest single stage, {per['accelerate']:.0f} B/param. None of these counts activations."
     )
     return LabOutput(measurements=ms, explanation=explanation)
