@@ -76,7 +76,8 @@ def run(
                 continue
             for m in r.measurements:
                 if m.seed is not None:
-                    print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)} (seed: {m.seed.text}) -> {m.verdict}")
+                    verdict = f" -> {m.verdict}" if m.verdict is not None else ""
+                    print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)} (seed: {m.seed.text}){verdict}")
         print(f"report: {(out / 'index.html').resolve()}", file=sys.stderr)
     if failed:
         print(f"labs failed: {', '.join(failed)} (see the report)", file=sys.stderr)
