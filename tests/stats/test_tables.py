@@ -57,7 +57,7 @@ def test_missing_field_and_bad_json_name_their_line(tmp_path):
     with pytest.raises(InputError, match=r":3: field 'item' is missing"):
         read_item_results(f)
     f.write_text('{"model": "a", "item": "q1", "score": 1}\n{"model": \n')
-    with pytest.raises(InputError, match=r":2: not valid JSON"):
+    with pytest.raises(InputError, match=r":2:\d+: invalid JSON"):
         read_item_results(f)
 
 

@@ -1,7 +1,7 @@
 """Get data in: stream JSONL, compose generator stages, map over a process pool, probe peak memory
 (claims C1.1-C1.3)."""
 
-from expkit.data.jsonl import JsonlSummary, JsonlTally, iter_jsonl, open_binary
+from expkit.data.jsonl import JsonlSummary, JsonlTally, iter_jsonl, iter_jsonl_objects, open_binary
 from expkit.data.memory_probe import PeakMemory, ProbeFailed, peak_memory
 from expkit.data.pipeline import Pipeline, iter_batches, iter_filter, iter_map, iter_shuffled, iter_take
 from expkit.data.pool import check_picklable_function, default_workers, parallel_map
@@ -28,6 +28,7 @@ __all__ = [
     "iter_batches",
     "iter_filter",
     "iter_jsonl",
+    "iter_jsonl_objects",
     "iter_map",
     "iter_shuffled",
     "iter_take",

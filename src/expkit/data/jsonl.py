@@ -16,7 +16,7 @@ import orjson
 
 from expkit.errors import InputError, UsageError
 
-__all__ = ["JsonlSummary", "JsonlTally", "OnError", "iter_jsonl", "open_binary"]
+__all__ = ["JsonlSummary", "JsonlTally", "OnError", "iter_jsonl", "iter_jsonl_objects", "open_binary"]
 
 OnError = Literal["raise", "skip", "collect"]
 _BOM = b"\xef\xbb\xbf"
@@ -237,3 +237,24 @@ def iter_jsonl(
     if t.skipped and tally is None:
         warnings.warn(f"{name}: skipped {t.skipped} invalid line(s), first at line(s) "
                       f"{', '.join(map(str, t.first_skipped_lines[:10]))}", stacklevel=2)
+
+
+def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line number, record)`` for a JSONL file whose every line must be a JSON object.
+
+    The reader for tables of rows (eval results, metric logs): ``iter_jsonl`` with ``on_error="raise"``
+    (so the same file:line:column errors, ``.gz`` and ``-``) plus the line number of each record.
+
+    Raises:
+        InputError: what ``iter_jsonl`` raises, and a line holding a JSON value that is not an object.
+
+    Example:
+        >>> for line, row in iter_jsonl_objects("results.jsonl"):   # doctest: +SKIP
+        ...     score = float(row["score"])
+    """
+    tally = JsonlTally()
+    for record in iter_jsonl(path, tally=tally):
+        if not isinstance(record, dict):
+            raise InputError(f"a JSON {type(record).__name__}, not an object", path=_display(path),
+                             line=tally.lines, hint="one JSON object per line")
+        yield tally.lines, record

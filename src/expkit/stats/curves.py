@@ -55,21 +55,9 @@ def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             return [(reader.line_num, row) for row in reader]
-    import orjson
+    from expkit.data.jsonl import iter_jsonl_objects
 
-    rows = []
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc})", path=path, line=lineno) from None
-            if not isinstance(row, dict):
-                raise InputError("a JSON line that is not an object", path=path, line=lineno)
-            rows.append((lineno, row))
-    return rows
+    return list(iter_jsonl_objects(path))
 
 
 def _number(value: Any, what: str, path: Path, line: int) -> float:

@@ -51,20 +51,9 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
             for row in reader:
                 yield reader.line_num, row
         return
-    import orjson
+    from expkit.data.jsonl import iter_jsonl_objects
 
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise InputError(f"not valid JSON ({exc})", path=path, line=lineno,
-                                 hint="one JSON object per line") from None
-            if not isinstance(row, dict):
-                raise InputError(f"a JSON {type(row).__name__}, not an object", path=path, line=lineno)
-            yield lineno, row
+    yield from iter_jsonl_objects(path)
 
 
 def read_item_results(path: str | Path) -> ItemResults:
