@@ -23,7 +23,8 @@ color:#1b1f24;line-height:1.45;padding:0 1rem}
 h1{margin-bottom:.2rem} h2{border-bottom:1px solid #d0d7de;padding-bottom:.3rem;margin-top:2.2rem}
 table{border-collapse:collapse;width:100%;margin:.6rem 0 1rem;font-size:.92rem}
 th,td{border:1px solid #d0d7de;padding:.35rem .5rem;text-align:left;vertical-align:top}
-th{background:#f6f8fa} td.num{font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#f6f8fa} td{overflow-wrap:break-word} td.num{font-variant-numeric:tabular-nums}
+table.summary{table-layout:fixed} details summary{cursor:pointer} details{font-size:.88rem}
 .v-reproduced{color:#116329;font-weight:600} .v-differs{color:#9a6700;font-weight:600}
 .v-not{color:#cf222e;font-weight:600} .failed{color:#cf222e;font-weight:700}
 pre{background:#f6f8fa;padding:.8rem;overflow-x:auto;font-size:.8rem}
@@ -52,6 +53,20 @@ def _verdict_html(m: Measurement) -> str:
     return f'<span class="{css}">{escape(m.verdict.kind)}</span>{":" if reason else ""}{reason}'
 
 
+def _clip(text: str, limit: int = 80) -> str:
+    """Long text values (a traced call chain) are cut in the summary; the lab section has them whole."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _short_verdict_html(m: Measurement) -> str:
+    """The verdict for the summary table: the word, with a long reason folded into <details>."""
+    if m.verdict is None or not m.verdict.reason or len(m.verdict.reason) <= 60:
+        return _verdict_html(m)
+    css = {"reproduced": "v-reproduced", "differs": "v-differs"}.get(m.verdict.kind, "v-not")
+    return (f'<details><summary><span class="{css}">{escape(m.verdict.kind)}</span>: why</summary>'
+            f"{escape(m.verdict.reason)}</details>")
+
+
 def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
     rows = []
     for r in results:
@@ -70,7 +85,7 @@ def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
             seed = escape(m.seed.text) if m.seed else "-"
             rows.append(
                 f"<tr><td>{claims}</td><td>{anchor}: {escape(m.label)}</td><td>{seed}</td>"
-                f'<td class="num">{escape(format_value(m.value, m.unit))}</td><td>{_verdict_html(m)}</td></tr>'
+                f'<td class="num">{escape(_clip(format_value(m.value, m.unit)))}</td><td>{_short_verdict_html(m)}</td></tr>'
             )
     return rows
 
@@ -130,7 +145,9 @@ def render_html(report: LabReport) -> str:
         f'<p class="muted">Each claim of the field guide, measured on this machine. {escape(summary)}.</p>',
         "<h2>Claims: seed figure vs measured here</h2>",
         '<p class="muted">Figures with a seed counterpart or a verdict; each lab section below has all of them.</p>',
-        "<table><tr><th>claim</th><th>lab: figure</th><th>seed</th><th>measured here</th><th>verdict</th></tr>",
+        '<table class="summary"><colgroup><col style="width:6%"><col style="width:30%"><col style="width:25%">'
+        '<col style="width:15%"><col style="width:24%"></colgroup>',
+        "<tr><th>claim</th><th>lab: figure</th><th>seed</th><th>measured here</th><th>verdict</th></tr>",
         *_summary_rows(report.results), "</table>",
         *(_lab_section(r) for r in report.results),
         "<h2>Machine</h2><table>", *_machine_rows(report), "</table>",
