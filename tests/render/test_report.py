@@ -114,3 +114,15 @@ def test_a_supporting_figure_without_verdict_renders_as_dash(report_dir, tmp_pat
 
     html = _lab_section(res).replace(' class="num"', "")
     assert "<td>items needed</td><td>769 items</td><td>-</td><td>-</td>" in html
+
+
+def test_summary_folds_long_reasons_and_clips_long_values():
+    from expkit.labs.base import LabResult
+    from expkit.render.report import _summary_rows
+
+    reason = "this CPU lists avx512_bf16, so oneDNN has native bf16 kernels for the matmuls " * 2
+    m = Measurement("x", "chain", "a -> b -> " * 20, "", Verdict("differs", reason))
+    r = LabResult(id="Z", title="t", claims=("Z",), status="ok", budget="quick", elapsed_s=0.1, measurements=(m,))
+    (row,) = _summary_rows((r,))
+    assert f'<details><summary><span class="v-differs">differs</span>: why</summary>{reason}</details>' in row
+    assert "\u2026</td>" in row and ("a -&gt; b -&gt; " * 20) not in row
