@@ -95,3 +95,20 @@ def test_why_bad_input_exits_2_with_a_message(cli, tmp_path):
     assert res.exit_code == 2 and "is a directory" in res.stderr
     res = cli("why", input="all good, epoch 3 done\n")
     assert res.exit_code == 2 and "no Python traceback found in standard input" in res.stderr
+
+
+def test_why_points_an_oom_to_the_ledger_and_that_command_works(cli, tmp_path):
+    text = ('Traceback (most recent call last):\n'
+            '  File "/me/train.py", line 40, in <module>\n    optimizer.step()\n'
+            f'  File "{SITE}/torch/optim/adamw.py", line 200, in step\n    adamw(...)\n'
+            'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity '
+            'of 23.65 GiB of which 100.00 MiB is free.\n')
+    log = tmp_path / "crash.log"
+    log.write_text(text)
+    res = cli("why", str(log))
+    assert res.exit_code == 0
+    assert f"--oom {log}" in res.stdout
+    res = cli("mem", "qwen2.5-1.5b", "--seq", "4096", "--gpu", "4090", "--oom", str(log), "--json")
+    assert res.exit_code == 0, res.stderr
+    oom = json.loads(res.stdout)["oom"]
+    assert oom["phase"] == "optimizer step" and oom["remedies"]

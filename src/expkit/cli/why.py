@@ -53,6 +53,11 @@ def why(
         print(dumps(result))
         return
     print(format_report(result.traceback, result.explanation))
+    if result.explanation.kind == "out_of_memory":
+        # the ledger's options (method, precision, checkpointing, sharding) live on `expkit mem`
+        log = "crash.log" if source == "-" else source
+        print(f"\nTo see which block overflowed and the remedies ranked by savings, reconcile it with the "
+              f"memory ledger:\n  expkit mem MODEL [--seq N --batch N --method ... --gpu NAME] --oom {log}")
 
 
 def register(root: typer.Typer) -> None:
