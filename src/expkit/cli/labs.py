@@ -53,7 +53,12 @@ def run(
 
       expkit labs run C2.2 --quick --json
     """
+    import os
     import sys
+
+    # labs build their models, tokenizers and data locally: never wait on a Hugging Face Hub timeout
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
     from expkit.labs.registry import select_labs
     from expkit.labs.runner import run_labs
