@@ -52,37 +52,25 @@ class ModelShape:
 
     @classmethod
     def from_hf_config(cls, config: dict, *, name: str = "model") -> ModelShape:
-        """Read a Hugging Face ``config.json`` dict (Llama, Qwen2, Mistral style; ``n_embd`` GPT-2 keys too).
+        """Read a Hugging Face ``config.json`` dict (Llama, Qwen2, Mistral style) through the memory
+        ledger's reader (``expkit.memory.spec_from_dict``), so both tools read configs one way.
 
         Raises:
-            UsageError: a key the roofline needs is missing.
+            InputError: a key the architecture needs is missing or not a positive integer.
         """
+        from expkit.memory.architecture import spec_from_dict
 
-        def need(*keys: str) -> int:
-            for k in keys:
-                if config.get(k) is not None:
-                    return int(config[k])
-            raise UsageError(f"config {name!r} has none of {keys}",
-                             hint="pass a decoder-only transformer config.json (Llama/Qwen2/Mistral style)")
-
-        h = need("hidden_size", "n_embd", "d_model")
-        layers = need("num_hidden_layers", "n_layer", "num_layers")
-        heads = need("num_attention_heads", "n_head")
-        kv = int(config.get("num_key_value_heads") or heads)
-        hd = int(config.get("head_dim") or h // heads)
-        inter = int(config.get("intermediate_size") or config.get("n_inner") or 4 * h)
-        vocab = need("vocab_size")
-        gated = "n_embd" not in config  # GPT-2 MLP has 2 matrices, Llama/Qwen2 SwiGLU has 3
-        # (in, out) features of each matmul in one layer
-        mats = [(h, heads * hd), (h, kv * hd), (h, kv * hd), (heads * hd, h), (h, inter), (inter, h)]
-        if gated:
-            mats.append((h, inter))
+        spec = spec_from_dict(config, name=name, source=name)
+        h, heads, kv, hd, inter = (spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim,
+                                   spec.intermediate_size)
+        # (in, out) features of each matmul in one layer: q, k, v, o, and the SwiGLU gate, up, down
+        mats = [(h, heads * hd), (h, kv * hd), (h, kv * hd), (heads * hd, h), (h, inter), (h, inter), (inter, h)]
         per_layer = sum(i * o for i, o in mats)
-        io = layers * sum(i + o for i, o in mats) + h + vocab
-        return cls(name=name, hidden_size=h, num_layers=layers, num_heads=heads, num_kv_heads=kv,
-                   head_dim=hd, intermediate_size=inter, vocab_size=vocab,
-                   tie_word_embeddings=bool(config.get("tie_word_embeddings", False)),
-                   linear_params=layers * per_layer + vocab * h, matmul_io_per_token=io)
+        io = spec.num_layers * sum(i + o for i, o in mats) + h + spec.vocab_size
+        return cls(name=name, hidden_size=h, num_layers=spec.num_layers, num_heads=heads, num_kv_heads=kv,
+                   head_dim=hd, intermediate_size=inter, vocab_size=spec.vocab_size,
+                   tie_word_embeddings=spec.tied_embeddings,
+                   linear_params=spec.num_layers * per_layer + spec.vocab_size * h, matmul_io_per_token=io)
 
 
 def load_model_shape(model: str | Path) -> ModelShape:
