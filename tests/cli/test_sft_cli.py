@@ -103,3 +103,16 @@ def test_demo_model_command_copies_the_cache(cli, tmp_path):
     res = cli("sft", "demo-model", "--quick", "--out", str(tmp_path / "demo"))
     assert res.exit_code == 0 and "from the cache" in res.stdout
     assert (tmp_path / "demo" / "tokenizer.json").is_file() and (tmp_path / "demo" / "config.json").is_file()
+
+
+def test_data_writes_checkable_conversations(cli, tmp_path):
+    import json
+
+    out = tmp_path / "chat.jsonl"
+    res = cli("sft", "data", "--out", str(out), "-n", "7", "--seed", "3", "--no-system", "--json")
+    assert res.exit_code == 0, res.stderr
+    info = json.loads(res.stdout)
+    assert info["conversations"] == 7 and info["system_turn"] is False and info["path"] == str(out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 7
+    assert all([m["role"] for m in r["messages"]] == ["user", "assistant"] for r in rows)

@@ -350,6 +350,7 @@ def data(
     seed: int = typer.Option(0, "--seed", help="Seed (use another seed for held-out data)."),
     tasks: str = typer.Option("add,reverse,km_to_m", "--tasks", help="Comma-separated: add, reverse, km_to_m."),
     no_system: bool = typer.Option(False, "--no-system", help="No system turn."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written as JSON."),
 ) -> None:
     """Write synthetic chat data with checkable answers (a + b, reversed words, km to m).
 
@@ -364,6 +365,12 @@ def data(
     names = [t.strip() for t in tasks.split(",") if t.strip()]
     kwargs = {"system_prompt": None} if no_system else {}
     path = write_chat_jsonl(generate_chat_examples(n=n, seed=seed, tasks=names, **kwargs), out)
+    if json_out:
+        from expkit.render.jsonout import dumps
+
+        print(dumps({"path": str(path), "conversations": n, "seed": seed, "tasks": names,
+                     "system_turn": not no_system}))
+        return
     print(f"wrote {n} conversations to {path}")
 
 
