@@ -59,6 +59,9 @@ def run(
     # labs build their models, tokenizers and data locally: never wait on a Hugging Face Hub timeout
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    # torch 2.13's kineto prints two "USDT ... profiler_start/stop" lines per profiled step to stderr;
+    # the labs profile many steps. Level 6 silences them (set KINETO_LOG_LEVEL yourself to see them).
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
     from expkit.labs.registry import select_labs
     from expkit.labs.runner import run_labs
