@@ -1,6 +1,7 @@
 """Stage 3: trust your ops. Compare with dtype tolerances, numpy reference operators, shape guards."""
 
 from expkit.check.against import AgainstReport, CaseReport, against, load_callable
+from expkit.check.attention import AttentionCheck, check_attention, sdpa_causal
 from expkit.check.compare import DEFAULT_TOLERANCES, CompareReport, compare, default_tolerance
 from expkit.check.reference import causal_attention, cross_entropy, layer_norm, rms_norm, softmax
 from expkit.check.shapes import Dims, ShapeError, expect_shape
@@ -8,12 +9,14 @@ from expkit.check.shapes import Dims, ShapeError, expect_shape
 __all__ = [
     "DEFAULT_TOLERANCES",
     "AgainstReport",
+    "AttentionCheck",
     "CaseReport",
     "CompareReport",
     "Dims",
     "ShapeError",
     "against",
     "causal_attention",
+    "check_attention",
     "compare",
     "cross_entropy",
     "default_tolerance",
@@ -21,5 +24,6 @@ __all__ = [
     "layer_norm",
     "load_callable",
     "rms_norm",
+    "sdpa_causal",
     "softmax",
 ]

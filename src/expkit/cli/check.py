@@ -57,45 +57,15 @@ def attention(
 
       expkit check attention --dtype float64 --shape 4,8,128,64 --json
     """
-    from dataclasses import dataclass
+    from expkit.check.attention import check_attention
+    from expkit.errors import CheckFailed
 
-    from expkit.check.against import against
-    from expkit.check.reference import causal_attention
-    from expkit.errors import CheckFailed, UsageError
-
-    if dtype not in ("float32", "float64"):
-        raise UsageError(f"--dtype {dtype!r}: numpy attention runs in float32 or float64")
     dims = _parse_shape(shape)
-    if len(dims) not in (3, 4):
-        raise UsageError(f"--shape {shape!r} has {len(dims)} sizes; give B,T,D or B,H,T,D")
-
-    def sdpa(q, k, v):  # noqa: ANN001, ANN202 - torch tensors
-        import torch.nn.functional as F
-
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-    rep = against(sdpa, causal_attention, shapes=[[dims] * 3], dtypes=[dtype], seed=seed,
-                  fn_backend="torch", reference_backend="numpy")
-    out = rep.cases[0].output
-
-    @dataclass(frozen=True)
-    class AttentionCheck:
-        shape: tuple[int, ...]
-        dtype: str
-        max_abs_error: float
-        max_rel_error: float
-        tolerance: float
-        rtol: float
-        atol: float
-        ok: bool
-        reason: str
-
-    result = AttentionCheck(dims, dtype, out.max_abs_error, out.max_rel_error, out.tolerance, out.rtol, out.atol,
-                            out.ok, out.reason)
+    out = check_attention(shape=dims, dtype=dtype, seed=seed)
     if json_out:
         from expkit.render.jsonout import dumps
 
-        print(dumps(result))
+        print(dumps(out))
     else:
         print(f"numpy causal attention vs torch SDPA, shape {','.join(map(str, dims))} {dtype}: "
               f"max abs error {out.max_abs_error:.3g} (tolerance {out.tolerance:.3g} = atol {out.atol:g} + "

@@ -13,12 +13,6 @@ SHAPES_QUICK = ((2, 4, 64, 32), (1, 8, 128, 64))
 SHAPES_FULL = ((2, 4, 64, 32), (1, 8, 128, 64), (4, 8, 256, 64), (1, 12, 512, 64))
 
 
-def _sdpa(q, k, v):  # noqa: ANN001, ANN202 - torch tensors
-    import torch.nn.functional as F
-
-    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-
 def _naive_attention(q, k, v):  # noqa: ANN001, ANN202 - the bug: softmax without subtracting the max
     import numpy as np
 
@@ -35,7 +29,7 @@ def run(ctx: LabContext) -> LabOutput:
     import numpy as np
     import torch
 
-    from expkit.check import against, causal_attention, compare, default_tolerance
+    from expkit.check import causal_attention, check_attention, compare, default_tolerance, sdpa_causal
     from expkit.render.figures import new_figure, save_figure
 
     shapes = SHAPES_QUICK if ctx.quick else SHAPES_FULL
@@ -43,7 +37,7 @@ def run(ctx: LabContext) -> LabOutput:
     oks: dict[str, bool] = {"float32": True, "float64": True}
     for shape in shapes:
         for dtype in errs:
-            rep = against(_sdpa, causal_attention, shapes=[[shape] * 3], dtypes=[dtype], seed=ctx.seed)
+            rep = check_attention(shape=shape, dtype=dtype, seed=ctx.seed)
             errs[dtype].append(rep.max_abs_error)
             oks[dtype] &= rep.ok
     e32, e64 = max(errs["float32"]), max(errs["float64"])
@@ -53,8 +47,8 @@ def run(ctx: LabContext) -> LabOutput:
     # the classic bug: softmax without the max subtracted overflows once logits pass ~88 in float32
     rng = np.random.default_rng(ctx.seed)
     q = (rng.standard_normal((1, 1, 16, 64)) * 6.0).astype(np.float32)  # logits of a few hundred
-    naive = compare(_naive_attention(q, q, q), _sdpa(*(torch.from_numpy(q),) * 3))
-    safe = compare(causal_attention(q, q, q), _sdpa(*(torch.from_numpy(q),) * 3))
+    naive = compare(_naive_attention(q, q, q), sdpa_causal(*(torch.from_numpy(q),) * 3))
+    safe = compare(causal_attention(q, q, q), sdpa_causal(*(torch.from_numpy(q),) * 3))
 
     fig, (ax,) = new_figure(1)
     labels = ["x".join(map(str, s)) for s in shapes]
