@@ -11,23 +11,6 @@ app = typer.Typer(help="Train something small: the char LM, the visible loop, sa
                   no_args_is_help=True)
 
 
-def draw_lr_schedule(schedule: Any, path: Path) -> Path:
-    """The learning-rate schedule as a figure (lr against step), drawn before step 1 (C3.6)."""
-    from expkit.render.figures import new_figure, save_figure
-
-    steps, lrs = schedule.curve()
-    fig, (ax,) = new_figure(1, width_in=6.0, height_in=3.2)
-    ax.plot(steps, lrs, "C0-")
-    if schedule.warmup_steps:  # steps are 0-based: the peak is step warmup_steps - 1
-        ax.axvline(schedule.warmup_steps - 1, color="grey", lw=0.8, ls="--",
-                   label=f"end of warmup ({schedule.warmup_steps} steps)")
-    ax.set(xlabel="optimizer step", ylabel="learning rate",
-           title=f"warmup + cosine: {schedule.lr_max:g} -> {schedule.lr_min:g} over {schedule.max_steps} steps")
-    if schedule.warmup_steps:
-        ax.legend()
-    return save_figure(fig, path)
-
-
 def _describe_check(check: Any) -> str:
     name = type(check).__name__
     if name == "FirstLossCheck":
@@ -105,6 +88,8 @@ def charlm(
         elif event.kind == "log" and advance:
             advance[0](f"step {event.step + 1}/{event.max_steps} loss {v['loss']:.3f} "
                        f"lr {v['lr']:.2e} {v['tokens_per_s']:,.0f} tok/s")
+
+    from expkit.render.schedule import draw_lr_schedule
 
     with stack:
         result = train_charlm(model_config=mcfg, train_config=tcfg, corpus=corpus, seed=seed, device=device,

@@ -14,7 +14,7 @@ SEED_LOOP = SeedFigure("loop_choices", "fixed choices of the loop", None, "",
 
 @lab(id="C3.6", title="Warmup + cosine, and the loop's fixed choices", claims=("C3.6",), seed=(SEED_SCHEDULE, SEED_LOOP))
 def run(ctx: LabContext) -> LabOutput:
-    from expkit.cli.train import draw_lr_schedule
+    from expkit.render.schedule import draw_lr_schedule
     from expkit.train import CharLMConfig, TrainConfig, load_corpus, train_charlm
 
     seen_lr: dict[int, float] = {}
