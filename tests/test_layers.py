@@ -90,3 +90,13 @@ def test_only_render_and_cli_print():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
                 offenders.append(f"{rel}:{node.lineno}")
     assert not offenders, "library code must return data, not print: " + ", ".join(offenders)
+
+
+def test_labs_do_not_import_the_cli():
+    # labs and cli both sit on top; a lab that needs a figure or a helper gets it from render or a stage
+    offenders = []
+    for path in sorted((SRC / "labs").rglob("*.py")):
+        for lineno, name in _imports(path):
+            if name.startswith("expkit.cli"):
+                offenders.append(f"labs/{path.name}:{lineno} imports {name}")
+    assert not offenders, "\n".join(offenders)
