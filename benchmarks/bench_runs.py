@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,33 +23,9 @@ from pathlib import Path
 
 import orjson
 
+from timing import median_cpu_s, median_wall_s  # benchmarks/timing.py
+
 import torch  # noqa: F401  - a training script has torch imported before start()
-
-
-def cpu_s() -> float:
-    """CPU seconds of this process and its finished children (git): a figure the shared cores do not inflate."""
-    import resource
-
-    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
-
-
-def median_cpu(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        c0 = cpu_s()
-        fn()
-        times.append(cpu_s() - c0)
-    return statistics.median(times)
-
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def bench_capture(tmp: Path, repeats: int) -> dict:
@@ -74,8 +49,8 @@ def bench_capture(tmp: Path, repeats: int) -> dict:
 
     theirs()  # the first call creates the database (schema migrations); not counted
     ours()
-    return {"expkit_start_s": median_time(ours, repeats), "mlflow_start_run_s": median_time(theirs, repeats),
-            "expkit_start_cpu_s": median_cpu(ours, repeats)}
+    return {"expkit_start_s": median_wall_s(ours, repeats), "mlflow_start_run_s": median_wall_s(theirs, repeats),
+            "expkit_start_cpu_s": median_cpu_s(ours, repeats)}
 
 
 def bench_capture_big_repo(tmp: Path, n_files: int, repeats: int) -> dict:
@@ -99,8 +74,8 @@ def bench_capture_big_repo(tmp: Path, n_files: int, repeats: int) -> dict:
         with start(seed=0, store=store, code_dir=repo) as run:
             ids.append(run.id)
 
-    s = median_time(ours, repeats)
-    cpu = median_cpu(ours, repeats)
+    s = median_wall_s(ours, repeats)
+    cpu = median_cpu_s(ours, repeats)
     rec = orjson.loads((store / ids[-1] / "run.json").read_bytes())
     return {"changed_files": rec["code"]["changed_files"], "patch_bytes": rec["code"]["patch_bytes"],
             "expkit_start_big_repo_s": s, "expkit_start_big_repo_cpu_s": cpu, "capture_s_recorded": rec["capture_s"]}
@@ -145,13 +120,13 @@ def bench_ls(tmp: Path, n_runs: int, repeats: int) -> dict:
     cold = list_runs(store)
     cold_s = time.perf_counter() - t0
     assert len(cold.runs) == n_runs, len(cold.runs)
-    warm_s = median_time(lambda: list_runs(store), repeats)
-    where_s = median_time(lambda: list_runs(store, where=["config.lr<0.5", "status=finished"]), repeats)
+    warm_s = median_wall_s(lambda: list_runs(store), repeats)
+    where_s = median_wall_s(lambda: list_runs(store, where=["config.lr<0.5", "status=finished"]), repeats)
     expkit = Path(sys.executable).with_name("expkit")
     env = dict(os.environ, EXPKIT_STORE=str(store))
-    cli_s = median_time(lambda: subprocess.run([str(expkit), "runs", "ls", "--limit", "0", "--json"], env=env,
+    cli_s = median_wall_s(lambda: subprocess.run([str(expkit), "runs", "ls", "--limit", "0", "--json"], env=env,
                                                capture_output=True, check=True), max(1, repeats // 2))
-    cli_head_s = median_time(lambda: subprocess.run([str(expkit), "runs", "ls"], env=env, capture_output=True,
+    cli_head_s = median_wall_s(lambda: subprocess.run([str(expkit), "runs", "ls"], env=env, capture_output=True,
                                                     check=True), max(1, repeats // 2))
     return {"runs": n_runs, "list_runs_cold_s": cold_s, "list_runs_warm_s": warm_s, "list_runs_where_s": where_s,
             "cli_ls_all_json_s": cli_s, "cli_ls_default_table_s": cli_head_s}

@@ -13,26 +13,17 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from timing import median_wall_s  # benchmarks/timing.py
 
 N_ITEMS = 10_000
 N_BOOT = 10_000
 N_MODELS = 20
-
-
-def _median_s(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def bench_bootstrap(repeats: int) -> dict:
@@ -47,9 +38,9 @@ def bench_bootstrap(repeats: int) -> dict:
         "graded": (rng.random(N_ITEMS), rng.random(N_ITEMS)),
     }
     for name, (a, b) in cases.items():
-        ours = _median_s(lambda: paired_bootstrap(a, b, n_boot=N_BOOT, seed=1), repeats)
+        ours = median_wall_s(lambda: paired_bootstrap(a, b, n_boot=N_BOOT, seed=1), repeats)
         d = a - b
-        peer = _median_s(lambda: stats.bootstrap((d,), np.mean, n_resamples=N_BOOT, method="percentile",
+        peer = median_wall_s(lambda: stats.bootstrap((d,), np.mean, n_resamples=N_BOOT, method="percentile",
                                                  vectorized=True, random_state=1), repeats)
         r_ours = paired_bootstrap(a, b, n_boot=N_BOOT, seed=1)
         r_peer = stats.bootstrap((d,), np.mean, n_resamples=N_BOOT, method="percentile", vectorized=True,
@@ -101,8 +92,8 @@ def bench_table(repeats: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "results.jsonl"
         _write_results(path)
-        ours = _median_s(lambda: build_eval_table(read_item_results(path)), repeats)
-        peer = _median_s(lambda: _peer_table(path), repeats)
+        ours = median_wall_s(lambda: build_eval_table(read_item_results(path)), repeats)
+        peer = median_wall_s(lambda: _peer_table(path), repeats)
     return {"expkit_s": ours, "pandas_statsmodels_s": peer, "ratio_peer_over_expkit": peer / ours,
             "target_s": 5.0, "within_target": ours <= 5.0, "rows": N_MODELS * N_ITEMS}
 
