@@ -20,7 +20,7 @@ def test_one_step_api_keeps_its_keywords():
 
 
 def test_one_training_step_runs_from_a_fresh_setup(small_corpus):
-    from conftest import TINY_MODEL, tiny_train
+    from train_fixtures import TINY_MODEL, tiny_train
 
     sched = train.WarmupCosine(lr_max=1e-3, lr_min=1e-4, warmup_steps=1, max_steps=2)
     setup = train.setup_training(model_config=TINY_MODEL, train_config=tiny_train(), corpus=small_corpus, seed=0,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from expkit.train import train_charlm
-from conftest import TINY_MODEL, tiny_train
+from train_fixtures import TINY_MODEL, tiny_train
 
 OVERRIDES = ["n_layer=1", "n_embd=32", "n_head=2", "block_size=32", "seq_len=32", "warmup_steps=2",
              "max_steps=6", "eval_windows=8", "log_interval=1", "eval_interval=1000"]

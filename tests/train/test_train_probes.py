@@ -11,7 +11,7 @@ from expkit.train.probes import (
     measure_item_sync,
     trace_grad_norm_growth,
 )
-from conftest import TINY_MODEL
+from train_fixtures import TINY_MODEL
 
 
 def test_accumulated_micro_batches_match_one_big_batch():

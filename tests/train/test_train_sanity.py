@@ -16,7 +16,7 @@ from expkit.train import (
     find_stale_grads,
     locate_first_nonfinite,
 )
-from conftest import TINY_MODEL
+from train_fixtures import TINY_MODEL
 
 
 def test_first_loss_at_ln_v_is_ok_and_the_seed_figure_too():
