@@ -17,7 +17,6 @@ from typing import Any
 from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, answer_of
 from expkit.finetune.contract import StopContract, read_stop_contract
-from expkit.finetune.demomodel import torch_threads
 from expkit.finetune.labels import find_end_of_turn, load_chat_tokenizer, prompt_text
 
 __all__ = ["EosContrast", "StopCase", "StopCheck", "check_stopping", "compare_eos_in_loss", "load_for_generation"]
@@ -148,6 +147,8 @@ def check_stopping(
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else eot.id
     special = {i for i, t in tok.added_tokens_decoder.items() if t.special} - {eot.id}
     cases: list[StopCase] = []
+    from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
+
     with torch_threads(num_threads), torch.no_grad():
         for start in range(0, len(prompts), batch_size):
             batch_prompts = prompts[start:start + batch_size]

@@ -19,7 +19,6 @@ from typing import Any
 from expkit.errors import CheckFailed, InputError, UsageError
 from expkit.finetune.chatdata import ChatExample
 from expkit.finetune.contract import StopContract, enforce_stop_contract
-from expkit.finetune.demomodel import torch_threads
 from expkit.finetune.labels import LOSS_MODES, LabelAudit, LabelBuilder, audit_labels, load_chat_tokenizer
 
 __all__ = ["SFTSettings", "SFTResult", "lora_target_modules", "quiet_progress", "train_lora_sft"]
@@ -221,6 +220,8 @@ def train_lora_sft(
         raise CheckFailed(f"label audit failed at {where}: {p.check}: {p.message} "
                           f"({len(real)} problems in all)", hint="run `expkit sft audit` to see the labels")
     labelled = [builder.build(ex, index=i) for i, ex in enumerate(examples)]
+    from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
+
     with torch_threads(settings.num_threads), quiet_progress(), warnings.catch_warnings():
         # transformers 5 renamed gradient_checkpointing; TRL's SFTConfig still sets the old name
         warnings.filterwarnings("ignore", category=FutureWarning, message=".*checkpointing.*")

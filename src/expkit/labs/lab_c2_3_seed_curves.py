@@ -46,12 +46,12 @@ def run(ctx: LabContext) -> LabOutput:
 
     import numpy as np
     import orjson
-    import torch
 
     from expkit.render.curves import draw_curves
     from expkit.stats.curves import load_curves, summarize_curves
     from expkit.stats.seeds import summarize_seeds, welch_interval
     from expkit.train import load_corpus
+    from expkit.train.threads import torch_threads
 
     n_seeds = 5 if ctx.quick else 8
     steps = 50 if ctx.quick else 500
@@ -61,9 +61,7 @@ def run(ctx: LabContext) -> LabOutput:
     run_dir = ctx.out_dir / "runs"
     run_dir.mkdir(parents=True, exist_ok=True)
     files = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a 30 k-parameter model runs faster on one thread than split over two
-    try:
+    with torch_threads(1):  # a 30 k-parameter model runs faster on one thread than split over two
         for lr in LRS:
             for s in range(n_seeds):
                 rows = _train_one(corpus, lr, ctx.seed + s, steps, eval_steps, eval_windows)
@@ -75,8 +73,6 @@ def run(ctx: LabContext) -> LabOutput:
                             rec["val_loss"] = val
                         fh.write(orjson.dumps(rec) + b"\n")
                 files.append(path)
-    finally:
-        torch.set_num_threads(threads)
 
     # the tool path: read the files back as a user's `expkit plot curves` would
     train_cs = summarize_curves(load_curves(files, metric="loss"), metric="loss", x_key="step", ema=0.9)

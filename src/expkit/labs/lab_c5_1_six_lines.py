@@ -39,7 +39,8 @@ def run(ctx: LabContext) -> LabOutput:
     from trl import SFTConfig, SFTTrainer
 
     from expkit.finetune.chatdata import generate_chat_examples, write_chat_jsonl
-    from expkit.finetune.demomodel import ensure_demo_model, torch_threads
+    from expkit.finetune.demomodel import ensure_demo_model
+    from expkit.train.threads import torch_threads
     from expkit.finetune.training import quiet_progress
 
     demo = ensure_demo_model(quick=ctx.quick)

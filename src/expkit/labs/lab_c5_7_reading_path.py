@@ -20,7 +20,8 @@ def run(ctx: LabContext) -> LabOutput:
     from trl import SFTConfig, SFTTrainer
 
     from expkit.finetune.chatdata import generate_chat_examples
-    from expkit.finetune.demomodel import ensure_demo_model, torch_threads
+    from expkit.finetune.demomodel import ensure_demo_model
+    from expkit.train.threads import torch_threads
     from expkit.finetune.labels import LabelBuilder, load_chat_tokenizer
     from expkit.finetune.tracing import trace_compute_loss
     from expkit.finetune.training import quiet_progress

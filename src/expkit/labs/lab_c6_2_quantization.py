@@ -19,7 +19,7 @@ def _probe_int8_weight_only(seed: int) -> tuple[float, float, float]:
 
     import torch
 
-    from expkit.perf.roofs import torch_threads
+    from expkit.train.threads import torch_threads
 
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(4096, 4096, generator=gen)  # 64 MiB fp32: larger than the last-level cache

@@ -37,6 +37,7 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.render.figures import new_figure, save_figure
     from expkit.runs.determinism import probe_function
     from expkit.train import CharLMConfig, TrainConfig, WarmupCosine, setup_training, train_step
+    from expkit.train.threads import torch_threads
 
     corpus = _corpus()
     width, layers = (32, 1) if ctx.quick else (64, 2)
@@ -57,15 +58,11 @@ def run(ctx: LabContext) -> LabOutput:
         return {"loss": losses[-1]}
 
     base = ctx.seed
-    threads = torch.get_num_threads()
     # one thread: a model this small only loses to intra-op threading on 2 shared cores (10x slower here)
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         rep = probe_function(train, seeds=SEEDS, base_seed=base, deterministic=True)
         no_flag = train(base, keep=False)["loss"]  # the flag off: CPU kernels are deterministic anyway
         lr_change = train(base, lr=lr_max * 1.2, keep=False)["loss"]
-    finally:
-        torch.set_num_threads(threads)
     params_identical = all(torch.equal(states[0][k], states[1][k]) for k in states[0])
     finals = [f["loss"] for f in rep.finals]
     per_seed = [finals[0], *finals[2:]]

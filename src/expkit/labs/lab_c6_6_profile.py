@@ -34,7 +34,7 @@ def _charlm_step(seed: int):  # noqa: ANN202 - a step function and a description
 def run(ctx: LabContext) -> LabOutput:
     from expkit.perf.buckets import BUCKET_LABELS
     from expkit.perf.profiler import profile
-    from expkit.perf.roofs import torch_threads
+    from expkit.train.threads import torch_threads
     from expkit.render.figures import new_figure, save_figure
 
     step_fn, what = _charlm_step(ctx.seed)

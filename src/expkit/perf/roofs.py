@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from expkit.errors import UsageError
 
-__all__ = ["torch_threads", "CopyMeasurement", "GemmMeasurement", "MeasuredRoofs", "measure_copy_bandwidth", "measure_gemm",
+__all__ = ["CopyMeasurement", "GemmMeasurement", "MeasuredRoofs", "measure_copy_bandwidth", "measure_gemm",
            "measure_numpy_copy_bandwidth", "measure_roofs"]
 
 MIB = 1024**2
@@ -64,26 +63,6 @@ class MeasuredRoofs:
     reference_copy: CopyMeasurement | None = None
     gemm_vs_reference_ratio: float | None = None
     bandwidth_vs_reference_ratio: float | None = None
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[int]:
-    """Run the body with ``torch.set_num_threads(threads)`` (None: leave as is); restore after. Yields the count.
-
-    One thread is the robust choice on a machine shared with other jobs: with more threads than free
-    cores, OpenMP's barriers can make a step many times slower.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    if threads is not None:
-        if threads < 1:
-            raise UsageError(f"threads={threads} must be >= 1")
-        torch.set_num_threads(threads)
-    try:
-        yield torch.get_num_threads()
-    finally:
-        torch.set_num_threads(before)
 
 
 def _sync(device: str) -> None:
@@ -276,6 +255,8 @@ def measure_roofs(
         MeasuredRoofs.
     """
     import torch
+
+    from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
 
     _check_device(device)
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")

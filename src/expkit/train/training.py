@@ -30,6 +30,7 @@ from expkit.train.sanity import (
     locate_first_nonfinite,
 )
 from expkit.train.schedule import WarmupCosine
+from expkit.train.threads import torch_threads
 
 __all__ = ["Calibration", "TrainEvent", "TrainResult", "measure_mfu", "train_charlm"]
 
@@ -158,11 +159,8 @@ def _restores_torch_threads(fn: Callable[..., TrainResult]) -> Callable[..., Tra
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> TrainResult:
-        before = torch.get_num_threads()
-        try:
+        with torch_threads(None):  # restores the count on exit, whatever the run set
             return fn(*args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
 
     return wrapper
 

@@ -1,0 +1,34 @@
+"""torch's intra-op thread count, set for a block and put back after (a process-wide setting)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from expkit.errors import UsageError
+
+__all__ = ["torch_threads"]
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[int]:
+    """Run the body with ``torch.set_num_threads(threads)`` (None: leave it as is), and restore the count
+    the process had before on exit, whatever the body set. Yields the count in force.
+
+    One thread is the robust choice for tiny models on a machine shared with other jobs: with more threads
+    than free cores, OpenMP's barriers spin-wait (measured here: 0.06 s/step with 1 thread, 0.75 s with 2).
+
+    Raises:
+        UsageError: ``threads`` below 1.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        if threads < 1:
+            raise UsageError(f"threads={threads} must be >= 1")
+        torch.set_num_threads(threads)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
