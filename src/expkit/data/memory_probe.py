@@ -8,7 +8,6 @@ just before the work (``/proc/self/clear_refs``), measures only what the work to
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys

@@ -20,7 +20,7 @@ from torch import nn
 from expkit.train.config import TrainConfig
 from expkit.train.corpus import Corpus
 from expkit.train.data import eval_offsets, make_loader
-from expkit.train.distributed import DistContext, all_reduce_mean
+from expkit.train.distributed import DistContext
 from expkit.train.model import CharLM, CharLMConfig
 from expkit.train.schedule import WarmupCosine
 
