@@ -18,7 +18,7 @@ $(PY):
 # torch first (only when absent), then the project; re-run when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(PY)
 	@$(PY) -c "import torch" 2>/dev/null || { echo "installing $(TORCH_SPEC) (CPU wheel)"; $(PIP) "$(TORCH_SPEC)"; }
-	$(PIP) -e .
+	$(PIP) -e ".[all]"
 	@touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml

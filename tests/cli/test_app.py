@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -47,6 +48,8 @@ def boundary_app():
             raise InputError("field 'score' is not a number", path="res.jsonl", line=17, hint="fix the row")
         if kind == "check":
             raise CheckFailed("max error 3e-3 over tolerance 1e-6")
+        if kind == "interrupt":
+            raise KeyboardInterrupt
         raise RuntimeError("a bug")
 
     @app.command()
@@ -66,8 +69,41 @@ def test_error_boundary_exit_codes(boundary_app):
     res = runner.invoke(boundary_app, ["fail", "check"])
     assert res.exit_code == 1 and "over tolerance" in res.stderr
     res = runner.invoke(boundary_app, ["fail", "bug"])
-    # not an ExpkitError: our bug, it propagates with its traceback
-    assert isinstance(res.exception, RuntimeError)
+    # not an ExpkitError: our bug: the traceback, one line asking for a report, exit 3 (not 1, a failed check)
+    assert res.exit_code == 3
+    assert "Traceback (most recent call last)" in res.stderr and "RuntimeError: a bug" in res.stderr
+    assert "internal error" in res.stderr and "report" in res.stderr
+    res = runner.invoke(boundary_app, ["fail", "interrupt"])
+    assert res.exit_code == 130 and "interrupted" in res.stderr
+
+
+def test_json_envelope_for_results_and_errors():
+    from typer.testing import CliRunner
+
+    from expkit import __version__
+    from expkit.cli.app import app
+
+    runner = CliRunner()
+    ok = runner.invoke(app, ["stats", "ci", "--correct", "40", "--n", "80", "--method", "wald", "--json"])
+    data = json.loads(ok.stdout)
+    assert ok.exit_code == 0 and data["command"] == "stats ci" and data["version"] == __version__
+    assert abs(data["result"]["half_width"] - 0.10956531757207266) < 1e-12  # seed C2.2: 1.96*sqrt(.25/80)
+    bad = runner.invoke(app, ["stats", "ci", "--correct", "81", "--n", "80", "--json"])
+    err = json.loads(bad.stdout)
+    assert bad.exit_code == 2 and err["command"] == "stats ci" and "result" not in err
+    assert err["error"]["kind"] == "UsageError" and "81" in err["error"]["message"]
+
+
+def test_json_envelope_error_names_the_file_and_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from expkit.cli.app import app
+
+    p = tmp_path / "res.jsonl"
+    p.write_text('{"model": "a", "item": 1, "score": 1}\n{"model": "a", "item": 2, "score": "x"}\n')
+    res = CliRunner().invoke(app, ["stats", "table", str(p), "--json"])
+    err = json.loads(res.stdout)["error"]
+    assert res.exit_code == 2 and err["kind"] == "InputError" and err["where"] == f"{p}:2"
 
 
 def test_unexpected_error_prints_traceback_from_the_console_script(tmp_path):
@@ -82,5 +118,5 @@ def test_unexpected_error_prints_traceback_from_the_console_script(tmp_path):
         "app()\n"
     )
     res = subprocess.run([sys.executable, "-c", code, "boom"], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 1
+    assert res.returncode == 3
     assert "Traceback (most recent call last)" in res.stderr and "ZeroDivisionError: bug" in res.stderr

@@ -8,10 +8,10 @@ import json
 def test_attention_json_float32_and_float64(cli):
     r = cli("check", "attention", "--shape", "2,16,8", "--json")
     assert r.exit_code == 0, r.stderr
-    d = json.loads(r.stdout)
+    d = json.loads(r.stdout)["result"]
     assert d["ok"] is True and 0 < d["max_abs_error"] < 1e-6 and d["tolerance"] > d["max_abs_error"]
     r64 = cli("check", "attention", "--dtype", "float64", "--shape", "1,2,16,8", "--json")
-    assert json.loads(r64.stdout)["max_abs_error"] < 1e-13
+    assert json.loads(r64.stdout)["result"]["max_abs_error"] < 1e-13
 
 
 def test_attention_text_and_bad_shape(cli):
@@ -27,7 +27,7 @@ def test_op_pass_and_fail(cli):
     ok = cli("check", "op", "torch.nn.functional:gelu", "--reference", "torch.nn.functional:gelu", "--shape", "4,8",
              "--grad", "--json")
     assert ok.exit_code == 0, ok.stderr
-    assert json.loads(ok.stdout)["ok"] is True
+    assert json.loads(ok.stdout)["result"]["ok"] is True
     bad = cli("check", "op", "torch:exp", "--reference", "torch:expm1", "--shape", "4,8")
     assert bad.exit_code == 1
     assert "torch:exp differs from torch:expm1" in bad.stderr and "over tolerance" in bad.stdout

@@ -21,7 +21,7 @@ def test_stats_table_and_json(cli, tmp_path):
     res = cli("data", "stats", str(p))
     assert res.exit_code == 0
     assert "50 records in 50 lines" in res.stdout and "messages" in res.stdout and "array (50)" in res.stdout
-    data = json.loads(cli("data", "stats", str(p), "--json").stdout)
+    data = json.loads(cli("data", "stats", str(p), "--json").stdout)["result"]
     # user content 1..50 chars + "\n" + "a": 3..52
     assert data["chars"]["min"] == 3 and data["chars"]["max"] == 52 and data["field"] == "messages"
 
@@ -43,7 +43,7 @@ def test_validate_lists_violations_and_exits_1(cli, tmp_path):
     ok = tmp_path / "ok.jsonl"
     ok.write_text('{"prompt": "p", "completion": "c"}\n')
     res = cli("data", "validate", str(ok), "--schema", "prompt-completion", "--json")
-    assert res.exit_code == 0 and json.loads(res.stdout)["violation_count"] == 0
+    assert res.exit_code == 0 and json.loads(res.stdout)["result"]["violation_count"] == 0
 
 
 def test_head_sample_and_stdin(cli, tmp_path):
@@ -53,7 +53,7 @@ def test_head_sample_and_stdin(cli, tmp_path):
     a = cli("data", "sample", str(p), "-n", "5", "--seed", "7", "--json")
     b = cli("data", "sample", str(p), "-n", "5", "--seed", "7", "--json")
     assert a.exit_code == 0 and a.stdout == b.stdout
-    assert len(json.loads(a.stdout)["records"]) == 5
+    assert len(json.loads(a.stdout)["result"]["records"]) == 5
     res = cli("data", "head", "-", "-n", "1", input='{"x": 1}\n{"x": 2}\n')
     assert res.exit_code == 0 and res.stdout.strip() == '{"x":1}'
 

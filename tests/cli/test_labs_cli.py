@@ -8,7 +8,7 @@ import json
 def test_list_shows_c2_2(cli):
     res = cli("labs", "list", "--json")
     assert res.exit_code == 0
-    ids = [l["id"] for l in json.loads(res.stdout)]
+    ids = [l["id"] for l in json.loads(res.stdout)["result"]]
     assert "C2.2" in ids
 
 
@@ -22,7 +22,7 @@ def test_run_unknown_lab_exits_2_listing_known(cli, tmp_path):
 def test_run_one_lab_writes_report(cli, tmp_path):
     res = cli("labs", "run", "C2.2", "--quick", "--out", str(tmp_path / "rep"), "--json")
     assert res.exit_code == 0, res.stderr
-    data = json.loads(res.stdout)
+    data = json.loads(res.stdout)["result"]
     (r,) = data["results"]
     assert r["id"] == "C2.2" and r["status"] == "ok"
     hw = next(m for m in r["measurements"] if m["key"] == "half_width_n80")

@@ -10,7 +10,7 @@ import pytest
 def test_lora_ledger_json_has_the_issue_fields(cli):
     res = cli("mem", "qwen2.5-0.5b", "--method", "lora", "--lora-r", "16", "--seq", "512", "--json")
     assert res.exit_code == 0, res.stderr
-    out = json.loads(res.stdout)
+    out = json.loads(res.stdout)["result"]
     assert out["total_params"] == 494_032_768 and out["trainable_params"] == 8_798_208
     assert out["trainable_fraction"] == pytest.approx(0.0178, abs=1e-4)
     names = [l["name"] for l in out["lines"]]
@@ -39,7 +39,7 @@ def test_explain_shows_every_convention(cli):
 def test_inference_mode(cli):
     res = cli("mem", "llama-3-8b", "--mode", "infer", "--context", "8192", "--json")
     assert res.exit_code == 0, res.stderr
-    kv = next(l for l in json.loads(res.stdout)["lines"] if l["name"] == "KV cache")
+    kv = next(l for l in json.loads(res.stdout)["result"]["lines"] if l["name"] == "KV cache")
     assert kv["bytes"] == 2**30
 
 
@@ -50,7 +50,7 @@ def test_config_json_path(cli, tmp_path):
     res = cli("mem", str(tmp_path), "--seq", "64", "--json")
     assert res.exit_code == 0, res.stderr
     # embed 6400 + 2 * (4 * 4096 + 3 * 8192 + 128) + 64 + head 6400
-    assert json.loads(res.stdout)["total_params"] == 6400 + 2 * (4 * 4096 + 3 * 8192 + 128) + 64 + 6400
+    assert json.loads(res.stdout)["result"]["total_params"] == 6400 + 2 * (4 * 4096 + 3 * 8192 + 128) + 64 + 6400
 
 
 def test_oom_traceback_is_reconciled(cli, tmp_path):
@@ -65,7 +65,7 @@ def test_oom_traceback_is_reconciled(cli, tmp_path):
         "but unallocated.\n")
     res = cli("mem", "qwen2.5-1.5b", "--seq", "4096", "--oom", str(tb), "--json")
     assert res.exit_code == 0, res.stderr
-    oom = json.loads(res.stdout)["oom"]
+    oom = json.loads(res.stdout)["result"]["oom"]
     assert oom["phase"] == "backward" and oom["remedies"]
     assert oom["remedies"][0]["savings_bytes"] >= oom["remedies"][-1]["savings_bytes"]
 
@@ -102,8 +102,8 @@ def test_measure_on_a_tiny_config_uses_the_cache(cli, tmp_path, monkeypatch):
     args = ("mem", str(tmp_path), "--seq", "128", "--precision", "fp32", "--measure", "--replica-seq", "32", "--json")
     res = cli(*args)
     assert res.exit_code == 0, res.stderr
-    fit = json.loads(res.stdout)["measured"]
+    fit = json.loads(res.stdout)["result"]["measured"]
     assert fit["layers"] == [1, 2, 4] and fit["cached"] is False
     assert abs(fit["extrapolated_bytes"] / fit["formula_bytes"] - 1) < 0.01
-    assert json.loads(cli(*args).stdout)["measured"]["cached"] is True
+    assert json.loads(cli(*args).stdout)["result"]["measured"]["cached"] is True
     assert list((tmp_path / "cache" / "memory").glob("*.json"))

@@ -24,7 +24,7 @@ def test_curves_from_csv_png_and_json(cli, tmp_path):
     out = tmp_path / "fig.png"
     r = cli("plot", "curves", str(f), "--out", str(out), "--ema", "0.5", "--json")
     assert r.exit_code == 0, r.stderr
-    d = json.loads(r.stdout)
+    d = json.loads(r.stdout)["result"]
     assert [g["n_seeds"] for g in d["groups"]] == [4, 4]
     assert d["difference"]["groups"] == "a - b" and d["difference"]["n_excludes_zero"] > 50
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -51,7 +51,7 @@ def test_curves_from_run_directories_grouped_by_config(cli, tmp_path):
             dirs.append(str(d))
     r = cli("plot", "curves", *dirs, "--group-by", "config.lr", "--x", "time", "--out", str(tmp_path / "f.png"), "--json")
     assert r.exit_code == 0, r.stderr
-    d = json.loads(r.stdout)
+    d = json.loads(r.stdout)["result"]
     assert {g["group"] for g in d["groups"]} == {"0.001", "0.003"}
     assert d["groups"][0]["final_x"] == 28.0  # time is relative to the first record
 
@@ -79,7 +79,7 @@ def test_curves_from_the_run_store_by_run_id(cli, tmp_path):
     r = cli("plot", "curves", *ids, "--store", str(store), "--group-by", "config.lr",
             "--out", str(tmp_path / "f.png"), "--json")
     assert r.exit_code == 0, r.stderr
-    d = json.loads(r.stdout)
+    d = json.loads(r.stdout)["result"]
     assert sorted(g["group"] for g in d["groups"]) == ["0.001", "0.003"]
     assert all(g["n_seeds"] == 2 for g in d["groups"])
     assert d["difference"]["n_points"] == 19

@@ -22,7 +22,7 @@ def test_trace_json_shares(cli, tmp_path):
                                      X("aten::add_", "cpu_op", 80, 10)])
     res = cli("profile", str(p), "--json")
     assert res.exit_code == 0, res.stderr
-    data = json.loads(res.stdout)
+    data = json.loads(res.stdout)["result"]
     assert data["shares"]["gemm"] == pytest.approx(0.71) and data["dominant"] == "gemm"
     assert data["shares"]["overhead"] == pytest.approx(0.19)
     assert data["verdict"].startswith("GEMM is 71%")
@@ -75,6 +75,6 @@ def test_python_c_with_nonzero_exit_is_not_called_a_crash(cli, tmp_path):
               "import sys, torch; torch.ones(64, 64) @ torch.ones(64, 64); sys.exit(3)")
     assert res.exit_code == 1
     assert "exited with code 3" in res.stderr and "crashed" not in res.stderr
-    data = json.loads(res.stdout)
+    data = json.loads(res.stdout)["result"]
     assert data["returncode"] == 3 and data["traceback"] is None
     assert data["report"]["shares"]["gemm"] > 0 and trace.is_file()

@@ -10,7 +10,7 @@ import pytest
 def test_h100_ridge_json(cli):
     res = cli("roofline", "--gpu", "H100", "--json")
     assert res.exit_code == 0, res.stderr
-    data = json.loads(res.stdout)
+    data = json.loads(res.stdout)["result"]
     assert data["ridge_flop_per_byte"] == pytest.approx(295, abs=1)  # seed C6.1
     assert data["bound"] == "memory" and data["phase"] == "decode" and data["batch"] == 1
     assert [p["name"] for p in data["parts"]] == ["weight matmuls", "KV-cache attention"]
@@ -28,14 +28,14 @@ def test_train_phase_is_compute_bound_and_figure_is_written(cli, tmp_path):
     res = cli("roofline", "--gpu", "h100", "--phase", "train", "--batch", "8", "--context", "2048",
               "--figure", str(fig), "--json")
     assert res.exit_code == 0, res.stderr
-    assert json.loads(res.stdout)["bound"] == "compute"
+    assert json.loads(res.stdout)["result"]["bound"] == "compute"
     assert fig.stat().st_size > 10_000 and fig.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_gpus_lists_registry_with_sources(cli):
     res = cli("roofline", "gpus", "--json")
     assert res.exit_code == 0
-    gpus = {g["name"]: g for g in json.loads(res.stdout)}
+    gpus = {g["name"]: g for g in json.loads(res.stdout)["result"]}
     assert {"A100 80GB SXM", "H100 SXM", "H200", "B200", "RTX 4090", "L4", "L40S"} <= set(gpus)
     assert gpus["H100 SXM"]["datasheet_sparse"] is True and "datasheet" in gpus["H100 SXM"]["source"]
     text = cli("roofline", "gpus")
@@ -58,7 +58,7 @@ def test_bad_phase_and_model(cli):
 def test_measure_small(cli):
     res = cli("roofline", "measure", "--gemm-n", "128", "--copy-mib", "4", "--repeats", "2", "--json")
     assert res.exit_code == 0, res.stderr
-    data = json.loads(res.stdout)
+    data = json.loads(res.stdout)["result"]
     assert data["device"] == "cpu" and data["gemm"]["n"] == 128
     assert data["ridge_flop_per_byte"] == pytest.approx(data["peak_flop_s"] / data["bandwidth_bytes_s"])
     assert data["gemm_vs_reference_ratio"] is None
@@ -73,7 +73,7 @@ def test_decode_measured_json_and_figure(cli, tmp_path):
     fig = tmp_path / "decode.png"
     res = cli("roofline", "decode", "--batch-sizes", "1,4", "--new-tokens", "2", "--threads", "1", "--figure", str(fig), "--json")
     assert res.exit_code == 0, res.stderr
-    pts = json.loads(res.stdout)
+    pts = json.loads(res.stdout)["result"]
     assert [p["batch"] for p in pts] == [1, 4]
     assert all(p["tokens_per_s"] == pytest.approx(p["batch"] / p["step_time_s"]) for p in pts)
     assert pts[1]["intensity_flop_per_byte"] > pts[0]["intensity_flop_per_byte"]

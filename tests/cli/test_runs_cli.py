@@ -38,13 +38,13 @@ def test_exec_ls_show_diff(cli, proj: Path) -> None:
     r = cli("runs", "exec", "--name", "a", "--seed", "1", "--data", "train.py", "--", PY, "train.py", "0.1")
     assert r.exit_code == 0 and '"step": 9' in r.stdout and "finished (exit code 0" in r.stderr
     r = cli("runs", "exec", "--name", "b", "--seed", "1", "--json", "--", PY, "train.py", "0.2")
-    res = json.loads(r.stdout)
+    res = json.loads(r.stdout)["result"]
     assert r.exit_code == 0 and res["status"] == "finished" and res["final_metrics"]["step"] == 9
     assert '"step": 9' in r.stderr  # with --json the command's output goes to stderr
     assert (proj / "runs" / res["run_id"] / "output.log").exists()  # default store ./runs
 
     r = cli("runs", "ls", "--json")
-    listing = json.loads(r.stdout)
+    listing = json.loads(r.stdout)["result"]
     assert r.exit_code == 0 and [x["name"] for x in listing["runs"]] == ["b", "a"]
     r = cli("runs", "ls", "--where", "name=a")
     lines = r.stdout.splitlines()  # not a tty: a header and one tab-separated line per run
@@ -58,7 +58,7 @@ def test_exec_ls_show_diff(cli, proj: Path) -> None:
     assert "[x] data" in r.stdout and "train.py" in r.stdout
 
     r = cli("runs", "diff", "a", "b", "--json")
-    d = json.loads(r.stdout)
+    d = json.loads(r.stdout)["result"]
     assert r.exit_code == 0 and d["differences"][0]["key"] == "argv[2]"
     assert (d["differences"][0]["a"], d["differences"][0]["b"]) == ("0.1", "0.2")
     r = cli("runs", "diff", "a", "b")
@@ -68,27 +68,27 @@ def test_exec_ls_show_diff(cli, proj: Path) -> None:
 def test_exec_failure_propagates_exit_code(cli, proj: Path) -> None:
     r = cli("runs", "exec", "--", PY, "-c", "import sys; sys.exit(4)")
     assert r.exit_code == 4 and "failed (exit code 4" in r.stderr
-    assert json.loads(cli("runs", "ls", "--json").stdout)["runs"][0]["status"] == "failed"
+    assert json.loads(cli("runs", "ls", "--json").stdout)["result"]["runs"][0]["status"] == "failed"
 
 
 def test_determinism_and_repro(cli, proj: Path) -> None:
     r = cli("runs", "determinism", "--seeds", "2", "--group", "g", "--json", "--", PY, "train.py", "0.1")
-    rep = json.loads(r.stdout)
+    rep = json.loads(r.stdout)["result"]
     assert r.exit_code == 0 and rep["repeat_identical"] and rep["seed_std"]["loss"] > 0
     r = cli("runs", "repro", "g-s0", "--json")
-    rep = json.loads(r.stdout)
+    rep = json.loads(r.stdout)["result"]
     assert r.exit_code == 0 and rep["verdict"] == "exact"
     r = cli("runs", "diff", "g-s0", "g-s1", "--json")
-    d = json.loads(r.stdout)
+    d = json.loads(r.stdout)["result"]
     assert d["metrics"][0]["noise_floor"] > 0 and d["within_noise_floor"] is not None
 
 
 def test_store_option_and_env(cli, proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     r = cli("runs", "exec", "--store", "store2", "--", PY, "train.py", "0.1")
     assert r.exit_code == 0 and (proj / "store2" / "index.sqlite").exists()
-    assert json.loads(cli("runs", "ls", "--json").stdout)["runs"] == []
+    assert json.loads(cli("runs", "ls", "--json").stdout)["result"]["runs"] == []
     monkeypatch.setenv("EXPKIT_STORE", str(proj / "store2"))
-    assert len(json.loads(cli("runs", "ls", "--json").stdout)["runs"]) == 1
+    assert len(json.loads(cli("runs", "ls", "--json").stdout)["result"]["runs"]) == 1
 
 
 def test_bad_input_exits_2_with_one_line(cli, proj: Path) -> None:

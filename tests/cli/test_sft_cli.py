@@ -33,7 +33,7 @@ def test_audit_passes_and_reports_masked_fraction(cli, demo_dir, data_file, tmp_
     assert "<|im_start|>" in res.stdout and "[<|im_end|>]" in res.stdout  # trained tokens bracketed in a pipe
     assert 'class="t"' in html.read_text() and "&lt;|im_end|&gt;" in html.read_text()
     res = cli("sft", "audit", "--model", demo_dir, "--data", data_file, "--json", "--show", "0")
-    audit = json.loads(res.stdout)["audit"]
+    audit = json.loads(res.stdout)["result"]["audit"]
     assert 0.5 < audit["masked_fraction"] < 1 and audit["problems"] == []
 
 
@@ -59,7 +59,7 @@ def test_train_then_check_stop(cli, demo_dir, data_file, tmp_path):
     res = cli("sft", "--model", demo_dir, "--data", data_file, "--steps", "2", "--batch-size", "4", "--lora-r", "4",
               "--out", str(out), "--store", str(tmp_path / "runs"), "--threads", "1", "--json")
     assert res.exit_code == 0, res.stderr
-    result = json.loads(res.stdout)["result"]
+    result = json.loads(res.stdout)["result"]["result"]
     assert result["steps"] == 2 and len(result["losses"]) == 2 and result["contract"]["ok"]
     assert result["run_id"] and (tmp_path / "runs").is_dir()
     held = tmp_path / "held.jsonl"
@@ -89,7 +89,7 @@ def test_bad_training_arguments(cli, demo_dir, data_file, tmp_path):
 def test_params_uses_the_memory_ledger_count(cli, demo_dir):
     res = cli("sft", "params", demo_dir, "--lora-r", "4", "--json")
     assert res.exit_code == 0, res.stderr
-    counts = json.loads(res.stdout)
+    counts = json.loads(res.stdout)["result"]
     from transformers import AutoModelForCausalLM
 
     base = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(demo_dir).parameters())
@@ -111,7 +111,7 @@ def test_data_writes_checkable_conversations(cli, tmp_path):
     out = tmp_path / "chat.jsonl"
     res = cli("sft", "data", "--out", str(out), "-n", "7", "--seed", "3", "--no-system", "--json")
     assert res.exit_code == 0, res.stderr
-    info = json.loads(res.stdout)
+    info = json.loads(res.stdout)["result"]
     assert info["conversations"] == 7 and info["system_turn"] is False and info["path"] == str(out)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 7

@@ -8,7 +8,7 @@ import json
 def test_ci_wald_json_is_the_seed_half_width(cli):
     res = cli("stats", "ci", "--correct", "40", "--n", "80", "--method", "wald", "--json")
     assert res.exit_code == 0, res.stderr
-    data = json.loads(res.stdout)
+    data = json.loads(res.stdout)["result"]
     assert round(data["half_width"], 4) == 0.1096
     assert set(data) >= {"estimate", "low", "high", "half_width", "method", "n", "level"}
     assert data["method"] == "wald" and data["n"] == 80 and data["level"] == 0.95
@@ -23,7 +23,7 @@ def test_ci_text_output(cli):
 def test_ci_exact_method(cli):
     res = cli("stats", "ci", "-k", "0", "-n", "20", "--method", "exact", "--json")
     assert res.exit_code == 0
-    assert json.loads(res.stdout)["low"] == 0.0
+    assert json.loads(res.stdout)["result"]["low"] == 0.0
 
 
 def test_bad_values_exit_2_with_one_line(cli):

@@ -20,7 +20,7 @@ def _results(tmp_path, n=200):
 def test_power_json_has_the_issue_fields(cli):
     r = cli("stats", "power", "--baseline", "0.7", "--delta", "0.05", "--paired-corr", "0.5", "--json")
     assert r.exit_code == 0, r.stderr
-    data = json.loads(r.stdout)
+    data = json.loads(r.stdout)["result"]
     # statsmodels NormalIndPower(ratio=0).solve_power(...) = 624.98 -> 625 (see tests/stats/test_power.py)
     assert data["n_required"] == 625 and data["power"] >= 0.8
     assert abs(data["mde"] - 0.05) < 1e-3
@@ -47,7 +47,7 @@ def test_table_terminal_markdown_html_json(cli, tmp_path):
     html = cli("stats", "table", str(f), "--format", "html", "--baseline", "new")
     assert html.exit_code == 0 and "<table>" in html.stdout and "<code>new</code>" in html.stdout
     js = cli("stats", "table", str(f), "--json")
-    data = json.loads(js.stdout)
+    data = json.loads(js.stdout)["result"]
     (comp,) = data["comparisons"]
     assert comp["comparison"]["delta"] == 0.1 and comp["comparison"]["b_only"] == 0
 

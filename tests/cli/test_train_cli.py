@@ -28,7 +28,7 @@ def test_train_charlm_prints_sanity_report_and_ppl(cli, tmp_path):
 def test_train_charlm_json_has_the_documented_fields(cli, tmp_path):
     res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"), "--json", *TINY)
     assert res.exit_code == 0, res.stderr
-    out = json.loads(res.stdout)
+    out = json.loads(res.stdout)["result"]
     for key in ("params", "first_loss", "ln_vocab", "final_val_loss", "final_val_ppl", "tokens_per_s", "run_id"):
         assert key in out
     assert out["params"] == 17_600  # 1 x (12 x 32^2 + 4 x 32) + 128 x 32 + 32 x 32 + 2 x 32

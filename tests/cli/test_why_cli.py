@@ -58,7 +58,7 @@ def test_why_json_from_stdin(cli):
             'of 23.65 GiB of which 100.00 MiB is free.\n')
     res = cli("why", "--json", input=text)
     assert res.exit_code == 0
-    data = json.loads(res.stdout)
+    data = json.loads(res.stdout)["result"]
     frames = data["traceback"]["exceptions"][0]["frames"]
     assert [f["kind"] for f in frames] == ["yours", "framework"]
     assert data["traceback"]["chosen_frame"]["line"] == 40
@@ -110,5 +110,5 @@ def test_why_points_an_oom_to_the_ledger_and_that_command_works(cli, tmp_path):
     assert f"--oom {log}" in res.stdout
     res = cli("mem", "qwen2.5-1.5b", "--seq", "4096", "--gpu", "4090", "--oom", str(log), "--json")
     assert res.exit_code == 0, res.stderr
-    oom = json.loads(res.stdout)["oom"]
+    oom = json.loads(res.stdout)["result"]["oom"]
     assert oom["phase"] == "optimizer step" and oom["remedies"]

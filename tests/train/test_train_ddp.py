@@ -36,7 +36,7 @@ def test_two_process_ddp_matches_one_process_with_the_same_global_batch(small_co
         proc.communicate()
         raise
     assert proc.returncode == 0, stderr[-3000:]
-    ddp = json.loads(stdout[stdout.index("{"):])
+    ddp = json.loads(stdout[stdout.index("{"):])["result"]
     assert ddp["world_size"] == 2 and ddp["tokens"] == 6 * 2 * 2 * 32
 
     single = train_charlm(model_config=TINY_MODEL, train_config=tiny_train(batch_size=4), corpus=small_corpus,

@@ -1,7 +1,10 @@
 """The ``expkit`` root command and its one error boundary.
 
-Exit codes: 0 success, 1 a check that ran and failed (``CheckFailed``), 2 bad usage or input (any other
-``ExpkitError``, printed as one line without traceback). Anything else is a bug: full traceback.
+Exit codes, as pytest has them: 0 success; 1 a check that ran and failed (``CheckFailed``); 2 bad usage
+or input (any other ``ExpkitError``, printed as one line without traceback); 3 an internal error (a bug
+in expkit: the traceback, then one line asking for a report); 130 interrupted (Ctrl-C).
+With ``--json`` an error is also written to stdout as ``{"command", "version", "error": {kind, message,
+where}}`` with the same exit code.
 Command modules import torch, transformers and friends inside the command bodies only, so
 ``expkit --help`` stays well under a second.
 """
@@ -9,6 +12,7 @@ Command modules import torch, transformers and friends inside the command bodies
 from __future__ import annotations
 
 import sys
+import traceback
 from typing import Any
 
 import typer
@@ -17,19 +21,86 @@ from typer.core import TyperGroup
 from expkit import __version__
 from expkit.errors import ExpkitError
 
-__all__ = ["app", "main"]
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "app", "main"]
+
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+_REPORT_URL = "https://github.com/expkit/expkit/issues"
+
+
+def _wants_json(argv: list[str]) -> bool:
+    """``--json`` among the options, not among the arguments of a wrapped command after ``--``."""
+    head = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in head
+
+
+def _is_click_control(exc: BaseException) -> bool:
+    """Click's own exceptions (Exit, Abort, UsageError ...), whether click is imported as ``click`` or
+    vendored by typer as ``typer._click``: they carry exit codes click handles itself."""
+    if isinstance(exc, (typer.Exit, typer.Abort)):
+        return True
+    return any(t.__module__.split(".")[0] == "click" or t.__module__.startswith(("typer._click", "typer.exc"))
+               for t in type(exc).__mro__)
 
 
 class _ErrorBoundary(TyperGroup):
-    """Turns an ExpkitError raised anywhere below into one line on stderr and its exit code."""
+    """The one error boundary: every exception below becomes one exit code and, for ours, one line."""
+
+    _argv: list[str] = []
+
+    def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
+        from expkit.cli.output import set_command_name
+
+        self._argv = list(sys.argv[1:] if args is None else args)
+        set_command_name(self._command_from_argv())
+        return super().main(args, *a, **kw)
+
+    def _emit_error(self, kind: str, message: str, where: str | None) -> None:
+        from expkit.cli.output import result_emitted
+
+        if _wants_json(self._argv) and not result_emitted():
+            from expkit.cli.output import command_name
+            from expkit.render.jsonout import error_envelope
+
+            print(error_envelope(command_name(), kind=kind, message=message, where=where), flush=True)
+
+    def _command_from_argv(self) -> str:
+        """``stats ci`` from ``stats ci -k 1 --json``: follow the group tree as far as the names go."""
+        names: list[str] = []
+        group: Any = self
+        for token in self._argv:
+            cmd = getattr(group, "commands", {}).get(token)
+            if cmd is None:
+                break
+            names.append(token)
+            group = cmd
+        return " ".join(names)
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except ExpkitError as exc:
             hint = f"; {exc.hint}" if exc.hint else ""
+            where = None
+            if getattr(exc, "path", None) is not None:
+                where = ":".join(str(p) for p in (exc.path, getattr(exc, "line", None)) if p is not None)
+            self._emit_error(type(exc).__name__, f"{exc.message}{hint}", where)
             print(f"error: {exc.message}{hint}", file=sys.stderr)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            self._emit_error("Interrupted", "interrupted (Ctrl-C)", None)
+            print("\ninterrupted", file=sys.stderr)
+            ctx.exit(EXIT_INTERRUPTED)
+        except Exception as exc:  # noqa: BLE001 - the boundary: anything not ours is our bug
+            if _is_click_control(exc):  # --help, typer.Exit, a bad option: click's own exit codes
+                if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
+                    self._emit_error("UsageError", exc.format_message(), None)
+                raise
+            traceback.print_exc(file=sys.stderr)
+            self._emit_error("internal", f"{type(exc).__name__}: {exc}", None)
+            print(f"internal error: {type(exc).__name__} is a bug in expkit, not in your input; "
+                  f"please report it with the traceback above ({_REPORT_URL})", file=sys.stderr)
+            ctx.exit(EXIT_INTERNAL)
 
 
 app = typer.Typer(
@@ -54,6 +125,10 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     """expkit: tools for your own data, evals, models and runs; labs that measure each claim of the field guide.
+
+    Exit codes: 0 ok, 1 a check ran and failed, 2 bad usage or input, 3 internal error (a bug: please
+    report it), 130 interrupted. With --json every command prints one envelope:
+    {"command", "version", "result"} or {"command", "version", "error": {"kind", "message", "where"}}.
 
     Examples:
 

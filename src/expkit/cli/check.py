@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from expkit.cli.output import emit_json
+
 app = typer.Typer(help="Trust your ops: compare an operator with a reference at dtype tolerances.",
                   no_args_is_help=True)
 
@@ -63,9 +65,7 @@ def attention(
     dims = _parse_shape(shape)
     out = check_attention(shape=dims, dtype=dtype, seed=seed)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(out))
+        emit_json(out)
     else:
         print(f"numpy causal attention vs torch SDPA, shape {','.join(map(str, dims))} {dtype}: "
               f"max abs error {out.max_abs_error:.3g} (tolerance {out.tolerance:.3g} = atol {out.atol:g} + "
@@ -110,9 +110,7 @@ def op(
                   fn_backend=backend, reference_backend=reference_backend, rtol=rtol, atol=atol)  # type: ignore[arg-type]
     rep = replace(rep, fn=fn, reference=reference)  # the names as the user wrote them
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(rep))
+        emit_json(rep)
     else:
         _print_report(rep, f"{fn} vs {reference}")
     if not rep.ok:

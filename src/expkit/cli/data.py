@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.output import emit_json
+
 app = typer.Typer(help="Get data in: look at and check JSONL files in one streaming pass.", no_args_is_help=True)
 
 _FILE_HELP = "A .jsonl or .jsonl.gz file, or '-' for standard input."
@@ -69,9 +71,7 @@ def stats(
         prof = profile_jsonl(file, field=field, tokenizer_dir=tokenizer, on_error="skip" if skip_invalid else "raise",
                              on_progress=on_progress)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(prof))
+        emit_json(prof)
         return
     from rich.table import Table
 
@@ -123,9 +123,7 @@ def validate(
     with _byte_progress(file, f"data validate {file}") as on_progress:
         rep = validate_jsonl(file, schema=schema, on_progress=on_progress)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(rep))
+        emit_json(rep)
     else:
         for v in rep.violations:
             print(f"{rep.path}:{v.line}: {v.where + ': ' if v.where else ''}{v.message}")
@@ -140,9 +138,7 @@ def validate(
 
 def _print_records(sample, json_out: bool) -> None:
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(sample))
+        emit_json(sample)
         return
     import sys
 

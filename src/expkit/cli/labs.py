@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.output import emit_json
+
 app = typer.Typer(help="Labs: every claim of the field guide measured on this machine.", no_args_is_help=True)
 
 
@@ -21,9 +23,7 @@ def list_labs(json_out: bool = typer.Option(False, "--json", help="Print the lab
 
     labs = all_labs()
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps([{"id": l.id, "title": l.title, "claims": l.claims, "seed": l.seed_figures} for l in labs]))
+        emit_json([{"id": l.id, "title": l.title, "claims": l.claims, "seed": l.seed_figures} for l in labs])
         return
     from rich.table import Table
 
@@ -72,9 +72,7 @@ def run(
         report = run_labs(labs, out_dir=out, quick=quick, seed=seed, on_start=lambda i, lab: advance(lab.id))
     failed = [r.id for r in report.results if r.status == "failed"]
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(report))
+        emit_json(report)
     else:
         from expkit.render.report import format_value
 
@@ -83,9 +81,15 @@ def run(
                 print(f"{r.id:8s} FAILED ({r.elapsed_s:.1f} s)")
                 continue
             for m in r.measurements:
-                if m.seed is not None:
+                if m.seed is not None or m.verdict is not None:
+                    seed = f" (seed: {m.seed.text})" if m.seed is not None else ""
                     verdict = f" -> {m.verdict}" if m.verdict is not None else ""
-                    print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)} (seed: {m.seed.text}){verdict}")
+                    rule = f" [rule: {m.rule}]" if m.rule is not None else ""
+                    print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)}{seed}{verdict}{rule}")
+        from expkit.render.report import verdict_counts
+
+        counts = verdict_counts(report.results)
+        print("verdicts: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         print(f"report: {(out / 'index.html').resolve()}", file=sys.stderr)
     if failed:
         print(f"labs failed: {', '.join(failed)} (see the report)", file=sys.stderr)

@@ -7,6 +7,8 @@ from typing import Any
 
 import typer
 
+from expkit.cli.output import emit_json
+
 from expkit.memory.architecture import catalog_names
 
 _GIB = 2**30
@@ -210,11 +212,11 @@ def mem(
         result["oom"] = attribute_oom(led, model=spec, phase=info.phase, capacity_bytes=info.capacity_bytes,
                                       requested_bytes=info.requested_bytes, allocated_bytes=info.allocated_bytes)
     if json_out:
-        from expkit.render.jsonout import dumps, to_jsonable
+        from expkit.render.jsonout import to_jsonable
 
         out = to_jsonable(led)  # the ledger's fields at the top: total_params, lines, per_gpu_bytes, fits ...
         out.update({k: to_jsonable(v) for k, v in result.items() if k != "ledger"})
-        print(dumps(out))
+        emit_json(out)
         return
     _print_ledger(led, count)
     if "conventions" in result:

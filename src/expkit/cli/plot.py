@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.output import emit_json
+
 app = typer.Typer(help="Figures of your runs: curves over seeds with bands, log x by default.", no_args_is_help=True)
 
 
@@ -77,9 +79,7 @@ def curves(
     path = draw_curves(cs, out, log_x=not linear_x, log_y=log_y)
     summary = _summary(cs, path)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(summary))
+        emit_json(summary)
         return
     for g in summary["groups"]:
         ci = f"[{g['final_low']:.4g}, {g['final_high']:.4g}]" if g["final_low"] is not None else "(1 seed, no interval)"

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.output import emit_json
+
 
 def _print_report(rep, *, top: int) -> None:  # noqa: ANN001 - a ProfileReport
     from rich.table import Table
@@ -58,8 +60,6 @@ def profile(
       expkit profile --out run1.json -- python -m mypkg.train
     """
     from expkit.errors import CheckFailed, UsageError
-    from expkit.render.jsonout import dumps
-
     args = list(args or [])
     if not args:
         raise UsageError("give a trace file or a command after '--'",
@@ -70,7 +70,7 @@ def profile(
 
         rep = bucket_trace(load_trace(args[0]), top=max(top, 1))
         if json_out:
-            print(dumps(rep))
+            emit_json(rep)
         else:
             _print_report(rep, top=top)
         return
@@ -78,7 +78,7 @@ def profile(
 
     res = profile_script(args, trace_path=out, timeout_s=timeout_s)
     if json_out:
-        print(dumps(res))
+        emit_json(res)
     elif res.report is not None:
         _print_report(res.report, top=top)
         print(f"trace: {res.trace_path}")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.output import emit_json
+
 from expkit.perf.roofline import PHASES, WEIGHT_BITS
 
 app = typer.Typer(invoke_without_command=True)  # help: the callback's docstring, examples included
@@ -69,9 +71,7 @@ def roofline(
     if figure is not None:
         _write_figure(figure, shape, roof, est, batch=batch, context=context, weight_bits=weight_bits)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(est))
+        emit_json(est)
         return
     from rich.table import Table
 
@@ -129,9 +129,7 @@ def gpus(json_out: bool = typer.Option(False, "--json", help="Print the registry
 
     specs = list_gpus()
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(specs))
+        emit_json(specs)
         return
     from rich.table import Table
 
@@ -179,9 +177,7 @@ def measure(
     m = measure_roofs(device=device, gemm_n=gemm_n, copy_bytes=copy_mib * 1024**2, repeats=repeats, compare=compare,
                       threads=threads)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(m))
+        emit_json(m)
         return
     print(f"{m.device}, {m.threads} threads")
     print(f"GEMM {m.dtype} n={m.gemm.n}: {_fmt(m.peak_flop_s, 'FLOP/s')} (best of {m.gemm.repeats}; "
@@ -232,9 +228,7 @@ def decode(
                                  p.achieved_flop_s) for p in points], title="greedy decode measured here")
         save_figure(fig, figure)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(points))
+        emit_json(points)
         return
     print("batch  tokens/s  step ms  FLOP/byte  achieved FLOP/s")
     for p in points:

@@ -10,6 +10,8 @@ from typing import Any
 
 import typer
 
+from expkit.cli.output import emit_json
+
 app = typer.Typer(help="Make it reproducible: the seven records of every run, diff, determinism, repro, export.",
                   no_args_is_help=True)
 
@@ -18,9 +20,7 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def _dump(obj: Any) -> None:
-    from expkit.render.jsonout import dumps
-
-    print(dumps(obj))
+    emit_json(obj)
 
 
 def _tee(to_stderr: bool):

@@ -11,6 +11,8 @@ from typing import Any
 
 import typer
 
+from expkit.cli.output import emit_json
+
 from expkit.errors import CheckFailed, UsageError
 
 app = typer.Typer(
@@ -22,9 +24,7 @@ _LOSS_HELP = "Which tokens count: assistant (every assistant turn), completion (
 
 
 def _dump(obj: Any) -> None:
-    from expkit.render.jsonout import dumps
-
-    print(dumps(obj))
+    emit_json(obj)
 
 
 def _quiet_hf() -> None:
@@ -366,9 +366,7 @@ def data(
     kwargs = {"system_prompt": None} if no_system else {}
     path = write_chat_jsonl(generate_chat_examples(n=n, seed=seed, tasks=names, **kwargs), out)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps({"path": str(path), "conversations": n, "seed": seed, "tasks": names,
+        emit_json(({"path": str(path), "conversations": n, "seed": seed, "tasks": names,
                      "system_turn": not no_system}))
         return
     print(f"wrote {n} conversations to {path}")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.output import emit_json
+
 from expkit.stats.intervals import METHODS
 
 app = typer.Typer(help="Judge results honestly: intervals, power, eval tables with paired comparisons.", no_args_is_help=True)
@@ -31,9 +33,7 @@ def ci(
 
     iv = proportion_interval(correct, n, method=method, level=level)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(iv))
+        emit_json(iv)
         return
     print(
         f"{iv.k}/{iv.n} = {iv.estimate:.4f}   {iv.level:.0%} {iv.method} interval "
@@ -66,9 +66,7 @@ def power(
 
     a = analyze_power(baseline=baseline, delta=delta, paired_corr=paired_corr, n=n, alpha=alpha, power=target)
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(a))
+        emit_json(a)
         return
     design = "unpaired" if a.paired_corr is None else f"paired, per-item correlation {a.paired_corr:g}"
     print(f"{a.baseline:g} vs {a.baseline + a.delta:g} ({design}), alpha {a.alpha:g}, two-sided")
@@ -106,9 +104,7 @@ def table(
 
     t = build_eval_table(read_item_results(results), baseline=baseline, level=level, seed=seed)
     if fmt == "json":
-        from expkit.render.jsonout import dumps
-
-        print(dumps(t))
+        emit_json(t)
     elif fmt == "markdown":
         from expkit.render.eval_table import render_eval_table_markdown
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import typer
 
+from expkit.cli.output import emit_json
+
 app = typer.Typer(help="Train something small: the char LM, the visible loop, sanity checks, DDP via torchrun.",
                   no_args_is_help=True)
 
@@ -101,9 +103,7 @@ def charlm(
     if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 reports
         return
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        typer.echo(dumps(result))
+        emit_json(result)
     else:
         mfu = f"{100 * result.mfu:.1f}%" if result.mfu is not None else f"n/a ({result.mfu_reason})"
         typer.echo(f"val PPL {result.initial_val_ppl:.2f} -> {result.final_val_ppl:.2f} in {result.steps} steps, "

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.output import emit_json
+
 
 def why(
     source: str = typer.Argument("-", metavar="FILE|-", help="A log or pasted traceback; '-' (default) reads stdin."),
@@ -48,9 +50,7 @@ def why(
         raise InputError(f"no Python traceback found in {where}",
                          hint="paste from the 'Traceback (most recent call last):' line to the error line")
     if json_out:
-        from expkit.render.jsonout import dumps
-
-        print(dumps(result))
+        emit_json(result)
         return
     print(format_report(result.traceback, result.explanation))
     if result.explanation.kind == "out_of_memory":

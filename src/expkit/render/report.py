@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from expkit.labs.base import LabResult, Measurement
     from expkit.labs.runner import LabReport
 
-__all__ = ["format_value", "render_html", "write_report"]
+__all__ = ["format_value", "render_html", "verdict_counts", "write_report"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -26,7 +26,9 @@ th,td{border:1px solid #d0d7de;padding:.35rem .5rem;text-align:left;vertical-ali
 th{background:#f6f8fa} td{overflow-wrap:break-word} td.num{font-variant-numeric:tabular-nums}
 table.summary{table-layout:fixed} details summary{cursor:pointer} details{font-size:.88rem}
 .v-reproduced{color:#116329;font-weight:600} .v-differs{color:#9a6700;font-weight:600}
-.v-not{color:#cf222e;font-weight:600} .failed{color:#cf222e;font-weight:700}
+.v-not{color:#cf222e;font-weight:600}
+.v-demonstrated{color:#0550ae;font-weight:600} .v-unmeasured{color:#57606a;font-weight:600}
+.rule{color:#57606a;font-size:.82rem;margin-top:.15rem} .counts td{font-weight:600} .failed{color:#cf222e;font-weight:700}
 pre{background:#f6f8fa;padding:.8rem;overflow-x:auto;font-size:.8rem}
 img{max-width:100%;border:1px solid #d0d7de;margin:.4rem 0} .muted{color:#57606a;font-size:.9rem}
 """
@@ -45,12 +47,30 @@ def format_value(value: object, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+_VERDICT_CSS = {"reproduced": "v-reproduced", "differs": "v-differs", "demonstrated": "v-demonstrated",
+                "not measured here": "v-unmeasured"}
+
+
+def verdict_counts(results: tuple[LabResult, ...] | list[LabResult]) -> dict[str, int]:
+    """How many judged figures got each verdict kind, in the order the report lists them."""
+    from collections import Counter
+
+    counts = Counter(m.verdict.kind for r in results for m in r.measurements if m.verdict is not None)
+    order = ("reproduced", "demonstrated", "differs", "not reproduced", "not measured here")
+    return {k: counts.get(k, 0) for k in order}
+
+
+def _rule_html(m: Measurement) -> str:
+    text = m.rule_text
+    return f'<div class="rule">{escape(text)}</div>' if text else ""
+
+
 def _verdict_html(m: Measurement) -> str:
     if m.verdict is None:
         return "-"
-    css = {"reproduced": "v-reproduced", "differs": "v-differs"}.get(m.verdict.kind, "v-not")
+    css = _VERDICT_CSS.get(m.verdict.kind, "v-not")
     reason = f" {escape(m.verdict.reason)}" if m.verdict.reason else ""
-    return f'<span class="{css}">{escape(m.verdict.kind)}</span>{":" if reason else ""}{reason}'
+    return f'<span class="{css}">{escape(m.verdict.kind)}</span>{":" if reason else ""}{reason}{_rule_html(m)}'
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -62,9 +82,9 @@ def _short_verdict_html(m: Measurement) -> str:
     """The verdict for the summary table: the word, with a long reason folded into <details>."""
     if m.verdict is None or not m.verdict.reason or len(m.verdict.reason) <= 60:
         return _verdict_html(m)
-    css = {"reproduced": "v-reproduced", "differs": "v-differs"}.get(m.verdict.kind, "v-not")
+    css = _VERDICT_CSS.get(m.verdict.kind, "v-not")
     return (f'<details><summary><span class="{css}">{escape(m.verdict.kind)}</span>: why</summary>'
-            f"{escape(m.verdict.reason)}</details>")
+            f"{escape(m.verdict.reason)}</details>{_rule_html(m)}")
 
 
 def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
@@ -137,12 +157,18 @@ def render_html(report: LabReport) -> str:
     n = len(report.results)
     labs = f"{n} lab{'s' if n != 1 else ''}"
     summary = f"{labs}, {failed} failed" if failed else f"{labs}, all ran"
+    counts = verdict_counts(report.results)
+    count_row = "".join(f"<td>{escape(k)}: {v}</td>" for k, v in counts.items())
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         "<title>expkit lab report</title>", f"<style>{_CSS}</style></head><body>",
         "<h1>expkit lab report</h1>",
         f'<p class="muted">Each claim of the field guide, measured on this machine. {escape(summary)}.</p>',
+        '<h2>Verdicts</h2><table class="counts"><tr>', count_row, "</tr></table>",
+        '<p class="muted">Every verdict comes from the rule shown under it: reproduced (the rule holds), '
+        "demonstrated (a behaviour with no figure was shown), differs (a cause measured in the same run "
+        "explains it), not reproduced, not measured here (what it needs).</p>",
         "<h2>Claims: seed figure vs measured here</h2>",
         '<p class="muted">Figures with a seed counterpart or a verdict; each lab section below has all of them.</p>',
         '<table class="summary"><colgroup><col style="width:6%"><col style="width:30%"><col style="width:25%">'
