@@ -77,8 +77,45 @@ def test_file_errors_name_the_line(tmp_path):
         load_curves([f], x="epoch")
 
 
-def test_rows_of_other_metrics_are_skipped_and_last_value_wins(tmp_path):
+def test_rows_of_other_metrics_are_skipped(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"step": 1, "loss": 2.0}\n{"step": 1, "lr": 0.1}\n{"step": 2, "loss": 1.5}\n')
+    (c,) = load_curves([f])
+    assert c.x.tolist() == [1.0, 2.0] and c.y.tolist() == [2.0, 1.5]
+
+
+def test_issue15_a_repeated_step_is_refused_naming_both_lines(tmp_path):
+    # issue 15: duplicate (run, step) rows used to overwrite silently (the last value won)
     f = tmp_path / "m.jsonl"
     f.write_text('{"step": 1, "loss": 2.0}\n{"step": 1, "lr": 0.1}\n{"step": 2, "loss": 1.5}\n{"step": 2, "loss": 1.4}\n')
-    (c,) = load_curves([f])
-    assert c.x.tolist() == [1.0, 2.0] and c.y.tolist() == [2.0, 1.4]
+    with pytest.raises(InputError, match=r"m\.jsonl:4: run 'm' has 'loss' at step 2 twice \(first on line 3\)"):
+        load_curves([f])
+
+
+def test_issue15_long_format_groups_sharing_seeds_stay_apart(tmp_path):
+    # issue 15: a run was keyed by file and seed only, so lr=0.1 seed 0 and lr=0.2 seed 0 merged
+    f = tmp_path / "long.csv"
+    rows = ["group,seed,step,loss"]
+    for g, base in (("lr0.1", 1.0), ("lr0.2", 2.0)):
+        for seed in (0, 1):
+            rows += [f"{g},{seed},{step},{base + seed / 10 - step / 100}" for step in (1, 2, 3)]
+    f.write_text("\n".join(rows) + "\n")
+    curves = load_curves([f])
+    assert sorted(c.run for c in curves) == ["long:lr0.1:seed=0", "long:lr0.1:seed=1", "long:lr0.2:seed=0",
+                                             "long:lr0.2:seed=1"]
+    by_run = {c.run: c for c in curves}
+    assert by_run["long:lr0.2:seed=0"].group == "lr0.2"
+    assert by_run["long:lr0.2:seed=0"].y.tolist() == [1.99, 1.98, 1.97]
+    cs = summarize_curves(curves, metric="loss", x_key="step")
+    assert [b.n_seeds for b in cs.bands] == [2, 2]
+
+
+def test_issue15_csv_with_a_bom_and_a_non_utf8_csv(tmp_path):
+    ok = tmp_path / "excel.csv"
+    ok.write_bytes(b"\xef\xbb\xbfstep,loss\r\n1,2.0\r\n2,1.5\r\n")
+    (c,) = load_curves([ok])
+    assert c.y.tolist() == [2.0, 1.5]
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("step,loss,note\n1,2.0,ok\n2,1.5,caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin1\.csv:3:.*not UTF-8: byte 0xe9"):
+        load_curves([bad])

@@ -5,7 +5,6 @@ difference between two groups at every x (where it excludes 0, the groups differ
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ _MAX_GRID = 2_000
 
 @dataclass(frozen=True)
 class Curve:
-    """One run's metric against x, sorted by x (duplicate x: the last value logged wins)."""
+    """One run's metric against x, sorted by x (each x once: a repeated x is refused when read)."""
 
     run: str
     group: str
@@ -51,10 +50,10 @@ class Curve:
 
 
 def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh)
-            return [(reader.line_num, row) for row in reader]
+    if path.suffix.lower() in (".csv", ".tsv"):
+        from expkit.data.csvfile import iter_csv_rows
+
+        return list(iter_csv_rows(path))
     from expkit.data.jsonl import iter_jsonl_objects
 
     return list(iter_jsonl_objects(path))
@@ -92,10 +91,27 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
     return {}
 
 
+def _row_group(row: dict[str, Any], group_by: str | None, config: dict[str, Any] | None) -> tuple[str | None, bool]:
+    """The group of a row and whether it came from the row itself (a column) rather than the run's config."""
+    if group_by is None:
+        g = row.get("group")
+        return (None if g in (None, "") else str(g)), True
+    if config is not None:
+        g = _lookup(config, group_by.removeprefix("config."))
+        if g is not None:
+            return str(g), False
+    g = row.get(group_by, row.get(group_by.removeprefix("config.")))
+    return (None if g in (None, "") else str(g)), True
+
+
 def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run: str, metric: str, x: str,
                       group_by: str | None, config: dict[str, Any] | None) -> list[Curve]:
+    """One curve per run of a file: a long-format file holds several runs, told apart by their group
+    (``group`` or the ``group_by`` column) and their ``run``/``run_id``/``seed`` column, so two groups that
+    reuse seed values stay two runs. A (run, x) logged twice is refused, naming both lines."""
     keys = X_KEYS[x]
     by_run: dict[str, dict[float, float]] = {}
+    line_of: dict[tuple[str, float], int] = {}
     groups: dict[str, str] = {}
     t0: dict[str, float] = {}
     for line, row in rows:
@@ -105,23 +121,24 @@ def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run
         if xkey is None:
             raise InputError(f"a {metric!r} value without any of {', '.join(keys)} for --x {x}", path=path, line=line,
                              hint="choose another --x or log the field")
-        rid = next((f"{run}:{row[c]}" for c in _RUN_COLUMNS if row.get(c) not in (None, "")), run)
+        g, from_row = _row_group(row, group_by, config)
+        if g is None and group_by is not None:
+            raise InputError(f"a row of run {run!r} has no value for --group-by {group_by}", path=path, line=line,
+                             hint="name a config key of the run or a column of the file")
+        seed = next((f"{c}={row[c]}" for c in _RUN_COLUMNS if row.get(c) not in (None, "")), None)
+        rid = ":".join(part for part in (run, g if from_row else None, seed) if part)
         xv = _number(row[xkey], xkey, path, line)
         if x == "time":
             xv -= t0.setdefault(rid, xv)
         yv = _number(row[metric], metric, path, line)
-        by_run.setdefault(rid, {})[xv] = yv
-        if rid not in groups:
-            if group_by is None:
-                g = row.get("group")
-            else:
-                g = _lookup(config, group_by.removeprefix("config.")) if config is not None else None
-                if g is None:
-                    g = row.get(group_by, row.get(group_by.removeprefix("config.")))
-                if g is None:
-                    raise InputError(f"run {rid!r} has no value for --group-by {group_by}", path=path, line=line,
-                                     hint="name a config key of the run or a column of the file")
-            groups[rid] = "all" if g in (None, "") else str(g)
+        points = by_run.setdefault(rid, {})
+        if xv in points:
+            raise InputError(f"run {rid!r} has {metric!r} at {xkey} {xv:g} twice (first on line {line_of[(rid, xv)]})",
+                             path=path, line=line, hint="give each run its own run/seed value within its group, "
+                             "or drop the repeated row (a resumed run logs some steps again)")
+        points[xv] = yv
+        line_of[(rid, xv)] = line
+        groups.setdefault(rid, "all" if g is None else g)
     out = []
     for rid, points in by_run.items():
         xs = np.array(sorted(points), dtype=np.float64)
@@ -136,10 +153,12 @@ def load_curves(sources: Sequence[str | Path], *, metric: str = "loss", x: str =
 
     A file is one run, unless it has a ``run``/``run_id``/``seed`` column, which splits it. The group
     of a run: its ``group_by`` value (``config.lr`` from the run's config, or a column), else a
-    ``group`` column, else ``all``.
+    ``group`` column, else ``all``. In a long-format file a run is keyed by its group and its
+    run/seed value together (``seeds.csv:lr=0.1:seed=0``), so groups that reuse seeds do not merge.
 
     Raises:
-        InputError: a missing file, a row with a non-number, no rows with the metric at all.
+        InputError: a missing file, a row with a non-number, no rows with the metric at all, the same
+            x twice in one run (both lines named), a file that is not UTF-8.
         UsageError: an unknown ``x``.
     """
     if x not in X_KEYS:

@@ -22,6 +22,7 @@ __all__ = [
     "compare_models",
     "compare_paired",
     "mcnemar_p_values",
+    "max_safe_score",
     "mcnemar_test",
     "paired_bootstrap",
 ]
@@ -42,6 +43,12 @@ def _z(level: float) -> float:
     return NormalDist().inv_cdf(0.5 + level / 2.0)
 
 
+def max_safe_score(n: int) -> float:
+    """Largest |score| whose sums, differences and squared deviations over ``n`` items stay finite in
+    float64: (2 x)^2 n <= 1.8e308, i.e. x <= sqrt(1.8e308 / (4 n)) (about 6.7e153 / sqrt(n))."""
+    return math.sqrt(float(np.finfo(np.float64).max) / (4.0 * max(n, 1)))
+
+
 def _as_scores(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
@@ -52,6 +59,12 @@ def _as_scores(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
     if bad.size:
         raise UsageError(f"{name}[{bad[0]}] = {arr[bad[0]]} is not a finite score",
                          hint="drop or fix the item before comparing")
+    limit = max_safe_score(arr.size)
+    big = np.flatnonzero(np.abs(arr) > limit)
+    if big.size:
+        raise UsageError(f"{name}[{big[0]}] = {arr[big[0]]:g} is too large: sums and variances of {arr.size} such "
+                         f"scores overflow float64 (|score| must be <= {limit:.3g})",
+                         hint="rescale the scores (divide by a constant) before comparing")
     return arr
 
 

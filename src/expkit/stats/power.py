@@ -15,9 +15,13 @@ from statistics import NormalDist
 
 from expkit.errors import UsageError
 
-__all__ = ["PowerAnalysis", "analyze_power", "power_at", "required_items", "max_paired_correlation"]
+__all__ = ["PowerAnalysis", "analyze_power", "max_paired_correlation", "min_paired_correlation", "power_at",
+           "required_items"]
 
 _ND = NormalDist()
+# Largest n the sample-size search reports: beyond it (~1e15 items) the question has no practical answer
+# and float64 can no longer tell n from n + 1 in the power formula.
+MAX_ITEMS = 10**15
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,19 @@ def max_paired_correlation(p_a: float, p_b: float) -> float:
     return (va + vb - (dlt - dlt * dlt)) / (2.0 * math.sqrt(va * vb))
 
 
+def min_paired_correlation(p_a: float, p_b: float) -> float:
+    """Smallest (most negative) correlation two 0/1 scores with accuracies p_a, p_b can have: both
+    right on at least max(0, p_a + p_b - 1) of the items (the Frechet lower bound), so
+    rho >= (max(0, p_a + p_b - 1) - p_a p_b) / sqrt(p_a q_a p_b q_b).
+
+    Example:
+        >>> round(min_paired_correlation(0.7, 0.75), 3)   # -1 is impossible at these accuracies
+        -0.378
+    """
+    va, vb = p_a * (1 - p_a), p_b * (1 - p_b)
+    return (max(0.0, p_a + p_b - 1.0) - p_a * p_b) / math.sqrt(va * vb)
+
+
 def _sd_diff(baseline: float, delta: float, paired_corr: float | None) -> float:
     p_a, p_b = baseline, baseline + delta
     _check_prob("baseline", p_a)
@@ -61,10 +78,11 @@ def _sd_diff(baseline: float, delta: float, paired_corr: float | None) -> float:
         return math.sqrt(va + vb)
     if not -1.0 <= paired_corr <= 1.0:
         raise UsageError(f"paired_corr={paired_corr} is not a correlation in [-1, 1]")
-    rho_max = max_paired_correlation(p_a, p_b)
-    if paired_corr > rho_max + 1e-12:
+    rho_min, rho_max = min_paired_correlation(p_a, p_b), max_paired_correlation(p_a, p_b)
+    if not rho_min - 1e-12 <= paired_corr <= rho_max + 1e-12:
         raise UsageError(f"paired_corr={paired_corr} is impossible for accuracies {p_a:g} and {p_b:g}",
-                         hint=f"0/1 scores with these accuracies correlate at most {rho_max:.3f}")
+                         hint=f"0/1 scores with these accuracies correlate at least {rho_min:.3f} and at most "
+                              f"{rho_max:.3f}: the feasible range is [{rho_min:.3f}, {rho_max:.3f}]")
     return math.sqrt(max(va + vb - 2.0 * paired_corr * math.sqrt(va * vb), 0.0))
 
 
@@ -88,31 +106,61 @@ def power_at(*, baseline: float, delta: float, n: int, paired_corr: float | None
     return _power(delta, _sd_diff(baseline, delta, paired_corr), n, alpha)
 
 
+def _check_levels(alpha: float, power: float) -> None:
+    if not 0.0 < alpha < 1.0 or math.isnan(alpha):
+        raise UsageError(f"alpha={alpha} must be in (0, 1)", hint="pass e.g. 0.05")
+    if not 0.0 < power < 1.0 or math.isnan(power):
+        raise UsageError(f"power={power} must be in (0, 1)", hint="pass e.g. 0.8")
+    if power <= alpha:
+        raise UsageError(f"power={power} is not above alpha={alpha}: a two-sided test rejects with probability "
+                         "alpha even when there is no difference, so any gap 'reaches' that power",
+                         hint="ask for a target power above alpha (0.8 is the usual choice)")
+
+
 def required_items(*, baseline: float, delta: float, paired_corr: float | None = None,
                    alpha: float = 0.05, power: float = 0.8) -> int:
     """Smallest n (items per model) whose power reaches ``power``.
 
-    Starts from the closed form ``((z_{1-alpha/2} + z_power) sd_d / delta)^2`` and steps to the exact
-    smallest integer (the closed form ignores the far tail).
+    Brackets the closed form ``((z_{1-alpha/2} + z_power) sd_d / delta)^2`` (the closed form ignores
+    the far tail) and bisects to the exact smallest integer: about 2 log2(n) power evaluations, so a
+    tiny delta (n ~ 1e14) answers as fast as a large one.
+
+    Raises:
+        UsageError: delta 0, levels out of range, power <= alpha, or an n above MAX_ITEMS (1e15).
 
     Example:
         >>> required_items(baseline=0.7, delta=0.05)
         1248
     """
-    if delta == 0.0:
-        raise UsageError("delta=0: no sample size detects a zero difference", hint="pass the gap you care about")
-    if not 0.0 < power < 1.0 or not 0.0 < alpha < 1.0:
-        raise UsageError(f"power={power} and alpha={alpha} must be in (0, 1)")
+    if delta == 0.0 or math.isnan(delta):
+        raise UsageError(f"delta={delta}: no sample size detects a zero difference", hint="pass the gap you care about")
+    _check_levels(alpha, power)
     sd = _sd_diff(baseline, delta, paired_corr)
     if sd == 0.0:
         return 1
     z_a, z_b = _ND.inv_cdf(1 - alpha / 2), _ND.inv_cdf(power)
-    n = max(1, math.ceil(((z_a + z_b) * sd / abs(delta)) ** 2))
-    while n > 1 and _power(delta, sd, n - 1, alpha) >= power:
-        n -= 1
-    while _power(delta, sd, n, alpha) < power:
-        n += 1
-    return n
+    guess = ((z_a + z_b) * sd / abs(delta)) ** 2
+    if not guess <= MAX_ITEMS:
+        raise UsageError(f"delta={delta:g} needs about {guess:.3g} items per model, beyond {MAX_ITEMS:.0e}",
+                         hint="no eval has that many items: a gap this small cannot be measured")
+
+    def reached(n: int) -> bool:
+        return _power(delta, sd, n, alpha) >= power
+
+    # bracket: lo fails (or is 0), hi reaches; the closed form is within a few items of the answer
+    hi = max(1, math.ceil(guess))
+    while not reached(hi):
+        hi *= 2
+        if hi > 2 * MAX_ITEMS:
+            raise UsageError(f"delta={delta:g} needs more than {MAX_ITEMS:.0e} items per model")
+    lo = max(0, hi - max(1, hi // 16))
+    while lo > 0 and reached(lo):
+        hi, lo = lo, lo // 2
+    # bisect: the smallest n in (lo, hi] that reaches the target
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reached(mid) else (mid, hi)
+    return hi
 
 
 def _mde(baseline: float, n: int, paired_corr: float | None, alpha: float, power: float, sign: float) -> float:

@@ -6,7 +6,6 @@ Input: JSONL or CSV rows with ``model``, ``item``, ``score`` and optionally ``cl
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ import numpy as np
 from expkit.errors import InputError, UsageError
 from expkit.stats.intervals import wilson_interval
 from expkit.stats.multiplicity import holm_adjust
-from expkit.stats.paired import N_BOOT, PairedComparison, compare_models
+from expkit.stats.paired import N_BOOT, PairedComparison, compare_models, max_safe_score
 from expkit.stats.seeds import t_interval
 
 __all__ = ["EvalTable", "ItemResults", "ModelRow", "ComparisonRow", "build_eval_table", "read_item_results"]
@@ -38,18 +37,12 @@ class ItemResults:
 
 
 def _iter_rows(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
-    """(line number, row) for a JSONL or CSV file (by suffix; ``.csv`` is CSV, anything else JSONL)."""
+    """(line number, row) for a JSONL or CSV file (by suffix; ``.csv``/``.tsv`` are CSV, anything else
+    JSONL). UTF-8 with or without a BOM; another encoding is an InputError naming the line."""
     if path.suffix.lower() in (".csv", ".tsv"):
-        with path.open(newline="", encoding="utf-8") as fh:
-            reader = csv.DictReader(fh, delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
-            if reader.fieldnames is None:
-                return
-            missing = [f for f in REQUIRED_FIELDS if f not in reader.fieldnames]
-            if missing:
-                raise InputError(f"the header has no column {missing[0]!r} (columns: {', '.join(reader.fieldnames)})",
-                                 path=path, line=1, hint="name the columns model,item,score[,cluster]")
-            for row in reader:
-                yield reader.line_num, row
+        from expkit.data.csvfile import iter_csv_rows
+
+        yield from iter_csv_rows(path, required=REQUIRED_FIELDS, hint="name the columns model,item,score[,cluster]")
         return
     from expkit.data.jsonl import iter_jsonl_objects
 
@@ -160,6 +153,19 @@ def _model_row(model: str, scores: dict[str, float], level: float) -> ModelRow:
     return ModelRow(model, n, ti.estimate, ti.low, ti.high, "t")
 
 
+def _refuse_overflow(results: ItemResults) -> None:
+    """Every score is finite, but sums, differences and variances of scores near 1e308 overflow float64
+    to inf/nan: refuse such scores up front (naming the largest) rather than print inf or nan."""
+    n = max(len(items) for items in results.scores.values())
+    model, item, score = max(((m, i, v) for m, items in results.scores.items() for i, v in items.items()),
+                             key=lambda t: abs(t[2]))
+    limit = max_safe_score(n)
+    if abs(score) > limit:
+        raise InputError(f"score {score:g} (model {model!r}, item {item!r}) is too large: means, differences and "
+                         f"intervals over {n} items would overflow float64 to inf/nan (|score| must be <= {limit:.3g})",
+                         path=results.path, hint="rescale the scores (divide by a constant)")
+
+
 def build_eval_table(results: ItemResults, *, baseline: str | None = None, level: float = 0.95,
                      n_boot: int = N_BOOT, seed: int = 0) -> EvalTable:
     """The table: a row per model, and every other model compared with ``baseline`` (default: the
@@ -172,6 +178,7 @@ def build_eval_table(results: ItemResults, *, baseline: str | None = None, level
     if base not in results.scores:
         raise UsageError(f"baseline {base!r} is not a model in {results.path}",
                          hint=f"models: {', '.join(results.models)}")
+    _refuse_overflow(results)
     rows = tuple(_model_row(m, results.scores[m], level) for m in results.models)
     others = [m for m in results.models if m != base]
     comps = [compare_models(results.scores[m], results.scores[base], clusters=results.clusters, level=level,
