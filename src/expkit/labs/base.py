@@ -301,11 +301,15 @@ class LabOutput:
 
 @dataclass(frozen=True)
 class LabContext:
-    """Passed to ``run``: the budget, where to write figures, and the root seed."""
+    """Passed to ``run``: the budget, where to write figures, the root seed and the device.
+
+    ``device`` is ``"cpu"`` or ``"cuda"``; labs with a CUDA path use it, the others run on the CPU.
+    """
 
     quick: bool
     out_dir: Path
     seed: int = 0
+    device: str = "cpu"
 
     def figure_path(self, name: str) -> Path:
         self.out_dir.mkdir(parents=True, exist_ok=True)
