@@ -66,9 +66,7 @@ def print_eval_table(table: EvalTable) -> None:
     t = Table(*HEADERS, title=f"{table.path}: baseline {table.baseline} ({table.level:.0%} intervals, points)")
     for row in eval_table_rows(table):
         t.add_row(*row)
-    con = out_console()
-    if not con.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
-        con.width = 200
+    con = out_console()  # fits COLUMNS / the terminal; wide in a pipe (render/console.py)
     con.print(t)
     for n in table.notes:
         con.print(f"note: {n}")
