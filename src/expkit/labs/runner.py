@@ -13,7 +13,9 @@ from expkit import __version__
 from expkit.labs.base import Lab, LabContext, LabResult
 from expkit.runs.machine import CodeVersion, MachineInfo, describe_code_version, describe_machine
 
-__all__ = ["LabReport", "run_labs"]
+__all__ = ["DEVICES", "LabReport", "check_lab_device", "run_labs"]
+
+DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -27,11 +29,35 @@ class LabReport:
     started_at: str
     elapsed_s: float
     results: tuple[LabResult, ...]
+    device: str = "cpu"
 
 
-def run_lab(lab: Lab, *, out_dir: Path, quick: bool, seed: int = 0) -> LabResult:
+def check_lab_device(device: str) -> str:
+    """``device`` if the labs can run on it here, else a UsageError (exit 2) saying what is missing.
+
+    Raises:
+        UsageError: ``device`` is not one of DEVICES, or it is ``cuda`` and torch sees no CUDA GPU.
+    """
+    from expkit.errors import UsageError
+
+    if device not in DEVICES:
+        raise UsageError(f"--device {device!r} is not one of {', '.join(DEVICES)}")
+    if device == "cuda":
+        try:
+            import torch
+        except ImportError as exc:
+            raise UsageError("--device cuda needs torch with CUDA; torch is not installed",
+                             hint="install expkit[torch] with a CUDA build, or run with --device cpu") from exc
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine "
+                             f"(torch.version.cuda = {torch.version.cuda})",
+                             hint="run on a machine with an NVIDIA GPU and a CUDA build of torch, or use --device cpu")
+    return device
+
+
+def run_lab(lab: Lab, *, out_dir: Path, quick: bool, seed: int = 0, device: str = "cpu") -> LabResult:
     """Run one lab; an exception becomes a ``failed`` result holding the traceback."""
-    ctx = LabContext(quick=quick, out_dir=out_dir / "figures" / lab.id, seed=seed)
+    ctx = LabContext(quick=quick, out_dir=out_dir / "figures" / lab.id, seed=seed, device=device)
     budget = "quick" if quick else "full"
     t0 = time.perf_counter()
     try:
@@ -52,16 +78,18 @@ def run_labs(
     out_dir: Path,
     quick: bool,
     seed: int = 0,
+    device: str = "cpu",
     on_start: Callable[[int, Lab], None] | None = None,
     on_done: Callable[[int, LabResult], None] | None = None,
 ) -> LabReport:
-    """Run ``labs`` in order, writing ``out_dir/results.json`` and ``index.html`` after each one.
+    """Run ``labs`` in order on ``device`` (checked first with :func:`check_lab_device`), writing ``out_dir/results.json`` and ``index.html`` after each one.
 
     Returns:
         The complete LabReport (also on disk).
     """
     from expkit.render.report import write_report
 
+    check_lab_device(device)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     report = LabReport(
@@ -72,11 +100,12 @@ def run_labs(
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         elapsed_s=0.0,
         results=(),
+        device=device,
     )
     for i, lab in enumerate(labs):
         if on_start:
             on_start(i, lab)
-        result = run_lab(lab, out_dir=out_dir, quick=quick, seed=seed)
+        result = run_lab(lab, out_dir=out_dir, quick=quick, seed=seed, device=device)
         report = replace(report, results=(*report.results, result), elapsed_s=time.perf_counter() - t0)
         write_report(report, out_dir)
         if on_done:
