@@ -31,7 +31,8 @@ def charlm(
                                   "step time before step 1 (ignored when --config max_steps=N is given)."),
     corpus: Path = typer.Option(None, "--corpus", help="A UTF-8 text file or directory (default: the Python "
                                 "standard library's own sources)."),
-    seed: int = typer.Option(0, "--seed", help="Seeds the init and the batch order."),
+    seed: int = typer.Option(0, "--seed", envvar="EXPKIT_SEED",
+                             help="Seeds the init and the batch order (default $EXPKIT_SEED, as under a sweep, else 0)."),
     device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
     config: list[str] = typer.Option(None, "--config", "-c", help="KEY=VALUE for any CharLMConfig or "
                                      "TrainConfig field (repeatable), e.g. lr_max=2e-3, check_first_loss=false."),

@@ -124,7 +124,9 @@ def _merge_attached(record: dict[str, Any], run_dir: Path) -> None:
 def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, name: str | None = None,
             data: list[str] | tuple[str, ...] = (), seed: int | None = None, group: str | None = None,
             deterministic: bool | str = False, full_hash: bool = False, cwd: str | os.PathLike[str] | None = None,
-            on_output: OutputSink | None = None, extra_record: dict[str, Any] | None = None) -> ExecResult:
+            on_output: OutputSink | None = None, extra_record: dict[str, Any] | None = None,
+            config: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+            on_start: Callable[[int], None] | None = None) -> ExecResult:
     """Run ``command`` as a recorded run.
 
     Args:
@@ -136,6 +138,9 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
         cwd: the working directory of the command (default: this one).
         on_output: called with ("stdout"|"stderr", line) for each output line (the CLI tees to the terminal).
         extra_record: fields added to ``run.json`` (e.g. ``repro_of``).
+        config: the run's config record (``config.json``), e.g. a sweep trial's ``{"lr": 0.001}``.
+        env: variables added to the command's environment (on top of this process's).
+        on_start: called with the command's pid once it started (``expkit sweep`` cancels through it).
 
     Returns:
         ExecResult. SIGTERM/SIGINT sent to this process are forwarded and the run is ``killed``.
@@ -156,24 +161,27 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
     workdir = Path(cwd).resolve() if cwd is not None else old_cwd
     os.chdir(workdir)  # the code record is taken where the command runs
     try:
-        record = create_run_record(root=root, name=name, group=group, config={}, data=data, seed=seed,
+        record = create_run_record(root=root, name=name, group=group, config=dict(config or {}), data=data, seed=seed,
                                    full_hash=full_hash, deterministic=bool(deterministic), kind="exec",
                                    command=list(command), seed_in_process=False, extra=extra_record)
     finally:
         os.chdir(old_cwd)
     record["seed"]["source"] = seed_source
     run_dir = root / record["id"]
-    env = dict(os.environ, EXPKIT_RUN_DIR=str(run_dir), EXPKIT_SEED=str(seed), PYTHONUNBUFFERED="1")
+    child_env = {**os.environ, **(env or {}), "EXPKIT_RUN_DIR": str(run_dir), "EXPKIT_SEED": str(seed),
+                 "PYTHONUNBUFFERED": "1"}
     if deterministic:
-        env["EXPKIT_DETERMINISTIC"] = "warn" if deterministic == "warn" else "1"
-        env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        child_env["EXPKIT_DETERMINISTIC"] = "warn" if deterministic == "warn" else "1"
+        child_env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(command, cwd=workdir, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
         record.update(status="failed", ended_at=now_iso(), error=f"could not start {command[0]!r}: {exc}")
         write_run(root, record)
         raise UsageError(f"could not start {command[0]!r}: {exc.strerror}", hint="check the command after --") from None
+    if on_start is not None:
+        on_start(proc.pid)
 
     received: list[int] = []
     old_handlers: dict[int, Any] = {}
