@@ -1,7 +1,8 @@
 """Lab C1.1: a JSONL file read into a list multiplies memory; a generator pipeline stays flat.
 
-Each load runs in a fresh interpreter (``expkit.data.peak_memory``): the figure is the peak RSS the load
-added above that interpreter's baseline (VmHWM), not the interpreter itself.
+Each load runs in a fresh interpreter (``expkit.data.peak_memory``). The seed's figures are whole-process
+peaks (its generator's 11.5 MB is mostly the interpreter), so they are judged against the process peak RSS
+(VmHWM); the load's own share above the interpreter's baseline is shown beside them.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import json
 import random
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict, verdict_within
+from expkit.labs.base import AtMost, Cause, LabContext, LabOutput, Measurement, SeedFigure, Within, judged
 from expkit.labs.registry import lab
 
 SEED_LIST = SeedFigure("list_ratio", "list peak / file size, 19.4 MB file", 5.3, "x",
@@ -76,6 +78,18 @@ def _chars(rec: dict) -> int:
     return len(text_of(rec.get("messages") or rec.get("output")) or "")
 
 
+@dataclass(frozen=True)
+class _Point:
+    """One file size: the list's and the generator's peaks, whole process (abs) and above the baseline."""
+
+    file_mb: float
+    list_abs_mb: float
+    list_above_mb: float
+    gen_abs_mb: float
+    gen_above_mb: float
+    gen_baseline_mb: float
+
+
 def stream_pipeline(path: str) -> int:
     """The same pass as a generator pipeline: read, filter, map, reduce; one record alive at a time."""
     from expkit.data import Pipeline, iter_jsonl
@@ -88,12 +102,13 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.data import peak_memory
     from expkit.render.figures import new_figure, save_figure
 
-    # quick: a quarter of the seed's file (the ratio does not depend on size, as the full run shows)
-    base_bytes = BASE_BYTES // 4 if ctx.quick else BASE_BYTES
-    plan = {"short": (1, 2) if ctx.quick else (1, 2, 4, 8), "chat": (1,) if ctx.quick else (1, 2, 4, 8)}
-    rows: dict[str, list[tuple[int, float, float, float]]] = {}  # kind -> (bytes, list MB, gen MB, gen abs MB)
+    # the short-record file has the seed's size in both budgets: the seed's figures are absolute process
+    # peaks, which include the interpreter, so a smaller file would inflate the ratio
+    plan = {"short": (BASE_BYTES, (1, 2) if ctx.quick else (1, 2, 4, 8)),
+            "chat": (BASE_BYTES // 4 if ctx.quick else BASE_BYTES, (1,) if ctx.quick else (1, 2, 4, 8))}
+    rows: dict[str, list[_Point]] = {}
     with tempfile.TemporaryDirectory(prefix="expkit-c1_1-") as tmp:
-        for kind, multiples in plan.items():
+        for kind, (base_bytes, multiples) in plan.items():
             base = Path(tmp) / f"{kind}_1x.jsonl"
             write_base_file(base, kind, target_bytes=base_bytes, seed=ctx.seed)
             rows[kind] = []
@@ -102,58 +117,72 @@ def run(ctx: LabContext) -> LabOutput:
                 size = base.stat().st_size if m == 1 else _repeat_file(base, path, m)
                 as_list = peak_memory(load_into_list, str(path), trace_python=False)
                 gen = peak_memory(stream_pipeline, str(path), trace_python=False)
-                rows[kind].append((size, as_list.peak_above_baseline_bytes / MB, gen.peak_above_baseline_bytes / MB,
-                                   gen.peak_rss_bytes / MB))
+                rows[kind].append(_Point(size / MB, as_list.peak_rss_bytes / MB, as_list.peak_above_baseline_bytes / MB,
+                                         gen.peak_rss_bytes / MB, gen.peak_above_baseline_bytes / MB,
+                                         gen.baseline_rss_bytes / MB))
                 if m != 1:
                     path.unlink()
 
     fig, (ax,) = new_figure(1)
     for kind, style in (("short", "o-"), ("chat", "s--")):
-        xs = [r[0] / MB for r in rows[kind]]
-        ax.plot(xs, [r[1] for r in rows[kind]], "C0" + style, label=f"list, {kind} records")
-        ax.plot(xs, [r[2] for r in rows[kind]], "C1" + style, label=f"generator, {kind} records")
-    ax.set(xlabel="file size (MB)", ylabel="peak RSS above interpreter baseline (MB)",
+        xs = [p.file_mb for p in rows[kind]]
+        ax.plot(xs, [p.list_abs_mb for p in rows[kind]], "C0" + style, label=f"list, {kind} records")
+        ax.plot(xs, [p.gen_abs_mb for p in rows[kind]], "C1" + style, label=f"generator, {kind} records")
+    ax.set(xlabel="file size (MB)", ylabel="peak RSS of the process (MB)",
            title="Load into a list vs stream (fresh interpreter per point)")
     ax.legend()
     figure = save_figure(fig, ctx.figure_path("c1_1_memory_vs_size.png"))
 
-    short1, chat1 = rows["short"][0], rows["chat"][0]
-    ratio_short = short1[1] / (short1[0] / MB)
-    ratio_chat = chat1[1] / (chat1[0] / MB)
-    biggest = rows["short"][-1]
-    # flatness on the whole process's peak RSS: the pipeline's own share is too small (< 1 MB) for a ratio
-    flat = biggest[3] / short1[3]
-    growth = biggest[2] - short1[2]
+    short1, chat1, biggest = rows["short"][0], rows["chat"][0], rows["short"][-1]
+    ratio_abs = short1.list_abs_mb / short1.file_mb      # the seed's 5.3x: 102.9 MB process peak / 19.4 MB
+    ratio_above = short1.list_above_mb / short1.file_mb  # the list's own share, interpreter excluded
+    ratio_chat = chat1.list_above_mb / chat1.file_mb
+    # flatness: what the pipeline's own peak added per MB of file added (the list adds ~ratio_above)
+    slope = (biggest.gen_above_mb - short1.gen_above_mb) / (biggest.file_mb - short1.file_mb)
+    gen_rule = AtMost(SEED_GEN.value * 1.25, source="our choice: the seed's 11.5 MB plus the 25% allowed the "
+                                                    "list ratio")
+    # differs only when this interpreter alone, measured before the first line is read, exceeds the limit
+    gen_cause = (Cause("interpreter RSS before the first line is read", short1.gen_baseline_mb,
+                       f"Python with the probe's imports already holds that much here; the pipeline itself added "
+                       f"{short1.gen_above_mb:.2f} MB", unit="MB")
+                 if short1.gen_baseline_mb > gen_rule.limit else None)
     measurements = (
-        Measurement("list_ratio", f"list peak / file size, short records ({short1[0] / MB:.1f} MB)", ratio_short, "x",
-                    verdict_within(ratio_short, SEED_LIST.value, rel_tol=0.25,
-                                   differs_reason="the ratio depends on record length and Python build; see detail"),
-                    SEED_LIST, detail=f"list peak {short1[1]:.1f} MB for a {short1[0] / MB:.1f} MB file"),
-        Measurement("list_ratio_chat", f"list peak / file size, chat records ({chat1[0] / MB:.1f} MB)", ratio_chat, "x",
-                    detail=f"list peak {chat1[1]:.1f} MB; long strings cost ~1 byte/char, short ones ~50 bytes + "
-                           "per-object overhead"),
-        Measurement("generator_peak", f"generator pipeline peak above baseline, {short1[0] / MB:.1f} MB file",
-                    short1[2], "MB",
-                    Verdict("reproduced") if short1[2] <= SEED_GEN.value else
-                    Verdict("not reproduced", f"{short1[2]:.1f} MB > {SEED_GEN.value} MB"), SEED_GEN,
-                    detail=f"absolute RSS of that process {short1[3]:.1f} MB (interpreter included); the seed's "
-                           "11.5 MB is comparable to an absolute figure"),
-        Measurement("generator_flat", f"generator process peak RSS at {biggest[0] / short1[0]:.0f}x vs 1x file size",
-                    flat, "x", Verdict("reproduced") if flat <= 1.2 else Verdict("not reproduced", f"grew {flat:.2f}x"),
-                    SEED_FLAT, detail=f"pipeline above baseline: {', '.join(f'{r[2]:.2f}' for r in rows['short'])} MB "
-                                      f"at {', '.join(f'{r[0] / MB:.0f}' for r in rows['short'])} MB files "
-                                      f"(growth {growth:+.2f} MB); whole process {short1[3]:.1f} -> {biggest[3]:.1f} MB"),
-        Measurement("list_peak_largest", f"list peak at {biggest[0] / MB:.0f} MB (short records)", biggest[1], "MB"),
+        judged("list_ratio", f"list: process peak RSS / file size, short records ({short1.file_mb:.1f} MB)", ratio_abs,
+               "x", rule=Within(SEED_LIST.value, rel=0.25, source="our choice: the seed's records are not given and "
+                                "the ratio moves with record length (chat-record row)"), seed=SEED_LIST,
+               detail=f"process peak {short1.list_abs_mb:.1f} MB (the seed: 102.9 MB), of which "
+                      f"{short1.list_abs_mb - short1.list_above_mb:.1f} MB interpreter before the load"),
+        Measurement("list_ratio_above", "list: peak above the interpreter's baseline / file size, short records",
+                    ratio_above, "x", detail=f"{short1.list_above_mb:.1f} MB the records themselves"),
+        Measurement("list_ratio_chat", f"list: peak above baseline / file size, chat records ({chat1.file_mb:.1f} MB)",
+                    ratio_chat, "x", detail=f"list peak {chat1.list_above_mb:.1f} MB; long strings cost ~1 byte/char, "
+                                            "short ones ~50 bytes + per-object overhead"),
+        judged("generator_peak", f"generator pipeline: process peak RSS, {short1.file_mb:.1f} MB file",
+               short1.gen_abs_mb, "MB", rule=gen_rule, seed=SEED_GEN, cause=gen_cause,
+               detail=f"interpreter before the load {short1.gen_baseline_mb:.1f} MB, the pipeline's own peak "
+                      f"{short1.gen_above_mb:.2f} MB; the seed's 11.5 MB is a whole-process figure like its 102.9 MB"),
+        judged("generator_flat", f"generator: own peak added per MB of file, {short1.file_mb:.0f} -> "
+               f"{biggest.file_mb:.0f} MB", slope, "MB/MB",
+               rule=AtMost(0.05, source="our choice: a twentieth of a byte per byte of file; the list adds "
+                                        f"{ratio_above:.1f} here"), seed=SEED_FLAT,
+               detail=f"pipeline above baseline: {', '.join(f'{p.gen_above_mb:.2f}' for p in rows['short'])} MB at "
+                      f"{', '.join(f'{p.file_mb:.0f}' for p in rows['short'])} MB files; whole process "
+                      f"{short1.gen_abs_mb:.1f} -> {biggest.gen_abs_mb:.1f} MB"),
+        Measurement("list_peak_largest", f"list: process peak RSS at {biggest.file_mb:.0f} MB (short records)",
+                    biggest.list_abs_mb, "MB"),
     )
+    gen_text = ("within the seed's figure" if gen_rule.holds(short1.gen_abs_mb) else
+                f"over the seed's 11.5 MB because the interpreter alone held {short1.gen_baseline_mb:.1f} MB before "
+                "reading" if gen_cause else "over the seed's 11.5 MB")
     explanation = (
-        f"Reading a {short1[0] / MB:.1f} MB file of short instruction records into a list took {short1[1]:.0f} MB "
-        f"({ratio_short:.1f}x the file): each record becomes a dict plus a str per field, and a small str costs "
-        f"~50 bytes of header before its characters. Chat records with long turns cost only {ratio_chat:.1f}x: "
-        "the characters dominate, stored at about one byte each. The generator pipeline (iter_jsonl -> filter -> "
-        f"map -> sum) peaked at {short1[2]:.2f} MB above the interpreter's baseline (one record and a read buffer "
-        f"alive at a time), and the whole process went from {short1[3]:.1f} to {biggest[3]:.1f} MB while the file "
-        f"grew {biggest[0] / short1[0]:.0f}x. The list grew with the file: {biggest[1]:.0f} MB at "
-        f"{biggest[0] / MB:.0f} MB. Figures are VmHWM of a fresh interpreter "
-        "minus its RSS just before the load, so neither the interpreter nor this report's process is counted."
+        f"Reading a {short1.file_mb:.1f} MB file of short instruction records into a list peaked at "
+        f"{short1.list_abs_mb:.0f} MB for the whole process ({ratio_abs:.1f}x the file; the seed: 102.9 MB, 5.3x). "
+        f"The records themselves took {short1.list_above_mb:.0f} MB ({ratio_above:.1f}x): each becomes a dict plus a "
+        f"str per field, and a small str carries a header before its characters. Chat records with long turns cost "
+        f"{ratio_chat:.1f}x. The generator pipeline (iter_jsonl -> filter -> map -> sum) peaked at "
+        f"{short1.gen_abs_mb:.1f} MB for the whole process ({gen_text}), of which the pipeline's own share was "
+        f"{short1.gen_above_mb:.2f} MB; at {biggest.file_mb:.0f} MB it added {slope:.3f} MB per MB of file, while the "
+        f"list reached {biggest.list_abs_mb:.0f} MB. Each figure is VmHWM of a fresh interpreter; the baseline is its "
+        "RSS just before the load, after imports."
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(figure,))
