@@ -4,6 +4,7 @@ compare outputs (and, optionally, input gradients through autograd)."""
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -11,12 +12,16 @@ from typing import Any, Literal
 import numpy as np
 
 from expkit.check.compare import CompareReport, compare
-from expkit.errors import UsageError
+from expkit.errors import InputError, UsageError
 
 __all__ = ["AgainstReport", "CaseReport", "against", "load_callable"]
 
 Backend = Literal["numpy", "torch"]
 _DTYPES = ("float32", "float64", "float16", "bfloat16")
+# Bounds on one input: 2**28 elements is 2 GiB in float64 before the casts and the reference's copy, far
+# more than a numerical check needs; torch tensors take at most 25 dimensions (numpy 64).
+MAX_ELEMENTS = 2**28
+MAX_DIMS = 25
 
 
 @dataclass(frozen=True)
@@ -50,15 +55,28 @@ def load_callable(spec: str) -> Callable[..., Any]:
     """``"pkg.mod:fn"`` (or ``"pkg.mod:Class.method"``) -> the callable.
 
     Raises:
-        UsageError: no colon, a module that cannot be imported, a missing attribute.
+        UsageError: no colon, an empty name, a module that cannot be imported (or that raises or calls
+            ``sys.exit`` while importing), a missing attribute.
+        InputError: the module has a syntax error (file and line).
     """
     if ":" not in spec:
         raise UsageError(f"{spec!r} is not PKG.MOD:FN", hint="e.g. torch.nn.functional:softmax")
     mod_name, attr = spec.split(":", 1)
+    if not mod_name.strip() or not attr.strip():
+        raise UsageError(f"{spec!r} is not PKG.MOD:FN: the module or the function name is empty",
+                         hint="e.g. torch.nn.functional:softmax")
     try:
         obj: Any = importlib.import_module(mod_name)
     except ImportError as exc:
         raise UsageError(f"cannot import module {mod_name!r} ({exc})", hint="check PYTHONPATH and the name") from None
+    except SyntaxError as exc:  # the user's module does not parse: point at the line
+        raise InputError(f"module {mod_name!r} has a syntax error: {exc.msg}", path=exc.filename,
+                         line=exc.lineno) from None
+    except SystemExit as exc:  # sys.exit() at import time would end expkit silently with the module's code
+        raise UsageError(f"importing module {mod_name!r} called sys.exit({exc.code!r})",
+                         hint="guard the module's script code with `if __name__ == '__main__':`") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module raised while importing: say which and how
+        raise UsageError(f"importing module {mod_name!r} raised {type(exc).__name__}: {exc}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise UsageError(f"module {mod_name!r} has no attribute {attr!r}")
@@ -85,10 +103,24 @@ def _to_backend(arrays: Sequence[np.ndarray], dtype: str, backend: Backend, requ
 def _call(f: Callable[..., Any], xs: list[Any], shapes: tuple[tuple[int, ...], ...], role: str) -> Any:
     try:
         return f(*xs)
+    except SystemExit:  # sys.exit() inside the operator would end expkit silently with its code
+        raise UsageError(f"{role} {_name(f)} called sys.exit() (inputs of shapes {shapes})",
+                         hint="an operator must return its result, not exit") from None
     except Exception as exc:  # noqa: BLE001 - the user's operator failed on our inputs: say which and how
         raise UsageError(f"{role} {_name(f)} raised {type(exc).__name__}: {exc} (inputs of shapes {shapes})",
                          hint="it must take one array/tensor per shape and return one; wrap it to fix other "
                               "arguments, e.g. lambda x: softmax(x, dim=-1)") from exc
+
+
+def _check_shape(shape: tuple[int, ...]) -> None:
+    text = ",".join(map(str, shape))
+    if any(d <= 0 for d in shape):
+        raise UsageError(f"shape {text} needs positive sizes", hint="e.g. 4,8")
+    if len(shape) > MAX_DIMS:
+        raise UsageError(f"shape {text[:60]}... has {len(shape)} dimensions, more than {MAX_DIMS}")
+    if math.prod(shape) > MAX_ELEMENTS:
+        raise UsageError(f"shape {text} has {math.prod(shape):,} elements, more than a numerical check needs "
+                         f"(at most {MAX_ELEMENTS:,})", hint="a few thousand elements per input find the same errors")
 
 
 def against(
@@ -116,7 +148,9 @@ def against(
         rtol, atol: override the dtype default tolerances (see ``expkit.check.compare``).
 
     Raises:
-        UsageError: no shapes, an unknown dtype or backend, grad with a numpy side.
+        UsageError: no shapes, a shape with a size <= 0, more than ``MAX_DIMS`` dimensions or more than
+            ``MAX_ELEMENTS`` elements, an unknown dtype or backend, grad with a numpy side, an operator that
+            raises or calls ``sys.exit``.
 
     Example:
         >>> import torch.nn.functional as F
@@ -137,6 +171,8 @@ def against(
     cases = []
     for case in shapes:
         case_shapes = tuple(tuple(int(s) for s in shape) for shape in case)
+        for shape in case_shapes:
+            _check_shape(shape)
         rng = np.random.default_rng(seed)
         inputs = [rng.standard_normal(s) for s in case_shapes]
         for dtype in dtypes:

@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from expkit import __version__
 from expkit.errors import ExpkitError
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "app", "main"]
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "app", "invoked_argv", "main"]
 
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
@@ -32,6 +32,15 @@ def _wants_json(argv: list[str]) -> bool:
     """``--json`` among the options, not among the arguments of a wrapped command after ``--``."""
     head = argv[: argv.index("--")] if "--" in argv else argv
     return "--json" in head
+
+
+def invoked_argv(ctx: Any) -> list[str]:
+    """The arguments of the running ``expkit`` invocation as the user typed them, ``--`` included (click
+    drops it while parsing; ``expkit profile`` needs to know whether it was there). ``ctx``: the command's
+    ``typer.Context``."""
+    root = ctx.find_root().command
+    argv = getattr(root, "_argv", None)
+    return list(argv) if argv is not None else sys.argv[1:]
 
 
 def _is_click_control(exc: BaseException) -> bool:

@@ -15,12 +15,13 @@ _DTYPE_HELP = "float32 or float64 (also float16, bfloat16 for torch-only checks)
 def _parse_shape(text: str) -> tuple[int, ...]:
     from expkit.errors import UsageError
 
+    shown = text if len(text) <= 60 else text[:57] + "..."
     try:
         dims = tuple(int(p) for p in text.replace("x", ",").split(",") if p.strip())
     except ValueError:
-        raise UsageError(f"--shape {text!r} is not a comma-separated list of sizes", hint="e.g. --shape 2,64,32") from None
+        raise UsageError(f"--shape {shown!r} is not a comma-separated list of sizes", hint="e.g. --shape 2,64,32") from None
     if not dims or any(d <= 0 for d in dims):
-        raise UsageError(f"--shape {text!r} needs positive sizes", hint="e.g. --shape 2,64,32")
+        raise UsageError(f"--shape {shown!r} needs positive sizes", hint="e.g. --shape 2,64,32")
     return dims
 
 

@@ -36,6 +36,7 @@ def _print_report(rep, *, top: int) -> None:  # noqa: ANN001 - a ProfileReport
 
 
 def profile(
+    ctx: typer.Context,
     args: list[str] = typer.Argument(None, metavar="TRACE.json | -- python SCRIPT [ARGS]...",
                                      help="A Chrome trace to read, or the command to run after '--'."),
     out: Path = typer.Option(Path("profile_trace.json"), "--out", help="Where the script's trace is written."),
@@ -64,6 +65,15 @@ def profile(
     if not args:
         raise UsageError("give a trace file or a command after '--'",
                          hint="expkit profile trace.json  |  expkit profile -- python train.py")
+    from expkit.cli.app import invoked_argv
+
+    if "--" not in invoked_argv(ctx):  # a path is read as a trace; running code needs the explicit '--'
+        if len(args) == 1 and not args[0].endswith((".json", ".json.gz")):
+            raise UsageError(f"{args[0]!r} is not a trace (.json or .json.gz); expkit runs code only after '--'",
+                             hint=f"to profile a script: expkit profile -- python {args[0]}")
+        if len(args) > 1:
+            raise UsageError(f"give one trace file, or the command to run after '--' (got {' '.join(args)[:80]!r})",
+                             hint=f"expkit profile -- {' '.join(args)[:80]}")
     if len(args) == 1 and args[0].endswith((".json", ".json.gz")):
         from expkit.perf.buckets import bucket_trace
         from expkit.perf.trace import load_trace

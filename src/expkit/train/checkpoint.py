@@ -139,11 +139,21 @@ def _verify(path: Path) -> dict[str, Any]:
     if not mpath.is_file():
         raise InputError("not a checkpoint (no manifest.json): incomplete or not written by expkit", path=path)
     try:
-        manifest = json.loads(mpath.read_text())
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InputError(f"manifest.json is corrupt: {exc.msg}", path=mpath, line=exc.lineno) from exc
-    for name, want in manifest["files"].items():
+    except (UnicodeDecodeError, OSError) as exc:
+        raise InputError(f"manifest.json cannot be read: {exc}", path=mpath) from exc
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not (isinstance(files, dict) and all(isinstance(w, dict) and {"bytes", "sha256"} <= set(w) for w in files.values())
+            and all(isinstance(manifest.get(k), dict) for k in ("model_config", "train_config", "extra"))
+            and isinstance(manifest.get("step"), int) and isinstance(manifest["extra"].get("schedule", {}), dict)):
+        raise InputError("manifest.json is not an expkit checkpoint manifest (files with bytes and sha256, step, "
+                         "model_config, train_config, extra)", path=mpath)
+    for name, want in files.items():
         f = path / name
+        if not f.resolve().is_relative_to(path.resolve()):
+            raise InputError(f"manifest.json names a file outside the checkpoint: {name!r}", path=mpath)
         size = f.stat().st_size if f.is_file() else None
         if size != want["bytes"]:
             raise InputError(f"{name} has {size} bytes, the manifest says {want['bytes']}: the file is "
@@ -182,11 +192,25 @@ def load_checkpoint(path: str | Path, *, model_config: dict[str, Any] | None = N
 def restore_checkpoint(ckpt: Checkpoint, *, model: nn.Module, optimizer: torch.optim.Optimizer,
                        restore_rng: bool = True) -> int:
     """Load model, optimizer and RNG states from a verified checkpoint; returns the step to resume at."""
+    import pickle
+
     from safetensors.torch import load_model
 
-    load_model(model, str(ckpt.path / _MODEL_FILE), strict=True)
-    state = torch.load(ckpt.path / _STATE_FILE, weights_only=True, map_location="cpu")
-    optimizer.load_state_dict(state["optimizer"])
-    if restore_rng:
-        set_rng_state(state["rng"])
-    return int(state["step"])
+    try:
+        load_model(model, str(ckpt.path / _MODEL_FILE), strict=True)
+    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types for a bad header
+        raise InputError(f"cannot load the model weights: {type(exc).__name__}: {exc}",
+                         path=ckpt.path / _MODEL_FILE) from exc
+    try:
+        # weights_only=True: tensors and plain containers only; a pickle that would run code is refused here
+        state = torch.load(ckpt.path / _STATE_FILE, weights_only=True, map_location="cpu")
+        optimizer.load_state_dict(state["optimizer"])
+        if restore_rng:
+            set_rng_state(state["rng"])
+        return int(state["step"])
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError, TypeError, IndexError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(f"refused to load the optimizer/RNG state ({type(exc).__name__}: {first})",
+                         path=ckpt.path / _STATE_FILE,
+                         hint="only tensors and plain containers are read (torch.load weights_only=True); "
+                              "resume from a checkpoint written by expkit") from exc

@@ -11,12 +11,16 @@ and give more distinct windows per step; a minute needs steps more than context.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from expkit.errors import UsageError
 
 __all__ = ["TrainConfig", "apply_overrides", "config_keys"]
+
+_INT_MAX = 2**63 - 1  # torch and the run record (orjson) hold integers as int64
+_INT_MIN = -(2**63)
 
 
 @dataclass(frozen=True)
@@ -95,11 +99,19 @@ def _parse(raw: str, current: Any, key: str) -> Any:
                 return False
             raise ValueError
         if current is None or kind is int:
-            return int(float(raw)) if float(raw).is_integer() else int(raw)
-        return kind(raw)
-    except ValueError:
+            number = float(raw)
+            value = int(number) if number.is_integer() else int(raw)
+        else:
+            value = kind(raw)
+    except (ValueError, OverflowError):
         want = "true/false" if isinstance(current, bool) else ("an integer" if current is None else kind.__name__)
         raise UsageError(f"--config {key}={raw}: not {want}") from None
+    if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
+        raise UsageError(f"--config {key}={raw}: {value} is outside the 64-bit integer range",
+                         hint="a count this large cannot be stored or run; give a realistic value")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"--config {key}={raw}: not a finite number")
+    return value
 
 
 def apply_overrides(overrides: list[str] | tuple[str, ...], *configs: Any) -> tuple[Any, ...]:
@@ -114,8 +126,9 @@ def apply_overrides(overrides: list[str] | tuple[str, ...], *configs: Any) -> tu
         >>> apply_overrides(["n_layer=2", "lr_max=1e-3"], CharLMConfig(), TrainConfig())[0].n_layer
         2
     """
-    out = list(configs)
     keys = config_keys(*configs)
+    changes: list[dict[str, Any]] = [{} for _ in configs]
+    given: list[list[str]] = [[] for _ in configs]
     for item in overrides:
         key, sep, raw = item.partition("=")
         key = key.strip()
@@ -124,11 +137,16 @@ def apply_overrides(overrides: list[str] | tuple[str, ...], *configs: Any) -> tu
         if key not in keys:
             raise UsageError(f"--config {key}: no such config key",
                              hint=f"did you mean {closest_key(key, keys)!r}? (valid keys: {', '.join(keys)})")
-        for i, cfg in enumerate(out):
-            if key in asdict(cfg):
-                try:
-                    out[i] = replace(cfg, **{key: _parse(raw.strip(), getattr(cfg, key), key)})
-                except ValueError as exc:  # CharLMConfig validates with ValueError
-                    raise UsageError(f"--config {item}: {exc}") from None
-                break
+        i = next(i for i, cfg in enumerate(configs) if key in asdict(cfg))
+        changes[i][key] = _parse(raw.strip(), getattr(configs[i], key), key)
+        given[i].append(item)
+    # Validate each config once, after every override: n_embd=6 then n_head=2 is as valid as the other order.
+    out = list(configs)
+    for i, cfg in enumerate(configs):
+        if not changes[i]:
+            continue
+        try:
+            out[i] = replace(cfg, **changes[i])
+        except ValueError as exc:  # CharLMConfig validates with ValueError
+            raise UsageError(f"--config {' '.join(given[i])}: {exc}") from None
     return tuple(out)

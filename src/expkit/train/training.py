@@ -18,8 +18,19 @@ from expkit.train.checkpoint import load_checkpoint, restore_checkpoint, save_ch
 from expkit.train.config import TrainConfig
 from expkit.train.corpus import Corpus, load_corpus
 from expkit.train.distributed import DistContext, all_reduce_mean, init_distributed
-from expkit.train.loop import TrainingSetup, estimate_val_loss, perplexity, setup_training, train_step
-from expkit.train.model import CharLMConfig, count_parameters, flops_per_token
+from expkit.train.loop import (
+    TrainingSetup,
+    estimate_val_loss,
+    perplexity,
+    setup_training,
+    train_step,
+)
+from expkit.train.model import (
+    ASCII_VOCAB,
+    CharLMConfig,
+    count_parameters,
+    flops_per_token,
+)
 from expkit.train.sanity import (
     FirstLossCheck,
     GradCheck,
@@ -216,8 +227,13 @@ def train_charlm(
         raise UsageError(f"device={device!r} but CUDA is not available here", hint="use --device cpu")
     if tcfg.max_steps is None and minutes is None and resume is None:
         raise UsageError("give a time budget (minutes) or train_config.max_steps")
-    if minutes is not None and minutes <= 0:
-        raise UsageError(f"minutes={minutes} must be > 0")
+    if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
+        raise UsageError(f"minutes={minutes} must be a finite number > 0", hint="e.g. --minutes 1")
+    if mcfg.vocab_size < ASCII_VOCAB:
+        raise UsageError(f"vocab_size={mcfg.vocab_size} is smaller than the {ASCII_VOCAB} ASCII code points the "
+                         "char LM reads", hint=f"leave vocab_size at {ASCII_VOCAB} (or raise it)")
+    if not 0 <= seed < 2**63:
+        raise UsageError(f"seed={seed} must be in [0, 2**63)", hint="e.g. --seed 0")
     wall0 = time.perf_counter()
     if tcfg.num_threads is not None:  # on a shared machine 1 thread can beat 2 (no OpenMP spin-waits)
         torch.set_num_threads(tcfg.num_threads)
@@ -246,7 +262,11 @@ def train_charlm(
                            schedule=placeholder, dist=dist, start_step=start_step)
     calibration = None
     if ckpt is not None:
-        schedule = WarmupCosine(**ckpt.extra["schedule"])
+        try:
+            schedule = WarmupCosine(**ckpt.extra["schedule"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"the manifest's schedule is missing or malformed ({type(exc).__name__}: {exc})",
+                             path=ckpt.path / "manifest.json") from exc
     elif tcfg.max_steps is not None:
         schedule = WarmupCosine(lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=min(tcfg.warmup_steps, tcfg.max_steps),
                                 max_steps=tcfg.max_steps)

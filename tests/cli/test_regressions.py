@@ -1,0 +1,222 @@
+"""Issue 15's defects, one named test each: every one used to end in a traceback (exit 1, later 3), a
+silent exit with the user's code, or ran code it should not have. Each now exits 2 with one line that
+names the value or the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import sys
+
+import pytest
+
+TINY = ["--config", "n_layer=1", "--config", "block_size=32", "--config", "seq_len=32", "--config", "batch_size=4",
+        "--config", "max_steps=2", "--config", "warmup_steps=1", "--config", "eval_windows=2"]
+
+
+def _one_line_error(res, code=2):
+    """Exit ``code``, no traceback, and exactly one ``error:`` line on stderr."""
+    assert res.exit_code == code, (res.exit_code, res.stdout, res.stderr)
+    assert "Traceback" not in res.stdout + res.stderr
+    assert sum(line.startswith("error: ") for line in res.stderr.splitlines()) == 1, res.stderr
+    return res.stderr
+
+
+def _corpus(tmp_path):
+    f = tmp_path / "text.txt"
+    f.write_text("the quick brown fox jumps over the lazy dog\n" * 200)
+    return f
+
+
+# ---- expkit profile: code runs only after an explicit '--' ------------------------------------------
+
+def test_profile_does_not_run_a_bare_python_file(cli, tmp_path):
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "evil.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    err = _one_line_error(cli("profile", str(script)))
+    assert "expkit runs code only after '--'" in err and f"expkit profile -- python {script}" in err
+    assert not marker.exists()
+
+
+def test_profile_without_dashes_does_not_run_a_command_either(cli, tmp_path):
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "evil.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    err = _one_line_error(cli("profile", "python", str(script)))
+    assert "after '--'" in err
+    assert not marker.exists()
+
+
+def test_profile_with_dashes_still_runs_the_script(cli, tmp_path):
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "ok.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    res = cli("profile", "--out", str(tmp_path / "t.json"), "--", "python", str(script))
+    assert res.exit_code == 0, res.stderr
+    assert marker.read_text() == "ran"
+
+
+# ---- expkit train charlm: the whole config is validated after every override ---------------------
+
+def test_train_config_order_of_overrides_does_not_matter():
+    from expkit.train import CharLMConfig, TrainConfig, apply_overrides
+
+    a = apply_overrides(["n_embd=6", "n_head=2"], CharLMConfig(), TrainConfig())[0]
+    b = apply_overrides(["n_head=2", "n_embd=6"], CharLMConfig(), TrainConfig())[0]
+    assert (a.n_embd, a.n_head) == (b.n_embd, b.n_head) == (6, 2)
+
+
+def test_train_charlm_n_embd_before_n_head_trains(cli, tmp_path):
+    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"), "--json",
+              "--config", "n_embd=6", "--config", "n_head=2", *TINY)
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["result"]["steps"] == 2
+
+
+def test_train_charlm_still_refuses_an_indivisible_final_config(cli, tmp_path):
+    err = _one_line_error(cli("train", "charlm", "--config", "n_embd=6", "--config", "n_head=4"))
+    assert "n_embd=6 is not divisible by n_head=4" in err
+
+
+@pytest.mark.parametrize("minutes", ["nan", "inf", "-1", "0"])
+def test_train_charlm_minutes_must_be_finite_and_positive(cli, tmp_path, minutes):
+    err = _one_line_error(cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--minutes", minutes,
+                              "--store", str(tmp_path / "runs")))
+    assert f"minutes={float(minutes)}" in err
+
+
+def test_train_charlm_vocab_smaller_than_ascii_is_refused(cli, tmp_path):
+    err = _one_line_error(cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"),
+                              "--config", "vocab_size=10", *TINY))
+    assert "vocab_size=10" in err and "128" in err
+
+
+@pytest.mark.parametrize("item, says", [("max_steps=1e20", "outside the 64-bit integer range"),
+                                        ("lr_max=nan", "not a finite number"),
+                                        ("grad_clip=inf", "not a finite number"),
+                                        ("max_steps=" + "9" * 5000, "not an integer")])
+def test_train_charlm_config_values_out_of_range(cli, item, says):
+    err = _one_line_error(cli("train", "charlm", "--config", item))
+    assert item.split("=")[0] in err and says in err
+
+
+def test_train_charlm_huge_seed_is_refused(cli, tmp_path):
+    err = _one_line_error(cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--seed", "9" * 30,
+                              "--store", str(tmp_path / "runs"), *TINY))
+    assert "seed=" + "9" * 30 in err
+
+
+def _checkpoint(cli, tmp_path):
+    """A real checkpoint of a 2-step run (its manifest is then rewritten to match a tampered state)."""
+    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"), "--json",
+              "--config", "checkpoint_interval=2", *TINY)
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)["result"]
+    return out["checkpoint"]
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def _retarget_manifest(ckpt_dir):
+    """Make the manifest agree with the tampered files: the sha256 check alone must not be the defence."""
+    import hashlib
+    from pathlib import Path
+
+    manifest_path = Path(ckpt_dir) / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for name in manifest["files"]:
+        data = (Path(ckpt_dir) / name).read_bytes()
+        manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    manifest_path.write_text(json.dumps(manifest))
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+def test_resume_with_a_malicious_pickle_is_refused_in_one_line(cli, tmp_path):
+    from pathlib import Path
+
+    ckpt = Path(_checkpoint(cli, tmp_path))
+    (ckpt / "state.pt").write_bytes(pickle.dumps(_Evil()))
+    _retarget_manifest(ckpt)
+    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"),
+              "--resume", str(ckpt), *[a.replace("max_steps=2", "max_steps=4") for a in TINY])
+    err = _one_line_error(res)
+    assert "state.pt" in err and "refused to load" in err
+
+
+def test_resume_with_random_weights_names_the_file(cli, tmp_path):
+    from pathlib import Path
+
+    ckpt = Path(_checkpoint(cli, tmp_path))
+    (ckpt / "model.safetensors").write_bytes(os.urandom(256))
+    _retarget_manifest(ckpt)
+    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"),
+              "--resume", str(ckpt), *TINY)
+    assert "model.safetensors" in _one_line_error(res)
+
+
+@pytest.mark.parametrize("manifest", ["[]", '{"files": 3}', "\xff\xfe not utf-8"])
+def test_resume_with_a_malformed_manifest_is_one_line(cli, tmp_path, manifest):
+    ckpt = tmp_path / "step-0000002"
+    ckpt.mkdir()
+    (ckpt / "manifest.json").write_bytes(manifest.encode("latin-1"))
+    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"),
+              "--resume", str(ckpt), *TINY)
+    assert "manifest.json" in _one_line_error(res)
+
+
+# ---- expkit check op / attention -----------------------------------------------------------------
+
+@pytest.fixture
+def user_modules(tmp_path, monkeypatch):
+    """A folder on sys.path with the user's modules; removed from sys.modules afterwards."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "h7a_syntax.py").write_text("def f(:\n    pass\n")
+    (tmp_path / "h7a_exit7.py").write_text("import sys\nsys.exit(7)\n")
+    (tmp_path / "h7a_exit3.py").write_text("import sys\ndef op(x):\n    sys.exit(3)\n")
+    (tmp_path / "h7a_raises.py").write_text("raise RuntimeError('boom at import')\n")
+    yield tmp_path
+    for name in ("h7a_syntax", "h7a_exit7", "h7a_exit3", "h7a_raises"):
+        sys.modules.pop(name, None)
+
+
+def test_check_op_empty_module_name(cli):
+    err = _one_line_error(cli("check", "op", ":sm", "--reference", "torch:softmax", "--shape", "4,8"))
+    assert "':sm' is not PKG.MOD:FN" in err
+
+
+def test_check_op_user_module_with_a_syntax_error_names_file_and_line(cli, user_modules):
+    err = _one_line_error(cli("check", "op", "h7a_syntax:f", "--reference", "torch:softmax", "--shape", "4,8"))
+    assert "h7a_syntax.py:1" in err and "syntax error" in err
+
+
+def test_check_op_module_that_exits_at_import_is_not_a_silent_exit_7(cli, user_modules):
+    err = _one_line_error(cli("check", "op", "h7a_exit7:f", "--reference", "torch:softmax", "--shape", "4"))
+    assert "sys.exit(7)" in err
+
+
+def test_check_op_operator_that_exits_is_not_a_silent_exit_3(cli, user_modules):
+    err = _one_line_error(cli("check", "op", "h7a_exit3:op", "--reference", "torch:softmax", "--shape", "4"))
+    assert "h7a_exit3:op called sys.exit()" in err
+
+
+def test_check_op_module_that_raises_at_import(cli, user_modules):
+    err = _one_line_error(cli("check", "op", "h7a_raises:f", "--reference", "torch:softmax", "--shape", "4"))
+    assert "RuntimeError: boom at import" in err
+
+
+@pytest.mark.parametrize("args", [["op", "torch:softmax", "--reference", "torch:softmax", "--shape", "100000000000,100000000000"],
+                                  ["attention", "--shape", "100000000000,100000000000,10"],
+                                  ["op", "torch:softmax", "--reference", "torch:softmax", "--shape", ",".join(["1"] * 40)]])
+def test_check_huge_shape_is_refused_before_allocating(cli, args):
+    err = _one_line_error(cli("check", *args))
+    assert "more than" in err
+
+
+def test_check_shape_with_thousands_of_digits_is_clipped_in_the_message(cli):
+    err = _one_line_error(cli("check", "op", "torch:softmax", "--reference", "torch:softmax", "--shape", "9" * 5000 + ",x"))
+    assert len(err) < 300
