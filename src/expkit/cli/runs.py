@@ -98,9 +98,9 @@ def ls(
     if json_out:
         _dump(listing)
         return
-    from rich.table import Column, Table
+    from rich.table import Column
 
-    from expkit.render.console import err_console, out_console
+    from expkit.render.console import err_console, fitted_table, out_console
 
     headers = ("id", "name", "status", "created", "commit", "seed", "final metrics")
     rows = []
@@ -110,7 +110,8 @@ def ls(
         commit = (r.commit or "-")[:8] + ("+" if r.dirty else "")
         rows.append((r.id, r.name or "-", status, (r.created_at or "")[:19], commit, _fmt(r.seed), metrics[:80]))
     if sys.stdout.isatty():
-        table = Table(Column("id", no_wrap=True, min_width=22), *headers[1:])
+        table = fitted_table(Column("id", no_wrap=True, min_width=22), *headers[1:],
+                             no_wrap=("status", "commit", "seed"))
         for row in rows:
             table.add_row(*row)
         out_console().print(table)

@@ -1,23 +1,70 @@
-"""The console: rich on a terminal, plain text in pipes; progress that stays quiet when piped."""
+"""The console: rich on a terminal, plain text in pipes; progress that stays quiet when piped.
+
+Width, decided here once for every command: ``COLUMNS`` when it is set (a user's or a test's choice, 80
+included), else the terminal's own width; tables shrink their columns to fit it and text wraps at word
+boundaries. In a pipe or a file without ``COLUMNS`` nothing is squeezed or wrapped: lines may be as long as
+``PIPE_WIDTH`` for tables and unlimited for text, so ``grep`` sees whole lines.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import TextIO
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Callable
 
+from rich import box
 from rich.console import Console
+from rich.table import Column, Table
 
-__all__ = ["err_console", "out_console", "progress_steps"]
+__all__ = ["PIPE_WIDTH", "console_width", "err_console", "fitted_table", "out_console", "progress_steps"]
+
+PIPE_WIDTH = 200
+"""Table width in a pipe or file without ``COLUMNS``: wide enough that no column of ours is cut."""
+
+
+def console_width(stream: TextIO) -> int | None:
+    """The width to render for ``stream``: ``COLUMNS`` when set to a positive integer, ``None`` on a terminal
+    (rich asks the terminal), ``PIPE_WIDTH`` otherwise."""
+    columns = _columns_env()
+    if columns is not None:
+        return columns
+    isatty = getattr(stream, "isatty", None)
+    return None if isatty is not None and isatty() else PIPE_WIDTH
+
+
+def _columns_env() -> int | None:
+    columns = os.environ.get("COLUMNS", "").strip()
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def _console(stream: TextIO) -> Console:
+    width = console_width(stream)
+    piped = width == PIPE_WIDTH and _columns_env() is None
+    # A known width (terminal or COLUMNS): wrap text at word boundaries inside it. A pipe: never wrap text.
+    return Console(file=stream, highlight=False, width=width, soft_wrap=piped)
 
 
 def out_console() -> Console:
-    return Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    """A console on stdout that fits its width (see the module docstring)."""
+    return _console(sys.stdout)
 
 
 def err_console() -> Console:
-    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    """A console on stderr that fits its width (see the module docstring)."""
+    return _console(sys.stderr)
+
+
+def fitted_table(*headers: str | Column, title: str | None = None, no_wrap: tuple[str, ...] = ()) -> Table:
+    """A table that gives its space to the data: a rule under the header and no outer box (saves two columns
+    per cell against rich's default), and cells that are too wide *fold* onto the next line instead of being
+    cut with an ellipsis, so no digit is lost at 80 columns. ``no_wrap`` names headers whose cells stay on one
+    line (IDs); a ``Column`` passes through as given.
+    """
+    columns = [h if isinstance(h, Column) else Column(h, overflow="fold", no_wrap=h in no_wrap) for h in headers]
+    return Table(*columns, title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
 
 
 @contextmanager

@@ -59,11 +59,10 @@ def render_eval_table_html(table: EvalTable) -> str:
 
 def print_eval_table(table: EvalTable) -> None:
     """The table on the terminal with rich (plain text when piped)."""
-    from rich.table import Table
+    from expkit.render.console import fitted_table, out_console
 
-    from expkit.render.console import out_console
-
-    t = Table(*HEADERS, title=f"{table.path}: baseline {table.baseline} ({table.level:.0%} intervals, points)")
+    t = fitted_table(*HEADERS, no_wrap=("n", "score", "delta", "p", "p Holm"),
+                     title=f"{table.path}: baseline {table.baseline} ({table.level:.0%} intervals, points)")
     for row in eval_table_rows(table):
         t.add_row(*row)
     con = out_console()  # fits COLUMNS / the terminal; wide in a pipe (render/console.py)
