@@ -75,9 +75,22 @@ def power(
     print(f"  minimum detectable effect at n = {a.n:,} ({a.target_power:.0%} power): {100 * a.mde:.2f} points")
 
 
+_FROM = ("items", "lm-eval", "inspect")
+
+
 @app.command("table")
 def table(
-    results: Path = typer.Argument(..., help="Per-item results: JSONL or CSV with model, item, score[, cluster]."),
+    sources: list[str] = typer.Argument(..., metavar="RESULTS...",
+                                        help="Per-item results (JSONL or CSV with model, item, score[, cluster]); with "
+                                             "--from lm-eval the lm_eval --output_path directories, with --from inspect "
+                                             "the .eval/.json logs."),
+    source_format: str = typer.Option("items", "--from", help=f"What RESULTS are: {', '.join(_FROM)}."),
+    task: list[str] = typer.Option(None, "--task", "-t", help="lm-eval/inspect: a task to compare (repeat; default: "
+                                   "every task all models have)."),
+    metric: str = typer.Option(None, "--metric", "-m", help="lm-eval: the per-item metric (acc, exact_match; default: "
+                               "the first logged); inspect: the scorer, or SCORER.KEY for a dict score."),
+    filter_name: str = typer.Option(None, "--filter", help="lm-eval: the filter (strict-match, flexible-extract; "
+                                    "default: the first logged)."),
     baseline: str = typer.Option(None, "--baseline", "-b", help="Model to compare against (default: the first)."),
     fmt: str = typer.Option("terminal", "--format", "-f", help="terminal, markdown, html or json."),
     level: float = typer.Option(0.95, "--level", help="Confidence level in (0, 1)."),
@@ -85,38 +98,71 @@ def table(
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
     """Eval table: accuracy with its interval per model, and each model vs the baseline (paired delta,
-    CI, p, Holm-adjusted p, verdict).
+    CI, p, Holm-adjusted p, verdict). From lm-evaluation-harness or Inspect logs: one table per task,
+    Holm across every task and model.
 
     Examples:
 
       expkit stats table results.jsonl --baseline gpt-small
 
       expkit stats table results.csv --format markdown > table.md
+
+      expkit stats table --from lm-eval out/base out/tuned --task gsm8k --filter strict-match
+
+      expkit stats table --from inspect logs/*.eval --metric match --json
     """
+    from expkit.errors import UsageError
+
     formats = ("terminal", "markdown", "html", "json")
     if json_out:
         fmt = "json"
     if fmt not in formats:
-        from expkit.errors import UsageError
-
         raise UsageError(f"--format {fmt!r} is not known", hint=f"use one of {', '.join(formats)}")
-    from expkit.stats.tables import build_eval_table, read_item_results
+    if source_format not in _FROM:
+        raise UsageError(f"--from {source_format!r} is not known", hint=f"use one of {', '.join(_FROM)}")
+    if source_format == "items":
+        for opt, value in (("--task", task), ("--metric", metric), ("--filter", filter_name)):
+            if value:
+                raise UsageError(f"{opt} applies to --from lm-eval or --from inspect",
+                                 hint="a file of per-item rows already names its models and scores")
+        if len(sources) != 1:
+            raise UsageError(f"one results file expected, got {len(sources)}",
+                             hint="put every model's rows in one file, or use --from lm-eval / --from inspect")
+        from expkit.stats.tables import build_eval_table, read_item_results
 
-    t = build_eval_table(read_item_results(results), baseline=baseline, level=level, seed=seed)
+        t = build_eval_table(read_item_results(Path(sources[0])), baseline=baseline, level=level, seed=seed)
+        _emit_table(t, fmt, multi=False)
+        return
+    from expkit.stats.tables import build_task_tables
+
+    if source_format == "lm-eval":
+        from expkit.integrations.lmeval import read_lmeval_tasks
+
+        tasks, notes = read_lmeval_tasks(sources, tasks=task or None, metric=metric, filter_name=filter_name)
+    else:
+        if filter_name:
+            raise UsageError("--filter applies to --from lm-eval", hint="Inspect scorers are chosen with --metric")
+        from expkit.integrations.inspect_logs import read_inspect_tasks
+
+        tasks, notes = read_inspect_tasks(sources, tasks=task or None, metric=metric)
+    tt = build_task_tables(tasks, source=source_format, baseline=baseline, level=level, seed=seed, notes=tuple(notes))
+    _emit_table(tt, fmt, multi=True)
+
+
+def _emit_table(t, fmt: str, *, multi: bool) -> None:  # noqa: ANN001 - EvalTable or TaskTables, imported lazily
     if fmt == "json":
         emit_json(t)
-    elif fmt == "markdown":
-        from expkit.render.eval_table import render_eval_table_markdown
+        return
+    from expkit.render import eval_table as r
 
-        print(render_eval_table_markdown(t))
+    if fmt == "markdown":
+        print(r.render_task_tables_markdown(t) if multi else r.render_eval_table_markdown(t))
     elif fmt == "html":
-        from expkit.render.eval_table import render_eval_table_html
-
-        print(render_eval_table_html(t))
+        print(r.render_task_tables_html(t) if multi else r.render_eval_table_html(t))
+    elif multi:
+        r.print_task_tables(t)
     else:
-        from expkit.render.eval_table import print_eval_table
-
-        print_eval_table(t)
+        r.print_eval_table(t)
 
 
 def register(root: typer.Typer) -> None:

@@ -6,9 +6,10 @@ from html import escape
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from expkit.stats.tables import EvalTable
+    from expkit.stats.tables import EvalTable, TaskTables
 
-__all__ = ["eval_table_rows", "render_eval_table_html", "render_eval_table_markdown", "print_eval_table"]
+__all__ = ["eval_table_rows", "print_eval_table", "print_task_tables", "render_eval_table_html",
+           "render_eval_table_markdown", "render_task_tables_html", "render_task_tables_markdown"]
 
 HEADERS = ("model", "n", "score", "CI", "delta", "delta CI", "p", "p Holm", "verdict", "method")
 
@@ -23,6 +24,8 @@ def eval_table_rows(table: EvalTable) -> list[tuple[str, ...]]:
     rows = []
     for r in table.models:
         ci = f"[{_pct(r.low)}, {_pct(r.high)}]" if r.low == r.low else "n/a"
+        if r.n_clusters is not None:
+            ci += f" ({r.n_clusters} clusters)"
         c = comps.get(r.model)
         if c is None:
             rows.append((f"{r.model} (baseline)", str(r.n), _pct(r.score), ci, "-", "-", "-", "-", "-", r.interval))
@@ -68,4 +71,57 @@ def print_eval_table(table: EvalTable) -> None:
     con = out_console()  # fits COLUMNS / the terminal; wide in a pipe (render/console.py)
     con.print(t)
     for n in table.notes:
+        con.print(f"note: {n}")
+
+
+def _task_heading(table: EvalTable) -> str:
+    return f"{table.task}" if table.task else table.path
+
+
+def render_task_tables_markdown(tt: TaskTables) -> str:
+    """One Markdown table per task under a ``###`` heading, then the notes."""
+    parts = [f"Baseline: `{tt.baseline}`; scores and deltas in points, {tt.level:.0%} intervals; "
+             f"p Holm over {tt.n_comparisons} comparisons across {len(tt.tables)} tasks ({tt.source})."]
+    for tb in tt.tables:
+        parts.append(f"\n### {_task_heading(tb)}\n")
+        parts.append("| " + " | ".join(HEADERS) + " |\n|" + "---|" * len(HEADERS))
+        parts.extend("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in eval_table_rows(tb))
+        parts.extend(f"- {n}" for n in tb.notes)
+    if tt.notes:
+        parts.append("")
+        parts.extend(f"- {n}" for n in tt.notes)
+    return "\n".join(parts)
+
+
+def render_task_tables_html(tt: TaskTables) -> str:
+    """One ``<table>`` per task under an ``<h3>`` (every cell escaped), then the notes."""
+    out = [f"<p>Baseline: <code>{escape(tt.baseline)}</code>; scores and deltas in points, {tt.level:.0%} "
+           f"intervals; p Holm over {tt.n_comparisons} comparisons across {len(tt.tables)} tasks.</p>"]
+    head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
+    for tb in tt.tables:
+        body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in eval_table_rows(tb))
+        out.append(f"<h3>{escape(_task_heading(tb))}</h3>\n<table><tr>{head}</tr>{body}</table>")
+    notes = [n for tb in tt.tables for n in tb.notes] + list(tt.notes)
+    if notes:
+        out.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
+    return "\n".join(out)
+
+
+def print_task_tables(tt: TaskTables) -> None:
+    """Each task's table on the terminal, then the notes (Holm across all of them)."""
+    from rich.table import Table
+
+    from expkit.render.console import out_console
+
+    con = out_console()
+    if not con.is_terminal:
+        con.width = 200
+    for tb in tt.tables:
+        t = Table(*HEADERS, title=f"{_task_heading(tb)}: baseline {tt.baseline} ({tt.level:.0%} intervals, points)")
+        for row in eval_table_rows(tb):
+            t.add_row(*row)
+        con.print(t)
+        for n in tb.notes:
+            con.print(f"note: {n}")
+    for n in tt.notes:
         con.print(f"note: {n}")

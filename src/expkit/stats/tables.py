@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +19,8 @@ from expkit.stats.multiplicity import holm_adjust
 from expkit.stats.paired import N_BOOT, PairedComparison, compare_models, max_safe_score
 from expkit.stats.seeds import t_interval
 
-__all__ = ["EvalTable", "ItemResults", "ModelRow", "ComparisonRow", "build_eval_table", "read_item_results"]
+__all__ = ["ComparisonRow", "EvalTable", "ItemResults", "ModelRow", "TaskResults", "TaskTables", "build_eval_table",
+           "build_task_tables", "clustered_model_interval", "read_item_results"]
 
 REQUIRED_FIELDS = ("model", "item", "score")
 
@@ -109,7 +110,12 @@ def read_item_results(path: str | Path) -> ItemResults:
 
 @dataclass(frozen=True)
 class ModelRow:
-    """One model: mean score on its n items with an interval (Wilson for 0/1 scores, else t)."""
+    """One model: mean score on its n items with an interval (Wilson for 0/1 scores, else t).
+
+    With clusters (an item's epochs, the questions of one passage) the items are not independent:
+    0/1 scores get a Wilson interval on the effective sample size n / design_effect, graded scores a
+    normal interval on the cluster-robust standard error; ``n_clusters`` and ``design_effect`` say so.
+    """
 
     model: str
     n: int
@@ -117,6 +123,8 @@ class ModelRow:
     low: float
     high: float
     interval: str
+    n_clusters: int | None = None
+    design_effect: float | None = None
 
 
 @dataclass(frozen=True)
@@ -133,24 +141,72 @@ class ComparisonRow:
 
 @dataclass(frozen=True)
 class EvalTable:
+    """``task`` names the task of a multi-task table (lm-eval, Inspect); None for one file of rows."""
+
     path: str
     baseline: str
     level: float
     models: tuple[ModelRow, ...]
     comparisons: tuple[ComparisonRow, ...]
     notes: tuple[str, ...]
+    task: str | None = None
 
 
-def _model_row(model: str, scores: dict[str, float], level: float) -> ModelRow:
+def _wilson_bounds(p: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson's bounds for an estimate p on a (possibly fractional, effective) sample size n."""
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2.0 * n)) / denom
+    half = z / denom * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
+    return (0.0 if p == 0.0 else max(0.0, centre - half)), (1.0 if p == 1.0 else min(1.0, centre + half))
+
+
+def clustered_model_interval(values: np.ndarray, clusters: np.ndarray, *, level: float = 0.95
+                             ) -> tuple[float, float, float, int, float]:
+    """Mean of ``values`` with an interval that honours clusters: ``(mean, low, high, G, design_effect)``.
+
+    The cluster-robust variance of the mean, G/(G-1) * sum_g (sum_i in g (x_i - mean))^2 / n^2 (the
+    same estimator as statsmodels' OLS ``cov_type="cluster"`` on an intercept), divided by the
+    independent-items variance gives the design effect (floored at 1). 0/1 scores: Wilson on the
+    effective sample size n / deff (Dean & Pagano 2015, J Surv Stat Methodol 3:484); graded scores:
+    mean +- z * se.
+    """
+    from expkit.stats.paired import _clustered, _z
+
+    n = values.size
+    mean = float(values.mean())
+    se, low, high, _, g = _clustered(values, clusters, level)
+    binary = bool(np.all((values == 0.0) | (values == 1.0)))
+    iid_var = mean * (1.0 - mean) / n if binary else (float(values.var(ddof=1)) / n if n > 1 else 0.0)
+    deff = max(1.0, se * se / iid_var) if iid_var > 0.0 else 1.0
+    if binary:
+        low, high = _wilson_bounds(mean, n / deff, _z(level))
+    return mean, float(low), float(high), g, deff
+
+
+def _model_row(model: str, scores: dict[str, float], level: float, clusters: dict[str, str] | None = None) -> ModelRow:
     arr = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
     n = arr.size
-    if np.all((arr == 0) | (arr == 1)):
+    binary = bool(np.all((arr == 0) | (arr == 1)))
+    if clusters is not None and n > 1:
+        cl = np.array([clusters.get(k, k) for k in scores])
+        if np.unique(cl).size >= 2:
+            mean, low, high, g, deff = clustered_model_interval(arr, cl, level=level)
+            kind = "wilson-clustered" if binary else "clustered-se"
+            return ModelRow(model, n, mean, low, high, kind, n_clusters=g, design_effect=deff)
+    if binary:
         iv = wilson_interval(int(arr.sum()), n, level=level)
         return ModelRow(model, n, iv.estimate, iv.low, iv.high, "wilson")
     if n < 2:
         return ModelRow(model, n, float(arr.mean()), math.nan, math.nan, "none (1 item)")
     ti = t_interval(arr, level=level)
     return ModelRow(model, n, ti.estimate, ti.low, ti.high, "t")
+
+
+def _comparison_row(model: str, base: str, c: PairedComparison, p_holm: float, level: float) -> ComparisonRow:
+    verdict = c.verdict_text
+    if c.verdict != "inconclusive" and p_holm >= 1.0 - level:
+        verdict = f"inconclusive after Holm (p_holm = {p_holm:.3g})"
+    return ComparisonRow(model, base, c, p_holm, verdict)
 
 
 def _refuse_overflow(results: ItemResults) -> None:
@@ -179,21 +235,69 @@ def build_eval_table(results: ItemResults, *, baseline: str | None = None, level
         raise UsageError(f"baseline {base!r} is not a model in {results.path}",
                          hint=f"models: {', '.join(results.models)}")
     _refuse_overflow(results)
-    rows = tuple(_model_row(m, results.scores[m], level) for m in results.models)
+    rows = tuple(_model_row(m, results.scores[m], level, results.clusters) for m in results.models)
     others = [m for m in results.models if m != base]
     comps = [compare_models(results.scores[m], results.scores[base], clusters=results.clusters, level=level,
                             n_boot=n_boot, seed=seed) for m in others]
     p_holm = holm_adjust([c.p_value for c in comps]) if comps else ()
-    alpha = 1.0 - level
-    out = []
-    for m, c, ph in zip(others, comps, p_holm):
-        verdict = c.verdict_text
-        if c.verdict != "inconclusive" and ph >= alpha:
-            verdict = f"inconclusive after Holm (p_holm = {ph:.3g})"
-        out.append(ComparisonRow(m, base, c, ph, verdict))
+    out = [_comparison_row(m, base, c, ph, level) for m, c, ph in zip(others, comps, p_holm)]
     notes = [f"{c.model}: {c.comparison.note}" for c in out if not c.comparison.paired]
     if results.clusters is not None:
         notes.append(f"clustered standard errors over {len(set(results.clusters.values()))} clusters")
     if len(out) > 1:
         notes.append(f"p-values Holm-adjusted over {len(out)} comparisons")
     return EvalTable(results.path, base, level, rows, tuple(out), tuple(notes))
+
+
+@dataclass(frozen=True)
+class TaskResults:
+    """One task of a multi-task eval (lm-eval, Inspect): its per-item results and where they came from."""
+
+    task: str
+    results: ItemResults
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TaskTables:
+    """One eval table per task, each model against the same baseline; ``p_holm`` of every comparison
+    is Holm-adjusted over all tasks and models together (``n_comparisons`` of them), so "better on 3 of
+    12 tasks" survives the multiple looks. ``notes`` say what was chosen (filters, metrics, skips)."""
+
+    source: str
+    baseline: str
+    level: float
+    tables: tuple[EvalTable, ...]
+    n_comparisons: int
+    notes: tuple[str, ...]
+
+
+def build_task_tables(tasks: list[TaskResults], *, source: str, baseline: str | None = None, level: float = 0.95,
+                      n_boot: int = N_BOOT, seed: int = 0, notes: tuple[str, ...] = ()) -> TaskTables:
+    """A table per task (``build_eval_table``), then Holm over every comparison of every task.
+
+    Raises:
+        UsageError: no tasks; a baseline that is not among the models.
+    """
+    if not tasks:
+        raise UsageError("no tasks to compare")
+    models = list(dict.fromkeys(m for t in tasks for m in t.results.models))
+    base = baseline if baseline is not None else tasks[0].results.models[0]
+    if base not in models:
+        raise UsageError(f"baseline {base!r} is not among the models", hint=f"models: {', '.join(models)}")
+    tables = [replace(build_eval_table(t.results, baseline=base, level=level, n_boot=n_boot, seed=seed), task=t.task)
+              for t in tasks]
+    flat = [(i, j) for i, tb in enumerate(tables) for j in range(len(tb.comparisons))]
+    p_holm = holm_adjust([tables[i].comparisons[j].comparison.p_value for i, j in flat]) if flat else ()
+    new_rows: dict[int, list[ComparisonRow]] = {i: [] for i in range(len(tables))}
+    for (i, j), ph in zip(flat, p_holm):
+        c = tables[i].comparisons[j]
+        new_rows[i].append(_comparison_row(c.model, c.baseline, c.comparison, ph, level))
+    out = []
+    for i, tb in enumerate(tables):
+        kept = tuple(n for n in tb.notes if not n.startswith("p-values Holm-adjusted"))
+        out.append(replace(tb, comparisons=tuple(new_rows[i]), notes=kept))
+    all_notes = list(notes)
+    if len(flat) > 1:
+        all_notes.append(f"p-values Holm-adjusted over {len(flat)} comparisons ({len(tables)} tasks)")
+    return TaskTables(source, base, level, tuple(out), len(flat), tuple(all_notes))

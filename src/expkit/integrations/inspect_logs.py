@@ -1,0 +1,236 @@
+"""Inspect AI eval logs as per-item results, one table per task, epochs as clusters.
+
+Inspect writes an ``EvalLog`` per (task, model): a ``.json`` file (``eval`` with ``task`` and ``model``,
+``status``, ``samples``) or a ``.eval`` zip (``header.json`` with the same header, one
+``samples/<id>_epoch_<n>.json`` per sample and epoch). A sample holds ``id``, ``epoch`` and ``scores``
+(``{scorer: {"value": ...}}``; logs before v0.3.x had one ``score``). Values map to numbers as Inspect's
+``value_to_float`` maps them: "C" 1, "P" 0.5, "I" and "N" 0, yes/true 1, no/false 0, numeric strings
+and numbers as they are; where Inspect warns and counts an unknown value as 0, expkit refuses it.
+Reading needs no inspect_ai install: the files are plain JSON and zip.
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from expkit.errors import InputError, UsageError
+from expkit.stats.tables import ItemResults, TaskResults
+
+__all__ = ["InspectLog", "inspect_value_to_float", "read_inspect_log", "read_inspect_tasks"]
+
+# inspect_ai.scorer._metric: CORRECT, INCORRECT, PARTIAL, NOANSWER and what value_to_float makes of them
+_LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+_WORDS = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+
+
+def inspect_value_to_float(value: Any) -> float | None:
+    """A score value as Inspect's ``value_to_float()`` reads it; None where Inspect would warn and use 0.
+
+    Example:
+        >>> [inspect_value_to_float(v) for v in ("C", "I", "P", "N", "yes", "0.25", 3, True, "maybe")]
+        [1.0, 0.0, 0.5, 0.0, 1.0, 0.25, 3.0, 1.0, None]
+    """
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    if isinstance(value, str):
+        if value in _LETTERS:
+            return _LETTERS[value]
+        low = value.lower()
+        if low in _WORDS:
+            return _WORDS[low]
+        try:
+            x = float(low)
+        except ValueError:
+            return None
+        return x if math.isfinite(x) else None
+    return None
+
+
+@dataclass(frozen=True)
+class InspectLog:
+    """One log: its task and model, status, and per (sample id, epoch) the score value of each scorer."""
+
+    path: str
+    task: str
+    model: str
+    status: str
+    samples: tuple[tuple[str, int, dict[str, Any]], ...]  # (id, epoch, {scorer: value})
+    n_unscored: int
+
+
+def _loads(data: bytes, path: str, member: str | None = None) -> Any:
+    where = f"{path}!{member}" if member else path
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", path=where, line=exc.lineno, column=exc.colno) from None
+
+
+def _iter_zip_samples(zf: zipfile.ZipFile, path: str) -> Iterator[dict[str, Any]]:
+    for name in sorted(zf.namelist()):
+        if name.startswith("samples/") and name.endswith(".json"):
+            sample = _loads(zf.read(name), path, name)
+            if not isinstance(sample, dict):
+                raise InputError("a sample is not a JSON object", path=f"{path}!{name}")
+            yield sample
+
+
+def _scores_of(sample: dict[str, Any]) -> dict[str, Any] | None:
+    scores = sample.get("scores")
+    if isinstance(scores, dict) and scores:
+        return {str(k): (v.get("value") if isinstance(v, dict) else v) for k, v in scores.items()}
+    single = sample.get("score")
+    if isinstance(single, dict) and "value" in single:
+        return {"score": single["value"]}
+    return None
+
+
+def read_inspect_log(path: str | Path) -> InspectLog:
+    """Read a ``.eval`` (zip) or ``.json`` Inspect log.
+
+    Raises:
+        InputError: a missing file, a zip without ``header.json``/``_journal/start.json``, JSON that is
+            not an EvalLog (no ``eval.task``/``eval.model``), a sample without an id.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such file", path=p, hint="pass Inspect .eval or .json logs (inspect eval --log-dir)")
+    raw_samples: list[dict[str, Any]]
+    if p.suffix == ".eval" or zipfile.is_zipfile(p):
+        try:
+            with zipfile.ZipFile(p) as zf:
+                names = set(zf.namelist())
+                head_name = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
+                if head_name is None:
+                    raise InputError("an .eval log without header.json", path=p,
+                                     hint="the file is not an Inspect log, or the eval was cut before it started")
+                header = _loads(zf.read(head_name), str(p), head_name)
+                raw_samples = list(_iter_zip_samples(zf, str(p)))
+        except zipfile.BadZipFile as exc:
+            raise InputError(f"not a readable .eval (zip) log: {exc}", path=p) from None
+    else:
+        header = _loads(p.read_bytes(), str(p))
+        raw_samples = (header.get("samples") or []) if isinstance(header, dict) else []
+    ev = header.get("eval") if isinstance(header, dict) else None
+    if not isinstance(ev, dict) or not ev.get("task") or not ev.get("model"):
+        raise InputError("not an Inspect EvalLog (no eval.task and eval.model)", path=p)
+    samples = []
+    unscored = 0
+    for i, s in enumerate(raw_samples):
+        if not isinstance(s, dict) or s.get("id") is None:
+            raise InputError(f"sample {i} has no id", path=p)
+        scores = _scores_of(s)
+        if scores is None:
+            unscored += 1
+            continue
+        samples.append((str(s["id"]), int(s.get("epoch") or 1), scores))
+    return InspectLog(str(p), str(ev["task"]), str(ev["model"]), str(header.get("status", "unknown")),
+                      tuple(samples), unscored)
+
+
+def _pick(value: Any, key: str | None, where: str) -> Any:
+    if key is None:
+        if isinstance(value, dict):
+            raise InputError(f"the score is a dict ({', '.join(map(str, value))}): name one key", path=where,
+                             hint="use --metric SCORER.KEY")
+        return value
+    if not isinstance(value, dict) or key not in value:
+        raise InputError(f"the score has no key {key!r}", path=where)
+    return value[key]
+
+
+def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | None = None,
+                       metric: str | None = None) -> tuple[list[TaskResults], list[str]]:
+    """Per-task, per-model item scores from Inspect logs, ready for ``build_task_tables``.
+
+    An item is a (sample id, epoch); with more than one epoch the sample id is the cluster, so the
+    intervals and the paired comparison use cluster-robust standard errors (repeats of one question
+    are not independent items).
+
+    Args:
+        logs: ``.eval`` or ``.json`` logs, one per (task, model).
+        tasks: tasks to compare (default: all that every model has).
+        metric: the scorer (``match``), or ``scorer.key`` for a dict-valued score (default: the first
+            scorer of the first log).
+
+    Raises:
+        InputError: unreadable logs, two logs for one (task, model), a value Inspect cannot convert.
+        UsageError: fewer than two models for a task, a --task or --metric that is absent.
+    """
+    by_task: dict[str, dict[str, InspectLog]] = {}
+    notes: list[str] = []
+    for path in logs:
+        log = read_inspect_log(path)
+        prev = by_task.setdefault(log.task, {}).get(log.model)
+        if prev is not None:
+            raise InputError(f"a second log for task {log.task!r} and model {log.model!r} (first: {prev.path})",
+                             path=log.path, hint="pass one log per task and model")
+        by_task[log.task][log.model] = log
+        if log.status != "success":
+            notes.append(f"{log.path}: status {log.status!r} (read what it holds)")
+        if log.n_unscored:
+            notes.append(f"{log.path}: {log.n_unscored} samples without a score (errored?) left out")
+    models = list(dict.fromkeys(m for per in by_task.values() for m in per))
+    if tasks:
+        missing = [t for t in tasks if t not in by_task]
+        if missing:
+            raise UsageError(f"--task {missing[0]!r} is in none of the logs", hint=f"tasks: {', '.join(by_task)}")
+        chosen = list(dict.fromkeys(tasks))
+    else:
+        chosen = [t for t, per in by_task.items() if len(per) == len(models)]
+        left = [t for t in by_task if t not in chosen]
+        if left:
+            notes.append(f"tasks not logged for every model, left out: {', '.join(left)}")
+    out = []
+    for task in chosen:
+        per = by_task[task]
+        if len(per) < 2:
+            raise UsageError(f"task {task!r} has a log for one model only ({', '.join(per)})",
+                             hint="pass one log per model for each task")
+        first = next(iter(per.values()))
+        scorers = list(dict.fromkeys(k for _, _, sc in first.samples for k in sc))
+        scorer, _, key = (metric or (scorers[0] if scorers else "")).partition(".")
+        if metric is None and len(scorers) > 1:
+            notes.append(f"{task}: scorer {scorer} (also scored: {', '.join(s for s in scorers if s != scorer)}; "
+                         "choose with --metric)")
+        scores: dict[str, dict[str, float]] = {}
+        clusters: dict[str, str] = {}
+        epochs: set[int] = set()
+        for model, log in per.items():
+            items: dict[str, float] = {}
+            for sid, epoch, sc in log.samples:
+                where = f"{log.path} (sample {sid}, epoch {epoch})"
+                if scorer not in sc:
+                    raise UsageError(f"task {task!r}: {where} has no scorer {scorer!r}",
+                                     hint=f"choose with --metric among: {', '.join(sc)}")
+                value = _pick(sc[scorer], key or None, where)
+                x = inspect_value_to_float(value)
+                if x is None:
+                    raise InputError(f"score value {value!r} of scorer {scorer!r} is not one Inspect converts "
+                                     "(C, I, P, N, yes/no, true/false, a number)", path=where,
+                                     hint="Inspect itself would count it as 0 with a warning; fix the scorer")
+                item = f"{sid}#{epoch}"
+                if item in items:
+                    raise InputError(f"sample {sid} epoch {epoch} appears twice", path=log.path)
+                items[item] = x
+                clusters[item] = sid
+                epochs.add(epoch)
+            scores[model] = items
+        multi = len(epochs) > 1
+        if multi:
+            notes.append(f"{task}: {len(epochs)} epochs; the sample id is the cluster of its epochs")
+        name = f"inspect {task} ({metric or scorer})"
+        order = tuple(m for m in models if m in per)
+        scores = {m: scores[m] for m in order}
+        results = ItemResults(name, order, scores, clusters if multi else None, sum(map(len, scores.values())))
+        out.append(TaskResults(task, results, tuple(log.path for log in per.values())))
+    if not out:
+        raise UsageError("no task has logs for every model", hint="pass one log per (task, model)")
+    return out, notes

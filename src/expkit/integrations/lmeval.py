@@ -1,0 +1,226 @@
+"""lm-evaluation-harness output directories as per-item results, one table per task.
+
+``lm_eval --output_path DIR --log_samples`` writes, per model, ``DIR/<model>/results_<date>.json`` (the
+aggregate scores, the model name and its arguments) and ``samples_<task>_<date>.jsonl`` beside it, one
+line per (document, filter): ``doc_id``, ``filter``, ``metrics`` (the metric names) and each metric's
+per-item value (``"exact_match": 1.0``, ``"acc": 0``), as ``lm_eval/evaluator.py`` logs them. Reading needs
+no lm-eval install: the files are plain JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from expkit.errors import InputError, UsageError
+from expkit.stats.tables import ItemResults, TaskResults
+
+__all__ = ["LmEvalRun", "find_lmeval_runs", "read_lmeval_tasks"]
+
+# keys of a logged sample that are bookkeeping, not metrics (older harness versions have no "metrics" list)
+_NOT_METRICS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics", "doc_hash",
+                "prompt_hash", "target_hash"}
+# prefixes lm-eval's EvaluationTracker looks for in model_args, in its order (peft before pretrained)
+_MODEL_ARG_KEYS = ("peft=", "delta=", "pretrained=", "model=", "path=", "engine=")
+
+
+@dataclass(frozen=True)
+class LmEvalRun:
+    """One ``results_<date>.json`` and the ``samples_<task>_<date>.jsonl`` files of the same run."""
+
+    model: str
+    results_file: str
+    samples: dict[str, str]  # task -> samples file
+
+
+def _model_name(results: dict[str, Any], path: Path) -> str:
+    name = results.get("model_name")
+    if isinstance(name, str) and name:
+        return name
+    config = results.get("config") if isinstance(results.get("config"), dict) else {}
+    args = config.get("model_args")
+    if isinstance(args, dict):
+        for key in _MODEL_ARG_KEYS:
+            if args.get(key[:-1]):
+                return str(args[key[:-1]])
+    if isinstance(args, str):
+        for key in _MODEL_ARG_KEYS:
+            if key in args:
+                return args.split(key, 1)[1].split(",", 1)[0]
+    if config.get("model"):
+        return f"{config['model']} ({path.parent.name})"
+    return path.parent.name
+
+
+def _read_results(path: Path) -> dict[str, Any]:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+    if not isinstance(data, dict):
+        raise InputError("an lm-eval results file holds a JSON object", path=path)
+    return data
+
+
+def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun], list[str]]:
+    """Every lm-eval run under the directories (searched recursively), one per model: a model found
+    in several runs keeps its latest (by the date in the file name), said in the returned notes.
+
+    Raises:
+        InputError: a path that is not a directory; a directory without ``results_*.json``; a run
+            without ``samples_*.jsonl`` (it was run without ``--log_samples``).
+    """
+    runs: dict[str, LmEvalRun] = {}
+    notes: list[str] = []
+    for d in directories:
+        root = Path(d)
+        if not root.is_dir():
+            raise InputError("is not a directory", path=root,
+                             hint="pass lm_eval's --output_path directory (one per model, or one holding several)")
+        found = sorted(root.rglob("results_*.json"))
+        if not found:
+            raise InputError("holds no results_*.json", path=root,
+                             hint="pass the directory given to lm_eval --output_path (run with --log_samples)")
+        for res in found:
+            date_id = res.stem.removeprefix("results_")
+            suffix = f"_{date_id}.jsonl"
+            samples = {f.name[len("samples_"):-len(suffix)]: str(f)
+                       for f in sorted(res.parent.glob(f"samples_*{suffix}"))}
+            if not samples:
+                raise InputError("has no samples_<task>_*.jsonl beside it: per-item scores are missing", path=res,
+                                 hint="re-run lm_eval with --log_samples")
+            run = LmEvalRun(_model_name(_read_results(res), res), str(res), samples)
+            prev = runs.get(run.model)
+            if prev is not None:
+                # results_<ISO date>.json: the later name is the later run
+                older, newer = sorted((prev, run), key=lambda r: Path(r.results_file).name)
+                notes.append(f"{run.model}: several runs, used {newer.results_file} (not {older.results_file})")
+                run = newer
+            runs[run.model] = run
+    return list(runs.values()), notes
+
+
+def _score(value: Any, metric: str, path: str, line: int) -> float:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    raise InputError(f"metric {metric!r} has the per-item value {value!r}, not a number: a corpus-level metric "
+                     "(bleu, f1 over the corpus ...) cannot be compared item by item", path=path, line=line,
+                     hint="choose a per-item metric with --metric (acc, exact_match ...)")
+
+
+@dataclass
+class _TaskFile:
+    """What one samples file holds, per filter: item -> score for the chosen metric."""
+
+    metrics: list[str]
+    filters: list[str]
+    rows: list[tuple[int, dict[str, Any]]]
+
+
+def _load_samples(path: str) -> _TaskFile:
+    from expkit.data.jsonl import iter_jsonl_objects
+
+    rows = list(iter_jsonl_objects(path))
+    metrics: dict[str, None] = {}
+    filters: dict[str, None] = {}
+    for line, row in rows:
+        if "doc_id" not in row:
+            raise InputError("a logged sample without doc_id", path=path, line=line,
+                             hint="expected lm_eval --log_samples output")
+        names = row.get("metrics")
+        if not isinstance(names, list):
+            names = [k for k, v in row.items() if k not in _NOT_METRICS and isinstance(v, (int, float))]
+        metrics.update(dict.fromkeys(str(n) for n in names))
+        filters[str(row.get("filter", "none"))] = None
+    return _TaskFile(list(metrics), list(filters), rows)
+
+
+def read_lmeval_tasks(directories: Sequence[str | Path], *, tasks: Sequence[str] | None = None,
+                      metric: str | None = None, filter_name: str | None = None) -> tuple[list[TaskResults], list[str]]:
+    """Per-task, per-model item scores from lm-eval output directories, ready for ``build_task_tables``.
+
+    Args:
+        directories: ``--output_path`` directories (the model's subdirectory or the one above it).
+        tasks: tasks to compare (default: every task all models have; the others are named in a note).
+        metric: the per-item metric (default: the first the harness lists for the task, e.g. ``acc``).
+        filter_name: the harness filter (``strict-match``, ``flexible-extract``; default: the first).
+
+    Returns:
+        (tasks, notes): one TaskResults per task, models in the order found (the first is the default
+        baseline); notes say which metric and filter were chosen where there was a choice.
+
+    Raises:
+        InputError: missing files or samples, a doc_id seen twice for one filter (both lines named), a
+            non-numeric per-item metric value.
+        UsageError: fewer than two models; a --task, --metric or --filter that a model lacks (the
+            available ones listed).
+    """
+    runs, notes = find_lmeval_runs(directories)
+    if len(runs) < 2:
+        raise UsageError(f"found one model ({runs[0].model}) in {', '.join(map(str, directories))}; a comparison "
+                         "needs two", hint="pass one lm_eval output directory per model")
+    common = [t for t in runs[0].samples if all(t in r.samples for r in runs[1:])]
+    if tasks:
+        for t in tasks:
+            lacking = [r.model for r in runs if t not in r.samples]
+            if lacking:
+                have = sorted({k for r in runs for k in r.samples})
+                raise UsageError(f"--task {t!r}: no samples for {', '.join(lacking)}", hint=f"tasks: {', '.join(have)}")
+        chosen = list(dict.fromkeys(tasks))
+    else:
+        chosen = common
+        skipped = sorted({k for r in runs for k in r.samples} - set(common))
+        if skipped:
+            notes.append(f"tasks not run for every model, left out: {', '.join(skipped)}")
+        if not chosen:
+            raise UsageError("the models share no task", hint="run lm_eval on the same tasks for every model")
+    out = []
+    for task in chosen:
+        files = {r.model: _load_samples(r.samples[task]) for r in runs}
+        first = files[runs[0].model]
+        m = metric or (first.metrics[0] if first.metrics else None)
+        f = filter_name or first.filters[0]
+        if filter_name and filter_name not in first.filters and len(first.filters) == 1:
+            f = first.filters[0]  # a task with a single filter ("none") takes it whatever --filter says
+            notes.append(f"{task}: --filter {filter_name} not logged; its only filter {f} used")
+        for r in runs:
+            tf, src, model = files[r.model], r.samples[task], r.model
+            if m not in tf.metrics:
+                raise UsageError(f"task {task!r}: {model} has no per-item metric {m!r} ({src})",
+                                 hint=f"choose with --metric among: {', '.join(tf.metrics) or 'none'}")
+            if f not in tf.filters:
+                raise UsageError(f"task {task!r}: {model} has no filter {f!r} ({src})",
+                                 hint=f"choose with --filter among: {', '.join(tf.filters)}")
+        if metric is None and len(first.metrics) > 1:
+            notes.append(f"{task}: metric {m} (also logged: {', '.join(x for x in first.metrics if x != m)}; "
+                         "choose with --metric)")
+        if filter_name is None and len(first.filters) > 1:
+            notes.append(f"{task}: filter {f} (also logged: {', '.join(x for x in first.filters if x != f)}; "
+                         "choose with --filter)")
+        scores: dict[str, dict[str, float]] = {}
+        n_rows = 0
+        for r in runs:
+            seen: dict[str, int] = {}
+            per_item: dict[str, float] = {}
+            for line, row in files[r.model].rows:
+                if str(row.get("filter", "none")) != f:
+                    continue
+                item = str(row["doc_id"])
+                if item in seen:
+                    raise InputError(f"doc_id {item} appears twice for filter {f!r} (first on line {seen[item]})",
+                                     path=r.samples[task], line=line)
+                seen[item] = line
+                if m not in row:
+                    raise InputError(f"the sample has no value for metric {m!r}", path=r.samples[task], line=line)
+                per_item[item] = _score(row[m], m, r.samples[task], line)
+            scores[r.model] = per_item
+            n_rows += len(per_item)
+        results = ItemResults(f"lm-eval {task} ({m}, filter {f})", tuple(r.model for r in runs), scores, None, n_rows)
+        out.append(TaskResults(task, results, tuple(r.samples[task] for r in runs)))
+    return out, notes

@@ -1,0 +1,174 @@
+"""lm-evaluation-harness output directories: files written as lm_eval --output_path DIR --log_samples writes
+them (lm_eval/loggers/evaluation_tracker.py, lm_eval/evaluator.py), read into per-task paired tables
+whose McNemar p, Wilson intervals and Holm adjustment are checked against statsmodels."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from expkit.errors import InputError, UsageError
+from expkit.integrations.lmeval import find_lmeval_runs, read_lmeval_tasks
+from expkit.stats.tables import build_task_tables
+
+DATE = "2026-11-30T10-00-00.123456"
+
+
+def _gsm8k_scores(rng, n, p):
+    return (rng.random(n) < p).astype(int)
+
+
+def write_lmeval_run(root, model, tasks, *, date=DATE, model_name=True, log_samples=True):
+    """``root/<sanitized model>/results_<date>.json`` and ``samples_<task>_<date>.jsonl``.
+
+    ``tasks``: task -> {filter: {metric: per-doc scores}}."""
+    d = root / model.replace("/", "__")
+    d.mkdir(parents=True, exist_ok=True)
+    results = {"results": {}, "config": {"model": "hf", "model_args": f"pretrained={model},dtype=float32",
+                                         "batch_size": 8},
+               "versions": {t: 3.0 for t in tasks}, "n-shot": {t: 0 for t in tasks}}
+    if model_name:
+        results.update({"model_name": model, "model_name_sanitized": model.replace("/", "__")})
+    for task, by_filter in tasks.items():
+        results["results"][task] = {"alias": task}
+        lines = []
+        n_docs = len(next(iter(next(iter(by_filter.values())).values())))
+        for doc_id in range(n_docs):
+            for filt, metrics in by_filter.items():
+                results["results"][task].update({f"{m},{filt}": float(np.mean(v)) for m, v in metrics.items()
+                                                 if not isinstance(v, list)})
+                sample = {"doc_id": doc_id, "doc": {"question": f"q{doc_id}", "answer": "42"}, "target": "42",
+                          "arguments": {"gen_args_0": {"arg_0": f"Question: q{doc_id}\nAnswer:", "arg_1": {}}},
+                          "resps": [["42"]], "filtered_resps": ["42"], "filter": filt, "metrics": list(metrics),
+                          "doc_hash": "d", "prompt_hash": "p", "target_hash": "t"}
+                sample.update({m: (v[doc_id] if isinstance(v[doc_id], list) else float(v[doc_id]))
+                               for m, v in metrics.items()})
+                lines.append(json.dumps(sample, ensure_ascii=False))
+        if log_samples:
+            (d / f"samples_{task}_{date}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (d / f"results_{date}.json").write_text(json.dumps(results, indent=2))
+    return d
+
+
+@pytest.fixture
+def two_models(tmp_path):
+    rng = np.random.default_rng(7)
+    base_g = _gsm8k_scores(rng, 120, 0.45)
+    new_g = np.where(rng.random(120) < 0.8, base_g, 1 - base_g)  # correlated with the baseline
+    new_g[:12] = 1
+    flex_b, flex_n = np.maximum(base_g, rng.random(120) < 0.1), np.maximum(new_g, rng.random(120) < 0.1)
+    base_a = _gsm8k_scores(rng, 60, 0.6)
+    new_a = np.where(rng.random(60) < 0.9, base_a, 1 - base_a)
+    a = write_lmeval_run(tmp_path / "out_base", "org/base-1b", {
+        "gsm8k": {"strict-match": {"exact_match": base_g}, "flexible-extract": {"exact_match": flex_b}},
+        "arc_easy": {"none": {"acc": base_a, "acc_norm": base_a}}})
+    b = write_lmeval_run(tmp_path / "out_new", "org/tuned-1b", {
+        "gsm8k": {"strict-match": {"exact_match": new_g}, "flexible-extract": {"exact_match": flex_n}},
+        "arc_easy": {"none": {"acc": new_a, "acc_norm": new_a}}})
+    return tmp_path, (a.parent, b.parent), {"gsm8k": (base_g, new_g), "arc_easy": (base_a, new_a),
+                                            "flex": (flex_b, flex_n)}
+
+
+def test_runs_are_found_under_the_model_subdirectory_with_the_model_name(two_models):
+    _, dirs, _ = two_models
+    runs, notes = find_lmeval_runs(dirs)
+    assert [r.model for r in runs] == ["org/base-1b", "org/tuned-1b"] and notes == []
+    assert sorted(runs[0].samples) == ["arc_easy", "gsm8k"]
+
+
+def test_tables_match_statsmodels_mcnemar_wilson_and_holm(two_models):
+    from statsmodels.stats.contingency_tables import mcnemar
+    from statsmodels.stats.multitest import multipletests
+    from statsmodels.stats.proportion import proportion_confint
+
+    _, dirs, truth = two_models
+    tasks, notes = read_lmeval_tasks(dirs)
+    tt = build_task_tables(tasks, source="lm-eval", notes=tuple(notes))
+    assert [t.task for t in tt.tables] == ["arc_easy", "gsm8k"] and tt.n_comparisons == 2
+    assert any("gsm8k: filter strict-match (also logged: flexible-extract" in n for n in tt.notes)
+    assert any("arc_easy: metric acc (also logged: acc_norm" in n for n in tt.notes)
+    raw_p = []
+    for tb in tt.tables:
+        base, new = truth[tb.task]
+        rows = {r.model: r for r in tb.models}
+        for model, arr in (("org/base-1b", base), ("org/tuned-1b", new)):
+            lo, hi = proportion_confint(int(arr.sum()), arr.size, alpha=0.05, method="wilson")
+            assert (rows[model].low, rows[model].high) == pytest.approx((lo, hi), abs=1e-12)
+        (c,) = tb.comparisons
+        b_only, c_only = int(np.sum((new == 1) & (base == 0))), int(np.sum((new == 0) & (base == 1)))
+        assert (c.comparison.a_only, c.comparison.b_only) == (b_only, c_only)
+        exact = b_only + c_only <= 25
+        ref = mcnemar([[0, b_only], [c_only, 0]], exact=exact, correction=True).pvalue
+        assert c.comparison.p_value == pytest.approx(ref, rel=1e-10)
+        raw_p.append(c.comparison.p_value)
+    holm = multipletests(raw_p, method="holm")[1]
+    assert [tb.comparisons[0].p_holm for tb in tt.tables] == pytest.approx(list(holm), rel=1e-12)
+
+
+def test_filter_and_metric_selection(two_models):
+    _, dirs, truth = two_models
+    tasks, _ = read_lmeval_tasks(dirs, tasks=["gsm8k"], filter_name="flexible-extract")
+    (t,) = tasks
+    flex_b, _ = truth["flex"]
+    assert sum(t.results.scores["org/base-1b"].values()) == flex_b.sum()
+    with pytest.raises(UsageError, match=r"no filter 'bogus'.*flexible-extract"):
+        read_lmeval_tasks(dirs, tasks=["gsm8k"], filter_name="bogus")
+    # a task that logs one filter ("none") takes it, said in a note
+    tasks, notes = read_lmeval_tasks(dirs, filter_name="flexible-extract")
+    assert [t.task for t in tasks] == ["arc_easy", "gsm8k"]
+    assert "arc_easy: --filter flexible-extract not logged; its only filter none used" in notes
+    with pytest.raises(UsageError, match=r"no per-item metric 'f1'"):
+        read_lmeval_tasks(dirs, tasks=["arc_easy"], metric="f1")
+    with pytest.raises(UsageError, match=r"--task 'mmlu': no samples"):
+        read_lmeval_tasks(dirs, tasks=["mmlu"])
+
+
+def test_one_output_path_holding_both_models_and_model_name_from_model_args(tmp_path):
+    s = {"boolq": {"none": {"acc": np.array([1, 0, 1, 1])}}}
+    write_lmeval_run(tmp_path / "out", "org/a", s, model_name=False)
+    write_lmeval_run(tmp_path / "out", "org/b", {"boolq": {"none": {"acc": np.array([1, 1, 1, 1])}}},
+                     model_name=False)
+    runs, _ = find_lmeval_runs([tmp_path / "out"])
+    assert sorted(r.model for r in runs) == ["org/a", "org/b"]  # pretrained=... in config.model_args
+
+
+def test_a_rerun_keeps_the_latest_results_and_says_so(tmp_path):
+    s = {"boolq": {"none": {"acc": np.array([1, 0, 1, 1])}}}
+    write_lmeval_run(tmp_path / "a", "org/a", s, date="2026-01-01T00-00-00.000001")
+    write_lmeval_run(tmp_path / "a", "org/a", s, date="2026-02-01T00-00-00.000001")
+    runs, notes = find_lmeval_runs([tmp_path / "a"])
+    assert len(runs) == 1 and "2026-02-01" in runs[0].results_file
+    assert "org/a: several runs, used" in notes[0]
+
+
+def test_errors_name_the_file(tmp_path):
+    with pytest.raises(InputError, match="holds no results_"):
+        find_lmeval_runs([tmp_path])
+    write_lmeval_run(tmp_path / "x", "org/a", {"boolq": {"none": {"acc": np.array([1, 0])}}}, log_samples=False)
+    with pytest.raises(InputError, match=r"--log_samples"):
+        find_lmeval_runs([tmp_path / "x"])
+    bleu = {"wmt": {"none": {"bleu": [["ref a", "hyp a"], ["ref b", "hyp b"]]}}}
+    write_lmeval_run(tmp_path / "y", "org/a", bleu)
+    write_lmeval_run(tmp_path / "y", "org/b", bleu)
+    with pytest.raises(InputError, match=r"samples_wmt_.*\.jsonl:1: metric 'bleu' has the per-item value"):
+        read_lmeval_tasks([tmp_path / "y"])
+
+
+def test_cli_table_from_lm_eval_json_and_text(cli, two_models):
+    _, dirs, _ = two_models
+    res = cli("stats", "table", "--from", "lm-eval", *map(str, dirs), "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["command"] == "stats table"
+    r = out["result"]
+    assert r["baseline"] == "org/base-1b" and r["source"] == "lm-eval"
+    assert [t["task"] for t in r["tables"]] == ["arc_easy", "gsm8k"]
+    res = cli("stats", "table", "--from", "lm-eval", *map(str, dirs), "--task", "gsm8k", "--format", "markdown")
+    assert res.exit_code == 0, res.stderr
+    assert "### gsm8k" in res.stdout and "org/tuned-1b" in res.stdout and "arc_easy" not in res.stdout
+    res = cli("stats", "table", "--from", "lm-eval", str(dirs[0]))
+    assert res.exit_code == 2 and "a comparison needs two" in res.stderr
+    res = cli("stats", "table", str(dirs[0]), "--metric", "acc")
+    assert res.exit_code == 2 and "--metric applies to --from lm-eval" in res.stderr
