@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
 SEED_TOP_LEVEL = SeedFigure("top_level_rule", "the function given to Pool.map must be top level", None, "",
@@ -23,16 +23,30 @@ def count_in_worker(_: int) -> int:
     return SEEN
 
 
-def _raw_pool_error() -> str:
-    """What multiprocessing itself says about a lambda: the error users usually meet."""
+def add_one(x: int) -> int:
+    """A module-level function: what Pool.map can send."""
+    return x + 1
+
+
+def _pool_map_outcome(fn, items: list[int]) -> tuple[bool, str]:  # noqa: ANN001 - any callable
+    """Hand ``fn`` to ``multiprocessing.Pool.map`` itself; (ran, the result or the error it raised)."""
     import multiprocessing as mp
 
-    with mp.Pool(1) as pool:
+    with mp.Pool(2) as pool:
         try:
-            pool.map(lambda x: x, [1])
-        except Exception as exc:  # noqa: BLE001 - the message is the measurement
-            return f"{type(exc).__module__}.{type(exc).__name__}: {exc}"
-    return "(no error)"
+            return True, repr(pool.map(fn, items))
+        except Exception as exc:  # noqa: BLE001 - the error is the measurement
+            return False, f"{type(exc).__module__}.{type(exc).__name__}: {exc}".split("\n")[0][:200]
+
+
+def _globals_in_pool(n: int) -> tuple[int, int]:
+    """Workers of ``multiprocessing.Pool`` bump SEEN ``n`` times; (the parent's SEEN after, the largest count a
+    worker saw)."""
+    import multiprocessing as mp
+
+    with mp.Pool(2) as pool:
+        per_item = pool.map(count_in_worker, range(n), chunksize=5)
+    return SEEN, max(per_item)
 
 
 @lab(id="C1.3", title="Process-pool rules: top-level functions, copied globals", claims=("C1.3",),
@@ -41,6 +55,20 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.data import parallel_map
     from expkit.errors import UsageError
 
+    def nested(x: int) -> int:
+        return x + 1
+
+    # the seed's rule, measured on multiprocessing.Pool.map itself
+    top_ran, top_out = _pool_map_outcome(add_one, [1, 2, 3])
+    lambda_ran, lambda_out = _pool_map_outcome(lambda x: x + 1, [1, 2, 3])
+    nested_ran, nested_out = _pool_map_outcome(nested, [1, 2, 3])
+    rule_holds = top_ran and not lambda_ran and not nested_ran
+
+    before = SEEN
+    parent_after, worker_max = _globals_in_pool(40)
+    copied = before == parent_after == 0 and worker_max > 0
+
+    # expkit's guard for the same mistake: the error before any worker starts (supporting, no verdict)
     t0 = time.perf_counter()
     ours = "(no error)"
     try:
@@ -48,30 +76,30 @@ def run(ctx: LabContext) -> LabOutput:
     except UsageError as exc:
         ours = str(exc)
     reject_s = time.perf_counter() - t0
-    raw = _raw_pool_error()
 
-    before = SEEN
-    per_item = list(parallel_map(count_in_worker, range(40), workers=2, chunksize=5))
-    after = SEEN
-    rejected = "module top level" in ours
-    copied = before == after == 0 and max(per_item) > 0
     measurements = (
-        Measurement("top_level_rule", "a lambda handed to parallel_map", "rejected" if rejected else "accepted", "",
-                    Verdict("reproduced") if rejected else Verdict("not reproduced", "no clear error"),
-                    SEED_TOP_LEVEL, detail=ours),
-        Measurement("reject_us", "time to the error (no worker started)", 1e6 * reject_s, "us"),
-        Measurement("raw_error", "multiprocessing's own error for the same lambda", raw.split("\n")[0][:160], ""),
-        Measurement("globals_copied", "parent's global after 40 increments in workers", after, "",
-                    Verdict("reproduced") if copied else Verdict("not reproduced", f"parent saw {after}"), SEED_COPIES,
-                    detail=f"workers' own counts reached {max(per_item)} (each counts in its own copy)"),
+        judged("top_level_rule", "Pool.map: a module-level function runs, a lambda and a nested one are refused",
+               rule_holds, "", rule=Shown("Pool.map refuses a lambda and a nested function and runs a top-level one"),
+               seed=SEED_TOP_LEVEL,
+               detail=f"top level: {top_out if top_ran else 'failed: ' + top_out}; lambda: "
+                      f"{'ran' if lambda_ran else lambda_out}; nested: {'ran' if nested_ran else nested_out}"),
+        judged("globals_copied", "parent's global unchanged after 40 increments in Pool workers", copied, "",
+               rule=Shown("a worker's change to a global never reaches the parent"), seed=SEED_COPIES,
+               detail=f"parent's SEEN after: {parent_after}; workers' own counts reached {worker_max}"),
+        Measurement("expkit_guard", "expkit's parallel_map on a lambda", "rejected" if "module top level" in ours
+                    else "accepted", "", detail=ours),
+        Measurement("reject_us", "expkit's guard: time to the error (no worker started)", 1e6 * reject_s, "us"),
     )
+    top_text = ("Pool.map ran the module-level function and refused both: " + lambda_out if rule_holds else
+                f"the rule did not hold here: top level {'ran' if top_ran else 'failed'}, lambda "
+                f"{'ran' if lambda_ran else 'failed'}, nested {'ran' if nested_ran else 'failed'}")
+    copy_text = (f"each saw only its own copy (counts up to {worker_max}) and the parent's value stayed {parent_after}"
+                 if copied else f"the parent's value became {parent_after}: the workers' globals were not copies")
     explanation = (
         "A process pool sends the function to each worker by pickling a reference (module + name), and the "
-        "worker imports it again. A lambda or a nested function has no importable name, so multiprocessing "
-        f"fails with \"{raw.splitlines()[0][:120]}\", raised from deep inside the pool. parallel_map checks before "
-        f"any worker starts ({1e6 * reject_s:.0f} us) and says what to do: move the function to module top "
-        f"level. Workers then incremented a global 40 times; each saw only its own copy (counts up to "
-        f"{max(per_item)}), and the parent's value stayed {after}. DataLoader workers, datasets.map(num_proc=N) "
-        "and DDP ranks follow the same rules: state must be passed in and results returned, not shared."
+        f"worker imports it again; a lambda or a nested function has no importable name. {top_text}. expkit's "
+        f"parallel_map checks before any worker starts ({1e6 * reject_s:.0f} us) and says what to do. Pool "
+        f"workers then incremented a global 40 times: {copy_text}. DataLoader workers, datasets.map(num_proc=N) "
+        "and DDP ranks are process pools too; they are not run here."
     )
     return LabOutput(measurements=measurements, explanation=explanation)
