@@ -130,7 +130,10 @@ def read_inspect_log(path: str | Path) -> InspectLog:
         if scores is None:
             unscored += 1
             continue
-        samples.append((str(s["id"]), int(s.get("epoch") or 1), scores))
+        epoch = s.get("epoch") or 1
+        if isinstance(epoch, bool) or not isinstance(epoch, int):
+            raise InputError(f"sample {s['id']!r} has epoch {epoch!r}, not a whole number", path=p)
+        samples.append((str(s["id"]), epoch, scores))
     return InspectLog(str(p), str(ev["task"]), str(ev["model"]), str(header.get("status", "unknown")),
                       tuple(samples), unscored)
 

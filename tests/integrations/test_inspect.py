@@ -1,0 +1,159 @@
+"""Inspect AI logs: .json EvalLogs and .eval zips written in Inspect's documented layout (header.json,
+samples/<id>_epoch_<n>.json), scores mapped as inspect_ai's value_to_float maps them, epochs as clusters
+(the per-model interval and the paired comparison), checked against statsmodels' cluster-robust SE."""
+
+from __future__ import annotations
+
+import json
+import math
+import zipfile
+
+import numpy as np
+import pytest
+
+from expkit.errors import InputError, UsageError
+from expkit.integrations.inspect_logs import inspect_value_to_float, read_inspect_log, read_inspect_tasks
+from expkit.stats.tables import build_task_tables
+
+
+def _header(task, model, status="success"):
+    return {"version": 2, "status": status,
+            "eval": {"eval_id": "e1", "run_id": "r1", "created": "2026-11-30T10:00:00+00:00", "task": task,
+                     "task_id": "t1", "task_version": 0, "model": model, "dataset": {"name": task, "samples": 3},
+                     "config": {"epochs": 3}},
+            "plan": {"name": "plan", "steps": [{"solver": "generate", "params": {}}]},
+            "results": {"total_samples": 3, "completed_samples": 3,
+                        "scores": [{"name": "match", "scorer": "match", "metrics": {}}]},
+            "stats": {"started_at": "2026-11-30T10:00:00+00:00", "completed_at": "2026-11-30T10:01:00+00:00"}}
+
+
+def _sample(sid, epoch, value, scorer="match"):
+    return {"id": sid, "epoch": epoch, "input": f"question {sid}", "target": "A",
+            "messages": [{"role": "user", "content": f"question {sid}"}],
+            "output": {"model": "m", "choices": [{"message": {"role": "assistant", "content": "A"}}]},
+            "scores": {scorer: {"value": value, "answer": "A", "explanation": "A"}}, "metadata": {}}
+
+
+def write_json_log(path, task, model, samples, status="success"):
+    log = _header(task, model, status) | {"samples": samples}
+    path.write_text(json.dumps(log))
+    return path
+
+
+def write_eval_log(path, task, model, samples):
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("_journal/start.json", json.dumps({"version": 2, "eval": _header(task, model)["eval"]}))
+        for s in samples:
+            zf.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
+        zf.writestr("summaries.json", json.dumps([{"id": s["id"], "epoch": s["epoch"]} for s in samples]))
+        zf.writestr("header.json", json.dumps(_header(task, model)))
+    return path
+
+
+def test_value_to_float_as_inspect_maps_it():
+    # inspect_ai.scorer._metric.value_to_float: C 1, P 0.5, I 0, N 0; yes/true 1; no/false 0; numbers as is
+    got = [inspect_value_to_float(v) for v in ("C", "I", "P", "N", "Yes", "FALSE", "0.75", 2, False)]
+    assert got == [1.0, 0.0, 0.5, 0.0, 1.0, 0.0, 0.75, 2.0, 0.0]
+    assert inspect_value_to_float("maybe") is None and inspect_value_to_float([1]) is None
+
+
+def test_eval_zip_and_json_logs_read_the_same(tmp_path):
+    samples = [_sample(i, e, "CIP"[(i + e) % 3]) for i in (1, 2, 3) for e in (1, 2)]
+    a = read_inspect_log(write_eval_log(tmp_path / "a.eval", "mmlu", "openai/gpt-4o", samples))
+    b = read_inspect_log(write_json_log(tmp_path / "b.json", "mmlu", "openai/gpt-4o", samples))
+    assert (a.task, a.model, a.status) == ("mmlu", "openai/gpt-4o", "success")
+    assert sorted(a.samples, key=lambda s: (s[0], s[1])) == sorted(b.samples, key=lambda s: (s[0], s[1]))
+    assert len(a.samples) == 6
+
+
+@pytest.fixture
+def epoch_logs(tmp_path):
+    """Two models on 40 questions x 4 epochs; a question's epochs agree most of the time (clustered)."""
+    rng = np.random.default_rng(3)
+    n_q, n_ep = 40, 4
+    p_q = rng.beta(1.2, 1.0, n_q)  # per-question difficulty: epochs of one question are correlated
+    scores = {}
+    for model, lift in (("openai/base", 0.0), ("openai/tuned", 0.15)):
+        draws = rng.random((n_q, n_ep)) < np.clip(p_q + lift, 0, 1)[:, None]
+        scores[model] = draws.astype(int)
+        samples = [_sample(f"q{i}", e + 1, "C" if draws[i, e] else "I") for i in range(n_q) for e in range(n_ep)]
+        writer = write_eval_log if lift else write_json_log
+        writer(tmp_path / f"{model.split('/')[1]}.{'eval' if lift else 'json'}", "arc", model, samples)
+    return tmp_path, scores
+
+
+def test_epochs_are_clusters_in_the_model_interval_and_the_comparison(epoch_logs):
+    import statsmodels.api as sm
+    from statsmodels.stats.proportion import proportion_confint
+
+    root, truth = epoch_logs
+    tasks, notes = read_inspect_tasks([root / "base.json", root / "tuned.eval"])
+    assert "arc: 4 epochs; the sample id is the cluster of its epochs" in notes
+    tt = build_task_tables(tasks, source="inspect")
+    (tb,) = tt.tables
+    rows = {r.model: r for r in tb.models}
+    for model, draws in truth.items():
+        y = draws.reshape(-1).astype(float)  # row-major: question i's epochs together
+        groups = np.repeat(np.arange(draws.shape[0]), draws.shape[1])
+        fit = sm.OLS(y, np.ones_like(y)).fit(cov_type="cluster", cov_kwds={"groups": groups})
+        se_cluster = float(fit.bse[0])  # statsmodels: G/(G-1) * (N-1)/(N-K) correction, K = 1
+        p, n = y.mean(), y.size
+        deff = max(1.0, se_cluster**2 / (p * (1 - p) / n))
+        r = rows[model]
+        assert r.interval == "wilson-clustered" and r.n_clusters == 40 and r.design_effect == pytest.approx(deff, rel=1e-9)
+        # Wilson on the effective n = n / deff (hand formula), wider than the plain Wilson on all 160 rows
+        z = 1.959963984540054
+        ne = n / deff
+        centre = (p + z * z / (2 * ne)) / (1 + z * z / ne)
+        half = z / (1 + z * z / ne) * math.sqrt(p * (1 - p) / ne + z * z / (4 * ne * ne))
+        assert (r.low, r.high) == pytest.approx((centre - half, centre + half), abs=1e-12)
+        lo, hi = proportion_confint(int(y.sum()), n, method="wilson")
+        assert deff > 1.2 and r.high - r.low > (hi - lo) * 1.05
+    (c,) = tb.comparisons
+    assert c.comparison.method == "clustered-se" and c.comparison.n_clusters == 40
+    d = (truth["openai/tuned"] - truth["openai/base"]).reshape(-1).astype(float)
+    groups = np.repeat(np.arange(40), 4)
+    fit = sm.OLS(d, np.ones_like(d)).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    assert c.comparison.delta == pytest.approx(d.mean(), rel=1e-12)
+    half = (c.comparison.high - c.comparison.low) / 2
+    assert half == pytest.approx(1.959963984540054 * float(fit.bse[0]), rel=1e-9)
+
+
+def test_one_epoch_has_no_clusters_and_partial_credit_is_graded(tmp_path):
+    write_json_log(tmp_path / "a.json", "qa", "m/a", [_sample(i, 1, v) for i, v in enumerate("CCIPNC")])
+    write_json_log(tmp_path / "b.json", "qa", "m/b", [_sample(i, 1, v) for i, v in enumerate("CCCCIC")])
+    tasks, _ = read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.json"])
+    (t,) = tasks
+    assert t.results.clusters is None
+    assert sorted(t.results.scores["m/a"].values()) == [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
+
+
+def test_bad_logs_are_input_errors(tmp_path):
+    write_json_log(tmp_path / "a.json", "qa", "m/a", [_sample(1, 1, "maybe")])
+    write_json_log(tmp_path / "b.json", "qa", "m/b", [_sample(1, 1, "C")])
+    with pytest.raises(InputError, match=r"a\.json \(sample 1, epoch 1\).*'maybe'"):
+        read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.json"])
+    (tmp_path / "c.eval").write_bytes(b"PK not a zip")
+    with pytest.raises(InputError, match="c.eval"):
+        read_inspect_log(tmp_path / "c.eval")
+    (tmp_path / "d.json").write_text('{"samples": []}')
+    with pytest.raises(InputError, match="not an Inspect EvalLog"):
+        read_inspect_log(tmp_path / "d.json")
+    write_json_log(tmp_path / "e.json", "qa", "m/a", [_sample(1, 1, "C")])
+    with pytest.raises(InputError, match="a second log for task 'qa' and model 'm/a'"):
+        read_inspect_tasks([tmp_path / "b.json", tmp_path / "e.json", tmp_path / "a.json"])
+    with pytest.raises(UsageError, match="no scorer 'f1'"):
+        read_inspect_tasks([tmp_path / "e.json", tmp_path / "b.json"], metric="f1")
+
+
+def test_cli_table_from_inspect(cli, epoch_logs):
+    root, _ = epoch_logs
+    res = cli("stats", "table", "--from", "inspect", str(root / "base.json"), str(root / "tuned.eval"), "--json")
+    assert res.exit_code == 0, res.stderr
+    r = json.loads(res.stdout)["result"]
+    (tb,) = r["tables"]
+    assert tb["task"] == "arc" and tb["models"][0]["interval"] == "wilson-clustered"
+    res = cli("stats", "table", "--from", "inspect", str(root / "base.json"), str(root / "tuned.eval"))
+    assert res.exit_code == 0 and "40 clusters" in res.stdout and "openai/tuned" in res.stdout
+    res = cli("stats", "table", "--from", "inspect", str(root / "base.json"), "--filter", "x")
+    assert res.exit_code == 2 and "--filter applies to --from lm-eval" in res.stderr
