@@ -7,7 +7,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
 SEED_RULE = SeedFigure("user_frame", "the place to look", None, "",
@@ -109,11 +109,16 @@ def run(ctx: LabContext) -> LabOutput:
     found = chosen is not None and chosen.file == str(script) and chosen.line == expected_line
     ctx.figure_path("c1_4_why_report.txt").write_text(text + "\n--- expkit why ---\n" + format_report(tb, ex) + "\n")
     figure = _draw_frames(ctx, groups, chosen)
+    # the seed's rule applied by hand to the parsed frames: bottom-up, the first frame in the user's own file
+    by_hand = next((f for f in reversed(frames) if f.file == str(script)), None)
+    by_hand_ok = by_hand is not None and by_hand.line == expected_line
+    where = f"{Path(chosen.file).name}:{chosen.line} in {chosen.function}" if chosen else "none"
     measurements = (
-        Measurement("user_frame", "frame chosen by expkit why", f"{Path(chosen.file).name}:{chosen.line} in "
-                    f"{chosen.function}" if chosen else "none", "",
-                    Verdict("reproduced") if found else Verdict("not reproduced", f"expected line {expected_line}"),
-                    SEED_RULE, detail=chosen.code if chosen and chosen.code else ""),
+        judged("user_frame", "the seed's reading rule lands on the line with the bug", found and by_hand_ok, "",
+               rule=Shown(f"bottom-up, past {call_impl} _call_impl frames, the last frame of yours is the bug's line"),
+               seed=SEED_RULE,
+               detail=f"expkit why chose {where}" + (f" ({chosen.code})" if chosen and chosen.code else "")
+                      + f"; by hand: line {by_hand.line if by_hand else 'none'}; the bug is on line {expected_line}"),
         Measurement("frames_total", "frames in the traceback", len(frames), "",
                     detail=f"yours {kinds['yours']}, framework {kinds['framework']}, stdlib {kinds['stdlib']}"),
         Measurement("call_impl_frames", "_call_impl / _wrapped_call_impl frames skipped", call_impl, ""),
@@ -124,9 +129,9 @@ def run(ctx: LabContext) -> LabOutput:
     explanation = (
         f"A shape bug two modules deep produced a traceback of {len(frames)} frames, {call_impl} of them "
         "nn.Module's _call_impl/_wrapped_call_impl plumbing. Read bottom-up, the last frames are torch's "
-        "(F.linear); the first frame of yours above them is the line to look at. expkit why marks it "
-        f"({Path(chosen.file).name if chosen else '?'}:{chosen.line if chosen else '?'}, "
-        f"{chosen.code if chosen else ''}), collapses each framework run into one line ({len(groups)} lines "
+        f"(F.linear); the first frame of yours above them is line {by_hand.line if by_hand else '?'}, "
+        f"{'the line with the bug' if by_hand_ok else f'not the bug (line {expected_line})'}. expkit why marks "
+        f"{where}{' too' if found and by_hand_ok else ''}, collapses each framework run into one line ({len(groups)} lines "
         f"instead of {len(frames)} frames), pulls the shapes out of the message ({ex.shapes}) and names the "
         f"module ({ex.module}). The full text and report are in c1_4_why_report.txt."
     )
