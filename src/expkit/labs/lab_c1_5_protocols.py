@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
 SEED_PROTOCOLS = SeedFigure("protocols_seen", "the protocols under the five objects", None, "",
@@ -93,9 +93,10 @@ def run(ctx: LabContext) -> LabOutput:
     n_batches = -(-n_items // batch_size)
     first = " -> ".join(log[:9])
     measurements = (
-        Measurement("protocols_seen", "protocol methods observed", f"{len(EXPECTED) - len(missing)}/{len(EXPECTED)}",
-                    "", Verdict("reproduced") if not missing else Verdict("not reproduced", f"missing {missing}"),
-                    SEED_PROTOCOLS, detail=", ".join(f"{p} x{counts[p]}" for p in EXPECTED)),
+        judged("protocols_seen", "every protocol method the seed names ran in a plain eval loop", not missing, "",
+               rule=Shown("for, with, model(x) and @decorator each ran their protocol methods"),
+               seed=SEED_PROTOCOLS, detail=f"{len(EXPECTED) - len(missing)}/{len(EXPECTED)} observed: "
+               + ", ".join(f"{p} x{counts[p]}" for p in EXPECTED) + (f"; missing {missing}" if missing else "")),
         Measurement("getitem_calls", f"__getitem__ calls for {n_items} items", counts["Dataset.__getitem__"], "",
                     detail=f"batch_size {batch_size}: the fetcher calls it once per item, then collate stacks the items"),
         Measurement("next_calls", f"__next__ calls for {n_batches} batches", counts["iterator.__next__"], "",
@@ -111,5 +112,6 @@ def run(ctx: LabContext) -> LabOutput:
         f"{counts['Dataset.__getitem__']} times; `model(x)` is Module.__call__, which runs hooks then forward; "
         "`with torch.no_grad():` is __enter__/__exit__; `@torch.no_grad()` is a decorator, a call that wraps the "
         "function at definition time. Knowing the protocol tells you where to put a breakpoint or a hook."
+        + (f" Not observed in this run: {', '.join(missing)}." if missing else "")
     )
     return LabOutput(measurements=measurements, explanation=explanation)
