@@ -50,9 +50,18 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def dumps(obj: Any, *, indent: bool = True) -> str:
-    """JSON text for a dataclass (or any nesting of them), NaN/inf kept as strings."""
+    """JSON text for a dataclass (or any nesting of them), NaN/inf kept as strings. Integers beyond
+    64 bits (a user's record holding 2**70) are written exactly by the standard library's encoder,
+    which orjson refuses."""
     opt = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(to_jsonable(obj), option=opt | orjson.OPT_NON_STR_KEYS).decode()
+    try:
+        return orjson.dumps(to_jsonable(obj), option=opt | orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError as exc:
+        if "64-bit" not in str(exc):
+            raise
+        import json
+
+        return json.dumps(_finite(obj), default=_default, indent=2 if indent else None, ensure_ascii=False)
 
 
 def envelope(command: str, result: Any) -> str:
