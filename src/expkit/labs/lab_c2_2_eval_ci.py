@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict, verdict_within
+from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, SeedFigure, Within, judged
 from expkit.labs.registry import lab
 
 SEED_HALF_WIDTH = SeedFigure("half_width_n80", "95% half-width at n = 80", 10.9, "points", "+-10.9 points at 80 questions")
@@ -138,16 +138,18 @@ def run(ctx: LabContext) -> LabOutput:
 
     half_points = 100 * n80.half_width
     five_hidden = mdd80 > 0.05 and mdd80_newcombe > 0.05
+    five_text = ("so a 5-point gap is noise" if five_hidden else
+                 "so here even a 5-point gap can be resolved, against the seed")
     measurements = (
-        Measurement("half_width_n80", "Wald 95% half-width, 40/80 correct", half_points, "points",
-                    verdict_within(half_points, SEED_HALF_WIDTH.value, abs_tol=0.1), SEED_HALF_WIDTH,
-                    detail=f"interval [{n80.low:.4f}, {n80.high:.4f}]; the seed truncates 10.96 to 10.9"),
+        judged("half_width_n80", "Wald 95% half-width, 40/80 correct", half_points, "points",
+               rule=Within(SEED_HALF_WIDTH.value, abs=0.1, source="our choice: the seed gives one decimal"),
+               seed=SEED_HALF_WIDTH, detail=f"interval [{n80.low:.4f}, {n80.high:.4f}]; 100*1.96*sqrt(.25/80) = 10.96"),
         Measurement("wilson_half_width_n80", "Wilson 95% half-width, 40/80 correct", 100 * wilson80.half_width,
                     "points", detail=f"interval [{wilson80.low:.4f}, {wilson80.high:.4f}]"),
-        Measurement("mdd_n80", "smallest resolvable difference at n = 80 (Wald z-test)", 100 * mdd80, "points",
-                    Verdict("reproduced") if five_hidden else Verdict("not reproduced", "5 points would resolve"),
-                    SEED_FIVE_POINTS,
-                    detail=f"Newcombe-Wilson: {100 * mdd80_newcombe:.1f} points"),
+        judged("mdd_n80", "smallest resolvable difference at n = 80 (Wald z-test)", 100 * mdd80, "points",
+               rule=AtLeast(5.0, source="the seed: 5 points cannot be resolved, so the smallest resolvable "
+                                        "difference is above 5"), seed=SEED_FIVE_POINTS,
+               detail=f"Newcombe-Wilson: {100 * mdd80_newcombe:.1f} points"),
         Measurement("power_5pt_n80", "chance to tell 75% from 70% at n = 80 (simulated)", 100 * power, "%",
                     detail=f"{sims} simulated evals, Newcombe 95% interval excludes 0"),
         Measurement("n_for_5pt", "items per model to resolve 5 points (Wald, p = 0.5)", n_for_5, "items"),
@@ -156,7 +158,7 @@ def run(ctx: LabContext) -> LabOutput:
         f"At 80 questions and 50% accuracy the Wald interval is +-{half_points:.2f} points "
         f"({n80.low:.3f} to {n80.high:.3f}); Wilson gives +-{100 * wilson80.half_width:.2f}. Two models "
         f"scored on 80 questions each must differ by {100 * mdd80:.1f} points before a 95% test separates "
-        f"them, so a 5-point gap is noise: simulated, a true 75% vs 70% is told apart in only "
+        f"them, {five_text}: simulated, a true 75% vs 70% is told apart in "
         f"{100 * power:.0f}% of evals. Resolving 5 points needs about {n_for_5} items per model, or a paired "
         "comparison on the same items (expkit stats, paired).\n\n"
         "Wald and Wilson agree near p = 0.5 and large n; near 0.9 or small n Wald is too narrow "
