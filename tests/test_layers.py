@@ -1,6 +1,6 @@
 """The import direction of ARCHITECTURE.md, checked by parsing every module's imports.
 
-errors <- stages (data stats check train memory perf finetune runs diagnose) <- render <- cli, labs
+errors <- stages (data stats check train memory perf finetune runs diagnose) <- sweep <- render <- cli, labs
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import expkit
 SRC = Path(expkit.__file__).parent
 STAGES = {"data", "stats", "check", "train", "memory", "perf", "finetune", "runs", "diagnose"}
 TOP = {"cli", "labs"}
+MANY_RUNS = "sweep"  # above the stages (it runs `runs` and judges with `stats`), below render
 
 
 def _layer(part: str) -> str:
@@ -20,12 +21,15 @@ def _layer(part: str) -> str:
         return "stage"
     if part in TOP:
         return "top"
+    if part == MANY_RUNS:
+        return "sweep"
     return part  # errors, render, __init__, __main__
 
 
 FORBIDDEN = {
-    "errors": {"stage", "render", "top"},
-    "stage": {"render", "top"},
+    "errors": {"stage", "sweep", "render", "top"},
+    "stage": {"sweep", "render", "top"},
+    "sweep": {"render", "top"},
     "render": {"top"},
 }
 
@@ -77,6 +81,8 @@ def test_layer_check_catches_a_violation(tmp_path):
     bad.write_text("from expkit.render.report import write_report\n")
     assert _imports(bad) == [(1, "expkit.render.report")]
     assert "render" in FORBIDDEN[_layer("stats")]
+    # a stage may not reach up into sweep, and sweep may not reach up into render
+    assert "sweep" in FORBIDDEN[_layer("runs")] and "render" in FORBIDDEN[_layer("sweep")]
 
 
 def test_only_render_and_cli_print():

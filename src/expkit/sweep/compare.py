@@ -1,0 +1,284 @@
+"""``compare_groups``: is B better than A? Per metric, the difference of the final values over seeds with its
+interval (paired by seed when both sides ran the same seeds, Welch otherwise), the seed-to-seed spread it
+has to beat, and a verdict: ``better``, ``worse`` or ``inconclusive (need ~N seeds)``.
+
+The number of seeds is a power estimate (Cohen 1988, ch. 2; the noncentral t): the seeds per side at
+which a two-sided t-test at the same level finds the *measured* difference with 80% power, given the
+measured spread. It is a planning figure, not a promise: the measured difference is itself noisy.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from expkit.errors import UsageError
+from expkit.runs.store import list_runs, read_run, resolve_store
+
+__all__ = ["Comparison", "MetricComparison", "Side", "compare_groups", "curve_set_of", "is_loss_like",
+           "seeds_needed"]
+
+TARGET_POWER = 0.8
+MAX_SEEDS = 10_000
+_LOSS_LIKE = re.compile(r"(loss|err|error|ppl|perplexity|nll|bpb|bpc|wer|cer|latency|time|_s$|_ms$|_bytes$)",
+                        re.IGNORECASE)
+_NOT_METRICS = {"step", "time", "epoch", "tokens"}
+
+
+def is_loss_like(metric: str) -> bool:
+    """Whether lower is better by default: names with loss, error, ppl, nll, bpb, time, latency, a _s suffix."""
+    return bool(_LOSS_LIKE.search(metric))
+
+
+def seeds_needed(delta: float, sd: float, *, paired: bool, level: float = 0.95, power: float = TARGET_POWER) -> int | None:
+    """Seeds per side for a two-sided t-test at ``level`` to find ``delta`` with ``power``.
+
+    Paired (sd of the per-seed differences): df = n - 1, noncentrality delta / (sd / sqrt(n)).
+    Unpaired (common sd of one side): df = 2(n - 1), noncentrality delta / (sd sqrt(2 / n)).
+    None when delta is 0 or sd is 0 (nothing to find, or no noise); MAX_SEEDS + 1 past the cap.
+
+    Example:
+        >>> seeds_needed(1.0, 1.0, paired=False)   # R: power.t.test(delta=1, sd=1, power=.8)$n = 16.71
+        17
+    """
+    from scipy.stats import nct, t
+
+    if delta == 0 or sd == 0 or not math.isfinite(delta) or not math.isfinite(sd):
+        return None
+    alpha = 1.0 - level
+    for n in range(2, MAX_SEEDS + 1):
+        df = n - 1 if paired else 2 * (n - 1)
+        ncp = abs(delta) / (sd / math.sqrt(n) if paired else sd * math.sqrt(2.0 / n))
+        crit = t.ppf(1 - alpha / 2, df)
+        achieved = nct.sf(crit, df, ncp) + nct.cdf(-crit, df, ncp)
+        if achieved >= power:
+            return n
+    return MAX_SEEDS + 1
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: its label and its finished runs (id, seed)."""
+
+    label: str
+    run_ids: tuple[str, ...]
+    seeds: tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """B - A for one metric over the final values of each run. ``method``: ``paired`` (by seed) or
+    ``welch``. ``seed_sd``: the seed-to-seed standard deviation within a side (pooled over both);
+    ``noise_floor``: the smallest difference these seeds resolve (half-width of the interval of B - A);
+    ``stored_floor``: the seed std that ``expkit runs determinism`` stored for group A, if any."""
+
+    metric: str
+    lower_is_better: bool
+    direction_source: str
+    n_a: int
+    n_b: int
+    mean_a: float
+    mean_b: float
+    delta: float
+    low: float
+    high: float
+    level: float
+    p_value: float
+    method: str
+    seed_sd: float
+    noise_floor: float
+    stored_floor: float | None
+    verdict: str
+    seeds_needed: int | None
+    left_out: int
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: Side
+    b: Side
+    store: str
+    split: str
+    metrics: tuple[MetricComparison, ...]
+    notes: tuple[str, ...]
+
+
+def _runs_of_group(root: Path, group: str) -> list[dict[str, Any]]:
+    listing = list_runs(root, where=[f"group={group}", "status=finished"])
+    return [read_run(root / r.id) for r in listing.runs]
+
+
+def _config_of(rec: dict[str, Any]) -> dict[str, Any]:
+    sweep = rec.get("sweep") or {}
+    return {**(rec.get("config") or {}), **(sweep.get("config") or {})}
+
+
+def _value_text(v: Any) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _split(root: Path, group: str, by: str) -> tuple[tuple[str, list[dict[str, Any]]], tuple[str, list[dict[str, Any]]]]:
+    runs = _runs_of_group(root, group)
+    if not runs:
+        raise UsageError(f"group {group!r} has no finished runs in {root}", hint="list them with `expkit runs ls`")
+    by_value: dict[Any, list[dict[str, Any]]] = {}
+    for rec in runs:
+        cfg = _config_of(rec)
+        if by not in cfg:
+            raise UsageError(f"run {rec['id']} of group {group!r} has no config key {by!r}",
+                             hint=f"its keys: {', '.join(sorted(cfg)) or 'none'}")
+        by_value.setdefault(cfg[by], []).append(rec)
+    if len(by_value) != 2:
+        raise UsageError(f"--by {by} splits group {group!r} into {len(by_value)} values "
+                         f"({', '.join(_value_text(v) for v in by_value)}); compare needs exactly 2",
+                         hint="compare two groups instead, or sweep two values of the key")
+    try:
+        keys = sorted(by_value)
+    except TypeError:
+        keys = list(by_value)
+    return tuple((f"{by}={_value_text(k)}", by_value[k]) for k in keys)  # type: ignore[return-value]
+
+
+def _side(label: str, runs: list[dict[str, Any]]) -> Side:
+    runs = sorted(runs, key=lambda r: (r.get("seed") or {}).get("seed") or 0)
+    return Side(label, tuple(r["id"] for r in runs), tuple((r.get("seed") or {}).get("seed") for r in runs))
+
+
+def _pairable(a: Side, b: Side) -> bool:
+    return (None not in a.seeds and len(set(a.seeds)) == len(a.seeds) == len(b.seeds) >= 2
+            and set(a.seeds) == set(b.seeds))
+
+
+def _compare_metric(metric: str, va: dict[Any, float], vb: dict[Any, float], *, paired: bool, level: float,
+                    lower_is_better: bool, direction_source: str, stored_floor: float | None) -> MetricComparison:
+    from scipy.stats import t as t_dist
+
+    from expkit.stats.seeds import t_interval, welch_interval
+
+    keys_a = [k for k, v in va.items() if math.isfinite(v)]
+    keys_b = [k for k, v in vb.items() if math.isfinite(v)]
+    left_out = len(va) + len(vb) - len(keys_a) - len(keys_b)
+    if paired:
+        common = sorted(set(keys_a) & set(keys_b))
+        keys_a = keys_b = common
+        paired = len(common) >= 2
+    a = np.array([va[k] for k in keys_a], dtype=np.float64)
+    b = np.array([vb[k] for k in keys_b], dtype=np.float64)
+    if a.size < 2 or b.size < 2:
+        raise UsageError(f"metric {metric!r} has {a.size} and {b.size} finite values; need >= 2 per side",
+                         hint="run more seeds (expkit sweep --seeds N)")
+    sd = math.sqrt((a.var(ddof=1) * (a.size - 1) + b.var(ddof=1) * (b.size - 1)) / (a.size + b.size - 2))
+    if paired:
+        d = b - a
+        iv = t_interval(d, level=level)
+        sd_d = float(d.std(ddof=1))
+        method, n_sd = "paired", sd_d
+    else:
+        iv = welch_interval(b, a, level=level)
+        method, n_sd = "welch", sd
+    delta = iv.estimate
+    if iv.std_error == 0:
+        p = 0.0 if delta != 0 else 1.0
+    else:
+        p = float(2 * t_dist.sf(abs(delta) / iv.std_error, iv.df))
+    if iv.excludes_zero:
+        improved = (delta < 0) == lower_is_better
+        verdict, n_needed = ("better" if improved else "worse"), None
+    else:
+        n_needed = seeds_needed(delta, n_sd, paired=paired, level=level)
+        verdict = ("inconclusive (no difference measured)" if n_needed is None
+                   else f"inconclusive (need ~{n_needed} seeds)" if n_needed <= MAX_SEEDS
+                   else f"inconclusive (need > {MAX_SEEDS} seeds)")
+    return MetricComparison(metric, lower_is_better, direction_source, int(a.size), int(b.size), float(a.mean()),
+                            float(b.mean()), delta, iv.low, iv.high, level, p, method, sd, (iv.high - iv.low) / 2,
+                            stored_floor, verdict, n_needed, left_out)
+
+
+def compare_groups(a: str, b: str | None = None, *, by: str | None = None, store: str | os.PathLike[str] | None = None,
+                   metrics: tuple[str, ...] = (), lower_is_better: bool | None = None,
+                   level: float = 0.95) -> Comparison:
+    """Compare group ``b`` with group ``a`` (or the two values of config key ``by`` within group ``a``).
+
+    Args:
+        a, b: run groups (``expkit sweep --name``); ``b`` None with ``by``.
+        by: a config key that splits group ``a`` into exactly two sides (sorted: the smaller value is A).
+        metrics: the metrics to compare (default: every numeric final metric all runs share).
+        lower_is_better: direction for every metric; None: lower for loss-like names (``is_loss_like``).
+        level: of the intervals.
+
+    Returns:
+        Comparison with one MetricComparison per metric; ``better`` means B is better than A.
+
+    Raises:
+        UsageError: a group without finished runs, a split into other than two values, an unknown metric,
+            fewer than 2 finite values on a side.
+    """
+    from expkit.runs.determinism import read_noise_floor
+
+    root = resolve_store(store)
+    if (b is None) == (by is None):
+        raise UsageError("compare two groups (A B) or one group split by a config key (G --by KEY)")
+    if by is not None:
+        (la, runs_a), (lb, runs_b) = _split(root, a, by)
+        split = f"group {a} split by config key {by}"
+    else:
+        assert b is not None
+        runs_a, runs_b = _runs_of_group(root, a), _runs_of_group(root, b)
+        for g, rs in ((a, runs_a), (b, runs_b)):
+            if not rs:
+                raise UsageError(f"group {g!r} has no finished runs in {root}", hint="list them with `expkit runs ls`")
+        la, lb, split = a, b, f"groups {a} and {b}"
+    side_a, side_b = _side(la, runs_a), _side(lb, runs_b)
+    paired = _pairable(side_a, side_b)
+    notes = []
+    if not paired:
+        notes.append("Welch (unpaired): the two sides did not run the same set of distinct seeds")
+    else:
+        notes.append(f"paired by seed: both sides ran seeds {', '.join(map(str, sorted(side_a.seeds)))}")
+
+    def numeric(rec: dict[str, Any]) -> dict[str, float]:
+        return {k: float(v) for k, v in (rec.get("final_metrics") or {}).items()
+                if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    fa = [numeric(r) for r in sorted(runs_a, key=lambda r: (r.get("seed") or {}).get("seed") or 0)]
+    fb = [numeric(r) for r in sorted(runs_b, key=lambda r: (r.get("seed") or {}).get("seed") or 0)]
+    shared = set.intersection(*(set(f) for f in fa + fb))
+    chosen = tuple(metrics) or tuple(sorted(shared))
+    for m in chosen:
+        if m not in shared:
+            raise UsageError(f"metric {m!r} is not a final metric of every run compared",
+                             hint=f"shared metrics: {', '.join(sorted(shared)) or 'none'}")
+    if not chosen:
+        raise UsageError("the runs share no numeric final metric", hint="log metrics as JSON lines with a step")
+    stored = read_noise_floor(root, a) if by is None else None
+    out = []
+    for m in chosen:
+        if lower_is_better is None:
+            lower, source = is_loss_like(m), "default by name (" + ("loss-like" if is_loss_like(m) else "not loss-like") + ")"
+        else:
+            lower, source = lower_is_better, "given"
+        keys_a = side_a.seeds if paired else tuple(range(len(fa)))
+        keys_b = side_b.seeds if paired else tuple(range(len(fb)))
+        out.append(_compare_metric(m, dict(zip(keys_a, (f[m] for f in fa))), dict(zip(keys_b, (f[m] for f in fb))),
+                                   paired=paired, level=level, lower_is_better=lower, direction_source=source,
+                                   stored_floor=None if stored is None else stored.get(m)))
+    return Comparison(side_a, side_b, str(root), split, tuple(out), tuple(notes))
+
+
+def curve_set_of(cmp: Comparison, *, metric: str, ema: float | None = None, level: float = 0.95) -> Any:
+    """The curves of both sides (from each run's ``metrics.jsonl``) as ``expkit plot curves`` draws them:
+    a band per side and the difference panel B - A."""
+    from expkit.stats.curves import load_curves, summarize_curves
+
+    root = Path(cmp.store)
+    curves = []
+    for side in (cmp.a, cmp.b):
+        for c in load_curves([root / rid for rid in side.run_ids], metric=metric):
+            curves.append(replace(c, group=side.label))
+    return summarize_curves(curves, metric=metric, x_key="step", ema=ema, level=level, compare=(cmp.b.label, cmp.a.label))

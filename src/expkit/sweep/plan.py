@@ -1,0 +1,190 @@
+"""A sweep's plan: the grid of configs times the seeds as numbered trials, how each trial's config reaches
+the command, and the plan file (``<store>/groups/<group>.sweep.json``) that ``--resume`` reads back.
+
+A trial's config reaches its command two ways, both always unless ``config_args=False``:
+
+- arguments ``--config KEY=VALUE`` appended to the command (``expkit train charlm`` reads them);
+- environment variables ``EXPKIT_CONFIG_<KEY>`` (KEY upper-cased, other characters than letters and digits
+  as ``_``), for scripts that read their config from the environment.
+
+The seed goes as ``EXPKIT_SEED`` (as ``expkit runs exec`` hands it); the trial's run records the config in
+``config.json`` and the trial in ``run.json`` under ``sweep``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from expkit.errors import InputError, UsageError
+from expkit.runs.store import validate_name, write_json_atomic
+
+__all__ = ["PLAN_VERSION", "SweepPlan", "Trial", "parse_grid", "plan_path", "plan_sweep", "read_plan", "write_plan"]
+
+PLAN_VERSION = 1
+_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+def _typed(text: str) -> Any:
+    """``"0.001"`` -> 0.001, ``"4"`` -> 4, ``"true"`` -> True, anything else stays text (the config record)."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            continue
+    return text
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One config x seed of a sweep. ``values`` holds the grid's text for each key (passed to the
+    command as written); ``config`` the same values typed (recorded)."""
+
+    index: int
+    values: tuple[tuple[str, str], ...]
+    seed: int
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return {k: _typed(v) for k, v in self.values}
+
+    @property
+    def label(self) -> str:
+        """``lr=0.001 seed=3``: how the trial is named in output."""
+        return " ".join([*(f"{k}={v}" for k, v in self.values), f"seed={self.seed}"])
+
+    def run_name(self, group: str) -> str:
+        """The run's name in the store, stable across retries and resumes: ``<group>-t003``."""
+        return f"{group}-t{self.index:03d}"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep runs: ``command`` for every config of ``grid`` (the product of the keys' values)
+    and every seed in ``seeds``, as runs of group ``group``."""
+
+    group: str
+    command: tuple[str, ...]
+    grid: tuple[tuple[str, tuple[str, ...]], ...]
+    seeds: tuple[int, ...]
+    config_args: bool = True
+
+    @property
+    def trials(self) -> tuple[Trial, ...]:
+        keys = [k for k, _ in self.grid]
+        combos = list(itertools.product(*(vals for _, vals in self.grid))) if self.grid else [()]
+        out, i = [], 0
+        for combo in combos:
+            for seed in self.seeds:
+                out.append(Trial(i, tuple(zip(keys, combo)), seed))
+                i += 1
+        return tuple(out)
+
+    def command_of(self, trial: Trial) -> list[str]:
+        """The argv of one trial: the command, then ``--config KEY=VALUE`` per key (when ``config_args``)."""
+        extra = [a for k, v in trial.values for a in ("--config", f"{k}={v}")] if self.config_args else []
+        return [*self.command, *extra]
+
+    @staticmethod
+    def env_of(trial: Trial) -> dict[str, str]:
+        """``EXPKIT_CONFIG_<KEY>`` per key (``lr`` -> ``EXPKIT_CONFIG_LR``)."""
+        return {"EXPKIT_CONFIG_" + re.sub(r"[^A-Za-z0-9]", "_", k).upper(): v for k, v in trial.values}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": PLAN_VERSION, "group": self.group, "command": list(self.command),
+                "grid": [[k, list(v)] for k, v in self.grid], "seeds": list(self.seeds),
+                "config_args": self.config_args}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any], *, path: Path | None = None) -> SweepPlan:
+        try:
+            return cls(group=str(obj["group"]), command=tuple(obj["command"]),
+                       grid=tuple((str(k), tuple(str(v) for v in vals)) for k, vals in obj["grid"]),
+                       seeds=tuple(int(s) for s in obj["seeds"]), config_args=bool(obj.get("config_args", True)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"the sweep plan is incomplete ({type(exc).__name__}: {exc})", path=path) from None
+
+
+def parse_grid(items: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``["lr=0.001,0.003", "bs=8"]`` -> ``(("lr", ("0.001", "0.003")), ("bs", ("8",)))``.
+
+    Raises:
+        UsageError: an item without ``=``, an empty value, a bad or repeated key (naming the item).
+    """
+    grid: list[tuple[str, tuple[str, ...]]] = []
+    for item in items:
+        key, sep, rest = item.partition("=")
+        key = key.strip()
+        if not sep or not _KEY_RE.match(key):
+            raise UsageError(f"--grid {item!r} is not KEY=V1,V2,...", hint="e.g. --grid lr=0.001,0.003")
+        values = tuple(v.strip() for v in rest.split(","))
+        if not values or any(not v for v in values):
+            raise UsageError(f"--grid {item!r} has an empty value", hint="e.g. --grid lr=0.001,0.003")
+        if len(set(values)) != len(values):
+            raise UsageError(f"--grid {item!r} repeats a value")
+        if any(k == key for k, _ in grid):
+            raise UsageError(f"--grid key {key!r} is given twice", hint="list all its values in one --grid")
+        grid.append((key, values))
+    return tuple(grid)
+
+
+def plan_sweep(command: Sequence[str], *, group: str, grid: Sequence[str] = (), seeds: int | Sequence[int] = 1,
+               config_args: bool = True) -> SweepPlan:
+    """The plan for ``command`` over ``grid`` (``KEY=V1,V2`` items) and ``seeds`` (a count: 0..N-1, or a list).
+
+    Example:
+        >>> p = plan_sweep(["python", "t.py"], group="g", grid=["lr=0.1,0.2"], seeds=2)
+        >>> [t.label for t in p.trials]
+        ['lr=0.1 seed=0', 'lr=0.1 seed=1', 'lr=0.2 seed=0', 'lr=0.2 seed=1']
+
+    Raises:
+        UsageError: no command, a bad group name, seeds < 1 or repeated, a bad grid item.
+    """
+    if not command:
+        raise UsageError("no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
+    validate_name(group, what="sweep name (group)")
+    seed_list = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
+    if not seed_list or (isinstance(seeds, int) and seeds < 1):
+        raise UsageError(f"--seeds {seeds} must be at least 1")
+    if len(set(seed_list)) != len(seed_list):
+        raise UsageError(f"seeds {list(seed_list)} repeat a seed")
+    return SweepPlan(group=group, command=tuple(command), grid=parse_grid(grid), seeds=seed_list,
+                     config_args=config_args)
+
+
+def plan_path(root: Path, group: str) -> Path:
+    """Where the plan of ``group`` lives: ``<store>/groups/<group>.sweep.json``."""
+    return root / "groups" / f"{validate_name(group, what='sweep name (group)')}.sweep.json"
+
+
+def write_plan(root: Path, plan: SweepPlan) -> Path:
+    path = plan_path(root, plan.group)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, plan.to_json())
+    return path
+
+
+def read_plan(root: Path, group: str) -> SweepPlan:
+    """The plan a sweep of ``group`` wrote when it started.
+
+    Raises:
+        UsageError: no sweep of that name in this store.
+    """
+    path = plan_path(root, group)
+    if not path.exists():
+        raise UsageError(f"no sweep {group!r} in {root} (no {path.name})",
+                         hint="check --store and the name given to --name when the sweep started")
+    try:
+        obj = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"the sweep plan is not valid JSON ({exc})", path=path) from None
+    return SweepPlan.from_json(obj, path=path)
