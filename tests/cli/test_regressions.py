@@ -220,3 +220,98 @@ def test_check_huge_shape_is_refused_before_allocating(cli, args):
 def test_check_shape_with_thousands_of_digits_is_clipped_in_the_message(cli):
     err = _one_line_error(cli("check", "op", "torch:softmax", "--reference", "torch:softmax", "--shape", "9" * 5000 + ",x"))
     assert len(err) < 300
+
+
+# ---- expkit sft audit / check-stop: bad data and broken model directories ----------------------------
+
+@pytest.fixture(scope="module")
+def demo_dir():
+    """The quick demo model (cached on disk after the first build)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    from expkit.finetune.demomodel import ensure_demo_model
+
+    return ensure_demo_model(quick=True).path
+
+
+@pytest.fixture
+def chat_file(tmp_path):
+    from expkit.finetune.chatdata import generate_chat_examples, write_chat_jsonl
+
+    return write_chat_jsonl(generate_chat_examples(n=4, seed=0), tmp_path / "chat.jsonl")
+
+
+def _broken_copy(demo_dir, tmp_path, edit):
+    import shutil
+
+    d = tmp_path / "model"
+    shutil.copytree(demo_dir, d)
+    edit(d)
+    return d
+
+
+def _set_config(d, **values):
+    cfg = json.loads((d / "config.json").read_text())
+    cfg.update(values)
+    (d / "config.json").write_text(json.dumps(cfg))
+
+
+def _stop_args(model, data):
+    return ["sft", "check-stop", "--model", str(model), "--data", str(data), "-n", "1", "--max-new-tokens", "1"]
+
+
+@pytest.mark.parametrize("command", ["audit", "check-stop"])
+def test_sft_non_utf8_chat_data_names_the_line(cli, demo_dir, tmp_path, chat_file, command):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(chat_file.read_bytes() + b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}\n')
+    err = _one_line_error(cli("sft", command, "--model", str(demo_dir), "--data", str(bad)))
+    assert "bad.jsonl:5: not UTF-8 (byte 0xff" in err
+
+
+def test_sft_audit_reads_chat_data_with_a_bom(cli, demo_dir, tmp_path, chat_file):
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + chat_file.read_bytes())
+    res = cli("sft", "audit", "--model", str(demo_dir), "--data", str(bom), "--json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["result"]["audit"]["examples"] == 4
+
+
+@pytest.mark.parametrize("content, says", [(b"{not json", "tokenizer.json:1: tokenizer.json is not JSON"),
+                                           (b"\xff" * 64, "tokenizer.json: tokenizer.json is not UTF-8"),
+                                           (b"[1, 2]", "tokenizer.json holds a list")])
+@pytest.mark.parametrize("command", ["audit", "check-stop"])
+def test_sft_bad_tokenizer_json_is_named(cli, demo_dir, tmp_path, chat_file, content, says, command):
+    model = _broken_copy(demo_dir, tmp_path, lambda d: (d / "tokenizer.json").write_bytes(content))
+    args = ["sft", "audit", "--model", str(model), "--data", str(chat_file)] if command == "audit" else \
+        _stop_args(model, chat_file)
+    assert says in _one_line_error(cli(*args))
+
+
+def test_sft_bad_chat_template_is_named(cli, demo_dir, tmp_path, chat_file):
+    def edit(d):
+        (d / "chat_template.jinja").write_text("{% for m in messages %}{{ m.content ")
+
+    model = _broken_copy(demo_dir, tmp_path, edit)
+    err = _one_line_error(cli("sft", "audit", "--model", str(model), "--data", str(chat_file)))
+    assert "chat_template.jinja:1: the chat template does not render (TemplateSyntaxError" in err
+
+
+def test_sft_random_safetensors_is_named(cli, demo_dir, tmp_path, chat_file):
+    model = _broken_copy(demo_dir, tmp_path, lambda d: (d / "model.safetensors").write_bytes(os.urandom(1000)))
+    err = _one_line_error(cli(*_stop_args(model, chat_file)))
+    assert "model.safetensors is not a safetensors file" in err
+
+
+def test_sft_hidden_size_not_divisible_by_heads_is_named(cli, demo_dir, tmp_path, chat_file):
+    model = _broken_copy(demo_dir, tmp_path, lambda d: _set_config(d, num_attention_heads=7))
+    err = _one_line_error(cli(*_stop_args(model, chat_file)))
+    assert "config.json: hidden_size=64 is not divisible by num_attention_heads=7" in err
+
+
+@pytest.mark.parametrize("content, says", [(b"[]", "holds a list"), (b"{", "not JSON"),
+                                           (b" " * (4 * 2**20 + 1), "more than a model config holds")])
+def test_sft_broken_config_json_is_named(cli, demo_dir, tmp_path, chat_file, content, says):
+    model = _broken_copy(demo_dir, tmp_path, lambda d: (d / "config.json").write_bytes(content))
+    err = _one_line_error(cli(*_stop_args(model, chat_file)))
+    assert "config.json" in err and says in err

@@ -112,8 +112,8 @@ def iter_chat_examples(path: str | Path, *, on_error: OnError = "raise",
         skipped: filled with line -> reason when ``on_error="skip"``.
 
     Raises:
-        InputError: a missing file, bad JSON, a conversation without an assistant turn, an unknown role
-            or an empty content, with the file and line.
+        InputError: a missing file, a line that is not UTF-8, bad JSON, a conversation without an assistant
+            turn, an unknown role or an empty content, with the file and line.
 
     Example:
         >>> next(iter_chat_examples("data.jsonl")).messages[0]["role"]
@@ -124,16 +124,23 @@ def iter_chat_examples(path: str | Path, *, on_error: OnError = "raise",
     p = Path(path)
     if not p.is_file():
         raise InputError("data file not found", path=p, hint="give a JSONL file; `expkit sft data` writes one")
-    with p.open(encoding="utf-8") as fh:
-        for line_no, text in enumerate(fh, start=1):
-            if not text.strip():
-                continue
+    with p.open("rb") as fh:  # bytes: a line that is not UTF-8 is reported with its number, like bad JSON
+        for line_no, raw in enumerate(fh, start=1):
             try:
+                try:
+                    text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # -sig: a BOM from Excel/Notepad
+                except UnicodeDecodeError as exc:
+                    raise InputError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})", path=p,
+                                     line=line_no, hint="save the file as UTF-8") from None
+                if not text.strip():
+                    continue
                 try:
                     obj = json.loads(text)
                 except json.JSONDecodeError as exc:
                     raise InputError(f"not valid JSON ({exc.msg})", path=p, line=line_no,
                                      column=exc.colno) from None
+                except RecursionError:
+                    raise InputError("JSON nested too deeply", path=p, line=line_no) from None
                 yield _parse_example(obj, path=p, line=line_no)
             except InputError as exc:
                 if on_error == "raise":

@@ -7,6 +7,7 @@ tokenized ``input_ids`` + ``labels`` data set.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -108,7 +109,8 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
     """``AutoTokenizer.from_pretrained(model_dir)`` with the checks SFT needs.
 
     Raises:
-        InputError: no such directory, no tokenizer files, or no chat template.
+        InputError: no such directory, no tokenizer files, tokenizer files transformers cannot load, no chat
+            template, or a chat template that does not render one user and one assistant turn.
     """
     p = Path(model_dir)
     if not p.is_dir():
@@ -119,10 +121,44 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
                          path=p, hint="save the tokenizer beside the model with tokenizer.save_pretrained(DIR)")
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(p)
+    if (p / "config.json").is_file():  # AutoTokenizer reads it too: a broken one is named, not a traceback
+        from expkit.finetune.modeldir import read_model_config
+
+        read_model_config(p)
+    for name in ("tokenizer.json", "tokenizer_config.json"):  # JSON files: name the broken one ourselves
+        f = p / name
+        if f.is_file():
+            try:
+                obj = json.loads(f.read_bytes().decode("utf-8-sig"))
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{name} is not UTF-8 (byte {exc.start})", path=f) from None
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{name} is not JSON ({exc.msg})", path=f, line=exc.lineno) from None
+            except RecursionError:
+                raise InputError(f"{name} is nested too deeply", path=f) from None
+            if not isinstance(obj, dict):
+                raise InputError(f"{name} holds a {type(obj).__name__}, not an object", path=f)
+    try:
+        tok = AutoTokenizer.from_pretrained(p)
+    except Exception as exc:  # noqa: BLE001 - any refusal inside from_pretrained is about the user's files
+        names = [f for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+                 if (p / f).is_file()]
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        raise InputError(f"cannot load the tokenizer from {', '.join(names)} ({type(exc).__name__}: {first})",
+                         path=p, hint="the tokenizer files are corrupt; save them again with "
+                                      "tokenizer.save_pretrained(DIR)") from None
     if not getattr(tok, "chat_template", None):
         raise InputError("the tokenizer has no chat template", path=p,
                          hint="set tokenizer.chat_template (e.g. ChatML) and save it, or use prompt/completion data")
+    try:  # render one turn now: a template that does not parse or render fails here, named, not mid-audit
+        tok.apply_chat_template([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+                                tokenize=False)
+    except Exception as exc:  # noqa: BLE001 - jinja2's TemplateError and whatever the user's template raises
+        where = p / "chat_template.jinja" if (p / "chat_template.jinja").is_file() else p / "tokenizer_config.json"
+        line = getattr(exc, "lineno", None)
+        raise InputError(f"the chat template does not render ({type(exc).__name__}: {exc})", path=where,
+                         line=line if isinstance(line, int) else None,
+                         hint="fix the Jinja template (ChatML is a known-good one)") from None
     return tok
 
 

@@ -59,9 +59,10 @@ def load_for_generation(model_dir: str | Path, adapter_dir: str | Path | None = 
     """(model, tokenizer, dir holding the generation config): the base model, with the LoRA adapter when given.
 
     Raises:
-        InputError: a missing model or adapter directory, or no tokenizer/chat template.
+        InputError: a missing model or adapter directory, no tokenizer/chat template, or a model directory
+            transformers cannot load (bad config.json, weights that are not safetensors ...), named.
     """
-    from transformers import AutoModelForCausalLM
+    from expkit.finetune.modeldir import load_causal_lm
 
     tok_dir = Path(model_dir)
     if adapter_dir is not None:
@@ -72,7 +73,7 @@ def load_for_generation(model_dir: str | Path, adapter_dir: str | Path | None = 
         if (a / "tokenizer.json").is_file():
             tok_dir = a
     tok = load_chat_tokenizer(tok_dir)
-    model = AutoModelForCausalLM.from_pretrained(Path(model_dir), dtype="float32")
+    model = load_causal_lm(model_dir, dtype="float32")
     config_dir = Path(model_dir)
     if adapter_dir is not None:
         from peft import PeftModel

@@ -1,0 +1,117 @@
+"""A local model directory (``config.json``, ``*.safetensors``, tokenizer) read with errors that name the
+file: a broken directory is the user's input, so it is an ``InputError`` (exit 2), never a traceback from
+deep inside transformers or safetensors."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+from expkit.errors import InputError
+
+__all__ = ["MAX_CONFIG_BYTES", "check_model_dir", "load_causal_lm", "read_model_config", "safetensors_header"]
+
+# A real config.json is a few KB (Qwen2.5-72B's: 0.7 KB); 4 MB leaves room for long vocab maps.
+MAX_CONFIG_BYTES = 4 * 2**20
+# The safetensors header is JSON behind an 8-byte little-endian length; the format caps it at 100 MB.
+_MAX_HEADER_BYTES = 100 * 10**6
+
+
+def read_model_config(model_dir: str | Path) -> dict[str, Any]:
+    """``model_dir/config.json`` as a dict.
+
+    Raises:
+        InputError: no directory, no config.json, larger than ``MAX_CONFIG_BYTES``, not UTF-8, not JSON,
+            not an object, or a hidden size that its attention heads do not divide.
+    """
+    d = Path(model_dir)
+    if not d.is_dir():
+        raise InputError("model directory not found", path=d,
+                         hint="give a local checkpoint directory (`expkit sft demo-model --out DIR` builds one)")
+    p = d / "config.json"
+    if not p.is_file():
+        raise InputError("no config.json in the model directory", path=d,
+                         hint="save the model with model.save_pretrained(DIR)")
+    size = p.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise InputError(f"config.json is {size:,} bytes, more than a model config holds "
+                         f"(at most {MAX_CONFIG_BYTES:,})", path=p)
+    try:
+        cfg = json.loads(p.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"config.json is not UTF-8 (byte {exc.start})", path=p) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"config.json is not JSON ({exc.msg})", path=p, line=exc.lineno) from None
+    except RecursionError:
+        raise InputError("config.json is nested too deeply", path=p) from None
+    if not isinstance(cfg, dict):
+        raise InputError(f"config.json holds a {type(cfg).__name__}, not an object", path=p)
+    hidden, heads = cfg.get("hidden_size"), cfg.get("num_attention_heads")
+    if (isinstance(hidden, int) and isinstance(heads, int) and not isinstance(hidden, bool)
+            and (heads <= 0 or hidden <= 0 or hidden % heads)):
+        raise InputError(f"hidden_size={hidden} is not divisible by num_attention_heads={heads}", path=p,
+                         hint="each attention head takes hidden_size / num_attention_heads dimensions")
+    return cfg
+
+
+def safetensors_header(path: str | Path) -> dict[str, Any]:
+    """The JSON header of a ``.safetensors`` file (tensor name -> dtype, shape, offsets), read without torch.
+
+    Raises:
+        InputError: a file too short, a header length past the file's end, or a header that is not JSON.
+    """
+    p = Path(path)
+    size = p.stat().st_size
+    with p.open("rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise InputError(f"{p.name} is {size} bytes: too short for a safetensors file", path=p)
+        (n,) = struct.unpack("<Q", head)
+        if n > min(size - 8, _MAX_HEADER_BYTES):
+            raise InputError(f"{p.name} is not a safetensors file (its header length {n:,} is past the end of "
+                             f"the {size:,}-byte file)", path=p, hint="the file is truncated or not model weights")
+        raw = fh.read(n)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise InputError(f"{p.name} is not a safetensors file (its header is not JSON)", path=p,
+                         hint="the file is corrupt or not model weights") from None
+    if not isinstance(header, dict):
+        raise InputError(f"{p.name} is not a safetensors file (its header is not an object)", path=p)
+    return header
+
+
+def check_model_dir(model_dir: str | Path) -> dict[str, Any]:
+    """Read config.json and every safetensors header before transformers touches the directory.
+
+    Returns:
+        the config dict.
+
+    Raises:
+        InputError: as ``read_model_config`` and ``safetensors_header``.
+    """
+    cfg = read_model_config(model_dir)
+    for f in sorted(Path(model_dir).glob("*.safetensors")):
+        safetensors_header(f)
+    return cfg
+
+
+def load_causal_lm(model_dir: str | Path, *, dtype: str = "float32") -> Any:
+    """``AutoModelForCausalLM.from_pretrained(model_dir)`` after ``check_model_dir``.
+
+    Raises:
+        InputError: as ``check_model_dir``, or whatever transformers refuses in the directory (named).
+    """
+    from transformers import AutoModelForCausalLM
+
+    d = Path(model_dir)
+    check_model_dir(d)
+    try:
+        return AutoModelForCausalLM.from_pretrained(d, dtype=dtype)
+    except Exception as exc:  # noqa: BLE001 - any refusal inside from_pretrained is about the user's files
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(f"transformers cannot load the model ({type(exc).__name__}: {first[:300]})", path=d,
+                         hint="check config.json and the weights; the directory must load with "
+                              "AutoModelForCausalLM.from_pretrained(DIR)") from None
