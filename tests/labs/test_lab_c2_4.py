@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from lab_verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+
+from expkit.labs.lab_c2_4_reference_check import describe_trend
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
 
@@ -14,5 +17,23 @@ def test_c2_4_errors_are_at_dtype_precision(tmp_path):
     assert 1e-8 < m["max_err_float32"].value < 1e-6  # seed: 2.65e-7
     assert m["max_err_float64"].value < 1e-13
     assert m["max_err_float32"].seed is not None and m["max_err_float32"].seed.value == 2.65e-7
-    assert str(m["max_err_float64"].verdict) == "reproduced"
     assert m["naive_softmax_nan"].value > 0 and "ok=False" in m["naive_softmax_nan"].detail
+    # the text states the trend the T sweep measured, not a fixed sentence
+    sweep = [float(v) for v in m["err_vs_t_float32"].value.split(", ")]
+    trend = describe_trend((64, 128, 256, 512), sweep)
+    assert f"the error {trend}" in m["err_vs_t_float32"].detail and f"it {trend}" in res.explanation
+    judged = judged_measurements(res)
+    assert set(judged) == {"max_err_float32", "max_err_float64"}
+    for key in judged:
+        assert judged[key].verdict.kind == "reproduced"
+        assert_verdict_follows(judged[key])
+    assert_flips(judged["max_err_float32"], 3e-5)   # a real bug (e.g. a missing scale) is far above 1e-6
+    assert_flips(judged["max_err_float64"], 1e-7)   # float64 compared at float32 precision
+
+
+def test_describe_trend_follows_the_figures():
+    assert describe_trend((64, 128, 256), [1e-7, 2e-7, 3e-7]) == "rose with T"
+    assert describe_trend((64, 128, 256), [3e-7, 2e-7, 1e-7]) == "fell with T"
+    # the case issue 12 found: T = 512 below T = 256
+    assert describe_trend((64, 128, 256, 512), [1e-7, 2e-7, 4e-7, 3e-7]) == \
+        "did not move steadily with T (largest at T = 256)"
