@@ -142,10 +142,10 @@ def _print_records(sample, json_out: bool) -> None:
         return
     import sys
 
-    import orjson
+    from expkit.data.jsonl import dumps_record
 
     for r in sample.records:
-        print(orjson.dumps(r.record).decode())
+        print(dumps_record(r.record))
     if sample.read.skipped:
         lines = ", ".join(map(str, sample.read.first_skipped_lines[:10]))
         print(f"note: skipped {sample.read.skipped} invalid line(s), first at line(s) {lines}", file=sys.stderr)

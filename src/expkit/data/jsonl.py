@@ -16,7 +16,8 @@ import orjson
 
 from expkit.errors import InputError, UsageError
 
-__all__ = ["JsonlSummary", "JsonlTally", "OnError", "iter_jsonl", "iter_jsonl_objects", "open_binary"]
+__all__ = ["JsonlSummary", "JsonlTally", "OnError", "dumps_record", "iter_jsonl", "iter_jsonl_objects", "loads_exact",
+           "open_binary"]
 
 OnError = Literal["raise", "skip", "collect"]
 _BOM = b"\xef\xbb\xbf"
@@ -136,6 +137,54 @@ def _line_error(path: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError
 
 
 _SKIP = object()
+# orjson reads integers up to 2**64 - 1 exactly and larger ones as floats (1.1805916207174113e+21 for
+# 2**70): a float this large in a parsed record may have been such an integer, so its line is re-read.
+_BIG = float(2**63)
+
+
+def _may_hold_big_int(obj: Any) -> bool:
+    if isinstance(obj, float):
+        return abs(obj) >= _BIG
+    if isinstance(obj, dict):
+        return any(_may_hold_big_int(v) for v in obj.values())
+    if isinstance(obj, list):
+        return any(_may_hold_big_int(v) for v in obj)
+    return False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_exact(line: bytes | str) -> Any:
+    """Parse one JSON value keeping integers of any size exact (the standard library's parser, which
+    orjson outpaces but which turns 2**70 into an int, not a float). NaN/Infinity are refused as orjson
+    refuses them.
+
+    Example:
+        >>> loads_exact(b'{"id": 1180591620717411303424}')["id"] == 2**70
+        True
+    """
+    import json
+
+    return json.loads(line, parse_constant=_refuse_constant)
+
+
+def dumps_record(record: Any) -> str:
+    """One record as compact JSON text (orjson's output), integers beyond 64 bits written exactly.
+
+    Example:
+        >>> dumps_record({"id": -2**70, "t": "é"})
+        '{"id":-1180591620717411303424,"t":"é"}'
+    """
+    try:
+        return orjson.dumps(record).decode()
+    except orjson.JSONEncodeError as exc:
+        if "64-bit" not in str(exc):
+            raise
+        import json
+
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
 def _retry_or_note(t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError,
@@ -173,6 +222,7 @@ def iter_jsonl(
     *,
     on_error: OnError = "raise",
     tally: JsonlTally | None = None,
+    exact_ints: bool = False,
 ) -> Iterator[Any]:
     """Yield one parsed record per line of a JSONL file, holding one line in memory at a time.
 
@@ -182,6 +232,9 @@ def iter_jsonl(
             and reports them (count and first line numbers) in ``tally``, or as a warning at the end when
             no tally is given; ``collect`` is ``skip`` that also keeps each error in ``tally.errors``.
         tally: filled in while reading (lines, blank, skipped, errors). Needed for ``collect``.
+        exact_ints: keep integers beyond 64 bits exact (orjson reads them as floats): a record holding
+            a float of magnitude >= 2**63 is parsed again by ``loads_exact``. Off by default: the
+            check walks every record.
 
     A UTF-8 BOM, CRLF line ends and blank lines are accepted. A cut last line (no newline, incomplete
     JSON) is an error with its line number.
@@ -220,6 +273,8 @@ def iter_jsonl(
                         record = _retry_or_note(t, name, lineno, line, exc, on_error)
                         if record is _SKIP:
                             continue
+                    if exact_ints and _may_hold_big_int(record):
+                        record = loads_exact(line.removeprefix(_BOM) if lineno == 1 else line)
                     yield record
             else:
                 for lineno, line in enumerate(f, 1):
@@ -229,6 +284,8 @@ def iter_jsonl(
                         record = _retry_or_note(t, name, lineno, line, exc, on_error)
                         if record is _SKIP:
                             continue
+                    if exact_ints and _may_hold_big_int(record):
+                        record = loads_exact(line.removeprefix(_BOM) if lineno == 1 else line)
                     yield record
         except (OSError, EOFError) as exc:  # gzip: a corrupt or cut archive
             raise InputError(f"cannot read after line {lineno}: {exc}", path=name, line=lineno + 1) from exc

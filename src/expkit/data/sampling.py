@@ -1,4 +1,5 @@
-"""``expkit data head|sample``: the first N records, or a uniform sample of N in one pass and O(N) memory."""
+"""``expkit data head|sample``: the first N records, or a uniform sample of N in one pass and O(N) memory.
+Records come back as they are in the file: integers of any size stay exact (``exact_ints``)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def head_records(path: str | Path, *, n: int = 5, on_error: OnError = "raise") -
     tally = JsonlTally()
     out: list[NumberedRecord] = []
     if n:
-        for rec in iter_jsonl(path, on_error=on_error, tally=tally):
+        for rec in iter_jsonl(path, on_error=on_error, tally=tally, exact_ints=True):
             out.append(NumberedRecord(tally.lines, rec))
             if len(out) == n:
                 break
@@ -61,7 +62,7 @@ def sample_records(path: str | Path, *, n: int = 5, seed: int = 0, on_error: OnE
     tally = JsonlTally()
     reservoir: list[NumberedRecord] = []
     seen = 0
-    for rec in iter_jsonl(path, on_error=on_error, tally=tally):
+    for rec in iter_jsonl(path, on_error=on_error, tally=tally, exact_ints=True):
         seen += 1
         if len(reservoir) < n:
             reservoir.append(NumberedRecord(tally.lines, rec))

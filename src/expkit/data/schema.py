@@ -1,5 +1,6 @@
 """``expkit data validate``: check every record of a JSONL file against a built-in SFT schema (chat,
-prompt-completion) or a JSON Schema file, and report every violation with its line number."""
+prompt-completion) or a JSON Schema file (through the ``jsonschema`` library), and report every
+violation with its line number."""
 
 from __future__ import annotations
 
@@ -92,70 +93,98 @@ def _check_prompt_completion(rec: Any) -> Iterator[tuple[str, str]]:
 
 BUILTIN_SCHEMAS: dict[str, Checker] = {"chat": _check_chat, "prompt-completion": _check_prompt_completion}
 
-_TYPE_OK = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+def _where(path: Any) -> str:
+    """``messages[2].role`` from jsonschema's deque path ``['messages', 2, 'role']``."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
-def _matches_type(value: Any, t: str) -> bool:
-    if t == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if t == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, _TYPE_OK.get(t, object))
+_MAX_MESSAGE_CHARS = 240
 
 
-def _check_json_schema(schema: dict[str, Any], value: Any, where: str) -> Iterator[tuple[str, str]]:
-    """The JSON Schema subset that describes JSONL records: type, enum, required, properties,
-    additionalProperties (boolean), items, minLength, maxLength, minItems, maxItems, minimum, maximum."""
-    t = schema.get("type")
-    if t is not None:
-        types = t if isinstance(t, list) else [t]
-        if not any(_matches_type(value, x) for x in types):
-            yield where, f"must be {' or '.join(types)}, got {json_type(value)}"
-            return
-    if "enum" in schema and value not in schema["enum"]:
-        yield where, f"must be one of {schema['enum']}, got {value!r}"
-    if isinstance(value, dict):
-        for key in schema.get("required", ()):
-            if key not in value:
-                yield f"{where}.{key}".lstrip("."), "missing (required)"
-        props = schema.get("properties", {})
-        for key, sub in props.items():
-            if key in value:
-                yield from _check_json_schema(sub, value[key], f"{where}.{key}".lstrip("."))
-        if schema.get("additionalProperties") is False:
-            for key in value:
-                if key not in props:
-                    yield f"{where}.{key}".lstrip("."), "is not allowed (additionalProperties: false)"
-    if isinstance(value, list):
-        if "items" in schema:
-            for i, item in enumerate(value):
-                yield from _check_json_schema(schema["items"], item, f"{where}[{i}]")
-        if len(value) < schema.get("minItems", 0):
-            yield where, f"has {len(value)} items, fewer than minItems {schema['minItems']}"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            yield where, f"has {len(value)} items, more than maxItems {schema['maxItems']}"
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            yield where, f"has length {len(value)}, shorter than minLength {schema['minLength']}"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            yield where, f"has length {len(value)}, longer than maxLength {schema['maxLength']}"
-    if _matches_type(value, "number"):
-        if "minimum" in schema and value < schema["minimum"]:
-            yield where, f"is {value}, below minimum {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            yield where, f"is {value}, above maximum {schema['maximum']}"
+def _schema_retriever(base_dir: Path) -> Callable[[str], Any]:
+    """$ref to another local schema file (relative to the schema's directory, or file://); a remote
+    $ref is not fetched (no network access during validation)."""
+    from referencing import Resource
+    from referencing.exceptions import NoSuchResource
+    from referencing.jsonschema import DRAFT202012
+
+    def retrieve(uri: str) -> Any:
+        if uri.startswith(("http://", "https://")):
+            raise NoSuchResource(ref=uri)
+        target = Path(uri.removeprefix("file://"))
+        target = target if target.is_absolute() else base_dir / target
+        try:
+            contents = orjson.loads(target.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise NoSuchResource(ref=uri) from exc
+        return Resource.from_contents(contents, default_specification=DRAFT202012)
+
+    return retrieve
+
+
+def _extra_properties(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    """The keys ``additionalProperties`` refused: neither in ``properties`` nor matched by ``patternProperties``."""
+    import re
+
+    props, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+    return [k for k in instance if k not in props and not any(re.search(p, k) for p in patterns)]
 
 
 def _load_schema_file(path: Path) -> Checker:
+    """A checker backed by the ``jsonschema`` library: the draft the schema's ``$schema`` names, else
+    Draft 2020-12, every keyword (``pattern``, ``anyOf``, ``$ref``, ``if``/``then`` ...), ``format`` checked."""
     if not path.is_file():
         raise UsageError(f"--schema {str(path)!r} is neither {' nor '.join(BUILTIN_SCHEMAS)} nor a JSON Schema file")
     try:
         schema = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
         raise InputError(f"the schema is not valid JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from exc
-    if not isinstance(schema, dict):
-        raise InputError("a JSON Schema must be an object", path=path)
-    return lambda rec: _check_json_schema(schema, rec, "")
+    if not isinstance(schema, (dict, bool)):
+        raise InputError("a JSON Schema must be an object (or true/false)", path=path)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+    from referencing.exceptions import Unresolvable
+
+    try:
+        cls = validator_for(schema, default=Draft202012Validator)
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        at = _where(exc.path) or "the top level"
+        raise InputError(f"not a valid JSON Schema: {exc.message[:_MAX_MESSAGE_CHARS]} (at {at})", path=path,
+                         hint="check the schema against the JSON Schema specification (draft 2020-12)") from None
+    validator = cls(schema, registry=Registry(retrieve=_schema_retriever(path.parent)),
+                    format_checker=cls.FORMAT_CHECKER)
+
+    def check(rec: Any) -> Iterator[tuple[str, str]]:
+        yield from sorted(_errors(rec), key=lambda wm: wm[0])  # by place within the record
+
+    def _errors(rec: Any) -> Iterator[tuple[str, str]]:
+        try:
+            for err in validator.iter_errors(rec):
+                where = _where(err.path)
+                if err.validator == "required" and isinstance(err.instance, dict):
+                    # one error per missing property: name it in the place, as the built-in schemas do
+                    missing = next((k for k in err.validator_value if k not in err.instance and repr(k) in err.message),
+                                   None)
+                    if missing is not None:
+                        where = f"{where}.{missing}" if where else str(missing)
+                elif err.validator == "additionalProperties" and isinstance(err.instance, dict) \
+                        and isinstance(err.schema, dict):
+                    extra = _extra_properties(err.instance, err.schema)
+                    if len(extra) == 1:
+                        where = f"{where}.{extra[0]}" if where else extra[0]
+                msg = err.message if len(err.message) <= _MAX_MESSAGE_CHARS else err.message[:_MAX_MESSAGE_CHARS] + "..."
+                yield where, f"{msg} ({err.validator})"
+        except Unresolvable as exc:
+            raise InputError(f"the schema's $ref {exc.ref!r} cannot be resolved (remote schemas are not fetched; a "
+                             "relative $ref names a file beside the schema)", path=path) from None
+
+    return check
 
 
 def validate_record(record: Any, schema: str = "chat") -> list[tuple[str, str]]:
@@ -178,7 +207,9 @@ def validate_jsonl(
         path: ``.jsonl``, ``.jsonl.gz`` or ``-``.
         schema: ``chat`` (a ``messages`` array of ``{role, content}``, roles system/user/assistant/tool,
             system first, at least one assistant turn), ``prompt-completion`` (strings or message lists;
-            the TRL formats), or a path to a JSON Schema file (the subset in ``_check_json_schema``).
+            the TRL formats), or a path to a JSON Schema file, checked by the ``jsonschema`` library
+            (Draft 2020-12 unless its ``$schema`` says otherwise; every keyword; ``format`` checked;
+            a relative ``$ref`` reads a file beside the schema).
         max_violations: how many violations to keep; all are counted.
         on_progress: called as ``(bytes_read, total_bytes)`` every 65,536 lines of a plain file.
 
@@ -186,19 +217,21 @@ def validate_jsonl(
         A ValidationReport; ``ok`` is False when there is any violation.
 
     Raises:
-        UsageError: an unknown schema name. InputError: a missing file, a bad schema file.
+        UsageError: an unknown schema name. InputError: a missing file, a schema file that is not JSON
+            or not a valid JSON Schema (exit 2, naming it), a $ref that cannot be resolved.
     """
     checker = BUILTIN_SCHEMAS.get(str(schema)) if isinstance(schema, str) else None
+    any_value = checker is None  # a JSON Schema decides itself what a record may be (an object or not)
     if checker is None:
         checker = _load_schema_file(Path(schema))
     tally = JsonlTally(max_errors=max_violations)
     kept: list[Violation] = []
     count = 0
-    for rec in iter_jsonl(path, on_error="collect", tally=tally):
+    for rec in iter_jsonl(path, on_error="collect", tally=tally, exact_ints=any_value):
         if on_progress is not None and not tally.lines & PROGRESS_EVERY_MASK:
             _report_progress(tally, on_progress)
         # during the loop, tally.lines is the line of the record just yielded
-        problems = list(checker(rec)) if isinstance(rec, dict) else \
+        problems = list(checker(rec)) if any_value or isinstance(rec, dict) else \
             [("", f"a record must be a JSON object, got {json_type(rec)}")]
         for where, msg in problems:
             count += 1
