@@ -5,9 +5,10 @@ raw ``for line in f`` loop (the floor), expkit ``iter_jsonl``, stdlib ``json`` l
 ``pandas.read_json(lines=True)``, the ``datasets`` json loader. Then streaming flatness (1x vs 8x file)
 and ``parallel_map`` (speed-up on CPU-bound work, per-item overhead with chunking).
 
-    .venv/bin/python benchmarks/bench_data.py [--size-mb 200] [--repeats 3]
+    .venv/bin/python benchmarks/bench_data.py [--size-mb 200] [--repeats 3] [--quick] [--out DIR]
 
-Prints ratios (median of repeats) and writes benchmarks/results/data.json. The machine may be shared:
+Prints ratios (median of repeats) and writes benchmarks/results/data.json (``--quick``: a 0.5 MB file, one
+repeat, a ~0.05 s pool workload; data.quick.json, for CI: it checks that every peer still runs). The machine may be shared:
 read the ratios with the load average printed beside them.
 """
 
@@ -21,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from timing import add_run_options, write_results  # benchmarks/timing.py
 
 from expkit.data import default_workers, iter_jsonl, parallel_map, peak_memory
 from expkit.labs.lab_c1_1_streaming import write_base_file
@@ -128,7 +131,7 @@ def _bench_readers(path: Path, size: int, repeats: int, tmp: str, only: tuple[st
     return out
 
 
-def _bench_pool(repeats: int) -> dict:
+def _bench_pool(repeats: int, *, serial_s: float = 0.5, overhead_items: int = 200_000) -> dict:
     workers = default_workers()
     size = 1
     while True:  # size the CPU-bound workload to ~0.5 s serial (the seed's)
@@ -137,7 +140,7 @@ def _bench_pool(repeats: int) -> dict:
         if time.perf_counter() - t0 > 0.05:
             break
         size *= 2
-    per_item = int(size * 16 * 0.5 / (time.perf_counter() - t0) / 16)
+    per_item = max(1, int(size * 16 * serial_s / (time.perf_counter() - t0) / 16))
     items = [per_item] * 16
     serial, pooled = [], []
     for _ in range(repeats):
@@ -147,7 +150,7 @@ def _bench_pool(repeats: int) -> dict:
         t0 = time.perf_counter()
         list(parallel_map(tokenize_like, items, workers=workers, chunksize=1))
         pooled.append(time.perf_counter() - t0)
-    n = 200_000
+    n = overhead_items
     overhead = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -160,10 +163,14 @@ def _bench_pool(repeats: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size-mb", type=float, default=200.0)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "data.json")
+    ap.add_argument("--size-mb", type=float, default=None, help="file size in MB (default 200; --quick: 0.5)")
+    ap.add_argument("--repeats", type=int, default=None, help="repeats per reader (default 3; --quick: 1)")
+    add_run_options(ap)
     args = ap.parse_args()
+    if args.size_mb is None:
+        args.size_mb = 0.5 if args.quick else 200.0
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 3
     load = os.getloadavg()[0]
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.1f} (shared machine: timings are noisy)")
     results: dict = {"size_mb": args.size_mb, "repeats": args.repeats, "load_average_start": load}
@@ -191,7 +198,8 @@ def main() -> None:
         results["readers_chat"] = _bench_readers(chat, chat.stat().st_size, args.repeats, tmp,
                                                  only=("raw line loop", "orjson loop (parse floor)",
                                                        "expkit iter_jsonl", "stdlib json list"))
-    results["parallel_map"] = _bench_pool(args.repeats)
+    results["parallel_map"] = (_bench_pool(args.repeats, serial_s=0.05, overhead_items=4_000) if args.quick
+                               else _bench_pool(args.repeats))
 
     ours, raw, std = (readers[k]["mb_per_s"] for k in ("expkit iter_jsonl", "raw line loop", "stdlib json list"))
     flat_rss = readers["expkit iter_jsonl"]["peak_rss_mb"] / one["peak_rss_mb"]
@@ -218,9 +226,7 @@ def main() -> None:
         print(f"  {k:70s} {v:8.2f}")
     print(f"goals: >= 2x stdlib list, >= 0.40 of raw loop, flat within 1.2x, >= 1.7x on 2 cores, < 50 us/item; "
           f"load average at the end {results['load_average_end']:.1f}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
-    print(f"wrote {args.out}")
+    write_results(results, args.out, "data", quick=args.quick)
 
 
 if __name__ == "__main__":

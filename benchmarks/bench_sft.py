@@ -6,22 +6,24 @@
    arguments, interleaved, median of repeats: end to end (load, prepare, train, save) and train() alone.
 3. The label audit of 10,000 conversations (target: <= 30 s).
 
-    .venv/bin/python benchmarks/bench_sft.py [--repeats 3] [--steps 20] [--quick]
+    .venv/bin/python benchmarks/bench_sft.py [--repeats 3] [--steps 20] [--quick] [--out DIR]
 
-Prints ratios and writes benchmarks/results/sft.json. The machine may be shared: read the times with
+``--quick`` (for CI): the quick demo model, 2 steps, one repeat, no warm-up, an audit of 200 conversations;
+sft.quick.json. Prints ratios and writes benchmarks/results/sft.json. The machine may be shared: read the times with
 the load average printed beside them. Both sides run with one torch thread.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
 import time
 import warnings
 from pathlib import Path
+
+from timing import add_run_options, write_results  # benchmarks/timing.py
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 warnings.filterwarnings("ignore")
@@ -62,11 +64,14 @@ def expkit_sft(model_dir: Path, examples, train_jsonl: Path, out: Path, steps: i
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="use the quick demo model")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (default 3; --quick: 1)")
+    ap.add_argument("--steps", type=int, default=None, help="LoRA steps per run (default 20; --quick: 2)")
+    add_run_options(ap)
     a = ap.parse_args()
+    a.repeats = a.repeats if a.repeats is not None else (1 if a.quick else 3)
+    a.steps = a.steps if a.steps is not None else (2 if a.quick else 20)
+    n_audit = 200 if a.quick else 10_000
 
     import datasets
     import torch
@@ -85,9 +90,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench_sft_"))
     train_jsonl = write_chat_jsonl(generate_chat_examples(n=400, seed=1), tmp / "train.jsonl")
     examples = read_chat_file(train_jsonl).examples
-    # warm-up: imports and first-call costs out of the comparison
-    expkit_sft(demo.path, examples, train_jsonl, tmp / "warm_e", 2, 0)
-    plain_trl(demo.path, train_jsonl, tmp / "warm_p", 2, 0)
+    if not a.quick:  # warm-up: imports and first-call costs out of the comparison
+        expkit_sft(demo.path, examples, train_jsonl, tmp / "warm_e", 2, 0)
+        plain_trl(demo.path, train_jsonl, tmp / "warm_p", 2, 0)
     runs: dict[str, list[tuple[float, float]]] = {"expkit": [], "trl": []}
     for i in range(a.repeats):
         runs["expkit"].append(expkit_sft(demo.path, examples, train_jsonl, tmp / f"e{i}", a.steps, 0))
@@ -95,7 +100,7 @@ def main() -> None:
     med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in runs.items()}
 
     tok = load_chat_tokenizer(demo.path)
-    big = generate_chat_examples(n=10_000, seed=2)
+    big = generate_chat_examples(n=n_audit, seed=2)
     t = time.perf_counter()
     audit = audit_labels(tokenizer=tok, examples=big, show=0)
     audit_s = time.perf_counter() - t
@@ -108,7 +113,7 @@ def main() -> None:
         "trl_end_to_end_s": med["trl"][0], "trl_train_s": med["trl"][1],
         "ratio_end_to_end": med["expkit"][0] / med["trl"][0], "ratio_train": med["expkit"][1] / med["trl"][1],
         "s_per_step_expkit": med["expkit"][1] / a.steps, "s_per_step_trl": med["trl"][1] / a.steps,
-        "audit_10k_s": audit_s, "audit_masked_fraction": audit.masked_fraction,
+        "audit_conversations": n_audit, "audit_s": audit_s, "audit_masked_fraction": audit.masked_fraction,
         "loadavg_1m": load[0], "cpu_count": os.cpu_count(), "threads": 1,
         "raw": {k: v for k, v in runs.items()},
     }
@@ -121,11 +126,9 @@ def main() -> None:
           f"({med['trl'][1] / a.steps:.3f} s/step)")
     print(f"  ratio expkit / TRL: end to end {result['ratio_end_to_end']:.3f}, train() {result['ratio_train']:.3f}"
           "   target: within 5%")
-    print(f"label audit of 10,000 conversations: {audit_s:.2f} s (target <= 30 s); masked {audit.masked_fraction:.1%}")
-    out = Path(__file__).parent / "results" / "sft.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {out}")
+    print(f"label audit of {n_audit:,} conversations: {audit_s:.2f} s (target for 10,000: <= 30 s); "
+          f"masked {audit.masked_fraction:.1%}")
+    write_results(result, a.out, "sft", quick=a.quick)
 
 
 if __name__ == "__main__":

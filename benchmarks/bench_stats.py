@@ -5,21 +5,21 @@
 2. Eval table, 20 models x 10,000 items from a JSONL file (target <= 5 s): expkit (read + Wilson + McNemar +
    Agresti-Min + Holm) vs the same with pandas + statsmodels.
 
-Run: .venv/bin/python benchmarks/bench_stats.py   (writes benchmarks/results/stats.json)
+Run: .venv/bin/python benchmarks/bench_stats.py [--quick] [--out DIR]   (writes benchmarks/results/stats.json;
+``--quick``: 500 items, 500 resamples, 3 models, one repeat, for CI: stats.quick.json)
 The machine may be shared with other jobs: ratios are medians of repeats, absolute times are indicative.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from timing import median_wall_s  # benchmarks/timing.py
+from timing import add_run_options, median_wall_s, write_results  # benchmarks/timing.py
 
 N_ITEMS = 10_000
 N_BOOT = 10_000
@@ -99,9 +99,15 @@ def bench_table(repeats: int) -> dict:
 
 
 def main() -> None:
-    repeats = int(os.environ.get("BENCH_REPEATS", "5"))
+    global N_ITEMS, N_BOOT, N_MODELS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_run_options(parser)
+    args = parser.parse_args()
+    repeats = int(os.environ.get("BENCH_REPEATS", "1" if args.quick else "5"))
+    if args.quick:  # sizes for CI: every code path and peer runs, in about a second
+        N_ITEMS, N_BOOT, N_MODELS = 500, 500, 3
     boot = bench_bootstrap(repeats)
-    table = bench_table(max(3, repeats // 2))
+    table = bench_table(1 if args.quick else max(3, repeats // 2))
     result = {"n_items": N_ITEMS, "n_boot": N_BOOT, "repeats": repeats, "cpu_count": os.cpu_count(),
               "note": "machine shared with other jobs; medians of repeats", "bootstrap": boot, "table": table}
     for name, r in boot.items():
@@ -111,10 +117,7 @@ def main() -> None:
     print(f"eval table {N_MODELS} models x {N_ITEMS:,} items: expkit {table['expkit_s']:.2f} s, pandas+statsmodels "
           f"{table['pandas_statsmodels_s']:.2f} s -> {table['ratio_peer_over_expkit']:.2f}x "
           f"(target <= 5 s: {'met' if table['within_target'] else 'MISSED'})")
-    out = Path(__file__).parent / "results" / "stats.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    print(f"wrote {out}", file=sys.stderr)
+    write_results(result, args.out, "stats", quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,9 @@
 and validation PPL after 60 s of training on the default corpus.
 
     .venv/bin/python benchmarks/bench_train.py [--steps 30] [--repeats 3] [--seconds 60] [--skip-quality] [--threads N]
+        [--quick] [--out DIR]
+
+``--quick`` (for CI): 3 steps, one repeat, 3 s of quality training, one thread; train.quick.json.
 
 Median of interleaved repeats; the machine is shared, so the load average is printed with the figures.
 Writes benchmarks/results/train.json.
@@ -10,7 +13,6 @@ Writes benchmarks/results/train.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from timing import add_run_options, write_results  # benchmarks/timing.py
 
 from expkit.train import CharLM, CharLMConfig, TrainConfig, load_corpus, train_charlm
 from expkit.train.data import make_loader
@@ -102,13 +105,20 @@ def bench_hf(corpus, steps: int, out: Path) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--steps", type=int, default=30)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=60.0)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=None, help="timed steps per side (default 30; --quick: 3)")
+    ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (default 3; --quick: 1)")
+    ap.add_argument("--seconds", type=float, default=None, help="quality training budget (default 60; --quick: 3)")
     ap.add_argument("--skip-quality", action="store_true")
-    ap.add_argument("--threads", type=int, default=None, help="torch threads for every side (default: torch's)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads for every side (default: torch's; "
+                    "--quick: 1)")
+    add_run_options(ap)
     a = ap.parse_args()
+    quick_defaults = {"steps": 3, "repeats": 1, "seconds": 3.0, "threads": 1}
+    full_defaults = {"steps": 30, "repeats": 3, "seconds": 60.0, "threads": None}
+    for key, value in (quick_defaults if a.quick else full_defaults).items():
+        if getattr(a, key) is None:
+            setattr(a, key, value)
     if a.threads:
         torch.set_num_threads(a.threads)
     corpus = load_corpus()
@@ -140,10 +150,7 @@ def main() -> None:
                                      "lr_max": r.train_config.lr_max}}
         print(f"quality: val PPL {r.initial_val_ppl:.1f} -> {r.final_val_ppl:.2f} after {r.train_s:.0f} s "
               f"({r.steps} steps, {r.tokens_per_s:,.0f} tokens/s, load {os.getloadavg()[0]:.1f}); seed 9.6")
-    path = Path(__file__).parent / "results" / "train.json"
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(out, indent=1))
-    print(f"wrote {path}")
+    write_results(out, a.out, "train", quick=a.quick)
 
 
 if __name__ == "__main__":
