@@ -315,3 +315,35 @@ def test_sft_broken_config_json_is_named(cli, demo_dir, tmp_path, chat_file, con
     model = _broken_copy(demo_dir, tmp_path, lambda d: (d / "config.json").write_bytes(content))
     err = _one_line_error(cli(*_stop_args(model, chat_file)))
     assert "config.json" in err and says in err
+
+
+# ---- the light install: core commands work, the others name their extra ----------------------------
+
+_BLOCKED = ("torch", "transformers", "peft", "trl", "datasets", "tokenizers", "accelerate", "safetensors",
+            "mlflow", "tensorboard", "ray", "lightning")
+
+
+def _run_light(*args, cwd):
+    """``expkit ARGS`` in a fresh interpreter where every optional stack fails to import (as after
+    ``pip install expkit``): ``sys.modules[name] = None`` makes ``import name`` raise ImportError."""
+    import subprocess
+
+    code = (f"import sys\nfor m in {_BLOCKED!r}: sys.modules[m] = None\n"
+            "from expkit.cli.app import main\nsys.argv = ['expkit', *sys.argv[1:]]\nmain()\n")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_light_install_core_commands_work_and_torch_commands_name_the_extra(tmp_path):
+    res = _run_light("stats", "ci", "-k", "40", "-n", "80", "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["result"]["estimate"] == 0.5
+    res = _run_light("check", "op", "expkit.check.reference:softmax", "--reference", "expkit.check.reference:softmax",
+                     "--backend", "numpy", "--reference-backend", "numpy", "--shape", "4,8", "--json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr  # check without torch
+    assert json.loads(res.stdout)["result"]["ok"] is True
+    for args, extra in ((["check", "attention"], "torch"),
+                        (["train", "charlm", "--config", "max_steps=1"], "torch"),
+                        (["sft", "audit", "--model", str(tmp_path), "--data", str(tmp_path / "d.jsonl")], "hf")):
+        res = _run_light(*args, cwd=tmp_path)
+        assert res.returncode == 2, (args, res.stderr)
+        assert f"pip install 'expkit[{extra}]'" in res.stderr and "Traceback" not in res.stderr, res.stderr

@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperGroup
 
 from expkit import __version__
-from expkit.errors import ExpkitError
+from expkit.errors import ExpkitError, missing_dependency
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "app", "invoked_argv", "main"]
 
@@ -85,17 +85,26 @@ class _ErrorBoundary(TyperGroup):
             group = cmd
         return " ".join(names)
 
+    def _report(self, ctx: Any, exc: ExpkitError) -> None:
+        hint = f"; {exc.hint}" if exc.hint else ""
+        where = None
+        if getattr(exc, "path", None) is not None:
+            where = ":".join(str(p) for p in (exc.path, getattr(exc, "line", None)) if p is not None)
+        self._emit_error(type(exc).__name__, f"{exc.message}{hint}", where)
+        print(f"error: {exc.message}{hint}", file=sys.stderr)
+        ctx.exit(exc.exit_code)
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except ExpkitError as exc:
-            hint = f"; {exc.hint}" if exc.hint else ""
-            where = None
-            if getattr(exc, "path", None) is not None:
-                where = ":".join(str(p) for p in (exc.path, getattr(exc, "line", None)) if p is not None)
-            self._emit_error(type(exc).__name__, f"{exc.message}{hint}", where)
-            print(f"error: {exc.message}{hint}", file=sys.stderr)
-            ctx.exit(exc.exit_code)
+            self._report(ctx, exc)
+        except ImportError as exc:  # an optional package of the light install's missing extras: say which
+            dep = missing_dependency(exc)
+            if dep is None:
+                self._internal(ctx, exc)
+            else:
+                self._report(ctx, dep)
         except KeyboardInterrupt:
             self._emit_error("Interrupted", "interrupted (Ctrl-C)", None)
             print("\ninterrupted", file=sys.stderr)
@@ -105,11 +114,14 @@ class _ErrorBoundary(TyperGroup):
                 if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
                     self._emit_error("UsageError", exc.format_message(), None)
                 raise
-            traceback.print_exc(file=sys.stderr)
-            self._emit_error("internal", f"{type(exc).__name__}: {exc}", None)
-            print(f"internal error: {type(exc).__name__} is a bug in expkit, not in your input; "
-                  f"please report it with the traceback above ({_REPORT_URL})", file=sys.stderr)
-            ctx.exit(EXIT_INTERNAL)
+            self._internal(ctx, exc)
+
+    def _internal(self, ctx: Any, exc: BaseException) -> None:
+        traceback.print_exception(exc, file=sys.stderr)
+        self._emit_error("internal", f"{type(exc).__name__}: {exc}", None)
+        print(f"internal error: {type(exc).__name__} is a bug in expkit, not in your input; "
+              f"please report it with the traceback above ({_REPORT_URL})", file=sys.stderr)
+        ctx.exit(EXIT_INTERNAL)
 
 
 app = typer.Typer(
@@ -161,6 +173,8 @@ _COMMAND_MODULES = (
     "expkit.cli.roofline",
     "expkit.cli.profile",
     "expkit.cli.mem",
+    "expkit.cli.sweep",
+    "expkit.cli.compare",
 )
 
 

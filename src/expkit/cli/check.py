@@ -60,8 +60,10 @@ def attention(
 
       expkit check attention --dtype float64 --shape 4,8,128,64 --json
     """
+    from expkit.errors import CheckFailed, require
+
+    require("torch")  # the light install has `check op --backend numpy`; SDPA is torch's
     from expkit.check.attention import check_attention
-    from expkit.errors import CheckFailed
 
     dims = _parse_shape(shape)
     out = check_attention(shape=dims, dtype=dtype, seed=seed)
@@ -104,7 +106,10 @@ def op(
     from dataclasses import replace
 
     from expkit.check.against import against, load_callable
-    from expkit.errors import CheckFailed
+    from expkit.errors import CheckFailed, require
+
+    if "torch" in (backend, reference_backend) or grad:
+        require("torch")  # numpy on both sides runs on the light install
 
     cases = [[_parse_shape(s) for s in case.split(";")] for case in shape]
     rep = against(load_callable(fn), load_callable(reference), shapes=cases, dtypes=dtype, seed=seed, grad=grad,

@@ -84,7 +84,10 @@ def profile(
         else:
             _print_report(rep, top=top)
         return
+    from expkit.errors import require
     from expkit.perf.profiler import profile_script
+
+    require("torch")  # the script runs under torch.profiler; reading a trace needs no torch
 
     res = profile_script(args, trace_path=out, timeout_s=timeout_s)
     if json_out:

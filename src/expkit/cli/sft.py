@@ -31,10 +31,12 @@ def _quiet_hf() -> None:
     """Progress bars and advisory warnings of datasets/transformers off: expkit shows its own progress."""
     import warnings
 
+    from expkit.errors import require
+
     warnings.filterwarnings("ignore", category=FutureWarning, module="transformers")
     warnings.filterwarnings("ignore", category=UserWarning, module="peft")
-    import datasets
-    import transformers
+    datasets = require("datasets")  # the light install: say `pip install 'expkit[hf]'`, no traceback
+    transformers = require("transformers")
 
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
@@ -169,9 +171,11 @@ def audit(
 
       expkit sft audit --model demo --data train.jsonl --json --html audit.html
     """
+    from expkit.errors import require
     from expkit.finetune.chatdata import read_chat_file
     from expkit.finetune.labels import audit_labels, load_chat_tokenizer
 
+    require("transformers")
     if show < 0:
         raise UsageError(f"--show must be >= 0, not {show}")
     chat = read_chat_file(data, on_error=on_error)  # type: ignore[arg-type]
