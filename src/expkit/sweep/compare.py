@@ -260,9 +260,9 @@ def compare_groups(a: str, b: str | None = None, *, by: str | None = None, store
     out = []
     for m in chosen:
         if lower_is_better is None:
-            lower, source = is_loss_like(m), "default by name (" + ("loss-like" if is_loss_like(m) else "not loss-like") + ")"
+            lower, source = is_loss_like(m), "default: " + ("loss-like name" if is_loss_like(m) else "not a loss-like name")
         else:
-            lower, source = lower_is_better, "given"
+            lower, source = lower_is_better, "as given"
         keys_a = side_a.seeds if paired else tuple(range(len(fa)))
         keys_b = side_b.seeds if paired else tuple(range(len(fb)))
         out.append(_compare_metric(m, dict(zip(keys_a, (f[m] for f in fa))), dict(zip(keys_b, (f[m] for f in fb))),

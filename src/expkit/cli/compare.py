@@ -1,0 +1,62 @@
+"""``expkit compare``: is B better than A, over seeds, against the seed-to-seed spread."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from expkit.cli.output import emit_json
+
+
+def compare(
+    a: str = typer.Argument(..., help="Group A (the baseline), or the group to split with --by."),
+    b: str = typer.Argument(None, help="Group B (compared with A)."),
+    by: str = typer.Option(None, "--by", help="Split group A by this config key (exactly two values; the smaller is A)."),
+    metric: list[str] = typer.Option([], "--metric", "-m", help="Metric to compare (repeat; default: all shared)."),
+    lower_is_better: bool = typer.Option(None, "--lower-is-better/--higher-is-better",
+                                         help="Direction of every metric (default: lower for loss-like names: "
+                                              "loss, error, ppl, nll, bpb, time, latency, *_s; higher otherwise)."),
+    level: float = typer.Option(0.95, "--level", help="Confidence level of the intervals."),
+    curves: Path = typer.Option(None, "--curves", help="Also draw both groups' curves with t-bands and the "
+                                "difference panel B - A to this .png/.svg (first metric)."),
+    ema: float = typer.Option(0.0, "--ema", help="Debiased EMA per seed for --curves (0: none)."),
+    store: Path = typer.Option(None, "--store", help="Run store directory (default $EXPKIT_STORE or ./runs)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """Per metric: B - A over the final values of the finished runs, with its interval (paired t by seed
+    when both sides ran the same seeds, Welch otherwise: the output says which), the seed-to-seed spread,
+    and a verdict of B against A: better, worse, or inconclusive (need ~N seeds, a power estimate at 80%).
+
+    Examples:
+
+      expkit compare lr --by lr
+
+      expkit compare baseline new --metric val_loss --curves cmp.png --json
+    """
+    from expkit.errors import UsageError
+    from expkit.render.sweep import print_comparison
+    from expkit.sweep.compare import compare_groups, curve_set_of
+
+    if curves is not None and curves.suffix.lower() not in (".png", ".svg"):
+        raise UsageError(f"--curves {curves} must end in .png or .svg")
+    cmp = compare_groups(a, b, by=by, store=store, metrics=tuple(metric), lower_is_better=lower_is_better, level=level)
+    figure = None
+    if curves is not None:
+        from expkit.render.curves import draw_curves
+
+        m = cmp.metrics[0].metric
+        figure = str(draw_curves(curve_set_of(cmp, metric=m, ema=ema or None, level=level), curves,
+                                 title=f"{m}: {cmp.b.label} vs {cmp.a.label}"))
+    if json_out:
+        from dataclasses import asdict
+
+        emit_json({**asdict(cmp), "curves": figure})
+    else:
+        print_comparison(cmp)
+        if figure:
+            typer.echo(f"curves: {figure}")
+
+
+def register(root: typer.Typer) -> None:
+    root.command("compare")(compare)
