@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
 SEED_LOOP = SeedFigure("loop_objects", "objects the 20-line loop touches", None, "",
@@ -27,16 +27,18 @@ def run(ctx: LabContext) -> LabOutput:
     objects = sorted({l.touches for l in lines if l.touches != "-"})
     n_params = trace.counts.get("autograd accumulated .grad", 0) // steps
     measurements = (
-        Measurement("loop_objects", "protocol calls of one step, in order", " -> ".join(trace.first_step), "",
-                    Verdict("reproduced") if in_order else Verdict("not reproduced", "a call is missing or out of order"),
-                    SEED_LOOP, detail=f"traced over {steps} real train_step calls on the 837,888-parameter char LM"),
+        judged("loop_objects", "one traced step calls data, forward, graph, loss, backward, step, clear in order",
+               in_order, "", rule=Shown("each line of the loop touches one object, in the loop's order"),
+               seed=SEED_LOOP, detail=" -> ".join(trace.first_step)
+               + f" (traced over {steps} real train_step calls on the 837,888-parameter char LM)"),
         Measurement("loop_lines", "commented lines in train_step", len(lines), "lines",
                     detail="; ".join(f"{l.code.split('(')[0][:28]} -> {l.touches}" for l in lines)),
         Measurement("grads_per_step", "parameters whose .grad autograd accumulated per step", n_params, "tensors"),
     )
     explanation = (
         f"expkit's train_step has {len(lines)} commented lines; each touches one object ({', '.join(objects)}). "
-        "Running it with a hook on every object shows the protocol the seed describes: the DataLoader asks the "
+        f"Running it with a hook on every object {'shows' if in_order else 'does not show, in order,'} the protocol "
+        "the seed describes: the DataLoader asks the "
         f"Dataset for {trace.counts.get('Dataset.__getitem__', 0) // steps} windows (one per row) and collates "
         "them, the nn.Module's __call__ runs forward while autograd records the graph, cross_entropy (fp32, "
         f"ignore_index=-100) makes the loss, backward accumulates into .grad of all {n_params} parameter tensors, "

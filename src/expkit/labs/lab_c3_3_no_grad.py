@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED_EVAL = SeedFigure("eval_memory", "memory over eval steps without no_grad", None, "",
+SEED_EVAL = SeedFigure("eval_memory_grows", "memory over eval steps without no_grad", None, "",
                        "intermediates wait for a backward that never comes; memory grows until OOM")
 
 MIB = 2**20
@@ -39,20 +39,24 @@ def run(ctx: LabContext) -> LabOutput:
     path = save_figure(fig, ctx.figure_path("c3_3_eval_memory.png"))
     rss = traces["grad_keep_loss"].rss_bytes
     measurements = (
+        judged("eval_memory_grows", "without no_grad, memory kept grows one step's activations per step; "
+               "under no_grad nothing is kept", linear and flat, "",
+               rule=Shown("intermediates kept for a backward that never comes grow with every eval step"),
+               seed=SEED_EVAL, detail=f"{per_step / MIB:.1f} MiB per step, within 1% of linear: "
+               f"{'yes' if linear else 'no'}; no_grad and .item() flat: {'yes' if flat else 'no'}; process RSS grew "
+               f"{(rss[-1] - rss[0]) / MIB:.0f} MiB; no OOM is provoked here"),
         Measurement("eval_memory", f"memory kept after {steps} eval steps without no_grad (loss tensor summed)",
-                    kept[-1] / MIB, "MiB",
-                    Verdict("reproduced") if linear and flat else Verdict("not reproduced", "growth not linear or no_grad not flat"),
-                    SEED_EVAL, detail=f"{per_step / MIB:.1f} MiB per step, linear; process RSS grew "
-                                      f"{(rss[-1] - rss[0]) / MIB:.0f} MiB over the same steps"),
+                    kept[-1] / MIB, "MiB"),
         Measurement("eval_memory_no_grad", "same under torch.no_grad()", nograd[-1] / MIB, "MiB"),
         Measurement("eval_memory_item", "without no_grad, loss read with .item()", item[-1] / MIB, "MiB",
                     detail="flat, but every step still saves one step's activations"),
     )
     explanation = (
         f"Each eval forward of the char LM (batch 8 x 128) saves {per_step / MIB:.1f} MiB of activations for "
-        "backward, counted exactly with a saved_tensors hook (parameters excluded). Under torch.no_grad() nothing "
-        f"is saved. Without it, summing the loss tensor (total += loss) chains every step's graph to `total`, so "
-        f"memory grows linearly: {kept[-1] / MIB:.0f} MiB after {steps} steps, and a long eval ends in OOM. "
+        "backward, counted exactly with a saved_tensors hook (parameters excluded). Under torch.no_grad() "
+        f"{max(nograd) / MIB:.1f} MiB was saved. Without it, summing the loss tensor (total += loss) chains every "
+        f"step's graph to `total`: {kept[-1] / MIB:.0f} MiB after {steps} steps, "
+        f"{'growing linearly, so a long enough eval ends in OOM (not provoked here)' if linear else 'not linear'}. "
         "Reading the loss with .item() frees each graph when the next step rebinds `loss`: flat, but every step "
         "still pays for saving activations. expkit's estimate_val_loss runs under @torch.no_grad()."
     )
