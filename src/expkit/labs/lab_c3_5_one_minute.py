@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict, verdict_within
+from expkit.labs.base import AtMost, Cause, LabContext, LabOutput, Measurement, Needs, SeedFigure, judged
 from expkit.labs.registry import lab
 
 SEED_START = SeedFigure("ppl_start", "validation PPL before training", 128.0, "", "PPL 128 (= V) at the start")
@@ -10,6 +10,7 @@ SEED_END = SeedFigure("ppl_end", "validation PPL after one minute", 9.6, "", "PP
 
 QUICK_SECONDS = 4.0
 FULL_SECONDS = 60.0
+END_RULE = AtMost(SEED_END.value * 1.1, source="our choice: the seed's 9.6 plus 10%; lower is better")
 
 
 @lab(id="C3.5", title="One minute of training", claims=("C3.5",), seed=(SEED_START, SEED_END))
@@ -38,29 +39,27 @@ def run(ctx: LabContext) -> LabOutput:
     ax.legend()
     path = save_figure(fig, ctx.figure_path("c3_5_loss.png"))
 
-    start_reason = (f"the start PPL is exp(first loss), here {r.initial_val_ppl:.1f}, "
-                    f"{'under' if r.initial_val_ppl < SEED_START.value else 'over'} 128: see C3.4 on where this init's "
-                    "first loss lands on Python source")
-    if ctx.quick:
-        end_verdict = Verdict("differs", f"quick budget: {r.train_s:.0f} s of training, not 60 s")
-    elif r.final_val_ppl <= SEED_END.value:
-        end_verdict = Verdict("reproduced", f"{r.final_val_ppl:.2f} <= 9.6")
-    elif r.final_val_ppl <= SEED_END.value * 1.10:
-        end_verdict = Verdict("reproduced", f"within 10% of 9.6 ({r.final_val_ppl:.2f}) after {r.train_s:.0f} s of "
-                              f"training at {r.tokens_per_s:,.0f} tokens/s on a shared machine")
-    else:
-        end_verdict = verdict_within(r.final_val_ppl, SEED_END.value, rel_tol=0.10,
-                                     differs_reason=f"fewer tokens in the minute here ({r.tokens:,} at "
-                                     f"{r.tokens_per_s:,.0f} tokens/s on {1 if busy else torch.get_num_threads()} thread(s), "
-                                     f"load average {load:.1f}) and a different corpus")
+    cores = os.cpu_count() or 1
     b, t = cfg.batch_size, cfg.seq_len
+    if ctx.quick:  # the seed's figure is after 60 s of training: a 4 s run is not that quantity
+        end = judged("ppl_end", "validation PPL after one minute of training", f"a {r.train_s:.0f} s budget (--quick)",
+                     "", rule=Needs("the full budget: 60 s of training (labs run without --quick)"), seed=SEED_END,
+                     detail=f"after {r.train_s:.0f} s the PPL was {r.final_val_ppl:.2f} (next row)")
+    else:
+        busy_cause = (Cause("1-minute load average before the run", load_before,
+                            f"more runnable processes than the {cores} cores: {r.tokens_per_s:,.0f} tokens/s here")
+                      if load_before > cores else None)
+        end = judged("ppl_end", f"validation PPL after {r.train_s:.0f} s of training", r.final_val_ppl, "",
+                     rule=END_RULE, seed=SEED_END, cause=busy_cause,
+                     detail=f"{r.steps} steps of B = {b} x T = {t}, {r.tokens:,} characters; stopped by {r.stopped_by}")
     measurements = (
-        Measurement("ppl_start", "validation PPL at step 0", r.initial_val_ppl, "",
-                    verdict_within(r.initial_val_ppl, SEED_START.value, rel_tol=0.1, differs_reason=start_reason),
-                    SEED_START),
-        Measurement("ppl_end", f"validation PPL after {r.train_s:.0f} s of training", r.final_val_ppl, "", end_verdict,
-                    SEED_END, detail=f"{r.steps} steps of B = {b} x T = {t}, lr {cfg.lr_max:g} warmup "
-                                     f"{cfg.warmup_steps} + cosine; stopped by {r.stopped_by}"),
+        Measurement("ppl_start", "validation PPL at step 0", r.initial_val_ppl, "", seed=SEED_START,
+                    detail="exp(first loss): the seed's 128 = V is C3.4's 'about ln V', judged there; no second "
+                           "verdict on the same figure"),
+        end,
+        Measurement("ppl_after_budget", f"validation PPL after {r.train_s:.0f} s of training", r.final_val_ppl, "",
+                    detail=f"{r.steps} steps of B = {b} x T = {t}, lr {cfg.lr_max:g} warmup {cfg.warmup_steps} + "
+                           f"cosine; stopped by {r.stopped_by}"),
         Measurement("tokens_per_s", "training throughput", r.tokens_per_s, "tokens/s",
                     detail=f"{1 if busy else torch.get_num_threads()} torch thread(s) "
                            f"({'one: the machine was busy' if busy else 'torch default'}), "
@@ -71,11 +70,12 @@ def run(ctx: LabContext) -> LabOutput:
     explanation = (
         f"The {r.params:,}-parameter char LM trained for {r.train_s:.0f} s ({r.steps} steps, {r.tokens:,} characters) "
         f"on the standard library's source: validation PPL {r.initial_val_ppl:.1f} -> {r.final_val_ppl:.2f} "
-        f"(the seed: 128 -> 9.6). Choices for a one-minute budget on 2 CPU cores: B = {b}, T = {t} (short windows and "
+        f"(the seed: 128 -> 9.6{' after 60 s; this quick run trained too briefly to answer it' if ctx.quick else ''})."
+        f" Choices for a one-minute budget on {cores} CPU cores: B = {b}, T = {t} (short windows and "
         "small batches give many optimizer steps, which a minute needs more than long context), AdamW with a high "
         f"peak lr {cfg.lr_max:g}, {cfg.warmup_steps} warmup steps and cosine to {cfg.lr_min:g}; the step count is "
         "fixed before step 1 from a measured step time so the cosine ends with the budget. torch.compile is off: "
-        "compiling costs tens of seconds on 2 cores, most of the minute. Timing depends on what else runs on the "
+        "its compile time would come out of the same minute. Timing depends on what else runs on the "
         "machine; the load average is in the throughput row."
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))
