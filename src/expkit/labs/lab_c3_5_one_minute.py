@@ -42,7 +42,7 @@ def run(ctx: LabContext) -> LabOutput:
     cores = os.cpu_count() or 1
     b, t = cfg.batch_size, cfg.seq_len
     if ctx.quick:  # the seed's figure is after 60 s of training: a 4 s run is not that quantity
-        end = judged("ppl_end", "validation PPL after one minute of training", f"a {r.train_s:.0f} s budget (--quick)",
+        end = judged("ppl_end", "validation PPL after one minute of training", f"a {seconds:.0f} s budget (--quick)",
                      "", rule=Needs("the full budget: 60 s of training (labs run without --quick)"), seed=SEED_END,
                      detail=f"after {r.train_s:.0f} s the PPL was {r.final_val_ppl:.2f} (next row)")
     else:
