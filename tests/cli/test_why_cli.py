@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
+
+import pytest
 
 SITE = "/venv/lib/python3.11/site-packages"
 
@@ -112,3 +117,65 @@ def test_why_points_an_oom_to_the_ledger_and_that_command_works(cli, tmp_path):
     assert res.exit_code == 0, res.stderr
     oom = json.loads(res.stdout)["result"]["oom"]
     assert oom["phase"] == "optimizer step" and oom["remedies"]
+
+
+# --- real logs (issue 14): prefixes, colours, escape sequences, collators, the Trainer, NCCL ---------------
+
+FIXTURES = Path(__file__).parents[1] / "diagnose" / "fixtures"
+
+
+@pytest.mark.parametrize("name", ["hf_trainer_collate", "nccl_watchdog_torchrun", "nccl_k8s_no_traceback"])
+def test_why_golden_reports_of_real_log_shapes(cli, name):
+    # the .report.txt files were written by this command and read line by line before being kept
+    res = cli("why", str(FIXTURES / f"{name}.log"))
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout == (FIXTURES / f"{name}.report.txt").read_text()
+    assert "\x1b" not in res.stdout and "\x07" not in res.stdout
+
+
+def test_why_never_echoes_control_sequences_from_the_log(cli):
+    text = ('Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    f()\n'
+            'ValueError: bad \x1b]0;owned\x07value\x1b[2J\x07 \x08here\n')
+    res = cli("why", input=text)
+    assert res.exit_code == 0, res.stderr
+    assert not any(ch in res.stdout for ch in "\x1b\x07\x08\x9b")
+    assert "ValueError: bad value here" in res.stdout
+
+
+def test_why_nccl_timeout_without_traceback_json(cli):
+    res = cli("why", str(FIXTURES / "nccl_k8s_no_traceback.log"), "--json")
+    assert res.exit_code == 0, res.stderr
+    e = json.loads(res.stdout)["result"]["explanation"]
+    assert e["kind"] == "nccl_timeout" and e["nccl"]["silent_ranks"] == [3]
+    assert [r["seq_num"] for r in e["nccl"]["reports"]] == [1204, 1203, 1204]
+
+
+def test_why_reads_a_real_hugging_face_trainer_collate_crash(cli, tmp_path):
+    # a real tiny Trainer run (GPT-2 config, random weights, CPU) whose examples differ in length and whose
+    # default collator cannot stack them; the log is what logging.exception and the interpreter print
+    script = tmp_path / "train_hf.py"
+    script.write_text(textwrap.dedent('''
+        import logging, sys
+        import torch
+        from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+        logging.basicConfig(format="%(asctime)s - %(name)s - %(levelname)s - %(message)s", level=logging.INFO)
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_positions=32, n_embd=8, n_layer=1, n_head=2))
+        data = [{"input_ids": torch.arange(n) % 50, "labels": torch.arange(n) % 50} for n in (12, 9, 7, 12)]
+        args = TrainingArguments(output_dir=sys.argv[1], per_device_train_batch_size=2, max_steps=2, report_to=[],
+                                 use_cpu=True, save_strategy="no", logging_strategy="no", disable_tqdm=True)
+        try:
+            Trainer(model=model, args=args, train_dataset=data).train()
+        except Exception:
+            logging.exception("training failed")
+            raise
+    '''))
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode != 0 and "stack expects each tensor to be equal size" in proc.stderr
+    res = cli("why", "--json", input=proc.stderr)
+    assert res.exit_code == 0, res.stderr
+    e = json.loads(res.stdout)["result"]["explanation"]
+    assert e["kind"] == "collate_size_mismatch" and len(e["shapes"]) == 2
+    assert e["frame"]["file"] == str(script) and "DataCollatorWithPadding" in " ".join(e["fixes"])
+    assert e["trainer"].startswith("train -> _inner_training_loop") and "fetching a batch" in e["trainer"]

@@ -15,11 +15,14 @@ def why(
 ) -> None:
     """Read a Python traceback bottom-up: mark the last frame in your own files, collapse framework
     frames, and explain the PyTorch errors people hit most (shapes, devices, dtypes, CUDA OOM with
-    requested/free/reserved and the phase, autograd, DataLoader pickling).
+    requested/free/reserved and the phase, autograd, DataLoader pickling, batches of unequal length
+    from a collator, Hugging Face Trainer errors) and NCCL watchdog timeouts (no traceback needed).
 
-    Handles chained exceptions, DataLoader worker tracebacks and torchrun output (rank-prefixed lines;
-    the first failing rank is shown, identical ranks are listed once). Exit 2 when the text holds no
-    traceback.
+    Real logs work as they are: per-line timestamps, logger prefixes (INFO:root:, [INFO|trainer.py:..],
+    glog headers), [rankN]: prefixes and ANSI colours are stripped before parsing, and nothing from the
+    log is echoed to the terminal as a control sequence. Handles chained exceptions, DataLoader worker
+    tracebacks and torchrun output (the first failing rank is shown, identical ranks are listed once).
+    Exit 2 when the text holds neither a traceback nor an NCCL timeout.
 
     Examples:
 
@@ -28,6 +31,8 @@ def why(
       expkit why crash.log --json
 
       torchrun --nproc-per-node 2 train.py 2> ranks.log; expkit why ranks.log
+
+      kubectl logs trainer-0 --timestamps | expkit why     # NCCL watchdog timeouts too
     """
     import sys
 
@@ -35,7 +40,8 @@ def why(
     from expkit.errors import InputError
 
     if source == "-":
-        text = sys.stdin.read()
+        buf = getattr(sys.stdin, "buffer", None)  # bytes, so a log that is not UTF-8 cannot stop the read
+        text = buf.read().decode("utf-8", errors="replace") if buf is not None else sys.stdin.read()
         where = "standard input"
     else:
         path = Path(source)
@@ -46,8 +52,8 @@ def why(
         text = path.read_text(encoding="utf-8", errors="replace")
         where = str(path)
     result = diagnose_text(text)
-    if not result.traceback.exceptions:
-        raise InputError(f"no Python traceback found in {where}",
+    if not result.found:
+        raise InputError(f"no Python traceback found in {where} (nor an NCCL watchdog timeout)",
                          hint="paste from the 'Traceback (most recent call last):' line to the error line")
     if json_out:
         emit_json(result)

@@ -9,13 +9,15 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePath
 
+from expkit.diagnose.collective import NcclTimeout, parse_nccl_timeout
+from expkit.diagnose.logtext import clean_log_text
 from expkit.diagnose.oom import OomInfo, parse_oom_message
 from expkit.diagnose.tracebacks import ExceptionRecord, Frame, Traceback, parse_traceback
 
-__all__ = ["Diagnosis", "Explanation", "diagnose_text", "explain", "explain_exception"]
+__all__ = ["Diagnosis", "Explanation", "diagnose_text", "explain", "explain_exception", "explain_nccl_timeout"]
 
 # torch/nn/modules/<file>.py -> the layer family it holds
 _LAYER_FILES = {"linear": "nn.Linear", "conv": "nn.Conv", "sparse": "nn.Embedding", "normalization": "nn.LayerNorm",
@@ -29,7 +31,8 @@ class Explanation:
 
     Attributes:
         kind: shape_mismatch, device_mismatch, dtype_mismatch, out_of_memory, no_grad, inplace_modified,
-            worker_pickling, backward_twice, index_out_of_range, or unknown.
+            worker_pickling, backward_twice, index_out_of_range, collate_size_mismatch, trainer_no_loss,
+            trainer_no_columns, nccl_timeout, or unknown.
         title: one line.
         summary: a few sentences: what happened and where.
         fixes: things to try, most likely first.
@@ -39,6 +42,9 @@ class Explanation:
         shapes: shapes pulled out of the message, e.g. ((4, 10), (20, 5)).
         devices / dtypes: devices or dtypes named by the message.
         oom: the parsed out-of-memory numbers and phase, for out_of_memory.
+        trainer: where in the Hugging Face Trainer it was raised (``training_step -> compute_loss:
+            the forward/backward of a batch``), None outside a Trainer.
+        nccl: every rank's watchdog report, for nccl_timeout.
     """
 
     kind: str
@@ -53,6 +59,8 @@ class Explanation:
     devices: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()
     oom: OomInfo | None = None
+    trainer: str | None = None
+    nccl: NcclTimeout | None = None
 
 
 @dataclass(frozen=True)
@@ -262,9 +270,94 @@ def _pickling_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
                  "open files/handles lazily inside the worker (worker_init_fn or first __getitem__)"))
 
 
+def _collate_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
+    fixes = ("pad each batch to its longest example: transformers' DataCollatorWithPadding(tokenizer) "
+             "(DataCollatorForSeq2Seq also pads labels, with -100), or a collate_fn using "
+             "torch.nn.utils.rnn.pad_sequence(batch_first=True)",
+             "or tokenize to one length: tokenizer(..., padding='max_length', max_length=N, truncation=True); check "
+             "max_length against your longest examples (longer ones are cut)",
+             "with the Trainer: pass data_collator=DataCollatorWithPadding(tokenizer); without a tokenizer the "
+             "default collator only stacks, it does not pad")
+    m = re.search(r"stack expects each tensor to be equal size, but got \[([-\d, ]*)\] at entry (\d+) and "
+                  r"\[([-\d, ]*)\] at entry (\d+)", msg)
+    if m:
+        a, b = _dims(m.group(1)), _dims(m.group(3))
+        return _Hit("collate_size_mismatch", f"examples of different lengths in one batch: {list(a)} vs {list(b)}",
+                    f"The batch is built with torch.stack, which needs equal shapes, but example {m.group(2)} has shape "
+                    f"{list(a)} and example {m.group(4)} {list(b)}: the examples were tokenized to different lengths "
+                    "and nothing padded them.", fixes, shapes=(a, b))
+    m = re.search(r"expected sequence of length (\d+) at dim (\d+) \(got (\d+)\)", msg)
+    if m:
+        a, dim, b = map(int, m.groups())
+        return _Hit("collate_size_mismatch", f"ragged lists into one tensor: length {a} vs {b} at dim {dim}",
+                    f"torch.tensor() got lists of different lengths ({a} and {b} at dimension {dim}): the examples "
+                    "were not padded to one length.", fixes, shapes=((a,), (b,)))
+    if "Unable to create tensor, you should probably activate truncation and/or padding" in msg:
+        return _Hit("collate_size_mismatch", "the tokenizer cannot make one tensor of different lengths",
+                    "return_tensors='pt' on examples of different lengths needs padding (and truncation for long "
+                    "ones); the collator or tokenizer call did not pad.", fixes)
+    return None
+
+
+def _trainer_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
+    m = re.search(r"The model did not return a loss from the inputs, only the following keys: ([^.]*)\. For "
+                  r"reference, the inputs it received are ([^.]*)\.", msg)
+    if m:
+        return _Hit("trainer_no_loss", "the model returned no loss: the batch has no labels",
+                    f"Trainer.compute_loss needs outputs['loss'], which a model computes only when the batch holds "
+                    f"labels. The model returned {m.group(1).strip()}; the batch held {m.group(2).strip()}.",
+                    ("causal LM: DataCollatorForLanguageModeling(tokenizer, mlm=False) copies input_ids into labels",
+                     "keep the label column: name it 'labels' (or set label_names=[...] in TrainingArguments); "
+                     "remove_unused_columns=True drops columns the model's forward does not take",
+                     "or override compute_loss when the loss is your own"))
+    if "No columns in the dataset match the model's forward method signature" in msg:
+        return _Hit("trainer_no_columns", "the Trainer dropped every dataset column",
+                    "remove_unused_columns=True keeps only columns named like the model's forward arguments "
+                    "(input_ids, attention_mask, labels ...); none matched, so the dataset is still untokenized or "
+                    "its columns are named differently.",
+                    ("tokenize the dataset (dataset.map(tokenize, batched=True)) before passing it",
+                     "rename columns to the forward's argument names, or set remove_unused_columns=False with a "
+                     "collator that builds the inputs"))
+    return None
+
+
 _RULES: tuple[Callable[[str, ExceptionRecord], _Hit | None], ...] = (
-    _oom_rule, _device_rule, _dtype_rule, _shape_rule, _autograd_rule, _pickling_rule,
+    _oom_rule, _device_rule, _dtype_rule, _collate_rule, _shape_rule, _autograd_rule, _pickling_rule, _trainer_rule,
 )
+
+# Trainer methods (transformers/trainer.py) -> what the Trainer was doing there
+_TRAINER_PHASES = (
+    ("compute_loss", "computing the loss of a batch"),
+    ("training_step", "the forward/backward of a batch"),
+    ("prediction_step", "evaluation (a prediction step)"),
+    ("evaluation_loop", "evaluation"),
+    ("evaluate", "evaluation"),
+    ("_save_checkpoint", "saving a checkpoint"),
+    ("save_model", "saving the model"),
+    ("get_train_dataloader", "building the training DataLoader"),
+    ("get_eval_dataloader", "building the evaluation DataLoader"),
+    ("get_batch_samples", "fetching a batch"),
+    ("_run_epoch", "the training loop"),
+    ("_inner_training_loop", "the training loop"),
+    ("train", "starting training"),
+)
+
+
+def _trainer_context(frames: tuple[Frame, ...]) -> str | None:
+    """``training_step -> compute_loss: computing the loss of a batch`` for a Hugging Face Trainer
+    traceback (frames in transformers/trainer.py), else None. A batch that fails inside the DataLoader
+    or collator below the training loop is named as such."""
+    idx = [i for i, f in enumerate(frames) if f.file.replace("\\", "/").endswith("transformers/trainer.py")]
+    if not idx:
+        return None
+    chain = [frames[i].function or "?" for i in idx]
+    deepest = chain[-1]
+    below = [f.file.replace("\\", "/") for f in frames[idx[-1] + 1:]]
+    if any("torch/utils/data/" in b or "data_collator" in b or "accelerate/data_loader" in b for b in below):
+        what = "fetching a batch (DataLoader and data collator)"
+    else:
+        what = next((w for name, w in _TRAINER_PHASES if name == deepest), f"Trainer.{deepest}")
+    return f"{' -> '.join(dict.fromkeys(chain))}: {what}"
 
 
 def _module_from_frames(frames: tuple[Frame, ...], chosen: Frame | None) -> str | None:
@@ -321,18 +414,20 @@ def explain(tb: Traceback | str) -> Explanation:
             yours = [f for f in rec.frames if f.kind == "yours"]
             frame = yours[-1] if yours else tb.chosen_frame
             module = _module_from_frames(rec.frames, frame)
+            trainer = _trainer_context(rec.frames)
             return Explanation(kind=hit.kind, title=hit.title, summary=hit.summary, fixes=hit.fixes,
                                exception_type=rec.type, message=rec.message, frame=frame, module=module,
-                               shapes=hit.shapes, devices=hit.devices, dtypes=hit.dtypes, oom=hit.oom)
+                               shapes=hit.shapes, devices=hit.devices, dtypes=hit.dtypes, oom=hit.oom, trainer=trainer)
     final = tb.final
     frame = tb.chosen_frame
     where = f"{frame.file}:{frame.line} in {frame.function}" if frame else "no frame of yours"
+    trainer = _trainer_context(final.frames) if final else None
     return Explanation(kind="unknown", title=f"{final.type}" if final else "no exception found",
                        summary=f"No known PyTorch pattern; start reading at {where}." if final
                        else "The text holds no traceback expkit could read.",
                        fixes=(), exception_type=final.type if final else None,
                        message=final.message if final else "", frame=frame,
-                       module=_module_from_frames(final.frames, frame) if final else None)
+                       module=_module_from_frames(final.frames, frame) if final else None, trainer=trainer)
 
 
 def explain_exception(exc: BaseException) -> tuple[Traceback, Explanation]:
@@ -345,13 +440,80 @@ def explain_exception(exc: BaseException) -> tuple[Traceback, Explanation]:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """What ``expkit why`` reports: the parsed traceback and its explanation."""
+    """What ``expkit why`` reports: the parsed traceback and its explanation. ``log_lines_cleaned``:
+    lines whose escape sequences or logger prefixes were removed before parsing."""
 
     traceback: Traceback
     explanation: Explanation
+    log_lines_cleaned: int = 0
+
+    @property
+    def found(self) -> bool:
+        """Whether there was anything to explain (a traceback, or a collective timeout without one)."""
+        return bool(self.traceback.exceptions) or self.explanation.kind == "nccl_timeout"
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:.3g} s" if ms < 120_000 else f"{ms / 60_000:.3g} min"
+
+
+def explain_nccl_timeout(t: NcclTimeout) -> Explanation:
+    """What an NCCL watchdog timeout means: which ranks waited in which collective, for how long, and
+    where to look (the rank that never joined).
+
+    References: PyTorch ProcessGroupNCCL (the watchdog, TORCH_NCCL_ASYNC_ERROR_HANDLING, the flight
+    recorder TORCH_NCCL_TRACE_BUFFER_SIZE / TORCH_NCCL_DUMP_ON_TIMEOUT); NCCL's NCCL_DEBUG=INFO.
+    """
+    f = t.first
+    ranks = ", ".join(str(r.rank) for r in t.reports)
+    size = f" of {f.numel_in:,} element{'s' if f.numel_in != 1 else ''}" if f.numel_in is not None else ""
+    parts = [f"Rank(s) {ranks} waited {_seconds(f.ran_for_ms)} in collective #{f.seq_num} ({f.op}{size}); the "
+             f"limit is Timeout(ms)={f.timeout_ms} ({_seconds(f.timeout_ms)}). A collective completes only when every "
+             "rank of the group calls it: some rank never did."]
+    if not t.ranks_agree:
+        where = "; ".join(f"rank {r.rank} in {r.op} #{r.seq_num}" for r in t.reports)
+        parts.append(f"The ranks are not in the same collective ({where}): their control flow diverged (a branch "
+                     "taken on some ranks only, a different number of batches per rank).")
+    if t.silent_ranks:
+        parts.append(f"Rank(s) {', '.join(map(str, t.silent_ranks))} reported no timeout: look there first (crashed, "
+                     "stuck, or busy elsewhere).")
+    if t.root_cause_rank is not None:
+        code = f" with exitcode {t.root_cause_exitcode}" if t.root_cause_exitcode is not None else ""
+        parts.append(f"torchrun names rank {t.root_cause_rank}{code} as the first failure"
+                     + (" (-6: SIGABRT, the watchdog taking the process down)." if t.root_cause_exitcode == -6 else "."))
+    if f.last_enqueued is not None and f.last_completed is not None:
+        parts.append(f"Rank {f.rank} had enqueued work up to #{f.last_enqueued} and completed up to #{f.last_completed}.")
+    fixes = (
+        "find the rank that did not reach this collective: its own traceback or exit code earlier in the log "
+        "(an OOM or exception on one rank leaves the others waiting), or a rank still busy",
+        "check control flow that differs by rank around collectives: `if rank == 0:` blocks (evaluation, "
+        "checkpoint saving, logging) that call a collective or take longer than the timeout, and uneven data "
+        "(DistributedSampler without drop_last, a different number of batches per rank)",
+        "rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL to see each rank's collectives; "
+        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 dumps the flight recorder at the timeout",
+        "keep TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (the default in recent PyTorch) so a timeout ends the job instead "
+        "of hanging it",
+        "only when one step legitimately outlasts the limit (a long rank-0 save): raise it with "
+        "init_process_group(timeout=datetime.timedelta(minutes=...))",
+    )
+    return Explanation(kind="nccl_timeout",
+                       title=(f"NCCL watchdog timeout: {f.op} #{f.seq_num} on rank(s) {ranks}" if t.ranks_agree else
+                              f"NCCL watchdog timeout on rank(s) {ranks}, in different collectives")
+                       + f" after {_seconds(f.timeout_ms)}",
+                       summary=" ".join(parts), fixes=fixes, exception_type=None, message="", frame=None, nccl=t)
 
 
 def diagnose_text(text: str) -> Diagnosis:
-    """``parse_traceback`` then ``explain``: the whole of ``expkit why`` minus the printing."""
-    tb = parse_traceback(text)
-    return Diagnosis(traceback=tb, explanation=explain(tb))
+    """``expkit why`` minus the printing: clean the log (escape sequences, per-line timestamps and
+    logger prefixes), parse the traceback, explain it. An NCCL watchdog timeout is explained even
+    without a Python traceback (and instead of torchrun's generic ChildFailedError)."""
+    clean = clean_log_text(text)
+    tb = parse_traceback(clean.text)
+    explanation = explain(tb)
+    nccl = parse_nccl_timeout(clean.text)
+    if nccl is not None and explanation.kind == "unknown":
+        explanation = explain_nccl_timeout(nccl)
+        if not tb.exceptions:
+            tb = replace(tb, warnings=tuple(w for w in tb.warnings if not w.startswith("no traceback found")))
+    return Diagnosis(traceback=tb, explanation=explanation,
+                     log_lines_cleaned=max(clean.lines_with_escapes, clean.lines_with_prefixes))

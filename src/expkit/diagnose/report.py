@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from expkit.diagnose.explanations import Explanation
+from expkit.diagnose.logtext import sanitize_for_terminal
 from expkit.diagnose.tracebacks import Frame, Traceback
 
 __all__ = ["FrameGroup", "collapse_frames", "format_report"]
@@ -60,7 +61,8 @@ def _describe_run(frames: tuple[Frame, ...]) -> str:
 
 def format_report(tb: Traceback, explanation: Explanation) -> str:
     """The report text: one block per exception (frames collapsed, ``>>`` on the place to look), then
-    the explanation and what to try."""
+    the explanation and what to try. Safe to print: text taken from the log has its terminal escape
+    sequences and control characters neutralized (``sanitize_for_terminal``)."""
     out: list[str] = []
     if tb.rank is not None:
         same = f"; ranks {', '.join(map(str, tb.identical_ranks))} failed the same way" if tb.identical_ranks else ""
@@ -71,7 +73,8 @@ def format_report(tb: Traceback, explanation: Explanation) -> str:
         if rec.type == "<unknown>":
             out.append("(no exception line: the text is cut)")
         else:
-            out.append(f"{rec.type}: {rec.message.splitlines()[0] if rec.message else ''}".rstrip(": "))
+            first = next((ln for ln in rec.message.splitlines() if any(c.isalnum() for c in ln)), "")
+            out.append(f"{rec.type}: {first}".rstrip(": "))
         for group in collapse_frames(rec.frames):
             if group.collapsed:
                 out.append(f"    {_describe_run(group.frames)}")
@@ -89,9 +92,11 @@ def format_report(tb: Traceback, explanation: Explanation) -> str:
     out.append(f"  {explanation.summary}")
     if explanation.module:
         out.append(f"  Module: {explanation.module}")
+    if explanation.trainer:
+        out.append(f"  Where in the Trainer: {explanation.trainer}")
     if explanation.fixes:
         out.append("Try:")
         out.extend(f"  - {fix}" for fix in explanation.fixes)
     for w in tb.warnings:
         out.append(f"note: {w}")
-    return "\n".join(out)
+    return sanitize_for_terminal("\n".join(out))

@@ -36,6 +36,9 @@ _PKGS = "|".join(FRAMEWORK_PACKAGES)
 _FRAMEWORK_DIR = re.compile(r"[/\\]src[/\\](" + _PKGS + r")[/\\]|[/\\](" + _PKGS + r")[/\\]\2[/\\]|"
                             r"(^|[/\\])torch[/\\](nn|autograd|utils|optim|distributed|cuda|amp|fx|_dynamo|"
                             r"_inductor|_tensor\.py|serialization\.py|functional\.py)")
+# launchers' console scripts (bin/torchrun, bin/accelerate ...): their frames are machinery, not your code
+_LAUNCHER = re.compile(r"[/\\]bin[/\\](torchrun|accelerate|deepspeed|lightning|lm_eval|lm-eval|inspect|"
+                       r"transformers-cli|transformers|python\d*(\.\d+)?-m)$")
 _STDLIB = re.compile(r"([/\\]lib[/\\]python\d+(\.\d+)?[/\\])|(^[A-Za-z]:\\.*\\Lib\\)|(^<frozen )")
 
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
@@ -126,7 +129,7 @@ def classify_frame(path: str) -> FrameKind:
         >>> classify_frame("/home/me/train.py")
         'yours'
     """
-    if _SITE.search(path) or _FRAMEWORK_DIR.search(path):
+    if _SITE.search(path) or _FRAMEWORK_DIR.search(path) or _LAUNCHER.search(path):
         return "framework"
     if _STDLIB.search(path):
         return "stdlib"

@@ -1,0 +1,48 @@
+"""NCCL watchdog timeouts parsed from ProcessGroupNCCL's lines (format of PyTorch 2.x, as in
+pytorch/pytorch#118369 and NVIDIA/Megatron-LM#1207) and explained without a Python traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from expkit.diagnose import diagnose_text
+from expkit.diagnose.collective import parse_nccl_timeout
+from expkit.diagnose.logtext import clean_log_text
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_torchrun_log_rank_collective_seqnum_timeout_and_root_cause():
+    d = diagnose_text((FIXTURES / "nccl_watchdog_torchrun.log").read_text())
+    e = d.explanation
+    assert e.kind == "nccl_timeout"  # not "unknown ChildFailedError"
+    (r,) = e.nccl.reports
+    assert (r.rank, r.op, r.seq_num, r.numel_in, r.timeout_ms, r.ran_for_ms) == (0, "ALLREDUCE", 808, 9801523, 600000, 600020)
+    assert (r.last_enqueued, r.last_completed) == (811, 807)
+    assert e.nccl.root_cause_rank == 0 and e.nccl.root_cause_exitcode == -6
+    assert "Timeout(ms)=600000" in e.summary and "SIGABRT" in e.summary
+    assert any("NCCL_DEBUG=INFO" in f for f in e.fixes) and any("TORCH_NCCL_ASYNC_ERROR_HANDLING" in f for f in e.fixes)
+    assert any("rank == 0" in f for f in e.fixes)
+    assert d.traceback.chosen_frame is None  # bin/torchrun is the launcher, not the user's code
+
+
+def test_no_traceback_ranks_that_disagree_and_a_silent_rank():
+    text = (FIXTURES / "nccl_k8s_no_traceback.log").read_text()
+    t = parse_nccl_timeout(clean_log_text(text).text)
+    assert [(r.rank, r.op, r.seq_num) for r in t.reports] == [(0, "ALLREDUCE", 1204), (1, "BROADCAST", 1203),
+                                                               (2, "ALLREDUCE", 1204)]
+    assert not t.ranks_agree and t.silent_ranks == (3,)
+    d = diagnose_text(text)
+    assert d.found and not d.traceback.exceptions and d.traceback.warnings == ()
+    assert "rank 1 in BROADCAST #1203" in d.explanation.summary and "Rank(s) 3 reported no timeout" in d.explanation.summary
+
+
+def test_old_format_without_numel():
+    t = parse_nccl_timeout("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
+                           "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds "
+                           "before timing out.")
+    assert t.first.numel_in is None and t.first.timeout_ms == 1800000 and t.silent_ranks == (0,)
+
+
+def test_a_plain_log_is_not_a_timeout():
+    assert parse_nccl_timeout("step 1 loss 2.3\nTimeout(ms)=5\n") is None

@@ -1,0 +1,55 @@
+"""Log cleaning before parsing (timestamps, logger prefixes, glog headers, ranks, ANSI) and output that
+never carries terminal control sequences."""
+
+from __future__ import annotations
+
+import pytest
+
+from expkit.diagnose import parse_traceback
+from expkit.diagnose.logtext import clean_log_text, sanitize_for_terminal, strip_ansi
+
+TB = ['Traceback (most recent call last):', '  File "/me/train.py", line 12, in <module>', '    main()',
+      '  File "/me/train.py", line 9, in main', '    raise ValueError("bad batch")', 'ValueError: bad batch']
+
+
+@pytest.mark.parametrize("prefix", [
+    "2026-11-30 21:17:37,123 - root - ERROR - ",  # logging's '%(asctime)s - %(name)s - %(levelname)s - '
+    "2026-11-30T21:17:37.123456Z ",  # ts / docker logs --timestamps
+    "2026-11-30T21:17:37.123456789Z stderr F ",  # Kubernetes CRI
+    "[2026-11-30 21:17:37][ERROR] ",
+    "ERROR:root:",  # logging.basicConfig
+    "11/30/2026 21:17:37 - ERROR - __main__ - ",  # the Hugging Face example scripts
+    "[ERROR|trainer.py:2345] 2026-11-30 21:17:37,123 >> ",  # transformers' own logger
+    "21:17:37.123 ",
+])
+def test_every_line_prefixed_still_parses(prefix):
+    tb = parse_traceback(clean_log_text("\n".join(prefix + line for line in TB)).text)
+    assert tb.final.type == "ValueError" and tb.final.message == "bad batch"
+    assert tb.chosen_frame.line == 9 and tb.chosen_frame.code == 'raise ValueError("bad batch")'
+
+
+def test_ranks_survive_behind_other_prefixes_and_colours():
+    lines = [f"[80746] 2026-11-30 21:17:37 [rank1]: \x1b[31m{line}\x1b[0m" for line in TB]
+    clean = clean_log_text("\n".join(lines))
+    assert clean.lines_with_escapes == len(TB) and clean.lines_with_prefixes == len(TB)
+    tb = parse_traceback(clean.text)
+    assert tb.rank == 1 and tb.final.type == "ValueError"
+
+
+def test_code_and_messages_are_left_alone():
+    text = "\n".join(TB) + "\n"
+    assert clean_log_text(text).text == text  # nothing looks like a prefix in Python's own lines
+    assert clean_log_text("INFO: loss went up").text == "INFO: loss went up"  # not a logger prefix shape
+
+
+def test_progress_bar_redraws_keep_the_last_state():
+    assert clean_log_text("  1%|  | 1/125\r  2%|  | 2/125\r").text == "  2%|  | 2/125"
+
+
+def test_ansi_and_control_sequences_never_reach_the_terminal():
+    nasty = "ok\x1b[2J\x1b]0;pwned\x07 \x1b[31mred\x1b[0m \x08\x9b6n end\x1bc"
+    assert strip_ansi("\x1b[1;31mx\x1b[0m") == "x"
+    out = sanitize_for_terminal(nasty)
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+    assert out == "ok red \\x08 end"
+    assert sanitize_for_terminal("a\n\tb") == "a\n\tb"
