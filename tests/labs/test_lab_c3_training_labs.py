@@ -50,12 +50,48 @@ def test_lab_c3_5_full_budget_rule_flips():
     assert END_RULE.judge(13.6).kind == "not reproduced"  # what 4 s of training reach
 
 
-def test_lab_c3_7_and_c3_8_measure_timings(tmp_path):
-    _, m7 = _run("C3.7", tmp_path)
-    assert m7["item_sync_cpu"].value > 0
-    _, m8 = _run("C3.8", tmp_path)
-    (key,) = [k for k in m8 if k.startswith("bf16_slowdown")]
-    assert m8[key].value > 0 and "fp32" in m8[key].detail
-    # the verdict follows from the measured slowdown: within 50% of the seed's ~30x, else differs (the CPU's ISA)
-    near = math.isclose(m8[key].value, 30.0, rel_tol=0.5)
-    assert m8[key].verdict.kind == ("reproduced" if near else "differs")
+def test_lab_c3_7_needs_cuda_and_shows_the_cpu_with_its_spread(tmp_path):
+    import torch
+
+    from expkit.labs.lab_c3_7_item_sync import cuda_rule
+
+    res, m = _run("C3.7", tmp_path)
+    assert m["item_sync_cpu"].value > 0 and "spread" in m["item_sync_cpu"].detail
+    assert m["item_sync_cpu"].verdict is None  # a CPU has no launch queue: shown, not judged
+    judged = judged_measurements(res)
+    assert set(judged) == {"item_sync_cuda"}
+    if not torch.cuda.is_available():  # Needs only after checking the machine
+        assert judged["item_sync_cuda"].verdict.kind == "not measured here"
+        assert "CUDA" in judged["item_sync_cuda"].verdict.reason
+    else:
+        assert_verdict_follows(judged["item_sync_cuda"])
+    # the CUDA rule, fed a sync cost and none: it flips, and a larger measured spread raises the bar
+    assert cuda_rule(0.02).judge(1.4).kind == "reproduced"
+    assert cuda_rule(0.02).judge(1.01).kind == "not reproduced"
+    assert cuda_rule(0.3).judge(1.4).kind == "not reproduced"
+
+
+def test_lab_c3_8_cpu_slowdown_judged_on_the_seeds_figure(tmp_path):
+    import torch
+
+    from expkit.labs.lab_c3_8_bf16_cpu import CUDA_RULE, cpu_cause
+
+    res, m = _run("C3.8", tmp_path)
+    judged = judged_measurements(res)
+    assert set(judged) == {"bf16_slowdown", "bf16_slower", "bf16_gain_cuda"}
+    slow = judged["bf16_slowdown"]
+    assert slow.value > 0 and "fp32" in slow.detail and slow.value == judged["bf16_slower"].value
+    for key in ("bf16_slowdown", "bf16_slower"):
+        assert_verdict_follows(judged[key])
+    # 'differs' only from the bf16 instructions read off this machine
+    has_bf16 = m["cpu_bf16_instructions"].value is True
+    assert (slow.verdict.kind == "differs") == (has_bf16 and not math.isclose(slow.value, 30.0, rel_tol=0.5))
+    assert_flips(slow, 30.0 if slow.verdict.kind != "reproduced" else 4.0)
+    assert_flips(judged["bf16_slower"], 0.9 if judged["bf16_slower"].verdict.kind == "reproduced" else 3.0)
+    assert cpu_cause(False, 3.7) is None and cpu_cause(True, 3.7) is not None
+    gain = judged["bf16_gain_cuda"]
+    if not torch.cuda.is_available():
+        assert gain.verdict.kind == "not measured here" and "tensor cores" in gain.verdict.reason
+    else:
+        assert_verdict_follows(gain)
+    assert CUDA_RULE.judge(12.0).kind == "reproduced" and CUDA_RULE.judge(1.1).kind == "not reproduced"
