@@ -8,8 +8,8 @@ and ``parallel_map`` (speed-up on CPU-bound work, per-item overhead with chunkin
     .venv/bin/python benchmarks/bench_data.py [--size-mb 200] [--repeats 3] [--quick] [--out DIR]
 
 Prints ratios (median of repeats) and writes benchmarks/results/data.json (``--quick``: a 0.5 MB file, one
-repeat, a ~0.05 s pool workload; data.quick.json, for CI: it checks that every peer still runs). The machine may be shared:
-read the ratios with the load average printed beside them.
+repeat, a ~0.05 s pool workload; data.quick.json, for CI: it checks that every peer still runs). The machine
+may be shared: read the ratios with the load average printed beside them.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import add_run_options, write_results  # benchmarks/timing.py
-
 from expkit.data import default_workers, iter_jsonl, parallel_map, peak_memory
 from expkit.labs.lab_c1_1_streaming import write_base_file
 from expkit.labs.lab_c1_2_gil import tokenize_like
+from timing import add_run_options, write_results  # benchmarks/timing.py
 
 MB = 1e6
 
@@ -122,7 +121,8 @@ def _bench_readers(path: Path, size: int, repeats: int, tmp: str, only: tuple[st
             runs[name].append(_measure(fn, repeats=1))
     out = {}
     for name in chosen:
-        r = {k: statistics.median(x[k] for x in runs[name]) for k in ("elapsed_s", "peak_above_baseline_mb", "peak_rss_mb")}
+        keys = ("elapsed_s", "peak_above_baseline_mb", "peak_rss_mb")
+        r = {k: statistics.median(x[k] for x in runs[name]) for k in keys}
         r["records"] = runs[name][0]["records"]
         r["mb_per_s"] = size / MB / r["elapsed_s"]
         out[name] = r
@@ -204,16 +204,17 @@ def main() -> None:
     ours, raw, std = (readers[k]["mb_per_s"] for k in ("expkit iter_jsonl", "raw line loop", "stdlib json list"))
     flat_rss = readers["expkit iter_jsonl"]["peak_rss_mb"] / one["peak_rss_mb"]
     pool = results["parallel_map"]
-    rc = results["readers_chat"]
+    rc = {name: r["mb_per_s"] for name, r in results["readers_chat"].items()}
     ratios = {
         "iter_jsonl / stdlib json list (throughput)": ours / std,
         "iter_jsonl / raw line loop (throughput)": ours / raw,
         "iter_jsonl / orjson parse floor (throughput)": ours / readers["orjson loop (parse floor)"]["mb_per_s"],
-        "chat records: iter_jsonl / stdlib json list": rc["expkit iter_jsonl"]["mb_per_s"] / rc["stdlib json list"]["mb_per_s"],
-        "chat records: iter_jsonl / raw line loop": rc["expkit iter_jsonl"]["mb_per_s"] / rc["raw line loop"]["mb_per_s"],
+        "chat records: iter_jsonl / stdlib json list": rc["expkit iter_jsonl"] / rc["stdlib json list"],
+        "chat records: iter_jsonl / raw line loop": rc["expkit iter_jsonl"] / rc["raw line loop"],
         "iter_jsonl / pandas (throughput)": ours / readers["pandas.read_json(lines=True)"]["mb_per_s"],
         "iter_jsonl / datasets (throughput)": ours / readers["datasets json loader"]["mb_per_s"],
-        "stdlib json list peak / file size (memory)": readers["stdlib json list"]["peak_above_baseline_mb"] / (size / MB),
+        "stdlib json list peak / file size (memory)":
+            readers["stdlib json list"]["peak_above_baseline_mb"] / (size / MB),
         "iter_jsonl peak above baseline (MB)": readers["expkit iter_jsonl"]["peak_above_baseline_mb"],
         "iter_jsonl process peak RSS, 8x / 1x file": flat_rss,
         f"parallel_map speed-up, {pool['workers']} processes, CPU-bound ~0.5 s": pool["speedup"],

@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
 from timing import add_run_options, median_wall_s, write_results  # benchmarks/timing.py
 
 N_ITEMS = 10_000
@@ -38,10 +38,11 @@ def bench_bootstrap(repeats: int) -> dict:
         "graded": (rng.random(N_ITEMS), rng.random(N_ITEMS)),
     }
     for name, (a, b) in cases.items():
-        ours = median_wall_s(lambda: paired_bootstrap(a, b, n_boot=N_BOOT, seed=1), repeats)
+        # default arguments bind this iteration's arrays (B023)
+        ours = median_wall_s(lambda a=a, b=b: paired_bootstrap(a, b, n_boot=N_BOOT, seed=1), repeats)
         d = a - b
-        peer = median_wall_s(lambda: stats.bootstrap((d,), np.mean, n_resamples=N_BOOT, method="percentile",
-                                                 vectorized=True, random_state=1), repeats)
+        peer = median_wall_s(lambda d=d: stats.bootstrap((d,), np.mean, n_resamples=N_BOOT, method="percentile",
+                                                         vectorized=True, random_state=1), repeats)
         r_ours = paired_bootstrap(a, b, n_boot=N_BOOT, seed=1)
         r_peer = stats.bootstrap((d,), np.mean, n_resamples=N_BOOT, method="percentile", vectorized=True,
                                  random_state=1).confidence_interval

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from timing import add_run_options, write_results  # benchmarks/timing.py
 
 from expkit.train import CharLM, CharLMConfig, TrainConfig, load_corpus, train_charlm
 from expkit.train.data import make_loader
+from timing import add_run_options, write_results  # benchmarks/timing.py
 
 MCFG = CharLMConfig()
 

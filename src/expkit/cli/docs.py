@@ -111,8 +111,8 @@ def generated_blocks() -> list[GeneratedBlock]:
 
 
 def _pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"<!-- BEGIN GENERATED: {re.escape(name)}\b.*?-->\n(.*?)<!-- END GENERATED: {re.escape(name)} -->",
-                      re.S)
+    name = re.escape(name)
+    return re.compile(rf"<!-- BEGIN GENERATED: {name}\b.*?-->\n(.*?)<!-- END GENERATED: {name} -->", re.S)
 
 
 def regenerate(text: str, blocks: list[GeneratedBlock] | None = None) -> str:

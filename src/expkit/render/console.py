@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TextIO
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable
+from typing import TextIO
 
 from rich import box
 from rich.console import Console

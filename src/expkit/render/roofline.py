@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RoofPoint", "RoofLine", "draw_roofline"]
+__all__ = ["RoofLine", "RoofPoint", "draw_roofline"]
 
 
 @dataclass(frozen=True)
