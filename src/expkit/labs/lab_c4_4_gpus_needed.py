@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
 SEED = SeedFigure("decision", "full fine-tune or LoRA", None, "",
@@ -12,6 +12,7 @@ GPUS = ("4090", "a100-40gb", "a100-80gb")
 METHODS = ("full", "lora", "qlora")
 COUNTS = (1, 2, 4, 8, 16, 32, 64)
 SEQ = 2048
+DECIDED = Shown("on one 24 GB GPU the GPU count decides: Qwen2.5-7B full needs more than one, LoRA fits one")
 
 
 def gpus_needed(model: str, method: str, gpu: str) -> int | None:
@@ -35,10 +36,11 @@ def run(ctx: LabContext) -> LabOutput:
     table = {(m, meth, g): gpus_needed(m, meth, g) for m in MODELS for meth in METHODS for g in GPUS}
     full7_24, lora7_24 = table[("qwen2.5-7b", "full", "4090")], table[("qwen2.5-7b", "lora", "4090")]
     decided = full7_24 is not None and lora7_24 == 1 and full7_24 > 1
-    ms = [Measurement("decision", "Qwen2.5-7B on 24 GB GPUs: full needs / LoRA needs",
-                      f"{full7_24} / {lora7_24}", "GPUs",
-                      Verdict("reproduced") if decided else Verdict("not reproduced", "LoRA does not change the count"),
-                      SEED, detail=f"seq {SEQ}, batch 1, checkpointing, bf16 autocast, AdamW, FSDP when > 1 GPU")]
+    ms = [judged("decision", "Qwen2.5-7B on 24 GB GPUs: full needs more GPUs than LoRA, and LoRA fits one",
+                 decided, "", rule=DECIDED, seed=SEED,
+                 detail=f"full needs {full7_24 or '>64'}, LoRA {lora7_24 or '>64'} GPUs of 24 GB (predicted peak per "
+                        f"GPU within the datasheet memory); seq {SEQ}, batch 1, checkpointing, bf16 autocast, AdamW, "
+                        "FSDP when > 1 GPU")]
     for m in MODELS:
         for meth in METHODS:
             cells = ", ".join(f"{get_gpu(g).memory_gb:.0f} GB: {table[(m, meth, g)] or '>64'}" for g in GPUS)

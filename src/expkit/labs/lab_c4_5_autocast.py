@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
 from expkit.labs.registry import lab
 
 SEED_DTYPES = SeedFigure("param_dtypes", "parameter dtypes inside autocast", None, "",
                          "autocast does not turn the parameters into bf16; the training state stays 16 B/param")
-SEED_HALVES = SeedFigure("act_ratio", "matmul intermediates under autocast", None, "",
+SEED_HALVES = SeedFigure("matmul_ratio", "matmul intermediates under autocast", None, "",
                          "autocast halves matmul intermediates")
+KEEPS_FP32 = Shown("inside autocast the parameters and their gradients stay float32; a linear's output is bfloat16")
+# "halves": bf16 is 2 bytes where fp32 is 4, so the matmul outputs should be exactly half
+HALVES = Within(0.5, rel=0.05, source="+-5%: our tolerance for 'halves'")
 TINY = dict(model_type="qwen2", hidden_size=256, intermediate_size=768, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, vocab_size=2000, tie_word_embeddings=True)
 
@@ -24,12 +27,24 @@ def run(ctx: LabContext) -> LabOutput:
     model = build_replica(spec, precision="fp32", seed=ctx.seed)
     ids = torch.randint(0, spec.vocab_size, (1, 128))
     seen: dict[str, set[str]] = {"params": set(), "linear_out": set(), "grads": set()}
-    hook = model.model.layers[0].mlp.up_proj.register_forward_hook(
-        lambda m, a, out: seen["linear_out"].add(str(out.dtype).removeprefix("torch.")))
+    out_bytes = {"fp32": 0, "autocast": 0}  # bytes of every linear layer's output (the matmul intermediates)
+    mode = ["fp32"]
+
+    def on_linear(m, a, out) -> None:  # noqa: ANN001
+        out_bytes[mode[0]] += out.numel() * out.element_size()
+        if mode[0] == "autocast":
+            seen["linear_out"].add(str(out.dtype).removeprefix("torch."))
+
+    hooks = [mod.register_forward_hook(on_linear) for mod in model.modules() if isinstance(mod, torch.nn.Linear)]
+    with torch.no_grad():
+        model(input_ids=ids)  # the same forward in fp32: the reference sizes
+    mode[0] = "autocast"
     with torch.autocast("cpu", dtype=torch.bfloat16):
         seen["params"] |= {str(p.dtype).removeprefix("torch.") for p in model.parameters()}
         loss = model(input_ids=ids, labels=ids).loss
-    hook.remove()
+    for hk in hooks:
+        hk.remove()
+    matmul_ratio = out_bytes["autocast"] / out_bytes["fp32"]
     loss.backward()
     seen["grads"] |= {str(p.grad.dtype).removeprefix("torch.") for p in model.parameters() if p.grad is not None}
     fp32 = measure_saved_bytes(model, batch=1, seq=128, precision="fp32").activation_bytes
@@ -37,19 +52,24 @@ def run(ctx: LabContext) -> LabOutput:
     ratio = mixed.activation_bytes / fp32
     ok = seen["params"] == {"float32"} and seen["grads"] == {"float32"} and seen["linear_out"] == {"bfloat16"}
     ms = (
-        Measurement("param_dtypes", "parameter dtypes inside the autocast region", ", ".join(sorted(seen["params"])),
-                    "", Verdict("reproduced") if ok else Verdict("not reproduced", str(seen)), SEED_DTYPES,
-                    detail=f"gradients: {', '.join(sorted(seen['grads']))}; a linear's output: "
-                           f"{', '.join(sorted(seen['linear_out']))}"),
-        Measurement("act_ratio", "saved activations, autocast bf16 / fp32", ratio, "x",
-                    Verdict("reproduced") if 0.45 <= ratio <= 0.8 else Verdict("differs", f"ratio {ratio:.2f}"),
-                    SEED_HALVES, detail=f"{mixed.activation_bytes:,} B vs {fp32:,} B; plus {mixed.weight_copy_bytes:,} B "
-                                        "of 16-bit weight copies"),
+        judged("param_dtypes", "parameters and gradients float32, linear outputs bfloat16, inside autocast", ok, "",
+               rule=KEEPS_FP32, seed=SEED_DTYPES,
+               detail=f"parameters: {', '.join(sorted(seen['params']))}; "
+                      f"gradients: {', '.join(sorted(seen['grads']))}; "
+                      f"linear outputs: {', '.join(sorted(seen['linear_out']))}"),
+        judged("matmul_ratio", "bytes of every linear layer's output, autocast bf16 / fp32", matmul_ratio, "x",
+               rule=HALVES, seed=SEED_HALVES,
+               detail=f"{out_bytes['autocast']:,} B vs {out_bytes['fp32']:,} B over one forward (forward hooks on "
+                      "every nn.Linear, LM head included)"),
+        Measurement("act_ratio", "all tensors saved for backward, autocast bf16 / fp32", ratio, "x",
+                    detail=f"{mixed.activation_bytes:,} B vs {fp32:,} B; plus {mixed.weight_copy_bytes:,} B "
+                           "of 16-bit weight copies; not the seed's quantity (it includes non-matmul tensors)"),
     )
     explanation = (
         "Inside torch.autocast every parameter is still float32 and so are the gradients that backward writes; "
-        "only the outputs of matmul-class ops (here a linear layer's output) come out in bfloat16. So the "
-        "training state stays 16 B/param (lab C4.1). What autocast halves is the activations of matmuls: the "
+        "only the outputs of matmul-class ops come out in bfloat16. So the training state stays 16 B/param "
+        f"(lab C4.1). What autocast halves is the matmul intermediates: every linear layer's output is "
+        f"{matmul_ratio:.2f}x its fp32 size. All the "
         f"tensors saved for backward shrink to {ratio:.2f} of fp32, not 0.5, because the residual stream, RMSNorm "
         "(upcast to fp32 in the HF code), the fp32 log-probs of the loss and a 16-bit cast per linear layer "
         "stay or are added; autocast also keeps 16-bit copies of the weights for backward."
