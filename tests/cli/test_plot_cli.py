@@ -49,7 +49,8 @@ def test_curves_from_run_directories_grouped_by_config(cli, tmp_path):
             rows = [{"step": i, "time": 1.7e9 + i, "loss": k * 2 / (i + 1) + 0.01 * s} for i in range(1, 30)]
             (d / "metrics.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
             dirs.append(str(d))
-    r = cli("plot", "curves", *dirs, "--group-by", "config.lr", "--x", "time", "--out", str(tmp_path / "f.png"), "--json")
+    r = cli("plot", "curves", *dirs, "--group-by", "config.lr", "--x", "time", "--out", str(tmp_path / "f.png"),
+            "--json")
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)["result"]
     assert {g["group"] for g in d["groups"]} == {"0.001", "0.003"}

@@ -67,8 +67,8 @@ def test_table_non_utf8_file_names_the_line(cli, tmp_path, suffix):
     if suffix == ".csv":
         f.write_bytes("model,item,score,note\na,1,1,ok\nb,1,0,caf\u00e9\n".encode("latin-1"))
     else:
-        f.write_bytes('{"model": "a", "item": "1", "score": 1}\n{"model": "b", "item": "1", "score": 0, "n": "caf\u00e9"}\n'
-                      .encode("latin-1"))
+        f.write_bytes(('{"model": "a", "item": "1", "score": 1}\n'
+                       '{"model": "b", "item": "1", "score": 0, "n": "caf\u00e9"}\n').encode("latin-1"))
     res = _table(cli, f)
     assert res.exit_code == 2
     assert f"latin1{suffix}:" in res.stderr and ("not UTF-8" in res.stderr or "invalid UTF-8" in res.stderr)

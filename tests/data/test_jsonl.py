@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import io
 import sys
-import warnings
 
 import orjson
 import pytest
@@ -59,7 +58,8 @@ def _middle_bad(tmp_path):
 
 def test_invalid_json_in_the_middle_raise_names_line_column_and_snippet(tmp_path):
     p = _middle_bad(tmp_path)
-    with pytest.raises(InputError, match=r"d\.jsonl:17:33: invalid JSON: .* near '\.\.\.i\": 16, \"text\": \"unterminated\}'"):
+    with pytest.raises(InputError,
+                       match=r"d\.jsonl:17:33: invalid JSON: .* near '\.\.\.i\": 16, \"text\": \"unterminated\}'"):
         list(iter_jsonl(p))
 
 

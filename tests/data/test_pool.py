@@ -35,7 +35,8 @@ def add(x: int, *, k: int) -> int:
 
 @pytest.mark.parametrize("backend", ["process", "thread"])
 def test_results_in_order(backend):
-    assert list(parallel_map(square, range(100), workers=2, chunksize=7, backend=backend)) == [x * x for x in range(100)]
+    got = parallel_map(square, range(100), workers=2, chunksize=7, backend=backend)
+    assert list(got) == [x * x for x in range(100)]
 
 
 def test_partial_of_a_top_level_function_is_fine():
@@ -64,7 +65,7 @@ def test_exception_keeps_its_type_and_names_the_item_index():
 
 
 def test_lambda_and_nested_function_are_refused_before_any_worker_starts():
-    with pytest.raises(UsageError, match="got a lambda.*move the function to module top level"):
+    with pytest.raises(UsageError, match=r"got a lambda.*move the function to module top level"):
         parallel_map(lambda x: x, [1])
 
     def nested(x):

@@ -54,7 +54,7 @@ def test_profile_chat_messages_and_sampled_percentiles(tmp_path):
 
 
 def test_profile_missing_tokenizer(tmp_path):
-    with pytest.raises(InputError, match="no tokenizer.json"):
+    with pytest.raises(InputError, match=r"no tokenizer\.json"):
         profile_jsonl(_jsonl(tmp_path, [{"text": "a"}]), tokenizer_dir=tmp_path)
 
 

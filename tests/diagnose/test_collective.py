@@ -17,7 +17,8 @@ def test_torchrun_log_rank_collective_seqnum_timeout_and_root_cause():
     e = d.explanation
     assert e.kind == "nccl_timeout"  # not "unknown ChildFailedError"
     (r,) = e.nccl.reports
-    assert (r.rank, r.op, r.seq_num, r.numel_in, r.timeout_ms, r.ran_for_ms) == (0, "ALLREDUCE", 808, 9801523, 600000, 600020)
+    got = (r.rank, r.op, r.seq_num, r.numel_in, r.timeout_ms, r.ran_for_ms)
+    assert got == (0, "ALLREDUCE", 808, 9801523, 600000, 600020)
     assert (r.last_enqueued, r.last_completed) == (811, 807)
     assert e.nccl.root_cause_rank == 0 and e.nccl.root_cause_exitcode == -6
     assert "Timeout(ms)=600000" in e.summary and "SIGABRT" in e.summary
@@ -34,13 +35,14 @@ def test_no_traceback_ranks_that_disagree_and_a_silent_rank():
     assert not t.ranks_agree and t.silent_ranks == (3,)
     d = diagnose_text(text)
     assert d.found and not d.traceback.exceptions and d.traceback.warnings == ()
-    assert "rank 1 in BROADCAST #1203" in d.explanation.summary and "Rank(s) 3 reported no timeout" in d.explanation.summary
+    assert "rank 1 in BROADCAST #1203" in d.explanation.summary
+    assert "Rank(s) 3 reported no timeout" in d.explanation.summary
 
 
 def test_old_format_without_numel():
     t = parse_nccl_timeout("[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
-                           "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds "
-                           "before timing out.")
+                           "WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 "
+                           "milliseconds before timing out.")
     assert t.first.numel_in is None and t.first.timeout_ms == 1800000 and t.silent_ranks == (0,)
 
 

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from expkit.diagnose import detect_phase, explain, explain_exception, format_report, parse_oom_message, parse_traceback
+from expkit.diagnose import detect_phase, explain, explain_exception, format_report, parse_oom_message
 from expkit.diagnose.tracebacks import Frame
 
 torch = pytest.importorskip("torch")
@@ -57,7 +57,8 @@ def test_matmul_mismatch_in_nested_modules_names_shapes_module_and_user_frame():
 
 
 @pytest.mark.parametrize("fn,kind,field,value", [
-    (lambda: torch.randn(2, 3) @ torch.randn(3, 2, dtype=torch.float64), "dtype_mismatch", "dtypes", ("float", "double")),
+    (lambda: torch.randn(2, 3) @ torch.randn(3, 2, dtype=torch.float64), "dtype_mismatch", "dtypes",
+     ("float", "double")),
     (lambda: torch.randn(3, 4).view(5, 2), "shape_mismatch", "shapes", ((5, 2), (12,))),
     (lambda: torch.randn(3, 4) + torch.randn(3, 5), "shape_mismatch", "shapes", ((4,), (5,))),
     (lambda: nn.CrossEntropyLoss()(torch.randn(4, 7), torch.zeros(3, dtype=torch.long)), "shape_mismatch", "shapes",

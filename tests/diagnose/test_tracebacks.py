@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import traceback
 
 import pytest
@@ -77,7 +78,7 @@ def test_chained_exceptions_keep_order_and_links():
         try:
             {}["x"]
         except KeyError:
-            1 / 0
+            _ = 1 / 0
     except ZeroDivisionError as exc:
         tb2 = parse_traceback(_text(exc))
     assert [e.link for e in tb2.exceptions] == [None, "context"]
@@ -95,8 +96,9 @@ def test_torchrun_output_picks_the_first_failing_rank_and_dedups_identical_ones(
             '    return self._call_impl(*args, **kwargs)\n'
             'RuntimeError: CUDA error on cuda:{r}: device-side assert triggered\n')
     r0, r1 = _rank_lines(0, body.replace("{r}", "0")), _rank_lines(1, body.replace("{r}", "1"))
-    interleaved = [x for pair in zip(r1, r0) for x in pair]  # rank 1 printed first, lines interleaved
-    launcher = ("W1129 12:00:00.000 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 7 closing signal\n"
+    interleaved = [x for pair in zip(r1, r0, strict=True) for x in pair]  # rank 1 printed first, lines interleaved
+    launcher = ("W1129 12:00:00.000 torch/distributed/elastic/multiprocessing/api.py:900] "
+                "Sending process 7 closing signal\n"
                 "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
                 "Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-29_12:00:00\n"
                 "  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 7)\n")
@@ -156,6 +158,7 @@ def test_collapse_keeps_yours_and_groups_framework_runs():
     assert [(len(g.frames), g.collapsed) for g in groups] == [(1, False), (3, True), (1, False)]
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="ExceptionGroup is a Python 3.11 builtin")
 def test_exception_group_sub_tracebacks_are_parsed():
     def fail(i):
         raise ValueError(f"sub {i}")
@@ -167,8 +170,8 @@ def test_exception_group_sub_tracebacks_are_parsed():
         except ValueError as e:
             errors.append(e)
     try:
-        raise ExceptionGroup("two failed", errors)
-    except ExceptionGroup as exc:
+        raise ExceptionGroup("two failed", errors)  # noqa: F821 - a 3.11 builtin; the test is for 3.11+
+    except ExceptionGroup as exc:  # noqa: F821 - as above
         text = _text(exc)
     tb = parse_traceback(text)
     assert [e.type for e in tb.exceptions] == ["ExceptionGroup", "ValueError", "ValueError"]

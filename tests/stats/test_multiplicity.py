@@ -24,7 +24,7 @@ def test_holm_matches_statsmodels(p, expected):
 def test_holm_is_between_raw_and_bonferroni(p):
     adj = holm_adjust(p)
     m = len(p)
-    for raw, a in zip(p, adj):
+    for raw, a in zip(p, adj, strict=True):
         assert raw - 1e-15 <= a <= min(1.0, raw * m) + 1e-12
 
 

@@ -27,6 +27,8 @@ def test_paired_matches_statsmodels_one_sample():
     sd = math.sqrt(VA + VB - 2 * 0.5 * math.sqrt(VA * VB))
     # NormalIndPower().solve_power(effect_size=0.05/sd, power=0.8, alpha=0.05, ratio=0) = 624.9848
     assert required_items(baseline=0.7, delta=0.05, paired_corr=0.5) == 625
+    # the closed form ((z_.975 + z_.8) sd / delta)^2 = 624.98 rounds up to the same n
+    assert math.ceil(((1.959963984540054 + 0.8416212335729143) * sd / 0.05) ** 2) == 625
     # NormalIndPower().power(effect_size=0.05/sd, nobs1=300, alpha=0.05, ratio=0) = 0.49248934276945444
     assert power_at(baseline=0.7, delta=0.05, n=300, paired_corr=0.5) == pytest.approx(0.49248934276945444, rel=1e-12)
 

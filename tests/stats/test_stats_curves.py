@@ -87,7 +87,8 @@ def test_rows_of_other_metrics_are_skipped(tmp_path):
 def test_issue15_a_repeated_step_is_refused_naming_both_lines(tmp_path):
     # issue 15: duplicate (run, step) rows used to overwrite silently (the last value won)
     f = tmp_path / "m.jsonl"
-    f.write_text('{"step": 1, "loss": 2.0}\n{"step": 1, "lr": 0.1}\n{"step": 2, "loss": 1.5}\n{"step": 2, "loss": 1.4}\n')
+    f.write_text('{"step": 1, "loss": 2.0}\n{"step": 1, "lr": 0.1}\n'
+                 '{"step": 2, "loss": 1.5}\n{"step": 2, "loss": 1.4}\n')
     with pytest.raises(InputError, match=r"m\.jsonl:4: run 'm' has 'loss' at step 2 twice \(first on line 3\)"):
         load_curves([f])
 

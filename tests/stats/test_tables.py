@@ -62,7 +62,7 @@ def test_missing_field_and_bad_json_name_their_line(tmp_path):
 
 
 def test_duplicate_pair_is_refused_naming_both_lines(tmp_path):
-    f = _write_jsonl(tmp_path / "r.jsonl", _rows("a", [1, 0]) + [{"model": "a", "item": "q0", "score": 0}])
+    f = _write_jsonl(tmp_path / "r.jsonl", [*_rows("a", [1, 0]), {"model": "a", "item": "q0", "score": 0}])
     with pytest.raises(InputError, match=r":3: model 'a' item 'q0' appears twice \(first on line 1\)"):
         read_item_results(f)
 
@@ -105,5 +105,5 @@ def test_holm_applies_across_rows(tmp_path):
         rows += _rows(f"m{k}", [1 if (i % 2 == 0 or i < 2 * (k + 8)) else 0 for i in range(200)])
     t = build_eval_table(read_item_results(_write_jsonl(tmp_path / "r.jsonl", rows)))
     raw = [c.comparison.p_value for c in t.comparisons]
-    assert all(c.p_holm >= p for c, p in zip(t.comparisons, raw))
+    assert all(c.p_holm >= p for c, p in zip(t.comparisons, raw, strict=True))
     assert max(c.p_holm for c in t.comparisons) <= 1.0

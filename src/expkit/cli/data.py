@@ -50,7 +50,8 @@ def stats(
     field: str = typer.Option(None, "--field", "-f", help="Text field to measure (default: the first of "
                               "messages, text, prompt, completion, instruction, output, question, answer, content, "
                               "conversations that the first record has)."),
-    tokenizer: Path = typer.Option(None, "--tokenizer", help="Local tokenizer directory (tokenizer.json) to count tokens."),
+    tokenizer: Path = typer.Option(None, "--tokenizer",
+                                   help="Local tokenizer directory (tokenizer.json) to count tokens."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help=_SKIP_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the profile as JSON."),
 ) -> None:
@@ -94,7 +95,8 @@ def stats(
         if s is not None:
             p = s.percentiles
             lengths.add_row(s.unit + ("" if s.exact else " (sampled)"), f"{s.count:,}", f"{s.mean:,.1f}",
-                            _fmt_int(s.min), _fmt_int(p["p50"]), _fmt_int(p["p90"]), _fmt_int(p["p99"]), _fmt_int(s.max))
+                            _fmt_int(s.min), _fmt_int(p["p50"]), _fmt_int(p["p90"]), _fmt_int(p["p99"]),
+                            _fmt_int(s.max))
     con.print(lengths)
     if prof.tokens is None:
         con.print(f"tokens: not counted ({prof.tokens_reason})")

@@ -7,10 +7,10 @@ from pathlib import Path
 import typer
 
 from expkit.cli.output import emit_json
-
 from expkit.stats.intervals import METHODS
 
-app = typer.Typer(help="Judge results honestly: intervals, power, eval tables with paired comparisons.", no_args_is_help=True)
+app = typer.Typer(help="Judge results honestly: intervals, power, eval tables with paired comparisons.",
+                  no_args_is_help=True)
 
 
 @app.command("ci")
@@ -80,10 +80,9 @@ _FROM = ("items", "lm-eval", "inspect")
 
 @app.command("table")
 def table(
-    sources: list[str] = typer.Argument(..., metavar="RESULTS...",
-                                        help="Per-item results (JSONL or CSV with model, item, score[, cluster]); with "
-                                             "--from lm-eval the lm_eval --output_path directories, with --from inspect "
-                                             "the .eval/.json logs."),
+    sources: list[str] = typer.Argument(..., metavar="RESULTS...", help=(
+        "Per-item results (JSONL or CSV with model, item, score[, cluster]); with --from lm-eval the lm_eval "
+        "--output_path directories, with --from inspect the .eval/.json logs.")),
     source_format: str = typer.Option("items", "--from", help=f"What RESULTS are: {', '.join(_FROM)}."),
     task: list[str] = typer.Option(None, "--task", "-t", help="lm-eval/inspect: a task to compare (repeat; default: "
                                    "every task all models have)."),

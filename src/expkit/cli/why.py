@@ -11,7 +11,8 @@ from expkit.cli.output import emit_json
 
 def why(
     source: str = typer.Argument("-", metavar="FILE|-", help="A log or pasted traceback; '-' (default) reads stdin."),
-    json_out: bool = typer.Option(False, "--json", help="Print the parsed frames, chosen frame and explanation as JSON."),
+    json_out: bool = typer.Option(False, "--json",
+                                  help="Print the parsed frames, chosen frame and explanation as JSON."),
 ) -> None:
     """Read a Python traceback bottom-up: mark the last frame in your own files, collapse framework
     frames, and explain the PyTorch errors people hit most (shapes, devices, dtypes, CUDA OOM with

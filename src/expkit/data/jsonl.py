@@ -29,7 +29,8 @@ _KEEP_LINE_NUMBERS = 20  # first skipped line numbers kept for the report
 class JsonlSummary:
     """What a pass over a JSONL file saw.
 
-    ``lines`` counts every physical line (during the loop: the line of the record just yielded), ``records`` those parsed and yielded, ``blank`` empty or
+    ``lines`` counts every physical line (during the loop: the line of the record just yielded), ``records``
+    those parsed and yielded, ``blank`` empty or
     whitespace-only lines (ignored), ``skipped`` invalid lines left out (``skip``/``collect``), with the
     first ``first_skipped_lines`` line numbers.
     """

@@ -74,7 +74,8 @@ def read_proc_status_bytes(field: str, pid: int | str = "self") -> int | None:
     return None
 
 
-def _target_spec(target: Callable[..., Any] | Sequence[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _target_spec(target: Callable[..., Any] | Sequence[str], args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> dict[str, Any]:
     if callable(target):
         from expkit.data.pool import check_picklable_function
 

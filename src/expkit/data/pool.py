@@ -58,7 +58,8 @@ def check_picklable_function(fn: Callable[..., Any]) -> None:
     try:
         pickle.dumps(fn)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
-        raise UsageError(f"parallel_map cannot send {_describe(target)} to worker processes: {exc}", hint=hint) from None
+        raise UsageError(f"parallel_map cannot send {_describe(target)} to worker processes: {exc}",
+                         hint=hint) from None
 
 
 def _run_chunk(fn: Callable[[T], R], start: int, chunk: list[T]) -> list[R]:

@@ -129,7 +129,8 @@ class _Lengths:
 
         qs = np.percentile(np.asarray(self.sample, dtype=np.float64), PERCENTILES)
         return LengthStats(unit=unit, count=self.n, mean=self.total / self.n, min=int(self.min or 0),
-                           max=int(self.max or 0), percentiles={f"p{p}": float(q) for p, q in zip(PERCENTILES, qs)},
+                           max=int(self.max or 0),
+                           percentiles={f"p{p}": float(q) for p, q in zip(PERCENTILES, qs, strict=True)},
                            exact=self.n <= self.size)
 
 

@@ -141,7 +141,8 @@ def _load_schema_file(path: Path) -> Checker:
     try:
         schema = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"the schema is not valid JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from exc
+        raise InputError(f"the schema is not valid JSON: {exc.msg}", path=path, line=exc.lineno,
+                         column=exc.colno) from exc
     if not isinstance(schema, (dict, bool)):
         raise InputError("a JSON Schema must be an object (or true/false)", path=path)
     from jsonschema import Draft202012Validator
@@ -178,7 +179,9 @@ def _load_schema_file(path: Path) -> Checker:
                     extra = _extra_properties(err.instance, err.schema)
                     if len(extra) == 1:
                         where = f"{where}.{extra[0]}" if where else extra[0]
-                msg = err.message if len(err.message) <= _MAX_MESSAGE_CHARS else err.message[:_MAX_MESSAGE_CHARS] + "..."
+                msg = err.message
+                if len(msg) > _MAX_MESSAGE_CHARS:
+                    msg = msg[:_MAX_MESSAGE_CHARS] + "..."
                 yield where, f"{msg} ({err.validator})"
         except Unresolvable as exc:
             raise InputError(f"the schema's $ref {exc.ref!r} cannot be resolved (remote schemas are not fetched; a "

@@ -64,7 +64,8 @@ def parse_nccl_timeout(text: str) -> NcclTimeout | None:
 
     Example:
         >>> t = parse_nccl_timeout("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
-        ...     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 milliseconds before timing out.")
+        ...     "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600013 milliseconds before "
+        ...     "timing out.")
         >>> t.first.rank, t.first.op, t.first.seq_num, t.first.timeout_ms
         (1, 'ALLREDUCE', 5, 600000)
     """

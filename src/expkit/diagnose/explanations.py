@@ -127,7 +127,8 @@ def _shape_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
         return _Hit("shape_mismatch", f"checkpoint does not fit the model: {m.group(1)}",
                     f"The checkpoint's {m.group(1)} is [{m.group(2)}] but the model's is [{m.group(3)}]: the model "
                     "was built with a different config than the one that saved the checkpoint.",
-                    ("build the model from the checkpoint's own config.json",), shapes=(_dims(m.group(2)), _dims(m.group(3))))
+                    ("build the model from the checkpoint's own config.json",),
+                    shapes=(_dims(m.group(2)), _dims(m.group(3))))
     if re.search(r"size mismatch|must match mat2|shapes cannot be|Expected size for first two dimensions", msg):
         return _Hit("shape_mismatch", "shape mismatch", "Two tensors' shapes do not fit the operation.", fixes)
     return None
@@ -147,7 +148,8 @@ def _device_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
         return _Hit("device_mismatch", "tensors on different devices" + (f": {devs[0]} and {devs[1]}" if devs else ""),
                     "One operation got tensors on different devices; PyTorch never moves them for you.",
                     fixes, devices=devs)
-    m = re.search(r"Input type \((torch\.(?:cuda\.)?\w+)\) and weight type \((torch\.(?:cuda\.)?\w+)\) should be the same", msg)
+    m = re.search(r"Input type \((torch\.(?:cuda\.)?\w+)\) and weight type \((torch\.(?:cuda\.)?\w+)\) "
+                  r"should be the same", msg)
     if m and ("cuda" in m.group(1)) != ("cuda" in m.group(2)):
         return _Hit("device_mismatch", f"input {m.group(1)} vs weight {m.group(2)}",
                     "The input and the layer's weight live on different devices.", fixes,
@@ -160,9 +162,11 @@ def _dtype_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
              "under mixed precision, run the op inside torch.autocast(device_type=..., dtype=...) instead of "
              "casting by hand")
     patterns = (r"must have the same dtype, but got (\w+) and (\w+)", r"expected scalar type (\w+) but found (\w+)",
-                r"same dtype, but got: (\w+) != ([\w:]+)", r"Expected object of scalar type (\w+) but got scalar type (\w+)",
+                r"same dtype, but got: (\w+) != ([\w:]+)",
+                r"Expected object of scalar type (\w+) but got scalar type (\w+)",
                 r"Input type \((\w+)\) and (?:bias|weight) type \((\w+)\) should be the same",
-                r"Input type \((torch\.(?:cuda\.)?\w+)\) and weight type \((torch\.(?:cuda\.)?\w+)\) should be the same")
+                r"Input type \((torch\.(?:cuda\.)?\w+)\) and weight type \((torch\.(?:cuda\.)?\w+)\) "
+                r"should be the same")
     for pat in patterns:
         m = re.search(pat, msg)
         if m:
@@ -191,7 +195,8 @@ _PHASE_ADVICE = {
                  "gradient checkpointing", "wrap evaluation in torch.no_grad()")),
     "backward": ("activations saved for backward plus the gradients do not fit (C4.6: after the first backward "
                  "it is gradients + optimizer state; still OOM with LoRA means activations)",
-                 ("gradient checkpointing", "a smaller micro-batch with gradient accumulation", "LoRA to drop full gradients")),
+                 ("gradient checkpointing", "a smaller micro-batch with gradient accumulation",
+                  "LoRA to drop full gradients")),
     "optimizer step": ("the optimizer state is allocated at the first step (AdamW: two fp32 moments, 8 bytes per "
                        "trained parameter) (C4.6)",
                        ("LoRA (train far fewer parameters)", "an 8-bit or paged optimizer",
@@ -225,7 +230,8 @@ def _autograd_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
                     "The loss was computed without a graph: under torch.no_grad()/inference_mode, from detached "
                     "tensors (.detach(), .item(), numpy), or with every parameter frozen (requires_grad=False).",
                     ("check torch.is_grad_enabled() where the loss is computed",
-                     "check that some parameter has requires_grad=True (after freezing for LoRA, the adapters must be trainable)"))
+                     "check that some parameter has requires_grad=True (after freezing for LoRA, the adapters "
+                     "must be trainable)"))
     m = re.search(r"modified by an inplace operation: \[(.+?)\], which is output (\d+) of (\w+), is at version (\d+); "
                   r"expected version (\d+)", msg)
     if m:
@@ -283,9 +289,9 @@ def _collate_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
     if m:
         a, b = _dims(m.group(1)), _dims(m.group(3))
         return _Hit("collate_size_mismatch", f"examples of different lengths in one batch: {list(a)} vs {list(b)}",
-                    f"The batch is built with torch.stack, which needs equal shapes, but example {m.group(2)} has shape "
-                    f"{list(a)} and example {m.group(4)} {list(b)}: the examples were tokenized to different lengths "
-                    "and nothing padded them.", fixes, shapes=(a, b))
+                    f"The batch is built with torch.stack, which needs equal shapes, but example {m.group(2)} "
+                    f"has shape {list(a)} and example {m.group(4)} {list(b)}: the examples were tokenized to "
+                    "different lengths and nothing padded them.", fixes, shapes=(a, b))
     m = re.search(r"expected sequence of length (\d+) at dim (\d+) \(got (\d+)\)", msg)
     if m:
         a, dim, b = map(int, m.groups())
@@ -394,7 +400,8 @@ def explain(tb: Traceback | str) -> Explanation:
 
     Example:
         >>> e = explain('Traceback (most recent call last):\\n  File "/me/m.py", line 9, in forward\\n'
-        ...             '    return self.fc(x)\\nRuntimeError: mat1 and mat2 shapes cannot be multiplied (4x10 and 20x5)\\n')
+        ...             '    return self.fc(x)\\n'
+        ...             'RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x10 and 20x5)\\n')
         >>> e.kind, e.shapes, e.module
         ('shape_mismatch', ((4, 10), (20, 5)), 'self.fc')
     """
@@ -479,10 +486,11 @@ def explain_nccl_timeout(t: NcclTimeout) -> Explanation:
                      "stuck, or busy elsewhere).")
     if t.root_cause_rank is not None:
         code = f" with exitcode {t.root_cause_exitcode}" if t.root_cause_exitcode is not None else ""
-        parts.append(f"torchrun names rank {t.root_cause_rank}{code} as the first failure"
-                     + (" (-6: SIGABRT, the watchdog taking the process down)." if t.root_cause_exitcode == -6 else "."))
+        abort = " (-6: SIGABRT, the watchdog taking the process down)." if t.root_cause_exitcode == -6 else "."
+        parts.append(f"torchrun names rank {t.root_cause_rank}{code} as the first failure{abort}")
     if f.last_enqueued is not None and f.last_completed is not None:
-        parts.append(f"Rank {f.rank} had enqueued work up to #{f.last_enqueued} and completed up to #{f.last_completed}.")
+        parts.append(f"Rank {f.rank} had enqueued work up to #{f.last_enqueued} and completed up to "
+                     f"#{f.last_completed}.")
     fixes = (
         "find the rank that did not reach this collective: its own traceback or exit code earlier in the log "
         "(an OOM or exception on one rank leaves the others waiting), or a rank still busy",

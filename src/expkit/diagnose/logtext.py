@@ -26,7 +26,8 @@ _RANK = re.compile(r"\[(?:rank|default)(\d+)\]:\s?")
 _PREFIXES = tuple(re.compile(p) for p in (
     r"\[\d{3,}\]\s+",  # a pid or line counter some collectors add: [80746]
     # ISO-like date and time, bracketed or not, with a zone: 2026-11-30T21:17:37.123Z, [2026-11-30 21:17:37,123]
-    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?\]?(?:\s*[-|:]\s+|\s+|(?=\[))",
+    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?\]?"
+    r"(?:\s*[-|:]\s+|\s+|(?=\[))",
     r"\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:\s+-\s+|\s+)",  # HF examples: 11/30/2026 21:17:37 - INFO -
     r"\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+",  # a time alone
     # glog (PyTorch's C++ and torchelastic): [E1130 21:17:37.123456789 ProcessGroupNCCL.cpp:616], E1130 ... api.py:869]

@@ -28,7 +28,8 @@ _SIZE = r"(\d+(?:\.\d+)?\s?(?:bytes|[KMGT]i?B|B))"
 # Before 2.2:
 #   CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.34 GiB already
 #   allocated; 1.23 GiB free; 13.45 GiB reserved in total by PyTorch)
-_OOM = re.compile(r"(CUDA|HIP|MPS backend) out of memory|CUDA error: out of memory|DefaultCPUAllocator: not enough memory")
+_OOM = re.compile(r"(CUDA|HIP|MPS backend) out of memory|CUDA error: out of memory"
+                  r"|DefaultCPUAllocator: not enough memory")
 _REQUESTED = re.compile(r"(?:Tried to allocate|you tried to allocate) " + _SIZE)
 _NEW_CAPACITY = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
 _NEW_ALLOCATED = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, "

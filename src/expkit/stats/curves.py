@@ -16,11 +16,11 @@ import numpy as np
 from expkit.errors import InputError, UsageError
 
 __all__ = [
+    "X_KEYS",
     "Band",
     "Curve",
     "CurveSet",
     "DifferenceBand",
-    "X_KEYS",
     "aggregate_band",
     "debiased_ema",
     "difference_band",
@@ -227,7 +227,8 @@ def _common_grid(curves: Sequence[Curve]) -> np.ndarray:
         return common
     lo, hi = max(c.x[0] for c in curves), min(c.x[-1] for c in curves)
     if not lo < hi:
-        raise UsageError(f"the runs {', '.join(c.run for c in curves)} share no x range", hint="compare runs that overlap")
+        raise UsageError(f"the runs {', '.join(c.run for c in curves)} share no x range",
+                         hint="compare runs that overlap")
     grid = np.unique(np.concatenate([c.x[(c.x >= lo) & (c.x <= hi)] for c in curves]))
     if grid.size > _MAX_GRID:
         grid = grid[np.linspace(0, grid.size - 1, _MAX_GRID).astype(int)]

@@ -20,10 +20,10 @@ METHODS: tuple[str, ...] = ("wald", "wilson", "exact")
 __all__ = [
     "METHODS",
     "DifferenceInterval",
-    "newcombe_interval",
     "ProportionInterval",
     "clopper_pearson_interval",
     "min_detectable_difference",
+    "newcombe_interval",
     "proportion_interval",
     "wald_interval",
     "wilson_interval",

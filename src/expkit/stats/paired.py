@@ -21,8 +21,8 @@ __all__ = [
     "PairedComparison",
     "compare_models",
     "compare_paired",
-    "mcnemar_p_values",
     "max_safe_score",
+    "mcnemar_p_values",
     "mcnemar_test",
     "paired_bootstrap",
 ]
@@ -242,7 +242,8 @@ class PairedComparison:
     note: str = ""
 
 
-def _verdict(delta: float, low: float, high: float, sd_d: float, n: int, level: float) -> tuple[VerdictWord, int | None, str]:
+def _verdict(delta: float, low: float, high: float, sd_d: float, n: int,
+             level: float) -> tuple[VerdictWord, int | None, str]:
     if low > 0.0:
         return "better", None, "better"
     if high < 0.0:
@@ -301,7 +302,8 @@ def compare_paired(
     """
     a, b = _as_scores(scores_a, "scores_a"), _as_scores(scores_b, "scores_b")
     if a.shape != b.shape:
-        raise UsageError(f"scores_a has {a.size} items and scores_b {b.size}; use compare_models for differing item sets")
+        raise UsageError(f"scores_a has {a.size} items and scores_b {b.size}; "
+                         "use compare_models for differing item sets")
     _check_level(level)
     n = a.size
     d = a - b

@@ -79,9 +79,7 @@ def read_item_results(path: str | Path) -> ItemResults:
         model, item = str(row["model"]), str(row["item"])
         raw = row["score"]
         try:
-            if isinstance(raw, bool):
-                score = float(raw)
-            elif isinstance(raw, (int, float, str)):
+            if isinstance(raw, (bool, int, float, str)):
                 score = float(raw)
             else:
                 raise ValueError
@@ -240,7 +238,7 @@ def build_eval_table(results: ItemResults, *, baseline: str | None = None, level
     comps = [compare_models(results.scores[m], results.scores[base], clusters=results.clusters, level=level,
                             n_boot=n_boot, seed=seed) for m in others]
     p_holm = holm_adjust([c.p_value for c in comps]) if comps else ()
-    out = [_comparison_row(m, base, c, ph, level) for m, c, ph in zip(others, comps, p_holm)]
+    out = [_comparison_row(m, base, c, ph, level) for m, c, ph in zip(others, comps, p_holm, strict=True)]
     notes = [f"{c.model}: {c.comparison.note}" for c in out if not c.comparison.paired]
     if results.clusters is not None:
         notes.append(f"clustered standard errors over {len(set(results.clusters.values()))} clusters")
@@ -290,7 +288,7 @@ def build_task_tables(tasks: list[TaskResults], *, source: str, baseline: str | 
     flat = [(i, j) for i, tb in enumerate(tables) for j in range(len(tb.comparisons))]
     p_holm = holm_adjust([tables[i].comparisons[j].comparison.p_value for i, j in flat]) if flat else ()
     new_rows: dict[int, list[ComparisonRow]] = {i: [] for i in range(len(tables))}
-    for (i, j), ph in zip(flat, p_holm):
+    for (i, j), ph in zip(flat, p_holm, strict=True):
         c = tables[i].comparisons[j]
         new_rows[i].append(_comparison_row(c.model, c.baseline, c.comparison, ph, level))
     out = []
