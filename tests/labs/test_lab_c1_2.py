@@ -27,19 +27,19 @@ def test_c1_2_reports_speedups(tmp_path):
     assert 0.2 < proc.value < 8
     assert_flips(proc, 1.0 if proc.verdict.kind == "reproduced" else 3.1)
     if proc.verdict.kind == "differs":  # the cause names a figure measured in this run
-        assert "cores this process may run on" in proc.verdict.reason or "load average" in proc.verdict.reason
+        assert "cores free of other work during the run" in proc.verdict.reason
 
 
 def test_c1_2_rules_and_causes_come_from_measured_figures():
     assert thread_rule(2).judge(1.02).kind == "reproduced"
     assert thread_rule(2).judge(1.9).kind == "not reproduced"  # threads nearly at the 2-core ceiling
     assert thread_rule(1).judge(1).kind == "not measured here"
-    # 2 cores, processes at 1.85x: the core count explains the gap to 3.1x
-    cause = process_cause(1.85, ceiling=2, cores=2, load=0.5)
-    assert PROCESS_RULE.judge(1.85, cause=cause).kind == "differs" and "= 2" in str(cause)
-    # 2 cores but no parallel speed-up on idle cores: nothing measured explains it
-    assert process_cause(1.05, ceiling=2, cores=2, load=0.5) is None
-    # ... unless the cores were busy before the run
-    assert "load average" in str(process_cause(1.05, ceiling=2, cores=2, load=6.0))
-    # 8 cores: the cap is no excuse
-    assert process_cause(1.9, ceiling=8, cores=8, load=0.5) is None
+    # 2 idle cores, processes at 1.85x: the core count explains the gap to 3.1x
+    cause = process_cause(1.85, cores=2, others_busy=0.1)
+    assert PROCESS_RULE.judge(1.85, cause=cause).kind == "differs" and "= 1.9" in str(cause)
+    # 2 idle cores but no parallel speed-up: nothing measured explains it
+    assert process_cause(1.05, cores=2, others_busy=0.0) is None
+    # ... unless other processes held the cores: 1.64 busy leaves 0.36, no room for a parallel speed-up
+    assert "1.64 of them busy" in str(process_cause(0.83, cores=2, others_busy=1.64))
+    # 8 idle cores: the cap is no excuse
+    assert process_cause(1.9, cores=8, others_busy=0.0) is None
