@@ -12,7 +12,8 @@ from expkit.cli.output import emit_json
 def compare(
     a: str = typer.Argument(..., help="Group A (the baseline), or the group to split with --by."),
     b: str = typer.Argument(None, help="Group B (compared with A)."),
-    by: str = typer.Option(None, "--by", help="Split group A by this config key (exactly two values; the smaller is A)."),
+    by: str = typer.Option(None, "--by", help="Split group A by this config key (exactly two values; the smaller "
+                           "is A)."),
     metric: list[str] = typer.Option([], "--metric", "-m", help="Metric to compare (repeat; default: all shared)."),
     lower_is_better: bool = typer.Option(None, "--lower-is-better/--higher-is-better",
                                          help="Direction of every metric (default: lower for loss-like names: "

@@ -60,7 +60,8 @@ def sweep(
             raise UsageError("--resume takes the command and grid from the sweep's plan; give no command or --grid")
     else:
         if not command:
-            raise UsageError("no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
+            raise UsageError("no command given",
+                             hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
         group = name or "sweep-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         plan = plan_sweep(list(command), group=group, grid=grid, seeds=seeds, config_args=not no_config_args)
     n_total = len(plan.trials) if plan is not None else 0
@@ -89,7 +90,8 @@ def sweep(
         raise typer.Exit(130)
     bad = [o for o in res.outcomes if o.status not in ("finished", "done before")]
     if bad:
-        raise CheckFailed(f"{len(bad)} of {res.n_trials} trials did not finish ({', '.join(sorted({o.status for o in bad}))})",
+        kinds = ", ".join(sorted({o.status for o in bad}))
+        raise CheckFailed(f"{len(bad)} of {res.n_trials} trials did not finish ({kinds})",
                           hint=f"see each run's output.log; rerun the unfinished ones with: {res.resume_command}")
 
 

@@ -71,9 +71,10 @@ def print_comparison(cmp: Any) -> None:
         table.add_row(f"{m.metric} ({direction} is better, {m.direction_source})", f"{m.mean_a:.4g}",
                       f"{m.mean_b:.4g}", f"{m.delta:+.4g} \\[{m.low:+.4g}, {m.high:+.4g}]",
                       f"{m.method} (n {m.n_a}/{m.n_b})", f"{m.seed_sd:.3g}",
-                      f"{m.noise_floor:.3g}" + (f" (stored {m.stored_floor:.3g})" if m.stored_floor is not None else ""),
+                      f"{m.noise_floor:.3g}"
+                      + (f" (stored {m.stored_floor:.3g})" if m.stored_floor is not None else ""),
                       m.verdict)
     con.print(table)
-    con.print(f"{int(round(100 * cmp.metrics[0].level))}% intervals; {'; '.join(cmp.notes)}")
+    con.print(f"{round(100 * cmp.metrics[0].level)}% intervals; {'; '.join(cmp.notes)}")
     con.print("noise floor: half-width of the interval of B - A (the smallest difference these seeds resolve); "
               "seed sd: seed-to-seed standard deviation within a side")

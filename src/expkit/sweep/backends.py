@@ -15,6 +15,7 @@ mounts at the same path (records are written there directly, not copied back).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -146,10 +147,8 @@ class LocalBackend:
             sig = signal.SIGKILL if time.monotonic() > deadline else signal.SIGTERM
             if sig == signal.SIGTERM or not sent_kill:
                 for pid in live:
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, sig)
-                    except ProcessLookupError:
-                        pass
                 sent_kill = sig == signal.SIGKILL
             futures_wait(handles, timeout=0.5)  # type: ignore[arg-type]
             if all(h.done() for h in handles):  # type: ignore[attr-defined]
@@ -227,7 +226,7 @@ class RayBackend:
         deadline = time.monotonic() + CANCEL_GRACE_S
         pending = list(handles)
         while pending and time.monotonic() < deadline:
-            ready, pending = self._ray.wait(pending, num_returns=len(pending), timeout=0.5)
+            _, pending = self._ray.wait(pending, num_returns=len(pending), timeout=0.5)
         for h in pending:
             self._ray.cancel(h, force=True)
 

@@ -36,7 +36,8 @@ def is_loss_like(metric: str) -> bool:
     return bool(_LOSS_LIKE.search(metric))
 
 
-def seeds_needed(delta: float, sd: float, *, paired: bool, level: float = 0.95, power: float = TARGET_POWER) -> int | None:
+def seeds_needed(delta: float, sd: float, *, paired: bool, level: float = 0.95,
+                 power: float = TARGET_POWER) -> int | None:
     """Seeds per side for a two-sided t-test at ``level`` to find ``delta`` with ``power``.
 
     Paired (sd of the per-seed differences): df = n - 1, noncentrality delta / (sd / sqrt(n)).
@@ -123,7 +124,10 @@ def _value_text(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _split(root: Path, group: str, by: str) -> tuple[tuple[str, list[dict[str, Any]]], tuple[str, list[dict[str, Any]]]]:
+_SideRuns = tuple[str, list[dict[str, Any]]]
+
+
+def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
     runs = _runs_of_group(root, group)
     if not runs:
         raise UsageError(f"group {group!r} has no finished runs in {root}", hint="list them with `expkit runs ls`")
@@ -183,10 +187,8 @@ def _compare_metric(metric: str, va: dict[Any, float], vb: dict[Any, float], *, 
         iv = welch_interval(b, a, level=level)
         method, n_sd = "welch", sd
     delta = iv.estimate
-    if iv.std_error == 0:
-        p = 0.0 if delta != 0 else 1.0
-    else:
-        p = float(2 * t_dist.sf(abs(delta) / iv.std_error, iv.df))
+    # no spread at all: any difference is exact
+    p = float(2 * t_dist.sf(abs(delta) / iv.std_error, iv.df)) if iv.std_error > 0 else float(delta == 0)
     if iv.excludes_zero:
         improved = (delta < 0) == lower_is_better
         verdict, n_needed = ("better" if improved else "worse"), None
@@ -260,12 +262,14 @@ def compare_groups(a: str, b: str | None = None, *, by: str | None = None, store
     out = []
     for m in chosen:
         if lower_is_better is None:
-            lower, source = is_loss_like(m), "default: " + ("loss-like name" if is_loss_like(m) else "not a loss-like name")
+            lower = is_loss_like(m)
+            source = "default: " + ("loss-like name" if lower else "not a loss-like name")
         else:
             lower, source = lower_is_better, "as given"
         keys_a = side_a.seeds if paired else tuple(range(len(fa)))
         keys_b = side_b.seeds if paired else tuple(range(len(fb)))
-        out.append(_compare_metric(m, dict(zip(keys_a, (f[m] for f in fa))), dict(zip(keys_b, (f[m] for f in fb))),
+        out.append(_compare_metric(m, dict(zip(keys_a, (f[m] for f in fa), strict=True)),
+                                   dict(zip(keys_b, (f[m] for f in fb), strict=True)),
                                    paired=paired, level=level, lower_is_better=lower, direction_source=source,
                                    stored_floor=None if stored is None else stored.get(m)))
     return Comparison(side_a, side_b, str(root), split, tuple(out), tuple(notes))
@@ -281,4 +285,5 @@ def curve_set_of(cmp: Comparison, *, metric: str, ema: float | None = None, leve
     for side in (cmp.a, cmp.b):
         for c in load_curves([root / rid for rid in side.run_ids], metric=metric):
             curves.append(replace(c, group=side.label))
-    return summarize_curves(curves, metric=metric, x_key="step", ema=ema, level=level, compare=(cmp.b.label, cmp.a.label))
+    return summarize_curves(curves, metric=metric, x_key="step", ema=ema, level=level,
+                            compare=(cmp.b.label, cmp.a.label))

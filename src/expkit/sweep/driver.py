@@ -182,7 +182,8 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
     for t in trials:
         rid = done.get(t.run_name(plan.group))
         if rid is not None:
-            outcomes[t.index] = TrialOutcome(t.index, t.label, t.config, t.seed, "done before", 0, rid, 0, 0.0, {}, None)
+            outcomes[t.index] = TrialOutcome(t.index, t.label, t.config, t.seed, "done before", 0, rid, 0, 0.0, {},
+                                             None)
     queue: deque[tuple[Trial, int]] = deque((t, 1) for t in trials if t.index not in outcomes)
     inflight: dict[Hashable, tuple[Trial, int]] = {}
     counts = {"finished": 0, "failed": 0, "retried": 0}

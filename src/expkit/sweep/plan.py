@@ -85,7 +85,7 @@ class SweepPlan:
         out, i = [], 0
         for combo in combos:
             for seed in self.seeds:
-                out.append(Trial(i, tuple(zip(keys, combo)), seed))
+                out.append(Trial(i, tuple(zip(keys, combo, strict=True)), seed))
                 i += 1
         return tuple(out)
 

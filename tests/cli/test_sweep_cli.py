@@ -1,0 +1,110 @@
+"""`expkit sweep`: recorded trials, exit codes, --json, resume; Ctrl-C on a real sweep process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TRIAL_PROGRAM = Path(__file__).parents[1] / "sweep" / "trial_program.py"
+EXPKIT = [sys.executable, "-m", "expkit"]
+
+
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copy(TRIAL_PROGRAM, tmp_path / "trial.py")
+    monkeypatch.chdir(tmp_path)  # outside any checkout: no code record to capture
+    monkeypatch.delenv("EXPKIT_STORE", raising=False)
+    return tmp_path
+
+
+def test_sweep_records_every_trial_and_says_how(cli, proj: Path) -> None:
+    r = cli("sweep", "--grid", "lr=0.001,0.003", "--seeds", "2", "--name", "lr", "-j", "2", "--",
+            sys.executable, "trial.py")
+    assert r.exit_code == 0, r.stderr
+    assert "4 trials on local (2 at a time, 1 thread(s) each)" in r.stdout and "4 finished" in r.stdout
+    assert "EXPKIT_CONFIG_<KEY>" in r.stdout and "--config KEY=VALUE" in r.stdout
+    assert "lr=0.003 seed=1" in r.stdout
+    runs = [p for p in (proj / "runs").iterdir() if (p / "run.json").exists()]
+    assert len(runs) == 4
+
+
+def test_sweep_json_and_a_failed_trial_exit_1(cli, proj: Path) -> None:
+    (proj / "fail-1").touch()
+    r = cli("sweep", "--seeds", "3", "--name", "f", "--json", "--", sys.executable, "trial.py")
+    assert r.exit_code == 1
+    res = json.loads(r.stdout)["result"]
+    assert res["counts"] == {"finished": 2, "failed": 1} and res["complete"] is False
+    assert [o["status"] for o in res["outcomes"]] == ["finished", "failed", "finished"]
+    assert "expkit sweep --resume f" in r.stderr
+    # resume after the cause is gone: only the failed trial runs
+    (proj / "fail-1").unlink()
+    r = cli("sweep", "--resume", "f", "--json")
+    assert r.exit_code == 0, r.stderr
+    res = json.loads(r.stdout)["result"]
+    assert [o["status"] for o in res["outcomes"]] == ["done before", "finished", "done before"]
+
+
+def test_sweep_usage_errors_exit_2(cli, proj: Path) -> None:
+    r = cli("sweep", "--seeds", "2")
+    assert r.exit_code == 2 and "no command given" in r.stderr
+    r = cli("sweep", "--grid", "lr", "--", "python", "t.py")
+    assert r.exit_code == 2 and "not KEY=V1,V2" in r.stderr
+    r = cli("sweep", "--resume", "nothing")
+    assert r.exit_code == 2 and "no sweep 'nothing'" in r.stderr
+    r = cli("sweep", "--resume", "x", "--", "python", "t.py")
+    assert r.exit_code == 2 and "give no command" in r.stderr
+
+
+def test_ray_missing_says_which_extra(cli, proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    r = cli("sweep", "--backend", "ray", "--name", "r", "--", sys.executable, "trial.py")
+    assert r.exit_code == 2 and "pip install 'expkit[ray]'" in r.stderr
+
+
+def _wait_for(pred, timeout_s: float) -> bool:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_ctrl_c_kills_running_trials_and_resume_finishes_the_rest(proj: Path) -> None:
+    (proj / "slow").touch()  # seeds 1.. sleep 60 s until `fast` exists
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([*EXPKIT, "sweep", "--seeds", "4", "--name", "c", "-j", "2", "--", sys.executable,
+                             "trial.py"], cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # seed 0 finishes at once; seeds 1 and 2 then sleep in their trials
+        started = lambda: {p.name.split("-")[1] for p in proj.glob("started-*")}  # noqa: E731
+        assert _wait_for(lambda: {"0", "1", "2"} <= started(), 60), started()
+        proc.send_signal(signal.SIGINT)  # to the sweep only, as `kill -INT`; a terminal sends it to all
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err.decode()
+    assert "expkit sweep --resume c" in err.decode()
+    from expkit.runs.store import list_runs
+
+    status = {r.name: r.status for r in list_runs(proj / "runs", where=["group=c"]).runs}
+    assert status == {"c-t000": "finished", "c-t001": "killed", "c-t002": "killed"}  # seed 3 never started
+    (proj / "fast").touch()
+    res = subprocess.run([*EXPKIT, "sweep", "--resume", "c", "--json"], cwd=proj, env=env, capture_output=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr.decode()
+    outcomes = json.loads(res.stdout)["result"]["outcomes"]
+    assert [o["status"] for o in outcomes] == ["done before", "finished", "finished", "finished"]
+    runs = list_runs(proj / "runs", where=["group=c"]).runs
+    finished = sorted(r.name for r in runs if r.status == "finished")
+    assert finished == ["c-t000", "c-t001", "c-t002", "c-t003"]  # seed 0 did not run twice
+    assert len([p for p in proj.glob("started-0-*")]) == 1

@@ -1,0 +1,67 @@
+"""The sweep plan: grid x seeds, how a trial's config reaches the command, the plan file."""
+
+from __future__ import annotations
+
+import pytest
+
+from expkit.errors import UsageError
+from expkit.runs.store import validate_name
+from expkit.sweep.plan import SweepPlan, parse_grid, plan_sweep, read_plan, write_plan
+
+
+def test_grid_times_seeds_in_a_stable_order():
+    plan = plan_sweep(["python", "t.py"], group="g", grid=["lr=0.001,0.003", "bs=8,16"], seeds=2)
+    labels = [t.label for t in plan.trials]
+    assert len(labels) == 2 * 2 * 2
+    assert labels[:3] == ["lr=0.001 bs=8 seed=0", "lr=0.001 bs=8 seed=1", "lr=0.001 bs=16 seed=0"]
+    assert [t.index for t in plan.trials] == list(range(8))
+    # the run names are valid store names and unique: resume finds trials by them
+    names = [t.run_name("g") for t in plan.trials]
+    assert len(set(names)) == 8 and all(validate_name(n) for n in names)
+
+
+def test_config_goes_as_arguments_and_environment_as_written():
+    plan = plan_sweep(["expkit", "train", "charlm"], group="g", grid=["lr=1e-3", "n_layer=2"], seeds=[5])
+    (trial,) = plan.trials
+    assert trial.seed == 5
+    assert plan.command_of(trial) == ["expkit", "train", "charlm", "--config", "lr=1e-3", "--config", "n_layer=2"]
+    assert plan.env_of(trial) == {"EXPKIT_CONFIG_LR": "1e-3", "EXPKIT_CONFIG_N_LAYER": "2"}
+    assert trial.config == {"lr": 0.001, "n_layer": 2}  # typed in the record, as written on the command line
+    no_args = plan_sweep(["python", "t.py"], group="g", grid=["lr=1e-3"], config_args=False)
+    assert no_args.command_of(no_args.trials[0]) == ["python", "t.py"]
+
+
+def test_no_grid_is_one_config():
+    plan = plan_sweep(["python", "t.py"], group="g", seeds=3)
+    assert [t.label for t in plan.trials] == ["seed=0", "seed=1", "seed=2"]
+
+
+@pytest.mark.parametrize(("items", "match"), [
+    (["lr"], "not KEY=V1,V2"),
+    (["lr=0.1,,0.2"], "empty value"),
+    (["lr=0.1,0.1"], "repeats a value"),
+    (["lr=0.1", "lr=0.2"], "given twice"),
+    (["1lr=0.1"], "not KEY=V1,V2"),
+])
+def test_bad_grid_items_are_named(items, match):
+    with pytest.raises(UsageError, match=match):
+        parse_grid(items)
+
+
+def test_bad_plans_are_refused():
+    with pytest.raises(UsageError, match="no command"):
+        plan_sweep([], group="g")
+    with pytest.raises(UsageError, match="at least 1"):
+        plan_sweep(["x"], group="g", seeds=0)
+    with pytest.raises(UsageError, match="not allowed"):
+        plan_sweep(["x"], group="../up")
+
+
+def test_plan_file_round_trips(tmp_path):
+    plan = plan_sweep(["python", "t.py", "--x"], group="g", grid=["lr=0.1,0.2"], seeds=[3, 4], config_args=False)
+    path = write_plan(tmp_path, plan)
+    assert path == tmp_path / "groups" / "g.sweep.json"
+    assert read_plan(tmp_path, "g") == plan
+    assert SweepPlan.from_json(plan.to_json()) == plan
+    with pytest.raises(UsageError, match="no sweep 'other'"):
+        read_plan(tmp_path, "other")
