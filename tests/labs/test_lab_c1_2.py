@@ -20,9 +20,11 @@ def test_c1_2_reports_speedups(tmp_path):
     assert set(judged) == {"thread_speedup", "process_speedup"}
     for key in judged:
         assert_verdict_follows(judged[key])
-    if judged["thread_speedup"].unit == "x":  # >= 2 cores: threads judged
+    if judged["thread_speedup"].unit == "x":  # enough cores free of other work: threads judged
         assert 0.2 < m["thread_speedup"].value < 1.8
         assert_flips(judged["thread_speedup"], 8.0)  # threads running truly in parallel on 8 cores
+    else:  # busy cores, measured: the claim could not be tested
+        assert judged["thread_speedup"].verdict.kind == "not measured here"
     proc = judged["process_speedup"]
     assert 0.2 < proc.value < 8
     assert_flips(proc, 1.0 if proc.verdict.kind == "reproduced" else 3.1)
@@ -31,9 +33,9 @@ def test_c1_2_reports_speedups(tmp_path):
 
 
 def test_c1_2_rules_and_causes_come_from_measured_figures():
-    assert thread_rule(2).judge(1.02).kind == "reproduced"
-    assert thread_rule(2).judge(1.9).kind == "not reproduced"  # threads nearly at the 2-core ceiling
-    assert thread_rule(1).judge(1).kind == "not measured here"
+    assert thread_rule(2.0).judge(1.02).kind == "reproduced"
+    assert thread_rule(2.0).judge(1.9).kind == "not reproduced"  # threads nearly at the 2-core ceiling
+    assert thread_rule(0.4).judge("0.40 cores free").kind == "not measured here"  # busy cores: no test possible
     # 2 idle cores, processes at 1.85x: the core count explains the gap to 3.1x
     cause = process_cause(1.85, cores=2, others_busy=0.1)
     assert PROCESS_RULE.judge(1.85, cause=cause).kind == "differs" and "= 1.9" in str(cause)
