@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, cast
 
 import orjson
 
@@ -100,7 +100,7 @@ def open_binary(path: str | Path) -> Iterator[IO[bytes]]:
     if not p.exists():
         raise InputError("no such file", path=p, hint="check the path (or use '-' to read standard input)")
     try:
-        f: IO[bytes] = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")  # noqa: SIM115
+        f = cast(IO[bytes], gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb"))  # noqa: SIM115
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror or exc}", path=p) from exc
     try:

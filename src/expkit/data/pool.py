@@ -69,7 +69,9 @@ def _run_chunk(fn: Callable[[T], R], start: int, chunk: list[T]) -> list[R]:
         try:
             out.append(fn(item))
         except Exception as exc:
-            exc.add_note(f"parallel_map: item {start + offset} ({_short_repr(item)}) raised this")
+            add_note = getattr(exc, "add_note", None)  # Python 3.11+; on 3.10 the exception goes as it is
+            if add_note is not None:
+                add_note(f"parallel_map: item {start + offset} ({_short_repr(item)}) raised this")
             raise
     return out
 

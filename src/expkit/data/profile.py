@@ -191,6 +191,7 @@ def profile_jsonl(
     chosen = field
 
     def flush(texts: Iterable[str]) -> None:
+        assert tok is not None  # flush runs only when a tokenizer was loaded
         for enc in tok.encode_batch(list(texts), add_special_tokens=False):
             tokens.add(len(enc.ids))
 

@@ -113,13 +113,13 @@ def _schema_retriever(base_dir: Path) -> Callable[[str], Any]:
 
     def retrieve(uri: str) -> Any:
         if uri.startswith(("http://", "https://")):
-            raise NoSuchResource(ref=uri)
+            raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class: ref is its field
         target = Path(uri.removeprefix("file://"))
         target = target if target.is_absolute() else base_dir / target
         try:
             contents = orjson.loads(target.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
-            raise NoSuchResource(ref=uri) from exc
+            raise NoSuchResource(ref=uri) from exc  # type: ignore[call-arg]  # as above
         return Resource.from_contents(contents, default_specification=DRAFT202012)
 
     return retrieve
@@ -158,7 +158,8 @@ def _load_schema_file(path: Path) -> Checker:
         at = _where(exc.path) or "the top level"
         raise InputError(f"not a valid JSON Schema: {exc.message[:_MAX_MESSAGE_CHARS]} (at {at})", path=path,
                          hint="check the schema against the JSON Schema specification (draft 2020-12)") from None
-    validator = cls(schema, registry=Registry(retrieve=_schema_retriever(path.parent)),
+    registry: Registry = Registry(retrieve=_schema_retriever(path.parent))  # type: ignore[call-arg]  # attrs field
+    validator = cls(schema, registry=registry,
                     format_checker=cls.FORMAT_CHECKER)
 
     def check(rec: Any) -> Iterator[tuple[str, str]]:

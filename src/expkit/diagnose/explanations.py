@@ -294,10 +294,10 @@ def _collate_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
                     "different lengths and nothing padded them.", fixes, shapes=(a, b))
     m = re.search(r"expected sequence of length (\d+) at dim (\d+) \(got (\d+)\)", msg)
     if m:
-        a, dim, b = map(int, m.groups())
-        return _Hit("collate_size_mismatch", f"ragged lists into one tensor: length {a} vs {b} at dim {dim}",
-                    f"torch.tensor() got lists of different lengths ({a} and {b} at dimension {dim}): the examples "
-                    "were not padded to one length.", fixes, shapes=((a,), (b,)))
+        la, dim, lb = map(int, m.groups())
+        return _Hit("collate_size_mismatch", f"ragged lists into one tensor: length {la} vs {lb} at dim {dim}",
+                    f"torch.tensor() got lists of different lengths ({la} and {lb} at dimension {dim}): the examples "
+                    "were not padded to one length.", fixes, shapes=((la,), (lb,)))
     if "Unable to create tensor, you should probably activate truncation and/or padding" in msg:
         return _Hit("collate_size_mismatch", "the tokenizer cannot make one tensor of different lengths",
                     "return_tensors='pt' on examples of different lengths needs padding (and truncation for long "

@@ -41,7 +41,8 @@ def _model_name(results: dict[str, Any], path: Path) -> str:
     name = results.get("model_name")
     if isinstance(name, str) and name:
         return name
-    config = results.get("config") if isinstance(results.get("config"), dict) else {}
+    raw = results.get("config")
+    config: dict[str, Any] = raw if isinstance(raw, dict) else {}
     args = config.get("model_args")
     if isinstance(args, dict):
         for key in _MODEL_ARG_KEYS:

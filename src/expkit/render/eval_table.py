@@ -21,7 +21,7 @@ def _pct(x: float) -> str:
 def eval_table_rows(table: EvalTable) -> list[tuple[str, ...]]:
     """One tuple of display strings per model, the baseline first-class and marked."""
     comps = {c.model: c for c in table.comparisons}
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for r in table.models:
         ci = f"[{_pct(r.low)}, {_pct(r.high)}]" if r.low == r.low else "n/a"
         if r.n_clusters is not None:

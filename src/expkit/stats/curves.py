@@ -337,6 +337,7 @@ def summarize_curves(curves: Sequence[Curve], *, metric: str, x_key: str, ema: f
     notes = [f"{b.group}: 1 seed, no band (run >= 2 seeds)" for b in bands if b.n_seeds < 2]
     diff = None
     names = list(groups)
+    pair: tuple[str, str] | None
     if compare is not None:
         for g in compare:
             if g not in groups:

@@ -9,7 +9,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -37,6 +37,7 @@ _MAX_DISTINCT_FOR_COUNTS = 64
 _POWER_FOR_NEEDED_N = 0.8  # "need ~N items" is the n giving 80% power at the observed delta
 
 VerdictWord = Literal["better", "worse", "inconclusive"]
+K = TypeVar("K", bound=Hashable)  # an item id
 
 
 def _z(level: float) -> float:
@@ -378,10 +379,10 @@ def _compare_unpaired(a: np.ndarray, b: np.ndarray, level: float, note: str) -> 
 
 
 def compare_models(
-    scores_a: Mapping[Hashable, float],
-    scores_b: Mapping[Hashable, float],
+    scores_a: Mapping[K, float],
+    scores_b: Mapping[K, float],
     *,
-    clusters: Mapping[Hashable, Hashable] | None = None,
+    clusters: Mapping[K, Hashable] | None = None,
     level: float = 0.95,
     n_boot: int = N_BOOT,
     seed: int = 0,

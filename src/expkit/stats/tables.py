@@ -7,7 +7,7 @@ Input: JSONL or CSV rows with ``model``, ``item``, ``score`` and optionally ``cl
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -37,7 +37,7 @@ class ItemResults:
     n_rows: int
 
 
-def _iter_rows(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
+def _iter_rows(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
     """(line number, row) for a JSONL or CSV file (by suffix; ``.csv``/``.tsv`` are CSV, anything else
     JSONL). UTF-8 with or without a BOM; another encoding is an InputError naming the line."""
     if path.suffix.lower() in (".csv", ".tsv"):
