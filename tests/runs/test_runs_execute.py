@@ -51,7 +51,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_parse_metrics_line() -> None:
-    assert parse_metrics_line(b'{"step": 3, "loss": 0.5, "tag": "a", "ok": true}\n') == {"step": 3, "loss": 0.5}
+    assert parse_metrics_line(b'{"step": 3, "loss": 0.5, "tag": "a", "ok": true}\n') == ({"step": 3, "loss": 0.5},
+                                                                                          None, "json")
     assert parse_metrics_line(b'{"loss": 0.5}') is None
     assert parse_metrics_line(b'{"step": "3"}') is None
     assert parse_metrics_line(b"step 3 loss 0.5") is None
@@ -154,6 +155,7 @@ def test_repro_exact_and_refusals(repo: Path) -> None:
     rep = reproduce("orig", store=repo / "runs")
     assert rep.verdict == "exact" and rep.metrics["loss"][0] == rep.metrics["loss"][1]
     assert rep.data_mismatches and "train.py" in rep.data_mismatches[0]  # the input changed since
-    assert read_run(repo / "runs" / rep.reproduction)["repro_of"] == res.run_id
+    assert read_run(repo / "runs" / rep.reproduction)["extra"]["repro_of"] == res.run_id
+    assert rep.data_compared == ("train.py: full",)  # which kind of fingerprint was compared
     with pytest.raises(UsageError, match="not allowed"):
         reproduce("../x", store=repo / "runs")

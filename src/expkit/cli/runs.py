@@ -32,29 +32,26 @@ def _tee(to_stderr: bool):
     return sink
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return "-" if v is None else str(v)
-
-
 @app.command("exec", context_settings=_PASS_THROUGH)
 def exec_(
     command: list[str] = typer.Argument(..., help="The command, after --."),
     name: str = typer.Option(None, "--name", "-n", help="Run name."),
     data: list[str] = typer.Option([], "--data", "-d", help="An input to fingerprint (path or hf://NAME@REV); repeat."),
-    seed: int = typer.Option(None, "--seed", help="Root seed handed to the command as EXPKIT_SEED (drawn if absent)."),
+    seed: int = typer.Option(None, "--seed", help="Root seed in [0, 2**32) handed to the command as EXPKIT_SEED (drawn if absent)."),
     group: str = typer.Option(None, "--group", help="Run group (shares a noise floor)."),
     deterministic: bool = typer.Option(False, "--deterministic", help="Set EXPKIT_DETERMINISTIC=1 and CUBLAS_WORKSPACE_CONFIG."),
-    full_hash: bool = typer.Option(False, "--full-hash", help="Hash every byte of --data (default: sampled blocks over 4 MiB)."),
+    full_hash: bool = typer.Option(False, "--full-hash", help="Hash every byte of --data (default: every byte up to 1 GiB, sampled blocks + size + mtime above)."),
     store: Path = typer.Option(None, "--store", help=_STORE_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (the command's output goes to stderr)."),
 ) -> None:
     """Run COMMAND as a recorded run: the seven records, output.log, exit code as status.
 
-    Metrics convention: every stdout line that is a JSON object with an integer "step" is a metrics
-    line, e.g. print(json.dumps({"step": 10, "loss": 2.31})). A script that calls
-    expkit.runs.start() attaches to this run instead of making its own. Exits with the command's code.
+    Metrics: every stdout line that is a JSON object with an integer "step" is a metrics line, e.g.
+    print(json.dumps({"step": 10, "loss": 2.31})); so is a Hugging Face Trainer log line
+    ({'loss': '2.31', 'epoch': 0.5}; steps counted, and the record says so). NaN/Infinity are kept and
+    a NaN loss marks the run DIVERGED. "[rankN]:" prefixes (torchrun --tee 3) tag lines with their
+    rank; rank 0 owns the final metrics. A script that calls expkit.runs.start() (or uses the Trainer
+    callback / Lightning logger) attaches to this run. Exits with the command's code.
 
     Examples:
 
@@ -62,15 +59,18 @@ def exec_(
 
       expkit runs exec --seed 1 --json -- python -c "print('{\\"step\\": 1, \\"loss\\": 0.5}')"
     """
-    from expkit.runs.execute import execute
+    from expkit.runs.execute import execute, validate_seed
 
+    if seed is not None:
+        validate_seed(seed)  # before anything is recorded
     res = execute(list(command), store=store, name=name, data=data, seed=seed, group=group,
                   deterministic=deterministic, full_hash=full_hash, on_output=_tee(json_out))
     if json_out:
         _dump(res)
     else:
-        print(f"run {res.run_id}: {res.status} (exit code {res.exit_code}, {res.elapsed_s:.1f} s) in {res.run_dir}",
-              file=sys.stderr)
+        diverged = f", DIVERGED at {res.diverged_at}" if res.diverged else ""
+        print(f"run {res.run_id}: {res.status}{diverged} (exit code {res.exit_code}, {res.elapsed_s:.1f} s) "
+              f"in {res.run_dir}", file=sys.stderr)
     if res.exit_code:
         raise typer.Exit(res.exit_code if res.exit_code > 0 else 128 - res.exit_code)
 
@@ -82,7 +82,8 @@ def ls(
     store: Path = typer.Option(None, "--store", help=_STORE_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the listing as JSON."),
 ) -> None:
-    """List runs, newest first; a running run whose process died shows as lost, a broken run.json is named.
+    """List runs, newest first; a running run whose process died shows as lost (final metrics from what
+    reached disk), a diverged one as "finished DIVERGED", a broken run.json is named and the rest listed.
 
     KEY is status, name, seed, commit, dirty, group, kind, hostname, config.KEY or metric.KEY.
 
@@ -98,29 +99,9 @@ def ls(
     if json_out:
         _dump(listing)
         return
-    from rich.table import Column
+    from expkit.render.runs import render_listing
 
-    from expkit.render.console import err_console, fitted_table, out_console
-
-    headers = ("id", "name", "status", "created", "commit", "seed", "final metrics")
-    rows = []
-    for r in listing.runs:
-        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in r.final_metrics.items() if k != "step")
-        status = r.status + (f" ({r.status_reason})" if r.status in ("lost", "failed") and r.status_reason else "")
-        commit = (r.commit or "-")[:8] + ("+" if r.dirty else "")
-        rows.append((r.id, r.name or "-", status, (r.created_at or "")[:19], commit, _fmt(r.seed), metrics[:80]))
-    if sys.stdout.isatty():
-        table = fitted_table(Column("id", no_wrap=True, min_width=22), *headers[1:],
-                             no_wrap=("status", "commit", "seed"))
-        for row in rows:
-            table.add_row(*row)
-        out_console().print(table)
-    else:  # a pipe: one tab-separated line per run, nothing cut (grep / cut / awk)
-        print("\t".join(headers))
-        for row in rows:
-            print("\t".join(row))
-    for b in listing.broken:
-        err_console().print(f"broken run {b.id}: {b.error}")
+    render_listing(listing)
 
 
 @app.command("show")
@@ -138,26 +119,17 @@ def show(
       expkit runs show 20260101-120000-ab12cd --json
     """
     from expkit.runs.records import describe_records
-    from expkit.runs.store import find_run_dir, read_run, resolve_status, resolve_store
+    from expkit.runs.store import find_run_dir, read_record, resolve_status, resolve_store
 
     root = resolve_store(store)
     run_dir = find_run_dir(root, ref)
-    rec = resolve_status(root, read_run(run_dir))
+    rec = resolve_status(root, read_record(run_dir))
     if json_out:
-        _dump(rec)
+        _dump(rec.to_json())
         return
-    print(f"run {rec['id']}  name {rec.get('name') or '-'}  status {rec['status']}  "
-          f"({rec.get('created_at')} -> {rec.get('ended_at') or 'now'})")
-    print(f"command: {' '.join(rec.get('command') or [])}")
-    for p in describe_records(rec, run_dir):
-        print(f"  [{'x' if p.present else ' '}] {p.record:<12} {p.summary}")
-    fm = {k: v for k, v in (rec.get("final_metrics") or {}).items()}
-    if fm:
-        print("final metrics: " + ", ".join(f"{k}={_fmt(v)}" for k, v in fm.items()))
-    if rec.get("status_reason"):
-        print(f"status reason: {rec['status_reason']}")
-    if rec.get("error"):
-        print("error:\n" + rec["error"].rstrip())
+    from expkit.render.runs import render_run
+
+    render_run(rec, describe_records(rec, run_dir))
 
 
 @app.command("diff")
@@ -177,30 +149,15 @@ def diff(
 
       expkit runs diff 20260101-120000-ab12cd 20260102-090000-cd34ef --json
     """
-    from rich.table import Table
-
-    from expkit.render.console import out_console
     from expkit.runs.diff import diff_runs
 
     d = diff_runs(a, b, store=store)
     if json_out:
         _dump(d)
         return
-    con = out_console()
-    rec_table = Table("record", d.a, d.b, title="the seven records")
-    for pa, pb in zip(d.records_a, d.records_b):
-        rec_table.add_row(pa.record, ("" if pa.present else "MISSING ") + pa.summary, ("" if pb.present else "MISSING ") + pb.summary)
-    con.print(rec_table)
-    if d.metrics:
-        mt = Table("metric", "A", "B", "B - A", "noise floor", title="final metrics")
-        for m in d.metrics:
-            mt.add_row(m.name, _fmt(m.a), _fmt(m.b), _fmt(m.delta), _fmt(m.noise_floor))
-        con.print(mt)
-    dt = Table("#", "category", "key", "A", "B", "why", title=f"{len(d.differences)} differences, most likely cause first")
-    for i, x in enumerate(d.differences[:top], 1):
-        dt.add_row(str(i), x.category, x.key, _fmt(x.a)[:40], _fmt(x.b)[:40], x.why)
-    con.print(dt)
-    con.print(d.note)
+    from expkit.render.runs import render_diff
+
+    render_diff(d, top=top)
 
 
 @app.command("determinism", context_settings=_PASS_THROUGH)
@@ -266,11 +223,9 @@ def repro(
     if json_out:
         _dump(rep)
     else:
-        print(f"{rep.original} -> {rep.reproduction}: {rep.verdict} ({rep.note})")
-        for k, (a, b) in rep.metrics.items():
-            print(f"  {k:<20} {_fmt(a):>14} {_fmt(b):>14}")
-        for m in rep.data_mismatches:
-            print(f"  data changed: {m}")
+        from expkit.render.runs import render_repro
+
+        render_repro(rep)
     if rep.verdict == "different":
         raise CheckFailed(f"the reproduction of {rep.original} is different", hint=rep.note)
 
@@ -278,7 +233,8 @@ def repro(
 @app.command("export")
 def export(
     ids: list[str] = typer.Argument(None, help="Runs to export (default: all)."),
-    mlflow: str = typer.Option(None, "--mlflow", help="MLflow tracking URI (http://host:5000, sqlite:///mlflow.db)."),
+    mlflow: str = typer.Option(None, "--mlflow", help="MLflow tracking URI (http://host:5000, sqlite:///mlflow.db); "
+                               "checked first: an unreachable server is exit 2 within seconds."),
     tensorboard: Path = typer.Option(None, "--tensorboard", help="Directory for TensorBoard event files."),
     experiment: str = typer.Option("expkit", "--experiment", help="MLflow experiment name."),
     store: Path = typer.Option(None, "--store", help=_STORE_HELP),
@@ -306,9 +262,9 @@ def export(
     if json_out:
         _dump(done)
         return
-    for e in done:
-        what = e.skipped or f"{e.metric_points} metric points, {e.params} params, {len(e.artifacts)} artifacts"
-        print(f"{e.run_id} -> {e.target} {e.target_run_id or ''}: {what}")
+    from expkit.render.runs import render_exported
+
+    render_exported(done)
 
 
 def register(root: typer.Typer) -> None:

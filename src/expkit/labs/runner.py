@@ -11,7 +11,7 @@ from pathlib import Path
 
 from expkit import __version__
 from expkit.labs.base import Lab, LabContext, LabResult
-from expkit.runs.machine import CodeVersion, MachineInfo, describe_code_version, describe_machine
+from expkit.runs.machine import CodeRecord, MachineInfo, describe_code_version, describe_machine
 
 __all__ = ["DEVICES", "LabReport", "check_lab_device", "run_labs"]
 
@@ -23,7 +23,7 @@ class LabReport:
     """Everything the HTML and JSON report show."""
 
     expkit_version: str
-    code: CodeVersion
+    code: CodeRecord
     machine: MachineInfo
     budget: str
     started_at: str

@@ -6,17 +6,21 @@ result came from.
         run.save_checkpoint({"model": model.state_dict()}, "last")
 """
 
-from expkit.runs.machine import CodeVersion, MachineInfo, describe_code_version, describe_machine
+from expkit.runs.machine import CodeRecord, CodeVersion, MachineInfo, describe_code_version, describe_machine
 from expkit.runs.run import Run, RunTerminated, start
-from expkit.runs.store import list_runs
+from expkit.runs.runrecord import RunRecord
+from expkit.runs.store import list_runs, read_record
 
 __all__ = [
+    "CodeRecord",
     "CodeVersion",
     "MachineInfo",
     "Run",
+    "RunRecord",
     "RunTerminated",
     "describe_code_version",
     "describe_machine",
     "list_runs",
+    "read_record",
     "start",
 ]

@@ -25,24 +25,26 @@ class CodeRecord:
 
     ``patch`` is ``git diff HEAD --binary`` followed by new-file hunks for untracked text files; it is
     cut at ``patch_cap_bytes`` (``patch_truncated``) and files it could not hold are in ``left_out``.
+    In ``run.json`` the patch text is None and lives in the file ``patch_file`` (``code.patch``).
     ``workdir`` is the directory the run started in, relative to ``toplevel``.
     """
 
     commit: str | None
-    branch: str | None
-    remote: str | None
-    dirty: bool | None
-    toplevel: str | None
-    workdir: str | None
-    patch: str
-    patch_bytes: int
-    patch_truncated: bool
-    patch_cap_bytes: int
-    changed_files: int
-    untracked_files: int
+    branch: str | None = None
+    remote: str | None = None
+    dirty: bool | None = None
+    toplevel: str | None = None
+    workdir: str | None = None
+    patch: str | None = ""
+    patch_bytes: int = 0
+    patch_truncated: bool = False
+    patch_cap_bytes: int = PATCH_CAP_BYTES
+    changed_files: int = 0
+    untracked_files: int = 0
     left_out: tuple[str, ...] = ()
     reason: str | None = None
     missing: dict[str, str] = field(default_factory=dict)
+    patch_file: str | None = None
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:

@@ -10,13 +10,15 @@ ranked first: seed-to-seed noise alone explains the change.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from expkit.runs.metrics import metric_value
 from expkit.runs.records import RecordPresence, describe_records
-from expkit.runs.store import find_run_dir, read_run, resolve_store
+from expkit.runs.store import find_run_dir, read_record, resolve_store
 
 __all__ = ["Difference", "MetricDelta", "RunDiff", "diff_runs"]
 
@@ -105,28 +107,29 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
 
     root = resolve_store(store)
     da, db = find_run_dir(root, a), find_run_dir(root, b)
-    ra, rb = read_run(da), read_run(db)
+    ra, rb = read_record(da), read_record(db)
     diffs: list[Difference] = []
-    diffs += _compare_maps("config", _flatten(ra.get("config") or {}), _flatten(rb.get("config") or {}),
+    diffs += _compare_maps("config", _flatten(ra.config), _flatten(rb.config),
                            lambda k: _SCORES["config"], "a config value changes what is trained")
-    if ra.get("kind") == "exec" or rb.get("kind") == "exec":
-        argv_a, argv_b = ra.get("command") or [], rb.get("command") or []
+    if ra.kind == "exec" or rb.kind == "exec":
+        argv_a, argv_b = ra.command, rb.command
         for i in range(max(len(argv_a), len(argv_b))):
             va = argv_a[i] if i < len(argv_a) else None
             vb = argv_b[i] if i < len(argv_b) else None
             if va != vb:
                 diffs.append(Difference("command", f"argv[{i}]", va, vb, _SCORES["command"],
                                         "command-line arguments are config too"))
-    ea, eb = ra.get("environment") or {}, rb.get("environment") or {}
+    ea, eb = ra.environment, rb.environment
     diffs += _compare_maps(
-        "package", ea.get("packages") or {}, eb.get("packages") or {},
+        "package", ea.packages if ea else {}, eb.packages if eb else {},
         lambda k: _SCORES["package:numerics"] if k in NUMERICS_PACKAGES or k.startswith("nvidia-") else _SCORES["package"],
         "a package version changes kernels or defaults")
     for key in ("python", "cuda", "cudnn"):
-        if ea.get(key) != eb.get(key):
-            diffs.append(Difference("environment", key, ea.get(key), eb.get(key),
+        va, vb = getattr(ea, key, None), getattr(eb, key, None)
+        if va != vb:
+            diffs.append(Difference("environment", key, va, vb,
                                     _SCORES["python" if key == "python" else "package:numerics"], "runtime version"))
-    fl_a, fl_b = ea.get("determinism"), eb.get("determinism")
+    fl_a, fl_b = getattr(ea, "determinism", None), getattr(eb, "determinism", None)
     if (fl_a is None) != (fl_b is None):
         side = "A" if fl_a is None else "B"
         diffs.append(Difference("determinism", "flags", "not captured" if fl_a is None else "captured",
@@ -135,39 +138,40 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
     else:
         diffs += _compare_maps("determinism", fl_a or {}, fl_b or {}, lambda k: _SCORES["determinism"],
                                "numerics switch (TF32, deterministic algorithms, threads)")
-    diffs += _compare_maps("env_var", ea.get("env_vars") or {}, eb.get("env_vars") or {},
+    diffs += _compare_maps("env_var", ea.env_vars if ea else {}, eb.env_vars if eb else {},
                            lambda k: _SCORES["env_var"], "environment variable that changes numerics")
-    ca, cb = ra.get("code") or {}, rb.get("code") or {}
-    if ca.get("commit") != cb.get("commit"):
-        diffs.append(Difference("code", "commit", ca.get("commit"), cb.get("commit"), _SCORES["code:commit"],
-                                "different committed code"))
+    ca, cb = getattr(ra.code, "commit", None), getattr(rb.code, "commit", None)
+    if ca != cb:
+        diffs.append(Difference("code", "commit", ca, cb, _SCORES["code:commit"], "different committed code"))
     pa, pb = _patch_digest(da), _patch_digest(db)
     if pa != pb:
         diffs.append(Difference("code", "uncommitted patch (sha256)", pa, pb, _SCORES["code:patch"],
                                 "uncommitted changes differ"))
-    fa = {d.get("source"): d.get("hash") or d.get("revision") for d in ra.get("data") or []}
-    fb = {d.get("source"): d.get("hash") or d.get("revision") for d in rb.get("data") or []}
+    fa = {d.source: d.hash or d.revision for d in ra.data}
+    fb = {d.source: d.hash or d.revision for d in rb.data}
     diffs += _compare_maps("data", fa, fb, lambda k: _SCORES["data"], "different data content")
-    sa, sb = (ra.get("seed") or {}).get("seed"), (rb.get("seed") or {}).get("seed")
+    sa, sb = getattr(ra.seed, "seed", None), getattr(rb.seed, "seed", None)
     seed_diff = Difference("seed", "seed", sa, sb, _SCORES["seed"], "another seed moves the result (C6.5)")
-    ha, hb = ra.get("hardware") or {}, rb.get("hardware") or {}
     hw_keys = ("cpu_model", "cpu_cores_logical", "ram_bytes", "gpu_names", "gpu_driver")
-    diffs += _compare_maps("hardware", {k: ha.get(k) for k in hw_keys}, {k: hb.get(k) for k in hw_keys},
+    diffs += _compare_maps("hardware", {k: getattr(ra.hardware, k, None) for k in hw_keys},
+                           {k: getattr(rb.hardware, k, None) for k in hw_keys},
                            lambda k: _SCORES["hardware"], "other hardware runs other kernels")
+    if ra.diverged != rb.diverged:
+        diffs.append(Difference("metrics", "diverged", ra.diverged_at or False, rb.diverged_at or False, 150,
+                                "one run's loss or gradient norm went NaN/inf"))
 
     floor = {}
-    if ra.get("group") and ra.get("group") == rb.get("group"):
-        floor = read_noise_floor(root, ra["group"]) or {}
-    ma, mb = ra.get("final_metrics") or {}, rb.get("final_metrics") or {}
+    if ra.group and ra.group == rb.group:
+        floor = read_noise_floor(root, ra.group) or {}
+    ma, mb = ra.final_metrics, rb.final_metrics
     metrics = []
     for k in sorted(set(ma) | set(mb)):
         if k in ("step", "time"):
             continue
-        va, vb = ma.get(k), mb.get(k)
-        num = isinstance(va, (int, float)) and isinstance(vb, (int, float))
-        metrics.append(MetricDelta(k, va if num else None, vb if num else None, (vb - va) if num else None,
-                                   floor.get(k)))
-    judged = [m for m in metrics if m.delta is not None and m.noise_floor is not None]
+        va, vb = metric_value(ma.get(k)), metric_value(mb.get(k))
+        num = va is not None and vb is not None
+        metrics.append(MetricDelta(k, va, vb, (vb - va) if num else None, floor.get(k)))
+    judged = [m for m in metrics if m.delta is not None and m.noise_floor is not None and math.isfinite(m.delta)]
     within = all(abs(m.delta) <= m.noise_floor for m in judged) if judged else None
     if sa != sb:
         if within:
@@ -181,5 +185,5 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
         note = "all metric changes are within the noise floor: they may be seed noise"
     else:
         note = "some metric changes exceed the noise floor: look at the top differences"
-    return RunDiff(a=ra["id"], b=rb["id"], records_a=describe_records(ra, da), records_b=describe_records(rb, db),
+    return RunDiff(a=ra.id, b=rb.id, records_a=describe_records(ra, da), records_b=describe_records(rb, db),
                    metrics=tuple(metrics), differences=tuple(diffs), within_noise_floor=within, note=note)

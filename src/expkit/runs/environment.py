@@ -11,13 +11,13 @@ import ast
 import os
 import platform
 import random
-import shutil
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from importlib import metadata, util
 from pathlib import Path
 from typing import Any
+
+from expkit.runs.machine import MachineInfo, describe_machine
 
 __all__ = [
     "NUMERICS_ENV_VARS",
@@ -60,30 +60,21 @@ class EnvironmentRecord:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class HardwareRecord:
-    """CPU model, cores, RAM; GPUs (model, memory, driver) from torch when imported, else nvidia-smi."""
-
-    cpu_model: str | None
-    cpu_cores_logical: int | None
-    cpu_cores_physical: int | None
-    ram_bytes: int | None
-    hostname: str
-    gpu_names: tuple[str, ...]
-    gpu_memory_bytes: tuple[int, ...]
-    gpu_driver: str | None
-    missing: dict[str, str] = field(default_factory=dict)
+# The hardware record of a run is the one machine description (``expkit.runs.machine.MachineInfo``).
+HardwareRecord = MachineInfo
 
 
 @dataclass(frozen=True)
 class SeedRecord:
-    """The root seed and what it seeded. ``source`` is ``argument``, ``EXPKIT_SEED`` or ``generated``."""
+    """The root seed and what it seeded. ``source`` is ``argument``, ``EXPKIT_SEED`` or ``generated``;
+    ``deterministic`` whether torch's deterministic algorithms were asked for."""
 
-    seed: int
-    source: str
-    seeded: tuple[str, ...]
+    seed: int | None
+    source: str | None
+    seeded: tuple[str, ...] = ()
     not_seeded: dict[str, str] = field(default_factory=dict)
     note: str | None = None
+    deterministic: bool = False
 
 
 def _torch_version_file() -> dict[str, str | None]:
@@ -159,57 +150,10 @@ def capture_environment() -> EnvironmentRecord:
     )
 
 
-def _nvidia_smi() -> tuple[list[str], list[int], str | None, str | None]:
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return [], [], None, "no NVIDIA driver found (nvidia-smi is not on PATH)"
-    try:
-        res = subprocess.run([exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return [], [], None, f"nvidia-smi failed: {exc}"
-    if res.returncode != 0:
-        return [], [], None, f"nvidia-smi failed: {res.stderr.strip()}"
-    names, mems, driver = [], [], None
-    for line in res.stdout.strip().splitlines():
-        name, mem_mib, drv = (p.strip() for p in line.split(","))
-        names.append(name)
-        mems.append(int(float(mem_mib)) * 1024 * 1024)
-        driver = drv
-    return names, mems, driver, None
-
-
-def capture_hardware() -> HardwareRecord:
-    """Record this machine: CPU, RAM, hostname and the GPUs."""
-    import psutil
-
-    from expkit.runs.machine import _cpu_model
-
-    missing: dict[str, str] = {}
-    cpu = _cpu_model()
-    if cpu is None:
-        missing["cpu_model"] = "neither /proc/cpuinfo nor platform.processor() named the CPU"
-    torch_mod = sys.modules.get("torch")
-    names: list[str] = []
-    mems: list[int] = []
-    driver: str | None = None
-    if torch_mod is not None and torch_mod.cuda.is_available():
-        for i in range(torch_mod.cuda.device_count()):
-            props = torch_mod.cuda.get_device_properties(i)
-            names.append(props.name)
-            mems.append(int(props.total_memory))
-        driver = _nvidia_smi()[2]
-        if driver is None:
-            missing["gpu_driver"] = "nvidia-smi did not report the driver"
-    else:
-        names, mems, driver, why = _nvidia_smi()
-        if why:
-            missing["gpu"] = why
-    return HardwareRecord(
-        cpu_model=cpu, cpu_cores_logical=os.cpu_count(), cpu_cores_physical=psutil.cpu_count(logical=False),
-        ram_bytes=int(psutil.virtual_memory().total), hostname=platform.node(), gpu_names=tuple(names),
-        gpu_memory_bytes=tuple(mems), gpu_driver=driver, missing=missing,
-    )
+def capture_hardware() -> MachineInfo:
+    """Record this machine: CPU, RAM, hostname and the GPUs (torch only if already imported, else
+    ``nvidia-smi``: starting a run does not pay for ``import torch``)."""
+    return describe_machine(import_torch=False)
 
 
 class _SeedTorchOnImport:

@@ -1,13 +1,17 @@
 """``expkit runs exec``: record any command as a run without changing it.
 
 The command's stdout and stderr are teed to ``output.log`` (and to the caller), its exit code becomes
-the status, and every stdout line that is a JSON object with an integer ``"step"`` becomes a metrics
-line, e.g. ``print(json.dumps({"step": 10, "loss": 2.31}))``. If the command itself calls
+the status, and metrics are read from what it prints on stdout: a JSON object with an integer
+``"step"`` (``print(json.dumps({"step": 10, "loss": 2.31}))``; NaN and Infinity kept), or a Hugging
+Face Trainer log line (``{'loss': '2.31', 'epoch': 0.5}``; the step is counted, and the record says
+so). A ``[rankN]:`` prefix (torchrun ``--tee 3``) tags the line with its rank; rank 0 owns the final
+metrics. A NaN/inf loss or gradient norm marks the run ``diverged``. If the command itself calls
 ``expkit.runs.start()``, that call attaches to this run (config, seed and data are merged in).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -20,18 +24,23 @@ from typing import IO, Any
 
 import orjson
 
-from expkit.errors import UsageError
+from expkit.errors import InputError, UsageError
+from expkit.runs.metrics import jsonable_metrics, parse_metrics_line, summarize_metrics
 from expkit.runs.records import create_run_record, now_iso
-from expkit.runs.store import resolve_store, write_run
+from expkit.runs.runrecord import ArtifactEntry, CheckpointEntry, RunRecord, from_jsonable
+from expkit.runs.store import resolve_store, write_json_atomic, write_record
 
-__all__ = ["ExecResult", "execute", "final_metrics_of", "parse_metrics_line"]
+__all__ = ["ExecResult", "execute", "final_metrics_of", "parse_metrics_line", "validate_seed"]
 
 OutputSink = Callable[[str, bytes], None]
+# The seed reaches numpy and torch, whose generators take [0, 2**32) (numpy.random.seed's bound).
+SEED_MAX = 2**32 - 1
 
 
 @dataclass(frozen=True)
 class ExecResult:
-    """The run a command became: ``status`` is finished, failed or killed; ``exit_code`` as returned."""
+    """The run a command became: ``status`` is finished, failed or killed; ``exit_code`` as returned;
+    ``diverged`` when a loss or gradient norm went NaN/inf (``diverged_at`` says where)."""
 
     run_id: str
     run_dir: str
@@ -39,48 +48,49 @@ class ExecResult:
     exit_code: int
     elapsed_s: float
     final_metrics: dict[str, Any]
+    diverged: bool = False
+    diverged_at: str | None = None
 
 
-def parse_metrics_line(line: bytes) -> dict[str, Any] | None:
-    """A metrics record from one stdout line, or None: a JSON object with an int ``step``; numeric
-    values are kept, others dropped.
-
-    Example:
-        >>> parse_metrics_line(b'{"step": 3, "loss": 0.5, "note": "x"}')
-        {'step': 3, 'loss': 0.5}
-    """
-    text = line.strip()
-    if not text.startswith(b"{") or b'"step"' not in text:
-        return None
-    try:
-        obj = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or type(obj.get("step")) is not int:
-        return None
-    return {k: v for k, v in obj.items()
-            if k == "step" or (isinstance(v, (int, float)) and not isinstance(v, bool))}
+def validate_seed(seed: Any) -> int:
+    """``seed`` if it is an int in [0, 2**32), else a UsageError naming it (``--seed -5``)."""
+    if type(seed) is not int or not 0 <= seed <= SEED_MAX:
+        shown = repr(seed) if len(repr(seed)) < 40 else repr(seed)[:37] + "..."
+        raise UsageError(f"seed {shown} is not an integer in [0, {SEED_MAX}]",
+                         hint="numpy and torch take seeds in [0, 2**32); e.g. --seed 0")
+    return seed
 
 
 def final_metrics_of(path: Path) -> dict[str, Any]:
-    """The last value of each metric in a ``metrics.jsonl`` (a torn last line is skipped)."""
-    final: dict[str, Any] = {}
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return final
-    for line in raw.splitlines():
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(rec, dict):
-            final.update(rec)
-    final.pop("time", None)
-    return final
+    """The last value of each metric of rank 0 in the run directory holding ``path`` (``metrics.jsonl``)."""
+    return summarize_metrics(path.parent).final
 
 
-def _pump(stream: IO[bytes], name: str, log: IO[bytes], log_lock: threading.Lock, metrics: IO[bytes] | None,
+class _MetricsWriter:
+    """Writes parsed lines to ``metrics.jsonl``: steps counted per rank for lines without one."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.counted: dict[int | None, int] = {}
+        self.counted_lines = 0
+
+    def feed(self, line: bytes) -> None:
+        parsed = parse_metrics_line(line)
+        if parsed is None:
+            return
+        rec, rank, _kind = parsed
+        if "step" not in rec:
+            self.counted[rank] = self.counted.get(rank, 0) + 1
+            rec = {"step": self.counted[rank], **rec}
+            self.counted_lines += 1
+        rec["time"] = time.time()
+        if rank is not None:
+            rec["rank"] = rank
+        self.out.write(orjson.dumps(jsonable_metrics(rec)) + b"\n")
+        self.out.flush()
+
+
+def _pump(stream: IO[bytes], name: str, log: IO[bytes], log_lock: threading.Lock, metrics: _MetricsWriter | None,
           sink: OutputSink | None, tail: list[bytes]) -> None:
     for line in iter(stream.readline, b""):
         if sink is not None:
@@ -89,36 +99,53 @@ def _pump(stream: IO[bytes], name: str, log: IO[bytes], log_lock: threading.Lock
             log.write(line)
             log.flush()
         if metrics is not None:
-            rec = parse_metrics_line(line)
-            if rec is not None:
-                rec["time"] = time.time()
-                with log_lock:
-                    metrics.write(orjson.dumps(rec) + b"\n")
-                    metrics.flush()
+            with log_lock:
+                metrics.feed(line)
         else:
             tail.append(line)
             del tail[:-60]
 
 
-def _merge_attached(record: dict[str, Any], run_dir: Path) -> None:
+def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
+    """The records the command's own ``start()`` wrote into ``attached.json``, merged into ``record``."""
+    from expkit.runs.codestate import CodeRecord  # noqa: F401 - resolves annotations
+    from expkit.runs.environment import EnvironmentRecord, SeedRecord
+    from expkit.runs.fingerprint import DataFingerprint
+    from expkit.runs.machine import MachineInfo
+
     path = run_dir / "attached.json"
     if not path.exists():
-        return
+        return record
     try:
         extra = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError:
-        record["attached_error"] = "attached.json is not valid JSON"
-        return
-    for key in ("config", "seed", "environment", "hardware"):
-        if key in extra:
-            record[key] = extra[key]
-    record["data"] = record.get("data", []) + extra.get("data", [])
-    for key in ("checkpoints", "artifacts"):
-        record.setdefault(key, []).extend(extra.get(key, []))
-    from expkit.runs.store import write_json_atomic
-
-    write_json_atomic(run_dir / "config.json", record.get("config") or {})
-    record["attached"] = True
+        if not isinstance(extra, dict):
+            raise InputError("attached.json is not an object", path=path)
+        where = dict(run=record.id, path=path)
+        changes: dict[str, Any] = {"attached": True}
+        if "config" in extra:
+            changes["config"] = extra["config"] if isinstance(extra["config"], dict) else {}
+        if "config_notes" in extra:
+            changes["config_notes"] = tuple(str(n) for n in extra["config_notes"])
+        if "seed" in extra:
+            changes["seed"] = from_jsonable(SeedRecord, extra["seed"], where="seed", **where)
+        if "environment" in extra:
+            changes["environment"] = from_jsonable(EnvironmentRecord, extra["environment"], where="environment",
+                                                   **where)
+        if "hardware" in extra:
+            changes["hardware"] = from_jsonable(MachineInfo, extra["hardware"], where="hardware", **where)
+        changes["data"] = record.data + tuple(from_jsonable(DataFingerprint, d, where="data", **where)
+                                              for d in extra.get("data", []))
+        changes["checkpoints"] = record.checkpoints + tuple(
+            from_jsonable(CheckpointEntry, c, where="checkpoints", **where) for c in extra.get("checkpoints", []))
+        changes["artifacts"] = record.artifacts + tuple(
+            from_jsonable(ArtifactEntry, c, where="artifacts", **where) for c in extra.get("artifacts", []))
+        if isinstance(extra.get("integration"), str):
+            changes["integration"] = extra["integration"]
+    except (orjson.JSONDecodeError, InputError) as exc:
+        return dataclasses.replace(record, attached_error=f"attached.json could not be merged: {exc}")
+    record = dataclasses.replace(record, **changes)
+    write_json_atomic(run_dir / "config.json", record.config)
+    return record
 
 
 def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, name: str | None = None,
@@ -155,6 +182,7 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
         seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
         seed_source = "generated"
     else:
+        seed = validate_seed(seed)
         seed_source = "argument"
     root = resolve_store(store)
     old_cwd = Path.cwd()
@@ -166,8 +194,8 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
                                    command=list(command), seed_in_process=False, extra=extra_record)
     finally:
         os.chdir(old_cwd)
-    record["seed"]["source"] = seed_source
-    run_dir = root / record["id"]
+    record = dataclasses.replace(record, seed=dataclasses.replace(record.seed, source=seed_source))
+    run_dir = root / record.id
     child_env = {**os.environ, **(env or {}), "EXPKIT_RUN_DIR": str(run_dir), "EXPKIT_SEED": str(seed),
                  "PYTHONUNBUFFERED": "1"}
     if deterministic:
@@ -177,8 +205,9 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
     try:
         proc = subprocess.Popen(command, cwd=workdir, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
-        record.update(status="failed", ended_at=now_iso(), error=f"could not start {command[0]!r}: {exc}")
-        write_run(root, record)
+        record = dataclasses.replace(record, status="failed", ended_at=now_iso(),
+                                     error=f"could not start {command[0]!r}: {exc}")
+        write_record(root, record)
         raise UsageError(f"could not start {command[0]!r}: {exc.strerror}", hint="check the command after --") from None
     if on_start is not None:
         on_start(proc.pid)
@@ -204,7 +233,8 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
     tail: list[bytes] = []
     lock = threading.Lock()
     with open(run_dir / "output.log", "ab") as log, open(run_dir / "metrics.jsonl", "ab") as metrics:
-        threads = [threading.Thread(target=_pump, args=(proc.stdout, "stdout", log, lock, metrics, on_output, tail)),
+        writer = _MetricsWriter(metrics)
+        threads = [threading.Thread(target=_pump, args=(proc.stdout, "stdout", log, lock, writer, on_output, tail)),
                    threading.Thread(target=_pump, args=(proc.stderr, "stderr", log, lock, None, on_output, tail)),
                    threading.Thread(target=beat, daemon=True)]
         for t in threads:
@@ -217,17 +247,25 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
         signal.signal(sig, old)
     elapsed = time.perf_counter() - t0
 
+    changes: dict[str, Any] = {}
     if received or code < 0:
         status = "killed"
-        record["signal"] = signal.Signals(received[0] if received else -code).name
+        changes["signal"] = signal.Signals(received[0] if received else -code).name
     elif code == 0:
         status = "finished"
     else:
         status = "failed"
-        record["error"] = (f"exit code {code}; last lines of stderr:\n" + b"".join(tail).decode(errors="replace"))
-    _merge_attached(record, run_dir)
-    final = final_metrics_of(run_dir / "metrics.jsonl")
-    record.update(status=status, exit_code=code, ended_at=now_iso(), final_metrics=final, elapsed_s=elapsed)
-    write_run(root, record)
-    return ExecResult(run_id=record["id"], run_dir=str(run_dir), status=status, exit_code=code,
-                      elapsed_s=elapsed, final_metrics=final)
+        changes["error"] = (f"exit code {code}; last lines of stderr:\n" + b"".join(tail).decode(errors="replace"))
+    record = _merge_attached(record, run_dir)
+    summary = summarize_metrics(run_dir)
+    notes = list(record.metric_notes)
+    if writer.counted_lines:
+        notes.append(f"{writer.counted_lines} metrics line(s) carried no step (Hugging Face Trainer's log dicts): "
+                     "steps were counted 1, 2, ... in print order per rank, not taken from the trainer")
+    record = dataclasses.replace(record, status=status, exit_code=code, ended_at=now_iso(), final_metrics=summary.final,
+                                 final_metrics_by_rank=summary.by_rank, elapsed_s=elapsed, metric_notes=tuple(notes),
+                                 diverged=summary.diverged_at is not None, diverged_at=summary.diverged_at, **changes)
+    write_record(root, record)
+    return ExecResult(run_id=record.id, run_dir=str(run_dir), status=status, exit_code=code,
+                      elapsed_s=elapsed, final_metrics=summary.final, diverged=record.diverged,
+                      diverged_at=record.diverged_at)

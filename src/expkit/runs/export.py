@@ -1,5 +1,8 @@
 """Export runs for teams: into an MLflow tracking server (params, metrics with steps, tags, artifacts)
-and into TensorBoard event files (metrics).
+and into TensorBoard event files (metrics). Both are idempotent: MLflow skips a run it holds, the
+TensorBoard directory of a run is rewritten. The MLflow URI is checked before anything is sent (a
+server that does not answer within MLFLOW_CONNECT_TIMEOUT_S is one line and exit 2, not minutes of
+retries).
 """
 
 from __future__ import annotations
@@ -12,10 +15,16 @@ from typing import Any
 
 import orjson
 
-from expkit.errors import MissingDependency
-from expkit.runs.store import find_run_dir, list_runs, read_run, resolve_store
+from expkit.errors import MissingDependency, UsageError
+from expkit.runs.metrics import metric_value
+from expkit.runs.store import find_run_dir, list_runs, read_record, resolve_store
 
-__all__ = ["ExportedRun", "export_mlflow", "export_tensorboard", "iter_metric_points"]
+__all__ = ["MLFLOW_CONNECT_TIMEOUT_S", "ExportedRun", "check_mlflow_uri", "export_mlflow", "export_tensorboard",
+           "iter_metric_points"]
+
+# A tracking server on the LAN answers a TCP connect in milliseconds; 3 s allows a slow VPN.
+MLFLOW_CONNECT_TIMEOUT_S = 3.0
+_DB_SCHEMES = ("postgresql", "mysql", "mssql")
 
 # MLflow's REST limits per log_batch call (mlflow docs, "log_batch"): 1000 metrics, 100 params, 100 tags.
 _BATCH_METRICS, _BATCH_PARAMS = 1000, 100
@@ -38,22 +47,83 @@ class ExportedRun:
 
 
 def iter_metric_points(run_dir: Path):
-    """Yield (step, unix_time, name, value) for every numeric value of ``metrics.jsonl`` (and other ranks')."""
+    """Yield (step, unix_time, name, value) for every numeric value of ``metrics.jsonl`` and other ranks'
+    files; a value of rank R > 0 is named ``NAME.rankR`` (NaN and inf kept as floats)."""
     for path in sorted(run_dir.glob("metrics*.jsonl")):
         suffix = path.stem.replace("metrics", "")  # "" or ".rank1"
-        for line in path.read_bytes().splitlines():
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        for line in raw.splitlines():
             try:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
+            if not isinstance(rec, dict):
+                continue
             step, t = rec.get("step"), rec.get("time")
+            rank = rec.get("rank")
+            tag = f".rank{rank}" if type(rank) is int and rank != 0 else suffix
             for k, v in rec.items():
-                if k in ("step", "time"):
+                if k in ("step", "time", "rank"):
                     continue
-                if isinstance(v, str) and v in ("nan", "inf", "-inf"):
-                    v = float(v)
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    yield step, t, f"{k}{suffix}", float(v)
+                num = metric_value(v)
+                if num is not None:
+                    yield step, t, f"{k}{tag}", float(num)
+
+
+def check_mlflow_uri(uri: str) -> str:
+    """``uri`` if MLflow can take it here, checked without MLflow's retries.
+
+    http(s): a TCP connect within MLFLOW_CONNECT_TIMEOUT_S. ``sqlite:///PATH``: the directory exists and
+    the database can be written. ``file://`` and plain paths: refused (MLflow 3's file store refuses new
+    data), with the sqlite URI to use instead.
+
+    Raises:
+        UsageError: an unknown scheme, an unreachable server, an unwritable database, a file store.
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.lower()
+    if scheme in ("http", "https"):
+        host, port = parsed.hostname, parsed.port or (443 if scheme == "https" else 80)
+        if not host:
+            raise UsageError(f"MLflow URI {uri!r} has no host", hint="e.g. http://127.0.0.1:5000")
+        try:
+            socket.create_connection((host, port), timeout=MLFLOW_CONNECT_TIMEOUT_S).close()
+        except OSError as exc:
+            raise UsageError(f"MLflow server {host}:{port} is not reachable ({exc.strerror or exc})",
+                             hint="start it (mlflow server --port 5000) or check the URI") from None
+        return uri
+    if scheme == "sqlite":
+        db = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else ""
+        if not db or db == ":memory:":
+            raise UsageError(f"MLflow URI {uri!r} names no database file", hint="e.g. sqlite:///mlflow.db")
+        path = Path(db)
+        if not path.parent.is_dir():
+            raise UsageError(f"the directory of {uri!r} does not exist", hint=f"mkdir -p {path.parent}")
+        import sqlite3
+
+        try:
+            con = sqlite3.connect(path, timeout=1.0)
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("ROLLBACK")
+            con.close()
+        except sqlite3.Error as exc:
+            raise UsageError(f"the MLflow database {path} cannot be written ({exc})",
+                             hint="choose a writable place for the sqlite file") from None
+        return uri
+    if scheme in _DB_SCHEMES or scheme.startswith(tuple(s + "+" for s in _DB_SCHEMES)) or scheme == "databricks":
+        return uri
+    if scheme in ("", "file") or (len(scheme) == 1 and uri[1:3] in (":\\", ":/")):
+        where = parsed.path if scheme == "file" else uri
+        raise UsageError(f"MLflow URI {uri!r} is a file store, which the installed MLflow no longer writes",
+                         hint=f"use a database file instead: --mlflow sqlite:///{Path(where).absolute()}/mlflow.db")
+    raise UsageError(f"MLflow URI scheme {scheme!r} is not supported",
+                     hint="use http://HOST:PORT, https://..., sqlite:///PATH.db or a database URI")
 
 
 def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -82,10 +152,15 @@ def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str
 
     Raises:
         MissingDependency: mlflow is not installed.
+        UsageError: the URI is refused by ``check_mlflow_uri`` (before any run is sent).
     """
+    check_mlflow_uri(uri)
+    # a server that dies mid-export fails in seconds instead of MLflow's default minutes of retries
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
     try:
         from mlflow import MlflowClient
-        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.entities import Metric, Param
     except ImportError:
         raise MissingDependency("mlflow is not installed", hint="pip install 'expkit[mlflow]'") from None
     root = resolve_store(store)
@@ -94,21 +169,23 @@ def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str
     exp_id = exp.experiment_id if exp else client.create_experiment(experiment)
     out = []
     for run_dir in _selected(root, ids):
-        rec = read_run(run_dir)
-        found = client.search_runs([exp_id], filter_string=f"tags.`expkit.run_id` = '{rec['id']}'")
+        rec = read_record(run_dir)
+        found = client.search_runs([exp_id], filter_string=f"tags.`expkit.run_id` = '{rec.id}'")
         if found:
-            out.append(ExportedRun(rec["id"], uri, found[0].info.run_id, 0, 0, (), skipped="exported before"))
+            out.append(ExportedRun(rec.id, uri, found[0].info.run_id, 0, 0, (), skipped="exported before"))
             continue
-        code, seed = rec.get("code") or {}, rec.get("seed") or {}
-        tags = {"expkit.run_id": rec["id"], "expkit.status": rec.get("status"), "git.commit": code.get("commit"),
-                "git.branch": code.get("branch"), "git.dirty": code.get("dirty"), "seed": seed.get("seed"),
-                "mlflow.source.git.commit": code.get("commit"), "expkit.kind": rec.get("kind"),
-                "expkit.command": " ".join(rec.get("command") or [])[:5000]}
-        created_ms = int((rec.get("created_unix") or 0) * 1000) or None
-        mrun = client.create_run(exp_id, start_time=created_ms, run_name=rec.get("name") or rec["id"],
+        code, seed = rec.code, rec.seed
+        tags = {"expkit.run_id": rec.id, "expkit.status": rec.status, "git.commit": getattr(code, "commit", None),
+                "git.branch": getattr(code, "branch", None), "git.dirty": getattr(code, "dirty", None),
+                "seed": getattr(seed, "seed", None), "mlflow.source.git.commit": getattr(code, "commit", None),
+                "expkit.kind": rec.kind, "expkit.command": " ".join(rec.command)[:5000],
+                "expkit.diverged": rec.diverged_at if rec.diverged else None,
+                "expkit.integration": rec.integration}
+        created_ms = int((rec.created_unix or 0) * 1000) or None
+        mrun = client.create_run(exp_id, start_time=created_ms, run_name=rec.name or rec.id,
                                  tags={k: str(v) for k, v in tags.items() if v is not None})
         mid = mrun.info.run_id
-        params = [Param(k[:250], str(v)[:_PARAM_VALUE_CHARS]) for k, v in _flatten(rec.get("config") or {}).items() if k]
+        params = [Param(k[:250], str(v)[:_PARAM_VALUE_CHARS]) for k, v in _flatten(rec.config).items() if k]
         for i in range(0, len(params), _BATCH_PARAMS):
             client.log_batch(mid, params=params[i:i + _BATCH_PARAMS])
         points = [Metric(name, value, int((t or 0) * 1000), int(step or 0))
@@ -119,15 +196,15 @@ def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str
         arts = []
         with tempfile.TemporaryDirectory() as tmp:
             env_path = Path(tmp) / "environment.json"
-            env_path.write_bytes(orjson.dumps(rec.get("environment"), option=orjson.OPT_INDENT_2))
+            env_path.write_bytes(orjson.dumps(rec.to_json()["environment"], option=orjson.OPT_INDENT_2))
             rec_path = Path(tmp) / "run.json"
-            rec_path.write_bytes(orjson.dumps(rec, option=orjson.OPT_INDENT_2))
+            rec_path.write_bytes(orjson.dumps(rec.to_json(), option=orjson.OPT_INDENT_2))
             for f in (run_dir / "config.json", run_dir / "code.patch", run_dir / "output.log", env_path, rec_path):
                 if f.exists():
                     client.log_artifact(mid, str(f))
                     arts.append(f.name)
-        status = _MLFLOW_STATUS.get(rec.get("status") or "", "FAILED")
-        ended = rec.get("ended_at")
+        status = _MLFLOW_STATUS.get(rec.status, "FAILED")
+        ended = rec.ended_at
         end_ms = None
         if ended:
             from datetime import datetime
@@ -135,13 +212,15 @@ def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str
             end_ms = int(datetime.fromisoformat(ended).timestamp() * 1000)
         if status != "RUNNING":
             client.set_terminated(mid, status=status, end_time=end_ms)
-        out.append(ExportedRun(rec["id"], uri, mid, len(points), len(params), tuple(arts)))
+        out.append(ExportedRun(rec.id, uri, mid, len(points), len(params), tuple(arts)))
     return tuple(out)
 
 
 def export_tensorboard(out_dir: str | os.PathLike[str], ids: list[str] | tuple[str, ...] = (), *,
                        store: str | os.PathLike[str] | None = None) -> tuple[ExportedRun, ...]:
     """Write TensorBoard event files, one subdirectory per run (``OUT/<run id>/``), scalars by step.
+
+    Exporting again replaces the run's event files (TensorBoard would otherwise show every point twice).
 
     Raises:
         MissingDependency: tensorboard is not installed.
@@ -153,13 +232,16 @@ def export_tensorboard(out_dir: str | os.PathLike[str], ids: list[str] | tuple[s
     root = resolve_store(store)
     out = []
     for run_dir in _selected(root, ids):
-        rec = read_run(run_dir)
-        target = Path(out_dir) / rec["id"]
+        rec = read_record(run_dir)
+        target = Path(out_dir) / rec.id
+        if target.is_dir():
+            for old in target.glob("events.out.tfevents.*"):
+                old.unlink()
         writer = SummaryWriter(log_dir=str(target))
         n = 0
         for step, t, name, value in iter_metric_points(run_dir):
             writer.add_scalar(name, value, global_step=step, walltime=t)
             n += 1
         writer.close()
-        out.append(ExportedRun(rec["id"], str(target), None, n, 0, ()))
+        out.append(ExportedRun(rec.id, str(target), None, n, 0, ()))
     return tuple(out)

@@ -1,5 +1,6 @@
-"""The data record of a run: a fingerprint per input (path, size, mtime and a content hash over
-sampled blocks, or a full hash on request), or a Hugging Face dataset name and revision.
+"""The data record of a run: a fingerprint per input (path, size, mtime and a content hash: every
+byte up to FULL_HASH_MAX_BYTES, above it sampled blocks plus size and mtime), or a Hugging Face dataset
+name and revision. ``hash_scheme`` says which kind was used; ``runs repro`` recomputes the same kind.
 """
 
 from __future__ import annotations
@@ -9,13 +10,22 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DataFingerprint", "fingerprint_data", "fingerprint_input"]
+__all__ = ["FULL_HASH_MAX_BYTES", "SCHEMES", "DataFingerprint", "fingerprint_data", "fingerprint_input"]
 
-# Files up to 4 MiB are hashed whole; larger ones by 16 blocks of 64 KiB spread over the file plus its
-# size, so a 100 GB shard costs 1 MiB of reads (the scheme of `xxhsum`-style sampled hashes).
-_WHOLE_BELOW_BYTES = 4 * 1024 * 1024
+# Every byte is hashed up to 1 GiB per input. blake2b ran at 326 MiB/s on this project's 2-core CI VM
+# (benchmarks/bench_runs.py, 64 MiB in memory; from the page cache it reads about as fast), so the
+# largest fully hashed input costs ~3 s at start(): small beside any training run worth recording,
+# and it catches every edit, including a same-size label flip that sampled blocks miss. Above 1 GiB
+# (sharded corpora of 100 GB would take minutes) 64 blocks of 64 KiB spread over the file are hashed
+# together with the size and the mtime (``hash_scheme="sampled+mtime"``): any edit that goes through
+# the filesystem changes the mtime, so it is seen, but a touch without a change also reads as changed.
+FULL_HASH_MAX_BYTES = 1024**3
 _BLOCK_BYTES = 64 * 1024
-_BLOCKS = 16
+_BLOCKS = 64
+# Records written before the threshold rose: files up to 4 MiB whole, 16 sampled blocks, no mtime.
+_LEGACY_WHOLE_BELOW_BYTES = 4 * 1024 * 1024
+_LEGACY_BLOCKS = 16
+SCHEMES = ("full", "sampled+mtime", "sampled")
 _DIR_FILE_CAP = 10_000
 HF_PREFIX = "hf://"
 
@@ -24,8 +34,9 @@ HF_PREFIX = "hf://"
 class DataFingerprint:
     """One input. ``kind`` is ``file``, ``dir`` or ``hf``.
 
-    ``hash`` is ``blake2b`` over sampled blocks (``hash_scheme="sampled"``), over every byte
-    (``"full"``, also used for small files), or None for a Hub dataset (identified by ``revision``).
+    ``hash`` is ``blake2b`` over every byte (``hash_scheme="full"``), over sampled blocks with the size
+    and mtime (``"sampled+mtime"``, inputs over FULL_HASH_MAX_BYTES), over sampled blocks and size only
+    (``"sampled"``, records of older versions), or None for a Hub dataset (identified by ``revision``).
     """
 
     source: str
@@ -41,28 +52,43 @@ class DataFingerprint:
     reason: str | None = None
 
 
-def _hash_file(path: Path, size: int, full: bool) -> tuple[str, str]:
+def _hash_file(path: Path, st: os.stat_result, scheme: str) -> str:
+    """blake2b of one file under ``scheme`` (see SCHEMES)."""
+    size = st.st_size
     h = hashlib.blake2b(digest_size=16)
     h.update(size.to_bytes(8, "little"))
     with open(path, "rb") as f:
-        if full or size <= _WHOLE_BELOW_BYTES:
+        if scheme == "full" or (scheme == "sampled" and size <= _LEGACY_WHOLE_BELOW_BYTES):
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
-            return h.hexdigest(), "full"
-        step = (size - _BLOCK_BYTES) / (_BLOCKS - 1)
-        for i in range(_BLOCKS):
+            return h.hexdigest()
+        if scheme == "sampled+mtime":
+            h.update(st.st_mtime_ns.to_bytes(8, "little", signed=True))
+        blocks = _BLOCKS if scheme == "sampled+mtime" else _LEGACY_BLOCKS
+        step = max(0, size - _BLOCK_BYTES) / (blocks - 1)
+        for i in range(blocks):
             f.seek(int(i * step))
             h.update(f.read(_BLOCK_BYTES))
-    return h.hexdigest(), "sampled"
+    return h.hexdigest()
 
 
-def fingerprint_input(source: str | os.PathLike[str], *, full_hash: bool = False) -> DataFingerprint:
+def _scheme_for(total_bytes: int, full_hash: bool, scheme: str | None) -> str:
+    if scheme is not None:
+        if scheme not in SCHEMES:
+            raise ValueError(f"hash scheme {scheme!r} is not one of {SCHEMES}")
+        return scheme
+    return "full" if full_hash or total_bytes <= FULL_HASH_MAX_BYTES else "sampled+mtime"
+
+
+def fingerprint_input(source: str | os.PathLike[str], *, full_hash: bool = False,
+                      scheme: str | None = None) -> DataFingerprint:
     """Fingerprint one input.
 
     Args:
         source: a file, a directory (its files are hashed in sorted order), or ``hf://NAME@REVISION``
             for a Hugging Face dataset (nothing is downloaded; no ``@REVISION`` is recorded as unpinned).
-        full_hash: hash every byte instead of sampled blocks.
+        full_hash: hash every byte even above FULL_HASH_MAX_BYTES.
+        scheme: force a hash scheme (``runs repro`` recomputes the recorded one).
 
     Returns:
         A DataFingerprint; a path that does not exist gives None fields and ``reason``.
@@ -82,29 +108,28 @@ def fingerprint_input(source: str | os.PathLike[str], *, full_hash: bool = False
         return DataFingerprint(source=text, kind="file", path=str(path), size_bytes=None, mtime_ns=None,
                                hash=None, hash_scheme=None, reason="the path does not exist")
     if path.is_dir():
-        h = hashlib.blake2b(digest_size=16)
-        total, count, newest, schemes = 0, 0, 0, set()
+        files: list[tuple[Path, os.stat_result]] = []
         for root, dirs, names in os.walk(path):
             dirs.sort()
             for name in sorted(names):
-                if count >= _DIR_FILE_CAP:
+                if len(files) >= _DIR_FILE_CAP:
                     break
                 fp = Path(root) / name
-                st = fp.stat()
-                digest, scheme = _hash_file(fp, st.st_size, full_hash)
-                h.update(str(fp.relative_to(path)).encode() + b"\0" + digest.encode())
-                total += st.st_size
-                count += 1
-                newest = max(newest, st.st_mtime_ns)
-                schemes.add(scheme)
-        reason = f"only the first {_DIR_FILE_CAP} files are hashed" if count >= _DIR_FILE_CAP else None
-        scheme = "full" if schemes <= {"full"} else "sampled"
+                files.append((fp, fp.stat()))
+        total = sum(st.st_size for _, st in files)
+        chosen = _scheme_for(total, full_hash, scheme)
+        h = hashlib.blake2b(digest_size=16)
+        for fp, st in files:
+            digest = _hash_file(fp, st, chosen)
+            h.update(str(fp.relative_to(path)).encode() + b"\0" + digest.encode())
+        newest = max((st.st_mtime_ns for _, st in files), default=0)
+        reason = f"only the first {_DIR_FILE_CAP} files are hashed" if len(files) >= _DIR_FILE_CAP else None
         return DataFingerprint(source=text, kind="dir", path=str(path), size_bytes=total, mtime_ns=newest,
-                               hash=h.hexdigest(), hash_scheme=scheme, files=count, reason=reason)
+                               hash=h.hexdigest(), hash_scheme=chosen, files=len(files), reason=reason)
     st = path.stat()
-    digest, scheme = _hash_file(path, st.st_size, full_hash)
+    chosen = _scheme_for(st.st_size, full_hash, scheme)
     return DataFingerprint(source=text, kind="file", path=str(path), size_bytes=st.st_size,
-                           mtime_ns=st.st_mtime_ns, hash=digest, hash_scheme=scheme)
+                           mtime_ns=st.st_mtime_ns, hash=_hash_file(path, st, chosen), hash_scheme=chosen)
 
 
 def fingerprint_data(sources: list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...] = (), *,

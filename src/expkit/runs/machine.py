@@ -1,36 +1,50 @@
 """The hardware and software a result was produced on, and the code version that produced it.
 
-Values that cannot be read are ``None`` with the reason in ``missing``; nothing is invented.
+One description of a machine (``MachineInfo``: the run record's ``hardware`` and the lab report's
+``machine``) and one of the code (``CodeRecord``, from ``expkit.runs.codestate``). Values that cannot be
+read are ``None`` with the reason in ``missing``; nothing is invented.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["CodeVersion", "MachineInfo", "describe_code_version", "describe_machine"]
+from expkit.runs.codestate import CodeRecord, capture_code
+
+__all__ = ["CodeRecord", "CodeVersion", "MachineInfo", "describe_code_version", "describe_machine"]
 
 
 @dataclass(frozen=True)
 class MachineInfo:
-    """Where a measurement ran. ``ram_bytes`` is total physical memory; GPU fields are None without CUDA."""
+    """Where a run or measurement ran. ``ram_bytes`` is total physical memory; GPU fields are empty
+    without a GPU (``missing["gpu"]`` says why). ``os``/``python``/``torch``/``cuda`` are None in run
+    records written before the two machine descriptions became one."""
 
-    cpu_model: str | None
-    cpu_cores_logical: int | None
-    cpu_cores_physical: int | None
-    ram_bytes: int | None
-    os: str
-    python: str
-    torch: str | None
-    cuda: str | None
-    gpu_names: tuple[str, ...]
-    gpu_memory_bytes: tuple[int, ...]
+    cpu_model: str | None = None
+    cpu_cores_logical: int | None = None
+    cpu_cores_physical: int | None = None
+    ram_bytes: int | None = None
+    hostname: str | None = None
+    os: str | None = None
+    python: str | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    gpu_names: tuple[str, ...] = ()
+    gpu_memory_bytes: tuple[int, ...] = ()
+    gpu_driver: str | None = None
     missing: dict[str, str] = field(default_factory=dict)
+
+
+# The older name of the code record (lab reports); one class now.
+CodeVersion = CodeRecord
 
 
 def _cpu_model() -> str | None:
@@ -43,12 +57,36 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def describe_machine(*, probe_gpu: bool = True) -> MachineInfo:
+def nvidia_smi_gpus() -> tuple[list[str], list[int], str | None, str | None]:
+    """(names, memory bytes, driver, why-not) from ``nvidia-smi`` (no torch import)."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return [], [], None, "no NVIDIA driver found (nvidia-smi is not on PATH)"
+    try:
+        res = subprocess.run([exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [], [], None, f"nvidia-smi failed: {exc}"
+    if res.returncode != 0:
+        return [], [], None, f"nvidia-smi failed: {res.stderr.strip()}"
+    names, mems, driver = [], [], None
+    for line in res.stdout.strip().splitlines():
+        name, mem_mib, drv = (p.strip() for p in line.split(","))
+        names.append(name)
+        mems.append(int(float(mem_mib)) * 1024 * 1024)
+        driver = drv
+    return names, mems, driver, None
+
+
+def describe_machine(*, probe_gpu: bool = True, import_torch: bool = True) -> MachineInfo:
     """Describe this machine.
 
     Args:
-        probe_gpu: import torch to ask CUDA for devices (costs ~1 s the first time). When False,
-            GPU fields are left empty and ``missing["gpu"]`` says so.
+        probe_gpu: look for GPUs at all. When False, GPU fields are left empty and ``missing["gpu"]``
+            says so.
+        import_torch: ask CUDA through torch, importing it if needed (~1 s the first time). When False
+            (the run record: starting a run must stay cheap), torch is used only if the process already
+            imported it, else ``nvidia-smi`` names the GPUs.
     """
     import psutil
 
@@ -64,53 +102,47 @@ def describe_machine(*, probe_gpu: bool = True) -> MachineInfo:
     cuda = None
     names: list[str] = []
     mems: list[int] = []
-    if probe_gpu and torch_version is not None:
-        import torch
-
-        cuda = torch.version.cuda
-        if torch.cuda.is_available():
-            for i in range(torch.cuda.device_count()):
-                props = torch.cuda.get_device_properties(i)
+    driver: str | None = None
+    torch_mod = sys.modules.get("torch")
+    if probe_gpu and torch_mod is None and import_torch and torch_version is not None:
+        import torch as torch_mod
+    if not probe_gpu:
+        missing["gpu"] = "not probed"
+    elif torch_mod is not None:
+        torch_version = torch_mod.__version__
+        cuda = torch_mod.version.cuda
+        if torch_mod.cuda.is_available():
+            for i in range(torch_mod.cuda.device_count()):
+                props = torch_mod.cuda.get_device_properties(i)
                 names.append(props.name)
                 mems.append(int(props.total_memory))
-    elif not probe_gpu:
-        missing["gpu"] = "not probed"
+            driver = nvidia_smi_gpus()[2]
+            if driver is None:
+                missing["gpu_driver"] = "nvidia-smi did not report the driver"
+        else:
+            missing["gpu"] = "torch sees no CUDA device"
+    else:
+        names, mems, driver, why = nvidia_smi_gpus()
+        if why:
+            missing["gpu"] = why
     return MachineInfo(
         cpu_model=cpu,
         cpu_cores_logical=os.cpu_count(),
         cpu_cores_physical=psutil.cpu_count(logical=False),
         ram_bytes=int(psutil.virtual_memory().total),
+        hostname=platform.node(),
         os=platform.platform(),
         python=sys.version.split()[0],
         torch=torch_version,
         cuda=cuda,
         gpu_names=tuple(names),
         gpu_memory_bytes=tuple(mems),
+        gpu_driver=driver,
         missing=missing,
     )
 
 
-@dataclass(frozen=True)
-class CodeVersion:
-    """The git commit of a working tree, or None with the reason when it is not a git checkout."""
-
-    commit: str | None
-    dirty: bool | None
-    reason: str | None = None
-
-
-def describe_code_version(path: str | Path = ".") -> CodeVersion:
-    """Read the commit and dirty flag of the git work tree containing ``path``."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, timeout=10
-        )
-        if commit.returncode != 0:
-            return CodeVersion(None, None, reason=commit.stderr.strip() or "not a git repository")
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=path, capture_output=True, text=True, timeout=30,
-        )
-        return CodeVersion(commit.stdout.strip(), bool(status.stdout.strip()))
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return CodeVersion(None, None, reason=f"git could not be run: {exc}")
+def describe_code_version(path: str | Path = ".") -> CodeRecord:
+    """The code record of the git work tree containing ``path`` without the patch text (its size and
+    file counts stay): what a lab report shows."""
+    return dataclasses.replace(capture_code(path), patch=None)

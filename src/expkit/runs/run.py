@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import json
 import math
 import os
 import shutil
@@ -27,9 +28,11 @@ import orjson
 
 from expkit.errors import UsageError
 from expkit.runs import records
-from expkit.runs.store import resolve_store, validate_name, write_json_atomic, write_run
+from expkit.runs.metrics import is_divergence_metric, jsonable_metrics, summarize_metrics
+from expkit.runs.runrecord import ArtifactEntry, CheckpointEntry, RunRecord
+from expkit.runs.store import resolve_store, validate_name, write_json_atomic, write_record
 
-__all__ = ["FLUSH_INTERVAL_S", "Run", "RunTerminated", "start", "validate_config"]
+__all__ = ["FLUSH_INTERVAL_S", "Run", "RunTerminated", "start", "validate_config", "validate_config_notes"]
 
 # The issue's bound is "flushed at least every second"; half of it leaves margin for a slow disk.
 FLUSH_INTERVAL_S = 0.5
@@ -45,7 +48,7 @@ class RunTerminated(KeyboardInterrupt):
         self.signum = signum
 
 
-def _check_jsonable(value: Any, where: str) -> Any:
+def _check_jsonable(value: Any, where: str, notes: list[str]) -> Any:
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -54,31 +57,48 @@ def _check_jsonable(value: Any, where: str) -> Any:
                              hint="use a finite number or a string")
         return value
     if isinstance(value, (list, tuple)):
-        return [_check_jsonable(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_check_jsonable(v, f"{where}[{i}]", notes) for i, v in enumerate(value)]
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
+            key = k
             if not isinstance(k, str):
-                raise UsageError(f"config key {k!r} under {where!r} is a {type(k).__name__}, not a str")
-            out[k] = _check_jsonable(v, f"{where}.{k}" if where else k)
+                if not (k is None or isinstance(k, (bool, int, float))):
+                    raise UsageError(f"config key {k!r} under {where!r} is a {type(k).__name__}, which JSON cannot "
+                                     "hold as a key", hint="use str, int, float or bool keys")
+                key = json.dumps(k)  # JSON's own spelling: 0, true, null
+                if key in value:
+                    raise UsageError(f"config keys {k!r} and {key!r} under {where!r} collide as JSON keys")
+                notes.append(f"config key {k!r} under {where or 'the top level'!r} is a {type(k).__name__}; "
+                             f"stored as the string {key!r}")
+            out[key] = _check_jsonable(v, f"{where}.{key}" if where else key, notes)
         return out
     raise UsageError(f"config key {where!r} holds a {type(value).__name__} ({value!r:.60}), which is not JSON",
                      hint="convert it to a str, number, bool, list or dict before start()")
 
 
-def validate_config(config: Any) -> dict[str, Any]:
-    """``config`` as a JSON-able dict: a dataclass through ``asdict``, or a dict checked key by key.
+def validate_config_notes(config: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``config`` as a JSON-able dict and the notes on what changed to store it.
+
+    A dataclass goes through ``asdict``; a dict is checked key by key. Non-string keys (``id2label``'s
+    ``{0: "NEG"}`` in ``model.config.to_dict()``) are kept as strings (``"0"``), each with a note.
 
     Raises:
         UsageError: naming the first key whose value is not JSON (e.g. ``'optim.device'``).
     """
     if config is None:
-        return {}
+        return {}, ()
     if dataclasses.is_dataclass(config) and not isinstance(config, type):
         config = dataclasses.asdict(config)
     if not isinstance(config, dict):
         raise UsageError(f"config is a {type(config).__name__}", hint="pass a dataclass instance or a dict")
-    return _check_jsonable(config, "")
+    notes: list[str] = []
+    return _check_jsonable(config, "", notes), tuple(notes)
+
+
+def validate_config(config: Any) -> dict[str, Any]:
+    """``config`` as a JSON-able dict (see ``validate_config_notes``; the notes are dropped here)."""
+    return validate_config_notes(config)[0]
 
 
 def _number(key: str, value: Any) -> float | int:
@@ -91,18 +111,11 @@ def _number(key: str, value: Any) -> float | int:
                          hint="log numbers (a 0-d tensor is fine); put text in an artifact") from None
 
 
-def _jsonable_metric(rec: dict[str, Any]) -> dict[str, Any]:
-    for k, v in rec.items():
-        if type(v) is float and not math.isfinite(v):
-            rec[k] = str(v)  # orjson would write null; a NaN loss must stay visible
-    return rec
-
-
 class Run:
     """A live run. Use ``start()`` to make one. ``id`` and ``dir`` locate the record."""
 
     def __init__(self, *, run_id: str, run_dir: Path, store: Path, rank: int, world_size: int,
-                 mode: str, record: dict[str, Any] | None, metrics_file: str) -> None:
+                 mode: str, record: RunRecord | None, metrics_file: str) -> None:
         self.id = run_id
         self.dir = run_dir
         self.store = store
@@ -113,6 +126,7 @@ class Run:
         self._queue: deque[dict[str, Any]] = deque()
         self._final: dict[str, Any] = {}
         self._last_step: int | None = None
+        self._diverged_at: str | None = None
         self._metrics_path = run_dir / metrics_file
         self._stop = threading.Event()
         self._closed = False
@@ -129,7 +143,10 @@ class Run:
             step = int(step)
         rec: dict[str, Any] = {"step": step, "time": time.time()}
         for k, v in metrics.items():
-            rec[k] = v if type(v) is float or type(v) is int else _number(k, v)
+            v = v if type(v) is float or type(v) is int else _number(k, v)
+            rec[k] = v
+            if self._diverged_at is None and not math.isfinite(v) and is_divergence_metric(k):
+                self._diverged_at = f"step {step}: {k}={v}" + (f" (rank {self.rank})" if self.rank else "")
         self._queue.append(rec)
         self._final.update(rec)
         self._last_step = step
@@ -140,7 +157,7 @@ class Run:
         with self._lock:
             lines = []
             while self._queue:
-                lines.append(orjson.dumps(_jsonable_metric(self._queue.popleft())))
+                lines.append(orjson.dumps(jsonable_metrics(self._queue.popleft())))
             with open(self._metrics_path, "ab") as f:
                 f.write(b"\n".join(lines) + b"\n")
 
@@ -165,8 +182,14 @@ class Run:
         if self.mode == "rank":
             return []
         files = save_checkpoint(state, self.dir / "checkpoints", name)
-        self._note("checkpoints", [{"name": name, "files": [f.name for f in files], "step": self._last_step}])
+        self.note_checkpoint(CheckpointEntry(name=name, files=tuple(f.name for f in files), step=self._last_step))
         return files
+
+    def note_checkpoint(self, entry: CheckpointEntry) -> None:
+        """Record a checkpoint written elsewhere (a Trainer's ``checkpoint-500/``, Lightning's ``.ckpt``)."""
+        if self.mode == "rank":
+            return
+        self._note("checkpoints", [dataclasses.asdict(entry)])
 
     def artifact(self, path: str | os.PathLike[str], name: str | None = None) -> Path:
         """Copy a file into ``artifacts/`` (atomically) and record its size and sha256."""
@@ -188,8 +211,11 @@ class Run:
 
     def _note(self, key: str, items: list[dict[str, Any]]) -> None:
         if self.mode == "owner" and self._record is not None:
-            self._record.setdefault(key, []).extend(items)
-            write_run(self.store, self._record)
+            entry_type: Any = CheckpointEntry if key == "checkpoints" else ArtifactEntry
+            added = tuple(entry_type(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in i.items()})
+                          for i in items)
+            self._record = dataclasses.replace(self._record, **{key: getattr(self._record, key) + added})
+            write_record(self.store, self._record)
         elif self.mode == "attached":
             path = self.dir / "attached.json"
             extra = orjson.loads(path.read_bytes()) if path.exists() else {}
@@ -201,6 +227,39 @@ class Run:
     def final_metrics(self) -> dict[str, Any]:
         """The last logged value of each metric (and its step)."""
         return {k: v for k, v in self._final.items() if k != "time"}
+
+    @property
+    def diverged_at(self) -> str | None:
+        """Where a logged loss or gradient norm first went NaN/inf (``"step 12: loss=nan"``), or None."""
+        return self._diverged_at
+
+    def update_config(self, config: Any, *, source: str) -> None:
+        """Merge ``config`` into the run's config under ``source`` (e.g. ``"training_args"``); non-string
+        keys are stored as strings with a note. Rank > 0: nothing (rank 0 owns the record)."""
+        cfg, notes = validate_config_notes(config)
+        if self.mode == "owner" and self._record is not None:
+            merged = {**self._record.config, source: cfg}
+            self._record = dataclasses.replace(self._record, config=merged,
+                                               config_notes=self._record.config_notes + notes)
+            write_json_atomic(self.dir / "config.json", merged)
+            write_record(self.store, self._record)
+        elif self.mode == "attached":
+            path = self.dir / "attached.json"
+            extra = orjson.loads(path.read_bytes()) if path.exists() else {}
+            extra["config"] = {**(extra.get("config") or {}), source: cfg}
+            extra["config_notes"] = [*(extra.get("config_notes") or []), *notes]
+            write_json_atomic(path, extra)
+
+    def set_integration(self, name: str) -> None:
+        """Say which integration fed this run (``hf-trainer``, ``lightning``)."""
+        if self.mode == "owner" and self._record is not None:
+            self._record = dataclasses.replace(self._record, integration=name)
+            write_record(self.store, self._record)
+        elif self.mode == "attached":
+            path = self.dir / "attached.json"
+            extra = orjson.loads(path.read_bytes()) if path.exists() else {}
+            extra["integration"] = name
+            write_json_atomic(path, extra)
 
     def finish(self, status: str = "finished", *, error: str | None = None, signum: int | None = None) -> None:
         """Flush and close: ``finished``, ``failed`` (``error`` = traceback) or ``killed`` (``signum``)."""
@@ -217,11 +276,13 @@ class Run:
             return
         from expkit.runs.records import now_iso
 
-        self._record.update(status=status, ended_at=now_iso(), final_metrics=_jsonable_metric(self.final_metrics),
-                            error=error)
-        if signum is not None:
-            self._record["signal"] = signal.Signals(signum).name
-        write_run(self.store, self._record)
+        others = summarize_metrics(self.dir)  # the other ranks' files, as far as they reached disk
+        diverged_at = self._diverged_at or others.diverged_at
+        self._record = dataclasses.replace(
+            self._record, status=status, ended_at=now_iso(), final_metrics=jsonable_metrics(self.final_metrics),
+            final_metrics_by_rank=others.by_rank, error=error, diverged=diverged_at is not None,
+            diverged_at=diverged_at, signal=signal.Signals(signum).name if signum is not None else None)
+        write_record(self.store, self._record)
 
     def __enter__(self) -> Run:
         return self
@@ -307,7 +368,7 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
         >>> with start(config={"lr": 3e-4}, data=["train.jsonl"], seed=0) as run:  # doctest: +SKIP
         ...     run.log(1, loss=2.5)
     """
-    cfg = validate_config(config)
+    cfg, cfg_notes = validate_config_notes(config)
     if name is not None:
         validate_name(name)
     if group is not None:
@@ -328,7 +389,7 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
     if attach_dir:
         run_dir = Path(attach_dir)
         captured = records.capture_in_process(config=cfg, data=data, seed=seed, full_hash=full_hash,
-                                              deterministic=deterministic)
+                                              deterministic=deterministic, config_notes=cfg_notes)
         write_json_atomic(run_dir / "attached.json", captured)
         return Run(run_id=run_dir.name, run_dir=run_dir, store=run_dir.parent, rank=0, world_size=world,
                    mode="attached", record=None, metrics_file="metrics.jsonl")
@@ -355,13 +416,14 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
     record = records.create_run_record(root=root, name=name, group=group, config=cfg, data=data, seed=seed,
                                        full_hash=full_hash, deterministic=deterministic, kind="api",
                                        command=[sys.executable, *sys.argv], world_size=world,
-                                       code_dir=code_dir)
-    run_dir = root / record["id"]
+                                       code_dir=code_dir, config_notes=cfg_notes)
+    run_dir = root / record.id
     if world > 1:
         pointer = _rank_key(root)
         pointer.parent.mkdir(exist_ok=True)
-        write_json_atomic(pointer, {"id": record["id"], "seed": record["seed"]["seed"], "written_unix": time.time()})
-    run = Run(run_id=record["id"], run_dir=run_dir, store=root, rank=0, world_size=world, mode="owner",
+        write_json_atomic(pointer, {"id": record.id, "seed": record.seed.seed if record.seed else None,
+                                    "written_unix": time.time()})
+    run = Run(run_id=record.id, run_dir=run_dir, store=root, rank=0, world_size=world, mode="owner",
               record=record, metrics_file="metrics.jsonl")
     run._install_signal_handlers()
     return run

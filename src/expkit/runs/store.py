@@ -1,15 +1,20 @@
 """The embedded run store: one directory per run (``run.json`` is the truth) plus an SQLite index
 (WAL, busy timeout) that keeps listing fast at thousands of runs and is rebuilt from the directories.
 
-Status is resolved on read: a ``running`` run whose process is gone becomes ``lost``.
+Status is resolved on read: a ``running`` run whose process is gone becomes ``lost``. The index is a
+cache: a corrupt one is moved aside and rebuilt, a read-only one is replaced by an in-memory index for
+the call; a run directory that cannot be read is named (``BrokenRun``) and the rest are listed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sqlite3
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +22,7 @@ from typing import Any
 import orjson
 
 from expkit.errors import InputError, UsageError
+from expkit.runs.runrecord import RunRecord
 
 __all__ = [
     "HEARTBEAT_STALE_S",
@@ -27,10 +33,12 @@ __all__ = [
     "index_run",
     "list_runs",
     "open_index",
+    "read_record",
     "read_run",
     "resolve_store",
     "validate_name",
     "write_json_atomic",
+    "write_record",
     "write_run",
 ]
 
@@ -41,11 +49,14 @@ HEARTBEAT_STALE_S = 30.0
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
 _COLUMNS = {"id": "id", "name": "name", "status": "status", "seed": "seed", "commit": "commit_sha",
             "dirty": "dirty", "group": "grp", "kind": "kind", "hostname": "hostname", "created_at": "created_at"}
+# Bumped when the table changes; an index of another version is dropped and rebuilt (it is a cache).
+INDEX_VERSION = 2
+_N_COLS = 18
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
   id TEXT PRIMARY KEY, name TEXT, status TEXT, created_at TEXT, ended_at TEXT, pid INTEGER,
   hostname TEXT, commit_sha TEXT, dirty INTEGER, seed INTEGER, grp TEXT, kind TEXT, command TEXT,
-  config TEXT, final_metrics TEXT, error TEXT, run_json_mtime_ns INTEGER
+  config TEXT, final_metrics TEXT, error TEXT, run_json_mtime_ns INTEGER, diverged INTEGER
 );
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at);
 CREATE INDEX IF NOT EXISTS runs_name ON runs(name);
@@ -53,8 +64,16 @@ CREATE INDEX IF NOT EXISTS runs_name ON runs(name);
 
 
 def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
-    """The store directory: ``store``, else ``$EXPKIT_STORE``, else ``./runs``."""
-    return Path(store if store is not None else os.environ.get("EXPKIT_STORE") or DEFAULT_STORE).absolute()
+    """The store directory: ``store``, else ``$EXPKIT_STORE``, else ``./runs``.
+
+    Raises:
+        UsageError: the path exists and is not a directory (``--store train.py``).
+    """
+    root = Path(store if store is not None else os.environ.get("EXPKIT_STORE") or DEFAULT_STORE).absolute()
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"run store {str(root)!r} is a file, not a directory",
+                         hint="give --store a directory (it is created when missing)")
+    return root
 
 
 def validate_name(text: str, *, what: str = "run name") -> str:
@@ -76,61 +95,132 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     os.replace(tmp, path)
 
 
-def open_index(root: Path) -> sqlite3.Connection:
-    """Open (and create) the index in WAL mode with a 30 s busy timeout."""
-    root.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(root / INDEX_NAME, timeout=30.0, isolation_level=None)
+Note = Callable[[str], None]
+
+
+def _warn(note: str) -> None:
+    warnings.warn(note, RuntimeWarning, stacklevel=3)
+
+
+def _connect(path: Path | str) -> sqlite3.Connection:
+    con = sqlite3.connect(path, timeout=30.0, isolation_level=None)
     con.execute("PRAGMA busy_timeout=30000")
-    if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=NORMAL")
+    if path != ":memory:":
+        if con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        if con.execute("PRAGMA user_version").fetchone()[0] != INDEX_VERSION:
+            con.execute("DROP TABLE IF EXISTS runs")
+            con.execute(f"PRAGMA user_version={INDEX_VERSION}")
     con.executescript(_SCHEMA)
+    con.execute("SELECT count(*) FROM runs").fetchone()  # a corrupt file fails here at the latest
     return con
 
 
-def _row_of(record: dict[str, Any], mtime_ns: int) -> tuple[Any, ...]:
-    code = record.get("code") or {}
-    seed = record.get("seed") or {}
-    return (record["id"], record.get("name"), record.get("status"), record.get("created_at"),
-            record.get("ended_at"), record.get("pid"), (record.get("hardware") or {}).get("hostname"),
-            code.get("commit"), None if code.get("dirty") is None else int(code["dirty"]), seed.get("seed"),
-            record.get("group"), record.get("kind"), " ".join(record.get("command") or []),
-            orjson.dumps(record.get("config")).decode(), orjson.dumps(record.get("final_metrics") or {}).decode(),
-            record.get("error") or record.get("status_reason"), mtime_ns)
+def open_index(root: Path, *, on_note: Note | None = None) -> sqlite3.Connection:
+    """Open (and create) the index in WAL mode with a 30 s busy timeout.
 
-
-def index_run(root: Path, record: dict[str, Any], *, con: sqlite3.Connection | None = None) -> None:
-    """Insert or replace one run's row (``run.json`` must already be written)."""
-    own = con is None
-    con = con or open_index(root)
+    The index is a cache of the run directories: a corrupt file (truncated, random bytes) is moved
+    aside to ``index.sqlite.corrupt`` and rebuilt; a store or index that cannot be written gives an
+    in-memory index for this call. Either way ``on_note`` (default: a RuntimeWarning) says so.
+    """
+    note = on_note or _warn
     try:
-        mtime = (root / record["id"] / "run.json").stat().st_mtime_ns
-        con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * 17)})", _row_of(record, mtime))
-    finally:
-        if own:
-            con.close()
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the run store ({exc.strerror})", path=root) from None
+    path = root / INDEX_NAME
+    try:
+        return _connect(path)
+    except sqlite3.DatabaseError as exc:
+        corrupt = not isinstance(exc, sqlite3.OperationalError) or "malformed" in str(exc) \
+            or "not a database" in str(exc)
+        if corrupt:
+            try:
+                os.replace(path, root / (INDEX_NAME + ".corrupt"))
+                for suffix in ("-wal", "-shm"):
+                    (root / (INDEX_NAME + suffix)).unlink(missing_ok=True)
+                con = _connect(path)
+                note(f"the run index {path} was corrupt ({exc}); moved it to {INDEX_NAME}.corrupt and rebuilt it "
+                     "from the run directories")
+                return con
+            except (OSError, sqlite3.Error):
+                pass
+        note(f"the run index {path} cannot be used ({exc}); listing from the run directories in memory")
+        return _connect(":memory:")
 
 
-def write_run(root: Path, record: dict[str, Any]) -> None:
-    """Write ``run.json`` atomically, then its index row."""
-    write_json_atomic(root / record["id"] / "run.json", record)
+def _row_of(record: RunRecord, mtime_ns: int) -> tuple[Any, ...]:
+    code, seed = record.code, record.seed
+    return (record.id, record.name, record.status, record.created_at, record.ended_at, record.pid,
+            record.hostname, code.commit if code else None,
+            None if code is None or code.dirty is None else int(code.dirty), seed.seed if seed else None,
+            record.group, record.kind, " ".join(record.command), orjson.dumps(record.config).decode(),
+            orjson.dumps(record.final_metrics).decode(), record.error or record.status_reason, mtime_ns,
+            int(record.diverged))
+
+
+def index_run(root: Path, record: RunRecord | dict[str, Any], *, con: sqlite3.Connection | None = None) -> None:
+    """Insert or replace one run's row (``run.json`` must already be written). An index that cannot
+    be written is left as is: it is a cache, and the next listing reconciles it by ``run.json`` mtime."""
+    rec = record if isinstance(record, RunRecord) else RunRecord.from_json(record)
+    own = con is None
+    try:
+        con = con or open_index(root, on_note=lambda _: None)
+        try:
+            mtime = (root / rec.id / "run.json").stat().st_mtime_ns
+            con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * _N_COLS)})", _row_of(rec, mtime))
+        finally:
+            if own:
+                con.close()
+    except (sqlite3.Error, OSError):
+        return
+
+
+def write_record(root: Path, record: RunRecord) -> None:
+    """Write ``run.json`` atomically (through ``RunRecord.to_json``), then its index row."""
+    write_json_atomic(root / record.id / "run.json", record.to_json())
     index_run(root, record)
 
 
-def read_run(run_dir: Path) -> dict[str, Any]:
-    """Read one ``run.json``.
+def write_run(root: Path, record: RunRecord | dict[str, Any]) -> None:
+    """``write_record`` for a record or a ``run.json``-shaped dict (checked through ``RunRecord``)."""
+    rec = record if isinstance(record, RunRecord) else RunRecord.from_json(record, path=root / str(record.get("id")))
+    write_record(root, rec)
+
+
+def read_record(run_dir: Path) -> RunRecord:
+    """Read and check one ``run.json``.
 
     Raises:
-        InputError: the file is missing or not valid JSON (naming the path).
+        InputError: the file is missing, unreadable, not valid JSON, not an object, or has an unknown
+            or mistyped field (naming the run, the field and the path).
     """
     path = run_dir / "run.json"
     try:
-        return orjson.loads(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError:
-        raise InputError("run.json is missing", path=path) from None
+        raise InputError("run.json is missing", path=path,
+                         hint="the run directory holds no record; restore run.json or delete the directory") from None
+    except OSError as exc:
+        raise InputError(f"run.json cannot be read ({exc.strerror})", path=path,
+                         hint="check the permissions of the run directory") from None
+    try:
+        obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InputError(f"run.json is not valid JSON ({exc})", path=path,
                          hint="the run is listed as broken; restore or delete the file") from None
+    return RunRecord.from_json(obj, path=path)
+
+
+def read_run(run_dir: Path) -> dict[str, Any]:
+    """One ``run.json`` as a checked dict (``read_record(run_dir).to_json()``), for callers that
+    predate ``RunRecord``.
+
+    Raises:
+        InputError: as ``read_record``.
+    """
+    return read_record(run_dir).to_json()
 
 
 def find_run_dir(root: Path, ref: str) -> Path:
@@ -176,6 +266,8 @@ class RunSummary:
     group: str | None
     final_metrics: dict[str, Any]
     status_reason: str | None = None
+    diverged: bool = False
+    hostname: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,9 +281,12 @@ class BrokenRun:
 
 @dataclass(frozen=True)
 class RunListing:
+    """The runs that could be read, the run directories that could not, and notes on the index."""
+
     store: str
     runs: tuple[RunSummary, ...]
     broken: tuple[BrokenRun, ...]
+    notes: tuple[str, ...] = ()
 
 
 def _pid_alive(pid: int | None, create_time: float | None) -> bool:
@@ -208,36 +303,48 @@ def _pid_alive(pid: int | None, create_time: float | None) -> bool:
         return False
 
 
-def resolve_status(root: Path, record: dict[str, Any]) -> dict[str, Any]:
-    """Turn a ``running`` record whose process is gone into ``lost`` and write that back.
+def resolve_status(root: Path, record: RunRecord | dict[str, Any]) -> RunRecord:
+    """Turn a ``running`` record whose process is gone into ``lost`` and write that back; its final
+    metrics are then what reached ``metrics.jsonl`` (and the other ranks' files).
 
     Same host: the recorded pid (and its start time) must still be alive. Another host: the heartbeat
     must be younger than HEARTBEAT_STALE_S.
     """
     import platform
 
-    if record.get("status") != "running":
-        return record
-    run_dir = root / record["id"]
+    rec = record if isinstance(record, RunRecord) else RunRecord.from_json(record)
+    if rec.status != "running":
+        return rec
+    run_dir = root / rec.id
     try:
         beat = (run_dir / "heartbeat").stat().st_mtime
     except OSError:
-        beat = record.get("created_unix") or 0.0
+        beat = rec.created_unix or 0.0
     age = time.time() - beat
-    host = (record.get("hardware") or {}).get("hostname") or record.get("host")
+    host = rec.hostname
     if host == platform.node():
-        if _pid_alive(record.get("pid"), record.get("pid_create_time")):
-            return record
-        reason = f"process {record.get('pid')} is gone without closing the run; last heartbeat {age:.0f} s ago"
+        if _pid_alive(rec.pid, rec.pid_create_time):
+            return rec
+        reason = f"process {rec.pid} is gone without closing the run; last heartbeat {age:.0f} s ago"
     else:
         if age < HEARTBEAT_STALE_S:
-            return record
+            return rec
         reason = f"no heartbeat for {age:.0f} s (over {HEARTBEAT_STALE_S:.0f} s) from host {host}"
-    fresh = read_run(run_dir)  # it may have finished between our reads
-    if fresh.get("status") != "running":
+    fresh = read_record(run_dir)  # it may have finished between our reads
+    if fresh.status != "running":
         return fresh
-    fresh.update(status="lost", status_reason=reason, ended_at=_iso(beat))
-    write_run(root, fresh)
+    from expkit.runs.metrics import summarize_metrics
+
+    summary = summarize_metrics(run_dir)
+    fresh = dataclasses.replace(fresh, status="lost", status_reason=reason, ended_at=_iso(beat),
+                                final_metrics=summary.final or fresh.final_metrics,
+                                final_metrics_by_rank=summary.by_rank or fresh.final_metrics_by_rank,
+                                diverged=fresh.diverged or summary.diverged_at is not None,
+                                diverged_at=fresh.diverged_at or summary.diverged_at)
+    try:
+        write_record(root, fresh)
+    except OSError:  # a read-only store: the status is still shown as lost
+        pass
     return fresh
 
 
@@ -247,37 +354,60 @@ def _iso(unix_s: float) -> str:
     return datetime.fromtimestamp(unix_s, timezone.utc).isoformat(timespec="milliseconds")
 
 
+# A run directory without run.json younger than this is being created (start() writes it within ~1 s).
+_CREATING_GRACE_S = 60.0
+
+
 def _reconcile(root: Path, con: sqlite3.Connection) -> list[BrokenRun]:
     """Bring the index in line with the run directories; return the unreadable ones."""
     known = {r[0]: r[1] for r in con.execute("SELECT id, run_json_mtime_ns FROM runs")}
-    broken: list[BrokenRun] = []
     seen: set[str] = set()
-    with os.scandir(root) as it:
-        for entry in it:
+
+    def broken(name: str, error: str, mtime: int | None) -> None:
+        con.execute("INSERT OR REPLACE INTO runs (id, status, error, run_json_mtime_ns) VALUES (?,?,?,?)",
+                    (name, "broken", error, mtime))
+
+    try:
+        entries = list(os.scandir(root))
+    except OSError as exc:
+        raise InputError(f"cannot list the run store ({exc.strerror})", path=root,
+                         hint="check the permissions of the store directory") from None
+    for entry in entries:
+        try:
             if entry.name.startswith(".") or entry.name == "groups" or not entry.is_dir():
                 continue
-            seen.add(entry.name)
+        except OSError:
+            continue
+        seen.add(entry.name)
+        run_json = os.path.join(entry.path, "run.json")
+        try:
+            mtime = os.stat(run_json).st_mtime_ns
+        except FileNotFoundError:
             try:
-                mtime = os.stat(os.path.join(entry.path, "run.json")).st_mtime_ns
-            except FileNotFoundError:
-                continue  # a run being created, or not a run directory
-            if known.get(entry.name) == mtime:
-                continue
-            try:
-                record = read_run(Path(entry.path))
-                if record.get("id") != entry.name:
-                    raise InputError(f"run.json names id {record.get('id')!r}, not its directory",
-                                     path=Path(entry.path) / "run.json")
-            except InputError as exc:
-                con.execute("INSERT OR REPLACE INTO runs (id, status, error, run_json_mtime_ns) VALUES (?,?,?,?)",
-                            (entry.name, "broken", str(exc), mtime))
-                continue
-            con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * 17)})", _row_of(record, mtime))
+                age = time.time() - entry.stat().st_mtime
+            except OSError:
+                age = 0.0
+            if entry.name in known or age > _CREATING_GRACE_S:
+                broken(entry.name, f"{run_json}: run.json is missing (deleted?); the run's status is unknown", None)
+            continue
+        except OSError as exc:
+            broken(entry.name, f"{entry.path}: cannot be read ({exc.strerror})", None)
+            continue
+        if known.get(entry.name) == mtime:
+            continue
+        try:
+            record = read_record(Path(entry.path))
+            if record.id != entry.name:
+                raise InputError(f"run.json names id {record.id!r}, not its directory",
+                                 path=Path(entry.path) / "run.json")
+        except InputError as exc:
+            broken(entry.name, str(exc), mtime)
+            continue
+        con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * _N_COLS)})", _row_of(record, mtime))
     for gone in set(known) - seen:
         con.execute("DELETE FROM runs WHERE id = ?", (gone,))
-    for rid, err in con.execute("SELECT id, error FROM runs WHERE status = 'broken'"):
-        broken.append(BrokenRun(id=rid, path=str(root / rid / "run.json"), error=err or ""))
-    return broken
+    return [BrokenRun(id=rid, path=str(root / rid / "run.json"), error=err or "")
+            for rid, err in con.execute("SELECT id, error FROM runs WHERE status = 'broken' ORDER BY id")]
 
 
 _OPS = ("!=", ">=", "<=", "=", ">", "<")
@@ -335,10 +465,25 @@ def list_runs(store: str | os.PathLike[str] | None = None, *, where: list[str] |
     cond, args = _where_sql(where)  # a bad filter is an error even in an empty store
     if not root.exists():
         return RunListing(store=str(root), runs=(), broken=())
-    con = open_index(root)
+    notes: list[str] = []
+    con = open_index(root, on_note=notes.append)
     try:
-        con.execute("BEGIN IMMEDIATE")
         try:
+            con.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:  # read-only index or store: list from memory
+            con.close()
+            notes.append(f"the run index cannot be written ({exc}); listed from the run directories")
+            con = _connect(":memory:")
+            con.execute("BEGIN IMMEDIATE")
+        try:
+            broken = _reconcile(root, con)
+            con.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            con.execute("ROLLBACK")
+            con.close()
+            notes.append(f"the run index cannot be written ({exc}); listed from the run directories")
+            con = _connect(":memory:")
+            con.execute("BEGIN IMMEDIATE")
             broken = _reconcile(root, con)
             con.execute("COMMIT")
         except BaseException:
@@ -347,12 +492,15 @@ def list_runs(store: str | os.PathLike[str] | None = None, *, where: list[str] |
         running = [r[0] for r in con.execute("SELECT id FROM runs WHERE status = 'running'")]
         for rid in running:
             try:
-                resolve_status(root, read_run(root / rid))
+                fresh = resolve_status(root, read_record(root / rid))
             except InputError:
                 continue
+            if fresh.status != "running":  # the index may be read-only: update this connection's view
+                mtime = (root / rid / "run.json").stat().st_mtime_ns
+                con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * _N_COLS)})", _row_of(fresh, mtime))
         cond = cond + (" AND" if cond else " WHERE") + " status != 'broken'"
         sql = ("SELECT id, name, status, created_at, ended_at, kind, commit_sha, dirty, seed, grp, final_metrics, "
-               f"error FROM runs{cond} ORDER BY created_at DESC, id DESC")
+               f"error, diverged, hostname FROM runs{cond} ORDER BY created_at DESC, id DESC")
         if limit:
             sql += f" LIMIT {int(limit)}"
         rows = con.execute(sql, args).fetchall()
@@ -362,7 +510,8 @@ def list_runs(store: str | os.PathLike[str] | None = None, *, where: list[str] |
         RunSummary(id=r[0], name=r[1], status=r[2], created_at=r[3], ended_at=r[4], kind=r[5], commit=r[6],
                    dirty=None if r[7] is None else bool(r[7]), seed=r[8], group=r[9],
                    final_metrics=orjson.loads(r[10]) if r[10] else {},
-                   status_reason=r[11].strip().splitlines()[-1] if r[11] else None)
+                   status_reason=r[11].strip().splitlines()[-1] if r[11] else None,
+                   diverged=bool(r[12]), hostname=r[13])
         for r in rows
     )
-    return RunListing(store=str(root), runs=runs, broken=tuple(broken))
+    return RunListing(store=str(root), runs=runs, broken=tuple(broken), notes=tuple(notes))

@@ -1,0 +1,122 @@
+"""Human rendering of the run store: ``runs ls`` (a table on a terminal, tab-separated in a pipe),
+``runs show``, ``runs diff``, ``runs repro`` and ``runs export``. NaN and inf stay visible everywhere.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["format_metric", "render_diff", "render_exported", "render_listing", "render_repro", "render_run"]
+
+
+def format_metric(v: Any) -> str:
+    """A metric or value for a table: floats to 6 significant digits, NaN/inf as ``nan``/``inf``."""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return "-" if v is None else str(v)
+
+
+def _status(status: str, reason: str | None, diverged: bool) -> str:
+    text = status + (" DIVERGED" if diverged else "")
+    if status in ("lost", "failed") and reason:
+        text += f" ({reason})"
+    return text
+
+
+def render_listing(listing: Any) -> None:
+    """``runs ls``: the runs, then the broken run directories and index notes on stderr."""
+    from rich.table import Column
+
+    from expkit.render.console import err_console, fitted_table, out_console
+
+    headers = ("id", "name", "status", "created", "commit", "seed", "final metrics")
+    rows = []
+    for r in listing.runs:
+        metrics = ", ".join(f"{k}={format_metric(v)}" for k, v in r.final_metrics.items() if k != "step")
+        commit = (r.commit or "-")[:8] + ("+" if r.dirty else "")
+        rows.append((r.id, r.name or "-", _status(r.status, r.status_reason, r.diverged), (r.created_at or "")[:19],
+                     commit, format_metric(r.seed), metrics[:80]))
+    if sys.stdout.isatty():
+        table = fitted_table(Column("id", no_wrap=True, min_width=22), *headers[1:],
+                             no_wrap=("status", "commit", "seed"))
+        for row in rows:
+            table.add_row(*row)
+        out_console().print(table)
+    else:  # a pipe: one tab-separated line per run, nothing cut (grep / cut / awk)
+        print("\t".join(headers))
+        for row in rows:
+            print("\t".join(row))
+    err = err_console()
+    for note in listing.notes:
+        err.print(f"note: {note}", markup=False, highlight=False)
+    for b in listing.broken:
+        err.print(f"broken run {b.id}: {b.error}", markup=False, highlight=False)
+
+
+def render_run(rec: Any, presences: tuple[Any, ...]) -> None:
+    """``runs show``: identity, status (with ``DIVERGED``), the seven records, final metrics per rank."""
+    print(f"run {rec.id}  name {rec.name or '-'}  status {_status(rec.status, None, rec.diverged)}  "
+          f"({rec.created_at} -> {rec.ended_at or 'now'})")
+    print(f"command: {' '.join(rec.command)}")
+    if rec.integration:
+        print(f"recorded by: {rec.integration}")
+    for p in presences:
+        print(f"  [{'x' if p.present else ' '}] {p.record:<12} {p.summary}")
+    if rec.final_metrics:
+        print("final metrics: " + ", ".join(f"{k}={format_metric(v)}" for k, v in rec.final_metrics.items()))
+    for rank, fm in rec.final_metrics_by_rank.items():
+        print(f"final metrics of rank {rank}: " + ", ".join(f"{k}={format_metric(v)}" for k, v in fm.items()))
+    if rec.diverged:
+        print(f"diverged: {rec.diverged_at}")
+    for note in (*rec.config_notes, *rec.metric_notes):
+        print(f"note: {note}")
+    if rec.checkpoints:
+        print("checkpoints: " + ", ".join(f"{c.name} (step {c.step})" for c in rec.checkpoints))
+    if rec.status_reason:
+        print(f"status reason: {rec.status_reason}")
+    if rec.error:
+        print("error:\n" + rec.error.rstrip())
+
+
+def render_diff(d: Any, *, top: int) -> None:
+    """``runs diff``: the seven records side by side, metric deltas, ranked differences."""
+    from rich.table import Table
+
+    from expkit.render.console import out_console
+
+    con = out_console()
+    rec_table = Table("record", d.a, d.b, title="the seven records")
+    for pa, pb in zip(d.records_a, d.records_b):
+        rec_table.add_row(pa.record, ("" if pa.present else "MISSING ") + pa.summary,
+                          ("" if pb.present else "MISSING ") + pb.summary)
+    con.print(rec_table)
+    if d.metrics:
+        mt = Table("metric", "A", "B", "B - A", "noise floor", title="final metrics")
+        for m in d.metrics:
+            mt.add_row(m.name, format_metric(m.a), format_metric(m.b), format_metric(m.delta),
+                       format_metric(m.noise_floor))
+        con.print(mt)
+    dt = Table("#", "category", "key", "A", "B", "why", title=f"{len(d.differences)} differences, most likely cause first")
+    for i, x in enumerate(d.differences[:top], 1):
+        dt.add_row(str(i), x.category, x.key, format_metric(x.a)[:40], format_metric(x.b)[:40], x.why)
+    con.print(dt)
+    con.print(d.note, markup=False)
+
+
+def render_repro(rep: Any) -> None:
+    """``runs repro``: the verdict, each metric then and now, what data was compared and how."""
+    print(f"{rep.original} -> {rep.reproduction}: {rep.verdict} ({rep.note})")
+    for k, (a, b) in rep.metrics.items():
+        print(f"  {k:<20} {format_metric(a):>14} {format_metric(b):>14}")
+    for c in rep.data_compared:
+        print(f"  data compared: {c}")
+    for m in rep.data_mismatches:
+        print(f"  data changed: {m}")
+
+
+def render_exported(done: tuple[Any, ...] | list[Any]) -> None:
+    """``runs export``: one line per run and target."""
+    for e in done:
+        what = e.skipped or f"{e.metric_points} metric points, {e.params} params, {len(e.artifacts)} artifacts"
+        print(f"{e.run_id} -> {e.target} {e.target_run_id or ''}: {what}")
