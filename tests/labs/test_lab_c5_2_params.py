@@ -1,11 +1,21 @@
+from verdict_checks import assert_flips, assert_verdicts_follow
+
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
 
 
 def test_lab_c5_2_param_accounting(tmp_path):
     res = run_lab(select_labs(["C5.2"])[0], out_dir=tmp_path, quick=True)
-    assert res.status == "ok", res.error
-    m = {x.key: x for x in res.measurements}
+    m = assert_verdicts_follow(res)
     assert m["total_params"].value == 494_032_768 and m["trainable"].value == 8_798_208
     assert m["untied"].value == 494_032_768 + 151_936 * 896  # the lost tie counts the head again
     assert all(m[k].verdict.kind == "reproduced" for k in ("arch", "total_params", "trainable", "fraction", "state"))
+    assert_flips(m["arch"], 3)
+    assert_flips(m["total_params"], m["untied"].value)  # counting under init_empty_weights would not be 494M
+    assert_flips(m["fraction"], 1.77)  # peft's own print (of base + adapters) is 1.75%
+    assert_flips(m["state"], 2 * 494_032_768)
+    # C5.4 run: under one cap the full step runs out of memory and the LoRA step fits
+    possible = m["lora_fits_full_does_not"]
+    assert possible.value is True and possible.verdict.kind == "demonstrated"
+    assert "full OOM, LoRA fitted" in possible.detail
+    assert_flips(possible, False)
