@@ -179,3 +179,11 @@ def test_why_reads_a_real_hugging_face_trainer_collate_crash(cli, tmp_path):
     assert e["kind"] == "collate_size_mismatch" and len(e["shapes"]) == 2
     assert e["frame"]["file"] == str(script) and "DataCollatorWithPadding" in " ".join(e["fixes"])
     assert e["trainer"].startswith("train -> _inner_training_loop") and "fetching a batch" in e["trainer"]
+
+
+def test_why_reads_a_non_utf8_log_from_stdin(cli):
+    text = ('Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    f()\n'
+            'ValueError: caf\u00e9 not found\n').encode("latin-1")
+    res = cli("why", input=text)
+    assert res.exit_code == 0, res.stderr
+    assert "ValueError: caf\ufffd not found" in res.stdout

@@ -53,3 +53,23 @@ def test_ansi_and_control_sequences_never_reach_the_terminal():
     assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
     assert out == "ok red \\x08 end"
     assert sanitize_for_terminal("a\n\tb") == "a\n\tb"
+
+
+def test_trainer_errors_without_a_loss_or_columns_are_explained():
+    from expkit.diagnose import diagnose_text
+
+    site = "/venv/lib/python3.11/site-packages"
+    text = ('Traceback (most recent call last):\n  File "/me/train_hf.py", line 30, in <module>\n    trainer.train()\n'
+            f'  File "{site}/transformers/trainer.py", line 1530, in train\n    return inner_training_loop(\n'
+            f'  File "{site}/transformers/trainer.py", line 2051, in training_step\n'
+            '    loss = self.compute_loss(model, inputs)\n'
+            f'  File "{site}/transformers/trainer.py", line 2201, in compute_loss\n    raise ValueError(\n'
+            "ValueError: The model did not return a loss from the inputs, only the following keys: logits. For "
+            "reference, the inputs it received are input_ids,attention_mask.\n")
+    e = diagnose_text(text).explanation
+    assert e.kind == "trainer_no_loss" and "input_ids,attention_mask" in e.summary
+    assert e.trainer == "train -> training_step -> compute_loss: computing the loss of a batch"
+    assert any("DataCollatorForLanguageModeling" in f for f in e.fixes)
+    cols = text.replace(text.splitlines()[-1], "ValueError: No columns in the dataset match the model's forward "
+                        "method signature: (input_ids, labels). The following columns have been ignored: [text].")
+    assert diagnose_text(cols).explanation.kind == "trainer_no_columns"

@@ -105,11 +105,13 @@ def stats(
 @app.command("validate")
 def validate(
     file: str = typer.Argument(..., help=_FILE_HELP),
-    schema: str = typer.Option("chat", "--schema", "-s", help="chat, prompt-completion, or a JSON Schema file."),
+    schema: str = typer.Option("chat", "--schema", "-s", help="chat, prompt-completion, or a JSON Schema file "
+                               "(checked by jsonschema: Draft 2020-12 unless its $schema says otherwise)."),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Check every record against a schema; print every violation as FILE:LINE: where: what.
-    Exit 1 when there is any violation (invalid JSON lines included).
+    Exit 1 when there is any violation (invalid JSON lines included); exit 2 for a schema file that is not
+    a valid JSON Schema.
 
     Examples:
 
