@@ -134,3 +134,17 @@ def test_runs_ls_table_on_a_terminal_fits_80_columns(tmp_path: Path) -> None:
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode()).replace("\r", "")
     assert text.count("finished") == 2 and "seed" in text, text
     assert not _too_wide(text, 80), text
+
+
+def test_output_into_a_closed_pipe_is_not_an_internal_error(tmp_path: Path) -> None:
+    """``expkit data head big.jsonl | head -1``: the reader goes away; no traceback, exit 141 (128 + SIGPIPE)."""
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(f'{{"text": "{"x" * 100}", "i": {i}}}\n' for i in range(5000)))
+    proc = subprocess.Popen([sys.executable, "-m", "expkit", "data", "head", str(big), "-n", "5000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10)  # more than 64 KiB is written: the pipe fills while the command still writes
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert "Traceback" not in err and "internal error" not in err, err

@@ -2,7 +2,8 @@
 
 Exit codes, as pytest has them: 0 success; 1 a check that ran and failed (``CheckFailed``); 2 bad usage
 or input (any other ``ExpkitError``, printed as one line without traceback); 3 an internal error (a bug
-in expkit: the traceback, then one line asking for a report); 130 interrupted (Ctrl-C).
+in expkit: the traceback, then one line asking for a report); 130 interrupted (Ctrl-C); 141 when stdout's
+reader went away (``| head``), as a shell reports a writer killed by SIGPIPE.
 With ``--json`` an error is also written to stdout as ``{"command", "version", "error": {kind, message,
 where}}`` with the same exit code.
 Command modules import torch, transformers and friends inside the command bodies only, so
@@ -21,11 +22,23 @@ from typer.core import TyperGroup
 from expkit import __version__
 from expkit.errors import ExpkitError, missing_dependency
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "app", "invoked_argv", "main"]
+__all__ = ["EXIT_BROKEN_PIPE", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "app", "invoked_argv", "main"]
 
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader closed the pipe
 _REPORT_URL = "https://github.com/expkit/expkit/issues"
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush into the closed pipe raises nothing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (a test's capture): nothing to flush
+        pass
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -105,6 +118,9 @@ class _ErrorBoundary(TyperGroup):
                 self._internal(ctx, exc)
             else:
                 self._report(ctx, dep)
+        except BrokenPipeError:  # the reader went away (`expkit data head F -n 9999 | head`): no traceback
+            _silence_stdout()
+            ctx.exit(EXIT_BROKEN_PIPE)
         except KeyboardInterrupt:
             self._emit_error("Interrupted", "interrupted (Ctrl-C)", None)
             print("\ninterrupted", file=sys.stderr)
@@ -127,7 +143,7 @@ class _ErrorBoundary(TyperGroup):
 app = typer.Typer(
     cls=_ErrorBoundary,
     name="expkit",
-    help="The algorithm engineer's toolbox: from an ML idea to a runnable, recorded, trustworthy experiment.",
+    # no help= here: the root callback's docstring is the help, so `expkit --help` shows exit codes and --json
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -183,6 +199,9 @@ def _register() -> None:
 
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(app)
+    from expkit.cli.helptext import rewrap_help
+
+    rewrap_help(app)  # help wraps at the terminal width, not at the docstrings' line breaks
 
 
 _register()
