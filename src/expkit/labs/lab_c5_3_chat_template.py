@@ -4,7 +4,7 @@ tokens count in the loss. One conversation rendered, tokenized and masked, shown
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
 SEED_BEHAVIOUR = SeedFigure("template_decides_loss", "the template decides which tokens count", None, "",
@@ -62,11 +62,12 @@ def run(ctx: LabContext) -> LabOutput:
 
     shown = " ".join(f"[{t}]" if m else t for t, m in zip(tokens, trained)).replace("\n", "\\n")
     ok = eot_trained and agree == len(examples) and not bad_eot_trained
+    decides = Shown("the same conversation and tokenizer, two templates: the end of turn is in the loss with one and "
+                    f"not the other; marker spans = derived spans on all {len(examples)} conversations")
     measurements = (
-        Measurement("template_decides_loss", "end of turn trained with the demo template, not with a "
-                    "template whose markers close early", ok, "", Verdict("reproduced") if ok else
-                    Verdict("not reproduced", "the template did not change which tokens count"), SEED_BEHAVIOUR,
-                    detail=f"demo template: {eot.token} trained = {eot_trained}; markers closing before it: "
+        judged("template_decides_loss", "end of turn trained with the demo template, not with a "
+               "template whose markers close early", ok, "", rule=decides, seed=SEED_BEHAVIOUR,
+               detail=f"demo template: {eot.token} trained = {eot_trained}; markers closing before it: "
                            f"trained = {bad_eot_trained}"),
         Measurement("tokens", "tokens in the conversation", len(tokens), "tokens", detail=shown[:400]),
         Measurement("trained_tokens", "tokens in the loss", sum(trained), "tokens"),

@@ -1,12 +1,16 @@
-"""Lab C5.5: most of a conversation is masked out of the loss (seed: 85% of one conversation)."""
+"""Lab C5.5: most of a conversation is masked out of the loss (seed: 85% of one conversation). Judged on the
+data set, not on one conversation: the share of conversations mostly masked, and the data set's fraction."""
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, verdict_within
+from expkit.labs.base import Cause, KOfN, LabContext, LabOutput, Measurement, SeedFigure, Within, judged
 from expkit.labs.registry import lab
 
-SEED_MASKED = SeedFigure("masked_one", "masked fraction of one conversation", 85.0, "%",
+SEED_MASKED = SeedFigure("masked_all", "masked fraction of a conversation", 85.0, "%",
                          "85% of the tokens of one conversation")
+SEED_MOST = SeedFigure("mostly_masked", "most of a conversation is masked", None, "",
+                       "most of a conversation is masked out of the loss")
+FRACTION_RULE = Within(85.0, abs=5.0, source="+-5 points: our tolerance for one conversation's 85% as typical")
 
 
 @lab(id="C5.5", title="Most of a conversation is masked out of the loss", claims=("C5.5",), seed=(SEED_MASKED,))
@@ -36,21 +40,33 @@ def run(ctx: LabContext) -> LabOutput:
     ax.legend()
     path = save_figure(fig, ctx.figure_path("c5_5_masked_fraction.png"))
 
-    reason = ("the synthetic answers are a few tokens long (a number, a word) while the system prompt and "
-              "question are tens: the fraction depends on the data and the tokenizer, not the method")
+    mostly = sum(f > 0.5 for f in audit.masked_fraction_per_example)
+    trained_per = audit.trained_tokens / n
+    total_per = audit.total_tokens / n
+    # a measured cause for a data-set fraction off 85%: how long the trained part (answer + <|im_end|>) is here
+    implied = 100 * (1 - trained_per / total_per)
+    cause = Cause("trained tokens per conversation (answer + end of turn, measured)", trained_per,
+                  f"of {total_per:.1f} tokens per conversation: the synthetic answers are a number or a word, so "
+                  f"{implied:.1f}% is masked; the fraction is set by the data's answer length, not by the method",
+                  unit="tokens")
     measurements = (
-        Measurement("masked_one", "masked fraction of one conversation", one, "%",
-                    verdict_within(one, 85.0, abs_tol=5.0, differs_reason=reason), SEED_MASKED,
-                    detail=f"{len(tok)}-token BPE vocabulary"),
-        Measurement("masked_all", "masked fraction of the data set", 100 * audit.masked_fraction, "%",
-                    detail=f"{audit.total_tokens} tokens, {audit.trained_tokens} trained, {n} conversations"),
+        judged("mostly_masked", "conversations with more than half of their tokens masked", mostly, "conversations",
+               rule=KOfN(n, n, source="'most of a conversation': every conversation of the data set"),
+               seed=SEED_MOST, detail=f"of {n}; lowest masked fraction {min(per):.1f}%"),
+        judged("masked_all", "masked fraction of the data set (all tokens of all conversations)",
+               100 * audit.masked_fraction, "%", rule=FRACTION_RULE, seed=SEED_MASKED, cause=cause,
+               detail=f"{audit.total_tokens} tokens, {audit.trained_tokens} trained, {n} conversations; "
+                      f"per conversation: median {sorted(per)[n // 2]:.1f}%, range {min(per):.1f}-{max(per):.1f}%"),
+        Measurement("masked_one", "masked fraction of the first conversation", one, "%",
+                    detail="one example: not judged (the claim is about conversations in general)"),
         Measurement("masked_no_system", "masked fraction without a system prompt",
                     100 * no_system.masked_fraction, "%"),
         Measurement("audit_s", f"label audit of {n} conversations", audit.elapsed_s, "s"),
     )
     explanation = (
-        f"With the demo tokenizer and ChatML template, {one:.1f}% of the tokens of the first conversation are "
-        f"masked out of the loss (seed: 85%), {100 * audit.masked_fraction:.1f}% over {n} conversations "
+        f"With the demo tokenizer and ChatML template, {100 * audit.masked_fraction:.1f}% of the tokens of {n} "
+        f"conversations are masked out of the loss (seed: 85% of one conversation; the first one here: {one:.1f}%), "
+        f"and {mostly} of {n} conversations have more than half of their tokens masked "
         f"({100 * no_system.masked_fraction:.1f}% without the system prompt). Only the assistant answer and "
         "its <|im_end|> are trained; the system prompt, the question and every role header are context. "
         f"The audit of {n} conversations took {audit.elapsed_s:.1f} s on this machine."

@@ -5,11 +5,15 @@ the library calls below it, are printed as the reading path.
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
 SEED_PATH = SeedFigure("reading_path", "compute_loss is reachable from train() and holds the loss", None, "",
                        "reading down from compute_loss is the fastest way to learn post-training (behaviour)")
+
+
+# what can be shown is the path, not "fastest way to learn" (a claim about readers, not measured here)
+READING_PATH = Shown("a traced SFT step runs train() -> ... -> compute_loss, the method that turns a batch into the loss")
 
 
 @lab(id="C5.7", title="The reading path: train() down to compute_loss", claims=("C5.7",), seed=(SEED_PATH,))
@@ -46,9 +50,8 @@ def run(ctx: LabContext) -> LabOutput:
     path_text = " -> ".join(f"{s.function} [{s.library}]" for s in up)
     below = [f"{s.depth}: {s.function} [{s.library}: {s.file}:{s.line}]" for s in chain.down]
     measurements = (
-        Measurement("reading_path", "trainer.train() reaches compute_loss through the traced frames", ok, "",
-                    Verdict("reproduced") if ok else Verdict("not reproduced", f"traced: {path_text or 'nothing'}"),
-                    SEED_PATH, detail=path_text),
+        judged("reading_path", "trainer.train() reaches compute_loss through the traced frames", ok, "",
+               rule=READING_PATH, seed=SEED_PATH, detail=path_text),
         Measurement("frames_up", "frames from train() to compute_loss", len(up), "frames"),
         Measurement("calls_below", "distinct trl/transformers/peft calls below compute_loss", len(chain.down), "calls",
                     detail=" | ".join(below[:25])),
@@ -59,6 +62,8 @@ def run(ctx: LabContext) -> LabOutput:
         f"first: {path_text}.\n\n"
         "Below compute_loss (TRL's SFTTrainer.compute_loss), the first library calls in order:\n"
         + "\n".join(below[:25]) + "\n\n"
+        "This shows the reading path exists and where the loss is made; that reading it is the fastest way to "
+        "learn post-training is advice about readers, which no run here measures (hence 'demonstrated'). "
         "Read in this order: compute_loss shows which inputs (input_ids, labels with -100 on masked tokens) "
         "become which loss; everything above it is the generic transformers loop (batching, accumulation, "
         "optimizer step), everything below it is the model's forward."
