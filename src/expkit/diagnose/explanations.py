@@ -9,15 +9,14 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import PurePath
 
-from expkit.diagnose.collective import NcclTimeout, parse_nccl_timeout
-from expkit.diagnose.logtext import clean_log_text
+from expkit.diagnose.collective import NcclTimeout
 from expkit.diagnose.oom import OomInfo, parse_oom_message
 from expkit.diagnose.tracebacks import ExceptionRecord, Frame, Traceback, parse_traceback
 
-__all__ = ["Diagnosis", "Explanation", "diagnose_text", "explain", "explain_exception", "explain_nccl_timeout"]
+__all__ = ["Explanation", "explain", "explain_exception"]
 
 # torch/nn/modules/<file>.py -> the layer family it holds
 _LAYER_FILES = {"linear": "nn.Linear", "conv": "nn.Conv", "sparse": "nn.Embedding", "normalization": "nn.LayerNorm",
@@ -443,85 +442,3 @@ def explain_exception(exc: BaseException) -> tuple[Traceback, Explanation]:
 
     tb = parse_traceback("".join(_tb.format_exception(type(exc), exc, exc.__traceback__)))
     return tb, explain(tb)
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """What ``expkit why`` reports: the parsed traceback and its explanation. ``log_lines_cleaned``:
-    lines whose escape sequences or logger prefixes were removed before parsing."""
-
-    traceback: Traceback
-    explanation: Explanation
-    log_lines_cleaned: int = 0
-
-    @property
-    def found(self) -> bool:
-        """Whether there was anything to explain (a traceback, or a collective timeout without one)."""
-        return bool(self.traceback.exceptions) or self.explanation.kind == "nccl_timeout"
-
-
-def _seconds(ms: int) -> str:
-    return f"{ms / 1000:.3g} s" if ms < 120_000 else f"{ms / 60_000:.3g} min"
-
-
-def explain_nccl_timeout(t: NcclTimeout) -> Explanation:
-    """What an NCCL watchdog timeout means: which ranks waited in which collective, for how long, and
-    where to look (the rank that never joined).
-
-    References: PyTorch ProcessGroupNCCL (the watchdog, TORCH_NCCL_ASYNC_ERROR_HANDLING, the flight
-    recorder TORCH_NCCL_TRACE_BUFFER_SIZE / TORCH_NCCL_DUMP_ON_TIMEOUT); NCCL's NCCL_DEBUG=INFO.
-    """
-    f = t.first
-    ranks = ", ".join(str(r.rank) for r in t.reports)
-    size = f" of {f.numel_in:,} element{'s' if f.numel_in != 1 else ''}" if f.numel_in is not None else ""
-    parts = [f"Rank(s) {ranks} waited {_seconds(f.ran_for_ms)} in collective #{f.seq_num} ({f.op}{size}); the "
-             f"limit is Timeout(ms)={f.timeout_ms} ({_seconds(f.timeout_ms)}). A collective completes only when every "
-             "rank of the group calls it: some rank never did."]
-    if not t.ranks_agree:
-        where = "; ".join(f"rank {r.rank} in {r.op} #{r.seq_num}" for r in t.reports)
-        parts.append(f"The ranks are not in the same collective ({where}): their control flow diverged (a branch "
-                     "taken on some ranks only, a different number of batches per rank).")
-    if t.silent_ranks:
-        parts.append(f"Rank(s) {', '.join(map(str, t.silent_ranks))} reported no timeout: look there first (crashed, "
-                     "stuck, or busy elsewhere).")
-    if t.root_cause_rank is not None:
-        code = f" with exitcode {t.root_cause_exitcode}" if t.root_cause_exitcode is not None else ""
-        abort = " (-6: SIGABRT, the watchdog taking the process down)." if t.root_cause_exitcode == -6 else "."
-        parts.append(f"torchrun names rank {t.root_cause_rank}{code} as the first failure{abort}")
-    if f.last_enqueued is not None and f.last_completed is not None:
-        parts.append(f"Rank {f.rank} had enqueued work up to #{f.last_enqueued} and completed up to "
-                     f"#{f.last_completed}.")
-    fixes = (
-        "find the rank that did not reach this collective: its own traceback or exit code earlier in the log "
-        "(an OOM or exception on one rank leaves the others waiting), or a rank still busy",
-        "check control flow that differs by rank around collectives: `if rank == 0:` blocks (evaluation, "
-        "checkpoint saving, logging) that call a collective or take longer than the timeout, and uneven data "
-        "(DistributedSampler without drop_last, a different number of batches per rank)",
-        "rerun with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL to see each rank's collectives; "
-        "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 dumps the flight recorder at the timeout",
-        "keep TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (the default in recent PyTorch) so a timeout ends the job instead "
-        "of hanging it",
-        "only when one step legitimately outlasts the limit (a long rank-0 save): raise it with "
-        "init_process_group(timeout=datetime.timedelta(minutes=...))",
-    )
-    return Explanation(kind="nccl_timeout",
-                       title=(f"NCCL watchdog timeout: {f.op} #{f.seq_num} on rank(s) {ranks}" if t.ranks_agree else
-                              f"NCCL watchdog timeout on rank(s) {ranks}, in different collectives")
-                       + f" after {_seconds(f.timeout_ms)}",
-                       summary=" ".join(parts), fixes=fixes, exception_type=None, message="", frame=None, nccl=t)
-
-
-def diagnose_text(text: str) -> Diagnosis:
-    """``expkit why`` minus the printing: clean the log (escape sequences, per-line timestamps and
-    logger prefixes), parse the traceback, explain it. An NCCL watchdog timeout is explained even
-    without a Python traceback (and instead of torchrun's generic ChildFailedError)."""
-    clean = clean_log_text(text)
-    tb = parse_traceback(clean.text)
-    explanation = explain(tb)
-    nccl = parse_nccl_timeout(clean.text)
-    if nccl is not None and explanation.kind == "unknown":
-        explanation = explain_nccl_timeout(nccl)
-        if not tb.exceptions:
-            tb = replace(tb, warnings=tuple(w for w in tb.warnings if not w.startswith("no traceback found")))
-    return Diagnosis(traceback=tb, explanation=explanation,
-                     log_lines_cleaned=max(clean.lines_with_escapes, clean.lines_with_prefixes))
