@@ -4,16 +4,27 @@ then the same SFT with and without ``<|im_end|>`` in the loss, and the does-it-s
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Verdict
+from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, SeedFigure, Within, judged
 from expkit.labs.registry import lab
 
 SEED_LOSS = SeedFigure("loss_step20", "loss after 20 LoRA steps", 1.7, "nats", "20 steps: loss 5.3 -> 1.7")
-SEED_STOP = SeedFigure("stop_without_eos", "stop rate without the end of turn in the loss", None, "",
-                       "the answer is right but generation does not stop")
-SEED_LOSS_START = 5.3  # seed C5.6, the loss at step 1
+SEED_LOSS_START = SeedFigure("loss_step1", "loss at step 1", 5.3, "nats", "20 steps: loss 5.3 -> 1.7")
+SEED_STOP = SeedFigure("stop_gap", "stopping without the end of turn in the loss", None, "",
+                       "generation does not stop")
+SEED_RIGHT = SeedFigure("answer_without_eos", "answers without the end of turn in the loss", None, "",
+                        "the answer is right")
+LOSS_START_RULE = Within(5.3, abs=1.0, source="+-1.0 nats: our tolerance, the seed's model and data are not ours")
+LOSS_RULE = Within(1.7, abs=0.4, source="+-0.4 nats: our tolerance, the seed's model and data are not ours")
+# "does not stop": stopping falls by at least half of the prompts when the end of turn leaves the loss
+STOP_RULE = AtLeast(0.5, source="our threshold: 50 points fewer stops without the end of turn in the loss")
+# "the answer is right": on at least 9 of 10 held-out prompts
+RIGHT_RULE = AtLeast(0.9, source="our reading of 'the answer is right': 90% of held-out prompts")
+BASE_NOTE = ("the demo base model was pre-trained on chat transcripts whose assistant turn is never closed by "
+             "<|im_end|>, which builds in part of 'without the end of turn in the loss it does not stop'")
 
 
-@lab(id="C5.6", title="The end-of-turn token must be in the loss", claims=("C5.6",), seed=(SEED_LOSS, SEED_STOP))
+@lab(id="C5.6", title="The end-of-turn token must be in the loss", claims=("C5.6",),
+     seed=(SEED_LOSS_START, SEED_LOSS, SEED_STOP, SEED_RIGHT))
 def run(ctx: LabContext) -> LabOutput:
     from expkit.finetune.chatdata import generate_chat_examples
     from expkit.finetune.demomodel import ensure_demo_model
@@ -40,7 +51,7 @@ def run(ctx: LabContext) -> LabOutput:
     fig, (ax1, ax2) = new_figure(2)
     ax1.plot(range(1, len(res.losses_with_eos) + 1), res.losses_with_eos, label="end of turn in the loss")
     ax1.plot(range(1, len(res.losses_without_eos) + 1), res.losses_without_eos, label="end of turn masked", alpha=0.8)
-    ax1.plot([1, 20], [SEED_LOSS_START, SEED_LOSS.value], "k--", marker="o", label="seed (5.3 -> 1.7)")
+    ax1.plot([1, 20], [SEED_LOSS_START.value, SEED_LOSS.value], "k--", marker="o", label="seed (5.3 -> 1.7)")
     ax1.axvline(20, color="grey", lw=0.8)
     ax1.set(xlabel="step", ylabel="training loss (assistant tokens)", title=f"LoRA SFT on the demo model ({demo.parameters:,} params)")
     ax1.legend()
@@ -53,32 +64,28 @@ def run(ctx: LabContext) -> LabOutput:
     ax2.legend()
     path = save_figure(fig, ctx.figure_path("c5_6_stop_token.png"))
 
-    # both ends of the curve must match for "reproduced": 5.3 +- 1.0 at step 1, 1.7 +- 0.4 at step 20
-    if abs(loss1 - SEED_LOSS_START) <= 1.0 and abs(loss20 - SEED_LOSS.value) <= 0.4:
-        loss_verdict = Verdict("reproduced")
-    else:
-        loss_verdict = Verdict("differs", f"{loss1:.2f} -> {loss20:.2f} ({ratio:.1f}x; seed 3.1x): a "
-                               f"{demo.parameters:,}-parameter demo model that already half knows the tasks, "
-                               "on short synthetic answers, not the seed's 0.5B model and data")
     contrast = w.stop_rate - wo.stop_rate
-    # "does not stop": at least 50 points fewer stops, and generations at least 3x as long
     longer = wo.mean_generated_tokens / max(w.mean_generated_tokens, 1e-9)
-    stop_verdict = (Verdict("reproduced") if contrast >= 0.5 and longer >= 3
-                    else Verdict("not reproduced", f"stop rates {w.stop_rate:.0%} with vs {wo.stop_rate:.0%} without, "
-                                                   f"generations {longer:.1f}x as long"))
     sample = next((c for c in wo.cases if c.answer_correct), wo.cases[0])
     measurements = (
-        Measurement("loss_step1", "loss at step 1", loss1, "nats", detail=f"seed: {SEED_LOSS_START}"),
-        Measurement("loss_step20", "loss after 20 LoRA steps", loss20, "nats",
-                    loss_verdict, SEED_LOSS),
+        judged("loss_step1", "loss at step 1", loss1, "nats", rule=LOSS_START_RULE, seed=SEED_LOSS_START,
+               detail=f"a {demo.parameters:,}-parameter demo model pre-trained on transcripts of these tasks, not "
+                      "the seed's 0.5B model and data"),
+        judged("loss_step20", "loss after 20 LoRA steps", loss20, "nats", rule=LOSS_RULE, seed=SEED_LOSS,
+               detail=f"{loss1:.2f} -> {loss20:.2f} ({ratio:.1f}x; seed 5.3 -> 1.7, 3.1x)"),
+        judged("stop_gap", "stop rate with the end of turn in the loss minus without (stopping only)", contrast, "",
+               rule=STOP_RULE, seed=SEED_STOP,
+               detail=f"{w.stop_rate:.0%} with vs {wo.stop_rate:.0%} without; generations {longer:.1f}x as long "
+                      f"without (mean {wo.mean_generated_tokens:.1f} of {wo.max_new_tokens} tokens); e.g. expected "
+                      f"{sample.expected!r}, got {sample.generated[:60]!r}. Note: {BASE_NOTE}"),
         Measurement("stop_without_eos", "stop rate, end of turn masked out of the loss", wo.stop_rate, "",
-                    stop_verdict, SEED_STOP,
-                    detail=f"mean {wo.mean_generated_tokens:.1f} generated tokens of {wo.max_new_tokens}; e.g. "
-                           f"expected {sample.expected!r}, got {sample.generated[:60]!r}"),
+                    detail=f"mean {wo.mean_generated_tokens:.1f} generated tokens of {wo.max_new_tokens}"),
         Measurement("stop_with_eos", "stop rate, end of turn in the loss", w.stop_rate, "",
                     detail=f"mean {w.mean_generated_tokens:.1f} generated tokens"),
-        Measurement("answer_without_eos", "answers right, end of turn masked", wo.answer_accuracy, "",
-                    detail="output starts with the expected answer (stopping or not)"),
+        judged("answer_without_eos", "answers right, end of turn masked", wo.answer_accuracy, "",
+               rule=RIGHT_RULE, seed=SEED_RIGHT,
+               detail=f"output starts with the expected answer (stopping or not), {w.n} held-out prompts; the "
+                      f"{demo.parameters:,}-parameter demo model, not the seed's 0.5B"),
         Measurement("answer_with_eos", "answers right, end of turn in the loss", w.answer_accuracy, ""),
         Measurement("s_per_step", "seconds per LoRA step (batch 8, 1 thread)", res.s_per_step, "s"),
     )
@@ -98,8 +105,9 @@ def run(ctx: LabContext) -> LabOutput:
         + f" (exact answer-then-stop: {wo.exact_match_rate:.0%} vs {w.exact_match_rate:.0%}). The answer itself "
         f"is right on {wo.answer_accuracy:.0%} (masked) vs {w.answer_accuracy:.0%} (trained): the tiny model gets "
         "far fewer answers right than the seed's 0.5B model, so 'the answer is right' holds only for that share; "
-        + ("the stopping behaviour is the seed's. " if stop_verdict.kind == "reproduced" else
-           f"the stopping behaviour did NOT separate as the seed says ({stop_verdict.reason}). ")
+        + ("the stopping behaviour is the seed's (the verdict covers stopping only; " + BASE_NOTE + "). "
+           if measurements[2].verdict.kind == "reproduced" else
+           f"the stopping behaviour did NOT separate as the seed says ({measurements[2].verdict.reason}). ")
         + "The saved generation_config was fixed from eos "
         f"{list(res.contract_before)} to {list(res.contract_after)} (the base stops on <|endoftext|>)."
     )
