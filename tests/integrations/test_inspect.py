@@ -158,3 +158,13 @@ def test_cli_table_from_inspect(cli, epoch_logs):
     assert res.exit_code == 0 and "40 clusters" in res.stdout and "openai/tuned" in res.stdout
     res = cli("stats", "table", "--from", "inspect", str(root / "base.json"), "--filter", "x")
     assert res.exit_code == 2 and "--filter applies to --from lm-eval" in res.stderr
+
+
+def test_a_log_directory_is_read_and_other_json_passed_over(epoch_logs):
+    root, _ = epoch_logs
+    (root / "logs.json").write_text('{"base.json": {"status": "success"}}')  # the viewer's index
+    tasks, notes = read_inspect_tasks([root])
+    assert [t.task for t in tasks] == ["arc"] and tasks[0].results.models == ("openai/base", "openai/tuned")
+    assert any("1 .json file(s) that are not EvalLogs passed over" in n for n in notes)
+    with pytest.raises(InputError, match="holds no Inspect logs"):
+        read_inspect_tasks([root / "empty"] if (root / "empty").mkdir() is None else [])

@@ -107,3 +107,13 @@ def test_holm_applies_across_rows(tmp_path):
     raw = [c.comparison.p_value for c in t.comparisons]
     assert all(c.p_holm >= p for c, p in zip(t.comparisons, raw, strict=True))
     assert max(c.p_holm for c in t.comparisons) <= 1.0
+
+
+def test_an_lm_eval_samples_file_or_a_directory_points_to_the_importer(tmp_path):
+    # issue 14: a samples_<task>_*.jsonl stopped at "field 'model' is missing" with no hint
+    f = _write_jsonl(tmp_path / "samples_gsm8k_2026.jsonl", [{"doc_id": 0, "filter": "strict-match",
+                                                              "metrics": ["exact_match"], "exact_match": 1.0}])
+    with pytest.raises(InputError, match=r"--log_samples output.*--from lm-eval"):
+        read_item_results(f)
+    with pytest.raises(InputError, match=r"is a directory.*--from lm-eval"):
+        read_item_results(tmp_path)

@@ -149,6 +149,35 @@ def _pick(value: Any, key: str | None, where: str) -> Any:
     return value[key]
 
 
+def _expand_log_dirs(logs: Sequence[str | Path], notes: list[str]) -> list[Path]:
+    """Files as given; a directory (``--log-dir``) becomes its ``.eval`` logs and the ``.json`` files that
+    are EvalLogs (the viewer's ``logs.json`` index and other JSON are passed over, with a note)."""
+    out: list[Path] = []
+    for item in logs:
+        p = Path(item)
+        if not p.is_dir():
+            out.append(p)
+            continue
+        found = sorted(f for f in p.rglob("*") if f.suffix in (".eval", ".json") and f.is_file())
+        skipped = 0
+        for f in found:
+            if f.suffix == ".json":
+                try:
+                    head = orjson.loads(f.read_bytes())
+                except (OSError, orjson.JSONDecodeError):
+                    head = None
+                if not (isinstance(head, dict) and isinstance(head.get("eval"), dict)):
+                    skipped += 1
+                    continue
+            out.append(f)
+        if not out:
+            raise InputError("holds no Inspect logs (.eval, or .json EvalLogs)", path=p,
+                             hint="pass the directory given to inspect eval --log-dir, or the log files")
+        if skipped:
+            notes.append(f"{p}: {skipped} .json file(s) that are not EvalLogs passed over")
+    return out
+
+
 def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | None = None,
                        metric: str | None = None) -> tuple[list[TaskResults], list[str]]:
     """Per-task, per-model item scores from Inspect logs, ready for ``build_task_tables``.
@@ -158,7 +187,7 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
     are not independent items).
 
     Args:
-        logs: ``.eval`` or ``.json`` logs, one per (task, model).
+        logs: ``.eval`` or ``.json`` logs, one per (task, model), or directories holding them.
         tasks: tasks to compare (default: all that every model has).
         metric: the scorer (``match``), or ``scorer.key`` for a dict-valued score (default: the first
             scorer of the first log).
@@ -169,7 +198,7 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
     """
     by_task: dict[str, dict[str, InspectLog]] = {}
     notes: list[str] = []
-    for path in logs:
+    for path in _expand_log_dirs(logs, notes):
         log = read_inspect_log(path)
         prev = by_task.setdefault(log.task, {}).get(log.model)
         if prev is not None:

@@ -63,6 +63,11 @@ def read_item_results(path: str | Path) -> ItemResults:
         (('a', 'b'), 2000)
     """
     p = Path(path)
+    if p.is_dir():
+        raise InputError("is a directory, not a file of per-item results", path=p,
+                         hint="lm_eval output directories: expkit stats table --from lm-eval DIR_A DIR_B")
+    if p.suffix == ".eval":
+        raise InputError("is an Inspect log", path=p, hint="expkit stats table --from inspect LOG_A LOG_B")
     if not p.is_file():
         raise InputError("no such file", path=p, hint="pass a JSONL or CSV file of per-item results")
     scores: dict[str, dict[str, float]] = {}
@@ -74,8 +79,13 @@ def read_item_results(path: str | Path) -> ItemResults:
     for lineno, row in _iter_rows(p):
         for f in REQUIRED_FIELDS:
             if row.get(f) in (None, ""):
-                raise InputError(f"field {f!r} is missing or empty", path=p, line=lineno,
-                                 hint="every row needs model, item and score")
+                hint = "every row needs model, item and score"
+                if "doc_id" in row and ("filtered_resps" in row or "metrics" in row):
+                    hint = ("this is lm-evaluation-harness --log_samples output: pass each model's output "
+                            "directory with expkit stats table --from lm-eval DIR_A DIR_B")
+                elif "eval" in row and "samples" in row:
+                    hint = "this is an Inspect log: expkit stats table --from inspect LOG_A LOG_B"
+                raise InputError(f"field {f!r} is missing or empty", path=p, line=lineno, hint=hint)
         model, item = str(row["model"]), str(row["item"])
         raw = row["score"]
         try:
