@@ -69,12 +69,19 @@ def final_metrics_of(path: Path) -> dict[str, Any]:
 class _MetricsWriter:
     """Writes parsed lines to ``metrics.jsonl``: steps counted per rank for lines without one."""
 
-    def __init__(self, out: IO[bytes]) -> None:
+    def __init__(self, out: IO[bytes], claim: Path) -> None:
         self.out = out
+        self.claim = claim
+        self.claimed = False
         self.counted: dict[int | None, int] = {}
         self.counted_lines = 0
 
     def feed(self, line: bytes) -> None:
+        if line.lstrip()[:1] not in (b"{", b"["):
+            return
+        if self.claimed or self.claim.exists():  # the script logs its own metrics (expkit.runs.start)
+            self.claimed = True
+            return
         parsed = parse_metrics_line(line)
         if parsed is None:
             return
@@ -233,7 +240,9 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
     tail: list[bytes] = []
     lock = threading.Lock()
     with open(run_dir / "output.log", "ab") as log, open(run_dir / "metrics.jsonl", "ab") as metrics:
-        writer = _MetricsWriter(metrics)
+        from expkit.runs.run import METRICS_CLAIM_FILE
+
+        writer = _MetricsWriter(metrics, run_dir / METRICS_CLAIM_FILE)
         threads = [threading.Thread(target=_pump, args=(proc.stdout, "stdout", log, lock, writer, on_output, tail)),
                    threading.Thread(target=_pump, args=(proc.stderr, "stderr", log, lock, None, on_output, tail)),
                    threading.Thread(target=beat, daemon=True)]

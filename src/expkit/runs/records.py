@@ -52,11 +52,21 @@ def seed_process(seed: int | None, *, deterministic: bool) -> SeedRecord:
     return dataclasses.replace(rec, deterministic=deterministic)
 
 
+def recorded_seed(seed: int | None, *, deterministic: bool, seeded_by: str) -> SeedRecord:
+    """The seed record of a process that someone else seeds (``seeded_by``); nothing is seeded here."""
+    if seed is None and os.environ.get("EXPKIT_SEED", "").isdigit():
+        seed = int(os.environ["EXPKIT_SEED"])
+    return SeedRecord(seed=seed, source="argument" if seed is not None else None, seeded=(),
+                      not_seeded={"all": f"seeded by {seeded_by}"}, note=None, deterministic=deterministic)
+
+
 def capture_in_process(*, config: dict[str, Any], data: Any, seed: int | None, full_hash: bool,
-                       deterministic: bool, config_notes: tuple[str, ...] = ()) -> dict[str, Any]:
+                       deterministic: bool, config_notes: tuple[str, ...] = (),
+                       seeded_by: str | None = None) -> dict[str, Any]:
     """The records only the training process itself knows: config, data, seed, environment, GPUs
     (written as ``attached.json`` beside the run a ``runs exec`` owns)."""
-    seed_rec = seed_process(seed, deterministic=deterministic)
+    seed_rec = (seed_process(seed, deterministic=deterministic) if seeded_by is None
+                else recorded_seed(seed, deterministic=deterministic, seeded_by=seeded_by))
     return {
         "config": config,
         "config_notes": list(config_notes),
@@ -71,7 +81,7 @@ def create_run_record(*, root: Path, name: str | None, group: str | None, config
                       seed: int | None, full_hash: bool, deterministic: bool, kind: str, command: list[str],
                       world_size: int = 1, seed_in_process: bool = True, code_dir: str | Path | None = None,
                       extra: dict[str, Any] | None = None, config_notes: tuple[str, ...] = (),
-                      integration: str | None = None) -> RunRecord:
+                      integration: str | None = None, seeded_by: str | None = None) -> RunRecord:
     """Create the run directory and write ``run.json`` (status ``running``), ``config.json`` and
     ``code.patch``, and index the run.
 
@@ -100,7 +110,9 @@ def create_run_record(*, root: Path, name: str | None, group: str | None, config
         tmp = run_dir / ".code.patch.tmp"
         tmp.write_text(patch)
         os.replace(tmp, run_dir / "code.patch")
-    if seed_in_process:
+    if seeded_by is not None:
+        seed_rec = recorded_seed(seed, deterministic=deterministic, seeded_by=seeded_by)
+    elif seed_in_process:
         seed_rec = seed_process(seed, deterministic=deterministic)
     else:
         seed_rec = SeedRecord(seed=seed, source="argument" if seed is not None else None, seeded=(),

@@ -37,6 +37,9 @@ __all__ = ["FLUSH_INTERVAL_S", "Run", "RunTerminated", "start", "validate_config
 # The issue's bound is "flushed at least every second"; half of it leaves margin for a slow disk.
 FLUSH_INTERVAL_S = 0.5
 RANK_WAIT_S = 120.0
+# Written into the run directory when a script under `runs exec` logs through start(): the exec then
+# leaves stdout's metrics lines alone.
+METRICS_CLAIM_FILE = "metrics.claimed"
 _STARTS_IN_PROCESS = [0]
 
 
@@ -96,6 +99,35 @@ def validate_config_notes(config: Any) -> tuple[dict[str, Any], tuple[str, ...]]
     return _check_jsonable(config, "", notes), tuple(notes)
 
 
+def coerce_config(obj: Any, where: str = "", notes: list[str] | None = None) -> Any:
+    """``obj`` made JSON-able for a config record, saying what changed: objects JSON cannot hold
+    (enums, dtypes, paths, NaN) become their ``str`` with a note; dict keys are left to
+    ``validate_config_notes`` (non-string keys kept as strings, with a note). For what a framework
+    hands over (``TrainingArguments.to_dict()``, Lightning hparams), not for a user's own config.
+    """
+    notes = notes if notes is not None else []
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj
+        notes.append(f"config value {where!r} is {obj!r}; stored as the string {str(obj)!r}")
+        return str(obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
+    if isinstance(obj, dict):
+        return {k: coerce_config(v, f"{where}.{k}" if where else str(k), notes) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        items = sorted(obj, key=repr) if isinstance(obj, (set, frozenset)) else obj
+        return [coerce_config(v, f"{where}[{i}]", notes) for i, v in enumerate(items)]
+    value = getattr(obj, "value", None)  # an Enum: its value
+    if value is not None and isinstance(value, (str, int, float, bool)):
+        return value
+    text = str(obj)
+    notes.append(f"config value {where!r} is a {type(obj).__name__}; stored as the string {text[:60]!r}")
+    return text
+
+
 def validate_config(config: Any) -> dict[str, Any]:
     """``config`` as a JSON-able dict (see ``validate_config_notes``; the notes are dropped here)."""
     return validate_config_notes(config)[0]
@@ -127,6 +159,7 @@ class Run:
         self._final: dict[str, Any] = {}
         self._last_step: int | None = None
         self._diverged_at: str | None = None
+        self._claimed = False
         self._metrics_path = run_dir / metrics_file
         self._stop = threading.Event()
         self._closed = False
@@ -148,8 +181,16 @@ class Run:
             if self._diverged_at is None and not math.isfinite(v) and is_divergence_metric(k):
                 self._diverged_at = f"step {step}: {k}={v}" + (f" (rank {self.rank})" if self.rank else "")
         self._queue.append(rec)
+        if self.mode == "attached" and not self._claimed:
+            self._claim_metrics()
         self._final.update(rec)
         self._last_step = step
+
+    def _claim_metrics(self) -> None:
+        """Under ``runs exec``: this script logs its own metrics, so the exec stops reading them from
+        stdout (a Trainer prints every log dict too; both would be recorded)."""
+        (self.dir / METRICS_CLAIM_FILE).touch()
+        self._claimed = True
 
     def _flush(self) -> None:
         if not self._queue:
@@ -250,12 +291,24 @@ class Run:
             extra["config_notes"] = [*(extra.get("config_notes") or []), *notes]
             write_json_atomic(path, extra)
 
+    def add_config_notes(self, notes: tuple[str, ...]) -> None:
+        """Add notes on how the config was stored (values an integration had to stringify)."""
+        if self.mode == "owner" and self._record is not None:
+            self._record = dataclasses.replace(self._record, config_notes=self._record.config_notes + tuple(notes))
+            write_record(self.store, self._record)
+        elif self.mode == "attached":
+            path = self.dir / "attached.json"
+            extra = orjson.loads(path.read_bytes()) if path.exists() else {}
+            extra["config_notes"] = [*(extra.get("config_notes") or []), *notes]
+            write_json_atomic(path, extra)
+
     def set_integration(self, name: str) -> None:
         """Say which integration fed this run (``hf-trainer``, ``lightning``)."""
         if self.mode == "owner" and self._record is not None:
             self._record = dataclasses.replace(self._record, integration=name)
             write_record(self.store, self._record)
         elif self.mode == "attached":
+            self._claim_metrics()
             path = self.dir / "attached.json"
             extra = orjson.loads(path.read_bytes()) if path.exists() else {}
             extra["integration"] = name
@@ -342,7 +395,7 @@ def _agent_start_time() -> float:
 def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int | None = None,
           store: str | os.PathLike[str] | None = None, name: str | None = None, *,
           group: str | None = None, full_hash: bool = False, deterministic: bool | None = None,
-          code_dir: str | os.PathLike[str] | None = None) -> Run:
+          code_dir: str | os.PathLike[str] | None = None, seeded_by: str | None = None) -> Run:
     """Start a run: capture the seven records, seed everything, and return a Run (a context manager).
 
     Args:
@@ -357,6 +410,8 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
         deterministic: call ``torch.use_deterministic_algorithms(True)``; None reads
             ``$EXPKIT_DETERMINISTIC``.
         code_dir: where to read the git state (default: the working directory).
+        seeded_by: who seeds the process instead of expkit (e.g. ``"the Hugging Face Trainer
+            (TrainingArguments.seed)"``): the seed is recorded, python/numpy/torch are left alone.
 
     Returns:
         The Run; ``run.id``, ``run.dir``.
@@ -383,13 +438,15 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
     attach_dir = os.environ.get("EXPKIT_RUN_DIR")
     if attach_dir and rank != 0:  # `runs exec -- torchrun ...`: the exec owns the record, rank R logs beside it
         run_dir = Path(attach_dir)
-        records.seed_process(seed, deterministic=deterministic)
+        if seeded_by is None:
+            records.seed_process(seed, deterministic=deterministic)
         return Run(run_id=run_dir.name, run_dir=run_dir, store=run_dir.parent, rank=rank, world_size=world,
                    mode="rank", record=None, metrics_file=f"metrics.rank{rank}.jsonl")
     if attach_dir:
         run_dir = Path(attach_dir)
         captured = records.capture_in_process(config=cfg, data=data, seed=seed, full_hash=full_hash,
-                                              deterministic=deterministic, config_notes=cfg_notes)
+                                              deterministic=deterministic, config_notes=cfg_notes,
+                                              seeded_by=seeded_by)
         write_json_atomic(run_dir / "attached.json", captured)
         return Run(run_id=run_dir.name, run_dir=run_dir, store=run_dir.parent, rank=0, world_size=world,
                    mode="attached", record=None, metrics_file="metrics.jsonl")
@@ -408,7 +465,8 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
                 raise UsageError(f"rank {rank} waited {RANK_WAIT_S:.0f} s for rank 0 to create the run in {root}",
                                  hint="all ranks need the same store on a shared filesystem (--store/EXPKIT_STORE)")
             time.sleep(0.05)
-        records.seed_process(seed if seed is not None else info["seed"], deterministic=deterministic)
+        if seeded_by is None:
+            records.seed_process(seed if seed is not None else info["seed"], deterministic=deterministic)
         run_dir = root / info["id"]
         return Run(run_id=info["id"], run_dir=run_dir, store=root, rank=rank, world_size=world, mode="rank",
                    record=None, metrics_file=f"metrics.rank{rank}.jsonl")
@@ -416,7 +474,7 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
     record = records.create_run_record(root=root, name=name, group=group, config=cfg, data=data, seed=seed,
                                        full_hash=full_hash, deterministic=deterministic, kind="api",
                                        command=[sys.executable, *sys.argv], world_size=world,
-                                       code_dir=code_dir, config_notes=cfg_notes)
+                                       code_dir=code_dir, config_notes=cfg_notes, seeded_by=seeded_by)
     run_dir = root / record.id
     if world > 1:
         pointer = _rank_key(root)
