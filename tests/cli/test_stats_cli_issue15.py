@@ -100,3 +100,11 @@ def test_plot_curves_groups_sharing_seeds_do_not_merge_and_duplicates_are_refuse
     res = cli("plot", "curves", str(f), "--out", str(tmp_path / "c.png"))
     assert res.exit_code == 2
     assert "long.csv:18:" in res.stderr and "twice (first on line 17)" in res.stderr
+
+
+@pytest.mark.parametrize("delta", ["1e-9", "-1e-300", "1e-320"])
+def test_power_with_an_unmeasurably_small_delta_is_a_usage_error(cli, delta):
+    # 1e-300 squared overflowed (OverflowError, exit 3) before the bound was checked
+    res = cli("stats", "power", "--baseline", "0.7", "--delta", delta)
+    assert res.exit_code == 2, res.stderr
+    assert "a gap this small cannot be measured" in res.stderr and "Traceback" not in res.stderr

@@ -72,7 +72,8 @@ def power(
     print(f"{a.baseline:g} vs {a.baseline + a.delta:g} ({design}), alpha {a.alpha:g}, two-sided")
     print(f"  items per model for {a.target_power:.0%} power: {a.n_required:,}")
     print(f"  power at n = {a.n:,}: {a.power:.1%}")
-    print(f"  minimum detectable effect at n = {a.n:,} ({a.target_power:.0%} power): {100 * a.mde:.2f} points")
+    mde = f"{100 * a.mde:.2f}" if 100 * a.mde >= 0.01 else f"{100 * a.mde:.3g}"
+    print(f"  minimum detectable effect at n = {a.n:,} ({a.target_power:.0%} power): {mde} points")
 
 
 _FROM = ("items", "lm-eval", "inspect")

@@ -139,9 +139,11 @@ def required_items(*, baseline: float, delta: float, paired_corr: float | None =
     if sd == 0.0:
         return 1
     z_a, z_b = _ND.inv_cdf(1 - alpha / 2), _ND.inv_cdf(power)
-    guess = ((z_a + z_b) * sd / abs(delta)) ** 2
+    ratio = (z_a + z_b) * sd / abs(delta)  # may be inf for a denormal delta; squaring it could overflow
+    guess = ratio * ratio if ratio <= math.sqrt(MAX_ITEMS) else math.inf
     if not guess <= MAX_ITEMS:
-        raise UsageError(f"delta={delta:g} needs about {guess:.3g} items per model, beyond {MAX_ITEMS:.0e}",
+        raise UsageError(f"delta={delta:g} needs about {ratio * ratio if ratio < 1e150 else math.inf:.3g} items per "
+                         f"model, beyond {MAX_ITEMS:.0e}",
                          hint="no eval has that many items: a gap this small cannot be measured")
 
     def reached(n: int) -> bool:
