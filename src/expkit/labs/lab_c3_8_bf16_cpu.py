@@ -37,12 +37,40 @@ def cpu_cause(has_bf16: bool | None, slowdown: float) -> Cause | None:
     return None
 
 
-def _step_slowdowns(*, device: str, runs: int, batch: int, seq: int, seed: int):  # noqa: ANN202
+def _step_slowdowns(*, device: str, runs: int, batch: int, seq: int, seed: int,  # noqa: ANN202
+                    model_config=None):  # noqa: ANN001 - CharLMConfig; None: the 840K char LM
     from expkit.train import CharLMConfig
     from expkit.train.probes import measure_autocast_slowdown
 
-    return [measure_autocast_slowdown(model_config=CharLMConfig(), device=device, batch_size=batch, seq_len=seq,
-                                      repeats=1, seed=seed + i) for i in range(runs)]
+    return [measure_autocast_slowdown(model_config=model_config or CharLMConfig(), device=device, batch_size=batch,
+                                      seq_len=seq, repeats=1, seed=seed + i) for i in range(runs)]
+
+
+def gpu_rows(*, device: str, name: str, runs: int, seed: int, gemm_n: int = GEMM_N_CUDA, batch: int = 32,
+             seq: int = 256, model_config=None) -> tuple[Measurement, Measurement, str]:  # noqa: ANN001
+    """The judged tensor-core row (bf16 / fp32 matmul throughput), the char LM's step slowdown beside it, and
+    their sentence. (Tests run this on the CPU with small shapes.)"""
+    import torch
+
+    from expkit.perf.roofs import measure_gemm
+
+    c32 = measure_gemm(n=gemm_n, dtype="float32", device=device, repeats=10)
+    c16 = measure_gemm(n=gemm_n, dtype="bfloat16", device=device, repeats=10)
+    gain = c16.best_flop_s / c32.best_flop_s
+    steps = [s.slowdown for s in _step_slowdowns(device=device, runs=runs, batch=batch, seq=seq, seed=seed,
+                                                 model_config=model_config)]
+    judged_row = judged(
+        "bf16_gain_cuda", f"{name}: bf16 / fp32 matmul throughput, {gemm_n} x {gemm_n}", gain, "x",
+        rule=CUDA_RULE, seed=SEED_HW,
+        detail=f"fp32 {c32.best_flop_s / 1e12:.2f} TFLOP/s (TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}), "
+               f"bf16 {c16.best_flop_s / 1e12:.2f} TFLOP/s, best of 10")
+    step_row = Measurement(
+        "bf16_slowdown_cuda", f"{name}: bf16 autocast / fp32 step time, char LM B = {batch}, T = {seq}, median",
+        statistics.median(steps), "x", detail=f"{runs} runs: {', '.join(f'{v:.2f}' for v in steps)}")
+    text = (f"On {name} a bf16 matmul ran at {gain:.1f}x the fp32 rate: "
+            + ("lower precision pays where the hardware has units for it." if CUDA_RULE.holds(gain) else
+               "less than the 2x this lab asks of tensor cores; see the detail for the rates."))
+    return judged_row, step_row, text
 
 
 @lab(id="C3.8", title="bf16 autocast on a CPU", claims=("C3.8",), seed=(SEED_BF16, SEED_SLOW, SEED_HW))
@@ -88,23 +116,11 @@ def run(ctx: LabContext) -> LabOutput:
             f"matmul took {gemm_slow:.2f}x the fp32 one. /proc/cpuinfo {flags} bf16 instructions (avx512_bf16, "
             f"amx_bf16); torch's CPU capability is {isa}. ")
     if torch.cuda.is_available():
-        name = torch.cuda.get_device_name()
-        c32 = measure_gemm(n=GEMM_N_CUDA, dtype="float32", device="cuda", repeats=10)
-        c16 = measure_gemm(n=GEMM_N_CUDA, dtype="bfloat16", device="cuda", repeats=10)
-        gain = c16.best_flop_s / c32.best_flop_s
-        cuda_steps = [s.slowdown for s in _step_slowdowns(device="cuda", runs=runs, batch=32, seq=256, seed=ctx.seed)]
-        measurements.insert(2, judged(
-            "bf16_gain_cuda", f"CUDA ({name}): bf16 / fp32 matmul throughput, {GEMM_N_CUDA} x {GEMM_N_CUDA}", gain, "x",
-            rule=CUDA_RULE, seed=SEED_HW,
-            detail=f"fp32 {c32.best_flop_s / 1e12:.1f} TFLOP/s (TF32 "
-                   f"{'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}), bf16 {c16.best_flop_s / 1e12:.1f} "
-                   "TFLOP/s, best of 10"))
-        measurements.append(Measurement(
-            "bf16_slowdown_cuda", "CUDA: bf16 autocast / fp32 step time, char LM B = 32, T = 256, median",
-            statistics.median(cuda_steps), "x", detail=f"{runs} runs: {', '.join(f'{v:.2f}' for v in cuda_steps)}"))
-        text += (f"On {name} a bf16 matmul ran at {gain:.1f}x the fp32 rate: "
-                 + ("lower precision pays where the hardware has units for it." if CUDA_RULE.holds(gain) else
-                    "less than the tensor cores promise; see the detail for the rates."))
+        gain_row, step_row, gpu_text = gpu_rows(device="cuda", name=f"CUDA ({torch.cuda.get_device_name()})",
+                                                runs=runs, seed=ctx.seed)
+        measurements.insert(2, gain_row)
+        measurements.append(step_row)
+        text += gpu_text
     else:
         measurements.insert(2, judged(
             "bf16_gain_cuda", "bf16 / fp32 matmul throughput on tensor cores", "no CUDA device", "",
