@@ -23,7 +23,7 @@ _RANK = re.compile(r"\[(?:rank|default)(\d+)\]:\s?")
 # Each prefix is matched at the start of a line and removed; several can follow one another
 # ("2026-01-01 10:00:00,123 - root - ERROR - Traceback ..."). Only shapes loggers print are listed:
 # a traceback's own lines (exception types, 'File "..."', indented code) never match them.
-_PREFIXES = tuple(re.compile(p) for p in (
+_PREFIX_SHAPES = tuple((
     r"\[\d{3,}\]\s+",  # a pid or line counter some collectors add: [80746]
     # ISO-like date and time, bracketed or not, with a zone: 2026-11-30T21:17:37.123Z, [2026-11-30 21:17:37,123]
     r"\[?\d{4}[-/]\d{2}[-/]\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?\]?"
@@ -40,6 +40,8 @@ _PREFIXES = tuple(re.compile(p) for p in (
     r">>\s+",
     _LEVEL + r"\s+(?=\S)",  # a bare level word after a timestamp: 2026-... ERROR Traceback
 ))
+# one alternation, tried in the order above (the first shape that matches wins): one regex call per prefix
+_PREFIX = re.compile("|".join(f"(?:{shape})" for shape in _PREFIX_SHAPES))
 _MAX_PREFIXES = 8
 
 
@@ -85,13 +87,10 @@ def _clean_line(line: str) -> tuple[str, bool]:
         if m:
             rank, line = m.group(1), line[m.end():]
             continue
-        for pat in _PREFIXES:
-            m = pat.match(line)
-            if m and m.end():
-                line, changed = line[m.end():], True
-                break
-        else:
+        m = _PREFIX.match(line)
+        if not m or not m.end():
             break
+        line, changed = line[m.end():], True
     return (f"[rank{rank}]:{line}" if rank is not None else line), changed
 
 
@@ -109,9 +108,13 @@ def clean_log_text(text: str) -> CleanLog:
     # split on newlines only: a lone carriage return is a redraw within the line (see _clean_line)
     body = text.replace("\r\n", "\n")
     for raw in (body[:-1] if body.endswith("\n") else body).split("\n"):
-        line = strip_ansi(raw)
-        n_esc += line != raw
+        line = raw
+        if "\x1b" in raw or "\x9b" in raw or "\x9d" in raw:
+            line = strip_ansi(raw)
+            n_esc += line != raw
         line, changed = _clean_line(line)
         n_pre += changed
-        out.append(_CONTROL.sub("", line.replace("\t", "    ")))
-    return CleanLog("\n".join(out) + ("\n" if text.endswith("\n") else ""), n_esc, n_pre)
+        out.append(line)
+    # control characters out (newlines and tabs kept) in one pass over the whole text
+    joined = _CONTROL.sub("", "\n".join(out).replace("\t", "    "))
+    return CleanLog(joined + ("\n" if text.endswith("\n") else ""), n_esc, n_pre)
