@@ -141,6 +141,8 @@ def run(ctx: LabContext) -> LabOutput:
         judged("process_speedup", f"{N_WORKERS} processes vs serial", s_proc, "x", rule=PROCESS_RULE, seed=SEED_PROCS,
                cause=cause, detail=f"{t_proc:.3f} s; {timing}; other processes kept {others_busy:.2f} of {cores} cores busy "
                       "during the serial runs"),
+        Measurement("others_busy_cores", "cores other processes kept busy during the serial runs", others_busy,
+                    "cores", detail=f"of {cores}; system CPU time minus this process's, median of {repeats} (psutil)"),
         Measurement("process_efficiency", "process speed-up / physical limit", s_proc / ceiling, "",
                     detail=f"limit = min(workers, cores) = {ceiling}; the seed's 3.1x is 0.39 of 8"),
     )
