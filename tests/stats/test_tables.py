@@ -117,3 +117,24 @@ def test_an_lm_eval_samples_file_or_a_directory_points_to_the_importer(tmp_path)
         read_item_results(f)
     with pytest.raises(InputError, match=r"is a directory.*--from lm-eval"):
         read_item_results(tmp_path)
+
+
+def test_model_interval_honours_clusters_with_the_design_effect(tmp_path):
+    # 10 clusters of 4 items, every item of a cluster scored alike: the 40 rows carry the information of
+    # ~10 items. Cluster-robust variance G/(G-1) * sum_g (4 (x_g - p))^2 / n^2 with p = 0.5:
+    # 10/9 * 10 * 16 * 0.25 / 1600 = 0.027778; over p(1-p)/n = 0.00625 gives deff = 4.444 (= 4 * 10/9),
+    # so the interval is Wilson's on n / deff = 9 items (statsmodels accepts the fractional count 4.5).
+    from statsmodels.stats.proportion import proportion_confint
+
+    rows = [{"model": m, "item": f"q{i}", "score": int((i // 4) % 2 == 0) if m == "a" else 1, "cluster": f"c{i // 4}"}
+            for m in ("a", "b") for i in range(40)]
+    t = build_eval_table(read_item_results(_write_jsonl(tmp_path / "r.jsonl", rows)))
+    a = t.models[0]
+    assert (a.model, a.interval, a.n_clusters) == ("a", "wilson-clustered", 10)
+    assert a.design_effect == pytest.approx(40 / 9, rel=1e-12)
+    lo, hi = proportion_confint(4.5, 9, alpha=0.05, method="wilson")
+    assert (a.low, a.high) == pytest.approx((lo, hi), abs=1e-12)
+    plain_lo, plain_hi = proportion_confint(20, 40, alpha=0.05, method="wilson")
+    assert a.high - a.low > 1.8 * (plain_hi - plain_lo)  # 0.547 vs 0.296: the rows-as-items interval is too narrow
+    b = t.models[1]  # every score 1: no spread, the plain Wilson bound at 40/40
+    assert b.design_effect == 1.0 and b.high == 1.0
