@@ -106,3 +106,84 @@ def test_help_has_examples(cli) -> None:
     for cmd in ("exec", "ls", "show", "diff", "determinism", "repro", "export"):
         r = cli("runs", cmd, "--help")
         assert r.exit_code == 0 and "Examples:" in r.stdout, cmd
+
+
+# --- issue 15: bad input to `runs` is one line and exit 2, never a hang or a traceback ---------------
+
+@pytest.mark.parametrize("seed", ["-5", "123456789012345678901234567890", str(2**32)])
+def test_exec_refuses_a_bad_seed_up_front(cli, proj: Path, seed: str) -> None:
+    r = cli("runs", "exec", "--seed", seed, "--", PY, "train.py", "0.1")
+    assert r.exit_code == 2 and "is not an integer in [0, 4294967295]" in r.stderr and r.exception is None
+    assert not (proj / "runs").exists()  # refused before anything was recorded
+
+
+def test_store_that_is_a_file_exits_2(cli, proj: Path) -> None:
+    for args in (("runs", "ls"), ("runs", "exec", "--", PY, "train.py", "0.1"), ("runs", "show", "x")):
+        r = cli(*args, "--store", "train.py") if args[1] != "exec" else cli(
+            "runs", "exec", "--store", "train.py", "--", PY, "train.py", "0.1")
+        assert r.exit_code == 2 and "is a file, not a directory" in r.stderr, (args, r.stderr)
+
+
+def _one_run(cli) -> None:
+    assert cli("runs", "exec", "--seed", "1", "--", PY, "train.py", "0.1").exit_code == 0
+
+
+def test_export_to_an_unreachable_mlflow_server_fails_fast(cli, proj: Path) -> None:
+    import time
+
+    _one_run(cli)
+    t0 = time.perf_counter()
+    r = cli("runs", "export", "--mlflow", "http://127.0.0.1:1")
+    assert r.exit_code == 2 and "127.0.0.1:1 is not reachable" in r.stderr and r.exception is None
+    assert time.perf_counter() - t0 < 10  # issue 15: 248 s of MLflow retries before
+
+
+@pytest.mark.parametrize(("uri", "message"), [
+    ("ftp://x", "scheme 'ftp' is not supported"),
+    ("file:///tmp/mlruns", "is a file store"),
+    ("mlruns", "is a file store"),
+    ("sqlite:////nonexistent-dir/x/mlflow.db", "does not exist"),
+])
+def test_export_refuses_uris_it_cannot_use(cli, proj: Path, uri: str, message: str) -> None:
+    _one_run(cli)
+    r = cli("runs", "export", "--mlflow", uri)
+    assert r.exit_code == 2 and message in r.stderr and r.exception is None, r.stderr
+
+
+def test_export_to_an_unwritable_sqlite_file_fails_fast(cli, proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """root writes anywhere, so the refusal of sqlite is simulated; the check must not retry."""
+    import sqlite3
+
+    _one_run(cli)
+    real = sqlite3.connect
+
+    def readonly(path, *a, **k):
+        if str(path).endswith("mlflow.db"):
+            raise sqlite3.OperationalError("unable to open database file")
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(sqlite3, "connect", readonly)
+    r = cli("runs", "export", "--mlflow", f"sqlite:///{proj / 'mlflow.db'}")
+    assert r.exit_code == 2 and "cannot be written" in r.stderr
+
+
+def test_tensorboard_re_export_does_not_duplicate(cli, proj: Path) -> None:
+    pytest.importorskip("tensorboard")
+    _one_run(cli)
+    for _ in range(2):
+        assert cli("runs", "export", "--tensorboard", "tb").exit_code == 0
+    (run_dir,) = (proj / "tb").iterdir()
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
+
+
+def test_ls_and_show_mark_a_diverged_run(cli, proj: Path) -> None:
+    script = proj / "nan.py"
+    script.write_text("import json\nprint(json.dumps({'step': 1, 'loss': 2.0}))\n"
+                      "print(json.dumps({'step': 2, 'loss': float('nan')}))\n")
+    assert cli("runs", "exec", "--name", "d", "--seed", "1", "--", PY, "nan.py").exit_code == 0
+    ls = cli("runs", "ls")
+    assert "finished DIVERGED" in ls.stdout and "loss=nan" in ls.stdout
+    show = cli("runs", "show", "d")
+    assert "diverged: step 2: loss=nan" in show.stdout
+    js = json.loads(cli("runs", "ls", "--json").stdout)["result"]["runs"][0]
+    assert js["diverged"] is True and js["final_metrics"]["loss"] == "nan"

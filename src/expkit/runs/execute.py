@@ -252,6 +252,8 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
         for t in threads[:2]:
             t.join()
         stop.set()
+        proc.stdout.close()
+        proc.stderr.close()
     for sig, old in old_handlers.items():
         signal.signal(sig, old)
     elapsed = time.perf_counter() - t0

@@ -166,7 +166,7 @@ def index_run(root: Path, record: RunRecord | dict[str, Any], *, con: sqlite3.Co
     rec = record if isinstance(record, RunRecord) else RunRecord.from_json(record)
     own = con is None
     try:
-        con = con or open_index(root, on_note=lambda _: None)
+        con = con or open_index(root)
         try:
             mtime = (root / rec.id / "run.json").stat().st_mtime_ns
             con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * _N_COLS)})", _row_of(rec, mtime))
@@ -235,11 +235,17 @@ def find_run_dir(root: Path, ref: str) -> Path:
         return direct
     con = open_index(root)
     try:
-        by_name = con.execute("SELECT id FROM runs WHERE name = ? ORDER BY created_at DESC, id DESC", (ref,)).fetchall()
-        if by_name:
-            return root / by_name[0][0]
-        by_prefix = con.execute("SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\'",
-                                (ref.replace("_", "\\_") + "%",)).fetchall()
+        for attempt in range(2):
+            by_name = con.execute("SELECT id FROM runs WHERE name = ? ORDER BY created_at DESC, id DESC",
+                                  (ref,)).fetchall()
+            if by_name:
+                return root / by_name[0][0]
+            by_prefix = con.execute("SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\'",
+                                    (ref.replace("_", "\\_") + "%",)).fetchall()
+            if by_prefix or attempt:
+                break
+            con.close()  # not in the index: it may be stale (rebuilt, or read-only while runs were written)
+            con, _ = _reconciled_index(root, [])
     finally:
         con.close()
     if len(by_prefix) == 1:
@@ -410,6 +416,29 @@ def _reconcile(root: Path, con: sqlite3.Connection) -> list[BrokenRun]:
             for rid, err in con.execute("SELECT id, error FROM runs WHERE status = 'broken' ORDER BY id")]
 
 
+def _reconciled_index(root: Path, notes: list[str]) -> tuple[sqlite3.Connection, list[BrokenRun]]:
+    """The index brought in line with the run directories, and the unreadable runs. An index that
+    cannot be written is replaced by one in memory (noted)."""
+    con = open_index(root, on_note=notes.append)
+    for attempt in range(2):
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                broken = _reconcile(root, con)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            return con, broken
+        except sqlite3.OperationalError as exc:  # read-only index or store: list from memory
+            con.close()
+            if attempt:
+                raise
+            notes.append(f"the run index cannot be written ({exc}); listed from the run directories in memory")
+            con = _connect(":memory:")
+    raise AssertionError("unreachable")
+
+
 _OPS = ("!=", ">=", "<=", "=", ">", "<")
 
 
@@ -466,29 +495,8 @@ def list_runs(store: str | os.PathLike[str] | None = None, *, where: list[str] |
     if not root.exists():
         return RunListing(store=str(root), runs=(), broken=())
     notes: list[str] = []
-    con = open_index(root, on_note=notes.append)
+    con, broken = _reconciled_index(root, notes)
     try:
-        try:
-            con.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:  # read-only index or store: list from memory
-            con.close()
-            notes.append(f"the run index cannot be written ({exc}); listed from the run directories")
-            con = _connect(":memory:")
-            con.execute("BEGIN IMMEDIATE")
-        try:
-            broken = _reconcile(root, con)
-            con.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            con.execute("ROLLBACK")
-            con.close()
-            notes.append(f"the run index cannot be written ({exc}); listed from the run directories")
-            con = _connect(":memory:")
-            con.execute("BEGIN IMMEDIATE")
-            broken = _reconcile(root, con)
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
         running = [r[0] for r in con.execute("SELECT id FROM runs WHERE status = 'running'")]
         for rid in running:
             try:
