@@ -148,13 +148,13 @@ def run(ctx: LabContext) -> LabOutput:
     )
     thread_text = ("no faster than serial, as the GIL predicts" if t_rule.holds(s_thread) else
                    "faster than the GIL allows for pure-Python work") if not isinstance(t_rule, Needs) else \
-        "not telling: too few cores were free of other work for any speed-up"
+        "which says nothing here: too few cores were free of other work for any speed-up"
     proc_text = ("at least the seed's 3.1x less 20%" if PROCESS_RULE.holds(s_proc) else
                  f"short of the seed's 3.1x: {cause}" if cause else "short of the seed's 3.1x, which the core count "
                  "and other work measured here do not explain")
     explanation = (
         f"{N_ITEMS} items of pure-Python string work took {t_serial:.2f} s serially. {N_WORKERS} threads took "
-        f"{t_thread:.2f} s ({s_thread:.2f}x), {thread_text}: the GIL lets one thread run Python bytecode at a time. "
+        f"{t_thread:.2f} s ({s_thread:.2f}x), {thread_text}. The GIL lets one thread run Python bytecode at a time. "
         f"{N_WORKERS} processes took {t_proc:.2f} s ({s_proc:.2f}x), {proc_text}; each has its own interpreter and "
         f"GIL, and with {cores} cores the physical limit here is {ceiling}x. Medians of {repeats} run(s); the serial "
         f"runs spread {100 * spread:.0f}%, and other processes kept {others_busy:.2f} of the {cores} cores busy "
