@@ -1,0 +1,27 @@
+"""The package list of the environment record is read once per process while sys.path is unchanged
+(expkit sweep records many trials from one process), and read again when a package directory changes."""
+
+from __future__ import annotations
+
+import sys
+
+from expkit.runs import environment
+
+
+def test_package_list_is_cached_until_a_path_directory_changes(tmp_path, monkeypatch):
+    calls = []
+    real = environment.metadata.distributions
+
+    def counting():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(environment.metadata, "distributions", counting)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    environment._PACKAGES_CACHE.clear()
+    first = environment.capture_environment().packages
+    second = environment.capture_environment().packages
+    assert len(calls) == 1 and first == second and "numpy" in first
+    (tmp_path / "newpkg-1.0.dist-info").mkdir()  # what pip install does to a site-packages directory
+    environment.capture_environment()
+    assert len(calls) == 2
