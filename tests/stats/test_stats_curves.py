@@ -120,3 +120,11 @@ def test_issue15_csv_with_a_bom_and_a_non_utf8_csv(tmp_path):
     bad.write_bytes("step,loss,note\n1,2.0,ok\n2,1.5,caf\u00e9\n".encode("latin-1"))
     with pytest.raises(InputError, match=r"latin1\.csv:3:.*not UTF-8: byte 0xe9"):
         load_curves([bad])
+
+
+def test_per_rank_rows_of_a_torchrun_run_give_rank_0s_curve(tmp_path):
+    f = tmp_path / "metrics.jsonl"
+    rows = (f'{{"step": {s}, "loss": {2.0 - s / 10 + r}, "rank": {r}}}\n' for s in (1, 2, 3) for r in (0, 1))
+    f.write_text("".join(rows))
+    (c,) = load_curves([f])
+    assert c.x.tolist() == [1.0, 2.0, 3.0] and c.y.tolist() == pytest.approx([1.9, 1.8, 1.7])

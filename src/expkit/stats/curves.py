@@ -108,7 +108,9 @@ def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run
                       group_by: str | None, config: dict[str, Any] | None) -> list[Curve]:
     """One curve per run of a file: a long-format file holds several runs, told apart by their group
     (``group`` or the ``group_by`` column) and their ``run``/``run_id``/``seed`` column, so two groups that
-    reuse seed values stay two runs. A (run, x) logged twice is refused, naming both lines."""
+    reuse seed values stay two runs. Rows tagged with a ``rank`` other than 0 (per-rank metrics under
+    torchrun) are left out: rank 0's rows are the run's curve. A (run, x) logged twice is refused, naming
+    both lines."""
     keys = X_KEYS[x]
     by_run: dict[str, dict[float, float]] = {}
     line_of: dict[tuple[str, float], int] = {}
@@ -117,6 +119,8 @@ def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run
     for line, row in rows:
         if row.get(metric) in (None, ""):
             continue  # rows of other metrics (eval rows, lr rows) share the file
+        if row.get("rank") not in (None, "", 0, "0"):
+            continue  # torchrun: every rank logs the same steps; rank 0's rows are the run's curve
         xkey = next((k for k in keys if row.get(k) not in (None, "")), None)
         if xkey is None:
             raise InputError(f"a {metric!r} value without any of {', '.join(keys)} for --x {x}", path=path, line=line,
