@@ -1,6 +1,9 @@
 """The import direction of ARCHITECTURE.md, checked by parsing every module's imports.
 
-errors <- stages (data stats check train memory perf finetune runs diagnose) <- sweep <- render <- cli, labs
+errors <- models <- stages (data stats check train memory perf finetune runs diagnose) <- sweep <- render <- cli, labs
+
+``models`` (the model description read from config.json) sits below every stage that needs it, so memory
+and perf share it without importing each other.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import expkit
 SRC = Path(expkit.__file__).parent
 STAGES = {"data", "stats", "check", "train", "memory", "perf", "finetune", "runs", "diagnose"}
 TOP = {"cli", "labs"}
+BASE = {"models"}  # below the stages, above errors
 MANY_RUNS = "sweep"  # above the stages (it runs `runs` and judges with `stats`), below render
 
 
@@ -21,13 +25,16 @@ def _layer(part: str) -> str:
         return "stage"
     if part in TOP:
         return "top"
+    if part in BASE:
+        return "base"
     if part == MANY_RUNS:
         return "sweep"
     return part  # errors, render, __init__, __main__
 
 
 FORBIDDEN = {
-    "errors": {"stage", "sweep", "render", "top"},
+    "errors": {"base", "stage", "sweep", "render", "top"},
+    "base": {"stage", "sweep", "render", "top"},
     "stage": {"sweep", "render", "top"},
     "sweep": {"render", "top"},
     "render": {"top"},

@@ -1,21 +1,27 @@
-"""A model's architecture as its ``config.json`` numbers: loaded from a directory, a file or the catalog.
+"""A model's architecture as its ``config.json`` numbers: loaded from a directory, a file, a Hugging Face
+cache entry or the catalog, through ``expkit.models`` (one reader for mem, roofline and sft params).
 
-The catalog (``expkit/memory/catalog/*.json``) ships the public config values of a few well-known
-models (numbers only, no weights) so ledgers for them need nothing downloaded.
+The catalog (``expkit/models/catalog/*.json``) ships the public config values of well-known models (numbers
+only, no weights) so ledgers for them need nothing downloaded. ``ModelSpec`` keeps the Llama-style numbers
+the ledger's formulas use; ``ModelSpec.description`` holds every layer's kind (MoE, MLA, windows).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from expkit.errors import InputError, UsageError
+from expkit.errors import InputError
+from expkit.models.description import (
+    CATALOG_DIR,
+    ModelDescription,
+    catalog_names,
+    describe_config,
+    read_model_config,
+)
 
-__all__ = ["ModelSpec", "catalog_names", "load_model_spec", "spec_from_dict"]
-
-CATALOG_DIR = Path(__file__).with_name("catalog")
+__all__ = ["CATALOG_DIR", "ModelSpec", "catalog_names", "load_model_spec", "spec_from_dict"]
 
 # Fields without which no count or ledger is possible (named in the error when absent).
 _REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
@@ -43,6 +49,14 @@ class ModelSpec:
     qkv_bias: bool
     raw: dict[str, Any] = field(repr=False, compare=False)
     assumed: tuple[str, ...] = ()
+    description: ModelDescription | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def desc(self) -> ModelDescription:
+        """The per-layer description (built from ``raw`` when the spec was made without one)."""
+        if self.description is not None:
+            return self.description
+        return describe_config(self.raw, name=self.name, source=self.source)
 
     @property
     def kv_dim(self) -> int:
@@ -55,11 +69,6 @@ class ModelSpec:
         if "layer_types" in raw:
             raw["layer_types"] = list(raw["layer_types"])[:1] * num_layers
         return spec_from_dict(raw, name=f"{self.name}[{num_layers} layers]", source=self.source)
-
-
-def catalog_names() -> list[str]:
-    """Names of the shipped configs, e.g. ``qwen2.5-0.5b``."""
-    return sorted(p.stem for p in CATALOG_DIR.glob("*.json"))
 
 
 def _int(raw: dict[str, Any], key: str, where: str) -> int:
@@ -78,6 +87,7 @@ def spec_from_dict(raw: dict[str, Any], *, name: str, source: str) -> ModelSpec:
     """
     if not isinstance(raw, dict):
         raise InputError("config is not a JSON object", path=source)
+    desc = describe_config(raw, name=name, source=source)
     if "text_config" in raw and "hidden_size" not in raw and isinstance(raw["text_config"], dict):
         raw = {**raw["text_config"], "architectures": raw.get("architectures")}
     for key in _REQUIRED:
@@ -90,7 +100,8 @@ def spec_from_dict(raw: dict[str, Any], *, name: str, source: str) -> ModelSpec:
     kv_heads = _int(raw, "num_key_value_heads", source) if raw.get("num_key_value_heads") else heads
     if not raw.get("num_key_value_heads"):
         assumed.append("num_key_value_heads = num_attention_heads (no GQA)")
-    head_dim = raw.get("head_dim") or hidden // heads
+    att = desc.layers[0].attention
+    head_dim = att.head_dim
     if raw.get("intermediate_size"):
         inter = _int(raw, "intermediate_size", source)
     else:
@@ -98,58 +109,34 @@ def spec_from_dict(raw: dict[str, Any], *, name: str, source: str) -> ModelSpec:
         assumed.append("intermediate_size = 4 * hidden_size (absent from config)")
     model_type = raw.get("model_type")
     # Qwen2 always has a bias on q, k, v (transformers' Qwen2Attention); Llama has attention_bias.
-    qkv_bias = bool(raw.get("attention_bias", False)) or model_type == "qwen2"
+    qkv_bias = desc.qkv_bias
     return ModelSpec(
         name=name, source=source, model_type=model_type, hidden_size=hidden,
         num_layers=_int(raw, "num_hidden_layers", source), num_heads=heads, num_kv_heads=kv_heads,
         head_dim=int(head_dim), intermediate_size=inter, vocab_size=_int(raw, "vocab_size", source),
-        tied_embeddings=bool(raw.get("tie_word_embeddings", False)), qkv_bias=qkv_bias,
-        raw={k: v for k, v in raw.items() if not k.startswith("_")}, assumed=tuple(assumed),
+        tied_embeddings=desc.tied_embeddings, qkv_bias=qkv_bias,
+        raw=desc.raw, assumed=tuple(dict.fromkeys([*assumed, *desc.approximations])), description=desc,
     )
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno,
-                         hint="config.json must be a JSON object") from exc
-
-
 def load_model_spec(model: str | Path) -> ModelSpec:
-    """A ModelSpec from a catalog name, a model directory, or a ``config.json`` path.
+    """A ModelSpec from a catalog name, a model directory, a ``config.json`` path, or a Hub ID whose config
+    sits in the local Hugging Face cache (read offline).
 
     Args:
-        model: ``qwen2.5-0.5b`` (see ``catalog_names()``), ``path/to/model_dir`` or ``path/to/config.json``.
+        model: ``qwen2.5-0.5b`` (see ``catalog_names()``), ``path/to/model_dir``, ``path/to/config.json`` or
+            ``org/name``.
 
     Returns:
         The ModelSpec; ``source`` says where the numbers came from.
 
     Raises:
         InputError: the file is not JSON or lacks a required key (names the file and the key).
-        UsageError: neither a path nor a catalog name.
+        UsageError: none of these; for an uncached Hub ID the hint is the command that fetches config.json.
 
     Example:
         >>> load_model_spec("qwen2.5-0.5b").hidden_size
         896
     """
-    path = Path(model)
-    if path.is_dir():
-        path = path / "config.json"
-        if not path.is_file():
-            raise InputError("directory has no config.json", path=path.parent,
-                             hint="point at a Hugging Face model directory or a config.json")
-    if path.is_file():
-        return spec_from_dict(_read_json(path), name=path.parent.name or str(path), source=str(path))
-    key = str(model).lower().split("/")[-1].removeprefix("meta-")
-    key = key.removesuffix("-hf").removesuffix("-instruct")
-    cat = CATALOG_DIR / f"{key}.json"
-    if cat.is_file():
-        raw = _read_json(cat)
-        return spec_from_dict(raw, name=key, source=f"catalog:{key} ({raw.get('_source', '')})")
-    raise UsageError(f"{model!r} is neither a file, a directory nor a catalog name",
-                     hint=f"catalog: {', '.join(catalog_names())}")
+    raw, name, source = read_model_config(model)
+    return spec_from_dict(raw, name=name, source=source)

@@ -1,14 +1,12 @@
-"""Exact parameter counts: the model built from its config on the meta device (no weights), LoRA via peft.
-
-``with torch.device("meta"):`` keeps tied embeddings tied; accelerate's ``init_empty_weights()`` unties
-them (Qwen2.5-0.5B would then count 630M instead of 494M), so it is not used here.
+"""Exact parameter counts for the memory ledger and ``sft params``: ``expkit.models.counting`` (the real
+transformers class on the meta device; LoRA by the installed peft per layer kind), with an analytic
+Llama-style count for model types transformers does not know (flagged in ``counted_by``).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 from expkit.errors import UsageError
 from expkit.memory.architecture import ModelSpec, load_model_spec
+from expkit.models.counting import ACTIVE_CONVENTION, LayerKindCount, count_model
 
 __all__ = [
     "ADAMW_MIXED_BYTES_PER_PARAM",
@@ -58,6 +57,12 @@ class ParameterCount:
     lora_targets: tuple[str, ...]
     counted_by: str
     linear_module_names: tuple[str, ...]
+    active_params: int = 0
+    active_params_with_embedding: int = 0
+    tower_params: int = 0
+    layer_kinds: tuple[LayerKindCount, ...] = ()
+    approximations: tuple[str, ...] = ()
+    active_convention: str = ACTIVE_CONVENTION
 
 
 def resolve_spec(model: ModelSpec | str | Path | dict[str, Any]) -> ModelSpec:
@@ -72,41 +77,12 @@ def resolve_spec(model: ModelSpec | str | Path | dict[str, Any]) -> ModelSpec:
     return load_model_spec(model)
 
 
-def _hf_config(spec: ModelSpec) -> Any | None:
-    """A transformers config for the spec, or None when transformers does not know the model_type."""
-    from transformers import AutoConfig
-
-    raw = {k: v for k, v in spec.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
-    if not spec.model_type:
-        return None
-    try:
-        return AutoConfig.for_model(spec.model_type, **raw)
-    except (ValueError, KeyError):
-        return None
-
-
 def build_meta_model(spec: ModelSpec) -> Any | None:
-    """The causal LM for ``spec`` on the meta device (shapes only), or None if transformers lacks it."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    """The model for ``spec`` on the meta device (shapes only), or None if transformers lacks it: the class
+    its ``architectures`` names (any Auto class, not only causal LM; ``expkit.models.counting``)."""
+    from expkit.models.counting import build_meta_model as _build
 
-    cfg = _hf_config(spec)
-    if cfg is None:
-        return None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            with torch.device("meta"):
-                return AutoModelForCausalLM.from_config(cfg)
-        except (ValueError, KeyError):
-            return None
-
-
-def _leaf_linear_names(model: Any) -> list[str]:
-    import torch
-
-    return sorted({name.rsplit(".", 1)[-1] for name, mod in model.named_modules()
-                   if isinstance(mod, torch.nn.Linear)})
+    return _build(spec.desc)
 
 
 def _check_targets(targets: tuple[str, ...], linear_names: Sequence[str], all_names: Sequence[str]) -> None:
@@ -147,57 +123,27 @@ def _analytic_counts(spec: ModelSpec, r: int | None, targets: tuple[str, ...]) -
     return base, adapters, per_layer, lm_head, sorted(shapes)
 
 
-_PEFT_FULL_DEPTH = 8
-
-
-def _peft_adapter_params(model: Any, r: int, alpha: float | None, targets: tuple[str, ...]) -> int:
-    """Adapter parameters peft adds to ``model`` (a meta-device model, modified in place)."""
-    from peft import LoraConfig, get_peft_model
-
-    base = sum(p.numel() for p in model.parameters())
-    target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=target_arg))
-    trainable, all_params = peft_model.get_nb_trainable_parameters()
-    assert trainable == all_params - base, (trainable, all_params, base)
-    return trainable
-
-
 @functools.lru_cache(maxsize=64)
 def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: float | None,
                   targets: tuple[str, ...]) -> ParameterCount:
     from expkit.memory.architecture import spec_from_dict
 
     spec = spec_from_dict(json.loads(raw_json), name=name, source=source)
-    model = build_meta_model(spec)
-    if model is None:
+    desc = spec.desc
+    counts = count_model(desc, lora_r=r, lora_alpha=alpha, lora_targets=targets)
+    if counts is None:
         base, adapters, per_layer, lm_head, linear_names = _analytic_counts(spec, r, targets)
         embed = spec.vocab_size * spec.hidden_size
         counted_by = (f"analytic from the standard config fields: transformers does not know "
                       f"model_type {spec.model_type!r} (Llama-style block assumed)")
+        active, active_emb, tower, kinds = base - embed + (embed if spec.tied_embeddings else 0), base, 0, ()
     else:
-        base = sum(p.numel() for p in model.parameters())  # parameters() de-duplicates tied weights
-        embed = model.get_input_embeddings().weight.numel()
-        out = model.get_output_embeddings()
-        tied = out is not None and out.weight is model.get_input_embeddings().weight
-        lm_head = 0 if (out is None or tied) else out.weight.numel()
-        layers = [m for n, m in model.named_modules() if n.endswith("layers.0")]
-        per_layer = sum(p.numel() for p in layers[0].parameters()) if layers else 0
-        linear_names = _leaf_linear_names(model)
-        counted_by = "meta-device instantiation with transformers (torch.device('meta'), ties kept)"
-        adapters = 0
-        if r is not None:
-            all_names = [n for n, _ in model.named_modules()]
-            _check_targets(targets, [n for n in linear_names if n != "lm_head"], all_names)
-            if spec.num_layers <= _PEFT_FULL_DEPTH:
-                adapters = _peft_adapter_params(model, r, alpha, targets)
-            else:
-                # peft on deep meta models is slow (18 s for 80 layers); decoder layers are identical, so
-                # count through peft at depth 1 and 2 and extrapolate: fixed + L * per-layer, exact.
-                one = _peft_adapter_params(build_meta_model(spec.with_layers(1)), r, alpha, targets)
-                two = _peft_adapter_params(build_meta_model(spec.with_layers(2)), r, alpha, targets)
-                adapters = (one - (two - one)) + spec.num_layers * (two - one)
+        base, adapters, embed, lm_head = (counts.total_params, counts.adapter_params, counts.embedding_params,
+                                          counts.lm_head_params)
+        per_layer = counts.layer_kinds[0].params_per_layer if counts.layer_kinds else 0
+        linear_names = list(counts.linear_module_names)
+        counted_by, active, active_emb = counts.counted_by, counts.active_params, counts.active_params_with_embedding
+        tower, kinds = counts.tower_params, counts.layer_kinds
     trainable = adapters if r is not None else base
     return ParameterCount(
         model=name, method="lora" if r is not None else "full", total_params=base, trainable_params=trainable,
@@ -207,7 +153,8 @@ def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: f
         lm_head_params=lm_head, per_layer_params=per_layer, num_layers=spec.num_layers,
         tied_embeddings=spec.tied_embeddings, lora_r=r, lora_alpha=alpha if r is not None else None,
         lora_targets=targets if r is not None else (), counted_by=counted_by,
-        linear_module_names=tuple(linear_names),
+        linear_module_names=tuple(linear_names), active_params=active, active_params_with_embedding=active_emb,
+        tower_params=tower, layer_kinds=kinds, approximations=desc.approximations,
     )
 
 
