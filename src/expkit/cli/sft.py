@@ -280,16 +280,19 @@ def params(
     targets: str = typer.Option("all-linear", "--targets", help="all-linear or module names."),
     json_out: bool = typer.Option(False, "--json", help="Print the counts as JSON."),
 ) -> None:
-    """Parameter accounting for SFT: total, trainable, trainable fraction, training-state bytes.
+    """Parameter accounting for SFT: total, active per token, trainable, trainable fraction, training-state bytes.
 
     The same count as the memory ledger (expkit.memory.params): the model is built from config.json on
-    the meta device, adapters counted by peft.
+    the meta device, adapters counted by peft per layer kind (dense, MoE: fused experts as peft wraps them).
+    MODEL may be a Hub ID whose config.json is in the local Hugging Face cache.
 
     Examples:
 
       expkit sft params qwen2.5-0.5b --lora-r 16      # seed C5.4: 494M, 8.80M trainable (1.78%)
 
       expkit sft params ./demo --lora-r 8 --targets q_proj,v_proj --json
+
+      expkit sft params deepseek-v3 --lora-r 16     # 671B total, 37.6B active, LoRA on every layer kind
     """
     from expkit.memory.params import count_parameters
 
@@ -301,6 +304,13 @@ def params(
           f"{c.trainable_fraction:.2%} of the base, {c.trainable_fraction_of_all:.2%} of base + adapters")
     print(f"training state (fp32 weight copy, grad, Adam m and v of the trainable parameters): "
           f"{c.training_state_bytes / 1e6:.1f} MB; counted by {c.counted_by}")
+    print(f"active per token: {c.active_params:,} ({c.active_params_with_embedding:,} with the input embedding, "
+          f"as model cards count it)" + (f"; towers {c.tower_params:,}" if c.tower_params else ""))
+    for kind in c.layer_kinds:
+        print(f"  {kind.layers} x {kind.label}: {kind.params_per_layer:,} per layer, {kind.active_params_per_layer:,} "
+              "active" + (f", {kind.adapter_params_per_layer:,} adapter" if c.lora_r else ""))
+    for note in c.approximations:
+        print(f"approximation: {note}")
 
 
 @app.command("demo-model")
