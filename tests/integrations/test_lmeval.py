@@ -134,13 +134,26 @@ def test_one_output_path_holding_both_models_and_model_name_from_model_args(tmp_
     assert sorted(r.model for r in runs) == ["org/a", "org/b"]  # pretrained=... in config.model_args
 
 
-def test_a_rerun_keeps_the_latest_results_and_says_so(tmp_path):
+def test_a_rerun_keeps_each_tasks_latest_samples_and_says_so(tmp_path):
     s = {"boolq": {"none": {"acc": np.array([1, 0, 1, 1])}}}
     write_lmeval_run(tmp_path / "a", "org/a", s, date="2026-01-01T00-00-00.000001")
-    write_lmeval_run(tmp_path / "a", "org/a", s, date="2026-02-01T00-00-00.000001")
-    runs, notes = find_lmeval_runs([tmp_path / "a"])
-    assert len(runs) == 1 and "2026-02-01" in runs[0].results_file
-    assert "org/a: several runs, used" in notes[0]
+    write_lmeval_run(tmp_path / "a", "org/a", s | {"piqa": {"none": {"acc": np.array([1, 1])}}},
+                     date="2026-02-01T00-00-00.000001")
+    write_lmeval_run(tmp_path / "a", "org/a", {"arc": {"none": {"acc": np.array([0, 1])}}},
+                     date="2026-03-01T00-00-00.000001")
+    (run,) = find_lmeval_runs([tmp_path / "a"])[0]
+    notes = find_lmeval_runs([tmp_path / "a"])[1]
+    assert sorted(run.samples) == ["arc", "boolq", "piqa"]  # runs of different tasks add up
+    assert "2026-02-01" in run.samples["boolq"] and len(run.results_files) == 2
+    assert notes == [f"org/a: task boolq run more than once, used {run.samples['boolq']} "
+                     f"(not {run.samples['boolq'].replace('2026-02-01', '2026-01-01')})"]
+
+
+def test_one_model_in_two_given_directories_is_two_configurations(tmp_path):
+    write_lmeval_run(tmp_path / "zero_shot", "org/a", {"boolq": {"none": {"acc": np.array([1, 0, 1, 1])}}})
+    write_lmeval_run(tmp_path / "five_shot", "org/a", {"boolq": {"none": {"acc": np.array([1, 1, 1, 1])}}})
+    runs, _ = find_lmeval_runs([tmp_path / "zero_shot", tmp_path / "five_shot"])
+    assert [r.model for r in runs] == ["org/a [zero_shot]", "org/a [five_shot]"]
 
 
 def test_errors_name_the_file(tmp_path):

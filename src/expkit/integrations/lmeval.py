@@ -30,10 +30,11 @@ _MODEL_ARG_KEYS = ("peft=", "delta=", "pretrained=", "model=", "path=", "engine=
 
 @dataclass(frozen=True)
 class LmEvalRun:
-    """One ``results_<date>.json`` and the ``samples_<task>_<date>.jsonl`` files of the same run."""
+    """One model's lm-eval output: per task, the ``samples_<task>_<date>.jsonl`` of its latest run, and
+    the ``results_<date>.json`` files those runs wrote."""
 
     model: str
-    results_file: str
+    results_files: tuple[str, ...]
     samples: dict[str, str]  # task -> samples file
 
 
@@ -68,16 +69,17 @@ def _read_results(path: Path) -> dict[str, Any]:
 
 
 def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun], list[str]]:
-    """Every lm-eval run under the directories (searched recursively), one per model: a model found
-    in several runs keeps its latest (by the date in the file name), said in the returned notes.
+    """Every model's lm-eval output under the directories (searched recursively). A model run several
+    times keeps, per task, its latest samples (by the date in the file name; said in the returned notes),
+    so runs of different tasks on different days add up. One model name under two of the given
+    directories is two configurations, labelled ``model [directory]``.
 
     Raises:
         InputError: a path that is not a directory; a directory without ``results_*.json``; a run
             without ``samples_*.jsonl`` (it was run without ``--log_samples``).
     """
-    runs: dict[str, LmEvalRun] = {}
-    notes: list[str] = []
-    for d in directories:
+    found_runs: list[tuple[int, Path, str, Path, dict[str, str]]] = []  # (arg, root, model, results, samples)
+    for arg, d in enumerate(directories):
         root = Path(d)
         if not root.is_dir():
             raise InputError("is not a directory", path=root,
@@ -94,15 +96,28 @@ def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun]
             if not samples:
                 raise InputError("has no samples_<task>_*.jsonl beside it: per-item scores are missing", path=res,
                                  hint="re-run lm_eval with --log_samples")
-            run = LmEvalRun(_model_name(_read_results(res), res), str(res), samples)
-            prev = runs.get(run.model)
+            found_runs.append((arg, root, _model_name(_read_results(res), res), res, samples))
+    # one model name under two of the given directories: two configurations of it, told apart by directory
+    args_of: dict[str, set[int]] = {}
+    for arg, _, model, _, _ in found_runs:
+        args_of.setdefault(model, set()).add(arg)
+    merged: dict[str, dict[str, tuple[Path, str]]] = {}  # label -> task -> (results file, samples file)
+    notes: list[str] = []
+    for _, root, model, res, samples in found_runs:
+        label = f"{model} [{root.name}]" if len(args_of[model]) > 1 else model
+        tasks = merged.setdefault(label, {})
+        for task, sample_file in samples.items():
+            prev = tasks.get(task)
+            # results_<ISO date>.json: the later name is the later run; a task re-run keeps its latest samples
             if prev is not None:
-                # results_<ISO date>.json: the later name is the later run
-                older, newer = sorted((prev, run), key=lambda r: Path(r.results_file).name)
-                notes.append(f"{run.model}: several runs, used {newer.results_file} (not {older.results_file})")
-                run = newer
-            runs[run.model] = run
-    return list(runs.values()), notes
+                older, newer = sorted((prev, (res, sample_file)), key=lambda t: t[0].name)
+                notes.append(f"{label}: task {task} run more than once, used {newer[1]} (not {older[1]})")
+                tasks[task] = newer
+            else:
+                tasks[task] = (res, sample_file)
+    runs = [LmEvalRun(label, tuple(sorted({str(r) for r, _ in tasks.values()})),
+                      {t: f for t, (_, f) in sorted(tasks.items())}) for label, tasks in merged.items()]
+    return runs, notes
 
 
 def _score(value: Any, metric: str, path: str, line: int) -> float:
