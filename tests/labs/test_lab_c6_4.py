@@ -23,7 +23,8 @@ def test_lab_c6_4_quick(tmp_path: Path) -> None:
     assert "repro verdict exact" in repro.detail and "patch applied True" in repro.detail
     assert "data.txt" in repro.detail.split("after changing data.txt")[1]  # the changed data is named
     assert_flips(repro, False)
-    assert m["diff_catches_three"].value is True and m["diff_catches_three"].verdict.kind == "demonstrated"
+    assert m["diff_catches_three"].value is True, m["diff_catches_three"].detail
+    assert m["diff_catches_three"].verdict.kind == "demonstrated"
     assert "config lr #1" in m["diff_catches_three"].detail
     assert 0 < m["capture_s"].value < 30
     assert m["record_code"].value.endswith(", clean")  # run "before" starts on a clean commit

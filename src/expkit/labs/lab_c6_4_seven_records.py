@@ -71,9 +71,15 @@ def _git(cwd, *args: str) -> None:
 
 
 def _fake_dist(site, version: str) -> None:
-    """A real installed distribution as importlib.metadata sees it (a dist-info directory on sys.path)."""
-    dist = site / "expkit_lab_probe-0.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
+    """A real installed distribution as importlib.metadata sees it (a dist-info directory on sys.path), replaced
+    the way pip upgrades one: the old ``name-version.dist-info`` directory removed, the new one created."""
+    import shutil
+
+    site.mkdir(parents=True, exist_ok=True)
+    for old in site.glob("expkit_lab_probe-*.dist-info"):
+        shutil.rmtree(old)
+    dist = site / f"expkit_lab_probe-{version}.dist-info"
+    dist.mkdir()
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: expkit-lab-probe\nVersion: {version}\n")
 
 
