@@ -347,3 +347,34 @@ def test_light_install_core_commands_work_and_torch_commands_name_the_extra(tmp_
         res = _run_light(*args, cwd=tmp_path)
         assert res.returncode == 2, (args, res.stderr)
         assert f"pip install 'expkit[{extra}]'" in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+# ---- found by the fuzz suite (tests/cli/test_fuzz.py) in this owner's files ---------------------------
+
+def test_profile_trace_nested_too_deeply_is_one_line(cli, tmp_path):
+    trace = tmp_path / "deep.json"
+    trace.write_text("[" * 100_000 + "]" * 100_000)
+    assert "nested too deeply" in _one_line_error(cli("profile", str(trace)))
+
+
+def test_profile_trace_with_a_bom_is_read(cli, tmp_path):
+    trace = tmp_path / "bom.json"
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "ts": 0, "dur": 10, "pid": 1, "tid": 1}
+    trace.write_bytes(b"\xef\xbb\xbf" + json.dumps({"traceEvents": [event]}).encode())
+    res = cli("profile", str(trace), "--json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["result"]["dominant"] == "gemm"
+
+
+def test_sft_data_with_a_30_digit_count_is_refused_not_filling_memory(cli, tmp_path):
+    err = _one_line_error(cli("sft", "data", "--out", str(tmp_path / "d.jsonl"), "-n", "9" * 30))
+    assert "n must be in [1, 1,000,000]" in err and not (tmp_path / "d.jsonl").exists()
+
+
+def test_sft_check_stop_budget_past_the_model_context_is_refused(cli, demo_dir, chat_file):
+    err = _one_line_error(cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file), "-n", "1",
+                              "--max-new-tokens", "100000"))
+    assert "exceeds the model's context of 512 positions" in err
+    err = _one_line_error(cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file),
+                              "--max-new-tokens", "9" * 30))
+    assert "--max-new-tokens must be in [1, 1,048,576]" in err

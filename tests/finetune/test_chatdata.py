@@ -84,7 +84,9 @@ def test_generator_is_deterministic_and_checkable(tmp_path):
 
 
 def test_generator_rejects_bad_arguments():
-    with pytest.raises(UsageError, match="n must be >= 1"):
+    with pytest.raises(UsageError, match=r"n must be in \[1, 1,000,000\], not 0"):
         generate_chat_examples(n=0)
+    with pytest.raises(UsageError, match=r"not 10{30}"):  # `sft data -n 1000...0` once filled the memory
+        generate_chat_examples(n=10**30)
     with pytest.raises(UsageError, match="unknown task 'poetry'"):
         generate_chat_examples(n=1, tasks=("poetry",))

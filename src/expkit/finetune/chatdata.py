@@ -194,6 +194,10 @@ def plain_task_text(task: str, rng: random.Random) -> str:
     return f"{question} {answer}."
 
 
+# The examples are built in memory (~1 KB each): a million is ~1 GB, far more than SFT on these tasks needs.
+MAX_SYNTHETIC_EXAMPLES = 1_000_000
+
+
 def generate_chat_examples(*, n: int, seed: int = 0, tasks: Sequence[str] = TASKS,
                            system_prompt: str | None = SYSTEM_PROMPT) -> list[ChatExample]:
     """``n`` synthetic conversations (system, user question, assistant answer) with checkable answers.
@@ -212,8 +216,9 @@ def generate_chat_examples(*, n: int, seed: int = 0, tasks: Sequence[str] = TASK
         >>> generate_chat_examples(n=1, seed=0)[0].messages[-1]
         {'role': 'assistant', 'content': '74'}
     """
-    if n < 1:
-        raise UsageError(f"n must be >= 1, not {n}")
+    if not 1 <= n <= MAX_SYNTHETIC_EXAMPLES:
+        raise UsageError(f"n must be in [1, {MAX_SYNTHETIC_EXAMPLES:,}], not {n}",
+                         hint="the tasks repeat long before that; held-out data needs another seed, not more rows")
     for t in tasks:
         if t not in TASKS:
             raise UsageError(f"unknown task {t!r}", hint=f"use one of {', '.join(TASKS)}")

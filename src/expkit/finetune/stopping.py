@@ -55,6 +55,10 @@ class StopCheck:
     cases: tuple[StopCase, ...]
 
 
+# An upper bound checked before the model loads (the model's own context is checked after).
+_MAX_NEW_TOKENS = 2**20
+
+
 def load_for_generation(model_dir: str | Path, adapter_dir: str | Path | None = None) -> tuple[Any, Any, Path]:
     """(model, tokenizer, dir holding the generation config): the base model, with the LoRA adapter when given.
 
@@ -119,7 +123,8 @@ def check_stopping(
         StopCheck with one StopCase per prompt.
 
     Raises:
-        UsageError: n < 1, max_new_tokens < 1, min_stop_rate outside [0, 1].
+        UsageError: n < 1, max_new_tokens < 1 or past the model's context (max_position_embeddings),
+            min_stop_rate outside [0, 1].
         InputError: no examples, or a model/adapter directory that cannot be loaded.
 
     Example:
@@ -128,8 +133,8 @@ def check_stopping(
     """
     if n < 1:
         raise UsageError(f"-n must be >= 1, not {n}")
-    if max_new_tokens < 1:
-        raise UsageError(f"--max-new-tokens must be >= 1, not {max_new_tokens}")
+    if not 1 <= max_new_tokens <= _MAX_NEW_TOKENS:
+        raise UsageError(f"--max-new-tokens must be in [1, {_MAX_NEW_TOKENS:,}], not {max_new_tokens}")
     if not 0.0 <= min_stop_rate <= 1.0:
         raise UsageError(f"--min-stop-rate must be in [0, 1], not {min_stop_rate}")
     chosen = list(examples)[:n]
@@ -142,6 +147,10 @@ def check_stopping(
 
     with quiet_progress():
         model, tok, config_dir = loaded or load_for_generation(model_dir, adapter_dir)
+    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if isinstance(context, int) and max_new_tokens > context:
+        raise UsageError(f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} positions",
+                         hint=f"a model that does not stop shows it within a few dozen tokens; e.g. {min(32, context)}")
     eot = find_end_of_turn(tok)
     contract = read_stop_contract(config_dir, end_of_turn=eot)
     prompts = [prompt_text(tok, ex) for ex in chosen]

@@ -111,7 +111,8 @@ def load_trace(path: str | Path) -> Trace:
     """Read a Chrome trace file (``.json``; ``.json.gz`` too).
 
     Raises:
-        InputError: missing file, not JSON (with the line), or no events.
+        InputError: missing file, not UTF-8, a truncated .gz, not JSON (with the line), nested too deeply,
+            or no events.
     """
     p = Path(path)
     if not p.is_file():
@@ -120,14 +121,17 @@ def load_trace(path: str | Path) -> Trace:
         if p.suffix == ".gz":
             import gzip
 
-            text = gzip.decompress(p.read_bytes()).decode("utf-8")
+            text = gzip.decompress(p.read_bytes()).decode("utf-8-sig")
         else:
-            text = p.read_text(encoding="utf-8")
+            text = p.read_bytes().decode("utf-8-sig")  # -sig: a byte-order mark is not an error
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"not JSON ({exc.msg})", path=p, line=exc.lineno, column=exc.colno,
                          hint="pass the file written by prof.export_chrome_trace(path)") from exc
-    except (UnicodeDecodeError, OSError) as exc:
+    except RecursionError:
+        raise InputError("JSON nested too deeply to be a Chrome trace", path=p,
+                         hint="pass the file written by prof.export_chrome_trace(path)") from None
+    except (UnicodeDecodeError, OSError, EOFError) as exc:  # EOFError: a truncated .gz
         raise InputError(f"cannot be read as a text trace: {exc}", path=p) from exc
     return parse_trace(data, source=str(p))
 
