@@ -13,7 +13,8 @@ SEED_PATH = SeedFigure("reading_path", "compute_loss is reachable from train() a
 
 
 # what can be shown is the path, not "fastest way to learn" (a claim about readers, not measured here)
-READING_PATH = Shown("a traced SFT step runs train() -> ... -> compute_loss, the method that turns a batch into the loss")
+READING_PATH = Shown("a traced SFT step runs train() -> ... -> compute_loss, the method that turns a batch into "
+                     "the loss")
 
 
 @lab(id="C5.7", title="The reading path: train() down to compute_loss", claims=("C5.7",), seed=(SEED_PATH,))
