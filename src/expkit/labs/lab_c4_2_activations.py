@@ -193,7 +193,7 @@ def run_validation(ctx: LabContext) -> LabOutput:
     from expkit.render.figures import new_figure, save_figure
 
     cases = [VALIDATION_CASES[0], VALIDATION_CASES[4]] if ctx.quick else list(VALIDATION_CASES)
-    table = validate_ledger(cases, seed=ctx.seed)
+    table = validate_ledger(cases, seed=ctx.seed, device=ctx.device)  # cuda: torch.cuda.max_memory_allocated
     tol = 100 * table.tolerance
     case_rule = Within(0.0, abs=tol, source=f"+-{tol:g}%: expkit's tolerance for the ledger (memory.validation)")
     rows = tuple(
