@@ -88,3 +88,19 @@ def test_run_record_is_finished_with_its_config(trained):
     assert record["status"] == "finished"
     text = json.dumps(record)
     assert '"lora_r": 4' in text and "lora-sft" in text
+
+
+def test_a_diverging_run_stops_with_check_failed_and_saves_no_adapter(demo_model_dir, tmp_path):
+    """Issue 14: `expkit sft --lr 1e30` reported "loss 3.950 -> 0.000", exit 0, and saved an adapter
+    that was NaN in every value."""
+    from expkit.runs.store import list_runs, read_record
+
+    settings = SFTSettings(steps=6, batch_size=4, learning_rate=1e30, num_threads=1, lora_r=4)
+    with pytest.raises(CheckFailed, match=r"training diverged at step \d+: .*(nan|inf)"):
+        train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=24, seed=3), out_dir=tmp_path,
+                       settings=settings, store=tmp_path / "runs")
+    assert not (tmp_path / "adapter").exists()
+    (row,) = list_runs(tmp_path / "runs").runs
+    rec = read_record(tmp_path / "runs" / row.id)
+    assert rec.status == "failed" and rec.diverged and "no adapter was saved" in rec.error
+    assert rec.final_metrics["step"] < 6  # stopped at the first non-finite value

@@ -72,7 +72,8 @@ def train(
     """Train LoRA adapters with TRL's SFTTrainer on a local model, after auditing the labels.
 
     Runs offline (HF_HUB_OFFLINE=1 is set when unset). The run (config, data fingerprint, loss per step,
-    adapter files) goes to the run store. Exit 1 when the label audit fails.
+    adapter files) goes to the run store. Exit 1 when the label audit fails, or when the loss or gradient
+    norm goes NaN/inf (training stops, the run is marked diverged, no adapter is saved).
 
     Examples:
 

@@ -7,6 +7,7 @@ the stop-token contract is checked and (by default) fixed in the saved ``generat
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -130,7 +131,8 @@ def quiet_progress() -> Iterator[None]:
 
 
 class _LossRecorder:
-    """A transformers TrainerCallback (built lazily) that keeps the loss of every step and logs it to a run."""
+    """A transformers TrainerCallback (built lazily) that keeps the loss of every step, logs it to a run,
+    and stops training at the first non-finite loss or gradient norm (``diverged_at`` says where)."""
 
     def __new__(cls, run: Any, on_step: Callable[[int, float], None] | None):
         from transformers import TrainerCallback
@@ -138,16 +140,23 @@ class _LossRecorder:
         class Recorder(TrainerCallback):
             def __init__(self) -> None:
                 self.losses: list[float] = []
+                self.diverged_at: str | None = None
 
             def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001 - transformers' API
-                if logs and "loss" in logs:
-                    loss = float(logs["loss"])
-                    self.losses.append(loss)
-                    if run is not None:
-                        extra = {k: float(logs[k]) for k in ("learning_rate", "grad_norm") if k in logs}
-                        run.log(state.global_step, loss=loss, **extra)
-                    if on_step is not None:
-                        on_step(state.global_step, loss)
+                if not logs or "loss" not in logs:
+                    return
+                # transformers 5 may hand values over as strings ('2.31', 'nan')
+                values = {k: float(logs[k]) for k in ("loss", "learning_rate", "grad_norm") if k in logs}
+                loss = values.pop("loss")
+                self.losses.append(loss)
+                if run is not None:
+                    run.log(state.global_step, loss=loss, **values)
+                if on_step is not None:
+                    on_step(state.global_step, loss)
+                bad = [(k, v) for k, v in (("loss", loss), *values.items()) if not math.isfinite(v)]
+                if bad and self.diverged_at is None:
+                    self.diverged_at = f"step {state.global_step}: " + ", ".join(f"{k}={v}" for k, v in bad)
+                    control.should_training_stop = True
 
         return Recorder()
 
@@ -198,7 +207,9 @@ def train_lora_sft(
     Raises:
         UsageError: bad settings, LoRA targets that match nothing.
         InputError: a model directory without tokenizer or chat template.
-        CheckFailed: the label audit failed (the first problem named with its example index).
+        CheckFailed: the label audit failed (the first problem named with its example index), or the
+            loss or gradient norm went NaN/inf (training stops there, the run is marked diverged and
+            failed, and no adapter is saved).
 
     Example:
         >>> r = train_lora_sft(model_dir="demo", examples=read_chat_file("train.jsonl").examples, out_dir="sft")
@@ -253,6 +264,7 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
         lr_scheduler_type=settings.lr_scheduler, logging_steps=1, save_strategy="no", report_to="none",
         bf16=False, fp16=False, gradient_checkpointing=False, use_cpu=True, seed=settings.seed,
         max_length=settings.max_length, disable_tqdm=True, dataloader_num_workers=0,
+        logging_nan_inf_filter=False,  # a NaN loss must reach the log, not be averaged away
     )
     with ExitStack() as stack:
         run = _open_run(settings, model_dir, data_path, store, record)
@@ -265,6 +277,13 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
         t0 = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - t0
+        if recorder.diverged_at is not None:
+            # nothing is saved: an adapter of NaN weights is not a result
+            msg = f"training diverged at {recorder.diverged_at}; no adapter was saved"
+            if run is not None:
+                run.finish("failed", error=msg)
+            raise CheckFailed(msg, hint=f"lower --lr (it was {settings.learning_rate:g}) or check the data; "
+                                        "`expkit runs show` has the loss per step")
         peft_model = trainer.model
         adapter_dir = out_dir / "adapter"
         peft_model.save_pretrained(adapter_dir)
