@@ -3,10 +3,12 @@
 - capture: expkit.runs.start() (all seven records) vs mlflow.start_run() + log_params, local SQLite;
   and start() in a git repo with 10,000 changed files;
 - run.log() vs mlflow.log_metric() per call, MLflow into a local SQLite store;
-- listing 10,000 runs: list_runs() warm and cold (index rebuilt from the directories), and the CLI.
+- listing 10,000 runs: list_runs() warm and cold (index rebuilt from the directories), and the CLI;
+- data fingerprints: the full content hash (blake2b) in MiB/s from the page cache, against sha256 and
+  the sampled scheme, which sets FULL_HASH_MAX_BYTES in expkit/runs/fingerprint.py.
 
 The machine is shared with other jobs: ratios are medians, not guarantees.
-Usage: .venv/bin/python benchmarks/bench_runs.py [--quick]
+Usage: .venv/bin/python benchmarks/bench_runs.py [--quick] [--only hash]
 """
 
 from __future__ import annotations
@@ -132,9 +134,34 @@ def bench_ls(tmp: Path, n_runs: int, repeats: int) -> dict:
             "cli_ls_all_json_s": cli_s, "cli_ls_default_table_s": cli_head_s}
 
 
+def bench_hash(tmp: Path, size_mb: int, repeats: int) -> dict:
+    import hashlib
+
+    from expkit.runs.fingerprint import FULL_HASH_MAX_BYTES, fingerprint_input
+
+    path = tmp / "data.bin"
+    with open(path, "wb") as f:
+        for _ in range(size_mb):
+            f.write(os.urandom(1 << 20))
+    path.read_bytes()  # into the page cache: the data a run is about to read is usually there too
+
+    def sha256() -> None:
+        with open(path, "rb") as f:
+            hashlib.file_digest(f, "sha256")
+
+    full = median_wall_s(lambda: fingerprint_input(path, scheme="full"), repeats)
+    sampled = median_wall_s(lambda: fingerprint_input(path, scheme="sampled+mtime"), repeats)
+    sha = median_wall_s(sha256, repeats)
+    mib_s = size_mb / full
+    return {"file_mib": size_mb, "expkit_full_blake2b_mib_s": mib_s, "sha256_file_digest_mib_s": size_mb / sha,
+            "expkit_sampled_s": sampled, "full_hash_max_bytes": FULL_HASH_MAX_BYTES,
+            "full_hash_at_threshold_s": FULL_HASH_MAX_BYTES / 2**20 / mib_s}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer repeats and files")
+    parser.add_argument("--only", choices=("hash",), help="run one part only")
     args = parser.parse_args()
     reps = 3 if args.quick else 7
     tmp = Path(tempfile.mkdtemp(prefix="bench-runs-"))
@@ -142,6 +169,14 @@ def main() -> None:
     os.chdir(Path(__file__).resolve().parents[1])  # capture the expkit checkout's git state
     try:
         res = {"machine": "2 shared cores; other jobs running: ratios are noisy", "quick": args.quick}
+        res["hash"] = bench_hash(tmp, 64 if args.quick else 512, reps)
+        h = res["hash"]
+        print(f"fingerprint of a {h['file_mib']} MiB file: full blake2b {h['expkit_full_blake2b_mib_s']:.0f} MiB/s "
+              f"(sha256 {h['sha256_file_digest_mib_s']:.0f} MiB/s), sampled+mtime {h['expkit_sampled_s'] * 1e3:.1f} ms; "
+              f"a full hash at the {h['full_hash_max_bytes'] / 2**30:.0f} GiB threshold costs "
+              f"{h['full_hash_at_threshold_s']:.1f} s", flush=True)
+        if args.only == "hash":
+            return
         res["capture"] = bench_capture(tmp, reps)
         print(f"capture: expkit start() {res['capture']['expkit_start_s']:.3f} s wall, "
               f"{res['capture']['expkit_start_cpu_s']:.3f} s CPU (bound 0.5 s) | "

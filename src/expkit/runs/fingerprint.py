@@ -12,9 +12,10 @@ from pathlib import Path
 
 __all__ = ["FULL_HASH_MAX_BYTES", "SCHEMES", "DataFingerprint", "fingerprint_data", "fingerprint_input"]
 
-# Every byte is hashed up to 1 GiB per input. blake2b ran at 326 MiB/s on this project's 2-core CI VM
-# (benchmarks/bench_runs.py, 64 MiB in memory; from the page cache it reads about as fast), so the
-# largest fully hashed input costs ~3 s at start(): small beside any training run worth recording,
+# Every byte is hashed up to 1 GiB per input. blake2b ran at 250-330 MiB/s on this project's shared
+# 2-core VM (`benchmarks/bench_runs.py --only hash`: 252 MiB/s over a 64 MiB file in the page cache,
+# 326 MiB/s in memory), so the largest fully hashed input costs ~3-4 s at start(): small beside any
+# training run worth recording (a minute of CPU training reads its data many times over),
 # and it catches every edit, including a same-size label flip that sampled blocks miss. Above 1 GiB
 # (sharded corpora of 100 GB would take minutes) 64 blocks of 64 KiB spread over the file are hashed
 # together with the size and the mtime (``hash_scheme="sampled+mtime"``): any edit that goes through
