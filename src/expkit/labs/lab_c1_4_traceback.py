@@ -101,6 +101,8 @@ def run(ctx: LabContext) -> LabOutput:
     expected_line = next(i for i, line in enumerate(USER_SCRIPT.splitlines(), 1) if "the place to look" in line)
     d = diagnose_text(text)
     tb, ex = d.traceback, d.explanation
+    if tb.final is None:
+        raise RuntimeError("expkit why parsed no exception from the user script's traceback")
     frames = tb.final.frames
     kinds = {k: sum(f.kind == k for f in frames) for k in ("yours", "framework", "stdlib")}
     call_impl = sum(f.function in ("_call_impl", "_wrapped_call_impl") for f in frames)
@@ -131,7 +133,8 @@ def run(ctx: LabContext) -> LabOutput:
         "nn.Module's _call_impl/_wrapped_call_impl plumbing. Read bottom-up, the last frames are torch's "
         f"(F.linear); the first frame of yours above them is line {by_hand.line if by_hand else '?'}, "
         f"{'the line with the bug' if by_hand_ok else f'not the bug (line {expected_line})'}. expkit why marks "
-        f"{where}{' too' if found and by_hand_ok else ''}, collapses each framework run into one line ({len(groups)} lines "
+        f"{where}{' too' if found and by_hand_ok else ''}, collapses each framework run into one line "
+        f"({len(groups)} lines "
         f"instead of {len(frames)} frames), pulls the shapes out of the message ({ex.shapes}) and names the "
         f"module ({ex.module}). The full text and report are in c1_4_why_report.txt."
     )

@@ -98,7 +98,8 @@ def run(ctx: LabContext) -> LabOutput:
                seed=SEED_PROTOCOLS, detail=f"{len(EXPECTED) - len(missing)}/{len(EXPECTED)} observed: "
                + ", ".join(f"{p} x{counts[p]}" for p in EXPECTED) + (f"; missing {missing}" if missing else "")),
         Measurement("getitem_calls", f"__getitem__ calls for {n_items} items", counts["Dataset.__getitem__"], "",
-                    detail=f"batch_size {batch_size}: the fetcher calls it once per item, then collate stacks the items"),
+                    detail=f"batch_size {batch_size}: the fetcher calls it once per item, then collate stacks "
+                           "the items"),
         Measurement("next_calls", f"__next__ calls for {n_batches} batches", counts["iterator.__next__"], "",
                     detail="one per batch plus the final one that raises StopIteration"),
         Measurement("call_vs_forward", "Module.__call__ / Module.forward calls",

@@ -6,7 +6,8 @@ from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Sho
 from expkit.labs.registry import lab
 
 SEED_LOOP = SeedFigure("loop_objects", "objects the 20-line loop touches", None, "",
-                       "five objects (Dataset, DataLoader, nn.Module, loss, Optimizer) plus autograd; one line, one concept")
+                       "five objects (Dataset, DataLoader, nn.Module, loss, Optimizer) plus autograd; "
+                       "one line, one concept")
 EXPECTED_ORDER = ("Dataset.__getitem__", "Module.__call__ -> forward", "autograd recorded the graph", "loss:",
                   "autograd accumulated .grad", "Optimizer.step", "Optimizer.zero_grad")
 
@@ -24,7 +25,7 @@ def run(ctx: LabContext) -> LabOutput:
     # the first step's events must come in the loop's order: data, forward, graph, loss, backward, step, clear
     pos = [next((i for i, e in enumerate(trace.first_step) if e.startswith(want)), -1) for want in EXPECTED_ORDER]
     in_order = all(p >= 0 for p in pos) and pos == sorted(pos)
-    objects = sorted({l.touches for l in lines if l.touches != "-"})
+    objects = sorted({line.touches for line in lines if line.touches != "-"})
     n_params = trace.counts.get("autograd accumulated .grad", 0) // steps
     measurements = (
         judged("loop_objects", "one traced step calls data, forward, graph, loss, backward, step, clear in order",
@@ -32,7 +33,7 @@ def run(ctx: LabContext) -> LabOutput:
                seed=SEED_LOOP, detail=" -> ".join(trace.first_step)
                + f" (traced over {steps} real train_step calls on the 837,888-parameter char LM)"),
         Measurement("loop_lines", "commented lines in train_step", len(lines), "lines",
-                    detail="; ".join(f"{l.code.split('(')[0][:28]} -> {l.touches}" for l in lines)),
+                    detail="; ".join(f"{line.code.split('(')[0][:28]} -> {line.touches}" for line in lines)),
         Measurement("grads_per_step", "parameters whose .grad autograd accumulated per step", n_params, "tensors"),
     )
     explanation = (

@@ -14,7 +14,8 @@ SEED_IGNORE = SeedFigure("ignore_index", "ignored labels", None, "", "ignore_ind
 SEED_NONE = SeedFigure("set_to_none", "clearing gradients", None, "", "zero_grad(set_to_none=True)")
 
 
-@lab(id="C3.6", title="Warmup + cosine, and the loop's fixed choices", claims=("C3.6",), seed=(SEED_SCHEDULE, SEED_FP32, SEED_CLIP, SEED_IGNORE, SEED_NONE))
+@lab(id="C3.6", title="Warmup + cosine, and the loop's fixed choices", claims=("C3.6",),
+     seed=(SEED_SCHEDULE, SEED_FP32, SEED_CLIP, SEED_IGNORE, SEED_NONE))
 def run(ctx: LabContext) -> LabOutput:
     from expkit.render.schedule import draw_lr_schedule
     from expkit.train import CharLMConfig, TrainConfig, load_corpus, train_charlm
@@ -54,7 +55,8 @@ def run(ctx: LabContext) -> LabOutput:
                detail=f"model output {c.logits_dtype}, cross_entropy input {c.loss_input_dtype}, loss {c.loss_dtype}"),
         judged("clip", f"gradient norm the optimizer saw <= {c.grad_clip:g} after a step whose norm was over it",
                clipped, "", rule=Shown("clip_grad_norm_ caps the global norm at 1.0"), seed=SEED_CLIP,
-               detail=f"norm after backward {c.grad_norm_before_clip:.3f}, at optimizer.step {c.grad_norm_at_step:.6f}"),
+               detail=f"norm after backward {c.grad_norm_before_clip:.3f}, at optimizer.step "
+                      f"{c.grad_norm_at_step:.6f}"),
         judged("ignore_index", "labels set to -100 give zero gradient", ignored, "",
                rule=Shown("-100 labels add nothing to the gradient"), seed=SEED_IGNORE,
                detail=f"{c.ignored_positions} positions at -100: max |dL/dlogits| {c.max_abs_grad_ignored:g}; "

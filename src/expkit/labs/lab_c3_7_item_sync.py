@@ -75,8 +75,8 @@ def run(ctx: LabContext) -> LabOutput:
     cpu_med, cpu_spread = statistics.median(cpu), spread_of(cpu)
     measurements = [
         Measurement("item_sync_cpu", "CPU: step time with .item() every step / every 50, median", cpu_med, "x",
-                    detail=f"{runs} runs: {', '.join(f'{r:.3f}' for r in cpu)} (median deviation {cpu_spread:.1%}); a CPU has "
-                           "no launch queue, so this is shown beside the claim, not judged"),
+                    detail=f"{runs} runs: {', '.join(f'{r:.3f}' for r in cpu)} (median deviation {cpu_spread:.1%}); "
+                           "a CPU has no launch queue, so this is shown beside the claim, not judged"),
         Measurement("item_call_cpu", "one .item() on a computed CPU scalar", item_s * 1e6, "us",
                     detail=f"{100 * item_s / step_s:.3f}% of a {step_s * 1e3:.2f} ms step"),
     ]

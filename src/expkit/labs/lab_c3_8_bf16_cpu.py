@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import statistics
 
-from expkit.labs.lab_c3_7_item_sync import spread_of
 from expkit.labs.base import AtLeast, Cause, LabContext, LabOutput, Measurement, Needs, SeedFigure, Within, judged
+from expkit.labs.lab_c3_7_item_sync import spread_of
 from expkit.labs.registry import lab
 
-SEED_BF16 = SeedFigure("bf16_slowdown", "bf16 autocast vs fp32 on a CPU", 30.0, "x", "~30x slower on CPU")
+BF16_SLOWDOWN = 30.0  # seed: ~30x slower on CPU
+SEED_BF16 = SeedFigure("bf16_slowdown", "bf16 autocast vs fp32 on a CPU", BF16_SLOWDOWN, "x", "~30x slower on CPU")
 SEED_SLOW = SeedFigure("bf16_slower", "bf16 autocast on a CPU is slow", None, "",
                        "bf16 autocast on a CPU is slow")
 SEED_HW = SeedFigure("bf16_gain_cuda", "where lower precision gains", None, "",
                      "the gain of lower precision comes from hardware")
-CPU_RULE = Within(SEED_BF16.value, rel=0.5, source="our choice: '~30x' read as 15x to 45x")
+CPU_RULE = Within(BF16_SLOWDOWN, rel=0.5, source="our choice: '~30x' read as 15x to 45x")
 # H100/H200 datasheets: ~67 TFLOP/s fp32 vs ~990 dense bf16 on tensor cores; 2x is far below that on purpose
 CUDA_RULE = AtLeast(2.0, source="our choice: tensor-core bf16 against non-TF32 fp32; datasheets give ~15x on "
                                 "H100, so 2x is a low bar")
@@ -62,7 +63,8 @@ def gpu_rows(*, device: str, name: str, runs: int, seed: int, gemm_n: int = GEMM
     judged_row = judged(
         "bf16_gain_cuda", f"{name}: bf16 / fp32 matmul throughput, {gemm_n} x {gemm_n}", gain, "x",
         rule=CUDA_RULE, seed=SEED_HW,
-        detail=f"fp32 {c32.best_flop_s / 1e12:.2f} TFLOP/s (TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}), "
+        detail=f"fp32 {c32.best_flop_s / 1e12:.2f} TFLOP/s "
+               f"(TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}), "
                f"bf16 {c16.best_flop_s / 1e12:.2f} TFLOP/s, best of 10")
     step_row = Measurement(
         "bf16_slowdown_cuda", f"{name}: bf16 autocast / fp32 step time, char LM B = {batch}, T = {seq}, median",
@@ -102,8 +104,9 @@ def run(ctx: LabContext) -> LabOutput:
         judged("bf16_slower", "CPU: bf16 autocast / fp32 step time, same runs", med, "x", rule=slower_rule(spread),
                seed=SEED_SLOW, detail="the direction of the claim; its size is judged in the row above"),
         Measurement("bf16_gemm_slowdown_cpu", f"CPU: bf16 / fp32 time of one {GEMM_N_CPU} x {GEMM_N_CPU} matmul",
-                    gemm_slow, "x", detail=f"fp32 {g32.best_flop_s / 1e9:.1f} GFLOP/s, bf16 {g16.best_flop_s / 1e9:.1f} "
-                                           "GFLOP/s, best of 5"),
+                    gemm_slow, "x",
+                    detail=f"fp32 {g32.best_flop_s / 1e9:.1f} GFLOP/s, bf16 {g16.best_flop_s / 1e9:.1f} GFLOP/s, "
+                           "best of 5"),
         Measurement("cpu_bf16_instructions", "bf16 instructions listed by /proc/cpuinfo",
                     "n/a" if has_bf16 is None else has_bf16, "", detail=f"torch CPU capability {isa}"),
     ]
@@ -112,9 +115,9 @@ def run(ctx: LabContext) -> LabOutput:
                  f"{'under' if med < CPU_RULE.target else 'over'} the 15x-45x read as the seed's '~30x'")
     verdict_text = f"{'slower' if slower else 'not slower'} than fp32 beyond the noise and {size_text}"
     text = (f"Forward + backward of the 840K char LM under torch.autocast(bfloat16) took {med:.2f}x the fp32 time "
-            f"on this CPU (median of {runs}, median deviation {spread:.0%}), {verdict_text}; one bf16 {GEMM_N_CPU}x{GEMM_N_CPU} "
-            f"matmul took {gemm_slow:.2f}x the fp32 one. /proc/cpuinfo {flags} bf16 instructions (avx512_bf16, "
-            f"amx_bf16); torch's CPU capability is {isa}. ")
+            f"on this CPU (median of {runs}, median deviation {spread:.0%}), {verdict_text}; one bf16 "
+            f"{GEMM_N_CPU}x{GEMM_N_CPU} matmul took {gemm_slow:.2f}x the fp32 one. /proc/cpuinfo {flags} bf16 "
+            f"instructions (avx512_bf16, amx_bf16); torch's CPU capability is {isa}. ")
     if torch.cuda.is_available():
         gain_row, step_row, gpu_text = gpu_rows(device="cuda", name=f"CUDA ({torch.cuda.get_device_name()})",
                                                 runs=runs, seed=ctx.seed)
