@@ -378,3 +378,17 @@ def test_sft_check_stop_budget_past_the_model_context_is_refused(cli, demo_dir, 
     err = _one_line_error(cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file),
                               "--max-new-tokens", "9" * 30))
     assert "--max-new-tokens must be in [1, 1,048,576]" in err
+
+
+@pytest.mark.parametrize("options, says", [(["--timeout", "nan"], "--timeout nan must be a finite number"),
+                                           (["--timeout", "-1"], "--timeout -1.0 must be a finite number"),
+                                           (["--out", "{tmp}"], "is a directory; give the trace file"),
+                                           (["--out", "{tmp}/a-file/t.json"], "cannot create the folder")])
+def test_profile_script_options_are_checked_before_running(cli, tmp_path, options, says):
+    (tmp_path / "a-file").write_text("x")
+    marker = tmp_path / "ran.txt"
+    script = tmp_path / "s.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    options = [o.replace("{tmp}", str(tmp_path)) for o in options]
+    assert says in _one_line_error(cli("profile", *options, "--", "python", str(script)))
+    assert not marker.exists()

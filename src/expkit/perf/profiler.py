@@ -7,6 +7,7 @@ when the script crashes the partial trace is still written and its traceback is 
 
 from __future__ import annotations
 
+import math
 import statistics
 import subprocess
 import sys
@@ -138,11 +139,20 @@ def profile_script(
         ScriptProfile; a crashed script has a nonzero ``returncode`` and ``traceback`` set.
 
     Raises:
-        UsageError: no script; InputError: the script file does not exist.
+        UsageError: no script, a timeout that is not a finite number > 0, a trace path that is a directory.
+        InputError: the script file does not exist, the trace's folder cannot be created.
     """
     args = _script_argv(argv)
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise UsageError(f"--timeout {timeout_s} must be a finite number of seconds > 0", hint="e.g. --timeout 600")
     trace = Path(trace_path)
-    trace.parent.mkdir(parents=True, exist_ok=True)
+    if trace.is_dir():
+        raise UsageError(f"--out {trace} is a directory; give the trace file to write",
+                         hint=f"e.g. --out {trace / 'profile_trace.json'}")
+    try:
+        trace.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the folder for the trace ({exc.strerror})", path=trace.parent) from None
     err_file = trace.with_suffix(".traceback.txt")
     err_file.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "expkit.perf.script_profiler", str(trace), str(err_file), "--", *args]
