@@ -78,3 +78,54 @@ def test_decode_measured_json_and_figure(cli, tmp_path):
     assert all(p["tokens_per_s"] == pytest.approx(p["batch"] / p["step_time_s"]) for p in pts)
     assert pts[1]["intensity_flop_per_byte"] > pts[0]["intensity_flop_per_byte"]
     assert fig.read_bytes()[:4] == b"\x89PNG"
+
+
+# issue 15 / issue 13 regressions
+
+
+def test_figure_that_is_a_directory_is_refused_before_work(cli, tmp_path):
+    res = cli("roofline", "--figure", str(tmp_path))
+    assert res.exit_code == 2
+    assert "is a directory" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_unsupported_figure_suffix_is_exit_2_not_a_traceback(cli, tmp_path):
+    res = cli("roofline", "--figure", str(tmp_path / "roof.xyz"))
+    assert res.exit_code == 2
+    assert "'.xyz' is not one of .png, .svg, .pdf" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "roof.xyz").exists()
+
+
+def test_reported_figure_path_is_the_file_written(cli, tmp_path):
+    fig = tmp_path / "r.svg"
+    res = cli("roofline", "--figure", str(fig))
+    assert res.exit_code == 0, res.stderr
+    assert fig.is_file() and f"figure: {fig}" in res.stdout.replace("\n", "")
+
+
+def test_ambiguous_gpu_asks_which(cli):
+    res = cli("roofline", "--gpu", "a100")
+    assert res.exit_code == 2
+    assert "A100 40GB SXM, A100 80GB SXM, A100 80GB PCIe" in res.stderr
+
+
+def test_moe_decode_prints_routing_assumption_and_weights_read(cli):
+    res = cli("roofline", "--model", "mixtral-8x7b", "--json")
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)["result"]
+    assert data["weight_bytes"] == pytest.approx(2 * 12_748_587_008)  # top-2 of 8 experts, bf16
+    assert any("uniform" in a for a in data["assumptions"])
+    text = cli("roofline", "--model", "mixtral-8x7b").stdout
+    assert "assumed: MoE: uniform" in text.replace("\n", " ")
+
+
+def test_garbage_config_is_exit_2_naming_the_field(cli, tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 65, "num_hidden_layers": 2,
+                               "num_attention_heads": 4, "vocab_size": 10}))
+    res = cli("roofline", "--model", str(cfg))
+    assert res.exit_code == 2 and "hidden_size 65 is not divisible by num_attention_heads 4" in res.stderr
+    cfg.write_text(json.dumps({"hidden_size": 64, "num_hidden_layers": 10**12, "num_attention_heads": 4,
+                               "vocab_size": 10}))
+    res = cli("roofline", "--model", str(cfg))
+    assert res.exit_code == 2 and "num_hidden_layers" in res.stderr

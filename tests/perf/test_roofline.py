@@ -39,7 +39,7 @@ def test_h100_decode_at_batch_1_is_memory_bound_with_intensity_near_1():
 
 
 def test_critical_batch_is_where_the_weight_matmuls_reach_the_ridge():
-    m, roof = ModelShape.from_hf_config(QWEN05), roof_for_gpu("A100")
+    m, roof = ModelShape.from_hf_config(QWEN05), roof_for_gpu("A100 80GB SXM")
     e = estimate_roofline(model=m, roof=roof, phase="decode", batch=1)
     at = estimate_roofline(model=m, roof=roof, phase="decode", batch=round(e.critical_batch))
     assert at.parts[0].intensity_flop_per_byte == pytest.approx(roof.ridge_flop_per_byte, rel=0.01)

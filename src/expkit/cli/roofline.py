@@ -39,7 +39,7 @@ def _cpu_roof(quick: bool = True, threads: int | None = None):  # noqa: ANN202 -
 def roofline(
     ctx: typer.Context,
     gpu: str = typer.Option("H100", "--gpu", help="A GPU from `expkit roofline gpus`, or 'cpu' (measures this CPU)."),
-    model: str = typer.Option("qwen2.5-0.5b", "--model", help="A catalog name, a model directory or a config.json."),
+    model: str = typer.Option("qwen2.5-0.5b", "--model", help="A catalog name, a model directory, a config.json or a Hub ID in the local HF cache."),
     phase: str = typer.Option("decode", "--phase", help=f"One of: {', '.join(PHASES)}."),
     batch: int = typer.Option(1, "--batch", help="Sequences per step."),
     context: int = typer.Option(1024, "--context", help="Tokens of context (decode: KV-cache length; else sequence length)."),
@@ -49,15 +49,19 @@ def roofline(
 ) -> None:
     """The ridge point (peak FLOP/s / bandwidth) of a GPU and where one step of a model sits: arithmetic
     intensity per part (decode: weight matmuls and KV-cache attention apart), memory- or compute-bound,
-    best-case tokens/s and the batch at which decode turns compute-bound.
+    best-case tokens/s and the batch at which decode turns compute-bound. Mixture-of-experts models read
+    the experts a step's tokens route to (uniform routing assumed); MLA caches its latent; sliding-window
+    layers read at most their window. Assumptions and approximations are printed.
 
     Examples:
 
       expkit roofline --gpu H100 --json                      # ridge_flop_per_byte 295
 
-      expkit roofline --gpu A100 --model qwen2.5-7b --phase decode --batch 64 --weight-bits 4
+      expkit roofline --gpu a100-80gb --model qwen2.5-7b --phase decode --batch 64 --weight-bits 4
 
       expkit roofline --gpu cpu --phase train --context 256 --figure roofline.png
+
+      expkit roofline --model mixtral-8x7b --batch 64     # MoE: experts read per step under uniform routing
 
       expkit roofline gpus;  expkit roofline measure --compare;  expkit roofline decode
     """
@@ -65,11 +69,13 @@ def roofline(
         return
     from expkit.perf.roofline import estimate_roofline, load_model_shape, roof_for_gpu
 
+    if figure is not None:
+        _check_figure_path(figure)
     shape = load_model_shape(model)
     roof = _cpu_roof() if gpu.strip().lower() == "cpu" else roof_for_gpu(gpu)
     est = estimate_roofline(model=shape, roof=roof, phase=phase, batch=batch, context=context, weight_bits=weight_bits)
     if figure is not None:
-        _write_figure(figure, shape, roof, est, batch=batch, context=context, weight_bits=weight_bits)
+        figure = _write_figure(figure, shape, roof, est, batch=batch, context=context, weight_bits=weight_bits)
     if json_out:
         emit_json(est)
         return
@@ -81,7 +87,9 @@ def roofline(
     con.print(f"[bold]{est.device}[/]: peak {_fmt(est.peak_flop_s, 'FLOP/s')}, bandwidth "
               f"{_fmt(est.bandwidth_bytes_s, 'B/s')} -> ridge [bold]{est.ridge_flop_per_byte:.0f} FLOP/byte[/]")
     con.print(f"  source: {est.device_source}")
-    con.print(f"{est.model} {est.phase}, batch {est.batch}, context {est.context}, {est.weight_bits}-bit weights")
+    con.print(f"{est.model} {est.phase}, batch {est.batch}, context {est.context}, {est.weight_bits}-bit weights; "
+              f"{shape.active_linear_params:,} matmul weights per token of {shape.linear_params:,}; "
+              f"{_fmt(est.weight_bytes, 'B')} of weights read per step")
     table = Table("part", "FLOPs", "bytes", "FLOP/byte", "bound", "best-case time")
     for p in est.parts:
         table.add_row(p.name, _fmt(p.flops, ""), _fmt(p.bytes, "B"), f"{p.intensity_flop_per_byte:.3g}", p.bound,
@@ -93,11 +101,29 @@ def roofline(
         con.print(f"critical batch: {est.critical_batch:.0f} ({est.critical_batch_note})")
     else:
         con.print(est.critical_batch_note)
+    for a in est.assumptions:
+        con.print(f"assumed: {a}")
+    for a in est.approximations:
+        con.print(f"approximation: {a}")
     if figure is not None:
         con.print(f"figure: {figure}")
 
 
-def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, weight_bits: int) -> None:  # noqa: ANN001
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def _check_figure_path(path: Path) -> None:
+    """Refuse, before any work, a --figure that is a directory or has a suffix matplotlib would not write."""
+    from expkit.errors import UsageError
+
+    if path.is_dir():
+        raise UsageError(f"--figure {str(path)!r} is a directory", hint="give a file name, e.g. roofline.png")
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        raise UsageError(f"--figure suffix {path.suffix or '(none)'!r} is not one of {', '.join(FIGURE_SUFFIXES)}",
+                         hint=f"e.g. --figure {path.with_suffix('.png')}")
+
+
+def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, weight_bits: int) -> Path:  # noqa: ANN001
     from expkit.perf.roofline import estimate_roofline
     from expkit.render.figures import new_figure, save_figure
     from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
@@ -112,7 +138,7 @@ def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, 
     fig, (ax,) = new_figure(1, width_in=7.5, height_in=5)
     draw_roofline(ax, [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)], points,
                   title=f"{shape.name}, batch {batch}, context {context}, {weight_bits}-bit weights")
-    save_figure(fig, path)
+    return save_figure(fig, path)  # the path written
 
 
 @app.command("gpus")
@@ -216,6 +242,8 @@ def decode(
         sizes = tuple(int(s) for s in batch_sizes.split(",") if s.strip())
     except ValueError as exc:
         raise UsageError(f"--batch-sizes {batch_sizes!r} is not a comma-separated list of integers") from exc
+    if figure is not None:
+        _check_figure_path(figure)
     points = measure_decode_throughput(batch_sizes=sizes, new_tokens=new_tokens, threads=threads)
     if figure is not None:
         from expkit.render.figures import new_figure, save_figure

@@ -95,7 +95,8 @@ def get_gpu(name: str) -> GPUSpec:
         The GPUSpec.
 
     Raises:
-        UsageError: an unknown name; the message lists the known names.
+        UsageError: an unknown name (lists the known names), or one that matches several entries
+            (``a100``: 40GB SXM, 80GB SXM, 80GB PCIe; lists them).
 
     Example:
         >>> round(get_gpu("H100").ridge_flop_per_byte)
@@ -108,6 +109,15 @@ def get_gpu(name: str) -> GPUSpec:
     for spec in _registry():
         if wanted == _key(spec.name) or wanted in (_key(a) for a in spec.aliases):
             return spec
+    # a prefix of one entry only (``a100-40``) is that entry; of several (``a100``) is a question, not a guess
+    partial = [spec for spec in _registry()
+               if any(_key(a).startswith(wanted) for a in (spec.name, *spec.aliases))]
+    if len(partial) == 1:
+        return partial[0]
+    if len(partial) > 1:
+        raise UsageError(f"GPU {name!r} matches {len(partial)} registry entries: "
+                         f"{', '.join(g.name for g in partial)}",
+                         hint=f"name one, e.g. --gpu {partial[0].aliases[0] if partial[0].aliases else partial[0].name!r}")
     raise UsageError(f"unknown GPU {name!r}",
                      hint=f"known GPUs: {', '.join(g.name for g in _registry())} (see `expkit roofline gpus`)")
 

@@ -9,13 +9,13 @@ Matmul bytes are weights plus 16-bit activations in and out; norms, rotary and s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from expkit.errors import UsageError
 
-__all__ = ["ModelShape", "Phase", "Roof", "RooflineEstimate", "RooflinePart", "estimate_roofline",
+__all__ = ["AttentionGroup", "ModelShape", "Phase", "Roof", "RooflineEstimate", "RooflinePart", "estimate_roofline",
            "load_model_shape", "roof_for_gpu"]
 
 Phase = Literal["decode", "prefill", "train"]
@@ -29,13 +29,34 @@ ADAM_FLOP_PER_PARAM = 12
 
 
 @dataclass(frozen=True)
+class AttentionGroup:
+    """Layers that share an attention form: cached elements per token-layer, FLOPs, and a sliding window.
+
+    ``decode_flop_per_cached_token``: one new token against one cached token in one layer (QK^T and AV:
+    4 * heads * head_dim; MLA in the absorbed form, attention over the latent: 2 heads (rank + rope) +
+    2 heads rank). ``pair_flop``: one (query, key) pair in prefill/training (2 heads (qk_dim + v_dim); MLA
+    expanded per head as transformers runs it).
+    """
+
+    kind: str
+    layers: int
+    kv_elements_per_token: int
+    decode_flop_per_cached_token: int
+    pair_flop: int
+    qkvo_elements_per_token: int
+    window: int | None
+
+
+@dataclass(frozen=True)
 class ModelShape:
     """The numbers of a decoder-only transformer config that set its FLOPs and bytes.
 
-    ``linear_params`` counts the weights of every matmul a token goes through (q, k, v, o, gate, up,
-    down per layer, and the LM head even when it is tied to the embedding); embeddings and norms are
-    lookups and elementwise work, left out of the FLOP count. ``matmul_io_per_token`` is the number of
-    activation elements those matmuls read and write per token (sum of in + out features).
+    ``linear_params`` counts the weights of every matmul (q, k, v, o or MLA's projections, the dense MLP, the
+    router, shared and *all* routed experts, and the LM head even when it is tied to the embedding);
+    ``active_linear_params`` those one token multiplies by (top-k of E routed experts). Embeddings and norms
+    are lookups and elementwise work, left out of the FLOP count. ``matmul_io_per_token`` is the number of
+    activation elements those matmuls read and write per token (sum of in + out features, active path).
+    A MoE layer holds ``num_experts`` experts of ``expert_params`` weights each (``moe_layers`` of them).
     """
 
     name: str
@@ -49,44 +70,117 @@ class ModelShape:
     tie_word_embeddings: bool
     linear_params: int
     matmul_io_per_token: int
+    active_linear_params: int = 0
+    moe_layers: int = 0
+    num_experts: int = 0
+    top_k: int = 0
+    expert_params: int = 0
+    attention: tuple[AttentionGroup, ...] = ()
+    approximations: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.active_linear_params:
+            object.__setattr__(self, "active_linear_params", self.linear_params)
+        if not self.attention:
+            hd, h, kv = self.head_dim, self.num_heads, self.num_kv_heads
+            object.__setattr__(self, "attention", (AttentionGroup(
+                "gqa", self.num_layers, 2 * kv * hd, 4 * h * hd, 4 * h * hd, (2 * h + 2 * kv) * hd, None),))
+
+    def expected_experts(self, tokens: float) -> float:
+        """Distinct experts one MoE layer reads for ``tokens`` routed tokens, under uniform independent routing:
+        E (1 - (1 - k/E)^tokens). 1 token: k experts; many tokens: all E."""
+        if not self.moe_layers:
+            return 0.0
+        return self.num_experts * (1 - (1 - self.top_k / self.num_experts) ** tokens)
+
+    def weight_params_read(self, tokens: float) -> float:
+        """Matmul weights read once by a step that routes ``tokens`` tokens (dense weights + the experts hit)."""
+        dense = self.linear_params - self.moe_layers * self.num_experts * self.expert_params
+        return dense + self.moe_layers * self.expected_experts(tokens) * self.expert_params
 
     @classmethod
     def from_hf_config(cls, config: dict, *, name: str = "model") -> ModelShape:
-        """Read a Hugging Face ``config.json`` dict (Llama, Qwen2, Mistral style) through the memory
-        ledger's reader (``expkit.memory.spec_from_dict``), so both tools read configs one way.
+        """Read a Hugging Face ``config.json`` dict through ``expkit.models`` (the reader the memory ledger
+        uses too): dense, MoE (routed + shared experts, router) and MLA layers, sliding windows.
 
         Raises:
             InputError: a key the architecture needs is missing or not a positive integer.
         """
-        from expkit.memory.architecture import spec_from_dict
+        from expkit.models import describe_config
 
-        spec = spec_from_dict(config, name=name, source=name)
-        h, heads, kv, hd, inter = (spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim,
-                                   spec.intermediate_size)
-        # (in, out) features of each matmul in one layer: q, k, v, o, and the SwiGLU gate, up, down
-        mats = [(h, heads * hd), (h, kv * hd), (h, kv * hd), (heads * hd, h), (h, inter), (h, inter), (inter, h)]
-        per_layer = sum(i * o for i, o in mats)
-        io = spec.num_layers * sum(i + o for i, o in mats) + h + spec.vocab_size
-        return cls(name=name, hidden_size=h, num_layers=spec.num_layers, num_heads=heads, num_kv_heads=kv,
-                   head_dim=hd, intermediate_size=inter, vocab_size=spec.vocab_size,
-                   tie_word_embeddings=spec.tied_embeddings,
-                   linear_params=spec.num_layers * per_layer + spec.vocab_size * h, matmul_io_per_token=io)
+        return cls.from_description(describe_config(config, name=name, source=name))
+
+    @classmethod
+    def from_description(cls, desc: Any) -> ModelShape:
+        """A ModelShape from an ``expkit.models.ModelDescription``."""
+        h = desc.hidden_size
+        linear = active = io = 0
+        moe_specs = set()
+        groups: dict[tuple[Any, ...], int] = {}
+        for layer in desc.layers:
+            a, m = layer.attention, layer.mlp
+            if a.kind == "mla":
+                qk, v = a.head_dim, a.v_head_dim
+                q = ([(h, a.q_lora_rank), (a.q_lora_rank, a.num_heads * qk)] if a.q_lora_rank
+                     else [(h, a.num_heads * qk)])
+                mats = q + [(h, a.kv_lora_rank + a.qk_rope_head_dim),
+                            (a.kv_lora_rank, a.num_heads * (a.qk_nope_head_dim + v)), (a.num_heads * v, h)]
+                key = ("mla", a.kv_cache_elements_per_token,
+                       2 * a.num_heads * (a.kv_lora_rank + a.qk_rope_head_dim) + 2 * a.num_heads * a.kv_lora_rank,
+                       2 * a.num_heads * (qk + v), a.num_heads * (2 * qk + 2 * v), a.window)
+            else:
+                hq, hkv = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
+                mats = [(h, hq), (h, hkv), (h, hkv), (hq, h)]
+                key = (a.kind, a.kv_cache_elements_per_token, 4 * a.num_heads * a.head_dim,
+                       4 * a.num_heads * a.head_dim, 2 * hq + 2 * hkv, a.window)
+            groups[key] = groups.get(key, 0) + 1
+            att_params = sum(i * o for i, o in mats)
+            att_io = sum(i + o for i, o in mats)
+            if m.kind == "moe":
+                e = 3 * h * m.expert_intermediate_size
+                shared = 3 * h * m.shared_intermediate_size
+                moe_specs.add((m.num_experts, m.top_k, e))
+                linear += att_params + h * m.num_experts + shared + m.num_experts * e
+                active += att_params + h * m.num_experts + shared + m.top_k * e
+                io += (att_io + (h + m.num_experts) + m.top_k * (3 * h + 3 * m.expert_intermediate_size)
+                       + (3 * h + 3 * m.shared_intermediate_size if shared else 0))
+            else:
+                linear += att_params + 3 * h * m.intermediate_size
+                active += att_params + 3 * h * m.intermediate_size
+                io += att_io + 3 * h + 3 * m.intermediate_size
+        head = desc.vocab_size * h
+        notes = list(desc.approximations)
+        if len(moe_specs) > 1:
+            notes.append("MoE layers of different shapes: the roofline uses the first one's E, k and width for all")
+        E, k, e = next(iter(moe_specs)) if moe_specs else (0, 0, 0)
+        a0 = desc.layers[0].attention
+        return cls(
+            name=desc.name, hidden_size=h, num_layers=desc.num_layers, num_heads=a0.num_heads,
+            num_kv_heads=a0.num_kv_heads, head_dim=a0.head_dim, intermediate_size=desc.layers[0].mlp.intermediate_size,
+            vocab_size=desc.vocab_size, tie_word_embeddings=desc.tied_embeddings, linear_params=linear + head,
+            matmul_io_per_token=io + h + desc.vocab_size, active_linear_params=active + head,
+            moe_layers=sum(1 for layer in desc.layers if layer.mlp.kind == "moe"), num_experts=E, top_k=k,
+            expert_params=e,
+            attention=tuple(AttentionGroup(kind, n, kv, dec, pair, qkvo, w)
+                            for (kind, kv, dec, pair, qkvo, w), n in groups.items()),
+            approximations=tuple(notes),
+        )
 
 
 def load_model_shape(model: str | Path) -> ModelShape:
-    """A ModelShape from a catalog name (``qwen2.5-0.5b``), a model directory or a ``config.json`` path.
+    """A ModelShape from a catalog name (``qwen2.5-0.5b``), a model directory, a ``config.json`` path or a
+    Hub ID whose config is in the local Hugging Face cache.
 
-    Reading goes through the memory ledger's loader (``expkit.memory.load_model_spec``), so both tools
-    accept the same names and report bad files the same way.
+    Reading goes through ``expkit.models`` (as the memory ledger's does), so both tools accept the same
+    names and report bad files the same way.
 
     Raises:
         InputError: the file is not JSON or lacks a key (names the file and the key).
-        UsageError: neither a path nor a catalog name.
+        UsageError: neither a path, a cached Hub ID nor a catalog name.
     """
-    from expkit.memory import load_model_spec
+    from expkit.models import load_model_description
 
-    spec = load_model_spec(model)
-    return ModelShape.from_hf_config(spec.raw, name=spec.name)
+    return ModelShape.from_description(load_model_description(model))
 
 
 @dataclass(frozen=True)
@@ -153,6 +247,10 @@ class RooflineEstimate:
     tokens_per_s: float
     critical_batch: float | None
     critical_batch_note: str
+    weight_bytes: float = 0.0
+    active_params: int = 0
+    assumptions: tuple[str, ...] = ()
+    approximations: tuple[str, ...] = ()
 
 
 def _part(name: str, flops: float, nbytes: float, roof: Roof, note: str = "") -> RooflinePart:
@@ -215,45 +313,65 @@ def estimate_roofline(
         raise UsageError(f"--context {context} must be >= 1")
     wbytes = weight_bits / 8
     m = model
-    weight_bytes = m.linear_params * wbytes
     act_bytes_per_token = m.matmul_io_per_token * KV_BYTES  # activations in and out of every matmul
+    assumptions: list[str] = []
+    if m.moe_layers:
+        assumptions.append(
+            f"MoE: uniform, independent routing: a step that routes n tokens reads E(1 - (1 - k/E)^n) of the "
+            f"E = {m.num_experts} experts per MoE layer (k = {m.top_k}); real routers are skewed, so a batch reads "
+            "somewhat fewer distinct experts")
+    if any(g.kind == "mla" for g in m.attention):
+        assumptions.append("MLA: the cache holds the latent + rotary key (kv_lora_rank + qk_rope_head_dim per "
+                           "token-layer); decode attends in the absorbed form (over the latent, as DeepSeek and "
+                           "vLLM serve it); prefill/train expand K, V per head as transformers does")
+    if any(g.window for g in m.attention):
+        assumptions.append("sliding-window layers cache and read at most their window of tokens")
+
+    def matmul_part(tokens: float, mult: int, note: str) -> RooflinePart:
+        read = m.weight_params_read(tokens) * wbytes
+        return _part("weight matmuls", mult * 2 * m.active_linear_params * tokens,
+                     mult * (read + tokens * act_bytes_per_token), roof, note)
+
     if phase == "decode":
         tokens = batch
-        kv_read = batch * 2 * m.num_layers * m.num_kv_heads * m.head_dim * context * KV_BYTES
-        attn_flops = batch * 4 * m.num_layers * context * m.num_heads * m.head_dim  # QK^T and AV
-        parts = (
-            _part("weight matmuls", 2 * m.linear_params * batch, weight_bytes + batch * act_bytes_per_token, roof,
-                  f"every weight read once per step, shared by the {batch} sequences"),
+        kv_read = batch * sum(g.layers * g.kv_elements_per_token * _cached(context, g.window)
+                              for g in m.attention) * KV_BYTES
+        attn_flops = batch * sum(g.layers * g.decode_flop_per_cached_token * _cached(context, g.window)
+                                 for g in m.attention)
+        experts = (f"; {m.expected_experts(batch):.1f} of {m.num_experts} experts read per MoE layer"
+                   if m.moe_layers else "")
+        parts: tuple[RooflinePart, ...] = (
+            matmul_part(batch, 1, f"every weight read once per step, shared by the {batch} sequences{experts}"),
             _part("KV-cache attention", attn_flops, kv_read, roof,
                   "each sequence reads its own KV cache: intensity does not grow with batch"),
         )
-        # weight-matmul intensity 2B / (wbytes + B a / P) = ridge  =>  B = ridge wbytes / (2 - ridge a / P)
-        a_per_p = act_bytes_per_token / m.linear_params
-        critical: float | None = (roof.ridge_flop_per_byte * wbytes / (2 - roof.ridge_flop_per_byte * a_per_p)
-                                  if 2 > roof.ridge_flop_per_byte * a_per_p else None)
+        critical = _critical_batch(m, roof, wbytes, act_bytes_per_token)
         kv_note = (f"the KV-cache attention stays memory-bound at any batch "
                    f"(intensity {parts[1].intensity_flop_per_byte:.1f} FLOP/byte)")
         if critical is None:
             note = ("the weight matmuls never reach the ridge: the activations they read and write grow with the "
                     f"batch as fast as their FLOPs; {kv_note}")
+        elif m.moe_layers:
+            note = (f"batch at which the weight matmuls reach the ridge, with the experts a batch reads under uniform "
+                    f"routing and activations' traffic included (a dense model of the same active size: "
+                    f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}")
         else:
             note = (f"batch at which the weight matmuls reach the ridge, activations' traffic included (weights alone: "
                     f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}")
     else:
         tokens = batch * context
-        qkvo = batch * m.num_layers * context * (2 * m.num_heads + 2 * m.num_kv_heads) * m.head_dim * KV_BYTES
-        attn_flops = batch * 2 * m.num_layers * context * context * m.num_heads * m.head_dim  # causal half of 4
+        pairs = {g.window: _causal_pairs(context, g.window) for g in m.attention}
+        qkvo = batch * context * sum(g.layers * g.qkvo_elements_per_token for g in m.attention) * KV_BYTES
+        attn_flops = batch * sum(g.layers * g.pair_flop * pairs[g.window] for g in m.attention)
         mult = 3 if phase == "train" else 1  # backward = 2x forward (Kaplan et al. 2020, 6N per token)
-        parts = [
-            _part("weight matmuls", mult * 2 * m.linear_params * tokens,
-                  mult * (weight_bytes + tokens * act_bytes_per_token), roof,
-                  f"{tokens} tokens share each weight read"),
+        plist = [
+            matmul_part(tokens, mult, f"{tokens} tokens share each weight read"),
             _part("attention", mult * attn_flops, mult * qkvo, roof, "flash-style: Q, K, V, O read once"),
         ]
         if phase == "train":
-            parts.append(_part("optimizer (AdamW)", ADAM_FLOP_PER_PARAM * m.linear_params,
+            plist.append(_part("optimizer (AdamW)", ADAM_FLOP_PER_PARAM * m.linear_params,
                                ADAM_BYTES_PER_PARAM * m.linear_params, roof, "30 bytes per parameter"))
-        parts = tuple(parts)
+        parts = tuple(plist)
         critical, note = None, f"no critical batch for {phase}: it is already {batch * context} tokens per weight read"
     flops = sum(p.flops for p in parts)
     nbytes = sum(p.bytes for p in parts)
@@ -267,4 +385,45 @@ def estimate_roofline(
         bound="compute" if ai >= roof.ridge_flop_per_byte else "memory",
         step_time_s=step, tokens_per_step=tokens, tokens_per_s=tokens / step,
         critical_batch=critical, critical_batch_note=note,
+        weight_bytes=m.weight_params_read(tokens) * wbytes, active_params=m.active_linear_params,
+        assumptions=tuple(assumptions), approximations=m.approximations,
     )
+
+
+def _cached(context: int, window: int | None) -> int:
+    return context if window is None else min(context, window)
+
+
+def _causal_pairs(context: int, window: int | None) -> float:
+    """(query, key) pairs of causal attention over ``context`` tokens: T^2/2, or with a window W < T,
+    W^2/2 + (T - W) W (each query sees at most W keys)."""
+    if window is None or window >= context:
+        return context * context / 2
+    return window * window / 2 + (context - window) * window
+
+
+def _critical_batch(m: ModelShape, roof: Roof, wbytes: float, act_bytes_per_token: float) -> float | None:
+    """Decode batch at which the weight matmuls' intensity reaches the ridge (bisection; None: never).
+
+    Intensity(B) = 2 B active / (weight_params_read(B) wbytes + B act): for a dense model
+    B = ridge wbytes / (2 - ridge act / P); for a MoE the weights read grow with B until all experts are hit.
+    """
+    ridge = roof.ridge_flop_per_byte
+
+    def intensity(b: float) -> float:
+        return 2 * b * m.active_linear_params / (m.weight_params_read(b) * wbytes + b * act_bytes_per_token)
+
+    lo, hi = 1e-6, 1e9
+    if intensity(hi) < ridge:
+        return None
+    if intensity(lo) >= ridge:
+        return lo
+    for _ in range(200):
+        mid = (lo * hi) ** 0.5 if hi / lo > 4 else (lo + hi) / 2
+        if intensity(mid) >= ridge:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-6 * hi:
+            break
+    return hi
