@@ -48,3 +48,15 @@ def test_old_format_without_numel():
 
 def test_a_plain_log_is_not_a_timeout():
     assert parse_nccl_timeout("step 1 loss 2.3\nTimeout(ms)=5\n") is None
+
+
+def test_a_ranks_own_error_stays_the_cause_and_the_timeout_its_consequence():
+    shape = (FIXTURES / "torchrun_rank1_shape.log").read_text()
+    timeout = ("[rank0]:[E1129 22:54:18.1 ProcessGroupNCCL.cpp:616] [Rank 0] Watchdog caught collective operation "
+               "timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) ran for "
+               "600010 milliseconds before timing out.\n")
+    d = diagnose_text(timeout + shape)
+    assert d.explanation.kind == "shape_mismatch" and d.traceback.rank == 1
+    assert d.explanation.nccl is not None and d.explanation.nccl.first.rank == 0
+    assert d.explanation.summary.endswith("Rank(s) 0 then hit the NCCL watchdog timeout in ALLREDUCE #12 waiting "
+                                          "for rank 1: a consequence of this error, not a second problem.")

@@ -83,7 +83,8 @@ def explain_nccl_timeout(t: NcclTimeout) -> Explanation:
 def diagnose_text(text: str) -> Diagnosis:
     """``expkit why`` minus the printing: clean the log (escape sequences, per-line timestamps and
     logger prefixes), parse the traceback, explain it. An NCCL watchdog timeout is explained even
-    without a Python traceback (and instead of torchrun's generic ChildFailedError)."""
+    without a Python traceback (and instead of torchrun's generic ChildFailedError); beside a rank's own
+    error it is named as that error's consequence."""
     clean = clean_log_text(text)
     tb = parse_traceback(clean.text)
     explanation = explain(tb)
@@ -92,5 +93,12 @@ def diagnose_text(text: str) -> Diagnosis:
         explanation = explain_nccl_timeout(nccl)
         if not tb.exceptions:
             tb = replace(tb, warnings=tuple(w for w in tb.warnings if not w.startswith("no traceback found")))
+    elif nccl is not None:
+        # a rank failed with a Python error and the others then timed out waiting for it: the error is the cause
+        ranks = ", ".join(str(r.rank) for r in nccl.reports)
+        failed = f"rank {tb.rank}" if tb.rank is not None else "the failed rank"
+        explanation = replace(explanation, nccl=nccl, summary=explanation.summary + (
+            f" Rank(s) {ranks} then hit the NCCL watchdog timeout in {nccl.first.op} #{nccl.first.seq_num} waiting "
+            f"for {failed}: a consequence of this error, not a second problem."))
     return Diagnosis(traceback=tb, explanation=explanation,
                      log_lines_cleaned=max(clean.lines_with_escapes, clean.lines_with_prefixes))
