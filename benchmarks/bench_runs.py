@@ -8,13 +8,13 @@
   the sampled scheme, which sets FULL_HASH_MAX_BYTES in expkit/runs/fingerprint.py.
 
 The machine is shared with other jobs: ratios are medians, not guarantees.
-Usage: .venv/bin/python benchmarks/bench_runs.py [--quick] [--only hash]
+Usage: .venv/bin/python benchmarks/bench_runs.py [--quick] [--out DIR] [--only hash]
+(``--quick``: tiny sizes, one repeat, seconds: CI checks that every peer still runs; the figures mean nothing)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from timing import median_cpu_s, median_wall_s  # benchmarks/timing.py
+from timing import add_run_options, median_cpu_s, median_wall_s, write_results  # benchmarks/timing.py
 
 import torch  # noqa: F401  - a training script has torch imported before start()
 
@@ -93,7 +93,8 @@ def bench_log(tmp: Path, n_ours: int, n_theirs: int) -> dict:
         for i in range(n_ours):
             run.log(i, loss=1.0 / (i + 1), lr=3e-4)
         ours = (time.perf_counter() - t0) / n_ours
-    lines = sum(1 for _ in open(run.dir / "metrics.jsonl", "rb"))
+    with open(run.dir / "metrics.jsonl", "rb") as f:
+        lines = sum(1 for _ in f)
     mlflow.set_tracking_uri(f"sqlite:///{tmp / 'mlflow.db'}")
     mlflow.set_experiment("bench")
     with mlflow.start_run():
@@ -160,49 +161,49 @@ def bench_hash(tmp: Path, size_mb: int, repeats: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="fewer repeats and files")
+    add_run_options(parser)
     parser.add_argument("--only", choices=("hash",), help="run one part only")
     args = parser.parse_args()
-    reps = 3 if args.quick else 7
+    reps = 1 if args.quick else 7
     tmp = Path(tempfile.mkdtemp(prefix="bench-runs-"))
     cwd = os.getcwd()
     os.chdir(Path(__file__).resolve().parents[1])  # capture the expkit checkout's git state
     try:
         res = {"machine": "2 shared cores; other jobs running: ratios are noisy", "quick": args.quick}
-        res["hash"] = bench_hash(tmp, 64 if args.quick else 512, reps)
+        res["hash"] = bench_hash(tmp, 8 if args.quick else 512, reps)
         h = res["hash"]
         print(f"fingerprint of a {h['file_mib']} MiB file: full blake2b {h['expkit_full_blake2b_mib_s']:.0f} MiB/s "
-              f"(sha256 {h['sha256_file_digest_mib_s']:.0f} MiB/s), sampled+mtime {h['expkit_sampled_s'] * 1e3:.1f} ms; "
+              f"(sha256 {h['sha256_file_digest_mib_s']:.0f} MiB/s), "
+              f"sampled+mtime {h['expkit_sampled_s'] * 1e3:.1f} ms; "
               f"a full hash at the {h['full_hash_max_bytes'] / 2**30:.0f} GiB threshold costs "
               f"{h['full_hash_at_threshold_s']:.1f} s", flush=True)
         if args.only == "hash":
+            write_results(res, args.out, "runs-hash", quick=args.quick)
             return
         res["capture"] = bench_capture(tmp, reps)
         print(f"capture: expkit start() {res['capture']['expkit_start_s']:.3f} s wall, "
               f"{res['capture']['expkit_start_cpu_s']:.3f} s CPU (bound 0.5 s) | "
               f"mlflow start_run+log_params {res['capture']['mlflow_start_run_s']:.3f} s", flush=True)
-        res["capture_big_repo"] = bench_capture_big_repo(tmp, 2_000 if args.quick else 10_000, max(1, reps // 2))
+        res["capture_big_repo"] = bench_capture_big_repo(tmp, 100 if args.quick else 10_000, max(1, reps // 2))
         b = res["capture_big_repo"]
         print(f"capture, {b['changed_files']} changed files: {b['expkit_start_big_repo_s']:.3f} s wall, "
               f"{b['expkit_start_big_repo_cpu_s']:.3f} s CPU incl. git (bound 1 s), "
               f"patch {b['patch_bytes']} bytes", flush=True)
-        res["log"] = bench_log(tmp, 200_000, 300 if args.quick else 1_000)
+        res["log"] = bench_log(tmp, 2_000 if args.quick else 200_000, 30 if args.quick else 1_000)
         lg = res["log"]
         print(f"log: expkit run.log {lg['expkit_log_us']:.2f} us/call | mlflow.log_metric (sqlite) "
               f"{lg['mlflow_log_metric_us']:.0f} us/call | ratio {lg['ratio']:.0f}x (bound >= 50x)", flush=True)
-        res["ls"] = bench_ls(tmp, 10_000, reps)
+        res["ls"] = bench_ls(tmp, 200 if args.quick else 10_000, reps)
         ls = res["ls"]
         print(f"ls over {ls['runs']} runs: list_runs warm {ls['list_runs_warm_s']:.3f} s (bound 0.5 s), "
               f"with --where {ls['list_runs_where_s']:.3f} s, cold index build {ls['list_runs_cold_s']:.2f} s; "
-              f"CLI `runs ls --limit 0 --json` {ls['cli_ls_all_json_s']:.2f} s, `runs ls` {ls['cli_ls_default_table_s']:.2f} s "
+              f"CLI `runs ls --limit 0 --json` {ls['cli_ls_all_json_s']:.2f} s, "
+              f"`runs ls` {ls['cli_ls_default_table_s']:.2f} s "
               "(CLI times include interpreter start)", flush=True)
     finally:
         os.chdir(cwd)
         shutil.rmtree(tmp, ignore_errors=True)
-    out = Path(__file__).resolve().parent / "results" / "runs.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(res, indent=2))
-    print(f"wrote {out}")
+    write_results(res, args.out, "runs", quick=args.quick)
 
 
 if __name__ == "__main__":

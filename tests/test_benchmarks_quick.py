@@ -27,7 +27,6 @@ SLOW = {"bench_runs.py", "bench_sft.py", "bench_sweep.py", "bench_train.py"}
 AWAITING_QUICK: dict[str, str] = {
     "bench_memory.py": "H3 adds --quick and --out DIR",
     "bench_perf.py": "H3 adds --quick and --out DIR",
-    "bench_runs.py": "H5 adds --out DIR",
 }
 
 
