@@ -134,8 +134,8 @@ def run(ctx: LabContext) -> LabOutput:
     # a recomputed forward adds at most the forward's share of a step; the seed's 30% is that share on a GPU
     time_cause = (Cause("forward / (forward + backward) time, same replica (measured)", fshare,
                         "one recomputed forward can add at most this share; the measured cost "
-                        f"x{ratio:.2f} is within 0.1 of 1 + {fshare:.2f}: checkpointing costs one forward, and a forward "
-                        "is a smaller share of a step on this CPU than the seed's ~30%")
+                        f"x{ratio:.2f} is within 0.1 of 1 + {fshare:.2f}: checkpointing costs one forward, which is "
+                        f"{fshare:.0%} of a step on this CPU replica (the seed's ~30% is that share in its run)")
                   if abs(ratio - (1 + fshare)) <= 0.1 else None)
     ms = (
         judged("act_7b", "Llama-2-7B activations, B = 1, T = 4096, bf16 autocast (measured replicas)",
