@@ -63,3 +63,30 @@ def test_exec_of_torchrun_keeps_every_rank(tmp_path: Path) -> None:
     assert rec["attached"] and rec["config"] == {"world": 2} and rec["seed"]["seed"] == 3
     assert len((run_dir / "metrics.rank1.jsonl").read_text().splitlines()) == 3
     assert [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()] == [run_dir.name]  # no second record
+
+
+PRINTING = textwrap.dedent("""
+    import json, os
+    rank = int(os.environ["RANK"])
+    for step in range(3):
+        print(json.dumps({"step": step, "loss": 1.0 / (step + 1) + rank}), flush=True)
+""")
+
+
+@pytest.mark.parametrize("template", [None, "[rank${rank}]:"])
+def test_exec_of_torchrun_tags_printed_metrics_with_their_rank(tmp_path: Path, monkeypatch, template) -> None:
+    """Issue 14: both ranks' printed lines went to one file without a rank, "final" from whoever printed
+    last. `torchrun --tee 3` prefixes each line with "[default<local rank>]:" (or the template's)."""
+    from expkit.runs.execute import execute
+
+    if template:
+        monkeypatch.setenv("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", template)
+    script = tmp_path / "p.py"
+    script.write_text(PRINTING)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    res = execute([str(torchrun), "--standalone", "--nproc_per_node=2", "--tee", "3", str(script)],
+                  store=tmp_path / "s", cwd=tmp_path, seed=5)
+    assert res.status == "finished", (Path(res.run_dir) / "output.log").read_text()[-2000:]
+    rec = json.loads((Path(res.run_dir) / "run.json").read_text())
+    assert rec["final_metrics"] == {"step": 2, "loss": pytest.approx(1 / 3)}  # rank 0 owns final
+    assert rec["final_metrics_by_rank"] == {"1": {"step": 2, "loss": pytest.approx(1 + 1 / 3)}}

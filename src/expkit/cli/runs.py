@@ -49,8 +49,8 @@ def exec_(
     Metrics: every stdout line that is a JSON object with an integer "step" is a metrics line, e.g.
     print(json.dumps({"step": 10, "loss": 2.31})); so is a Hugging Face Trainer log line
     ({'loss': '2.31', 'epoch': 0.5}; steps counted, and the record says so). NaN/Infinity are kept and
-    a NaN loss marks the run DIVERGED. "[rankN]:" prefixes (torchrun --tee 3) tag lines with their
-    rank; rank 0 owns the final metrics. A script that calls expkit.runs.start() (or uses the Trainer
+    a NaN loss marks the run DIVERGED. "[defaultN]:"/"[rankN]:" prefixes (torchrun --tee 3) tag lines
+    with their rank; rank 0 owns the final metrics. A script that calls expkit.runs.start() (or uses the Trainer
     callback / Lightning logger) attaches to this run. Exits with the command's code.
 
     Examples:

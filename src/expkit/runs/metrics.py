@@ -21,8 +21,10 @@ import orjson
 __all__ = ["MetricsSummary", "is_divergence_metric", "jsonable_metrics", "metric_value", "parse_metrics_line",
            "summarize_metrics"]
 
-# torchrun --tee / --log-dir prefixes each line of rank N with "[rankN]:" (torch >= 2.2) or "[defaultN]:".
-_RANK_PREFIX = re.compile(rb"^\s*\[(?:rank|default)(\d+)\]:\s?")
+# `torchrun --tee 3` prefixes each line with "[default<local rank>]:" (role "default"); with
+# TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[rank${rank}]:" or "[${rank}]:" the global rank; PyTorch's own
+# per-rank error lines read "[rankN]:".
+_RANK_PREFIX = re.compile(rb"^\s*\[(?:rank|default)?(\d+)\]:\s?")
 # A Trainer log line is a few hundred characters; anything this long is not one.
 _MAX_LINE_CHARS = 20_000
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "infinity": math.inf, "-infinity": -math.inf}
