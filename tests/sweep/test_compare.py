@@ -110,3 +110,11 @@ def test_bad_requests_name_what_is_wrong(store):
                                              ("ppl", True), ("elapsed_s", True), ("acc", False), ("f1", False)])
 def test_loss_like_names(name, lower):
     assert is_loss_like(name) is lower
+
+
+def test_the_trial_config_survives_a_command_that_records_its_own():
+    from expkit.sweep.compare import _config_of
+
+    # expkit train charlm attaches to its run and replaces `config` with its own nested one
+    rec = {"config": {"train": {"lr_max": 0.003}}, "extra": {"sweep": {"config": {"lr_max": 0.003}}}}
+    assert _config_of(rec)["lr_max"] == 0.003 and "train" in _config_of(rec)

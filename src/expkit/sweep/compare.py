@@ -116,7 +116,9 @@ def _runs_of_group(root: Path, group: str) -> list[dict[str, Any]]:
 
 
 def _config_of(rec: dict[str, Any]) -> dict[str, Any]:
-    sweep = rec.get("sweep") or {}
+    """The run's config with the sweep trial's own keys on top: a command that records its own config
+    (``expkit train charlm`` attaches to the run) replaces ``config``, and nests its keys."""
+    sweep = rec.get("sweep") or (rec.get("extra") or {}).get("sweep") or {}
     return {**(rec.get("config") or {}), **(sweep.get("config") or {})}
 
 
