@@ -65,7 +65,7 @@ def sweep(
         group = name or "sweep-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         plan = plan_sweep(list(command), group=group, grid=grid, seeds=seeds, config_args=not no_config_args)
     n_total = len(plan.trials) if plan is not None else 0
-    header_said = []
+    header_said: list[bool] = []
 
     def say_header(event: str) -> None:
         if not header_said and not json_out:

@@ -125,7 +125,7 @@ class LocalBackend:
         if handle.cancelled():  # type: ignore[attr-defined]
             return AttemptOutcome("not started", None, None, None, 0.0, {}, None)
         try:
-            return handle.result()  # type: ignore[attr-defined, no-any-return]
+            return handle.result()  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - a trial that could not start is a failed trial, not a crash
             return AttemptOutcome("failed", None, None, None, 0.0, {}, f"{type(exc).__name__}: {exc}")
 
@@ -191,7 +191,7 @@ class RayBackend:
                                                       max_retries=0)
 
     def submit(self, job: TrialJob) -> Hashable:
-        return self._task.remote(job)  # type: ignore[no-any-return]
+        return self._task.remote(job)
 
     def wait(self, handles: list[Hashable], timeout_s: float) -> list[Hashable]:
         ready, _ = self._ray.wait(handles, num_returns=1, timeout=timeout_s)
@@ -205,7 +205,7 @@ class RayBackend:
         from ray.exceptions import RayTaskError, TaskCancelledError
 
         try:
-            return self._ray.get(handle)  # type: ignore[no-any-return]
+            return self._ray.get(handle)  # type: ignore[call-overload]
         except TaskCancelledError:
             return AttemptOutcome("killed", None, None, None, 0.0, {}, "cancelled")
         except RayTaskError as exc:  # execute itself raised (e.g. the command could not start)

@@ -244,7 +244,8 @@ def compare_groups(a: str, b: str | None = None, *, by: str | None = None, store
     if not paired:
         notes.append("Welch (unpaired): the two sides did not run the same set of distinct seeds")
     else:
-        notes.append(f"paired by seed: both sides ran seeds {', '.join(map(str, sorted(side_a.seeds)))}")
+        common_seeds = sorted(s for s in side_a.seeds if s is not None)
+        notes.append(f"paired by seed: both sides ran seeds {', '.join(map(str, common_seeds))}")
 
     def numeric(rec: dict[str, Any]) -> dict[str, float]:
         return {k: float(v) for k, v in (rec.get("final_metrics") or {}).items()
