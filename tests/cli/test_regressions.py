@@ -209,16 +209,19 @@ def test_check_op_module_that_raises_at_import(cli, user_modules):
     assert "RuntimeError: boom at import" in err
 
 
-@pytest.mark.parametrize("args", [["op", "torch:softmax", "--reference", "torch:softmax", "--shape", "100000000000,100000000000"],
+_SOFTMAX = ["torch:softmax", "--reference", "torch:softmax"]
+
+
+@pytest.mark.parametrize("args", [["op", *_SOFTMAX, "--shape", "100000000000,100000000000"],
                                   ["attention", "--shape", "100000000000,100000000000,10"],
-                                  ["op", "torch:softmax", "--reference", "torch:softmax", "--shape", ",".join(["1"] * 40)]])
+                                  ["op", *_SOFTMAX, "--shape", ",".join(["1"] * 40)]])
 def test_check_huge_shape_is_refused_before_allocating(cli, args):
     err = _one_line_error(cli("check", *args))
     assert "more than" in err
 
 
 def test_check_shape_with_thousands_of_digits_is_clipped_in_the_message(cli):
-    err = _one_line_error(cli("check", "op", "torch:softmax", "--reference", "torch:softmax", "--shape", "9" * 5000 + ",x"))
+    err = _one_line_error(cli("check", "op", *_SOFTMAX, "--shape", "9" * 5000 + ",x"))
     assert len(err) < 300
 
 
@@ -392,3 +395,31 @@ def test_profile_script_options_are_checked_before_running(cli, tmp_path, option
     options = [o.replace("{tmp}", str(tmp_path)) for o in options]
     assert says in _one_line_error(cli("profile", *options, "--", "python", str(script)))
     assert not marker.exists()
+
+
+# ---- a path that cannot be used: one line naming it (the error boundary's fallback for OSError) ------
+
+@pytest.mark.parametrize("args, says", [
+    (["sft", "data", "--out", "{tmp}", "-n", "2"], "{tmp}: Is a directory (IsADirectoryError)"),
+    (["sft", "data", "--out", "{tmp}/a-file/x.jsonl", "-n", "2"],
+     "{tmp}/a-file: a regular file where a folder is needed (FileExistsError)"),
+    (["sft", "demo-model", "--quick", "--out", "{tmp}/a-file/x"], "{tmp}/a-file/x: Not a directory"),
+])
+def test_output_path_that_cannot_be_written_is_one_line(cli, tmp_path, args, says):
+    (tmp_path / "a-file").write_text("x")
+    err = _one_line_error(cli(*[a.replace("{tmp}", str(tmp_path)) for a in args]))
+    assert says.replace("{tmp}", str(tmp_path)) in err
+
+
+def test_boundary_leaves_an_oserror_without_a_path_internal():
+    from expkit.cli.app import _path_error
+
+    assert _path_error(OSError(5, "Input/output error")) is None  # EIO and no file name: not the user's path
+    assert _path_error(OSError(2, "No such file or directory", "x.jsonl")).path == "x.jsonl"
+
+
+@pytest.mark.parametrize("threads", ["0", "99999999999999999999"])
+def test_sft_check_stop_threads_out_of_range(cli, demo_dir, chat_file, threads):
+    err = _one_line_error(cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file), "-n", "1",
+                              "--threads", threads))
+    assert f"threads={threads} must be in [1, 4096]" in err

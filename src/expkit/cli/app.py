@@ -12,6 +12,8 @@ Command modules import torch, transformers and friends inside the command bodies
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 import traceback
 from typing import Any
@@ -20,7 +22,7 @@ import typer
 from typer.core import TyperGroup
 
 from expkit import __version__
-from expkit.errors import ExpkitError, missing_dependency
+from expkit.errors import ExpkitError, InputError, missing_dependency
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "app", "invoked_argv", "main"]
 
@@ -54,6 +56,26 @@ def invoked_argv(ctx: Any) -> list[str]:
     root = ctx.find_root().command
     argv = getattr(root, "_argv", None)
     return list(argv) if argv is not None else sys.argv[1:]
+
+
+# OSErrors that say a given path cannot be used as it is (not found, a folder where a file was meant or
+# the reverse, no permission, a read-only or full disk, a name too long). Commands name such paths
+# themselves where they can; this catches the rest at the boundary instead of showing a traceback.
+_PATH_ERRNOS = frozenset({errno.ENOENT, errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EACCES, errno.EPERM,
+                          errno.EROFS, errno.ENOSPC, errno.ENAMETOOLONG, errno.ELOOP})
+
+
+def _path_error(exc: OSError) -> InputError | None:
+    """The one-line InputError for an OSError about a named path; None for any other OSError (a bug)."""
+    if exc.errno not in _PATH_ERRNOS or exc.filename is None:
+        return None
+    name = exc.filename if isinstance(exc.filename, str) else os.fsdecode(exc.filename)
+    if len(name) > 200:
+        name = name[:100] + "..." + name[-60:]
+    what = exc.strerror or type(exc).__name__
+    if exc.errno == errno.EEXIST and os.path.isfile(name):  # mkdir through a regular file
+        what = "a regular file where a folder is needed"
+    return InputError(f"{what} ({type(exc).__name__})", path=name, hint="check the path given on the command line")
 
 
 def _is_click_control(exc: BaseException) -> bool:
@@ -112,15 +134,21 @@ class _ErrorBoundary(TyperGroup):
             return super().invoke(ctx)
         except ExpkitError as exc:
             self._report(ctx, exc)
+        except BrokenPipeError:  # (before OSError, its base) the reader went away (`expkit data head F | head`)
+            _silence_stdout()
+            ctx.exit(EXIT_BROKEN_PIPE)
+        except OSError as exc:  # a path the user gave that cannot be used: one line naming it, exit 2
+            dep = _path_error(exc)
+            if dep is None:
+                self._internal(ctx, exc)
+            else:
+                self._report(ctx, dep)
         except ImportError as exc:  # an optional package of the light install's missing extras: say which
             dep = missing_dependency(exc)
             if dep is None:
                 self._internal(ctx, exc)
             else:
                 self._report(ctx, dep)
-        except BrokenPipeError:  # the reader went away (`expkit data head F -n 9999 | head`): no traceback
-            _silence_stdout()
-            ctx.exit(EXIT_BROKEN_PIPE)
         except KeyboardInterrupt:
             self._emit_error("Interrupted", "interrupted (Ctrl-C)", None)
             print("\ninterrupted", file=sys.stderr)

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from expkit.errors import UsageError
+from expkit.train.threads import MAX_THREADS
 
 __all__ = ["TrainConfig", "apply_overrides", "config_keys"]
 
@@ -62,8 +63,9 @@ class TrainConfig:
             raise UsageError(f"need 0 <= lr_min ({self.lr_min}) <= lr_max ({self.lr_max})")
         if self.warmup_steps < 0:
             raise UsageError(f"warmup_steps={self.warmup_steps} must be >= 0")
-        if self.num_threads is not None and self.num_threads < 1:
-            raise UsageError(f"num_threads={self.num_threads} must be >= 1 (or None for torch's default)")
+        if self.num_threads is not None and not 1 <= self.num_threads <= MAX_THREADS:
+            raise UsageError(f"num_threads={self.num_threads} must be in [1, {MAX_THREADS}] (or None for torch's "
+                             "default)")
         if self.num_workers < 0:
             raise UsageError(f"num_workers={self.num_workers} must be >= 0")
 
