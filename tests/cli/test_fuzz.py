@@ -478,11 +478,16 @@ def _fuzz(family: str, fuzz_tally, monkeypatch, tmp_path) -> None:
             raise AssertionError(f"expkit {' '.join(a[:80] for a in argv)}\n-> {', '.join(outcome.problems)} "
                                  f"(exit {outcome.exit_code})\n{tail}")
 
-    # torch and transformers are imported before the cap: their import reserves address space
+    # torch and transformers are imported before the cap (their import reserves address space), and the
+    # quick demo model is built (a fresh clone has no cache) before any case's deadline starts
     import importlib
 
     for heavy in ("torch", "transformers"):
         importlib.import_module(heavy)
+    if family in ("sft", "mem"):
+        from expkit.finetune.demomodel import ensure_demo_model
+
+        ensure_demo_model(quick=True)
 
     try:
         with _memory_cap(8 * 2**30):
