@@ -87,10 +87,10 @@ def run(
                 continue
             for m in r.measurements:
                 if m.seed is not None or m.verdict is not None:
-                    seed = f" (seed: {m.seed.text})" if m.seed is not None else ""
+                    seed_text = f" (seed: {m.seed.text})" if m.seed is not None else ""
                     verdict = f" -> {m.verdict}" if m.verdict is not None else ""
                     rule = f" [rule: {m.rule}]" if m.rule is not None else ""
-                    print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)}{seed}{verdict}{rule}")
+                    print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)}{seed_text}{verdict}{rule}")
         from expkit.render.report import verdict_counts
 
         counts = verdict_counts(report.results)

@@ -53,7 +53,7 @@ def run(ctx: LabContext) -> LabOutput:
     explanation = (
         f"One real AdamW step on a {n:,}-parameter Qwen2-style model under bf16 autocast leaves {per_param:.2f} "
         "bytes per parameter live: the fp32 parameter (autocast never changes it), its fp32 gradient and Adam's "
-        f"two fp32 moments, 4 + 4 + 4 + 4 = 16: {'the seed' if ms[0].verdict.kind == 'reproduced' else 'NOT the seed'}"
+        f"two fp32 moments, 4 + 4 + 4 + 4 = 16: {'the seed' if BYTES_RULE.holds(per_param) else 'NOT the seed'}"
         "'s 16, counted PyTorch's way. During the step "
         f"autocast also keeps 16-bit copies of the matmul weights for backward ({copies / n:.2f} B/param here), "
         f"which is why the expkit ledger says {per['expkit']:.1f} and the Hugging Face docs {per['hf']:.0f}; the "

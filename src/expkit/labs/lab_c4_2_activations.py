@@ -202,7 +202,7 @@ def run_validation(ctx: LabContext) -> LabOutput:
                                       f"{r.measured_peak_bytes / 2**20:.2f} MiB; peak at {r.peak_phase}")
         for i, r in enumerate(table.rows)
     )
-    n_ok = sum(m.verdict.kind == "reproduced" for m in rows)
+    n_ok = sum(m.verdict is not None and m.verdict.kind == "reproduced" for m in rows)
     ms = rows + (
         judged("cases_within", "cases whose predicted peak is within the tolerance of the measured one", n_ok,
                "cases", rule=KOfN(len(rows), len(rows), source="every case: one miss means the ledger is wrong there"),

@@ -62,7 +62,7 @@ def run(ctx: LabContext) -> LabOutput:
         f"(fp32 weights, fp32 gradients, Adam m and v: 16 B/param, plus autocast's 16-bit copies). FSDP over 8 GPUs "
         f"splits all of it: {state_gb:.1f} GB per GPU. But the claim is that the fine-tune fits, and the step's "
         f"predicted peak per GPU is {eight.peak_bytes / 1e9:.1f} GB at seq 2048 with checkpointing, so the seed's "
-        f"{SEED_16GB.value:.0f} GB {'holds' if ms[0].verdict.kind == 'reproduced' else 'does NOT hold'}: "
+        f"{SEED_16GB.value:.0f} GB {'holds' if FITS_RULE.holds(eight.peak_bytes / 1e9) else 'does NOT hold'}: "
         "CUDA's foreach AdamW makes a "
         "temporary of the local state during the step (fused or foreach=False AdamW avoids it) and the CUDA "
         "context adds ~0.5 GiB; activations are per micro-batch and are not divided by the GPUs."

@@ -77,6 +77,9 @@ def check_mapping(*, tok, model, trainer, batch, steps: int, optimizer_steps: in
 @lab(id="C5.1", title="Six libraries, six lines: a LoRA SFT", claims=("C5.1",), seed=(SEED_SIX_LINES,))
 def run(ctx: LabContext) -> LabOutput:
     import os
+    from typing import cast
+
+    import torch  # noqa: F401 - named in a cast
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from datasets import load_dataset
@@ -113,13 +116,12 @@ def run(ctx: LabContext) -> LabOutput:
         trainer.remove_callback(PrinterCallback)
         elapsed.append(time.perf_counter() - t)
         batch = next(iter(trainer.get_train_dataloader()))  # what x, y = get_batch() becomes
-        named = dict(trainer.model.named_parameters())
+        named = dict(cast("torch.nn.Module", trainer.model).named_parameters())
         base_before = {n: p.detach().clone() for n, p in named.items() if not p.requires_grad and "lora_" not in n
                        and p.dim() == 2}
         lora_before = {n: p.detach().clone() for n, p in named.items() if p.requires_grad}
         step_calls = [0]
-        trainer.create_optimizer()
-        trainer.optimizer.register_step_post_hook(lambda *a: step_calls.__setitem__(0, step_calls[0] + 1))
+        trainer.create_optimizer().register_step_post_hook(lambda *a: step_calls.__setitem__(0, step_calls[0] + 1))
         t = time.perf_counter()
         out = trainer.train()
         elapsed.append(time.perf_counter() - t)

@@ -106,8 +106,8 @@ def run(ctx: LabContext) -> LabOutput:
         f"is right on {wo.answer_accuracy:.0%} (masked) vs {w.answer_accuracy:.0%} (trained): the tiny model gets "
         "far fewer answers right than the seed's 0.5B model, so 'the answer is right' holds only for that share; "
         + ("the stopping behaviour is the seed's (the verdict covers stopping only; " + BASE_NOTE + "). "
-           if measurements[2].verdict.kind == "reproduced" else
-           f"the stopping behaviour did NOT separate as the seed says ({measurements[2].verdict.reason}). ")
+           if STOP_RULE.holds(contrast) else
+           f"the stopping behaviour did NOT separate as the seed says ({STOP_RULE.judge(contrast).reason}). ")
         + "The saved generation_config was fixed from eos "
         f"{list(res.contract_before)} to {list(res.contract_after)} (the base stops on <|endoftext|>)."
     )

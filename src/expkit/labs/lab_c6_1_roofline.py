@@ -69,7 +69,7 @@ def run(ctx: LabContext) -> LabOutput:
     path = save_figure(fig, ctx.figure_path("c6_1_roofline.png"))
 
     ridge_rows = "; ".join(f"{g.name} {g.ridge_flop_per_byte:.0f}" for g in gpus)
-    gpu_rows = ()
+    gpu_rows: tuple[Measurement, ...] = ()
     if ctx.device == "cuda":  # the GPU's own measured roofs (bf16 GEMM and copy), beside the datasheet
         groofs = measure_roofs(device="cuda", gemm_n=4096 if ctx.quick else 8192,
                                copy_bytes=(512 if ctx.quick else 2048) * 1024**2, repeats=5 if ctx.quick else 10)

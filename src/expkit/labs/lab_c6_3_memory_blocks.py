@@ -4,6 +4,8 @@ the block of the phase that makes them, and the four blocks checked against a me
 
 from __future__ import annotations
 
+from typing import Any
+
 from expkit.labs.base import AtLeast, KOfN, LabContext, LabOutput, Measurement, SeedFigure, judged
 from expkit.labs.registry import lab
 
@@ -12,7 +14,7 @@ SEED_BLOCKS = SeedFigure("four_block_share", "ledger total in the four blocks", 
 BLOCKS = ("weights", "gradients", "optimizer state", "activations")
 GIB = 2**30
 SEQ = 2048
-SETUPS = (  # (label, model, ledger options)
+SETUPS: tuple[tuple[str, str, dict[str, Any]], ...] = (  # (label, model, ledger options)
     ("0.5B full", "qwen2.5-0.5b", {}),
     ("0.5B full + ckpt", "qwen2.5-0.5b", {"grad_ckpt": "full"}),
     ("0.5B LoRA r=16", "qwen2.5-0.5b", {"method": "lora"}),

@@ -5,8 +5,16 @@ patch in a fresh git worktree, data fingerprint, seed) after its project moved o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from expkit.labs.base import KOfN, LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from expkit.runs.execute import ExecResult
+    from expkit.runs.repro import ReproReport
 
 SEED_SEVEN = SeedFigure("seven_records", "records a run keeps by default", 7, "records",
                         "code version, data version, config, environment, seed, hardware, logs and checkpoints")
@@ -31,7 +39,7 @@ for step in range(30):
 """
 
 
-def _reproduce_after_three_months(root, seed: int) -> tuple[object, object, object]:  # noqa: ANN001
+def _reproduce_after_three_months(root: Path, seed: int) -> tuple[ExecResult, ReproReport, ReproReport]:
     """A project with a committed script and an uncommitted edit; run it with ``runs exec``, move the project on
     (new commit, script deleted), then ``runs repro`` it; then change the data file and repro again.
     Returns (original ExecResult, first ReproReport, ReproReport after the data change)."""

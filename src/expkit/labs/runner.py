@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from expkit import __version__
 from expkit.labs.base import Lab, LabContext, LabResult
@@ -58,7 +59,7 @@ def check_lab_device(device: str) -> str:
 def run_lab(lab: Lab, *, out_dir: Path, quick: bool, seed: int = 0, device: str = "cpu") -> LabResult:
     """Run one lab; an exception becomes a ``failed`` result holding the traceback."""
     ctx = LabContext(quick=quick, out_dir=out_dir / "figures" / lab.id, seed=seed, device=device)
-    budget = "quick" if quick else "full"
+    budget: Literal["quick", "full"] = "quick" if quick else "full"
     t0 = time.perf_counter()
     try:
         out = lab.run(ctx)
