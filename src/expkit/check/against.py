@@ -163,9 +163,9 @@ def against(
     for d in dtypes:
         if d not in _DTYPES:
             raise UsageError(f"dtype {d!r} is not known", hint=f"use one of {', '.join(_DTYPES)}")
-    for b in (fn_backend, reference_backend):
-        if b not in ("numpy", "torch"):
-            raise UsageError(f"backend {b!r} is not known", hint="use numpy or torch")
+    for side in (fn_backend, reference_backend):
+        if side not in ("numpy", "torch"):
+            raise UsageError(f"backend {side!r} is not known", hint="use numpy or torch")
     if grad and (fn_backend != "torch" or reference_backend != "torch"):
         raise UsageError("gradient comparison needs both sides on the torch backend (autograd)")
     cases = []

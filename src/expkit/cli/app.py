@@ -123,8 +123,8 @@ class _ErrorBoundary(TyperGroup):
     def _report(self, ctx: Any, exc: ExpkitError) -> None:
         hint = f"; {exc.hint}" if exc.hint else ""
         where = None
-        if getattr(exc, "path", None) is not None:
-            where = ":".join(str(p) for p in (exc.path, getattr(exc, "line", None)) if p is not None)
+        if isinstance(exc, InputError) and exc.path is not None:
+            where = ":".join(str(p) for p in (exc.path, exc.line) if p is not None)
         self._emit_error(type(exc).__name__, f"{exc.message}{hint}", where)
         print(f"error: {exc.message}{hint}", file=sys.stderr)
         ctx.exit(exc.exit_code)
@@ -138,11 +138,11 @@ class _ErrorBoundary(TyperGroup):
             _silence_stdout()
             ctx.exit(EXIT_BROKEN_PIPE)
         except OSError as exc:  # a path the user gave that cannot be used: one line naming it, exit 2
-            dep = _path_error(exc)
-            if dep is None:
+            bad_path = _path_error(exc)
+            if bad_path is None:
                 self._internal(ctx, exc)
             else:
-                self._report(ctx, dep)
+                self._report(ctx, bad_path)
         except ImportError as exc:  # an optional package of the light install's missing extras: say which
             dep = missing_dependency(exc)
             if dep is None:
