@@ -47,3 +47,43 @@ def test_ray_backend_runs_retries_and_resumes(local_ray, tmp_path, monkeypatch):
     (tmp_path / "fail-1").unlink()
     again = run_sweep(resume="r", store=store, backend="ray")
     assert again.complete and [o.status for o in again.outcomes].count("done before") == 4
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_ray_sweep_marks_killed_and_resume_finishes(tmp_path):
+    """SIGINT to a real `expkit sweep --backend ray` process (its own Ray instance): the running trials'
+    runs say killed, the resume runs only the rest."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import time
+
+    shutil.copy(TRIAL_PROGRAM, tmp_path / "trial.py")
+    (tmp_path / "slow").touch()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    cmd = [sys.executable, "-m", "expkit", "sweep", "--backend", "ray", "--seeds", "4", "--name", "c", "-j", "2", "--",
+           sys.executable, "trial.py"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 120
+
+        def started() -> set[str]:
+            return {p.name.split("-")[1] for p in tmp_path.glob("started-*")}
+
+        while time.monotonic() < end and not {"0", "1", "2"} <= started():
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err.decode()[-2000:]
+    status = {r.name: r.status for r in list_runs(tmp_path / "runs", where=["group=c"]).runs}
+    assert status == {"c-t000": "finished", "c-t001": "killed", "c-t002": "killed"}
+    (tmp_path / "fast").touch()
+    res = subprocess.run([sys.executable, "-m", "expkit", "sweep", "--resume", "c", "--backend", "ray", "--json"],
+                         cwd=tmp_path, env=env, capture_output=True, timeout=180)
+    assert res.returncode == 0, res.stderr.decode()[-2000:]
+    outcomes = json.loads(res.stdout)["result"]["outcomes"]
+    assert [o["status"] for o in outcomes] == ["done before", "finished", "finished", "finished"]

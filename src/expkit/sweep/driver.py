@@ -31,6 +31,7 @@ from expkit.sweep.plan import SweepPlan, Trial, read_plan, write_plan
 __all__ = ["SweepProgress", "SweepResult", "TrialOutcome", "run_sweep"]
 
 POLL_S = 0.25  # how often the driver looks at running trials (and notices Ctrl-C)
+CANCEL_REASON = "cancelled: the sweep was interrupted (Ctrl-C or SIGTERM)"
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,16 @@ def _mark_killed(run_dir: str | None, reason: str) -> None:
     write_run(path.parent, rec)
 
 
+def _mark_cancelled_runs(root: Path, group: str, names: set[str], reason: str) -> None:
+    """Runs of cancelled trials that no result came back for (a Ray worker stopped before ``execute``
+    wrote the end of the run): still ``running`` or already ``lost``; they were killed by the cancel."""
+    if not names:
+        return
+    for r in list_runs(root, where=[f"group={group}"]).runs:
+        if r.name in names and r.status in ("running", "lost"):
+            _mark_killed(str(root / r.id), reason)
+
+
 def _resume_command(group: str, store_arg: str | os.PathLike[str] | None, root: Path) -> str:
     cmd = f"expkit sweep --resume {group}"
     if store_arg is not None or os.environ.get("EXPKIT_STORE"):
@@ -187,6 +198,7 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
     queue: deque[tuple[Trial, int]] = deque((t, 1) for t in trials if t.index not in outcomes)
     inflight: dict[Hashable, tuple[Trial, int]] = {}
     counts = {"finished": 0, "failed": 0, "retried": 0}
+    unreported: set[str] = set()  # cancelled trials whose run id never came back
 
     def report(event: str) -> None:
         if on_progress is not None:
@@ -204,7 +216,9 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
     def settle(trial: Trial, attempt: int, res: AttemptOutcome, cancelled: bool) -> None:
         status = res.status
         if cancelled and status not in ("finished", "not started"):
-            _mark_killed(res.run_dir, "cancelled: the sweep was interrupted (Ctrl-C or SIGTERM)")
+            _mark_killed(res.run_dir, CANCEL_REASON)
+            if res.run_dir is None:
+                unreported.add(trial.run_name(plan.group))
             status = "killed"
         elif status in ("killed", "lost"):
             if attempt <= max_retries:
@@ -246,6 +260,7 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
             for h in handles:
                 trial, attempt = inflight.pop(h)
                 settle(trial, attempt, be.outcome(h), cancelled=True)
+            _mark_cancelled_runs(root, plan.group, unreported, CANCEL_REASON)
             while queue:
                 trial, _ = queue.popleft()
                 outcomes[trial.index] = TrialOutcome(trial.index, trial.label, trial.config, trial.seed,
