@@ -49,7 +49,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ExpkitCallb
 
 
 def test_the_trainer_run_is_complete(trained) -> None:
-    store, a, _ = trained
+    _, a, _ = trained
     rec = read_record(a.run.dir)
     assert rec.status == "finished" and rec.integration == "hf-trainer" and not rec.diverged
     assert rec.config["training_args"]["learning_rate"] == 1e-3 and rec.config["purpose"] == "test"
@@ -74,7 +74,7 @@ def test_a_nan_loss_marks_the_run_diverged(trained) -> None:
 
 
 def test_show_diff_and_mlflow_export_handle_trainer_runs(trained, tmp_path: Path) -> None:
-    store, a, b = trained
+    store, _, _ = trained
     show = runner.invoke(app, ["runs", "show", "hf-b", "--store", str(store)])
     assert show.exit_code == 0, show.output
     assert "DIVERGED" in show.output and "grad_norm=nan" in show.output and "hf-trainer" in show.output

@@ -56,7 +56,7 @@ def fitted(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_the_lightning_run_is_complete(fitted) -> None:
-    store, a, _ = fitted
+    _, a, _ = fitted
     rec = read_record(a.experiment.dir)
     assert rec.status == "finished" and rec.integration == "lightning" and not rec.diverged
     assert rec.config["hparams"]["lr"] == 0.01 and rec.config["hparams"]["id2label"] == {"0": "a"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from expkit.errors import CheckFailed, UsageError
+from expkit.errors import UsageError
 from expkit.runs import start
 from expkit.runs.determinism import probe_command, probe_function, read_noise_floor
 from expkit.runs.diff import diff_runs
@@ -135,6 +135,12 @@ def test_diff_ranks_config_first_and_catches_package_and_patch(repo: Path, tmp_p
     monkeypatch.syspath_prepend(str(site))
     with start(config={"lr": 0.1, "bs": 8}, seed=1, store=repo / "runs", name="a") as run:
         run.log(1, loss=1.0)
+    # an upgrade as pip does it: the old dist-info directory goes, a new one named with the version comes
+    import shutil
+
+    shutil.rmtree(dist)
+    dist = site / "expkit_probe_pkg-1.1.dist-info"
+    dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: expkit-probe-pkg\nVersion: 1.1\n")
     (repo / "train.py").write_text(TRAIN + "# tuned\n")
     with start(config={"lr": 0.2, "bs": 8}, seed=1, store=repo / "runs", name="b") as run:

@@ -28,7 +28,7 @@ def mlflow_server(tmp_path: Path):
     pytest.importorskip("mlflow")
     port = _free_port()
     mlflow_exe = Path(sys.executable).with_name("mlflow")
-    log = open(tmp_path / "mlflow-server.log", "wb")
+    log = open(tmp_path / "mlflow-server.log", "wb")  # noqa: SIM115 - the server outlives this block
     proc = subprocess.Popen(
         [str(mlflow_exe), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
          "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
@@ -66,10 +66,9 @@ def _two_runs(store: Path) -> list[str]:
         for step in range(5):
             run.log(step, loss=1.0 / (step + 1))
         ids.append(run.id)
-    with pytest.raises(RuntimeError):
-        with start(config={"lr": 0.2}, seed=4, store=store, name="bad") as run:
-            run.log(0, loss=9.0)
-            raise RuntimeError("diverged")
+    with pytest.raises(RuntimeError), start(config={"lr": 0.2}, seed=4, store=store, name="bad") as run:
+        run.log(0, loss=9.0)
+        raise RuntimeError("diverged")
     ids.append(run.id)
     return ids
 

@@ -32,9 +32,9 @@ def test_parse_trainer_json_nan_and_rank_lines() -> None:
     # transformers 5 prints string values; the step is not in the dict
     assert parse_metrics_line(b"{'loss': '2.31', 'grad_norm': '1.5', 'learning_rate': '5e-05', 'epoch': 0.5}") == (
         {"loss": 2.31, "grad_norm": 1.5, "learning_rate": 5e-05, "epoch": 0.5}, None, "trainer")
-    rec, rank, kind = parse_metrics_line(b'{"step": 3, "loss": NaN, "acc": Infinity, "x": "-inf"}')
+    rec, _, kind = parse_metrics_line(b'{"step": 3, "loss": NaN, "acc": Infinity, "x": "-inf"}')
     assert kind == "json" and math.isnan(rec["loss"]) and rec["acc"] == math.inf and rec["x"] == -math.inf
-    rec, rank, _ = parse_metrics_line(b"{'loss': nan, 'epoch': 1.0}")  # a Python repr of a NaN float
+    rec, _, _ = parse_metrics_line(b"{'loss': nan, 'epoch': 1.0}")  # a Python repr of a NaN float
     assert math.isnan(rec["loss"])
     assert parse_metrics_line(b'[rank1]:{"step": 2, "loss": 0.5}')[:2] == ({"step": 2, "loss": 0.5}, 1)
     assert parse_metrics_line(b"{'note': 'hello'}") is None  # text, not metrics

@@ -46,8 +46,8 @@ def test_start_writes_the_seven_records(tmp_path: Path) -> None:
     # code: we run inside the expkit checkout (a git work tree), so a commit is recorded
     code = rec["code"]
     assert len(code["commit"]) == 40 if code["commit"] else "git work tree" in code["reason"]
-    lines = [json.loads(l) for l in (run.dir / "metrics.jsonl").read_text().splitlines()]
-    assert [l["step"] for l in lines] == [1, 2] and lines[1]["acc"] == 0.25
+    lines = [json.loads(line) for line in (run.dir / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in lines] == [1, 2] and lines[1]["acc"] == 0.25
     assert rec["final_metrics"]["loss"] == 1.5
 
 
@@ -83,10 +83,9 @@ def test_names_cannot_escape_the_store(tmp_path: Path, bad: str) -> None:
 
 
 def test_exception_marks_failed_with_traceback(tmp_path: Path) -> None:
-    with pytest.raises(ZeroDivisionError):
-        with start(store=tmp_path) as run:
-            run.log(0, loss=1.0)
-            _ = 1 / 0
+    with pytest.raises(ZeroDivisionError), start(store=tmp_path) as run:
+        run.log(0, loss=1.0)
+        _ = 1 / 0
     rec = read_run(run.dir)
     assert rec["status"] == "failed" and "ZeroDivisionError" in rec["error"]
     assert list_runs(tmp_path).runs[0].status == "failed"
@@ -164,7 +163,7 @@ def test_sigkill_shows_lost_and_keeps_flushed_metrics(tmp_path: Path) -> None:
     (row,) = listing.runs
     assert row.id == run_id and row.status == "lost" and "gone without closing" in row.status_reason
     lines = (tmp_path / "s" / run_id / "metrics.jsonl").read_text().splitlines()
-    steps = [json.loads(l)["step"] for l in lines]
+    steps = [json.loads(line)["step"] for line in lines]
     assert len(steps) >= 50 and steps == list(range(len(steps)))  # intact up to the last flush
     assert read_run(tmp_path / "s" / run_id)["status"] == "lost"  # written back, not only shown
 

@@ -42,8 +42,8 @@ def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
     run_dir = tmp_path / "s" / run.id
     rec = json.loads((run_dir / "run.json").read_text())
     assert rec["world_size"] == 2 and rec["config"] == {"world": 2}
-    rank0 = [json.loads(l) for l in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    rank1 = [json.loads(l) for l in (run_dir / "metrics.rank1.jsonl").read_text().splitlines()]
+    rank0 = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    rank1 = [json.loads(line) for line in (run_dir / "metrics.rank1.jsonl").read_text().splitlines()]
     assert [r["rank"] for r in rank0] == [0, 0, 0] and [r["rank"] for r in rank1] == [1, 1, 1]
     # all_reduce of 1 and 2 gives 3, then 6, then 12 on both ranks
     assert [r["value"] for r in rank0] == [r["value"] for r in rank1] == [3.0, 6.0, 12.0]

@@ -37,12 +37,16 @@ def exec_(
     command: list[str] = typer.Argument(..., help="The command, after --."),
     name: str = typer.Option(None, "--name", "-n", help="Run name."),
     data: list[str] = typer.Option([], "--data", "-d", help="An input to fingerprint (path or hf://NAME@REV); repeat."),
-    seed: int = typer.Option(None, "--seed", help="Root seed in [0, 2**32) handed to the command as EXPKIT_SEED (drawn if absent)."),
+    seed: int = typer.Option(None, "--seed",
+                             help="Root seed in [0, 2**32) handed to the command as EXPKIT_SEED (drawn if absent)."),
     group: str = typer.Option(None, "--group", help="Run group (shares a noise floor)."),
-    deterministic: bool = typer.Option(False, "--deterministic", help="Set EXPKIT_DETERMINISTIC=1 and CUBLAS_WORKSPACE_CONFIG."),
-    full_hash: bool = typer.Option(False, "--full-hash", help="Hash every byte of --data (default: every byte up to 1 GiB, sampled blocks + size + mtime above)."),
+    deterministic: bool = typer.Option(False, "--deterministic",
+                                       help="Set EXPKIT_DETERMINISTIC=1 and CUBLAS_WORKSPACE_CONFIG."),
+    full_hash: bool = typer.Option(False, "--full-hash", help="Hash every byte of --data (default: every byte up "
+                                   "to 1 GiB, sampled blocks + size + mtime above)."),
     store: Path = typer.Option(None, "--store", help=_STORE_HELP),
-    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON (the command's output goes to stderr)."),
+    json_out: bool = typer.Option(False, "--json",
+                                  help="Print the result as JSON (the command's output goes to stderr)."),
 ) -> None:
     """Run COMMAND as a recorded run: the seven records, output.log, exit code as status.
 

@@ -22,7 +22,7 @@ from expkit.finetune.chatdata import ChatExample
 from expkit.finetune.contract import StopContract, enforce_stop_contract
 from expkit.finetune.labels import LOSS_MODES, LabelAudit, LabelBuilder, audit_labels, load_chat_tokenizer
 
-__all__ = ["SFTSettings", "SFTResult", "lora_target_modules", "quiet_progress", "train_lora_sft"]
+__all__ = ["SFTResult", "SFTSettings", "lora_target_modules", "quiet_progress", "train_lora_sft"]
 
 ALL_LINEAR = "all-linear"
 

@@ -87,7 +87,7 @@ def render_diff(d: Any, *, top: int) -> None:
 
     con = out_console()
     rec_table = Table("record", d.a, d.b, title="the seven records")
-    for pa, pb in zip(d.records_a, d.records_b):
+    for pa, pb in zip(d.records_a, d.records_b, strict=True):
         rec_table.add_row(pa.record, ("" if pa.present else "MISSING ") + pa.summary,
                           ("" if pb.present else "MISSING ") + pb.summary)
     con.print(rec_table)
@@ -97,7 +97,8 @@ def render_diff(d: Any, *, top: int) -> None:
             mt.add_row(m.name, format_metric(m.a), format_metric(m.b), format_metric(m.delta),
                        format_metric(m.noise_floor))
         con.print(mt)
-    dt = Table("#", "category", "key", "A", "B", "why", title=f"{len(d.differences)} differences, most likely cause first")
+    dt = Table("#", "category", "key", "A", "B", "why",
+               title=f"{len(d.differences)} differences, most likely cause first")
     for i, x in enumerate(d.differences[:top], 1):
         dt.add_row(str(i), x.category, x.key, format_metric(x.a)[:40], format_metric(x.b)[:40], x.why)
     con.print(dt)

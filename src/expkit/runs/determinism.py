@@ -91,7 +91,7 @@ def probe_function(fn: Callable[[int], dict[str, Any]], *, seeds: int = 5, base_
     import torch
 
     order = _seed_list(base_seed, seeds)
-    order = [order[0]] + order
+    order = [order[0], *order]
     was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled())
     refusing: set[str] = set()
     finals = []
@@ -128,7 +128,7 @@ def probe_command(command: list[str], *, seeds: int = 5, base_seed: int = 0, det
     group = group or "determinism-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     validate_name(group, what="group name")
     order = _seed_list(base_seed, seeds)
-    order = [order[0]] + order
+    order = [order[0], *order]
     finals, ids, refusing = [], [], set()
     for i, s in enumerate(order):
         if on_run:

@@ -122,7 +122,8 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
     ea, eb = ra.environment, rb.environment
     diffs += _compare_maps(
         "package", ea.packages if ea else {}, eb.packages if eb else {},
-        lambda k: _SCORES["package:numerics"] if k in NUMERICS_PACKAGES or k.startswith("nvidia-") else _SCORES["package"],
+        lambda k: _SCORES["package:numerics"] if k in NUMERICS_PACKAGES or k.startswith("nvidia-")
+        else _SCORES["package"],
         "a package version changes kernels or defaults")
     for key in ("python", "cuda", "cudnn"):
         va, vb = getattr(ea, key, None), getattr(eb, key, None)

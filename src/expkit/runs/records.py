@@ -190,6 +190,7 @@ def describe_records(record: RunRecord | dict[str, Any], run_dir: Path) -> tuple
             n_lines += sum(1 for _ in f)
     out = run_dir / "output.log"
     logs_p = RecordPresence("logs", bool(metric_files) or out.exists(),
-                            f"metrics {n_lines} lines in {len(metric_files)} file(s), {len(rec.checkpoints)} checkpoints"
+                            f"metrics {n_lines} lines in {len(metric_files)} file(s), "
+                            f"{len(rec.checkpoints)} checkpoints"
                             + (f", output.log {out.stat().st_size} bytes" if out.exists() else ""))
     return (code_p, data_p, cfg_p, env_p, seed_p, hw_p, logs_p)

@@ -8,6 +8,7 @@ the call; a run directory that cannot be read is named (``BrokenRun``) and the r
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
@@ -347,10 +348,8 @@ def resolve_status(root: Path, record: RunRecord | dict[str, Any]) -> RunRecord:
                                 final_metrics_by_rank=summary.by_rank or fresh.final_metrics_by_rank,
                                 diverged=fresh.diverged or summary.diverged_at is not None,
                                 diverged_at=fresh.diverged_at or summary.diverged_at)
-    try:
+    with contextlib.suppress(OSError):  # a read-only store: the status is still shown as lost
         write_record(root, fresh)
-    except OSError:  # a read-only store: the status is still shown as lost
-        pass
     return fresh
 
 
