@@ -271,6 +271,7 @@ def train_charlm(
         schedule = WarmupCosine(lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=min(tcfg.warmup_steps, tcfg.max_steps),
                                 max_steps=tcfg.max_steps)
     else:
+        assert minutes is not None  # no max_steps, no resume: the check above required a time budget
         budget_s = minutes * 60.0 - (time.perf_counter() - wall0)
         calibration = _calibrate(setup, corpus, budget_s=budget_s, seed=seed)
         max_steps = calibration.max_steps
