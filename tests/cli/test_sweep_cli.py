@@ -32,6 +32,9 @@ def test_sweep_records_every_trial_and_says_how(cli, proj: Path) -> None:
     assert "4 trials on local (2 at a time, 1 thread(s) each)" in r.stdout and "4 finished" in r.stdout
     assert "EXPKIT_CONFIG_<KEY>" in r.stdout and "--config KEY=VALUE" in r.stdout
     assert "lr=0.003 seed=1" in r.stdout
+    # said before the first trial starts: backend, parallelism, threads per trial
+    assert "4 trials to run (0 finished before) on the local backend, 2 at a time, " \
+           "OMP_NUM_THREADS=MKL_NUM_THREADS=1 each" in r.stderr
     runs = [p for p in (proj / "runs").iterdir() if (p / "run.json").exists()]
     assert len(runs) == 4
 

@@ -30,7 +30,7 @@ def sweep_progress(total: int) -> Iterator[Callable[[Any], None]]:
             counts = f"finished {p.finished}  running {p.running}  failed {p.failed}"
             if p.retried:
                 counts += f"  retried {p.retried}"
-            bar.update(task, completed=p.finished + p.failed, counts=counts)
+            bar.update(task, total=p.total, completed=p.finished + p.failed, counts=counts)
 
         yield update
 

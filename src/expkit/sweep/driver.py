@@ -243,7 +243,8 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
     t0 = time.perf_counter()
     cancelled = False
     try:
-        report(f"{len(queue)} trials to run, {len(outcomes)} finished before")
+        report(f"{len(queue)} trials to run ({len(outcomes)} finished before) on the {be.name} backend, "
+               f"{be.max_parallel} at a time, OMP_NUM_THREADS=MKL_NUM_THREADS={threads} each; runs in {root}")
         try:
             while queue or inflight:
                 while queue and len(inflight) < be.max_parallel:
