@@ -120,3 +120,16 @@ def test_unexpected_error_prints_traceback_from_the_console_script(tmp_path):
     res = subprocess.run([sys.executable, "-c", code, "boom"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 3
     assert "Traceback (most recent call last)" in res.stderr and "ZeroDivisionError: bug" in res.stderr
+
+
+def test_closed_pipe_is_not_an_internal_error():
+    # `expkit labs list --json | head -1`: the reader has gone; no traceback, SIGPIPE's shell code
+    import os
+
+    r, w = os.pipe()
+    os.close(r)  # nobody reads: the first write raises BrokenPipeError
+    proc = subprocess.run([sys.executable, "-m", "expkit", "labs", "list", "--json"], stdout=w,
+                          stderr=subprocess.PIPE, timeout=60)
+    os.close(w)
+    assert b"Traceback" not in proc.stderr and b"internal error" not in proc.stderr, proc.stderr
+    assert proc.returncode == 141

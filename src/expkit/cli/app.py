@@ -149,6 +149,8 @@ class _ErrorBoundary(TyperGroup):
                 self._internal(ctx, exc)
             else:
                 self._report(ctx, dep)
+        except BrokenPipeError:
+            raise  # the reader went away (``| head``); main() exits quietly
         except KeyboardInterrupt:
             self._emit_error("Interrupted", "interrupted (Ctrl-C)", None)
             print("\ninterrupted", file=sys.stderr)
@@ -236,5 +238,17 @@ _register()
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point.
+
+    A reader that stops early (``expkit runs ls --json | head``) closes the pipe: that is not an error
+    of ours, so we stop quietly with the shell's code for SIGPIPE (141), as ``git`` and coreutils do.
+    """
+    import os
+
+    try:
+        app()
+    except BrokenPipeError:
+        # Python would complain again while flushing stdout at exit; point it at devnull first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(141)
