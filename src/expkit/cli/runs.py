@@ -258,7 +258,7 @@ def export(
 
     if not mlflow and not tensorboard:
         raise UsageError("nothing to export to", hint="give --mlflow URI and/or --tensorboard DIR")
-    done = []
+    done: list[Any] = []
     if mlflow:
         done += export_mlflow(mlflow, ids or (), store=store, experiment=experiment)
     if tensorboard:

@@ -270,7 +270,7 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
         run = _open_run(settings, model_dir, data_path, store, record)
         if run is not None:
             stack.enter_context(run)  # a failure below marks the run failed, with its traceback
-        recorder = _LossRecorder(run, on_step)
+        recorder: Any = _LossRecorder(run, on_step)
         trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok,
                              peft_config=peft_config, callbacks=[recorder])
         trainer.remove_callback(PrinterCallback)  # it prints every log dict; the library does not print
@@ -284,7 +284,7 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
                 run.finish("failed", error=msg)
             raise CheckFailed(msg, hint=f"lower --lr (it was {settings.learning_rate:g}) or check the data; "
                                         "`expkit runs show` has the loss per step")
-        peft_model = trainer.model
+        peft_model: Any = trainer.model  # a PeftModel after SFTTrainer wrapped it
         adapter_dir = out_dir / "adapter"
         peft_model.save_pretrained(adapter_dir)
         tok.save_pretrained(adapter_dir)

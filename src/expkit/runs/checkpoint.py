@@ -28,10 +28,10 @@ def capture_rng_state() -> dict[str, Any]:
     import torch
 
     version, internal, gauss = random.getstate()
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    kind, keys, pos, has_gauss, cached = np.random.get_state(legacy=True)
     state: dict[str, Any] = {
         "python": [version, list(internal), gauss],
-        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
+        "numpy": [kind, torch.from_numpy(np.asarray(keys).astype(np.int64)), int(pos), int(has_gauss), float(cached)],
         "torch": torch.get_rng_state(),
     }
     if torch.cuda.is_available():

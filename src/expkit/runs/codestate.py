@@ -9,6 +9,7 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = ["PATCH_CAP_BYTES", "UNTRACKED_FILE_CAP_BYTES", "CodeRecord", "capture_code"]
 
@@ -97,8 +98,9 @@ def capture_code(
         '756b1c2f...'
     """
     cwd = Path(path).resolve()
-    empty = dict(branch=None, remote=None, dirty=None, toplevel=None, workdir=None, patch="", patch_bytes=0,
-                 patch_truncated=False, patch_cap_bytes=patch_cap_bytes, changed_files=0, untracked_files=0)
+    empty: dict[str, Any] = dict(branch=None, remote=None, dirty=None, toplevel=None, workdir=None, patch="",
+                                 patch_bytes=0, patch_truncated=False, patch_cap_bytes=patch_cap_bytes,
+                                 changed_files=0, untracked_files=0)
     try:
         top_res = _git(["rev-parse", "--show-toplevel"], cwd)
     except (OSError, subprocess.TimeoutExpired) as exc:

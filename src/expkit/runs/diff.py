@@ -169,11 +169,11 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
     for k in sorted(set(ma) | set(mb)):
         if k in ("step", "time"):
             continue
-        va, vb = metric_value(ma.get(k)), metric_value(mb.get(k))
-        num = va is not None and vb is not None
-        metrics.append(MetricDelta(k, va, vb, (vb - va) if num else None, floor.get(k)))
+        fa_v, fb_v = metric_value(ma.get(k)), metric_value(mb.get(k))
+        delta = fb_v - fa_v if fa_v is not None and fb_v is not None else None
+        metrics.append(MetricDelta(k, fa_v, fb_v, delta, floor.get(k)))
     judged = [m for m in metrics if m.delta is not None and m.noise_floor is not None and math.isfinite(m.delta)]
-    within = all(abs(m.delta) <= m.noise_floor for m in judged) if judged else None
+    within = all(abs(m.delta or 0.0) <= (m.noise_floor or 0.0) for m in judged) if judged else None
     if sa != sb:
         if within:
             seed_diff = Difference("seed", "seed", sa, sb, 200,

@@ -91,7 +91,8 @@ def _torch_version_file() -> dict[str, str | None]:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
             if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant):
-                out[target.id] = node.value.value
+                value = node.value.value
+                out[target.id] = value if value is None or isinstance(value, str) else str(value)
     return out
 
 

@@ -127,25 +127,22 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
         extra = orjson.loads(path.read_bytes())
         if not isinstance(extra, dict):
             raise InputError("attached.json is not an object", path=path)
-        where = dict(run=record.id, path=path)
         changes: dict[str, Any] = {"attached": True}
         if "config" in extra:
             changes["config"] = extra["config"] if isinstance(extra["config"], dict) else {}
         if "config_notes" in extra:
             changes["config_notes"] = tuple(str(n) for n in extra["config_notes"])
-        if "seed" in extra:
-            changes["seed"] = from_jsonable(SeedRecord, extra["seed"], where="seed", **where)
-        if "environment" in extra:
-            changes["environment"] = from_jsonable(EnvironmentRecord, extra["environment"], where="environment",
-                                                   **where)
-        if "hardware" in extra:
-            changes["hardware"] = from_jsonable(MachineInfo, extra["hardware"], where="hardware", **where)
-        changes["data"] = record.data + tuple(from_jsonable(DataFingerprint, d, where="data", **where)
-                                              for d in extra.get("data", []))
+        def typed(cls: type, value: Any, where: str) -> Any:
+            return from_jsonable(cls, value, where=where, run=record.id, path=path)
+
+        for key, cls in (("seed", SeedRecord), ("environment", EnvironmentRecord), ("hardware", MachineInfo)):
+            if key in extra:
+                changes[key] = typed(cls, extra[key], key)
+        changes["data"] = record.data + tuple(typed(DataFingerprint, d, "data") for d in extra.get("data", []))
         changes["checkpoints"] = record.checkpoints + tuple(
-            from_jsonable(CheckpointEntry, c, where="checkpoints", **where) for c in extra.get("checkpoints", []))
+            typed(CheckpointEntry, c, "checkpoints") for c in extra.get("checkpoints", []))
         changes["artifacts"] = record.artifacts + tuple(
-            from_jsonable(ArtifactEntry, c, where="artifacts", **where) for c in extra.get("artifacts", []))
+            typed(ArtifactEntry, c, "artifacts") for c in extra.get("artifacts", []))
         if isinstance(extra.get("integration"), str):
             changes["integration"] = extra["integration"]
     except (orjson.JSONDecodeError, InputError) as exc:
@@ -201,7 +198,8 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
                                    command=list(command), seed_in_process=False, extra=extra_record)
     finally:
         os.chdir(old_cwd)
-    record = dataclasses.replace(record, seed=dataclasses.replace(record.seed, source=seed_source))
+    if record.seed is not None:
+        record = dataclasses.replace(record, seed=dataclasses.replace(record.seed, source=seed_source))
     run_dir = root / record.id
     child_env = {**os.environ, **(env or {}), "EXPKIT_RUN_DIR": str(run_dir), "EXPKIT_SEED": str(seed),
                  "PYTHONUNBUFFERED": "1"}
@@ -252,10 +250,11 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
         for t in threads[:2]:
             t.join()
         stop.set()
-        proc.stdout.close()
-        proc.stderr.close()
-    for sig, old in old_handlers.items():
-        signal.signal(sig, old)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    for signum, old in old_handlers.items():
+        signal.signal(signum, old)
     elapsed = time.perf_counter() - t0
 
     changes: dict[str, Any] = {}

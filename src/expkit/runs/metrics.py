@@ -194,7 +194,8 @@ def summarize_metrics(run_dir: Path) -> MetricsSummary:
                     continue
                 num = metric_value(v)
                 if num is not None and not math.isfinite(num):
-                    t = rec.get("step") if type(rec.get("step")) is int else math.inf
+                    step = rec.get("step")
+                    t = float(step) if type(step) is int else math.inf
                     where = f"step {rec.get('step')}: {k}={v}" + (f" (rank {rank})" if rank else "")
                     if diverged is None or t < diverged[0]:
                         diverged = (t, where)

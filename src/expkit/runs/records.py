@@ -79,7 +79,8 @@ def capture_in_process(*, config: dict[str, Any], data: Any, seed: int | None, f
 
 def create_run_record(*, root: Path, name: str | None, group: str | None, config: dict[str, Any], data: Any,
                       seed: int | None, full_hash: bool, deterministic: bool, kind: str, command: list[str],
-                      world_size: int = 1, seed_in_process: bool = True, code_dir: str | Path | None = None,
+                      world_size: int = 1, seed_in_process: bool = True,
+                      code_dir: str | os.PathLike[str] | None = None,
                       extra: dict[str, Any] | None = None, config_notes: tuple[str, ...] = (),
                       integration: str | None = None, seeded_by: str | None = None) -> RunRecord:
     """Create the run directory and write ``run.json`` (status ``running``), ``config.json`` and

@@ -135,7 +135,8 @@ class RunRecord:
         if not isinstance(obj, dict):
             raise InputError(f"run.json holds a JSON {type(obj).__name__}, not an object", path=path,
                              hint="restore the file or delete the run directory")
-        run = obj.get("id") if isinstance(obj.get("id"), str) else (path.parent.name if path else "?")
+        run_id = obj.get("id")
+        run = run_id if isinstance(run_id, str) else (path.parent.name if path else "?")
         schema = obj.get("schema", 1)
         if type(schema) is not int or schema < 1:
             raise InputError(f"run {run}: field 'schema' is {schema!r}, expected a positive int", path=path)
@@ -227,7 +228,7 @@ def _convert(tp: Any, value: Any, where: str, run: str, path: Path | None) -> An
         _, item = typing.get_args(tp)
         return {k: _convert(item, v, f"{where}.{k}", run, path) for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
-        return from_jsonable(tp, value, where=where, run=run, path=path)
+        return from_jsonable(typing.cast(type, tp), value, where=where, run=run, path=path)
     raise TypeError(f"no JSON conversion for {tp!r} at {where}")  # a programming error, not bad input
 
 
