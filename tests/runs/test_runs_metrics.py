@@ -106,3 +106,15 @@ def test_summarize_reads_rank_files_and_torn_lines(tmp_path: Path) -> None:
     s = summarize_metrics(tmp_path)
     assert s.final == {"step": 2, "loss": "inf"} and s.by_rank == {"1": {"step": 1, "loss": 3.0}}
     assert s.diverged_at == "step 2: loss=inf" and s.lines == 3
+
+
+def test_exec_leaves_metrics_to_a_script_that_logs_itself(store: Path, tmp_path: Path) -> None:
+    """A Trainer with ExpkitCallback under `runs exec` prints every log dict too: recorded once, at the
+    trainer's step, not a second time with a counted step."""
+    (tmp_path / "s.py").write_text("from expkit.runs import start\nrun = start(config={'a': 1}, seed=0)\n"
+                                   "run.log(5, loss=1.0)\nprint({'loss': '9.0', 'epoch': 1.0}, flush=True)\n"
+                                   "run.finish()\n")
+    res = execute([PY, "s.py"], store=store, seed=0)
+    rows = (Path(res.run_dir) / "metrics.jsonl").read_text().splitlines()
+    assert len(rows) == 1 and res.final_metrics == {"step": 5, "loss": 1.0}
+    assert read_record(Path(res.run_dir)).config == {"a": 1}
