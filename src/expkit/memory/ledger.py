@@ -83,6 +83,8 @@ class Ledger:
     fits: bool | None = None
     notes: tuple[str, ...] = ()
     largest_layer_params: int = 0
+    approximations: tuple[str, ...] = ()
+    active_params: int = 0
 
     def line(self, name: str) -> LedgerLine:
         """The line called ``name`` (KeyError listing the names if absent)."""
@@ -210,6 +212,10 @@ def estimate_training_memory(
     n_opt = gpus if shard != "none" else 1
     div = (lambda n: f" / {n} GPUs" if n > 1 else "")
 
+    decoder_params = sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
+    # FSDP wraps each decoder layer: the largest layer kind is the unit gathered (a MoE layer, not a dense one)
+    unit = max((k.params_per_layer for k in count.layer_kinds), default=count.per_layer_params)
+    unit_kind = max(count.layer_kinds, key=lambda k: k.params_per_layer).label if count.layer_kinds else "layer"
     lines: list[LedgerLine] = []
     linear_params = P - count.embedding_params - spec.num_layers * (2 * spec.hidden_size) - spec.hidden_size
     if spec.tied_embeddings:
@@ -218,10 +224,10 @@ def estimate_training_memory(
         w = 4 * P // n_model
         lines.append(LedgerLine("fp32 master weights", w, f"4 B * {P:,} params{div(n_model)}"))
         if mixed and n_model > 1:
-            wc = 2 * 2 * count.per_layer_params
+            wc = 2 * 2 * unit
             lines.append(LedgerLine("bf16 weights", wc,
-                                    f"2 B * 2 gathered layers * {count.per_layer_params:,} (FSDP mixed-precision "
-                                    "policy: 16-bit copies of the current and prefetched layer only)"))
+                                    f"2 B * 2 gathered units * {unit:,} (the largest FSDP unit: {unit_kind}; "
+                                    "mixed-precision policy: 16-bit copies of the current and prefetched unit only)"))
         elif mixed:
             wc = 2 * linear_params
             lines.append(LedgerLine("bf16 weights", wc,
@@ -229,7 +235,7 @@ def estimate_training_memory(
     else:
         if method == "qlora":
             # bitsandbytes quantizes the decoder's linears; the LM head (tied or not) stays 16-bit
-            quantized = spec.num_layers * (count.per_layer_params - 2 * spec.hidden_size)
+            quantized = decoder_params - spec.num_layers * 2 * spec.hidden_size
             q = int(NF4_BYTES_PER_PARAM * quantized)
             rest = 2 * (P - quantized)
             lines.append(LedgerLine("frozen base weights", (q + rest) // n_model,
@@ -249,13 +255,14 @@ def estimate_training_memory(
 
     act = estimate_activations(spec, batch=batch, seq=seq, precision=precision, method=method,
                                lora_targets=("all-linear",) if targets == ("all-linear",) else targets,
-                               lora_r=lora_r, grad_ckpt=grad_ckpt == "full", attention=attention)
+                               lora_r=lora_r, grad_ckpt=grad_ckpt == "full", attention=attention, device=device)
     tokens = batch * seq
     act_bytes = act.stored_bytes + act.fixed_bytes
     ckpt_note = f" (checkpointed: {spec.num_layers} layer inputs)" if grad_ckpt == "full" else ""
+    per_kind = " + ".join(f"{n} x {b:,} B ({label})" for label, n, b in act.layer_kinds)
     lines.append(LedgerLine("activations", act_bytes,
-                            f"{spec.num_layers} layers * {act.stored_bytes // max(spec.num_layers, 1):,} B "
-                            f"+ fixed {act.fixed_bytes:,} B at {batch} x {seq} tokens{ckpt_note}"))
+                            (f"{spec.num_layers} layer inputs" if grad_ckpt == "full" else per_kind)
+                            + f" + fixed {act.fixed_bytes:,} B at {batch} x {seq} tokens{ckpt_note}"))
     V = spec.vocab_size
     logit_b = 2 if mixed else 4
     lines.append(LedgerLine("logits / loss", act.loss_bytes,
@@ -277,7 +284,7 @@ def estimate_training_memory(
         opt_tmp = 0
     # (e) sharded weights: FSDP/ZeRO-3 gather one layer and prefetch the next (fp32 runs; the 16-bit
     #     gathered copies of mixed runs are the "bf16 weights" line).
-    gather = (2 * 4 * count.per_layer_params) if (n_model > 1 and not mixed) else 0
+    gather = (2 * 4 * unit) if (n_model > 1 and not mixed) else 0
 
     static = sum(l.bytes for l in lines if l.name not in ("gradients", "activations", "logits / loss"))
     grads = next(l.bytes for l in lines if l.name == "gradients")
@@ -315,7 +322,9 @@ def estimate_training_memory(
         per_gpu_bytes=per_gpu, total_bytes=per_gpu * gpus, peak_bytes=peak, peak_phase=peak_phase,
         device=device, notes=tuple(notes),
         largest_layer_params=max(count.embedding_params, count.lm_head_params,
-                                 spec.hidden_size * spec.intermediate_size),
+                                 spec.hidden_size * spec.intermediate_size,
+                                 *(k.routed_expert_params_per_layer for k in count.layer_kinds)),
+        approximations=spec.desc.approximations, active_params=count.active_params,
     )
     return _with_fit(led, gpu)
 
@@ -340,10 +349,13 @@ def estimate_inference_memory(
     device: str = "cuda",
     gpu: str | None = None,
 ) -> Ledger:
-    """Weights + GQA-aware KV cache + one step's logits for generation at ``context`` tokens.
+    """Weights + KV cache per attention kind + one step's logits for generation at ``context`` tokens.
 
-    KV cache = 2 (K and V) * layers * kv_heads * head_dim * context * batch * bytes (Pope et al. 2022,
-    "Efficiently Scaling Transformer Inference", sec. 2). Weights are split over ``gpus`` (tensor parallel).
+    KV cache per layer = 2 (K and V) * kv_heads * head_dim * tokens * batch * bytes (Pope et al. 2022,
+    "Efficiently Scaling Transformer Inference", sec. 2); MLA layers cache the latent + rotary key
+    (kv_lora_rank + qk_rope_head_dim, DeepSeek-V2 paper sec. 2.1); a sliding-window layer holds at most its
+    window. Weights at the checkpoint's quantized bytes (``quantization_config``) or the precision's, split
+    over ``gpus`` (tensor parallel).
 
     Example:
         >>> led = estimate_inference_memory("llama-3-8b", context=8192)
@@ -355,20 +367,33 @@ def estimate_inference_memory(
     for value, option in ((context, "--context"), (batch, "--batch"), (gpus, "--gpus")):
         _check_positive(value, option)
     spec = resolve_spec(model)
+    desc = spec.desc
     count = count_parameters(spec)
     P = count.total_params
     b = 4 if precision == "fp32" else 2
+    decoder = sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
     if method == "qlora":
         wbytes = int(NF4_BYTES_PER_PARAM * P)
         wformula = f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {P:,} params"
+    elif desc.quant_method is not None:
+        # the checkpoint's own quantization: decoder layers at its bits, the rest (embeddings, head) 16-bit
+        wbytes = int(desc.weight_bits / 8 * decoder) + b * (P - decoder)
+        wformula = (f"{desc.quant_method} {desc.weight_bits / 8:.4g} B * {decoder:,} decoder-layer params + {b} B * "
+                    f"{P - decoder:,} others (embeddings, head, norms)")
     else:
         wbytes, wformula = b * P, f"{b} B * {P:,} params"
-    kv = 2 * spec.num_layers * spec.kv_dim * context * batch * b
+    kv = desc.kv_cache_elements(context) * batch * b
+    kinds = []
+    for layer, n in desc.layer_groups():
+        a = layer.attention
+        form = (f"latent {a.kv_lora_rank} + rope key {a.qk_rope_head_dim}" if a.kind == "mla"
+                else f"2 * {a.num_kv_heads} kv heads * {a.head_dim}")
+        toks = f"min({context:,}, window {a.window:,})" if a.window else f"{context:,}"
+        kinds.append(f"{n} {a.kind} layers * {form} * {toks} tokens")
+    kv_formula = " + ".join(dict.fromkeys(kinds)) + f", * {batch} * {b} B"
     lines = [
         LedgerLine("weights", wbytes // gpus, wformula + (f" / {gpus} GPUs" if gpus > 1 else "")),
-        LedgerLine("KV cache", kv // gpus,
-                   f"2 * {spec.num_layers} layers * {spec.num_kv_heads} kv heads * {spec.head_dim} * {context:,} "
-                   f"ctx * {batch} * {b} B" + (f" / {gpus} GPUs" if gpus > 1 else "")),
+        LedgerLine("KV cache", kv // gpus, kv_formula + (f" / {gpus} GPUs" if gpus > 1 else "")),
         LedgerLine("logits / loss", 4 * spec.vocab_size * batch, f"fp32 logits of one step: 4 * {batch} * vocab"),
     ]
     if device == "cuda":
@@ -381,5 +406,6 @@ def estimate_inference_memory(
         attention="sdpa", convention="expkit", total_params=P, trainable_params=0, trainable_fraction=0.0,
         lines=tuple(lines), per_gpu_bytes=per_gpu, total_bytes=per_gpu * gpus, peak_bytes=per_gpu,
         peak_phase="decode at full context", device=device, notes=spec.assumed,
+        approximations=desc.approximations, active_params=count.active_params,
     )
     return _with_fit(led, gpu)

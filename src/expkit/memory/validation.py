@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from expkit.memory.architecture import ModelSpec, spec_from_dict
 
-__all__ = ["VALIDATION_CASES", "ValidationCase", "ValidationRow", "ValidationTable", "validate_ledger"]
+__all__ = ["MOE_CASES", "VALIDATION_CASES", "ValidationCase", "ValidationRow", "ValidationTable", "validate_ledger"]
 
 TOLERANCE = 0.10  # the issue's +-10% acceptance band
 
@@ -36,11 +36,13 @@ class ValidationCase:
     attention: str = "sdpa"
     batch: int = 1
     tied: bool = True
+    extra: tuple[tuple[str, object], ...] = ()  # further config fields: experts, MLA ranks, patterns
 
     def spec(self) -> ModelSpec:
         raw = dict(model_type=self.model_type, hidden_size=self.hidden, intermediate_size=self.intermediate,
                    num_hidden_layers=self.layers, num_attention_heads=self.heads,
-                   num_key_value_heads=self.kv_heads, vocab_size=self.vocab, tie_word_embeddings=self.tied)
+                   num_key_value_heads=self.kv_heads, vocab_size=self.vocab, tie_word_embeddings=self.tied,
+                   **{k: list(v) if isinstance(v, tuple) else v for k, v in self.extra})
         return spec_from_dict(raw, name=self.name, source=f"validation case {self.name}")
 
 
@@ -57,7 +59,23 @@ VALIDATION_CASES: tuple[ValidationCase, ...] = (
     ValidationCase("qwen2-h256-L2 full bf16-mixed", "qwen2", 256, 2, 4, 2, 768, 4000, 256, precision="bf16-mixed"),
     ValidationCase("qwen2-h256-L2 lora bf16-mixed", "qwen2", 256, 2, 4, 2, 768, 4000, 256, method="lora",
                    precision="bf16-mixed"),
+    # mixture-of-experts replicas (issue 13): every layer kind of the real model, small widths
+    ValidationCase("mixtral-style h128-L2 8 experts top-2", "mixtral", 128, 2, 4, 2, 256, 2000, 512, tied=False,
+                   extra=(("num_local_experts", 8), ("num_experts_per_tok", 2))),
+    ValidationCase("qwen3-moe-style h128-L3 16 experts top-4, sparse step 1, mlp-only layer 0", "qwen3_moe", 128, 3,
+                   4, 2, 256, 2000, 512, tied=False,
+                   extra=(("head_dim", 32), ("num_experts", 16), ("num_experts_per_tok", 4),
+                          ("moe_intermediate_size", 64), ("mlp_only_layers", (0,)))),
+    ValidationCase("deepseek-style h128-L3 MLA, 1 dense + 2 MoE (8 experts top-2 + shared)", "deepseek_v3", 128, 3,
+                   4, 4, 256, 2000, 512, tied=False,
+                   extra=(("first_k_dense_replace", 1), ("n_routed_experts", 8), ("num_experts_per_tok", 2),
+                          ("n_shared_experts", 1), ("moe_intermediate_size", 64), ("n_group", 2), ("topk_group", 1),
+                          ("kv_lora_rank", 32), ("q_lora_rank", 48), ("qk_rope_head_dim", 8),
+                          ("qk_nope_head_dim", 16), ("v_head_dim", 16))),
+    ValidationCase("mixtral-style h128-L2 lora", "mixtral", 128, 2, 4, 2, 256, 2000, 512, method="lora", tied=False,
+                   extra=(("num_local_experts", 8), ("num_experts_per_tok", 2))),
 )
+MOE_CASES = tuple(c for c in VALIDATION_CASES if dict(c.extra))
 
 
 @dataclass(frozen=True)
