@@ -80,6 +80,10 @@ def make_file(kind: str, where: Path, suffix: str = ".jsonl") -> str:
                              for r, v in zip(_GOOD_ROWS, [float("nan"), float("inf"), -1e308, 1e308] * 3, strict=True)))
     elif kind == "json_scalar":
         p.write_text("3\n\"x\"\n[1, 2]\nnull\n")
+    elif kind == "chrome_trace":  # what torch.profiler's export_chrome_trace writes, in small
+        events = [{"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+                  for name, ts, dur in (("aten::addmm", 0, 70), ("aten::copy_", 75, 10), ("aten::add_", 90, 5))]
+        p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     elif kind == "traceback":
         p.write_text(_TRACEBACK_TEXT)
     elif kind == "valid_jsonl":
@@ -269,7 +273,7 @@ def t_roofline(d: Draw) -> list[str]:
 
 
 def t_profile(d: Draw) -> list[str]:
-    trace = d.file(d.draw(st.sampled_from([".json", ".json.gz", ".py", ".txt"])))
+    trace = d.file(d.draw(st.sampled_from([".json", ".json.gz", ".py", ".txt"])), kinds=["chrome_trace", *FILE_KINDS])
     return ["profile", trace, *d.maybe("--top", d.num()), *d.json()]
 
 
