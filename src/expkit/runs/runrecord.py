@@ -167,6 +167,12 @@ def _to_jsonable(value: Any) -> Any:
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
+# Item types whose JSON values need no conversion, and the Python types accepted as they are.
+_SIMPLE: dict[Any, tuple[type, ...]] = {str: (str,), int: (int,), bool: (bool,)}
+_SIMPLE_OR_NONE: dict[Any, tuple[type, ...]] = {
+    **_SIMPLE, Any: (str, int, float, bool, type(None), dict, list),
+    str | None: (str, type(None)), int | None: (int, type(None)), bool | None: (bool, type(None)),
+}
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -183,6 +189,8 @@ def _bad(value: Any, want: str, where: str, run: str, path: Path | None) -> Inpu
 
 
 def _convert(tp: Any, value: Any, where: str, run: str, path: Path | None) -> Any:
+    if tp in _SIMPLE_OR_NONE and type(value) in _SIMPLE_OR_NONE[tp]:  # the common case, without typing calls
+        return value
     origin = typing.get_origin(tp)
     if tp is Any:
         return value
@@ -221,11 +229,15 @@ def _convert(tp: Any, value: Any, where: str, run: str, path: Path | None) -> An
         if not isinstance(value, list | tuple):
             raise _bad(value, "a list", where, run, path)
         (item,) = typing.get_args(tp)[:1]
+        if item in _SIMPLE and all(type(v) in _SIMPLE[item] for v in value):  # fast path: nothing to convert
+            return tuple(value)
         return tuple(_convert(item, v, f"{where}[{i}]", run, path) for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, dict):
             raise _bad(value, "an object", where, run, path)
         _, item = typing.get_args(tp)
+        if item is Any or (item in _SIMPLE and all(type(v) in _SIMPLE[item] for v in value.values())):
+            return value  # fast path (a package list holds hundreds of strings)
         return {k: _convert(item, v, f"{where}.{k}", run, path) for k, v in value.items()}
     if dataclasses.is_dataclass(tp):
         return from_jsonable(typing.cast(type, tp), value, where=where, run=run, path=path)
