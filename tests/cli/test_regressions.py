@@ -423,3 +423,12 @@ def test_sft_check_stop_threads_out_of_range(cli, demo_dir, chat_file, threads):
     err = _one_line_error(cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file), "-n", "1",
                               "--threads", threads))
     assert f"threads={threads} must be in [1, 4096]" in err
+
+
+def test_profile_trace_with_a_non_numeric_rank_is_read(cli, tmp_path):
+    trace = tmp_path / "t.json"
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "ts": 0, "dur": 10, "pid": 1, "tid": 1}
+    trace.write_text(json.dumps({"traceEvents": [event], "distributedInfo": {"rank": "a", "world_size": None}}))
+    res = cli("profile", str(trace), "--json")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["result"]["rank"] is None

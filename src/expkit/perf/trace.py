@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from expkit.errors import InputError
 
@@ -93,9 +94,8 @@ def parse_trace(data: object, *, source: str = "<trace>") -> Trace:
             runtime.append(ev)
         elif ev.cat in DEVICE_CATS:
             device.append(ev)
-        elif ev.cat in ANNOTATION_CATS and ev.name.startswith("ProfilerStep#"):
-            if ev.cat == "user_annotation":
-                steps.append(ev)
+        elif ev.cat == "user_annotation" and ev.cat in ANNOTATION_CATS and ev.name.startswith("ProfilerStep#"):
+            steps.append(ev)
     if not host and not device:
         raise InputError(f"has no profiler events ({len(events)} entries, none an op or a kernel)", path=source,
                          hint="profile at least one step: torch.profiler.profile(...) around the work")
@@ -104,7 +104,19 @@ def parse_trace(data: object, *, source: str = "<trace>") -> Trace:
     key = lambda e: (e.ts_us, -e.dur_us)  # noqa: E731 - parents before their children
     return Trace(source=source, host_ops=tuple(sorted(host, key=key)), runtime_calls=tuple(sorted(runtime, key=key)),
                  device_events=tuple(sorted(device, key=key)), steps=tuple(sorted(steps, key=key)),
-                 rank=None if rank is None else int(rank), world_size=None if world is None else int(world))
+                 rank=_count_or_none(rank), world_size=_count_or_none(world))
+
+
+def _count_or_none(value: Any) -> int | None:
+    """``distributedInfo``'s rank or world size as an int; None when absent or not a whole number (a field
+    another tool wrote differently is not worth refusing the whole trace for)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
 
 
 def load_trace(path: str | Path) -> Trace:
