@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import orjson
 import pytest
 
 from expkit.runs.execute import execute
@@ -118,3 +119,28 @@ def test_exec_leaves_metrics_to_a_script_that_logs_itself(store: Path, tmp_path:
     rows = (Path(res.run_dir) / "metrics.jsonl").read_text().splitlines()
     assert len(rows) == 1 and res.final_metrics == {"step": 5, "loss": 1.0}
     assert read_record(Path(res.run_dir)).config == {"a": 1}
+
+
+HF_SCRIPT = r"""
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(vocab_size=32, n_positions=8, n_embd=8, n_layer=1, n_head=2))
+ids = torch.randint(0, 32, (8, 8))
+args = TrainingArguments(output_dir="out", max_steps=3, per_device_train_batch_size=4, logging_steps=1,
+                         report_to="none", use_cpu=True, disable_tqdm=True, save_strategy="no")
+Trainer(model=model, args=args, train_dataset=[{"input_ids": r, "labels": r} for r in ids]).train()
+"""
+
+
+@pytest.mark.slow  # imports transformers in a child process: ~15-20 s on 2 cores
+def test_exec_of_a_real_trainer_script_records_its_log_lines(store: Path, tmp_path: Path) -> None:
+    """Issue 14: `runs exec -- python train_hf.py` recorded 0 metric lines (Trainer prints dict reprs)."""
+    pytest.importorskip("transformers")
+    (tmp_path / "train_hf.py").write_text(HF_SCRIPT)
+    res = execute([PY, "train_hf.py"], store=store, seed=0)
+    assert res.status == "finished", (Path(res.run_dir) / "output.log").read_text()[-2000:]
+    rows = [orjson.loads(x) for x in (Path(res.run_dir) / "metrics.jsonl").read_bytes().splitlines()]
+    losses = [r for r in rows if "loss" in r]
+    assert [r["step"] for r in losses] == [1, 2, 3] and all(isinstance(r["loss"], float) for r in losses)
+    assert "train_loss" in res.final_metrics and "grad_norm" in res.final_metrics
