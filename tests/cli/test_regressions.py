@@ -432,3 +432,17 @@ def test_profile_trace_with_a_non_numeric_rank_is_read(cli, tmp_path):
     res = cli("profile", str(trace), "--json")
     assert res.exit_code == 0, res.stderr
     assert json.loads(res.stdout)["result"]["rank"] is None
+
+
+@pytest.mark.parametrize("line, says", [
+    ({"messages": [{"role": "assistant", "content": "x"}]}, "conversation starts with an assistant turn"),
+    ({"messages": [{"role": "user", "content": "\ud800"}, {"role": "assistant", "content": "x"}]},
+     "message 0 (user) has an unpaired surrogate '\\ud800' at character 0"),
+    ({"prompt": "a\udfff", "completion": "b"}, "'prompt' has an unpaired surrogate"),
+])
+@pytest.mark.parametrize("command", ["audit", "check-stop"])
+def test_sft_chat_lines_no_template_can_render_are_named(cli, demo_dir, tmp_path, line, says, command):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps(line) + "\n")  # json.dumps escapes the lone surrogate as \ud800
+    err = _one_line_error(cli("sft", command, "--model", str(demo_dir), "--data", str(data)))
+    assert "d.jsonl:1:" in err and says in err

@@ -59,6 +59,15 @@ class ChatFile:
     skipped: dict[int, str] = field(default_factory=dict)
 
 
+def _check_encodable(text: str, what: str, *, path: Path, line: int) -> None:
+    """JSON can spell a lone UTF-16 surrogate (``"\\ud800"``); no tokenizer can encode it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{what} has an unpaired surrogate {text[exc.start]!r} at character {exc.start}: not "
+                         "valid Unicode text", path=path, line=line, hint="fix the writer that escaped it") from None
+
+
 def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict[str, str], ...]:
     if not isinstance(messages, list) or not messages:
         raise InputError("'messages' must be a non-empty list of {role, content}", path=path, line=line)
@@ -73,7 +82,11 @@ def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict
         if not isinstance(content, str) or not content.strip():
             raise InputError(f"message {i} ({role}) has empty content", path=path, line=line,
                              hint="drop the example or fill the turn; --on-error skip skips and counts it")
+        _check_encodable(content, f"message {i} ({role})", path=path, line=line)
         out.append({"role": role, "content": content})
+    if out[0]["role"] == "assistant":
+        raise InputError("conversation starts with an assistant turn: there is no prompt for it to answer",
+                         path=path, line=line, hint="start with a user (or system + user) turn")
     if not any(m["role"] == "assistant" for m in out):
         raise InputError("conversation has no assistant turn (nothing to train on)", path=path, line=line,
                          hint="every example needs at least one assistant message")
@@ -95,6 +108,8 @@ def _parse_example(obj: object, *, path: Path, line: int) -> ChatExample:
                              path=path, line=line)
         if not completion.strip():
             raise InputError("'completion' is empty", path=path, line=line)
+        _check_encodable(prompt, "'prompt'", path=path, line=line)
+        _check_encodable(completion, "'completion'", path=path, line=line)
         return ChatExample(prompt=prompt, completion=completion, line=line)
     keys = ", ".join(sorted(obj)) or "none"
     raise InputError(f"no 'messages' and no 'prompt'/'completion' fields (found: {keys})", path=path, line=line)
