@@ -168,3 +168,96 @@ def test_a_log_directory_is_read_and_other_json_passed_over(epoch_logs):
     assert any("1 .json file(s) that are not EvalLogs passed over" in n for n in notes)
     with pytest.raises(InputError, match="holds no Inspect logs"):
         read_inspect_tasks([root / "empty"] if (root / "empty").mkdir() is None else [])
+
+
+def test_nan_written_by_pydantic_is_read_and_an_unscored_sample_left_out(tmp_path):
+    # pydantic (inspect_ai/_util/json.py to_json) writes float NaN as the bare constant NaN: a NaN stderr in
+    # results, and Score.unscored()'s value, which Inspect's metrics skip; orjson alone refuses such a file
+    a = [_sample(1, 1, "C"), _sample(2, 1, float("nan")), _sample(3, 1, "I")]
+    for log in (_header("qa", "m/a") | {"samples": a}, _header("qa", "m/b") | {"samples": [_sample(i, 1, "C")
+                                                                                         for i in (1, 2, 3)]}):
+        log["results"]["scores"][0]["metrics"] = {"stderr": {"name": "stderr", "value": float("nan")}}
+    write_json_log(tmp_path / "a.json", "qa", "m/a", a)
+    text = (tmp_path / "a.json").read_text()
+    assert "NaN" in text  # json.dumps, like pydantic, writes the constant
+    write_eval_log(tmp_path / "b.eval", "qa", "m/b", [_sample(i, 1, "C") for i in (1, 2, 3)])
+    tasks, notes = read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.eval"])
+    assert tasks[0].results.scores["m/a"] == {"1#1": 1.0, "3#1": 0.0}  # the NaN sample is not an item
+    assert "qa: 1 (sample, epoch) scores are NaN (Score.unscored), left out as Inspect's metrics leave them out" \
+        in notes
+    # a directory read finds the NaN-holding .json as an EvalLog, not as other JSON to pass over
+    assert [t.task for t in read_inspect_tasks([tmp_path])[0]] == ["qa"]
+
+
+def _with_method(data: bytes, name: str, method: int, *, size: int, crc: int) -> bytes:
+    """A zip's bytes with member ``name`` relabelled: compression ``method``, uncompressed ``size`` and ``crc``
+    (its stored bytes are then read as that method's stream), in the local header and the central directory."""
+    import struct
+
+    buf = bytearray(data)
+    with zipfile.ZipFile(__import__("io").BytesIO(data)) as zf:
+        off = zf.getinfo(name).header_offset
+    struct.pack_into("<H", buf, off + 8, method)
+    struct.pack_into("<I", buf, off + 14, crc)
+    struct.pack_into("<I", buf, off + 22, size)
+    at = buf.find(b"PK\x01\x02")
+    while at != -1:
+        n = struct.unpack_from("<H", buf, at + 28)[0]
+        if bytes(buf[at + 46: at + 46 + n]) == name.encode():
+            struct.pack_into("<H", buf, at + 10, method)
+            struct.pack_into("<I", buf, at + 16, crc)
+            struct.pack_into("<I", buf, at + 24, size)
+        at = buf.find(b"PK\x01\x02", at + 4)
+    return bytes(buf)
+
+
+def _zstd_eval(path, payload_of):
+    """An .eval whose header.json is a Zstandard member (method 93, Inspect's default; inspect_ai #4553)."""
+    import zlib
+
+    header = json.dumps(_header("qa", "m/a")).encode()
+    write_eval_log(path, "qa", "m/a", [_sample(1, 1, "C")])
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for n, b in members.items():
+            zf.writestr(n, payload_of(header) if n == "header.json" else b)
+    path.write_bytes(_with_method(path.read_bytes(), "header.json", 93, size=len(header), crc=zlib.crc32(header)))
+    return path
+
+
+def test_a_zstd_eval_member_without_a_zstd_reader_is_an_input_error_naming_it(tmp_path, monkeypatch):
+    import sys
+
+    if hasattr(zipfile, "ZIP_ZSTANDARD"):
+        pytest.skip("this Python's zipfile reads Zstandard itself")
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as on a machine without the package
+    path = _zstd_eval(tmp_path / "z.eval", lambda b: b"not zstd")
+    with pytest.raises(InputError, match=r"z\.eval.*header\.json is Zstandard-compressed \(zip method 93"):
+        read_inspect_log(path)
+
+
+def test_a_zstd_eval_member_is_read_with_the_zstandard_package(tmp_path):
+    zstandard = pytest.importorskip("zstandard")
+    if hasattr(zipfile, "ZIP_ZSTANDARD"):
+        pytest.skip("this Python's zipfile reads Zstandard itself")
+    path = _zstd_eval(tmp_path / "z.eval", lambda b: zstandard.ZstdCompressor().compress(b))
+    log = read_inspect_log(path)
+    assert (log.task, log.model, log.samples) == ("qa", "m/a", (("1", 1, {"match": "C"}),))
+
+
+def test_the_first_eval_layout_with_start_json_is_read(tmp_path):
+    # inspect_ai's first .eval recorder wrote start.json and results.json at the zip's root (no header.json)
+    with zipfile.ZipFile(tmp_path / "old.eval", "w") as zf:
+        zf.writestr("start.json", json.dumps({"version": 2, "eval": _header("qa", "m/a")["eval"]}))
+        zf.writestr("samples/1_epoch_1.json", json.dumps(_sample(1, 1, "I")))
+        zf.writestr("results.json", json.dumps({"status": "success"}))
+    log = read_inspect_log(tmp_path / "old.eval")
+    assert (log.task, log.model, log.samples) == ("qa", "m/a", (("1", 1, {"match": "I"}),))
+
+
+def test_an_empty_log_directory_after_a_full_one_is_still_an_error(epoch_logs, tmp_path):
+    root, _ = epoch_logs
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"empty.*holds no Inspect logs"):
+        read_inspect_tasks([root, tmp_path / "empty"])

@@ -1,18 +1,28 @@
 """Inspect AI eval logs as per-item results, one table per task, epochs as clusters.
 
 Inspect writes an ``EvalLog`` per (task, model): a ``.json`` file (``eval`` with ``task`` and ``model``,
-``status``, ``samples``) or a ``.eval`` zip (``header.json`` with the same header, one
+``status``, ``samples``) or a ``.eval`` zip (``header.json`` with the same header, written at the end;
+``_journal/start.json`` before it, or ``start.json`` in the first .eval logs; one
 ``samples/<id>_epoch_<n>.json`` per sample and epoch). A sample holds ``id``, ``epoch`` and ``scores``
 (``{scorer: {"value": ...}}``; logs before v0.3.x had one ``score``). Values map to numbers as Inspect's
 ``value_to_float`` maps them: "C" 1, "P" 0.5, "I" and "N" 0, yes/true 1, no/false 0, numeric strings
-and numbers as they are; where Inspect warns and counts an unknown value as 0, expkit refuses it.
+and numbers as they are; where Inspect warns and counts an unknown value as 0, expkit refuses it. A NaN
+value is ``Score.unscored()``, which Inspect's metrics skip: left out here too, and counted.
+
+Inspect writes JSON with pydantic, which spells a NaN or infinite float ``NaN``/``Infinity`` (a NaN stderr
+in ``results``, an unscored value); such files are read with the standard library's parser. Current
+``.eval`` members are Zstandard-compressed (zip method 93): Python 3.14's zipfile reads them, and before
+3.14 the ``zstandard`` package does if installed (inspect_ai itself depends on a zstd reader).
 Reading needs no inspect_ai install: the files are plain JSON and zip.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,17 +76,60 @@ class InspectLog:
 
 
 def _loads(data: bytes, path: str, member: str | None = None) -> Any:
+    """JSON as Inspect writes it: orjson first; pydantic's ``NaN``/``Infinity`` (which orjson refuses) via the
+    standard library's parser, which reads them as floats."""
     where = f"{path}!{member}" if member else path
     try:
         return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=where, line=exc.lineno, column=exc.colno) from None
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        msg, line, col = ((exc.msg, exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError)
+                          else (str(exc), None, None))
+        raise InputError(f"not valid JSON: {msg}", path=where, line=line, column=col) from None
+
+
+_ZIP_ZSTD = 93  # zip compression method Zstandard: what Inspect writes .eval members with (inspect_ai #4553)
+
+
+def _read_member(zf: zipfile.ZipFile, name: str, path: str) -> bytes:
+    """One member's bytes; a Zstandard member on a Python whose zipfile lacks zstd (before 3.14) is
+    decompressed with the ``zstandard`` package when installed."""
+    info = zf.getinfo(name)
+    if info.compress_type != _ZIP_ZSTD or hasattr(zipfile, "ZIP_ZSTANDARD"):
+        try:
+            return zf.read(name)
+        except (NotImplementedError, RuntimeError) as exc:  # a method this zipfile cannot decompress
+            raise InputError(f"cannot decompress {name}: {exc}", path=path) from None
+    try:
+        import zstandard  # type: ignore[import-not-found]
+    except ImportError:
+        raise InputError(f"{name} is Zstandard-compressed (zip method 93, Inspect's .eval default) and this "
+                         "Python's zipfile cannot read it", path=path,
+                         hint="pip install zstandard, or use Python 3.14+") from None
+    fp = zf.fp
+    assert fp is not None  # the zip is open
+    fp.seek(info.header_offset)
+    local = fp.read(30)  # the local file header: signature ... name length, extra length
+    if local[:4] != b"PK\x03\x04":
+        raise InputError(f"{name}: no local file header at offset {info.header_offset}", path=path)
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    fp.seek(info.header_offset + 30 + name_len + extra_len)
+    try:
+        data = zstandard.ZstdDecompressor().decompress(fp.read(info.compress_size), max_output_size=info.file_size)
+    except zstandard.ZstdError as exc:
+        raise InputError(f"cannot decompress {name}: {exc}", path=path) from None
+    if zlib.crc32(data) != info.CRC:
+        raise InputError(f"{name}: CRC check failed after Zstandard decompression", path=path)
+    return data
 
 
 def _iter_zip_samples(zf: zipfile.ZipFile, path: str) -> Iterator[dict[str, Any]]:
     for name in sorted(zf.namelist()):
         if name.startswith("samples/") and name.endswith(".json"):
-            sample = _loads(zf.read(name), path, name)
+            sample = _loads(_read_member(zf, name, path), path, name)
             if not isinstance(sample, dict):
                 raise InputError("a sample is not a JSON object", path=f"{path}!{name}")
             yield sample
@@ -107,11 +160,11 @@ def read_inspect_log(path: str | Path) -> InspectLog:
         try:
             with zipfile.ZipFile(p) as zf:
                 names = set(zf.namelist())
-                head_name = next((n for n in ("header.json", "_journal/start.json") if n in names), None)
+                head_name = next((n for n in ("header.json", "_journal/start.json", "start.json") if n in names), None)
                 if head_name is None:
                     raise InputError("an .eval log without header.json", path=p,
                                      hint="the file is not an Inspect log, or the eval was cut before it started")
-                header = _loads(zf.read(head_name), str(p), head_name)
+                header = _loads(_read_member(zf, head_name, str(p)), str(p), head_name)
                 raw_samples = list(_iter_zip_samples(zf, str(p)))
         except zipfile.BadZipFile as exc:
             raise InputError(f"not a readable .eval (zip) log: {exc}", path=p) from None
@@ -159,18 +212,19 @@ def _expand_log_dirs(logs: Sequence[str | Path], notes: list[str]) -> list[Path]
             out.append(p)
             continue
         found = sorted(f for f in p.rglob("*") if f.suffix in (".eval", ".json") and f.is_file())
-        skipped = 0
+        skipped, kept = 0, 0
         for f in found:
             if f.suffix == ".json":
                 try:
-                    head = orjson.loads(f.read_bytes())
-                except (OSError, orjson.JSONDecodeError):
+                    head = _loads(f.read_bytes(), str(f))
+                except (OSError, InputError):
                     head = None
                 if not (isinstance(head, dict) and isinstance(head.get("eval"), dict)):
                     skipped += 1
                     continue
             out.append(f)
-        if not out:
+            kept += 1
+        if not kept:  # this directory's own logs: another argument's logs do not count for it
             raise InputError("holds no Inspect logs (.eval, or .json EvalLogs)", path=p,
                              hint="pass the directory given to inspect eval --log-dir, or the log files")
         if skipped:
@@ -235,6 +289,7 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
         scores: dict[str, dict[str, float]] = {}
         clusters: dict[str, str] = {}
         epochs: set[int] = set()
+        unscored = 0
         for model, log in per.items():
             items: dict[str, float] = {}
             for sid, epoch, sc in log.samples:
@@ -248,6 +303,9 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
                     raise InputError(f"score value {value!r} of scorer {scorer!r} is not one Inspect converts "
                                      "(C, I, P, N, yes/no, true/false, a number)", path=where,
                                      hint="Inspect itself would count it as 0 with a warning; fix the scorer")
+                if math.isnan(x):  # Score.unscored(): Inspect's metrics and reducers skip it
+                    unscored += 1
+                    continue
                 item = f"{sid}#{epoch}"
                 if item in items:
                     raise InputError(f"sample {sid} epoch {epoch} appears twice", path=log.path)
@@ -255,6 +313,9 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
                 clusters[item] = sid
                 epochs.add(epoch)
             scores[model] = items
+        if unscored:
+            notes.append(f"{task}: {unscored} (sample, epoch) scores are NaN (Score.unscored), left out as "
+                         "Inspect's metrics leave them out")
         multi = len(epochs) > 1
         if multi:
             notes.append(f"{task}: {len(epochs)} epochs; the sample id is the cluster of its epochs")
