@@ -31,7 +31,7 @@ def compare(
 
     Examples:
 
-      expkit compare lr --by lr
+      expkit compare lr --by lr_max
 
       expkit compare baseline new --metric val_loss --curves cmp.png --json
     """

@@ -42,7 +42,7 @@ def sweep(
 
     Examples:
 
-      expkit sweep --grid lr=0.001,0.003 --seeds 4 --name lr -- expkit train charlm --minutes 0.1
+      expkit sweep --grid lr_max=0.001,0.003 --seeds 4 --name lr -- expkit train charlm --minutes 0.1
 
       expkit sweep --grid lr=0.001,0.003 --seeds 4 --backend ray --address auto -- python train.py
 
