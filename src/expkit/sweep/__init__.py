@@ -1,9 +1,10 @@
 """Many runs: configs x seeds as recorded runs on a local pool of processes or on Ray, and the verdict on
 "is A better than B" measured against the seed-to-seed spread.
 
-    plan = plan_sweep(["expkit", "train", "charlm", "--minutes", "0.1"], group="lr", grid=["lr=1e-3,3e-3"], seeds=4)
+    plan = plan_sweep(["expkit", "train", "charlm", "--minutes", "0.1"], group="lr", grid=["lr_max=1e-3,3e-3"],
+                      seeds=4)
     result = run_sweep(plan, backend="local")           # or backend="ray", address="auto"
-    comparison = compare_groups("lr", by="lr")           # better / worse / inconclusive (need ~N seeds)
+    comparison = compare_groups("lr", by="lr_max")       # better / worse / inconclusive (need ~N seeds)
 """
 
 from expkit.sweep.compare import Comparison, MetricComparison, compare_groups
