@@ -185,3 +185,36 @@ def test_cli_table_from_lm_eval_json_and_text(cli, two_models):
     assert res.exit_code == 2 and "a comparison needs two" in res.stderr
     res = cli("stats", "table", str(dirs[0]), "--metric", "acc")
     assert res.exit_code == 2 and "--metric applies to --from lm-eval" in res.stderr
+
+
+def test_output_path_given_as_a_json_file_and_a_nan_stderr_in_results(tmp_path):
+    # EvaluationTracker.save_results_aggregated: --output_path out/run.json writes out/run_<date>.json (not
+    # results_<date>.json) and the samples beside it; json.dumps spells a NaN stderr as the constant NaN
+    for model, acc in (("org/a", [1, 0, 1, 1]), ("org/b", [1, 1, 1, 1])):
+        d = write_lmeval_run(tmp_path / model.split("/")[1], model, {"boolq": {"none": {"acc": np.array(acc)}}})
+        res = d / f"results_{DATE}.json"
+        data = json.loads(res.read_text())
+        data["results"]["boolq"]["acc_stderr,none"] = float("nan")
+        res.unlink()
+        (d / f"run_{DATE}.json").write_text(json.dumps(data))
+        assert "NaN" in (d / f"run_{DATE}.json").read_text()
+    (tmp_path / "a" / "org__a" / "unrelated_2026-01-01T00-00-00.json").write_text("{}")  # no samples beside it
+    runs, _ = find_lmeval_runs([tmp_path / "a", tmp_path / "b"])
+    assert [r.model for r in runs] == ["org/a", "org/b"]
+    assert runs[0].results_files == (str(tmp_path / "a" / "org__a" / f"run_{DATE}.json"),)
+    tasks, _ = read_lmeval_tasks([tmp_path / "a", tmp_path / "b"])
+    assert tasks[0].results.scores["org/a"] == {"0": 1.0, "1": 0.0, "2": 1.0, "3": 1.0}
+
+
+def test_an_older_log_without_filter_keys_says_why_a_doc_id_repeats(tmp_path):
+    # lm_eval/evaluator.py before the 'filter' and 'metrics' keys: one line per (doc, filter), no filter named
+    gsm = {"gsm8k": {"strict-match": {"exact_match": np.array([1, 0])},
+                     "flexible-extract": {"exact_match": np.array([1, 1])}}}
+    for m in ("org/a", "org/b"):
+        d = write_lmeval_run(tmp_path, m, gsm)
+        f = d / f"samples_gsm8k_{DATE}.jsonl"
+        rows = [json.loads(x) for x in f.read_text().splitlines()]
+        f.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in ("filter", "metrics")}) + "\n"
+                             for r in rows))
+    with pytest.raises(InputError, match=r"doc_id 0 appears twice.*an older harness logs no 'filter' key"):
+        read_lmeval_tasks([tmp_path])

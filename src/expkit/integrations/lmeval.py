@@ -1,7 +1,9 @@
 """lm-evaluation-harness output directories as per-item results, one table per task.
 
 ``lm_eval --output_path DIR --log_samples`` writes, per model, ``DIR/<model>/results_<date>.json`` (the
-aggregate scores, the model name and its arguments) and ``samples_<task>_<date>.jsonl`` beside it, one
+aggregate scores, the model name and its arguments; ``--output_path NAME.json`` writes ``NAME_<date>.json``
+in NAME.json's folder instead, as ``EvaluationTracker.save_results_aggregated`` does) and
+``samples_<task>_<date>.jsonl`` beside it, one
 line per (document, filter): ``doc_id``, ``filter``, ``metrics`` (the metric names) and each metric's
 per-item value (``"exact_match": 1.0``, ``"acc": 0``), as ``lm_eval/evaluator.py`` logs them. Reading needs
 no lm-eval install: the files are plain JSON.
@@ -9,6 +11,8 @@ no lm-eval install: the files are plain JSON.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,13 +63,36 @@ def _model_name(results: dict[str, Any], path: Path) -> str:
 
 
 def _read_results(path: Path) -> dict[str, Any]:
+    """The results file; lm-eval writes it with ``json.dumps``, which spells a NaN stderr ``NaN`` (refused by
+    orjson, read by the standard library's parser)."""
+    raw = path.read_bytes()
     try:
-        data = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno) from None
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            line, col = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (None, None)
+            raise InputError(f"not valid JSON: {exc}", path=path, line=line, column=col) from None
     if not isinstance(data, dict):
         raise InputError("an lm-eval results file holds a JSON object", path=path)
     return data
+
+
+# EvaluationTracker's date_id: datetime.now().isoformat().replace(":", "-")
+_DATED_JSON = re.compile(r"_(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.json$")
+
+
+def _iter_results_files(root: Path) -> list[tuple[Path, str]]:
+    """(results file, its date id) under ``root``: ``results_<date>.json``, and ``NAME_<date>.json`` with
+    ``samples_*_<date>.jsonl`` beside it (what ``--output_path NAME.json`` writes)."""
+    out = []
+    for p in sorted(root.rglob("*.json")):
+        if p.name.startswith("results_"):
+            out.append((p, p.stem.removeprefix("results_")))
+        elif (m := _DATED_JSON.search(p.name)) and any(p.parent.glob(f"samples_*_{m.group(1)}.jsonl")):
+            out.append((p, m.group(1)))
+    return out
 
 
 def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun], list[str]]:
@@ -78,45 +105,45 @@ def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun]
         InputError: a path that is not a directory; a directory without ``results_*.json``; a run
             without ``samples_*.jsonl`` (it was run without ``--log_samples``).
     """
-    found_runs: list[tuple[int, Path, str, Path, dict[str, str]]] = []  # (arg, root, model, results, samples)
+    # (arg, root, model, results, its date id, samples)
+    found_runs: list[tuple[int, Path, str, Path, str, dict[str, str]]] = []
     for arg, d in enumerate(directories):
         root = Path(d)
         if not root.is_dir():
             raise InputError("is not a directory", path=root,
                              hint="pass lm_eval's --output_path directory (one per model, or one holding several)")
-        found = sorted(root.rglob("results_*.json"))
+        found = _iter_results_files(root)
         if not found:
-            raise InputError("holds no results_*.json", path=root,
+            raise InputError("holds no results_*.json (nor NAME_<date>.json beside samples_*.jsonl)", path=root,
                              hint="pass the directory given to lm_eval --output_path (run with --log_samples)")
-        for res in found:
-            date_id = res.stem.removeprefix("results_")
+        for res, date_id in found:
             suffix = f"_{date_id}.jsonl"
             samples = {f.name[len("samples_"):-len(suffix)]: str(f)
                        for f in sorted(res.parent.glob(f"samples_*{suffix}"))}
             if not samples:
                 raise InputError("has no samples_<task>_*.jsonl beside it: per-item scores are missing", path=res,
                                  hint="re-run lm_eval with --log_samples")
-            found_runs.append((arg, root, _model_name(_read_results(res), res), res, samples))
+            found_runs.append((arg, root, _model_name(_read_results(res), res), res, date_id, samples))
     # one model name under two of the given directories: two configurations of it, told apart by directory
     args_of: dict[str, set[int]] = {}
-    for arg, _, model, _, _ in found_runs:
+    for arg, _, model, _, _, _ in found_runs:
         args_of.setdefault(model, set()).add(arg)
-    merged: dict[str, dict[str, tuple[Path, str]]] = {}  # label -> task -> (results file, samples file)
+    merged: dict[str, dict[str, tuple[str, Path, str]]] = {}  # label -> task -> (date id, results, samples)
     notes: list[str] = []
-    for _, root, model, res, samples in found_runs:
+    for _, root, model, res, date_id, samples in found_runs:
         label = f"{model} [{root.name}]" if len(args_of[model]) > 1 else model
         tasks = merged.setdefault(label, {})
         for task, sample_file in samples.items():
             prev = tasks.get(task)
-            # results_<ISO date>.json: the later name is the later run; a task re-run keeps its latest samples
+            # the ISO date id orders the runs; a task re-run keeps its latest samples
             if prev is not None:
-                older, newer = sorted((prev, (res, sample_file)), key=lambda t: t[0].name)
-                notes.append(f"{label}: task {task} run more than once, used {newer[1]} (not {older[1]})")
+                older, newer = sorted((prev, (date_id, res, sample_file)))
+                notes.append(f"{label}: task {task} run more than once, used {newer[2]} (not {older[2]})")
                 tasks[task] = newer
             else:
-                tasks[task] = (res, sample_file)
-    runs = [LmEvalRun(label, tuple(sorted({str(r) for r, _ in tasks.values()})),
-                      {t: f for t, (_, f) in sorted(tasks.items())}) for label, tasks in merged.items()]
+                tasks[task] = (date_id, res, sample_file)
+    runs = [LmEvalRun(label, tuple(sorted({str(r) for _, r, _ in tasks.values()})),
+                      {t: f for t, (_, _, f) in sorted(tasks.items())}) for label, tasks in merged.items()]
     return runs, notes
 
 
@@ -230,7 +257,10 @@ def read_lmeval_tasks(directories: Sequence[str | Path], *, tasks: Sequence[str]
                 item = str(row["doc_id"])
                 if item in seen:
                     raise InputError(f"doc_id {item} appears twice for filter {f!r} (first on line {seen[item]})",
-                                     path=r.samples[task], line=line)
+                                     path=r.samples[task], line=line,
+                                     hint="an older harness logs no 'filter' key, so a task with "
+                                          "two filters repeats each doc_id: re-run with a current lm_eval"
+                                     if "filter" not in row else None)
                 seen[item] = line
                 if m not in row:
                     raise InputError(f"the sample has no value for metric {m!r}", path=r.samples[task], line=line)
