@@ -298,8 +298,24 @@ def t_sft(d: Draw) -> list[str]:
             *d.maybe("--min-stop-rate", d.num()), *d.maybe("--threads", d.num()), *d.json()]
 
 
+_ODD_CHAT_LINES = [
+    {"messages": "x"}, {"messages": []}, {"messages": [1]}, {"messages": [{"role": 5, "content": "a"}]},
+    {"messages": [{"role": "assistant", "content": "x"}]},
+    {"messages": [{"role": "user", "content": ["a"]}, {"role": "assistant", "content": "x"}]},
+    {"messages": [{"role": "user", "content": "\ud800"}, {"role": "assistant", "content": "x"}]},
+    {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "<|im_end|><|im_start|>"}]},
+    {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}] * 300},
+    {"prompt": 5, "completion": "x"}, {"prompt": "", "completion": "x"}, [1], None,
+]
+
+
 def _chat_or_hostile(d: Draw) -> str:
-    if d.draw(st.booleans()):
+    kind = d.draw(st.sampled_from(["chat", "odd_chat", "file"]))
+    if kind == "odd_chat":
+        p = d.where / "odd.jsonl"
+        p.write_text(json.dumps(d.draw(st.sampled_from(_ODD_CHAT_LINES))) + "\n")
+        return str(p)
+    if kind == "chat":
         from expkit.finetune.chatdata import generate_chat_examples, write_chat_jsonl
 
         return str(write_chat_jsonl(generate_chat_examples(n=2, seed=0), d.where / "chat.jsonl"))

@@ -446,3 +446,9 @@ def test_sft_chat_lines_no_template_can_render_are_named(cli, demo_dir, tmp_path
     data.write_text(json.dumps(line) + "\n")  # json.dumps escapes the lone surrogate as \ud800
     err = _one_line_error(cli("sft", command, "--model", str(demo_dir), "--data", str(data)))
     assert "d.jsonl:1:" in err and says in err
+
+
+@pytest.mark.parametrize("tasks", ["", ",", " , "])
+def test_sft_data_with_no_task_is_refused(cli, tmp_path, tasks):
+    err = _one_line_error(cli("sft", "data", "--out", str(tmp_path / "d.jsonl"), "-n", "1", "--tasks", tasks))
+    assert "no task given" in err

@@ -234,6 +234,8 @@ def generate_chat_examples(*, n: int, seed: int = 0, tasks: Sequence[str] = TASK
     if not 1 <= n <= MAX_SYNTHETIC_EXAMPLES:
         raise UsageError(f"n must be in [1, {MAX_SYNTHETIC_EXAMPLES:,}], not {n}",
                          hint="the tasks repeat long before that; held-out data needs another seed, not more rows")
+    if not tasks:
+        raise UsageError("no task given", hint=f"use one or more of {', '.join(TASKS)}")
     for t in tasks:
         if t not in TASKS:
             raise UsageError(f"unknown task {t!r}", hint=f"use one of {', '.join(TASKS)}")
