@@ -85,6 +85,7 @@ def test_show_diff_and_mlflow_export_handle_trainer_runs(trained, tmp_path: Path
     pytest.importorskip("mlflow")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     res = runner.invoke(app, ["runs", "export", "hf-a", "hf-b", "--store", str(store), "--mlflow", uri, "--json"])
+    assert (tmp_path / "mlartifacts").is_dir()  # artifacts beside the database, not in ./mlruns
     assert res.exit_code == 0, res.output
     exported = json.loads(res.stdout)["result"]
     assert all(e["metric_points"] >= 8 and e["params"] > 50 for e in exported)

@@ -166,7 +166,10 @@ def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str
     root = resolve_store(store)
     client = MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
-    exp_id = exp.experiment_id if exp else client.create_experiment(experiment)
+    artifacts_at = None
+    if uri.startswith("sqlite:///"):  # MLflow would put artifacts in ./mlruns of whatever directory this runs in
+        artifacts_at = (Path(uri[len("sqlite:///"):]).absolute().parent / "mlartifacts" / experiment).as_uri()
+    exp_id = exp.experiment_id if exp else client.create_experiment(experiment, artifact_location=artifacts_at)
     out = []
     for run_dir in _selected(root, ids):
         rec = read_record(run_dir)
