@@ -149,8 +149,6 @@ class _ErrorBoundary(TyperGroup):
                 self._internal(ctx, exc)
             else:
                 self._report(ctx, dep)
-        except BrokenPipeError:
-            raise  # the reader went away (``| head``); main() exits quietly
         except KeyboardInterrupt:
             self._emit_error("Interrupted", "interrupted (Ctrl-C)", None)
             print("\ninterrupted", file=sys.stderr)
