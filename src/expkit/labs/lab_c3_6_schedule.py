@@ -43,7 +43,9 @@ def run(ctx: LabContext) -> LabOutput:
     # the loop's fixed choices, observed while one real train_step runs under bf16 autocast
     c = measure_step_contract(model_config=CharLMConfig(), batch_size=4, seq_len=32, seed=ctx.seed)
     fp32 = c.logits_dtype == "torch.bfloat16" and c.loss_input_dtype == c.loss_dtype == "torch.float32"
-    clipped = c.grad_norm_before_clip > c.grad_clip and c.grad_norm_at_step <= c.grad_clip * (1 + 1e-5)
+    # the seed's clip is 1.0: the loop's default clip must be that, and must have acted on a norm above it
+    clipped = (c.grad_clip == 1.0 and c.grad_norm_before_clip > c.grad_clip
+               and c.grad_norm_at_step <= c.grad_clip * (1 + 1e-5))
     ignored = c.max_abs_grad_ignored == 0.0 and c.max_abs_grad_counted > 0
     measurements = (
         judged("schedule", "the loop's lr followed the warmup + cosine drawn before step 1", shape_ok and max_diff == 0,
@@ -55,8 +57,8 @@ def run(ctx: LabContext) -> LabOutput:
                detail=f"model output {c.logits_dtype}, cross_entropy input {c.loss_input_dtype}, loss {c.loss_dtype}"),
         judged("clip", f"gradient norm the optimizer saw <= {c.grad_clip:g} after a step whose norm was over it",
                clipped, "", rule=Shown("clip_grad_norm_ caps the global norm at 1.0"), seed=SEED_CLIP,
-               detail=f"norm after backward {c.grad_norm_before_clip:.3f}, at optimizer.step "
-                      f"{c.grad_norm_at_step:.6f}"),
+               detail=f"the loop's default clip {c.grad_clip:g}; norm after backward {c.grad_norm_before_clip:.3f}, "
+                      f"at optimizer.step {c.grad_norm_at_step:.6f}"),
         judged("ignore_index", "labels set to -100 give zero gradient", ignored, "",
                rule=Shown("-100 labels add nothing to the gradient"), seed=SEED_IGNORE,
                detail=f"{c.ignored_positions} positions at -100: max |dL/dlogits| {c.max_abs_grad_ignored:g}; "

@@ -13,11 +13,14 @@ from torch.overrides import TorchFunctionMode
 
 from expkit.train.config import TrainConfig
 from expkit.train.distributed import DistContext
-from expkit.train.loop import IGNORE_INDEX, TrainingSetup, build_optimizer, train_step
+from expkit.train.loop import TrainingSetup, build_optimizer, train_step
 from expkit.train.model import CharLM, CharLMConfig
 from expkit.train.schedule import WarmupCosine
 
-__all__ = ["StepContract", "measure_step_contract"]
+__all__ = ["SEED_IGNORE_INDEX", "StepContract", "measure_step_contract"]
+
+SEED_IGNORE_INDEX = -100  # the seed's label (C3.6), written here and not read from the loop, so a loop that
+# ignored another value would show a gradient at these positions
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,8 @@ class StepContract:
         loss_dtype: dtype of the loss ``F.cross_entropy`` returned.
         grad_norm_before_clip: global gradient norm after backward (what ``clip_grad_norm_`` returned).
         grad_norm_at_step: global gradient norm the optimizer saw when ``step()`` ran.
-        grad_clip: the configured clip (``TrainConfig.grad_clip``).
-        ignored_positions: label positions set to ``IGNORE_INDEX`` (-100) in the batch.
+        grad_clip: the configured clip (``TrainConfig.grad_clip``; the loop's default unless given).
+        ignored_positions: label positions set to -100 (``SEED_IGNORE_INDEX``) in the batch.
         max_abs_grad_ignored: largest |d loss / d logits| at those positions.
         max_abs_grad_counted: largest |d loss / d logits| at the other positions.
         grads_none_after_step: every parameter's ``.grad`` is None when ``train_step`` returns.
@@ -69,13 +72,14 @@ def _global_grad_norm(params: list[torch.nn.Parameter]) -> float:
 
 
 def measure_step_contract(*, model_config: CharLMConfig, batch_size: int = 4, seq_len: int = 32, seed: int = 0,
-                          grad_clip: float = 1.0, ignored_fraction: float = 0.5) -> StepContract:
+                          grad_clip: float | None = None, ignored_fraction: float = 0.5) -> StepContract:
     """Run one ``train_step`` under bf16 autocast on a batch whose first ``ignored_fraction`` of label positions
     are ``-100`` and report what it did.
 
     Args:
         model_config: the char LM to build.
-        grad_clip: ``TrainConfig.grad_clip`` for the step (the loop's default is 1.0).
+        grad_clip: ``TrainConfig.grad_clip`` for the step; None: the loop's own default (``TrainConfig()``),
+            which is what the claim is about.
         ignored_fraction: share of each row's label positions set to -100.
 
     Example:
@@ -84,15 +88,16 @@ def measure_step_contract(*, model_config: CharLMConfig, batch_size: int = 4, se
         ('torch.float32', 4.63, 1.0)
     """
     torch.manual_seed(seed)
+    clip = TrainConfig().grad_clip if grad_clip is None else grad_clip
     cfg = TrainConfig(batch_size=batch_size, seq_len=seq_len, bf16_autocast=True, max_steps=1, warmup_steps=0,
-                      grad_clip=grad_clip)
+                      grad_clip=clip)
     model = CharLM(model_config)
     opt = build_optimizer(model, cfg, device="cpu")
     g = torch.Generator().manual_seed(seed)
     x = torch.randint(model_config.vocab_size, (batch_size, seq_len), generator=g)
     y = torch.randint(model_config.vocab_size, (batch_size, seq_len), generator=g)
     n_ignored = int(seq_len * ignored_fraction)
-    y[:, :n_ignored] = IGNORE_INDEX
+    y[:, :n_ignored] = SEED_IGNORE_INDEX
     batches: Iterator[tuple[torch.Tensor, torch.Tensor]] = iter([(x, y)])
     setup = TrainingSetup(model=model, module=model, optimizer=opt,
                           schedule=WarmupCosine(lr_max=cfg.lr_max, lr_min=cfg.lr_min, warmup_steps=0, max_steps=1),
