@@ -33,3 +33,16 @@ def test_c1_1_list_grows_generator_stays_flat(tmp_path):
     if gen.verdict.kind == "differs":  # only when the interpreter alone, measured, is over the limit
         assert "interpreter RSS before the first line" in gen.verdict.reason
 
+
+
+def test_c1_1_interpreter_explains_the_generator_peak_only_when_the_pipeline_held_little():
+    from expkit.labs.lab_c1_1_streaming import GEN_RULE, generator_cause
+
+    # an interpreter of 20 MB and a pipeline of 0.04 MB on a 19.4 MB file: the interpreter is the gap
+    cause = generator_cause(baseline_mb=20.0, own_mb=0.04, file_mb=19.4)
+    assert cause is not None and GEN_RULE.judge(20.04, cause=cause).kind == "differs"
+    # the same interpreter, but a "generator" that held the file: nothing here excuses it
+    assert generator_cause(baseline_mb=20.0, own_mb=60.0, file_mb=19.4) is None
+    assert GEN_RULE.judge(80.0, cause=None).kind == "not reproduced"
+    # a small interpreter is no cause at all
+    assert generator_cause(baseline_mb=9.0, own_mb=0.04, file_mb=19.4) is None
