@@ -130,8 +130,9 @@ def run(ctx: LabContext) -> LabOutput:
     )
     explanation = (
         f"A shape bug two modules deep produced a traceback of {len(frames)} frames, {call_impl} of them "
-        "nn.Module's _call_impl/_wrapped_call_impl plumbing. Read bottom-up, the last frames are torch's "
-        f"(F.linear); the first frame of yours above them is line {by_hand.line if by_hand else '?'}, "
+        "nn.Module's _call_impl/_wrapped_call_impl plumbing. Read bottom-up, the last frame is "
+        f"{Path(frames[-1].file).name}:{frames[-1].line} in {frames[-1].function} ({frames[-1].kind}); the first "
+        f"frame of yours above it is line {by_hand.line if by_hand else '?'}, "
         f"{'the line with the bug' if by_hand_ok else f'not the bug (line {expected_line})'}. expkit why marks "
         f"{where}{' too' if found and by_hand_ok else ''}, collapses each framework run into one line "
         f"({len(groups)} lines "

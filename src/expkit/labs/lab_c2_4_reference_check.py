@@ -107,9 +107,13 @@ def run(ctx: LabContext) -> LabOutput:
         f"{'both within' if e32 <= atol32 and e64 <= atol64 else 'not both within'} what the seed calls correct "
         f"(~1e-6 and ~1e-12). The float32 error is rounding (float32's epsilon is 1.2e-7); over T = "
         f"{', '.join(map(str, T_SWEEP))} at fixed B, H, D its median was {', '.join(f'{e:.2e}' for e in sweep)}: it "
-        f"{trend}. It is {e32 / e64:.0e} times the float64 error, which is what 'correct to floating-point "
-        "precision' means.\n\n"
-        f"The check also catches a real bug: without subtracting the max, exp overflows at logits above ~88 in "
-        f"float32 and the output holds {naive.n_nan_actual} NaN; expkit.check.compare reports NaN and never 'ok'."
+        + (f"{trend}. It is {e32 / e64:.0e} times the float64 error, which is what 'correct to floating-point "
+           "precision' means.\n\n" if e64 else f"{trend}. The float64 error was exactly 0 here.\n\n")
+        + (f"The check also catches a real bug: without subtracting the max, exp overflowed on these logits in "
+           f"float32 and the output held {naive.n_nan_actual} NaN, which expkit.check.compare reported "
+           f"({'not ok' if not naive.ok else 'ok, which it should not be'})."
+           if naive.n_nan_actual else
+           "Without subtracting the max the output held no NaN on these logits: the overflow bug did not show here, "
+           f"and compare said ok={naive.ok}.")
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))

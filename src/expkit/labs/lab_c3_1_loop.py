@@ -14,10 +14,11 @@ EXPECTED_ORDER = ("Dataset.__getitem__", "Module.__call__ -> forward", "autograd
 
 @lab(id="C3.1", title="The visible loop: five objects plus autograd", claims=("C3.1",), seed=(SEED_LOOP,))
 def run(ctx: LabContext) -> LabOutput:
-    from expkit.train import CharLMConfig, TrainConfig, load_corpus
+    from expkit.train import CharLM, CharLMConfig, TrainConfig, count_parameters, load_corpus
     from expkit.train.protocol import annotated_loop_lines, trace_protocol_calls
 
     corpus = load_corpus()
+    n_weights = count_parameters(CharLM(CharLMConfig()))
     steps = 2 if ctx.quick else 4
     trace = trace_protocol_calls(corpus=corpus, model_config=CharLMConfig(), steps=steps, seed=ctx.seed,
                                  train_config=TrainConfig(batch_size=4, seq_len=64))
@@ -31,7 +32,7 @@ def run(ctx: LabContext) -> LabOutput:
         judged("loop_objects", "one traced step calls data, forward, graph, loss, backward, step, clear in order",
                in_order, "", rule=Shown("each line of the loop touches one object, in the loop's order"),
                seed=SEED_LOOP, detail=" -> ".join(trace.first_step)
-               + f" (traced over {steps} real train_step calls on the 837,888-parameter char LM)"),
+               + f" (traced over {steps} real train_step calls on the {n_weights:,}-parameter char LM)"),
         Measurement("loop_lines", "commented lines in train_step", len(lines), "lines",
                     detail="; ".join(f"{line.code.split('(')[0][:28]} -> {line.touches}" for line in lines)),
         Measurement("grads_per_step", "parameters whose .grad autograd accumulated per step", n_params, "tensors"),
@@ -41,8 +42,9 @@ def run(ctx: LabContext) -> LabOutput:
         f"Running it with a hook on every object {'shows' if in_order else 'does not show, in order,'} the protocol "
         "the seed describes: the DataLoader asks the "
         f"Dataset for {trace.counts.get('Dataset.__getitem__', 0) // steps} windows (one per row) and collates "
-        "them, the nn.Module's __call__ runs forward while autograd records the graph, cross_entropy (fp32, "
-        f"ignore_index=-100) makes the loss, backward accumulates into .grad of all {n_params} parameter tensors, "
+        "them, the nn.Module's __call__ runs forward while autograd records the graph, cross_entropy makes the "
+        f"loss (its dtype and ignored labels are observed in C3.6), backward accumulates into .grad of all "
+        f"{n_params} parameter tensors, "
         "the Optimizer steps and zero_grad(set_to_none=True) clears. What a Trainer adds is the shell around "
         "these lines: schedule, checks, evals, checkpoints, logging, DDP (expkit.train.training)."
     )

@@ -57,7 +57,9 @@ def run(ctx: LabContext) -> LabOutput:
         f"{max(nograd) / MIB:.1f} MiB was saved. Without it, summing the loss tensor (total += loss) chains every "
         f"step's graph to `total`: {kept[-1] / MIB:.0f} MiB after {steps} steps, "
         f"{'growing linearly, so a long enough eval ends in OOM (not provoked here)' if linear else 'not linear'}. "
-        "Reading the loss with .item() frees each graph when the next step rebinds `loss`: flat, but every step "
-        "still pays for saving activations. expkit's estimate_val_loss runs under @torch.no_grad()."
+        "Reading the loss with .item() frees each graph when the next step rebinds `loss`: "
+        + (f"flat at {item[-1] / MIB:.1f} MiB, but every step still pays for saving activations. " if flat else
+           f"not flat here ({min(item) / MIB:.1f} to {max(item) / MIB:.1f} MiB). ")
+        + "expkit's estimate_val_loss runs under @torch.no_grad()."
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))
