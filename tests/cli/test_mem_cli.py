@@ -107,3 +107,66 @@ def test_measure_on_a_tiny_config_uses_the_cache(cli, tmp_path, monkeypatch):
     assert abs(fit["extrapolated_bytes"] / fit["formula_bytes"] - 1) < 0.01
     assert json.loads(cli(*args).stdout)["result"]["measured"]["cached"] is True
     assert list((tmp_path / "cache" / "memory").glob("*.json"))
+
+
+# issue 13 and issue 15 regressions
+
+
+def test_does_not_fit_is_exit_1_with_the_ledger_printed(cli):
+    res = cli("mem", "llama-2-7b", "--seq", "4096", "--gpu", "4090")
+    assert res.exit_code == 1
+    assert "does NOT fit" in res.stdout and "does not fit on RTX 4090" in res.stderr
+    js = cli("mem", "llama-2-7b", "--seq", "4096", "--gpu", "4090", "--json")
+    assert js.exit_code == 1 and json.loads(js.stdout)["result"]["fits"] is False
+
+
+def test_ambiguous_gpu_asks_which(cli):
+    res = cli("mem", "qwen2.5-0.5b", "--gpu", "a100")
+    assert res.exit_code == 2 and "A100 40GB SXM, A100 80GB SXM, A100 80GB PCIe" in res.stderr
+
+
+def test_moe_json_has_total_active_and_approximations(cli):
+    res = cli("mem", "deepseek-v3", "--mode", "infer", "--context", "8192", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)["result"]
+    assert out["total_params"] == 671_026_404_352
+    assert out["active_params"] == 36_625_603_584  # without the input embedding (the stated convention)
+    kv = next(line for line in out["lines"] if line["name"] == "KV cache")
+    assert kv["bytes"] == 61 * 576 * 8192 * 2  # MLA latent + rope key
+    assert any("num_nextn_predict_layers" in a for a in out["approximations"])
+    text = cli("mem", "deepseek-v3", "--mode", "infer", "--context", "8192").stdout.replace("\n", " ")
+    assert "approximation: num_nextn_predict_layers" in text
+
+
+def test_235b_moe_lora_ledger_answers_in_under_30_s(cli):
+    import time
+
+    t0 = time.perf_counter()
+    res = cli("mem", "qwen3-235b-a22b", "--method", "lora", "--seq", "4096", "--json")
+    elapsed = time.perf_counter() - t0
+    assert res.exit_code == 0, res.stderr
+    assert elapsed < 30, f"{elapsed:.1f} s"
+    out = json.loads(res.stdout)["result"]
+    assert out["parameters"]["adapter_params"] == out["trainable_params"] > 0
+
+
+def test_uncached_hub_id_is_exit_2_with_the_fetch_command(cli, tmp_path, monkeypatch):
+    import huggingface_hub.constants as hfc
+
+    monkeypatch.setattr(hfc, "HF_HUB_CACHE", str(tmp_path))
+    res = cli("mem", "acme/unknown-model")
+    assert res.exit_code == 2 and "hf download acme/unknown-model config.json" in res.stderr
+
+
+def test_config_with_hidden_not_divisible_by_heads_is_exit_2(cli, tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 100,
+                                                      "num_hidden_layers": 2, "num_attention_heads": 3,
+                                                      "vocab_size": 10}))
+    res = cli("mem", str(tmp_path))
+    assert res.exit_code == 2 and "hidden_size 100 is not divisible by num_attention_heads 3" in res.stderr
+
+
+def test_huge_config_is_exit_2(cli, tmp_path):
+    (tmp_path / "config.json").write_text('{"x": "' + "a" * (5 * 2**20) + '"}')
+    res = cli("mem", str(tmp_path))
+    assert res.exit_code == 2 and "too large for a config.json" in res.stderr

@@ -104,8 +104,15 @@ def test_fits_uses_the_gpu_registry():
     ({"method": "dora"}, r"--method 'dora'"),
     ({"precision": "int8"}, r"--precision 'int8'"),
     ({"shard": "zero4"}, r"--shard 'zero4'"),
-    ({"convention": "megatron"}, r"--convention 'megatron'"),
 ])
 def test_bad_options_are_named(kwargs, match):
     with pytest.raises(UsageError, match=match):
         estimate_training_memory("qwen2.5-0.5b", **kwargs)
+
+
+def test_unknown_convention_is_named():
+    # conventions are views applied by the caller (expkit.memory.conventions), not options of the ledger
+    from expkit.memory.conventions import ledger_for_convention
+
+    with pytest.raises(UsageError, match=r"--convention 'megatron'"):
+        ledger_for_convention(estimate_training_memory("qwen2.5-0.5b"), "megatron")

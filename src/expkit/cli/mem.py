@@ -8,89 +8,7 @@ from typing import Any
 import typer
 
 from expkit.cli.output import emit_json
-
-from expkit.memory.architecture import catalog_names
-
-_GIB = 2**30
-
-
-def _gib(n: int | float | None) -> str:
-    return "-" if n is None else f"{n / _GIB:,.2f} GiB"
-
-
-def _print_ledger(led: Any, count: Any | None) -> None:
-    from rich.table import Table
-
-    from expkit.render.console import out_console
-
-    con = out_console()
-    head = (f"{led.model}: {led.mode} {led.method}, {led.precision}, "
-            + (f"optimizer {led.optimizer}, batch {led.batch} x seq {led.seq}, grad-ckpt {led.grad_ckpt}, "
-               f"attention {led.attention}, " if led.mode == "train" else f"batch {led.batch}, context {led.seq}, ")
-            + f"{led.gpus} GPU(s), shard {led.shard}, convention {led.convention}")
-    con.print(head)
-    if count is not None:
-        con.print(f"parameters: {led.total_params:,} total, {led.trainable_params:,} trainable "
-                  f"({100 * led.trainable_fraction:.2f}% of the base"
-                  + (f"; {100 * count.trainable_fraction_of_all:.2f}% of base + adapters" if count.adapter_params else "")
-                  + f"); {count.counted_by}")
-    table = Table(title="bytes per GPU (GiB = 2^30 B)")
-    table.add_column("line")
-    table.add_column("GiB", justify="right")
-    table.add_column("formula")
-    for ln in led.lines:
-        table.add_row(ln.name + (" (estimate)" if ln.estimate else ""), f"{ln.bytes / _GIB:,.3f}", ln.formula)
-    table.add_row("sum of lines (per GPU)", f"{led.per_gpu_bytes / _GIB:,.3f}", "every block at once")
-    con.print(table)
-    con.print(f"predicted peak per GPU: {_gib(led.peak_bytes)} at {led.peak_phase}")
-    if led.gpus > 1:
-        con.print(f"all {led.gpus} GPUs together: {_gib(led.total_bytes)}")
-    if led.fits is not None:
-        verdict = "fits" if led.fits else "does NOT fit"
-        con.print(f"{led.gpu} ({_gib(led.gpu_memory_bytes)}): {verdict}")
-    for note in led.notes:
-        con.print(f"note: {note}")
-
-
-def _print_comparison(cmp: Any) -> None:
-    from rich.table import Table
-
-    from expkit.render.console import out_console
-
-    table = Table(title="the same run under each tool's convention (GiB per GPU)")
-    table.add_column("line")
-    for c in cmp.conventions:
-        table.add_column(c, justify="right")
-    for row in cmp.rows:
-        cells = ["-" if v is None else f"{v / _GIB:,.2f}" for v in row.bytes_by_convention.values()]
-        table.add_row(row.line, *cells)
-    table.add_row("total", *[f"{cmp.per_gpu_bytes[c] / _GIB:,.2f}" for c in cmp.conventions])
-    if cmp.model_state_bytes_per_param:
-        table.add_row("model state B/param (1 GPU)",
-                      *[f"{cmp.model_state_bytes_per_param[c]:.1f}" for c in cmp.conventions])
-    con = out_console()
-    con.print(table)
-    con.print("why they differ:")
-    for row in cmp.rows:
-        con.print(f"  {row.line}: {row.why}")
-
-
-def _print_fit(fit: Any) -> None:
-    from expkit.render.console import out_console
-
-    con = out_console()
-    con.print(f"activations measured on replicas ({fit.note}):")
-    for n, b in zip(fit.layers, fit.measured_bytes):
-        con.print(f"  {n} layer(s): {b / 2**20:,.2f} MiB saved for backward")
-    con.print(f"  fit: {fit.per_layer_bytes / 2**20:,.3f} MiB per layer + {fit.fixed_bytes / 2**20:,.3f} MiB fixed "
-              f"(largest residual {fit.residual_bytes:,.0f} B)")
-    con.print(f"  extrapolated to {fit.num_layers} layers, {fit.batch} x {fit.seq}: {_gib(fit.extrapolated_bytes)}; "
-              f"ledger formula {_gib(fit.formula_bytes)}; Korthikanti 34sbhL {_gib(fit.korthikanti_bytes)}")
-    if fit.ckpt_extrapolated_bytes is not None:
-        con.print(f"  with gradient checkpointing: {_gib(fit.ckpt_extrapolated_bytes)}, forward+backward time x"
-                  f"{fit.ckpt_time_ratio:.2f} (measured here)")
-    if fit.cached:
-        con.print("  (from the cache)")
+from expkit.models.description import catalog_names
 
 
 def _read_oom(source: str) -> Any:
@@ -116,7 +34,8 @@ def _read_oom(source: str) -> Any:
 
 
 def mem(
-    model: str = typer.Argument(..., help=f"A model directory, a config.json, or a catalog name: {', '.join(catalog_names())}."),
+    model: str = typer.Argument(..., help=("A model directory, a config.json, a Hub ID in the local HF cache, or a catalog name: "
+                                        f"{', '.join(catalog_names())}.")),
     seq: int = typer.Option(2048, "--seq", help="Tokens per sequence."),
     batch: int = typer.Option(1, "--batch", help="Micro-batch per GPU."),
     method: str = typer.Option("full", "--method", help="full | lora | qlora."),
@@ -140,6 +59,9 @@ def mem(
 ) -> None:
     """The memory ledger: parameters counted exactly from the config (meta device, no weights), then
     every block of a training step (or of inference) per GPU, with its formula and the predicted peak.
+    Mixture-of-experts, latent attention (MLA), sliding windows and quantized checkpoints are modeled per
+    layer kind; what is assumed is printed as an approximation. Exit 1 when --gpu is given and the peak
+    does not fit.
 
     Examples:
 
@@ -154,82 +76,45 @@ def mem(
       expkit mem qwen2.5-0.5b --measure --seq 4096 --replica-seq 256
 
       expkit mem llama-3-8b --gpu 4090 --oom crash.log
+
+      expkit mem deepseek-v3 --mode infer --context 8192 --gpus 8 --gpu h200   # MLA latent cache, fp8 weights
     """
-    from expkit.errors import UsageError
-    from expkit.memory import (
-        compare_conventions,
-        count_parameters,
-        estimate_inference_memory,
-        estimate_training_memory,
-        load_model_spec,
-    )
+    from expkit.errors import CheckFailed
+    from expkit.memory.ledger import TrainingQuery
+    from expkit.memory.params import resolve_spec
+    from expkit.memory.report import build_memory_report
+    from expkit.render.console import progress_steps
 
-    if mode not in ("train", "infer"):
-        raise UsageError(f"--mode {mode!r} is not one of train, infer")
-    spec = load_model_spec(model)
-    if mode == "infer":
-        led = estimate_inference_memory(spec, context=context, batch=batch, precision=precision,
-                                        method="qlora" if method == "qlora" else "full", gpus=gpus, gpu=gpu)
-        count = None
-    else:
-        led = estimate_training_memory(spec, batch=batch, seq=seq, method=method, lora_r=lora_r,
-                                       lora_targets=lora_targets, optimizer=optimizer, precision=precision,
-                                       grad_ckpt=grad_ckpt, attention=attention, gpus=gpus, shard=shard, gpu=gpu,
-                                       convention=convention)
-        count = count_parameters(spec, lora_r=lora_r if method != "full" else None, lora_targets=lora_targets)
-    result: dict[str, Any] = {"ledger": led}
-    if count is not None:
-        result["parameters"] = count
-    if explain:
-        if mode != "train":
-            raise UsageError("--explain compares training conventions; drop --mode infer")
-        base = led if convention == "expkit" else estimate_training_memory(
-            spec, batch=batch, seq=seq, method=method, lora_r=lora_r, lora_targets=lora_targets,
-            optimizer=optimizer, precision=precision, grad_ckpt=grad_ckpt, attention=attention, gpus=gpus,
-            shard=shard)
-        one = None
-        if gpus > 1 and shard != "none":
-            one = estimate_training_memory(spec, batch=batch, seq=seq, method=method, lora_r=lora_r,
-                                           lora_targets=lora_targets, optimizer=optimizer, precision=precision,
-                                           grad_ckpt=grad_ckpt, attention=attention)
-        result["conventions"] = compare_conventions(base, unsharded=one)
+    targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+    query = TrainingQuery(model=resolve_spec(model), batch=batch, seq=seq, method=method, lora_r=lora_r,
+                          lora_targets=targets, optimizer=optimizer, precision=precision, grad_ckpt=grad_ckpt,
+                          attention=attention, gpus=gpus, shard=shard, gpu=gpu)
+    info = _read_oom(oom) if oom is not None else None
+    options = dict(mode=mode, context=context, convention=convention, explain=explain, measure=measure,
+                   replica_seq=replica_seq, oom=info)
     if measure:
-        from expkit.memory.activation_fit import fit_activations
-        from expkit.render.console import progress_steps
-
         with progress_steps(1, "measuring replicas") as advance:
-            advance(f"{spec.name} at {replica_seq} tokens")
-            result["measured"] = fit_activations(spec, batch=batch, seq=seq, replica_seq=replica_seq,
-                                                 precision="fp32" if precision == "fp32" else precision,
-                                                 method="full" if method == "full" else "lora", lora_r=lora_r,
-                                                 attention=attention)
-    if oom is not None:
-        if mode != "train":
-            raise UsageError("--oom reconciles a training ledger; drop --mode infer")
-        from expkit.memory.oom import attribute_oom
-
-        info = _read_oom(oom)
-        result["oom"] = attribute_oom(led, model=spec, phase=info.phase, capacity_bytes=info.capacity_bytes,
-                                      requested_bytes=info.requested_bytes, allocated_bytes=info.allocated_bytes)
+            report = build_memory_report(query, on_step=advance, **options)
+    else:
+        report = build_memory_report(query, **options)
     if json_out:
         from expkit.render.jsonout import to_jsonable
 
-        out = to_jsonable(led)  # the ledger's fields at the top: total_params, lines, per_gpu_bytes, fits ...
-        out.update({k: to_jsonable(v) for k, v in result.items() if k != "ledger"})
+        out = to_jsonable(report.ledger)  # the ledger's fields at the top: total_params, lines, fits ...
+        for key in ("parameters", "conventions", "measured", "oom"):
+            value = getattr(report, key)
+            if value is not None:
+                out[key] = to_jsonable(value)
         emit_json(out)
-        return
-    _print_ledger(led, count)
-    if "conventions" in result:
-        _print_comparison(result["conventions"])
-    if "measured" in result:
-        _print_fit(result["measured"])
-    if "oom" in result:
-        ex = result["oom"]
-        print(f"OOM: {ex.reason}")
-        for i, r in enumerate(ex.remedies, 1):
-            fits = "" if r.fits is None else (", fits" if r.fits else ", still too big")
-            print(f"  {i}. {r.name} ({r.option}): saves {_gib(r.savings_bytes)} -> peak {_gib(r.peak_bytes)}"
-                  f"{fits}; cost: {r.cost}")
+    else:
+        from expkit.render.ledger import render_memory_report
+
+        render_memory_report(report)
+    led = report.ledger
+    if led.fits is False:
+        raise CheckFailed(f"{led.model} does not fit on {led.gpu}: predicted peak {led.peak_bytes / 2**30:,.2f} GiB "
+                          f"> {led.gpu_memory_bytes / 2**30:,.2f} GiB",
+                          hint="try --method lora, --grad-ckpt full or --gpus N --shard fsdp (ranked with --oom FILE)")
 
 
 def register(root: typer.Typer) -> None:

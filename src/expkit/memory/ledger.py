@@ -21,6 +21,8 @@ __all__ = [
     "CUDA_OVERHEAD_BYTES",
     "Ledger",
     "LedgerLine",
+    "TrainingQuery",
+    "ledger_for_query",
     "estimate_inference_memory",
     "estimate_training_memory",
 ]
@@ -85,6 +87,7 @@ class Ledger:
     largest_layer_params: int = 0
     approximations: tuple[str, ...] = ()
     active_params: int = 0
+    query: Any = None  # the TrainingQuery (training) or InferenceQuery (inference) this ledger answers
 
     def line(self, name: str) -> LedgerLine:
         """The line called ``name`` (KeyError listing the names if absent)."""
@@ -136,6 +139,34 @@ def _matrix_rows_cols(spec: ModelSpec, method: str, count: Any) -> int:
     return spec.num_layers * per_layer + emb
 
 
+@dataclass(frozen=True)
+class TrainingQuery:
+    """Everything a training ledger depends on, in one frozen value (kept on the Ledger as ``query``).
+
+    Variants are ``dataclasses.replace(query, method="lora")`` then ``ledger_for_query``: the OOM remedies
+    are ranked that way, so they keep every option of the run (its LoRA rank, targets, GPUs ...).
+    """
+
+    model: ModelSpec
+    batch: int = 1
+    seq: int = 2048
+    method: str = "full"
+    lora_r: int = 16
+    lora_targets: tuple[str, ...] = ("all-linear",)
+    optimizer: str = "adamw"
+    precision: str = "bf16-mixed"
+    grad_ckpt: str = "none"
+    attention: str = "sdpa"
+    gpus: int = 1
+    shard: str = "none"
+    device: str = "cuda"
+    gpu: str | None = None
+
+    def __json__(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "model"}
+        return {"model": self.model.name, "model_source": self.model.source, **out}
+
+
 def estimate_training_memory(
     model: ModelSpec | str | Path | dict[str, Any],
     *,
@@ -152,7 +183,6 @@ def estimate_training_memory(
     shard: str = "none",
     device: str = "cuda",
     gpu: str | None = None,
-    convention: str = "expkit",
 ) -> Ledger:
     """Predict the memory of one training step, line by line, per GPU.
 
@@ -169,11 +199,10 @@ def estimate_training_memory(
             ``zero2`` + gradients, ``zero3``/``fsdp`` + weights, plus one gathered layer).
         device: ``cuda`` adds the runtime-overhead line; ``cpu`` does not (used by the validation).
         gpu: a GPU name from ``expkit.perf.hardware`` for the ``fits`` verdict.
-        convention: ``expkit`` (this ledger), or another tool's: ``zero``, ``hf``, ``deepspeed``,
-            ``accelerate`` (see ``expkit.memory.conventions``).
 
     Returns:
-        Ledger.
+        Ledger; ``ledger.query`` is the TrainingQuery it answers (vary it with ``dataclasses.replace`` and
+        ``ledger_for_query``). Other tools' conventions are views of it: ``expkit.memory.conventions``.
 
     Raises:
         UsageError: a bad option value (names it), ``gpus`` < 1, sharding with one GPU is allowed.
@@ -186,6 +215,23 @@ def estimate_training_memory(
     Reference: ZeRO (Rajbhandari et al. 2020) sec. 3.1 for the 16 B/param model state; Korthikanti et al.
     2022 for activations (compared in ``expkit.memory.activations``).
     """
+    targets = (tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if isinstance(lora_targets, str)
+               else tuple(lora_targets))
+    return ledger_for_query(TrainingQuery(
+        model=resolve_spec(model), batch=batch, seq=seq, method=method, lora_r=lora_r, lora_targets=targets,
+        optimizer=optimizer, precision=precision, grad_ckpt=grad_ckpt, attention=attention, gpus=gpus, shard=shard,
+        device=device, gpu=gpu))
+
+
+def ledger_for_query(query: TrainingQuery) -> Ledger:
+    """The training ledger of ``query`` (see ``estimate_training_memory`` for the options and references).
+
+    Raises:
+        UsageError: a bad option value (names it).
+    """
+    q = query
+    batch, seq, method, lora_r, optimizer, precision = q.batch, q.seq, q.method, q.lora_r, q.optimizer, q.precision
+    grad_ckpt, attention, gpus, shard, device, gpu = q.grad_ckpt, q.attention, q.gpus, q.shard, q.device, q.gpu
     for value, choices, option in ((method, METHODS, "--method"), (optimizer, OPTIMIZERS, "--optimizer"),
                                    (precision, PRECISIONS, "--precision"), (grad_ckpt, GRAD_CKPT, "--grad-ckpt"),
                                    (attention, ATTENTION, "--attention"), (shard, SHARDS, "--shard"),
@@ -193,16 +239,10 @@ def estimate_training_memory(
         _check_choice(value, choices, option)
     for value, option in ((batch, "--batch"), (seq, "--seq"), (gpus, "--gpus"), (lora_r, "--lora-r")):
         _check_positive(value, option)
-    if convention != "expkit":
-        from expkit.memory.conventions import ledger_for_convention
-
-        base = estimate_training_memory(model, batch=batch, seq=seq, method=method, lora_r=lora_r,
-                                        lora_targets=lora_targets, optimizer=optimizer, precision=precision,
-                                        grad_ckpt=grad_ckpt, attention=attention, gpus=gpus, shard=shard,
-                                        device=device, gpu=gpu)
-        return ledger_for_convention(base, convention)
-    spec = resolve_spec(model)
-    targets = tuple(t.strip() for t in lora_targets.split(",")) if isinstance(lora_targets, str) else tuple(lora_targets)
+    if not q.lora_targets:
+        raise UsageError("--lora-targets is empty", hint="give module names like q_proj,v_proj or all-linear")
+    spec = q.model
+    targets = q.lora_targets
     lora = method != "full"
     count = count_parameters(spec, lora_r=lora_r if lora else None, lora_targets=targets)
     P, Pt = count.total_params, count.trainable_params
@@ -212,7 +252,8 @@ def estimate_training_memory(
     n_opt = gpus if shard != "none" else 1
     div = (lambda n: f" / {n} GPUs" if n > 1 else "")
 
-    decoder_params = sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
+    decoder_params = (sum(k.layers * k.params_per_layer for k in count.layer_kinds)
+                      or spec.num_layers * count.per_layer_params)
     # FSDP wraps each decoder layer: the largest layer kind is the unit gathered (a MoE layer, not a dense one)
     unit = max((k.params_per_layer for k in count.layer_kinds), default=count.per_layer_params)
     unit_kind = max(count.layer_kinds, key=lambda k: k.params_per_layer).label if count.layer_kinds else "layer"
@@ -324,7 +365,7 @@ def estimate_training_memory(
         largest_layer_params=max(count.embedding_params, count.lm_head_params,
                                  spec.hidden_size * spec.intermediate_size,
                                  *(k.routed_expert_params_per_layer for k in count.layer_kinds)),
-        approximations=spec.desc.approximations, active_params=count.active_params,
+        approximations=spec.desc.approximations, active_params=count.active_params, query=q,
     )
     return _with_fit(led, gpu)
 
@@ -371,7 +412,8 @@ def estimate_inference_memory(
     count = count_parameters(spec)
     P = count.total_params
     b = 4 if precision == "fp32" else 2
-    decoder = sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
+    decoder = (sum(k.layers * k.params_per_layer for k in count.layer_kinds)
+               or spec.num_layers * count.per_layer_params)
     if method == "qlora":
         wbytes = int(NF4_BYTES_PER_PARAM * P)
         wformula = f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {P:,} params"

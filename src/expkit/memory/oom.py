@@ -7,11 +7,11 @@ The numbers come from ``expkit.diagnose`` (``parse_oom_message``); this module o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from expkit.errors import UsageError
-from expkit.memory.ledger import Ledger, estimate_training_memory
+from expkit.memory.ledger import Ledger, ledger_for_query
 
 __all__ = ["OomExplanation", "Remedy", "attribute_oom", "rank_remedies"]
 
@@ -80,12 +80,14 @@ _BLOCK_OF_PHASE = {
 }
 
 
-def rank_remedies(led: Ledger, *, model: Any, capacity_bytes: int | None = None) -> tuple[Remedy, ...]:
-    """Alternative ledgers, one change each, ranked by predicted savings of the peak (largest first)."""
+def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None = None) -> tuple[Remedy, ...]:
+    """Alternative ledgers, one change each to the ledger's own query (``dataclasses.replace``), ranked by
+    predicted savings of the peak (largest first). Every other option of the run (LoRA rank and targets,
+    GPUs, sharding, device) is kept. ``model`` is accepted for old callers and not needed."""
     if led.mode != "train":
         raise UsageError("remedies are for training ledgers (mode train)")
-    base = dict(batch=led.batch, seq=led.seq, method=led.method, optimizer=led.optimizer, precision=led.precision,
-                grad_ckpt=led.grad_ckpt, attention=led.attention, gpus=led.gpus, shard=led.shard, device=led.device)
+    if led.query is None:
+        raise UsageError("this ledger carries no query to vary (build it with estimate_training_memory)")
     options: list[tuple[str, str, dict[str, Any], str]] = []
     if led.grad_ckpt == "none":
         options.append(("gradient checkpointing", "--grad-ckpt full", {"grad_ckpt": "full"},
@@ -107,7 +109,7 @@ def rank_remedies(led: Ledger, *, model: Any, capacity_bytes: int | None = None)
                         "same effective batch, lower GPU utilization"))
     remedies = []
     for name, opt, change, cost in options:
-        alt = estimate_training_memory(model, **{**base, **change})
+        alt = ledger_for_query(replace(led.query, **change))
         remedies.append(Remedy(name, opt, alt.peak_bytes, led.peak_bytes - alt.peak_bytes, cost,
                                None if capacity_bytes is None else alt.peak_bytes <= capacity_bytes))
     # chunked cross-entropy: the vocabulary-sized tensors shrink to one chunk (Liger / chunked loss)
@@ -123,7 +125,7 @@ def rank_remedies(led: Ledger, *, model: Any, capacity_bytes: int | None = None)
 def attribute_oom(
     led: Ledger,
     *,
-    model: Any,
+    model: Any = None,
     phase: str | None,
     capacity_bytes: int | None = None,
     requested_bytes: int | None = None,
@@ -133,7 +135,7 @@ def attribute_oom(
 
     Args:
         led: the ledger of the run that failed (same model and options).
-        model: what ``led`` was built from (to rebuild alternatives for the remedies).
+        model: not needed (the remedies vary ``led.query``); accepted for old callers.
         phase: ``loading``, ``forward``, ``backward`` or ``optimizer step`` (from ``expkit.diagnose``), or None.
         capacity_bytes: the GPU's total capacity from the message (else ``led.gpu_memory_bytes``).
         requested_bytes: the failed allocation's size.
