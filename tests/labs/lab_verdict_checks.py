@@ -24,8 +24,14 @@ def assert_verdict_follows(m: Measurement) -> None:
     assert again.kind == expected, f"{m.key}: {m.value!r} under '{m.rule}' gives {again.kind}, lab said {m.verdict}"
 
 
+_HOLDS = ("reproduced", "demonstrated")
+
+
 def assert_flips(m: Measurement, contrary: Value) -> None:
-    """Fed the measurement that would contradict the claim, the rule gives another verdict."""
+    """Fed the measurement that would contradict the claim, the rule crosses over: a verdict that holds becomes
+    one that does not, and the reverse (``differs`` -> ``not reproduced`` is no flip: both say the rule failed)."""
     assert m.rule is not None and m.verdict is not None
+    assert m.verdict.kind != "not measured here", f"{m.key}: nothing was measured, so nothing can flip"
     flipped = m.rule.judge(contrary)
-    assert flipped.kind != m.verdict.kind, f"{m.key}: {contrary!r} under '{m.rule}' still gives {flipped.kind}"
+    assert (flipped.kind in _HOLDS) != (m.verdict.kind in _HOLDS), \
+        f"{m.key}: {contrary!r} under '{m.rule}' gives {flipped.kind}, the lab said {m.verdict.kind}"

@@ -26,10 +26,12 @@ def test_c1_1_list_grows_generator_stays_flat(tmp_path):
     assert set(judged) == {"list_ratio", "generator_peak", "generator_flat"}
     for key in judged:
         assert_verdict_follows(judged[key])
-    assert_flips(judged["list_ratio"], 1.2)        # a list costing little more than the file
-    assert_flips(judged["generator_peak"], 200.0)  # a "generator" holding the whole file
-    assert_flips(judged["generator_flat"], 4.5)    # a pipeline growing like the list
+    lst = judged["list_ratio"]  # contrary: a list costing little more than the file, or the seed's 5.3x
+    assert_flips(lst, 1.2 if lst.verdict.kind == "reproduced" else 5.3)
     gen = judged["generator_peak"]
+    # the contrary of what was found: a "generator" holding the whole file, or a process as small as the seed's
+    assert_flips(gen, 200.0 if gen.verdict.kind == "reproduced" else 11.0)
+    assert_flips(judged["generator_flat"], 4.5)    # a pipeline growing like the list
     if gen.verdict.kind == "differs":  # only when the interpreter alone, measured, is over the limit
         assert "interpreter RSS before the first line" in gen.verdict.reason
 
