@@ -7,7 +7,10 @@
 3. Buckets vs torch's own table: expkit's GEMM self time from the exported trace against
    ``prof.key_averages()`` self CPU time of aten::mm/addmm/bmm for the same profiled steps.
 
-    .venv/bin/python benchmarks/bench_perf.py [--repeats 3] [--threads N]
+    .venv/bin/python benchmarks/bench_perf.py [--repeats 3] [--threads N] [--quick]
+
+``--quick`` (CI): tiny sizes and one repeat, seconds in all; it checks that the comparison still runs,
+its ratios are not the benchmark's figures.
 
 Prints ratios (median of repeats) and writes benchmarks/results/perf.json. The machine may be shared:
 read the ratios with the load average printed beside them.
@@ -22,14 +25,18 @@ import statistics
 import tempfile
 from pathlib import Path
 
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto's USDT lines off, as `labs run` has them
+
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm")
 
 
-def bench_roofs(repeats: int, threads: int | None) -> dict:
+def bench_roofs(repeats: int, threads: int | None, quick: bool = False) -> dict:
     from expkit.perf.roofs import measure_roofs
 
-    runs = [measure_roofs(compare=True, gemm_n=2048, copy_bytes=256 * 2**20, repeats=5, reference_n=4096,
-                          reference_copy_bytes=2**30, threads=threads) for _ in range(repeats)]
+    sizes = (dict(gemm_n=256, copy_bytes=16 * 2**20, repeats=2, reference_n=512, reference_copy_bytes=32 * 2**20)
+             if quick else dict(gemm_n=2048, copy_bytes=256 * 2**20, repeats=5, reference_n=4096,
+                                reference_copy_bytes=2**30))
+    runs = [measure_roofs(compare=True, threads=threads, **sizes) for _ in range(repeats)]
     g = statistics.median(r.gemm_vs_reference_ratio for r in runs)
     b = statistics.median(r.bandwidth_vs_reference_ratio for r in runs)
     return {
@@ -55,8 +62,8 @@ def bench_profiler(repeats: int, threads: int | None) -> dict:
 
     from expkit.perf.buckets import bucket_trace
     from expkit.perf.profiler import profile
-    from expkit.perf.roofs import torch_threads
     from expkit.perf.trace import load_trace
+    from expkit.train.threads import torch_threads
 
     step = _charlm_step()
     with torch_threads(threads):
@@ -87,12 +94,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (CI: does it still run?)")
     args = parser.parse_args()
+    repeats = 1 if args.quick else args.repeats
     load = os.getloadavg()[0]
-    roofs = bench_roofs(args.repeats, args.threads)
-    prof = bench_profiler(args.repeats, args.threads)
+    roofs = bench_roofs(repeats, args.threads, quick=args.quick)
+    prof = bench_profiler(repeats, args.threads)
     print(f"load average at start: {load:.2f} on {os.cpu_count()} CPUs (shared machine: ratios are noisy)")
     print(f"[roofs] threads {roofs['threads']}")
+    if args.quick:
+        print("  (quick: GEMM n=256 vs 512, copy 16 vs 32 MiB; too small for the targets, which are not judged)")
     print(f"  expkit GEMM (n=2048) / torch.matmul n=4096:  {roofs['gemm_vs_torch_matmul_4096']:.2f}  "
           f"(target >= 0.70: {'met' if roofs['gemm_target_met'] else 'NOT met'})")
     print(f"  expkit copy 256 MiB / numpy copy 1 GiB:      {roofs['bandwidth_vs_numpy_copy_1gib']:.2f}  "
@@ -102,7 +113,7 @@ def main() -> None:
     print("[profiler] char-LM training step")
     print(f"  profiled / plain step time:                 {prof['profiling_overhead_ratio']:.2f}  {prof['overhead_ratios']}")
     print(f"  expkit GEMM self time / key_averages:       {prof['gemm_self_time_vs_key_averages']:.3f}")
-    out = Path(__file__).parent / "results" / "perf.json"
+    out = Path(__file__).parent / "results" / ("perf-quick.json" if args.quick else "perf.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"load_average": load, "roofs": roofs, "profiler": prof}, indent=2))
     print(f"wrote {out}")
