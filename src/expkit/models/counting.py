@@ -164,6 +164,8 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
     from peft import LoraConfig, get_peft_model
 
     model = build_meta_model(desc)
+    if model is None:
+        raise UsageError(f"transformers cannot build model_type {desc.model_type!r}: no LoRA count")
     path, layers = _decoder_layers(model, desc.num_layers)
     reps = [layers[i] for i, _ in _group_layers(layers)]
     parent = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
@@ -171,7 +173,8 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
     target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha, target_modules=target_arg))
+        peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha,  # type: ignore[arg-type]
+                                                           target_modules=target_arg))  # alpha: a float is fine
     trainable, _ = peft_model.get_nb_trainable_parameters()
     per_rep = [sum(p.numel() for p in rep.parameters() if p.requires_grad) for rep in reps]
     return trainable - sum(per_rep), per_rep

@@ -117,7 +117,7 @@ def get_gpu(name: str) -> GPUSpec:
     if len(partial) > 1:
         raise UsageError(f"GPU {name!r} matches {len(partial)} registry entries: "
                          f"{', '.join(g.name for g in partial)}",
-                         hint=f"name one, e.g. --gpu {partial[0].aliases[0] if partial[0].aliases else partial[0].name!r}")
+                         hint=f"name one, e.g. --gpu {(partial[0].aliases or (partial[0].name,))[0]!r}")
     raise UsageError(f"unknown GPU {name!r}",
                      hint=f"known GPUs: {', '.join(g.name for g in _registry())} (see `expkit roofline gpus`)")
 

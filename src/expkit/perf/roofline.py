@@ -123,7 +123,7 @@ class ModelShape:
                 qk, v = a.head_dim, a.v_head_dim
                 q = ([(h, a.q_lora_rank), (a.q_lora_rank, a.num_heads * qk)] if a.q_lora_rank
                      else [(h, a.num_heads * qk)])
-                mats = q + [(h, a.kv_lora_rank + a.qk_rope_head_dim),
+                mats = [*q, (h, a.kv_lora_rank + a.qk_rope_head_dim),
                             (a.kv_lora_rank, a.num_heads * (a.qk_nope_head_dim + v)), (a.num_heads * v, h)]
                 key = ("mla", a.kv_cache_elements_per_token,
                        2 * a.num_heads * (a.kv_lora_rank + a.qk_rope_head_dim) + 2 * a.num_heads * a.kv_lora_rank,
