@@ -57,7 +57,9 @@ def charlm(
     """
     from contextlib import ExitStack
 
-    from expkit.errors import CheckFailed
+    from expkit.errors import CheckFailed, require
+
+    require("torch")  # the light install: one line naming the extra, before expkit.train imports torch
     from expkit.render.console import progress_steps
     from expkit.train import CharLMConfig, TrainConfig, apply_overrides, train_charlm
 
