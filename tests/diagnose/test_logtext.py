@@ -73,3 +73,53 @@ def test_trainer_errors_without_a_loss_or_columns_are_explained():
     cols = text.replace(text.splitlines()[-1], "ValueError: No columns in the dataset match the model's forward "
                         "method signature: (input_ids, labels). The following columns have been ignored: [text].")
     assert diagnose_text(cols).explanation.kind == "trainer_no_columns"
+
+
+def test_srun_label_task_numbers_are_ranks():
+    # srun --label (-l) puts "N: " before every line of task N; a code line's own indentation is kept
+    text = "\n".join([" 0: Epoch 1:  10%|#  | 10/100"] + [f"1: {line}" for line in TB])
+    tb = parse_traceback(clean_log_text(text).text)
+    assert tb.rank == 1 and tb.final.type == "ValueError" and tb.final.message == "bad batch"
+    assert tb.chosen_frame.line == 9 and tb.chosen_frame.code == 'raise ValueError("bad batch")'
+    code = clean_log_text('    1: "a",').text
+    assert code == '    1: "a",'  # an indented dict entry in source is not a task number
+
+
+IPYTHON_PLAIN = """\
+---------------------------------------------------------------------------
+RuntimeError                              Traceback (most recent call last)
+Cell In[3], line 5
+      3 x = torch.randn(2, 3)
+----> 5 y = model(x)
+
+File /opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py:1739, in Module._wrapped_call_impl(self, *args)
+   1737     return self._compiled_call_impl(*args, **kwargs)
+-> 1739     return self._call_impl(*args, **kwargs)
+
+[... skipping hidden 1 frame]
+
+File ~/proj/model.py:42, in Head.forward(self, x)
+     41 def forward(self, x):
+---> 42     return self.proj(x)
+
+RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)
+"""
+# IPython colours each part: the exception type red, locations green, function names cyan, line numbers green
+_RED, _GREEN, _CYAN, _OFF = "\x1b[0;31m", "\x1b[0;32m", "\x1b[0;36m", "\x1b[0m"
+IPYTHON_TB = (IPYTHON_PLAIN.replace("RuntimeError", f"{_RED}RuntimeError{_OFF}")
+              .replace("In[3], line 5", f"{_GREEN}In[3], line 5{_OFF}")
+              .replace("Head.forward", f"{_CYAN}Head.forward{_OFF}")
+              .replace("---> 42", f"{_GREEN}---> 42{_OFF}").replace("----> 5", f"{_GREEN}----> 5{_OFF}"))
+
+
+def test_an_ipython_traceback_is_read_as_python_prints_it():
+    # IPython 8's verbose traceback (Jupyter, ipython), with its colours: frames as 'Cell In[3], line 5' and
+    # 'File path:line, in Qual.name(args)', the failing line after '---->'
+    tb = parse_traceback(clean_log_text(IPYTHON_TB).text)
+    assert tb.final.type == "RuntimeError" and tb.final.message.startswith("mat1 and mat2 shapes")
+    assert [(f.file, f.line, f.function, f.kind) for f in tb.final.frames] == [
+        ("<cell In[3]>", 5, "<module>", "yours"),
+        ("/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py", 1739, "_wrapped_call_impl",
+         "framework"),
+        ("~/proj/model.py", 42, "forward", "yours")]
+    assert tb.chosen_frame.file == "~/proj/model.py" and tb.chosen_frame.code == "return self.proj(x)"

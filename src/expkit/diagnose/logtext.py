@@ -1,6 +1,8 @@
 """Real logs around a traceback: strip terminal escape sequences and per-line prefixes (timestamps,
-logger names and levels, glog headers, ``[rankN]:``) so the traceback parser sees Python's own lines,
-and make any text safe to print back to a terminal.
+logger names and levels, glog headers, ``[rankN]:``, Slurm's ``srun --label`` task numbers) so the
+traceback parser sees Python's own lines; rewrite an IPython/Jupyter traceback (``Cell In[3], line 5``,
+``File ~/m.py:42, in f(x)``, ``----> 42 code``) in Python's own layout; and make any text safe to print
+back to a terminal.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CleanLog", "clean_log_text", "sanitize_for_terminal", "strip_ansi"]
+__all__ = ["CleanLog", "clean_log_text", "ipython_as_python", "sanitize_for_terminal", "strip_ansi"]
 
 # ECMA-48: CSI (ESC [ ... final byte, or the 8-bit CSI 0x9b), OSC (ESC ] ... BEL or ESC \), other
 # two-byte escapes (ESC followed by one byte in @-Z, \, ], ^, _ and the charset selectors).
@@ -19,7 +21,9 @@ _ANSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE|NOTSET)"
-_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:\s?")
+# torchrun's [rankN]: / [defaultN]:, and srun --label's "N: " (at most one space before it: an indented
+# code line such as "    1: 'a'," in a dict literal is not a task number)
+_RANK = re.compile(r"\[(?:rank|default)(\d+)\]:\s?| ?(\d{1,5}): ")
 # Each prefix is matched at the start of a line and removed; several can follow one another
 # ("2026-01-01 10:00:00,123 - root - ERROR - Traceback ..."). Only shapes loggers print are listed:
 # a traceback's own lines (exception types, 'File "..."', indented code) never match them.
@@ -85,13 +89,64 @@ def _clean_line(line: str) -> tuple[str, bool]:
     for _ in range(_MAX_PREFIXES):
         m = _RANK.match(line)
         if m:
-            rank, line = m.group(1), line[m.end():]
+            rank, line = m.group(1) or m.group(2), line[m.end():]
             continue
         m = _PREFIX.match(line)
         if not m or not m.end():
             break
         line, changed = line[m.end():], True
     return (f"[rank{rank}]:{line}" if rank is not None else line), changed
+
+
+# IPython 8 (Jupyter, ipython): "ValueError      Traceback (most recent call last)", frames as
+# "Cell In[3], line 5[, in f(x)]" or "File ~/m.py:42, in Cls.f(self, x)", the failing line as "----> 42 code"
+_IPY_HEADER = re.compile(r"^(?P<type>[A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)\s*$", re.MULTILINE)
+_IPY_CELL = re.compile(r"^Cell (?P<cell>In\s?\[\d*\]), line (?P<line>\d+)(?:, in (?P<func>.+))?\s*$")
+_IPY_FILE = re.compile(r"^File (?P<file>.+?):(?P<line>\d+)(?:, in (?P<func>.+))?\s*$")
+_IPY_ARROW = re.compile(r"^-*>\s*\d+\s?(?P<code>.*)$")
+_IPY_CONTEXT = re.compile(r"^\s+\d+(?:\s|$)|^\[\.\.\. skipping hidden \d+ frames?\]\s*$")
+
+
+def _ipy_function(func: str | None) -> str:
+    """``Module._call_impl(self, *args)`` -> ``_call_impl``: the name Python's own traceback shows."""
+    if not func:
+        return "<module>"
+    return func.split("(", 1)[0].strip().rsplit(".", 1)[-1] or "<module>"
+
+
+def ipython_as_python(text: str) -> str:
+    """An IPython/Jupyter traceback rewritten in Python's own layout, so the parser reads its frames; other
+    lines are kept. Context lines around the failing one are dropped.
+
+    Example:
+        >>> print(ipython_as_python("ValueError    Traceback (most recent call last)\\nCell In[2], line 3\\n"
+        ...                         "      1 x = 1\\n----> 3 f(x)\\n\\nValueError: bad"))
+        Traceback (most recent call last):
+          File "<cell In[2]>", line 3, in <module>
+            f(x)
+        ValueError: bad
+    """
+    out: list[str] = []
+    in_tb = False
+    for line in text.split("\n"):
+        if _IPY_HEADER.match(line):
+            out.append("Traceback (most recent call last):")
+            in_tb = True
+            continue
+        if not in_tb:
+            out.append(line)
+            continue
+        if m := _IPY_CELL.match(line):
+            out.append(f'  File "<cell {m["cell"]}>", line {m["line"]}, in {_ipy_function(m["func"])}')
+        elif m := _IPY_FILE.match(line):
+            out.append(f'  File "{m["file"]}", line {m["line"]}, in {_ipy_function(m["func"])}')
+        elif m := _IPY_ARROW.match(line):
+            out.append(f"    {m['code'].strip()}")
+        elif _IPY_CONTEXT.match(line) or not line.strip() or set(line.strip()) == {"-"}:
+            continue
+        else:  # the exception line, or a chaining sentence: as printed
+            out.append(line)
+    return "\n".join(out)
 
 
 def clean_log_text(text: str) -> CleanLog:
@@ -117,4 +172,6 @@ def clean_log_text(text: str) -> CleanLog:
         out.append(line)
     # control characters out (newlines and tabs kept) in one pass over the whole text
     joined = _CONTROL.sub("", "\n".join(out).replace("\t", "    "))
+    if _IPY_HEADER.search(joined):
+        joined = ipython_as_python(joined)
     return CleanLog(joined + ("\n" if text.endswith("\n") else ""), n_esc, n_pre)
