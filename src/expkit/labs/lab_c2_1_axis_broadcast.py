@@ -76,7 +76,7 @@ def run(ctx: LabContext) -> LabOutput:
         f"{'without a word' if silent else 'not the silent (3, 3) the seed describes'}. In a loss this is "
         f"not a curiosity: a model whose mean squared error is {right:.4f} scores {buggy:.3f} "
         f"({buggy / right:.0f}x) when the targets arrive as a column, because every prediction is "
-        f"compared with every target. The code runs, the loss trains, the number is wrong. "
+        f"compared with every target. The code runs and the number is wrong. "
         + (f"expkit.check.expect_shape, asserting 'N' on the difference, raised: \"{message}\".\n\n" if caught else
            "expkit.check.expect_shape, asserting 'N' on the difference, did not raise.\n\n") +
         f"The axis is the same concept in every reduction: a softmax normalized along the batch axis instead "

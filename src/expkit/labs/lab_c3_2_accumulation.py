@@ -56,7 +56,7 @@ def run(ctx: LabContext) -> LabOutput:
         f"Backward adds into .grad. Accumulating {k} micro-batches of {micro} sequences, each loss divided by {k}, "
         f"gives the gradient of one {k * micro}-sequence batch to {acc.rel_diff:.1e} relative "
         f"({'within' if acc.within else 'over'} the {acc.rel_tol:g} float32 summation order allows); forgetting the "
-        f"division makes it {k}x too large. Without zero_grad the buffers keep the sum of "
+        f"division made it {1 + bug.rel_diff:.2f}x too large (k = {k}). Without zero_grad the buffers keep the sum of "
         f"every earlier gradient: after {steps} backward passes the norm is {growth:.1f}x the first"
         + (f" (under {steps}x: the batches' gradients partly cancel)" if growth < steps else "")
         + f", while with zero_grad it moved within {spread:.2f}x. expkit's loop clears "

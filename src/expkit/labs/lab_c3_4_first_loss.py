@@ -66,6 +66,8 @@ def run(ctx: LabContext) -> LabOutput:
         f"the seed's 5.07 is {FIRST_LOSS / ln_v - 1:+.1%} from ln V, ours {first / ln_v - 1:+.1%} "
         f"({'within' if ABOUT_LN_V.holds(first / ln_v) else 'outside'} the 10% read as 'about'). What the check "
         f"is for: forgetting the label shift moves the first loss to {leak:.2f} ({leak / ln_v - 1:+.0%}), "
-        "which expkit's train reports with the likely cause before step 1 finishes."
+        + ("which expkit's first-loss check (run by expkit train before step 1) flags, with the likely cause."
+           if leak_check.verdict == "fail" else
+           "which expkit's first-loss check (run by expkit train before step 1) did NOT flag here.")
     )
     return LabOutput(measurements=measurements, explanation=explanation)
