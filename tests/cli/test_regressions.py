@@ -452,3 +452,18 @@ def test_sft_chat_lines_no_template_can_render_are_named(cli, demo_dir, tmp_path
 def test_sft_data_with_no_task_is_refused(cli, tmp_path, tasks):
     err = _one_line_error(cli("sft", "data", "--out", str(tmp_path / "d.jsonl"), "-n", "1", "--tasks", tasks))
     assert "no task given" in err
+
+
+def test_sft_config_far_larger_than_its_weights_is_refused_before_loading(cli, demo_dir, tmp_path, chat_file):
+    # hidden_size 10**6 would make transformers allocate terabytes; the weights hold ~0.13M values
+    model = _broken_copy(demo_dir, tmp_path, lambda d: _set_config(d, hidden_size=10**6, intermediate_size=10**6))
+    for args in (_stop_args(model, chat_file), ["sft", "audit", "--model", str(model), "--data", str(chat_file)]):
+        err = _one_line_error(cli(*args))
+        assert "config.json: config.json describes a model of ~" in err and "the weights hold 131,648 values" in err
+
+
+def test_sft_config_transformers_refuses_is_named(cli, demo_dir, tmp_path, chat_file):
+    # layer_types lists 2 layers; 3 hidden layers is a config transformers validates and refuses
+    model = _broken_copy(demo_dir, tmp_path, lambda d: _set_config(d, num_hidden_layers=3))
+    err = _one_line_error(cli(*_stop_args(model, chat_file)))
+    assert "config.json: transformers refuses config.json" in err

@@ -122,9 +122,9 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
     from transformers import AutoTokenizer
 
     if (p / "config.json").is_file():  # AutoTokenizer reads it too: a broken one is named, not a traceback
-        from expkit.finetune.modeldir import read_model_config
+        from expkit.finetune.modeldir import check_model_dir
 
-        read_model_config(p)
+        check_model_dir(p)
     for name in ("tokenizer.json", "tokenizer_config.json"):  # JSON files: name the broken one ourselves
         f = p / name
         if f.is_file():

@@ -5,16 +5,21 @@ deep inside transformers or safetensors."""
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 from typing import Any
 
 from expkit.errors import InputError
 
-__all__ = ["MAX_CONFIG_BYTES", "check_model_dir", "load_causal_lm", "read_model_config", "safetensors_header"]
+__all__ = ["MAX_CONFIG_BYTES", "check_model_dir", "estimated_parameters", "load_causal_lm", "read_model_config",
+           "safetensors_header"]
 
 # A real config.json is a few KB (Qwen2.5-72B's: 0.7 KB); 4 MB leaves room for long vocab maps.
 MAX_CONFIG_BYTES = 4 * 2**20
+# A config describing 10x more parameters than its safetensors files hold does not belong to them (4-bit
+# weights pack 2 values per stored byte: a factor of 2, not 10).
+_SIZE_MISMATCH = 10
 # The safetensors header is JSON behind an 8-byte little-endian length; the format caps it at 100 MB.
 _MAX_HEADER_BYTES = 100 * 10**6
 
@@ -90,12 +95,51 @@ def check_model_dir(model_dir: str | Path) -> dict[str, Any]:
         the config dict.
 
     Raises:
-        InputError: as ``read_model_config`` and ``safetensors_header``.
+        InputError: as ``read_model_config`` and ``safetensors_header``; a config that describes far more
+            parameters than the weights hold; a config transformers refuses.
     """
     cfg = read_model_config(model_dir)
+    stored = 0
     for f in sorted(Path(model_dir).glob("*.safetensors")):
-        safetensors_header(f)
+        header = safetensors_header(f)
+        stored += sum(math.prod(t["shape"]) for name, t in header.items()
+                      if name != "__metadata__" and isinstance(t, dict) and isinstance(t.get("shape"), list)
+                      and all(isinstance(n, int) for n in t["shape"]))
+    described = estimated_parameters(cfg)
+    if stored and described is not None and described > _SIZE_MISMATCH * stored + 10**6:
+        raise InputError(f"config.json describes a model of ~{described:,} parameters but the weights hold "
+                         f"{stored:,} values", path=Path(model_dir) / "config.json",
+                         hint="the config does not belong to these weights (or its sizes were edited)")
+    _check_with_transformers(Path(model_dir))
     return cfg
+
+
+def estimated_parameters(cfg: dict[str, Any]) -> int | None:
+    """A rough dense-decoder count from config.json: embeddings + per layer 4 h^2 (attention) + 3 h i
+    (gated MLP). None when a size is missing. Only used to catch a config that does not match its
+    weights by an order of magnitude, so GQA, biases and MoE routing are left out on purpose.
+    """
+    def size(key: str) -> int | None:
+        v = cfg.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+    h, layers, vocab = size("hidden_size"), size("num_hidden_layers"), size("vocab_size")
+    if h is None or layers is None or vocab is None:
+        return None
+    inter = size("intermediate_size") or 4 * h
+    return vocab * h + layers * (4 * h * h + 3 * h * inter)
+
+
+def _check_with_transformers(d: Path) -> None:
+    """transformers' own validation of config.json (layer types, rope parameters ...), named."""
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(d)
+    except Exception as exc:  # noqa: BLE001 - any refusal here is about the user's config.json
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        raise InputError(f"transformers refuses config.json ({type(exc).__name__}: {first})",
+                         path=d / "config.json") from None
 
 
 def load_causal_lm(model_dir: str | Path, *, dtype: str = "float32") -> Any:
