@@ -261,3 +261,13 @@ def test_an_empty_log_directory_after_a_full_one_is_still_an_error(epoch_logs, t
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"empty.*holds no Inspect logs"):
         read_inspect_tasks([root, tmp_path / "empty"])
+
+
+def test_a_log_without_samples_is_an_input_error_not_a_crash(tmp_path, cli):
+    # Inspect's header-only .json (or a log written with --no-log-samples) has no samples to pair
+    write_json_log(tmp_path / "a.json", "qa", "m/a", [])
+    write_json_log(tmp_path / "b.json", "qa", "m/b", [_sample(1, 1, "C")])
+    with pytest.raises(InputError, match=r"a\.json.*holds no scored samples"):
+        read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.json"])
+    res = cli("stats", "table", "--from", "inspect", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert res.exit_code == 2 and "holds no scored samples" in res.stderr  # was exit 3: max() of nothing

@@ -218,3 +218,11 @@ def test_an_older_log_without_filter_keys_says_why_a_doc_id_repeats(tmp_path):
                              for r in rows))
     with pytest.raises(InputError, match=r"doc_id 0 appears twice.*an older harness logs no 'filter' key"):
         read_lmeval_tasks([tmp_path])
+
+
+def test_an_empty_samples_file_is_an_input_error(tmp_path):
+    write_lmeval_run(tmp_path, "org/a", {"boolq": {"none": {"acc": np.array([1, 0])}}})
+    d = write_lmeval_run(tmp_path, "org/b", {"boolq": {"none": {"acc": np.array([1, 1])}}})
+    (d / f"samples_boolq_{DATE}.jsonl").write_text("")
+    with pytest.raises(InputError, match=r"samples_boolq_.*no logged sample: nothing to compare"):
+        read_lmeval_tasks([tmp_path])

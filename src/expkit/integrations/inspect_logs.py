@@ -258,6 +258,10 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
         if prev is not None:
             raise InputError(f"a second log for task {log.task!r} and model {log.model!r} (first: {prev.path})",
                              path=log.path, hint="pass one log per task and model")
+        if not log.samples:  # e.g. a header-only .json, or a log written with --no-log-samples
+            raise InputError(f"the log holds no scored samples ({log.n_unscored} without a score)", path=log.path,
+                             hint="per-item scores need the samples: pass the .eval log, or re-run with samples "
+                                  "logged (not --no-log-samples)")
         by_task[log.task][log.model] = log
         if log.status != "success":
             notes.append(f"{log.path}: status {log.status!r} (read what it holds)")

@@ -170,6 +170,9 @@ def _load_samples(path: str) -> _TaskFile:
     from expkit.data.jsonl import iter_jsonl_objects
 
     rows = list(iter_jsonl_objects(path))
+    if not rows:
+        raise InputError("no logged sample: nothing to compare item by item", path=path,
+                         hint="was the task run with --limit 0, or cut short?")
     metrics: dict[str, None] = {}
     filters: dict[str, None] = {}
     for line, row in rows:
