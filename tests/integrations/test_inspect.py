@@ -271,3 +271,16 @@ def test_a_log_without_samples_is_an_input_error_not_a_crash(tmp_path, cli):
         read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.json"])
     res = cli("stats", "table", "--from", "inspect", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
     assert res.exit_code == 2 and "holds no scored samples" in res.stderr  # was exit 3: max() of nothing
+
+
+def test_an_eval_set_retry_keeps_the_successful_log(tmp_path):
+    # the failed attempt (status error, no samples) beside the retry that succeeded, in either order
+    write_json_log(tmp_path / "1-a-error.json", "qa", "m/a", [], status="error")
+    write_json_log(tmp_path / "2-a.json", "qa", "m/a", [_sample(1, 1, "C"), _sample(2, 1, "I")])
+    write_json_log(tmp_path / "3-b.json", "qa", "m/b", [_sample(1, 1, "C"), _sample(2, 1, "C")])
+    tasks, notes = read_inspect_tasks([tmp_path])
+    assert tasks[0].results.scores["m/a"] == {"1#1": 1.0, "2#1": 0.0}
+    assert any("used" in n and "2-a.json (success), not" in n and "1-a-error.json (error)" in n for n in notes)
+    write_json_log(tmp_path / "4-a.json", "qa", "m/a", [_sample(1, 1, "I")])  # two successes: which one?
+    with pytest.raises(InputError, match="a second log for task 'qa' and model 'm/a'"):
+        read_inspect_tasks([tmp_path])

@@ -252,17 +252,26 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
     """
     by_task: dict[str, dict[str, InspectLog]] = {}
     notes: list[str] = []
+    groups: dict[tuple[str, str], list[InspectLog]] = {}
     for path in _expand_log_dirs(logs, notes):
         log = read_inspect_log(path)
-        prev = by_task.setdefault(log.task, {}).get(log.model)
-        if prev is not None:
-            raise InputError(f"a second log for task {log.task!r} and model {log.model!r} (first: {prev.path})",
-                             path=log.path, hint="pass one log per task and model")
+        groups.setdefault((log.task, log.model), []).append(log)
+    for (task_name, model_name), found in groups.items():
+        log = found[0]
+        if len(found) > 1:
+            # an eval set's retry leaves the failed attempts' logs beside the successful one: keep the success
+            ok = [g for g in found if g.status == "success"]
+            if len(ok) != 1:
+                raise InputError(f"a second log for task {task_name!r} and model {model_name!r} (first: "
+                                 f"{found[0].path})", path=found[1].path, hint="pass one log per task and model")
+            log = ok[0]
+            notes.append(f"task {task_name!r}, model {model_name!r}: used {log.path} (success), not "
+                         + ", ".join(f"{g.path} ({g.status})" for g in found if g is not log))
         if not log.samples:  # e.g. a header-only .json, or a log written with --no-log-samples
             raise InputError(f"the log holds no scored samples ({log.n_unscored} without a score)", path=log.path,
                              hint="per-item scores need the samples: pass the .eval log, or re-run with samples "
                                   "logged (not --no-log-samples)")
-        by_task[log.task][log.model] = log
+        by_task.setdefault(task_name, {})[model_name] = log
         if log.status != "success":
             notes.append(f"{log.path}: status {log.status!r} (read what it holds)")
         if log.n_unscored:
