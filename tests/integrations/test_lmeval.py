@@ -226,3 +226,17 @@ def test_an_empty_samples_file_is_an_input_error(tmp_path):
     (d / f"samples_boolq_{DATE}.jsonl").write_text("")
     with pytest.raises(InputError, match=r"samples_boolq_.*no logged sample: nothing to compare"):
         read_lmeval_tasks([tmp_path])
+
+
+def test_model_name_from_model_args_given_as_a_dict(tmp_path):
+    # simple_evaluate(model_args={...}) keeps the dict in results["config"]["model_args"]; peft before pretrained,
+    # as EvaluationTracker's own order has it
+    for model, args in (("org/a", {"pretrained": "org/a", "dtype": "float32"}),
+                        ("org/b", {"pretrained": "org/base", "peft": "org/b"})):
+        d = write_lmeval_run(tmp_path, model, {"boolq": {"none": {"acc": np.array([1, 0])}}}, model_name=False)
+        res = d / f"results_{DATE}.json"
+        data = json.loads(res.read_text())
+        data["config"]["model_args"] = args
+        res.write_text(json.dumps(data))
+    runs, _ = find_lmeval_runs([tmp_path])
+    assert sorted(r.model for r in runs) == ["org/a", "org/b"]
