@@ -12,6 +12,10 @@ same cases on every run) with ``max_examples`` per family sized so the whole sui
 Defects in other owners' files are not fixed here: ``KNOWN_DEFECTS`` recognises them by their argv and
 outcome, the case is counted, and the family's test ends as xfail naming the owner's area. When a
 known defect is fixed, its entry stops matching and the test passes; delete the entry then.
+
+Exploring beyond CI's budget: ``EXPKIT_FUZZ_SCALE=4`` multiplies every family's cases, and
+``EXPKIT_FUZZ_LOG=fuzz.jsonl`` logs every failing case (argv, problems, output tail) instead of stopping
+at the first, e.g. ``EXPKIT_FUZZ_SCALE=4 EXPKIT_FUZZ_LOG=/tmp/f.jsonl pytest tests/cli/test_fuzz.py``.
 """
 
 from __future__ import annotations
