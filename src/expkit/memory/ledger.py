@@ -270,9 +270,13 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
                                     f"2 B * 2 gathered units * {unit:,} (the largest FSDP unit: {unit_kind}; "
                                     "mixed-precision policy: 16-bit copies of the current and prefetched unit only)"))
         elif mixed:
-            wc = 2 * linear_params
+            experts = sum(k.layers * k.routed_expert_params_per_layer for k in count.layer_kinds)
+            copied = linear_params - (experts if device == "cpu" else 0)
+            wc = 2 * copied
             lines.append(LedgerLine("bf16 weights", wc,
-                                    f"2 B * {linear_params:,} matmul weights (autocast copies, kept for backward)"))
+                                    f"2 B * {copied:,} matmul weights (autocast copies, kept for backward)"
+                                    + (f"; the {experts:,} fused expert weights get none (torch._grouped_mm is "
+                                       "not cast by CPU autocast, measured)" if experts and device == "cpu" else "")))
     else:
         if method == "qlora":
             # bitsandbytes quantizes the decoder's linears; the LM head (tied or not) stays 16-bit

@@ -72,6 +72,8 @@ VALIDATION_CASES: tuple[ValidationCase, ...] = (
                           ("n_shared_experts", 1), ("moe_intermediate_size", 64), ("n_group", 2), ("topk_group", 1),
                           ("kv_lora_rank", 32), ("q_lora_rank", 48), ("qk_rope_head_dim", 8),
                           ("qk_nope_head_dim", 16), ("v_head_dim", 16))),
+    ValidationCase("mixtral-style h128-L2 bf16-mixed", "mixtral", 128, 2, 4, 2, 256, 2000, 512, tied=False,
+                   precision="bf16-mixed", extra=(("num_local_experts", 8), ("num_experts_per_tok", 2))),
     ValidationCase("mixtral-style h128-L2 lora", "mixtral", 128, 2, 4, 2, 256, 2000, 512, method="lora", tied=False,
                    extra=(("num_local_experts", 8), ("num_experts_per_tok", 2))),
 )
