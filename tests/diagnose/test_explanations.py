@@ -217,3 +217,10 @@ def test_install_prints_traceback_then_report(tmp_path):
     assert res.stderr.index("Traceback (most recent call last)") < res.stderr.index("--- expkit why ---")
     assert f"Look here: {script}:4 in load  (return cfg['lr'])" in res.stderr
     assert "What happened: KeyError" in res.stderr
+
+
+def test_cat_size_mismatch_from_a_real_torch_cat():
+    _, ex = explain_exception(_raised(lambda: torch.cat([torch.zeros(2, 3), torch.zeros(2, 4)])))
+    assert ex.kind == "cat_size_mismatch"
+    assert ex.title == "torch.cat along dim 0: tensor 1 is 4 where 3 was expected"
+    assert any("pad_sequence" in f for f in ex.fixes)

@@ -304,6 +304,23 @@ def _collate_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
     return None
 
 
+def _cat_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
+    """torch.cat / torch.stack of tensors whose other dimensions differ (a custom collate_fn, a KV cache, a
+    concatenation of features)."""
+    m = re.search(r"Sizes of tensors must match except in dimension (-?\d+)\. Expected size (\d+) but got size "
+                  r"(\d+) for tensor number (\d+) in the list", msg)
+    if not m:
+        return None
+    dim, want, got, idx = m.groups()
+    return _Hit("cat_size_mismatch", f"torch.cat along dim {dim}: tensor {idx} is {got} where {want} was expected",
+                f"torch.cat joins tensors along dimension {dim}, so every other dimension must agree; tensor number "
+                f"{idx} in the list has size {got} in one of them where the first has {want}.",
+                (f"print [t.shape for t in tensors] right before the cat; every size except dim {dim} must match",
+                 "examples of different lengths in a custom collate_fn: pad them first "
+                 "(torch.nn.utils.rnn.pad_sequence(batch_first=True)) or concatenate along the length dimension",
+                 "check that the dim argument is the one meant: dim=0 joins along the batch"))
+
+
 def _trainer_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
     m = re.search(r"The model did not return a loss from the inputs, only the following keys: ([^.]*)\. For "
                   r"reference, the inputs it received are ([^.]*)\.", msg)
@@ -327,7 +344,8 @@ def _trainer_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
 
 
 _RULES: tuple[Callable[[str, ExceptionRecord], _Hit | None], ...] = (
-    _oom_rule, _device_rule, _dtype_rule, _collate_rule, _shape_rule, _autograd_rule, _pickling_rule, _trainer_rule,
+    _oom_rule, _device_rule, _dtype_rule, _collate_rule, _cat_rule, _shape_rule, _autograd_rule, _pickling_rule,
+    _trainer_rule,
 )
 
 # Trainer methods (transformers/trainer.py) -> what the Trainer was doing there
