@@ -1,9 +1,9 @@
 """The import direction of ARCHITECTURE.md, checked by parsing every module's imports.
 
-errors <- models <- stages (data stats check train memory perf finetune runs diagnose) <- sweep <- render <- cli, labs
+errors <- models, hardware <- stages (data stats check train memory perf finetune runs diagnose) <- sweep <- render <- cli, labs
 
-``models`` (the model description read from config.json) sits below every stage that needs it, so memory
-and perf share it without importing each other.
+``models`` (the model description read from config.json) and ``hardware`` (the GPU registry) sit below every
+stage that needs them, so memory and perf share them without importing each other.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import expkit
 SRC = Path(expkit.__file__).parent
 STAGES = {"data", "stats", "check", "train", "memory", "perf", "finetune", "runs", "diagnose"}
 TOP = {"cli", "labs"}
-BASE = {"models"}  # below the stages, above errors
+BASE = {"models", "hardware"}  # below the stages, above errors: what memory and perf both read
 MANY_RUNS = "sweep"  # above the stages (it runs `runs` and judges with `stats`), below render
 
 

@@ -34,7 +34,7 @@ def test_dense_figure_follows_the_sparsity_flag_for_every_entry():
 
 
 def test_every_entry_in_the_json_file_has_all_fields():
-    data = json.loads(resources.files("expkit.perf").joinpath("hardware.json").read_text())
+    data = json.loads(resources.files("expkit.hardware").joinpath("gpus.json").read_text())
     fields = {"name", "aliases", "datasheet_tflops", "datasheet_sparse", "bf16_dense_tflops",
               "bandwidth_gb_s", "memory_gb", "source"}
     for entry in data["gpus"]:

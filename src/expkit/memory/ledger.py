@@ -198,7 +198,7 @@ def estimate_training_memory(
         gpus, shard: data-parallel GPUs and how the training state is split (``zero1`` optimizer state,
             ``zero2`` + gradients, ``zero3``/``fsdp`` + weights, plus one gathered layer).
         device: ``cuda`` adds the runtime-overhead line; ``cpu`` does not (used by the validation).
-        gpu: a GPU name from ``expkit.perf.hardware`` for the ``fits`` verdict.
+        gpu: a GPU name from ``expkit.hardware`` (the registry) for the ``fits`` verdict.
 
     Returns:
         Ledger; ``ledger.query`` is the TrainingQuery it answers (vary it with ``dataclasses.replace`` and
@@ -377,7 +377,7 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
 def _with_fit(led: Ledger, gpu: str | None) -> Ledger:
     if gpu is None:
         return led
-    from expkit.perf.hardware import get_gpu
+    from expkit.hardware import get_gpu
 
     g = get_gpu(gpu)
     return replace(led, gpu=g.name, gpu_memory_bytes=g.memory_bytes, fits=led.peak_bytes <= g.memory_bytes)
