@@ -5,7 +5,14 @@ from __future__ import annotations
 from expkit.memory.activations import ActivationEstimate, estimate_activations, korthikanti_bytes
 from expkit.memory.architecture import ModelSpec, catalog_names, load_model_spec
 from expkit.memory.conventions import ConventionComparison, compare_conventions, ledger_for_convention
-from expkit.memory.ledger import Ledger, LedgerLine, estimate_inference_memory, estimate_training_memory
+from expkit.memory.ledger import (
+    Ledger,
+    LedgerLine,
+    TrainingQuery,
+    estimate_inference_memory,
+    estimate_training_memory,
+    ledger_for_query,
+)
 from expkit.memory.oom import OomExplanation, Remedy, attribute_oom, rank_remedies
 from expkit.memory.params import ParameterCount, count_parameters
 
@@ -18,6 +25,7 @@ __all__ = [
     "OomExplanation",
     "ParameterCount",
     "Remedy",
+    "TrainingQuery",
     "attribute_oom",
     "catalog_names",
     "compare_conventions",
@@ -27,6 +35,7 @@ __all__ = [
     "estimate_training_memory",
     "korthikanti_bytes",
     "ledger_for_convention",
+    "ledger_for_query",
     "load_model_spec",
     "rank_remedies",
 ]

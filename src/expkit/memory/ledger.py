@@ -87,7 +87,7 @@ class Ledger:
     largest_layer_params: int = 0
     approximations: tuple[str, ...] = ()
     active_params: int = 0
-    query: Any = None  # the TrainingQuery (training) or InferenceQuery (inference) this ledger answers
+    query: Any = None  # the TrainingQuery this training ledger answers (None for inference ledgers)
 
     def line(self, name: str) -> LedgerLine:
         """The line called ``name`` (KeyError listing the names if absent)."""
