@@ -110,14 +110,14 @@ class TrainResult:
 
 def measure_mfu(*, tokens_per_s: float, flops_per_token_: int, device: str) -> tuple[float | None, str | None]:
     """Model FLOPs utilisation = tokens/s x FLOPs/token / peak FLOP/s, against the bf16 dense peak of the
-    GPU registry (``expkit.perf.hardware``). None with the reason on a CPU or an unknown GPU."""
+    GPU registry (``expkit.hardware``). None with the reason on a CPU or an unknown GPU."""
     if not device.startswith("cuda"):
         return None, ("no peak FLOP/s is registered for CPUs (the hardware registry lists GPUs); "
                       "tokens/s is the figure to compare here")
     try:
-        from expkit.perf.hardware import find_gpu_for_device
+        from expkit.hardware import find_gpu_for_device
     except ImportError:
-        return None, "expkit.perf.hardware is not available"
+        return None, "expkit.hardware is not available"
     name = torch.cuda.get_device_name(torch.device(device))
     spec = find_gpu_for_device(name)
     if spec is None:
