@@ -170,3 +170,8 @@ def test_huge_config_is_exit_2(cli, tmp_path):
     (tmp_path / "config.json").write_text('{"x": "' + "a" * (5 * 2**20) + '"}')
     res = cli("mem", str(tmp_path))
     assert res.exit_code == 2 and "too large for a config.json" in res.stderr
+
+
+def test_measure_refuses_a_model_with_several_layer_kinds(cli):
+    res = cli("mem", "deepseek-v3", "--measure")
+    assert res.exit_code == 2 and "2 layer kinds" in res.stderr

@@ -129,3 +129,13 @@ def test_garbage_config_is_exit_2_naming_the_field(cli, tmp_path):
                                "vocab_size": 10}))
     res = cli("roofline", "--model", str(cfg))
     assert res.exit_code == 2 and "num_hidden_layers" in res.stderr
+
+
+def test_quantized_checkpoint_defaults_to_its_own_weight_bits(cli):
+    res = cli("roofline", "--model", "deepseek-v3", "--json")
+    assert res.exit_code == 0, res.stderr
+    data = json.loads(res.stdout)["result"]
+    assert data["weight_bits"] == 8  # quantization_config: fp8
+    assert data["weight_bytes"] == pytest.approx(data["active_params"], rel=1e-9)  # batch 1: active weights, 1 B
+    assert json.loads(cli("roofline", "--model", "deepseek-v3", "--weight-bits", "16", "--json").stdout)[
+        "result"]["weight_bits"] == 16

@@ -43,7 +43,7 @@ def roofline(
     phase: str = typer.Option("decode", "--phase", help=f"One of: {', '.join(PHASES)}."),
     batch: int = typer.Option(1, "--batch", help="Sequences per step."),
     context: int = typer.Option(1024, "--context", help="Tokens of context (decode: KV-cache length; else sequence length)."),
-    weight_bits: int = typer.Option(16, "--weight-bits", help=f"Weight-only quantization: {', '.join(map(str, WEIGHT_BITS))}."),
+    weight_bits: int | None = typer.Option(None, "--weight-bits", help=f"Weight-only quantization: {', '.join(map(str, WEIGHT_BITS))} (default: the checkpoint's, 16 when not quantized)."),
     figure: Path | None = typer.Option(None, "--figure", help="Write a roofline figure (PNG) with all three phases placed."),
     json_out: bool = typer.Option(False, "--json", help="Print the RooflineEstimate as JSON."),
 ) -> None:
@@ -72,6 +72,8 @@ def roofline(
     if figure is not None:
         _check_figure_path(figure)
     shape = load_model_shape(model)
+    if weight_bits is None:  # the checkpoint's own bits (fp8 -> 8, GPTQ 4-bit -> 4), nearest registered width
+        weight_bits = min(WEIGHT_BITS, key=lambda b: abs(b - shape.stored_weight_bits))
     roof = _cpu_roof() if gpu.strip().lower() == "cpu" else roof_for_gpu(gpu)
     est = estimate_roofline(model=shape, roof=roof, phase=phase, batch=batch, context=context, weight_bits=weight_bits)
     if figure is not None:

@@ -81,6 +81,12 @@ def build_memory_report(
             if query.gpus > 1 and query.shard != "none" else None
         comparison = compare_conventions(base, unsharded=one)
     fit = None
+    groups = query.model.desc.layer_groups() if measure else ()
+    if len(groups) > 1:
+        kinds = "; ".join(f"{n} x {layer.label}" for layer, n in groups)
+        raise UsageError(f"--measure fits one per-layer figure on 1/2/4-layer replicas, and this model has "
+                         f"{len(groups)} layer kinds ({kinds})",
+                         hint="the per-kind formula is checked against MoE/MLA replicas in `expkit labs run C4.2v`")
     if measure:
         from expkit.memory.activation_fit import fit_activations
 

@@ -76,6 +76,7 @@ class ModelShape:
     top_k: int = 0
     expert_params: int = 0
     attention: tuple[AttentionGroup, ...] = ()
+    stored_weight_bits: float = 16  # the checkpoint's own (quantization_config), scales included
     approximations: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -163,7 +164,7 @@ class ModelShape:
             expert_params=e,
             attention=tuple(AttentionGroup(kind, n, kv, dec, pair, qkvo, w)
                             for (kind, kv, dec, pair, qkvo, w), n in groups.items()),
-            approximations=tuple(notes),
+            stored_weight_bits=desc.weight_bits, approximations=tuple(notes),
         )
 
 
