@@ -65,3 +65,21 @@ def test_c2_3_each_rule_flips_on_the_contrary_measurement(c2_3):
     rule = m["rule_nonoverlap"].rule
     if rule.n:
         assert rule.judge(rule.n).kind == "reproduced" and rule.judge(rule.n - 1).kind == "not reproduced"
+
+
+def test_c2_3_verdicts_follow_their_rules_and_flip(c2_3):
+    from lab_verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+
+    res, _ = c2_3
+    m = judged_measurements(res)
+    assert set(m) == {"early_drop_share", "rule_nonoverlap", "missed_by_rule"}
+    holds = {k: x.verdict.kind == "reproduced" for k, x in m.items()}
+    n_apart = m["rule_nonoverlap"].rule.n
+    contrary = {
+        "early_drop_share": 10.0 if holds["early_drop_share"] else 80.0,
+        "rule_nonoverlap": (n_apart - 1) if holds["rule_nonoverlap"] and n_apart else n_apart,
+        "missed_by_rule": 1 if holds["missed_by_rule"] else 0,
+    }
+    for key, x in m.items():
+        assert_verdict_follows(x)
+        assert_flips(x, contrary[key])

@@ -70,3 +70,21 @@ def test_mean_pair_difference_by_hand() -> None:
     losses = [2.00, 2.10, 2.18, 2.25, 2.32]
     assert max(losses) - min(losses) == pytest.approx(0.32)
     assert mean_pair_difference(losses) < 0.32
+
+
+def test_c6_5_verdicts_follow_their_rules_and_flip(c6_5) -> None:
+    from lab_verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+
+    res, _ = c6_5
+    m = judged_measurements(res)
+    assert set(m) == {"same_seed_identical", "flag_needed", "seed_spread_20", "seed_vs_method"}
+    holds = {k: x.verdict.kind in ("reproduced", "demonstrated") for k, x in m.items()}
+    contrary = {
+        "same_seed_identical": not m["same_seed_identical"].value,
+        "flag_needed": not m["flag_needed"].value,
+        "seed_spread_20": 0.32 if holds["seed_spread_20"] else 0.14,
+        "seed_vs_method": 0.5 if holds["seed_vs_method"] else 2.0,
+    }
+    for key, x in m.items():
+        assert_verdict_follows(x)
+        assert_flips(x, contrary[key])
