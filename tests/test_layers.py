@@ -1,6 +1,7 @@
 """The import direction of ARCHITECTURE.md, checked by parsing every module's imports.
 
-errors <- models, hardware <- stages (data stats check train memory perf finetune runs diagnose) <- sweep <- render <- cli, labs
+errors <- models, hardware <- stages (data stats check train memory perf finetune runs diagnose)
+       <- sweep <- render <- cli, labs
 
 ``models`` (the model description read from config.json) and ``hardware`` (the GPU registry) sit below every
 stage that needs them, so memory and perf share them without importing each other.
