@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = sorted((ROOT / "benchmarks").glob("bench_*.py"))
 TIMEOUT_S = 300  # a quick run takes seconds to a minute; the bound is for a loaded 2-core CI machine
 # > 20 s here at load average 5-7 on 2 cores (wall time of the --quick run, s): perf 28, memory 25-27, runs 22-26,
-# sweep 26-31, train 19-26, sft 16-22; data 3-10 and stats 1-4 stay unmarked. All eight: 155 s in one pytest run.
+# sweep 26-31, train 19-26, sft 16-22; data 3-10 and stats 1-4 stay unmarked. All eight: 155 s in one pytest run;
+# on the idle machine (load 0.0) 55 s: train 12, sweep 11, sft 8, runs 8, memory 7, perf 5, data 3, stats 1.5.
 SLOW = {"bench_memory.py", "bench_perf.py", "bench_runs.py", "bench_sft.py", "bench_sweep.py", "bench_train.py"}
 # A benchmark whose owner has not added --quick yet, with the reason; empty: every benchmark has it.
 AWAITING_QUICK: dict[str, str] = {}
