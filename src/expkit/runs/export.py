@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from expkit.errors import MissingDependency, UsageError
-from expkit.runs.metrics import metric_value
+from expkit.runs.metrics import iter_metric_records, metric_value
 from expkit.runs.store import find_run_dir, list_runs, read_record, resolve_store
 
 __all__ = ["MLFLOW_CONNECT_TIMEOUT_S", "ExportedRun", "check_mlflow_uri", "export_mlflow", "export_tensorboard",
@@ -49,28 +49,17 @@ class ExportedRun:
 def iter_metric_points(run_dir: Path):
     """Yield (step, unix_time, name, value) for every numeric value of ``metrics.jsonl`` and other ranks'
     files; a value of rank R > 0 is named ``NAME.rankR`` (NaN and inf kept as floats)."""
-    for path in sorted(run_dir.glob("metrics*.jsonl")):
+    for path, rec in iter_metric_records(run_dir):
         suffix = path.stem.replace("metrics", "")  # "" or ".rank1"
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            continue
-        for line in raw.splitlines():
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError:
+        step, t = rec.get("step"), rec.get("time")
+        rank = rec.get("rank")
+        tag = f".rank{rank}" if type(rank) is int and rank != 0 else suffix
+        for k, v in rec.items():
+            if k in ("step", "time", "rank"):
                 continue
-            if not isinstance(rec, dict):
-                continue
-            step, t = rec.get("step"), rec.get("time")
-            rank = rec.get("rank")
-            tag = f".rank{rank}" if type(rank) is int and rank != 0 else suffix
-            for k, v in rec.items():
-                if k in ("step", "time", "rank"):
-                    continue
-                num = metric_value(v)
-                if num is not None:
-                    yield step, t, f"{k}{tag}", float(num)
+            num = metric_value(v)
+            if num is not None:
+                yield step, t, f"{k}{tag}", float(num)
 
 
 def check_mlflow_uri(uri: str) -> str:

@@ -12,14 +12,22 @@ import ast
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-__all__ = ["MetricsSummary", "is_divergence_metric", "jsonable_metrics", "metric_value", "parse_metrics_line",
-           "summarize_metrics"]
+__all__ = [
+    "MetricsSummary",
+    "is_divergence_metric",
+    "iter_metric_records",
+    "jsonable_metrics",
+    "metric_value",
+    "parse_metrics_line",
+    "summarize_metrics",
+]
 
 # `torchrun --tee 3` prefixes each line with "[default<local rank>]:" (role "default"); with
 # TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[rank${rank}]:" or "[${rank}]:" the global rank; PyTorch's own
@@ -157,6 +165,23 @@ class MetricsSummary:
     lines: int
 
 
+def iter_metric_records(run_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Yield (file, record) for every JSON object line of ``metrics.jsonl`` and the other ranks' files;
+    an unreadable file or a line that is not a JSON object (a torn last line) is passed over."""
+    for path in sorted(run_dir.glob("metrics*.jsonl")):
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue
+        for line in raw.splitlines():
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(rec, dict):
+                yield path, rec
+
+
 def _rank_of_file(path: Path) -> int:
     m = re.search(r"\.rank(\d+)$", path.stem)
     return int(m.group(1)) if m else 0
@@ -171,34 +196,23 @@ def summarize_metrics(run_dir: Path) -> MetricsSummary:
     finals: dict[int, dict[str, Any]] = {}
     diverged: tuple[float, str] | None = None
     n = 0
-    for path in sorted(run_dir.glob("metrics*.jsonl")):
+    for path, rec in iter_metric_records(run_dir):
         file_rank = _rank_of_file(path)
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            continue
-        for line in raw.splitlines():
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError:
+        n += 1
+        rank = rec.pop("rank", file_rank)
+        rank = rank if type(rank) is int else file_rank
+        rec.pop("time", None)
+        finals.setdefault(rank, {}).update(rec)
+        for k, v in rec.items():
+            if k == "step" or not is_divergence_metric(k):
                 continue
-            if not isinstance(rec, dict):
-                continue
-            n += 1
-            rank = rec.pop("rank", file_rank)
-            rank = rank if type(rank) is int else file_rank
-            rec.pop("time", None)
-            finals.setdefault(rank, {}).update(rec)
-            for k, v in rec.items():
-                if k == "step" or not is_divergence_metric(k):
-                    continue
-                num = metric_value(v)
-                if num is not None and not math.isfinite(num):
-                    step = rec.get("step")
-                    t = float(step) if type(step) is int else math.inf
-                    where = f"step {rec.get('step')}: {k}={v}" + (f" (rank {rank})" if rank else "")
-                    if diverged is None or t < diverged[0]:
-                        diverged = (t, where)
+            num = metric_value(v)
+            if num is not None and not math.isfinite(num):
+                step = rec.get("step")
+                t = float(step) if type(step) is int else math.inf
+                where = f"step {rec.get('step')}: {k}={v}" + (f" (rank {rank})" if rank else "")
+                if diverged is None or t < diverged[0]:
+                    diverged = (t, where)
     final = finals.pop(0, {})
     return MetricsSummary(final=final, by_rank={str(r): v for r, v in sorted(finals.items())},
-                          diverged_at=diverged[1] if diverged else None, lines=n)
+                      diverged_at=diverged[1] if diverged else None, lines=n)
