@@ -94,7 +94,9 @@ def test_report_renders_in_a_real_browser(report_dir):
         images = browser.execute_script(
             "return Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
         assert images and all(done and width > 100 for done, width in images), images
-        rows = browser.execute_script("return document.querySelectorAll('table')[0].rows.length")
+        rows = browser.execute_script(
+            "return Array.from(document.querySelectorAll('table'))"
+            ".find(t => t.rows[0].cells[0].textContent === 'figure').rows.length")
         assert rows == 2  # header + one measurement row
     finally:
         browser.quit()

@@ -25,3 +25,21 @@ def test_package_list_is_cached_until_a_path_directory_changes(tmp_path, monkeyp
     (tmp_path / "newpkg-1.0.dist-info").mkdir()  # what pip install does to a site-packages directory
     environment.capture_environment()
     assert len(calls) == 2
+
+
+def test_a_dist_info_without_metadata_is_skipped_not_a_crash(monkeypatch):
+    """importlib_metadata >= 8 (pulled in by mlflow/opentelemetry) raises MetadataNotFound for an empty
+    ``*.dist-info`` where the stdlib returns None; CI met exactly this after the test above."""
+
+    class HalfInstalled:
+        version = "1.0"
+
+        @property
+        def metadata(self):
+            raise LookupError("No package metadata was found.")
+
+    real = environment.metadata.distributions
+    monkeypatch.setattr(environment.metadata, "distributions", lambda: [HalfInstalled(), *real()])
+    environment._PACKAGES_CACHE.clear()
+    packages = environment.capture_environment().packages
+    assert "numpy" in packages

@@ -129,7 +129,10 @@ def _installed_packages() -> dict[str, str]:
     if cached is None:
         cached = {}
         for dist in metadata.distributions():
-            name = dist.metadata["Name"]
+            try:
+                name = dist.metadata["Name"]
+            except Exception:  # noqa: BLE001 - a dist-info without METADATA (a half-done install) is no package;
+                continue  # importlib_metadata >= 8 raises MetadataNotFound here where the stdlib returns None
             if name:
                 cached.setdefault(name.lower().replace("_", "-"), dist.version)
         _PACKAGES_CACHE.clear()
