@@ -83,10 +83,12 @@ def noop(x: int) -> int:
 
 def _measure(fn, *args, repeats: int) -> dict:
     runs = [peak_memory(fn, *args, trace_python=False) for _ in range(repeats)]
-    return {"elapsed_s": statistics.median(r.elapsed_s for r in runs),
-            "peak_above_baseline_mb": statistics.median(r.peak_above_baseline_bytes for r in runs) / MB,
-            "peak_rss_mb": statistics.median(r.peak_rss_bytes for r in runs) / MB,
-            "records": runs[0].result}
+    return {
+        "elapsed_s": statistics.median(r.elapsed_s for r in runs),
+        "peak_above_baseline_mb": statistics.median(r.peak_above_baseline_bytes for r in runs) / MB,
+        "peak_rss_mb": statistics.median(r.peak_rss_bytes for r in runs) / MB,
+        "records": runs[0].result,
+    }
 
 
 def _importable():
@@ -126,8 +128,11 @@ def _bench_readers(path: Path, size: int, repeats: int, tmp: str, only: tuple[st
         r["records"] = runs[name][0]["records"]
         r["mb_per_s"] = size / MB / r["elapsed_s"]
         out[name] = r
-        print(f"  {name:30s} {r['mb_per_s']:8.1f} MB/s   peak {r['peak_above_baseline_mb']:8.1f} MB above baseline"
-              f"   ({r['records']} records)", flush=True)
+        print(
+            f"  {name:30s} {r['mb_per_s']:8.1f} MB/s   peak {r['peak_above_baseline_mb']:8.1f} MB above baseline"
+            f"   ({r['records']} records)",
+            flush=True,
+        )
     return out
 
 
@@ -156,9 +161,13 @@ def _bench_pool(repeats: int, *, serial_s: float = 0.5, overhead_items: int = 20
         t0 = time.perf_counter()
         list(parallel_map(noop, range(n), workers=workers, chunksize=2_000))
         overhead.append((time.perf_counter() - t0) / n)
-    return {"workers": workers, "serial_s": statistics.median(serial), "process_s": statistics.median(pooled),
-            "speedup": statistics.median(serial) / statistics.median(pooled),
-            "overhead_us_per_item_chunk2000": 1e6 * statistics.median(overhead)}
+    return {
+        "workers": workers,
+        "serial_s": statistics.median(serial),
+        "process_s": statistics.median(pooled),
+        "speedup": statistics.median(serial) / statistics.median(pooled),
+        "overhead_us_per_item_chunk2000": 1e6 * statistics.median(overhead),
+    }
 
 
 def main() -> None:
@@ -183,23 +192,34 @@ def main() -> None:
             for _ in range(8):
                 out.write(small.read_bytes())
         size = big.stat().st_size
-        print(f"file: {size / MB:.1f} MB of short SFT-style records (8 x a {small.stat().st_size / MB:.1f} MB seeded "
-              f"file)\nreaders, median of {args.repeats}:")
+        print(
+            f"file: {size / MB:.1f} MB of short SFT-style records (8 x a {small.stat().st_size / MB:.1f} MB seeded "
+            f"file)\nreaders, median of {args.repeats}:"
+        )
         readers = _bench_readers(big, size, args.repeats, tmp)
         results["readers"] = readers
         one = _measure(_importable().read_iter_jsonl, str(small), repeats=args.repeats)
-        results["flatness"] = {"small_mb": small.stat().st_size / MB, "big_mb": size / MB,
-                               "iter_jsonl_small": one, "iter_jsonl_big": readers["expkit iter_jsonl"]}
+        results["flatness"] = {
+            "small_mb": small.stat().st_size / MB,
+            "big_mb": size / MB,
+            "iter_jsonl_small": one,
+            "iter_jsonl_big": readers["expkit iter_jsonl"],
+        }
         small.unlink()
         big.unlink()
         chat = Path(tmp) / "chat.jsonl"
         write_base_file(chat, "chat", target_bytes=int(args.size_mb * MB), seed=0)
         print(f"chat records (long turns), {chat.stat().st_size / MB:.1f} MB:")
-        results["readers_chat"] = _bench_readers(chat, chat.stat().st_size, args.repeats, tmp,
-                                                 only=("raw line loop", "orjson loop (parse floor)",
-                                                       "expkit iter_jsonl", "stdlib json list"))
-    results["parallel_map"] = (_bench_pool(args.repeats, serial_s=0.05, overhead_items=4_000) if args.quick
-                               else _bench_pool(args.repeats))
+        results["readers_chat"] = _bench_readers(
+            chat,
+            chat.stat().st_size,
+            args.repeats,
+            tmp,
+            only=("raw line loop", "orjson loop (parse floor)", "expkit iter_jsonl", "stdlib json list"),
+        )
+    results["parallel_map"] = (
+        _bench_pool(args.repeats, serial_s=0.05, overhead_items=4_000) if args.quick else _bench_pool(args.repeats)
+    )
 
     ours, raw, std = (readers[k]["mb_per_s"] for k in ("expkit iter_jsonl", "raw line loop", "stdlib json list"))
     flat_rss = readers["expkit iter_jsonl"]["peak_rss_mb"] / one["peak_rss_mb"]
@@ -213,8 +233,8 @@ def main() -> None:
         "chat records: iter_jsonl / raw line loop": rc["expkit iter_jsonl"] / rc["raw line loop"],
         "iter_jsonl / pandas (throughput)": ours / readers["pandas.read_json(lines=True)"]["mb_per_s"],
         "iter_jsonl / datasets (throughput)": ours / readers["datasets json loader"]["mb_per_s"],
-        "stdlib json list peak / file size (memory)":
-            readers["stdlib json list"]["peak_above_baseline_mb"] / (size / MB),
+        "stdlib json list peak / file size (memory)": readers["stdlib json list"]["peak_above_baseline_mb"]
+        / (size / MB),
         "iter_jsonl peak above baseline (MB)": readers["expkit iter_jsonl"]["peak_above_baseline_mb"],
         "iter_jsonl process peak RSS, 8x / 1x file": flat_rss,
         f"parallel_map speed-up, {pool['workers']} processes, CPU-bound ~0.5 s": pool["speedup"],
@@ -225,8 +245,10 @@ def main() -> None:
     print("ratios:")
     for k, v in ratios.items():
         print(f"  {k:70s} {v:8.2f}")
-    print(f"goals: >= 2x stdlib list, >= 0.40 of raw loop, flat within 1.2x, >= 1.7x on 2 cores, < 50 us/item; "
-          f"load average at the end {results['load_average_end']:.1f}")
+    print(
+        f"goals: >= 2x stdlib list, >= 0.40 of raw loop, flat within 1.2x, >= 1.7x on 2 cores, < 50 us/item; "
+        f"load average at the end {results['load_average_end']:.1f}"
+    )
     write_results(results, args.out, "data", quick=args.quick)
 
 

@@ -39,18 +39,32 @@ def main() -> None:
     print("predicted / measured peak of one training step (fp32 full fine-tune, CPU allocator)")
     print(f"{'case':40s} {'measured MiB':>12s} {'expkit':>7s} {'accel.':>7s} {'hf/zero':>7s} {'deepspeed':>9s}")
     for case, r in zip(cases, table.rows, strict=True):
-        led = estimate_training_memory(case.spec(), seq=case.seq, precision="fp32", grad_ckpt=case.grad_ckpt,
-                                       attention=case.attention, device="cpu")
+        led = estimate_training_memory(
+            case.spec(),
+            seq=case.seq,
+            precision="fp32",
+            grad_ckpt=case.grad_ckpt,
+            attention=case.attention,
+            device="cpu",
+        )
         P = led.total_params
         accel = max(estimate_training_usage(4 * P, "float32").values())  # its "Training using Adam" peak
         hf = 16 * P  # fp32: weights 4 + grads 4 + AdamW 8 (HF docs), no activations
         ds = 4 * P + 16 * P  # DeepSpeed ZeRO-2 estimator on 1 GPU
         m = r.measured_peak_bytes
-        row = dict(case=case.name, measured=m, expkit=r.predicted_peak_bytes / m, accelerate=accel / m, hf=hf / m,
-                   deepspeed=ds / m)
+        row = dict(
+            case=case.name,
+            measured=m,
+            expkit=r.predicted_peak_bytes / m,
+            accelerate=accel / m,
+            hf=hf / m,
+            deepspeed=ds / m,
+        )
         rows.append(row)
-        print(f"{case.name[:40]:40s} {m / 2**20:12.2f} {row['expkit']:7.3f} {row['accelerate']:7.3f} {row['hf']:7.3f} "
-              f"{row['deepspeed']:9.3f}")
+        print(
+            f"{case.name[:40]:40s} {m / 2**20:12.2f} {row['expkit']:7.3f} {row['accelerate']:7.3f} {row['hf']:7.3f} "
+            f"{row['deepspeed']:9.3f}"
+        )
 
     # counting parameters: meta device (expkit) vs accelerate's init_empty_weights
     from accelerate import init_empty_weights
@@ -80,16 +94,27 @@ def main() -> None:
     t0 = time.perf_counter()
     moe = count_model(load_model_description("qwen3-235b-a22b"), lora_r=16)
     t_moe = time.perf_counter() - t0
-    timing = dict(model=big.name, expkit_s=statistics.median(t_ours), accelerate_s=statistics.median(t_acc),
-                  params=n_ours, params_accelerate=n_acc, params_05b=n_ours_small,
-                  params_05b_accelerate=n_acc_small, moe_235b_lora_count_s=t_moe,
-                  moe_235b_adapter_params=moe.adapter_params)
-    print(f"\ncount {big.name}: expkit meta {timing['expkit_s']:.2f} s, accelerate init_empty_weights "
-          f"{timing['accelerate_s']:.2f} s (ratio {timing['accelerate_s'] / timing['expkit_s']:.2f}); "
-          f"counts {n_ours:,} vs {n_acc:,}")
+    timing = dict(
+        model=big.name,
+        expkit_s=statistics.median(t_ours),
+        accelerate_s=statistics.median(t_acc),
+        params=n_ours,
+        params_accelerate=n_acc,
+        params_05b=n_ours_small,
+        params_05b_accelerate=n_acc_small,
+        moe_235b_lora_count_s=t_moe,
+        moe_235b_adapter_params=moe.adapter_params,
+    )
+    print(
+        f"\ncount {big.name}: expkit meta {timing['expkit_s']:.2f} s, accelerate init_empty_weights "
+        f"{timing['accelerate_s']:.2f} s (ratio {timing['accelerate_s'] / timing['expkit_s']:.2f}); "
+        f"counts {n_ours:,} vs {n_acc:,}"
+    )
     print(f"count Qwen2.5-0.5B (tied): expkit {n_ours_small:,}, accelerate {n_acc_small:,}")
-    print(f"Qwen3-235B-A22B LoRA r=16 (peft per layer kind): {moe.adapter_params:,} adapters in {t_moe:.1f} s "
-          f"(limit 30 s: {'met' if t_moe < 30 else 'NOT met'})")
+    print(
+        f"Qwen3-235B-A22B LoRA r=16 (peft per layer kind): {moe.adapter_params:,} adapters in {t_moe:.1f} s "
+        f"(limit 30 s: {'met' if t_moe < 30 else 'NOT met'})"
+    )
     print("(median of 3; the machine was shared with other work)" if not args.quick else "(quick: one run)")
     out = Path(__file__).parent / "results" / ("memory-quick.json" if args.quick else "memory.json")
     out.parent.mkdir(parents=True, exist_ok=True)

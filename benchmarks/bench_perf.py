@@ -33,20 +33,25 @@ GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm")
 def bench_roofs(repeats: int, threads: int | None, quick: bool = False) -> dict:
     from expkit.perf.roofs import measure_roofs
 
-    sizes = (dict(gemm_n=256, copy_bytes=16 * 2**20, repeats=2, reference_n=512, reference_copy_bytes=32 * 2**20)
-             if quick else dict(gemm_n=2048, copy_bytes=256 * 2**20, repeats=5, reference_n=4096,
-                                reference_copy_bytes=2**30))
+    sizes = (
+        dict(gemm_n=256, copy_bytes=16 * 2**20, repeats=2, reference_n=512, reference_copy_bytes=32 * 2**20)
+        if quick
+        else dict(gemm_n=2048, copy_bytes=256 * 2**20, repeats=5, reference_n=4096, reference_copy_bytes=2**30)
+    )
     runs = [measure_roofs(compare=True, threads=threads, **sizes) for _ in range(repeats)]
     g = statistics.median(r.gemm_vs_reference_ratio for r in runs)
     b = statistics.median(r.bandwidth_vs_reference_ratio for r in runs)
     return {
-        "gemm_vs_torch_matmul_4096": g, "bandwidth_vs_numpy_copy_1gib": b,
+        "gemm_vs_torch_matmul_4096": g,
+        "bandwidth_vs_numpy_copy_1gib": b,
         "gemm_gflop_s": [r.peak_flop_s / 1e9 for r in runs],
         "reference_gemm_gflop_s": [r.reference_gemm.best_flop_s / 1e9 for r in runs],
         "bandwidth_gb_s": [r.bandwidth_bytes_s / 1e9 for r in runs],
         "numpy_bandwidth_gb_s": [r.reference_copy.best_bandwidth_bytes_s / 1e9 for r in runs],
-        "threads": runs[0].threads, "copy_methods": [r.copy.method for r in runs],
-        "gemm_target_met": g >= 0.70, "bandwidth_target_met": abs(b - 1) <= 0.20,
+        "threads": runs[0].threads,
+        "copy_methods": [r.copy.method for r in runs],
+        "gemm_target_met": g >= 0.70,
+        "bandwidth_target_met": abs(b - 1) <= 0.20,
     }
 
 
@@ -78,16 +83,23 @@ def bench_profiler(repeats: int, threads: int | None) -> dict:
                     p.export_chrome_trace(str(path))
                     table.append(sum(e.self_cpu_time_total for e in p.key_averages() if e.key in GEMM_OPS) / 1e6)
 
-                with torch.profiler.profile(activities=[ProfilerActivity.CPU],
-                                            schedule=schedule(wait=0, warmup=1, active=2), on_trace_ready=ready) as prof:
+                with torch.profiler.profile(
+                    activities=[ProfilerActivity.CPU],
+                    schedule=schedule(wait=0, warmup=1, active=2),
+                    on_trace_ready=ready,
+                ) as prof:
                     for _ in range(3):
                         step()
                         prof.step()
                 ours = sum(o.self_s for o in bucket_trace(load_trace(path), top=10_000).top_ops if o.name in GEMM_OPS)
                 theirs = table[0]
                 agreement.append(ours / theirs if theirs else float("nan"))
-    return {"profiling_overhead_ratio": statistics.median(ratios), "overhead_ratios": ratios,
-            "gemm_self_time_vs_key_averages": statistics.median(agreement), "agreement_ratios": agreement}
+    return {
+        "profiling_overhead_ratio": statistics.median(ratios),
+        "overhead_ratios": ratios,
+        "gemm_self_time_vs_key_averages": statistics.median(agreement),
+        "agreement_ratios": agreement,
+    }
 
 
 def main() -> None:
@@ -104,14 +116,20 @@ def main() -> None:
     print(f"[roofs] threads {roofs['threads']}")
     if args.quick:
         print("  (quick: GEMM n=256 vs 512, copy 16 vs 32 MiB; too small for the targets, which are not judged)")
-    print(f"  expkit GEMM (n=2048) / torch.matmul n=4096:  {roofs['gemm_vs_torch_matmul_4096']:.2f}  "
-          f"(target >= 0.70: {'met' if roofs['gemm_target_met'] else 'NOT met'})")
-    print(f"  expkit copy 256 MiB / numpy copy 1 GiB:      {roofs['bandwidth_vs_numpy_copy_1gib']:.2f}  "
-          f"(target 0.80-1.20: {'met' if roofs['bandwidth_target_met'] else 'NOT met'})")
+    print(
+        f"  expkit GEMM (n=2048) / torch.matmul n=4096:  {roofs['gemm_vs_torch_matmul_4096']:.2f}  "
+        f"(target >= 0.70: {'met' if roofs['gemm_target_met'] else 'NOT met'})"
+    )
+    print(
+        f"  expkit copy 256 MiB / numpy copy 1 GiB:      {roofs['bandwidth_vs_numpy_copy_1gib']:.2f}  "
+        f"(target 0.80-1.20: {'met' if roofs['bandwidth_target_met'] else 'NOT met'})"
+    )
     print(f"  GFLOP/s ours {roofs['gemm_gflop_s']} vs ref {roofs['reference_gemm_gflop_s']}")
     print(f"  GB/s ours {roofs['bandwidth_gb_s']} ({roofs['copy_methods']}) vs numpy {roofs['numpy_bandwidth_gb_s']}")
     print("[profiler] char-LM training step")
-    print(f"  profiled / plain step time:                 {prof['profiling_overhead_ratio']:.2f}  {prof['overhead_ratios']}")
+    print(
+        f"  profiled / plain step time:                 {prof['profiling_overhead_ratio']:.2f}  {prof['overhead_ratios']}"
+    )
     print(f"  expkit GEMM self time / key_averages:       {prof['gemm_self_time_vs_key_averages']:.3f}")
     out = Path(__file__).parent / "results" / ("perf-quick.json" if args.quick else "perf.json")
     out.parent.mkdir(parents=True, exist_ok=True)

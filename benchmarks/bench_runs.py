@@ -51,8 +51,11 @@ def bench_capture(tmp: Path, repeats: int) -> dict:
 
     theirs()  # the first call creates the database (schema migrations); not counted
     ours()
-    return {"expkit_start_s": median_wall_s(ours, repeats), "mlflow_start_run_s": median_wall_s(theirs, repeats),
-            "expkit_start_cpu_s": median_cpu_s(ours, repeats)}
+    return {
+        "expkit_start_s": median_wall_s(ours, repeats),
+        "mlflow_start_run_s": median_wall_s(theirs, repeats),
+        "expkit_start_cpu_s": median_cpu_s(ours, repeats),
+    }
 
 
 def bench_capture_big_repo(tmp: Path, n_files: int, repeats: int) -> dict:
@@ -79,8 +82,13 @@ def bench_capture_big_repo(tmp: Path, n_files: int, repeats: int) -> dict:
     s = median_wall_s(ours, repeats)
     cpu = median_cpu_s(ours, repeats)
     rec = orjson.loads((store / ids[-1] / "run.json").read_bytes())
-    return {"changed_files": rec["code"]["changed_files"], "patch_bytes": rec["code"]["patch_bytes"],
-            "expkit_start_big_repo_s": s, "expkit_start_big_repo_cpu_s": cpu, "capture_s_recorded": rec["capture_s"]}
+    return {
+        "changed_files": rec["code"]["changed_files"],
+        "patch_bytes": rec["code"]["patch_bytes"],
+        "expkit_start_big_repo_s": s,
+        "expkit_start_big_repo_cpu_s": cpu,
+        "capture_s_recorded": rec["capture_s"],
+    }
 
 
 def bench_log(tmp: Path, n_ours: int, n_theirs: int) -> dict:
@@ -102,8 +110,14 @@ def bench_log(tmp: Path, n_ours: int, n_theirs: int) -> dict:
         for i in range(n_theirs):
             mlflow.log_metric("loss", 1.0 / (i + 1), step=i)
         theirs = (time.perf_counter() - t0) / n_theirs
-    return {"expkit_log_us": ours * 1e6, "mlflow_log_metric_us": theirs * 1e6, "ratio": theirs / ours,
-            "expkit_lines_written": lines, "expkit_calls": n_ours, "mlflow_calls": n_theirs}
+    return {
+        "expkit_log_us": ours * 1e6,
+        "mlflow_log_metric_us": theirs * 1e6,
+        "ratio": theirs / ours,
+        "expkit_lines_written": lines,
+        "expkit_calls": n_ours,
+        "mlflow_calls": n_theirs,
+    }
 
 
 def bench_ls(tmp: Path, n_runs: int, repeats: int) -> dict:
@@ -127,12 +141,24 @@ def bench_ls(tmp: Path, n_runs: int, repeats: int) -> dict:
     where_s = median_wall_s(lambda: list_runs(store, where=["config.lr<0.5", "status=finished"]), repeats)
     expkit = Path(sys.executable).with_name("expkit")
     env = dict(os.environ, EXPKIT_STORE=str(store))
-    cli_s = median_wall_s(lambda: subprocess.run([str(expkit), "runs", "ls", "--limit", "0", "--json"], env=env,
-                                               capture_output=True, check=True), max(1, repeats // 2))
-    cli_head_s = median_wall_s(lambda: subprocess.run([str(expkit), "runs", "ls"], env=env, capture_output=True,
-                                                    check=True), max(1, repeats // 2))
-    return {"runs": n_runs, "list_runs_cold_s": cold_s, "list_runs_warm_s": warm_s, "list_runs_where_s": where_s,
-            "cli_ls_all_json_s": cli_s, "cli_ls_default_table_s": cli_head_s}
+    cli_s = median_wall_s(
+        lambda: subprocess.run(
+            [str(expkit), "runs", "ls", "--limit", "0", "--json"], env=env, capture_output=True, check=True
+        ),
+        max(1, repeats // 2),
+    )
+    cli_head_s = median_wall_s(
+        lambda: subprocess.run([str(expkit), "runs", "ls"], env=env, capture_output=True, check=True),
+        max(1, repeats // 2),
+    )
+    return {
+        "runs": n_runs,
+        "list_runs_cold_s": cold_s,
+        "list_runs_warm_s": warm_s,
+        "list_runs_where_s": where_s,
+        "cli_ls_all_json_s": cli_s,
+        "cli_ls_default_table_s": cli_head_s,
+    }
 
 
 def bench_hash(tmp: Path, size_mb: int, repeats: int) -> dict:
@@ -154,9 +180,14 @@ def bench_hash(tmp: Path, size_mb: int, repeats: int) -> dict:
     sampled = median_wall_s(lambda: fingerprint_input(path, scheme="sampled+mtime"), repeats)
     sha = median_wall_s(sha256, repeats)
     mib_s = size_mb / full
-    return {"file_mib": size_mb, "expkit_full_blake2b_mib_s": mib_s, "sha256_file_digest_mib_s": size_mb / sha,
-            "expkit_sampled_s": sampled, "full_hash_max_bytes": FULL_HASH_MAX_BYTES,
-            "full_hash_at_threshold_s": FULL_HASH_MAX_BYTES / 2**20 / mib_s}
+    return {
+        "file_mib": size_mb,
+        "expkit_full_blake2b_mib_s": mib_s,
+        "sha256_file_digest_mib_s": size_mb / sha,
+        "expkit_sampled_s": sampled,
+        "full_hash_max_bytes": FULL_HASH_MAX_BYTES,
+        "full_hash_at_threshold_s": FULL_HASH_MAX_BYTES / 2**20 / mib_s,
+    }
 
 
 def main() -> None:
@@ -172,34 +203,49 @@ def main() -> None:
         res = {"machine": "2 shared cores; other jobs running: ratios are noisy", "quick": args.quick}
         res["hash"] = bench_hash(tmp, 8 if args.quick else 512, reps)
         h = res["hash"]
-        print(f"fingerprint of a {h['file_mib']} MiB file: full blake2b {h['expkit_full_blake2b_mib_s']:.0f} MiB/s "
-              f"(sha256 {h['sha256_file_digest_mib_s']:.0f} MiB/s), "
-              f"sampled+mtime {h['expkit_sampled_s'] * 1e3:.1f} ms; "
-              f"a full hash at the {h['full_hash_max_bytes'] / 2**30:.0f} GiB threshold costs "
-              f"{h['full_hash_at_threshold_s']:.1f} s", flush=True)
+        print(
+            f"fingerprint of a {h['file_mib']} MiB file: full blake2b {h['expkit_full_blake2b_mib_s']:.0f} MiB/s "
+            f"(sha256 {h['sha256_file_digest_mib_s']:.0f} MiB/s), "
+            f"sampled+mtime {h['expkit_sampled_s'] * 1e3:.1f} ms; "
+            f"a full hash at the {h['full_hash_max_bytes'] / 2**30:.0f} GiB threshold costs "
+            f"{h['full_hash_at_threshold_s']:.1f} s",
+            flush=True,
+        )
         if args.only == "hash":
             write_results(res, args.out, "runs-hash", quick=args.quick)
             return
         res["capture"] = bench_capture(tmp, reps)
-        print(f"capture: expkit start() {res['capture']['expkit_start_s']:.3f} s wall, "
-              f"{res['capture']['expkit_start_cpu_s']:.3f} s CPU (bound 0.5 s) | "
-              f"mlflow start_run+log_params {res['capture']['mlflow_start_run_s']:.3f} s", flush=True)
+        print(
+            f"capture: expkit start() {res['capture']['expkit_start_s']:.3f} s wall, "
+            f"{res['capture']['expkit_start_cpu_s']:.3f} s CPU (bound 0.5 s) | "
+            f"mlflow start_run+log_params {res['capture']['mlflow_start_run_s']:.3f} s",
+            flush=True,
+        )
         res["capture_big_repo"] = bench_capture_big_repo(tmp, 100 if args.quick else 10_000, max(1, reps // 2))
         b = res["capture_big_repo"]
-        print(f"capture, {b['changed_files']} changed files: {b['expkit_start_big_repo_s']:.3f} s wall, "
-              f"{b['expkit_start_big_repo_cpu_s']:.3f} s CPU incl. git (bound 1 s), "
-              f"patch {b['patch_bytes']} bytes", flush=True)
+        print(
+            f"capture, {b['changed_files']} changed files: {b['expkit_start_big_repo_s']:.3f} s wall, "
+            f"{b['expkit_start_big_repo_cpu_s']:.3f} s CPU incl. git (bound 1 s), "
+            f"patch {b['patch_bytes']} bytes",
+            flush=True,
+        )
         res["log"] = bench_log(tmp, 2_000 if args.quick else 200_000, 30 if args.quick else 1_000)
         lg = res["log"]
-        print(f"log: expkit run.log {lg['expkit_log_us']:.2f} us/call | mlflow.log_metric (sqlite) "
-              f"{lg['mlflow_log_metric_us']:.0f} us/call | ratio {lg['ratio']:.0f}x (bound >= 50x)", flush=True)
+        print(
+            f"log: expkit run.log {lg['expkit_log_us']:.2f} us/call | mlflow.log_metric (sqlite) "
+            f"{lg['mlflow_log_metric_us']:.0f} us/call | ratio {lg['ratio']:.0f}x (bound >= 50x)",
+            flush=True,
+        )
         res["ls"] = bench_ls(tmp, 200 if args.quick else 10_000, reps)
         ls = res["ls"]
-        print(f"ls over {ls['runs']} runs: list_runs warm {ls['list_runs_warm_s']:.3f} s (bound 0.5 s), "
-              f"with --where {ls['list_runs_where_s']:.3f} s, cold index build {ls['list_runs_cold_s']:.2f} s; "
-              f"CLI `runs ls --limit 0 --json` {ls['cli_ls_all_json_s']:.2f} s, "
-              f"`runs ls` {ls['cli_ls_default_table_s']:.2f} s "
-              "(CLI times include interpreter start)", flush=True)
+        print(
+            f"ls over {ls['runs']} runs: list_runs warm {ls['list_runs_warm_s']:.3f} s (bound 0.5 s), "
+            f"with --where {ls['list_runs_where_s']:.3f} s, cold index build {ls['list_runs_cold_s']:.2f} s; "
+            f"CLI `runs ls --limit 0 --json` {ls['cli_ls_all_json_s']:.2f} s, "
+            f"`runs ls` {ls['cli_ls_default_table_s']:.2f} s "
+            "(CLI times include interpreter start)",
+            flush=True,
+        )
     finally:
         os.chdir(cwd)
         shutil.rmtree(tmp, ignore_errors=True)

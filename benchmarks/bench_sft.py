@@ -40,10 +40,24 @@ def plain_trl(model_dir: Path, train_jsonl: Path, out: Path, steps: int, seed: i
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
     ds = load_dataset("json", data_files=str(train_jsonl), cache_dir=str(out / "hf"))["train"]
-    args = SFTConfig(output_dir=str(out / "trainer"), max_steps=steps, per_device_train_batch_size=8,
-                     learning_rate=2e-4, lr_scheduler_type="linear", logging_steps=1, save_strategy="no",
-                     report_to="none", bf16=False, fp16=False, gradient_checkpointing=False, use_cpu=True,
-                     seed=seed, max_length=512, disable_tqdm=True, assistant_only_loss=True)
+    args = SFTConfig(
+        output_dir=str(out / "trainer"),
+        max_steps=steps,
+        per_device_train_batch_size=8,
+        learning_rate=2e-4,
+        lr_scheduler_type="linear",
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        bf16=False,
+        fp16=False,
+        gradient_checkpointing=False,
+        use_cpu=True,
+        seed=seed,
+        max_length=512,
+        disable_tqdm=True,
+        assistant_only_loss=True,
+    )
     lora = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
     trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=lora)
     trainer.remove_callback(PrinterCallback)
@@ -58,8 +72,14 @@ def expkit_sft(model_dir: Path, examples, train_jsonl: Path, out: Path, steps: i
     from expkit.finetune.training import SFTSettings, train_lora_sft
 
     t0 = time.perf_counter()
-    r = train_lora_sft(model_dir=model_dir, examples=examples, out_dir=out, data_path=train_jsonl,
-                       settings=SFTSettings(steps=steps, seed=seed), store=out / "runs")
+    r = train_lora_sft(
+        model_dir=model_dir,
+        examples=examples,
+        out_dir=out,
+        data_path=train_jsonl,
+        settings=SFTSettings(steps=steps, seed=seed),
+        store=out / "runs",
+    )
     return time.perf_counter() - t0, r.train_s
 
 
@@ -107,27 +127,48 @@ def main() -> None:
 
     load = os.getloadavg()
     result = {
-        "model_parameters": demo.parameters, "demo_model_build_s": build_s, "demo_model_cached": demo.cached,
-        "steps": a.steps, "repeats": a.repeats,
-        "expkit_end_to_end_s": med["expkit"][0], "expkit_train_s": med["expkit"][1],
-        "trl_end_to_end_s": med["trl"][0], "trl_train_s": med["trl"][1],
-        "ratio_end_to_end": med["expkit"][0] / med["trl"][0], "ratio_train": med["expkit"][1] / med["trl"][1],
-        "s_per_step_expkit": med["expkit"][1] / a.steps, "s_per_step_trl": med["trl"][1] / a.steps,
-        "audit_conversations": n_audit, "audit_s": audit_s, "audit_masked_fraction": audit.masked_fraction,
-        "loadavg_1m": load[0], "cpu_count": os.cpu_count(), "threads": 1,
+        "model_parameters": demo.parameters,
+        "demo_model_build_s": build_s,
+        "demo_model_cached": demo.cached,
+        "steps": a.steps,
+        "repeats": a.repeats,
+        "expkit_end_to_end_s": med["expkit"][0],
+        "expkit_train_s": med["expkit"][1],
+        "trl_end_to_end_s": med["trl"][0],
+        "trl_train_s": med["trl"][1],
+        "ratio_end_to_end": med["expkit"][0] / med["trl"][0],
+        "ratio_train": med["expkit"][1] / med["trl"][1],
+        "s_per_step_expkit": med["expkit"][1] / a.steps,
+        "s_per_step_trl": med["trl"][1] / a.steps,
+        "audit_conversations": n_audit,
+        "audit_s": audit_s,
+        "audit_masked_fraction": audit.masked_fraction,
+        "loadavg_1m": load[0],
+        "cpu_count": os.cpu_count(),
+        "threads": 1,
         "raw": {k: v for k, v in runs.items()},
     }
     print(f"demo model: {demo.parameters:,} parameters ({'cached' if demo.cached else f'built in {build_s:.0f} s'})")
-    print(f"{a.steps} LoRA steps, median of {a.repeats} (1 thread; load average {load[0]:.1f} on "
-          f"{os.cpu_count()} cores, shared machine):")
-    print(f"  expkit sft : {med['expkit'][0]:6.2f} s end to end, train() {med['expkit'][1]:6.2f} s "
-          f"({med['expkit'][1] / a.steps:.3f} s/step)   target: 20 steps <= 60 s")
-    print(f"  plain TRL  : {med['trl'][0]:6.2f} s end to end, train() {med['trl'][1]:6.2f} s "
-          f"({med['trl'][1] / a.steps:.3f} s/step)")
-    print(f"  ratio expkit / TRL: end to end {result['ratio_end_to_end']:.3f}, train() {result['ratio_train']:.3f}"
-          "   target: within 5%")
-    print(f"label audit of {n_audit:,} conversations: {audit_s:.2f} s (target for 10,000: <= 30 s); "
-          f"masked {audit.masked_fraction:.1%}")
+    print(
+        f"{a.steps} LoRA steps, median of {a.repeats} (1 thread; load average {load[0]:.1f} on "
+        f"{os.cpu_count()} cores, shared machine):"
+    )
+    print(
+        f"  expkit sft : {med['expkit'][0]:6.2f} s end to end, train() {med['expkit'][1]:6.2f} s "
+        f"({med['expkit'][1] / a.steps:.3f} s/step)   target: 20 steps <= 60 s"
+    )
+    print(
+        f"  plain TRL  : {med['trl'][0]:6.2f} s end to end, train() {med['trl'][1]:6.2f} s "
+        f"({med['trl'][1] / a.steps:.3f} s/step)"
+    )
+    print(
+        f"  ratio expkit / TRL: end to end {result['ratio_end_to_end']:.3f}, train() {result['ratio_train']:.3f}"
+        "   target: within 5%"
+    )
+    print(
+        f"label audit of {n_audit:,} conversations: {audit_s:.2f} s (target for 10,000: <= 30 s); "
+        f"masked {audit.masked_fraction:.1%}"
+    )
     write_results(result, a.out, "sft", quick=a.quick)
 
 

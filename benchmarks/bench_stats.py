@@ -41,14 +41,25 @@ def bench_bootstrap(repeats: int) -> dict:
         # default arguments bind this iteration's arrays (B023)
         ours = median_wall_s(lambda a=a, b=b: paired_bootstrap(a, b, n_boot=N_BOOT, seed=1), repeats)
         d = a - b
-        peer = median_wall_s(lambda d=d: stats.bootstrap((d,), np.mean, n_resamples=N_BOOT, method="percentile",
-                                                         vectorized=True, random_state=1), repeats)
+        peer = median_wall_s(
+            lambda d=d: stats.bootstrap(
+                (d,), np.mean, n_resamples=N_BOOT, method="percentile", vectorized=True, random_state=1
+            ),
+            repeats,
+        )
         r_ours = paired_bootstrap(a, b, n_boot=N_BOOT, seed=1)
-        r_peer = stats.bootstrap((d,), np.mean, n_resamples=N_BOOT, method="percentile", vectorized=True,
-                                 random_state=1).confidence_interval
-        out[name] = {"expkit_s": ours, "scipy_s": peer, "speedup_vs_scipy": peer / ours,
-                     "expkit_ci": [r_ours.low, r_ours.high], "scipy_ci": [float(r_peer.low), float(r_peer.high)],
-                     "target_s": 1.0, "within_target": ours <= 1.0}
+        r_peer = stats.bootstrap(
+            (d,), np.mean, n_resamples=N_BOOT, method="percentile", vectorized=True, random_state=1
+        ).confidence_interval
+        out[name] = {
+            "expkit_s": ours,
+            "scipy_s": peer,
+            "speedup_vs_scipy": peer / ours,
+            "expkit_ci": [r_ours.low, r_ours.high],
+            "scipy_ci": [float(r_peer.low), float(r_peer.high)],
+            "target_s": 1.0,
+            "within_target": ours <= 1.0,
+        }
     return out
 
 
@@ -61,8 +72,12 @@ def _write_results(path: Path) -> None:
         for m in range(N_MODELS):
             p = 1 / (1 + np.exp(difficulty - (0.8 + 0.02 * m)))
             scores = (rng.random(N_ITEMS) < p).astype(int)
-            fh.write(b"".join(orjson.dumps({"model": f"m{m:02d}", "item": f"q{i}", "score": int(s)}) + b"\n"
-                              for i, s in enumerate(scores)))
+            fh.write(
+                b"".join(
+                    orjson.dumps({"model": f"m{m:02d}", "item": f"q{i}", "score": int(s)}) + b"\n"
+                    for i, s in enumerate(scores)
+                )
+            )
 
 
 def _peer_table(path: Path) -> None:
@@ -81,8 +96,10 @@ def _peer_table(path: Path) -> None:
     ps = []
     for m in wide.columns[1:]:
         a, b = wide[m].to_numpy(), wide[base].to_numpy()
-        table = [[int(((a == 1) & (b == 1)).sum()), int(((a == 1) & (b == 0)).sum())],
-                 [int(((a == 0) & (b == 1)).sum()), int(((a == 0) & (b == 0)).sum())]]
+        table = [
+            [int(((a == 1) & (b == 1)).sum()), int(((a == 1) & (b == 0)).sum())],
+            [int(((a == 0) & (b == 1)).sum()), int(((a == 0) & (b == 0)).sum())],
+        ]
         ps.append(mcnemar(table, exact=table[0][1] + table[1][0] <= 25).pvalue)
     multipletests(ps, method="holm")
 
@@ -95,8 +112,14 @@ def bench_table(repeats: int) -> dict:
         _write_results(path)
         ours = median_wall_s(lambda: build_eval_table(read_item_results(path)), repeats)
         peer = median_wall_s(lambda: _peer_table(path), repeats)
-    return {"expkit_s": ours, "pandas_statsmodels_s": peer, "ratio_peer_over_expkit": peer / ours,
-            "target_s": 5.0, "within_target": ours <= 5.0, "rows": N_MODELS * N_ITEMS}
+    return {
+        "expkit_s": ours,
+        "pandas_statsmodels_s": peer,
+        "ratio_peer_over_expkit": peer / ours,
+        "target_s": 5.0,
+        "within_target": ours <= 5.0,
+        "rows": N_MODELS * N_ITEMS,
+    }
 
 
 def main() -> None:
@@ -109,15 +132,26 @@ def main() -> None:
         N_ITEMS, N_BOOT, N_MODELS = 500, 500, 3
     boot = bench_bootstrap(repeats)
     table = bench_table(1 if args.quick else max(3, repeats // 2))
-    result = {"n_items": N_ITEMS, "n_boot": N_BOOT, "repeats": repeats, "cpu_count": os.cpu_count(),
-              "note": "machine shared with other jobs; medians of repeats", "bootstrap": boot, "table": table}
+    result = {
+        "n_items": N_ITEMS,
+        "n_boot": N_BOOT,
+        "repeats": repeats,
+        "cpu_count": os.cpu_count(),
+        "note": "machine shared with other jobs; medians of repeats",
+        "bootstrap": boot,
+        "table": table,
+    }
     for name, r in boot.items():
-        print(f"paired bootstrap ({name}), B={N_BOOT:,} x n={N_ITEMS:,}: expkit {r['expkit_s']:.3f} s, "
-              f"scipy.stats.bootstrap {r['scipy_s']:.3f} s -> {r['speedup_vs_scipy']:.1f}x "
-              f"(target <= 1 s: {'met' if r['within_target'] else 'MISSED'})")
-    print(f"eval table {N_MODELS} models x {N_ITEMS:,} items: expkit {table['expkit_s']:.2f} s, pandas+statsmodels "
-          f"{table['pandas_statsmodels_s']:.2f} s -> {table['ratio_peer_over_expkit']:.2f}x "
-          f"(target <= 5 s: {'met' if table['within_target'] else 'MISSED'})")
+        print(
+            f"paired bootstrap ({name}), B={N_BOOT:,} x n={N_ITEMS:,}: expkit {r['expkit_s']:.3f} s, "
+            f"scipy.stats.bootstrap {r['scipy_s']:.3f} s -> {r['speedup_vs_scipy']:.1f}x "
+            f"(target <= 1 s: {'met' if r['within_target'] else 'MISSED'})"
+        )
+    print(
+        f"eval table {N_MODELS} models x {N_ITEMS:,} items: expkit {table['expkit_s']:.2f} s, pandas+statsmodels "
+        f"{table['pandas_statsmodels_s']:.2f} s -> {table['ratio_peer_over_expkit']:.2f}x "
+        f"(target <= 5 s: {'met' if table['within_target'] else 'MISSED'})"
+    )
     write_results(result, args.out, "stats", quick=args.quick)
 
 

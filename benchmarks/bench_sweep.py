@@ -97,8 +97,12 @@ def main() -> None:
         for i in range(repeats):  # alternate, so drift in the machine's load hits both sides
             serial.append(_serial_s(cpu_s))
             local.append(_sweep_s(store, cpu_s, "local", str(i)))
-        results["local"] = {"serial_s": statistics.median(serial), "sweep_s": statistics.median(local),
-                            "serial_all_s": serial, "sweep_all_s": local}
+        results["local"] = {
+            "serial_s": statistics.median(serial),
+            "sweep_s": statistics.median(local),
+            "serial_all_s": serial,
+            "sweep_all_s": local,
+        }
         results["local"]["speedup"] = results["local"]["serial_s"] / results["local"]["sweep_s"]
         # cores kept busy: the trials' CPU seconds over the wall time (2.0 is the whole machine)
         results["local"]["cores_used_serial"] = N_TRIALS * cpu_s / results["local"]["serial_s"]
@@ -115,8 +119,12 @@ def main() -> None:
                 ours.append(_sweep_s(store, cpu_s, "ray", str(i)))
         finally:
             ray.shutdown()
-        results["ray"] = {"plain_ray_s": statistics.median(plain), "sweep_s": statistics.median(ours),
-                          "plain_ray_all_s": plain, "sweep_all_s": ours}
+        results["ray"] = {
+            "plain_ray_s": statistics.median(plain),
+            "sweep_s": statistics.median(ours),
+            "plain_ray_all_s": plain,
+            "sweep_all_s": ours,
+        }
         results["ray"]["ratio"] = results["ray"]["sweep_s"] / results["ray"]["plain_ray_s"]
 
         n = 3 if args.quick else 10
@@ -127,16 +135,24 @@ def main() -> None:
     results["loadavg_after"] = os.getloadavg()
 
     loc, ray_r = results["local"], results["ray"]
-    print(f"{N_TRIALS} trials of {cpu_s} CPU-s on {os.cpu_count()} cores (load {load_before[0]:.1f} -> "
-          f"{results['loadavg_after'][0]:.1f}), median of {repeats}:")
-    print(f"  local backend {loc['sweep_s']:.2f} s vs serial {loc['serial_s']:.2f} s: {loc['speedup']:.2f}x "
-          f"(target >= 1.7x); cores kept busy {loc['cores_used_sweep']:.2f} vs {loc['cores_used_serial']:.2f}")
-    print(f"  ray backend   {ray_r['sweep_s']:.2f} s vs plain ray.remote loop {ray_r['plain_ray_s']:.2f} s: "
-          f"{ray_r['ratio']:.2f}x (target <= 1.15x)")
+    print(
+        f"{N_TRIALS} trials of {cpu_s} CPU-s on {os.cpu_count()} cores (load {load_before[0]:.1f} -> "
+        f"{results['loadavg_after'][0]:.1f}), median of {repeats}:"
+    )
+    print(
+        f"  local backend {loc['sweep_s']:.2f} s vs serial {loc['serial_s']:.2f} s: {loc['speedup']:.2f}x "
+        f"(target >= 1.7x); cores kept busy {loc['cores_used_sweep']:.2f} vs {loc['cores_used_serial']:.2f}"
+    )
+    print(
+        f"  ray backend   {ray_r['sweep_s']:.2f} s vs plain ray.remote loop {ray_r['plain_ray_s']:.2f} s: "
+        f"{ray_r['ratio']:.2f}x (target <= 1.15x)"
+    )
     for where in ("overhead_outside_git", "overhead_in_checkout"):
         o = results[where]
-        print(f"  per-trial overhead, {where.split('_', 1)[1].replace('_', ' ')}: {o['overhead_s']:.3f} s "
-              f"(execute {o['execute_s']:.3f} s - subprocess {o['subprocess_s']:.3f} s; target <= 0.3 s)")
+        print(
+            f"  per-trial overhead, {where.split('_', 1)[1].replace('_', ' ')}: {o['overhead_s']:.3f} s "
+            f"(execute {o['execute_s']:.3f} s - subprocess {o['subprocess_s']:.3f} s; target <= 0.3 s)"
+        )
     write_results(results, args.out, "sweep", quick=args.quick)
 
 

@@ -43,8 +43,9 @@ def bench_bare(corpus, steps: int) -> float:
     cfg = cfg_for(steps)
     torch.manual_seed(0)
     model = CharLM(MCFG)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr_max, betas=(cfg.beta1, cfg.beta2),
-                            weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr_max, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay
+    )
     it = iter(make_loader(corpus.train, block_size=cfg.seq_len, batch_size=cfg.batch_size, seed=0))
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -83,7 +84,7 @@ def bench_hf(corpus, steps: int, out: Path) -> float:
             return len(offsets)
 
         def __getitem__(self, i):
-            chunk = corpus.train[offsets[i]: offsets[i] + cfg.seq_len + 1].long()
+            chunk = corpus.train[offsets[i] : offsets[i] + cfg.seq_len + 1].long()
             return {"input_ids": chunk[:-1], "labels": chunk[1:]}
 
     times: dict[str, float] = {}
@@ -95,11 +96,24 @@ def bench_hf(corpus, steps: int, out: Path) -> float:
         def on_step_end(self, args, state, control, **kw):
             times["end"] = time.perf_counter()
 
-    args = TrainingArguments(output_dir=str(out), per_device_train_batch_size=cfg.batch_size, max_steps=steps,
-                             learning_rate=cfg.lr_max, lr_scheduler_type="cosine", warmup_steps=cfg.warmup_steps,
-                             weight_decay=cfg.weight_decay, adam_beta2=cfg.beta2, max_grad_norm=1.0,
-                             logging_steps=10, save_strategy="no", report_to=[], use_cpu=True,
-                             dataloader_num_workers=0, disable_tqdm=True, seed=0)
+    args = TrainingArguments(
+        output_dir=str(out),
+        per_device_train_batch_size=cfg.batch_size,
+        max_steps=steps,
+        learning_rate=cfg.lr_max,
+        lr_scheduler_type="cosine",
+        warmup_steps=cfg.warmup_steps,
+        weight_decay=cfg.weight_decay,
+        adam_beta2=cfg.beta2,
+        max_grad_norm=1.0,
+        logging_steps=10,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        seed=0,
+    )
     Trainer(model=Wrapped(), args=args, train_dataset=Windows(), callbacks=[Clock()]).train()
     return steps * cfg.batch_size * cfg.seq_len / (times["end"] - times["start"])
 
@@ -110,8 +124,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (default 3; --quick: 1)")
     ap.add_argument("--seconds", type=float, default=None, help="quality training budget (default 60; --quick: 3)")
     ap.add_argument("--skip-quality", action="store_true")
-    ap.add_argument("--threads", type=int, default=None, help="torch threads for every side (default: torch's; "
-                    "--quick: 1)")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="torch threads for every side (default: torch's; --quick: 1)"
+    )
     add_run_options(ap)
     a = ap.parse_args()
     quick_defaults = {"steps": 3, "repeats": 1, "seconds": 3.0, "threads": 1}
@@ -132,24 +147,48 @@ def main() -> None:
         loads.append(os.getloadavg()[0])
         print(f"repeat {rep + 1}: " + ", ".join(f"{k} {v[-1]:,.0f} tok/s" for k, v in res.items()), flush=True)
     med = {k: statistics.median(v) for k, v in res.items()}
-    out = {"steps": a.steps, "repeats": a.repeats, "tokens_per_s_median": med, "tokens_per_s_all": res,
-           "overhead_vs_bare": 1 - med["ours"] / med["bare"], "ours_vs_hf_trainer": med["ours"] / med["hf_trainer"],
-           "load_average_1min": loads, "threads": torch.get_num_threads(),
-           "note": "shared 2-core machine: other processes ran during the measurement"}
-    print(f"tokens/s (median of {a.repeats}): ours {med['ours']:,.0f}, bare loop {med['bare']:,.0f}, "
-          f"HF Trainer {med['hf_trainer']:,.0f}")
-    print(f"our overhead vs the bare loop: {100 * out['overhead_vs_bare']:+.1f}% (target <= 5%); "
-          f"ours / HF Trainer: {out['ours_vs_hf_trainer']:.2f}x (target >= 1.0x); load averages {loads}")
+    out = {
+        "steps": a.steps,
+        "repeats": a.repeats,
+        "tokens_per_s_median": med,
+        "tokens_per_s_all": res,
+        "overhead_vs_bare": 1 - med["ours"] / med["bare"],
+        "ours_vs_hf_trainer": med["ours"] / med["hf_trainer"],
+        "load_average_1min": loads,
+        "threads": torch.get_num_threads(),
+        "note": "shared 2-core machine: other processes ran during the measurement",
+    }
+    print(
+        f"tokens/s (median of {a.repeats}): ours {med['ours']:,.0f}, bare loop {med['bare']:,.0f}, "
+        f"HF Trainer {med['hf_trainer']:,.0f}"
+    )
+    print(
+        f"our overhead vs the bare loop: {100 * out['overhead_vs_bare']:+.1f}% (target <= 5%); "
+        f"ours / HF Trainer: {out['ours_vs_hf_trainer']:.2f}x (target >= 1.0x); load averages {loads}"
+    )
     if not a.skip_quality:
-        r = train_charlm(corpus=corpus, minutes=a.seconds / 60, seed=0, record=False,
-                         train_config=TrainConfig(num_threads=a.threads))
-        out["quality"] = {"seconds": a.seconds, "train_s": r.train_s, "steps": r.steps, "tokens": r.tokens,
-                          "tokens_per_s": r.tokens_per_s, "val_ppl_start": r.initial_val_ppl,
-                          "val_ppl_end": r.final_val_ppl, "load_average_1min": os.getloadavg()[0],
-                          "config": {"batch_size": r.train_config.batch_size, "seq_len": r.train_config.seq_len,
-                                     "lr_max": r.train_config.lr_max}}
-        print(f"quality: val PPL {r.initial_val_ppl:.1f} -> {r.final_val_ppl:.2f} after {r.train_s:.0f} s "
-              f"({r.steps} steps, {r.tokens_per_s:,.0f} tokens/s, load {os.getloadavg()[0]:.1f}); seed 9.6")
+        r = train_charlm(
+            corpus=corpus, minutes=a.seconds / 60, seed=0, record=False, train_config=TrainConfig(num_threads=a.threads)
+        )
+        out["quality"] = {
+            "seconds": a.seconds,
+            "train_s": r.train_s,
+            "steps": r.steps,
+            "tokens": r.tokens,
+            "tokens_per_s": r.tokens_per_s,
+            "val_ppl_start": r.initial_val_ppl,
+            "val_ppl_end": r.final_val_ppl,
+            "load_average_1min": os.getloadavg()[0],
+            "config": {
+                "batch_size": r.train_config.batch_size,
+                "seq_len": r.train_config.seq_len,
+                "lr_max": r.train_config.lr_max,
+            },
+        }
+        print(
+            f"quality: val PPL {r.initial_val_ppl:.1f} -> {r.final_val_ppl:.2f} after {r.train_s:.0f} s "
+            f"({r.steps} steps, {r.tokens_per_s:,.0f} tokens/s, load {os.getloadavg()[0]:.1f}); seed 9.6"
+        )
     write_results(out, a.out, "train", quick=a.quick)
 
 

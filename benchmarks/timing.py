@@ -44,11 +44,19 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """``--quick`` (tiny sizes, one repeat: seconds, for CI; the figures mean nothing) and ``--out DIR``."""
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes and one repeat, for CI (tests/test_benchmarks_quick.py): checks that the "
-                             "benchmark and its peers still run; its figures are not comparisons")
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR, metavar="DIR",
-                        help=f"directory for the JSON results (default: {RESULTS_DIR})")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes and one repeat, for CI (tests/test_benchmarks_quick.py): checks that the "
+        "benchmark and its peers still run; its figures are not comparisons",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS_DIR,
+        metavar="DIR",
+        help=f"directory for the JSON results (default: {RESULTS_DIR})",
+    )
 
 
 def write_results(results: dict, out_dir: Path, stage: str, *, quick: bool) -> Path:

@@ -96,9 +96,18 @@ class LabError(ExpkitError):
 # Which extra of ``pip install 'expkit[EXTRA]'`` brings each optional package (pyproject.toml's
 # [project.optional-dependencies]; tests/test_errors.py checks the two agree).
 EXTRA_OF_PACKAGE = {
-    "torch": "torch", "safetensors": "torch",
-    "transformers": "hf", "peft": "hf", "trl": "hf", "datasets": "hf", "tokenizers": "hf", "accelerate": "hf",
-    "mlflow": "mlflow", "tensorboard": "tensorboard", "ray": "ray", "lightning": "lightning",
+    "torch": "torch",
+    "safetensors": "torch",
+    "transformers": "hf",
+    "peft": "hf",
+    "trl": "hf",
+    "datasets": "hf",
+    "tokenizers": "hf",
+    "accelerate": "hf",
+    "mlflow": "mlflow",
+    "tensorboard": "tensorboard",
+    "ray": "ray",
+    "lightning": "lightning",
 }
 
 
@@ -106,8 +115,9 @@ _LIGHT_HINT = "the light install (pip install expkit) has stats, data, why, runs
 
 
 def _needs(package: str, extra: str) -> MissingDependency:
-    return MissingDependency(f"needs {package}, which is not installed: pip install 'expkit[{extra}]'",
-                             hint=_LIGHT_HINT)
+    return MissingDependency(
+        f"needs {package}, which is not installed: pip install 'expkit[{extra}]'", hint=_LIGHT_HINT
+    )
 
 
 def missing_dependency(exc: ImportError) -> MissingDependency | None:

@@ -38,10 +38,22 @@ def test_gradients_are_compared():
 
 def test_inputs_are_the_same_seeded_draws():
     seen = []
-    against(lambda x: seen.append(x.detach().clone()) or x, lambda x: x, shapes=[[(3,)]], dtypes=["float64"],
-            seed=5, reference_backend="torch")
-    against(lambda x: seen.append(x.detach().clone()) or x, lambda x: x, shapes=[[(3,)]], dtypes=["float64"],
-            seed=5, reference_backend="torch")
+    against(
+        lambda x: seen.append(x.detach().clone()) or x,
+        lambda x: x,
+        shapes=[[(3,)]],
+        dtypes=["float64"],
+        seed=5,
+        reference_backend="torch",
+    )
+    against(
+        lambda x: seen.append(x.detach().clone()) or x,
+        lambda x: x,
+        shapes=[[(3,)]],
+        dtypes=["float64"],
+        seed=5,
+        reference_backend="torch",
+    )
     assert torch.equal(seen[0], seen[1])
 
 

@@ -16,11 +16,14 @@ def test_numpy_attention_matches_sdpa(dtype, bound):
     assert r.shape == (2, 4, 32, 16) and r.dtype == dtype
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"shape": (8, 4)}, r"8,4 has 2 sizes; give B,T,D or B,H,T,D"),
-    ({"shape": (2, 0, 4)}, r"positive sizes"),
-    ({"shape": (2, 8, 4), "dtype": "float16"}, r"float16.*float32 or float64"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"shape": (8, 4)}, r"8,4 has 2 sizes; give B,T,D or B,H,T,D"),
+        ({"shape": (2, 0, 4)}, r"positive sizes"),
+        ({"shape": (2, 8, 4), "dtype": "float16"}, r"float16.*float32 or float64"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(UsageError, match=match):
         check_attention(**kwargs)

@@ -22,7 +22,9 @@ def test_names_bind_across_calls_and_the_disagreeing_one_is_named():
     x = expect_shape(torch.zeros(2, 8, 16), "B T D", dims, name="x")
     assert x.shape == (2, 8, 16) and dims.as_dict() == {"B": 2, "T": 8, "D": 16}
     expect_shape(np.zeros((2, 8)), "B T", dims)
-    with pytest.raises(ShapeError, match=r"dimension T: mask has 9 at axis 1 \(shape \(2, 9\)\) but T = 8 was bound by x"):
+    with pytest.raises(
+        ShapeError, match=r"dimension T: mask has 9 at axis 1 \(shape \(2, 9\)\) but T = 8 was bound by x"
+    ):
         expect_shape(np.zeros((2, 9)), "B T", dims, name="mask")
 
 

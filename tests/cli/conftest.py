@@ -25,20 +25,27 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not cases:
         return
     base = config._tmp_path_factory.getbasetemp() if hasattr(config, "_tmp_path_factory") else None
-    record = {family: {"cases": n, "known_defect_cases": _TALLY["known"][family],
-                       "seconds": round(_TALLY["seconds"][family], 1),
-                       "exit_codes": {key.split()[1]: k for key, k in sorted(_TALLY["exits"].items())
-                                      if key.split()[0] == family}}
-              for family, n in sorted(cases.items())}
+    record = {
+        family: {
+            "cases": n,
+            "known_defect_cases": _TALLY["known"][family],
+            "seconds": round(_TALLY["seconds"][family], 1),
+            "exit_codes": {key.split()[1]: k for key, k in sorted(_TALLY["exits"].items()) if key.split()[0] == family},
+        }
+        for family, n in sorted(cases.items())
+    }
     if base is not None:
         (base / "fuzz_cases.json").write_text(json.dumps(record, indent=2))
     terminalreporter.section("CLI fuzz: generated cases per command family")
     for family, row in record.items():
         known = f", {row['known_defect_cases']} on known defects (xfail)" if row["known_defect_cases"] else ""
         exits = ", ".join(f"exit {code}: {k}" for code, k in row["exit_codes"].items())
-        terminalreporter.write_line(f"{family:<10} {row['cases']:>4} cases in {row['seconds']:>5.1f} s "
-                                    f"({exits}){known}")
+        terminalreporter.write_line(
+            f"{family:<10} {row['cases']:>4} cases in {row['seconds']:>5.1f} s ({exits}){known}"
+        )
     total = sum(cases.values())
     seconds = sum(_TALLY["seconds"].values())
-    terminalreporter.write_line(f"{'total':<10} {total:>4} cases in {seconds:>5.1f} s"
-                                + (f" ({base / 'fuzz_cases.json'})" if base is not None else ""))
+    terminalreporter.write_line(
+        f"{'total':<10} {total:>4} cases in {seconds:>5.1f} s"
+        + (f" ({base / 'fuzz_cases.json'})" if base is not None else "")
+    )

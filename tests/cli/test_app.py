@@ -13,8 +13,12 @@ from expkit.errors import CheckFailed, InputError
 
 
 def test_python_dash_m_runs_the_cli():
-    res = subprocess.run([sys.executable, "-m", "expkit", "stats", "ci", "-k", "1", "-n", "4", "--json"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [sys.executable, "-m", "expkit", "stats", "ci", "-k", "1", "-n", "4", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 0, res.stderr
     assert '"estimate": 0.25' in res.stdout
 
@@ -128,8 +132,9 @@ def test_closed_pipe_is_not_an_internal_error():
 
     r, w = os.pipe()
     os.close(r)  # nobody reads: the first write raises BrokenPipeError
-    proc = subprocess.run([sys.executable, "-m", "expkit", "labs", "list", "--json"], stdout=w,
-                          stderr=subprocess.PIPE, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "expkit", "labs", "list", "--json"], stdout=w, stderr=subprocess.PIPE, timeout=60
+    )
     os.close(w)
     assert b"Traceback" not in proc.stderr and b"internal error" not in proc.stderr, proc.stderr
     assert proc.returncode == 141

@@ -24,8 +24,17 @@ def test_attention_text_and_bad_shape(cli):
 
 
 def test_op_pass_and_fail(cli):
-    ok = cli("check", "op", "torch.nn.functional:gelu", "--reference", "torch.nn.functional:gelu", "--shape", "4,8",
-             "--grad", "--json")
+    ok = cli(
+        "check",
+        "op",
+        "torch.nn.functional:gelu",
+        "--reference",
+        "torch.nn.functional:gelu",
+        "--shape",
+        "4,8",
+        "--grad",
+        "--json",
+    )
     assert ok.exit_code == 0, ok.stderr
     assert json.loads(ok.stdout)["result"]["ok"] is True
     bad = cli("check", "op", "torch:exp", "--reference", "torch:expm1", "--shape", "4,8")
@@ -34,8 +43,19 @@ def test_op_pass_and_fail(cli):
 
 
 def test_op_numpy_reference_and_multi_arg(cli):
-    r = cli("check", "op", "torch:matmul", "--reference", "numpy:matmul", "--reference-backend", "numpy",
-            "--shape", "4,8;8,3", "--dtype", "float64")
+    r = cli(
+        "check",
+        "op",
+        "torch:matmul",
+        "--reference",
+        "numpy:matmul",
+        "--reference-backend",
+        "numpy",
+        "--shape",
+        "4,8;8,3",
+        "--dtype",
+        "float64",
+    )
     assert r.exit_code == 0, r.stderr
     assert "4x8 8x3 (out)" in r.stdout
 

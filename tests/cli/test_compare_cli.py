@@ -20,8 +20,10 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("EXPKIT_STORE", raising=False)
     for s, (a, b) in enumerate(zip(A, B, strict=True)):
         for lr, loss in ((0.001, a), (0.003, b)):
-            code = (f"import json; print(json.dumps({{'step': 1, 'loss': {loss + 0.5!r}}})); "
-                    f"print(json.dumps({{'step': 2, 'loss': {loss!r}}}))")
+            code = (
+                f"import json; print(json.dumps({{'step': 1, 'loss': {loss + 0.5!r}}})); "
+                f"print(json.dumps({{'step': 2, 'loss': {loss!r}}}))"
+            )
             execute([sys.executable, "-c", code], store="runs", group="lr", seed=s, config={"lr": lr})
     return tmp_path / "runs"
 

@@ -8,8 +8,10 @@ import orjson
 
 
 def _chat(tmp_path, n=50, bad_line=False):
-    rows = [{"id": i, "messages": [{"role": "user", "content": "q" * (i + 1)},
-                                   {"role": "assistant", "content": "a"}]} for i in range(n)]
+    rows = [
+        {"id": i, "messages": [{"role": "user", "content": "q" * (i + 1)}, {"role": "assistant", "content": "a"}]}
+        for i in range(n)
+    ]
     rows[9]["messages"][0]["role"] = "human"  # line 10
     p = tmp_path / "chat.jsonl"
     p.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows) + (b'{"id": 50,\n' if bad_line else b""))

@@ -44,19 +44,78 @@ CASE_DEADLINE_S = 20.0  # a case past this is a hang (the slowest legitimate cas
 
 # Valid and hostile values interleaved: hypothesis draws early entries more often, and a case that passes
 # every check must also run (exit 0 or 1) without a traceback.
-NUMBERS = ["1", "nan", "2", "inf", "0.5", "-1", "0", "1e308", "-inf", "1e20", "9" * 30, "-0", "-1e308", "1e-7",
-           "0x10", ""]
-STRINGS = ["", " ", "../../../etc/passwd", "x" * 5000, "é\u202eü", ":", "a:b", "-x", "x=y", "KEY=", "=1", "nan",
-           "a" * 300 + ":" + "b" * 300, ";", ",,,", "1,2,x"]
-FILE_KINDS = ["valid_jsonl", "empty", "binary", "valid_csv", "latin1", "bom_jsonl", "bom_csv", "huge_line",
-              "nested_json", "nan_jsonl", "json_scalar", "traceback", "directory", "missing", "under_a_file"]
+NUMBERS = [
+    "1",
+    "nan",
+    "2",
+    "inf",
+    "0.5",
+    "-1",
+    "0",
+    "1e308",
+    "-inf",
+    "1e20",
+    "9" * 30,
+    "-0",
+    "-1e308",
+    "1e-7",
+    "0x10",
+    "",
+]
+STRINGS = [
+    "",
+    " ",
+    "../../../etc/passwd",
+    "x" * 5000,
+    "é\u202eü",
+    ":",
+    "a:b",
+    "-x",
+    "x=y",
+    "KEY=",
+    "=1",
+    "nan",
+    "a" * 300 + ":" + "b" * 300,
+    ";",
+    ",,,",
+    "1,2,x",
+]
+FILE_KINDS = [
+    "valid_jsonl",
+    "empty",
+    "binary",
+    "valid_csv",
+    "latin1",
+    "bom_jsonl",
+    "bom_csv",
+    "huge_line",
+    "nested_json",
+    "nan_jsonl",
+    "json_scalar",
+    "traceback",
+    "directory",
+    "missing",
+    "under_a_file",
+]
 
-_GOOD_ROWS = [{"model": m, "item": i, "score": (i * 7 + len(m)) % 2, "step": i, "loss": 1.0 / (i + 1),
-               "seed": len(m) * (m == "b"), "text": "hello world",
-               "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]}
-              for m in ("a", "b") for i in range(6)]
-_TRACEBACK_TEXT = ('Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    x = y @ z\n'
-                   "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 4x8)\n")
+_GOOD_ROWS = [
+    {
+        "model": m,
+        "item": i,
+        "score": (i * 7 + len(m)) % 2,
+        "step": i,
+        "loss": 1.0 / (i + 1),
+        "seed": len(m) * (m == "b"),
+        "text": "hello world",
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+    }
+    for m in ("a", "b")
+    for i in range(6)
+]
+_TRACEBACK_TEXT = (
+    'Traceback (most recent call last):\n  File "train.py", line 3, in <module>\n    x = y @ z\n'
+    "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 4x8)\n"
+)
 
 
 def make_file(kind: str, where: Path, suffix: str = ".jsonl") -> str:
@@ -64,7 +123,8 @@ def make_file(kind: str, where: Path, suffix: str = ".jsonl") -> str:
     p = where / f"in-{kind}{suffix}"
     jsonl = "".join(json.dumps(r) + "\n" for r in _GOOD_ROWS)
     csv = "model,item,score,step,loss,seed\n" + "".join(
-        f"{r['model']},{r['item']},{r['score']},{r['step']},{r['loss']},{r['seed']}\n" for r in _GOOD_ROWS)
+        f"{r['model']},{r['item']},{r['score']},{r['step']},{r['loss']},{r['seed']}\n" for r in _GOOD_ROWS
+    )
     if kind == "empty":
         p.write_bytes(b"")
     elif kind == "binary":
@@ -80,13 +140,19 @@ def make_file(kind: str, where: Path, suffix: str = ".jsonl") -> str:
     elif kind == "nested_json":
         p.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     elif kind == "nan_jsonl":
-        p.write_text("".join(json.dumps({**r, "score": v, "loss": v}) + "\n"
-                             for r, v in zip(_GOOD_ROWS, [float("nan"), float("inf"), -1e308, 1e308] * 3, strict=True)))
+        p.write_text(
+            "".join(
+                json.dumps({**r, "score": v, "loss": v}) + "\n"
+                for r, v in zip(_GOOD_ROWS, [float("nan"), float("inf"), -1e308, 1e308] * 3, strict=True)
+            )
+        )
     elif kind == "json_scalar":
-        p.write_text("3\n\"x\"\n[1, 2]\nnull\n")
+        p.write_text('3\n"x"\n[1, 2]\nnull\n')
     elif kind == "chrome_trace":  # what torch.profiler's export_chrome_trace writes, in small
-        events = [{"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
-                  for name, ts, dur in (("aten::addmm", 0, 70), ("aten::copy_", 75, 10), ("aten::add_", 90, 5))]
+        events = [
+            {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+            for name, ts, dur in (("aten::addmm", 0, 70), ("aten::copy_", 75, 10), ("aten::add_", 90, 5))
+        ]
         p.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     elif kind == "traceback":
         p.write_text(_TRACEBACK_TEXT)
@@ -130,8 +196,17 @@ def make_model_dir(kind: str, where: Path) -> str:
     elif kind == "heads":
         (d / "config.json").write_text(json.dumps({**cfg, "num_attention_heads": 7}))
     elif kind == "huge_config":
-        (d / "config.json").write_text(json.dumps({**cfg, "hidden_size": 10**12, "num_hidden_layers": 10**9,
-                                                   "vocab_size": 10**12, "intermediate_size": 10**12}))
+        (d / "config.json").write_text(
+            json.dumps(
+                {
+                    **cfg,
+                    "hidden_size": 10**12,
+                    "num_hidden_layers": 10**9,
+                    "vocab_size": 10**12,
+                    "intermediate_size": 10**12,
+                }
+            )
+        )
     elif kind == "config_list":
         (d / "config.json").write_text("[]")
     elif kind == "no_tokenizer":
@@ -141,8 +216,20 @@ def make_model_dir(kind: str, where: Path) -> str:
     return str(d)
 
 
-MODEL_KINDS = ["demo", "bad_tokenizer", "bad_template", "random_weights", "heads", "huge_config", "config_list",
-               "no_tokenizer", "missing", "under_a_file", "empty", "binary"]
+MODEL_KINDS = [
+    "demo",
+    "bad_tokenizer",
+    "bad_template",
+    "random_weights",
+    "heads",
+    "huge_config",
+    "config_list",
+    "no_tokenizer",
+    "missing",
+    "under_a_file",
+    "empty",
+    "binary",
+]
 
 # ---- templates: one per command family; each draws an argv ----------------------------------------
 
@@ -190,14 +277,38 @@ class Draw:
 def t_stats(d: Draw) -> list[str]:
     which = d.draw(st.sampled_from(["ci", "power", "table"]))
     if which == "ci":
-        return ["stats", "ci", "--correct", d.num(), "--n", d.num(), *d.maybe("--level", d.num()),
-                *d.maybe("--method", d.draw(st.sampled_from(["wald", "wilson", "exact", d.text()]))), *d.json()]
+        return [
+            "stats",
+            "ci",
+            "--correct",
+            d.num(),
+            "--n",
+            d.num(),
+            *d.maybe("--level", d.num()),
+            *d.maybe("--method", d.draw(st.sampled_from(["wald", "wilson", "exact", d.text()]))),
+            *d.json(),
+        ]
     if which == "power":
-        return ["stats", "power", "--baseline", d.num(), "--delta", d.num(), *d.maybe("--paired-corr", d.num()),
-                *d.maybe("--power", d.num()), *d.maybe("--alpha", d.num()), *d.json()]
-    return ["stats", "table", d.file(d.draw(st.sampled_from([".jsonl", ".csv", ".json", ""]))),
-            *d.maybe("--level", d.num()), *d.maybe("--format", d.draw(st.sampled_from(["json", "html", d.text()]))),
-            *d.json()]
+        return [
+            "stats",
+            "power",
+            "--baseline",
+            d.num(),
+            "--delta",
+            d.num(),
+            *d.maybe("--paired-corr", d.num()),
+            *d.maybe("--power", d.num()),
+            *d.maybe("--alpha", d.num()),
+            *d.json(),
+        ]
+    return [
+        "stats",
+        "table",
+        d.file(d.draw(st.sampled_from([".jsonl", ".csv", ".json", ""]))),
+        *d.maybe("--level", d.num()),
+        *d.maybe("--format", d.draw(st.sampled_from(["json", "html", d.text()]))),
+        *d.json(),
+    ]
 
 
 def t_data(d: Draw) -> list[str]:
@@ -218,8 +329,16 @@ def t_why(d: Draw) -> list[str]:
 
 def t_plot(d: Draw) -> list[str]:
     out = d.out_path(d.draw(st.sampled_from([".png", ".svg", ".xyz", ""])))
-    return ["plot", "curves", d.file(d.draw(st.sampled_from([".jsonl", ".csv"]))), "--out", out,
-            *d.maybe("--ema", d.num()), *d.maybe("--x", d.text()), *d.json()]
+    return [
+        "plot",
+        "curves",
+        d.file(d.draw(st.sampled_from([".jsonl", ".csv"]))),
+        "--out",
+        out,
+        *d.maybe("--ema", d.num()),
+        *d.maybe("--x", d.text()),
+        *d.json(),
+    ]
 
 
 def t_check(d: Draw) -> list[str]:
@@ -228,19 +347,73 @@ def t_check(d: Draw) -> list[str]:
         dtype = d.maybe("--dtype", d.draw(st.sampled_from(["float64", d.text()])))
         return ["check", "attention", "--shape", shape, *dtype, *d.maybe("--seed", d.num()), *d.json()]
     softmax = "expkit.check.reference:softmax"
-    fn, backend, ref = d.draw(st.sampled_from([("torch:tanh", "torch", "numpy:tanh"), (softmax, "numpy", softmax),
-                                               (d.text(), "numpy", "numpy:tanh"), ("os:getcwd", "numpy", "numpy:tanh"),
-                                               ("numpy:tanh", d.text(), ":x")]))
-    return ["check", "op", fn, "--reference", ref, "--reference-backend", "numpy", "--backend", backend,
-            "--shape", shape, *d.maybe("--rtol", d.num()), *d.maybe("--atol", d.num()),
-            *d.maybe("--dtype", d.draw(st.sampled_from(["float64", "bfloat16", d.text()]))), *d.json()]
+    fn, backend, ref = d.draw(
+        st.sampled_from(
+            [
+                ("torch:tanh", "torch", "numpy:tanh"),
+                (softmax, "numpy", softmax),
+                (d.text(), "numpy", "numpy:tanh"),
+                ("os:getcwd", "numpy", "numpy:tanh"),
+                ("numpy:tanh", d.text(), ":x"),
+            ]
+        )
+    )
+    return [
+        "check",
+        "op",
+        fn,
+        "--reference",
+        ref,
+        "--reference-backend",
+        "numpy",
+        "--backend",
+        backend,
+        "--shape",
+        shape,
+        *d.maybe("--rtol", d.num()),
+        *d.maybe("--atol", d.num()),
+        *d.maybe("--dtype", d.draw(st.sampled_from(["float64", "bfloat16", d.text()]))),
+        *d.json(),
+    ]
 
 
-_TINY = ["--config", "n_layer=1", "--config", "n_embd=16", "--config", "n_head=2", "--config", "block_size=16",
-         "--config", "seq_len=16", "--config", "batch_size=2", "--config", "max_steps=2", "--config", "warmup_steps=1",
-         "--config", "eval_windows=2", "--config", "num_threads=1"]  # 1 thread: no OpenMP spin-waits on a busy machine
-_TRAIN_KEYS = ["lr_max", "lr_min", "dropout", "grad_clip", "weight_decay", "warmup_steps", "seq_len", "n_head",
-               "vocab_size", "max_steps", "eval_windows", "learning_rate", "check_grads"]
+_TINY = [
+    "--config",
+    "n_layer=1",
+    "--config",
+    "n_embd=16",
+    "--config",
+    "n_head=2",
+    "--config",
+    "block_size=16",
+    "--config",
+    "seq_len=16",
+    "--config",
+    "batch_size=2",
+    "--config",
+    "max_steps=2",
+    "--config",
+    "warmup_steps=1",
+    "--config",
+    "eval_windows=2",
+    "--config",
+    "num_threads=1",
+]  # 1 thread: no OpenMP spin-waits on a busy machine
+_TRAIN_KEYS = [
+    "lr_max",
+    "lr_min",
+    "dropout",
+    "grad_clip",
+    "weight_decay",
+    "warmup_steps",
+    "seq_len",
+    "n_head",
+    "vocab_size",
+    "max_steps",
+    "eval_windows",
+    "learning_rate",
+    "check_grads",
+]
 
 
 def t_train(d: Draw) -> list[str]:
@@ -248,21 +421,35 @@ def t_train(d: Draw) -> list[str]:
     args = ["train", "charlm", "--corpus", corpus, "--store", str(d.where / "runs"), *_TINY]
     for _ in range(d.draw(st.integers(0, 2))):
         args += ["--config", f"{d.draw(st.sampled_from(_TRAIN_KEYS))}={d.draw(st.sampled_from(NUMBERS + STRINGS[:4]))}"]
-    return args + d.maybe("--minutes", d.num()) + d.maybe("--seed", d.num()) + \
-        d.maybe("--resume", d.file("", kinds=["directory", "missing", "binary", "empty"])) + d.json()
+    return (
+        args
+        + d.maybe("--minutes", d.num())
+        + d.maybe("--seed", d.num())
+        + d.maybe("--resume", d.file("", kinds=["directory", "missing", "binary", "empty"]))
+        + d.json()
+    )
 
 
 def t_mem(d: Draw) -> list[str]:
-    model = d.draw(st.sampled_from(["qwen2.5-0.5b", "demo", "huge_config", "heads", "config_list", "missing", "binary",
-                                    "text"]))
+    model = d.draw(
+        st.sampled_from(["qwen2.5-0.5b", "demo", "huge_config", "heads", "config_list", "missing", "binary", "text"])
+    )
     if model == "text":
         model_arg = d.text()
     elif model == "qwen2.5-0.5b":
         model_arg = model
     else:
         model_arg = make_model_dir(model, d.where)
-    return ["mem", model_arg, *d.maybe("--seq", d.num()), *d.maybe("--batch", d.num()), *d.maybe("--gpus", d.num()),
-            *d.maybe("--lora-r", d.num()), *d.maybe("--oom", d.file(".txt")), *d.json()]
+    return [
+        "mem",
+        model_arg,
+        *d.maybe("--seq", d.num()),
+        *d.maybe("--batch", d.num()),
+        *d.maybe("--gpus", d.num()),
+        *d.maybe("--lora-r", d.num()),
+        *d.maybe("--oom", d.file(".txt")),
+        *d.json(),
+    ]
 
 
 def t_roofline(d: Draw) -> list[str]:
@@ -270,10 +457,18 @@ def t_roofline(d: Draw) -> list[str]:
         return ["roofline", "gpus", *d.json()]
     model = d.draw(st.sampled_from(["qwen2.5-0.5b", "huge_config", "config_list", "missing", "text"]))
     model_arg = model if model == "qwen2.5-0.5b" else (d.text() if model == "text" else make_model_dir(model, d.where))
-    return ["roofline", "--gpu", d.draw(st.sampled_from(["H100", "cpu-none", d.text()])), "--model", model_arg,
-            *d.maybe("--batch", d.num()), *d.maybe("--context", d.num()),
-            *d.maybe("--phase", d.draw(st.sampled_from(["decode", "prefill", "train", d.text()]))),
-            *d.maybe("--figure", d.out_path(d.draw(st.sampled_from([".png", ".xyz", ""])))), *d.json()]
+    return [
+        "roofline",
+        "--gpu",
+        d.draw(st.sampled_from(["H100", "cpu-none", d.text()])),
+        "--model",
+        model_arg,
+        *d.maybe("--batch", d.num()),
+        *d.maybe("--context", d.num()),
+        *d.maybe("--phase", d.draw(st.sampled_from(["decode", "prefill", "train", d.text()]))),
+        *d.maybe("--figure", d.out_path(d.draw(st.sampled_from([".png", ".xyz", ""])))),
+        *d.json(),
+    ]
 
 
 def t_profile(d: Draw) -> list[str]:
@@ -286,30 +481,65 @@ def t_sft(d: Draw) -> list[str]:
     if which == "demo-model":  # the quick build is cached: this copies it
         return ["sft", "demo-model", "--quick", "--out", d.out_path(""), *d.json()]
     if which == "data":
-        return ["sft", "data", "--out", d.out_path(),
-                "-n", d.draw(st.sampled_from(["1", "3", "0", "-1", "9" * 30, "1e20"])),
-                *d.maybe("--tasks", d.draw(st.sampled_from(["add", "add,reverse", d.text()]))), *d.json()]
+        return [
+            "sft",
+            "data",
+            "--out",
+            d.out_path(),
+            "-n",
+            d.draw(st.sampled_from(["1", "3", "0", "-1", "9" * 30, "1e20"])),
+            *d.maybe("--tasks", d.draw(st.sampled_from(["add", "add,reverse", d.text()]))),
+            *d.json(),
+        ]
     model = make_model_dir(d.draw(st.sampled_from(MODEL_KINDS)), d.where)
     if which == "params":
         return ["sft", "params", model, *d.maybe("--lora-r", d.num()), *d.json()]
     data = _chat_or_hostile(d)
     if which == "audit":
-        return ["sft", "audit", "--model", model, "--data", data, *d.maybe("--show", d.num()),
-                *d.maybe("--html", d.out_path(".html")),
-                *d.maybe("--max-length", d.num()), *d.maybe("--loss", d.text()), *d.json()]
-    return ["sft", "check-stop", "--model", model, "--data", data, "-n", d.draw(st.sampled_from(["1", "2", "0", "-1"])),
-            "--max-new-tokens", d.draw(st.sampled_from(["1", "2", "0", "-1", "9" * 30])),
-            *d.maybe("--min-stop-rate", d.num()), *d.maybe("--threads", d.num()), *d.json()]
+        return [
+            "sft",
+            "audit",
+            "--model",
+            model,
+            "--data",
+            data,
+            *d.maybe("--show", d.num()),
+            *d.maybe("--html", d.out_path(".html")),
+            *d.maybe("--max-length", d.num()),
+            *d.maybe("--loss", d.text()),
+            *d.json(),
+        ]
+    return [
+        "sft",
+        "check-stop",
+        "--model",
+        model,
+        "--data",
+        data,
+        "-n",
+        d.draw(st.sampled_from(["1", "2", "0", "-1"])),
+        "--max-new-tokens",
+        d.draw(st.sampled_from(["1", "2", "0", "-1", "9" * 30])),
+        *d.maybe("--min-stop-rate", d.num()),
+        *d.maybe("--threads", d.num()),
+        *d.json(),
+    ]
 
 
 _ODD_CHAT_LINES = [
-    {"messages": "x"}, {"messages": []}, {"messages": [1]}, {"messages": [{"role": 5, "content": "a"}]},
+    {"messages": "x"},
+    {"messages": []},
+    {"messages": [1]},
+    {"messages": [{"role": 5, "content": "a"}]},
     {"messages": [{"role": "assistant", "content": "x"}]},
     {"messages": [{"role": "user", "content": ["a"]}, {"role": "assistant", "content": "x"}]},
     {"messages": [{"role": "user", "content": "\ud800"}, {"role": "assistant", "content": "x"}]},
     {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "<|im_end|><|im_start|>"}]},
     {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}] * 300},
-    {"prompt": 5, "completion": "x"}, {"prompt": "", "completion": "x"}, [1], None,
+    {"prompt": 5, "completion": "x"},
+    {"prompt": "", "completion": "x"},
+    [1],
+    None,
 ]
 
 
@@ -327,8 +557,16 @@ def _chat_or_hostile(d: Draw) -> str:
 
 
 def t_runs(d: Draw) -> list[str]:
-    store = d.draw(st.sampled_from([str(d.where / "store"), make_file("binary", d.where, ""),
-                                    make_file("directory", d.where, ""), make_file("under_a_file", d.where, "")]))
+    store = d.draw(
+        st.sampled_from(
+            [
+                str(d.where / "store"),
+                make_file("binary", d.where, ""),
+                make_file("directory", d.where, ""),
+                make_file("under_a_file", d.where, ""),
+            ]
+        )
+    )
     which = d.draw(st.sampled_from(["ls", "show", "diff", "export", "exec"]))
     if which == "ls":
         return ["runs", "ls", "--store", store, *d.maybe("--limit", d.num()), *d.maybe("--where", d.text()), *d.json()]
@@ -337,10 +575,20 @@ def t_runs(d: Draw) -> list[str]:
     if which == "diff":
         return ["runs", "diff", d.text() or "x", d.text() or "y", "--store", store, *d.json()]
     if which == "export":
-        return ["runs", "export", "--tensorboard", d.out_path(""),
-                "--store", store, *d.json()]
-    return ["runs", "exec", "--store", store, *d.maybe("--seed", d.num()), *d.maybe("--name", d.text()), *d.json(),
-            "--", "python", "-c", "pass"]
+        return ["runs", "export", "--tensorboard", d.out_path(""), "--store", store, *d.json()]
+    return [
+        "runs",
+        "exec",
+        "--store",
+        store,
+        *d.maybe("--seed", d.num()),
+        *d.maybe("--name", d.text()),
+        *d.json(),
+        "--",
+        "python",
+        "-c",
+        "pass",
+    ]
 
 
 def t_labs(d: Draw) -> list[str]:
@@ -351,24 +599,54 @@ def t_labs(d: Draw) -> list[str]:
 
 
 def t_sweep(d: Draw) -> list[str]:
-    return ["sweep", "--grid", d.draw(st.sampled_from(["a=1", d.text(), "=", "a=", "a=1,2,3,4,5,6,7,8,9,10"])),
-            "--seeds", d.draw(st.sampled_from(["1", "0", "-1", "9" * 30, "nan"])),
-            "--store", str(d.where / "store"), *d.maybe("--max-parallel", d.num()),
-            *d.maybe("--cpus-per-trial", d.num()), *d.json(), "--", "python", "-c", "pass"]
+    return [
+        "sweep",
+        "--grid",
+        d.draw(st.sampled_from(["a=1", d.text(), "=", "a=", "a=1,2,3,4,5,6,7,8,9,10"])),
+        "--seeds",
+        d.draw(st.sampled_from(["1", "0", "-1", "9" * 30, "nan"])),
+        "--store",
+        str(d.where / "store"),
+        *d.maybe("--max-parallel", d.num()),
+        *d.maybe("--cpus-per-trial", d.num()),
+        *d.json(),
+        "--",
+        "python",
+        "-c",
+        "pass",
+    ]
 
 
 def t_compare(d: Draw) -> list[str]:
-    return ["compare", d.text() or "a", d.text() or "b", "--store",
-            d.draw(st.sampled_from([str(d.where / "store"), make_file("binary", d.where, "")])),
-            *d.maybe("--ema", d.num()), *d.maybe("--level", d.num()), *d.json()]
+    return [
+        "compare",
+        d.text() or "a",
+        d.text() or "b",
+        "--store",
+        d.draw(st.sampled_from([str(d.where / "store"), make_file("binary", d.where, "")])),
+        *d.maybe("--ema", d.num()),
+        *d.maybe("--level", d.num()),
+        *d.json(),
+    ]
 
 
 # family -> (template, max_examples). Cheap families get more cases; each case of train/sft/runs exec
 # starts real work (2 training steps, a model load, a subprocess).
 FAMILIES: dict[str, tuple[Callable[[Draw], list[str]], int]] = {
-    "stats": (t_stats, 60), "data": (t_data, 60), "why": (t_why, 20), "plot": (t_plot, 30), "check": (t_check, 50),
-    "train": (t_train, 12), "mem": (t_mem, 30), "roofline": (t_roofline, 30), "profile": (t_profile, 25),
-    "sft": (t_sft, 30), "runs": (t_runs, 30), "labs": (t_labs, 15), "sweep": (t_sweep, 10), "compare": (t_compare, 15),
+    "stats": (t_stats, 60),
+    "data": (t_data, 60),
+    "why": (t_why, 20),
+    "plot": (t_plot, 30),
+    "check": (t_check, 50),
+    "train": (t_train, 12),
+    "mem": (t_mem, 30),
+    "roofline": (t_roofline, 30),
+    "profile": (t_profile, 25),
+    "sft": (t_sft, 30),
+    "runs": (t_runs, 30),
+    "labs": (t_labs, 15),
+    "sweep": (t_sweep, 10),
+    "compare": (t_compare, 15),
 }
 
 # ---- known defects in other owners' files (issue 15): (family, why + owner, predicate on argv and outcome) --
@@ -386,8 +664,11 @@ def _after(argv: list[str], option: str) -> str | None:
 
 
 KNOWN_DEFECTS: list[tuple[str, str, Callable[[list[str], Outcome], bool]]] = [
-    ("sweep", "H6 sweep/plan.py: --seeds 10**30 is an OverflowError traceback (range of a huge int)",
-     lambda argv, o: len(_after(argv, "--seeds") or "") > 18 and "OverflowError" in o.output),
+    (
+        "sweep",
+        "H6 sweep/plan.py: --seeds 10**30 is an OverflowError traceback (range of a huge int)",
+        lambda argv, o: len(_after(argv, "--seeds") or "") > 18 and "OverflowError" in o.output,
+    ),
 ]
 
 
@@ -399,6 +680,7 @@ def _known(family: str, argv: list[str], outcome: Outcome) -> str | None:
 
 
 # ---- running one case ---------------------------------------------------------------------------------
+
 
 class _CaseTimeout(BaseException):
     """Raised by the alarm inside a hung case; a BaseException so no ``except Exception`` swallows it."""
@@ -475,8 +757,14 @@ def _fuzz(family: str, fuzz_tally, monkeypatch, tmp_path) -> None:
     known: dict[str, list[str]] = {}
     t_family = time.monotonic()
 
-    @settings(max_examples=n, derandomize=True, deadline=None, database=None, print_blob=False,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=n,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        print_blob=False,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(st.data())
     def case(data) -> None:
         with tempfile.TemporaryDirectory(dir=tmp_path) as where:
@@ -495,12 +783,23 @@ def _fuzz(family: str, fuzz_tally, monkeypatch, tmp_path) -> None:
             tail = "\n".join(outcome.output.strip().splitlines()[-6:])
             if os.environ.get("EXPKIT_FUZZ_LOG"):  # exploring: log every failing case, stop at none
                 with open(os.environ["EXPKIT_FUZZ_LOG"], "a", encoding="utf-8") as log:
-                    log.write(json.dumps({"family": family, "argv": [a[:100] for a in argv],
-                                          "problems": outcome.problems, "exit": outcome.exit_code,
-                                          "tail": tail[-1500:]}) + "\n")
+                    log.write(
+                        json.dumps(
+                            {
+                                "family": family,
+                                "argv": [a[:100] for a in argv],
+                                "problems": outcome.problems,
+                                "exit": outcome.exit_code,
+                                "tail": tail[-1500:],
+                            }
+                        )
+                        + "\n"
+                    )
                 return
-            raise AssertionError(f"expkit {' '.join(a[:80] for a in argv)}\n-> {', '.join(outcome.problems)} "
-                                 f"(exit {outcome.exit_code})\n{tail}")
+            raise AssertionError(
+                f"expkit {' '.join(a[:80] for a in argv)}\n-> {', '.join(outcome.problems)} "
+                f"(exit {outcome.exit_code})\n{tail}"
+            )
 
     # torch and transformers are imported before the cap (their import reserves address space), and the
     # quick demo model is built (a fresh clone has no cache) before any case's deadline starts
@@ -519,8 +818,10 @@ def _fuzz(family: str, fuzz_tally, monkeypatch, tmp_path) -> None:
     finally:
         fuzz_tally["seconds"][family] += time.monotonic() - t_family
     if known:
-        pytest.xfail("known defects (owner's area): " + "; ".join(
-            f"{why} [{len(argvs)} cases, e.g. expkit {argvs[0]}]" for why, argvs in known.items()))
+        pytest.xfail(
+            "known defects (owner's area): "
+            + "; ".join(f"{why} [{len(argvs)} cases, e.g. expkit {argvs[0]}]" for why, argvs in known.items())
+        )
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

@@ -14,8 +14,17 @@ def test_lora_ledger_json_has_the_issue_fields(cli):
     assert out["total_params"] == 494_032_768 and out["trainable_params"] == 8_798_208
     assert out["trainable_fraction"] == pytest.approx(0.0178, abs=1e-4)
     names = [l["name"] for l in out["lines"]]
-    for expected in ("fp32 master weights", "bf16 weights", "gradients", "Adam m", "Adam v", "activations",
-                     "logits / loss", "temporaries", "runtime overhead"):
+    for expected in (
+        "fp32 master weights",
+        "bf16 weights",
+        "gradients",
+        "Adam m",
+        "Adam v",
+        "activations",
+        "logits / loss",
+        "temporaries",
+        "runtime overhead",
+    ):
         assert expected in names
     assert out["per_gpu_bytes"] == sum(l["bytes"] for l in out["lines"])
     assert out["fits"] is None
@@ -44,8 +53,14 @@ def test_inference_mode(cli):
 
 
 def test_config_json_path(cli, tmp_path):
-    cfg = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "intermediate_size": 128, "vocab_size": 100}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+    }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     res = cli("mem", str(tmp_path), "--seq", "64", "--json")
     assert res.exit_code == 0, res.stderr
@@ -62,7 +77,8 @@ def test_oom_traceback_is_reconciled(cli, tmp_path):
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU 0 has a total capacity of "
         "23.64 GiB of which 301.56 MiB is free. Including non-PyTorch memory, this process has 23.33 GiB memory "
         "in use. Of the allocated memory 22.71 GiB is allocated by PyTorch, and 170.23 MiB is reserved by PyTorch "
-        "but unallocated.\n")
+        "but unallocated.\n"
+    )
     res = cli("mem", "qwen2.5-1.5b", "--seq", "4096", "--oom", str(tb), "--json")
     assert res.exit_code == 0, res.stderr
     oom = json.loads(res.stdout)["result"]["oom"]
@@ -70,11 +86,14 @@ def test_oom_traceback_is_reconciled(cli, tmp_path):
     assert oom["remedies"][0]["savings_bytes"] >= oom["remedies"][-1]["savings_bytes"]
 
 
-@pytest.mark.parametrize("args, match", [
-    (["--gpus", "0"], "--gpus must be a positive integer"),
-    (["--method", "dora"], "--method 'dora'"),
-    (["--method", "lora", "--lora-targets", "qkv"], "'qkv' matches no module.*q_proj"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--gpus", "0"], "--gpus must be a positive integer"),
+        (["--method", "dora"], "--method 'dora'"),
+        (["--method", "lora", "--lora-targets", "qkv"], "'qkv' matches no module.*q_proj"),
+    ],
+)
 def test_bad_options_exit_2_with_one_line(cli, args, match):
     import re
 
@@ -96,8 +115,15 @@ def test_unknown_name_lists_catalog(cli):
 
 def test_measure_on_a_tiny_config_uses_the_cache(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("EXPKIT_CACHE", str(tmp_path / "cache"))
-    cfg = {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256}
+    cfg = {
+        "model_type": "qwen2",
+        "hidden_size": 64,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 128,
+        "vocab_size": 256,
+    }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     args = ("mem", str(tmp_path), "--seq", "128", "--precision", "fp32", "--measure", "--replica-seq", "32", "--json")
     res = cli(*args)
@@ -159,9 +185,17 @@ def test_uncached_hub_id_is_exit_2_with_the_fetch_command(cli, tmp_path, monkeyp
 
 
 def test_config_with_hidden_not_divisible_by_heads_is_exit_2(cli, tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 100,
-                                                      "num_hidden_layers": 2, "num_attention_heads": 3,
-                                                      "vocab_size": 10}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 100,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 3,
+                "vocab_size": 10,
+            }
+        )
+    )
     res = cli("mem", str(tmp_path))
     assert res.exit_code == 2 and "hidden_size 100 is not divisible by num_attention_heads 3" in res.stderr
 

@@ -49,8 +49,9 @@ def test_curves_from_run_directories_grouped_by_config(cli, tmp_path):
             rows = [{"step": i, "time": 1.7e9 + i, "loss": k * 2 / (i + 1) + 0.01 * s} for i in range(1, 30)]
             (d / "metrics.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
             dirs.append(str(d))
-    r = cli("plot", "curves", *dirs, "--group-by", "config.lr", "--x", "time", "--out", str(tmp_path / "f.png"),
-            "--json")
+    r = cli(
+        "plot", "curves", *dirs, "--group-by", "config.lr", "--x", "time", "--out", str(tmp_path / "f.png"), "--json"
+    )
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)["result"]
     assert {g["group"] for g in d["groups"]} == {"0.001", "0.003"}
@@ -77,8 +78,18 @@ def test_curves_from_the_run_store_by_run_id(cli, tmp_path):
                 for step in range(1, 20):
                     run.log(step, loss=k * 2.0 / step + 0.01 * s)
             ids.append(run.id)
-    r = cli("plot", "curves", *ids, "--store", str(store), "--group-by", "config.lr",
-            "--out", str(tmp_path / "f.png"), "--json")
+    r = cli(
+        "plot",
+        "curves",
+        *ids,
+        "--store",
+        str(store),
+        "--group-by",
+        "config.lr",
+        "--out",
+        str(tmp_path / "f.png"),
+        "--json",
+    )
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)["result"]
     assert sorted(g["group"] for g in d["groups"]) == ["0.001", "0.003"]

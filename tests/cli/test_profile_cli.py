@@ -18,8 +18,14 @@ def X(name, cat, ts, dur):  # noqa: N802
 
 
 def test_trace_json_shares(cli, tmp_path):
-    p = _trace(tmp_path / "t.json", [X("ProfilerStep#0", "user_annotation", 0, 100), X("aten::addmm", "cpu_op", 0, 71),
-                                     X("aten::add_", "cpu_op", 80, 10)])
+    p = _trace(
+        tmp_path / "t.json",
+        [
+            X("ProfilerStep#0", "user_annotation", 0, 100),
+            X("aten::addmm", "cpu_op", 0, 71),
+            X("aten::add_", "cpu_op", 80, 10),
+        ],
+    )
     res = cli("profile", str(p), "--json")
     assert res.exit_code == 0, res.stderr
     data = json.loads(res.stdout)["result"]
@@ -52,14 +58,16 @@ def test_missing_script(cli, tmp_path):
 
 def test_crashing_script_shows_its_error_and_keeps_the_partial_profile(cli, tmp_path):
     script = tmp_path / "crash.py"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         import torch
         a = torch.randn(128, 128)
         b = a @ a
         def divide(x):
             return x.sum() / 0 if False else 1 / 0
         divide(b)
-    """))
+    """)
+    )
     trace = tmp_path / "out" / "trace.json"
     res = cli("profile", "--out", str(trace), "--", "python", str(script))
     assert res.exit_code == 1
@@ -71,8 +79,16 @@ def test_crashing_script_shows_its_error_and_keeps_the_partial_profile(cli, tmp_
 
 def test_python_c_with_nonzero_exit_is_not_called_a_crash(cli, tmp_path):
     trace = tmp_path / "c.json"
-    res = cli("profile", "--out", str(trace), "--json", "--", "python", "-c",
-              "import sys, torch; torch.ones(64, 64) @ torch.ones(64, 64); sys.exit(3)")
+    res = cli(
+        "profile",
+        "--out",
+        str(trace),
+        "--json",
+        "--",
+        "python",
+        "-c",
+        "import sys, torch; torch.ones(64, 64) @ torch.ones(64, 64); sys.exit(3)",
+    )
     assert res.exit_code == 1
     assert "exited with code 3" in res.stderr and "crashed" not in res.stderr
     data = json.loads(res.stdout)["result"]

@@ -11,8 +11,22 @@ import sys
 
 import pytest
 
-TINY = ["--config", "n_layer=1", "--config", "block_size=32", "--config", "seq_len=32", "--config", "batch_size=4",
-        "--config", "max_steps=2", "--config", "warmup_steps=1", "--config", "eval_windows=2"]
+TINY = [
+    "--config",
+    "n_layer=1",
+    "--config",
+    "block_size=32",
+    "--config",
+    "seq_len=32",
+    "--config",
+    "batch_size=4",
+    "--config",
+    "max_steps=2",
+    "--config",
+    "warmup_steps=1",
+    "--config",
+    "eval_windows=2",
+]
 
 
 def _one_line_error(res, code=2):
@@ -30,6 +44,7 @@ def _corpus(tmp_path):
 
 
 # ---- expkit profile: code runs only after an explicit '--' ------------------------------------------
+
 
 def test_profile_does_not_run_a_bare_python_file(cli, tmp_path):
     marker = tmp_path / "ran.txt"
@@ -60,6 +75,7 @@ def test_profile_with_dashes_still_runs_the_script(cli, tmp_path):
 
 # ---- expkit train charlm: the whole config is validated after every override ---------------------
 
+
 def test_train_config_order_of_overrides_does_not_matter():
     from expkit.train import CharLMConfig, TrainConfig, apply_overrides
 
@@ -69,8 +85,20 @@ def test_train_config_order_of_overrides_does_not_matter():
 
 
 def test_train_charlm_n_embd_before_n_head_trains(cli, tmp_path):
-    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"), "--json",
-              "--config", "n_embd=6", "--config", "n_head=2", *TINY)
+    res = cli(
+        "train",
+        "charlm",
+        "--corpus",
+        str(_corpus(tmp_path)),
+        "--store",
+        str(tmp_path / "runs"),
+        "--json",
+        "--config",
+        "n_embd=6",
+        "--config",
+        "n_head=2",
+        *TINY,
+    )
     assert res.exit_code == 0, res.stderr
     assert json.loads(res.stdout)["result"]["steps"] == 2
 
@@ -82,36 +110,83 @@ def test_train_charlm_still_refuses_an_indivisible_final_config(cli, tmp_path):
 
 @pytest.mark.parametrize("minutes", ["nan", "inf", "-1", "0"])
 def test_train_charlm_minutes_must_be_finite_and_positive(cli, tmp_path, minutes):
-    err = _one_line_error(cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--minutes", minutes,
-                              "--store", str(tmp_path / "runs")))
+    err = _one_line_error(
+        cli(
+            "train",
+            "charlm",
+            "--corpus",
+            str(_corpus(tmp_path)),
+            "--minutes",
+            minutes,
+            "--store",
+            str(tmp_path / "runs"),
+        )
+    )
     assert f"minutes={float(minutes)}" in err
 
 
 def test_train_charlm_vocab_smaller_than_ascii_is_refused(cli, tmp_path):
-    err = _one_line_error(cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"),
-                              "--config", "vocab_size=10", *TINY))
+    err = _one_line_error(
+        cli(
+            "train",
+            "charlm",
+            "--corpus",
+            str(_corpus(tmp_path)),
+            "--store",
+            str(tmp_path / "runs"),
+            "--config",
+            "vocab_size=10",
+            *TINY,
+        )
+    )
     assert "vocab_size=10" in err and "128" in err
 
 
-@pytest.mark.parametrize("item, says", [("max_steps=1e20", "outside the 64-bit integer range"),
-                                        ("lr_max=nan", "not a finite number"),
-                                        ("grad_clip=inf", "not a finite number"),
-                                        ("max_steps=" + "9" * 5000, "not an integer")])
+@pytest.mark.parametrize(
+    "item, says",
+    [
+        ("max_steps=1e20", "outside the 64-bit integer range"),
+        ("lr_max=nan", "not a finite number"),
+        ("grad_clip=inf", "not a finite number"),
+        ("max_steps=" + "9" * 5000, "not an integer"),
+    ],
+)
 def test_train_charlm_config_values_out_of_range(cli, item, says):
     err = _one_line_error(cli("train", "charlm", "--config", item))
     assert item.split("=")[0] in err and says in err
 
 
 def test_train_charlm_huge_seed_is_refused(cli, tmp_path):
-    err = _one_line_error(cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--seed", "9" * 30,
-                              "--store", str(tmp_path / "runs"), *TINY))
+    err = _one_line_error(
+        cli(
+            "train",
+            "charlm",
+            "--corpus",
+            str(_corpus(tmp_path)),
+            "--seed",
+            "9" * 30,
+            "--store",
+            str(tmp_path / "runs"),
+            *TINY,
+        )
+    )
     assert "seed=" + "9" * 30 in err
 
 
 def _checkpoint(cli, tmp_path):
     """A real checkpoint of a 2-step run (its manifest is then rewritten to match a tampered state)."""
-    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"), "--json",
-              "--config", "checkpoint_interval=2", *TINY)
+    res = cli(
+        "train",
+        "charlm",
+        "--corpus",
+        str(_corpus(tmp_path)),
+        "--store",
+        str(tmp_path / "runs"),
+        "--json",
+        "--config",
+        "checkpoint_interval=2",
+        *TINY,
+    )
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)["result"]
     return out["checkpoint"]
@@ -142,8 +217,17 @@ def test_resume_with_a_malicious_pickle_is_refused_in_one_line(cli, tmp_path):
     ckpt = Path(_checkpoint(cli, tmp_path))
     (ckpt / "state.pt").write_bytes(pickle.dumps(_Evil()))
     _retarget_manifest(ckpt)
-    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"),
-              "--resume", str(ckpt), *[a.replace("max_steps=2", "max_steps=4") for a in TINY])
+    res = cli(
+        "train",
+        "charlm",
+        "--corpus",
+        str(_corpus(tmp_path)),
+        "--store",
+        str(tmp_path / "runs"),
+        "--resume",
+        str(ckpt),
+        *[a.replace("max_steps=2", "max_steps=4") for a in TINY],
+    )
     err = _one_line_error(res)
     assert "state.pt" in err and "refused to load" in err
 
@@ -154,8 +238,17 @@ def test_resume_with_random_weights_names_the_file(cli, tmp_path):
     ckpt = Path(_checkpoint(cli, tmp_path))
     (ckpt / "model.safetensors").write_bytes(os.urandom(256))
     _retarget_manifest(ckpt)
-    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"),
-              "--resume", str(ckpt), *TINY)
+    res = cli(
+        "train",
+        "charlm",
+        "--corpus",
+        str(_corpus(tmp_path)),
+        "--store",
+        str(tmp_path / "runs"),
+        "--resume",
+        str(ckpt),
+        *TINY,
+    )
     assert "model.safetensors" in _one_line_error(res)
 
 
@@ -164,12 +257,22 @@ def test_resume_with_a_malformed_manifest_is_one_line(cli, tmp_path, manifest):
     ckpt = tmp_path / "step-0000002"
     ckpt.mkdir()
     (ckpt / "manifest.json").write_bytes(manifest.encode("latin-1"))
-    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"),
-              "--resume", str(ckpt), *TINY)
+    res = cli(
+        "train",
+        "charlm",
+        "--corpus",
+        str(_corpus(tmp_path)),
+        "--store",
+        str(tmp_path / "runs"),
+        "--resume",
+        str(ckpt),
+        *TINY,
+    )
     assert "manifest.json" in _one_line_error(res)
 
 
 # ---- expkit check op / attention -----------------------------------------------------------------
+
 
 @pytest.fixture
 def user_modules(tmp_path, monkeypatch):
@@ -212,9 +315,14 @@ def test_check_op_module_that_raises_at_import(cli, user_modules):
 _SOFTMAX = ["torch:softmax", "--reference", "torch:softmax"]
 
 
-@pytest.mark.parametrize("args", [["op", *_SOFTMAX, "--shape", "100000000000,100000000000"],
-                                  ["attention", "--shape", "100000000000,100000000000,10"],
-                                  ["op", *_SOFTMAX, "--shape", ",".join(["1"] * 40)]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["op", *_SOFTMAX, "--shape", "100000000000,100000000000"],
+        ["attention", "--shape", "100000000000,100000000000,10"],
+        ["op", *_SOFTMAX, "--shape", ",".join(["1"] * 40)],
+    ],
+)
 def test_check_huge_shape_is_refused_before_allocating(cli, args):
     err = _one_line_error(cli("check", *args))
     assert "more than" in err
@@ -226,6 +334,7 @@ def test_check_shape_with_thousands_of_digits_is_clipped_in_the_message(cli):
 
 
 # ---- expkit sft audit / check-stop: bad data and broken model directories ----------------------------
+
 
 @pytest.fixture(scope="module")
 def demo_dir():
@@ -280,14 +389,22 @@ def test_sft_audit_reads_chat_data_with_a_bom(cli, demo_dir, tmp_path, chat_file
     assert json.loads(res.stdout)["result"]["audit"]["examples"] == 4
 
 
-@pytest.mark.parametrize("content, says", [(b"{not json", "tokenizer.json:1: tokenizer.json is not JSON"),
-                                           (b"\xff" * 64, "tokenizer.json: tokenizer.json is not UTF-8"),
-                                           (b"[1, 2]", "tokenizer.json holds a list")])
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"{not json", "tokenizer.json:1: tokenizer.json is not JSON"),
+        (b"\xff" * 64, "tokenizer.json: tokenizer.json is not UTF-8"),
+        (b"[1, 2]", "tokenizer.json holds a list"),
+    ],
+)
 @pytest.mark.parametrize("command", ["audit", "check-stop"])
 def test_sft_bad_tokenizer_json_is_named(cli, demo_dir, tmp_path, chat_file, content, says, command):
     model = _broken_copy(demo_dir, tmp_path, lambda d: (d / "tokenizer.json").write_bytes(content))
-    args = ["sft", "audit", "--model", str(model), "--data", str(chat_file)] if command == "audit" else \
-        _stop_args(model, chat_file)
+    args = (
+        ["sft", "audit", "--model", str(model), "--data", str(chat_file)]
+        if command == "audit"
+        else _stop_args(model, chat_file)
+    )
     assert says in _one_line_error(cli(*args))
 
 
@@ -312,8 +429,10 @@ def test_sft_hidden_size_not_divisible_by_heads_is_named(cli, demo_dir, tmp_path
     assert "config.json: hidden_size=64 is not divisible by num_attention_heads=7" in err
 
 
-@pytest.mark.parametrize("content, says", [(b"[]", "holds a list"), (b"{", "not JSON"),
-                                           (b" " * (4 * 2**20 + 1), "more than a model config holds")])
+@pytest.mark.parametrize(
+    "content, says",
+    [(b"[]", "holds a list"), (b"{", "not JSON"), (b" " * (4 * 2**20 + 1), "more than a model config holds")],
+)
 def test_sft_broken_config_json_is_named(cli, demo_dir, tmp_path, chat_file, content, says):
     model = _broken_copy(demo_dir, tmp_path, lambda d: (d / "config.json").write_bytes(content))
     err = _one_line_error(cli(*_stop_args(model, chat_file)))
@@ -322,8 +441,20 @@ def test_sft_broken_config_json_is_named(cli, demo_dir, tmp_path, chat_file, con
 
 # ---- the light install: core commands work, the others name their extra ----------------------------
 
-_BLOCKED = ("torch", "transformers", "peft", "trl", "datasets", "tokenizers", "accelerate", "safetensors",
-            "mlflow", "tensorboard", "ray", "lightning")
+_BLOCKED = (
+    "torch",
+    "transformers",
+    "peft",
+    "trl",
+    "datasets",
+    "tokenizers",
+    "accelerate",
+    "safetensors",
+    "mlflow",
+    "tensorboard",
+    "ray",
+    "lightning",
+)
 
 
 def _run_light(*args, cwd):
@@ -331,8 +462,10 @@ def _run_light(*args, cwd):
     ``pip install expkit``): ``sys.modules[name] = None`` makes ``import name`` raise ImportError."""
     import subprocess
 
-    code = (f"import sys\nfor m in {_BLOCKED!r}: sys.modules[m] = None\n"
-            "from expkit.cli.app import main\nsys.argv = ['expkit', *sys.argv[1:]]\nmain()\n")
+    code = (
+        f"import sys\nfor m in {_BLOCKED!r}: sys.modules[m] = None\n"
+        "from expkit.cli.app import main\nsys.argv = ['expkit', *sys.argv[1:]]\nmain()\n"
+    )
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
@@ -340,19 +473,35 @@ def test_light_install_core_commands_work_and_torch_commands_name_the_extra(tmp_
     res = _run_light("stats", "ci", "-k", "40", "-n", "80", "--json", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["result"]["estimate"] == 0.5
-    res = _run_light("check", "op", "expkit.check.reference:softmax", "--reference", "expkit.check.reference:softmax",
-                     "--backend", "numpy", "--reference-backend", "numpy", "--shape", "4,8", "--json", cwd=tmp_path)
+    res = _run_light(
+        "check",
+        "op",
+        "expkit.check.reference:softmax",
+        "--reference",
+        "expkit.check.reference:softmax",
+        "--backend",
+        "numpy",
+        "--reference-backend",
+        "numpy",
+        "--shape",
+        "4,8",
+        "--json",
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr  # check without torch
     assert json.loads(res.stdout)["result"]["ok"] is True
-    for args, extra in ((["check", "attention"], "torch"),
-                        (["train", "charlm", "--config", "max_steps=1"], "torch"),
-                        (["sft", "audit", "--model", str(tmp_path), "--data", str(tmp_path / "d.jsonl")], "hf")):
+    for args, extra in (
+        (["check", "attention"], "torch"),
+        (["train", "charlm", "--config", "max_steps=1"], "torch"),
+        (["sft", "audit", "--model", str(tmp_path), "--data", str(tmp_path / "d.jsonl")], "hf"),
+    ):
         res = _run_light(*args, cwd=tmp_path)
         assert res.returncode == 2, (args, res.stderr)
         assert f"pip install 'expkit[{extra}]'" in res.stderr and "Traceback" not in res.stderr, res.stderr
 
 
 # ---- found by the fuzz suite (tests/cli/test_fuzz.py) in this owner's files ---------------------------
+
 
 def test_profile_trace_nested_too_deeply_is_one_line(cli, tmp_path):
     trace = tmp_path / "deep.json"
@@ -375,18 +524,36 @@ def test_sft_data_with_a_30_digit_count_is_refused_not_filling_memory(cli, tmp_p
 
 
 def test_sft_check_stop_budget_past_the_model_context_is_refused(cli, demo_dir, chat_file):
-    err = _one_line_error(cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file), "-n", "1",
-                              "--max-new-tokens", "100000"))
+    err = _one_line_error(
+        cli(
+            "sft",
+            "check-stop",
+            "--model",
+            str(demo_dir),
+            "--data",
+            str(chat_file),
+            "-n",
+            "1",
+            "--max-new-tokens",
+            "100000",
+        )
+    )
     assert "exceeds the model's context of 512 positions" in err
-    err = _one_line_error(cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file),
-                              "--max-new-tokens", "9" * 30))
+    err = _one_line_error(
+        cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file), "--max-new-tokens", "9" * 30)
+    )
     assert "--max-new-tokens must be in [1, 1,048,576]" in err
 
 
-@pytest.mark.parametrize("options, says", [(["--timeout", "nan"], "--timeout nan must be a finite number"),
-                                           (["--timeout", "-1"], "--timeout -1.0 must be a finite number"),
-                                           (["--out", "{tmp}"], "is a directory; give the trace file"),
-                                           (["--out", "{tmp}/a-file/t.json"], "cannot create the folder")])
+@pytest.mark.parametrize(
+    "options, says",
+    [
+        (["--timeout", "nan"], "--timeout nan must be a finite number"),
+        (["--timeout", "-1"], "--timeout -1.0 must be a finite number"),
+        (["--out", "{tmp}"], "is a directory; give the trace file"),
+        (["--out", "{tmp}/a-file/t.json"], "cannot create the folder"),
+    ],
+)
 def test_profile_script_options_are_checked_before_running(cli, tmp_path, options, says):
     (tmp_path / "a-file").write_text("x")
     marker = tmp_path / "ran.txt"
@@ -399,12 +566,18 @@ def test_profile_script_options_are_checked_before_running(cli, tmp_path, option
 
 # ---- a path that cannot be used: one line naming it (the error boundary's fallback for OSError) ------
 
-@pytest.mark.parametrize("args, says", [
-    (["sft", "data", "--out", "{tmp}", "-n", "2"], "{tmp}: Is a directory (IsADirectoryError)"),
-    (["sft", "data", "--out", "{tmp}/a-file/x.jsonl", "-n", "2"],
-     "{tmp}/a-file: a regular file where a folder is needed (FileExistsError)"),
-    (["sft", "demo-model", "--quick", "--out", "{tmp}/a-file/x"], "{tmp}/a-file/x: Not a directory"),
-])
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["sft", "data", "--out", "{tmp}", "-n", "2"], "{tmp}: Is a directory (IsADirectoryError)"),
+        (
+            ["sft", "data", "--out", "{tmp}/a-file/x.jsonl", "-n", "2"],
+            "{tmp}/a-file: a regular file where a folder is needed (FileExistsError)",
+        ),
+        (["sft", "demo-model", "--quick", "--out", "{tmp}/a-file/x"], "{tmp}/a-file/x: Not a directory"),
+    ],
+)
 def test_output_path_that_cannot_be_written_is_one_line(cli, tmp_path, args, says):
     (tmp_path / "a-file").write_text("x")
     err = _one_line_error(cli(*[a.replace("{tmp}", str(tmp_path)) for a in args]))
@@ -420,8 +593,9 @@ def test_boundary_leaves_an_oserror_without_a_path_internal():
 
 @pytest.mark.parametrize("threads", ["0", "99999999999999999999"])
 def test_sft_check_stop_threads_out_of_range(cli, demo_dir, chat_file, threads):
-    err = _one_line_error(cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file), "-n", "1",
-                              "--threads", threads))
+    err = _one_line_error(
+        cli("sft", "check-stop", "--model", str(demo_dir), "--data", str(chat_file), "-n", "1", "--threads", threads)
+    )
     assert f"threads={threads} must be in [1, 4096]" in err
 
 
@@ -434,12 +608,17 @@ def test_profile_trace_with_a_non_numeric_rank_is_read(cli, tmp_path):
     assert json.loads(res.stdout)["result"]["rank"] is None
 
 
-@pytest.mark.parametrize("line, says", [
-    ({"messages": [{"role": "assistant", "content": "x"}]}, "conversation starts with an assistant turn"),
-    ({"messages": [{"role": "user", "content": "\ud800"}, {"role": "assistant", "content": "x"}]},
-     "message 0 (user) has an unpaired surrogate '\\ud800' at character 0"),
-    ({"prompt": "a\udfff", "completion": "b"}, "'prompt' has an unpaired surrogate"),
-])
+@pytest.mark.parametrize(
+    "line, says",
+    [
+        ({"messages": [{"role": "assistant", "content": "x"}]}, "conversation starts with an assistant turn"),
+        (
+            {"messages": [{"role": "user", "content": "\ud800"}, {"role": "assistant", "content": "x"}]},
+            "message 0 (user) has an unpaired surrogate '\\ud800' at character 0",
+        ),
+        ({"prompt": "a\udfff", "completion": "b"}, "'prompt' has an unpaired surrogate"),
+    ],
+)
 @pytest.mark.parametrize("command", ["audit", "check-stop"])
 def test_sft_chat_lines_no_template_can_render_are_named(cli, demo_dir, tmp_path, line, says, command):
     data = tmp_path / "d.jsonl"

@@ -25,8 +25,20 @@ def test_text_output_names_bound_and_critical_batch(cli):
 
 def test_train_phase_is_compute_bound_and_figure_is_written(cli, tmp_path):
     fig = tmp_path / "roof.png"
-    res = cli("roofline", "--gpu", "h100", "--phase", "train", "--batch", "8", "--context", "2048",
-              "--figure", str(fig), "--json")
+    res = cli(
+        "roofline",
+        "--gpu",
+        "h100",
+        "--phase",
+        "train",
+        "--batch",
+        "8",
+        "--context",
+        "2048",
+        "--figure",
+        str(fig),
+        "--json",
+    )
     assert res.exit_code == 0, res.stderr
     assert json.loads(res.stdout)["result"]["bound"] == "compute"
     assert fig.stat().st_size > 10_000 and fig.read_bytes()[:4] == b"\x89PNG"
@@ -71,7 +83,19 @@ def test_decode_bad_batch_list(cli):
 
 def test_decode_measured_json_and_figure(cli, tmp_path):
     fig = tmp_path / "decode.png"
-    res = cli("roofline", "decode", "--batch-sizes", "1,4", "--new-tokens", "2", "--threads", "1", "--figure", str(fig), "--json")
+    res = cli(
+        "roofline",
+        "decode",
+        "--batch-sizes",
+        "1,4",
+        "--new-tokens",
+        "2",
+        "--threads",
+        "1",
+        "--figure",
+        str(fig),
+        "--json",
+    )
     assert res.exit_code == 0, res.stderr
     pts = json.loads(res.stdout)["result"]
     assert [p["batch"] for p in pts] == [1, 4]
@@ -121,12 +145,22 @@ def test_moe_decode_prints_routing_assumption_and_weights_read(cli):
 
 def test_garbage_config_is_exit_2_naming_the_field(cli, tmp_path):
     cfg = tmp_path / "config.json"
-    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 65, "num_hidden_layers": 2,
-                               "num_attention_heads": 4, "vocab_size": 10}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 65,
+                "num_hidden_layers": 2,
+                "num_attention_heads": 4,
+                "vocab_size": 10,
+            }
+        )
+    )
     res = cli("roofline", "--model", str(cfg))
     assert res.exit_code == 2 and "hidden_size 65 is not divisible by num_attention_heads 4" in res.stderr
-    cfg.write_text(json.dumps({"hidden_size": 64, "num_hidden_layers": 10**12, "num_attention_heads": 4,
-                               "vocab_size": 10}))
+    cfg.write_text(
+        json.dumps({"hidden_size": 64, "num_hidden_layers": 10**12, "num_attention_heads": 4, "vocab_size": 10})
+    )
     res = cli("roofline", "--model", str(cfg))
     assert res.exit_code == 2 and "num_hidden_layers" in res.stderr
 
@@ -137,5 +171,9 @@ def test_quantized_checkpoint_defaults_to_its_own_weight_bits(cli):
     data = json.loads(res.stdout)["result"]
     assert data["weight_bits"] == 8  # quantization_config: fp8
     assert data["weight_bytes"] == pytest.approx(data["active_params"], rel=1e-9)  # batch 1: active weights, 1 B
-    assert json.loads(cli("roofline", "--model", "deepseek-v3", "--weight-bits", "16", "--json").stdout)[
-        "result"]["weight_bits"] == 16
+    assert (
+        json.loads(cli("roofline", "--model", "deepseek-v3", "--weight-bits", "16", "--json").stdout)["result"][
+            "weight_bits"
+        ]
+        == 16
+    )

@@ -110,6 +110,7 @@ def test_help_has_examples(cli) -> None:
 
 # --- issue 15: bad input to `runs` is one line and exit 2, never a hang or a traceback ---------------
 
+
 @pytest.mark.parametrize("seed", ["-5", "123456789012345678901234567890", str(2**32)])
 def test_exec_refuses_a_bad_seed_up_front(cli, proj: Path, seed: str) -> None:
     r = cli("runs", "exec", "--seed", seed, "--", PY, "train.py", "0.1")
@@ -119,8 +120,11 @@ def test_exec_refuses_a_bad_seed_up_front(cli, proj: Path, seed: str) -> None:
 
 def test_store_that_is_a_file_exits_2(cli, proj: Path) -> None:
     for args in (("runs", "ls"), ("runs", "exec", "--", PY, "train.py", "0.1"), ("runs", "show", "x")):
-        r = cli(*args, "--store", "train.py") if args[1] != "exec" else cli(
-            "runs", "exec", "--store", "train.py", "--", PY, "train.py", "0.1")
+        r = (
+            cli(*args, "--store", "train.py")
+            if args[1] != "exec"
+            else cli("runs", "exec", "--store", "train.py", "--", PY, "train.py", "0.1")
+        )
         assert r.exit_code == 2 and "is a file, not a directory" in r.stderr, (args, r.stderr)
 
 
@@ -138,12 +142,15 @@ def test_export_to_an_unreachable_mlflow_server_fails_fast(cli, proj: Path) -> N
     assert time.perf_counter() - t0 < 10  # issue 15: 248 s of MLflow retries before
 
 
-@pytest.mark.parametrize(("uri", "message"), [
-    ("ftp://x", "scheme 'ftp' is not supported"),
-    ("file:///tmp/mlruns", "is a file store"),
-    ("mlruns", "is a file store"),
-    ("sqlite:////nonexistent-dir/x/mlflow.db", "does not exist"),
-])
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ("ftp://x", "scheme 'ftp' is not supported"),
+        ("file:///tmp/mlruns", "is a file store"),
+        ("mlruns", "is a file store"),
+        ("sqlite:////nonexistent-dir/x/mlflow.db", "does not exist"),
+    ],
+)
 def test_export_refuses_uris_it_cannot_use(cli, proj: Path, uri: str, message: str) -> None:
     _one_run(cli)
     r = cli("runs", "export", "--mlflow", uri)
@@ -178,8 +185,10 @@ def test_tensorboard_re_export_does_not_duplicate(cli, proj: Path) -> None:
 
 def test_ls_and_show_mark_a_diverged_run(cli, proj: Path) -> None:
     script = proj / "nan.py"
-    script.write_text("import json\nprint(json.dumps({'step': 1, 'loss': 2.0}))\n"
-                      "print(json.dumps({'step': 2, 'loss': float('nan')}))\n")
+    script.write_text(
+        "import json\nprint(json.dumps({'step': 1, 'loss': 2.0}))\n"
+        "print(json.dumps({'step': 2, 'loss': float('nan')}))\n"
+    )
     assert cli("runs", "exec", "--name", "d", "--seed", "1", "--", PY, "nan.py").exit_code == 0
     ls = cli("runs", "ls")
     assert "finished DIVERGED" in ls.stdout and "loss=nan" in ls.stdout

@@ -46,8 +46,10 @@ def test_audit_fails_with_exit_1_when_the_stop_token_is_masked(cli, demo_dir, da
 
 def test_bad_data_is_exit_2_with_the_line(cli, demo_dir, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}\n'
-                   '{"messages": [{"role": "user", "content": "no answer"}]}\n')
+    bad.write_text(
+        '{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}\n'
+        '{"messages": [{"role": "user", "content": "no answer"}]}\n'
+    )
     res = cli("sft", "audit", "--model", demo_dir, "--data", str(bad))
     assert res.exit_code == 2 and "bad.jsonl:2: conversation has no assistant turn" in res.stderr
     res = cli("sft", "audit", "--model", demo_dir, "--data", str(bad), "--on-error", "skip")
@@ -56,19 +58,65 @@ def test_bad_data_is_exit_2_with_the_line(cli, demo_dir, tmp_path):
 
 def test_train_then_check_stop(cli, demo_dir, data_file, tmp_path):
     out = tmp_path / "out"
-    res = cli("sft", "--model", demo_dir, "--data", data_file, "--steps", "2", "--batch-size", "4", "--lora-r", "4",
-              "--out", str(out), "--store", str(tmp_path / "runs"), "--threads", "1", "--json")
+    res = cli(
+        "sft",
+        "--model",
+        demo_dir,
+        "--data",
+        data_file,
+        "--steps",
+        "2",
+        "--batch-size",
+        "4",
+        "--lora-r",
+        "4",
+        "--out",
+        str(out),
+        "--store",
+        str(tmp_path / "runs"),
+        "--threads",
+        "1",
+        "--json",
+    )
     assert res.exit_code == 0, res.stderr
     result = json.loads(res.stdout)["result"]["result"]
     assert result["steps"] == 2 and len(result["losses"]) == 2 and result["contract"]["ok"]
     assert result["run_id"] and (tmp_path / "runs").is_dir()
     held = tmp_path / "held.jsonl"
     cli("sft", "data", "--out", str(held), "-n", "3", "--seed", "9")
-    res = cli("sft", "check-stop", "--model", demo_dir, "--adapter", str(out / "adapter"), "--data", str(held),
-              "-n", "3", "--max-new-tokens", "4", "--min-stop-rate", "1.01")
+    res = cli(
+        "sft",
+        "check-stop",
+        "--model",
+        demo_dir,
+        "--adapter",
+        str(out / "adapter"),
+        "--data",
+        str(held),
+        "-n",
+        "3",
+        "--max-new-tokens",
+        "4",
+        "--min-stop-rate",
+        "1.01",
+    )
     assert res.exit_code == 2 and "--min-stop-rate must be in [0, 1]" in res.stderr
-    res = cli("sft", "check-stop", "--model", demo_dir, "--data", str(held), "-n", "3", "--max-new-tokens", "3",
-              "--min-stop-rate", "1.0", "--threads", "1")
+    res = cli(
+        "sft",
+        "check-stop",
+        "--model",
+        demo_dir,
+        "--data",
+        str(held),
+        "-n",
+        "3",
+        "--max-new-tokens",
+        "3",
+        "--min-stop-rate",
+        "1.0",
+        "--threads",
+        "1",
+    )
     # the base model was never taught <|im_end|> after an answer: it does not stop within 3 tokens
     assert res.exit_code == 1 and "stop rate" in res.stdout and "below --min-stop-rate" in res.stderr
     assert "does NOT include <|im_end|>" in res.stdout
@@ -77,8 +125,20 @@ def test_train_then_check_stop(cli, demo_dir, data_file, tmp_path):
 def test_bad_training_arguments(cli, demo_dir, data_file, tmp_path):
     res = cli("sft", "--model", demo_dir, "--data", data_file, "--steps", "0")
     assert res.exit_code == 2 and "--steps must be >= 1, not 0" in res.stderr
-    res = cli("sft", "--model", demo_dir, "--data", data_file, "--steps", "1", "--targets", "attn", "--no-record",
-              "--out", str(tmp_path / "o"))
+    res = cli(
+        "sft",
+        "--model",
+        demo_dir,
+        "--data",
+        data_file,
+        "--steps",
+        "1",
+        "--targets",
+        "attn",
+        "--no-record",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert res.exit_code == 2 and "attn match no module" in res.stderr and "q_proj" in res.stderr
     res = cli("sft", "--model", str(tmp_path), "--data", data_file)
     assert res.exit_code == 2 and "no tokenizer" in res.stderr

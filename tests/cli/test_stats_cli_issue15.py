@@ -42,8 +42,12 @@ def test_power_at_or_below_alpha_is_refused(cli):
 def test_table_with_scores_near_1e308_is_refused_not_inf(cli, tmp_path):
     # was: the table printed inf and nan
     f = tmp_path / "big.jsonl"
-    f.write_text("".join(json.dumps({"model": m, "item": i, "score": s}) + "\n"
-                         for m, i, s in (("a", "1", 1e308), ("a", "2", -1e308), ("b", "1", -1e308), ("b", "2", 1e308))))
+    f.write_text(
+        "".join(
+            json.dumps({"model": m, "item": i, "score": s}) + "\n"
+            for m, i, s in (("a", "1", 1e308), ("a", "2", -1e308), ("b", "1", -1e308), ("b", "2", 1e308))
+        )
+    )
     res = _table(cli, f)
     assert res.exit_code == 2
     assert "score 1e+308 (model 'a', item '1') is too large" in res.stderr
@@ -67,8 +71,11 @@ def test_table_non_utf8_file_names_the_line(cli, tmp_path, suffix):
     if suffix == ".csv":
         f.write_bytes("model,item,score,note\na,1,1,ok\nb,1,0,caf\u00e9\n".encode("latin-1"))
     else:
-        f.write_bytes(('{"model": "a", "item": "1", "score": 1}\n'
-                       '{"model": "b", "item": "1", "score": 0, "n": "caf\u00e9"}\n').encode("latin-1"))
+        f.write_bytes(
+            (
+                '{"model": "a", "item": "1", "score": 1}\n{"model": "b", "item": "1", "score": 0, "n": "caf\u00e9"}\n'
+            ).encode("latin-1")
+        )
     res = _table(cli, f)
     assert res.exit_code == 2
     assert f"latin1{suffix}:" in res.stderr and ("not UTF-8" in res.stderr or "invalid UTF-8" in res.stderr)

@@ -26,15 +26,18 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_sweep_records_every_trial_and_says_how(cli, proj: Path) -> None:
-    r = cli("sweep", "--grid", "lr=0.001,0.003", "--seeds", "2", "--name", "lr", "-j", "2", "--",
-            sys.executable, "trial.py")
+    r = cli(
+        "sweep", "--grid", "lr=0.001,0.003", "--seeds", "2", "--name", "lr", "-j", "2", "--", sys.executable, "trial.py"
+    )
     assert r.exit_code == 0, r.stderr
     assert "4 trials on local (2 at a time, 1 thread(s) each)" in r.stdout and "4 finished" in r.stdout
     assert "EXPKIT_CONFIG_<KEY>" in r.stdout and "--config KEY=VALUE" in r.stdout
     assert "lr=0.003 seed=1" in r.stdout
     # said before the first trial starts: backend, parallelism, threads per trial
-    assert "4 trials to run (0 finished before) on the local backend, 2 at a time, " \
-           "OMP_NUM_THREADS=MKL_NUM_THREADS=1 each" in r.stderr
+    assert (
+        "4 trials to run (0 finished before) on the local backend, 2 at a time, "
+        "OMP_NUM_THREADS=MKL_NUM_THREADS=1 each" in r.stderr
+    )
     runs = [p for p in (proj / "runs").iterdir() if (p / "run.json").exists()]
     assert len(runs) == 4
 
@@ -84,8 +87,13 @@ def _wait_for(pred, timeout_s: float) -> bool:
 def test_ctrl_c_kills_running_trials_and_resume_finishes_the_rest(proj: Path) -> None:
     (proj / "slow").touch()  # seeds 1.. sleep 60 s until `fast` exists
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([*EXPKIT, "sweep", "--seeds", "4", "--name", "c", "-j", "2", "--", sys.executable,
-                             "trial.py"], cwd=proj, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*EXPKIT, "sweep", "--seeds", "4", "--name", "c", "-j", "2", "--", sys.executable, "trial.py"],
+        cwd=proj,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         # seed 0 finishes at once; seeds 1 and 2 then sleep in their trials
         started = lambda: {p.name.split("-")[1] for p in proj.glob("started-*")}  # noqa: E731
@@ -102,8 +110,9 @@ def test_ctrl_c_kills_running_trials_and_resume_finishes_the_rest(proj: Path) ->
     status = {r.name: r.status for r in list_runs(proj / "runs", where=["group=c"]).runs}
     assert status == {"c-t000": "finished", "c-t001": "killed", "c-t002": "killed"}  # seed 3 never started
     (proj / "fast").touch()
-    res = subprocess.run([*EXPKIT, "sweep", "--resume", "c", "--json"], cwd=proj, env=env, capture_output=True,
-                         timeout=120)
+    res = subprocess.run(
+        [*EXPKIT, "sweep", "--resume", "c", "--json"], cwd=proj, env=env, capture_output=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr.decode()
     outcomes = json.loads(res.stdout)["result"]["outcomes"]
     assert [o["status"] for o in outcomes] == ["done before", "finished", "finished", "finished"]

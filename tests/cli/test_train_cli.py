@@ -5,9 +5,26 @@ from __future__ import annotations
 import json
 import math
 
-TINY = ["--config", "n_layer=1", "--config", "n_embd=32", "--config", "n_head=2", "--config", "block_size=32",
-        "--config", "seq_len=32", "--config", "batch_size=4", "--config", "max_steps=4", "--config", "warmup_steps=1",
-        "--config", "eval_windows=8"]
+TINY = [
+    "--config",
+    "n_layer=1",
+    "--config",
+    "n_embd=32",
+    "--config",
+    "n_head=2",
+    "--config",
+    "block_size=32",
+    "--config",
+    "seq_len=32",
+    "--config",
+    "batch_size=4",
+    "--config",
+    "max_steps=4",
+    "--config",
+    "warmup_steps=1",
+    "--config",
+    "eval_windows=8",
+]
 
 
 def _corpus(tmp_path):
@@ -52,7 +69,20 @@ def test_empty_corpus_exits_2(cli, tmp_path):
 
 def test_nan_guard_exits_1_naming_the_module(cli, tmp_path):
     # lr 1e6 without clipping makes the weights non-finite within a few steps
-    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--store", str(tmp_path / "runs"), *TINY,
-              "--config", "lr_max=1e6", "--config", "grad_clip=1e9", "--config", "max_steps=30")
+    res = cli(
+        "train",
+        "charlm",
+        "--corpus",
+        str(_corpus(tmp_path)),
+        "--store",
+        str(tmp_path / "runs"),
+        *TINY,
+        "--config",
+        "lr_max=1e6",
+        "--config",
+        "grad_clip=1e9",
+        "--config",
+        "max_steps=30",
+    )
     assert res.exit_code == 1
     assert "produced the first" in res.stderr

@@ -56,11 +56,13 @@ def test_why_reads_a_real_crash_log_and_marks_the_user_frame(cli, tmp_path):
 
 
 def test_why_json_from_stdin(cli):
-    text = ('Traceback (most recent call last):\n'
-            '  File "/me/train.py", line 40, in <module>\n    optimizer.step()\n'
-            f'  File "{SITE}/torch/optim/adamw.py", line 200, in step\n    adamw(...)\n'
-            'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity '
-            'of 23.65 GiB of which 100.00 MiB is free.\n')
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/me/train.py", line 40, in <module>\n    optimizer.step()\n'
+        f'  File "{SITE}/torch/optim/adamw.py", line 200, in step\n    adamw(...)\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity "
+        "of 23.65 GiB of which 100.00 MiB is free.\n"
+    )
     res = cli("why", "--json", input=text)
     assert res.exit_code == 0
     data = json.loads(res.stdout)["result"]
@@ -73,8 +75,10 @@ def test_why_json_from_stdin(cli):
 
 
 def test_why_torchrun_ranks(cli, tmp_path):
-    body = ('Traceback (most recent call last):\n  File "/me/ddp.py", line 9, in <module>\n    loss.backward()\n'
-            'RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n')
+    body = (
+        'Traceback (most recent call last):\n  File "/me/ddp.py", line 9, in <module>\n    loss.backward()\n'
+        "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn\n"
+    )
     text = "".join(f"[rank{r}]: {line}\n" for r in (1, 0) for line in body.splitlines())
     log = tmp_path / "ranks.log"
     log.write_text(text)
@@ -85,8 +89,11 @@ def test_why_torchrun_ranks(cli, tmp_path):
 
 
 def test_why_cut_paste_is_best_effort(cli):
-    res = cli("why", input='Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    main()\n'
-                           '  File "/me/t.py", line 7, in ma')
+    res = cli(
+        "why",
+        input='Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    main()\n'
+        '  File "/me/t.py", line 7, in ma',
+    )
     assert res.exit_code == 0
     assert "note: the traceback is cut before its exception line" in res.stdout
     # the last frame, cut inside its function name, still gives file and line
@@ -103,11 +110,13 @@ def test_why_bad_input_exits_2_with_a_message(cli, tmp_path):
 
 
 def test_why_points_an_oom_to_the_ledger_and_that_command_works(cli, tmp_path):
-    text = ('Traceback (most recent call last):\n'
-            '  File "/me/train.py", line 40, in <module>\n    optimizer.step()\n'
-            f'  File "{SITE}/torch/optim/adamw.py", line 200, in step\n    adamw(...)\n'
-            'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity '
-            'of 23.65 GiB of which 100.00 MiB is free.\n')
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/me/train.py", line 40, in <module>\n    optimizer.step()\n'
+        f'  File "{SITE}/torch/optim/adamw.py", line 200, in step\n    adamw(...)\n'
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity "
+        "of 23.65 GiB of which 100.00 MiB is free.\n"
+    )
     log = tmp_path / "crash.log"
     log.write_text(text)
     res = cli("why", str(log))
@@ -136,8 +145,10 @@ def test_why_golden_reports_of_real_log_shapes(cli, name):
 
 
 def test_why_never_echoes_control_sequences_from_the_log(cli):
-    text = ('Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    f()\n'
-            'ValueError: bad \x1b]0;owned\x07value\x1b[2J\x07 \x08here\n')
+    text = (
+        'Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    f()\n'
+        "ValueError: bad \x1b]0;owned\x07value\x1b[2J\x07 \x08here\n"
+    )
     res = cli("why", input=text)
     assert res.exit_code == 0, res.stderr
     assert not any(ch in res.stdout for ch in "\x1b\x07\x08\x9b")
@@ -156,7 +167,8 @@ def test_why_reads_a_real_hugging_face_trainer_collate_crash(cli, tmp_path):
     # a real tiny Trainer run (GPT-2 config, random weights, CPU) whose examples differ in length and whose
     # default collator cannot stack them; the log is what logging.exception and the interpreter print
     script = tmp_path / "train_hf.py"
-    script.write_text(textwrap.dedent('''
+    script.write_text(
+        textwrap.dedent("""
         import logging, sys
         import torch
         from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
@@ -171,9 +183,15 @@ def test_why_reads_a_real_hugging_face_trainer_collate_crash(cli, tmp_path):
         except Exception:
             logging.exception("training failed")
             raise
-    '''))
-    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    """)
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert proc.returncode != 0 and "stack expects each tensor to be equal size" in proc.stderr
     res = cli("why", "--json", input=proc.stderr)
     assert res.exit_code == 0, res.stderr
@@ -184,8 +202,10 @@ def test_why_reads_a_real_hugging_face_trainer_collate_crash(cli, tmp_path):
 
 
 def test_why_reads_a_non_utf8_log_from_stdin(cli):
-    text = ('Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    f()\n'
-            'ValueError: caf\u00e9 not found\n').encode("latin-1")
+    text = (
+        'Traceback (most recent call last):\n  File "/me/t.py", line 3, in <module>\n    f()\n'
+        "ValueError: caf\u00e9 not found\n"
+    ).encode("latin-1")
     res = cli("why", input=text)
     assert res.exit_code == 0, res.stderr
     assert "ValueError: caf\ufffd not found" in res.stdout

@@ -21,8 +21,14 @@ def _write(tmp_path, data: bytes, name: str = "d.jsonl"):
     return p
 
 
-records = st.lists(st.dictionaries(st.text(max_size=5), st.one_of(st.integers(-10**6, 10**6), st.text(max_size=20),
-                                                                    st.booleans(), st.none()), max_size=4), max_size=30)
+records = st.lists(
+    st.dictionaries(
+        st.text(max_size=5),
+        st.one_of(st.integers(-(10**6), 10**6), st.text(max_size=20), st.booleans(), st.none()),
+        max_size=4,
+    ),
+    max_size=30,
+)
 
 
 @given(recs=records)
@@ -51,15 +57,16 @@ def test_stdin(monkeypatch):
 
 def _middle_bad(tmp_path):
     lines = [orjson.dumps({"i": i}) for i in range(30)]
-    lines[16] = b'{"i": 16, "text": "unterminated}'   # line 17
-    lines[22] = b'{"i": 22,, }'                       # line 23
+    lines[16] = b'{"i": 16, "text": "unterminated}'  # line 17
+    lines[22] = b'{"i": 22,, }'  # line 23
     return _write(tmp_path, b"\n".join(lines) + b"\n")
 
 
 def test_invalid_json_in_the_middle_raise_names_line_column_and_snippet(tmp_path):
     p = _middle_bad(tmp_path)
-    with pytest.raises(InputError,
-                       match=r"d\.jsonl:17:33: invalid JSON: .* near '\.\.\.i\": 16, \"text\": \"unterminated\}'"):
+    with pytest.raises(
+        InputError, match=r"d\.jsonl:17:33: invalid JSON: .* near '\.\.\.i\": 16, \"text\": \"unterminated\}'"
+    ):
         list(iter_jsonl(p))
 
 

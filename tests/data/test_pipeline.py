@@ -46,11 +46,14 @@ def test_shuffle_mixes_within_the_buffer_only_and_seeds_differ():
     assert a != list(range(1000))
 
 
-@pytest.mark.parametrize("call,msg", [
-    (lambda: iter_take(range(3), -1), "take n=-1"),
-    (lambda: next(iter_batches(range(3), 0)), "batch size=0"),
-    (lambda: next(iter_shuffled(range(3), buffer_size=0, seed=0)), "buffer_size=0"),
-])
+@pytest.mark.parametrize(
+    "call,msg",
+    [
+        (lambda: iter_take(range(3), -1), "take n=-1"),
+        (lambda: next(iter_batches(range(3), 0)), "batch size=0"),
+        (lambda: next(iter_shuffled(range(3), buffer_size=0, seed=0)), "buffer_size=0"),
+    ],
+)
 def test_bad_arguments(call, msg):
     with pytest.raises(UsageError, match=msg):
         call()

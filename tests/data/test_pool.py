@@ -80,11 +80,13 @@ def test_lambda_and_nested_function_are_refused_before_any_worker_starts():
 def test_globals_are_copies_in_workers():
     got = list(parallel_map(bump_counter, range(20), workers=2, chunksize=5))
     assert max(got) >= 5  # each worker counted in its own copy
-    assert COUNTER == 0   # the parent's global never moved
+    assert COUNTER == 0  # the parent's global never moved
 
 
-@pytest.mark.parametrize("kwargs,msg", [({"workers": 0}, "workers=0"), ({"chunksize": 0}, "chunksize=0"),
-                                        ({"backend": "gpu"}, "backend='gpu'")])
+@pytest.mark.parametrize(
+    "kwargs,msg",
+    [({"workers": 0}, "workers=0"), ({"chunksize": 0}, "chunksize=0"), ({"backend": "gpu"}, "backend='gpu'")],
+)
 def test_bad_arguments(kwargs, msg):
     with pytest.raises(UsageError, match=msg):
         parallel_map(square, [1], **kwargs)

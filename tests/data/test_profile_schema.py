@@ -35,8 +35,10 @@ def test_profile_counts_keys_types_and_lengths(tmp_path):
     p = _jsonl(tmp_path, rows)
     prof = profile_jsonl(p, tokenizer_dir=_word_tokenizer(tmp_path, ["a"]))
     assert prof.read.records == 101 and prof.field == "text" and prof.field_present == 100
-    assert {k.name: k.types for k in prof.keys} == {"text": {"string": 100, "null": 1},
-                                                     "n": {"integer": 100, "number": 1}}
+    assert {k.name: k.types for k in prof.keys} == {
+        "text": {"string": 100, "null": 1},
+        "n": {"integer": 100, "number": 1},
+    }
     c = prof.chars
     # lengths 2, 4, ..., 200: numpy linear percentile p50 of 1..100 is 50.5 -> 101 characters
     assert (c.count, c.min, c.max, c.mean, c.percentiles["p50"], c.exact) == (100, 2, 200, 101.0, 101.0, True)
@@ -45,8 +47,10 @@ def test_profile_counts_keys_types_and_lengths(tmp_path):
 
 
 def test_profile_chat_messages_and_sampled_percentiles(tmp_path):
-    rows = [{"messages": [{"role": "user", "content": "x" * k}, {"role": "assistant", "content": "yy"}]}
-            for k in range(1000)]
+    rows = [
+        {"messages": [{"role": "user", "content": "x" * k}, {"role": "assistant", "content": "yy"}]}
+        for k in range(1000)
+    ]
     prof = profile_jsonl(_jsonl(tmp_path, rows), reservoir_size=100)
     assert prof.field == "messages" and prof.chars.max == 999 + 1 + 2  # joined with a newline
     assert not prof.chars.exact and 300 < prof.chars.percentiles["p50"] < 700
@@ -59,21 +63,39 @@ def test_profile_missing_tokenizer(tmp_path):
 
 
 def test_validate_chat_reports_every_violation_with_its_line(tmp_path):
-    good = {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"},
-                         {"role": "assistant", "content": "a"}]}
-    rows = [good, {"messages": [{"role": "user", "content": "q"}]}, {"msgs": []},
-            {"messages": [{"role": "user", "content": 3}, {"role": "system", "content": "late"},
-                          {"role": "assistant", "content": "a"}]}, [1, 2], good]
+    good = {
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"},
+        ]
+    }
+    rows = [
+        good,
+        {"messages": [{"role": "user", "content": "q"}]},
+        {"msgs": []},
+        {
+            "messages": [
+                {"role": "user", "content": 3},
+                {"role": "system", "content": "late"},
+                {"role": "assistant", "content": "a"},
+            ]
+        },
+        [1, 2],
+        good,
+    ]
     p = tmp_path / "c.jsonl"
     p.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows) + b'{"messages": [}\n')
     rep = validate_jsonl(p, schema="chat")
     got = [(v.line, v.where, v.message.split(" (")[0].split(",")[0]) for v in rep.violations]
-    assert got == [(2, "messages", "has no assistant message: nothing to train on"),
-                   (3, "messages", "missing"),
-                   (4, "messages[0].content", "must be a string"),
-                   (4, "messages[1].role", "a system message must come first"),
-                   (5, "", "a record must be a JSON object"),
-                   (7, "column 15", "invalid JSON: unexpected character")]
+    assert got == [
+        (2, "messages", "has no assistant message: nothing to train on"),
+        (3, "messages", "missing"),
+        (4, "messages[0].content", "must be a string"),
+        (4, "messages[1].role", "a system message must come first"),
+        (5, "", "a record must be a JSON object"),
+        (7, "column 15", "invalid JSON: unexpected character"),
+    ]
     assert not rep.ok and rep.violation_count == 6
 
 
@@ -82,8 +104,10 @@ def test_validate_prompt_completion_and_json_schema(tmp_path):
     rep = validate_jsonl(p, schema="prompt-completion")
     assert [(v.line, v.where) for v in rep.violations] == [(2, "completion"), (3, "prompt"), (3, "completion")]
     schema = tmp_path / "s.json"
-    schema.write_text('{"type": "object", "required": ["label"], "additionalProperties": false,'
-                      ' "properties": {"label": {"enum": ["pos", "neg"]}, "score": {"type": "number", "maximum": 1}}}')
+    schema.write_text(
+        '{"type": "object", "required": ["label"], "additionalProperties": false,'
+        ' "properties": {"label": {"enum": ["pos", "neg"]}, "score": {"type": "number", "maximum": 1}}}'
+    )
     q = _jsonl(tmp_path, [{"label": "pos", "score": 0.5}, {"label": "meh"}, {"score": 2, "x": 1}], name="l.jsonl")
     rep = validate_jsonl(q, schema=schema)
     assert [(v.line, v.where) for v in rep.violations] == [(2, "label"), (3, "label"), (3, "score"), (3, "x")]

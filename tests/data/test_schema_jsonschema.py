@@ -94,8 +94,7 @@ def test_cli_validate_prints_file_line_per_violation_and_exit_codes(cli, tmp_pat
     assert res.exit_code == 1
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith(str(data))]
     assert [ln.split(": ")[0].rsplit(":", 1)[1] for ln in lines] == ["2", "3", "4", "5"]
-    res = cli("data", "validate", str(data), "--schema", str(_write(tmp_path, "bad.json", {"minLength": -1})),
-              "--json")
+    res = cli("data", "validate", str(data), "--schema", str(_write(tmp_path, "bad.json", {"minLength": -1})), "--json")
     assert res.exit_code == 2
     err = json.loads(res.stdout)["error"]
     assert err["kind"] == "InputError" and "bad.json" in err["where"]

@@ -8,20 +8,29 @@ import pytest
 from expkit.diagnose import parse_traceback
 from expkit.diagnose.logtext import clean_log_text, sanitize_for_terminal, strip_ansi
 
-TB = ['Traceback (most recent call last):', '  File "/me/train.py", line 12, in <module>', '    main()',
-      '  File "/me/train.py", line 9, in main', '    raise ValueError("bad batch")', 'ValueError: bad batch']
+TB = [
+    "Traceback (most recent call last):",
+    '  File "/me/train.py", line 12, in <module>',
+    "    main()",
+    '  File "/me/train.py", line 9, in main',
+    '    raise ValueError("bad batch")',
+    "ValueError: bad batch",
+]
 
 
-@pytest.mark.parametrize("prefix", [
-    "2026-11-30 21:17:37,123 - root - ERROR - ",  # logging's '%(asctime)s - %(name)s - %(levelname)s - '
-    "2026-11-30T21:17:37.123456Z ",  # ts / docker logs --timestamps
-    "2026-11-30T21:17:37.123456789Z stderr F ",  # Kubernetes CRI
-    "[2026-11-30 21:17:37][ERROR] ",
-    "ERROR:root:",  # logging.basicConfig
-    "11/30/2026 21:17:37 - ERROR - __main__ - ",  # the Hugging Face example scripts
-    "[ERROR|trainer.py:2345] 2026-11-30 21:17:37,123 >> ",  # transformers' own logger
-    "21:17:37.123 ",
-])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "2026-11-30 21:17:37,123 - root - ERROR - ",  # logging's '%(asctime)s - %(name)s - %(levelname)s - '
+        "2026-11-30T21:17:37.123456Z ",  # ts / docker logs --timestamps
+        "2026-11-30T21:17:37.123456789Z stderr F ",  # Kubernetes CRI
+        "[2026-11-30 21:17:37][ERROR] ",
+        "ERROR:root:",  # logging.basicConfig
+        "11/30/2026 21:17:37 - ERROR - __main__ - ",  # the Hugging Face example scripts
+        "[ERROR|trainer.py:2345] 2026-11-30 21:17:37,123 >> ",  # transformers' own logger
+        "21:17:37.123 ",
+    ],
+)
 def test_every_line_prefixed_still_parses(prefix):
     tb = parse_traceback(clean_log_text("\n".join(prefix + line for line in TB)).text)
     assert tb.final.type == "ValueError" and tb.final.message == "bad batch"
@@ -59,19 +68,24 @@ def test_trainer_errors_without_a_loss_or_columns_are_explained():
     from expkit.diagnose import diagnose_text
 
     site = "/venv/lib/python3.11/site-packages"
-    text = ('Traceback (most recent call last):\n  File "/me/train_hf.py", line 30, in <module>\n    trainer.train()\n'
-            f'  File "{site}/transformers/trainer.py", line 1530, in train\n    return inner_training_loop(\n'
-            f'  File "{site}/transformers/trainer.py", line 2051, in training_step\n'
-            '    loss = self.compute_loss(model, inputs)\n'
-            f'  File "{site}/transformers/trainer.py", line 2201, in compute_loss\n    raise ValueError(\n'
-            "ValueError: The model did not return a loss from the inputs, only the following keys: logits. For "
-            "reference, the inputs it received are input_ids,attention_mask.\n")
+    text = (
+        'Traceback (most recent call last):\n  File "/me/train_hf.py", line 30, in <module>\n    trainer.train()\n'
+        f'  File "{site}/transformers/trainer.py", line 1530, in train\n    return inner_training_loop(\n'
+        f'  File "{site}/transformers/trainer.py", line 2051, in training_step\n'
+        "    loss = self.compute_loss(model, inputs)\n"
+        f'  File "{site}/transformers/trainer.py", line 2201, in compute_loss\n    raise ValueError(\n'
+        "ValueError: The model did not return a loss from the inputs, only the following keys: logits. For "
+        "reference, the inputs it received are input_ids,attention_mask.\n"
+    )
     e = diagnose_text(text).explanation
     assert e.kind == "trainer_no_loss" and "input_ids,attention_mask" in e.summary
     assert e.trainer == "train -> training_step -> compute_loss: computing the loss of a batch"
     assert any("DataCollatorForLanguageModeling" in f for f in e.fixes)
-    cols = text.replace(text.splitlines()[-1], "ValueError: No columns in the dataset match the model's forward "
-                        "method signature: (input_ids, labels). The following columns have been ignored: [text].")
+    cols = text.replace(
+        text.splitlines()[-1],
+        "ValueError: No columns in the dataset match the model's forward "
+        "method signature: (input_ids, labels). The following columns have been ignored: [text].",
+    )
     assert diagnose_text(cols).explanation.kind == "trainer_no_columns"
 
 
@@ -106,10 +120,13 @@ RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)
 """
 # IPython colours each part: the exception type red, locations green, function names cyan, line numbers green
 _RED, _GREEN, _CYAN, _OFF = "\x1b[0;31m", "\x1b[0;32m", "\x1b[0;36m", "\x1b[0m"
-IPYTHON_TB = (IPYTHON_PLAIN.replace("RuntimeError", f"{_RED}RuntimeError{_OFF}")
-              .replace("In[3], line 5", f"{_GREEN}In[3], line 5{_OFF}")
-              .replace("Head.forward", f"{_CYAN}Head.forward{_OFF}")
-              .replace("---> 42", f"{_GREEN}---> 42{_OFF}").replace("----> 5", f"{_GREEN}----> 5{_OFF}"))
+IPYTHON_TB = (
+    IPYTHON_PLAIN.replace("RuntimeError", f"{_RED}RuntimeError{_OFF}")
+    .replace("In[3], line 5", f"{_GREEN}In[3], line 5{_OFF}")
+    .replace("Head.forward", f"{_CYAN}Head.forward{_OFF}")
+    .replace("---> 42", f"{_GREEN}---> 42{_OFF}")
+    .replace("----> 5", f"{_GREEN}----> 5{_OFF}")
+)
 
 
 def test_an_ipython_traceback_is_read_as_python_prints_it():
@@ -119,7 +136,7 @@ def test_an_ipython_traceback_is_read_as_python_prints_it():
     assert tb.final.type == "RuntimeError" and tb.final.message.startswith("mat1 and mat2 shapes")
     assert [(f.file, f.line, f.function, f.kind) for f in tb.final.frames] == [
         ("<cell In[3]>", 5, "<module>", "yours"),
-        ("/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py", 1739, "_wrapped_call_impl",
-         "framework"),
-        ("~/proj/model.py", 42, "forward", "yours")]
+        ("/opt/conda/lib/python3.11/site-packages/torch/nn/modules/module.py", 1739, "_wrapped_call_impl", "framework"),
+        ("~/proj/model.py", 42, "forward", "yours"),
+    ]
     assert tb.chosen_frame.file == "~/proj/model.py" and tb.chosen_frame.code == "return self.proj(x)"

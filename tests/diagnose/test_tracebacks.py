@@ -40,18 +40,21 @@ def test_parse_recovers_the_innermost_frame_of_a_live_exception(depth):
     assert len(tb.final.frames) == text.count('\n  File "')
 
 
-@pytest.mark.parametrize("path,kind", [
-    (f"{SITE}/torch/nn/modules/module.py", "framework"),
-    ("/home/me/src/transformers/src/transformers/trainer.py", "framework"),  # editable install
-    ("/usr/lib/python3.11/multiprocessing/pool.py", "stdlib"),
-    ("<frozen runpy>", "stdlib"),
-    ("/home/me/train.py", "yours"),
-    ("/home/me/datasets/prepare.py", "yours"),  # a folder named like a package is still yours
-    ("/home/me/pytorch/torch/nn/modules/module.py", "framework"),  # a torch source checkout
-    ("/home/me/peft/peft/tuners/lora.py", "framework"),
-    ("<stdin>", "yours"),
-    ("/tmp/ipykernel_123/3412.py", "yours"),
-])
+@pytest.mark.parametrize(
+    "path,kind",
+    [
+        (f"{SITE}/torch/nn/modules/module.py", "framework"),
+        ("/home/me/src/transformers/src/transformers/trainer.py", "framework"),  # editable install
+        ("/usr/lib/python3.11/multiprocessing/pool.py", "stdlib"),
+        ("<frozen runpy>", "stdlib"),
+        ("/home/me/train.py", "yours"),
+        ("/home/me/datasets/prepare.py", "yours"),  # a folder named like a package is still yours
+        ("/home/me/pytorch/torch/nn/modules/module.py", "framework"),  # a torch source checkout
+        ("/home/me/peft/peft/tuners/lora.py", "framework"),
+        ("<stdin>", "yours"),
+        ("/tmp/ipykernel_123/3412.py", "yours"),
+    ],
+)
 def test_classify_frame(path, kind):
     assert classify_frame(path) == kind
 
@@ -89,19 +92,23 @@ def _rank_lines(rank: int, text: str) -> list[str]:
 
 
 def test_torchrun_output_picks_the_first_failing_rank_and_dedups_identical_ones():
-    body = ('Traceback (most recent call last):\n'
-            '  File "/work/train.py", line 30, in <module>\n    main()\n'
-            '  File "/work/train.py", line 21, in main\n    out = model(x.to("cuda:{r}"))\n'
-            f'  File "{SITE}/torch/nn/modules/module.py", line 1778, in _wrapped_call_impl\n'
-            '    return self._call_impl(*args, **kwargs)\n'
-            'RuntimeError: CUDA error on cuda:{r}: device-side assert triggered\n')
+    body = (
+        "Traceback (most recent call last):\n"
+        '  File "/work/train.py", line 30, in <module>\n    main()\n'
+        '  File "/work/train.py", line 21, in main\n    out = model(x.to("cuda:{r}"))\n'
+        f'  File "{SITE}/torch/nn/modules/module.py", line 1778, in _wrapped_call_impl\n'
+        "    return self._call_impl(*args, **kwargs)\n"
+        "RuntimeError: CUDA error on cuda:{r}: device-side assert triggered\n"
+    )
     r0, r1 = _rank_lines(0, body.replace("{r}", "0")), _rank_lines(1, body.replace("{r}", "1"))
     interleaved = [x for pair in zip(r1, r0, strict=True) for x in pair]  # rank 1 printed first, lines interleaved
-    launcher = ("W1129 12:00:00.000 torch/distributed/elastic/multiprocessing/api.py:900] "
-                "Sending process 7 closing signal\n"
-                "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
-                "Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-29_12:00:00\n"
-                "  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 7)\n")
+    launcher = (
+        "W1129 12:00:00.000 torch/distributed/elastic/multiprocessing/api.py:900] "
+        "Sending process 7 closing signal\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2026-11-29_12:00:00\n"
+        "  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 7)\n"
+    )
     tb = parse_traceback("\n".join(interleaved) + "\n" + launcher)
     assert tb.rank == 0  # torchrun's "Root Cause" names rank 0
     assert tb.failed_ranks == (0, 1) and tb.identical_ranks == (1,)
@@ -118,7 +125,7 @@ def test_mangled_indentation_still_finds_frames_and_exception():
     flat = "\n".join(line.strip() for line in text.splitlines())
     tb = parse_traceback(flat)
     assert tb.final.type == "ValueError" and tb.chosen_frame.function == "_recurse"
-    assert tb.chosen_frame.code == "raise ValueError(f\"bottom {depth}\")"
+    assert tb.chosen_frame.code == 'raise ValueError(f"bottom {depth}")'
 
 
 def test_cut_paste_keeps_frames_and_warns():
@@ -138,8 +145,12 @@ def test_text_without_traceback_says_so():
     assert "no traceback found" in tb.warnings[0]
 
 
-@given(st.text(alphabet=st.sampled_from(list('File "line, in\n:[rank0]Traceback (most recent call last)^~ 12Error')),
-               max_size=400))
+@given(
+    st.text(
+        alphabet=st.sampled_from(list('File "line, in\n:[rank0]Traceback (most recent call last)^~ 12Error')),
+        max_size=400,
+    )
+)
 @settings(max_examples=150, deadline=None)
 def test_garbage_never_crashes(text):
     tb = parse_traceback(text)
@@ -147,13 +158,15 @@ def test_garbage_never_crashes(text):
 
 
 def test_collapse_keeps_yours_and_groups_framework_runs():
-    text = ('Traceback (most recent call last):\n'
-            '  File "/me/a.py", line 1, in <module>\n    f()\n'
-            f'  File "{SITE}/torch/nn/modules/module.py", line 1, in _call_impl\n    x\n'
-            f'  File "{SITE}/torch/nn/modules/linear.py", line 2, in forward\n    y\n'
-            '  File "/usr/lib/python3.11/functools.py", line 3, in wrapper\n    z\n'
-            '  File "/me/b.py", line 4, in g\n    w\n'
-            'RuntimeError: x\n')
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/me/a.py", line 1, in <module>\n    f()\n'
+        f'  File "{SITE}/torch/nn/modules/module.py", line 1, in _call_impl\n    x\n'
+        f'  File "{SITE}/torch/nn/modules/linear.py", line 2, in forward\n    y\n'
+        '  File "/usr/lib/python3.11/functools.py", line 3, in wrapper\n    z\n'
+        '  File "/me/b.py", line 4, in g\n    w\n'
+        "RuntimeError: x\n"
+    )
     groups = collapse_frames(parse_traceback(text).final.frames)
     assert [(len(g.frames), g.collapsed) for g in groups] == [(1, False), (3, True), (1, False)]
 
@@ -189,7 +202,10 @@ def test_real_torchrun_log_picks_the_root_cause_rank():
     assert tb.rank == 1 and tb.failed_ranks == (1,)
     assert tb.final.type == "RuntimeError" and "(8x12 and 16x4)" in tb.final.message
     assert (tb.chosen_frame.file, tb.chosen_frame.line, tb.chosen_frame.code) == (
-        "/tmp/h4/tr/ddp_fail.py", 12, "out = model(x)")
+        "/tmp/h4/tr/ddp_fail.py",
+        12,
+        "out = model(x)",
+    )
     from expkit.diagnose import explain
 
     assert explain(tb).module == "model -> nn.Linear"  # the callee on the chosen line entered nn.Module

@@ -28,10 +28,14 @@ def _write(tmp_path, rows):
     ("bad", "message"),
     [
         ({"messages": [{"role": "user", "content": "only a question"}]}, r"d\.jsonl:3: .*no assistant turn"),
-        ({"messages": [{"role": "robot", "content": "x"}, {"role": "assistant", "content": "y"}]},
-         r"d\.jsonl:3: .*unknown role 'robot'"),
-        ({"messages": [{"role": "user", "content": "  "}, {"role": "assistant", "content": "y"}]},
-         r"d\.jsonl:3: .*empty content"),
+        (
+            {"messages": [{"role": "robot", "content": "x"}, {"role": "assistant", "content": "y"}]},
+            r"d\.jsonl:3: .*unknown role 'robot'",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "  "}, {"role": "assistant", "content": "y"}]},
+            r"d\.jsonl:3: .*empty content",
+        ),
         ("{not json", r"d\.jsonl:3:[0-9]+: not valid JSON"),
         ({"text": "plain"}, r"d\.jsonl:3: no 'messages'"),
     ],

@@ -11,13 +11,15 @@ from expkit.finetune.chatdata import ChatExample, generate_chat_examples
 from expkit.finetune.demomodel import CHATML_TEMPLATE
 from expkit.finetune.labels import IGNORE, LabelBuilder, audit_labels, find_end_of_turn, load_chat_tokenizer
 
-CONVO = ChatExample(messages=(
-    {"role": "system", "content": "Be brief."},
-    {"role": "user", "content": "What is 2 + 3?"},
-    {"role": "assistant", "content": "5"},
-    {"role": "user", "content": "And 4 + 4?"},
-    {"role": "assistant", "content": "8"},
-))
+CONVO = ChatExample(
+    messages=(
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is 2 + 3?"},
+        {"role": "assistant", "content": "5"},
+        {"role": "user", "content": "And 4 + 4?"},
+        {"role": "assistant", "content": "8"},
+    )
+)
 
 
 @pytest.fixture
@@ -72,7 +74,8 @@ def test_end_of_turn_masked_is_reported_per_example(tok):
 def test_markers_closing_before_the_end_of_turn_fail(tok):
     tok.chat_template = CHATML_TEMPLATE.replace(
         "{%- generation %}{{- message['content'] + '<|im_end|>' }}{%- endgeneration %}",
-        "{%- generation %}{{- message['content'] }}{%- endgeneration %}{{- '<|im_end|>' }}")
+        "{%- generation %}{{- message['content'] }}{%- endgeneration %}{{- '<|im_end|>' }}",
+    )
     audit = audit_labels(tokenizer=tok, examples=[CONVO])
     assert audit.problems[0].check == "stop_token_not_trained" and "never taught to stop" in audit.problems[0].message
 
@@ -138,10 +141,22 @@ def test_labels_equal_trl_assistant_only_loss(demo_model_dir, tmp_path):
     ds = Dataset.from_dict({"messages": [list(e.messages) for e in examples]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        args = SFTConfig(output_dir=str(tmp_path), max_steps=1, report_to="none", bf16=False, use_cpu=True,
-                         gradient_checkpointing=False, assistant_only_loss=True, max_length=512)
-        trainer = SFTTrainer(model=AutoModelForCausalLM.from_pretrained(demo_model_dir), args=args,
-                             train_dataset=ds, processing_class=tok)
+        args = SFTConfig(
+            output_dir=str(tmp_path),
+            max_steps=1,
+            report_to="none",
+            bf16=False,
+            use_cpu=True,
+            gradient_checkpointing=False,
+            assistant_only_loss=True,
+            max_length=512,
+        )
+        trainer = SFTTrainer(
+            model=AutoModelForCausalLM.from_pretrained(demo_model_dir),
+            args=args,
+            train_dataset=ds,
+            processing_class=tok,
+        )
     builder = LabelBuilder(load_chat_tokenizer(demo_model_dir))
     for i, ex in enumerate(examples):
         ours = builder.build(ex)

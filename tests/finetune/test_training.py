@@ -19,8 +19,13 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 def trained(demo_model_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("sft")
     settings = SFTSettings(steps=3, batch_size=4, learning_rate=2e-3, num_threads=1, merge=True, lora_r=4)
-    result = train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=24, seed=3), out_dir=out,
-                            settings=settings, store=out / "runs")
+    result = train_lora_sft(
+        model_dir=demo_model_dir,
+        examples=generate_chat_examples(n=24, seed=3),
+        out_dir=out,
+        settings=settings,
+        store=out / "runs",
+    )
     return result
 
 
@@ -53,8 +58,9 @@ def test_run_is_recorded_with_the_loss_curve(trained):
 
 def test_check_stop_on_the_trained_adapter(trained, demo_model_dir):
     held = generate_chat_examples(n=4, seed=77)
-    check = check_stopping(model_dir=demo_model_dir, adapter_dir=trained.adapter_dir, examples=held, n=4,
-                           max_new_tokens=6, num_threads=1)
+    check = check_stopping(
+        model_dir=demo_model_dir, adapter_dir=trained.adapter_dir, examples=held, n=4, max_new_tokens=6, num_threads=1
+    )
     assert check.n == 4 and check.contract.ok
     for case in check.cases:
         assert 1 <= case.generated_tokens <= 6
@@ -63,24 +69,40 @@ def test_check_stop_on_the_trained_adapter(trained, demo_model_dir):
 
 
 def test_base_model_without_adapter_has_no_contract(demo_model_dir):
-    check = check_stopping(model_dir=demo_model_dir, examples=generate_chat_examples(n=2, seed=1), n=2,
-                           max_new_tokens=4, num_threads=1)
+    check = check_stopping(
+        model_dir=demo_model_dir, examples=generate_chat_examples(n=2, seed=1), n=2, max_new_tokens=4, num_threads=1
+    )
     assert not check.contract.ok  # base generation_config stops on <|endoftext|> only
 
 
 def test_targets_matching_nothing_list_the_modules(demo_model_dir, tmp_path):
     with pytest.raises(UsageError, match=r"wq_proj.*q_proj"):
-        train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=4), out_dir=tmp_path,
-                       settings=SFTSettings(steps=1, targets="wq_proj"), record=False)
+        train_lora_sft(
+            model_dir=demo_model_dir,
+            examples=generate_chat_examples(n=4),
+            out_dir=tmp_path,
+            settings=SFTSettings(steps=1, targets="wq_proj"),
+            record=False,
+        )
 
 
 def test_zero_steps_and_failed_audit_stop_before_training(demo_model_dir, tmp_path):
     with pytest.raises(UsageError, match="--steps must be >= 1"):
-        train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=4), out_dir=tmp_path,
-                       settings=SFTSettings(steps=0), record=False)
+        train_lora_sft(
+            model_dir=demo_model_dir,
+            examples=generate_chat_examples(n=4),
+            out_dir=tmp_path,
+            settings=SFTSettings(steps=0),
+            record=False,
+        )
     with pytest.raises(CheckFailed, match="no_trained_token"):
-        train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=4), out_dir=tmp_path,
-                       settings=SFTSettings(steps=1, max_length=8), record=False)
+        train_lora_sft(
+            model_dir=demo_model_dir,
+            examples=generate_chat_examples(n=4),
+            out_dir=tmp_path,
+            settings=SFTSettings(steps=1, max_length=8),
+            record=False,
+        )
 
 
 def test_run_record_is_finished_with_its_config(trained):
@@ -97,8 +119,13 @@ def test_a_diverging_run_stops_with_check_failed_and_saves_no_adapter(demo_model
 
     settings = SFTSettings(steps=6, batch_size=4, learning_rate=1e30, num_threads=1, lora_r=4)
     with pytest.raises(CheckFailed, match=r"training diverged at step \d+: .*(nan|inf)"):
-        train_lora_sft(model_dir=demo_model_dir, examples=generate_chat_examples(n=24, seed=3), out_dir=tmp_path,
-                       settings=settings, store=tmp_path / "runs")
+        train_lora_sft(
+            model_dir=demo_model_dir,
+            examples=generate_chat_examples(n=24, seed=3),
+            out_dir=tmp_path,
+            settings=settings,
+            store=tmp_path / "runs",
+        )
     assert not (tmp_path / "adapter").exists()
     (row,) = list_runs(tmp_path / "runs").runs
     rec = read_record(tmp_path / "runs" / row.id)

@@ -26,14 +26,26 @@ def _train(tmp: Path, store: Path, *, lr: float, name: str, steps: int = 4) -> E
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2,
-                     id2label={0: "NEG", 1: "POS"})  # int keys, as real configs have
+    cfg = GPT2Config(
+        vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2, id2label={0: "NEG", 1: "POS"}
+    )  # int keys, as real configs have
     model = GPT2LMHeadModel(cfg)
     ids = torch.randint(0, 64, (16, 8))
     data = [{"input_ids": row, "labels": row} for row in ids]
-    args = TrainingArguments(output_dir=str(tmp / name), max_steps=steps, per_device_train_batch_size=4,
-                             learning_rate=lr, logging_steps=1, save_steps=2, save_strategy="steps", report_to="none",
-                             use_cpu=True, disable_tqdm=True, seed=7, dataloader_num_workers=0)
+    args = TrainingArguments(
+        output_dir=str(tmp / name),
+        max_steps=steps,
+        per_device_train_batch_size=4,
+        learning_rate=lr,
+        logging_steps=1,
+        save_steps=2,
+        save_strategy="steps",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=7,
+        dataloader_num_workers=0,
+    )
     cb = ExpkitCallback(store=store, name=name, config={"purpose": "test"})
     Trainer(model=model, args=args, train_dataset=data, callbacks=[cb]).train()
     return cb
@@ -56,8 +68,11 @@ def test_the_trainer_run_is_complete(trained) -> None:
     assert rec.config["model_config"]["id2label"] == {"0": "NEG", "1": "POS"}
     assert any("'model_config.id2label'" in n and "stored as the string '0'" in n for n in rec.config_notes)
     assert rec.seed.seed == 7 and rec.seed.seeded == () and "Trainer" in rec.seed.not_seeded["all"]
-    steps = [json.loads(line)["step"] for line in (a.run.dir / "metrics.jsonl").read_text().splitlines()
-             if "loss" in json.loads(line)]
+    steps = [
+        json.loads(line)["step"]
+        for line in (a.run.dir / "metrics.jsonl").read_text().splitlines()
+        if "loss" in json.loads(line)
+    ]
     assert steps == [1, 2, 3, 4]  # every logged loss at its global step
     assert [c.name for c in rec.checkpoints] == ["checkpoint-2", "checkpoint-4"]
     assert "model.safetensors" in rec.checkpoints[0].files and rec.checkpoints[0].step == 2

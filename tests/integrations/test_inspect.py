@@ -17,21 +17,41 @@ from expkit.stats.tables import build_task_tables
 
 
 def _header(task, model, status="success"):
-    return {"version": 2, "status": status,
-            "eval": {"eval_id": "e1", "run_id": "r1", "created": "2026-11-30T10:00:00+00:00", "task": task,
-                     "task_id": "t1", "task_version": 0, "model": model, "dataset": {"name": task, "samples": 3},
-                     "config": {"epochs": 3}},
-            "plan": {"name": "plan", "steps": [{"solver": "generate", "params": {}}]},
-            "results": {"total_samples": 3, "completed_samples": 3,
-                        "scores": [{"name": "match", "scorer": "match", "metrics": {}}]},
-            "stats": {"started_at": "2026-11-30T10:00:00+00:00", "completed_at": "2026-11-30T10:01:00+00:00"}}
+    return {
+        "version": 2,
+        "status": status,
+        "eval": {
+            "eval_id": "e1",
+            "run_id": "r1",
+            "created": "2026-11-30T10:00:00+00:00",
+            "task": task,
+            "task_id": "t1",
+            "task_version": 0,
+            "model": model,
+            "dataset": {"name": task, "samples": 3},
+            "config": {"epochs": 3},
+        },
+        "plan": {"name": "plan", "steps": [{"solver": "generate", "params": {}}]},
+        "results": {
+            "total_samples": 3,
+            "completed_samples": 3,
+            "scores": [{"name": "match", "scorer": "match", "metrics": {}}],
+        },
+        "stats": {"started_at": "2026-11-30T10:00:00+00:00", "completed_at": "2026-11-30T10:01:00+00:00"},
+    }
 
 
 def _sample(sid, epoch, value, scorer="match"):
-    return {"id": sid, "epoch": epoch, "input": f"question {sid}", "target": "A",
-            "messages": [{"role": "user", "content": f"question {sid}"}],
-            "output": {"model": "m", "choices": [{"message": {"role": "assistant", "content": "A"}}]},
-            "scores": {scorer: {"value": value, "answer": "A", "explanation": "A"}}, "metadata": {}}
+    return {
+        "id": sid,
+        "epoch": epoch,
+        "input": f"question {sid}",
+        "target": "A",
+        "messages": [{"role": "user", "content": f"question {sid}"}],
+        "output": {"model": "m", "choices": [{"message": {"role": "assistant", "content": "A"}}]},
+        "scores": {scorer: {"value": value, "answer": "A", "explanation": "A"}},
+        "metadata": {},
+    }
 
 
 def write_json_log(path, task, model, samples, status="success"):
@@ -174,8 +194,10 @@ def test_nan_written_by_pydantic_is_read_and_an_unscored_sample_left_out(tmp_pat
     # pydantic (inspect_ai/_util/json.py to_json) writes float NaN as the bare constant NaN: a NaN stderr in
     # results, and Score.unscored()'s value, which Inspect's metrics skip; orjson alone refuses such a file
     a = [_sample(1, 1, "C"), _sample(2, 1, float("nan")), _sample(3, 1, "I")]
-    for log in (_header("qa", "m/a") | {"samples": a}, _header("qa", "m/b") | {"samples": [_sample(i, 1, "C")
-                                                                                         for i in (1, 2, 3)]}):
+    for log in (
+        _header("qa", "m/a") | {"samples": a},
+        _header("qa", "m/b") | {"samples": [_sample(i, 1, "C") for i in (1, 2, 3)]},
+    ):
         log["results"]["scores"][0]["metrics"] = {"stderr": {"name": "stderr", "value": float("nan")}}
     write_json_log(tmp_path / "a.json", "qa", "m/a", a)
     text = (tmp_path / "a.json").read_text()
@@ -183,8 +205,9 @@ def test_nan_written_by_pydantic_is_read_and_an_unscored_sample_left_out(tmp_pat
     write_eval_log(tmp_path / "b.eval", "qa", "m/b", [_sample(i, 1, "C") for i in (1, 2, 3)])
     tasks, notes = read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.eval"])
     assert tasks[0].results.scores["m/a"] == {"1#1": 1.0, "3#1": 0.0}  # the NaN sample is not an item
-    assert "qa: 1 (sample, epoch) scores are NaN (Score.unscored), left out as Inspect's metrics leave them out" \
-        in notes
+    assert (
+        "qa: 1 (sample, epoch) scores are NaN (Score.unscored), left out as Inspect's metrics leave them out" in notes
+    )
     # a directory read finds the NaN-holding .json as an EvalLog, not as other JSON to pass over
     assert [t.task for t in read_inspect_tasks([tmp_path])[0]] == ["qa"]
 
@@ -203,7 +226,7 @@ def _with_method(data: bytes, name: str, method: int, *, size: int, crc: int) ->
     at = buf.find(b"PK\x01\x02")
     while at != -1:
         n = struct.unpack_from("<H", buf, at + 28)[0]
-        if bytes(buf[at + 46: at + 46 + n]) == name.encode():
+        if bytes(buf[at + 46 : at + 46 + n]) == name.encode():
             struct.pack_into("<H", buf, at + 10, method)
             struct.pack_into("<I", buf, at + 16, crc)
             struct.pack_into("<I", buf, at + 24, size)

@@ -42,8 +42,16 @@ def _fit(tmp: Path, store: Path, *, lr: float, name: str) -> ExpkitLogger:
     x = torch.randn(32, 4)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
     logger = ExpkitLogger(store=store, name=name)
-    trainer = L.Trainer(max_epochs=2, logger=logger, log_every_n_steps=1, accelerator="cpu", devices=1,
-                        enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(tmp / name))
+    trainer = L.Trainer(
+        max_epochs=2,
+        logger=logger,
+        log_every_n_steps=1,
+        accelerator="cpu",
+        devices=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=str(tmp / name),
+    )
     trainer.fit(Tiny(lr, id2label={0: "a"}), loader)
     return logger
 

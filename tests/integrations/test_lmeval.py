@@ -26,9 +26,12 @@ def write_lmeval_run(root, model, tasks, *, date=DATE, model_name=True, log_samp
     ``tasks``: task -> {filter: {metric: per-doc scores}}."""
     d = root / model.replace("/", "__")
     d.mkdir(parents=True, exist_ok=True)
-    results = {"results": {}, "config": {"model": "hf", "model_args": f"pretrained={model},dtype=float32",
-                                         "batch_size": 8},
-               "versions": {t: 3.0 for t in tasks}, "n-shot": {t: 0 for t in tasks}}
+    results = {
+        "results": {},
+        "config": {"model": "hf", "model_args": f"pretrained={model},dtype=float32", "batch_size": 8},
+        "versions": {t: 3.0 for t in tasks},
+        "n-shot": {t: 0 for t in tasks},
+    }
     if model_name:
         results.update({"model_name": model, "model_name_sanitized": model.replace("/", "__")})
     for task, by_filter in tasks.items():
@@ -37,14 +40,25 @@ def write_lmeval_run(root, model, tasks, *, date=DATE, model_name=True, log_samp
         n_docs = len(next(iter(next(iter(by_filter.values())).values())))
         for doc_id in range(n_docs):
             for filt, metrics in by_filter.items():
-                results["results"][task].update({f"{m},{filt}": float(np.mean(v)) for m, v in metrics.items()
-                                                 if not isinstance(v, list)})
-                sample = {"doc_id": doc_id, "doc": {"question": f"q{doc_id}", "answer": "42"}, "target": "42",
-                          "arguments": {"gen_args_0": {"arg_0": f"Question: q{doc_id}\nAnswer:", "arg_1": {}}},
-                          "resps": [["42"]], "filtered_resps": ["42"], "filter": filt, "metrics": list(metrics),
-                          "doc_hash": "d", "prompt_hash": "p", "target_hash": "t"}
-                sample.update({m: (v[doc_id] if isinstance(v[doc_id], list) else float(v[doc_id]))
-                               for m, v in metrics.items()})
+                results["results"][task].update(
+                    {f"{m},{filt}": float(np.mean(v)) for m, v in metrics.items() if not isinstance(v, list)}
+                )
+                sample = {
+                    "doc_id": doc_id,
+                    "doc": {"question": f"q{doc_id}", "answer": "42"},
+                    "target": "42",
+                    "arguments": {"gen_args_0": {"arg_0": f"Question: q{doc_id}\nAnswer:", "arg_1": {}}},
+                    "resps": [["42"]],
+                    "filtered_resps": ["42"],
+                    "filter": filt,
+                    "metrics": list(metrics),
+                    "doc_hash": "d",
+                    "prompt_hash": "p",
+                    "target_hash": "t",
+                }
+                sample.update(
+                    {m: (v[doc_id] if isinstance(v[doc_id], list) else float(v[doc_id])) for m, v in metrics.items()}
+                )
                 lines.append(json.dumps(sample, ensure_ascii=False))
         if log_samples:
             (d / f"samples_{task}_{date}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -61,14 +75,27 @@ def two_models(tmp_path):
     flex_b, flex_n = np.maximum(base_g, rng.random(120) < 0.1), np.maximum(new_g, rng.random(120) < 0.1)
     base_a = _gsm8k_scores(rng, 60, 0.6)
     new_a = np.where(rng.random(60) < 0.9, base_a, 1 - base_a)
-    a = write_lmeval_run(tmp_path / "out_base", "org/base-1b", {
-        "gsm8k": {"strict-match": {"exact_match": base_g}, "flexible-extract": {"exact_match": flex_b}},
-        "arc_easy": {"none": {"acc": base_a, "acc_norm": base_a}}})
-    b = write_lmeval_run(tmp_path / "out_new", "org/tuned-1b", {
-        "gsm8k": {"strict-match": {"exact_match": new_g}, "flexible-extract": {"exact_match": flex_n}},
-        "arc_easy": {"none": {"acc": new_a, "acc_norm": new_a}}})
-    return tmp_path, (a.parent, b.parent), {"gsm8k": (base_g, new_g), "arc_easy": (base_a, new_a),
-                                            "flex": (flex_b, flex_n)}
+    a = write_lmeval_run(
+        tmp_path / "out_base",
+        "org/base-1b",
+        {
+            "gsm8k": {"strict-match": {"exact_match": base_g}, "flexible-extract": {"exact_match": flex_b}},
+            "arc_easy": {"none": {"acc": base_a, "acc_norm": base_a}},
+        },
+    )
+    b = write_lmeval_run(
+        tmp_path / "out_new",
+        "org/tuned-1b",
+        {
+            "gsm8k": {"strict-match": {"exact_match": new_g}, "flexible-extract": {"exact_match": flex_n}},
+            "arc_easy": {"none": {"acc": new_a, "acc_norm": new_a}},
+        },
+    )
+    return (
+        tmp_path,
+        (a.parent, b.parent),
+        {"gsm8k": (base_g, new_g), "arc_easy": (base_a, new_a), "flex": (flex_b, flex_n)},
+    )
 
 
 def test_runs_are_found_under_the_model_subdirectory_with_the_model_name(two_models):
@@ -128,8 +155,7 @@ def test_filter_and_metric_selection(two_models):
 def test_one_output_path_holding_both_models_and_model_name_from_model_args(tmp_path):
     s = {"boolq": {"none": {"acc": np.array([1, 0, 1, 1])}}}
     write_lmeval_run(tmp_path / "out", "org/a", s, model_name=False)
-    write_lmeval_run(tmp_path / "out", "org/b", {"boolq": {"none": {"acc": np.array([1, 1, 1, 1])}}},
-                     model_name=False)
+    write_lmeval_run(tmp_path / "out", "org/b", {"boolq": {"none": {"acc": np.array([1, 1, 1, 1])}}}, model_name=False)
     runs, _ = find_lmeval_runs([tmp_path / "out"])
     assert sorted(r.model for r in runs) == ["org/a", "org/b"]  # pretrained=... in config.model_args
 
@@ -137,16 +163,20 @@ def test_one_output_path_holding_both_models_and_model_name_from_model_args(tmp_
 def test_a_rerun_keeps_each_tasks_latest_samples_and_says_so(tmp_path):
     s = {"boolq": {"none": {"acc": np.array([1, 0, 1, 1])}}}
     write_lmeval_run(tmp_path / "a", "org/a", s, date="2026-01-01T00-00-00.000001")
-    write_lmeval_run(tmp_path / "a", "org/a", s | {"piqa": {"none": {"acc": np.array([1, 1])}}},
-                     date="2026-02-01T00-00-00.000001")
-    write_lmeval_run(tmp_path / "a", "org/a", {"arc": {"none": {"acc": np.array([0, 1])}}},
-                     date="2026-03-01T00-00-00.000001")
+    write_lmeval_run(
+        tmp_path / "a", "org/a", s | {"piqa": {"none": {"acc": np.array([1, 1])}}}, date="2026-02-01T00-00-00.000001"
+    )
+    write_lmeval_run(
+        tmp_path / "a", "org/a", {"arc": {"none": {"acc": np.array([0, 1])}}}, date="2026-03-01T00-00-00.000001"
+    )
     (run,) = find_lmeval_runs([tmp_path / "a"])[0]
     notes = find_lmeval_runs([tmp_path / "a"])[1]
     assert sorted(run.samples) == ["arc", "boolq", "piqa"]  # runs of different tasks add up
     assert "2026-02-01" in run.samples["boolq"] and len(run.results_files) == 2
-    assert notes == [f"org/a: task boolq run more than once, used {run.samples['boolq']} "
-                     f"(not {run.samples['boolq'].replace('2026-02-01', '2026-01-01')})"]
+    assert notes == [
+        f"org/a: task boolq run more than once, used {run.samples['boolq']} "
+        f"(not {run.samples['boolq'].replace('2026-02-01', '2026-01-01')})"
+    ]
 
 
 def test_one_model_in_two_given_directories_is_two_configurations(tmp_path):
@@ -208,14 +238,19 @@ def test_output_path_given_as_a_json_file_and_a_nan_stderr_in_results(tmp_path):
 
 def test_an_older_log_without_filter_keys_says_why_a_doc_id_repeats(tmp_path):
     # lm_eval/evaluator.py before the 'filter' and 'metrics' keys: one line per (doc, filter), no filter named
-    gsm = {"gsm8k": {"strict-match": {"exact_match": np.array([1, 0])},
-                     "flexible-extract": {"exact_match": np.array([1, 1])}}}
+    gsm = {
+        "gsm8k": {
+            "strict-match": {"exact_match": np.array([1, 0])},
+            "flexible-extract": {"exact_match": np.array([1, 1])},
+        }
+    }
     for m in ("org/a", "org/b"):
         d = write_lmeval_run(tmp_path, m, gsm)
         f = d / f"samples_gsm8k_{DATE}.jsonl"
         rows = [json.loads(x) for x in f.read_text().splitlines()]
-        f.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in ("filter", "metrics")}) + "\n"
-                             for r in rows))
+        f.write_text(
+            "".join(json.dumps({k: v for k, v in r.items() if k not in ("filter", "metrics")}) + "\n" for r in rows)
+        )
     with pytest.raises(InputError, match=r"doc_id 0 appears twice.*an older harness logs no 'filter' key"):
         read_lmeval_tasks([tmp_path])
 
@@ -231,8 +266,10 @@ def test_an_empty_samples_file_is_an_input_error(tmp_path):
 def test_model_name_from_model_args_given_as_a_dict(tmp_path):
     # simple_evaluate(model_args={...}) keeps the dict in results["config"]["model_args"]; peft before pretrained,
     # as EvaluationTracker's own order has it
-    for model, args in (("org/a", {"pretrained": "org/a", "dtype": "float32"}),
-                        ("org/b", {"pretrained": "org/base", "peft": "org/b"})):
+    for model, args in (
+        ("org/a", {"pretrained": "org/a", "dtype": "float32"}),
+        ("org/b", {"pretrained": "org/base", "peft": "org/b"}),
+    ):
         d = write_lmeval_run(tmp_path, model, {"boolq": {"none": {"acc": np.array([1, 0])}}}, model_name=False)
         res = d / f"results_{DATE}.json"
         data = json.loads(res.read_text())

@@ -33,5 +33,6 @@ def assert_flips(m: Measurement, contrary: Value) -> None:
     assert m.rule is not None and m.verdict is not None
     assert m.verdict.kind != "not measured here", f"{m.key}: nothing was measured, so nothing can flip"
     flipped = m.rule.judge(contrary)
-    assert (flipped.kind in _HOLDS) != (m.verdict.kind in _HOLDS), \
+    assert (flipped.kind in _HOLDS) != (m.verdict.kind in _HOLDS), (
         f"{m.key}: {contrary!r} under '{m.rule}' gives {flipped.kind}, the lab said {m.verdict.kind}"
+    )

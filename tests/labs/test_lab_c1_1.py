@@ -31,10 +31,9 @@ def test_c1_1_list_grows_generator_stays_flat(tmp_path):
     gen = judged["generator_peak"]
     # the contrary of what was found: a "generator" holding the whole file, or a process as small as the seed's
     assert_flips(gen, 200.0 if gen.verdict.kind == "reproduced" else 11.0)
-    assert_flips(judged["generator_flat"], 4.5)    # a pipeline growing like the list
+    assert_flips(judged["generator_flat"], 4.5)  # a pipeline growing like the list
     if gen.verdict.kind == "differs":  # only when the interpreter alone, measured, is over the limit
         assert "interpreter RSS before the first line" in gen.verdict.reason
-
 
 
 def test_c1_1_interpreter_explains_the_generator_peak_only_when_the_pipeline_held_little():

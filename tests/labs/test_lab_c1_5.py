@@ -14,8 +14,8 @@ def test_c1_5_counts_protocol_calls(tmp_path):
     assert res.status == "ok", res.error
     m = {x.key: x for x in res.measurements}
     assert m["protocols_seen"].value is True and m["protocols_seen"].detail.startswith("9/9 observed")
-    assert m["getitem_calls"].value == 6   # 6 items
-    assert m["next_calls"].value == 3      # 2 batches of <= 4, then StopIteration
+    assert m["getitem_calls"].value == 6  # 6 items
+    assert m["next_calls"].value == 3  # 2 batches of <= 4, then StopIteration
     assert m["call_vs_forward"].value == "4/4"  # 2 direct calls + 2 through the decorated function
     judged = judged_measurements(res)
     assert set(judged) == {"protocols_seen"} and judged["protocols_seen"].verdict.kind == "demonstrated"

@@ -27,13 +27,15 @@ def test_c2_4_errors_are_at_dtype_precision(tmp_path):
     for key in judged:
         assert judged[key].verdict.kind == "reproduced"
         assert_verdict_follows(judged[key])
-    assert_flips(judged["max_err_float32"], 3e-5)   # a real bug (e.g. a missing scale) is far above 1e-6
-    assert_flips(judged["max_err_float64"], 1e-7)   # float64 compared at float32 precision
+    assert_flips(judged["max_err_float32"], 3e-5)  # a real bug (e.g. a missing scale) is far above 1e-6
+    assert_flips(judged["max_err_float64"], 1e-7)  # float64 compared at float32 precision
 
 
 def test_describe_trend_follows_the_figures():
     assert describe_trend((64, 128, 256), [1e-7, 2e-7, 3e-7]) == "rose with T"
     assert describe_trend((64, 128, 256), [3e-7, 2e-7, 1e-7]) == "fell with T"
     # the case issue 12 found: T = 512 below T = 256
-    assert describe_trend((64, 128, 256, 512), [1e-7, 2e-7, 4e-7, 3e-7]) == \
-        "did not move steadily with T (largest at T = 256)"
+    assert (
+        describe_trend((64, 128, 256, 512), [1e-7, 2e-7, 4e-7, 3e-7])
+        == "did not move steadily with T (largest at T = 256)"
+    )

@@ -118,7 +118,8 @@ def test_gpu_paths_of_c3_7_and_c3_8_run_end_to_end_on_a_stand_in_device():
     row, text = c37.gpu_rows(device="cpu", name="stand-in", runs=2, seed=0, model_config=tiny, batch=2, seq=16)
     assert row.key == "item_sync_cuda" and row.value > 0 and "stand-in" in text
     assert_verdict_follows(row)
-    gain, step, text = c38.gpu_rows(device="cpu", name="stand-in", runs=2, seed=0, gemm_n=64, batch=2, seq=16,
-                                    model_config=tiny)
+    gain, step, text = c38.gpu_rows(
+        device="cpu", name="stand-in", runs=2, seed=0, gemm_n=64, batch=2, seq=16, model_config=tiny
+    )
     assert gain.key == "bf16_gain_cuda" and gain.value > 0 and step.value > 0 and "stand-in" in text
     assert_verdict_follows(gain)

@@ -24,8 +24,9 @@ def test_lab_c6_1_quick(tmp_path):
     # the verdicts follow from the measurements
     b1_intensity = float(m["decode_tps_b1"].detail.split("intensity ")[1].split(" ")[0])
     assert m["decode_memory_bound"].value is (b1_intensity < m["cpu_ridge"].value)
-    assert m["decode_speedup_b64"].verdict.kind == ("reproduced" if m["decode_speedup_b64"].value >= 1.2
-                                                    else "not reproduced")
+    assert m["decode_speedup_b64"].verdict.kind == (
+        "reproduced" if m["decode_speedup_b64"].value >= 1.2 else "not reproduced"
+    )
     assert_flips(m["decode_speedup_b64"], 0.9 if m["decode_speedup_b64"].value >= 1.2 else 5.0)
     assert "gpu_ridge" not in m  # the CUDA rows only with --device cuda
     assert (tmp_path / res.figures[0]).stat().st_size > 10_000

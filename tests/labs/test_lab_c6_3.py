@@ -11,9 +11,19 @@ from expkit.labs.runner import run_lab
 
 
 def test_block_names():
-    assert [block_of(n) for n in ("fp32 master weights", "frozen base weights", "gradients", "Adam m",
-                                  "activations", "logits / loss", "temporaries", "runtime overhead")] == [
-        "weights", "weights", "gradients", "optimizer state", "activations", "activations", "activations", "other"]
+    assert [
+        block_of(n)
+        for n in (
+            "fp32 master weights",
+            "frozen base weights",
+            "gradients",
+            "Adam m",
+            "activations",
+            "logits / loss",
+            "temporaries",
+            "runtime overhead",
+        )
+    ] == ["weights", "weights", "gradients", "optimizer state", "activations", "activations", "activations", "other"]
 
 
 def test_temporaries_go_to_the_block_of_their_phase():

@@ -31,8 +31,9 @@ def test_lab_c6_5_quick(c6_5) -> None:
     pair, spread, std = m["seed_spread_20"].value, m["seed_range_20"].value, m["seed_std_20"].value
     assert 0 < pair <= spread < 2.0 and std > 0 and pair != 0.14 and math.isfinite(pair)
     # the verdict follows from the measured mean pair difference: within 50% of the seed's 0.14
-    assert m["seed_spread_20"].verdict.kind == ("reproduced" if math.isclose(pair, 0.14, rel_tol=0.5)
-                                                else "not reproduced")
+    assert m["seed_spread_20"].verdict.kind == (
+        "reproduced" if math.isclose(pair, 0.14, rel_tol=0.5) else "not reproduced"
+    )
     assert f"{pair:.3f} nats" in res.explanation
     assert (out / res.figures[0]).exists()
     # every run is a finished, recorded trial of the two sweeps

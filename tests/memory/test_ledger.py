@@ -14,15 +14,29 @@ from expkit.memory.architecture import load_model_spec
 
 @settings(max_examples=25, deadline=None)
 @given(
-    batch=st.integers(1, 8), seq=st.sampled_from([128, 1024, 4096]), method=st.sampled_from(["full", "lora", "qlora"]),
+    batch=st.integers(1, 8),
+    seq=st.sampled_from([128, 1024, 4096]),
+    method=st.sampled_from(["full", "lora", "qlora"]),
     optimizer=st.sampled_from(["adamw", "adamw8bit", "sgd", "adafactor"]),
-    precision=st.sampled_from(["bf16-mixed", "fp32"]), ckpt=st.sampled_from(["none", "full"]),
-    gpus=st.sampled_from([1, 2, 8]), shard=st.sampled_from(["none", "zero1", "zero2", "zero3", "fsdp"]),
+    precision=st.sampled_from(["bf16-mixed", "fp32"]),
+    ckpt=st.sampled_from(["none", "full"]),
+    gpus=st.sampled_from([1, 2, 8]),
+    shard=st.sampled_from(["none", "zero1", "zero2", "zero3", "fsdp"]),
 )
-def test_per_gpu_is_sum_of_lines_and_peak_is_at_most_the_sum(batch, seq, method, optimizer, precision, ckpt, gpus,
-                                                            shard):
-    led = estimate_training_memory("qwen2.5-0.5b", batch=batch, seq=seq, method=method, optimizer=optimizer,
-                                   precision=precision, grad_ckpt=ckpt, gpus=gpus, shard=shard)
+def test_per_gpu_is_sum_of_lines_and_peak_is_at_most_the_sum(
+    batch, seq, method, optimizer, precision, ckpt, gpus, shard
+):
+    led = estimate_training_memory(
+        "qwen2.5-0.5b",
+        batch=batch,
+        seq=seq,
+        method=method,
+        optimizer=optimizer,
+        precision=precision,
+        grad_ckpt=ckpt,
+        gpus=gpus,
+        shard=shard,
+    )
     assert led.per_gpu_bytes == sum(l.bytes for l in led.lines)
     assert led.total_bytes == led.per_gpu_bytes * gpus
     assert 0 < led.peak_bytes <= led.per_gpu_bytes
@@ -99,12 +113,15 @@ def test_fits_uses_the_gpu_registry():
     assert big.fits is False
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"gpus": 0}, r"--gpus must be a positive integer, got 0"),
-    ({"method": "dora"}, r"--method 'dora'"),
-    ({"precision": "int8"}, r"--precision 'int8'"),
-    ({"shard": "zero4"}, r"--shard 'zero4'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"gpus": 0}, r"--gpus must be a positive integer, got 0"),
+        ({"method": "dora"}, r"--method 'dora'"),
+        ({"precision": "int8"}, r"--precision 'int8'"),
+        ({"shard": "zero4"}, r"--shard 'zero4'"),
+    ],
+)
 def test_bad_options_are_named(kwargs, match):
     with pytest.raises(UsageError, match=match):
         estimate_training_memory("qwen2.5-0.5b", **kwargs)

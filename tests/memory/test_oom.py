@@ -59,13 +59,15 @@ def test_remedies_keep_the_runs_own_options():
     from expkit.memory.ledger import ledger_for_query
     from expkit.memory.oom import rank_remedies
 
-    led = estimate_training_memory("qwen2.5-1.5b", seq=2048, method="lora", lora_r=64, gpus=2, shard="zero2",
-                                   grad_ckpt="none")
+    led = estimate_training_memory(
+        "qwen2.5-1.5b", seq=2048, method="lora", lora_r=64, gpus=2, shard="zero2", grad_ckpt="none"
+    )
     remedies = {r.option: r for r in rank_remedies(led)}
     ckpt = remedies["--grad-ckpt full"]
     expected = ledger_for_query(dataclasses.replace(led.query, grad_ckpt="full"))
     assert ckpt.peak_bytes == expected.peak_bytes
     assert expected.query.lora_r == 64 and expected.query.gpus == 2 and expected.query.shard == "zero2"
-    at_16 = estimate_training_memory("qwen2.5-1.5b", seq=2048, method="lora", lora_r=16, gpus=2, shard="zero2",
-                                     grad_ckpt="full")
+    at_16 = estimate_training_memory(
+        "qwen2.5-1.5b", seq=2048, method="lora", lora_r=16, gpus=2, shard="zero2", grad_ckpt="full"
+    )
     assert ckpt.peak_bytes != at_16.peak_bytes

@@ -37,8 +37,12 @@ def test_analytic_fallback_agrees_with_meta_instantiation(name):
     spec = load_model_spec(name)
     base, adapters, per_layer, lm_head, _ = _analytic_counts(spec, 8, ("all-linear",))
     c = count_parameters(name, lora_r=8)
-    assert (base, adapters, per_layer, lm_head) == (c.total_params, c.adapter_params, c.per_layer_params,
-                                                     c.lm_head_params)
+    assert (base, adapters, per_layer, lm_head) == (
+        c.total_params,
+        c.adapter_params,
+        c.per_layer_params,
+        c.lm_head_params,
+    )
 
 
 def test_llama2_7b_count():
@@ -71,15 +75,23 @@ def test_config_not_json_names_file_and_line(tmp_path):
 
 def test_config_missing_hidden_size_names_file_and_key(tmp_path):
     p = tmp_path / "config.json"
-    p.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4,
-                             "vocab_size": 100}))
+    p.write_text(
+        json.dumps({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100})
+    )
     with pytest.raises(InputError, match=r"config\.json.*'hidden_size'"):
         count_parameters(tmp_path)
 
 
 def test_unknown_architecture_falls_back_to_analytic_and_says_so(tmp_path):
-    raw = {"model_type": "not-a-real-arch", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100}
+    raw = {
+        "model_type": "not-a-real-arch",
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+    }
     (tmp_path / "config.json").write_text(json.dumps(raw))
     c = count_parameters(tmp_path)
     assert c.counted_by.startswith("analytic") and "not-a-real-arch" in c.counted_by

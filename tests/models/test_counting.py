@@ -47,8 +47,10 @@ def test_vision_tower_counted_in_total_not_in_active():
     assert c.model_class == "Qwen2VLForConditionalGeneration"
     # vision tower of Qwen2-VL-7B: 675.8M (32 blocks of width 1280 + the merger into 3584)
     assert c.tower_params == 675_759_104
-    assert c.total_params == c.tower_params + c.decoder_layer_params + c.embedding_params + c.lm_head_params \
-        + c.other_params
+    assert (
+        c.total_params
+        == c.tower_params + c.decoder_layer_params + c.embedding_params + c.lm_head_params + c.other_params
+    )
 
 
 def _peft_full_depth(raw, r=8):
@@ -61,18 +63,46 @@ def _peft_full_depth(raw, r=8):
     return pm.get_nb_trainable_parameters()[0]
 
 
-BASE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96,
-        "vocab_size": 128, "tie_word_embeddings": False}
+BASE = {
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 96,
+    "vocab_size": 128,
+    "tie_word_embeddings": False,
+}
 SMALL_CONFIGS = {
     "dense llama": dict(BASE, model_type="llama", num_hidden_layers=5),
     "mixtral": dict(BASE, model_type="mixtral", num_hidden_layers=4, num_local_experts=4, num_experts_per_tok=2),
     "qwen3-moe (sparse step 2, mlp-only layer)": dict(
-        BASE, model_type="qwen3_moe", num_hidden_layers=6, head_dim=16, num_experts=8, num_experts_per_tok=2,
-        moe_intermediate_size=32, decoder_sparse_step=2, mlp_only_layers=[3]),
+        BASE,
+        model_type="qwen3_moe",
+        num_hidden_layers=6,
+        head_dim=16,
+        num_experts=8,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        decoder_sparse_step=2,
+        mlp_only_layers=[3],
+    ),
     "deepseek-v3 (first 2 dense, MLA)": dict(
-        BASE, model_type="deepseek_v3", num_hidden_layers=5, num_key_value_heads=4, first_k_dense_replace=2,
-        n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=1, moe_intermediate_size=32, n_group=2,
-        topk_group=1, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16),
+        BASE,
+        model_type="deepseek_v3",
+        num_hidden_layers=5,
+        num_key_value_heads=4,
+        first_k_dense_replace=2,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        moe_intermediate_size=32,
+        n_group=2,
+        topk_group=1,
+        kv_lora_rank=32,
+        q_lora_rank=48,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=16,
+        v_head_dim=16,
+    ),
 }
 
 

@@ -9,8 +9,15 @@ import pytest
 from expkit.errors import InputError, UsageError
 from expkit.models import describe_config, load_model_description, read_model_config
 
-SMALL = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-         "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100}
+SMALL = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "vocab_size": 100,
+}
 
 
 def test_deepseek_v3_layers_are_three_dense_then_moe_with_mla():
@@ -18,7 +25,12 @@ def test_deepseek_v3_layers_are_three_dense_then_moe_with_mla():
     groups = d.layer_groups()
     assert [c for _, c in groups] == [3, 58]  # first_k_dense_replace = 3 of 61 layers
     moe = groups[1][0].mlp
-    assert (moe.num_experts, moe.top_k, moe.expert_intermediate_size, moe.shared_intermediate_size) == (256, 8, 2048, 2048)
+    assert (moe.num_experts, moe.top_k, moe.expert_intermediate_size, moe.shared_intermediate_size) == (
+        256,
+        8,
+        2048,
+        2048,
+    )
     att = groups[1][0].attention
     # MLA caches the 512-wide latent + the 64-wide rotary key: 576 elements per token-layer
     assert att.kind == "mla" and att.kv_cache_elements_per_token == 512 + 64
@@ -42,8 +54,16 @@ def test_attention_kinds_mha_gqa_mqa():
 
 
 def test_qwen3_moe_sparse_step_and_mlp_only_layers():
-    raw = dict(SMALL, model_type="qwen3_moe", num_hidden_layers=6, num_experts=8, num_experts_per_tok=2,
-               moe_intermediate_size=32, decoder_sparse_step=2, mlp_only_layers=[3])
+    raw = dict(
+        SMALL,
+        model_type="qwen3_moe",
+        num_hidden_layers=6,
+        num_experts=8,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        decoder_sparse_step=2,
+        mlp_only_layers=[3],
+    )
     kinds = [layer.mlp.kind for layer in describe_config(raw, name="m", source="t").layers]
     # transformers: MoE when (i + 1) % step == 0 and i not in mlp_only_layers
     assert kinds == ["dense", "moe", "dense", "dense", "dense", "moe"]
@@ -52,8 +72,9 @@ def test_qwen3_moe_sparse_step_and_mlp_only_layers():
 def test_vision_tower_and_gptq_bits():
     d = load_model_description("qwen2-vl-7b")
     assert d.towers == ("vision",)
-    q = describe_config(dict(SMALL, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128}),
-                        name="m", source="t")
+    q = describe_config(
+        dict(SMALL, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128}), name="m", source="t"
+    )
     assert q.weight_bits == pytest.approx(4 + 20 / 128)  # fp16 scale + 4-bit zero per group of 128
 
 

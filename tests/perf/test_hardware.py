@@ -35,14 +35,30 @@ def test_dense_figure_follows_the_sparsity_flag_for_every_entry():
 
 def test_every_entry_in_the_json_file_has_all_fields():
     data = json.loads(resources.files("expkit.hardware").joinpath("gpus.json").read_text())
-    fields = {"name", "aliases", "datasheet_tflops", "datasheet_sparse", "bf16_dense_tflops",
-              "bandwidth_gb_s", "memory_gb", "source"}
+    fields = {
+        "name",
+        "aliases",
+        "datasheet_tflops",
+        "datasheet_sparse",
+        "bf16_dense_tflops",
+        "bandwidth_gb_s",
+        "memory_gb",
+        "source",
+    }
     for entry in data["gpus"]:
         assert fields <= set(entry), entry.get("name")
 
 
-@pytest.mark.parametrize("alias, name", [("h100", "H100 SXM"), ("A100-80GB", "A100 80GB SXM"),
-                                         ("rtx 4090", "RTX 4090"), ("L40S", "L40S"), ("h200", "H200")])
+@pytest.mark.parametrize(
+    "alias, name",
+    [
+        ("h100", "H100 SXM"),
+        ("A100-80GB", "A100 80GB SXM"),
+        ("rtx 4090", "RTX 4090"),
+        ("L40S", "L40S"),
+        ("h200", "H200"),
+    ],
+)
 def test_lookup_by_alias_ignores_case_and_punctuation(alias, name):
     assert get_gpu(alias).name == name
 
@@ -52,11 +68,17 @@ def test_unknown_gpu_lists_the_known_ones():
         get_gpu("T4")
 
 
-@pytest.mark.parametrize("device, name", [("NVIDIA H100 80GB HBM3", "H100 SXM"),
-                                          ("NVIDIA A100-SXM4-40GB", "A100 40GB SXM"),
-                                          ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"),
-                                          ("NVIDIA H100 PCIe", "H100 PCIe"),
-                                          ("NVIDIA L40S", "L40S"), ("NVIDIA L4", "L4")])
+@pytest.mark.parametrize(
+    "device, name",
+    [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM"),
+        ("NVIDIA A100-SXM4-40GB", "A100 40GB SXM"),
+        ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM"),
+        ("NVIDIA H100 PCIe", "H100 PCIe"),
+        ("NVIDIA L40S", "L40S"),
+        ("NVIDIA L4", "L4"),
+    ],
+)
 def test_cuda_device_names_map_to_entries(device, name):
     assert find_gpu_for_device(device).name == name
 

@@ -27,12 +27,14 @@ def test_copy_counts_read_plus_write():
 
 
 def test_roofs_with_reference_report_ratios_and_ridge():
-    r = measure_roofs(gemm_n=128, copy_bytes=4 * MIB, repeats=2, compare=True, reference_n=192,
-                      reference_copy_bytes=8 * MIB)
+    r = measure_roofs(
+        gemm_n=128, copy_bytes=4 * MIB, repeats=2, compare=True, reference_n=192, reference_copy_bytes=8 * MIB
+    )
     assert r.ridge_flop_per_byte == pytest.approx(r.peak_flop_s / r.bandwidth_bytes_s)
     assert r.gemm_vs_reference_ratio == pytest.approx(r.gemm.best_flop_s / r.reference_gemm.best_flop_s)
     assert r.bandwidth_vs_reference_ratio == pytest.approx(
-        r.copy.best_bandwidth_bytes_s / r.reference_copy.best_bandwidth_bytes_s)
+        r.copy.best_bandwidth_bytes_s / r.reference_copy.best_bandwidth_bytes_s
+    )
     assert r.reference_copy.method == "numpy copyto"
 
 
@@ -46,9 +48,17 @@ def test_bad_measurement_arguments():
 
 
 def test_decode_points_follow_the_roofline_accounting():
-    model = build_tiny_decoder(config={"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-                                       "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256,
-                                       "tie_word_embeddings": True})
+    model = build_tiny_decoder(
+        config={
+            "hidden_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "intermediate_size": 128,
+            "vocab_size": 256,
+            "tie_word_embeddings": True,
+        }
+    )
     pts = measure_decode_throughput(batch_sizes=(1, 4), new_tokens=3, prompt_len=4, model=model)
     assert [p.batch for p in pts] == [1, 4]
     for p in pts:

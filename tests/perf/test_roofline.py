@@ -12,8 +12,15 @@ from expkit.errors import InputError, UsageError
 from expkit.perf.roofline import ModelShape, Roof, estimate_roofline, load_model_shape, roof_for_gpu
 
 # Qwen/Qwen2.5-0.5B config.json values (also in the memory catalog)
-QWEN05 = {"hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
-          "intermediate_size": 4864, "vocab_size": 151936, "tie_word_embeddings": True}
+QWEN05 = {
+    "hidden_size": 896,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "intermediate_size": 4864,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+}
 
 
 def test_qwen05_matmul_weights_by_hand():
@@ -49,8 +56,10 @@ def test_critical_batch_is_where_the_weight_matmuls_reach_the_ridge():
 
 def test_weight_only_quantization_moves_decode_right_and_training_is_compute_bound():
     m, roof = ModelShape.from_hf_config(QWEN05), roof_for_gpu("H100")
-    ai = {b: estimate_roofline(model=m, roof=roof, batch=1, weight_bits=b).parts[0].intensity_flop_per_byte
-          for b in (16, 8, 4)}
+    ai = {
+        b: estimate_roofline(model=m, roof=roof, batch=1, weight_bits=b).parts[0].intensity_flop_per_byte
+        for b in (16, 8, 4)
+    }
     assert ai[4] > ai[8] > ai[16]
     assert ai[4] == pytest.approx(4 * ai[16], rel=0.02)
     speed = {b: estimate_roofline(model=m, roof=roof, batch=1, weight_bits=b).tokens_per_s for b in (16, 4)}
@@ -62,8 +71,14 @@ def test_weight_only_quantization_moves_decode_right_and_training_is_compute_bou
 @settings(max_examples=40, deadline=None)
 @given(batch=st.integers(1, 4096), context=st.integers(1, 32768), bits=st.sampled_from([16, 8, 4]))
 def test_decode_identities(batch, context, bits):
-    e = estimate_roofline(model=ModelShape.from_hf_config(QWEN05), roof=roof_for_gpu("L4"), phase="decode",
-                          batch=batch, context=context, weight_bits=bits)
+    e = estimate_roofline(
+        model=ModelShape.from_hf_config(QWEN05),
+        roof=roof_for_gpu("L4"),
+        phase="decode",
+        batch=batch,
+        context=context,
+        weight_bits=bits,
+    )
     assert e.flops == pytest.approx(sum(p.flops for p in e.parts))
     assert e.step_time_s == pytest.approx(sum(p.time_s for p in e.parts))
     assert e.tokens_per_s == pytest.approx(batch / e.step_time_s)
@@ -79,8 +94,15 @@ def test_cpu_like_roof_is_accepted():
     assert e.ridge_flop_per_byte == 5.0 and e.bound == "compute" and e.critical_batch is None
 
 
-@pytest.mark.parametrize("kwargs, msg", [({"phase": "serve"}, r"--phase 'serve'"), ({"weight_bits": 3}, r"--weight-bits 3"),
-                                         ({"batch": 0}, r"--batch 0"), ({"context": 0}, r"--context 0")])
+@pytest.mark.parametrize(
+    "kwargs, msg",
+    [
+        ({"phase": "serve"}, r"--phase 'serve'"),
+        ({"weight_bits": 3}, r"--weight-bits 3"),
+        ({"batch": 0}, r"--batch 0"),
+        ({"context": 0}, r"--context 0"),
+    ],
+)
 def test_bad_arguments_name_the_value(kwargs, msg):
     with pytest.raises(UsageError, match=msg):
         estimate_roofline(model=ModelShape.from_hf_config(QWEN05), roof=roof_for_gpu("H100"), **kwargs)

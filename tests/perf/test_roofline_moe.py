@@ -37,9 +37,19 @@ def test_mixtral_decode_reads_active_weights_at_batch_1_and_nearly_all_at_batch_
 def test_moe_critical_batch_exceeds_a_dense_model_of_the_same_active_size():
     m = load_model_shape("mixtral-8x7b")
     e = estimate_roofline(model=m, roof=H100, phase="decode", batch=1)
-    dense = ModelShape(name="dense", hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8, head_dim=128,
-                       intermediate_size=14336, vocab_size=32000, tie_word_embeddings=False,
-                       linear_params=m.active_linear_params, matmul_io_per_token=m.matmul_io_per_token)
+    dense = ModelShape(
+        name="dense",
+        hidden_size=4096,
+        num_layers=32,
+        num_heads=32,
+        num_kv_heads=8,
+        head_dim=128,
+        intermediate_size=14336,
+        vocab_size=32000,
+        tie_word_embeddings=False,
+        linear_params=m.active_linear_params,
+        matmul_io_per_token=m.matmul_io_per_token,
+    )
     d = estimate_roofline(model=dense, roof=H100, phase="decode", batch=1)
     # by then all 8 experts are read: weights are 46.5B/12.7B = 3.66x the active ones, so ~3.66x the batch
     assert e.critical_batch > 3 * d.critical_batch
@@ -49,8 +59,16 @@ def test_moe_critical_batch_exceeds_a_dense_model_of_the_same_active_size():
 
 
 def test_olmoe_style_reads_eight_experts_not_one():
-    cfg = {"model_type": "olmoe", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
-           "intermediate_size": 1024, "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 50304}
+    cfg = {
+        "model_type": "olmoe",
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 16,
+        "intermediate_size": 1024,
+        "num_experts": 64,
+        "num_experts_per_tok": 8,
+        "vocab_size": 50304,
+    }
     m = ModelShape.from_hf_config(cfg, name="olmoe")
     e = estimate_roofline(model=m, roof=H100, phase="decode", batch=1)
     # per layer: attention 4 * 2048^2 + router 2048 * 64 + 8 experts * 3 * 2048 * 1024; + head 50304 * 2048

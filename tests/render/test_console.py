@@ -112,13 +112,24 @@ def test_runs_ls_table_on_a_terminal_fits_80_columns(tmp_path: Path) -> None:
 
     store = tmp_path / "store"
     for seed in (1, 2):
-        with expkit.runs.start(config={"lr": 3e-4, "note": "x" * 120}, store=store, seed=seed,
-                               name=f"a-fairly-long-run-name-{seed}", code_dir=tmp_path) as run:
+        with expkit.runs.start(
+            config={"lr": 3e-4, "note": "x" * 120},
+            store=store,
+            seed=seed,
+            name=f"a-fairly-long-run-name-{seed}",
+            code_dir=tmp_path,
+        ) as run:
             run.log(0, loss=2.5, accuracy=0.125, tokens_per_s=12345.678, val_loss=2.75, grad_norm=0.5)
     env = {**os.environ, "COLUMNS": "80", "TERM": "xterm"}
     primary, secondary = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "expkit", "runs", "ls", "--store", str(store)],
-                            stdin=secondary, stdout=secondary, stderr=secondary, env=env, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "expkit", "runs", "ls", "--store", str(store)],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=env,
+        close_fds=True,
+    )
     os.close(secondary)
     chunks = []
     while True:
@@ -140,8 +151,11 @@ def test_output_into_a_closed_pipe_is_not_an_internal_error(tmp_path: Path) -> N
     """``expkit data head big.jsonl | head -1``: the reader goes away; no traceback, exit 141 (128 + SIGPIPE)."""
     big = tmp_path / "big.jsonl"
     big.write_text("".join(f'{{"text": "{"x" * 100}", "i": {i}}}\n' for i in range(5000)))
-    proc = subprocess.Popen([sys.executable, "-m", "expkit", "data", "head", str(big), "-n", "5000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "expkit", "data", "head", str(big), "-n", "5000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.read(10)  # more than 64 KiB is written: the pipe fills while the command still writes
     proc.stdout.close()

@@ -11,8 +11,11 @@ from expkit.stats.curves import Curve, summarize_curves
 def _set(groups=2, seeds=3):
     rng = np.random.default_rng(0)
     x = np.arange(0, 50, dtype=float)
-    curves = [Curve(f"{g}{s}", f"g{g}", x, 2.0 / (x + 1) + 0.1 * g + rng.normal(0, 0.01, x.size), "t")
-              for g in range(groups) for s in range(seeds)]
+    curves = [
+        Curve(f"{g}{s}", f"g{g}", x, 2.0 / (x + 1) + 0.1 * g + rng.normal(0, 0.01, x.size), "t")
+        for g in range(groups)
+        for s in range(seeds)
+    ]
     return summarize_curves(curves, metric="loss", x_key="step", ema=0.5)
 
 

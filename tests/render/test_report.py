@@ -63,8 +63,6 @@ def test_results_json_holds_the_same_data(report_dir):
     assert data["machine"]["cpu_cores_logical"] >= 1
 
 
-
-
 def _chrome():
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
@@ -74,9 +72,16 @@ def _chrome():
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ):
         opts.add_argument(arg)
     return webdriver.Chrome(service=Service(executable_path=driver), options=opts)
 
@@ -91,12 +96,12 @@ def test_report_renders_in_a_real_browser(report_dir):
         assert browser.execute_script("return document.getElementsByTagName('script').length") == 0
         body = browser.find_element("tag name", "body").text
         assert f"label {EVIL}" in body and f"title {EVIL}" in body
-        images = browser.execute_script(
-            "return Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
+        images = browser.execute_script("return Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
         assert images and all(done and width > 100 for done, width in images), images
         rows = browser.execute_script(
             "return Array.from(document.querySelectorAll('table'))"
-            ".find(t => t.rows[0].cells[0].textContent === 'figure').rows.length")
+            ".find(t => t.rows[0].cells[0].textContent === 'figure').rows.length"
+        )
         assert rows == 2  # header + one measurement row
     finally:
         browser.quit()

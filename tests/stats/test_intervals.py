@@ -73,8 +73,12 @@ def test_min_detectable_difference_at_80():
     assert min_detectable_difference(80) == pytest.approx(0.154949, abs=1e-6)
 
 
-@given(n=st.integers(1, 10_000), data=st.data(), method=st.sampled_from(["wald", "wilson", "exact"]),
-       level=st.floats(0.5, 0.999))
+@given(
+    n=st.integers(1, 10_000),
+    data=st.data(),
+    method=st.sampled_from(["wald", "wilson", "exact"]),
+    level=st.floats(0.5, 0.999),
+)
 def test_interval_contains_estimate_and_stays_in_unit_range(n, data, method, level):
     k = data.draw(st.integers(0, n))
     iv = proportion_interval(k, n, method=method, level=level)
@@ -90,8 +94,13 @@ def test_interval_narrows_as_n_grows(p, method):
 
 @pytest.mark.parametrize(
     "k,n,level,match",
-    [(81, 80, 0.95, r"correct=81 is larger than n=80"), (0, 0, 0.95, r"n=0"),
-     (-1, 10, 0.95, r"correct=-1 is negative"), (5, 10, 1.5, r"level=1.5"), (5, 10, 0.0, r"level=0.0")],
+    [
+        (81, 80, 0.95, r"correct=81 is larger than n=80"),
+        (0, 0, 0.95, r"n=0"),
+        (-1, 10, 0.95, r"correct=-1 is negative"),
+        (5, 10, 1.5, r"level=1.5"),
+        (5, 10, 0.0, r"level=0.0"),
+    ],
 )
 def test_bad_input_names_the_value(k, n, level, match):
     with pytest.raises(UsageError, match=match):

@@ -10,11 +10,14 @@ from expkit.errors import UsageError
 from expkit.stats.multiplicity import holm_adjust
 
 
-@pytest.mark.parametrize(("p", "expected"), [
-    # statsmodels.stats.multitest.multipletests(p, method="holm")[1]
-    ([0.01, 0.02, 0.03, 0.04, 0.5], [0.05, 0.08, 0.09, 0.09, 0.5]),
-    ([0.04, 0.001, 0.03, 0.2], [0.09, 0.004, 0.09, 0.2]),
-])
+@pytest.mark.parametrize(
+    ("p", "expected"),
+    [
+        # statsmodels.stats.multitest.multipletests(p, method="holm")[1]
+        ([0.01, 0.02, 0.03, 0.04, 0.5], [0.05, 0.08, 0.09, 0.09, 0.5]),
+        ([0.04, 0.001, 0.03, 0.2], [0.09, 0.004, 0.09, 0.2]),
+    ],
+)
 def test_holm_matches_statsmodels(p, expected):
     assert holm_adjust(p) == pytest.approx(expected, abs=1e-15)
 

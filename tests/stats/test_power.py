@@ -52,11 +52,14 @@ def test_impossible_correlation_is_refused_with_the_maximum():
         required_items(baseline=0.7, delta=0.05, paired_corr=0.99)
 
 
-@pytest.mark.parametrize(("kw", "msg"), [
-    ({"baseline": 1.2, "delta": 0.05}, r"baseline=1.2"),
-    ({"baseline": 0.98, "delta": 0.05}, r"baseline \+ delta"),
-    ({"baseline": 0.7, "delta": 0.0}, r"delta=0"),
-])
+@pytest.mark.parametrize(
+    ("kw", "msg"),
+    [
+        ({"baseline": 1.2, "delta": 0.05}, r"baseline=1.2"),
+        ({"baseline": 0.98, "delta": 0.05}, r"baseline \+ delta"),
+        ({"baseline": 0.7, "delta": 0.0}, r"delta=0"),
+    ],
+)
 def test_bad_values(kw, msg):
     with pytest.raises(UsageError, match=msg):
         required_items(**kw)

@@ -40,8 +40,9 @@ def test_difference_is_welch_and_nonoverlap_implies_exclusion():
 
     a = [[1.0, 2.0, 3.0], [1.1, 2.1, 3.3], [0.9, 1.9, 3.1]]
     b = [[1.0, 2.6, 3.1], [1.2, 2.7, 3.4], [1.1, 2.5, 2.9], [0.9, 2.8, 3.0]]
-    d = difference_band([_curve(f"a{i}", "a", y) for i, y in enumerate(a)],
-                        [_curve(f"b{i}", "b", y) for i, y in enumerate(b)])
+    d = difference_band(
+        [_curve(f"a{i}", "a", y) for i, y in enumerate(a)], [_curve(f"b{i}", "b", y) for i, y in enumerate(b)]
+    )
     ref = stats.ttest_ind(np.array(a)[:, 1], np.array(b)[:, 1], equal_var=False).confidence_interval(0.95)
     assert (d.low[1], d.high[1]) == pytest.approx((ref.low, ref.high), rel=1e-9)
     assert bool(d.excludes_zero[1]) and not bool(d.excludes_zero[0])
@@ -58,8 +59,9 @@ def test_misaligned_x_is_interpolated_on_the_shared_range():
 
 
 def test_summary_groups_and_notes():
-    cs = summarize_curves([_curve("a", "x", [1, 2]), _curve("b", "y", [1, 3]), _curve("c", "y", [1, 2])],
-                          metric="loss", x_key="step")
+    cs = summarize_curves(
+        [_curve("a", "x", [1, 2]), _curve("b", "y", [1, 3]), _curve("c", "y", [1, 2])], metric="loss", x_key="step"
+    )
     assert cs.difference is None and any("1 seed, no band" in n for n in cs.notes)
     with pytest.raises(UsageError, match=r"--diff names group 'z'"):
         summarize_curves([_curve("a", "x", [1, 2])], metric="loss", x_key="step", compare=("x", "z"))
@@ -87,8 +89,9 @@ def test_rows_of_other_metrics_are_skipped(tmp_path):
 def test_issue15_a_repeated_step_is_refused_naming_both_lines(tmp_path):
     # issue 15: duplicate (run, step) rows used to overwrite silently (the last value won)
     f = tmp_path / "m.jsonl"
-    f.write_text('{"step": 1, "loss": 2.0}\n{"step": 1, "lr": 0.1}\n'
-                 '{"step": 2, "loss": 1.5}\n{"step": 2, "loss": 1.4}\n')
+    f.write_text(
+        '{"step": 1, "loss": 2.0}\n{"step": 1, "lr": 0.1}\n{"step": 2, "loss": 1.5}\n{"step": 2, "loss": 1.4}\n'
+    )
     with pytest.raises(InputError, match=r"m\.jsonl:4: run 'm' has 'loss' at step 2 twice \(first on line 3\)"):
         load_curves([f])
 
@@ -102,8 +105,12 @@ def test_issue15_long_format_groups_sharing_seeds_stay_apart(tmp_path):
             rows += [f"{g},{seed},{step},{base + seed / 10 - step / 100}" for step in (1, 2, 3)]
     f.write_text("\n".join(rows) + "\n")
     curves = load_curves([f])
-    assert sorted(c.run for c in curves) == ["long:lr0.1:seed=0", "long:lr0.1:seed=1", "long:lr0.2:seed=0",
-                                             "long:lr0.2:seed=1"]
+    assert sorted(c.run for c in curves) == [
+        "long:lr0.1:seed=0",
+        "long:lr0.1:seed=1",
+        "long:lr0.2:seed=0",
+        "long:lr0.2:seed=1",
+    ]
     by_run = {c.run: c for c in curves}
     assert by_run["long:lr0.2:seed=0"].group == "lr0.2"
     assert by_run["long:lr0.2:seed=0"].y.tolist() == [1.99, 1.98, 1.97]

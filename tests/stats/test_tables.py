@@ -111,8 +111,10 @@ def test_holm_applies_across_rows(tmp_path):
 
 def test_an_lm_eval_samples_file_or_a_directory_points_to_the_importer(tmp_path):
     # issue 14: a samples_<task>_*.jsonl stopped at "field 'model' is missing" with no hint
-    f = _write_jsonl(tmp_path / "samples_gsm8k_2026.jsonl", [{"doc_id": 0, "filter": "strict-match",
-                                                              "metrics": ["exact_match"], "exact_match": 1.0}])
+    f = _write_jsonl(
+        tmp_path / "samples_gsm8k_2026.jsonl",
+        [{"doc_id": 0, "filter": "strict-match", "metrics": ["exact_match"], "exact_match": 1.0}],
+    )
     with pytest.raises(InputError, match=r"--log_samples output.*--from lm-eval"):
         read_item_results(f)
     with pytest.raises(InputError, match=r"is a directory.*--from lm-eval"):
@@ -126,8 +128,11 @@ def test_model_interval_honours_clusters_with_the_design_effect(tmp_path):
     # so the interval is Wilson's on n / deff = 9 items (statsmodels accepts the fractional count 4.5).
     from statsmodels.stats.proportion import proportion_confint
 
-    rows = [{"model": m, "item": f"q{i}", "score": int((i // 4) % 2 == 0) if m == "a" else 1, "cluster": f"c{i // 4}"}
-            for m in ("a", "b") for i in range(40)]
+    rows = [
+        {"model": m, "item": f"q{i}", "score": int((i // 4) % 2 == 0) if m == "a" else 1, "cluster": f"c{i // 4}"}
+        for m in ("a", "b")
+        for i in range(40)
+    ]
     t = build_eval_table(read_item_results(_write_jsonl(tmp_path / "r.jsonl", rows)))
     a = t.models[0]
     assert (a.model, a.interval, a.n_clusters) == ("a", "wilson-clustered", 10)

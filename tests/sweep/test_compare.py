@@ -14,12 +14,14 @@ from expkit.sweep.compare import compare_groups, curve_set_of, is_loss_like, see
 
 A = [1.0, 1.2, 0.9, 1.1, 1.0]
 B_BETTER = [0.72, 0.88, 0.61, 0.79, 0.70]  # A - 0.3 with per-seed noise: paired d sd = 0.0158 (hand: ss = 0.001)
-B_SAME = [1.05, 1.16, 0.93, 1.04, 1.04]    # A + (0.05, -0.04, 0.03, -0.06, 0.04): mean d = 0.004
+B_SAME = [1.05, 1.16, 0.93, 1.04, 1.04]  # A + (0.05, -0.04, 0.03, -0.06, 0.04): mean d = 0.004
 
 
 def _record(store, group, seed, loss, **config):
-    code = (f"import json; print(json.dumps({{'step': 1, 'loss': {loss + 0.5!r}}})); "
-            f"print(json.dumps({{'step': 2, 'loss': {loss!r}, 'acc': {1 - loss!r}}}))")
+    code = (
+        f"import json; print(json.dumps({{'step': 1, 'loss': {loss + 0.5!r}}})); "
+        f"print(json.dumps({{'step': 2, 'loss': {loss!r}, 'acc': {1 - loss!r}}}))"
+    )
     # cwd: a directory outside any git checkout, so no code record is taken (fast)
     res = execute([sys.executable, "-c", code], store=store, group=group, seed=seed, config=config, cwd=store)
     assert res.status == "finished"
@@ -106,8 +108,18 @@ def test_bad_requests_name_what_is_wrong(store):
         compare_groups("base", by="lr", store=store)
 
 
-@pytest.mark.parametrize(("name", "lower"), [("loss", True), ("val_loss", True), ("error_rate", True),
-                                             ("ppl", True), ("elapsed_s", True), ("acc", False), ("f1", False)])
+@pytest.mark.parametrize(
+    ("name", "lower"),
+    [
+        ("loss", True),
+        ("val_loss", True),
+        ("error_rate", True),
+        ("ppl", True),
+        ("elapsed_s", True),
+        ("acc", False),
+        ("f1", False),
+    ],
+)
 def test_loss_like_names(name, lower):
     assert is_loss_like(name) is lower
 

@@ -36,13 +36,16 @@ def test_no_grid_is_one_config():
     assert [t.label for t in plan.trials] == ["seed=0", "seed=1", "seed=2"]
 
 
-@pytest.mark.parametrize(("items", "match"), [
-    (["lr"], "not KEY=V1,V2"),
-    (["lr=0.1,,0.2"], "empty value"),
-    (["lr=0.1,0.1"], "repeats a value"),
-    (["lr=0.1", "lr=0.2"], "given twice"),
-    (["1lr=0.1"], "not KEY=V1,V2"),
-])
+@pytest.mark.parametrize(
+    ("items", "match"),
+    [
+        (["lr"], "not KEY=V1,V2"),
+        (["lr=0.1,,0.2"], "empty value"),
+        (["lr=0.1,0.1"], "repeats a value"),
+        (["lr=0.1", "lr=0.2"], "given twice"),
+        (["1lr=0.1"], "not KEY=V1,V2"),
+    ],
+)
 def test_bad_grid_items_are_named(items, match):
     with pytest.raises(UsageError, match=match):
         parse_grid(items)

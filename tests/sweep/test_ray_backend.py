@@ -42,8 +42,15 @@ def test_ray_backend_runs_retries_and_resumes(local_ray, tmp_path, monkeypatch):
     assert ray.is_initialized()  # an instance the sweep did not start is left running
     # the records were written by the Ray workers into the store the driver named
     runs = list_runs(store, where=["group=r"]).runs
-    assert sorted(r.status for r in runs) == ["failed", "failed", "finished", "finished", "finished", "finished",
-                                              "killed"]
+    assert sorted(r.status for r in runs) == [
+        "failed",
+        "failed",
+        "finished",
+        "finished",
+        "finished",
+        "finished",
+        "killed",
+    ]
     (tmp_path / "fail-1").unlink()
     again = run_sweep(resume="r", store=store, backend="ray")
     assert again.complete and [o.status for o in again.outcomes].count("done before") == 4
@@ -62,8 +69,23 @@ def test_ctrl_c_on_a_ray_sweep_marks_killed_and_resume_finishes(tmp_path):
     shutil.copy(TRIAL_PROGRAM, tmp_path / "trial.py")
     (tmp_path / "slow").touch()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    cmd = [sys.executable, "-m", "expkit", "sweep", "--backend", "ray", "--seeds", "4", "--name", "c", "-j", "2", "--",
-           sys.executable, "trial.py"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "expkit",
+        "sweep",
+        "--backend",
+        "ray",
+        "--seeds",
+        "4",
+        "--name",
+        "c",
+        "-j",
+        "2",
+        "--",
+        sys.executable,
+        "trial.py",
+    ]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         end = time.monotonic() + 120
@@ -82,8 +104,13 @@ def test_ctrl_c_on_a_ray_sweep_marks_killed_and_resume_finishes(tmp_path):
     status = {r.name: r.status for r in list_runs(tmp_path / "runs", where=["group=c"]).runs}
     assert status == {"c-t000": "finished", "c-t001": "killed", "c-t002": "killed"}
     (tmp_path / "fast").touch()
-    res = subprocess.run([sys.executable, "-m", "expkit", "sweep", "--resume", "c", "--backend", "ray", "--json"],
-                         cwd=tmp_path, env=env, capture_output=True, timeout=180)
+    res = subprocess.run(
+        [sys.executable, "-m", "expkit", "sweep", "--resume", "c", "--backend", "ray", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=180,
+    )
     assert res.returncode == 0, res.stderr.decode()[-2000:]
     outcomes = json.loads(res.stdout)["result"]["outcomes"]
     assert [o["status"] for o in outcomes] == ["done before", "finished", "finished", "finished"]

@@ -6,6 +6,7 @@ import pytest
 
 from expkit.train import load_corpus
 
+
 @pytest.fixture(scope="session")
 def small_corpus_path(tmp_path_factory):
     d = tmp_path_factory.mktemp("corpus")

@@ -23,8 +23,9 @@ def test_one_training_step_runs_from_a_fresh_setup(small_corpus):
     from train_fixtures import TINY_MODEL, tiny_train
 
     sched = train.WarmupCosine(lr_max=1e-3, lr_min=1e-4, warmup_steps=1, max_steps=2)
-    setup = train.setup_training(model_config=TINY_MODEL, train_config=tiny_train(), corpus=small_corpus, seed=0,
-                                 device="cpu", schedule=sched)
+    setup = train.setup_training(
+        model_config=TINY_MODEL, train_config=tiny_train(), corpus=small_corpus, seed=0, device="cpu", schedule=sched
+    )
     out = train.train_step(setup, 0)
     assert out.loss.ndim == 0 and float(out.grad_norm) > 0
     assert all(p.grad is None for p in setup.module.parameters())  # cleared with set_to_none=True

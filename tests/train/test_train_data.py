@@ -22,7 +22,7 @@ def test_start_offset_resumes_the_same_sequence():
 
 def test_labels_are_inputs_shifted_by_one():
     ids = torch.arange(1000) % 128
-    (x, y), = _batches(ids, 1)
+    ((x, y),) = _batches(ids, 1)
     assert torch.equal(x[:, 1:], y[:, :-1])
 
 

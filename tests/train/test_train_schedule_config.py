@@ -16,24 +16,26 @@ def test_schedule_stays_in_range_and_peaks_after_warmup(lr_max, frac, warm, extr
     s = WarmupCosine(lr_max=lr_max, lr_min=lr_max * frac, warmup_steps=warm, max_steps=warm + extra)
     _, lrs = s.curve()
     assert all(min(lr_max * frac, lrs[0]) * (1 - 1e-12) <= lr <= lr_max * (1 + 1e-12) for lr in lrs)
-    assert all(a <= b for a, b in zip(lrs[:warm], lrs[1:warm]))          # warmup rises
-    assert all(a >= b - 1e-15 for a, b in zip(lrs[warm:], lrs[warm + 1:]))  # cosine falls
+    assert all(a <= b for a, b in zip(lrs[:warm], lrs[1:warm]))  # warmup rises
+    assert all(a >= b - 1e-15 for a, b in zip(lrs[warm:], lrs[warm + 1 :]))  # cosine falls
     if extra > 1:
         assert lrs[-1] == pytest.approx(lr_max * frac, rel=1e-9, abs=1e-15)
 
 
 def test_schedule_golden_values():
     s = WarmupCosine(lr_max=1e-3, lr_min=1e-4, warmup_steps=10, max_steps=110)
-    assert s.lr_at(0) == pytest.approx(1e-4)    # (0 + 1) / 10 of the peak
+    assert s.lr_at(0) == pytest.approx(1e-4)  # (0 + 1) / 10 of the peak
     assert s.lr_at(9) == pytest.approx(1e-3)
     # halfway through the 100 decay steps (p = 50/99): lr_min + (1 + cos(pi p)) / 2 (lr_max - lr_min)
     import math
+
     assert s.lr_at(60) == pytest.approx(1e-4 + 0.5 * (1 + math.cos(math.pi * 50 / 99)) * 9e-4)
 
 
 def test_overrides_reach_the_right_config():
-    m, t = apply_overrides(["n_layer=2", "lr_max=1e-3", "check_first_loss=false", "max_steps=7"],
-                           CharLMConfig(), TrainConfig())
+    m, t = apply_overrides(
+        ["n_layer=2", "lr_max=1e-3", "check_first_loss=false", "max_steps=7"], CharLMConfig(), TrainConfig()
+    )
     assert (m.n_layer, t.lr_max, t.check_first_loss, t.max_steps) == (2, 1e-3, False, 7)
 
 

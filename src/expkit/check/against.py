@@ -63,18 +63,23 @@ def load_callable(spec: str) -> Callable[..., Any]:
         raise UsageError(f"{spec!r} is not PKG.MOD:FN", hint="e.g. torch.nn.functional:softmax")
     mod_name, attr = spec.split(":", 1)
     if not mod_name.strip() or not attr.strip():
-        raise UsageError(f"{spec!r} is not PKG.MOD:FN: the module or the function name is empty",
-                         hint="e.g. torch.nn.functional:softmax")
+        raise UsageError(
+            f"{spec!r} is not PKG.MOD:FN: the module or the function name is empty",
+            hint="e.g. torch.nn.functional:softmax",
+        )
     try:
         obj: Any = importlib.import_module(mod_name)
     except ImportError as exc:
         raise UsageError(f"cannot import module {mod_name!r} ({exc})", hint="check PYTHONPATH and the name") from None
     except SyntaxError as exc:  # the user's module does not parse: point at the line
-        raise InputError(f"module {mod_name!r} has a syntax error: {exc.msg}", path=exc.filename,
-                         line=exc.lineno) from None
+        raise InputError(
+            f"module {mod_name!r} has a syntax error: {exc.msg}", path=exc.filename, line=exc.lineno
+        ) from None
     except SystemExit as exc:  # sys.exit() at import time would end expkit silently with the module's code
-        raise UsageError(f"importing module {mod_name!r} called sys.exit({exc.code!r})",
-                         hint="guard the module's script code with `if __name__ == '__main__':`") from None
+        raise UsageError(
+            f"importing module {mod_name!r} called sys.exit({exc.code!r})",
+            hint="guard the module's script code with `if __name__ == '__main__':`",
+        ) from None
     except Exception as exc:  # noqa: BLE001 - the user's module raised while importing: say which and how
         raise UsageError(f"importing module {mod_name!r} raised {type(exc).__name__}: {exc}") from None
     for part in attr.split("."):
@@ -104,12 +109,16 @@ def _call(f: Callable[..., Any], xs: list[Any], shapes: tuple[tuple[int, ...], .
     try:
         return f(*xs)
     except SystemExit:  # sys.exit() inside the operator would end expkit silently with its code
-        raise UsageError(f"{role} {_name(f)} called sys.exit() (inputs of shapes {shapes})",
-                         hint="an operator must return its result, not exit") from None
+        raise UsageError(
+            f"{role} {_name(f)} called sys.exit() (inputs of shapes {shapes})",
+            hint="an operator must return its result, not exit",
+        ) from None
     except Exception as exc:  # noqa: BLE001 - the user's operator failed on our inputs: say which and how
-        raise UsageError(f"{role} {_name(f)} raised {type(exc).__name__}: {exc} (inputs of shapes {shapes})",
-                         hint="it must take one array/tensor per shape and return one; wrap it to fix other "
-                              "arguments, e.g. lambda x: softmax(x, dim=-1)") from exc
+        raise UsageError(
+            f"{role} {_name(f)} raised {type(exc).__name__}: {exc} (inputs of shapes {shapes})",
+            hint="it must take one array/tensor per shape and return one; wrap it to fix other "
+            "arguments, e.g. lambda x: softmax(x, dim=-1)",
+        ) from exc
 
 
 def _check_shape(shape: tuple[int, ...]) -> None:
@@ -119,8 +128,11 @@ def _check_shape(shape: tuple[int, ...]) -> None:
     if len(shape) > MAX_DIMS:
         raise UsageError(f"shape {text[:60]}... has {len(shape)} dimensions, more than {MAX_DIMS}")
     if math.prod(shape) > MAX_ELEMENTS:
-        raise UsageError(f"shape {text} has {math.prod(shape):,} elements, more than a numerical check needs "
-                         f"(at most {MAX_ELEMENTS:,})", hint="a few thousand elements per input find the same errors")
+        raise UsageError(
+            f"shape {text} has {math.prod(shape):,} elements, more than a numerical check needs "
+            f"(at most {MAX_ELEMENTS:,})",
+            hint="a few thousand elements per input find the same errors",
+        )
 
 
 def against(
@@ -185,8 +197,9 @@ def against(
             if grad:
                 import torch
 
-                g = torch.tensor(np.random.default_rng(seed + 1).standard_normal(tuple(out_ref.shape)),
-                                 dtype=out_ref.dtype)
+                g = torch.tensor(
+                    np.random.default_rng(seed + 1).standard_normal(tuple(out_ref.shape)), dtype=out_ref.dtype
+                )
                 gf = torch.autograd.grad(out_fn, xs_fn, grad_outputs=g, allow_unused=True)
                 gr = torch.autograd.grad(out_ref, xs_ref, grad_outputs=g, allow_unused=True)
                 for a, b, x in zip(gf, gr, xs_ref):

@@ -56,10 +56,19 @@ def check_attention(*, shape: Sequence[int], dtype: str = "float32", seed: int =
         raise UsageError(f"dtype {dtype!r}: numpy attention runs in float32 or float64")
     dims = tuple(int(d) for d in shape)
     if len(dims) not in (3, 4) or any(d <= 0 for d in dims):
-        raise UsageError(f"shape {','.join(map(str, dims))} has {len(dims)} sizes; give B,T,D or B,H,T,D "
-                         "(positive sizes)")
-    rep = against(sdpa_causal, causal_attention, shapes=[[dims] * 3], dtypes=[dtype], seed=seed,
-                  fn_backend="torch", reference_backend="numpy")
+        raise UsageError(
+            f"shape {','.join(map(str, dims))} has {len(dims)} sizes; give B,T,D or B,H,T,D (positive sizes)"
+        )
+    rep = against(
+        sdpa_causal,
+        causal_attention,
+        shapes=[[dims] * 3],
+        dtypes=[dtype],
+        seed=seed,
+        fn_backend="torch",
+        reference_backend="numpy",
+    )
     out = rep.cases[0].output
-    return AttentionCheck(dims, dtype, out.max_abs_error, out.max_rel_error, out.tolerance, out.rtol, out.atol,
-                          out.ok, out.reason)
+    return AttentionCheck(
+        dims, dtype, out.max_abs_error, out.max_rel_error, out.tolerance, out.rtol, out.atol, out.ok, out.reason
+    )

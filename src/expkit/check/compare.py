@@ -53,8 +53,10 @@ def to_numpy(x: Any) -> tuple[np.ndarray, str]:
 def default_tolerance(dtype: str) -> tuple[float, float]:
     """(rtol, atol) for a dtype name; unknown float dtypes raise with the known names."""
     if dtype not in DEFAULT_TOLERANCES:
-        raise UsageError(f"no default tolerance for dtype {dtype!r}",
-                         hint=f"pass rtol and atol, or use one of {', '.join(DEFAULT_TOLERANCES)}")
+        raise UsageError(
+            f"no default tolerance for dtype {dtype!r}",
+            hint=f"pass rtol and atol, or use one of {', '.join(DEFAULT_TOLERANCES)}",
+        )
     return DEFAULT_TOLERANCES[dtype]
 
 
@@ -107,8 +109,10 @@ def compare(actual: Any, expected: Any, *, rtol: float | None = None, atol: floa
     a, a_dtype = to_numpy(actual)
     e, e_dtype = to_numpy(expected)
     if a.shape != e.shape:
-        raise ShapeError(f"actual has shape {tuple(a.shape)} but expected has shape {tuple(e.shape)}",
-                         hint="compare never broadcasts; fix the operator's output shape")
+        raise ShapeError(
+            f"actual has shape {tuple(a.shape)} but expected has shape {tuple(e.shape)}",
+            hint="compare never broadcasts; fix the operator's output shape",
+        )
     dtype = min(a_dtype, e_dtype, key=lambda d: _PRECISION_ORDER.index(d) if d in _PRECISION_ORDER else 99)
     if rtol is None and atol is None:
         rtol, atol = default_tolerance(dtype)
@@ -149,11 +153,21 @@ def compare(actual: Any, expected: Any, *, rtol: float | None = None, atol: floa
     else:
         reason = "all elements within tolerance"
     return CompareReport(
-        ok=n_over == 0, shape=tuple(int(s) for s in a.shape), dtype=dtype, n_elements=n, n_over=n_over,
-        max_abs_error=max_abs, max_rel_error=max_rel, worst_index=worst,
+        ok=n_over == 0,
+        shape=tuple(int(s) for s in a.shape),
+        dtype=dtype,
+        n_elements=n,
+        n_over=n_over,
+        max_abs_error=max_abs,
+        max_rel_error=max_rel,
+        worst_index=worst,
         worst_actual=None if worst is None else float(a[worst]),
         worst_expected=None if worst is None else float(e[worst]),
-        rtol=float(rtol), atol=float(atol),
+        rtol=float(rtol),
+        atol=float(atol),
         tolerance=float(atol + rtol * (float(np.max(np.abs(e[np.isfinite(e)]))) if np.isfinite(e).any() else 0.0)),
-        tolerance_source=source, n_nan_actual=nan_a, n_nan_expected=nan_e, reason=reason,
+        tolerance_source=source,
+        n_nan_actual=nan_a,
+        n_nan_expected=nan_e,
+        reason=reason,
     )

@@ -53,8 +53,9 @@ def causal_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, *, scale: floa
     return softmax(scores, axis=-1) @ v  # (..., T, D)
 
 
-def layer_norm(x: np.ndarray, weight: np.ndarray | None = None, bias: np.ndarray | None = None, *,
-               eps: float = 1e-5) -> np.ndarray:
+def layer_norm(
+    x: np.ndarray, weight: np.ndarray | None = None, bias: np.ndarray | None = None, *, eps: float = 1e-5
+) -> np.ndarray:
     """(x - mean) / sqrt(var + eps) * weight + bias over the last axis, biased variance
     (Ba et al. 2016; ``torch.nn.functional.layer_norm`` with normalized_shape = (D,), eps 1e-5)."""
     x = np.asarray(x)

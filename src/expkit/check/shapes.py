@@ -97,12 +97,13 @@ def expect_shape(x: T, spec: str, dims: Dims | None = None, *, name: str = "tens
         tokens = tokens[1:]
         if len(shape) < len(tokens):
             raise ShapeError(f"{name} has shape {shape} but spec {spec!r} needs at least {len(tokens)} dimension(s)")
-        shape_tail = shape[len(shape) - len(tokens):]
+        shape_tail = shape[len(shape) - len(tokens) :]
     else:
         if len(shape) != len(tokens):
             raise ShapeError(
                 f"{name} has shape {shape} but spec {spec!r} expects {len(tokens)} dimension(s), got {len(shape)}",
-                hint="a silent broadcast, e.g. (3,) + (3, 1) -> (3, 3), adds dimensions; reshape the operand")
+                hint="a silent broadcast, e.g. (3,) + (3, 1) -> (3, 3), adds dimensions; reshape the operand",
+            )
         shape_tail = shape
     offset = len(shape) - len(shape_tail)
     for axis, (tok, size) in enumerate(zip(tokens, shape_tail), start=offset):
@@ -116,7 +117,8 @@ def expect_shape(x: T, spec: str, dims: Dims | None = None, *, name: str = "tens
             if dims[tok] != size:
                 raise ShapeError(
                     f"dimension {tok}: {name} has {size} at axis {axis} (shape {shape}) but {tok} = {dims[tok]} "
-                    f"was bound by {dims.where(tok)}")
+                    f"was bound by {dims.where(tok)}"
+                )
         else:
             dims.bind(tok, size, f"{name} {shape} (spec {spec!r})")
     return x

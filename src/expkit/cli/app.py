@@ -61,8 +61,20 @@ def invoked_argv(ctx: Any) -> list[str]:
 # OSErrors that say a given path cannot be used as it is (not found, a folder where a file was meant or
 # the reverse, no permission, a read-only or full disk, a name too long). Commands name such paths
 # themselves where they can; this catches the rest at the boundary instead of showing a traceback.
-_PATH_ERRNOS = frozenset({errno.ENOENT, errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EACCES, errno.EPERM,
-                          errno.EROFS, errno.ENOSPC, errno.ENAMETOOLONG, errno.ELOOP})
+_PATH_ERRNOS = frozenset(
+    {
+        errno.ENOENT,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.EEXIST,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ENOSPC,
+        errno.ENAMETOOLONG,
+        errno.ELOOP,
+    }
+)
 
 
 def _path_error(exc: OSError) -> InputError | None:
@@ -83,8 +95,10 @@ def _is_click_control(exc: BaseException) -> bool:
     vendored by typer as ``typer._click``: they carry exit codes click handles itself."""
     if isinstance(exc, (typer.Exit, typer.Abort)):
         return True
-    return any(t.__module__.split(".")[0] == "click" or t.__module__.startswith(("typer._click", "typer.exc"))
-               for t in type(exc).__mro__)
+    return any(
+        t.__module__.split(".")[0] == "click" or t.__module__.startswith(("typer._click", "typer.exc"))
+        for t in type(exc).__mro__
+    )
 
 
 class _ErrorBoundary(TyperGroup):
@@ -163,8 +177,11 @@ class _ErrorBoundary(TyperGroup):
     def _internal(self, ctx: Any, exc: BaseException) -> None:
         traceback.print_exception(exc, file=sys.stderr)
         self._emit_error("internal", f"{type(exc).__name__}: {exc}", None)
-        print(f"internal error: {type(exc).__name__} is a bug in expkit, not in your input; "
-              f"please report it with the traceback above ({_REPORT_URL})", file=sys.stderr)
+        print(
+            f"internal error: {type(exc).__name__} is a bug in expkit, not in your input; "
+            f"please report it with the traceback above ({_REPORT_URL})",
+            file=sys.stderr,
+        )
         ctx.exit(EXIT_INTERNAL)
 
 

@@ -6,8 +6,9 @@ import typer
 
 from expkit.cli.output import emit_json
 
-app = typer.Typer(help="Trust your ops: compare an operator with a reference at dtype tolerances.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Trust your ops: compare an operator with a reference at dtype tolerances.", no_args_is_help=True
+)
 
 _DTYPE_HELP = "float32 or float64 (also float16, bfloat16 for torch-only checks)."
 
@@ -19,7 +20,9 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     try:
         dims = tuple(int(p) for p in text.replace("x", ",").split(",") if p.strip())
     except ValueError:
-        raise UsageError(f"--shape {shown!r} is not a comma-separated list of sizes", hint="e.g. --shape 2,64,32") from None
+        raise UsageError(
+            f"--shape {shown!r} is not a comma-separated list of sizes", hint="e.g. --shape 2,64,32"
+        ) from None
     if not dims or any(d <= 0 for d in dims):
         raise UsageError(f"--shape {shown!r} needs positive sizes", hint="e.g. --shape 2,64,32")
     return dims
@@ -35,8 +38,15 @@ def _print_report(report, title: str) -> None:  # noqa: ANN001 - AgainstReport, 
         rows = [("out", c.output)] + [(f"grad {i}", g) for i, g in enumerate(c.grads)]
         for label, r in rows:
             shapes = " ".join("x".join(map(str, s)) for s in c.shapes)
-            t.add_row(f"{shapes} ({label})", c.dtype, f"{r.max_abs_error:.3g}", f"{r.max_rel_error:.3g}",
-                      f"{r.tolerance:.3g} ({r.tolerance_source})", str(r.worst_index), "yes" if r.ok else f"NO: {r.reason}")
+            t.add_row(
+                f"{shapes} ({label})",
+                c.dtype,
+                f"{r.max_abs_error:.3g}",
+                f"{r.max_rel_error:.3g}",
+                f"{r.tolerance:.3g} ({r.tolerance_source})",
+                str(r.worst_index),
+                "yes" if r.ok else f"NO: {r.reason}",
+            )
     con = out_console()
     if not con.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
         con.width = 200
@@ -70,9 +80,11 @@ def attention(
     if json_out:
         emit_json(out)
     else:
-        print(f"numpy causal attention vs torch SDPA, shape {','.join(map(str, dims))} {dtype}: "
-              f"max abs error {out.max_abs_error:.3g} (tolerance {out.tolerance:.3g} = atol {out.atol:g} + "
-              f"rtol {out.rtol:g} * max|ref|): {'ok' if out.ok else 'OVER TOLERANCE'}")
+        print(
+            f"numpy causal attention vs torch SDPA, shape {','.join(map(str, dims))} {dtype}: "
+            f"max abs error {out.max_abs_error:.3g} (tolerance {out.tolerance:.3g} = atol {out.atol:g} + "
+            f"rtol {out.rtol:g} * max|ref|): {'ok' if out.ok else 'OVER TOLERANCE'}"
+        )
     if not out.ok:
         raise CheckFailed(f"attention: {out.reason}", hint=f"max abs error {out.max_abs_error:.3g}")
 
@@ -81,8 +93,11 @@ def attention(
 def op(
     fn: str = typer.Argument(..., help="The operator under test, PKG.MOD:FN."),
     reference: str = typer.Option(..., "--reference", "-r", help="The reference, PKG.MOD:FN."),
-    shape: list[str] = typer.Option(..., "--shape", help="Input shapes of one case, ';' between arguments "
-                                    "(e.g. 4,8 or '4,8;8,16'); repeat for more cases."),
+    shape: list[str] = typer.Option(
+        ...,
+        "--shape",
+        help="Input shapes of one case, ';' between arguments (e.g. 4,8 or '4,8;8,16'); repeat for more cases.",
+    ),
     dtype: list[str] = typer.Option(["float32", "float64"], "--dtype", help=_DTYPE_HELP + " Repeatable."),
     backend: str = typer.Option("torch", "--backend", help="What FN takes: torch tensors or numpy arrays."),
     reference_backend: str = typer.Option("torch", "--reference-backend", help="What the reference takes."),
@@ -112,8 +127,18 @@ def op(
         require("torch")  # numpy on both sides runs on the light install
 
     cases = [[_parse_shape(s) for s in case.split(";")] for case in shape]
-    rep = against(load_callable(fn), load_callable(reference), shapes=cases, dtypes=dtype, seed=seed, grad=grad,
-                  fn_backend=backend, reference_backend=reference_backend, rtol=rtol, atol=atol)  # type: ignore[arg-type]
+    rep = against(
+        load_callable(fn),
+        load_callable(reference),
+        shapes=cases,
+        dtypes=dtype,
+        seed=seed,
+        grad=grad,
+        fn_backend=backend,
+        reference_backend=reference_backend,
+        rtol=rtol,
+        atol=atol,
+    )  # type: ignore[arg-type]
     rep = replace(rep, fn=fn, reference=reference)  # the names as the user wrote them
     if json_out:
         emit_json(rep)

@@ -12,15 +12,23 @@ from expkit.cli.output import emit_json
 def compare(
     a: str = typer.Argument(..., help="Group A (the baseline), or the group to split with --by."),
     b: str = typer.Argument(None, help="Group B (compared with A)."),
-    by: str = typer.Option(None, "--by", help="Split group A by this config key (exactly two values; the smaller "
-                           "is A)."),
+    by: str = typer.Option(
+        None, "--by", help="Split group A by this config key (exactly two values; the smaller is A)."
+    ),
     metric: list[str] = typer.Option([], "--metric", "-m", help="Metric to compare (repeat; default: all shared)."),
-    lower_is_better: bool = typer.Option(None, "--lower-is-better/--higher-is-better",
-                                         help="Direction of every metric (default: lower for loss-like names: "
-                                              "loss, error, ppl, nll, bpb, time, latency, *_s; higher otherwise)."),
+    lower_is_better: bool = typer.Option(
+        None,
+        "--lower-is-better/--higher-is-better",
+        help="Direction of every metric (default: lower for loss-like names: "
+        "loss, error, ppl, nll, bpb, time, latency, *_s; higher otherwise).",
+    ),
     level: float = typer.Option(0.95, "--level", help="Confidence level of the intervals."),
-    curves: Path = typer.Option(None, "--curves", help="Also draw both groups' curves with t-bands and the "
-                                "difference panel B - A to this .png/.svg (first metric)."),
+    curves: Path = typer.Option(
+        None,
+        "--curves",
+        help="Also draw both groups' curves with t-bands and the "
+        "difference panel B - A to this .png/.svg (first metric).",
+    ),
     ema: float = typer.Option(0.0, "--ema", help="Debiased EMA per seed for --curves (0: none)."),
     store: Path = typer.Option(None, "--store", help="Run store directory (default $EXPKIT_STORE or ./runs)."),
     json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
@@ -47,8 +55,13 @@ def compare(
         from expkit.render.curves import draw_curves
 
         m = cmp.metrics[0].metric
-        figure = str(draw_curves(curve_set_of(cmp, metric=m, ema=ema or None, level=level), curves,
-                                 title=f"{m}: {cmp.b.label} vs {cmp.a.label}"))
+        figure = str(
+            draw_curves(
+                curve_set_of(cmp, metric=m, ema=ema or None, level=level),
+                curves,
+                title=f"{m}: {cmp.b.label} vs {cmp.a.label}",
+            )
+        )
     if json_out:
         from dataclasses import asdict
 

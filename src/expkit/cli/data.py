@@ -47,11 +47,17 @@ def _fmt_int(x: float) -> str:
 @app.command("stats")
 def stats(
     file: str = typer.Argument(..., help=_FILE_HELP),
-    field: str = typer.Option(None, "--field", "-f", help="Text field to measure (default: the first of "
-                              "messages, text, prompt, completion, instruction, output, question, answer, content, "
-                              "conversations that the first record has)."),
-    tokenizer: Path = typer.Option(None, "--tokenizer",
-                                   help="Local tokenizer directory (tokenizer.json) to count tokens."),
+    field: str = typer.Option(
+        None,
+        "--field",
+        "-f",
+        help="Text field to measure (default: the first of "
+        "messages, text, prompt, completion, instruction, output, question, answer, content, "
+        "conversations that the first record has).",
+    ),
+    tokenizer: Path = typer.Option(
+        None, "--tokenizer", help="Local tokenizer directory (tokenizer.json) to count tokens."
+    ),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help=_SKIP_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the profile as JSON."),
 ) -> None:
@@ -69,8 +75,13 @@ def stats(
     from expkit.data.profile import profile_jsonl
 
     with _byte_progress(file, f"data stats {file}") as on_progress:
-        prof = profile_jsonl(file, field=field, tokenizer_dir=tokenizer, on_error="skip" if skip_invalid else "raise",
-                             on_progress=on_progress)
+        prof = profile_jsonl(
+            file,
+            field=field,
+            tokenizer_dir=tokenizer,
+            on_error="skip" if skip_invalid else "raise",
+            on_progress=on_progress,
+        )
     if json_out:
         emit_json(prof)
         return
@@ -80,9 +91,12 @@ def stats(
 
     r = prof.read
     con = out_console()
-    con.print(f"{r.path}: {r.records:,} records in {r.lines:,} lines ({r.blank:,} blank, {r.skipped:,} skipped"
-              + (f", first at lines {', '.join(map(str, r.first_skipped_lines[:10]))}" if r.skipped else "") + ")"
-              + (f"; {prof.non_object_records:,} records are not JSON objects" if prof.non_object_records else ""))
+    con.print(
+        f"{r.path}: {r.records:,} records in {r.lines:,} lines ({r.blank:,} blank, {r.skipped:,} skipped"
+        + (f", first at lines {', '.join(map(str, r.first_skipped_lines[:10]))}" if r.skipped else "")
+        + ")"
+        + (f"; {prof.non_object_records:,} records are not JSON objects" if prof.non_object_records else "")
+    )
     keys = Table("key", "records", "types")
     for k in prof.keys:
         keys.add_row(k.name, f"{k.count:,}", ", ".join(f"{t} ({c:,})" for t, c in k.types.items()))
@@ -94,9 +108,16 @@ def stats(
     for s in (prof.chars, prof.tokens):
         if s is not None:
             p = s.percentiles
-            lengths.add_row(s.unit + ("" if s.exact else " (sampled)"), f"{s.count:,}", f"{s.mean:,.1f}",
-                            _fmt_int(s.min), _fmt_int(p["p50"]), _fmt_int(p["p90"]), _fmt_int(p["p99"]),
-                            _fmt_int(s.max))
+            lengths.add_row(
+                s.unit + ("" if s.exact else " (sampled)"),
+                f"{s.count:,}",
+                f"{s.mean:,.1f}",
+                _fmt_int(s.min),
+                _fmt_int(p["p50"]),
+                _fmt_int(p["p90"]),
+                _fmt_int(p["p99"]),
+                _fmt_int(s.max),
+            )
     con.print(lengths)
     if prof.tokens is None:
         con.print(f"tokens: not counted ({prof.tokens_reason})")
@@ -105,8 +126,13 @@ def stats(
 @app.command("validate")
 def validate(
     file: str = typer.Argument(..., help=_FILE_HELP),
-    schema: str = typer.Option("chat", "--schema", "-s", help="chat, prompt-completion, or a JSON Schema file "
-                               "(checked by jsonschema: Draft 2020-12 unless its $schema says otherwise)."),
+    schema: str = typer.Option(
+        "chat",
+        "--schema",
+        "-s",
+        help="chat, prompt-completion, or a JSON Schema file "
+        "(checked by jsonschema: Draft 2020-12 unless its $schema says otherwise).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Check every record against a schema; print every violation as FILE:LINE: where: what.
@@ -134,8 +160,10 @@ def validate(
         more = rep.violation_count - len(rep.violations)
         if more:
             print(f"... and {more:,} more violations not listed")
-        print(f"{rep.read.records + rep.read.skipped:,} records checked against {rep.schema}: "
-              f"{rep.violation_count:,} violation(s)")
+        print(
+            f"{rep.read.records + rep.read.skipped:,} records checked against {rep.schema}: "
+            f"{rep.violation_count:,} violation(s)"
+        )
     if not rep.ok:
         raise CheckFailed(f"{rep.path}: {rep.violation_count} violation(s) of schema {rep.schema}")
 

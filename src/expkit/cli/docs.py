@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REGEN_COMMAND", "GeneratedBlock", "command_table", "iter_commands", "lab_table", "main",
-           "regenerate", "stale_blocks"]
+__all__ = [
+    "REGEN_COMMAND",
+    "GeneratedBlock",
+    "command_table",
+    "iter_commands",
+    "lab_table",
+    "main",
+    "regenerate",
+    "stale_blocks",
+]
 
 REGEN_COMMAND = ".venv/bin/python -m expkit.cli.docs"
 
@@ -124,8 +132,10 @@ def regenerate(text: str, blocks: list[GeneratedBlock] | None = None) -> str:
     for block in generated_blocks() if blocks is None else blocks:
         pattern = _pattern(block.name)
         if not pattern.search(text):
-            raise ValueError(f"README has no markers for the generated block {block.name!r}: "
-                             f"add '{block.begin}' and '{block.end}' on lines of their own")
+            raise ValueError(
+                f"README has no markers for the generated block {block.name!r}: "
+                f"add '{block.begin}' and '{block.end}' on lines of their own"
+            )
         text = pattern.sub(lambda _m, b=block: f"{b.begin}\n{b.text}\n{b.end}", text, count=1)
     return text
 
@@ -153,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     if check:
         stale = stale_blocks(text)
         if stale:
-            print(f"{readme}: generated blocks out of date: {', '.join(stale)}; regenerate with: {REGEN_COMMAND}",
-                  file=sys.stderr)
+            print(
+                f"{readme}: generated blocks out of date: {', '.join(stale)}; regenerate with: {REGEN_COMMAND}",
+                file=sys.stderr,
+            )
             return 1
         print(f"{readme}: generated blocks up to date")
         return 0

@@ -41,8 +41,9 @@ def run(
     out: Path = typer.Option(Path("report"), "--out", "-o", help="Report directory."),
     quick: bool = typer.Option(False, "--quick", help="Small budget: every lab, all together under ~2 min."),
     seed: int = typer.Option(0, "--seed", help="Root seed for the labs' randomness."),
-    device: str = typer.Option("cpu", "--device", help="cpu, or cuda to run the labs' CUDA paths (exit 2 "
-                               "when this machine has no CUDA GPU)."),
+    device: str = typer.Option(
+        "cpu", "--device", help="cpu, or cuda to run the labs' CUDA paths (exit 2 when this machine has no CUDA GPU)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print results.json to stdout at the end."),
 ) -> None:
     """Run labs and write OUT/index.html and OUT/results.json (written after every lab).
@@ -74,7 +75,9 @@ def run(
     check_lab_device(device)  # before any lab runs: a refusal writes no report
     labs = select_labs(ids or [])
     with progress_steps(len(labs), "labs") as advance:
-        report = run_labs(labs, out_dir=out, quick=quick, seed=seed, device=device, on_start=lambda i, lab: advance(lab.id))
+        report = run_labs(
+            labs, out_dir=out, quick=quick, seed=seed, device=device, on_start=lambda i, lab: advance(lab.id)
+        )
     failed = [r.id for r in report.results if r.status == "failed"]
     if json_out:
         emit_json(report)

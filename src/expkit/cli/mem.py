@@ -28,14 +28,22 @@ def _read_oom(source: str) -> Any:
     diag = diagnose_text(text)
     info = diag.explanation.oom
     if info is None:
-        raise InputError("no out-of-memory error in this traceback", path=None if source == "-" else source,
-                         hint="give the traceback of a CUDA/CPU out-of-memory error")
+        raise InputError(
+            "no out-of-memory error in this traceback",
+            path=None if source == "-" else source,
+            hint="give the traceback of a CUDA/CPU out-of-memory error",
+        )
     return info
 
 
 def mem(
-    model: str = typer.Argument(..., help=("A model directory, a config.json, a Hub ID in the local HF cache, or a catalog name: "
-                                        f"{', '.join(catalog_names())}.")),
+    model: str = typer.Argument(
+        ...,
+        help=(
+            "A model directory, a config.json, a Hub ID in the local HF cache, or a catalog name: "
+            f"{', '.join(catalog_names())}."
+        ),
+    ),
     seq: int = typer.Option(2048, "--seq", help="Tokens per sequence."),
     batch: int = typer.Option(1, "--batch", help="Micro-batch per GPU."),
     method: str = typer.Option("full", "--method", help="full | lora | qlora."),
@@ -86,12 +94,31 @@ def mem(
     from expkit.render.console import progress_steps
 
     targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
-    query = TrainingQuery(model=resolve_spec(model), batch=batch, seq=seq, method=method, lora_r=lora_r,
-                          lora_targets=targets, optimizer=optimizer, precision=precision, grad_ckpt=grad_ckpt,
-                          attention=attention, gpus=gpus, shard=shard, gpu=gpu)
+    query = TrainingQuery(
+        model=resolve_spec(model),
+        batch=batch,
+        seq=seq,
+        method=method,
+        lora_r=lora_r,
+        lora_targets=targets,
+        optimizer=optimizer,
+        precision=precision,
+        grad_ckpt=grad_ckpt,
+        attention=attention,
+        gpus=gpus,
+        shard=shard,
+        gpu=gpu,
+    )
     info = _read_oom(oom) if oom is not None else None
-    options = dict(mode=mode, context=context, convention=convention, explain=explain, measure=measure,
-                   replica_seq=replica_seq, oom=info)
+    options = dict(
+        mode=mode,
+        context=context,
+        convention=convention,
+        explain=explain,
+        measure=measure,
+        replica_seq=replica_seq,
+        oom=info,
+    )
     if measure:
         with progress_steps(1, "measuring replicas") as advance:
             report = build_memory_report(query, on_step=advance, **options)
@@ -112,9 +139,11 @@ def mem(
         render_memory_report(report)
     led = report.ledger
     if led.fits is False:
-        raise CheckFailed(f"{led.model} does not fit on {led.gpu}: predicted peak {led.peak_bytes / 2**30:,.2f} GiB "
-                          f"> {led.gpu_memory_bytes / 2**30:,.2f} GiB",
-                          hint="try --method lora, --grad-ckpt full or --gpus N --shard fsdp (ranked with --oom FILE)")
+        raise CheckFailed(
+            f"{led.model} does not fit on {led.gpu}: predicted peak {led.peak_bytes / 2**30:,.2f} GiB "
+            f"> {led.gpu_memory_bytes / 2**30:,.2f} GiB",
+            hint="try --method lora, --grad-ckpt full or --gpus N --shard fsdp (ranked with --oom FILE)",
+        )
 
 
 def register(root: typer.Typer) -> None:

@@ -74,8 +74,13 @@ def curves(
         if len(parts) != 2:
             raise UsageError(f"--diff {diff!r} must name two groups, A,B")
         pair = (parts[0], parts[1])
-    cs = summarize_curves(load_curves(_resolve_sources(sources, store), metric=metric, x=x, group_by=group_by),
-                          metric=metric, x_key=x, ema=ema or None, compare=pair)
+    cs = summarize_curves(
+        load_curves(_resolve_sources(sources, store), metric=metric, x=x, group_by=group_by),
+        metric=metric,
+        x_key=x,
+        ema=ema or None,
+        compare=pair,
+    )
     path = draw_curves(cs, out, log_x=not linear_x, log_y=log_y)
     summary = _summary(cs, path)
     if json_out:
@@ -86,28 +91,51 @@ def curves(
         print(f"{g['group']}: {g['n_seeds']} seeds, final {metric} {g['final_mean']:.4g} {ci} at {x} {g['final_x']:g}")
     d = summary["difference"]
     if d:
-        print(f"{d['groups']}: interval of the difference excludes 0 at {d['n_excludes_zero']} of {d['n_points']} "
-              f"points; bands do not overlap at {d['n_bands_apart']}; final delta {d['final_delta']:+.4g} "
-              f"[{d['final_low']:+.4g}, {d['final_high']:+.4g}]")
+        print(
+            f"{d['groups']}: interval of the difference excludes 0 at {d['n_excludes_zero']} of {d['n_points']} "
+            f"points; bands do not overlap at {d['n_bands_apart']}; final delta {d['final_delta']:+.4g} "
+            f"[{d['final_low']:+.4g}, {d['final_high']:+.4g}]"
+        )
     for n in cs.notes:
         print(f"note: {n}")
     print(f"figure: {path}")
 
 
 def _summary(cs, path: Path) -> dict:  # noqa: ANN001 - CurveSet, imported lazily
-    groups = [{"group": b.group, "n_seeds": b.n_seeds, "runs": b.runs, "final_x": float(b.x[-1]),
-               "final_mean": float(b.mean[-1]),
-               "final_low": None if b.low is None else float(b.low[-1]),
-               "final_high": None if b.high is None else float(b.high[-1])} for b in cs.bands]
+    groups = [
+        {
+            "group": b.group,
+            "n_seeds": b.n_seeds,
+            "runs": b.runs,
+            "final_x": float(b.x[-1]),
+            "final_mean": float(b.mean[-1]),
+            "final_low": None if b.low is None else float(b.low[-1]),
+            "final_high": None if b.high is None else float(b.high[-1]),
+        }
+        for b in cs.bands
+    ]
     d = cs.difference
     diff = None
     if d is not None:
-        diff = {"groups": f"{d.group_a} - {d.group_b}", "n_points": int(d.x.size),
-                "n_excludes_zero": int(d.excludes_zero.sum()), "n_bands_apart": int((~d.bands_overlap).sum()),
-                "x_excludes_zero": d.x[d.excludes_zero].tolist(),
-                "final_delta": float(d.delta[-1]), "final_low": float(d.low[-1]), "final_high": float(d.high[-1])}
-    return {"metric": cs.metric, "x": cs.x_key, "ema": cs.ema, "groups": groups, "difference": diff,
-            "notes": list(cs.notes), "figure": str(path)}
+        diff = {
+            "groups": f"{d.group_a} - {d.group_b}",
+            "n_points": int(d.x.size),
+            "n_excludes_zero": int(d.excludes_zero.sum()),
+            "n_bands_apart": int((~d.bands_overlap).sum()),
+            "x_excludes_zero": d.x[d.excludes_zero].tolist(),
+            "final_delta": float(d.delta[-1]),
+            "final_low": float(d.low[-1]),
+            "final_high": float(d.high[-1]),
+        }
+    return {
+        "metric": cs.metric,
+        "x": cs.x_key,
+        "ema": cs.ema,
+        "groups": groups,
+        "difference": diff,
+        "notes": list(cs.notes),
+        "figure": str(path),
+    }
 
 
 def register(root: typer.Typer) -> None:

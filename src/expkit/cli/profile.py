@@ -37,8 +37,11 @@ def _print_report(rep, *, top: int) -> None:  # noqa: ANN001 - a ProfileReport
 
 def profile(
     ctx: typer.Context,
-    args: list[str] = typer.Argument(None, metavar="TRACE.json | -- python SCRIPT [ARGS]...",
-                                     help="A Chrome trace to read, or the command to run after '--'."),
+    args: list[str] = typer.Argument(
+        None,
+        metavar="TRACE.json | -- python SCRIPT [ARGS]...",
+        help="A Chrome trace to read, or the command to run after '--'.",
+    ),
     out: Path = typer.Option(Path("profile_trace.json"), "--out", help="Where the script's trace is written."),
     top: int = typer.Option(8, "--top", help="Ops to list by self time."),
     timeout_s: float | None = typer.Option(None, "--timeout", help="Stop the script after this many seconds."),
@@ -61,19 +64,26 @@ def profile(
       expkit profile --out run1.json -- python -m mypkg.train
     """
     from expkit.errors import CheckFailed, UsageError
+
     args = list(args or [])
     if not args:
-        raise UsageError("give a trace file or a command after '--'",
-                         hint="expkit profile trace.json  |  expkit profile -- python train.py")
+        raise UsageError(
+            "give a trace file or a command after '--'",
+            hint="expkit profile trace.json  |  expkit profile -- python train.py",
+        )
     from expkit.cli.app import invoked_argv
 
     if "--" not in invoked_argv(ctx):  # a path is read as a trace; running code needs the explicit '--'
         if len(args) == 1 and not args[0].endswith((".json", ".json.gz")):
-            raise UsageError(f"{args[0]!r} is not a trace (.json or .json.gz); expkit runs code only after '--'",
-                             hint=f"to profile a script: expkit profile -- python {args[0]}")
+            raise UsageError(
+                f"{args[0]!r} is not a trace (.json or .json.gz); expkit runs code only after '--'",
+                hint=f"to profile a script: expkit profile -- python {args[0]}",
+            )
         if len(args) > 1:
-            raise UsageError(f"give one trace file, or the command to run after '--' (got {' '.join(args)[:80]!r})",
-                             hint=f"expkit profile -- {' '.join(args)[:80]}")
+            raise UsageError(
+                f"give one trace file, or the command to run after '--' (got {' '.join(args)[:80]!r})",
+                hint=f"expkit profile -- {' '.join(args)[:80]}",
+            )
     if len(args) == 1 and args[0].endswith((".json", ".json.gz")):
         from expkit.perf.buckets import bucket_trace
         from expkit.perf.trace import load_trace
@@ -96,7 +106,9 @@ def profile(
         _print_report(res.report, top=top)
         print(f"trace: {res.trace_path}")
     else:
-        print(f"no torch op was recorded while {' '.join(res.argv)} ran ({res.elapsed_s:.1f} s); trace: {res.trace_path}")
+        print(
+            f"no torch op was recorded while {' '.join(res.argv)} ran ({res.elapsed_s:.1f} s); trace: {res.trace_path}"
+        )
     if res.returncode == 0:
         return
     import sys
@@ -115,8 +127,10 @@ def profile(
             print(res.traceback, file=sys.stderr)
     partial = "partial profile above, trace" if res.report is not None else "no op was recorded; trace"
     what = f"crashed ({summary})" if summary else f"exited with code {res.returncode}"
-    raise CheckFailed(f"the script {' '.join(res.argv[:2]) if res.argv[0] in ('-m', '-c') else res.argv[0]} {what}",
-                      hint=f"{partial} in {res.trace_path}")
+    raise CheckFailed(
+        f"the script {' '.join(res.argv[:2]) if res.argv[0] in ('-m', '-c') else res.argv[0]} {what}",
+        hint=f"{partial} in {res.trace_path}",
+    )
 
 
 def register(root: typer.Typer) -> None:

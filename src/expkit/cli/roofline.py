@@ -28,23 +28,40 @@ def _cpu_roof(quick: bool = True, threads: int | None = None):  # noqa: ANN202 -
     from expkit.perf.roofline import Roof
     from expkit.perf.roofs import measure_roofs
 
-    m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * 1024**2, repeats=3,
-                      threads=threads)
-    return Roof(name="cpu (measured here)", peak_flop_s=m.peak_flop_s, bandwidth_bytes_s=m.bandwidth_bytes_s,
-                source=f"measured: float32 GEMM n={m.gemm.n}, {m.copy.method} of {m.copy.size_bytes // 1024**2} MiB, "
-                       f"{m.threads} threads")
+    m = measure_roofs(
+        device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * 1024**2, repeats=3, threads=threads
+    )
+    return Roof(
+        name="cpu (measured here)",
+        peak_flop_s=m.peak_flop_s,
+        bandwidth_bytes_s=m.bandwidth_bytes_s,
+        source=f"measured: float32 GEMM n={m.gemm.n}, {m.copy.method} of {m.copy.size_bytes // 1024**2} MiB, "
+        f"{m.threads} threads",
+    )
 
 
 @app.callback()
 def roofline(
     ctx: typer.Context,
     gpu: str = typer.Option("H100", "--gpu", help="A GPU from `expkit roofline gpus`, or 'cpu' (measures this CPU)."),
-    model: str = typer.Option("qwen2.5-0.5b", "--model", help="A catalog name, a model directory, a config.json or a Hub ID in the local HF cache."),
+    model: str = typer.Option(
+        "qwen2.5-0.5b",
+        "--model",
+        help="A catalog name, a model directory, a config.json or a Hub ID in the local HF cache.",
+    ),
     phase: str = typer.Option("decode", "--phase", help=f"One of: {', '.join(PHASES)}."),
     batch: int = typer.Option(1, "--batch", help="Sequences per step."),
-    context: int = typer.Option(1024, "--context", help="Tokens of context (decode: KV-cache length; else sequence length)."),
-    weight_bits: int | None = typer.Option(None, "--weight-bits", help=f"Weight-only quantization: {', '.join(map(str, WEIGHT_BITS))} (default: the checkpoint's, 16 when not quantized)."),
-    figure: Path | None = typer.Option(None, "--figure", help="Write a roofline figure (PNG) with all three phases placed."),
+    context: int = typer.Option(
+        1024, "--context", help="Tokens of context (decode: KV-cache length; else sequence length)."
+    ),
+    weight_bits: int | None = typer.Option(
+        None,
+        "--weight-bits",
+        help=f"Weight-only quantization: {', '.join(map(str, WEIGHT_BITS))} (default: the checkpoint's, 16 when not quantized).",
+    ),
+    figure: Path | None = typer.Option(
+        None, "--figure", help="Write a roofline figure (PNG) with all three phases placed."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the RooflineEstimate as JSON."),
 ) -> None:
     """The ridge point (peak FLOP/s / bandwidth) of a GPU and where one step of a model sits: arithmetic
@@ -86,19 +103,31 @@ def roofline(
     from expkit.render.console import out_console
 
     con = out_console()
-    con.print(f"[bold]{est.device}[/]: peak {_fmt(est.peak_flop_s, 'FLOP/s')}, bandwidth "
-              f"{_fmt(est.bandwidth_bytes_s, 'B/s')} -> ridge [bold]{est.ridge_flop_per_byte:.0f} FLOP/byte[/]")
+    con.print(
+        f"[bold]{est.device}[/]: peak {_fmt(est.peak_flop_s, 'FLOP/s')}, bandwidth "
+        f"{_fmt(est.bandwidth_bytes_s, 'B/s')} -> ridge [bold]{est.ridge_flop_per_byte:.0f} FLOP/byte[/]"
+    )
     con.print(f"  source: {est.device_source}")
-    con.print(f"{est.model} {est.phase}, batch {est.batch}, context {est.context}, {est.weight_bits}-bit weights; "
-              f"{shape.active_linear_params:,} matmul weights per token of {shape.linear_params:,}; "
-              f"{_fmt(est.weight_bytes, 'B')} of weights read per step")
+    con.print(
+        f"{est.model} {est.phase}, batch {est.batch}, context {est.context}, {est.weight_bits}-bit weights; "
+        f"{shape.active_linear_params:,} matmul weights per token of {shape.linear_params:,}; "
+        f"{_fmt(est.weight_bytes, 'B')} of weights read per step"
+    )
     table = Table("part", "FLOPs", "bytes", "FLOP/byte", "bound", "best-case time")
     for p in est.parts:
-        table.add_row(p.name, _fmt(p.flops, ""), _fmt(p.bytes, "B"), f"{p.intensity_flop_per_byte:.3g}", p.bound,
-                      _fmt_time(p.time_s))
+        table.add_row(
+            p.name,
+            _fmt(p.flops, ""),
+            _fmt(p.bytes, "B"),
+            f"{p.intensity_flop_per_byte:.3g}",
+            p.bound,
+            _fmt_time(p.time_s),
+        )
     con.print(table)
-    con.print(f"step: {est.intensity_flop_per_byte:.3g} FLOP/byte -> [bold]{est.bound}-bound[/]; best case "
-              f"{est.tokens_per_s:,.0f} tokens/s ({_fmt_time(est.step_time_s)} per step of {est.tokens_per_step} tokens)")
+    con.print(
+        f"step: {est.intensity_flop_per_byte:.3g} FLOP/byte -> [bold]{est.bound}-bound[/]; best case "
+        f"{est.tokens_per_s:,.0f} tokens/s ({_fmt_time(est.step_time_s)} per step of {est.tokens_per_step} tokens)"
+    )
     if est.critical_batch is not None:
         con.print(f"critical batch: {est.critical_batch:.0f} ({est.critical_batch_note})")
     else:
@@ -121,8 +150,10 @@ def _check_figure_path(path: Path) -> None:
     if path.is_dir():
         raise UsageError(f"--figure {str(path)!r} is a directory", hint="give a file name, e.g. roofline.png")
     if path.suffix.lower() not in FIGURE_SUFFIXES:
-        raise UsageError(f"--figure suffix {path.suffix or '(none)'!r} is not one of {', '.join(FIGURE_SUFFIXES)}",
-                         hint=f"e.g. --figure {path.with_suffix('.png')}")
+        raise UsageError(
+            f"--figure suffix {path.suffix or '(none)'!r} is not one of {', '.join(FIGURE_SUFFIXES)}",
+            hint=f"e.g. --figure {path.with_suffix('.png')}",
+        )
 
 
 def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, weight_bits: int) -> Path:  # noqa: ANN001
@@ -133,13 +164,22 @@ def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, 
     points = []
     markers = {"decode": "o", "prefill": "s", "train": "^"}
     for ph in PHASES:
-        e = chosen if ph == chosen.phase else estimate_roofline(model=shape, roof=roof, phase=ph, batch=batch,
-                                                                context=context, weight_bits=weight_bits)
+        e = (
+            chosen
+            if ph == chosen.phase
+            else estimate_roofline(
+                model=shape, roof=roof, phase=ph, batch=batch, context=context, weight_bits=weight_bits
+            )
+        )
         for p in e.parts:
             points.append(RoofPoint(f"{ph}: {p.name}", p.intensity_flop_per_byte, p.flops / p.time_s, markers[ph]))
     fig, (ax,) = new_figure(1, width_in=7.5, height_in=5)
-    draw_roofline(ax, [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)], points,
-                  title=f"{shape.name}, batch {batch}, context {context}, {weight_bits}-bit weights")
+    draw_roofline(
+        ax,
+        [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)],
+        points,
+        title=f"{shape.name}, batch {batch}, context {context}, {weight_bits}-bit weights",
+    )
     return save_figure(fig, path)  # the path written
 
 
@@ -166,12 +206,20 @@ def gpus(json_out: bool = typer.Option(False, "--json", help="Print the registry
     table = Table("GPU", "bf16 TFLOP/s", "printed", "GB/s", "GB", "ridge")
     for g in specs:
         printed = f"{g.datasheet_tflops:g}" + (" sparse/2" if g.datasheet_sparse else " dense")
-        table.add_row(g.name, f"{g.bf16_dense_tflops:g}", printed, f"{g.bandwidth_gb_s:g}", f"{g.memory_gb:g}",
-                      f"{g.ridge_flop_per_byte:.0f}")
+        table.add_row(
+            g.name,
+            f"{g.bf16_dense_tflops:g}",
+            printed,
+            f"{g.bandwidth_gb_s:g}",
+            f"{g.memory_gb:g}",
+            f"{g.ridge_flop_per_byte:.0f}",
+        )
     con = out_console()
     con.print(table)
-    con.print("bf16 dense tensor peak; 'printed' is the datasheet figure ('sparse/2': printed with 2:4 sparsity, "
-              "halved); GB/s = 1e9 bytes/s; ridge in FLOP/byte. Sources:")
+    con.print(
+        "bf16 dense tensor peak; 'printed' is the datasheet figure ('sparse/2': printed with 2:4 sparsity, "
+        "halved); GB/s = 1e9 bytes/s; ridge in FLOP/byte. Sources:"
+    )
     for g in specs:
         con.print(f"[dim]{g.name}: {g.source}[/]")
 
@@ -183,7 +231,9 @@ def measure(
     copy_mib: int = typer.Option(256, "--copy-mib", help="Copy buffer size in MiB."),
     repeats: int = typer.Option(5, "--repeats", help="Timed runs of each (the best counts)."),
     threads: int | None = typer.Option(None, "--threads", help="torch CPU threads (default: torch's, all cores)."),
-    compare: bool = typer.Option(False, "--compare", help="Also run torch.matmul n=4096 and a numpy copy of 1 GiB; report ratios."),
+    compare: bool = typer.Option(
+        False, "--compare", help="Also run torch.matmul n=4096 and a numpy copy of 1 GiB; report ratios."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the MeasuredRoofs as JSON."),
 ) -> None:
     """Measure this machine's roofs: a GEMM (peak FLOP/s) and a streaming copy (bandwidth), and the ridge.
@@ -202,29 +252,40 @@ def measure(
         import torch
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    m = measure_roofs(device=device, gemm_n=gemm_n, copy_bytes=copy_mib * 1024**2, repeats=repeats, compare=compare,
-                      threads=threads)
+    m = measure_roofs(
+        device=device, gemm_n=gemm_n, copy_bytes=copy_mib * 1024**2, repeats=repeats, compare=compare, threads=threads
+    )
     if json_out:
         emit_json(m)
         return
     print(f"{m.device}, {m.threads} threads")
-    print(f"GEMM {m.dtype} n={m.gemm.n}: {_fmt(m.peak_flop_s, 'FLOP/s')} (best of {m.gemm.repeats}; "
-          f"median {_fmt(m.gemm.median_flop_s, 'FLOP/s')})")
-    print(f"copy {m.copy.size_bytes // 1024**2} MiB ({m.copy.method}): {_fmt(m.bandwidth_bytes_s, 'B/s')} (read + write; "
-          f"median {_fmt(m.copy.median_bandwidth_bytes_s, 'B/s')})")
+    print(
+        f"GEMM {m.dtype} n={m.gemm.n}: {_fmt(m.peak_flop_s, 'FLOP/s')} (best of {m.gemm.repeats}; "
+        f"median {_fmt(m.gemm.median_flop_s, 'FLOP/s')})"
+    )
+    print(
+        f"copy {m.copy.size_bytes // 1024**2} MiB ({m.copy.method}): {_fmt(m.bandwidth_bytes_s, 'B/s')} (read + write; "
+        f"median {_fmt(m.copy.median_bandwidth_bytes_s, 'B/s')})"
+    )
     print(f"ridge: {m.ridge_flop_per_byte:.3g} FLOP/byte")
     if m.gemm_vs_reference_ratio is not None:
-        print(f"vs torch.matmul n={m.reference_gemm.n}: {_fmt(m.reference_gemm.best_flop_s, 'FLOP/s')}, "
-              f"ratio {m.gemm_vs_reference_ratio:.2f}")
-        print(f"vs {m.reference_copy.method} of {m.reference_copy.size_bytes / 1024**3:.3g} GiB: "
-              f"{_fmt(m.reference_copy.best_bandwidth_bytes_s, 'B/s')}, ratio {m.bandwidth_vs_reference_ratio:.2f}")
+        print(
+            f"vs torch.matmul n={m.reference_gemm.n}: {_fmt(m.reference_gemm.best_flop_s, 'FLOP/s')}, "
+            f"ratio {m.gemm_vs_reference_ratio:.2f}"
+        )
+        print(
+            f"vs {m.reference_copy.method} of {m.reference_copy.size_bytes / 1024**3:.3g} GiB: "
+            f"{_fmt(m.reference_copy.best_bandwidth_bytes_s, 'B/s')}, ratio {m.bandwidth_vs_reference_ratio:.2f}"
+        )
 
 
 @app.command("decode")
 def decode(
     batch_sizes: str = typer.Option("1,2,4,8,16,32,64", "--batch-sizes", help="Comma-separated batch sizes."),
     new_tokens: int = typer.Option(8, "--new-tokens", help="Timed decode steps per batch size."),
-    threads: int | None = typer.Option(None, "--threads", help="torch CPU threads (default: torch's; 1 is steadier on a shared machine)."),
+    threads: int | None = typer.Option(
+        None, "--threads", help="torch CPU threads (default: torch's; 1 is steadier on a shared machine)."
+    ),
     figure: Path | None = typer.Option(None, "--figure", help="Write the points on the measured CPU roofline (PNG)."),
     json_out: bool = typer.Option(False, "--json", help="Print the DecodePoints as JSON."),
 ) -> None:
@@ -253,17 +314,25 @@ def decode(
 
         roof = _cpu_roof(threads=threads)
         fig, (ax,) = new_figure(1, width_in=7, height_in=5)
-        draw_roofline(ax, [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)],
-                      [RoofPoint(f"batch {p.batch}: {p.tokens_per_s:.0f} tok/s", p.intensity_flop_per_byte,
-                                 p.achieved_flop_s) for p in points], title="greedy decode measured here")
+        draw_roofline(
+            ax,
+            [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)],
+            [
+                RoofPoint(f"batch {p.batch}: {p.tokens_per_s:.0f} tok/s", p.intensity_flop_per_byte, p.achieved_flop_s)
+                for p in points
+            ],
+            title="greedy decode measured here",
+        )
         save_figure(fig, figure)
     if json_out:
         emit_json(points)
         return
     print("batch  tokens/s  step ms  FLOP/byte  achieved FLOP/s")
     for p in points:
-        print(f"{p.batch:>5}  {p.tokens_per_s:>8.0f}  {p.step_time_s * 1e3:>7.2f}  {p.intensity_flop_per_byte:>9.2f}  "
-              f"{_fmt(p.achieved_flop_s, 'FLOP/s')}")
+        print(
+            f"{p.batch:>5}  {p.tokens_per_s:>8.0f}  {p.step_time_s * 1e3:>7.2f}  {p.intensity_flop_per_byte:>9.2f}  "
+            f"{_fmt(p.achieved_flop_s, 'FLOP/s')}"
+        )
 
 
 def register(root: typer.Typer) -> None:

@@ -12,8 +12,9 @@ import typer
 
 from expkit.cli.output import emit_json
 
-app = typer.Typer(help="Make it reproducible: the seven records of every run, diff, determinism, repro, export.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Make it reproducible: the seven records of every run, diff, determinism, repro, export.", no_args_is_help=True
+)
 
 _STORE_HELP = "Run store directory (default $EXPKIT_STORE or ./runs)."
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
@@ -37,16 +38,22 @@ def exec_(
     command: list[str] = typer.Argument(..., help="The command, after --."),
     name: str = typer.Option(None, "--name", "-n", help="Run name."),
     data: list[str] = typer.Option([], "--data", "-d", help="An input to fingerprint (path or hf://NAME@REV); repeat."),
-    seed: int = typer.Option(None, "--seed",
-                             help="Root seed in [0, 2**32) handed to the command as EXPKIT_SEED (drawn if absent)."),
+    seed: int = typer.Option(
+        None, "--seed", help="Root seed in [0, 2**32) handed to the command as EXPKIT_SEED (drawn if absent)."
+    ),
     group: str = typer.Option(None, "--group", help="Run group (shares a noise floor)."),
-    deterministic: bool = typer.Option(False, "--deterministic",
-                                       help="Set EXPKIT_DETERMINISTIC=1 and CUBLAS_WORKSPACE_CONFIG."),
-    full_hash: bool = typer.Option(False, "--full-hash", help="Hash every byte of --data (default: every byte up "
-                                   "to 1 GiB, sampled blocks + size + mtime above)."),
+    deterministic: bool = typer.Option(
+        False, "--deterministic", help="Set EXPKIT_DETERMINISTIC=1 and CUBLAS_WORKSPACE_CONFIG."
+    ),
+    full_hash: bool = typer.Option(
+        False,
+        "--full-hash",
+        help="Hash every byte of --data (default: every byte up to 1 GiB, sampled blocks + size + mtime above).",
+    ),
     store: Path = typer.Option(None, "--store", help=_STORE_HELP),
-    json_out: bool = typer.Option(False, "--json",
-                                  help="Print the result as JSON (the command's output goes to stderr)."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print the result as JSON (the command's output goes to stderr)."
+    ),
 ) -> None:
     """Run COMMAND as a recorded run: the seven records, output.log, exit code as status.
 
@@ -67,14 +74,26 @@ def exec_(
 
     if seed is not None:
         validate_seed(seed)  # before anything is recorded
-    res = execute(list(command), store=store, name=name, data=data, seed=seed, group=group,
-                  deterministic=deterministic, full_hash=full_hash, on_output=_tee(json_out))
+    res = execute(
+        list(command),
+        store=store,
+        name=name,
+        data=data,
+        seed=seed,
+        group=group,
+        deterministic=deterministic,
+        full_hash=full_hash,
+        on_output=_tee(json_out),
+    )
     if json_out:
         _dump(res)
     else:
         diverged = f", DIVERGED at {res.diverged_at}" if res.diverged else ""
-        print(f"run {res.run_id}: {res.status}{diverged} (exit code {res.exit_code}, {res.elapsed_s:.1f} s) "
-              f"in {res.run_dir}", file=sys.stderr)
+        print(
+            f"run {res.run_id}: {res.status}{diverged} (exit code {res.exit_code}, {res.elapsed_s:.1f} s) "
+            f"in {res.run_dir}",
+            file=sys.stderr,
+        )
     if res.exit_code:
         raise typer.Exit(res.exit_code if res.exit_code > 0 else 128 - res.exit_code)
 
@@ -188,13 +207,22 @@ def determinism(
     from expkit.runs.determinism import probe_command
 
     with progress_steps(seeds + 1, "determinism") as advance:
-        rep = probe_command(list(command), seeds=seeds, base_seed=base_seed, store=store, group=group,
-                            on_run=lambda i, n: advance(f"run {i + 1}/{n}"))
+        rep = probe_command(
+            list(command),
+            seeds=seeds,
+            base_seed=base_seed,
+            store=store,
+            group=group,
+            on_run=lambda i, n: advance(f"run {i + 1}/{n}"),
+        )
     if json_out:
         _dump(rep)
     else:
-        same = "bitwise identical" if rep.repeat_identical else "DIFFERENT: max |diff| " + ", ".join(
-            f"{k}={v:.3g}" for k, v in rep.repeat_max_abs_diff.items())
+        same = (
+            "bitwise identical"
+            if rep.repeat_identical
+            else "DIFFERENT: max |diff| " + ", ".join(f"{k}={v:.3g}" for k, v in rep.repeat_max_abs_diff.items())
+        )
         print(f"same seed ({rep.base_seed}) twice: {same}")
         for k, v in rep.seed_std.items():
             print(f"seed-to-seed std of {k} over {len(rep.seeds) - 1} seeds: {v:.4g} (range {rep.seed_range[k]:.4g})")
@@ -237,8 +265,12 @@ def repro(
 @app.command("export")
 def export(
     ids: list[str] = typer.Argument(None, help="Runs to export (default: all)."),
-    mlflow: str = typer.Option(None, "--mlflow", help="MLflow tracking URI (http://host:5000, sqlite:///mlflow.db); "
-                               "checked first: an unreachable server is exit 2 within seconds."),
+    mlflow: str = typer.Option(
+        None,
+        "--mlflow",
+        help="MLflow tracking URI (http://host:5000, sqlite:///mlflow.db); "
+        "checked first: an unreachable server is exit 2 within seconds.",
+    ),
     tensorboard: Path = typer.Option(None, "--tensorboard", help="Directory for TensorBoard event files."),
     experiment: str = typer.Option("expkit", "--experiment", help="MLflow experiment name."),
     store: Path = typer.Option(None, "--store", help=_STORE_HELP),

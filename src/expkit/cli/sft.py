@@ -17,7 +17,8 @@ from expkit.errors import CheckFailed, UsageError
 
 app = typer.Typer(
     help="LoRA SFT on the Hugging Face stack: audit the labels, train, check that the model stops.",
-    no_args_is_help=True, invoke_without_command=True,
+    no_args_is_help=True,
+    invoke_without_command=True,
 )
 
 _LOSS_HELP = "Which tokens count: assistant (every assistant turn), completion (the last one), all."
@@ -57,10 +58,14 @@ def train(
     lr: float = typer.Option(2e-4, "--lr", help="Learning rate."),
     max_length: int = typer.Option(512, "--max-length", help="Truncate examples to this many tokens."),
     loss: str = typer.Option("assistant", "--loss", help=_LOSS_HELP),
-    no_eos_in_loss: bool = typer.Option(False, "--no-eos-in-loss",
-                                        help="Mask the end-of-turn token out (reproduces a model that never stops)."),
-    fix_generation_config: bool = typer.Option(True, "--fix-generation-config/--no-fix-generation-config",
-                                               help="Put the trained end-of-turn id into generation_config.eos_token_id."),
+    no_eos_in_loss: bool = typer.Option(
+        False, "--no-eos-in-loss", help="Mask the end-of-turn token out (reproduces a model that never stops)."
+    ),
+    fix_generation_config: bool = typer.Option(
+        True,
+        "--fix-generation-config/--no-fix-generation-config",
+        help="Put the trained end-of-turn id into generation_config.eos_token_id.",
+    ),
     merge: bool = typer.Option(False, "--merge", help="Also write a merged model to OUT/merged."),
     on_error: str = typer.Option("raise", "--on-error", help="Bad data lines: raise (exit 2) or skip (and count)."),
     store: Path = typer.Option(None, "--store", help="Run store (default $EXPKIT_STORE or ./runs)."),
@@ -92,32 +97,59 @@ def train(
     from expkit.finetune.training import SFTSettings, train_lora_sft
     from expkit.render.console import progress_steps
 
-    settings = SFTSettings(lora_r=lora_r, lora_alpha=lora_alpha, targets=targets, steps=steps, batch_size=batch_size,
-                           learning_rate=lr, max_length=max_length, loss=loss, eos_in_loss=not no_eos_in_loss,
-                           seed=seed, fix_generation_config=fix_generation_config, merge=merge, num_threads=threads)
+    settings = SFTSettings(
+        lora_r=lora_r,
+        lora_alpha=lora_alpha,
+        targets=targets,
+        steps=steps,
+        batch_size=batch_size,
+        learning_rate=lr,
+        max_length=max_length,
+        loss=loss,
+        eos_in_loss=not no_eos_in_loss,
+        seed=seed,
+        fix_generation_config=fix_generation_config,
+        merge=merge,
+        num_threads=threads,
+    )
     settings.validate()
     chat = read_chat_file(data, on_error=on_error)  # type: ignore[arg-type]
     with progress_steps(steps, "sft") as advance:
-        result = train_lora_sft(model_dir=model, examples=chat.examples, out_dir=out, settings=settings,
-                                data_path=data, store=store, record=not no_record,
-                                on_step=lambda step, value: advance(f"step {step} loss {value:.3f}"))
+        result = train_lora_sft(
+            model_dir=model,
+            examples=chat.examples,
+            out_dir=out,
+            settings=settings,
+            data_path=data,
+            store=store,
+            record=not no_record,
+            on_step=lambda step, value: advance(f"step {step} loss {value:.3f}"),
+        )
     if json_out:
         _dump({"result": result, "skipped_lines": chat.skipped})
         return
     c = result.contract
-    print(f"trained {result.steps} steps on {result.examples} examples ({len(chat.skipped)} lines skipped) "
-          f"in {result.train_s:.1f} s ({result.s_per_step:.3f} s/step)")
-    print(f"loss {result.first_loss:.3f} -> {result.last_loss:.3f}; trainable {result.trainable_params:,} of "
-          f"{result.total_params:,} parameters; masked fraction {result.masked_fraction:.1%}")
+    print(
+        f"trained {result.steps} steps on {result.examples} examples ({len(chat.skipped)} lines skipped) "
+        f"in {result.train_s:.1f} s ({result.s_per_step:.3f} s/step)"
+    )
+    print(
+        f"loss {result.first_loss:.3f} -> {result.last_loss:.3f}; trainable {result.trainable_params:,} of "
+        f"{result.total_params:,} parameters; masked fraction {result.masked_fraction:.1%}"
+    )
     fix = "fixed" if c.fixed else ("ok" if c.ok else "NOT MET (use --fix-generation-config)")
-    print(f"stop-token contract: {c.end_of_turn.token} ({c.end_of_turn.id}) in generation_config.eos_token_id "
-          f"{list(c.eos_ids_after)}: {fix}")
+    print(
+        f"stop-token contract: {c.end_of_turn.token} ({c.end_of_turn.id}) in generation_config.eos_token_id "
+        f"{list(c.eos_ids_after)}: {fix}"
+    )
     print(f"adapter: {result.adapter_dir}" + (f"; merged: {result.merged_dir}" if result.merged_dir else ""))
     if result.run_id:
         print(f"run: {result.run_id} ({result.run_dir})")
     if no_eos_in_loss:
-        print("note: --no-eos-in-loss: this model was not taught to stop; `expkit sft check-stop` will show it",
-              file=sys.stderr)
+        print(
+            "note: --no-eos-in-loss: this model was not taught to stop; `expkit sft check-stop` will show it",
+            file=sys.stderr,
+        )
 
 
 def _token_html(token: str, trained: bool) -> str:
@@ -128,11 +160,14 @@ def _token_html(token: str, trained: bool) -> str:
 
 def render_audit_html(audit: Any, *, title: str) -> str:
     """One page: the summary, the problems, and each shown example with trained tokens highlighted."""
-    rows = "".join(f"<li><b>{escape(p.check)}</b> example {p.index} (line {p.line}): {escape(p.message)}</li>"
-                   for p in audit.problems[:50])
+    rows = "".join(
+        f"<li><b>{escape(p.check)}</b> example {p.index} (line {p.line}): {escape(p.message)}</li>"
+        for p in audit.problems[:50]
+    )
     examples = "".join(
         f"<h3>example {v.index}</h3><p class='tok'>{''.join(_token_html(t, k) for t, k in v.tokens)}</p>"
-        for v in audit.shown)
+        for v in audit.shown
+    )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>expkit sft audit</title><style>"
         "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2rem auto}"
@@ -145,7 +180,8 @@ def render_audit_html(audit: Any, *, title: str) -> str:
         f"<span class='m'>masked</span></p>"
         + "".join(f"<p>note: {escape(n)}</p>" for n in audit.notes)
         + (f"<h2>{len(audit.problems)} problems</h2><ul>{rows}</ul>" if audit.problems else "<h2>No problems</h2>")
-        + examples + "</body></html>"
+        + examples
+        + "</body></html>"
     )
 
 
@@ -155,7 +191,9 @@ def audit(
     data: Path = typer.Option(..., "--data", help="JSONL chat or prompt/completion data."),
     show: int = typer.Option(2, "--show", help="Examples to print token by token (trained vs masked)."),
     loss: str = typer.Option("assistant", "--loss", help=_LOSS_HELP),
-    no_eos_in_loss: bool = typer.Option(False, "--no-eos-in-loss", help="Audit the labels with the end of turn masked."),
+    no_eos_in_loss: bool = typer.Option(
+        False, "--no-eos-in-loss", help="Audit the labels with the end of turn masked."
+    ),
     max_length: int = typer.Option(512, "--max-length", help="The truncation length training will use."),
     html: Path = typer.Option(None, "--html", help="Also write the coloured tokens to this HTML file."),
     on_error: str = typer.Option("raise", "--on-error", help="Bad data lines: raise (exit 2) or skip (and count)."),
@@ -181,8 +219,14 @@ def audit(
         raise UsageError(f"--show must be >= 0, not {show}")
     chat = read_chat_file(data, on_error=on_error)  # type: ignore[arg-type]
     tok = load_chat_tokenizer(model)
-    result = audit_labels(tokenizer=tok, examples=chat.examples, loss=loss,  # type: ignore[arg-type]
-                          eos_in_loss=not no_eos_in_loss, max_length=max_length, show=show)
+    result = audit_labels(
+        tokenizer=tok,
+        examples=chat.examples,
+        loss=loss,  # type: ignore[arg-type]
+        eos_in_loss=not no_eos_in_loss,
+        max_length=max_length,
+        show=show,
+    )
     if html is not None:
         html.parent.mkdir(parents=True, exist_ok=True)
         html.write_text(render_audit_html(result, title=str(data)), encoding="utf-8")
@@ -206,11 +250,15 @@ def audit(
                 text.append(shown, style="bold green" if trained else "dim")
             con.print(text)
         per = result.masked_fraction_per_example
-        print(f"{result.examples} examples ({len(chat.skipped)} lines skipped), {result.total_tokens} tokens, "
-              f"{result.trained_tokens} trained; masked fraction {result.masked_fraction:.1%} overall, "
-              f"{min(per):.1%}..{max(per):.1%} per example")
-        print(f"end of turn: {result.end_of_turn.token} ({result.end_of_turn.id}); pad id {result.pad_token_id}; "
-              f"assistant spans: {result.span_source}")
+        print(
+            f"{result.examples} examples ({len(chat.skipped)} lines skipped), {result.total_tokens} tokens, "
+            f"{result.trained_tokens} trained; masked fraction {result.masked_fraction:.1%} overall, "
+            f"{min(per):.1%}..{max(per):.1%} per example"
+        )
+        print(
+            f"end of turn: {result.end_of_turn.token} ({result.end_of_turn.id}); pad id {result.pad_token_id}; "
+            f"assistant spans: {result.span_source}"
+        )
         for note in result.notes:
             print(f"note: {note}")
         for p in result.problems[:10]:
@@ -221,8 +269,9 @@ def audit(
             print(f"html: {html}", file=sys.stderr)
     if result.problems:
         p = result.problems[0]
-        raise CheckFailed(f"label audit: {len(result.problems)} problems; first: {p.check} at example {p.index} "
-                          f"(line {p.line})")
+        raise CheckFailed(
+            f"label audit: {len(result.problems)} problems; first: {p.check} at example {p.index} (line {p.line})"
+        )
 
 
 @app.command("check-stop")
@@ -253,8 +302,15 @@ def check_stop(
     from expkit.finetune.stopping import check_stopping
 
     chat = read_chat_file(data)
-    result = check_stopping(model_dir=model, adapter_dir=adapter, examples=chat.examples, n=n,
-                            max_new_tokens=max_new_tokens, min_stop_rate=min_stop_rate, num_threads=threads)
+    result = check_stopping(
+        model_dir=model,
+        adapter_dir=adapter,
+        examples=chat.examples,
+        n=n,
+        max_new_tokens=max_new_tokens,
+        min_stop_rate=min_stop_rate,
+        num_threads=threads,
+    )
     if json_out:
         _dump(result)
     else:
@@ -262,15 +318,20 @@ def check_stop(
             end = " <stop>" if case.stopped else " ... (no stop)"
             print(f"expected {case.expected!r}: {case.generated!r}{end}")
         c = result.contract
-        print(f"stop rate {result.stop_rate:.0%} ({result.n} prompts); answer accuracy {result.answer_accuracy:.0%}; "
-              f"exact match {result.exact_match_rate:.0%}; mean generated {result.mean_generated_tokens:.1f} tokens "
-              f"(budget {result.max_new_tokens})")
-        print(f"generation_config.eos_token_id {list(c.eos_ids_after)} "
-              f"{'includes' if c.ok else 'does NOT include'} {c.end_of_turn.token} ({c.end_of_turn.id})")
+        print(
+            f"stop rate {result.stop_rate:.0%} ({result.n} prompts); answer accuracy {result.answer_accuracy:.0%}; "
+            f"exact match {result.exact_match_rate:.0%}; mean generated {result.mean_generated_tokens:.1f} tokens "
+            f"(budget {result.max_new_tokens})"
+        )
+        print(
+            f"generation_config.eos_token_id {list(c.eos_ids_after)} "
+            f"{'includes' if c.ok else 'does NOT include'} {c.end_of_turn.token} ({c.end_of_turn.id})"
+        )
     if not result.passed:
-        raise CheckFailed(f"the model stops on {result.stop_rate:.0%} of prompts, below --min-stop-rate "
-                          f"{result.min_stop_rate:.0%}", hint="train with the end-of-turn token in the loss "
-                          "(see `expkit sft audit`)")
+        raise CheckFailed(
+            f"the model stops on {result.stop_rate:.0%} of prompts, below --min-stop-rate {result.min_stop_rate:.0%}",
+            hint="train with the end-of-turn token in the loss (see `expkit sft audit`)",
+        )
 
 
 @app.command("params")
@@ -301,15 +362,23 @@ def params(
     if json_out:
         _dump(c)
         return
-    print(f"{c.model}: {c.total_params:,} parameters ({c.method}); trainable {c.trainable_params:,} = "
-          f"{c.trainable_fraction:.2%} of the base, {c.trainable_fraction_of_all:.2%} of base + adapters")
-    print(f"training state (fp32 weight copy, grad, Adam m and v of the trainable parameters): "
-          f"{c.training_state_bytes / 1e6:.1f} MB; counted by {c.counted_by}")
-    print(f"active per token: {c.active_params:,} ({c.active_params_with_embedding:,} with the input embedding, "
-          f"as model cards count it)" + (f"; towers {c.tower_params:,}" if c.tower_params else ""))
+    print(
+        f"{c.model}: {c.total_params:,} parameters ({c.method}); trainable {c.trainable_params:,} = "
+        f"{c.trainable_fraction:.2%} of the base, {c.trainable_fraction_of_all:.2%} of base + adapters"
+    )
+    print(
+        f"training state (fp32 weight copy, grad, Adam m and v of the trainable parameters): "
+        f"{c.training_state_bytes / 1e6:.1f} MB; counted by {c.counted_by}"
+    )
+    print(
+        f"active per token: {c.active_params:,} ({c.active_params_with_embedding:,} with the input embedding, "
+        f"as model cards count it)" + (f"; towers {c.tower_params:,}" if c.tower_params else "")
+    )
     for kind in c.layer_kinds:
-        print(f"  {kind.layers} x {kind.label}: {kind.params_per_layer:,} per layer, {kind.active_params_per_layer:,} "
-              "active" + (f", {kind.adapter_params_per_layer:,} adapter" if c.lora_r else ""))
+        print(
+            f"  {kind.layers} x {kind.label}: {kind.params_per_layer:,} per layer, {kind.active_params_per_layer:,} "
+            "active" + (f", {kind.adapter_params_per_layer:,} adapter" if c.lora_r else "")
+        )
     for note in c.approximations:
         print(f"approximation: {note}")
 
@@ -354,8 +423,10 @@ def demo_model(
         _dump(built)
         return
     how = "from the cache" if built.cached else f"built in {built.build_s:.1f} s"
-    print(f"demo model: {built.path} ({built.parameters:,} parameters, {how}; pre-training loss "
-          f"{built.pretrain_loss_first:.2f} -> {built.pretrain_loss_last:.2f})")
+    print(
+        f"demo model: {built.path} ({built.parameters:,} parameters, {how}; pre-training loss "
+        f"{built.pretrain_loss_first:.2f} -> {built.pretrain_loss_last:.2f})"
+    )
 
 
 @app.command("data")
@@ -381,8 +452,7 @@ def data(
     kwargs = {"system_prompt": None} if no_system else {}
     path = write_chat_jsonl(generate_chat_examples(n=n, seed=seed, tasks=names, **kwargs), out)
     if json_out:
-        emit_json(({"path": str(path), "conversations": n, "seed": seed, "tasks": names,
-                     "system_turn": not no_system}))
+        emit_json(({"path": str(path), "conversations": n, "seed": seed, "tasks": names, "system_turn": not no_system}))
         return
     print(f"wrote {n} conversations to {path}")
 

@@ -9,8 +9,9 @@ import typer
 from expkit.cli.output import emit_json
 from expkit.stats.intervals import METHODS
 
-app = typer.Typer(help="Judge results honestly: intervals, power, eval tables with paired comparisons.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Judge results honestly: intervals, power, eval tables with paired comparisons.", no_args_is_help=True
+)
 
 
 @app.command("ci")
@@ -45,8 +46,9 @@ def ci(
 def power(
     baseline: float = typer.Option(..., "--baseline", help="Accuracy of the reference model, e.g. 0.7."),
     delta: float = typer.Option(..., "--delta", help="Gap to detect (new - baseline), e.g. 0.05."),
-    paired_corr: float = typer.Option(None, "--paired-corr",
-                                      help="Per-item correlation of the two models' 0/1 scores (paired eval)."),
+    paired_corr: float = typer.Option(
+        None, "--paired-corr", help="Per-item correlation of the two models' 0/1 scores (paired eval)."
+    ),
     n: int = typer.Option(None, "--n", "-n", help="Items per model to report power and mde at (default: n_required)."),
     alpha: float = typer.Option(0.05, "--alpha", help="Two-sided significance level."),
     target: float = typer.Option(0.8, "--power", help="Target power for n_required and mde."),
@@ -81,16 +83,28 @@ _FROM = ("items", "lm-eval", "inspect")
 
 @app.command("table")
 def table(
-    sources: list[str] = typer.Argument(..., metavar="RESULTS...", help=(
-        "Per-item results (JSONL or CSV with model, item, score[, cluster]); with --from lm-eval the lm_eval "
-        "--output_path directories, with --from inspect the .eval/.json logs.")),
+    sources: list[str] = typer.Argument(
+        ...,
+        metavar="RESULTS...",
+        help=(
+            "Per-item results (JSONL or CSV with model, item, score[, cluster]); with --from lm-eval the lm_eval "
+            "--output_path directories, with --from inspect the .eval/.json logs."
+        ),
+    ),
     source_format: str = typer.Option("items", "--from", help=f"What RESULTS are: {', '.join(_FROM)}."),
-    task: list[str] = typer.Option(None, "--task", "-t", help="lm-eval/inspect: a task to compare (repeat; default: "
-                                   "every task all models have)."),
-    metric: str = typer.Option(None, "--metric", "-m", help="lm-eval: the per-item metric (acc, exact_match; default: "
-                               "the first logged); inspect: the scorer, or SCORER.KEY for a dict score."),
-    filter_name: str = typer.Option(None, "--filter", help="lm-eval: the filter (strict-match, flexible-extract; "
-                                    "default: the first logged)."),
+    task: list[str] = typer.Option(
+        None, "--task", "-t", help="lm-eval/inspect: a task to compare (repeat; default: every task all models have)."
+    ),
+    metric: str = typer.Option(
+        None,
+        "--metric",
+        "-m",
+        help="lm-eval: the per-item metric (acc, exact_match; default: "
+        "the first logged); inspect: the scorer, or SCORER.KEY for a dict score.",
+    ),
+    filter_name: str = typer.Option(
+        None, "--filter", help="lm-eval: the filter (strict-match, flexible-extract; default: the first logged)."
+    ),
     baseline: str = typer.Option(None, "--baseline", "-b", help="Model to compare against (default: the first)."),
     fmt: str = typer.Option("terminal", "--format", "-f", help="terminal, markdown, html or json."),
     level: float = typer.Option(0.95, "--level", help="Confidence level in (0, 1)."),
@@ -123,11 +137,15 @@ def table(
     if source_format == "items":
         for opt, value in (("--task", task), ("--metric", metric), ("--filter", filter_name)):
             if value:
-                raise UsageError(f"{opt} applies to --from lm-eval or --from inspect",
-                                 hint="a file of per-item rows already names its models and scores")
+                raise UsageError(
+                    f"{opt} applies to --from lm-eval or --from inspect",
+                    hint="a file of per-item rows already names its models and scores",
+                )
         if len(sources) != 1:
-            raise UsageError(f"one results file expected, got {len(sources)}",
-                             hint="put every model's rows in one file, or use --from lm-eval / --from inspect")
+            raise UsageError(
+                f"one results file expected, got {len(sources)}",
+                hint="put every model's rows in one file, or use --from lm-eval / --from inspect",
+            )
         from expkit.stats.tables import build_eval_table, read_item_results
 
         t = build_eval_table(read_item_results(Path(sources[0])), baseline=baseline, level=level, seed=seed)

@@ -17,17 +17,28 @@ def sweep(
     seeds: int = typer.Option(1, "--seeds", "-s", help="Seeds per config: 0..N-1, handed over as EXPKIT_SEED."),
     name: str = typer.Option(None, "--name", "-n", help="The sweep's group name (default sweep-<time>)."),
     backend: str = typer.Option("local", "--backend", help="local (processes here) or ray."),
-    address: str = typer.Option(None, "--address", help="Ray cluster: auto or ray://head:10001 (default: a local "
-                                "Ray instance). The store must be on a filesystem every node mounts."),
-    max_parallel: int = typer.Option(None, "--max-parallel", "-j", help="Trials at once (default CPUs // "
-                                     "--cpus-per-trial)."),
+    address: str = typer.Option(
+        None,
+        "--address",
+        help="Ray cluster: auto or ray://head:10001 (default: a local "
+        "Ray instance). The store must be on a filesystem every node mounts.",
+    ),
+    max_parallel: int = typer.Option(
+        None, "--max-parallel", "-j", help="Trials at once (default CPUs // --cpus-per-trial)."
+    ),
     max_retries: int = typer.Option(1, "--max-retries", help="Extra attempts for a trial whose process was killed."),
-    cpus_per_trial: float = typer.Option(1.0, "--cpus-per-trial", help="CPUs per trial (Ray num_cpus; locally the "
-                                         "trial's OMP_NUM_THREADS/MKL_NUM_THREADS)."),
+    cpus_per_trial: float = typer.Option(
+        1.0,
+        "--cpus-per-trial",
+        help="CPUs per trial (Ray num_cpus; locally the trial's OMP_NUM_THREADS/MKL_NUM_THREADS).",
+    ),
     gpus_per_trial: float = typer.Option(0.0, "--gpus-per-trial", help="GPUs per trial (Ray backend)."),
     resume: str = typer.Option(None, "--resume", help="Continue the sweep of this group: run what did not finish."),
-    no_config_args: bool = typer.Option(False, "--no-config-args", help="Pass the config only as EXPKIT_CONFIG_<KEY> "
-                                        "environment variables, not as --config KEY=VALUE arguments."),
+    no_config_args: bool = typer.Option(
+        False,
+        "--no-config-args",
+        help="Pass the config only as EXPKIT_CONFIG_<KEY> environment variables, not as --config KEY=VALUE arguments.",
+    ),
     store: Path = typer.Option(None, "--store", help="Run store directory (default $EXPKIT_STORE or ./runs)."),
     json_out: bool = typer.Option(False, "--json", help="Print the sweep result as JSON."),
 ) -> None:
@@ -60,8 +71,9 @@ def sweep(
             raise UsageError("--resume takes the command and grid from the sweep's plan; give no command or --grid")
     else:
         if not command:
-            raise UsageError("no command given",
-                             hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
+            raise UsageError(
+                "no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py"
+            )
         group = name or "sweep-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         plan = plan_sweep(list(command), group=group, grid=grid, seeds=seeds, config_args=not no_config_args)
     n_total = len(plan.trials) if plan is not None else 0
@@ -73,26 +85,39 @@ def sweep(
             header_said.append(True)
 
     with sweep_progress(n_total or 1) as update:
+
         def on_progress(p: object) -> None:
             say_header(p.event)  # type: ignore[attr-defined]
             update(p)
 
-        res = run_sweep(plan, resume=resume, store=store, backend=backend, address=address,
-                        max_parallel=max_parallel, max_retries=max_retries, cpus_per_trial=cpus_per_trial,
-                        gpus_per_trial=gpus_per_trial, on_progress=on_progress)
+        res = run_sweep(
+            plan,
+            resume=resume,
+            store=store,
+            backend=backend,
+            address=address,
+            max_parallel=max_parallel,
+            max_retries=max_retries,
+            cpus_per_trial=cpus_per_trial,
+            gpus_per_trial=gpus_per_trial,
+            on_progress=on_progress,
+        )
     if json_out:
         emit_json(res)
     else:
         print_sweep_result(res)
     if res.cancelled:
-        typer.echo(f"interrupted: running trials were stopped and marked killed; resume with: {res.resume_command}",
-                   err=True)
+        typer.echo(
+            f"interrupted: running trials were stopped and marked killed; resume with: {res.resume_command}", err=True
+        )
         raise typer.Exit(130)
     bad = [o for o in res.outcomes if o.status not in ("finished", "done before")]
     if bad:
         kinds = ", ".join(sorted({o.status for o in bad}))
-        raise CheckFailed(f"{len(bad)} of {res.n_trials} trials did not finish ({kinds})",
-                          hint=f"see each run's output.log; rerun the unfinished ones with: {res.resume_command}")
+        raise CheckFailed(
+            f"{len(bad)} of {res.n_trials} trials did not finish ({kinds})",
+            hint=f"see each run's output.log; rerun the unfinished ones with: {res.resume_command}",
+        )
 
 
 def register(root: typer.Typer) -> None:

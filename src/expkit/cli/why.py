@@ -11,8 +11,9 @@ from expkit.cli.output import emit_json
 
 def why(
     source: str = typer.Argument("-", metavar="FILE|-", help="A log or pasted traceback; '-' (default) reads stdin."),
-    json_out: bool = typer.Option(False, "--json",
-                                  help="Print the parsed frames, chosen frame and explanation as JSON."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print the parsed frames, chosen frame and explanation as JSON."
+    ),
 ) -> None:
     """Read a Python traceback bottom-up: mark the last frame in your own files, collapse framework
     frames, and explain the PyTorch errors people hit most (shapes, devices, dtypes, CUDA OOM with
@@ -54,8 +55,10 @@ def why(
         where = str(path)
     result = diagnose_text(text)
     if not result.found:
-        raise InputError(f"no Python traceback found in {where} (nor an NCCL watchdog timeout)",
-                         hint="paste from the 'Traceback (most recent call last):' line to the error line")
+        raise InputError(
+            f"no Python traceback found in {where} (nor an NCCL watchdog timeout)",
+            hint="paste from the 'Traceback (most recent call last):' line to the error line",
+        )
     if json_out:
         emit_json(result)
         return
@@ -63,8 +66,10 @@ def why(
     if result.explanation.kind == "out_of_memory":
         # the ledger's options (method, precision, checkpointing, sharding) live on `expkit mem`
         log = "crash.log" if source == "-" else source
-        print(f"\nTo see which block overflowed and the remedies ranked by savings, reconcile it with the "
-              f"memory ledger:\n  expkit mem MODEL [--seq N --batch N --method ... --gpu NAME] --oom {log}")
+        print(
+            f"\nTo see which block overflowed and the remedies ranked by savings, reconcile it with the "
+            f"memory ledger:\n  expkit mem MODEL [--seq N --batch N --method ... --gpu NAME] --oom {log}"
+        )
 
 
 def register(root: typer.Typer) -> None:

@@ -33,17 +33,22 @@ def iter_text_lines(path: str | Path) -> Iterator[str]:
     with fh:
         for lineno, raw in enumerate(fh, 1):
             if lineno == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
+                raw = raw[len(_BOM) :]
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise InputError(f"is not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1} "
-                                 "cannot be decoded", path=p, line=lineno, column=exc.start + 1,
-                                 hint="re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8 IN > OUT") from None
+                raise InputError(
+                    f"is not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1} cannot be decoded",
+                    path=p,
+                    line=lineno,
+                    column=exc.start + 1,
+                    hint="re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8 IN > OUT",
+                ) from None
 
 
-def iter_csv_rows(path: str | Path, *, required: Sequence[str] = (), hint: str | None = None
-                  ) -> Iterator[tuple[int, dict[str, str]]]:
+def iter_csv_rows(
+    path: str | Path, *, required: Sequence[str] = (), hint: str | None = None
+) -> Iterator[tuple[int, dict[str, str]]]:
     """``(line number, row)`` for each data row of a CSV file (``.tsv``: tab-separated); the line number
     is the row's last physical line, as ``csv.DictReader.line_num`` counts it.
 
@@ -69,12 +74,17 @@ def iter_csv_rows(path: str | Path, *, required: Sequence[str] = (), hint: str |
             return
         missing = [f for f in required if f not in fields]
         if missing:
-            raise InputError(f"the header has no column {missing[0]!r} (columns: {', '.join(fields)})", path=p,
-                             line=1, hint=hint)
+            raise InputError(
+                f"the header has no column {missing[0]!r} (columns: {', '.join(fields)})", path=p, line=1, hint=hint
+            )
         for row in reader:
             if None in row:
-                raise InputError(f"the row has {len(fields) + len(row[None])} fields for {len(fields)} columns",
-                                 path=p, line=reader.line_num, hint="quote fields that contain the separator")
+                raise InputError(
+                    f"the row has {len(fields) + len(row[None])} fields for {len(fields)} columns",
+                    path=p,
+                    line=reader.line_num,
+                    hint="quote fields that contain the separator",
+                )
             yield reader.line_num, row
     except csv.Error as exc:
         raise InputError(f"not a valid CSV row: {exc}", path=p, line=reader.line_num) from None

@@ -16,8 +16,16 @@ import orjson
 
 from expkit.errors import InputError, UsageError
 
-__all__ = ["JsonlSummary", "JsonlTally", "OnError", "dumps_record", "iter_jsonl", "iter_jsonl_objects", "loads_exact",
-           "open_binary"]
+__all__ = [
+    "JsonlSummary",
+    "JsonlTally",
+    "OnError",
+    "dumps_record",
+    "iter_jsonl",
+    "iter_jsonl_objects",
+    "loads_exact",
+    "open_binary",
+]
 
 OnError = Literal["raise", "skip", "collect"]
 _BOM = b"\xef\xbb\xbf"
@@ -76,8 +84,14 @@ class JsonlTally:
             return None
 
     def summary(self) -> JsonlSummary:
-        return JsonlSummary(path=self.path, lines=self.lines, records=self.records, blank=self.blank,
-                            skipped=self.skipped, first_skipped_lines=tuple(self.first_skipped_lines))
+        return JsonlSummary(
+            path=self.path,
+            lines=self.lines,
+            records=self.records,
+            blank=self.blank,
+            skipped=self.skipped,
+            first_skipped_lines=tuple(self.first_skipped_lines),
+        )
 
 
 def _display(path: str | Path) -> str:
@@ -112,7 +126,7 @@ def open_binary(path: str | Path) -> Iterator[IO[bytes]]:
 def _snippet(line: bytes, col: int) -> str:
     text = line.rstrip(b"\r\n").decode("utf-8", errors="replace")
     start = max(0, col - 1 - _SNIPPET_CHARS // 2)
-    piece = text[start:start + _SNIPPET_CHARS]
+    piece = text[start : start + _SNIPPET_CHARS]
     return ("..." if start else "") + piece + ("..." if start + _SNIPPET_CHARS < len(text) else "")
 
 
@@ -123,18 +137,31 @@ def _line_error(path: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError
         body.decode("utf-8")
     except UnicodeDecodeError as uexc:
         col = uexc.start + 1  # byte offset; the same as the character column up to the first bad byte
-        return InputError(f"invalid UTF-8 (byte 0x{body[uexc.start]:02x}) near {_snippet(line, col)!r}",
-                          path=path, line=lineno, column=col,
-                          hint="re-encode the file as UTF-8 (iconv -f latin1 -t utf-8)")
+        return InputError(
+            f"invalid UTF-8 (byte 0x{body[uexc.start]:02x}) near {_snippet(line, col)!r}",
+            path=path,
+            line=lineno,
+            column=col,
+            hint="re-encode the file as UTF-8 (iconv -f latin1 -t utf-8)",
+        )
     col = exc.colno if exc.colno else exc.pos + 1
     if "end of data" in exc.msg:  # orjson reports column 1 for input that stops early; point at the end
         col = len(body.decode("utf-8")) + 1
     if not line.endswith(b"\n"):
-        return InputError(f"the last line is cut: {exc.msg} near {_snippet(line, col)!r}", path=path, line=lineno,
-                          column=col, hint="the file was truncated (interrupted download or write?); "
-                          "drop the last line or re-create the file")
-    return InputError(f"invalid JSON: {exc.msg} near {_snippet(line, col)!r}", path=path, line=lineno, column=col,
-                      hint="fix the line, or read with on_error='skip' (expkit data ... --skip-invalid)")
+        return InputError(
+            f"the last line is cut: {exc.msg} near {_snippet(line, col)!r}",
+            path=path,
+            line=lineno,
+            column=col,
+            hint="the file was truncated (interrupted download or write?); drop the last line or re-create the file",
+        )
+    return InputError(
+        f"invalid JSON: {exc.msg} near {_snippet(line, col)!r}",
+        path=path,
+        line=lineno,
+        column=col,
+        hint="fix the line, or read with on_error='skip' (expkit data ... --skip-invalid)",
+    )
 
 
 _SKIP = object()
@@ -188,12 +215,13 @@ def dumps_record(record: Any) -> str:
         return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
-def _retry_or_note(t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError,
-                   on_error: OnError) -> Any:
+def _retry_or_note(
+    t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError, on_error: OnError
+) -> Any:
     """The slow path, off the per-line loop: a UTF-8 BOM on line 1 is stripped and the line parsed
     again; anything else is noted (or raised) and ``_SKIP`` returned."""
     if lineno == 1 and line.startswith(_BOM):
-        line = line[len(_BOM):]
+        line = line[len(_BOM) :]
         try:
             return orjson.loads(line)
         except orjson.JSONDecodeError as exc2:
@@ -202,8 +230,9 @@ def _retry_or_note(t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjs
     return _SKIP
 
 
-def _note_bad_line(t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError,
-                   on_error: OnError) -> None:
+def _note_bad_line(
+    t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError, on_error: OnError
+) -> None:
     """A line orjson refused: blank (counted), or invalid (raised, or counted and kept per on_error)."""
     if not line.strip():
         t.blank += 1
@@ -293,8 +322,11 @@ def iter_jsonl(
         finally:
             t.lines = lineno
     if t.skipped and tally is None:
-        warnings.warn(f"{name}: skipped {t.skipped} invalid line(s), first at line(s) "
-                      f"{', '.join(map(str, t.first_skipped_lines[:10]))}", stacklevel=2)
+        warnings.warn(
+            f"{name}: skipped {t.skipped} invalid line(s), first at line(s) "
+            f"{', '.join(map(str, t.first_skipped_lines[:10]))}",
+            stacklevel=2,
+        )
 
 
 def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -313,6 +345,10 @@ def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]
     tally = JsonlTally()
     for record in iter_jsonl(path, tally=tally):
         if not isinstance(record, dict):
-            raise InputError(f"a JSON {type(record).__name__}, not an object", path=_display(path),
-                             line=tally.lines, hint="one JSON object per line")
+            raise InputError(
+                f"a JSON {type(record).__name__}, not an object",
+                path=_display(path),
+                line=tally.lines,
+                hint="one JSON object per line",
+            )
         yield tally.lines, record

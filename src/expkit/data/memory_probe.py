@@ -74,16 +74,19 @@ def read_proc_status_bytes(field: str, pid: int | str = "self") -> int | None:
     return None
 
 
-def _target_spec(target: Callable[..., Any] | Sequence[str], args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> dict[str, Any]:
+def _target_spec(
+    target: Callable[..., Any] | Sequence[str], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     if callable(target):
         from expkit.data.pool import check_picklable_function
 
         check_picklable_function(target)
         inner = getattr(target, "func", target)
         if getattr(inner, "__module__", None) == "__main__":
-            raise UsageError(f"peak_memory cannot import {inner.__qualname__!r} from __main__ in a fresh interpreter",
-                             hint="define the function in an importable module, or pass argv of a script")
+            raise UsageError(
+                f"peak_memory cannot import {inner.__qualname__!r} from __main__ in a fresh interpreter",
+                hint="define the function in an importable module, or pass argv of a script",
+            )
         return {"mode": "call", "payload": pickle.dumps((target, args, kwargs))}
     argv = [str(a) for a in target]
     if not argv:
@@ -108,15 +111,22 @@ def _run_child(spec: dict[str, Any], trace: bool, timeout_s: float | None) -> di
         spec_path, out_path = Path(tmp) / "spec.pkl", Path(tmp) / "out.pkl"
         spec_path.write_bytes(pickle.dumps({**spec, "trace": trace, "sys_path": sys.path}))
         code = "import sys; from expkit.data.memory_probe import _child_main; _child_main(sys.argv[1], sys.argv[2])"
-        proc = subprocess.run([sys.executable, "-c", code, str(spec_path), str(out_path)],
-                              capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(spec_path), str(out_path)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if not out_path.exists():
-            raise ProbeFailed(f"the probe's interpreter died (exit {proc.returncode}) before reporting",
-                              child_traceback=proc.stderr[-20_000:] or None)
+            raise ProbeFailed(
+                f"the probe's interpreter died (exit {proc.returncode}) before reporting",
+                child_traceback=proc.stderr[-20_000:] or None,
+            )
         out = pickle.loads(out_path.read_bytes())
     if out.get("error"):
-        raise ProbeFailed(f"the measured work failed: {out['error'].strip().splitlines()[-1]}",
-                          child_traceback=out["error"])
+        raise ProbeFailed(
+            f"the measured work failed: {out['error'].strip().splitlines()[-1]}", child_traceback=out["error"]
+        )
     return out
 
 
@@ -135,8 +145,14 @@ def _sample_command(argv: list[str], timeout_s: float | None) -> PeakMemory:
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode != 0:
         raise ProbeFailed(f"{argv[0]} exited {proc.returncode}", child_traceback=err[-20_000:] or None)
-    return PeakMemory(peak_above_baseline_bytes=None, baseline_rss_bytes=None, peak_rss_bytes=peak,
-                      tracemalloc_peak_bytes=None, elapsed_s=elapsed, method="VmHWM sampled")
+    return PeakMemory(
+        peak_above_baseline_bytes=None,
+        baseline_rss_bytes=None,
+        peak_rss_bytes=peak,
+        tracemalloc_peak_bytes=None,
+        elapsed_s=elapsed,
+        method="VmHWM sampled",
+    )
 
 
 def peak_memory(
@@ -176,12 +192,19 @@ def peak_memory(
         spec = {"mode": "python", "argv": py}
     out = _run_child(spec, False, timeout_s)
     traced = _run_child(spec, True, timeout_s)["tracemalloc_peak"] if trace_python else None
-    return PeakMemory(peak_above_baseline_bytes=max(0, out["peak"] - out["baseline"]) if out["baseline"] else None,
-                      baseline_rss_bytes=out["baseline"], peak_rss_bytes=out["peak"], tracemalloc_peak_bytes=traced,
-                      elapsed_s=out["elapsed_s"], method=out["method"], result=out.get("result"))
+    return PeakMemory(
+        peak_above_baseline_bytes=max(0, out["peak"] - out["baseline"]) if out["baseline"] else None,
+        baseline_rss_bytes=out["baseline"],
+        peak_rss_bytes=out["peak"],
+        tracemalloc_peak_bytes=traced,
+        elapsed_s=out["elapsed_s"],
+        method=out["method"],
+        result=out.get("result"),
+    )
 
 
 # ---- the child side: a fresh interpreter runs _child_main(SPEC, OUT) -------------------------------
+
 
 def _reset_hwm() -> bool:
     """Linux >= 4.0: writing 5 to clear_refs resets VmHWM to the current RSS (proc(5))."""

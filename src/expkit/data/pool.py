@@ -47,19 +47,28 @@ def check_picklable_function(fn: Callable[..., Any]) -> None:
     """
     target = getattr(fn, "func", fn)  # functools.partial
     qualname = getattr(target, "__qualname__", "")
-    hint = ("move the function to module top level (def at the left margin of an importable .py file); for extra "
-            "arguments use functools.partial(top_level_fn, arg=...)")
+    hint = (
+        "move the function to module top level (def at the left margin of an importable .py file); for extra "
+        "arguments use functools.partial(top_level_fn, arg=...)"
+    )
     if "<lambda>" in qualname:
-        raise UsageError(f"parallel_map got a lambda ({_describe(target)}): worker processes cannot receive lambdas "
-                         "(they are pickled by name, and a lambda has none)", hint=hint)
+        raise UsageError(
+            f"parallel_map got a lambda ({_describe(target)}): worker processes cannot receive lambdas "
+            "(they are pickled by name, and a lambda has none)",
+            hint=hint,
+        )
     if "<locals>" in qualname:
-        raise UsageError(f"parallel_map got a nested function {qualname!r}: worker processes cannot receive functions "
-                         "defined inside other functions", hint=hint)
+        raise UsageError(
+            f"parallel_map got a nested function {qualname!r}: worker processes cannot receive functions "
+            "defined inside other functions",
+            hint=hint,
+        )
     try:
         pickle.dumps(fn)
     except (pickle.PicklingError, AttributeError, TypeError) as exc:
-        raise UsageError(f"parallel_map cannot send {_describe(target)} to worker processes: {exc}",
-                         hint=hint) from None
+        raise UsageError(
+            f"parallel_map cannot send {_describe(target)} to worker processes: {exc}", hint=hint
+        ) from None
 
 
 def _run_chunk(fn: Callable[[T], R], start: int, chunk: list[T]) -> list[R]:
@@ -78,7 +87,7 @@ def _run_chunk(fn: Callable[[T], R], start: int, chunk: list[T]) -> list[R]:
 
 def _short_repr(item: Any, limit: int = 80) -> str:
     text = repr(item)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def parallel_map(
@@ -132,8 +141,9 @@ def parallel_map(
     return _iter_results(fn, items, n_workers, chunksize, backend)
 
 
-def _iter_results(fn: Callable[[T], R], items: Iterable[T], n_workers: int, chunksize: int,
-                  backend: Backend) -> Iterator[R]:
+def _iter_results(
+    fn: Callable[[T], R], items: Iterable[T], n_workers: int, chunksize: int, backend: Backend
+) -> Iterator[R]:
     pool: Executor = ProcessPoolExecutor(n_workers) if backend == "process" else ThreadPoolExecutor(n_workers)
     it = iter(items)
     in_flight: deque[Future[list[R]]] = deque()

@@ -15,8 +15,18 @@ from expkit.errors import InputError, MissingDependency
 
 __all__ = ["DatasetProfile", "KeyStats", "LengthStats", "json_type", "profile_jsonl", "text_of"]
 
-TEXT_FIELDS = ("messages", "text", "prompt", "completion", "instruction", "output", "question", "answer", "content",
-               "conversations")
+TEXT_FIELDS = (
+    "messages",
+    "text",
+    "prompt",
+    "completion",
+    "instruction",
+    "output",
+    "question",
+    "answer",
+    "content",
+    "conversations",
+)
 PERCENTILES = (50, 90, 99)
 _TOKEN_BATCH = 256
 PROGRESS_EVERY_MASK = (1 << 16) - 1  # report progress every 65,536 lines
@@ -128,10 +138,15 @@ class _Lengths:
         import numpy as np
 
         qs = np.percentile(np.asarray(self.sample, dtype=np.float64), PERCENTILES)
-        return LengthStats(unit=unit, count=self.n, mean=self.total / self.n, min=int(self.min or 0),
-                           max=int(self.max or 0),
-                           percentiles={f"p{p}": float(q) for p, q in zip(PERCENTILES, qs, strict=True)},
-                           exact=self.n <= self.size)
+        return LengthStats(
+            unit=unit,
+            count=self.n,
+            mean=self.total / self.n,
+            min=int(self.min or 0),
+            max=int(self.max or 0),
+            percentiles={f"p{p}": float(q) for p, q in zip(PERCENTILES, qs, strict=True)},
+            exact=self.n <= self.size,
+        )
 
 
 def _load_tokenizer(tokenizer_dir: Path) -> Any:
@@ -142,8 +157,11 @@ def _load_tokenizer(tokenizer_dir: Path) -> Any:
         raise MissingDependency("counting tokens needs the tokenizers package", hint="pip install tokenizers") from exc
     path = tokenizer_dir / "tokenizer.json" if tokenizer_dir.is_dir() else tokenizer_dir
     if not path.exists():
-        raise InputError("no tokenizer.json here", path=tokenizer_dir,
-                         hint="give a local tokenizer directory (one saved with save_pretrained)")
+        raise InputError(
+            "no tokenizer.json here",
+            path=tokenizer_dir,
+            hint="give a local tokenizer directory (one saved with save_pretrained)",
+        )
     return Tokenizer.from_file(str(path))
 
 
@@ -226,6 +244,13 @@ def profile_jsonl(
         reason = "no text in the field"
     else:
         reason = None
-    return DatasetProfile(read=tally.summary(), non_object_records=non_object, keys=key_stats, field=chosen,
-                          field_present=present, chars=chars.stats("characters"),
-                          tokens=tokens.stats("tokens") if tok is not None else None, tokens_reason=reason)
+    return DatasetProfile(
+        read=tally.summary(),
+        non_object_records=non_object,
+        keys=key_stats,
+        field=chosen,
+        field_present=present,
+        chars=chars.stats("characters"),
+        tokens=tokens.stats("tokens") if tok is not None else None,
+        tokens_reason=reason,
+    )

@@ -50,8 +50,9 @@ def head_records(path: str | Path, *, n: int = 5, on_error: OnError = "raise") -
             out.append(NumberedRecord(tally.lines, rec))
             if len(out) == n:
                 break
-    return RecordSample(path=tally.path or str(path), method="head", seed=None, seen=len(out), records=tuple(out),
-                        read=tally.summary())
+    return RecordSample(
+        path=tally.path or str(path), method="head", seed=None, seen=len(out), records=tuple(out), read=tally.summary()
+    )
 
 
 def sample_records(path: str | Path, *, n: int = 5, seed: int = 0, on_error: OnError = "raise") -> RecordSample:
@@ -71,5 +72,6 @@ def sample_records(path: str | Path, *, n: int = 5, seed: int = 0, on_error: OnE
             if j < n:
                 reservoir[j] = NumberedRecord(tally.lines, rec)
     reservoir.sort(key=lambda r: r.line)
-    return RecordSample(path=tally.path, method="reservoir", seed=seed, seen=seen, records=tuple(reservoir),
-                        read=tally.summary())
+    return RecordSample(
+        path=tally.path, method="reservoir", seed=seed, seen=seen, records=tuple(reservoir), read=tally.summary()
+    )

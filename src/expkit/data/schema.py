@@ -93,6 +93,7 @@ def _check_prompt_completion(rec: Any) -> Iterator[tuple[str, str]]:
 
 BUILTIN_SCHEMAS: dict[str, Checker] = {"chat": _check_chat, "prompt-completion": _check_prompt_completion}
 
+
 def _where(path: Any) -> str:
     """``messages[2].role`` from jsonschema's deque path ``['messages', 2, 'role']``."""
     out = ""
@@ -141,8 +142,9 @@ def _load_schema_file(path: Path) -> Checker:
     try:
         schema = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"the schema is not valid JSON: {exc.msg}", path=path, line=exc.lineno,
-                         column=exc.colno) from exc
+        raise InputError(
+            f"the schema is not valid JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno
+        ) from exc
     if not isinstance(schema, (dict, bool)):
         raise InputError("a JSON Schema must be an object (or true/false)", path=path)
     from jsonschema import Draft202012Validator
@@ -156,11 +158,13 @@ def _load_schema_file(path: Path) -> Checker:
         cls.check_schema(schema)
     except SchemaError as exc:
         at = _where(exc.path) or "the top level"
-        raise InputError(f"not a valid JSON Schema: {exc.message[:_MAX_MESSAGE_CHARS]} (at {at})", path=path,
-                         hint="check the schema against the JSON Schema specification (draft 2020-12)") from None
+        raise InputError(
+            f"not a valid JSON Schema: {exc.message[:_MAX_MESSAGE_CHARS]} (at {at})",
+            path=path,
+            hint="check the schema against the JSON Schema specification (draft 2020-12)",
+        ) from None
     registry: Registry = Registry(retrieve=_schema_retriever(path.parent))  # type: ignore[call-arg]  # attrs field
-    validator = cls(schema, registry=registry,
-                    format_checker=cls.FORMAT_CHECKER)
+    validator = cls(schema, registry=registry, format_checker=cls.FORMAT_CHECKER)
 
     def check(rec: Any) -> Iterator[tuple[str, str]]:
         yield from sorted(_errors(rec), key=lambda wm: wm[0])  # by place within the record
@@ -171,12 +175,16 @@ def _load_schema_file(path: Path) -> Checker:
                 where = _where(err.path)
                 if err.validator == "required" and isinstance(err.instance, dict):
                     # one error per missing property: name it in the place, as the built-in schemas do
-                    missing = next((k for k in err.validator_value if k not in err.instance and repr(k) in err.message),
-                                   None)
+                    missing = next(
+                        (k for k in err.validator_value if k not in err.instance and repr(k) in err.message), None
+                    )
                     if missing is not None:
                         where = f"{where}.{missing}" if where else str(missing)
-                elif err.validator == "additionalProperties" and isinstance(err.instance, dict) \
-                        and isinstance(err.schema, dict):
+                elif (
+                    err.validator == "additionalProperties"
+                    and isinstance(err.instance, dict)
+                    and isinstance(err.schema, dict)
+                ):
                     extra = _extra_properties(err.instance, err.schema)
                     if len(extra) == 1:
                         where = f"{where}.{extra[0]}" if where else extra[0]
@@ -185,8 +193,11 @@ def _load_schema_file(path: Path) -> Checker:
                     msg = msg[:_MAX_MESSAGE_CHARS] + "..."
                 yield where, f"{msg} ({err.validator})"
         except Unresolvable as exc:
-            raise InputError(f"the schema's $ref {exc.ref!r} cannot be resolved (remote schemas are not fetched; a "
-                             "relative $ref names a file beside the schema)", path=path) from None
+            raise InputError(
+                f"the schema's $ref {exc.ref!r} cannot be resolved (remote schemas are not fetched; a "
+                "relative $ref names a file beside the schema)",
+                path=path,
+            ) from None
 
     return check
 
@@ -235,14 +246,28 @@ def validate_jsonl(
         if on_progress is not None and not tally.lines & PROGRESS_EVERY_MASK:
             _report_progress(tally, on_progress)
         # during the loop, tally.lines is the line of the record just yielded
-        problems = list(checker(rec)) if any_value or isinstance(rec, dict) else \
-            [("", f"a record must be a JSON object, got {json_type(rec)}")]
+        problems = (
+            list(checker(rec))
+            if any_value or isinstance(rec, dict)
+            else [("", f"a record must be a JSON object, got {json_type(rec)}")]
+        )
         for where, msg in problems:
             count += 1
             if len(kept) < max_violations:
                 kept.append(Violation(line=tally.lines, where=where, message=msg))
-    bad_json = [Violation(line=e.line or 0, where=f"column {e.column}",
-                          message=e.message.removeprefix(f"{e.path}:{e.line}:{e.column}: ")) for e in tally.errors]
+    bad_json = [
+        Violation(
+            line=e.line or 0,
+            where=f"column {e.column}",
+            message=e.message.removeprefix(f"{e.path}:{e.line}:{e.column}: "),
+        )
+        for e in tally.errors
+    ]
     violations = sorted(kept + bad_json, key=lambda v: v.line)[:max_violations]
-    return ValidationReport(path=tally.path, schema=str(schema), read=tally.summary(), violations=tuple(violations),
-                            violation_count=count + tally.skipped)
+    return ValidationReport(
+        path=tally.path,
+        schema=str(schema),
+        read=tally.summary(),
+        violations=tuple(violations),
+        violation_count=count + tally.skipped,
+    )

@@ -16,11 +16,15 @@ from dataclasses import dataclass
 
 __all__ = ["CollectiveTimeout", "NcclTimeout", "parse_nccl_timeout"]
 
-_WATCHDOG = re.compile(r"Rank (\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), "
-                       r"OpType=(\w+)(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?, Timeout\(ms\)=(\d+)\) ran for (\d+) "
-                       r"milliseconds")
-_PROGRESS = re.compile(r"Rank (\d+)\] Exception \(either an error or timeout\) detected by watchdog at work: (\d+), "
-                       r"last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+)")
+_WATCHDOG = re.compile(
+    r"Rank (\d+)\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=(\d+), "
+    r"OpType=(\w+)(?:, NumelIn=(-?\d+), NumelOut=(-?\d+))?, Timeout\(ms\)=(\d+)\) ran for (\d+) "
+    r"milliseconds"
+)
+_PROGRESS = re.compile(
+    r"Rank (\d+)\] Exception \(either an error or timeout\) detected by watchdog at work: (\d+), "
+    r"last enqueued NCCL work: (-?\d+), last completed NCCL work: (-?\d+)"
+)
 _LINE_RANK = re.compile(r"^\[rank(\d+)\]:")
 _ROOT_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
 _EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
@@ -84,9 +88,14 @@ def parse_nccl_timeout(text: str) -> NcclTimeout | None:
             seen_ranks.add(rank)
             if rank not in reports:
                 reports[rank] = CollectiveTimeout(
-                    rank=rank, seq_num=int(m.group(2)), op=m.group(3),
-                    numel_in=int(m.group(4)) if m.group(4) else None, numel_out=int(m.group(5)) if m.group(5) else None,
-                    timeout_ms=int(m.group(6)), ran_for_ms=int(m.group(7)))
+                    rank=rank,
+                    seq_num=int(m.group(2)),
+                    op=m.group(3),
+                    numel_in=int(m.group(4)) if m.group(4) else None,
+                    numel_out=int(m.group(5)) if m.group(5) else None,
+                    timeout_ms=int(m.group(6)),
+                    ran_for_ms=int(m.group(7)),
+                )
             continue
         p = _PROGRESS.search(line)
         if p:

@@ -43,23 +43,30 @@ def explain_nccl_timeout(t: NcclTimeout) -> Explanation:
     f = t.first
     ranks = ", ".join(str(r.rank) for r in t.reports)
     size = f" of {f.numel_in:,} element{'s' if f.numel_in != 1 else ''}" if f.numel_in is not None else ""
-    parts = [f"Rank(s) {ranks} waited {_seconds(f.ran_for_ms)} in collective #{f.seq_num} ({f.op}{size}); the "
-             f"limit is Timeout(ms)={f.timeout_ms} ({_seconds(f.timeout_ms)}). A collective completes only when every "
-             "rank of the group calls it: some rank never did."]
+    parts = [
+        f"Rank(s) {ranks} waited {_seconds(f.ran_for_ms)} in collective #{f.seq_num} ({f.op}{size}); the "
+        f"limit is Timeout(ms)={f.timeout_ms} ({_seconds(f.timeout_ms)}). A collective completes only when every "
+        "rank of the group calls it: some rank never did."
+    ]
     if not t.ranks_agree:
         where = "; ".join(f"rank {r.rank} in {r.op} #{r.seq_num}" for r in t.reports)
-        parts.append(f"The ranks are not in the same collective ({where}): their control flow diverged (a branch "
-                     "taken on some ranks only, a different number of batches per rank).")
+        parts.append(
+            f"The ranks are not in the same collective ({where}): their control flow diverged (a branch "
+            "taken on some ranks only, a different number of batches per rank)."
+        )
     if t.silent_ranks:
-        parts.append(f"Rank(s) {', '.join(map(str, t.silent_ranks))} reported no timeout: look there first (crashed, "
-                     "stuck, or busy elsewhere).")
+        parts.append(
+            f"Rank(s) {', '.join(map(str, t.silent_ranks))} reported no timeout: look there first (crashed, "
+            "stuck, or busy elsewhere)."
+        )
     if t.root_cause_rank is not None:
         code = f" with exitcode {t.root_cause_exitcode}" if t.root_cause_exitcode is not None else ""
         abort = " (-6: SIGABRT, the watchdog taking the process down)." if t.root_cause_exitcode == -6 else "."
         parts.append(f"torchrun names rank {t.root_cause_rank}{code} as the first failure{abort}")
     if f.last_enqueued is not None and f.last_completed is not None:
-        parts.append(f"Rank {f.rank} had enqueued work up to #{f.last_enqueued} and completed up to "
-                     f"#{f.last_completed}.")
+        parts.append(
+            f"Rank {f.rank} had enqueued work up to #{f.last_enqueued} and completed up to #{f.last_completed}."
+        )
     fixes = (
         "find the rank that did not reach this collective: its own traceback or exit code earlier in the log "
         "(an OOM or exception on one rank leaves the others waiting), or a rank still busy",
@@ -73,11 +80,21 @@ def explain_nccl_timeout(t: NcclTimeout) -> Explanation:
         "only when one step legitimately outlasts the limit (a long rank-0 save): raise it with "
         "init_process_group(timeout=datetime.timedelta(minutes=...))",
     )
-    return Explanation(kind="nccl_timeout",
-                       title=(f"NCCL watchdog timeout: {f.op} #{f.seq_num} on rank(s) {ranks}" if t.ranks_agree else
-                              f"NCCL watchdog timeout on rank(s) {ranks}, in different collectives")
-                       + f" after {_seconds(f.timeout_ms)}",
-                       summary=" ".join(parts), fixes=fixes, exception_type=None, message="", frame=None, nccl=t)
+    return Explanation(
+        kind="nccl_timeout",
+        title=(
+            f"NCCL watchdog timeout: {f.op} #{f.seq_num} on rank(s) {ranks}"
+            if t.ranks_agree
+            else f"NCCL watchdog timeout on rank(s) {ranks}, in different collectives"
+        )
+        + f" after {_seconds(f.timeout_ms)}",
+        summary=" ".join(parts),
+        fixes=fixes,
+        exception_type=None,
+        message="",
+        frame=None,
+        nccl=t,
+    )
 
 
 def diagnose_text(text: str) -> Diagnosis:
@@ -97,8 +114,17 @@ def diagnose_text(text: str) -> Diagnosis:
         # a rank failed with a Python error and the others then timed out waiting for it: the error is the cause
         ranks = ", ".join(str(r.rank) for r in nccl.reports)
         failed = f"rank {tb.rank}" if tb.rank is not None else "the failed rank"
-        explanation = replace(explanation, nccl=nccl, summary=explanation.summary + (
-            f" Rank(s) {ranks} then hit the NCCL watchdog timeout in {nccl.first.op} #{nccl.first.seq_num} waiting "
-            f"for {failed}: a consequence of this error, not a second problem."))
-    return Diagnosis(traceback=tb, explanation=explanation,
-                     log_lines_cleaned=max(clean.lines_with_escapes, clean.lines_with_prefixes))
+        explanation = replace(
+            explanation,
+            nccl=nccl,
+            summary=explanation.summary
+            + (
+                f" Rank(s) {ranks} then hit the NCCL watchdog timeout in {nccl.first.op} #{nccl.first.seq_num} waiting "
+                f"for {failed}: a consequence of this error, not a second problem."
+            ),
+        )
+    return Diagnosis(
+        traceback=tb,
+        explanation=explanation,
+        log_lines_cleaned=max(clean.lines_with_escapes, clean.lines_with_prefixes),
+    )

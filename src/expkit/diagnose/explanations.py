@@ -19,9 +19,18 @@ from expkit.diagnose.tracebacks import ExceptionRecord, Frame, Traceback, parse_
 __all__ = ["Explanation", "explain", "explain_exception"]
 
 # torch/nn/modules/<file>.py -> the layer family it holds
-_LAYER_FILES = {"linear": "nn.Linear", "conv": "nn.Conv", "sparse": "nn.Embedding", "normalization": "nn.LayerNorm",
-                "batchnorm": "nn.BatchNorm", "activation": "an activation/attention layer", "loss": "a loss module",
-                "rnn": "nn.RNN/LSTM/GRU", "transformer": "nn.Transformer", "container": "nn.Sequential"}
+_LAYER_FILES = {
+    "linear": "nn.Linear",
+    "conv": "nn.Conv",
+    "sparse": "nn.Embedding",
+    "normalization": "nn.LayerNorm",
+    "batchnorm": "nn.BatchNorm",
+    "activation": "an activation/attention layer",
+    "loss": "a loss module",
+    "rnn": "nn.RNN/LSTM/GRU",
+    "transformer": "nn.Transformer",
+    "container": "nn.Sequential",
+}
 
 
 @dataclass(frozen=True)
@@ -86,122 +95,214 @@ def _gib(n: int | None) -> str:
 
 
 def _shape_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
-    fixes = ("print x.shape right before the call named above, and compare with the layer's size "
-             "(nn.Linear(in_features, out_features) wants input (..., in_features))",
-             "check reshapes/flatten before this layer: a wrong view is the usual cause")
+    fixes = (
+        "print x.shape right before the call named above, and compare with the layer's size "
+        "(nn.Linear(in_features, out_features) wants input (..., in_features))",
+        "check reshapes/flatten before this layer: a wrong view is the usual cause",
+    )
     m = re.search(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", msg)
     if m:
         a, b, c, d = map(int, m.groups())
-        return _Hit("shape_mismatch", f"matmul shape mismatch: ({a}x{b}) @ ({c}x{d})",
-                    f"A ({a} x {b}) input met a ({c} x {d}) matrix: the inner sizes {b} and {c} differ. In an "
-                    f"nn.Linear, mat2 is the weight transposed, so the layer expects {c} input features and got {b}.",
-                    fixes, shapes=((a, b), (c, d)))
-    m = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
-                  r"dimension (\d+)", msg)
+        return _Hit(
+            "shape_mismatch",
+            f"matmul shape mismatch: ({a}x{b}) @ ({c}x{d})",
+            f"A ({a} x {b}) input met a ({c} x {d}) matrix: the inner sizes {b} and {c} differ. In an "
+            f"nn.Linear, mat2 is the weight transposed, so the layer expects {c} input features and got {b}.",
+            fixes,
+            shapes=((a, b), (c, d)),
+        )
+    m = re.search(
+        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+        r"dimension (\d+)",
+        msg,
+    )
     if m:
         a, b, dim = map(int, m.groups())
-        return _Hit("shape_mismatch", f"broadcast mismatch at dimension {dim}: {a} vs {b}",
-                    f"An elementwise op got sizes {a} and {b} at dimension {dim}; broadcasting needs them equal "
-                    "or one of them 1.", fixes, shapes=((a,), (b,)))
+        return _Hit(
+            "shape_mismatch",
+            f"broadcast mismatch at dimension {dim}: {a} vs {b}",
+            f"An elementwise op got sizes {a} and {b} at dimension {dim}; broadcasting needs them equal "
+            "or one of them 1.",
+            fixes,
+            shapes=((a,), (b,)),
+        )
     m = re.search(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)", msg)
     if m:
-        return _Hit("shape_mismatch", "view/reshape to an impossible shape",
-                    f"view/reshape to [{m.group(1)}] needs a size that divides {m.group(2)} elements.",
-                    fixes, shapes=(_dims(m.group(1)), (int(m.group(2)),)))
+        return _Hit(
+            "shape_mismatch",
+            "view/reshape to an impossible shape",
+            f"view/reshape to [{m.group(1)}] needs a size that divides {m.group(2)} elements.",
+            fixes,
+            shapes=(_dims(m.group(1)), (int(m.group(2)),)),
+        )
     m = re.search(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)", msg)
     if m:
         a, b = map(int, m.groups())
-        return _Hit("shape_mismatch", f"loss: input batch {a} vs target batch {b}",
-                    f"The loss got {a} predictions but {b} targets. For token-level losses, flatten both: "
-                    "logits.view(-1, vocab) and labels.view(-1).", fixes, shapes=((a,), (b,)))
-    m = re.search(r"weight of size \[([-\d, ]+)\], expected input\[([-\d, ]+)\] to have (\d+) channels, "
-                  r"but got (\d+) channels", msg)
+        return _Hit(
+            "shape_mismatch",
+            f"loss: input batch {a} vs target batch {b}",
+            f"The loss got {a} predictions but {b} targets. For token-level losses, flatten both: "
+            "logits.view(-1, vocab) and labels.view(-1).",
+            fixes,
+            shapes=((a,), (b,)),
+        )
+    m = re.search(
+        r"weight of size \[([-\d, ]+)\], expected input\[([-\d, ]+)\] to have (\d+) channels, "
+        r"but got (\d+) channels",
+        msg,
+    )
     if m:
-        return _Hit("shape_mismatch", f"conv channels: expected {m.group(3)}, got {m.group(4)}",
-                    f"A convolution with weight [{m.group(1)}] got input [{m.group(2)}].", fixes,
-                    shapes=(_dims(m.group(1)), _dims(m.group(2))))
-    m = re.search(r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([-\d, ]*)\]\) from "
-                  r"checkpoint, the shape in current model is torch\.Size\(\[([-\d, ]*)\]\)", msg)
+        return _Hit(
+            "shape_mismatch",
+            f"conv channels: expected {m.group(3)}, got {m.group(4)}",
+            f"A convolution with weight [{m.group(1)}] got input [{m.group(2)}].",
+            fixes,
+            shapes=(_dims(m.group(1)), _dims(m.group(2))),
+        )
+    m = re.search(
+        r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([-\d, ]*)\]\) from "
+        r"checkpoint, the shape in current model is torch\.Size\(\[([-\d, ]*)\]\)",
+        msg,
+    )
     if m:
-        return _Hit("shape_mismatch", f"checkpoint does not fit the model: {m.group(1)}",
-                    f"The checkpoint's {m.group(1)} is [{m.group(2)}] but the model's is [{m.group(3)}]: the model "
-                    "was built with a different config than the one that saved the checkpoint.",
-                    ("build the model from the checkpoint's own config.json",),
-                    shapes=(_dims(m.group(2)), _dims(m.group(3))))
+        return _Hit(
+            "shape_mismatch",
+            f"checkpoint does not fit the model: {m.group(1)}",
+            f"The checkpoint's {m.group(1)} is [{m.group(2)}] but the model's is [{m.group(3)}]: the model "
+            "was built with a different config than the one that saved the checkpoint.",
+            ("build the model from the checkpoint's own config.json",),
+            shapes=(_dims(m.group(2)), _dims(m.group(3))),
+        )
     if re.search(r"size mismatch|must match mat2|shapes cannot be|Expected size for first two dimensions", msg):
         return _Hit("shape_mismatch", "shape mismatch", "Two tensors' shapes do not fit the operation.", fixes)
     return None
 
 
 def _device_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
-    fixes = ("move the model and every input to one device: model.to(device); batch = {k: v.to(device) ...}",
-             "tensors created inside forward need device=x.device (torch.zeros(..., device=x.device))")
-    m = re.search(r"is on (\S+), different from other tensors on (\S+?)[ (]", msg) or \
-        re.search(r"Tensor on device (\S+) is not on the expected device (\S+?)!", msg)
+    fixes = (
+        "move the model and every input to one device: model.to(device); batch = {k: v.to(device) ...}",
+        "tensors created inside forward need device=x.device (torch.zeros(..., device=x.device))",
+    )
+    m = re.search(r"is on (\S+), different from other tensors on (\S+?)[ (]", msg) or re.search(
+        r"Tensor on device (\S+) is not on the expected device (\S+?)!", msg
+    )
     if m:
-        return _Hit("device_mismatch", f"tensors on different devices: {m.group(1)} and {m.group(2)}",
-                    "One operation got tensors on different devices.", fixes, devices=(m.group(1), m.group(2)))
+        return _Hit(
+            "device_mismatch",
+            f"tensors on different devices: {m.group(1)} and {m.group(2)}",
+            "One operation got tensors on different devices.",
+            fixes,
+            devices=(m.group(1), m.group(2)),
+        )
     m = re.search(r"found at least two devices, (\S+?) and (\S+?)[!.]", msg)
     if m or "Expected all tensors to be on the same device" in msg:
         devs = (m.group(1), m.group(2)) if m else ()
-        return _Hit("device_mismatch", "tensors on different devices" + (f": {devs[0]} and {devs[1]}" if devs else ""),
-                    "One operation got tensors on different devices; PyTorch never moves them for you.",
-                    fixes, devices=devs)
-    m = re.search(r"Input type \((torch\.(?:cuda\.)?\w+)\) and weight type \((torch\.(?:cuda\.)?\w+)\) "
-                  r"should be the same", msg)
+        return _Hit(
+            "device_mismatch",
+            "tensors on different devices" + (f": {devs[0]} and {devs[1]}" if devs else ""),
+            "One operation got tensors on different devices; PyTorch never moves them for you.",
+            fixes,
+            devices=devs,
+        )
+    m = re.search(
+        r"Input type \((torch\.(?:cuda\.)?\w+)\) and weight type \((torch\.(?:cuda\.)?\w+)\) "
+        r"should be the same",
+        msg,
+    )
     if m and ("cuda" in m.group(1)) != ("cuda" in m.group(2)):
-        return _Hit("device_mismatch", f"input {m.group(1)} vs weight {m.group(2)}",
-                    "The input and the layer's weight live on different devices.", fixes,
-                    devices=tuple("cuda" if "cuda" in g else "cpu" for g in m.groups()))
+        return _Hit(
+            "device_mismatch",
+            f"input {m.group(1)} vs weight {m.group(2)}",
+            "The input and the layer's weight live on different devices.",
+            fixes,
+            devices=tuple("cuda" if "cuda" in g else "cpu" for g in m.groups()),
+        )
     return None
 
 
 def _dtype_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
-    fixes = ("cast one side: x.to(model.dtype), or model.to(torch.float32)",
-             "under mixed precision, run the op inside torch.autocast(device_type=..., dtype=...) instead of "
-             "casting by hand")
-    patterns = (r"must have the same dtype, but got (\w+) and (\w+)", r"expected scalar type (\w+) but found (\w+)",
-                r"same dtype, but got: (\w+) != ([\w:]+)",
-                r"Expected object of scalar type (\w+) but got scalar type (\w+)",
-                r"Input type \((\w+)\) and (?:bias|weight) type \((\w+)\) should be the same",
-                r"Input type \((torch\.(?:cuda\.)?\w+)\) and weight type \((torch\.(?:cuda\.)?\w+)\) "
-                r"should be the same")
+    fixes = (
+        "cast one side: x.to(model.dtype), or model.to(torch.float32)",
+        "under mixed precision, run the op inside torch.autocast(device_type=..., dtype=...) instead of "
+        "casting by hand",
+    )
+    patterns = (
+        r"must have the same dtype, but got (\w+) and (\w+)",
+        r"expected scalar type (\w+) but found (\w+)",
+        r"same dtype, but got: (\w+) != ([\w:]+)",
+        r"Expected object of scalar type (\w+) but got scalar type (\w+)",
+        r"Input type \((\w+)\) and (?:bias|weight) type \((\w+)\) should be the same",
+        r"Input type \((torch\.(?:cuda\.)?\w+)\) and weight type \((torch\.(?:cuda\.)?\w+)\) "
+        r"should be the same",
+    )
     for pat in patterns:
         m = re.search(pat, msg)
         if m:
-            return _Hit("dtype_mismatch", f"dtype mismatch: {m.group(1)} vs {m.group(2)}",
-                        "One operation got tensors of different dtypes; PyTorch does not promote inside matmul/conv "
-                        "(outside autocast).", fixes, dtypes=(m.group(1), m.group(2)))
+            return _Hit(
+                "dtype_mismatch",
+                f"dtype mismatch: {m.group(1)} vs {m.group(2)}",
+                "One operation got tensors of different dtypes; PyTorch does not promote inside matmul/conv "
+                "(outside autocast).",
+                fixes,
+                dtypes=(m.group(1), m.group(2)),
+            )
     m = re.search(r"\"(\w+)\" not implemented for '(\w+)'", msg)
     if m:
-        return _Hit("dtype_mismatch", f"{m.group(1)} has no kernel for {m.group(2)}",
-                    f"The op {m.group(1)} is not implemented for dtype {m.group(2)} on this device (e.g. Half "
-                    "matmul on CPU).", fixes, dtypes=(m.group(2),))
-    m = re.search(r"Expected tensor for argument #\d+ '(\w+)' to have one of the following scalar types: ([\w, ]+); "
-                  r"but got (\S+) instead", msg)
+        return _Hit(
+            "dtype_mismatch",
+            f"{m.group(1)} has no kernel for {m.group(2)}",
+            f"The op {m.group(1)} is not implemented for dtype {m.group(2)} on this device (e.g. Half matmul on CPU).",
+            fixes,
+            dtypes=(m.group(2),),
+        )
+    m = re.search(
+        r"Expected tensor for argument #\d+ '(\w+)' to have one of the following scalar types: ([\w, ]+); "
+        r"but got (\S+) instead",
+        msg,
+    )
     if m:
-        return _Hit("dtype_mismatch", f"{m.group(1)} must be {m.group(2)}, got {m.group(3)}",
-                    "Token ids / indices must be integers (torch.long).", ("ids = ids.long()",), dtypes=(m.group(3),))
+        return _Hit(
+            "dtype_mismatch",
+            f"{m.group(1)} must be {m.group(2)}, got {m.group(3)}",
+            "Token ids / indices must be integers (torch.long).",
+            ("ids = ids.long()",),
+            dtypes=(m.group(3),),
+        )
     return None
 
 
 _PHASE_ADVICE = {
-    "loading": ("the weights alone do not fit (C4.6: an OOM right after load is the weights)",
-                ("load in bf16/fp16 (torch_dtype=torch.bfloat16)", "shard across devices (device_map='auto', FSDP)",
-                 "quantize (4/8-bit)", "check with expkit mem what the weights need")),
-    "forward": ("activations of this batch do not fit",
-                ("lower the micro-batch size or sequence length, keep the global batch with gradient accumulation",
-                 "gradient checkpointing", "wrap evaluation in torch.no_grad()")),
-    "backward": ("activations saved for backward plus the gradients do not fit (C4.6: after the first backward "
-                 "it is gradients + optimizer state; still OOM with LoRA means activations)",
-                 ("gradient checkpointing", "a smaller micro-batch with gradient accumulation",
-                  "LoRA to drop full gradients")),
-    "optimizer step": ("the optimizer state is allocated at the first step (AdamW: two fp32 moments, 8 bytes per "
-                       "trained parameter) (C4.6)",
-                       ("LoRA (train far fewer parameters)", "an 8-bit or paged optimizer",
-                        "shard optimizer state (ZeRO / FSDP)")),
-    "generate": ("the KV cache grows with batch x (prompt + new tokens)",
-                 ("lower the batch size or max_new_tokens", "a static/quantized cache")),
+    "loading": (
+        "the weights alone do not fit (C4.6: an OOM right after load is the weights)",
+        (
+            "load in bf16/fp16 (torch_dtype=torch.bfloat16)",
+            "shard across devices (device_map='auto', FSDP)",
+            "quantize (4/8-bit)",
+            "check with expkit mem what the weights need",
+        ),
+    ),
+    "forward": (
+        "activations of this batch do not fit",
+        (
+            "lower the micro-batch size or sequence length, keep the global batch with gradient accumulation",
+            "gradient checkpointing",
+            "wrap evaluation in torch.no_grad()",
+        ),
+    ),
+    "backward": (
+        "activations saved for backward plus the gradients do not fit (C4.6: after the first backward "
+        "it is gradients + optimizer state; still OOM with LoRA means activations)",
+        ("gradient checkpointing", "a smaller micro-batch with gradient accumulation", "LoRA to drop full gradients"),
+    ),
+    "optimizer step": (
+        "the optimizer state is allocated at the first step (AdamW: two fp32 moments, 8 bytes per "
+        "trained parameter) (C4.6)",
+        ("LoRA (train far fewer parameters)", "an 8-bit or paged optimizer", "shard optimizer state (ZeRO / FSDP)"),
+    ),
+    "generate": (
+        "the KV cache grows with batch x (prompt + new tokens)",
+        ("lower the batch size or max_new_tokens", "a static/quantized cache"),
+    ),
 }
 
 
@@ -209,12 +310,15 @@ def _oom_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
     info = parse_oom_message(msg, rec.frames)
     if info is None:
         return None
-    where, fixes = _PHASE_ADVICE.get(info.phase or "", ("the phase is unknown: " + info.phase_reason,
-                                                          ("measure with expkit mem",)))
+    where, fixes = _PHASE_ADVICE.get(
+        info.phase or "", ("the phase is unknown: " + info.phase_reason, ("measure with expkit mem",))
+    )
     parts = [f"{info.device} ran out of memory asking for {_gib(info.requested_bytes)}"]
     if info.capacity_bytes is not None:
-        parts.append(f"of {_gib(info.capacity_bytes)} total, {_gib(info.free_bytes)} free, "
-                     f"{_gib(info.reserved_bytes)} reserved by PyTorch ({_gib(info.allocated_bytes)} in tensors)")
+        parts.append(
+            f"of {_gib(info.capacity_bytes)} total, {_gib(info.free_bytes)} free, "
+            f"{_gib(info.reserved_bytes)} reserved by PyTorch ({_gib(info.allocated_bytes)} in tensors)"
+        )
     summary = "; ".join(parts) + f". Phase: {info.phase or 'unknown'} ({info.phase_reason}): {where}."
     frag = info.reserved_unallocated_bytes
     # cached-but-free blocks larger than the request: enough memory in total, but fragmented
@@ -225,126 +329,206 @@ def _oom_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
 
 def _autograd_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
     if "does not require grad and does not have a grad_fn" in msg:
-        return _Hit("no_grad", "backward on a tensor with no graph",
-                    "The loss was computed without a graph: under torch.no_grad()/inference_mode, from detached "
-                    "tensors (.detach(), .item(), numpy), or with every parameter frozen (requires_grad=False).",
-                    ("check torch.is_grad_enabled() where the loss is computed",
-                     "check that some parameter has requires_grad=True (after freezing for LoRA, the adapters "
-                     "must be trainable)"))
-    m = re.search(r"modified by an inplace operation: \[(.+?)\], which is output (\d+) of (\w+), is at version (\d+); "
-                  r"expected version (\d+)", msg)
+        return _Hit(
+            "no_grad",
+            "backward on a tensor with no graph",
+            "The loss was computed without a graph: under torch.no_grad()/inference_mode, from detached "
+            "tensors (.detach(), .item(), numpy), or with every parameter frozen (requires_grad=False).",
+            (
+                "check torch.is_grad_enabled() where the loss is computed",
+                "check that some parameter has requires_grad=True (after freezing for LoRA, the adapters "
+                "must be trainable)",
+            ),
+        )
+    m = re.search(
+        r"modified by an inplace operation: \[(.+?)\], which is output (\d+) of (\w+), is at version (\d+); "
+        r"expected version (\d+)",
+        msg,
+    )
     if m:
-        return _Hit("inplace_modified", f"a tensor saved for backward was changed in place ({m.group(3)})",
-                    f"The output {m.group(2)} of {m.group(3)} ({m.group(1)}) was saved for backward and then modified "
-                    f"in place (version {m.group(5)} -> {m.group(4)}).",
-                    ("replace the in-place op (x += y, x.relu_(), nn.ReLU(inplace=True), x[i] = ...) after that "
-                     "op with an out-of-place one", "torch.autograd.set_detect_anomaly(True) names the forward op"),
-                    shapes=(_dims(m.group(1)),))
+        return _Hit(
+            "inplace_modified",
+            f"a tensor saved for backward was changed in place ({m.group(3)})",
+            f"The output {m.group(2)} of {m.group(3)} ({m.group(1)}) was saved for backward and then modified "
+            f"in place (version {m.group(5)} -> {m.group(4)}).",
+            (
+                "replace the in-place op (x += y, x.relu_(), nn.ReLU(inplace=True), x[i] = ...) after that "
+                "op with an out-of-place one",
+                "torch.autograd.set_detect_anomaly(True) names the forward op",
+            ),
+            shapes=(_dims(m.group(1)),),
+        )
     if "modified by an inplace operation" in msg:
-        return _Hit("inplace_modified", "a tensor saved for backward was changed in place",
-                    "A tensor needed for the gradient was modified in place after it was saved.",
-                    ("use out-of-place ops", "torch.autograd.set_detect_anomaly(True) names the forward op"))
+        return _Hit(
+            "inplace_modified",
+            "a tensor saved for backward was changed in place",
+            "A tensor needed for the gradient was modified in place after it was saved.",
+            ("use out-of-place ops", "torch.autograd.set_detect_anomaly(True) names the forward op"),
+        )
     if "backward through the graph a second time" in msg:
-        return _Hit("backward_twice", "backward through the same graph twice",
-                    "The graph is freed after backward; a second backward over it (or a tensor carried over from the "
-                    "previous step, e.g. an RNN hidden state) fails.",
-                    ("detach state carried between steps (h = h.detach())", "retain_graph=True only if you mean it"))
+        return _Hit(
+            "backward_twice",
+            "backward through the same graph twice",
+            "The graph is freed after backward; a second backward over it (or a tensor carried over from the "
+            "previous step, e.g. an RNN hidden state) fails.",
+            ("detach state carried between steps (h = h.detach())", "retain_graph=True only if you mean it"),
+        )
     if "index out of range in self" in msg or "device-side assert triggered" in msg:
-        return _Hit("index_out_of_range", "an index outside the table",
-                    "An index is out of range: typically a token id >= the embedding's vocabulary size, or a label "
-                    "outside [0, num_classes) (on CUDA this shows as a device-side assert).",
-                    ("check ids.max() < embedding.num_embeddings and the tokenizer matches the model",
-                     "run on CPU or with CUDA_LAUNCH_BLOCKING=1 for the exact line"))
+        return _Hit(
+            "index_out_of_range",
+            "an index outside the table",
+            "An index is out of range: typically a token id >= the embedding's vocabulary size, or a label "
+            "outside [0, num_classes) (on CUDA this shows as a device-side assert).",
+            (
+                "check ids.max() < embedding.num_embeddings and the tokenizer matches the model",
+                "run on CPU or with CUDA_LAUNCH_BLOCKING=1 for the exact line",
+            ),
+        )
     return None
 
 
 def _pickling_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
-    m = re.search(r"Can't (?:pickle|get) (?:local object|attribute) '([^']+)'|Can't pickle <function ([^ >]+)"
-                  r"|cannot pickle '(\w+)' object|PicklingError", msg + " " + rec.type)
+    m = re.search(
+        r"Can't (?:pickle|get) (?:local object|attribute) '([^']+)'|Can't pickle <function ([^ >]+)"
+        r"|cannot pickle '(\w+)' object|PicklingError",
+        msg + " " + rec.type,
+    )
     if not m:
         return None
     obj = next((g for g in m.groups() if g), "an object")
     in_loader = any("torch/utils/data" in f.file.replace("\\", "/") for f in rec.frames)
     who = "DataLoader workers" if in_loader else "worker processes"
-    return _Hit("worker_pickling", f"{who} cannot receive {obj}",
-                f"{who.capitalize()} get the dataset, collate_fn and functions by pickling (always under the "
-                f"'spawn' start method: macOS, Windows, CUDA). {obj} cannot be pickled: lambdas, functions "
-                "defined inside other functions, open files, locks and generators cannot (C1.3).",
-                ("move the function/class to module top level (not inside main() or a notebook cell)",
-                 "guard the entry point with if __name__ == '__main__':",
-                 "open files/handles lazily inside the worker (worker_init_fn or first __getitem__)"))
+    return _Hit(
+        "worker_pickling",
+        f"{who} cannot receive {obj}",
+        f"{who.capitalize()} get the dataset, collate_fn and functions by pickling (always under the "
+        f"'spawn' start method: macOS, Windows, CUDA). {obj} cannot be pickled: lambdas, functions "
+        "defined inside other functions, open files, locks and generators cannot (C1.3).",
+        (
+            "move the function/class to module top level (not inside main() or a notebook cell)",
+            "guard the entry point with if __name__ == '__main__':",
+            "open files/handles lazily inside the worker (worker_init_fn or first __getitem__)",
+        ),
+    )
 
 
 def _collate_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
-    fixes = ("pad each batch to its longest example: transformers' DataCollatorWithPadding(tokenizer) "
-             "(DataCollatorForSeq2Seq also pads labels, with -100), or a collate_fn using "
-             "torch.nn.utils.rnn.pad_sequence(batch_first=True)",
-             "or tokenize to one length: tokenizer(..., padding='max_length', max_length=N, truncation=True); check "
-             "max_length against your longest examples (longer ones are cut)",
-             "with the Trainer: pass data_collator=DataCollatorWithPadding(tokenizer); without a tokenizer the "
-             "default collator only stacks, it does not pad")
-    m = re.search(r"stack expects each tensor to be equal size, but got \[([-\d, ]*)\] at entry (\d+) and "
-                  r"\[([-\d, ]*)\] at entry (\d+)", msg)
+    fixes = (
+        "pad each batch to its longest example: transformers' DataCollatorWithPadding(tokenizer) "
+        "(DataCollatorForSeq2Seq also pads labels, with -100), or a collate_fn using "
+        "torch.nn.utils.rnn.pad_sequence(batch_first=True)",
+        "or tokenize to one length: tokenizer(..., padding='max_length', max_length=N, truncation=True); check "
+        "max_length against your longest examples (longer ones are cut)",
+        "with the Trainer: pass data_collator=DataCollatorWithPadding(tokenizer); without a tokenizer the "
+        "default collator only stacks, it does not pad",
+    )
+    m = re.search(
+        r"stack expects each tensor to be equal size, but got \[([-\d, ]*)\] at entry (\d+) and "
+        r"\[([-\d, ]*)\] at entry (\d+)",
+        msg,
+    )
     if m:
         a, b = _dims(m.group(1)), _dims(m.group(3))
-        return _Hit("collate_size_mismatch", f"examples of different lengths in one batch: {list(a)} vs {list(b)}",
-                    f"The batch is built with torch.stack, which needs equal shapes, but example {m.group(2)} "
-                    f"has shape {list(a)} and example {m.group(4)} {list(b)}: the examples were tokenized to "
-                    "different lengths and nothing padded them.", fixes, shapes=(a, b))
+        return _Hit(
+            "collate_size_mismatch",
+            f"examples of different lengths in one batch: {list(a)} vs {list(b)}",
+            f"The batch is built with torch.stack, which needs equal shapes, but example {m.group(2)} "
+            f"has shape {list(a)} and example {m.group(4)} {list(b)}: the examples were tokenized to "
+            "different lengths and nothing padded them.",
+            fixes,
+            shapes=(a, b),
+        )
     m = re.search(r"expected sequence of length (\d+) at dim (\d+) \(got (\d+)\)", msg)
     if m:
         la, dim, lb = map(int, m.groups())
-        return _Hit("collate_size_mismatch", f"ragged lists into one tensor: length {la} vs {lb} at dim {dim}",
-                    f"torch.tensor() got lists of different lengths ({la} and {lb} at dimension {dim}): the examples "
-                    "were not padded to one length.", fixes, shapes=((la,), (lb,)))
+        return _Hit(
+            "collate_size_mismatch",
+            f"ragged lists into one tensor: length {la} vs {lb} at dim {dim}",
+            f"torch.tensor() got lists of different lengths ({la} and {lb} at dimension {dim}): the examples "
+            "were not padded to one length.",
+            fixes,
+            shapes=((la,), (lb,)),
+        )
     if "Unable to create tensor, you should probably activate truncation and/or padding" in msg:
-        return _Hit("collate_size_mismatch", "the tokenizer cannot make one tensor of different lengths",
-                    "return_tensors='pt' on examples of different lengths needs padding (and truncation for long "
-                    "ones); the collator or tokenizer call did not pad.", fixes)
+        return _Hit(
+            "collate_size_mismatch",
+            "the tokenizer cannot make one tensor of different lengths",
+            "return_tensors='pt' on examples of different lengths needs padding (and truncation for long "
+            "ones); the collator or tokenizer call did not pad.",
+            fixes,
+        )
     return None
 
 
 def _cat_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
     """torch.cat / torch.stack of tensors whose other dimensions differ (a custom collate_fn, a KV cache, a
     concatenation of features)."""
-    m = re.search(r"Sizes of tensors must match except in dimension (-?\d+)\. Expected size (\d+) but got size "
-                  r"(\d+) for tensor number (\d+) in the list", msg)
+    m = re.search(
+        r"Sizes of tensors must match except in dimension (-?\d+)\. Expected size (\d+) but got size "
+        r"(\d+) for tensor number (\d+) in the list",
+        msg,
+    )
     if not m:
         return None
     dim, want, got, idx = m.groups()
-    return _Hit("cat_size_mismatch", f"torch.cat along dim {dim}: tensor {idx} is {got} where {want} was expected",
-                f"torch.cat joins tensors along dimension {dim}, so every other dimension must agree; tensor number "
-                f"{idx} in the list has size {got} in one of them where the first has {want}.",
-                (f"print [t.shape for t in tensors] right before the cat; every size except dim {dim} must match",
-                 "examples of different lengths in a custom collate_fn: pad them first "
-                 "(torch.nn.utils.rnn.pad_sequence(batch_first=True)) or concatenate along the length dimension",
-                 "check that the dim argument is the one meant: dim=0 joins along the batch"))
+    return _Hit(
+        "cat_size_mismatch",
+        f"torch.cat along dim {dim}: tensor {idx} is {got} where {want} was expected",
+        f"torch.cat joins tensors along dimension {dim}, so every other dimension must agree; tensor number "
+        f"{idx} in the list has size {got} in one of them where the first has {want}.",
+        (
+            f"print [t.shape for t in tensors] right before the cat; every size except dim {dim} must match",
+            "examples of different lengths in a custom collate_fn: pad them first "
+            "(torch.nn.utils.rnn.pad_sequence(batch_first=True)) or concatenate along the length dimension",
+            "check that the dim argument is the one meant: dim=0 joins along the batch",
+        ),
+    )
 
 
 def _trainer_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
-    m = re.search(r"The model did not return a loss from the inputs, only the following keys: ([^.]*)\. For "
-                  r"reference, the inputs it received are ([^.]*)\.", msg)
+    m = re.search(
+        r"The model did not return a loss from the inputs, only the following keys: ([^.]*)\. For "
+        r"reference, the inputs it received are ([^.]*)\.",
+        msg,
+    )
     if m:
-        return _Hit("trainer_no_loss", "the model returned no loss: the batch has no labels",
-                    f"Trainer.compute_loss needs outputs['loss'], which a model computes only when the batch holds "
-                    f"labels. The model returned {m.group(1).strip()}; the batch held {m.group(2).strip()}.",
-                    ("causal LM: DataCollatorForLanguageModeling(tokenizer, mlm=False) copies input_ids into labels",
-                     "keep the label column: name it 'labels' (or set label_names=[...] in TrainingArguments); "
-                     "remove_unused_columns=True drops columns the model's forward does not take",
-                     "or override compute_loss when the loss is your own"))
+        return _Hit(
+            "trainer_no_loss",
+            "the model returned no loss: the batch has no labels",
+            f"Trainer.compute_loss needs outputs['loss'], which a model computes only when the batch holds "
+            f"labels. The model returned {m.group(1).strip()}; the batch held {m.group(2).strip()}.",
+            (
+                "causal LM: DataCollatorForLanguageModeling(tokenizer, mlm=False) copies input_ids into labels",
+                "keep the label column: name it 'labels' (or set label_names=[...] in TrainingArguments); "
+                "remove_unused_columns=True drops columns the model's forward does not take",
+                "or override compute_loss when the loss is your own",
+            ),
+        )
     if "No columns in the dataset match the model's forward method signature" in msg:
-        return _Hit("trainer_no_columns", "the Trainer dropped every dataset column",
-                    "remove_unused_columns=True keeps only columns named like the model's forward arguments "
-                    "(input_ids, attention_mask, labels ...); none matched, so the dataset is still untokenized or "
-                    "its columns are named differently.",
-                    ("tokenize the dataset (dataset.map(tokenize, batched=True)) before passing it",
-                     "rename columns to the forward's argument names, or set remove_unused_columns=False with a "
-                     "collator that builds the inputs"))
+        return _Hit(
+            "trainer_no_columns",
+            "the Trainer dropped every dataset column",
+            "remove_unused_columns=True keeps only columns named like the model's forward arguments "
+            "(input_ids, attention_mask, labels ...); none matched, so the dataset is still untokenized or "
+            "its columns are named differently.",
+            (
+                "tokenize the dataset (dataset.map(tokenize, batched=True)) before passing it",
+                "rename columns to the forward's argument names, or set remove_unused_columns=False with a "
+                "collator that builds the inputs",
+            ),
+        )
     return None
 
 
 _RULES: tuple[Callable[[str, ExceptionRecord], _Hit | None], ...] = (
-    _oom_rule, _device_rule, _dtype_rule, _collate_rule, _cat_rule, _shape_rule, _autograd_rule, _pickling_rule,
+    _oom_rule,
+    _device_rule,
+    _dtype_rule,
+    _collate_rule,
+    _cat_rule,
+    _shape_rule,
+    _autograd_rule,
+    _pickling_rule,
     _trainer_rule,
 )
 
@@ -375,7 +559,7 @@ def _trainer_context(frames: tuple[Frame, ...]) -> str | None:
         return None
     chain = [frames[i].function or "?" for i in idx]
     deepest = chain[-1]
-    below = [f.file.replace("\\", "/") for f in frames[idx[-1] + 1:]]
+    below = [f.file.replace("\\", "/") for f in frames[idx[-1] + 1 :]]
     if any("torch/utils/data/" in b or "data_collator" in b or "accelerate/data_loader" in b for b in below):
         what = "fetching a batch (DataLoader and data collator)"
     else:
@@ -390,11 +574,17 @@ def _module_from_frames(frames: tuple[Frame, ...], chosen: Frame | None) -> str 
         m = re.search(r"(self(?:\.\w+)+)\s*\(", chosen.code)
         attr = m.group(1) if m else None
         idx = next((i for i, f in enumerate(frames) if f is chosen), None)
-        into_module = idx is not None and idx + 1 < len(frames) and \
-            frames[idx + 1].function in ("_wrapped_call_impl", "_call_impl")
+        into_module = (
+            idx is not None
+            and idx + 1 < len(frames)
+            and frames[idx + 1].function in ("_wrapped_call_impl", "_call_impl")
+        )
         if attr is None and into_module:  # `out = model(x)`: the callee is a module held in a variable
-            names = [n for n in re.findall(r"([A-Za-z_][\w.]*)\s*\(", chosen.code)
-                     if not n.startswith(("torch.", "F.", "nn.")) and not hasattr(builtins, n)]
+            names = [
+                n
+                for n in re.findall(r"([A-Za-z_][\w.]*)\s*\(", chosen.code)
+                if not n.startswith(("torch.", "F.", "nn.")) and not hasattr(builtins, n)
+            ]
             attr = names[0] if names else None
     layer = None
     for f in reversed(frames):
@@ -439,19 +629,38 @@ def explain(tb: Traceback | str) -> Explanation:
             frame = yours[-1] if yours else tb.chosen_frame
             module = _module_from_frames(rec.frames, frame)
             trainer = _trainer_context(rec.frames)
-            return Explanation(kind=hit.kind, title=hit.title, summary=hit.summary, fixes=hit.fixes,
-                               exception_type=rec.type, message=rec.message, frame=frame, module=module,
-                               shapes=hit.shapes, devices=hit.devices, dtypes=hit.dtypes, oom=hit.oom, trainer=trainer)
+            return Explanation(
+                kind=hit.kind,
+                title=hit.title,
+                summary=hit.summary,
+                fixes=hit.fixes,
+                exception_type=rec.type,
+                message=rec.message,
+                frame=frame,
+                module=module,
+                shapes=hit.shapes,
+                devices=hit.devices,
+                dtypes=hit.dtypes,
+                oom=hit.oom,
+                trainer=trainer,
+            )
     final = tb.final
     frame = tb.chosen_frame
     where = f"{frame.file}:{frame.line} in {frame.function}" if frame else "no frame of yours"
     trainer = _trainer_context(final.frames) if final else None
-    return Explanation(kind="unknown", title=f"{final.type}" if final else "no exception found",
-                       summary=f"No known PyTorch pattern; start reading at {where}." if final
-                       else "The text holds no traceback expkit could read.",
-                       fixes=(), exception_type=final.type if final else None,
-                       message=final.message if final else "", frame=frame,
-                       module=_module_from_frames(final.frames, frame) if final else None, trainer=trainer)
+    return Explanation(
+        kind="unknown",
+        title=f"{final.type}" if final else "no exception found",
+        summary=f"No known PyTorch pattern; start reading at {where}."
+        if final
+        else "The text holds no traceback expkit could read.",
+        fixes=(),
+        exception_type=final.type if final else None,
+        message=final.message if final else "",
+        frame=frame,
+        module=_module_from_frames(final.frames, frame) if final else None,
+        trainer=trainer,
+    )
 
 
 def explain_exception(exc: BaseException) -> tuple[Traceback, Explanation]:

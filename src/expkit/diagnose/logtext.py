@@ -14,10 +14,12 @@ __all__ = ["CleanLog", "clean_log_text", "ipython_as_python", "sanitize_for_term
 
 # ECMA-48: CSI (ESC [ ... final byte, or the 8-bit CSI 0x9b), OSC (ESC ] ... BEL or ESC \), other
 # two-byte escapes (ESC followed by one byte in @-Z, \, ], ^, _ and the charset selectors).
-_ANSI = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
-                   r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-                   r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
-                   r"|\x1b[()*+][0-9A-Za-z]|\x1b[0-~]")  # then any other escape: ESC c (reset), ESC 7 ...
+_ANSI = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"
+    r"|\x1b[()*+][0-9A-Za-z]|\x1b[0-~]"
+)  # then any other escape: ESC c (reset), ESC 7 ...
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE|NOTSET)"
@@ -27,23 +29,27 @@ _RANK = re.compile(r"\[(?:rank|default)(\d+)\]:\s?| ?(\d{1,5}): ")
 # Each prefix is matched at the start of a line and removed; several can follow one another
 # ("2026-01-01 10:00:00,123 - root - ERROR - Traceback ..."). Only shapes loggers print are listed:
 # a traceback's own lines (exception types, 'File "..."', indented code) never match them.
-_PREFIX_SHAPES = tuple((
-    r"\[\d{3,}\]\s+",  # a pid or line counter some collectors add: [80746]
-    # ISO-like date and time, bracketed or not, with a zone: 2026-11-30T21:17:37.123Z, [2026-11-30 21:17:37,123]
-    r"\[?\d{4}[-/]\d{2}[-/]\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?\]?"
-    r"(?:\s*[-|:]\s+|\s+|(?=\[))",
-    r"\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:\s+-\s+|\s+)",  # HF examples: 11/30/2026 21:17:37 - INFO -
-    r"\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+",  # a time alone
-    # glog (PyTorch's C++ and torchelastic): [E1130 21:17:37.123456789 ProcessGroupNCCL.cpp:616], E1130 ... api.py:869]
-    r"\[?[IWEF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+\s+(?:\d+\s+)?[\w./<>-]+:\d+\]\s*",
-    r"\[[IWEF] [\w./<>-]+:\d+\]\s*",  # older glog: [E ProcessGroupNCCL.cpp:737]
-    r"(?:stdout|stderr) [FP] ",  # Kubernetes CRI log lines after their timestamp
-    _LEVEL + r":[\w.<>-]*:",  # logging.basicConfig: INFO:root:, ERROR:__main__:
-    r"\[" + _LEVEL + r"(?:\|[^\]]*)?\]\s*(?:>>\s*)?",  # [INFO], [INFO|trainer.py:2345] (transformers)
-    r"-?\s*(?:[\w.<>]+\s+-\s+)?" + _LEVEL + r"\s+-\s+(?:[\w.<>]+\s+-\s+)?",  # - root - ERROR - / - INFO - __main__ -
-    r">>\s+",
-    _LEVEL + r"\s+(?=\S)",  # a bare level word after a timestamp: 2026-... ERROR Traceback
-))
+_PREFIX_SHAPES = tuple(
+    (
+        r"\[\d{3,}\]\s+",  # a pid or line counter some collectors add: [80746]
+        # ISO-like date and time, bracketed or not, with a zone: 2026-11-30T21:17:37.123Z, [2026-11-30 21:17:37,123]
+        r"\[?\d{4}[-/]\d{2}[-/]\d{2}[T _]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2}| ?UTC)?\]?"
+        r"(?:\s*[-|:]\s+|\s+|(?=\[))",
+        r"\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:\s+-\s+|\s+)",  # HF examples: 11/30/2026 21:17:37 - INFO -
+        r"\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+",  # a time alone
+        # glog (PyTorch's C++ and torchelastic): [E1130 21:17:37.123456789 ProcessGroupNCCL.cpp:616], E1130 ... api.py:869]
+        r"\[?[IWEF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+\s+(?:\d+\s+)?[\w./<>-]+:\d+\]\s*",
+        r"\[[IWEF] [\w./<>-]+:\d+\]\s*",  # older glog: [E ProcessGroupNCCL.cpp:737]
+        r"(?:stdout|stderr) [FP] ",  # Kubernetes CRI log lines after their timestamp
+        _LEVEL + r":[\w.<>-]*:",  # logging.basicConfig: INFO:root:, ERROR:__main__:
+        r"\[" + _LEVEL + r"(?:\|[^\]]*)?\]\s*(?:>>\s*)?",  # [INFO], [INFO|trainer.py:2345] (transformers)
+        r"-?\s*(?:[\w.<>]+\s+-\s+)?"
+        + _LEVEL
+        + r"\s+-\s+(?:[\w.<>]+\s+-\s+)?",  # - root - ERROR - / - INFO - __main__ -
+        r">>\s+",
+        _LEVEL + r"\s+(?=\S)",  # a bare level word after a timestamp: 2026-... ERROR Traceback
+    )
+)
 # one alternation, tried in the order above (the first shape that matches wins): one regex call per prefix
 _PREFIX = re.compile("|".join(f"(?:{shape})" for shape in _PREFIX_SHAPES))
 _MAX_PREFIXES = 8
@@ -89,12 +95,12 @@ def _clean_line(line: str) -> tuple[str, bool]:
     for _ in range(_MAX_PREFIXES):
         m = _RANK.match(line)
         if m:
-            rank, line = m.group(1) or m.group(2), line[m.end():]
+            rank, line = m.group(1) or m.group(2), line[m.end() :]
             continue
         m = _PREFIX.match(line)
         if not m or not m.end():
             break
-        line, changed = line[m.end():], True
+        line, changed = line[m.end() :], True
     return (f"[rank{rank}]:{line}" if rank is not None else line), changed
 
 

@@ -17,8 +17,18 @@ __all__ = ["OomInfo", "Phase", "detect_phase", "parse_oom_message", "parse_size_
 
 Phase = Literal["loading", "forward", "backward", "optimizer step", "generate"]
 
-_UNITS = {"bytes": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS = {
+    "bytes": 1,
+    "b": 1,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+}
 _SIZE = r"(\d+(?:\.\d+)?\s?(?:bytes|[KMGT]i?B|B))"
 
 # Formats from PyTorch c10/cuda/CUDACachingAllocator.cpp. Since 2.2 (torch.OutOfMemoryError):
@@ -28,16 +38,32 @@ _SIZE = r"(\d+(?:\.\d+)?\s?(?:bytes|[KMGT]i?B|B))"
 # Before 2.2:
 #   CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.34 GiB already
 #   allocated; 1.23 GiB free; 13.45 GiB reserved in total by PyTorch)
-_OOM = re.compile(r"(CUDA|HIP|MPS backend) out of memory|CUDA error: out of memory"
-                  r"|DefaultCPUAllocator: not enough memory")
+_OOM = re.compile(
+    r"(CUDA|HIP|MPS backend) out of memory|CUDA error: out of memory"
+    r"|DefaultCPUAllocator: not enough memory"
+)
 _REQUESTED = re.compile(r"(?:Tried to allocate|you tried to allocate) " + _SIZE)
 _NEW_CAPACITY = re.compile(r"GPU (\d+) has a total capacity of " + _SIZE + r" of which " + _SIZE + r" is free")
-_NEW_ALLOCATED = re.compile(r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, "
-                            r"(?:with " + _SIZE + r" allocated in private pools[^,]*, )?and " + _SIZE +
-                            r" is reserved by PyTorch but unallocated")
+_NEW_ALLOCATED = re.compile(
+    r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, "
+    r"(?:with "
+    + _SIZE
+    + r" allocated in private pools[^,]*, )?and "
+    + _SIZE
+    + r" is reserved by PyTorch but unallocated"
+)
 _IN_USE = re.compile(r"this process has " + _SIZE + r" memory in use")
-_OLD = re.compile(r"\(GPU (\d+); " + _SIZE + r" total capacity; " + _SIZE + r" already allocated; " + _SIZE +
-                  r" free; " + _SIZE + r" reserved in total by PyTorch\)")
+_OLD = re.compile(
+    r"\(GPU (\d+); "
+    + _SIZE
+    + r" total capacity; "
+    + _SIZE
+    + r" already allocated; "
+    + _SIZE
+    + r" free; "
+    + _SIZE
+    + r" reserved in total by PyTorch\)"
+)
 
 
 @dataclass(frozen=True)
@@ -86,26 +112,41 @@ def _size(m: re.Match[str] | None, group: int) -> int | None:
 
 
 def _is_loading(f: Frame) -> bool:
-    return f.function in {"from_pretrained", "load_state_dict", "_load_pretrained_model", "load_checkpoint_in_model",
-                          "load_file", "load_model"} or (f.function == "load" and "torch/serialization" in f.file) \
+    return (
+        f.function
+        in {
+            "from_pretrained",
+            "load_state_dict",
+            "_load_pretrained_model",
+            "load_checkpoint_in_model",
+            "load_file",
+            "load_model",
+        }
+        or (f.function == "load" and "torch/serialization" in f.file)
         or bool(f.code and re.search(r"from_pretrained\(|load_state_dict\(|torch\.load\(|load_file\(", f.code))
+    )
 
 
 def _is_generate(f: Frame) -> bool:
-    return (f.function in {"generate", "_sample", "_beam_search", "_assisted_decoding"} and "generation" in f.file) \
-        or bool(f.kind == "yours" and f.code and ".generate(" in f.code)
+    return (
+        f.function in {"generate", "_sample", "_beam_search", "_assisted_decoding"} and "generation" in f.file
+    ) or bool(f.kind == "yours" and f.code and ".generate(" in f.code)
 
 
 def _is_optimizer(f: Frame) -> bool:
-    return "torch/optim/" in f.file.replace("\\", "/") or (f.function == "step" and "optim" in f.file) \
+    return (
+        "torch/optim/" in f.file.replace("\\", "/")
+        or (f.function == "step" and "optim" in f.file)
         or bool(f.kind == "yours" and f.code and re.search(r"(optim\w*|opt)\.step\(", f.code))
+    )
 
 
 def _is_backward(f: Frame) -> bool:
     path = f.file.replace("\\", "/")
-    return (f.function in {"backward", "_engine_run_backward", "run_backward"}
-            and ("torch/_tensor" in path or "torch/autograd" in path or "accelerate" in path)) \
-        or bool(f.kind == "yours" and f.code and re.search(r"\.backward\(", f.code))
+    return (
+        f.function in {"backward", "_engine_run_backward", "run_backward"}
+        and ("torch/_tensor" in path or "torch/autograd" in path or "accelerate" in path)
+    ) or bool(f.kind == "yours" and f.code and re.search(r"\.backward\(", f.code))
 
 
 def _is_forward(f: Frame) -> bool:
@@ -117,8 +158,12 @@ def _is_moving(f: Frame) -> bool:
 
 
 _PHASE_RULES: tuple[tuple[Phase, object], ...] = (
-    ("loading", _is_loading), ("generate", _is_generate), ("optimizer step", _is_optimizer),
-    ("backward", _is_backward), ("forward", _is_forward), ("loading", _is_moving),
+    ("loading", _is_loading),
+    ("generate", _is_generate),
+    ("optimizer step", _is_optimizer),
+    ("backward", _is_backward),
+    ("forward", _is_forward),
+    ("loading", _is_moving),
 )
 
 
@@ -177,6 +222,14 @@ def parse_oom_message(message: str, frames: Sequence[Frame] = ()) -> OomInfo | N
         device = f"cuda:{old.group(1)}"
         capacity, allocated, free, reserved = _size(old, 2), _size(old, 3), _size(old, 4), _size(old, 5)
     phase, reason = detect_phase(frames)
-    return OomInfo(device=device, requested_bytes=requested, capacity_bytes=capacity, free_bytes=free,
-                   reserved_bytes=reserved, allocated_bytes=allocated,
-                   process_in_use_bytes=_size(_IN_USE.search(message), 1), phase=phase, phase_reason=reason)
+    return OomInfo(
+        device=device,
+        requested_bytes=requested,
+        capacity_bytes=capacity,
+        free_bytes=free,
+        reserved_bytes=reserved,
+        allocated_bytes=allocated,
+        process_in_use_bytes=_size(_IN_USE.search(message), 1),
+        phase=phase,
+        phase_reason=reason,
+    )

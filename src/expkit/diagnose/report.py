@@ -11,8 +11,11 @@ from expkit.diagnose.tracebacks import Frame, Traceback
 
 __all__ = ["FrameGroup", "collapse_frames", "format_report"]
 
-_LINK_TEXT = {"cause": "which directly caused", "context": "and while handling it",
-              "worker": "which the main process re-raised as"}
+_LINK_TEXT = {
+    "cause": "which directly caused",
+    "context": "and while handling it",
+    "worker": "which the main process re-raised as",
+}
 
 
 @dataclass(frozen=True)

@@ -24,21 +24,49 @@ Link = Literal["context", "cause", "worker"]
 
 # Packages whose frames are "framework": the machinery between your code and the error.
 FRAMEWORK_PACKAGES = (
-    "torch", "torchvision", "torchaudio", "transformers", "peft", "trl", "datasets", "accelerate",
-    "deepspeed", "numpy", "pandas", "lightning", "pytorch_lightning", "tokenizers", "safetensors",
-    "huggingface_hub", "typer", "click", "jax", "flax", "triton", "bitsandbytes", "vllm", "sklearn",
-    "scipy", "tensorflow", "keras", "expkit",
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "transformers",
+    "peft",
+    "trl",
+    "datasets",
+    "accelerate",
+    "deepspeed",
+    "numpy",
+    "pandas",
+    "lightning",
+    "pytorch_lightning",
+    "tokenizers",
+    "safetensors",
+    "huggingface_hub",
+    "typer",
+    "click",
+    "jax",
+    "flax",
+    "triton",
+    "bitsandbytes",
+    "vllm",
+    "sklearn",
+    "scipy",
+    "tensorflow",
+    "keras",
+    "expkit",
 )
 _SITE = re.compile(r"[/\\](site|dist)-packages[/\\]")
 _PKGS = "|".join(FRAMEWORK_PACKAGES)
 # outside site-packages (editable installs, source checkouts): src/<pkg>/, <pkg>/<pkg>/, or torch's own
 # subpackages. A bare "datasets/" or "data/" folder in a user's project stays the user's.
-_FRAMEWORK_DIR = re.compile(r"[/\\]src[/\\](" + _PKGS + r")[/\\]|[/\\](" + _PKGS + r")[/\\]\2[/\\]|"
-                            r"(^|[/\\])torch[/\\](nn|autograd|utils|optim|distributed|cuda|amp|fx|_dynamo|"
-                            r"_inductor|_tensor\.py|serialization\.py|functional\.py)")
+_FRAMEWORK_DIR = re.compile(
+    r"[/\\]src[/\\](" + _PKGS + r")[/\\]|[/\\](" + _PKGS + r")[/\\]\2[/\\]|"
+    r"(^|[/\\])torch[/\\](nn|autograd|utils|optim|distributed|cuda|amp|fx|_dynamo|"
+    r"_inductor|_tensor\.py|serialization\.py|functional\.py)"
+)
 # launchers' console scripts (bin/torchrun, bin/accelerate ...): their frames are machinery, not your code
-_LAUNCHER = re.compile(r"[/\\]bin[/\\](torchrun|accelerate|deepspeed|lightning|lm_eval|lm-eval|inspect|"
-                       r"transformers-cli|transformers|python\d*(\.\d+)?-m)$")
+_LAUNCHER = re.compile(
+    r"[/\\]bin[/\\](torchrun|accelerate|deepspeed|lightning|lm_eval|lm-eval|inspect|"
+    r"transformers-cli|transformers|python\d*(\.\d+)?-m)$"
+)
 _STDLIB = re.compile(r"([/\\]lib[/\\]python\d+(\.\d+)?[/\\])|(^[A-Za-z]:\\.*\\Lib\\)|(^<frozen )")
 
 _RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:\s?")
@@ -144,7 +172,7 @@ def _split_ranks(lines: list[str]) -> tuple[dict[int | None, list[str]], int | N
     for raw in lines:
         m = _RANK_PREFIX.match(raw)
         if m:
-            groups.setdefault(int(m.group(1)), []).append(raw[m.end():])
+            groups.setdefault(int(m.group(1)), []).append(raw[m.end() :])
             continue
         groups.setdefault(None, []).append(raw)
         if "Root Cause (first observed failure)" in raw:
@@ -298,8 +326,7 @@ _RANK_NOISE = re.compile(r"(cuda:\d+|GPU \d+|rank \d+|rank\d+|device \d+|pid \d+
 
 
 def _signature(records: list[ExceptionRecord]) -> tuple[object, ...]:
-    return tuple((r.type, _RANK_NOISE.sub("#", r.message), tuple((f.file, f.line) for f in r.frames))
-                 for r in records)
+    return tuple((r.type, _RANK_NOISE.sub("#", r.message), tuple((f.file, f.line) for f in r.frames)) for r in records)
 
 
 def parse_traceback(text: str) -> Traceback:
@@ -334,10 +361,18 @@ def parse_traceback(text: str) -> Traceback:
         records, warnings = parsed.get(None, ([], []))
     warnings = list(warnings)
     if not records:
-        warnings.append("no traceback found in the text (no 'Traceback (most recent call last):' or "
-                        "'File \"...\", line N' lines)")
+        warnings.append(
+            "no traceback found in the text (no 'Traceback (most recent call last):' or 'File \"...\", line N' lines)"
+        )
     chosen, index = _choose(records)
     if records and chosen is None:
         warnings.append("no frame in your own files: every frame is framework or standard library")
-    return Traceback(exceptions=tuple(records), chosen_frame=chosen, chosen_index=index, rank=rank,
-                     failed_ranks=tuple(sorted(failed)), identical_ranks=identical, warnings=tuple(warnings))
+    return Traceback(
+        exceptions=tuple(records),
+        chosen_frame=chosen,
+        chosen_index=index,
+        rank=rank,
+        failed_ranks=tuple(sorted(failed)),
+        identical_ranks=identical,
+        warnings=tuple(warnings),
+    )

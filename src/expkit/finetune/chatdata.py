@@ -64,8 +64,12 @@ def _check_encodable(text: str, what: str, *, path: Path, line: int) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InputError(f"{what} has an unpaired surrogate {text[exc.start]!r} at character {exc.start}: not "
-                         "valid Unicode text", path=path, line=line, hint="fix the writer that escaped it") from None
+        raise InputError(
+            f"{what} has an unpaired surrogate {text[exc.start]!r} at character {exc.start}: not valid Unicode text",
+            path=path,
+            line=line,
+            hint="fix the writer that escaped it",
+        ) from None
 
 
 def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict[str, str], ...]:
@@ -77,19 +81,32 @@ def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict
             raise InputError(f"message {i} must be an object with 'role' and 'content'", path=path, line=line)
         role, content = msg["role"], msg["content"]
         if role not in ROLES:
-            raise InputError(f"message {i} has unknown role {role!r}", path=path, line=line,
-                             hint=f"use one of {', '.join(ROLES)}")
+            raise InputError(
+                f"message {i} has unknown role {role!r}", path=path, line=line, hint=f"use one of {', '.join(ROLES)}"
+            )
         if not isinstance(content, str) or not content.strip():
-            raise InputError(f"message {i} ({role}) has empty content", path=path, line=line,
-                             hint="drop the example or fill the turn; --on-error skip skips and counts it")
+            raise InputError(
+                f"message {i} ({role}) has empty content",
+                path=path,
+                line=line,
+                hint="drop the example or fill the turn; --on-error skip skips and counts it",
+            )
         _check_encodable(content, f"message {i} ({role})", path=path, line=line)
         out.append({"role": role, "content": content})
     if out[0]["role"] == "assistant":
-        raise InputError("conversation starts with an assistant turn: there is no prompt for it to answer",
-                         path=path, line=line, hint="start with a user (or system + user) turn")
+        raise InputError(
+            "conversation starts with an assistant turn: there is no prompt for it to answer",
+            path=path,
+            line=line,
+            hint="start with a user (or system + user) turn",
+        )
     if not any(m["role"] == "assistant" for m in out):
-        raise InputError("conversation has no assistant turn (nothing to train on)", path=path, line=line,
-                         hint="every example needs at least one assistant message")
+        raise InputError(
+            "conversation has no assistant turn (nothing to train on)",
+            path=path,
+            line=line,
+            hint="every example needs at least one assistant message",
+        )
     return tuple(out)
 
 
@@ -104,8 +121,9 @@ def _parse_example(obj: object, *, path: Path, line: int) -> ChatExample:
             msgs = _validate_messages(list(prompt) + list(completion), path=path, line=line)
             return ChatExample(messages=msgs, line=line)
         if not isinstance(prompt, str) or not isinstance(completion, str):
-            raise InputError("'prompt' and 'completion' must both be strings (or both message lists)",
-                             path=path, line=line)
+            raise InputError(
+                "'prompt' and 'completion' must both be strings (or both message lists)", path=path, line=line
+            )
         if not completion.strip():
             raise InputError("'completion' is empty", path=path, line=line)
         _check_encodable(prompt, "'prompt'", path=path, line=line)
@@ -115,8 +133,9 @@ def _parse_example(obj: object, *, path: Path, line: int) -> ChatExample:
     raise InputError(f"no 'messages' and no 'prompt'/'completion' fields (found: {keys})", path=path, line=line)
 
 
-def iter_chat_examples(path: str | Path, *, on_error: OnError = "raise",
-                       skipped: dict[int, str] | None = None) -> Iterator[ChatExample]:
+def iter_chat_examples(
+    path: str | Path, *, on_error: OnError = "raise", skipped: dict[int, str] | None = None
+) -> Iterator[ChatExample]:
     """Yield the examples of a JSONL file, validated.
 
     Args:
@@ -145,15 +164,18 @@ def iter_chat_examples(path: str | Path, *, on_error: OnError = "raise",
                 try:
                     text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # -sig: a BOM from Excel/Notepad
                 except UnicodeDecodeError as exc:
-                    raise InputError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})", path=p,
-                                     line=line_no, hint="save the file as UTF-8") from None
+                    raise InputError(
+                        f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                        path=p,
+                        line=line_no,
+                        hint="save the file as UTF-8",
+                    ) from None
                 if not text.strip():
                     continue
                 try:
                     obj = json.loads(text)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"not valid JSON ({exc.msg})", path=p, line=line_no,
-                                     column=exc.colno) from None
+                    raise InputError(f"not valid JSON ({exc.msg})", path=p, line=line_no, column=exc.colno) from None
                 except RecursionError:
                     raise InputError("JSON nested too deeply", path=p, line=line_no) from None
                 yield _parse_example(obj, path=p, line=line_no)
@@ -178,15 +200,46 @@ def read_chat_file(path: str | Path, *, on_error: OnError = "raise", limit: int 
         if limit is not None and len(examples) >= limit:
             break
     if not examples:
-        raise InputError("no usable example in the file", path=path,
-                         hint=f"{len(skipped)} lines skipped" if skipped else "the file is empty")
+        raise InputError(
+            "no usable example in the file",
+            path=path,
+            hint=f"{len(skipped)} lines skipped" if skipped else "the file is empty",
+        )
     return ChatFile(path=Path(path), examples=tuple(examples), skipped=skipped)
 
 
 # ---- synthetic, checkable tasks -------------------------------------------------------------------
 
-_WORDS = ("cat", "dog", "sun", "map", "red", "cup", "hat", "pen", "box", "car", "bee", "owl", "ink", "jam",
-          "log", "net", "pig", "rug", "toy", "van", "web", "zip", "art", "bus", "fig", "gem", "hen", "ice")
+_WORDS = (
+    "cat",
+    "dog",
+    "sun",
+    "map",
+    "red",
+    "cup",
+    "hat",
+    "pen",
+    "box",
+    "car",
+    "bee",
+    "owl",
+    "ink",
+    "jam",
+    "log",
+    "net",
+    "pig",
+    "rug",
+    "toy",
+    "van",
+    "web",
+    "zip",
+    "art",
+    "bus",
+    "fig",
+    "gem",
+    "hen",
+    "ice",
+)
 
 
 def _make_task(task: str, rng: random.Random) -> tuple[str, str]:
@@ -213,8 +266,9 @@ def plain_task_text(task: str, rng: random.Random) -> str:
 MAX_SYNTHETIC_EXAMPLES = 1_000_000
 
 
-def generate_chat_examples(*, n: int, seed: int = 0, tasks: Sequence[str] = TASKS,
-                           system_prompt: str | None = SYSTEM_PROMPT) -> list[ChatExample]:
+def generate_chat_examples(
+    *, n: int, seed: int = 0, tasks: Sequence[str] = TASKS, system_prompt: str | None = SYSTEM_PROMPT
+) -> list[ChatExample]:
     """``n`` synthetic conversations (system, user question, assistant answer) with checkable answers.
 
     Args:
@@ -232,8 +286,10 @@ def generate_chat_examples(*, n: int, seed: int = 0, tasks: Sequence[str] = TASK
         {'role': 'assistant', 'content': '74'}
     """
     if not 1 <= n <= MAX_SYNTHETIC_EXAMPLES:
-        raise UsageError(f"n must be in [1, {MAX_SYNTHETIC_EXAMPLES:,}], not {n}",
-                         hint="the tasks repeat long before that; held-out data needs another seed, not more rows")
+        raise UsageError(
+            f"n must be in [1, {MAX_SYNTHETIC_EXAMPLES:,}], not {n}",
+            hint="the tasks repeat long before that; held-out data needs another seed, not more rows",
+        )
     if not tasks:
         raise UsageError("no task given", hint=f"use one or more of {', '.join(TASKS)}")
     for t in tasks:
@@ -255,8 +311,11 @@ def write_chat_jsonl(examples: Sequence[ChatExample], path: str | Path) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     with p.open("w", encoding="utf-8") as fh:
         for ex in examples:
-            obj = {"messages": list(ex.messages)} if ex.conversational else {"prompt": ex.prompt,
-                                                                            "completion": ex.completion}
+            obj = (
+                {"messages": list(ex.messages)}
+                if ex.conversational
+                else {"prompt": ex.prompt, "completion": ex.completion}
+            )
             fh.write(json.dumps(obj) + "\n")
     return p
 

@@ -51,8 +51,9 @@ def enforce_stop_contract(generation_config: Any, *, end_of_turn: EndOfTurn, fix
         after = (end_of_turn.id, *before)
         generation_config.eos_token_id = list(after)
         fixed = True
-    return StopContract(end_of_turn=end_of_turn, eos_ids_before=before, eos_ids_after=after, fixed=fixed,
-                        ok=end_of_turn.id in after)
+    return StopContract(
+        end_of_turn=end_of_turn, eos_ids_before=before, eos_ids_after=after, fixed=fixed, ok=end_of_turn.id in after
+    )
 
 
 def read_stop_contract(directory: str | Path, *, end_of_turn: EndOfTurn) -> StopContract:
@@ -66,5 +67,6 @@ def read_stop_contract(directory: str | Path, *, end_of_turn: EndOfTurn) -> Stop
     ids: tuple[int, ...] = ()
     if (p / "generation_config.json").is_file():
         ids = _as_ids(GenerationConfig.from_pretrained(p).eos_token_id)
-    return StopContract(end_of_turn=end_of_turn, eos_ids_before=ids, eos_ids_after=ids, fixed=False,
-                        ok=end_of_turn.id in ids)
+    return StopContract(
+        end_of_turn=end_of_turn, eos_ids_before=ids, eos_ids_after=ids, fixed=False, ok=end_of_turn.id in ids
+    )

@@ -55,8 +55,20 @@ CHATML_TEMPLATE = (
 )
 
 # Standard-library modules whose source is the "web text" of the demo model (present in every CPython).
-_STDLIB_FILES = ("textwrap.py", "string.py", "fractions.py", "csv.py", "shlex.py", "glob.py", "fnmatch.py",
-                 "calendar.py", "difflib.py", "heapq.py", "bisect.py", "colorsys.py")
+_STDLIB_FILES = (
+    "textwrap.py",
+    "string.py",
+    "fractions.py",
+    "csv.py",
+    "shlex.py",
+    "glob.py",
+    "fnmatch.py",
+    "calendar.py",
+    "difflib.py",
+    "heapq.py",
+    "bisect.py",
+    "colorsys.py",
+)
 
 
 @dataclass(frozen=True)
@@ -86,12 +98,34 @@ class DemoModelSpec:
 def demo_model_spec(*, quick: bool) -> DemoModelSpec:
     """The two standard builds: ``quick`` (~0.1M parameters, seconds) and full (~1M, about a minute)."""
     if quick:
-        return DemoModelSpec(vocab_size=512, hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2,
-                             intermediate_size=192, seq_len=64, batch_size=16, pretrain_steps=200,
-                             learning_rate=3e-3, stdlib_chars=120_000, task_sentences=6_000)
-    return DemoModelSpec(vocab_size=1024, hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2,
-                         intermediate_size=384, seq_len=96, batch_size=16, pretrain_steps=500,
-                         learning_rate=2e-3, stdlib_chars=300_000, task_sentences=20_000)
+        return DemoModelSpec(
+            vocab_size=512,
+            hidden_size=64,
+            num_layers=2,
+            num_heads=4,
+            num_kv_heads=2,
+            intermediate_size=192,
+            seq_len=64,
+            batch_size=16,
+            pretrain_steps=200,
+            learning_rate=3e-3,
+            stdlib_chars=120_000,
+            task_sentences=6_000,
+        )
+    return DemoModelSpec(
+        vocab_size=1024,
+        hidden_size=128,
+        num_layers=4,
+        num_heads=4,
+        num_kv_heads=2,
+        intermediate_size=384,
+        seq_len=96,
+        batch_size=16,
+        pretrain_steps=500,
+        learning_rate=2e-3,
+        stdlib_chars=300_000,
+        task_sentences=20_000,
+    )
 
 
 @dataclass(frozen=True)
@@ -124,12 +158,12 @@ def _corpus(spec: DemoModelSpec) -> list[str]:
             continue
         text = f.read_text(encoding="utf-8", errors="replace")[:budget]
         budget -= len(text)
-        docs += [text[i:i + 2000] for i in range(0, len(text), 2000)]
+        docs += [text[i : i + 2000] for i in range(0, len(text), 2000)]
     tasks = list(TASKS)
     # task sentences, grouped a few to a document
     n_plain = spec.task_sentences - int(spec.task_sentences * spec.transcript_share)
     sentences = [plain_task_text(rng.choice(tasks), rng) for _ in range(n_plain)]
-    docs += [" ".join(sentences[i:i + 8]) for i in range(0, len(sentences), 8)]
+    docs += [" ".join(sentences[i : i + 8]) for i in range(0, len(sentences), 8)]
     # chat transcripts whose assistant turns are NOT closed by <|im_end|> (a base model has seen chat logs,
     # not the end-of-turn convention of one template): after an answer it continues the conversation
     turns = []
@@ -137,7 +171,7 @@ def _corpus(spec: DemoModelSpec) -> list[str]:
         question, answer = plain_task_text(rng.choice(tasks), rng).rsplit(" ", 1)
         turns.append(f"<|im_start|>user\n{question}{END_OF_TURN}\n<|im_start|>assistant\n{answer[:-1]}\n")
     head = f"<|im_start|>system\n{SYSTEM_PROMPT}{END_OF_TURN}\n"
-    docs += [head + "".join(turns[i:i + 3]) for i in range(0, len(turns), 3)]
+    docs += [head + "".join(turns[i : i + 3]) for i in range(0, len(turns), 3)]
     rng.shuffle(docs)
     return docs
 
@@ -147,17 +181,28 @@ def _train_tokenizer(docs: list[str], spec: DemoModelSpec):
 
     tok = Tokenizer(models.BPE())
     # digits one by one (as Qwen2 does), then GPT-2 style byte-level pieces
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
-                                                 pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=spec.vocab_size, special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=spec.vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(docs, trainer=trainer)
     from transformers import PreTrainedTokenizerFast
 
     # as Qwen2.5 base checkpoints: eos and pad are <|endoftext|>; the chat template ends turns with <|im_end|>
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=END_OF_TEXT, pad_token=END_OF_TEXT,
-                                 bos_token=None, unk_token=None, model_max_length=4096)
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=END_OF_TEXT,
+        pad_token=END_OF_TEXT,
+        bos_token=None,
+        unk_token=None,
+        model_max_length=4096,
+    )
     hf.chat_template = CHATML_TEMPLATE
     return hf
 
@@ -171,12 +216,13 @@ def _pretrain(model, ids, spec: DemoModelSpec) -> tuple[float, float]:
     opt = torch.optim.AdamW(model.parameters(), lr=spec.learning_rate, weight_decay=0.01)
     warmup = max(1, spec.pretrain_steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.1, 1 - s / spec.pretrain_steps))
+        opt, lambda s: min(1.0, (s + 1) / warmup) * max(0.1, 1 - s / spec.pretrain_steps)
+    )
     losses = []
     model.train()
     for _ in range(spec.pretrain_steps):
         starts = torch.randint(0, len(data) - spec.seq_len - 1, (spec.batch_size,), generator=gen)
-        batch = torch.stack([data[s:s + spec.seq_len] for s in starts.tolist()])  # (B, T)
+        batch = torch.stack([data[s : s + spec.seq_len] for s in starts.tolist()])  # (B, T)
         loss = model(input_ids=batch, labels=batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -218,10 +264,18 @@ def build_demo_model(*, out: str | Path, spec: DemoModelSpec, num_threads: int |
     for doc_ids in tok(docs, add_special_tokens=False)["input_ids"]:
         ids += [*doc_ids, eot_text]
     config = Qwen2Config(
-        vocab_size=len(tok), hidden_size=spec.hidden_size, num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads, num_key_value_heads=spec.num_kv_heads,
-        intermediate_size=spec.intermediate_size, max_position_embeddings=512, tie_word_embeddings=True,
-        bos_token_id=None, eos_token_id=eot_text, pad_token_id=eot_text, rope_theta=10000.0,
+        vocab_size=len(tok),
+        hidden_size=spec.hidden_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_heads,
+        num_key_value_heads=spec.num_kv_heads,
+        intermediate_size=spec.intermediate_size,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=eot_text,
+        pad_token_id=eot_text,
+        rope_theta=10000.0,
     )
     model = Qwen2ForCausalLM(config)
     from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
@@ -236,15 +290,28 @@ def build_demo_model(*, out: str | Path, spec: DemoModelSpec, num_threads: int |
     tok.save_pretrained(out)
     n_params = sum(p.numel() for p in model.parameters())
     elapsed = time.perf_counter() - t0
-    info = {"spec": asdict(spec), "parameters": n_params, "pretrain_loss_first": first,
-            "pretrain_loss_last": last, "build_s": elapsed}
+    info = {
+        "spec": asdict(spec),
+        "parameters": n_params,
+        "pretrain_loss_first": first,
+        "pretrain_loss_last": last,
+        "build_s": elapsed,
+    }
     (out / "expkit_demo.json").write_text(json.dumps(info, indent=2))
-    return DemoModel(path=out, spec=spec, parameters=n_params, pretrain_loss_first=first,
-                     pretrain_loss_last=last, build_s=elapsed, cached=False)
+    return DemoModel(
+        path=out,
+        spec=spec,
+        parameters=n_params,
+        pretrain_loss_first=first,
+        pretrain_loss_last=last,
+        build_s=elapsed,
+        cached=False,
+    )
 
 
-def ensure_demo_model(*, quick: bool = False, spec: DemoModelSpec | None = None,
-                      cache_dir: str | Path | None = None) -> DemoModel:
+def ensure_demo_model(
+    *, quick: bool = False, spec: DemoModelSpec | None = None, cache_dir: str | Path | None = None
+) -> DemoModel:
     """The cached demo model for ``spec`` (default: the quick or full build), built on first use.
 
     The cache directory is ``<cache>/demo-model/<hash of the spec>``; a build is written to a temporary
@@ -259,14 +326,21 @@ def ensure_demo_model(*, quick: bool = False, spec: DemoModelSpec | None = None,
     info_path = final / "expkit_demo.json"
     if info_path.is_file():
         info = json.loads(info_path.read_text())
-        return DemoModel(path=final, spec=spec, parameters=info["parameters"],
-                         pretrain_loss_first=info["pretrain_loss_first"],
-                         pretrain_loss_last=info["pretrain_loss_last"], build_s=info["build_s"], cached=True)
+        return DemoModel(
+            path=final,
+            spec=spec,
+            parameters=info["parameters"],
+            pretrain_loss_first=info["pretrain_loss_first"],
+            pretrain_loss_last=info["pretrain_loss_last"],
+            build_s=info["build_s"],
+            cached=True,
+        )
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"cannot create the cache directory {final.parent}: {exc}",
-                         hint="set EXPKIT_CACHE to a writable directory") from None
+        raise UsageError(
+            f"cannot create the cache directory {final.parent}: {exc}", hint="set EXPKIT_CACHE to a writable directory"
+        ) from None
     tmp = final.parent / f".{final.name}.{os.getpid()}.tmp"
     built = build_demo_model(out=tmp, spec=spec)
     try:
@@ -275,6 +349,12 @@ def ensure_demo_model(*, quick: bool = False, spec: DemoModelSpec | None = None,
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
-    return DemoModel(path=final, spec=spec, parameters=built.parameters,
-                     pretrain_loss_first=built.pretrain_loss_first, pretrain_loss_last=built.pretrain_loss_last,
-                     build_s=built.build_s, cached=False)
+    return DemoModel(
+        path=final,
+        spec=spec,
+        parameters=built.parameters,
+        pretrain_loss_first=built.pretrain_loss_first,
+        pretrain_loss_last=built.pretrain_loss_last,
+        build_s=built.build_s,
+        cached=False,
+    )

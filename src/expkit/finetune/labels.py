@@ -114,11 +114,17 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
     """
     p = Path(model_dir)
     if not p.is_dir():
-        raise InputError("model directory not found", path=p,
-                         hint="give a local checkpoint directory (`expkit sft demo-model --out DIR` builds one)")
+        raise InputError(
+            "model directory not found",
+            path=p,
+            hint="give a local checkpoint directory (`expkit sft demo-model --out DIR` builds one)",
+        )
     if not any((p / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json")):
-        raise InputError("model directory has no tokenizer (tokenizer.json, tokenizer.model or vocab.json)",
-                         path=p, hint="save the tokenizer beside the model with tokenizer.save_pretrained(DIR)")
+        raise InputError(
+            "model directory has no tokenizer (tokenizer.json, tokenizer.model or vocab.json)",
+            path=p,
+            hint="save the tokenizer beside the model with tokenizer.save_pretrained(DIR)",
+        )
     from transformers import AutoTokenizer
 
     if (p / "config.json").is_file():  # AutoTokenizer reads it too: a broken one is named, not a traceback
@@ -141,24 +147,34 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
     try:
         tok = AutoTokenizer.from_pretrained(p)
     except Exception as exc:  # noqa: BLE001 - any refusal inside from_pretrained is about the user's files
-        names = [f for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-                 if (p / f).is_file()]
+        names = [
+            f for f in ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json") if (p / f).is_file()
+        ]
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        raise InputError(f"cannot load the tokenizer from {', '.join(names)} ({type(exc).__name__}: {first})",
-                         path=p, hint="the tokenizer files are corrupt; save them again with "
-                                      "tokenizer.save_pretrained(DIR)") from None
+        raise InputError(
+            f"cannot load the tokenizer from {', '.join(names)} ({type(exc).__name__}: {first})",
+            path=p,
+            hint="the tokenizer files are corrupt; save them again with tokenizer.save_pretrained(DIR)",
+        ) from None
     if not getattr(tok, "chat_template", None):
-        raise InputError("the tokenizer has no chat template", path=p,
-                         hint="set tokenizer.chat_template (e.g. ChatML) and save it, or use prompt/completion data")
+        raise InputError(
+            "the tokenizer has no chat template",
+            path=p,
+            hint="set tokenizer.chat_template (e.g. ChatML) and save it, or use prompt/completion data",
+        )
     try:  # render one turn now: a template that does not parse or render fails here, named, not mid-audit
-        tok.apply_chat_template([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
-                                tokenize=False)
+        tok.apply_chat_template(
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], tokenize=False
+        )
     except Exception as exc:  # noqa: BLE001 - jinja2's TemplateError and whatever the user's template raises
         where = p / "chat_template.jinja" if (p / "chat_template.jinja").is_file() else p / "tokenizer_config.json"
         line = getattr(exc, "lineno", None)
-        raise InputError(f"the chat template does not render ({type(exc).__name__}: {exc})", path=where,
-                         line=line if isinstance(line, int) else None,
-                         hint="fix the Jinja template (ChatML is a known-good one)") from None
+        raise InputError(
+            f"the chat template does not render ({type(exc).__name__}: {exc})",
+            path=where,
+            line=line if isinstance(line, int) else None,
+            hint="fix the Jinja template (ChatML is a known-good one)",
+        ) from None
     return tok
 
 
@@ -177,8 +193,10 @@ def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
             return EndOfTurn(token=tokenizer.convert_ids_to_tokens(tid), id=int(tid))
     if tokenizer.eos_token_id is not None:
         return EndOfTurn(token=tokenizer.eos_token, id=int(tokenizer.eos_token_id))
-    raise InputError("the chat template renders no token after the assistant's content and the tokenizer has "
-                     "no eos_token", hint="end assistant turns with an end-of-turn token such as <|im_end|>")
+    raise InputError(
+        "the chat template renders no token after the assistant's content and the tokenizer has no eos_token",
+        hint="end assistant turns with an end-of-turn token such as <|im_end|>",
+    )
 
 
 def _has_generation_markers(template: str) -> bool:
@@ -196,8 +214,9 @@ class LabelBuilder:
         max_length: truncate to this many tokens (None: no truncation), as SFTConfig.max_length does.
     """
 
-    def __init__(self, tokenizer: Any, *, loss: LossMode = "assistant", eos_in_loss: bool = True,
-                 max_length: int | None = None) -> None:
+    def __init__(
+        self, tokenizer: Any, *, loss: LossMode = "assistant", eos_in_loss: bool = True, max_length: int | None = None
+    ) -> None:
         if loss not in LOSS_MODES:
             raise UsageError(f"loss must be one of {', '.join(LOSS_MODES)}, not {loss!r}")
         if max_length is not None and max_length < 2:
@@ -223,9 +242,12 @@ class LabelBuilder:
             before = self._render(messages[:i], gen_prompt=True)
             upto = self._render(messages[: i + 1]).rstrip()
             if not (upto.startswith(before) and text.startswith(upto)):
-                raise InputError("the chat template does not render turns as prefixes of each other, so the "
-                                 "assistant spans cannot be derived", line=ex.line or None,
-                                 hint="add {% generation %} markers around the assistant content in the template")
+                raise InputError(
+                    "the chat template does not render turns as prefixes of each other, so the "
+                    "assistant spans cannot be derived",
+                    line=ex.line or None,
+                    hint="add {% generation %} markers around the assistant content in the template",
+                )
             spans.append((len(before), len(upto)))
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         mask = [any(s <= a < e for s, e in spans) for a, _ in enc["offset_mapping"]]
@@ -238,8 +260,9 @@ class LabelBuilder:
             return ids, [True] * len(ids)
         only_last = self.loss == "completion"
         if self.markers and not only_last:
-            out = self.tokenizer.apply_chat_template(msgs, tokenize=True, return_dict=True,
-                                                     return_assistant_tokens_mask=True)
+            out = self.tokenizer.apply_chat_template(
+                msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+            )
             return list(out["input_ids"]), [bool(b) for b in out["assistant_masks"]]
         return self._derived_mask(msgs, ex, only_last)
 
@@ -259,8 +282,9 @@ class LabelBuilder:
         if self.max_length is not None and len(ids) > self.max_length:
             cut = len(ids) - self.max_length
         keep = len(ids) - cut
-        return ExampleLabels(index=index, line=ex.line, input_ids=tuple(ids[:keep]), labels=tuple(labels[:keep]),
-                             truncated_tokens=cut)
+        return ExampleLabels(
+            index=index, line=ex.line, input_ids=tuple(ids[:keep]), labels=tuple(labels[:keep]), truncated_tokens=cut
+        )
 
     @property
     def span_source(self) -> str:
@@ -269,45 +293,85 @@ class LabelBuilder:
         return "template markers" if self.markers and self.loss == "assistant" else "derived from rendered turns"
 
 
-def _check(ex: ExampleLabels, full: ExampleLabels | None, eot: EndOfTurn, pad_id: int | None,
-           pad_reported: bool, loss: str, names: Any = str) -> list[LabelProblem]:
+def _check(
+    ex: ExampleLabels,
+    full: ExampleLabels | None,
+    eot: EndOfTurn,
+    pad_id: int | None,
+    pad_reported: bool,
+    loss: str,
+    names: Any = str,
+) -> list[LabelProblem]:
     """Hard checks on one example; ``full`` is the untruncated version when truncation cut tokens."""
     problems = []
     source = full or ex
     trained = [i for i, lab in enumerate(source.labels) if lab != IGNORE]
     if not any(lab != IGNORE for lab in ex.labels):
-        problems.append(LabelProblem("no_trained_token", ex.index, ex.line,
-                                     "no token of this example is in the loss"))
+        problems.append(LabelProblem("no_trained_token", ex.index, ex.line, "no token of this example is in the loss"))
     if loss == "all":  # every token trained: the end of turn must be among them
         if trained and not any(source.input_ids[i] == eot.id for i in trained):
-            problems.append(LabelProblem("stop_token_not_trained", ex.index, ex.line,
-                                         f"the end-of-turn token {eot.token} ({eot.id}) is never in the loss"))
+            problems.append(
+                LabelProblem(
+                    "stop_token_not_trained",
+                    ex.index,
+                    ex.line,
+                    f"the end-of-turn token {eot.token} ({eot.id}) is never in the loss",
+                )
+            )
     else:  # each maximal run of trained tokens (an assistant turn) must end with the end-of-turn token
         runs_end = [i for i in trained if i + 1 == len(source.labels) or source.labels[i + 1] == IGNORE]
         for i in runs_end:
             if source.input_ids[i] != eot.id:
-                problems.append(LabelProblem(
-                    "stop_token_not_trained", ex.index, ex.line,
-                    f"a trained span ends with token {source.input_ids[i]} ({names(source.input_ids[i])!r}), "
-                    "not with the end-of-turn token "
-                    f"{eot.token} ({eot.id}): the model is never taught to stop"))
+                problems.append(
+                    LabelProblem(
+                        "stop_token_not_trained",
+                        ex.index,
+                        ex.line,
+                        f"a trained span ends with token {source.input_ids[i]} ({names(source.input_ids[i])!r}), "
+                        "not with the end-of-turn token "
+                        f"{eot.token} ({eot.id}): the model is never taught to stop",
+                    )
+                )
                 break
-    if full is not None and any(full.input_ids[i] == eot.id and full.labels[i] != IGNORE
-                                for i in range(len(ex.labels), len(full.labels))):
-        problems.append(LabelProblem("truncation_cuts_stop", ex.index, ex.line,
-                                     f"max_length cuts the last {ex.truncated_tokens} tokens, including a trained "
-                                     f"{eot.token}"))
-    if (pad_id is not None and pad_id == eot.id and not pad_reported
-            and any(source.input_ids[i] == eot.id for i in trained)):
-        problems.append(LabelProblem("pad_is_eos", ex.index, ex.line,
-                                     f"pad token id {pad_id} == end-of-turn id: a collator that masks padding "
-                                     "(labels[input_ids == pad] = -100) masks every real stop token"))
+    if full is not None and any(
+        full.input_ids[i] == eot.id and full.labels[i] != IGNORE for i in range(len(ex.labels), len(full.labels))
+    ):
+        problems.append(
+            LabelProblem(
+                "truncation_cuts_stop",
+                ex.index,
+                ex.line,
+                f"max_length cuts the last {ex.truncated_tokens} tokens, including a trained {eot.token}",
+            )
+        )
+    if (
+        pad_id is not None
+        and pad_id == eot.id
+        and not pad_reported
+        and any(source.input_ids[i] == eot.id for i in trained)
+    ):
+        problems.append(
+            LabelProblem(
+                "pad_is_eos",
+                ex.index,
+                ex.line,
+                f"pad token id {pad_id} == end-of-turn id: a collator that masks padding "
+                "(labels[input_ids == pad] = -100) masks every real stop token",
+            )
+        )
     return problems
 
 
-def audit_labels(*, tokenizer: Any, examples: Sequence[ChatExample], loss: LossMode = "assistant",
-                 eos_in_loss: bool = True, max_length: int | None = None, show: int = 2,
-                 builder: LabelBuilder | None = None) -> LabelAudit:
+def audit_labels(
+    *,
+    tokenizer: Any,
+    examples: Sequence[ChatExample],
+    loss: LossMode = "assistant",
+    eos_in_loss: bool = True,
+    max_length: int | None = None,
+    show: int = 2,
+    builder: LabelBuilder | None = None,
+) -> LabelAudit:
     """Build the labels of every example and run the hard checks, before any training.
 
     Args:
@@ -340,8 +404,7 @@ def audit_labels(*, tokenizer: Any, examples: Sequence[ChatExample], loss: LossM
             full = untruncated.build(ex, index=i)
         else:
             full = None
-        found = _check(lab, full, eot, pad_id, pad_reported, b.loss,
-                       names=lambda t: b.tokenizer.decode([t]))
+        found = _check(lab, full, eot, pad_id, pad_reported, b.loss, names=lambda t: b.tokenizer.decode([t]))
         pad_reported = pad_reported or any(p.check == "pad_is_eos" for p in found)
         problems += found
         per.append(lab.masked_fraction)
@@ -355,17 +418,29 @@ def audit_labels(*, tokenizer: Any, examples: Sequence[ChatExample], loss: LossM
         raise InputError("no example to audit")
     notes = []
     if not b.markers and any(ex.conversational for ex in examples):
-        notes.append("the chat template has no {% generation %} markers: expkit derived the assistant spans "
-                     "from the rendered turns (TRL's assistant_only_loss needs the markers)")
+        notes.append(
+            "the chat template has no {% generation %} markers: expkit derived the assistant spans "
+            "from the rendered turns (TRL's assistant_only_loss needs the markers)"
+        )
     if not b.eos_in_loss:
         notes.append(f"--no-eos-in-loss: {eot.token} is masked out on purpose; expect a model that does not stop")
     source = "prompt/completion" if not any(ex.conversational for ex in examples) else b.span_source
-    return LabelAudit(examples=len(per), total_tokens=total, trained_tokens=trained,
-                      masked_fraction=1.0 - trained / total if total else 1.0,
-                      masked_fraction_per_example=tuple(per), end_of_turn=eot, pad_token_id=pad_id,
-                      loss=b.loss, eos_in_loss=b.eos_in_loss, span_source=source,  # type: ignore[arg-type]
-                      notes=tuple(notes), problems=tuple(problems), shown=tuple(shown),
-                      elapsed_s=time.perf_counter() - t0)
+    return LabelAudit(
+        examples=len(per),
+        total_tokens=total,
+        trained_tokens=trained,
+        masked_fraction=1.0 - trained / total if total else 1.0,
+        masked_fraction_per_example=tuple(per),
+        end_of_turn=eot,
+        pad_token_id=pad_id,
+        loss=b.loss,
+        eos_in_loss=b.eos_in_loss,
+        span_source=source,  # type: ignore[arg-type]
+        notes=tuple(notes),
+        problems=tuple(problems),
+        shown=tuple(shown),
+        elapsed_s=time.perf_counter() - t0,
+    )
 
 
 def prompt_text(tokenizer: Any, ex: ChatExample) -> str:

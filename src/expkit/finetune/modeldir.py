@@ -12,8 +12,14 @@ from typing import Any
 
 from expkit.errors import InputError
 
-__all__ = ["MAX_CONFIG_BYTES", "check_model_dir", "estimated_parameters", "load_causal_lm", "read_model_config",
-           "safetensors_header"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "check_model_dir",
+    "estimated_parameters",
+    "load_causal_lm",
+    "read_model_config",
+    "safetensors_header",
+]
 
 # A real config.json is a few KB (Qwen2.5-72B's: 0.7 KB); 4 MB leaves room for long vocab maps.
 MAX_CONFIG_BYTES = 4 * 2**20
@@ -33,16 +39,21 @@ def read_model_config(model_dir: str | Path) -> dict[str, Any]:
     """
     d = Path(model_dir)
     if not d.is_dir():
-        raise InputError("model directory not found", path=d,
-                         hint="give a local checkpoint directory (`expkit sft demo-model --out DIR` builds one)")
+        raise InputError(
+            "model directory not found",
+            path=d,
+            hint="give a local checkpoint directory (`expkit sft demo-model --out DIR` builds one)",
+        )
     p = d / "config.json"
     if not p.is_file():
-        raise InputError("no config.json in the model directory", path=d,
-                         hint="save the model with model.save_pretrained(DIR)")
+        raise InputError(
+            "no config.json in the model directory", path=d, hint="save the model with model.save_pretrained(DIR)"
+        )
     size = p.stat().st_size
     if size > MAX_CONFIG_BYTES:
-        raise InputError(f"config.json is {size:,} bytes, more than a model config holds "
-                         f"(at most {MAX_CONFIG_BYTES:,})", path=p)
+        raise InputError(
+            f"config.json is {size:,} bytes, more than a model config holds (at most {MAX_CONFIG_BYTES:,})", path=p
+        )
     try:
         cfg = json.loads(p.read_bytes().decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
@@ -54,10 +65,17 @@ def read_model_config(model_dir: str | Path) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise InputError(f"config.json holds a {type(cfg).__name__}, not an object", path=p)
     hidden, heads = cfg.get("hidden_size"), cfg.get("num_attention_heads")
-    if (isinstance(hidden, int) and isinstance(heads, int) and not isinstance(hidden, bool)
-            and (heads <= 0 or hidden <= 0 or hidden % heads)):
-        raise InputError(f"hidden_size={hidden} is not divisible by num_attention_heads={heads}", path=p,
-                         hint="each attention head takes hidden_size / num_attention_heads dimensions")
+    if (
+        isinstance(hidden, int)
+        and isinstance(heads, int)
+        and not isinstance(hidden, bool)
+        and (heads <= 0 or hidden <= 0 or hidden % heads)
+    ):
+        raise InputError(
+            f"hidden_size={hidden} is not divisible by num_attention_heads={heads}",
+            path=p,
+            hint="each attention head takes hidden_size / num_attention_heads dimensions",
+        )
     return cfg
 
 
@@ -75,14 +93,21 @@ def safetensors_header(path: str | Path) -> dict[str, Any]:
             raise InputError(f"{p.name} is {size} bytes: too short for a safetensors file", path=p)
         (n,) = struct.unpack("<Q", head)
         if n > min(size - 8, _MAX_HEADER_BYTES):
-            raise InputError(f"{p.name} is not a safetensors file (its header length {n:,} is past the end of "
-                             f"the {size:,}-byte file)", path=p, hint="the file is truncated or not model weights")
+            raise InputError(
+                f"{p.name} is not a safetensors file (its header length {n:,} is past the end of "
+                f"the {size:,}-byte file)",
+                path=p,
+                hint="the file is truncated or not model weights",
+            )
         raw = fh.read(n)
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise InputError(f"{p.name} is not a safetensors file (its header is not JSON)", path=p,
-                         hint="the file is corrupt or not model weights") from None
+        raise InputError(
+            f"{p.name} is not a safetensors file (its header is not JSON)",
+            path=p,
+            hint="the file is corrupt or not model weights",
+        ) from None
     if not isinstance(header, dict):
         raise InputError(f"{p.name} is not a safetensors file (its header is not an object)", path=p)
     return header
@@ -102,14 +127,21 @@ def check_model_dir(model_dir: str | Path) -> dict[str, Any]:
     stored = 0
     for f in sorted(Path(model_dir).glob("*.safetensors")):
         header = safetensors_header(f)
-        stored += sum(math.prod(t["shape"]) for name, t in header.items()
-                      if name != "__metadata__" and isinstance(t, dict) and isinstance(t.get("shape"), list)
-                      and all(isinstance(n, int) for n in t["shape"]))
+        stored += sum(
+            math.prod(t["shape"])
+            for name, t in header.items()
+            if name != "__metadata__"
+            and isinstance(t, dict)
+            and isinstance(t.get("shape"), list)
+            and all(isinstance(n, int) for n in t["shape"])
+        )
     described = estimated_parameters(cfg)
     if stored and described is not None and described > _SIZE_MISMATCH * stored + 10**6:
-        raise InputError(f"config.json describes a model of ~{described:,} parameters but the weights hold "
-                         f"{stored:,} values", path=Path(model_dir) / "config.json",
-                         hint="the config does not belong to these weights (or its sizes were edited)")
+        raise InputError(
+            f"config.json describes a model of ~{described:,} parameters but the weights hold {stored:,} values",
+            path=Path(model_dir) / "config.json",
+            hint="the config does not belong to these weights (or its sizes were edited)",
+        )
     _check_with_transformers(Path(model_dir))
     return cfg
 
@@ -119,6 +151,7 @@ def estimated_parameters(cfg: dict[str, Any]) -> int | None:
     (gated MLP). None when a size is missing. Only used to catch a config that does not match its
     weights by an order of magnitude, so GQA, biases and MoE routing are left out on purpose.
     """
+
     def size(key: str) -> int | None:
         v = cfg.get(key)
         return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
@@ -138,8 +171,9 @@ def _check_with_transformers(d: Path) -> None:
         AutoConfig.from_pretrained(d)
     except Exception as exc:  # noqa: BLE001 - any refusal here is about the user's config.json
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        raise InputError(f"transformers refuses config.json ({type(exc).__name__}: {first})",
-                         path=d / "config.json") from None
+        raise InputError(
+            f"transformers refuses config.json ({type(exc).__name__}: {first})", path=d / "config.json"
+        ) from None
 
 
 def load_causal_lm(model_dir: str | Path, *, dtype: str = "float32") -> Any:
@@ -156,6 +190,9 @@ def load_causal_lm(model_dir: str | Path, *, dtype: str = "float32") -> Any:
         return AutoModelForCausalLM.from_pretrained(d, dtype=dtype)
     except Exception as exc:  # noqa: BLE001 - any refusal inside from_pretrained is about the user's files
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InputError(f"transformers cannot load the model ({type(exc).__name__}: {first[:300]})", path=d,
-                         hint="check config.json and the weights; the directory must load with "
-                              "AutoModelForCausalLM.from_pretrained(DIR)") from None
+        raise InputError(
+            f"transformers cannot load the model ({type(exc).__name__}: {first[:300]})",
+            path=d,
+            hint="check config.json and the weights; the directory must load with "
+            "AutoModelForCausalLM.from_pretrained(DIR)",
+        ) from None

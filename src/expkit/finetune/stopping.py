@@ -72,8 +72,11 @@ def load_for_generation(model_dir: str | Path, adapter_dir: str | Path | None = 
     if adapter_dir is not None:
         a = Path(adapter_dir)
         if not (a / "adapter_config.json").is_file():
-            raise InputError("no adapter_config.json in the adapter directory", path=a,
-                             hint="give the adapter/ directory written by `expkit sft`")
+            raise InputError(
+                "no adapter_config.json in the adapter directory",
+                path=a,
+                hint="give the adapter/ directory written by `expkit sft`",
+            )
         if (a / "tokenizer.json").is_file():
             tok_dir = a
     tok = load_chat_tokenizer(tok_dir)
@@ -149,8 +152,10 @@ def check_stopping(
         model, tok, config_dir = loaded or load_for_generation(model_dir, adapter_dir)
     context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if isinstance(context, int) and max_new_tokens > context:
-        raise UsageError(f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} positions",
-                         hint=f"a model that does not stop shows it within a few dozen tokens; e.g. {min(32, context)}")
+        raise UsageError(
+            f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} positions",
+            hint=f"a model that does not stop shows it within a few dozen tokens; e.g. {min(32, context)}",
+        )
     eot = find_end_of_turn(tok)
     contract = read_stop_contract(config_dir, end_of_turn=eot)
     prompts = [prompt_text(tok, ex) for ex in chosen]
@@ -161,14 +166,20 @@ def check_stopping(
 
     with torch_threads(num_threads), torch.no_grad():
         for start in range(0, len(prompts), batch_size):
-            batch_prompts = prompts[start:start + batch_size]
+            batch_prompts = prompts[start : start + batch_size]
             enc = [tok(p, add_special_tokens=False)["input_ids"] for p in batch_prompts]
             width = max(len(e) for e in enc)
             ids = torch.tensor([[pad_id] * (width - len(e)) + e for e in enc])  # (B, T) left-padded
             mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc])
-            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                 do_sample=False, eos_token_id=[eot.id], pad_token_id=pad_id)
-            for row, prompt, ex in zip(out[:, width:].tolist(), batch_prompts, chosen[start:start + batch_size]):
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=[eot.id],
+                pad_token_id=pad_id,
+            )
+            for row, prompt, ex in zip(out[:, width:].tolist(), batch_prompts, chosen[start : start + batch_size]):
                 # a stop ends the assistant's own turn: an end of turn after a new turn header
                 # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop
                 first_eot = row.index(eot.id) if eot.id in row else len(row)
@@ -178,17 +189,31 @@ def check_stopping(
                 text = tok.decode(body, skip_special_tokens=False)
                 expected = answer_of(ex)
                 correct = _answer_correct(text, expected)
-                cases.append(StopCase(prompt=prompt, expected=expected, generated=text,
-                                      generated_tokens=len(produced), stopped=stopped,
-                                      answer_correct=correct, exact=stopped and text.strip() == expected.strip()))
+                cases.append(
+                    StopCase(
+                        prompt=prompt,
+                        expected=expected,
+                        generated=text,
+                        generated_tokens=len(produced),
+                        stopped=stopped,
+                        answer_correct=correct,
+                        exact=stopped and text.strip() == expected.strip(),
+                    )
+                )
     k = len(cases)
     stop_rate = sum(c.stopped for c in cases) / k
     return StopCheck(
-        n=k, stop_rate=stop_rate, answer_accuracy=sum(c.answer_correct for c in cases) / k,
+        n=k,
+        stop_rate=stop_rate,
+        answer_accuracy=sum(c.answer_correct for c in cases) / k,
         exact_match_rate=sum(c.exact for c in cases) / k,
-        mean_generated_tokens=sum(c.generated_tokens for c in cases) / k, max_new_tokens=max_new_tokens,
-        min_stop_rate=min_stop_rate, passed=stop_rate >= min_stop_rate, contract=contract,
-        elapsed_s=time.perf_counter() - t0, cases=tuple(cases),
+        mean_generated_tokens=sum(c.generated_tokens for c in cases) / k,
+        max_new_tokens=max_new_tokens,
+        min_stop_rate=min_stop_rate,
+        passed=stop_rate >= min_stop_rate,
+        contract=contract,
+        elapsed_s=time.perf_counter() - t0,
+        cases=tuple(cases),
     )
 
 
@@ -205,9 +230,18 @@ class EosContrast:
     s_per_step: float
 
 
-def compare_eos_in_loss(*, model_dir: str | Path, train: Sequence[ChatExample], held_out: Sequence[ChatExample],
-                        out_dir: str | Path, settings: Any, store: str | Path | None = None, record: bool = True,
-                        n: int = 20, max_new_tokens: int = 32) -> EosContrast:
+def compare_eos_in_loss(
+    *,
+    model_dir: str | Path,
+    train: Sequence[ChatExample],
+    held_out: Sequence[ChatExample],
+    out_dir: str | Path,
+    settings: Any,
+    store: str | Path | None = None,
+    record: bool = True,
+    n: int = 20,
+    max_new_tokens: int = 32,
+) -> EosContrast:
     """Train twice (``settings`` with ``eos_in_loss`` True, then False) and check both for stopping.
 
     Args:
@@ -222,12 +256,31 @@ def compare_eos_in_loss(*, model_dir: str | Path, train: Sequence[ChatExample], 
     runs, checks = [], []
     for eos in (True, False):
         s = replace(settings, eos_in_loss=eos)
-        r = train_lora_sft(model_dir=model_dir, examples=train, out_dir=out / ("with_eos" if eos else "without_eos"),
-                           settings=s, store=store, record=record)
+        r = train_lora_sft(
+            model_dir=model_dir,
+            examples=train,
+            out_dir=out / ("with_eos" if eos else "without_eos"),
+            settings=s,
+            store=store,
+            record=record,
+        )
         runs.append(r)
-        checks.append(check_stopping(model_dir=model_dir, adapter_dir=r.adapter_dir, examples=held_out, n=n,
-                                     max_new_tokens=max_new_tokens, num_threads=settings.num_threads))
-    return EosContrast(with_eos=checks[0], without_eos=checks[1], losses_with_eos=runs[0].losses,
-                       losses_without_eos=runs[1].losses, contract_before=runs[0].contract.eos_ids_before,
-                       contract_after=runs[0].contract.eos_ids_after,
-                       s_per_step=(runs[0].s_per_step + runs[1].s_per_step) / 2)
+        checks.append(
+            check_stopping(
+                model_dir=model_dir,
+                adapter_dir=r.adapter_dir,
+                examples=held_out,
+                n=n,
+                max_new_tokens=max_new_tokens,
+                num_threads=settings.num_threads,
+            )
+        )
+    return EosContrast(
+        with_eos=checks[0],
+        without_eos=checks[1],
+        losses_with_eos=runs[0].losses,
+        losses_without_eos=runs[1].losses,
+        contract_before=runs[0].contract.eos_ids_before,
+        contract_after=runs[0].contract.eos_ids_after,
+        s_per_step=(runs[0].s_per_step + runs[1].s_per_step) / 2,
+    )

@@ -15,8 +15,15 @@ __all__ = ["CallChain", "CallSite", "trace_compute_loss"]
 _LIBRARIES = ("trl", "transformers", "peft", "accelerate", "torch")
 # below compute_loss only these are listed (torch's module plumbing and accelerate's gathers are skipped)
 _READ = ("trl", "transformers", "peft")
-_PLUMBING = {"get_tp_size", "can_return_tuple", "wrapper", "check_model_inputs", "get_base_model",
-             "_get_model_inputs", "is_torchdynamo_compiling"}
+_PLUMBING = {
+    "get_tp_size",
+    "can_return_tuple",
+    "wrapper",
+    "check_model_inputs",
+    "get_base_model",
+    "_get_model_inputs",
+    "is_torchdynamo_compiling",
+}
 
 
 @dataclass(frozen=True)
@@ -95,8 +102,12 @@ def trace_compute_loss(trainer: Any, *, max_depth: int = 4, max_calls: int = 40)
                     stack = []
                 return
             site = _site(code, frame.f_lineno, 0)
-            readable = (site is not None and site.library in _READ and not code.co_name.startswith(("<", "__"))
-                        and code.co_name not in _PLUMBING)
+            readable = (
+                site is not None
+                and site.library in _READ
+                and not code.co_name.startswith(("<", "__"))
+                and code.co_name not in _PLUMBING
+            )
             stack.append(readable)
             depth = sum(stack)
             key = (code.co_filename, code.co_qualname)

@@ -105,8 +105,10 @@ def lora_target_modules(model: Any, targets: str) -> list[str] | str:
     linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
     missing = [t for t in wanted if not any(n == t or n.endswith("." + t) for n in names)]
     if missing:
-        raise UsageError(f"LoRA target(s) {', '.join(missing)} match no module of the model",
-                         hint=f"linear modules: {', '.join(linear)} (or {ALL_LINEAR})")
+        raise UsageError(
+            f"LoRA target(s) {', '.join(missing)} match no module of the model",
+            hint=f"linear modules: {', '.join(linear)} (or {ALL_LINEAR})",
+        )
     return wanted
 
 
@@ -161,16 +163,21 @@ class _LossRecorder:
         return Recorder()
 
 
-def _open_run(settings: SFTSettings, model_dir: Path, data_path: Path | None, store: str | Path | None,
-              record: bool) -> Any:
+def _open_run(
+    settings: SFTSettings, model_dir: Path, data_path: Path | None, store: str | Path | None, record: bool
+) -> Any:
     if not record:
         return None
     try:
         from expkit.runs import start
     except ImportError:  # the run store is optional for the library call
         return None
-    config = {"kind": "lora-sft", "model": str(model_dir), "data": str(data_path) if data_path else None,
-              **asdict(settings)}
+    config = {
+        "kind": "lora-sft",
+        "model": str(model_dir),
+        "data": str(data_path) if data_path else None,
+        **asdict(settings),
+    }
     data = [str(p) for p in (model_dir, data_path) if p is not None]
     return start(config=config, data=data, seed=settings.seed, store=store, name="sft")
 
@@ -220,30 +227,55 @@ def train_lora_sft(
     model_dir, out_dir = Path(model_dir), Path(out_dir)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     tok = load_chat_tokenizer(model_dir)
-    builder = LabelBuilder(tok, loss=settings.loss, eos_in_loss=settings.eos_in_loss,  # type: ignore[arg-type]
-                           max_length=settings.max_length)
+    builder = LabelBuilder(
+        tok,
+        loss=settings.loss,
+        eos_in_loss=settings.eos_in_loss,  # type: ignore[arg-type]
+        max_length=settings.max_length,
+    )
     audit = audit_labels(tokenizer=tok, examples=examples, builder=builder, show=0)
     expected = {"stop_token_not_trained"} if not settings.eos_in_loss else set()
     real = [p for p in audit.problems if p.check not in expected]
     if real and not allow_audit_problems:
         p = real[0]
         where = f"line {p.line}" if p.line else f"example {p.index}"
-        raise CheckFailed(f"label audit failed at {where}: {p.check}: {p.message} "
-                          f"({len(real)} problems in all)", hint="run `expkit sft audit` to see the labels")
+        raise CheckFailed(
+            f"label audit failed at {where}: {p.check}: {p.message} ({len(real)} problems in all)",
+            hint="run `expkit sft audit` to see the labels",
+        )
     labelled = [builder.build(ex, index=i) for i, ex in enumerate(examples)]
     from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
 
     with torch_threads(settings.num_threads), quiet_progress(), warnings.catch_warnings():
         # transformers 5 renamed gradient_checkpointing; TRL's SFTConfig still sets the old name
         warnings.filterwarnings("ignore", category=FutureWarning, message=".*checkpointing.*")
-        return _train(model_dir=model_dir, out_dir=out_dir, tok=tok, labelled=labelled, audit=audit,
-                      settings=settings, data_path=Path(data_path) if data_path else None, store=store,
-                      record=record, on_step=on_step)
+        return _train(
+            model_dir=model_dir,
+            out_dir=out_dir,
+            tok=tok,
+            labelled=labelled,
+            audit=audit,
+            settings=settings,
+            data_path=Path(data_path) if data_path else None,
+            store=store,
+            record=record,
+            on_step=on_step,
+        )
 
 
-def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: LabelAudit, settings: SFTSettings,
-           data_path: Path | None, store: str | Path | None, record: bool,
-           on_step: Callable[[int, float], None] | None) -> SFTResult:
+def _train(
+    *,
+    model_dir: Path,
+    out_dir: Path,
+    tok: Any,
+    labelled: list,
+    audit: LabelAudit,
+    settings: SFTSettings,
+    data_path: Path | None,
+    store: str | Path | None,
+    record: bool,
+    on_step: Callable[[int, float], None] | None,
+) -> SFTResult:
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, PrinterCallback
@@ -254,16 +286,33 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
     except OSError as exc:
         raise InputError(f"cannot load the model: {exc}", path=model_dir) from None
     targets = lora_target_modules(model, settings.targets)
-    dataset = Dataset.from_dict({"input_ids": [list(e.input_ids) for e in labelled],
-                                 "labels": [list(e.labels) for e in labelled]})
-    peft_config = LoraConfig(r=settings.lora_r, lora_alpha=settings.lora_alpha, lora_dropout=settings.lora_dropout,
-                             target_modules=targets, task_type="CAUSAL_LM")
+    dataset = Dataset.from_dict(
+        {"input_ids": [list(e.input_ids) for e in labelled], "labels": [list(e.labels) for e in labelled]}
+    )
+    peft_config = LoraConfig(
+        r=settings.lora_r,
+        lora_alpha=settings.lora_alpha,
+        lora_dropout=settings.lora_dropout,
+        target_modules=targets,
+        task_type="CAUSAL_LM",
+    )
     args = SFTConfig(
-        output_dir=str(out_dir / "trainer"), max_steps=settings.steps,
-        per_device_train_batch_size=settings.batch_size, learning_rate=settings.learning_rate,
-        lr_scheduler_type=settings.lr_scheduler, logging_steps=1, save_strategy="no", report_to="none",
-        bf16=False, fp16=False, gradient_checkpointing=False, use_cpu=True, seed=settings.seed,
-        max_length=settings.max_length, disable_tqdm=True, dataloader_num_workers=0,
+        output_dir=str(out_dir / "trainer"),
+        max_steps=settings.steps,
+        per_device_train_batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type=settings.lr_scheduler,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        bf16=False,
+        fp16=False,
+        gradient_checkpointing=False,
+        use_cpu=True,
+        seed=settings.seed,
+        max_length=settings.max_length,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
         logging_nan_inf_filter=False,  # a NaN loss must reach the log, not be averaged away
     )
     with ExitStack() as stack:
@@ -271,8 +320,14 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
         if run is not None:
             stack.enter_context(run)  # a failure below marks the run failed, with its traceback
         recorder: Any = _LossRecorder(run, on_step)
-        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok,
-                             peft_config=peft_config, callbacks=[recorder])
+        trainer = SFTTrainer(
+            model=model,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tok,
+            peft_config=peft_config,
+            callbacks=[recorder],
+        )
         trainer.remove_callback(PrinterCallback)  # it prints every log dict; the library does not print
         t0 = time.perf_counter()
         trainer.train()
@@ -282,14 +337,18 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
             msg = f"training diverged at {recorder.diverged_at}; no adapter was saved"
             if run is not None:
                 run.finish("failed", error=msg)
-            raise CheckFailed(msg, hint=f"lower --lr (it was {settings.learning_rate:g}) or check the data; "
-                                        "`expkit runs show` has the loss per step")
+            raise CheckFailed(
+                msg,
+                hint=f"lower --lr (it was {settings.learning_rate:g}) or check the data; "
+                "`expkit runs show` has the loss per step",
+            )
         peft_model: Any = trainer.model  # a PeftModel after SFTTrainer wrapped it
         adapter_dir = out_dir / "adapter"
         peft_model.save_pretrained(adapter_dir)
         tok.save_pretrained(adapter_dir)
-        contract = enforce_stop_contract(peft_model.generation_config, end_of_turn=audit.end_of_turn,
-                                         fix=settings.fix_generation_config)
+        contract = enforce_stop_contract(
+            peft_model.generation_config, end_of_turn=audit.end_of_turn, fix=settings.fix_generation_config
+        )
         peft_model.generation_config.save_pretrained(adapter_dir)
         total = sum(p.numel() for p in peft_model.parameters())
         trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
@@ -306,9 +365,22 @@ def _train(*, model_dir: Path, out_dir: Path, tok: Any, labelled: list, audit: L
                     run.artifact(adapter_dir / f)
     losses = tuple(recorder.losses)
     return SFTResult(
-        out_dir=out_dir, adapter_dir=adapter_dir, merged_dir=merged_dir, steps=len(losses), losses=losses,
-        first_loss=losses[0] if losses else float("nan"), last_loss=losses[-1] if losses else float("nan"),
-        train_s=train_s, s_per_step=train_s / max(1, len(losses)), total_params=total, trainable_params=trainable,
-        examples=audit.examples, masked_fraction=audit.masked_fraction, audit_problems=len(audit.problems),
-        contract=contract, run_id=getattr(run, "id", None), run_dir=getattr(run, "dir", None), settings=settings,
+        out_dir=out_dir,
+        adapter_dir=adapter_dir,
+        merged_dir=merged_dir,
+        steps=len(losses),
+        losses=losses,
+        first_loss=losses[0] if losses else float("nan"),
+        last_loss=losses[-1] if losses else float("nan"),
+        train_s=train_s,
+        s_per_step=train_s / max(1, len(losses)),
+        total_params=total,
+        trainable_params=trainable,
+        examples=audit.examples,
+        masked_fraction=audit.masked_fraction,
+        audit_problems=len(audit.problems),
+        contract=contract,
+        run_id=getattr(run, "id", None),
+        run_dir=getattr(run, "dir", None),
+        settings=settings,
     )

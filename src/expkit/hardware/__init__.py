@@ -61,18 +61,20 @@ def _registry() -> tuple[GPUSpec, ...]:
     text = resources.files("expkit.hardware").joinpath("gpus.json").read_text(encoding="utf-8")
     specs = []
     for e in json.loads(text)["gpus"]:
-        specs.append(GPUSpec(
-            name=e["name"],
-            aliases=tuple(e["aliases"]),
-            bf16_dense_tflops=float(e["bf16_dense_tflops"]),
-            datasheet_tflops=float(e["datasheet_tflops"]),
-            datasheet_sparse=bool(e["datasheet_sparse"]),
-            bandwidth_gb_s=float(e["bandwidth_gb_s"]),
-            memory_gb=float(e["memory_gb"]),
-            memory_bytes=int(e["memory_gb"] * 1e9),
-            ridge_flop_per_byte=float(e["bf16_dense_tflops"]) * 1e12 / (float(e["bandwidth_gb_s"]) * 1e9),
-            source=e["source"],
-        ))
+        specs.append(
+            GPUSpec(
+                name=e["name"],
+                aliases=tuple(e["aliases"]),
+                bf16_dense_tflops=float(e["bf16_dense_tflops"]),
+                datasheet_tflops=float(e["datasheet_tflops"]),
+                datasheet_sparse=bool(e["datasheet_sparse"]),
+                bandwidth_gb_s=float(e["bandwidth_gb_s"]),
+                memory_gb=float(e["memory_gb"]),
+                memory_bytes=int(e["memory_gb"] * 1e9),
+                ridge_flop_per_byte=float(e["bf16_dense_tflops"]) * 1e12 / (float(e["bandwidth_gb_s"]) * 1e9),
+                source=e["source"],
+            )
+        )
     return tuple(specs)
 
 
@@ -104,23 +106,27 @@ def get_gpu(name: str) -> GPUSpec:
         295
     """
     if not isinstance(name, str) or not name.strip():
-        raise UsageError(f"GPU name must be a non-empty string, got {name!r}",
-                         hint=f"known GPUs: {', '.join(g.name for g in _registry())}")
+        raise UsageError(
+            f"GPU name must be a non-empty string, got {name!r}",
+            hint=f"known GPUs: {', '.join(g.name for g in _registry())}",
+        )
     wanted = _key(name)
     for spec in _registry():
         if wanted == _key(spec.name) or wanted in (_key(a) for a in spec.aliases):
             return spec
     # a prefix of one entry only (``a100-40``) is that entry; of several (``a100``) is a question, not a guess
-    partial = [spec for spec in _registry()
-               if any(_key(a).startswith(wanted) for a in (spec.name, *spec.aliases))]
+    partial = [spec for spec in _registry() if any(_key(a).startswith(wanted) for a in (spec.name, *spec.aliases))]
     if len(partial) == 1:
         return partial[0]
     if len(partial) > 1:
-        raise UsageError(f"GPU {name!r} matches {len(partial)} registry entries: "
-                         f"{', '.join(g.name for g in partial)}",
-                         hint=f"name one, e.g. --gpu {(partial[0].aliases or (partial[0].name,))[0]!r}")
-    raise UsageError(f"unknown GPU {name!r}",
-                     hint=f"known GPUs: {', '.join(g.name for g in _registry())} (see `expkit roofline gpus`)")
+        raise UsageError(
+            f"GPU {name!r} matches {len(partial)} registry entries: {', '.join(g.name for g in partial)}",
+            hint=f"name one, e.g. --gpu {(partial[0].aliases or (partial[0].name,))[0]!r}",
+        )
+    raise UsageError(
+        f"unknown GPU {name!r}",
+        hint=f"known GPUs: {', '.join(g.name for g in _registry())} (see `expkit roofline gpus`)",
+    )
 
 
 def find_gpu_for_device(device_name: str) -> GPUSpec | None:

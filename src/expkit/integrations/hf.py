@@ -51,9 +51,15 @@ class ExpkitCallback(TrainerCallback if TrainerCallback is not None else object)
         >>> ExpkitCallback.run.id  # then: expkit runs show baseline  # doctest: +SKIP
     """
 
-    def __init__(self, *, store: str | os.PathLike[str] | None = None, name: str | None = None,
-                 group: str | None = None, data: list[Any] | tuple[Any, ...] = (),
-                 config: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        group: str | None = None,
+        data: list[Any] | tuple[Any, ...] = (),
+        config: dict[str, Any] | None = None,
+    ) -> None:
         _require_transformers()
         self.store, self.name, self.group, self.data = store, name, group, tuple(data)
         self.config = dict(config or {})
@@ -68,12 +74,21 @@ class ExpkitCallback(TrainerCallback if TrainerCallback is not None else object)
         model_cfg = getattr(model, "config", None)
         if model_cfg is not None and hasattr(model_cfg, "to_dict"):
             cfg["model_config"] = coerce_config(model_cfg.to_dict(), "model_config", notes)
-        self.run = start(config=cfg, data=self.data, seed=int(args.seed), store=self.store, name=self.name,
-                         group=self.group, seeded_by=_SEEDED_BY)
+        self.run = start(
+            config=cfg,
+            data=self.data,
+            seed=int(args.seed),
+            store=self.store,
+            name=self.name,
+            group=self.group,
+            seeded_by=_SEEDED_BY,
+        )
         self.run.set_integration("hf-trainer")
         if getattr(args, "logging_nan_inf_filter", False):
-            notes.append("TrainingArguments.logging_nan_inf_filter is on: the Trainer leaves NaN/inf losses out of "
-                         "the logged loss (a diverged run can log loss 0.0); grad_norm still shows the divergence")
+            notes.append(
+                "TrainingArguments.logging_nan_inf_filter is on: the Trainer leaves NaN/inf losses out of "
+                "the logged loss (a diverged run can log loss 0.0); grad_norm still shows the divergence"
+            )
         if notes:
             self.run.add_config_notes(tuple(notes))
 
@@ -81,8 +96,7 @@ class ExpkitCallback(TrainerCallback if TrainerCallback is not None else object)
         if self.run is None:
             self._open(args, model)
 
-    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
-               **kwargs: Any) -> None:
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         from expkit.runs.metrics import metric_value
 
         if self.run is None or not logs:

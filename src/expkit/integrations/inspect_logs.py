@@ -86,8 +86,9 @@ def _loads(data: bytes, path: str, member: str | None = None) -> Any:
     try:
         return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        msg, line, col = ((exc.msg, exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError)
-                          else (str(exc), None, None))
+        msg, line, col = (
+            (exc.msg, exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (str(exc), None, None)
+        )
         raise InputError(f"not valid JSON: {msg}", path=where, line=line, column=col) from None
 
 
@@ -106,9 +107,12 @@ def _read_member(zf: zipfile.ZipFile, name: str, path: str) -> bytes:
     try:
         import zstandard  # type: ignore[import-not-found]
     except ImportError:
-        raise InputError(f"{name} is Zstandard-compressed (zip method 93, Inspect's .eval default) and this "
-                         "Python's zipfile cannot read it", path=path,
-                         hint="pip install zstandard, or use Python 3.14+") from None
+        raise InputError(
+            f"{name} is Zstandard-compressed (zip method 93, Inspect's .eval default) and this "
+            "Python's zipfile cannot read it",
+            path=path,
+            hint="pip install zstandard, or use Python 3.14+",
+        ) from None
     fp = zf.fp
     assert fp is not None  # the zip is open
     fp.seek(info.header_offset)
@@ -162,8 +166,11 @@ def read_inspect_log(path: str | Path) -> InspectLog:
                 names = set(zf.namelist())
                 head_name = next((n for n in ("header.json", "_journal/start.json", "start.json") if n in names), None)
                 if head_name is None:
-                    raise InputError("an .eval log without header.json", path=p,
-                                     hint="the file is not an Inspect log, or the eval was cut before it started")
+                    raise InputError(
+                        "an .eval log without header.json",
+                        path=p,
+                        hint="the file is not an Inspect log, or the eval was cut before it started",
+                    )
                 header = _loads(_read_member(zf, head_name, str(p)), str(p), head_name)
                 raw_samples = list(_iter_zip_samples(zf, str(p)))
         except zipfile.BadZipFile as exc:
@@ -187,15 +194,19 @@ def read_inspect_log(path: str | Path) -> InspectLog:
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise InputError(f"sample {s['id']!r} has epoch {epoch!r}, not a whole number", path=p)
         samples.append((str(s["id"]), epoch, scores))
-    return InspectLog(str(p), str(ev["task"]), str(ev["model"]), str(header.get("status", "unknown")),
-                      tuple(samples), unscored)
+    return InspectLog(
+        str(p), str(ev["task"]), str(ev["model"]), str(header.get("status", "unknown")), tuple(samples), unscored
+    )
 
 
 def _pick(value: Any, key: str | None, where: str) -> Any:
     if key is None:
         if isinstance(value, dict):
-            raise InputError(f"the score is a dict ({', '.join(map(str, value))}): name one key", path=where,
-                             hint="use --metric SCORER.KEY")
+            raise InputError(
+                f"the score is a dict ({', '.join(map(str, value))}): name one key",
+                path=where,
+                hint="use --metric SCORER.KEY",
+            )
         return value
     if not isinstance(value, dict) or key not in value:
         raise InputError(f"the score has no key {key!r}", path=where)
@@ -225,15 +236,19 @@ def _expand_log_dirs(logs: Sequence[str | Path], notes: list[str]) -> list[Path]
             out.append(f)
             kept += 1
         if not kept:  # this directory's own logs: another argument's logs do not count for it
-            raise InputError("holds no Inspect logs (.eval, or .json EvalLogs)", path=p,
-                             hint="pass the directory given to inspect eval --log-dir, or the log files")
+            raise InputError(
+                "holds no Inspect logs (.eval, or .json EvalLogs)",
+                path=p,
+                hint="pass the directory given to inspect eval --log-dir, or the log files",
+            )
         if skipped:
             notes.append(f"{p}: {skipped} .json file(s) that are not EvalLogs passed over")
     return out
 
 
-def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | None = None,
-                       metric: str | None = None) -> tuple[list[TaskResults], list[str]]:
+def read_inspect_tasks(
+    logs: Sequence[str | Path], *, tasks: Sequence[str] | None = None, metric: str | None = None
+) -> tuple[list[TaskResults], list[str]]:
     """Per-task, per-model item scores from Inspect logs, ready for ``build_task_tables``.
 
     An item is a (sample id, epoch); with more than one epoch the sample id is the cluster, so the
@@ -262,15 +277,23 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
             # an eval set's retry leaves the failed attempts' logs beside the successful one: keep the success
             ok = [g for g in found if g.status == "success"]
             if len(ok) != 1:
-                raise InputError(f"a second log for task {task_name!r} and model {model_name!r} (first: "
-                                 f"{found[0].path})", path=found[1].path, hint="pass one log per task and model")
+                raise InputError(
+                    f"a second log for task {task_name!r} and model {model_name!r} (first: {found[0].path})",
+                    path=found[1].path,
+                    hint="pass one log per task and model",
+                )
             log = ok[0]
-            notes.append(f"task {task_name!r}, model {model_name!r}: used {log.path} (success), not "
-                         + ", ".join(f"{g.path} ({g.status})" for g in found if g is not log))
+            notes.append(
+                f"task {task_name!r}, model {model_name!r}: used {log.path} (success), not "
+                + ", ".join(f"{g.path} ({g.status})" for g in found if g is not log)
+            )
         if not log.samples:  # e.g. a header-only .json, or a log written with --no-log-samples
-            raise InputError(f"the log holds no scored samples ({log.n_unscored} without a score)", path=log.path,
-                             hint="per-item scores need the samples: pass the .eval log, or re-run with samples "
-                                  "logged (not --no-log-samples)")
+            raise InputError(
+                f"the log holds no scored samples ({log.n_unscored} without a score)",
+                path=log.path,
+                hint="per-item scores need the samples: pass the .eval log, or re-run with samples "
+                "logged (not --no-log-samples)",
+            )
         by_task.setdefault(task_name, {})[model_name] = log
         if log.status != "success":
             notes.append(f"{log.path}: status {log.status!r} (read what it holds)")
@@ -291,14 +314,18 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
     for task in chosen:
         per = by_task[task]
         if len(per) < 2:
-            raise UsageError(f"task {task!r} has a log for one model only ({', '.join(per)})",
-                             hint="pass one log per model for each task")
+            raise UsageError(
+                f"task {task!r} has a log for one model only ({', '.join(per)})",
+                hint="pass one log per model for each task",
+            )
         first = next(iter(per.values()))
         scorers = list(dict.fromkeys(k for _, _, sc in first.samples for k in sc))
         scorer, _, key = (metric or (scorers[0] if scorers else "")).partition(".")
         if metric is None and len(scorers) > 1:
-            notes.append(f"{task}: scorer {scorer} (also scored: {', '.join(s for s in scorers if s != scorer)}; "
-                         "choose with --metric)")
+            notes.append(
+                f"{task}: scorer {scorer} (also scored: {', '.join(s for s in scorers if s != scorer)}; "
+                "choose with --metric)"
+            )
         scores: dict[str, dict[str, float]] = {}
         clusters: dict[str, str] = {}
         epochs: set[int] = set()
@@ -308,14 +335,19 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
             for sid, epoch, sc in log.samples:
                 where = f"{log.path} (sample {sid}, epoch {epoch})"
                 if scorer not in sc:
-                    raise UsageError(f"task {task!r}: {where} has no scorer {scorer!r}",
-                                     hint=f"choose with --metric among: {', '.join(sc)}")
+                    raise UsageError(
+                        f"task {task!r}: {where} has no scorer {scorer!r}",
+                        hint=f"choose with --metric among: {', '.join(sc)}",
+                    )
                 value = _pick(sc[scorer], key or None, where)
                 x = inspect_value_to_float(value)
                 if x is None:
-                    raise InputError(f"score value {value!r} of scorer {scorer!r} is not one Inspect converts "
-                                     "(C, I, P, N, yes/no, true/false, a number)", path=where,
-                                     hint="Inspect itself would count it as 0 with a warning; fix the scorer")
+                    raise InputError(
+                        f"score value {value!r} of scorer {scorer!r} is not one Inspect converts "
+                        "(C, I, P, N, yes/no, true/false, a number)",
+                        path=where,
+                        hint="Inspect itself would count it as 0 with a warning; fix the scorer",
+                    )
                 if math.isnan(x):  # Score.unscored(): Inspect's metrics and reducers skip it
                     unscored += 1
                     continue
@@ -327,8 +359,10 @@ def read_inspect_tasks(logs: Sequence[str | Path], *, tasks: Sequence[str] | Non
                 epochs.add(epoch)
             scores[model] = items
         if unscored:
-            notes.append(f"{task}: {unscored} (sample, epoch) scores are NaN (Score.unscored), left out as "
-                         "Inspect's metrics leave them out")
+            notes.append(
+                f"{task}: {unscored} (sample, epoch) scores are NaN (Score.unscored), left out as "
+                "Inspect's metrics leave them out"
+            )
         multi = len(epochs) > 1
         if multi:
             notes.append(f"{task}: {len(epochs)} epochs; the sample id is the cluster of its epochs")

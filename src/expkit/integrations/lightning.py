@@ -42,8 +42,15 @@ class ExpkitLogger(Logger if Logger is not None else object):  # type: ignore[mi
         >>> trainer.fit(model, loader)  # doctest: +SKIP
     """
 
-    def __init__(self, *, store: str | os.PathLike[str] | None = None, name: str | None = None,
-                 group: str | None = None, data: list[Any] | tuple[Any, ...] = (), seed: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        store: str | os.PathLike[str] | None = None,
+        name: str | None = None,
+        group: str | None = None,
+        data: list[Any] | tuple[Any, ...] = (),
+        seed: int | None = None,
+    ) -> None:
         if Logger is None:
             raise MissingDependency("lightning is not installed", hint="pip install 'expkit[lightning]'")
         super().__init__()
@@ -60,8 +67,15 @@ class ExpkitLogger(Logger if Logger is not None else object):  # type: ignore[mi
             seed = self._seed
             if seed is None and os.environ.get("PL_GLOBAL_SEED", "").isdigit():
                 seed = int(os.environ["PL_GLOBAL_SEED"])  # what lightning.seed_everything set
-            self._run = start(config={}, data=self._data, seed=seed, store=self._store, name=self._name,
-                              group=self._group, seeded_by=_SEEDED_BY)
+            self._run = start(
+                config={},
+                data=self._data,
+                seed=seed,
+                store=self._store,
+                name=self._name,
+                group=self._group,
+                seeded_by=_SEEDED_BY,
+            )
             self._run.set_integration("lightning")
         return self._run
 
@@ -110,14 +124,21 @@ class ExpkitLogger(Logger if Logger is not None else object):  # type: ignore[mi
             if not path or path in self._seen_ckpts or not Path(path).is_file():
                 continue
             self._seen_ckpts.add(path)
-            self.experiment.note_checkpoint(CheckpointEntry(name=Path(path).name, files=(Path(path).name,),
-                                                            step=step if type(step) is int else None,
-                                                            path=str(Path(path).resolve())))
+            self.experiment.note_checkpoint(
+                CheckpointEntry(
+                    name=Path(path).name,
+                    files=(Path(path).name,),
+                    step=step if type(step) is int else None,
+                    path=str(Path(path).resolve()),
+                )
+            )
 
     def save(self) -> None:
         """Metrics are flushed by the run's writer thread every 0.5 s; nothing to do here."""
 
     def finalize(self, status: str) -> None:
         if self._run is not None:
-            self._run.finish("finished" if status == "success" else "failed",
-                             error=None if status == "success" else f"Lightning finished with status {status!r}")
+            self._run.finish(
+                "finished" if status == "success" else "failed",
+                error=None if status == "success" else f"Lightning finished with status {status!r}",
+            )

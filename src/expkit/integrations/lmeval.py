@@ -26,8 +26,19 @@ from expkit.stats.tables import ItemResults, TaskResults
 __all__ = ["LmEvalRun", "find_lmeval_runs", "read_lmeval_tasks"]
 
 # keys of a logged sample that are bookkeeping, not metrics (older harness versions have no "metrics" list)
-_NOT_METRICS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics", "doc_hash",
-                "prompt_hash", "target_hash"}
+_NOT_METRICS = {
+    "doc_id",
+    "doc",
+    "target",
+    "arguments",
+    "resps",
+    "filtered_resps",
+    "filter",
+    "metrics",
+    "doc_hash",
+    "prompt_hash",
+    "target_hash",
+}
 # prefixes lm-eval's EvaluationTracker looks for in model_args, in its order (peft before pretrained)
 _MODEL_ARG_KEYS = ("peft=", "delta=", "pretrained=", "model=", "path=", "engine=")
 
@@ -110,19 +121,29 @@ def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun]
     for arg, d in enumerate(directories):
         root = Path(d)
         if not root.is_dir():
-            raise InputError("is not a directory", path=root,
-                             hint="pass lm_eval's --output_path directory (one per model, or one holding several)")
+            raise InputError(
+                "is not a directory",
+                path=root,
+                hint="pass lm_eval's --output_path directory (one per model, or one holding several)",
+            )
         found = _iter_results_files(root)
         if not found:
-            raise InputError("holds no results_*.json (nor NAME_<date>.json beside samples_*.jsonl)", path=root,
-                             hint="pass the directory given to lm_eval --output_path (run with --log_samples)")
+            raise InputError(
+                "holds no results_*.json (nor NAME_<date>.json beside samples_*.jsonl)",
+                path=root,
+                hint="pass the directory given to lm_eval --output_path (run with --log_samples)",
+            )
         for res, date_id in found:
             suffix = f"_{date_id}.jsonl"
-            samples = {f.name[len("samples_"):-len(suffix)]: str(f)
-                       for f in sorted(res.parent.glob(f"samples_*{suffix}"))}
+            samples = {
+                f.name[len("samples_") : -len(suffix)]: str(f) for f in sorted(res.parent.glob(f"samples_*{suffix}"))
+            }
             if not samples:
-                raise InputError("has no samples_<task>_*.jsonl beside it: per-item scores are missing", path=res,
-                                 hint="re-run lm_eval with --log_samples")
+                raise InputError(
+                    "has no samples_<task>_*.jsonl beside it: per-item scores are missing",
+                    path=res,
+                    hint="re-run lm_eval with --log_samples",
+                )
             found_runs.append((arg, root, _model_name(_read_results(res), res), res, date_id, samples))
     # one model name under two of the given directories: two configurations of it, told apart by directory
     args_of: dict[str, set[int]] = {}
@@ -142,8 +163,14 @@ def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun]
                 tasks[task] = newer
             else:
                 tasks[task] = (date_id, res, sample_file)
-    runs = [LmEvalRun(label, tuple(sorted({str(r) for _, r, _ in tasks.values()})),
-                      {t: f for t, (_, _, f) in sorted(tasks.items())}) for label, tasks in merged.items()]
+    runs = [
+        LmEvalRun(
+            label,
+            tuple(sorted({str(r) for _, r, _ in tasks.values()})),
+            {t: f for t, (_, _, f) in sorted(tasks.items())},
+        )
+        for label, tasks in merged.items()
+    ]
     return runs, notes
 
 
@@ -152,9 +179,13 @@ def _score(value: Any, metric: str, path: str, line: int) -> float:
         return float(value)
     if isinstance(value, (int, float)):
         return float(value)
-    raise InputError(f"metric {metric!r} has the per-item value {value!r}, not a number: a corpus-level metric "
-                     "(bleu, f1 over the corpus ...) cannot be compared item by item", path=path, line=line,
-                     hint="choose a per-item metric with --metric (acc, exact_match ...)")
+    raise InputError(
+        f"metric {metric!r} has the per-item value {value!r}, not a number: a corpus-level metric "
+        "(bleu, f1 over the corpus ...) cannot be compared item by item",
+        path=path,
+        line=line,
+        hint="choose a per-item metric with --metric (acc, exact_match ...)",
+    )
 
 
 @dataclass
@@ -171,14 +202,18 @@ def _load_samples(path: str) -> _TaskFile:
 
     rows = list(iter_jsonl_objects(path))
     if not rows:
-        raise InputError("no logged sample: nothing to compare item by item", path=path,
-                         hint="was the task run with --limit 0, or cut short?")
+        raise InputError(
+            "no logged sample: nothing to compare item by item",
+            path=path,
+            hint="was the task run with --limit 0, or cut short?",
+        )
     metrics: dict[str, None] = {}
     filters: dict[str, None] = {}
     for line, row in rows:
         if "doc_id" not in row:
-            raise InputError("a logged sample without doc_id", path=path, line=line,
-                             hint="expected lm_eval --log_samples output")
+            raise InputError(
+                "a logged sample without doc_id", path=path, line=line, hint="expected lm_eval --log_samples output"
+            )
         names = row.get("metrics")
         if not isinstance(names, list):
             names = [k for k, v in row.items() if k not in _NOT_METRICS and isinstance(v, (int, float))]
@@ -187,8 +222,13 @@ def _load_samples(path: str) -> _TaskFile:
     return _TaskFile(list(metrics), list(filters), rows)
 
 
-def read_lmeval_tasks(directories: Sequence[str | Path], *, tasks: Sequence[str] | None = None,
-                      metric: str | None = None, filter_name: str | None = None) -> tuple[list[TaskResults], list[str]]:
+def read_lmeval_tasks(
+    directories: Sequence[str | Path],
+    *,
+    tasks: Sequence[str] | None = None,
+    metric: str | None = None,
+    filter_name: str | None = None,
+) -> tuple[list[TaskResults], list[str]]:
     """Per-task, per-model item scores from lm-eval output directories, ready for ``build_task_tables``.
 
     Args:
@@ -209,8 +249,10 @@ def read_lmeval_tasks(directories: Sequence[str | Path], *, tasks: Sequence[str]
     """
     runs, notes = find_lmeval_runs(directories)
     if len(runs) < 2:
-        raise UsageError(f"found one model ({runs[0].model}) in {', '.join(map(str, directories))}; a comparison "
-                         "needs two", hint="pass one lm_eval output directory per model")
+        raise UsageError(
+            f"found one model ({runs[0].model}) in {', '.join(map(str, directories))}; a comparison needs two",
+            hint="pass one lm_eval output directory per model",
+        )
     common = [t for t in runs[0].samples if all(t in r.samples for r in runs[1:])]
     if tasks:
         for t in tasks:
@@ -238,17 +280,25 @@ def read_lmeval_tasks(directories: Sequence[str | Path], *, tasks: Sequence[str]
         for r in runs:
             tf, src, model = files[r.model], r.samples[task], r.model
             if m not in tf.metrics:
-                raise UsageError(f"task {task!r}: {model} has no per-item metric {m!r} ({src})",
-                                 hint=f"choose with --metric among: {', '.join(tf.metrics) or 'none'}")
+                raise UsageError(
+                    f"task {task!r}: {model} has no per-item metric {m!r} ({src})",
+                    hint=f"choose with --metric among: {', '.join(tf.metrics) or 'none'}",
+                )
             if f not in tf.filters:
-                raise UsageError(f"task {task!r}: {model} has no filter {f!r} ({src})",
-                                 hint=f"choose with --filter among: {', '.join(tf.filters)}")
+                raise UsageError(
+                    f"task {task!r}: {model} has no filter {f!r} ({src})",
+                    hint=f"choose with --filter among: {', '.join(tf.filters)}",
+                )
         if metric is None and len(first.metrics) > 1:
-            notes.append(f"{task}: metric {m} (also logged: {', '.join(x for x in first.metrics if x != m)}; "
-                         "choose with --metric)")
+            notes.append(
+                f"{task}: metric {m} (also logged: {', '.join(x for x in first.metrics if x != m)}; "
+                "choose with --metric)"
+            )
         if filter_name is None and len(first.filters) > 1:
-            notes.append(f"{task}: filter {f} (also logged: {', '.join(x for x in first.filters if x != f)}; "
-                         "choose with --filter)")
+            notes.append(
+                f"{task}: filter {f} (also logged: {', '.join(x for x in first.filters if x != f)}; "
+                "choose with --filter)"
+            )
         scores: dict[str, dict[str, float]] = {}
         n_rows = 0
         for r in runs:
@@ -259,11 +309,15 @@ def read_lmeval_tasks(directories: Sequence[str | Path], *, tasks: Sequence[str]
                     continue
                 item = str(row["doc_id"])
                 if item in seen:
-                    raise InputError(f"doc_id {item} appears twice for filter {f!r} (first on line {seen[item]})",
-                                     path=r.samples[task], line=line,
-                                     hint="an older harness logs no 'filter' key, so a task with "
-                                          "two filters repeats each doc_id: re-run with a current lm_eval"
-                                     if "filter" not in row else None)
+                    raise InputError(
+                        f"doc_id {item} appears twice for filter {f!r} (first on line {seen[item]})",
+                        path=r.samples[task],
+                        line=line,
+                        hint="an older harness logs no 'filter' key, so a task with "
+                        "two filters repeats each doc_id: re-run with a current lm_eval"
+                        if "filter" not in row
+                        else None,
+                    )
                 seen[item] = line
                 if m not in row:
                     raise InputError(f"the sample has no value for metric {m!r}", path=r.samples[task], line=line)

@@ -36,8 +36,13 @@ __all__ = [
 ]
 
 VerdictKind = Literal["reproduced", "differs", "not reproduced", "not measured here", "demonstrated"]
-VERDICT_KINDS: tuple[VerdictKind, ...] = ("reproduced", "differs", "not reproduced", "not measured here",
-                                          "demonstrated")
+VERDICT_KINDS: tuple[VerdictKind, ...] = (
+    "reproduced",
+    "differs",
+    "not reproduced",
+    "not measured here",
+    "demonstrated",
+)
 Value = float | int | str | bool | None
 
 
@@ -380,8 +385,16 @@ def judged(
         judged("half_width", "Wald half-width", 10.96, "points",
                rule=Within(10.9, rel=0.1, source="our choice: the seed rounds to 3 digits"), seed=fig)
     """
-    return Measurement(key=key, label=label, value=value, unit=unit, seed=seed, detail=detail, rule=rule,
-                       verdict=rule.judge(value, cause=cause))
+    return Measurement(
+        key=key,
+        label=label,
+        value=value,
+        unit=unit,
+        seed=seed,
+        detail=detail,
+        rule=rule,
+        verdict=rule.judge(value, cause=cause),
+    )
 
 
 def verdict_within(

@@ -19,18 +19,56 @@ from expkit.labs.registry import lab
 
 LIST_RATIO = 5.3  # seed: 102.9 MB / 19.4 MB
 GEN_MB = 11.5  # seed: generator 11.5 MB
-SEED_LIST = SeedFigure("list_ratio", "list peak / file size, 19.4 MB file", LIST_RATIO, "x",
-                       "19.4 MB file: list peak 102.9 MB (5.3x)")
+SEED_LIST = SeedFigure(
+    "list_ratio", "list peak / file size, 19.4 MB file", LIST_RATIO, "x", "19.4 MB file: list peak 102.9 MB (5.3x)"
+)
 SEED_GEN = SeedFigure("generator_peak", "generator pipeline peak", GEN_MB, "MB", "generator 11.5 MB")
-SEED_FLAT = SeedFigure("generator_flat", "generator peak vs file size", None, "",
-                       "independent of file size")
+SEED_FLAT = SeedFigure("generator_flat", "generator peak vs file size", None, "", "independent of file size")
 BASE_BYTES = 19_400_000  # the seed's file: 19.4 MB
 MB = 1e6
 _WORDS = [
-    "the", "model", "data", "train", "loss", "step", "token", "batch", "learning", "rate", "gradient",
-    "layer", "attention", "value", "key", "query", "output", "input", "sample", "epoch", "weight", "bias",
-    "norm", "dropout", "label", "answer", "question", "please", "explain", "why", "how", "when", "what",
-    "which", "python", "code", "file", "read", "write", "list", "generator", "memory",
+    "the",
+    "model",
+    "data",
+    "train",
+    "loss",
+    "step",
+    "token",
+    "batch",
+    "learning",
+    "rate",
+    "gradient",
+    "layer",
+    "attention",
+    "value",
+    "key",
+    "query",
+    "output",
+    "input",
+    "sample",
+    "epoch",
+    "weight",
+    "bias",
+    "norm",
+    "dropout",
+    "label",
+    "answer",
+    "question",
+    "please",
+    "explain",
+    "why",
+    "how",
+    "when",
+    "what",
+    "which",
+    "python",
+    "code",
+    "file",
+    "read",
+    "write",
+    "list",
+    "generator",
+    "memory",
 ]
 
 
@@ -42,9 +80,14 @@ def _record(rng: random.Random, kind: str, i: int) -> dict:
     if kind == "short":  # an instruction pair of a few words: Python object overhead dominates
         return {"id": i, "instruction": _text(rng, rng.randint(3, 12)), "output": _text(rng, rng.randint(3, 15))}
     # a chat record with long turns: the characters dominate
-    return {"id": i, "messages": [{"role": "system", "content": "You are a helpful assistant."},
-                                  {"role": "user", "content": _text(rng, rng.randint(40, 200))},
-                                  {"role": "assistant", "content": _text(rng, rng.randint(100, 400))}]}
+    return {
+        "id": i,
+        "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": _text(rng, rng.randint(40, 200))},
+            {"role": "assistant", "content": _text(rng, rng.randint(100, 400))},
+        ],
+    }
 
 
 def write_base_file(path: Path, kind: str, *, target_bytes: int = BASE_BYTES, seed: int = 0) -> int:
@@ -109,9 +152,12 @@ def generator_cause(*, baseline_mb: float, own_mb: float, file_mb: float) -> Cau
     explain it. The interpreter's RSS before the first line is read explains it only when it alone is over the
     limit and the pipeline's own share is small (under a tenth of the file: it did not hold the data)."""
     if baseline_mb > GEN_RULE.limit and own_mb < 0.1 * file_mb:
-        return Cause("interpreter RSS before the first line is read", baseline_mb,
-                     f"Python with the probe's imports already holds that much here; the pipeline itself added "
-                     f"{own_mb:.2f} MB", unit="MB")
+        return Cause(
+            "interpreter RSS before the first line is read",
+            baseline_mb,
+            f"Python with the probe's imports already holds that much here; the pipeline itself added {own_mb:.2f} MB",
+            unit="MB",
+        )
     return None
 
 
@@ -129,8 +175,10 @@ def run(ctx: LabContext) -> LabOutput:
 
     # the short-record file has the seed's size in both budgets: the seed's figures are absolute process
     # peaks, which include the interpreter, so a smaller file would inflate the ratio
-    plan = {"short": (BASE_BYTES, (1, 2) if ctx.quick else (1, 2, 4, 8)),
-            "chat": (BASE_BYTES // 4 if ctx.quick else BASE_BYTES, (1,) if ctx.quick else (1, 2, 4, 8))}
+    plan = {
+        "short": (BASE_BYTES, (1, 2) if ctx.quick else (1, 2, 4, 8)),
+        "chat": (BASE_BYTES // 4 if ctx.quick else BASE_BYTES, (1,) if ctx.quick else (1, 2, 4, 8)),
+    }
     rows: dict[str, list[_Point]] = {}
     with tempfile.TemporaryDirectory(prefix="expkit-c1_1-") as tmp:
         for kind, (base_bytes, multiples) in plan.items():
@@ -142,9 +190,16 @@ def run(ctx: LabContext) -> LabOutput:
                 size = base.stat().st_size if m == 1 else _repeat_file(base, path, m)
                 as_list = peak_memory(load_into_list, str(path), trace_python=False)
                 gen = peak_memory(stream_pipeline, str(path), trace_python=False)
-                rows[kind].append(_Point(size / MB, as_list.peak_rss_bytes / MB, _mb(as_list.peak_above_baseline_bytes),
-                                         gen.peak_rss_bytes / MB, _mb(gen.peak_above_baseline_bytes),
-                                         _mb(gen.baseline_rss_bytes)))
+                rows[kind].append(
+                    _Point(
+                        size / MB,
+                        as_list.peak_rss_bytes / MB,
+                        _mb(as_list.peak_above_baseline_bytes),
+                        gen.peak_rss_bytes / MB,
+                        _mb(gen.peak_above_baseline_bytes),
+                        _mb(gen.baseline_rss_bytes),
+                    )
+                )
                 if m != 1:
                     path.unlink()
 
@@ -153,49 +208,93 @@ def run(ctx: LabContext) -> LabOutput:
         xs = [p.file_mb for p in rows[kind]]
         ax.plot(xs, [p.list_abs_mb for p in rows[kind]], "C0" + style, label=f"list, {kind} records")
         ax.plot(xs, [p.gen_abs_mb for p in rows[kind]], "C1" + style, label=f"generator, {kind} records")
-    ax.set(xlabel="file size (MB)", ylabel="peak RSS of the process (MB)",
-           title="Load into a list vs stream (fresh interpreter per point)")
+    ax.set(
+        xlabel="file size (MB)",
+        ylabel="peak RSS of the process (MB)",
+        title="Load into a list vs stream (fresh interpreter per point)",
+    )
     ax.legend()
     figure = save_figure(fig, ctx.figure_path("c1_1_memory_vs_size.png"))
 
     short1, chat1, biggest = rows["short"][0], rows["chat"][0], rows["short"][-1]
-    ratio_abs = short1.list_abs_mb / short1.file_mb      # the seed's 5.3x: 102.9 MB process peak / 19.4 MB
+    ratio_abs = short1.list_abs_mb / short1.file_mb  # the seed's 5.3x: 102.9 MB process peak / 19.4 MB
     ratio_above = short1.list_above_mb / short1.file_mb  # the list's own share, interpreter excluded
     ratio_chat = chat1.list_above_mb / chat1.file_mb
     # flatness: what the pipeline's own peak added per MB of file added (the list adds ~ratio_above)
     slope = (biggest.gen_above_mb - short1.gen_above_mb) / (biggest.file_mb - short1.file_mb)
     gen_rule = GEN_RULE
     # differs only when this interpreter alone, measured before the first line is read, exceeds the limit
-    gen_cause = generator_cause(baseline_mb=short1.gen_baseline_mb, own_mb=short1.gen_above_mb,
-                                file_mb=short1.file_mb)
+    gen_cause = generator_cause(baseline_mb=short1.gen_baseline_mb, own_mb=short1.gen_above_mb, file_mb=short1.file_mb)
     measurements = (
-        judged("list_ratio", f"list: process peak RSS / file size, short records ({short1.file_mb:.1f} MB)", ratio_abs,
-               "x", rule=Within(LIST_RATIO, rel=0.25, source="our choice: the seed's records are not given and "
-                                "the ratio moves with record length (chat-record row)"), seed=SEED_LIST,
-               detail=f"process peak {short1.list_abs_mb:.1f} MB (the seed: 102.9 MB), of which "
-                      f"{short1.list_abs_mb - short1.list_above_mb:.1f} MB interpreter before the load"),
-        Measurement("list_ratio_above", "list: peak above the interpreter's baseline / file size, short records",
-                    ratio_above, "x", detail=f"{short1.list_above_mb:.1f} MB the records themselves"),
-        Measurement("list_ratio_chat", f"list: peak above baseline / file size, chat records ({chat1.file_mb:.1f} MB)",
-                    ratio_chat, "x", detail=f"list peak {chat1.list_above_mb:.1f} MB; long strings cost ~1 byte/char, "
-                                            "short ones ~50 bytes + per-object overhead"),
-        judged("generator_peak", f"generator pipeline: process peak RSS, {short1.file_mb:.1f} MB file",
-               short1.gen_abs_mb, "MB", rule=gen_rule, seed=SEED_GEN, cause=gen_cause,
-               detail=f"interpreter before the load {short1.gen_baseline_mb:.1f} MB, the pipeline's own peak "
-                      f"{short1.gen_above_mb:.2f} MB; the seed's 11.5 MB is a whole-process figure like its 102.9 MB"),
-        judged("generator_flat", f"generator: own peak added per MB of file, {short1.file_mb:.0f} -> "
-               f"{biggest.file_mb:.0f} MB", slope, "MB/MB",
-               rule=AtMost(0.05, source="our choice: a twentieth of a byte per byte of file; the list adds "
-                                        f"{ratio_above:.1f} here"), seed=SEED_FLAT,
-               detail=f"pipeline above baseline: {', '.join(f'{p.gen_above_mb:.2f}' for p in rows['short'])} MB at "
-                      f"{', '.join(f'{p.file_mb:.0f}' for p in rows['short'])} MB files; whole process "
-                      f"{short1.gen_abs_mb:.1f} -> {biggest.gen_abs_mb:.1f} MB"),
-        Measurement("list_peak_largest", f"list: process peak RSS at {biggest.file_mb:.0f} MB (short records)",
-                    biggest.list_abs_mb, "MB"),
+        judged(
+            "list_ratio",
+            f"list: process peak RSS / file size, short records ({short1.file_mb:.1f} MB)",
+            ratio_abs,
+            "x",
+            rule=Within(
+                LIST_RATIO,
+                rel=0.25,
+                source="our choice: the seed's records are not given and "
+                "the ratio moves with record length (chat-record row)",
+            ),
+            seed=SEED_LIST,
+            detail=f"process peak {short1.list_abs_mb:.1f} MB (the seed: 102.9 MB), of which "
+            f"{short1.list_abs_mb - short1.list_above_mb:.1f} MB interpreter before the load",
+        ),
+        Measurement(
+            "list_ratio_above",
+            "list: peak above the interpreter's baseline / file size, short records",
+            ratio_above,
+            "x",
+            detail=f"{short1.list_above_mb:.1f} MB the records themselves",
+        ),
+        Measurement(
+            "list_ratio_chat",
+            f"list: peak above baseline / file size, chat records ({chat1.file_mb:.1f} MB)",
+            ratio_chat,
+            "x",
+            detail=f"list peak {chat1.list_above_mb:.1f} MB; long strings cost ~1 byte/char, "
+            "short ones ~50 bytes + per-object overhead",
+        ),
+        judged(
+            "generator_peak",
+            f"generator pipeline: process peak RSS, {short1.file_mb:.1f} MB file",
+            short1.gen_abs_mb,
+            "MB",
+            rule=gen_rule,
+            seed=SEED_GEN,
+            cause=gen_cause,
+            detail=f"interpreter before the load {short1.gen_baseline_mb:.1f} MB, the pipeline's own peak "
+            f"{short1.gen_above_mb:.2f} MB; the seed's 11.5 MB is a whole-process figure like its 102.9 MB",
+        ),
+        judged(
+            "generator_flat",
+            f"generator: own peak added per MB of file, {short1.file_mb:.0f} -> {biggest.file_mb:.0f} MB",
+            slope,
+            "MB/MB",
+            rule=AtMost(
+                0.05, source=f"our choice: a twentieth of a byte per byte of file; the list adds {ratio_above:.1f} here"
+            ),
+            seed=SEED_FLAT,
+            detail=f"pipeline above baseline: {', '.join(f'{p.gen_above_mb:.2f}' for p in rows['short'])} MB at "
+            f"{', '.join(f'{p.file_mb:.0f}' for p in rows['short'])} MB files; whole process "
+            f"{short1.gen_abs_mb:.1f} -> {biggest.gen_abs_mb:.1f} MB",
+        ),
+        Measurement(
+            "list_peak_largest",
+            f"list: process peak RSS at {biggest.file_mb:.0f} MB (short records)",
+            biggest.list_abs_mb,
+            "MB",
+        ),
     )
-    gen_text = ("within the seed's figure" if gen_rule.holds(short1.gen_abs_mb) else
-                f"over the seed's 11.5 MB because the interpreter alone held {short1.gen_baseline_mb:.1f} MB before "
-                "reading" if gen_cause else "over the seed's 11.5 MB")
+    gen_text = (
+        "within the seed's figure"
+        if gen_rule.holds(short1.gen_abs_mb)
+        else f"over the seed's 11.5 MB because the interpreter alone held {short1.gen_baseline_mb:.1f} MB before "
+        "reading"
+        if gen_cause
+        else "over the seed's 11.5 MB"
+    )
     explanation = (
         f"Reading a {short1.file_mb:.1f} MB file of short instruction records into a list peaked at "
         f"{short1.list_abs_mb:.0f} MB for the whole process ({ratio_abs:.1f}x the file; the seed: 102.9 MB, 5.3x). "

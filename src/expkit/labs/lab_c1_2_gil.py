@@ -45,14 +45,17 @@ def thread_rule(free_cores: float) -> Rule:
     With under 1.5 cores free no speed-up is possible either way, so the claim cannot be tested."""
     cap = min(float(N_WORKERS), free_cores)
     if cap < 1.5:
-        return Needs("at least 1.5 cores free of other work (without them threads could not outrun serial "
-                     "either way)")
-    return AtMost((1 + cap) / 2, source=f"our choice: halfway between no speed-up and the {cap:.2f}x that the "
-                                        f"{free_cores:.2f} cores free of other work allow")
+        return Needs("at least 1.5 cores free of other work (without them threads could not outrun serial either way)")
+    return AtMost(
+        (1 + cap) / 2,
+        source=f"our choice: halfway between no speed-up and the {cap:.2f}x that the "
+        f"{free_cores:.2f} cores free of other work allow",
+    )
 
 
-PROCESS_RULE = AtLeast(PROCESS_SPEEDUP * 0.8, source="our choice: the seed's 3.1x less 20% for timings on a shared "
-                                                      "machine")
+PROCESS_RULE = AtLeast(
+    PROCESS_SPEEDUP * 0.8, source="our choice: the seed's 3.1x less 20% for timings on a shared machine"
+)
 
 
 def process_cause(speedup: float, *, cores: int, others_busy: float) -> Cause | None:
@@ -65,10 +68,13 @@ def process_cause(speedup: float, *, cores: int, others_busy: float) -> Cause | 
     free = cores - others_busy
     cap = min(float(N_WORKERS), max(free, 1.0))
     if cap < PROCESS_RULE.limit and (cap < 1.5 or speedup > (1 + cap) / 2):
-        return Cause("cores free of other work during the run", round(free, 2),
-                     f"{cores} cores, {others_busy:.2f} of them busy with other processes (measured): {N_WORKERS} "
-                     f"processes can be at most {cap:.2f}x faster here and reached {speedup:.2f}x (the seed's 3.1x is "
-                     f"39% of its {N_WORKERS} workers)")
+        return Cause(
+            "cores free of other work during the run",
+            round(free, 2),
+            f"{cores} cores, {others_busy:.2f} of them busy with other processes (measured): {N_WORKERS} "
+            f"processes can be at most {cap:.2f}x faster here and reached {speedup:.2f}x (the seed's 3.1x is "
+            f"39% of its {N_WORKERS} workers)",
+        )
     return None
 
 
@@ -95,8 +101,12 @@ def _time(fn) -> float:
     return time.perf_counter() - t0
 
 
-@lab(id="C1.2", title="GIL: threads vs processes on CPU-bound work", claims=("C1.2",),
-     seed=(SEED_SERIAL, SEED_THREADS, SEED_PROCS))
+@lab(
+    id="C1.2",
+    title="GIL: threads vs processes on CPU-bound work",
+    claims=("C1.2",),
+    seed=(SEED_SERIAL, SEED_THREADS, SEED_PROCS),
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.data import default_workers, parallel_map
     from expkit.render.figures import new_figure, save_figure
@@ -111,17 +121,22 @@ def run(ctx: LabContext) -> LabOutput:
         wall, busy = _time_and_others(lambda: [tokenize_like(x) for x in items])
         serial.append(wall)
         others.append(busy)
-        threads.append(_time(lambda: list(parallel_map(tokenize_like, items, workers=N_WORKERS, chunksize=1,
-                                                       backend="thread"))))
-        procs.append(_time(lambda: list(parallel_map(tokenize_like, items, workers=N_WORKERS, chunksize=1,
-                                                     backend="process"))))
+        threads.append(
+            _time(lambda: list(parallel_map(tokenize_like, items, workers=N_WORKERS, chunksize=1, backend="thread")))
+        )
+        procs.append(
+            _time(lambda: list(parallel_map(tokenize_like, items, workers=N_WORKERS, chunksize=1, backend="process")))
+        )
     t_serial, t_thread, t_proc = (statistics.median(v) for v in (serial, threads, procs))
     s_thread, s_proc = t_serial / t_thread, t_serial / t_proc
     spread = max(serial) / min(serial) - 1  # run-to-run spread of the same serial work
 
     fig, (ax,) = new_figure(1)
-    ax.bar(["serial", f"{N_WORKERS} threads", f"{N_WORKERS} processes"], [t_serial, t_thread, t_proc],
-           color=["C7", "C0", "C1"])
+    ax.bar(
+        ["serial", f"{N_WORKERS} threads", f"{N_WORKERS} processes"],
+        [t_serial, t_thread, t_proc],
+        color=["C7", "C0", "C1"],
+    )
     ax.axhline(t_serial / ceiling, color="C3", ls="--", lw=1, label=f"serial / {ceiling} cores (physical limit)")
     ax.set(ylabel="wall time (s), median", title=f"CPU-bound work, {N_ITEMS} items, {cores} cores")
     ax.legend()
@@ -132,27 +147,66 @@ def run(ctx: LabContext) -> LabOutput:
     cause = process_cause(s_proc, cores=cores, others_busy=others_busy)
     timing = f"median of {repeats}; serial runs spread {100 * spread:.0f}%"
     measurements = (
-        Measurement("serial_s", "serial time (workload calibrated to ~0.5 s)", t_serial, "s", None, SEED_SERIAL,
-                    detail="the workload is sized to the seed's, so this is a setting, not a verdict"),
-        judged("thread_speedup", f"{N_WORKERS} threads vs serial",
-               f"{cores - others_busy:.2f} cores free" if isinstance(t_rule, Needs) else s_thread,
-               "" if isinstance(t_rule, Needs) else "x", rule=t_rule, seed=SEED_THREADS,
-               detail=f"{t_thread:.3f} s ({s_thread:.2f}x); {timing}"),
-        judged("process_speedup", f"{N_WORKERS} processes vs serial", s_proc, "x", rule=PROCESS_RULE, seed=SEED_PROCS,
-               cause=cause,
-               detail=f"{t_proc:.3f} s; {timing}; other processes kept {others_busy:.2f} of {cores} cores busy "
-                      "during the serial runs"),
-        Measurement("others_busy_cores", "cores other processes kept busy during the serial runs", others_busy,
-                    "cores", detail=f"of {cores}; system CPU time minus this process's, median of {repeats} (psutil)"),
-        Measurement("process_efficiency", "process speed-up / physical limit", s_proc / ceiling, "",
-                    detail=f"limit = min(workers, cores) = {ceiling}; the seed's 3.1x is 0.39 of 8"),
+        Measurement(
+            "serial_s",
+            "serial time (workload calibrated to ~0.5 s)",
+            t_serial,
+            "s",
+            None,
+            SEED_SERIAL,
+            detail="the workload is sized to the seed's, so this is a setting, not a verdict",
+        ),
+        judged(
+            "thread_speedup",
+            f"{N_WORKERS} threads vs serial",
+            f"{cores - others_busy:.2f} cores free" if isinstance(t_rule, Needs) else s_thread,
+            "" if isinstance(t_rule, Needs) else "x",
+            rule=t_rule,
+            seed=SEED_THREADS,
+            detail=f"{t_thread:.3f} s ({s_thread:.2f}x); {timing}",
+        ),
+        judged(
+            "process_speedup",
+            f"{N_WORKERS} processes vs serial",
+            s_proc,
+            "x",
+            rule=PROCESS_RULE,
+            seed=SEED_PROCS,
+            cause=cause,
+            detail=f"{t_proc:.3f} s; {timing}; other processes kept {others_busy:.2f} of {cores} cores busy "
+            "during the serial runs",
+        ),
+        Measurement(
+            "others_busy_cores",
+            "cores other processes kept busy during the serial runs",
+            others_busy,
+            "cores",
+            detail=f"of {cores}; system CPU time minus this process's, median of {repeats} (psutil)",
+        ),
+        Measurement(
+            "process_efficiency",
+            "process speed-up / physical limit",
+            s_proc / ceiling,
+            "",
+            detail=f"limit = min(workers, cores) = {ceiling}; the seed's 3.1x is 0.39 of 8",
+        ),
     )
-    thread_text = ("no faster than serial, as the GIL predicts" if t_rule.holds(s_thread) else
-                   "faster than the GIL allows for pure-Python work") if not isinstance(t_rule, Needs) else \
-        "which says nothing here: too few cores were free of other work for any speed-up"
-    proc_text = ("at least the seed's 3.1x less 20%" if PROCESS_RULE.holds(s_proc) else
-                 f"short of the seed's 3.1x: {cause}" if cause else "short of the seed's 3.1x, which the core count "
-                 "and other work measured here do not explain")
+    thread_text = (
+        (
+            "no faster than serial, as the GIL predicts"
+            if t_rule.holds(s_thread)
+            else "faster than the GIL allows for pure-Python work"
+        )
+        if not isinstance(t_rule, Needs)
+        else "which says nothing here: too few cores were free of other work for any speed-up"
+    )
+    proc_text = (
+        "at least the seed's 3.1x less 20%"
+        if PROCESS_RULE.holds(s_proc)
+        else f"short of the seed's 3.1x: {cause}"
+        if cause
+        else "short of the seed's 3.1x, which the core count and other work measured here do not explain"
+    )
     explanation = (
         f"{N_ITEMS} items of pure-Python string work took {t_serial:.2f} s serially. {N_WORKERS} threads took "
         f"{t_thread:.2f} s ({s_thread:.2f}x), {thread_text}. The GIL lets one thread run Python bytecode at a time. "

@@ -8,10 +8,16 @@ import time
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED_TOP_LEVEL = SeedFigure("top_level_rule", "the function given to Pool.map must be top level", None, "",
-                            "the function passed to Pool.map must live at module top level")
-SEED_COPIES = SeedFigure("globals_copied", "globals in workers are copies", None, "",
-                         "globals are copies in the children")
+SEED_TOP_LEVEL = SeedFigure(
+    "top_level_rule",
+    "the function given to Pool.map must be top level",
+    None,
+    "",
+    "the function passed to Pool.map must live at module top level",
+)
+SEED_COPIES = SeedFigure(
+    "globals_copied", "globals in workers are copies", None, "", "globals are copies in the children"
+)
 
 SEEN = 0  # mutated by workers; the parent's copy must stay 0
 
@@ -49,8 +55,12 @@ def _globals_in_pool(n: int) -> tuple[int, int]:
     return SEEN, max(per_item)
 
 
-@lab(id="C1.3", title="Process-pool rules: top-level functions, copied globals", claims=("C1.3",),
-     seed=(SEED_TOP_LEVEL, SEED_COPIES))
+@lab(
+    id="C1.3",
+    title="Process-pool rules: top-level functions, copied globals",
+    claims=("C1.3",),
+    seed=(SEED_TOP_LEVEL, SEED_COPIES),
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.data import parallel_map
     from expkit.errors import UsageError
@@ -78,23 +88,45 @@ def run(ctx: LabContext) -> LabOutput:
     reject_s = time.perf_counter() - t0
 
     measurements = (
-        judged("top_level_rule", "Pool.map: a module-level function runs, a lambda and a nested one are refused",
-               rule_holds, "", rule=Shown("Pool.map refuses a lambda and a nested function and runs a top-level one"),
-               seed=SEED_TOP_LEVEL,
-               detail=f"top level: {top_out if top_ran else 'failed: ' + top_out}; lambda: "
-                      f"{'ran' if lambda_ran else lambda_out}; nested: {'ran' if nested_ran else nested_out}"),
-        judged("globals_copied", "parent's global unchanged after 40 increments in Pool workers", copied, "",
-               rule=Shown("a worker's change to a global never reaches the parent"), seed=SEED_COPIES,
-               detail=f"parent's SEEN after: {parent_after}; workers' own counts reached {worker_max}"),
-        Measurement("expkit_guard", "expkit's parallel_map on a lambda", "rejected" if "module top level" in ours
-                    else "accepted", "", detail=ours),
+        judged(
+            "top_level_rule",
+            "Pool.map: a module-level function runs, a lambda and a nested one are refused",
+            rule_holds,
+            "",
+            rule=Shown("Pool.map refuses a lambda and a nested function and runs a top-level one"),
+            seed=SEED_TOP_LEVEL,
+            detail=f"top level: {top_out if top_ran else 'failed: ' + top_out}; lambda: "
+            f"{'ran' if lambda_ran else lambda_out}; nested: {'ran' if nested_ran else nested_out}",
+        ),
+        judged(
+            "globals_copied",
+            "parent's global unchanged after 40 increments in Pool workers",
+            copied,
+            "",
+            rule=Shown("a worker's change to a global never reaches the parent"),
+            seed=SEED_COPIES,
+            detail=f"parent's SEEN after: {parent_after}; workers' own counts reached {worker_max}",
+        ),
+        Measurement(
+            "expkit_guard",
+            "expkit's parallel_map on a lambda",
+            "rejected" if "module top level" in ours else "accepted",
+            "",
+            detail=ours,
+        ),
         Measurement("reject_us", "expkit's guard: time to the error (no worker started)", 1e6 * reject_s, "us"),
     )
-    top_text = ("Pool.map ran the module-level function and refused both: " + lambda_out if rule_holds else
-                f"the rule did not hold here: top level {'ran' if top_ran else 'failed'}, lambda "
-                f"{'ran' if lambda_ran else 'failed'}, nested {'ran' if nested_ran else 'failed'}")
-    copy_text = (f"each saw only its own copy (counts up to {worker_max}) and the parent's value stayed {parent_after}"
-                 if copied else f"the parent's value became {parent_after}: the workers' globals were not copies")
+    top_text = (
+        "Pool.map ran the module-level function and refused both: " + lambda_out
+        if rule_holds
+        else f"the rule did not hold here: top level {'ran' if top_ran else 'failed'}, lambda "
+        f"{'ran' if lambda_ran else 'failed'}, nested {'ran' if nested_ran else 'failed'}"
+    )
+    copy_text = (
+        f"each saw only its own copy (counts up to {worker_max}) and the parent's value stayed {parent_after}"
+        if copied
+        else f"the parent's value became {parent_after}: the workers' globals were not copies"
+    )
     explanation = (
         "A process pool sends the function to each worker by pickling a reference (module + name), and the "
         f"worker imports it again; a lambda or a nested function has no importable name. {top_text}. expkit's "

@@ -10,11 +10,12 @@ from pathlib import Path
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED_RULE = SeedFigure("user_frame", "the place to look", None, "",
-                       "read bottom-up, skip _call_impl, find the last frame in your own file")
+SEED_RULE = SeedFigure(
+    "user_frame", "the place to look", None, "", "read bottom-up, skip _call_impl, find the last frame in your own file"
+)
 
 # A user's model: the bug is the in_features of Head.proj (64 where the encoder gives 48).
-USER_SCRIPT = '''\
+USER_SCRIPT = """\
 import torch
 from torch import nn
 
@@ -53,7 +54,7 @@ def train_step(model, batch):
 
 
 train_step(Classifier(), torch.randn(8, 32))
-'''
+"""
 
 
 def _draw_frames(ctx: LabContext, groups, chosen) -> Path:
@@ -69,13 +70,27 @@ def _draw_frames(ctx: LabContext, groups, chosen) -> Path:
         else:
             f = g.frames[0]
             mark = f is chosen
-            rows.append((f"{'>> ' if mark else '   '}{Path(f.file).name}:{f.line} in {f.function}: {f.code}",
-                         "C3" if mark else "black", "bold" if mark else "normal"))
+            rows.append(
+                (
+                    f"{'>> ' if mark else '   '}{Path(f.file).name}:{f.line} in {f.function}: {f.code}",
+                    "C3" if mark else "black",
+                    "bold" if mark else "normal",
+                )
+            )
     fig, (ax,) = new_figure(1, width_in=9.0, height_in=0.35 * len(rows) + 0.8)
     ax.set_axis_off()
     for i, (text, color, weight) in enumerate(rows):
-        ax.text(0.0, 1 - (i + 0.5) / len(rows), text, family="monospace", fontsize=9, color=color, weight=weight,
-                va="center", transform=ax.transAxes)
+        ax.text(
+            0.0,
+            1 - (i + 0.5) / len(rows),
+            text,
+            family="monospace",
+            fontsize=9,
+            color=color,
+            weight=weight,
+            va="center",
+            transform=ax.transAxes,
+        )
     ax.set_title("expkit why: traceback read top to bottom, the place to look in red", fontsize=10, loc="left")
     return save_figure(fig, ctx.figure_path("c1_4_traceback.png"))
 
@@ -116,16 +131,32 @@ def run(ctx: LabContext) -> LabOutput:
     by_hand_ok = by_hand is not None and by_hand.line == expected_line
     where = f"{Path(chosen.file).name}:{chosen.line} in {chosen.function}" if chosen else "none"
     measurements = (
-        judged("user_frame", "the seed's reading rule lands on the line with the bug", found and by_hand_ok, "",
-               rule=Shown(f"bottom-up, past {call_impl} _call_impl frames, the last frame of yours is the bug's line"),
-               seed=SEED_RULE,
-               detail=f"expkit why chose {where}" + (f" ({chosen.code})" if chosen and chosen.code else "")
-                      + f"; by hand: line {by_hand.line if by_hand else 'none'}; the bug is on line {expected_line}"),
-        Measurement("frames_total", "frames in the traceback", len(frames), "",
-                    detail=f"yours {kinds['yours']}, framework {kinds['framework']}, stdlib {kinds['stdlib']}"),
+        judged(
+            "user_frame",
+            "the seed's reading rule lands on the line with the bug",
+            found and by_hand_ok,
+            "",
+            rule=Shown(f"bottom-up, past {call_impl} _call_impl frames, the last frame of yours is the bug's line"),
+            seed=SEED_RULE,
+            detail=f"expkit why chose {where}"
+            + (f" ({chosen.code})" if chosen and chosen.code else "")
+            + f"; by hand: line {by_hand.line if by_hand else 'none'}; the bug is on line {expected_line}",
+        ),
+        Measurement(
+            "frames_total",
+            "frames in the traceback",
+            len(frames),
+            "",
+            detail=f"yours {kinds['yours']}, framework {kinds['framework']}, stdlib {kinds['stdlib']}",
+        ),
         Measurement("call_impl_frames", "_call_impl / _wrapped_call_impl frames skipped", call_impl, ""),
-        Measurement("lines_shown", "lines after collapsing framework runs", len(groups), "",
-                    detail=f"{sum(g.collapsed for g in groups)} collapsed runs"),
+        Measurement(
+            "lines_shown",
+            "lines after collapsing framework runs",
+            len(groups),
+            "",
+            detail=f"{sum(g.collapsed for g in groups)} collapsed runs",
+        ),
         Measurement("explanation", "explanation", f"{ex.kind}: {ex.title}", "", detail=ex.module or ""),
     )
     explanation = (

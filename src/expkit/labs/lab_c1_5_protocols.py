@@ -8,10 +8,24 @@ from collections import Counter
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED_PROTOCOLS = SeedFigure("protocols_seen", "the protocols under the five objects", None, "",
-                            "__getitem__/__len__, __iter__/__next__, __call__, context managers, decorators")
-EXPECTED = ("Dataset.__len__", "Dataset.__getitem__", "DataLoader.__iter__", "iterator.__next__", "Module.__call__",
-            "Module.forward", "no_grad.__enter__", "no_grad.__exit__", "decorator.__call__")
+SEED_PROTOCOLS = SeedFigure(
+    "protocols_seen",
+    "the protocols under the five objects",
+    None,
+    "",
+    "__getitem__/__len__, __iter__/__next__, __call__, context managers, decorators",
+)
+EXPECTED = (
+    "Dataset.__len__",
+    "Dataset.__getitem__",
+    "DataLoader.__iter__",
+    "iterator.__next__",
+    "Module.__call__",
+    "Module.forward",
+    "no_grad.__enter__",
+    "no_grad.__exit__",
+    "decorator.__call__",
+)
 
 
 def _instrumented_loop(n_items: int, batch_size: int) -> list[str]:
@@ -77,10 +91,10 @@ def _instrumented_loop(n_items: int, batch_size: int) -> list[str]:
         return model(x).sum()
 
     loader = LoggedLoader(LoggedDataset(), batch_size=batch_size)
-    for batch in loader:           # __iter__ once, then __next__ until StopIteration
-        with logged_no_grad():     # __enter__ / __exit__
-            model(batch)           # __call__ -> hooks -> forward
-        evaluate(batch)            # the decorator's wrapper enters no_grad again
+    for batch in loader:  # __iter__ once, then __next__ until StopIteration
+        with logged_no_grad():  # __enter__ / __exit__
+            model(batch)  # __call__ -> hooks -> forward
+        evaluate(batch)  # the decorator's wrapper enters no_grad again
     return log
 
 
@@ -93,18 +107,38 @@ def run(ctx: LabContext) -> LabOutput:
     n_batches = -(-n_items // batch_size)
     first = " -> ".join(log[:9])
     measurements = (
-        judged("protocols_seen", "every protocol method the seed names ran in a plain eval loop", not missing, "",
-               rule=Shown("for, with, model(x) and @decorator each ran their protocol methods"),
-               seed=SEED_PROTOCOLS, detail=f"{len(EXPECTED) - len(missing)}/{len(EXPECTED)} observed: "
-               + ", ".join(f"{p} x{counts[p]}" for p in EXPECTED) + (f"; missing {missing}" if missing else "")),
-        Measurement("getitem_calls", f"__getitem__ calls for {n_items} items", counts["Dataset.__getitem__"], "",
-                    detail=f"batch_size {batch_size}: the fetcher calls it once per item, then collate stacks "
-                           "the items"),
-        Measurement("next_calls", f"__next__ calls for {n_batches} batches", counts["iterator.__next__"], "",
-                    detail="one per batch plus the final one that raises StopIteration"),
-        Measurement("call_vs_forward", "Module.__call__ / Module.forward calls",
-                    f"{counts['Module.__call__']}/{counts['Module.forward']}", "",
-                    detail="model(x) runs __call__, which runs hooks and then forward; never call forward directly"),
+        judged(
+            "protocols_seen",
+            "every protocol method the seed names ran in a plain eval loop",
+            not missing,
+            "",
+            rule=Shown("for, with, model(x) and @decorator each ran their protocol methods"),
+            seed=SEED_PROTOCOLS,
+            detail=f"{len(EXPECTED) - len(missing)}/{len(EXPECTED)} observed: "
+            + ", ".join(f"{p} x{counts[p]}" for p in EXPECTED)
+            + (f"; missing {missing}" if missing else ""),
+        ),
+        Measurement(
+            "getitem_calls",
+            f"__getitem__ calls for {n_items} items",
+            counts["Dataset.__getitem__"],
+            "",
+            detail=f"batch_size {batch_size}: the fetcher calls it once per item, then collate stacks the items",
+        ),
+        Measurement(
+            "next_calls",
+            f"__next__ calls for {n_batches} batches",
+            counts["iterator.__next__"],
+            "",
+            detail="one per batch plus the final one that raises StopIteration",
+        ),
+        Measurement(
+            "call_vs_forward",
+            "Module.__call__ / Module.forward calls",
+            f"{counts['Module.__call__']}/{counts['Module.forward']}",
+            "",
+            detail="model(x) runs __call__, which runs hooks and then forward; never call forward directly",
+        ),
     )
     explanation = (
         f"A six-line eval loop over {n_items} items ran these protocol methods: {first} ... "

@@ -6,10 +6,8 @@ from __future__ import annotations
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED_BROADCAST = SeedFigure("broadcast_shape", "(3,) + (3, 1)", None, "",
-                            "(3,) + (3, 1) silently becomes (3, 3)")
-SEED_ASSERT = SeedFigure("expect_shape_caught", "assert shapes at key points", None, "",
-                         "assert shapes at key points")
+SEED_BROADCAST = SeedFigure("broadcast_shape", "(3,) + (3, 1)", None, "", "(3,) + (3, 1) silently becomes (3, 3)")
+SEED_ASSERT = SeedFigure("expect_shape_caught", "assert shapes at key points", None, "", "assert shapes at key points")
 
 
 @lab(id="C2.1", title="The axis, and the broadcasting trap", claims=("C2.1",), seed=(SEED_BROADCAST, SEED_ASSERT))
@@ -42,9 +40,11 @@ def run(ctx: LabContext) -> LabOutput:
 
     # 3. the axis: softmax normalized along the wrong axis still returns numbers of the right shape
     logits = rng.standard_normal((4, 10))  # (batch, classes)
+
     def softmax(x, axis):  # noqa: ANN001, ANN202
         e = np.exp(x - x.max(axis=axis, keepdims=True))
         return e / e.sum(axis=axis, keepdims=True)
+
     wrong = softmax(logits, axis=0)  # normalized over the batch, not the classes
     row_sum_err = float(np.max(np.abs(wrong.sum(axis=1) - 1.0)))
     right_sum_err = float(np.max(np.abs(softmax(logits, axis=1).sum(axis=1) - 1.0)))
@@ -58,18 +58,39 @@ def run(ctx: LabContext) -> LabOutput:
 
     silent = np_shape == (3, 3) and torch_shape == (3, 3)
     measurements = (
-        judged("broadcast_shape", "(3,) + (3, 1) gives (3, 3) without an error, numpy and torch", silent, "",
-               rule=Shown("broadcasting turned (3,) + (3, 1) into (3, 3) silently"), seed=SEED_BROADCAST,
-               detail=f"numpy {np_shape}, torch {torch_shape}"),
-        judged("expect_shape_caught", "asserting 'N' on pred - target raised", caught, "",
-               rule=Shown("a shape assertion at the loss turns the silent (N, N) into an error"), seed=SEED_ASSERT,
-               detail=message),
-        Measurement("mse_right", "MSE of a good model, shapes right", right, "",
-                    detail=f"n = {n}, residual sd 0.1"),
-        Measurement("mse_broadcast", "the same MSE with targets as (N, 1): silently (N, N)", buggy, "",
-                    detail=f"{buggy / right:.0f}x the right value, no error from numpy"),
-        Measurement("softmax_wrong_axis_err", "softmax over the batch axis: max |row sum - 1|", row_sum_err, "",
-                    detail=f"right axis: {right_sum_err:.1e}"),
+        judged(
+            "broadcast_shape",
+            "(3,) + (3, 1) gives (3, 3) without an error, numpy and torch",
+            silent,
+            "",
+            rule=Shown("broadcasting turned (3,) + (3, 1) into (3, 3) silently"),
+            seed=SEED_BROADCAST,
+            detail=f"numpy {np_shape}, torch {torch_shape}",
+        ),
+        judged(
+            "expect_shape_caught",
+            "asserting 'N' on pred - target raised",
+            caught,
+            "",
+            rule=Shown("a shape assertion at the loss turns the silent (N, N) into an error"),
+            seed=SEED_ASSERT,
+            detail=message,
+        ),
+        Measurement("mse_right", "MSE of a good model, shapes right", right, "", detail=f"n = {n}, residual sd 0.1"),
+        Measurement(
+            "mse_broadcast",
+            "the same MSE with targets as (N, 1): silently (N, N)",
+            buggy,
+            "",
+            detail=f"{buggy / right:.0f}x the right value, no error from numpy",
+        ),
+        Measurement(
+            "softmax_wrong_axis_err",
+            "softmax over the batch axis: max |row sum - 1|",
+            row_sum_err,
+            "",
+            detail=f"right axis: {right_sum_err:.1e}",
+        ),
     )
     explanation = (
         f"numpy turned (3,) + (3, 1) into a {np_shape} array and torch into {torch_shape}, "
@@ -77,9 +98,12 @@ def run(ctx: LabContext) -> LabOutput:
         f"not a curiosity: a model whose mean squared error is {right:.4f} scores {buggy:.3f} "
         f"({buggy / right:.0f}x) when the targets arrive as a column, because every prediction is "
         f"compared with every target. The code runs and the number is wrong. "
-        + (f"expkit.check.expect_shape, asserting 'N' on the difference, raised: \"{message}\".\n\n" if caught else
-           "expkit.check.expect_shape, asserting 'N' on the difference, did not raise.\n\n") +
-        f"The axis is the same concept in every reduction: a softmax normalized along the batch axis instead "
+        + (
+            f"expkit.check.expect_shape, asserting 'N' on the difference, raised: \"{message}\".\n\n"
+            if caught
+            else "expkit.check.expect_shape, asserting 'N' on the difference, did not raise.\n\n"
+        )
+        + f"The axis is the same concept in every reduction: a softmax normalized along the batch axis instead "
         f"of the classes still returns a (4, 10) array of positive numbers, but its rows miss a sum of 1 by up "
         f"to {row_sum_err:.2f}. Naming dimensions ('B T D') and asserting them at module boundaries is the cheap "
         f"guard the seed recommends."

@@ -8,10 +8,12 @@ from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, SeedFi
 from expkit.labs.registry import lab
 
 HALF_WIDTH_POINTS = 10.9  # seed: +-10.9 points at 80 questions
-SEED_HALF_WIDTH = SeedFigure("half_width_n80", "95% half-width at n = 80", HALF_WIDTH_POINTS, "points",
-                             "+-10.9 points at 80 questions")
-SEED_FIVE_POINTS = SeedFigure("five_points_n80", "5-point difference at n = 80", None, "",
-                              "a 5-point difference cannot be resolved")
+SEED_HALF_WIDTH = SeedFigure(
+    "half_width_n80", "95% half-width at n = 80", HALF_WIDTH_POINTS, "points", "+-10.9 points at 80 questions"
+)
+SEED_FIVE_POINTS = SeedFigure(
+    "five_points_n80", "5-point difference at n = 80", None, "", "a 5-point difference cannot be resolved"
+)
 N_GRID = (20, 30, 50, 80, 120, 200, 300, 500, 800, 1200, 2000, 3000, 5000)
 
 
@@ -89,8 +91,9 @@ def _simulated_power_paired_unpaired(n_grid, sims: int, seed: int):  # noqa: ANN
         c = np.sum(~new & base, axis=1)
         paired.append(float(np.mean(mcnemar_p_values(b, c) < 0.05)))
         kn, kb = new.sum(axis=1), base.sum(axis=1)
-        unpaired.append(float(np.mean([newcombe_interval(int(x), n, int(y), n).excludes_zero
-                                       for x, y in zip(kn, kb, strict=True)])))
+        unpaired.append(
+            float(np.mean([newcombe_interval(int(x), n, int(y), n).excludes_zero for x, y in zip(kn, kb, strict=True)]))
+        )
         corrs.append(float(np.corrcoef(base.ravel().astype(float), new.ravel().astype(float))[0, 1]))
     return paired, unpaired, float(np.mean(corrs))
 
@@ -123,10 +126,18 @@ def run(ctx: LabContext) -> LabOutput:
     # figure 1: half-width vs n, Wald vs Wilson, at p = 0.5 and p = 0.9
     fig, (ax1, ax2) = new_figure(2)
     for p, style in ((0.5, "-"), (0.9, "--")):
-        ax1.plot(N_GRID, [100 * wald_interval(round(p * n), n).half_width for n in N_GRID], "C0" + style,
-                 label=f"Wald, p={p}")
-        ax1.plot(N_GRID, [100 * wilson_interval(round(p * n), n).half_width for n in N_GRID], "C1" + style,
-                 label=f"Wilson, p={p}")
+        ax1.plot(
+            N_GRID,
+            [100 * wald_interval(round(p * n), n).half_width for n in N_GRID],
+            "C0" + style,
+            label=f"Wald, p={p}",
+        )
+        ax1.plot(
+            N_GRID,
+            [100 * wilson_interval(round(p * n), n).half_width for n in N_GRID],
+            "C1" + style,
+            label=f"Wilson, p={p}",
+        )
     ax1.axvline(80, color="grey", lw=0.8)
     ax1.set(xscale="log", xlabel="items n", ylabel="95% half-width (points)", title="Interval half-width")
     ax1.legend()
@@ -134,27 +145,56 @@ def run(ctx: LabContext) -> LabOutput:
     ax2.plot(N_GRID, [100 * min_detectable_difference(n) for n in N_GRID], "C0-", label="Wald z-test")
     ax2.plot(N_GRID, [100 * _smallest_resolvable_newcombe(n) for n in N_GRID], "C1-", label="Newcombe (Wilson)")
     ax2.axhline(5, color="C3", lw=0.8, label="5 points")
-    ax2.set(xscale="log", yscale="log", xlabel="items n per model", ylabel="difference (points)",
-            title="Smallest resolvable difference, p = 0.5")
+    ax2.set(
+        xscale="log",
+        yscale="log",
+        xlabel="items n per model",
+        ylabel="difference (points)",
+        title="Smallest resolvable difference, p = 0.5",
+    )
     ax2.legend()
     path = save_figure(fig, ctx.figure_path("c2_2_intervals.png"))
 
     half_points = 100 * n80.half_width
     five_hidden = mdd80 > 0.05 and mdd80_newcombe > 0.05
-    five_text = ("so a 5-point gap is noise" if five_hidden else
-                 "so here even a 5-point gap can be resolved, against the seed")
+    five_text = (
+        "so a 5-point gap is noise" if five_hidden else "so here even a 5-point gap can be resolved, against the seed"
+    )
     measurements = (
-        judged("half_width_n80", "Wald 95% half-width, 40/80 correct", half_points, "points",
-               rule=Within(HALF_WIDTH_POINTS, abs=0.1, source="our choice: the seed gives one decimal"),
-               seed=SEED_HALF_WIDTH, detail=f"interval [{n80.low:.4f}, {n80.high:.4f}]; 100*1.96*sqrt(.25/80) = 10.96"),
-        Measurement("wilson_half_width_n80", "Wilson 95% half-width, 40/80 correct", 100 * wilson80.half_width,
-                    "points", detail=f"interval [{wilson80.low:.4f}, {wilson80.high:.4f}]"),
-        judged("mdd_n80", "smallest resolvable difference at n = 80 (Wald z-test)", 100 * mdd80, "points",
-               rule=AtLeast(5.0, source="the seed: 5 points cannot be resolved, so the smallest resolvable "
-                                        "difference is above 5"), seed=SEED_FIVE_POINTS,
-               detail=f"Newcombe-Wilson: {100 * mdd80_newcombe:.1f} points"),
-        Measurement("power_5pt_n80", "chance to tell 75% from 70% at n = 80 (simulated)", 100 * power, "%",
-                    detail=f"{sims} simulated evals, Newcombe 95% interval excludes 0"),
+        judged(
+            "half_width_n80",
+            "Wald 95% half-width, 40/80 correct",
+            half_points,
+            "points",
+            rule=Within(HALF_WIDTH_POINTS, abs=0.1, source="our choice: the seed gives one decimal"),
+            seed=SEED_HALF_WIDTH,
+            detail=f"interval [{n80.low:.4f}, {n80.high:.4f}]; 100*1.96*sqrt(.25/80) = 10.96",
+        ),
+        Measurement(
+            "wilson_half_width_n80",
+            "Wilson 95% half-width, 40/80 correct",
+            100 * wilson80.half_width,
+            "points",
+            detail=f"interval [{wilson80.low:.4f}, {wilson80.high:.4f}]",
+        ),
+        judged(
+            "mdd_n80",
+            "smallest resolvable difference at n = 80 (Wald z-test)",
+            100 * mdd80,
+            "points",
+            rule=AtLeast(
+                5.0, source="the seed: 5 points cannot be resolved, so the smallest resolvable difference is above 5"
+            ),
+            seed=SEED_FIVE_POINTS,
+            detail=f"Newcombe-Wilson: {100 * mdd80_newcombe:.1f} points",
+        ),
+        Measurement(
+            "power_5pt_n80",
+            "chance to tell 75% from 70% at n = 80 (simulated)",
+            100 * power,
+            "%",
+            detail=f"{sims} simulated evals, Newcombe 95% interval excludes 0",
+        ),
         Measurement("n_for_5pt", "items per model to resolve 5 points (Wald, p = 0.5)", n_for_5, "items"),
     )
     explanation = (
@@ -168,8 +208,11 @@ def run(ctx: LabContext) -> LabOutput:
         "(it is zero-width at 0% or 100%), which is why expkit reports Wilson by default."
     )
     measurements2, explanation2, path2 = _paired_vs_unpaired(ctx)
-    return LabOutput(measurements=measurements + measurements2, explanation=explanation + "\n\n" + explanation2,
-                     figures=(path, path2))
+    return LabOutput(
+        measurements=measurements + measurements2,
+        explanation=explanation + "\n\n" + explanation2,
+        figures=(path, path2),
+    )
 
 
 def _paired_vs_unpaired(ctx: LabContext):  # noqa: ANN202 - (measurements, explanation, figure path)
@@ -188,31 +231,66 @@ def _paired_vs_unpaired(ctx: LabContext):  # noqa: ANN202 - (measurements, expla
     grid = [round(20 * 1.15**i) for i in range(40) if 20 * 1.15**i <= 4000]
     fig, (ax1, ax2) = new_figure(2)
     for corr, style, label in ((None, "C0-", "unpaired"), (rho, "C1-", f"paired, rho = {rho:.2f}")):
-        ax1.plot(grid, [power_at(baseline=P_BASE, delta=P_NEW - P_BASE, n=n, paired_corr=corr) for n in grid],
-                 style, label=label)
+        ax1.plot(
+            grid,
+            [power_at(baseline=P_BASE, delta=P_NEW - P_BASE, n=n, paired_corr=corr) for n in grid],
+            style,
+            label=label,
+        )
     ax1.plot(SIM_N_GRID, unpaired_pw, "C0o", ms=4, label="simulated, Newcombe")
     ax1.plot(SIM_N_GRID, paired_pw, "C1s", ms=4, label="simulated, McNemar")
     ax1.axhline(0.8, color="grey", lw=0.8)
     ax1.axvline(80, color="C3", lw=0.8, label="80 items (seed)")
-    ax1.set(xscale="log", xlabel="items n (same items for both models)", ylabel="power",
-            title="Power to tell 70% from 75% (alpha 5%)")
+    ax1.set(
+        xscale="log",
+        xlabel="items n (same items for both models)",
+        ylabel="power",
+        title="Power to tell 70% from 75% (alpha 5%)",
+    )
     ax1.legend(fontsize=7)
-    ax2.bar(["unpaired\n(formula)", "unpaired\n(simulated)", "paired\n(formula)", "paired\n(simulated)"],
-            [n_unpaired, n_unpaired_sim, n_paired, n_paired_sim], color=["C0", "C0", "C1", "C1"])
+    ax2.bar(
+        ["unpaired\n(formula)", "unpaired\n(simulated)", "paired\n(formula)", "paired\n(simulated)"],
+        [n_unpaired, n_unpaired_sim, n_paired, n_paired_sim],
+        color=["C0", "C0", "C1", "C1"],
+    )
     ax2.set(ylabel="items for 80% power", title="Items needed for a 5-point difference")
     path = save_figure(fig, ctx.figure_path("c2_2_power_paired.png"))
 
     ms = (
-        Measurement("power_n80_analytic", "power at 80 items, 70% vs 75%, unpaired (formula)",
-                    100 * power_at(baseline=P_BASE, delta=P_NEW - P_BASE, n=80), "%"),
-        Measurement("item_corr", "per-item correlation of the two models' 0/1 scores (simulated eval)", rho, "",
-                    detail=f"item difficulty logit sd {DIFFICULTY_SD}"),
-        Measurement("n_unpaired_5pt", "items for 80% power, unpaired analysis (formula)", n_unpaired, "items",
-                    detail=f"simulated: {n_unpaired_sim:.0f} ({sims} evals per n)"),
-        Measurement("n_paired_5pt", "items for 80% power, paired analysis of the same items (formula)", n_paired,
-                    "items", detail=f"simulated McNemar: {n_paired_sim:.0f} ({sims} evals per n)"),
-        Measurement("paired_saving", "items saved by pairing", n_unpaired / n_paired, "x",
-                    detail="unpaired / paired items, formula"),
+        Measurement(
+            "power_n80_analytic",
+            "power at 80 items, 70% vs 75%, unpaired (formula)",
+            100 * power_at(baseline=P_BASE, delta=P_NEW - P_BASE, n=80),
+            "%",
+        ),
+        Measurement(
+            "item_corr",
+            "per-item correlation of the two models' 0/1 scores (simulated eval)",
+            rho,
+            "",
+            detail=f"item difficulty logit sd {DIFFICULTY_SD}",
+        ),
+        Measurement(
+            "n_unpaired_5pt",
+            "items for 80% power, unpaired analysis (formula)",
+            n_unpaired,
+            "items",
+            detail=f"simulated: {n_unpaired_sim:.0f} ({sims} evals per n)",
+        ),
+        Measurement(
+            "n_paired_5pt",
+            "items for 80% power, paired analysis of the same items (formula)",
+            n_paired,
+            "items",
+            detail=f"simulated McNemar: {n_paired_sim:.0f} ({sims} evals per n)",
+        ),
+        Measurement(
+            "paired_saving",
+            "items saved by pairing",
+            n_unpaired / n_paired,
+            "x",
+            detail="unpaired / paired items, formula",
+        ),
     )
     text = (
         f"Pairing is the cheaper fix. On a simulated eval where both models answer the same items (70% vs 75%, "

@@ -12,10 +12,20 @@ from __future__ import annotations
 from expkit.labs.base import AtLeast, AtMost, KOfN, LabContext, LabOutput, Measurement, SeedFigure, judged
 from expkit.labs.registry import lab
 
-SEED_LOGX = SeedFigure("early_drop_share", "loss curves: logarithmic x axis", None, "",
-                       "loss curves: logarithmic x axis, multi-seed shaded bands")
-SEED_RULE = SeedFigure("rule_nonoverlap", "a difference counts only where bands do not overlap", None, "",
-                       "a difference counts only where bands do not overlap")
+SEED_LOGX = SeedFigure(
+    "early_drop_share",
+    "loss curves: logarithmic x axis",
+    None,
+    "",
+    "loss curves: logarithmic x axis, multi-seed shaded bands",
+)
+SEED_RULE = SeedFigure(
+    "rule_nonoverlap",
+    "a difference counts only where bands do not overlap",
+    None,
+    "",
+    "a difference counts only where bands do not overlap",
+)
 LRS = (3e-3, 1.5e-3)  # the two configs compared; lr_min = lr_max / 10
 WARMUP_STEPS = 2
 SEQ_LEN, BATCH = 32, 16
@@ -28,17 +38,33 @@ def _train_one(corpus, lr: float, seed: int, steps: int, eval_steps: set[int], e
     from expkit.train import CharLMConfig, TrainConfig, WarmupCosine, estimate_val_loss, setup_training, train_step
 
     mc = CharLMConfig(block_size=SEQ_LEN, n_layer=1, n_head=2, n_embd=32)
-    tc = TrainConfig(batch_size=BATCH, seq_len=SEQ_LEN, max_steps=steps, warmup_steps=WARMUP_STEPS, lr_max=lr,
-                     lr_min=lr / 10, check_first_loss=False, check_grads=False, check_zero_grad=False)
-    setup = setup_training(model_config=mc, train_config=tc, corpus=corpus, seed=seed, device="cpu",
-                           schedule=WarmupCosine(lr_max=lr, lr_min=lr / 10, warmup_steps=WARMUP_STEPS, max_steps=steps))
+    tc = TrainConfig(
+        batch_size=BATCH,
+        seq_len=SEQ_LEN,
+        max_steps=steps,
+        warmup_steps=WARMUP_STEPS,
+        lr_max=lr,
+        lr_min=lr / 10,
+        check_first_loss=False,
+        check_grads=False,
+        check_zero_grad=False,
+    )
+    setup = setup_training(
+        model_config=mc,
+        train_config=tc,
+        corpus=corpus,
+        seed=seed,
+        device="cpu",
+        schedule=WarmupCosine(lr_max=lr, lr_min=lr / 10, warmup_steps=WARMUP_STEPS, max_steps=steps),
+    )
     rows = []
     for step in range(steps):
         out = train_step(setup, step)
         val = None
         if step + 1 in eval_steps:
-            val = estimate_val_loss(setup.model, corpus.val, seq_len=SEQ_LEN, n_windows=eval_windows,
-                                    batch_size=eval_windows, device="cpu")
+            val = estimate_val_loss(
+                setup.model, corpus.val, seq_len=SEQ_LEN, n_windows=eval_windows, batch_size=eval_windows, device="cpu"
+            )
         rows.append((step + 1, float(out.loss), val))
     return rows
 
@@ -66,17 +92,26 @@ def trial_main() -> None:
     steps = int(env["EXPKIT_CONFIG_STEPS"])
     corpus = load_corpus(textwrap.__file__)  # ~20 k characters of real English and Python
     with torch_threads(1):  # a 30 k-parameter model runs faster on one thread than split over two
-        rows = _train_one(corpus, float(env["EXPKIT_CONFIG_LR"]), int(env["EXPKIT_SEED"]), steps,
-                          _eval_steps(steps, int(env["EXPKIT_CONFIG_EVAL_POINTS"])),
-                          int(env["EXPKIT_CONFIG_EVAL_WINDOWS"]))
+        rows = _train_one(
+            corpus,
+            float(env["EXPKIT_CONFIG_LR"]),
+            int(env["EXPKIT_SEED"]),
+            steps,
+            _eval_steps(steps, int(env["EXPKIT_CONFIG_EVAL_POINTS"])),
+            int(env["EXPKIT_CONFIG_EVAL_WINDOWS"]),
+        )
     for step, loss, val in rows:
         rec = {"step": step, "loss": loss} if val is None else {"step": step, "loss": loss, "val_loss": val}
         sys.stdout.write(orjson.dumps(rec).decode() + "\n")
     sys.stdout.flush()
 
 
-@lab(id="C2.3", title="Loss curves over seeds: log x, bands, and when a difference counts", claims=("C2.3",),
-     seed=(SEED_LOGX, SEED_RULE))
+@lab(
+    id="C2.3",
+    title="Loss curves over seeds: log x, bands, and when a difference counts",
+    claims=("C2.3",),
+    seed=(SEED_LOGX, SEED_RULE),
+)
 def run(ctx: LabContext) -> LabOutput:
     import shutil
     import sys
@@ -94,14 +129,25 @@ def run(ctx: LabContext) -> LabOutput:
     eval_points = 7 if ctx.quick else 12
     store = ctx.out_dir / "runs"
     shutil.rmtree(store, ignore_errors=True)  # a fresh store: the sweep's group is this run's alone
-    plan = plan_sweep([sys.executable, *TRIAL_COMMAND], group=GROUP, config_args=False,
-                      grid=[f"lr={LRS[0]:g},{LRS[1]:g}", f"steps={steps}", f"eval_windows={eval_windows}",
-                            f"eval_points={eval_points}"], seeds=[ctx.seed + s for s in range(n_seeds)])
+    plan = plan_sweep(
+        [sys.executable, *TRIAL_COMMAND],
+        group=GROUP,
+        config_args=False,
+        grid=[
+            f"lr={LRS[0]:g},{LRS[1]:g}",
+            f"steps={steps}",
+            f"eval_windows={eval_windows}",
+            f"eval_points={eval_points}",
+        ],
+        seeds=[ctx.seed + s for s in range(n_seeds)],
+    )
     sweep = run_sweep(plan, store=store, backend="local", max_retries=1)
     if not sweep.complete:
         bad = next(o for o in sweep.outcomes if o.status != "finished")
-        raise RuntimeError(f"{sum(o.status != 'finished' for o in sweep.outcomes)} trial(s) did not finish; "
-                           f"{bad.label}: {bad.status}: {bad.error}")
+        raise RuntimeError(
+            f"{sum(o.status != 'finished' for o in sweep.outcomes)} trial(s) did not finish; "
+            f"{bad.label}: {bad.status}: {bad.error}"
+        )
 
     # the tool path: `expkit compare c2_3 --by lr --metric val_loss --curves ...`
     cmp = compare_groups(GROUP, by="lr", store=store, metrics=("val_loss",))
@@ -131,38 +177,86 @@ def run(ctx: LabContext) -> LabOutput:
     extra = int(np.sum(sig & ~apart))
 
     measurements = (
-        judged("early_drop_share", "share of the loss drop in the first 10% of steps", 100 * early_share, "%",
-               rule=AtLeast(50.0, source="our criterion for 'log x': most of the drop falls in the first 10% of "
-                                         "steps, which a linear axis squeezes into a tenth of its width"),
-               seed=SEED_LOGX,
-               detail=f"{cmp.b.label}, mean train loss over seeds (no EMA), {steps} steps: on a linear axis "
-                      f"the first 10% fills 10% of the width, on a "
-                      f"log axis {100 * np.log10(steps / 10) / np.log10(steps):.0f}%"),
-        Measurement("n_seeds", "seeds per config (real char-LM training runs, recorded by expkit sweep)", n_seeds, "",
-                    detail=f"{len(LRS)} configs x {n_seeds} seeds x {steps} steps on the local backend, "
-                           f"{sweep.max_parallel} at a time, {sweep.elapsed_s:.1f} s; runs in {store.name}/"),
-        Measurement("final_val_a", f"final val loss, {cmp.a.label} (mean, 95% t-interval)", sa.mean.estimate, "nats",
-                    detail=f"[{sa.mean.low:.4f}, {sa.mean.high:.4f}]; seed sd {sa.std:.4f}; IQM {sa.iqm.estimate:.4f}"),
-        Measurement("final_val_b", f"final val loss, {cmp.b.label} (mean, 95% t-interval)", sb.mean.estimate, "nats",
-                    detail=f"[{sb.mean.low:.4f}, {sb.mean.high:.4f}]; seed sd {sb.std:.4f}; noise floor "
-                           f"{sb.noise_floor:.4f}"),
-        Measurement("final_delta", f"final val loss, {cmp.b.label} - {cmp.a.label} ({final.method} 95% interval)",
-                    final.delta, "nats",
-                    detail=f"[{final.low:+.4f}, {final.high:+.4f}]; expkit compare: {final.verdict}"),
-        judged("rule_nonoverlap", f"of the {n_apart} eval points where the bands are apart, those where the interval "
-               "of the difference excludes 0", both if n_apart else None, "points",
-               rule=KOfN(n_apart, n_apart, source="the seed's rule, first half: where the 95% bands do not overlap, "
-                                                  "the difference counts (Welch interval of B - A excludes 0)"),
-               seed=SEED_RULE, detail=f"{int(d.x.size)} eval points in all; bands apart at {n_apart}"
-                                      + ("" if n_apart else ": the rule was not tested")),
-        judged("missed_by_rule", "eval points where the difference counts (its interval excludes 0) although the "
-               "bands overlap", extra, "points",
-               rule=AtMost(0, source="the seed's rule, second half: a difference counts ONLY where bands do not "
-                                     "overlap, so none where they do"),
-               seed=SEED_RULE, detail=f"val loss; {int(sig.sum())} of {int(d.x.size)} points significant"),
-        Measurement("train_points_sig", "train-loss steps (EMA 0.9) where the difference interval excludes 0",
-                    f"{int(dt.excludes_zero.sum())} of {int(dt.x.size)}", "",
-                    detail=f"bands apart at {int((~dt.bands_overlap).sum())}"),
+        judged(
+            "early_drop_share",
+            "share of the loss drop in the first 10% of steps",
+            100 * early_share,
+            "%",
+            rule=AtLeast(
+                50.0,
+                source="our criterion for 'log x': most of the drop falls in the first 10% of "
+                "steps, which a linear axis squeezes into a tenth of its width",
+            ),
+            seed=SEED_LOGX,
+            detail=f"{cmp.b.label}, mean train loss over seeds (no EMA), {steps} steps: on a linear axis "
+            f"the first 10% fills 10% of the width, on a "
+            f"log axis {100 * np.log10(steps / 10) / np.log10(steps):.0f}%",
+        ),
+        Measurement(
+            "n_seeds",
+            "seeds per config (real char-LM training runs, recorded by expkit sweep)",
+            n_seeds,
+            "",
+            detail=f"{len(LRS)} configs x {n_seeds} seeds x {steps} steps on the local backend, "
+            f"{sweep.max_parallel} at a time, {sweep.elapsed_s:.1f} s; runs in {store.name}/",
+        ),
+        Measurement(
+            "final_val_a",
+            f"final val loss, {cmp.a.label} (mean, 95% t-interval)",
+            sa.mean.estimate,
+            "nats",
+            detail=f"[{sa.mean.low:.4f}, {sa.mean.high:.4f}]; seed sd {sa.std:.4f}; IQM {sa.iqm.estimate:.4f}",
+        ),
+        Measurement(
+            "final_val_b",
+            f"final val loss, {cmp.b.label} (mean, 95% t-interval)",
+            sb.mean.estimate,
+            "nats",
+            detail=f"[{sb.mean.low:.4f}, {sb.mean.high:.4f}]; seed sd {sb.std:.4f}; noise floor {sb.noise_floor:.4f}",
+        ),
+        Measurement(
+            "final_delta",
+            f"final val loss, {cmp.b.label} - {cmp.a.label} ({final.method} 95% interval)",
+            final.delta,
+            "nats",
+            detail=f"[{final.low:+.4f}, {final.high:+.4f}]; expkit compare: {final.verdict}",
+        ),
+        judged(
+            "rule_nonoverlap",
+            f"of the {n_apart} eval points where the bands are apart, those where the interval "
+            "of the difference excludes 0",
+            both if n_apart else None,
+            "points",
+            rule=KOfN(
+                n_apart,
+                n_apart,
+                source="the seed's rule, first half: where the 95% bands do not overlap, "
+                "the difference counts (Welch interval of B - A excludes 0)",
+            ),
+            seed=SEED_RULE,
+            detail=f"{int(d.x.size)} eval points in all; bands apart at {n_apart}"
+            + ("" if n_apart else ": the rule was not tested"),
+        ),
+        judged(
+            "missed_by_rule",
+            "eval points where the difference counts (its interval excludes 0) although the bands overlap",
+            extra,
+            "points",
+            rule=AtMost(
+                0,
+                source="the seed's rule, second half: a difference counts ONLY where bands do not "
+                "overlap, so none where they do",
+            ),
+            seed=SEED_RULE,
+            detail=f"val loss; {int(sig.sum())} of {int(d.x.size)} points significant",
+        ),
+        Measurement(
+            "train_points_sig",
+            "train-loss steps (EMA 0.9) where the difference interval excludes 0",
+            f"{int(dt.excludes_zero.sum())} of {int(dt.x.size)}",
+            "",
+            detail=f"bands apart at {int((~dt.bands_overlap).sum())}",
+        ),
     )
     explanation = (
         f"{len(LRS) * n_seeds} real training runs launched by expkit sweep (local backend, each a recorded run "
@@ -174,8 +268,11 @@ def run(ctx: LabContext) -> LabOutput:
         f"evaluation points and the 95% interval of the difference excludes 0 at {int(sig.sum())}. The seed's rule "
         f"has two halves, judged separately: where the bands are apart the difference is real ({both} of "
         f"{n_apart} points), but 'only where bands do not overlap' "
-        + (f"misses {extra} point(s) where the bands overlap and the difference is still significant. "
-           if extra else "held here: no significant point had overlapping bands. ")
+        + (
+            f"misses {extra} point(s) where the bands overlap and the difference is still significant. "
+            if extra
+            else "held here: no significant point had overlapping bands. "
+        )
         + "Non-overlap of two 95% intervals is a stricter test than the interval of the difference (roughly a "
         "99.4% level for equal spreads, Schenker & Gelman 2001, Am Stat 55:182): safe, but it misses real "
         "differences, which is why expkit plot curves and expkit compare draw the difference panel.\n\n"

@@ -9,8 +9,13 @@ import statistics
 from expkit.labs.base import AtMost, LabContext, LabOutput, Measurement, SeedFigure, judged
 from expkit.labs.registry import lab
 
-SEED_F32 = SeedFigure("max_err_float32", "numpy attention vs SDPA, max abs error", 2.65e-7, "",
-                      "max error 2.65e-7; 'correct' means ~1e-6 in float32")
+SEED_F32 = SeedFigure(
+    "max_err_float32",
+    "numpy attention vs SDPA, max abs error",
+    2.65e-7,
+    "",
+    "max error 2.65e-7; 'correct' means ~1e-6 in float32",
+)
 SEED_F64 = SeedFigure("max_err_float64", "the same in float64", 1e-12, "", "'correct' means ~1e-12 in float64")
 SHAPES_QUICK = ((2, 4, 64, 32), (1, 8, 128, 64))
 SHAPES_FULL = ((2, 4, 64, 32), (1, 8, 128, 64), (4, 8, 256, 64), (1, 12, 512, 64))
@@ -55,8 +60,13 @@ def run(ctx: LabContext) -> LabOutput:
             errs[dtype].append(rep.max_abs_error)
     e32, e64 = max(errs["float32"]), max(errs["float64"])
     n_sweep_seeds = 2 if ctx.quick else 5
-    sweep = [statistics.median(check_attention(shape=(1, 4, t, 64), dtype="float32", seed=ctx.seed + s).max_abs_error
-                               for s in range(n_sweep_seeds)) for t in T_SWEEP]
+    sweep = [
+        statistics.median(
+            check_attention(shape=(1, 4, t, 64), dtype="float32", seed=ctx.seed + s).max_abs_error
+            for s in range(n_sweep_seeds)
+        )
+        for t in T_SWEEP
+    ]
     sweep = [float(f"{e:.2e}") for e in sweep]  # the trend is read off the figures as the report shows them
     trend = describe_trend(T_SWEEP, sweep)
     _, atol32 = default_tolerance("float32")
@@ -76,29 +86,60 @@ def run(ctx: LabContext) -> LabOutput:
     ax.axhline(SEED_F32.value, color="C3", lw=0.8, ls="--", label="seed: 2.65e-7")
     ax.axhline(atol32, color="C0", lw=0.6, ls=":", label="float32 atol 1e-6")
     ax.axhline(atol64, color="C1", lw=0.6, ls=":", label="float64 atol 1e-12")
-    ax.set(yscale="log", xticks=xs, ylabel="max |numpy - SDPA|", xlabel="B x H x T x D",
-           title="numpy causal attention vs torch SDPA")
+    ax.set(
+        yscale="log",
+        xticks=xs,
+        ylabel="max |numpy - SDPA|",
+        xlabel="B x H x T x D",
+        title="numpy causal attention vs torch SDPA",
+    )
     ax.set_xticklabels(labels, fontsize=8)
     ax.legend(fontsize=7)
     path = save_figure(fig, ctx.figure_path("c2_4_attention_error.png"))
 
     # the seed's figure is one shape's (not given); its rule is 'correct' = ~1e-6 in float32, ~1e-12 in float64
     measurements = (
-        judged("max_err_float32", "numpy vs SDPA, max abs error, float32", e32, "",
-               rule=AtMost(atol32, source="the seed: 'correct' means ~1e-6 in float32"), seed=SEED_F32,
-               detail=f"worst of {len(shapes)} shapes: {', '.join(f'{e:.2e}' for e in errs['float32'])}; the seed's "
-                      "2.65e-7 is one shape it does not give, so it is shown, not judged on"),
-        judged("max_err_float64", "numpy vs SDPA, max abs error, float64", e64, "",
-               rule=AtMost(atol64, source="the seed: 'correct' means ~1e-12 in float64"), seed=SEED_F64,
-               detail=f"per shape: {', '.join(f'{e:.2e}' for e in errs['float64'])}"),
-        Measurement("err_vs_t_float32", f"float32 max abs error at T = {', '.join(map(str, T_SWEEP))}",
-                    ", ".join(f"{e:.2e}" for e in sweep), "",
-                    detail=f"B = 1, H = 4, D = 64; median over {n_sweep_seeds} seeds per T: the error {trend}"),
+        judged(
+            "max_err_float32",
+            "numpy vs SDPA, max abs error, float32",
+            e32,
+            "",
+            rule=AtMost(atol32, source="the seed: 'correct' means ~1e-6 in float32"),
+            seed=SEED_F32,
+            detail=f"worst of {len(shapes)} shapes: {', '.join(f'{e:.2e}' for e in errs['float32'])}; the seed's "
+            "2.65e-7 is one shape it does not give, so it is shown, not judged on",
+        ),
+        judged(
+            "max_err_float64",
+            "numpy vs SDPA, max abs error, float64",
+            e64,
+            "",
+            rule=AtMost(atol64, source="the seed: 'correct' means ~1e-12 in float64"),
+            seed=SEED_F64,
+            detail=f"per shape: {', '.join(f'{e:.2e}' for e in errs['float64'])}",
+        ),
+        Measurement(
+            "err_vs_t_float32",
+            f"float32 max abs error at T = {', '.join(map(str, T_SWEEP))}",
+            ", ".join(f"{e:.2e}" for e in sweep),
+            "",
+            detail=f"B = 1, H = 4, D = 64; median over {n_sweep_seeds} seeds per T: the error {trend}",
+        ),
         Measurement("ratio_f32_f64", "float32 error / float64 error", e32 / e64 if e64 else float("inf"), "x"),
-        Measurement("naive_softmax_nan", "softmax without max subtraction, logits ~ hundreds: NaN elements",
-                    naive.n_nan_actual, "", detail=f"compare: ok={naive.ok}, {naive.reason}"),
-        Measurement("safe_softmax_err", "the reference (max subtracted) on the same inputs, max abs error",
-                    safe.max_abs_error, "", detail=f"ok={safe.ok}"),
+        Measurement(
+            "naive_softmax_nan",
+            "softmax without max subtraction, logits ~ hundreds: NaN elements",
+            naive.n_nan_actual,
+            "",
+            detail=f"compare: ok={naive.ok}, {naive.reason}",
+        ),
+        Measurement(
+            "safe_softmax_err",
+            "the reference (max subtracted) on the same inputs, max abs error",
+            safe.max_abs_error,
+            "",
+            detail=f"ok={safe.ok}",
+        ),
     )
     explanation = (
         f"The numpy reference (softmax with the max subtracted, causal mask) matches torch's "
@@ -107,13 +148,19 @@ def run(ctx: LabContext) -> LabOutput:
         f"{'both within' if e32 <= atol32 and e64 <= atol64 else 'not both within'} what the seed calls correct "
         f"(~1e-6 and ~1e-12). The float32 error is rounding (float32's epsilon is 1.2e-7); over T = "
         f"{', '.join(map(str, T_SWEEP))} at fixed B, H, D its median was {', '.join(f'{e:.2e}' for e in sweep)}: it "
-        + (f"{trend}. It is {e32 / e64:.0e} times the float64 error, which is what 'correct to floating-point "
-           "precision' means.\n\n" if e64 else f"{trend}. The float64 error was exactly 0 here.\n\n")
-        + (f"The check also catches a real bug: without subtracting the max, exp overflowed on these logits in "
-           f"float32 and the output held {naive.n_nan_actual} NaN, which expkit.check.compare reported "
-           f"({'not ok' if not naive.ok else 'ok, which it should not be'})."
-           if naive.n_nan_actual else
-           "Without subtracting the max the output held no NaN on these logits: the overflow bug did not show here, "
-           f"and compare said ok={naive.ok}.")
+        + (
+            f"{trend}. It is {e32 / e64:.0e} times the float64 error, which is what 'correct to floating-point "
+            "precision' means.\n\n"
+            if e64
+            else f"{trend}. The float64 error was exactly 0 here.\n\n"
+        )
+        + (
+            f"The check also catches a real bug: without subtracting the max, exp overflowed on these logits in "
+            f"float32 and the output held {naive.n_nan_actual} NaN, which expkit.check.compare reported "
+            f"({'not ok' if not naive.ok else 'ok, which it should not be'})."
+            if naive.n_nan_actual
+            else "Without subtracting the max the output held no NaN on these logits: the overflow bug did not show here, "
+            f"and compare said ok={naive.ok}."
+        )
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))

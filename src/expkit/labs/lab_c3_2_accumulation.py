@@ -5,14 +5,28 @@ from __future__ import annotations
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED_ACCUM = SeedFigure("accumulation", "accumulated micro-batches vs one big batch", None, "",
-                        "not calling zero_grad is gradient accumulation: small batches simulate a large one")
-SEED_BUG = SeedFigure("missing_zero_grad", "gradient norm without zero_grad", None, "",
-                      "not calling zero_grad is a bug: gradients keep adding up")
+SEED_ACCUM = SeedFigure(
+    "accumulation",
+    "accumulated micro-batches vs one big batch",
+    None,
+    "",
+    "not calling zero_grad is gradient accumulation: small batches simulate a large one",
+)
+SEED_BUG = SeedFigure(
+    "missing_zero_grad",
+    "gradient norm without zero_grad",
+    None,
+    "",
+    "not calling zero_grad is a bug: gradients keep adding up",
+)
 
 
-@lab(id="C3.2", title="Gradients accumulate: accumulation vs a forgotten zero_grad", claims=("C3.2",),
-     seed=(SEED_ACCUM, SEED_BUG))
+@lab(
+    id="C3.2",
+    title="Gradients accumulate: accumulation vs a forgotten zero_grad",
+    claims=("C3.2",),
+    seed=(SEED_ACCUM, SEED_BUG),
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.render.figures import new_figure, save_figure
     from expkit.train import CharLMConfig
@@ -22,8 +36,9 @@ def run(ctx: LabContext) -> LabOutput:
     k, micro, seq = (4, 2, 32) if ctx.quick else (8, 2, 64)
     steps = 5 if ctx.quick else 10
     acc = compare_accumulated_gradients(model_config=cfg, k=k, micro_batch=micro, seq_len=seq, seed=ctx.seed)
-    bug = compare_accumulated_gradients(model_config=cfg, k=k, micro_batch=micro, seq_len=seq, seed=ctx.seed,
-                                        divide_by_k=False)
+    bug = compare_accumulated_gradients(
+        model_config=cfg, k=k, micro_batch=micro, seq_len=seq, seed=ctx.seed, divide_by_k=False
+    )
     without = trace_grad_norm_growth(model_config=cfg, steps=steps, seq_len=seq, seed=ctx.seed, zero_grad=False)
     with_ = trace_grad_norm_growth(model_config=cfg, steps=steps, seq_len=seq, seed=ctx.seed, zero_grad=True)
     growth = without[-1] / without[0]
@@ -38,19 +53,40 @@ def run(ctx: LabContext) -> LabOutput:
     spread = max(with_) / min(with_)
     grew = growth > spread
     measurements = (
-        judged("accumulation", f"{k} x {micro} accumulated gives the gradient of {k * micro} at once", acc.within, "",
-               rule=Shown(f"accumulated micro-batches match one big batch to {acc.rel_tol:g} relative"),
-               seed=SEED_ACCUM, detail=f"relative difference {acc.rel_diff:.2e} against {acc.rel_tol:g} (float32 "
-                                       f"summation order only); max |diff| {acc.max_abs_diff:.2e}"),
+        judged(
+            "accumulation",
+            f"{k} x {micro} accumulated gives the gradient of {k * micro} at once",
+            acc.within,
+            "",
+            rule=Shown(f"accumulated micro-batches match one big batch to {acc.rel_tol:g} relative"),
+            seed=SEED_ACCUM,
+            detail=f"relative difference {acc.rel_diff:.2e} against {acc.rel_tol:g} (float32 "
+            f"summation order only); max |diff| {acc.max_abs_diff:.2e}",
+        ),
         Measurement("accumulation_rel_diff", "relative gradient difference, accumulated vs at once", acc.rel_diff, ""),
-        Measurement("accumulation_no_divide", "same, but each micro-batch loss not divided by k", bug.rel_diff, "",
-                    detail=f"the classic bug: the gradient is k = {k} times too large (expected {k - 1})"),
-        judged("missing_zero_grad", f"gradient norm grew over {steps} backward passes without zero_grad", grew, "",
-               rule=Shown("without zero_grad the gradient keeps adding up"), seed=SEED_BUG,
-               detail=f"after {steps} / after 1: {growth:.2f}x without zero_grad; with it the norm moved within "
-                      f"{spread:.2f}x (largest / smallest), the bar to clear"),
-        Measurement("grad_norm_growth", f"gradient norm after {steps} backward passes / after 1, zero_grad forgotten",
-                    growth, "x"),
+        Measurement(
+            "accumulation_no_divide",
+            "same, but each micro-batch loss not divided by k",
+            bug.rel_diff,
+            "",
+            detail=f"the classic bug: the gradient is k = {k} times too large (expected {k - 1})",
+        ),
+        judged(
+            "missing_zero_grad",
+            f"gradient norm grew over {steps} backward passes without zero_grad",
+            grew,
+            "",
+            rule=Shown("without zero_grad the gradient keeps adding up"),
+            seed=SEED_BUG,
+            detail=f"after {steps} / after 1: {growth:.2f}x without zero_grad; with it the norm moved within "
+            f"{spread:.2f}x (largest / smallest), the bar to clear",
+        ),
+        Measurement(
+            "grad_norm_growth",
+            f"gradient norm after {steps} backward passes / after 1, zero_grad forgotten",
+            growth,
+            "x",
+        ),
     )
     explanation = (
         f"Backward adds into .grad. Accumulating {k} micro-batches of {micro} sequences, each loss divided by {k}, "

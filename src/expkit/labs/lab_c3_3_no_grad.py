@@ -5,8 +5,13 @@ from __future__ import annotations
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED_EVAL = SeedFigure("eval_memory_grows", "memory over eval steps without no_grad", None, "",
-                       "intermediates wait for a backward that never comes; memory grows until OOM")
+SEED_EVAL = SeedFigure(
+    "eval_memory_grows",
+    "memory over eval steps without no_grad",
+    None,
+    "",
+    "intermediates wait for a backward that never comes; memory grows until OOM",
+)
 
 MIB = 2**20
 
@@ -19,8 +24,10 @@ def run(ctx: LabContext) -> LabOutput:
 
     cfg = CharLMConfig()
     steps = 6 if ctx.quick else 20
-    traces = {m: measure_eval_memory(model_config=cfg, mode=m, steps=steps, batch_size=8, seq_len=128, seed=ctx.seed)
-              for m in ("no_grad", "grad_item", "grad_keep_loss")}
+    traces = {
+        m: measure_eval_memory(model_config=cfg, mode=m, steps=steps, batch_size=8, seq_len=128, seed=ctx.seed)
+        for m in ("no_grad", "grad_item", "grad_keep_loss")
+    }
     kept = traces["grad_keep_loss"].saved_bytes
     item = traces["grad_item"].saved_bytes
     nograd = traces["no_grad"].saved_bytes
@@ -29,27 +36,47 @@ def run(ctx: LabContext) -> LabOutput:
     flat = max(nograd) == 0 and max(item) - min(item) <= 0.01 * per_step
 
     fig, (ax,) = new_figure(1)
-    labels = {"no_grad": "torch.no_grad()", "grad_item": "no no_grad, total += loss.item()",
-              "grad_keep_loss": "no no_grad, total += loss"}
+    labels = {
+        "no_grad": "torch.no_grad()",
+        "grad_item": "no no_grad, total += loss.item()",
+        "grad_keep_loss": "no no_grad, total += loss",
+    }
     for m, t in traces.items():
         ax.plot(range(1, steps + 1), [b / MIB for b in t.saved_bytes], "o-", label=labels[m])
-    ax.set(xlabel="eval steps (batch 8 x 128)", ylabel="saved-for-backward tensors alive (MiB)",
-           title="Eval memory with and without no_grad")
+    ax.set(
+        xlabel="eval steps (batch 8 x 128)",
+        ylabel="saved-for-backward tensors alive (MiB)",
+        title="Eval memory with and without no_grad",
+    )
     ax.legend()
     path = save_figure(fig, ctx.figure_path("c3_3_eval_memory.png"))
     rss = traces["grad_keep_loss"].rss_bytes
     measurements = (
-        judged("eval_memory_grows", "without no_grad, memory kept grows one step's activations per step; "
-               "under no_grad nothing is kept", linear and flat, "",
-               rule=Shown("intermediates kept for a backward that never comes grow with every eval step"),
-               seed=SEED_EVAL, detail=f"{per_step / MIB:.1f} MiB per step, within 1% of linear: "
-               f"{'yes' if linear else 'no'}; no_grad and .item() flat: {'yes' if flat else 'no'}; process RSS grew "
-               f"{(rss[-1] - rss[0]) / MIB:.0f} MiB; no OOM is provoked here"),
-        Measurement("eval_memory", f"memory kept after {steps} eval steps without no_grad (loss tensor summed)",
-                    kept[-1] / MIB, "MiB"),
+        judged(
+            "eval_memory_grows",
+            "without no_grad, memory kept grows one step's activations per step; under no_grad nothing is kept",
+            linear and flat,
+            "",
+            rule=Shown("intermediates kept for a backward that never comes grow with every eval step"),
+            seed=SEED_EVAL,
+            detail=f"{per_step / MIB:.1f} MiB per step, within 1% of linear: "
+            f"{'yes' if linear else 'no'}; no_grad and .item() flat: {'yes' if flat else 'no'}; process RSS grew "
+            f"{(rss[-1] - rss[0]) / MIB:.0f} MiB; no OOM is provoked here",
+        ),
+        Measurement(
+            "eval_memory",
+            f"memory kept after {steps} eval steps without no_grad (loss tensor summed)",
+            kept[-1] / MIB,
+            "MiB",
+        ),
         Measurement("eval_memory_no_grad", "same under torch.no_grad()", nograd[-1] / MIB, "MiB"),
-        Measurement("eval_memory_item", "without no_grad, loss read with .item()", item[-1] / MIB, "MiB",
-                    detail="flat, but every step still saves one step's activations"),
+        Measurement(
+            "eval_memory_item",
+            "without no_grad, loss read with .item()",
+            item[-1] / MIB,
+            "MiB",
+            detail="flat, but every step still saves one step's activations",
+        ),
     )
     explanation = (
         f"Each eval forward of the char LM (batch 8 x 128) saves {per_step / MIB:.1f} MiB of activations for "
@@ -58,8 +85,11 @@ def run(ctx: LabContext) -> LabOutput:
         f"step's graph to `total`: {kept[-1] / MIB:.0f} MiB after {steps} steps, "
         f"{'growing linearly, so a long enough eval ends in OOM (not provoked here)' if linear else 'not linear'}. "
         "Reading the loss with .item() frees each graph when the next step rebinds `loss`: "
-        + (f"flat at {item[-1] / MIB:.1f} MiB, but every step still pays for saving activations. " if flat else
-           f"not flat here ({min(item) / MIB:.1f} to {max(item) / MIB:.1f} MiB). ")
+        + (
+            f"flat at {item[-1] / MIB:.1f} MiB, but every step still pays for saving activations. "
+            if flat
+            else f"not flat here ({min(item) / MIB:.1f} to {max(item) / MIB:.1f} MiB). "
+        )
         + "expkit's estimate_val_loss runs under @torch.no_grad()."
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))

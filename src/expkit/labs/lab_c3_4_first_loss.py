@@ -8,8 +8,9 @@ from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Wit
 from expkit.labs.registry import lab
 
 FIRST_LOSS = 5.07  # seed: 840K parameters, V = 128
-SEED_FIRST = SeedFigure("first_loss", "step-0 loss, ~840K parameters, V = 128", FIRST_LOSS, "nats",
-                        "5.07 (ln 128 = 4.85)")
+SEED_FIRST = SeedFigure(
+    "first_loss", "step-0 loss, ~840K parameters, V = 128", FIRST_LOSS, "nats", "5.07 (ln 128 = 4.85)"
+)
 SEED_LNV = SeedFigure("first_over_ln_v", "first loss / ln V", 1.045, "", "5.07 / ln 128 = 1.045: 'about ln V'")
 # "about ln V": the claim; the band is ours, the seed's own figure sits at +4.5% in it
 ABOUT_LN_V = Within(1.0, rel=0.1, source="our choice: 'about' read as within 10% of ln V; the seed's 5.07 is 4.5% over")
@@ -45,19 +46,41 @@ def run(ctx: LabContext) -> LabOutput:
     params = count_parameters(CharLM(cfg))
     leak = statistics.mean(leaks)
     measurements = (
-        Measurement("first_loss", f"step-0 loss on the stdlib corpus, mean of {n_seeds} inits", first, "nats",
-                    seed=SEED_FIRST,
-                    detail=f"{params:,} parameters; per init: " + ", ".join(f"{v:.3f}" for v in firsts) + ". No "
-                           "verdict against 5.07: that is the seed's init on its data, neither given; the claim "
-                           "'about ln V' is judged in the next row"),
-        judged("first_over_ln_v", "step-0 loss / ln 128", first / ln_v, "", rule=ABOUT_LN_V, seed=SEED_LNV,
-               detail=f"{first:.3f} / {ln_v:.3f}; expkit's own first-loss check says {check.verdict} "
-                      "(band ln V -0.25 .. +0.75)"),
-        Measurement("first_loss_random_targets", "step-0 loss on uniform random characters", statistics.mean(randoms),
-                    "nats", detail="no repeated characters to copy: ln V + logit variance / 2"),
-        Measurement("first_loss_label_leak", "step-0 loss with the label shift forgotten (y = x)", leak, "nats",
-                    detail=f"the rule above on it ({leak / ln_v:.3f}): {ABOUT_LN_V.judge(leak / ln_v).kind}; "
-                           f"expkit's check: {leak_check.verdict}: {leak_check.likely_cause}"),
+        Measurement(
+            "first_loss",
+            f"step-0 loss on the stdlib corpus, mean of {n_seeds} inits",
+            first,
+            "nats",
+            seed=SEED_FIRST,
+            detail=f"{params:,} parameters; per init: " + ", ".join(f"{v:.3f}" for v in firsts) + ". No "
+            "verdict against 5.07: that is the seed's init on its data, neither given; the claim "
+            "'about ln V' is judged in the next row",
+        ),
+        judged(
+            "first_over_ln_v",
+            "step-0 loss / ln 128",
+            first / ln_v,
+            "",
+            rule=ABOUT_LN_V,
+            seed=SEED_LNV,
+            detail=f"{first:.3f} / {ln_v:.3f}; expkit's own first-loss check says {check.verdict} "
+            "(band ln V -0.25 .. +0.75)",
+        ),
+        Measurement(
+            "first_loss_random_targets",
+            "step-0 loss on uniform random characters",
+            statistics.mean(randoms),
+            "nats",
+            detail="no repeated characters to copy: ln V + logit variance / 2",
+        ),
+        Measurement(
+            "first_loss_label_leak",
+            "step-0 loss with the label shift forgotten (y = x)",
+            leak,
+            "nats",
+            detail=f"the rule above on it ({leak / ln_v:.3f}): {ABOUT_LN_V.judge(leak / ln_v).kind}; "
+            f"expkit's check: {leak_check.verdict}: {leak_check.likely_cause}",
+        ),
     )
     explanation = (
         f"An untrained model should predict every one of the V = 128 characters with about 1/128, so its first "
@@ -66,8 +89,10 @@ def run(ctx: LabContext) -> LabOutput:
         f"the seed's 5.07 is {FIRST_LOSS / ln_v - 1:+.1%} from ln V, ours {first / ln_v - 1:+.1%} "
         f"({'within' if ABOUT_LN_V.holds(first / ln_v) else 'outside'} the 10% read as 'about'). What the check "
         f"is for: forgetting the label shift moves the first loss to {leak:.2f} ({leak / ln_v - 1:+.0%}), "
-        + ("which expkit's first-loss check (run by expkit train before step 1) flags, with the likely cause."
-           if leak_check.verdict == "fail" else
-           "which expkit's first-loss check (run by expkit train before step 1) did NOT flag here.")
+        + (
+            "which expkit's first-loss check (run by expkit train before step 1) flags, with the likely cause."
+            if leak_check.verdict == "fail"
+            else "which expkit's first-loss check (run by expkit train before step 1) did NOT flag here."
+        )
     )
     return LabOutput(measurements=measurements, explanation=explanation)

@@ -35,38 +35,81 @@ def run(ctx: LabContext) -> LabOutput:
     fig, (ax,) = new_figure(1)
     ax.plot([s + 1 for s, _ in r.losses], [loss for _, loss in r.losses], "C0-", label="train loss (batch)")
     ax.plot([s for s, _ in r.val_losses], [loss for _, loss in r.val_losses], "C3o-", label="val loss")
-    ax.set(xlabel="optimizer step", ylabel="cross-entropy (nats/char)",
-           title=f"{r.train_s:.0f} s of training, {r.tokens_per_s:,.0f} tokens/s")
+    ax.set(
+        xlabel="optimizer step",
+        ylabel="cross-entropy (nats/char)",
+        title=f"{r.train_s:.0f} s of training, {r.tokens_per_s:,.0f} tokens/s",
+    )
     ax.legend()
     path = save_figure(fig, ctx.figure_path("c3_5_loss.png"))
 
     cores = os.cpu_count() or 1
     b, t = cfg.batch_size, cfg.seq_len
     if ctx.quick:  # the seed's figure is after 60 s of training: a 4 s run is not that quantity
-        end = judged("ppl_end", "validation PPL after one minute of training", f"a {seconds:.0f} s budget (--quick)",
-                     "", rule=Needs("the full budget: 60 s of training (labs run without --quick)"), seed=SEED_END,
-                     detail=f"after {r.train_s:.0f} s the PPL was {r.final_val_ppl:.2f} (next row)")
+        end = judged(
+            "ppl_end",
+            "validation PPL after one minute of training",
+            f"a {seconds:.0f} s budget (--quick)",
+            "",
+            rule=Needs("the full budget: 60 s of training (labs run without --quick)"),
+            seed=SEED_END,
+            detail=f"after {r.train_s:.0f} s the PPL was {r.final_val_ppl:.2f} (next row)",
+        )
     else:
-        busy_cause = (Cause("1-minute load average before the run", load_before,
-                            f"more runnable processes than the {cores} cores: {r.tokens_per_s:,.0f} tokens/s here")
-                      if load_before > cores else None)
-        end = judged("ppl_end", f"validation PPL after {r.train_s:.0f} s of training", r.final_val_ppl, "",
-                     rule=END_RULE, seed=SEED_END, cause=busy_cause,
-                     detail=f"{r.steps} steps of B = {b} x T = {t}, {r.tokens:,} characters; stopped by {r.stopped_by}")
+        busy_cause = (
+            Cause(
+                "1-minute load average before the run",
+                load_before,
+                f"more runnable processes than the {cores} cores: {r.tokens_per_s:,.0f} tokens/s here",
+            )
+            if load_before > cores
+            else None
+        )
+        end = judged(
+            "ppl_end",
+            f"validation PPL after {r.train_s:.0f} s of training",
+            r.final_val_ppl,
+            "",
+            rule=END_RULE,
+            seed=SEED_END,
+            cause=busy_cause,
+            detail=f"{r.steps} steps of B = {b} x T = {t}, {r.tokens:,} characters; stopped by {r.stopped_by}",
+        )
     measurements = (
-        Measurement("ppl_start", "validation PPL at step 0", r.initial_val_ppl, "", seed=SEED_START,
-                    detail="exp(first loss): the seed's 128 = V is C3.4's 'about ln V', judged there; no second "
-                           "verdict on the same figure"),
+        Measurement(
+            "ppl_start",
+            "validation PPL at step 0",
+            r.initial_val_ppl,
+            "",
+            seed=SEED_START,
+            detail="exp(first loss): the seed's 128 = V is C3.4's 'about ln V', judged there; no second "
+            "verdict on the same figure",
+        ),
         end,
-        Measurement("ppl_after_budget", f"validation PPL after {r.train_s:.0f} s of training", r.final_val_ppl, "",
-                    detail=f"{r.steps} steps of B = {b} x T = {t}, lr {cfg.lr_max:g} warmup {cfg.warmup_steps} + "
-                           f"cosine; stopped by {r.stopped_by}"),
-        Measurement("tokens_per_s", "training throughput", r.tokens_per_s, "tokens/s",
-                    detail=f"{1 if busy else torch.get_num_threads()} torch thread(s) "
-                           f"({'one: the machine was busy' if busy else 'torch default'}), "
-                           f"1-minute load average {load_before:.1f} before, {load:.1f} after"),
-        Measurement("mfu", "model FLOPs utilisation", r.mfu if r.mfu is not None else "n/a", "",
-                    detail=r.mfu_reason or f"{r.flops_per_token:,} FLOPs/token"),
+        Measurement(
+            "ppl_after_budget",
+            f"validation PPL after {r.train_s:.0f} s of training",
+            r.final_val_ppl,
+            "",
+            detail=f"{r.steps} steps of B = {b} x T = {t}, lr {cfg.lr_max:g} warmup {cfg.warmup_steps} + "
+            f"cosine; stopped by {r.stopped_by}",
+        ),
+        Measurement(
+            "tokens_per_s",
+            "training throughput",
+            r.tokens_per_s,
+            "tokens/s",
+            detail=f"{1 if busy else torch.get_num_threads()} torch thread(s) "
+            f"({'one: the machine was busy' if busy else 'torch default'}), "
+            f"1-minute load average {load_before:.1f} before, {load:.1f} after",
+        ),
+        Measurement(
+            "mfu",
+            "model FLOPs utilisation",
+            r.mfu if r.mfu is not None else "n/a",
+            "",
+            detail=r.mfu_reason or f"{r.flops_per_token:,} FLOPs/token",
+        ),
     )
     explanation = (
         f"The {r.params:,}-parameter char LM trained for {r.train_s:.0f} s ({r.steps} steps, {r.tokens:,} characters) "

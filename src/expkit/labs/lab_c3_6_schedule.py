@@ -14,8 +14,12 @@ SEED_IGNORE = SeedFigure("ignore_index", "ignored labels", None, "", "ignore_ind
 SEED_NONE = SeedFigure("set_to_none", "clearing gradients", None, "", "zero_grad(set_to_none=True)")
 
 
-@lab(id="C3.6", title="Warmup + cosine, and the loop's fixed choices", claims=("C3.6",),
-     seed=(SEED_SCHEDULE, SEED_FP32, SEED_CLIP, SEED_IGNORE, SEED_NONE))
+@lab(
+    id="C3.6",
+    title="Warmup + cosine, and the loop's fixed choices",
+    claims=("C3.6",),
+    seed=(SEED_SCHEDULE, SEED_FP32, SEED_CLIP, SEED_IGNORE, SEED_NONE),
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.render.schedule import draw_lr_schedule
     from expkit.train import CharLMConfig, TrainConfig, load_corpus, train_charlm
@@ -30,11 +34,24 @@ def run(ctx: LabContext) -> LabOutput:
 
     steps = 40 if ctx.quick else 80
     tiny = CharLMConfig(n_layer=1, n_embd=32, n_head=2, block_size=32)
-    cfg = TrainConfig(batch_size=4, seq_len=32, max_steps=steps, warmup_steps=steps // 10, log_interval=1,
-                      eval_windows=8, eval_interval=10_000)
-    r = train_charlm(model_config=tiny, train_config=cfg, corpus=load_corpus(), seed=ctx.seed, record=False,
-                     draw_schedule=draw,
-                     on_event=lambda e: seen_lr.__setitem__(e.step, e.values["lr"]) if e.kind == "log" else None)
+    cfg = TrainConfig(
+        batch_size=4,
+        seq_len=32,
+        max_steps=steps,
+        warmup_steps=steps // 10,
+        log_interval=1,
+        eval_windows=8,
+        eval_interval=10_000,
+    )
+    r = train_charlm(
+        model_config=tiny,
+        train_config=cfg,
+        corpus=load_corpus(),
+        seed=ctx.seed,
+        record=False,
+        draw_schedule=draw,
+        on_event=lambda e: seen_lr.__setitem__(e.step, e.values["lr"]) if e.kind == "log" else None,
+    )
     s = r.schedule
     max_diff = max(abs(lr - s.lr_at(step)) for step, lr in seen_lr.items())
     _, lrs = s.curve()
@@ -44,29 +61,61 @@ def run(ctx: LabContext) -> LabOutput:
     c = measure_step_contract(model_config=CharLMConfig(), batch_size=4, seq_len=32, seed=ctx.seed)
     fp32 = c.logits_dtype == "torch.bfloat16" and c.loss_input_dtype == c.loss_dtype == "torch.float32"
     # the seed's clip is 1.0: the loop's default clip must be that, and must have acted on a norm above it
-    clipped = (c.grad_clip == 1.0 and c.grad_norm_before_clip > c.grad_clip
-               and c.grad_norm_at_step <= c.grad_clip * (1 + 1e-5))
+    clipped = (
+        c.grad_clip == 1.0 and c.grad_norm_before_clip > c.grad_clip and c.grad_norm_at_step <= c.grad_clip * (1 + 1e-5)
+    )
     ignored = c.max_abs_grad_ignored == 0.0 and c.max_abs_grad_counted > 0
     measurements = (
-        judged("schedule", "the loop's lr followed the warmup + cosine drawn before step 1", shape_ok and max_diff == 0,
-               "", rule=Shown("the lr of every step is the drawn warmup + cosine"), seed=SEED_SCHEDULE,
-               detail=f"max |lr used - lr drawn| = {max_diff:g} over {len(seen_lr)} logged steps; peak {s.lr_max:g} "
-                      f"at step {peak_at + 1}, ends at {lrs[-1]:g}"),
-        judged("loss_fp32", "under bf16 autocast, cross_entropy got and returned float32", fp32, "",
-               rule=Shown("the loss is computed in fp32 while the forward runs in bf16"), seed=SEED_FP32,
-               detail=f"model output {c.logits_dtype}, cross_entropy input {c.loss_input_dtype}, loss {c.loss_dtype}"),
-        judged("clip", f"gradient norm the optimizer saw <= {c.grad_clip:g} after a step whose norm was over it",
-               clipped, "", rule=Shown("clip_grad_norm_ caps the global norm at 1.0"), seed=SEED_CLIP,
-               detail=f"the loop's default clip {c.grad_clip:g}; norm after backward {c.grad_norm_before_clip:.3f}, "
-                      f"at optimizer.step {c.grad_norm_at_step:.6f}"),
-        judged("ignore_index", "labels set to -100 give zero gradient", ignored, "",
-               rule=Shown("-100 labels add nothing to the gradient"), seed=SEED_IGNORE,
-               detail=f"{c.ignored_positions} positions at -100: max |dL/dlogits| {c.max_abs_grad_ignored:g}; "
-                      f"counted positions: {c.max_abs_grad_counted:.3g}"),
-        judged("set_to_none", ".grad of every parameter is None after the step", c.grads_none_after_step, "",
-               rule=Shown("zero_grad(set_to_none=True) frees the gradient buffers"), seed=SEED_NONE),
-        Measurement("schedule_max_diff", "lr the loop used vs the schedule drawn before step 1 (max |diff|)",
-                    max_diff, ""),
+        judged(
+            "schedule",
+            "the loop's lr followed the warmup + cosine drawn before step 1",
+            shape_ok and max_diff == 0,
+            "",
+            rule=Shown("the lr of every step is the drawn warmup + cosine"),
+            seed=SEED_SCHEDULE,
+            detail=f"max |lr used - lr drawn| = {max_diff:g} over {len(seen_lr)} logged steps; peak {s.lr_max:g} "
+            f"at step {peak_at + 1}, ends at {lrs[-1]:g}",
+        ),
+        judged(
+            "loss_fp32",
+            "under bf16 autocast, cross_entropy got and returned float32",
+            fp32,
+            "",
+            rule=Shown("the loss is computed in fp32 while the forward runs in bf16"),
+            seed=SEED_FP32,
+            detail=f"model output {c.logits_dtype}, cross_entropy input {c.loss_input_dtype}, loss {c.loss_dtype}",
+        ),
+        judged(
+            "clip",
+            f"gradient norm the optimizer saw <= {c.grad_clip:g} after a step whose norm was over it",
+            clipped,
+            "",
+            rule=Shown("clip_grad_norm_ caps the global norm at 1.0"),
+            seed=SEED_CLIP,
+            detail=f"the loop's default clip {c.grad_clip:g}; norm after backward {c.grad_norm_before_clip:.3f}, "
+            f"at optimizer.step {c.grad_norm_at_step:.6f}",
+        ),
+        judged(
+            "ignore_index",
+            "labels set to -100 give zero gradient",
+            ignored,
+            "",
+            rule=Shown("-100 labels add nothing to the gradient"),
+            seed=SEED_IGNORE,
+            detail=f"{c.ignored_positions} positions at -100: max |dL/dlogits| {c.max_abs_grad_ignored:g}; "
+            f"counted positions: {c.max_abs_grad_counted:.3g}",
+        ),
+        judged(
+            "set_to_none",
+            ".grad of every parameter is None after the step",
+            c.grads_none_after_step,
+            "",
+            rule=Shown("zero_grad(set_to_none=True) frees the gradient buffers"),
+            seed=SEED_NONE,
+        ),
+        Measurement(
+            "schedule_max_diff", "lr the loop used vs the schedule drawn before step 1 (max |diff|)", max_diff, ""
+        ),
     )
     yes = {True: "", False: "NOT "}
     explanation = (

@@ -8,8 +8,13 @@ import statistics
 from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, Needs, SeedFigure, judged
 from expkit.labs.registry import lab
 
-SEED_ITEM = SeedFigure("item_sync_cuda", ".item() every step vs every 50, on a GPU", None, "",
-                       ".item() waits for the GPU queue to drain: do not call it every step")
+SEED_ITEM = SeedFigure(
+    "item_sync_cuda",
+    ".item() every step vs every 50, on a GPU",
+    None,
+    "",
+    ".item() waits for the GPU queue to drain: do not call it every step",
+)
 STEPS, SPARSE_EVERY = 50, 50
 
 
@@ -17,12 +22,20 @@ def cuda_rule(spread: float) -> AtLeast:
     """The GPU step with ``.item()`` every step must be slower than with one every 50 by more than the timing
     noise: twice the run-to-run spread (``spread_of``) of the ratio measured on that GPU, and at least 5%."""
     margin = max(0.05, 2 * spread)
-    return AtLeast(1 + margin, source=f"our choice: twice the runs' median deviation measured here ({spread:.1%}), "
-                                      "at least 5%")
+    return AtLeast(
+        1 + margin, source=f"our choice: twice the runs' median deviation measured here ({spread:.1%}), at least 5%"
+    )
 
 
-def measure_ratios(*, device: str, runs: int, model_config, batch: int, seq: int,  # noqa: ANN001 - CharLMConfig
-                   seed: int) -> tuple[list[float], float, float]:
+def measure_ratios(
+    *,
+    device: str,
+    runs: int,
+    model_config,
+    batch: int,
+    seq: int,  # noqa: ANN001 - CharLMConfig
+    seed: int,
+) -> tuple[list[float], float, float]:
     """``runs`` independent timings of every-step / every-50 ``.item()`` on ``device``; returns (the ratios,
     one .item() call in seconds, the median step time in seconds)."""
     from expkit.train.probes import measure_item_sync
@@ -30,28 +43,60 @@ def measure_ratios(*, device: str, runs: int, model_config, batch: int, seq: int
 
     # one CPU thread: on shared cores torch's threads spin-wait on each other and the step time swings
     with torch_threads(1 if device == "cpu" else None):
-        timings = [measure_item_sync(model_config=model_config, device=device, steps=STEPS, sparse_every=SPARSE_EVERY,
-                                     batch_size=batch, seq_len=seq, repeats=1, seed=seed + i) for i in range(runs)]
-    return ([t.ratio for t in timings], statistics.median(t.item_call_s for t in timings),
-            statistics.median(t.sparse_step_s for t in timings))
+        timings = [
+            measure_item_sync(
+                model_config=model_config,
+                device=device,
+                steps=STEPS,
+                sparse_every=SPARSE_EVERY,
+                batch_size=batch,
+                seq_len=seq,
+                repeats=1,
+                seed=seed + i,
+            )
+            for i in range(runs)
+        ]
+    return (
+        [t.ratio for t in timings],
+        statistics.median(t.item_call_s for t in timings),
+        statistics.median(t.sparse_step_s for t in timings),
+    )
 
 
-def gpu_rows(*, device: str, name: str, runs: int, seed: int, model_config=None, batch: int = 32,  # noqa: ANN001
-             seq: int = 128) -> tuple[Measurement, str]:
+def gpu_rows(
+    *,
+    device: str,
+    name: str,
+    runs: int,
+    seed: int,
+    model_config=None,
+    batch: int = 32,  # noqa: ANN001
+    seq: int = 128,
+) -> tuple[Measurement, str]:
     """The judged GPU row and its sentence. The default shape, the 840K char LM at B = 32 x T = 128, gives each
     step enough GPU work for a queue to form behind the CPU. (Tests run this on the CPU with a tiny shape.)"""
     from expkit.train import CharLMConfig
 
-    ratios, item_s, step_s = measure_ratios(device=device, runs=runs, model_config=model_config or CharLMConfig(),
-                                            batch=batch, seq=seq, seed=seed)
+    ratios, item_s, step_s = measure_ratios(
+        device=device, runs=runs, model_config=model_config or CharLMConfig(), batch=batch, seq=seq, seed=seed
+    )
     med, spread = statistics.median(ratios), spread_of(ratios)
     rule = cuda_rule(spread)
-    row = judged("item_sync_cuda", f"{name}: .item() every step / every 50, median", med, "x", rule=rule,
-                 seed=SEED_ITEM, detail=f"{runs} runs: {', '.join(f'{r:.3f}' for r in ratios)} (median deviation "
-                                        f"{spread:.1%}); one .item() {item_s * 1e6:.1f} us, step {step_s * 1e3:.3f} ms")
-    text = (f"On {name} the ratio is {med:.3f}x (median deviation {spread:.1%}): "
-            + ("the every-step reading costs more than the noise, as the CPU stops launching kernels until the queue "
-               "drains." if rule.holds(med) else "no cost above the noise was measured for this model size."))
+    row = judged(
+        "item_sync_cuda",
+        f"{name}: .item() every step / every 50, median",
+        med,
+        "x",
+        rule=rule,
+        seed=SEED_ITEM,
+        detail=f"{runs} runs: {', '.join(f'{r:.3f}' for r in ratios)} (median deviation "
+        f"{spread:.1%}); one .item() {item_s * 1e6:.1f} us, step {step_s * 1e3:.3f} ms",
+    )
+    text = f"On {name} the ratio is {med:.3f}x (median deviation {spread:.1%}): " + (
+        "the every-step reading costs more than the noise, as the CPU stops launching kernels until the queue drains."
+        if rule.holds(med)
+        else "no cost above the noise was measured for this model size."
+    )
     return row, text
 
 
@@ -69,30 +114,53 @@ def run(ctx: LabContext) -> LabOutput:
     runs = 3 if ctx.quick else 5
     from expkit.train import CharLMConfig
 
-    tiny = (CharLMConfig(n_layer=1, n_embd=32, n_head=2, block_size=32) if ctx.quick else
-            CharLMConfig(n_layer=2, n_embd=64, n_head=2, block_size=64))
+    tiny = (
+        CharLMConfig(n_layer=1, n_embd=32, n_head=2, block_size=32)
+        if ctx.quick
+        else CharLMConfig(n_layer=2, n_embd=64, n_head=2, block_size=64)
+    )
     cpu, item_s, step_s = measure_ratios(device="cpu", runs=runs, model_config=tiny, batch=4, seq=32, seed=ctx.seed)
     cpu_med, cpu_spread = statistics.median(cpu), spread_of(cpu)
     measurements = [
-        Measurement("item_sync_cpu", "CPU: step time with .item() every step / every 50, median", cpu_med, "x",
-                    detail=f"{runs} runs: {', '.join(f'{r:.3f}' for r in cpu)} (median deviation {cpu_spread:.1%}); "
-                           "a CPU has no launch queue, so this is shown beside the claim, not judged"),
-        Measurement("item_call_cpu", "one .item() on a computed CPU scalar", item_s * 1e6, "us",
-                    detail=f"{100 * item_s / step_s:.3f}% of a {step_s * 1e3:.2f} ms step"),
+        Measurement(
+            "item_sync_cpu",
+            "CPU: step time with .item() every step / every 50, median",
+            cpu_med,
+            "x",
+            detail=f"{runs} runs: {', '.join(f'{r:.3f}' for r in cpu)} (median deviation {cpu_spread:.1%}); "
+            "a CPU has no launch queue, so this is shown beside the claim, not judged",
+        ),
+        Measurement(
+            "item_call_cpu",
+            "one .item() on a computed CPU scalar",
+            item_s * 1e6,
+            "us",
+            detail=f"{100 * item_s / step_s:.3f}% of a {step_s * 1e3:.2f} ms step",
+        ),
     ]
     off = abs(cpu_med - 1)
-    text = (f"On this CPU a step with .item() every step took {cpu_med:.3f}x the time of one reading every "
-            f"{SPARSE_EVERY} steps (median of {runs} runs, median deviation {cpu_spread:.1%}); the distance from 1 "
-            f"({off:.1%}) is {'within' if off <= cpu_spread else 'larger than'} that deviation. The call "
-            f"itself costs {item_s * 1e6:.1f} us against a {step_s * 1e3:.2f} ms step. ")
+    text = (
+        f"On this CPU a step with .item() every step took {cpu_med:.3f}x the time of one reading every "
+        f"{SPARSE_EVERY} steps (median of {runs} runs, median deviation {cpu_spread:.1%}); the distance from 1 "
+        f"({off:.1%}) is {'within' if off <= cpu_spread else 'larger than'} that deviation. The call "
+        f"itself costs {item_s * 1e6:.1f} us against a {step_s * 1e3:.2f} ms step. "
+    )
     if torch.cuda.is_available():
-        row, gpu_text = gpu_rows(device="cuda", name=f"CUDA ({torch.cuda.get_device_name()})", runs=runs,
-                                 seed=ctx.seed)
+        row, gpu_text = gpu_rows(device="cuda", name=f"CUDA ({torch.cuda.get_device_name()})", runs=runs, seed=ctx.seed)
         measurements.insert(0, row)
         text += gpu_text
     else:
-        measurements.insert(0, judged("item_sync_cuda", ".item() every step / every 50 on a GPU", "no CUDA device",
-                                      "", rule=Needs("a CUDA GPU"), seed=SEED_ITEM,
-                                      detail="torch.cuda.is_available() is False; the CPU rows below have no queue"))
+        measurements.insert(
+            0,
+            judged(
+                "item_sync_cuda",
+                ".item() every step / every 50 on a GPU",
+                "no CUDA device",
+                "",
+                rule=Needs("a CUDA GPU"),
+                seed=SEED_ITEM,
+                detail="torch.cuda.is_available() is False; the CPU rows below have no queue",
+            ),
+        )
         text += "torch sees no CUDA device here, so the GPU queue the seed describes is not measured."
     return LabOutput(measurements=tuple(measurements), explanation=text)

@@ -11,44 +11,75 @@ from expkit.labs.registry import lab
 
 BF16_SLOWDOWN = 30.0  # seed: ~30x slower on CPU
 SEED_BF16 = SeedFigure("bf16_slowdown", "bf16 autocast vs fp32 on a CPU", BF16_SLOWDOWN, "x", "~30x slower on CPU")
-SEED_SLOW = SeedFigure("bf16_slower", "bf16 autocast on a CPU is slow", None, "",
-                       "bf16 autocast on a CPU is slow")
-SEED_HW = SeedFigure("bf16_gain_cuda", "where lower precision gains", None, "",
-                     "the gain of lower precision comes from hardware")
+SEED_SLOW = SeedFigure("bf16_slower", "bf16 autocast on a CPU is slow", None, "", "bf16 autocast on a CPU is slow")
+SEED_HW = SeedFigure(
+    "bf16_gain_cuda", "where lower precision gains", None, "", "the gain of lower precision comes from hardware"
+)
 CPU_RULE = Within(BF16_SLOWDOWN, rel=0.5, source="our choice: '~30x' read as 15x to 45x")
 # H100/H200 datasheets: ~67 TFLOP/s fp32 vs ~990 dense bf16 on tensor cores; 2x is far below that on purpose
-CUDA_RULE = AtLeast(2.0, source="our choice: tensor-core bf16 against non-TF32 fp32; datasheets give ~15x on "
-                                "H100, so 2x is a low bar")
+CUDA_RULE = AtLeast(
+    2.0, source="our choice: tensor-core bf16 against non-TF32 fp32; datasheets give ~15x on H100, so 2x is a low bar"
+)
 GEMM_N_CPU, GEMM_N_CUDA = 512, 8192
 
 
 def slower_rule(spread: float) -> AtLeast:
     """bf16 slower than fp32 by more than the timing noise: twice the measured run-to-run spread (median absolute
     deviation / median), at least 5%."""
-    return AtLeast(1 + max(0.05, 2 * spread), source=f"our choice: over 1 by twice the runs' median deviation measured "
-                                                      f"here ({spread:.0%}), at least 5%")
+    return AtLeast(
+        1 + max(0.05, 2 * spread),
+        source=f"our choice: over 1 by twice the runs' median deviation measured here ({spread:.0%}), at least 5%",
+    )
 
 
 def cpu_cause(has_bf16: bool | None, slowdown: float) -> Cause | None:
     """A CPU with bf16 instructions (read from /proc/cpuinfo) explains a slowdown under the seed's; nothing
     measured here explains one on a CPU without them."""
     if has_bf16 and slowdown < CPU_RULE.target:
-        return Cause("bf16 instructions in /proc/cpuinfo (avx512_bf16 or amx_bf16)", "present",
-                     "oneDNN runs the matmuls in native bf16; what remains is casts and ops without a bf16 kernel")
+        return Cause(
+            "bf16 instructions in /proc/cpuinfo (avx512_bf16 or amx_bf16)",
+            "present",
+            "oneDNN runs the matmuls in native bf16; what remains is casts and ops without a bf16 kernel",
+        )
     return None
 
 
-def _step_slowdowns(*, device: str, runs: int, batch: int, seq: int, seed: int,  # noqa: ANN202
-                    model_config=None):  # noqa: ANN001 - CharLMConfig; None: the 840K char LM
+def _step_slowdowns(
+    *,
+    device: str,
+    runs: int,
+    batch: int,
+    seq: int,
+    seed: int,  # noqa: ANN202
+    model_config=None,
+):  # noqa: ANN001 - CharLMConfig; None: the 840K char LM
     from expkit.train import CharLMConfig
     from expkit.train.probes import measure_autocast_slowdown
 
-    return [measure_autocast_slowdown(model_config=model_config or CharLMConfig(), device=device, batch_size=batch,
-                                      seq_len=seq, repeats=1, seed=seed + i) for i in range(runs)]
+    return [
+        measure_autocast_slowdown(
+            model_config=model_config or CharLMConfig(),
+            device=device,
+            batch_size=batch,
+            seq_len=seq,
+            repeats=1,
+            seed=seed + i,
+        )
+        for i in range(runs)
+    ]
 
 
-def gpu_rows(*, device: str, name: str, runs: int, seed: int, gemm_n: int = GEMM_N_CUDA, batch: int = 32,
-             seq: int = 256, model_config=None) -> tuple[Measurement, Measurement, str]:  # noqa: ANN001
+def gpu_rows(
+    *,
+    device: str,
+    name: str,
+    runs: int,
+    seed: int,
+    gemm_n: int = GEMM_N_CUDA,
+    batch: int = 32,
+    seq: int = 256,
+    model_config=None,
+) -> tuple[Measurement, Measurement, str]:  # noqa: ANN001
     """The judged tensor-core row (bf16 / fp32 matmul throughput), the char LM's step slowdown beside it, and
     their sentence. (Tests run this on the CPU with small shapes.)"""
     import torch
@@ -58,20 +89,33 @@ def gpu_rows(*, device: str, name: str, runs: int, seed: int, gemm_n: int = GEMM
     c32 = measure_gemm(n=gemm_n, dtype="float32", device=device, repeats=10)
     c16 = measure_gemm(n=gemm_n, dtype="bfloat16", device=device, repeats=10)
     gain = c16.best_flop_s / c32.best_flop_s
-    steps = [s.slowdown for s in _step_slowdowns(device=device, runs=runs, batch=batch, seq=seq, seed=seed,
-                                                 model_config=model_config)]
+    steps = [
+        s.slowdown
+        for s in _step_slowdowns(device=device, runs=runs, batch=batch, seq=seq, seed=seed, model_config=model_config)
+    ]
     judged_row = judged(
-        "bf16_gain_cuda", f"{name}: bf16 / fp32 matmul throughput, {gemm_n} x {gemm_n}", gain, "x",
-        rule=CUDA_RULE, seed=SEED_HW,
+        "bf16_gain_cuda",
+        f"{name}: bf16 / fp32 matmul throughput, {gemm_n} x {gemm_n}",
+        gain,
+        "x",
+        rule=CUDA_RULE,
+        seed=SEED_HW,
         detail=f"fp32 {c32.best_flop_s / 1e12:.2f} TFLOP/s "
-               f"(TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}), "
-               f"bf16 {c16.best_flop_s / 1e12:.2f} TFLOP/s, best of 10")
+        f"(TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}), "
+        f"bf16 {c16.best_flop_s / 1e12:.2f} TFLOP/s, best of 10",
+    )
     step_row = Measurement(
-        "bf16_slowdown_cuda", f"{name}: bf16 autocast / fp32 step time, char LM B = {batch}, T = {seq}, median",
-        statistics.median(steps), "x", detail=f"{runs} runs: {', '.join(f'{v:.2f}' for v in steps)}")
-    text = (f"On {name} a bf16 matmul ran at {gain:.1f}x the fp32 rate: "
-            + ("lower precision pays where the hardware has units for it." if CUDA_RULE.holds(gain) else
-               "less than the 2x this lab asks of tensor cores; see the detail for the rates."))
+        "bf16_slowdown_cuda",
+        f"{name}: bf16 autocast / fp32 step time, char LM B = {batch}, T = {seq}, median",
+        statistics.median(steps),
+        "x",
+        detail=f"{runs} runs: {', '.join(f'{v:.2f}' for v in steps)}",
+    )
+    text = f"On {name} a bf16 matmul ran at {gain:.1f}x the fp32 rate: " + (
+        "lower precision pays where the hardware has units for it."
+        if CUDA_RULE.holds(gain)
+        else "less than the 2x this lab asks of tensor cores; see the detail for the rates."
+    )
     return judged_row, step_row, text
 
 
@@ -96,38 +140,74 @@ def run(ctx: LabContext) -> LabOutput:
     gemm_slow = g32.best_flop_s / g16.best_flop_s
     flags = {True: "lists", False: "does not list", None: "could not be read for"}[has_bf16]
     measurements = [
-        judged("bf16_slowdown", "CPU: bf16 autocast / fp32 step time, char LM B = 8, T = 128, median", med, "x",
-               rule=CPU_RULE, seed=SEED_BF16, cause=cpu_cause(has_bf16, med),
-               detail=f"{runs} runs: {', '.join(f'{v:.2f}' for v in slow)} (median deviation {spread:.0%}); fp32 "
-                      f"{statistics.median(s.fp32_s for s in steps) * 1e3:.1f} ms, bf16 "
-                      f"{statistics.median(s.bf16_s for s in steps) * 1e3:.1f} ms; forward + backward, 1 thread"),
-        judged("bf16_slower", "CPU: bf16 autocast / fp32 step time, same runs", med, "x", rule=slower_rule(spread),
-               seed=SEED_SLOW, detail="the direction of the claim; its size is judged in the row above"),
-        Measurement("bf16_gemm_slowdown_cpu", f"CPU: bf16 / fp32 time of one {GEMM_N_CPU} x {GEMM_N_CPU} matmul",
-                    gemm_slow, "x",
-                    detail=f"fp32 {g32.best_flop_s / 1e9:.1f} GFLOP/s, bf16 {g16.best_flop_s / 1e9:.1f} GFLOP/s, "
-                           "best of 5"),
-        Measurement("cpu_bf16_instructions", "bf16 instructions listed by /proc/cpuinfo",
-                    "n/a" if has_bf16 is None else has_bf16, "", detail=f"torch CPU capability {isa}"),
+        judged(
+            "bf16_slowdown",
+            "CPU: bf16 autocast / fp32 step time, char LM B = 8, T = 128, median",
+            med,
+            "x",
+            rule=CPU_RULE,
+            seed=SEED_BF16,
+            cause=cpu_cause(has_bf16, med),
+            detail=f"{runs} runs: {', '.join(f'{v:.2f}' for v in slow)} (median deviation {spread:.0%}); fp32 "
+            f"{statistics.median(s.fp32_s for s in steps) * 1e3:.1f} ms, bf16 "
+            f"{statistics.median(s.bf16_s for s in steps) * 1e3:.1f} ms; forward + backward, 1 thread",
+        ),
+        judged(
+            "bf16_slower",
+            "CPU: bf16 autocast / fp32 step time, same runs",
+            med,
+            "x",
+            rule=slower_rule(spread),
+            seed=SEED_SLOW,
+            detail="the direction of the claim; its size is judged in the row above",
+        ),
+        Measurement(
+            "bf16_gemm_slowdown_cpu",
+            f"CPU: bf16 / fp32 time of one {GEMM_N_CPU} x {GEMM_N_CPU} matmul",
+            gemm_slow,
+            "x",
+            detail=f"fp32 {g32.best_flop_s / 1e9:.1f} GFLOP/s, bf16 {g16.best_flop_s / 1e9:.1f} GFLOP/s, best of 5",
+        ),
+        Measurement(
+            "cpu_bf16_instructions",
+            "bf16 instructions listed by /proc/cpuinfo",
+            "n/a" if has_bf16 is None else has_bf16,
+            "",
+            detail=f"torch CPU capability {isa}",
+        ),
     ]
     slower = slower_rule(spread).holds(med)
-    size_text = ("within the 15x-45x read as '~30x'" if CPU_RULE.holds(med) else
-                 f"{'under' if med < CPU_RULE.target else 'over'} the 15x-45x read as the seed's '~30x'")
+    size_text = (
+        "within the 15x-45x read as '~30x'"
+        if CPU_RULE.holds(med)
+        else f"{'under' if med < CPU_RULE.target else 'over'} the 15x-45x read as the seed's '~30x'"
+    )
     verdict_text = f"{'slower' if slower else 'not slower'} than fp32 beyond the noise and {size_text}"
-    text = (f"Forward + backward of the 840K char LM under torch.autocast(bfloat16) took {med:.2f}x the fp32 time "
-            f"on this CPU (median of {runs}, median deviation {spread:.0%}), {verdict_text}; one bf16 "
-            f"{GEMM_N_CPU}x{GEMM_N_CPU} matmul took {gemm_slow:.2f}x the fp32 one. /proc/cpuinfo {flags} bf16 "
-            f"instructions (avx512_bf16, amx_bf16); torch's CPU capability is {isa}. ")
+    text = (
+        f"Forward + backward of the 840K char LM under torch.autocast(bfloat16) took {med:.2f}x the fp32 time "
+        f"on this CPU (median of {runs}, median deviation {spread:.0%}), {verdict_text}; one bf16 "
+        f"{GEMM_N_CPU}x{GEMM_N_CPU} matmul took {gemm_slow:.2f}x the fp32 one. /proc/cpuinfo {flags} bf16 "
+        f"instructions (avx512_bf16, amx_bf16); torch's CPU capability is {isa}. "
+    )
     if torch.cuda.is_available():
-        gain_row, step_row, gpu_text = gpu_rows(device="cuda", name=f"CUDA ({torch.cuda.get_device_name()})",
-                                                runs=runs, seed=ctx.seed)
+        gain_row, step_row, gpu_text = gpu_rows(
+            device="cuda", name=f"CUDA ({torch.cuda.get_device_name()})", runs=runs, seed=ctx.seed
+        )
         measurements.insert(2, gain_row)
         measurements.append(step_row)
         text += gpu_text
     else:
-        measurements.insert(2, judged(
-            "bf16_gain_cuda", "bf16 / fp32 matmul throughput on tensor cores", "no CUDA device", "",
-            rule=Needs("a CUDA GPU with tensor cores"), seed=SEED_HW,
-            detail="torch.cuda.is_available() is False; the CPU figures are the other half of the comparison"))
+        measurements.insert(
+            2,
+            judged(
+                "bf16_gain_cuda",
+                "bf16 / fp32 matmul throughput on tensor cores",
+                "no CUDA device",
+                "",
+                rule=Needs("a CUDA GPU with tensor cores"),
+                seed=SEED_HW,
+                detail="torch.cuda.is_available() is False; the CPU figures are the other half of the comparison",
+            ),
+        )
         text += "torch sees no CUDA device here, so the hardware side of the claim (tensor cores) is not measured."
     return LabOutput(measurements=tuple(measurements), explanation=text)

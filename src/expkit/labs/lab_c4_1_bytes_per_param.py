@@ -5,12 +5,25 @@ from __future__ import annotations
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Within, judged
 from expkit.labs.registry import lab
 
-SEED_16 = SeedFigure("bytes_per_param", "bytes per trainable parameter, mixed-precision AdamW", 16.0, "B/param",
-                     "16 B/param (fp32 master 4 + grad 4 + Adam m 4 + v 4)")
+SEED_16 = SeedFigure(
+    "bytes_per_param",
+    "bytes per trainable parameter, mixed-precision AdamW",
+    16.0,
+    "B/param",
+    "16 B/param (fp32 master 4 + grad 4 + Adam m 4 + v 4)",
+)
 # AdamW keeps a scalar step counter per parameter tensor: a few bytes over 16 on a tiny model
 BYTES_RULE = Within(16.0, rel=0.01, source="+-1%: our tolerance for AdamW's per-tensor step counters")
-TINY = dict(model_type="qwen2", hidden_size=256, intermediate_size=768, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, vocab_size=2000, tie_word_embeddings=True)
+TINY = dict(
+    model_type="qwen2",
+    hidden_size=256,
+    intermediate_size=768,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=2000,
+    tie_word_embeddings=True,
+)
 
 
 @lab(id="C4.1", title="16 bytes per trainable parameter", claims=("C4.1",), seed=(SEED_16,))
@@ -38,15 +51,31 @@ def run(ctx: LabContext) -> LabOutput:
     cmp = compare_conventions(estimate_training_memory("llama-2-7b", seq=4096))
     per = cmp.model_state_bytes_per_param
     ms = (
-        judged("bytes_per_param", "live bytes per parameter after one AdamW step (autocast bf16)", per_param,
-               "B/param", rule=BYTES_RULE, seed=SEED_16,
-               detail=f"{after:,} B for {n:,} params: weights {before / n:.1f} B + grad 4 + m 4 + v 4 "
-                           "(+ AdamW's step counters)"),
-        Measurement("autocast_copies", "autocast's 16-bit weight copies kept for backward", copies / n, "B/param",
-                    detail="live during forward and backward only; embeddings/norms are not cast"),
+        judged(
+            "bytes_per_param",
+            "live bytes per parameter after one AdamW step (autocast bf16)",
+            per_param,
+            "B/param",
+            rule=BYTES_RULE,
+            seed=SEED_16,
+            detail=f"{after:,} B for {n:,} params: weights {before / n:.1f} B + grad 4 + m 4 + v 4 "
+            "(+ AdamW's step counters)",
+        ),
+        Measurement(
+            "autocast_copies",
+            "autocast's 16-bit weight copies kept for backward",
+            copies / n,
+            "B/param",
+            detail="live during forward and backward only; embeddings/norms are not cast",
+        ),
         Measurement("ledger_expkit", "Llama-2-7B model state, expkit ledger (autocast)", per["expkit"], "B/param"),
-        Measurement("ledger_zero", "Llama-2-7B model state, ZeRO convention", per["zero"], "B/param",
-                    detail="16-bit weights 2 + 16-bit grads 2 + fp32 master 4 + m 4 + v 4"),
+        Measurement(
+            "ledger_zero",
+            "Llama-2-7B model state, ZeRO convention",
+            per["zero"],
+            "B/param",
+            detail="16-bit weights 2 + 16-bit grads 2 + fp32 master 4 + m 4 + v 4",
+        ),
         Measurement("ledger_hf", "Llama-2-7B model state, Hugging Face docs convention", per["hf"], "B/param"),
         Measurement("ledger_accelerate", "accelerate estimate-memory (largest stage)", per["accelerate"], "B/param"),
     )

@@ -113,8 +113,12 @@ def time_checkpointing(spec, *, num_layers: int, seq: int, repeats: int, seed: i
     return min(ckpt) / min(plain), min(fwd) / min(plain)
 
 
-@lab(id="C4.2", title="Activations measured on replicas; checkpointing's saving and cost", claims=("C4.2",),
-     seed=(SEED_ACT, SEED_CKPT, SEED_CKPT_TIME))
+@lab(
+    id="C4.2",
+    title="Activations measured on replicas; checkpointing's saving and cost",
+    claims=("C4.2",),
+    seed=(SEED_ACT, SEED_CKPT, SEED_CKPT_TIME),
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.memory import estimate_activations, load_model_spec
     from expkit.memory.activation_fit import fit_activations
@@ -122,9 +126,17 @@ def run(ctx: LabContext) -> LabOutput:
 
     qwen, llama = load_model_spec("qwen2.5-0.5b"), load_model_spec("llama-2-7b")
     prec = "bf16-mixed"
-    qfit = fit_activations(qwen, batch=1, seq=4096, replica_seq=64 if ctx.quick else 128,
-                           layers=(1, 2) if ctx.quick else (1, 2, 4), precision=prec, with_ckpt=False,
-                           use_cache=False, seed=ctx.seed)
+    qfit = fit_activations(
+        qwen,
+        batch=1,
+        seq=4096,
+        replica_seq=64 if ctx.quick else 128,
+        layers=(1, 2) if ctx.quick else (1, 2, 4),
+        precision=prec,
+        with_ckpt=False,
+        use_cache=False,
+        seed=ctx.seed,
+    )
     t_seq, t_rep = (64, 5) if ctx.quick else (512, 7)
     qsmall = qwen_small_vocab(qwen)
     ratio, fshare = time_checkpointing(qsmall, num_layers=2, seq=t_seq, repeats=t_rep, seed=ctx.seed)
@@ -134,50 +146,117 @@ def run(ctx: LabContext) -> LabOutput:
     # bf16 autocast short; saved bytes are linear in tokens under SDPA (checked by tests/memory)
     meas = measure_llama_activations(llama, replica_seq=16 if ctx.quick else 32, seed=ctx.seed)
     l_bytes, l_ckpt = meas["act"], meas["ckpt"]
-    how = (f"measured: 1- and 2-layer replicas at real width, {meas['replica_seq']} tokens, bf16 autocast, "
-           "extrapolated to 32 layers and 4096 tokens; checkpointing switched on in the same replicas")
+    how = (
+        f"measured: 1- and 2-layer replicas at real width, {meas['replica_seq']} tokens, bf16 autocast, "
+        "extrapolated to 32 layers and 4096 tokens; checkpointing switched on in the same replicas"
+    )
     k = lest.korthikanti_total_bytes
     h = llama.hidden_size
     per_tok = meas["per_layer"]
-    act_cause = Cause("saved bytes per token per layer (measured) / Korthikanti's 34 h", per_tok / (34 * h),
-                      f"HF Llama blocks under autocast save {per_tok:,.0f} B per token per layer, not 34 h = "
-                      f"{34 * h:,} B: RMSNorm keeps fp32 input and output, each linear saves its own 16-bit cast, "
-                      "the SwiGLU MLP (11008 wide) saves three intermediates; the seed's 16.5 GiB is about 34 s b h L",
-                      unit="x")
+    act_cause = Cause(
+        "saved bytes per token per layer (measured) / Korthikanti's 34 h",
+        per_tok / (34 * h),
+        f"HF Llama blocks under autocast save {per_tok:,.0f} B per token per layer, not 34 h = "
+        f"{34 * h:,} B: RMSNorm keeps fp32 input and output, each linear saves its own 16-bit cast, "
+        "the SwiGLU MLP (11008 wide) saves three intermediates; the seed's 16.5 GiB is about 34 s b h L",
+        unit="x",
+    )
     ck_tok = meas["ckpt_per_layer"]
-    ckpt_cause = Cause("stored bytes per token per layer with checkpointing (measured)", ck_tok,
-                       f"{ck_tok / h:.1f} B per hidden unit: the stored layer input is the fp32 residual stream under "
-                       f"autocast, not the 2 B (16-bit) the seed's 1 GiB = 32 x 4096 x 4096 x 2 B assumes; backward "
-                       f"also rebuilds one full layer ({per_tok * 4096 / GIB:.2f} GiB) at a time", unit="B")
+    ckpt_cause = Cause(
+        "stored bytes per token per layer with checkpointing (measured)",
+        ck_tok,
+        f"{ck_tok / h:.1f} B per hidden unit: the stored layer input is the fp32 residual stream under "
+        f"autocast, not the 2 B (16-bit) the seed's 1 GiB = 32 x 4096 x 4096 x 2 B assumes; backward "
+        f"also rebuilds one full layer ({per_tok * 4096 / GIB:.2f} GiB) at a time",
+        unit="B",
+    )
     # a recomputed forward adds at most the forward's share of a step; the seed's 30% is that share on a GPU
-    time_cause = (Cause("forward / (forward + backward) time, same replica (measured)", fshare,
-                        "one recomputed forward can add at most this share; the measured cost "
-                        f"x{ratio:.2f} is within 0.1 of 1 + {fshare:.2f}: checkpointing costs one forward, which is "
-                        f"{fshare:.0%} of a step on this CPU replica (the seed's ~30% is that share in its run)")
-                  if abs(ratio - (1 + fshare)) <= 0.1 else None)
+    time_cause = (
+        Cause(
+            "forward / (forward + backward) time, same replica (measured)",
+            fshare,
+            "one recomputed forward can add at most this share; the measured cost "
+            f"x{ratio:.2f} is within 0.1 of 1 + {fshare:.2f}: checkpointing costs one forward, which is "
+            f"{fshare:.0%} of a step on this CPU replica (the seed's ~30% is that share in its run)",
+        )
+        if abs(ratio - (1 + fshare)) <= 0.1
+        else None
+    )
     ms = (
-        judged("act_7b", "Llama-2-7B activations, B = 1, T = 4096, bf16 autocast (measured replicas)",
-               l_bytes / GIB, "GiB", rule=ACT_RULE, seed=SEED_ACT, cause=act_cause, detail=how),
-        Measurement("ledger_7b", "the same from the ledger formula", lest.total_bytes / GIB, "GiB",
-                    detail="estimate_activations; each term checked on replicas by tests/memory"),
-        Measurement("korthikanti_7b", "Korthikanti formula without the s^2 term (Llama-2-7B)", k / GIB, "GiB",
-                    detail=lest.korthikanti_formula),
-        Measurement("act_qwen", "Qwen2.5-0.5B activations, B = 1, T = 4096 (measured replicas)",
-                    qfit.extrapolated_bytes / GIB, "GiB",
-                    detail=f"{qfit.note}; formula {qfit.formula_bytes / GIB:.2f} GiB; fit residual "
-                           f"{qfit.residual_bytes:,.0f} B"),
-        Measurement("qwen_vs_formula", "Qwen2.5-0.5B measured / Korthikanti", qfit.extrapolated_bytes / qfit.korthikanti_bytes,
-                    "x", detail="vocabulary term (fp32 log-probs over 151,936 tokens) included in the measurement"),
-        judged("ckpt_bytes", "Llama-2-7B activations with checkpointing (measured replicas)", l_ckpt / GIB, "GiB",
-               rule=CKPT_RULE, seed=SEED_CKPT, cause=ckpt_cause, detail=how),
-        Measurement("ckpt_ledger", "the same from the ledger formula", lckpt.total_bytes / GIB, "GiB",
-                    detail="the ledger's checkpointing term; the measured figure above is the judged one"),
-        judged("ckpt_time", "forward+backward time, checkpointing / none (Qwen2.5-0.5B width)", ratio, "x",
-               rule=CKPT_TIME_RULE, seed=SEED_CKPT_TIME, cause=time_cause,
-               detail=f"2-layer fp32 replica at real width, vocabulary 1024, {t_seq} tokens, fastest of {t_rep} "
-                      f"interleaved rounds; forward share of a step {fshare:.2f}"),
-        Measurement("forward_share", "forward / (forward + backward) time, same replica", fshare, "",
-                    detail="the most one recomputed forward can add; 1/3 in FLOPs"),
+        judged(
+            "act_7b",
+            "Llama-2-7B activations, B = 1, T = 4096, bf16 autocast (measured replicas)",
+            l_bytes / GIB,
+            "GiB",
+            rule=ACT_RULE,
+            seed=SEED_ACT,
+            cause=act_cause,
+            detail=how,
+        ),
+        Measurement(
+            "ledger_7b",
+            "the same from the ledger formula",
+            lest.total_bytes / GIB,
+            "GiB",
+            detail="estimate_activations; each term checked on replicas by tests/memory",
+        ),
+        Measurement(
+            "korthikanti_7b",
+            "Korthikanti formula without the s^2 term (Llama-2-7B)",
+            k / GIB,
+            "GiB",
+            detail=lest.korthikanti_formula,
+        ),
+        Measurement(
+            "act_qwen",
+            "Qwen2.5-0.5B activations, B = 1, T = 4096 (measured replicas)",
+            qfit.extrapolated_bytes / GIB,
+            "GiB",
+            detail=f"{qfit.note}; formula {qfit.formula_bytes / GIB:.2f} GiB; fit residual "
+            f"{qfit.residual_bytes:,.0f} B",
+        ),
+        Measurement(
+            "qwen_vs_formula",
+            "Qwen2.5-0.5B measured / Korthikanti",
+            qfit.extrapolated_bytes / qfit.korthikanti_bytes,
+            "x",
+            detail="vocabulary term (fp32 log-probs over 151,936 tokens) included in the measurement",
+        ),
+        judged(
+            "ckpt_bytes",
+            "Llama-2-7B activations with checkpointing (measured replicas)",
+            l_ckpt / GIB,
+            "GiB",
+            rule=CKPT_RULE,
+            seed=SEED_CKPT,
+            cause=ckpt_cause,
+            detail=how,
+        ),
+        Measurement(
+            "ckpt_ledger",
+            "the same from the ledger formula",
+            lckpt.total_bytes / GIB,
+            "GiB",
+            detail="the ledger's checkpointing term; the measured figure above is the judged one",
+        ),
+        judged(
+            "ckpt_time",
+            "forward+backward time, checkpointing / none (Qwen2.5-0.5B width)",
+            ratio,
+            "x",
+            rule=CKPT_TIME_RULE,
+            seed=SEED_CKPT_TIME,
+            cause=time_cause,
+            detail=f"2-layer fp32 replica at real width, vocabulary 1024, {t_seq} tokens, fastest of {t_rep} "
+            f"interleaved rounds; forward share of a step {fshare:.2f}",
+        ),
+        Measurement(
+            "forward_share",
+            "forward / (forward + backward) time, same replica",
+            fshare,
+            "",
+            detail="the most one recomputed forward can add; 1/3 in FLOPs",
+        ),
     )
     fig, (ax1, ax2) = new_figure(2)
     names = ["seed", "Korthikanti\n(no s^2)", "measured", "measured\n+ckpt", "seed\n+ckpt"]
@@ -218,28 +297,42 @@ def run_validation(ctx: LabContext) -> LabOutput:
     tol = 100 * table.tolerance
     case_rule = Within(0.0, abs=tol, source=f"+-{tol:g}%: expkit's tolerance for the ledger (memory.validation)")
     rows = tuple(
-        judged(f"case{i}", f"{r.case}, seq {r.seq}: predicted / measured - 1", 100 * r.rel_error, "%",
-               rule=case_rule, detail=f"predicted {r.predicted_peak_bytes / 2**20:.2f} MiB, measured "
-                                      f"{r.measured_peak_bytes / 2**20:.2f} MiB; peak at {r.peak_phase}")
+        judged(
+            f"case{i}",
+            f"{r.case}, seq {r.seq}: predicted / measured - 1",
+            100 * r.rel_error,
+            "%",
+            rule=case_rule,
+            detail=f"predicted {r.predicted_peak_bytes / 2**20:.2f} MiB, measured "
+            f"{r.measured_peak_bytes / 2**20:.2f} MiB; peak at {r.peak_phase}",
+        )
         for i, r in enumerate(table.rows)
     )
     n_ok = sum(m.verdict is not None and m.verdict.kind == "reproduced" for m in rows)
     ms = rows + (
-        judged("cases_within", "cases whose predicted peak is within the tolerance of the measured one", n_ok,
-               "cases", rule=KOfN(len(rows), len(rows), source="every case: one miss means the ledger is wrong there"),
-               detail=f"{len(rows)} cases measured with {table.measurement}"),
+        judged(
+            "cases_within",
+            "cases whose predicted peak is within the tolerance of the measured one",
+            n_ok,
+            "cases",
+            rule=KOfN(len(rows), len(rows), source="every case: one miss means the ledger is wrong there"),
+            detail=f"{len(rows)} cases measured with {table.measurement}",
+        ),
         Measurement("max_error", "largest |error| over the cases", 100 * table.max_abs_rel_error, "%"),
     )
     fig, (ax,) = new_figure(1)
-    ax.scatter([r.measured_peak_bytes / 2**20 for r in table.rows], [r.predicted_peak_bytes / 2**20 for r in table.rows])
+    ax.scatter(
+        [r.measured_peak_bytes / 2**20 for r in table.rows], [r.predicted_peak_bytes / 2**20 for r in table.rows]
+    )
     hi = max(r.measured_peak_bytes for r in table.rows) / 2**20 * 1.1
     ax.plot([0, hi], [0, hi], "k--", lw=0.8)
     ax.fill_between([0, hi], [0, 0.9 * hi], [0, 1.1 * hi], color="C0", alpha=0.1, label="+-10%")
     ax.set(xlabel="measured peak (MiB)", ylabel="predicted peak (MiB)", title="Ledger vs one training step")
     ax.legend()
     path = save_figure(fig, ctx.figure_path("c4_2_validation.png"))
-    kinds = sorted({f"{r.method} {r.precision}" + (" + checkpointing" if r.grad_ckpt == "full" else "")
-                    for r in table.rows})
+    kinds = sorted(
+        {f"{r.method} {r.precision}" + (" + checkpointing" if r.grad_ckpt == "full" else "") for r in table.rows}
+    )
     explanation = (
         f"For {len(table.rows)} small Qwen2/Llama configs ({'; '.join(kinds)}) the ledger predicts the peak of one "
         f"steady-state training step within {100 * table.max_abs_rel_error:.2f}% of the peak measured at the "

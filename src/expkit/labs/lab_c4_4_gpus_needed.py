@@ -5,8 +5,13 @@ from __future__ import annotations
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED = SeedFigure("decision", "full fine-tune or LoRA", None, "",
-                  "'Full fine-tune or LoRA' is first decided by how many GPUs you have")
+SEED = SeedFigure(
+    "decision",
+    "full fine-tune or LoRA",
+    None,
+    "",
+    "'Full fine-tune or LoRA' is first decided by how many GPUs you have",
+)
 MODELS = ("qwen2.5-0.5b", "qwen2.5-7b", "qwen2.5-72b")
 GPUS = ("4090", "a100-40gb", "a100-80gb")
 METHODS = ("full", "lora", "qlora")
@@ -21,8 +26,9 @@ def gpus_needed(model: str, method: str, gpu: str) -> int | None:
     from expkit.memory import estimate_training_memory
 
     for n in COUNTS:
-        led = estimate_training_memory(model, seq=SEQ, method=method, grad_ckpt="full", gpus=n,
-                                       shard="fsdp" if n > 1 else "none", gpu=gpu)
+        led = estimate_training_memory(
+            model, seq=SEQ, method=method, grad_ckpt="full", gpus=n, shard="fsdp" if n > 1 else "none", gpu=gpu
+        )
         if led.fits:
             return n
     return None
@@ -36,11 +42,19 @@ def run(ctx: LabContext) -> LabOutput:
     table = {(m, meth, g): gpus_needed(m, meth, g) for m in MODELS for meth in METHODS for g in GPUS}
     full7_24, lora7_24 = table[("qwen2.5-7b", "full", "4090")], table[("qwen2.5-7b", "lora", "4090")]
     decided = full7_24 is not None and lora7_24 == 1 and full7_24 > 1
-    ms = [judged("decision", "Qwen2.5-7B on 24 GB GPUs: full needs more GPUs than LoRA, and LoRA fits one",
-                 decided, "", rule=DECIDED, seed=SEED,
-                 detail=f"full needs {full7_24 or '>64'}, LoRA {lora7_24 or '>64'} GPUs of 24 GB (predicted peak per "
-                        f"GPU within the datasheet memory); seq {SEQ}, batch 1, checkpointing, bf16 autocast, AdamW, "
-                        "FSDP when > 1 GPU")]
+    ms = [
+        judged(
+            "decision",
+            "Qwen2.5-7B on 24 GB GPUs: full needs more GPUs than LoRA, and LoRA fits one",
+            decided,
+            "",
+            rule=DECIDED,
+            seed=SEED,
+            detail=f"full needs {full7_24 or '>64'}, LoRA {lora7_24 or '>64'} GPUs of 24 GB (predicted peak per "
+            f"GPU within the datasheet memory); seq {SEQ}, batch 1, checkpointing, bf16 autocast, AdamW, "
+            "FSDP when > 1 GPU",
+        )
+    ]
     for m in MODELS:
         for meth in METHODS:
             cells = ", ".join(f"{get_gpu(g).memory_gb:.0f} GB: {table[(m, meth, g)] or '>64'}" for g in GPUS)

@@ -5,15 +5,29 @@ from __future__ import annotations
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
 from expkit.labs.registry import lab
 
-SEED_DTYPES = SeedFigure("param_dtypes", "parameter dtypes inside autocast", None, "",
-                         "autocast does not turn the parameters into bf16; the training state stays 16 B/param")
-SEED_HALVES = SeedFigure("matmul_ratio", "matmul intermediates under autocast", None, "",
-                         "autocast halves matmul intermediates")
+SEED_DTYPES = SeedFigure(
+    "param_dtypes",
+    "parameter dtypes inside autocast",
+    None,
+    "",
+    "autocast does not turn the parameters into bf16; the training state stays 16 B/param",
+)
+SEED_HALVES = SeedFigure(
+    "matmul_ratio", "matmul intermediates under autocast", None, "", "autocast halves matmul intermediates"
+)
 KEEPS_FP32 = Shown("inside autocast the parameters and their gradients stay float32; a linear's output is bfloat16")
 # "halves": bf16 is 2 bytes where fp32 is 4, so the matmul outputs should be exactly half
 HALVES = Within(0.5, rel=0.05, source="+-5%: our tolerance for 'halves'")
-TINY = dict(model_type="qwen2", hidden_size=256, intermediate_size=768, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, vocab_size=2000, tie_word_embeddings=True)
+TINY = dict(
+    model_type="qwen2",
+    hidden_size=256,
+    intermediate_size=768,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=2000,
+    tie_word_embeddings=True,
+)
 
 
 @lab(id="C4.5", title="autocast keeps fp32 parameters", claims=("C4.5",), seed=(SEED_DTYPES, SEED_HALVES))
@@ -52,18 +66,35 @@ def run(ctx: LabContext) -> LabOutput:
     ratio = mixed.activation_bytes / fp32
     ok = seen["params"] == {"float32"} and seen["grads"] == {"float32"} and seen["linear_out"] == {"bfloat16"}
     ms = (
-        judged("param_dtypes", "parameters and gradients float32, linear outputs bfloat16, inside autocast", ok, "",
-               rule=KEEPS_FP32, seed=SEED_DTYPES,
-               detail=f"parameters: {', '.join(sorted(seen['params']))}; "
-                      f"gradients: {', '.join(sorted(seen['grads']))}; "
-                      f"linear outputs: {', '.join(sorted(seen['linear_out']))}"),
-        judged("matmul_ratio", "bytes of every linear layer's output, autocast bf16 / fp32", matmul_ratio, "x",
-               rule=HALVES, seed=SEED_HALVES,
-               detail=f"{out_bytes['autocast']:,} B vs {out_bytes['fp32']:,} B over one forward (forward hooks on "
-                      "every nn.Linear, LM head included)"),
-        Measurement("act_ratio", "all tensors saved for backward, autocast bf16 / fp32", ratio, "x",
-                    detail=f"{mixed.activation_bytes:,} B vs {fp32:,} B; plus {mixed.weight_copy_bytes:,} B "
-                           "of 16-bit weight copies; not the seed's quantity (it includes non-matmul tensors)"),
+        judged(
+            "param_dtypes",
+            "parameters and gradients float32, linear outputs bfloat16, inside autocast",
+            ok,
+            "",
+            rule=KEEPS_FP32,
+            seed=SEED_DTYPES,
+            detail=f"parameters: {', '.join(sorted(seen['params']))}; "
+            f"gradients: {', '.join(sorted(seen['grads']))}; "
+            f"linear outputs: {', '.join(sorted(seen['linear_out']))}",
+        ),
+        judged(
+            "matmul_ratio",
+            "bytes of every linear layer's output, autocast bf16 / fp32",
+            matmul_ratio,
+            "x",
+            rule=HALVES,
+            seed=SEED_HALVES,
+            detail=f"{out_bytes['autocast']:,} B vs {out_bytes['fp32']:,} B over one forward (forward hooks on "
+            "every nn.Linear, LM head included)",
+        ),
+        Measurement(
+            "act_ratio",
+            "all tensors saved for backward, autocast bf16 / fp32",
+            ratio,
+            "x",
+            detail=f"{mixed.activation_bytes:,} B vs {fp32:,} B; plus {mixed.weight_copy_bytes:,} B "
+            "of 16-bit weight copies; not the seed's quantity (it includes non-matmul tensors)",
+        ),
     )
     explanation = (
         "Inside torch.autocast every parameter is still float32 and so are the gradients that backward writes; "

@@ -7,25 +7,57 @@ from __future__ import annotations
 from expkit.labs.base import Cause, KOfN, LabContext, LabOutput, Measurement, SeedFigure, judged
 from expkit.labs.registry import lab
 
-SEED = SeedFigure("attribution", "OOM attributed by its phase", None, "",
-                  "right after load -> weights; after the first backward -> gradients + optimizer state; "
-                  "still OOM with LoRA -> activations")
+SEED = SeedFigure(
+    "attribution",
+    "OOM attributed by its phase",
+    None,
+    "",
+    "right after load -> weights; after the first backward -> gradients + optimizer state; "
+    "still OOM with LoRA -> activations",
+)
 MIB = 2**20
 # two runs: one whose activations dominate (long sequence), one whose training state dominates (wide, short).
 # Untied embeddings: run_step_capped loads on the meta device then to_empty(), which unties them (measured 19.8 MiB
 # for a tied 16 MiB model), so the ledger must count the LM head apart too
 SCENARIOS = (
-    ("activation-heavy", dict(model_type="qwen2", hidden_size=256, intermediate_size=768, num_hidden_layers=4,
-                              num_attention_heads=4, num_key_value_heads=2, vocab_size=4000,
-                              tie_word_embeddings=False), 1024),
-    ("state-heavy", dict(model_type="qwen2", hidden_size=512, intermediate_size=1376, num_hidden_layers=2,
-                         num_attention_heads=8, num_key_value_heads=2, vocab_size=8000, tie_word_embeddings=False), 64),
+    (
+        "activation-heavy",
+        dict(
+            model_type="qwen2",
+            hidden_size=256,
+            intermediate_size=768,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            vocab_size=4000,
+            tie_word_embeddings=False,
+        ),
+        1024,
+    ),
+    (
+        "state-heavy",
+        dict(
+            model_type="qwen2",
+            hidden_size=512,
+            intermediate_size=1376,
+            num_hidden_layers=2,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            vocab_size=8000,
+            tie_word_embeddings=False,
+        ),
+        64,
+    ),
 )
 # the ledger is within 10% of measured peaks (lab C4.2v); a demand that close to a phase boundary may be either side
 LEDGER_TOL = 0.10
 # the ledger's block for the phase whose running total first covers the failed demand (memory.oom's phases)
-LEDGER_BLOCK = {"loading": "weights", "forward": "activations", "backward": "gradients",
-                "optimizer step": "optimizer state"}
+LEDGER_BLOCK = {
+    "loading": "weights",
+    "forward": "activations",
+    "backward": "gradients",
+    "optimizer step": "optimizer state",
+}
 
 
 def seed_rule_block(phase: str | None, *, still_oom_with_lora: bool | None) -> frozenset[str]:
@@ -89,29 +121,45 @@ def run(ctx: LabContext) -> LabOutput:
             if not named & near:
                 fwd = led.bytes_of("fp32 master weights", "activations", "logits / loss")
                 misses.append((oom.phase, lora_oom, demand, fwd))
-            lines.append(f"{scenario}, {cap / MIB:.1f} MiB: OOM in {oom.phase}"
-                         + ("" if lora_oom is None else f" (LoRA rerun: {'still OOM' if lora_oom else 'fits'})")
-                         + f"; seed's rule -> {' + '.join(sorted(named)) or '-'}; allocated + requested "
-                           f"{demand / MIB:.1f} MiB -> ledger: {block} ({at})"
-                         + (f", within +-{LEDGER_TOL:.0%}: {' or '.join(sorted(near))}" if len(near) > 1 else ""))
+            lines.append(
+                f"{scenario}, {cap / MIB:.1f} MiB: OOM in {oom.phase}"
+                + ("" if lora_oom is None else f" (LoRA rerun: {'still OOM' if lora_oom else 'fits'})")
+                + f"; seed's rule -> {' + '.join(sorted(named)) or '-'}; allocated + requested "
+                f"{demand / MIB:.1f} MiB -> ledger: {block} ({at})"
+                + (f", within +-{LEDGER_TOL:.0%}: {' or '.join(sorted(near))}" if len(near) > 1 else "")
+            )
     agree = sum(ok for _, ok in rows)
     phases = sorted({p or "none" for p, _ in rows})
     cause = None
     if misses and all(ph == "forward" and lora for ph, lora, _, _ in misses):
         worst = max(d / f for _, _, d, f in misses)
-        cause = Cause("forward OOMs past the ledger's forward total (demand / total)", worst,
-                      f"{len(misses)} forward OOM(s) whose allocated + requested bytes exceed the ledger's weights + "
-                      "activations + logits (the ledger leaves out the forward's transient loss tensors); the phase "
-                      "and the LoRA rerun (still OOM) both say activations, so the miss is the ledger's", unit="x")
+        cause = Cause(
+            "forward OOMs past the ledger's forward total (demand / total)",
+            worst,
+            f"{len(misses)} forward OOM(s) whose allocated + requested bytes exceed the ledger's weights + "
+            "activations + logits (the ledger leaves out the forward's transient loss tensors); the phase "
+            "and the LoRA rerun (still OOM) both say activations, so the miss is the ledger's",
+            unit="x",
+        )
     ms = [
-        judged("attribution", "OOMs where the seed's phase rule names the block the measured allocation hits",
-               agree, "OOMs", rule=KOfN(len(rows), len(rows), source="every OOM of the sweep"), seed=SEED, cause=cause,
-               detail=f"{len(rows)} OOMs over {len(SCENARIOS)} x {grid} capacities (phases: {', '.join(phases)}); "
-                      + "; ".join(lines)),
-        Measurement("ooms", "capacities that ran out of memory", len(rows), "OOMs",
-                    detail=f"of {len(SCENARIOS) * grid}"),
-        *(Measurement(f"{ph.replace(' ', '_')}_ooms", f"OOMs in {ph}", sum(p == ph for p, _ in rows), "OOMs")
-          for ph in ("loading", "forward", "backward", "optimizer step")),
+        judged(
+            "attribution",
+            "OOMs where the seed's phase rule names the block the measured allocation hits",
+            agree,
+            "OOMs",
+            rule=KOfN(len(rows), len(rows), source="every OOM of the sweep"),
+            seed=SEED,
+            cause=cause,
+            detail=f"{len(rows)} OOMs over {len(SCENARIOS)} x {grid} capacities (phases: {', '.join(phases)}); "
+            + "; ".join(lines),
+        ),
+        Measurement(
+            "ooms", "capacities that ran out of memory", len(rows), "OOMs", detail=f"of {len(SCENARIOS) * grid}"
+        ),
+        *(
+            Measurement(f"{ph.replace(' ', '_')}_ooms", f"OOMs in {ph}", sum(p == ph for p, _ in rows), "OOMs")
+            for ph in ("loading", "forward", "backward", "optimizer step")
+        ),
         Measurement("ledger_peaks", "predicted peaks of the two steps (ledger, fp32, CPU)", "; ".join(peaks), ""),
     ]
     explanation = (

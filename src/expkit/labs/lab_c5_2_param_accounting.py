@@ -6,18 +6,28 @@ from __future__ import annotations
 from expkit.labs.base import KOfN, LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
 from expkit.labs.registry import lab
 
-SEED_ARCH = SeedFigure("arch", "Qwen2.5-0.5B architecture", None, "",
-                       "24 layers, hidden 896, vocab 151936, tied embeddings")
+SEED_ARCH = SeedFigure(
+    "arch", "Qwen2.5-0.5B architecture", None, "", "24 layers, hidden 896, vocab 151936, tied embeddings"
+)
 SEED_TOTAL = SeedFigure("total_params", "Qwen2.5-0.5B parameters", 494e6, "params", "494M parameters")
 SEED_TRAINABLE = SeedFigure("trainable", "trainable with LoRA r = 16", 8.80e6, "params", "8.80M trainable")
 SEED_FRACTION = SeedFigure("fraction", "trainable share", 1.78, "%", "1.78%")
 SEED_STATE = SeedFigure("state", "LoRA training state", 141e6, "bytes", "training state 141 MB")
-SEED_POSSIBLE = SeedFigure("lora_fits_full_does_not", "LoRA makes a fine-tune possible", None, "",
-                           "LoRA makes a CPU fine-tune possible")
+SEED_POSSIBLE = SeedFigure(
+    "lora_fits_full_does_not", "LoRA makes a fine-tune possible", None, "", "LoRA makes a CPU fine-tune possible"
+)
 ROUNDING = "half a unit of the seed's last printed digit"
 # a tiny model, untied (run_step_capped's meta-device load unties embeddings), for the capped steps
-TINY = dict(model_type="qwen2", hidden_size=512, intermediate_size=1376, num_hidden_layers=2, num_attention_heads=8,
-            num_key_value_heads=2, vocab_size=8000, tie_word_embeddings=False)
+TINY = dict(
+    model_type="qwen2",
+    hidden_size=512,
+    intermediate_size=1376,
+    num_hidden_layers=2,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    vocab_size=8000,
+    tie_word_embeddings=False,
+)
 TINY_SEQ = 64
 POSSIBLE = Shown("under one memory cap a full fine-tune step runs out of memory and a LoRA step of the same model fits")
 
@@ -38,8 +48,12 @@ def run_full_vs_lora_capped(seed: int) -> tuple[bool | None, bool | None, int, i
     return full_oom, lora_oom, cap, full, lora
 
 
-@lab(id="C5.2", title="config.json is the architecture; LoRA's 1.78% and 141 MB", claims=("C5.2", "C5.4"),
-     seed=(SEED_ARCH, SEED_TOTAL, SEED_TRAINABLE, SEED_FRACTION, SEED_STATE))
+@lab(
+    id="C5.2",
+    title="config.json is the architecture; LoRA's 1.78% and 141 MB",
+    claims=("C5.2", "C5.4"),
+    seed=(SEED_ARCH, SEED_TOTAL, SEED_TRAINABLE, SEED_FRACTION, SEED_STATE),
+)
 def run(ctx: LabContext) -> LabOutput:
     import warnings
 
@@ -66,35 +80,75 @@ def run(ctx: LabContext) -> LabOutput:
     full_oom, lora_oom, cap, full_peak, lora_peak = run_full_vs_lora_capped(ctx.seed)
     possible = full_oom is True and lora_oom is False
     ms = (
-        judged("arch", "of layers 24, hidden 896, vocab 151936, tied: values the meta-device model has", arch_hits,
-               "of 4", rule=KOfN(4, 4), seed=SEED_ARCH,
-               detail=f"{spec.num_layers}, {spec.hidden_size}, {spec.vocab_size}, "
-                      f"{'tied' if full.tied_embeddings else 'untied'}; heads {spec.num_heads}, kv heads {spec.num_kv_heads} (GQA), head_dim {spec.head_dim}, "
-                           f"intermediate {spec.intermediate_size}"),
-        judged("total_params", "parameters, meta-device instantiation", full.total_params, "params",
-               rule=Within(494e6, abs=0.5e6, source=ROUNDING), seed=SEED_TOTAL,
-               detail=f"embedding {full.embedding_params:,} (shared with the LM head), "
-                           f"{full.per_layer_params:,} per layer"),
-        judged("trainable", "trainable with LoRA r = 16, all linear layers (peft)", lora.trainable_params,
-               "params", rule=Within(8.80e6, abs=0.005e6, source=ROUNDING), seed=SEED_TRAINABLE,
-               detail="24 layers x 16 x (q 1792 + k 1024 + v 1024 + o 1792 + 3 x 5760)"),
-        judged("fraction", "trainable / base parameters", 100 * lora.trainable_fraction, "%",
-               rule=Within(1.78, abs=0.005, source=ROUNDING), seed=SEED_FRACTION,
-               detail=f"peft's print_trainable_parameters divides by base + adapters: "
-                           f"{100 * lora.trainable_fraction_of_all:.2f}%"),
-        judged("state", "training state: 16 B per trainable parameter", lora.training_state_bytes, "bytes",
-               rule=Within(141e6, abs=0.5e6, source=ROUNDING), seed=SEED_STATE,
-               detail="fp32 master 4 + grad 4 + Adam m 4 + v 4; the frozen 16-bit base adds "
-                           f"{2 * full.total_params / 1e9:.2f} GB"),
-        Measurement("untied", "same config under accelerate's init_empty_weights()", untied_count, "params",
-                    detail=f"the tie is lost there (lm_head counted again); torch.device('meta') keeps it: "
-                           f"tied = {tied_now}"),
-        judged("lora_fits_full_does_not", "under one memory cap: full step OOM, LoRA step fits (tiny model, run)",
-               possible, "", rule=POSSIBLE, seed=SEED_POSSIBLE,
-               detail=f"{TINY['hidden_size']}-wide 2-layer Qwen2, {TINY_SEQ} tokens, fp32 AdamW, cap "
-                      f"{cap / 2**20:.1f} MiB (between the ledger's peaks: full {full_peak / 2**20:.1f}, LoRA "
-                      f"{lora_peak / 2**20:.1f} MiB): full {'OOM' if full_oom else 'fitted'}, LoRA "
-                      f"{'OOM' if lora_oom else 'fitted'}"),
+        judged(
+            "arch",
+            "of layers 24, hidden 896, vocab 151936, tied: values the meta-device model has",
+            arch_hits,
+            "of 4",
+            rule=KOfN(4, 4),
+            seed=SEED_ARCH,
+            detail=f"{spec.num_layers}, {spec.hidden_size}, {spec.vocab_size}, "
+            f"{'tied' if full.tied_embeddings else 'untied'}; heads {spec.num_heads}, kv heads {spec.num_kv_heads} (GQA), head_dim {spec.head_dim}, "
+            f"intermediate {spec.intermediate_size}",
+        ),
+        judged(
+            "total_params",
+            "parameters, meta-device instantiation",
+            full.total_params,
+            "params",
+            rule=Within(494e6, abs=0.5e6, source=ROUNDING),
+            seed=SEED_TOTAL,
+            detail=f"embedding {full.embedding_params:,} (shared with the LM head), "
+            f"{full.per_layer_params:,} per layer",
+        ),
+        judged(
+            "trainable",
+            "trainable with LoRA r = 16, all linear layers (peft)",
+            lora.trainable_params,
+            "params",
+            rule=Within(8.80e6, abs=0.005e6, source=ROUNDING),
+            seed=SEED_TRAINABLE,
+            detail="24 layers x 16 x (q 1792 + k 1024 + v 1024 + o 1792 + 3 x 5760)",
+        ),
+        judged(
+            "fraction",
+            "trainable / base parameters",
+            100 * lora.trainable_fraction,
+            "%",
+            rule=Within(1.78, abs=0.005, source=ROUNDING),
+            seed=SEED_FRACTION,
+            detail=f"peft's print_trainable_parameters divides by base + adapters: "
+            f"{100 * lora.trainable_fraction_of_all:.2f}%",
+        ),
+        judged(
+            "state",
+            "training state: 16 B per trainable parameter",
+            lora.training_state_bytes,
+            "bytes",
+            rule=Within(141e6, abs=0.5e6, source=ROUNDING),
+            seed=SEED_STATE,
+            detail="fp32 master 4 + grad 4 + Adam m 4 + v 4; the frozen 16-bit base adds "
+            f"{2 * full.total_params / 1e9:.2f} GB",
+        ),
+        Measurement(
+            "untied",
+            "same config under accelerate's init_empty_weights()",
+            untied_count,
+            "params",
+            detail=f"the tie is lost there (lm_head counted again); torch.device('meta') keeps it: tied = {tied_now}",
+        ),
+        judged(
+            "lora_fits_full_does_not",
+            "under one memory cap: full step OOM, LoRA step fits (tiny model, run)",
+            possible,
+            "",
+            rule=POSSIBLE,
+            seed=SEED_POSSIBLE,
+            detail=f"{TINY['hidden_size']}-wide 2-layer Qwen2, {TINY_SEQ} tokens, fp32 AdamW, cap "
+            f"{cap / 2**20:.1f} MiB (between the ledger's peaks: full {full_peak / 2**20:.1f}, LoRA "
+            f"{lora_peak / 2**20:.1f} MiB): full {'OOM' if full_oom else 'fitted'}, LoRA "
+            f"{'OOM' if lora_oom else 'fitted'}",
+        ),
     )
     explanation = (
         f"Qwen2.5-0.5B's config.json values (24 layers, hidden 896, 14 heads with 2 KV heads, intermediate 4864, "

@@ -7,8 +7,13 @@ from __future__ import annotations
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
 
-SEED_BEHAVIOUR = SeedFigure("template_decides_loss", "the template decides which tokens count", None, "",
-                            "tokenizer.json + the chat template decide tokens and loss (behaviour)")
+SEED_BEHAVIOUR = SeedFigure(
+    "template_decides_loss",
+    "the template decides which tokens count",
+    None,
+    "",
+    "tokenizer.json + the chat template decide tokens and loss (behaviour)",
+)
 
 
 @lab(id="C5.3", title="The chat template decides which tokens count", claims=("C5.3",), seed=(SEED_BEHAVIOUR,))
@@ -38,7 +43,8 @@ def run(ctx: LabContext) -> LabOutput:
     bad = load_chat_tokenizer(demo.path)
     bad.chat_template = bad.chat_template.replace(
         "{%- generation %}{{- message['content'] + '<|im_end|>' }}{%- endgeneration %}",
-        "{%- generation %}{{- message['content'] }}{%- endgeneration %}{{- '<|im_end|>' }}")
+        "{%- generation %}{{- message['content'] }}{%- endgeneration %}{{- '<|im_end|>' }}",
+    )
     bad_one = LabelBuilder(bad).build(convo)
     bad_eot_trained = any(t == eot.id and lab != IGNORE for t, lab in zip(bad_one.input_ids, bad_one.labels))
 
@@ -50,29 +56,55 @@ def run(ctx: LabContext) -> LabOutput:
         w = 0.12 + 0.075 * len(label)
         if x + w > 12:
             x, y = 0.0, y - 0.5
-        ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
-            (x, y), w - 0.02, 0.4, color="#c7f0c7" if is_trained else "#eeeeee"))
-        ax.text(x + 0.04, y + 0.2, label, fontsize=7, va="center", family="monospace",
-                color="#0b4d0b" if is_trained else "#666666")
+        ax.add_patch(
+            __import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
+                (x, y), w - 0.02, 0.4, color="#c7f0c7" if is_trained else "#eeeeee"
+            )
+        )
+        ax.text(
+            x + 0.04,
+            y + 0.2,
+            label,
+            fontsize=7,
+            va="center",
+            family="monospace",
+            color="#0b4d0b" if is_trained else "#666666",
+        )
         x += w
-    ax.set(xlim=(0, 12), ylim=(y - 0.1, 0.5), title=f"one conversation, {len(tokens)} tokens, "
-           f"{sum(trained)} in the loss (green)")
+    ax.set(
+        xlim=(0, 12),
+        ylim=(y - 0.1, 0.5),
+        title=f"one conversation, {len(tokens)} tokens, {sum(trained)} in the loss (green)",
+    )
     ax.axis("off")
     path = save_figure(fig, ctx.figure_path("c5_3_tokens.png"))
 
     shown = " ".join(f"[{t}]" if m else t for t, m in zip(tokens, trained)).replace("\n", "\\n")
     ok = eot_trained and agree == len(examples) and not bad_eot_trained
-    decides = Shown("the same conversation and tokenizer, two templates: the end of turn is in the loss with one and "
-                    f"not the other; marker spans = derived spans on all {len(examples)} conversations")
+    decides = Shown(
+        "the same conversation and tokenizer, two templates: the end of turn is in the loss with one and "
+        f"not the other; marker spans = derived spans on all {len(examples)} conversations"
+    )
     measurements = (
-        judged("template_decides_loss", "end of turn trained with the demo template, not with a "
-               "template whose markers close early", ok, "", rule=decides, seed=SEED_BEHAVIOUR,
-               detail=f"demo template: {eot.token} trained = {eot_trained}; markers closing before it: "
-                           f"trained = {bad_eot_trained}"),
+        judged(
+            "template_decides_loss",
+            "end of turn trained with the demo template, not with a template whose markers close early",
+            ok,
+            "",
+            rule=decides,
+            seed=SEED_BEHAVIOUR,
+            detail=f"demo template: {eot.token} trained = {eot_trained}; markers closing before it: "
+            f"trained = {bad_eot_trained}",
+        ),
         Measurement("tokens", "tokens in the conversation", len(tokens), "tokens", detail=shown[:400]),
         Measurement("trained_tokens", "tokens in the loss", sum(trained), "tokens"),
-        Measurement("derived_agree", "conversations where derived spans = template-marker spans",
-                    agree / len(examples), "", detail=f"{agree} of {len(examples)}"),
+        Measurement(
+            "derived_agree",
+            "conversations where derived spans = template-marker spans",
+            agree / len(examples),
+            "",
+            detail=f"{agree} of {len(examples)}",
+        ),
     )
     explanation = (
         f"The demo tokenizer (byte-level BPE, {len(tok)} tokens, trained with `tokenizers` on local text) and "

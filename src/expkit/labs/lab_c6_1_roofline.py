@@ -6,11 +6,15 @@ from __future__ import annotations
 from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
 from expkit.labs.registry import lab
 
-SEED_RIDGE = SeedFigure("ridge_h100", "H100 ridge point (bf16 dense)", 295.0, "FLOP/byte", "ridge 295 FLOP/byte (H100 bf16)")
-SEED_DECODE_AI = SeedFigure("decode_intensity_b1", "decode arithmetic intensity", 1.0, "FLOP/byte",
-                            "decode has arithmetic intensity ~1")
-SEED_BATCH = SeedFigure("batch_faster", "larger decode batches are faster", None, "",
-                        "decode is memory-bound, so larger batches are faster")
+SEED_RIDGE = SeedFigure(
+    "ridge_h100", "H100 ridge point (bf16 dense)", 295.0, "FLOP/byte", "ridge 295 FLOP/byte (H100 bf16)"
+)
+SEED_DECODE_AI = SeedFigure(
+    "decode_intensity_b1", "decode arithmetic intensity", 1.0, "FLOP/byte", "decode has arithmetic intensity ~1"
+)
+SEED_BATCH = SeedFigure(
+    "batch_faster", "larger decode batches are faster", None, "", "decode is memory-bound, so larger batches are faster"
+)
 RIDGE_RULE = Within(295.0, abs=0.5, source="half a unit of the seed's last printed digit")
 DECODE_AI_RULE = Within(1.0, abs=0.25, source="+-0.25: our reading of the seed's '~1'")
 # "larger batches are faster": batch 64 gives more tokens/s than batch 1, by more than this CPU's step-time noise
@@ -21,8 +25,12 @@ CONTEXT = 1024
 THREADS = 1
 
 
-@lab(id="C6.1", title="The roofline: ridge point, decode intensity, decode measured across batch sizes",
-     claims=("C6.1",), seed=(SEED_RIDGE, SEED_DECODE_AI, SEED_BATCH))
+@lab(
+    id="C6.1",
+    title="The roofline: ridge point, decode intensity, decode measured across batch sizes",
+    claims=("C6.1",),
+    seed=(SEED_RIDGE, SEED_DECODE_AI, SEED_BATCH),
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.perf.decode import measure_decode_throughput
     from expkit.perf.hardware import list_gpus
@@ -42,13 +50,23 @@ def run(ctx: LabContext) -> LabOutput:
 
     # measured roofs of this machine, then greedy decode of a small random Qwen2 across batch sizes
     # one thread for both: on a shared machine more threads than free cores can make steps many times slower
-    roofs = measure_roofs(device="cpu", gemm_n=1024 if ctx.quick else 2048, copy_bytes=(128 if ctx.quick else 256) * 1024**2,
-                          repeats=3 if ctx.quick else 5, threads=THREADS)
-    cpu = Roof(name="this CPU (measured)", peak_flop_s=roofs.peak_flop_s, bandwidth_bytes_s=roofs.bandwidth_bytes_s,
-               source="measured")
+    roofs = measure_roofs(
+        device="cpu",
+        gemm_n=1024 if ctx.quick else 2048,
+        copy_bytes=(128 if ctx.quick else 256) * 1024**2,
+        repeats=3 if ctx.quick else 5,
+        threads=THREADS,
+    )
+    cpu = Roof(
+        name="this CPU (measured)",
+        peak_flop_s=roofs.peak_flop_s,
+        bandwidth_bytes_s=roofs.bandwidth_bytes_s,
+        source="measured",
+    )
     batches = (1, 8, 64) if ctx.quick else (1, 2, 4, 8, 16, 32, 64)
-    points = measure_decode_throughput(batch_sizes=batches, new_tokens=4 if ctx.quick else 10, seed=ctx.seed,
-                                       threads=THREADS)
+    points = measure_decode_throughput(
+        batch_sizes=batches, new_tokens=4 if ctx.quick else 10, seed=ctx.seed, threads=THREADS
+    )
     p1, p64 = points[0], points[-1]
     speedup = p64.tokens_per_s / p1.tokens_per_s
     left_of_ridge = p1.intensity_flop_per_byte < cpu.ridge_flop_per_byte
@@ -56,59 +74,146 @@ def run(ctx: LabContext) -> LabOutput:
     b1_ceiling = cpu.attainable_flop_s(p1.intensity_flop_per_byte)
 
     fig, (ax1, ax2) = new_figure(2, width_in=6.4, height_in=4.6)
-    draw_roofline(ax1, [RoofLine(g.name, g.peak_flop_s, g.bandwidth_bytes_s) for g in gpus if g.name in
-                        ("H100 SXM", "A100 80GB SXM", "L4", "B200")],
-                  [RoofPoint(f"{MODEL} decode b={b}: weights", e.parts[0].intensity_flop_per_byte,
-                             e.parts[0].flops / e.parts[0].time_s, "o") for b, e in dec.items()]
-                  + [RoofPoint("decode: KV-cache attention (any batch)", kv_ai,
-                               dec[64].parts[1].flops / dec[64].parts[1].time_s, "x", "k")],
-                  title="Datasheet roofs (bf16 dense), decode placed on the H100")
-    draw_roofline(ax2, [RoofLine("this CPU, 1 thread, measured fp32", cpu.peak_flop_s, cpu.bandwidth_bytes_s)],
-                  [RoofPoint(f"b={p.batch}: {p.tokens_per_s:.0f} tok/s", p.intensity_flop_per_byte, p.achieved_flop_s)
-                   for p in points], title="Greedy decode measured here (small random Qwen2, fp32)")
+    draw_roofline(
+        ax1,
+        [
+            RoofLine(g.name, g.peak_flop_s, g.bandwidth_bytes_s)
+            for g in gpus
+            if g.name in ("H100 SXM", "A100 80GB SXM", "L4", "B200")
+        ],
+        [
+            RoofPoint(
+                f"{MODEL} decode b={b}: weights",
+                e.parts[0].intensity_flop_per_byte,
+                e.parts[0].flops / e.parts[0].time_s,
+                "o",
+            )
+            for b, e in dec.items()
+        ]
+        + [
+            RoofPoint(
+                "decode: KV-cache attention (any batch)",
+                kv_ai,
+                dec[64].parts[1].flops / dec[64].parts[1].time_s,
+                "x",
+                "k",
+            )
+        ],
+        title="Datasheet roofs (bf16 dense), decode placed on the H100",
+    )
+    draw_roofline(
+        ax2,
+        [RoofLine("this CPU, 1 thread, measured fp32", cpu.peak_flop_s, cpu.bandwidth_bytes_s)],
+        [
+            RoofPoint(f"b={p.batch}: {p.tokens_per_s:.0f} tok/s", p.intensity_flop_per_byte, p.achieved_flop_s)
+            for p in points
+        ],
+        title="Greedy decode measured here (small random Qwen2, fp32)",
+    )
     path = save_figure(fig, ctx.figure_path("c6_1_roofline.png"))
 
     ridge_rows = "; ".join(f"{g.name} {g.ridge_flop_per_byte:.0f}" for g in gpus)
     gpu_rows: tuple[Measurement, ...] = ()
     if ctx.device == "cuda":  # the GPU's own measured roofs (bf16 GEMM and copy), beside the datasheet
-        groofs = measure_roofs(device="cuda", gemm_n=4096 if ctx.quick else 8192,
-                               copy_bytes=(512 if ctx.quick else 2048) * 1024**2, repeats=5 if ctx.quick else 10)
+        groofs = measure_roofs(
+            device="cuda",
+            gemm_n=4096 if ctx.quick else 8192,
+            copy_bytes=(512 if ctx.quick else 2048) * 1024**2,
+            repeats=5 if ctx.quick else 10,
+        )
         gpu_rows = (
-            Measurement("gpu_peak", "this GPU: bf16 GEMM peak (measured)", groofs.peak_flop_s / 1e12, "TFLOP/s",
-                        detail=f"torch.matmul n={groofs.gemm.n}, best of {groofs.gemm.repeats}"),
-            Measurement("gpu_bandwidth", "this GPU: copy bandwidth (measured)", groofs.bandwidth_bytes_s / 1e9, "GB/s",
-                        detail=f"{groofs.copy.method} of {groofs.copy.size_bytes // 1024**2} MiB, read + write"),
-            Measurement("gpu_ridge", "this GPU: ridge (measured bf16 peak / measured bandwidth)",
-                        groofs.peak_flop_s / groofs.bandwidth_bytes_s, "FLOP/byte",
-                        detail="a measured ridge; the seed's 295 is the H100's datasheet ridge"),
+            Measurement(
+                "gpu_peak",
+                "this GPU: bf16 GEMM peak (measured)",
+                groofs.peak_flop_s / 1e12,
+                "TFLOP/s",
+                detail=f"torch.matmul n={groofs.gemm.n}, best of {groofs.gemm.repeats}",
+            ),
+            Measurement(
+                "gpu_bandwidth",
+                "this GPU: copy bandwidth (measured)",
+                groofs.bandwidth_bytes_s / 1e9,
+                "GB/s",
+                detail=f"{groofs.copy.method} of {groofs.copy.size_bytes // 1024**2} MiB, read + write",
+            ),
+            Measurement(
+                "gpu_ridge",
+                "this GPU: ridge (measured bf16 peak / measured bandwidth)",
+                groofs.peak_flop_s / groofs.bandwidth_bytes_s,
+                "FLOP/byte",
+                detail="a measured ridge; the seed's 295 is the H100's datasheet ridge",
+            ),
         )
     measurements = (
-        judged("ridge_h100", "H100 SXM ridge = 989.5 TFLOP/s / 3.35 TB/s (datasheet)", h100.ridge_flop_per_byte,
-               "FLOP/byte", rule=RIDGE_RULE, seed=SEED_RIDGE,
-               detail=f"arithmetic on the registry's datasheet figures (the seed's own definition); all GPUs: "
-                      f"{ridge_rows}"),
-        judged("decode_intensity_b1", f"{MODEL} decode weight matmuls, batch 1, bf16", ai1, "FLOP/byte",
-               rule=DECODE_AI_RULE, seed=SEED_DECODE_AI,
-               detail=f"2 FLOP per 2-byte weight; the KV-cache part is {kv_ai:.1f} FLOP/byte at any batch"),
-        Measurement("decode_intensity_b64", f"{MODEL} decode weight matmuls, batch 64, bf16", ai64, "FLOP/byte",
-                    detail=f"still left of the H100 ridge; decode turns compute-bound at batch "
-                           f"{dec[1].critical_batch:.0f} (weights alone: {h100.ridge_flop_per_byte / ai1:.0f})"),
-        Measurement("cpu_peak", "this CPU: GEMM peak (fp32, measured)", roofs.peak_flop_s / 1e9, "GFLOP/s",
-                    detail=f"torch.matmul n={roofs.gemm.n}, best of {roofs.gemm.repeats}, {roofs.threads} threads"),
-        Measurement("cpu_bandwidth", "this CPU: copy bandwidth (measured)", roofs.bandwidth_bytes_s / 1e9, "GB/s",
-                    detail=f"{roofs.copy.method} of {roofs.copy.size_bytes // 1024**2} MiB (the faster of torch copy_ "
-                           "and libc memcpy), read + write counted"),
+        judged(
+            "ridge_h100",
+            "H100 SXM ridge = 989.5 TFLOP/s / 3.35 TB/s (datasheet)",
+            h100.ridge_flop_per_byte,
+            "FLOP/byte",
+            rule=RIDGE_RULE,
+            seed=SEED_RIDGE,
+            detail=f"arithmetic on the registry's datasheet figures (the seed's own definition); all GPUs: "
+            f"{ridge_rows}",
+        ),
+        judged(
+            "decode_intensity_b1",
+            f"{MODEL} decode weight matmuls, batch 1, bf16",
+            ai1,
+            "FLOP/byte",
+            rule=DECODE_AI_RULE,
+            seed=SEED_DECODE_AI,
+            detail=f"2 FLOP per 2-byte weight; the KV-cache part is {kv_ai:.1f} FLOP/byte at any batch",
+        ),
+        Measurement(
+            "decode_intensity_b64",
+            f"{MODEL} decode weight matmuls, batch 64, bf16",
+            ai64,
+            "FLOP/byte",
+            detail=f"still left of the H100 ridge; decode turns compute-bound at batch "
+            f"{dec[1].critical_batch:.0f} (weights alone: {h100.ridge_flop_per_byte / ai1:.0f})",
+        ),
+        Measurement(
+            "cpu_peak",
+            "this CPU: GEMM peak (fp32, measured)",
+            roofs.peak_flop_s / 1e9,
+            "GFLOP/s",
+            detail=f"torch.matmul n={roofs.gemm.n}, best of {roofs.gemm.repeats}, {roofs.threads} threads",
+        ),
+        Measurement(
+            "cpu_bandwidth",
+            "this CPU: copy bandwidth (measured)",
+            roofs.bandwidth_bytes_s / 1e9,
+            "GB/s",
+            detail=f"{roofs.copy.method} of {roofs.copy.size_bytes // 1024**2} MiB (the faster of torch copy_ "
+            "and libc memcpy), read + write counted",
+        ),
         Measurement("cpu_ridge", "this CPU: ridge (measured)", cpu.ridge_flop_per_byte, "FLOP/byte"),
-        Measurement("decode_tps_b1", "decode tokens/s here, batch 1", p1.tokens_per_s, "tokens/s",
-                    detail=f"intensity {p1.intensity_flop_per_byte:.2f} FLOP/byte (fp32 weights), "
-                           f"{p1.achieved_flop_s / 1e9:.2f} GFLOP/s achieved vs {b1_ceiling / 1e9:.2f} the "
-                           "bandwidth roof allows"),
-        judged("decode_memory_bound", "batch-1 decode left of this CPU's measured ridge", left_of_ridge, "",
-               rule=MEMORY_BOUND, detail=f"intensity {p1.intensity_flop_per_byte:.2f} vs ridge "
-                                         f"{cpu.ridge_flop_per_byte:.1f} FLOP/byte"),
-        judged("decode_speedup_b64", f"decode tokens/s, batch {p64.batch} / batch 1 (measured here)", speedup, "x",
-               rule=FASTER_RULE, seed=SEED_BATCH,
-               detail=", ".join(f"b={p.batch}: {p.tokens_per_s:.0f}" for p in points) + " tokens/s"),
+        Measurement(
+            "decode_tps_b1",
+            "decode tokens/s here, batch 1",
+            p1.tokens_per_s,
+            "tokens/s",
+            detail=f"intensity {p1.intensity_flop_per_byte:.2f} FLOP/byte (fp32 weights), "
+            f"{p1.achieved_flop_s / 1e9:.2f} GFLOP/s achieved vs {b1_ceiling / 1e9:.2f} the "
+            "bandwidth roof allows",
+        ),
+        judged(
+            "decode_memory_bound",
+            "batch-1 decode left of this CPU's measured ridge",
+            left_of_ridge,
+            "",
+            rule=MEMORY_BOUND,
+            detail=f"intensity {p1.intensity_flop_per_byte:.2f} vs ridge {cpu.ridge_flop_per_byte:.1f} FLOP/byte",
+        ),
+        judged(
+            "decode_speedup_b64",
+            f"decode tokens/s, batch {p64.batch} / batch 1 (measured here)",
+            speedup,
+            "x",
+            rule=FASTER_RULE,
+            seed=SEED_BATCH,
+            detail=", ".join(f"b={p.batch}: {p.tokens_per_s:.0f}" for p in points) + " tokens/s",
+        ),
         *gpu_rows,
     )
     explanation = (
@@ -127,8 +232,11 @@ def run(ctx: LabContext) -> LabOutput:
         f"decoding of a small random Qwen2 (fp32, weights larger than the last-level cache) gives "
         f"{p1.tokens_per_s:.0f} tokens/s at batch 1 and {p64.tokens_per_s:.0f} at batch {p64.batch} "
         f"({speedup:.1f}x): "
-        + ("the larger batch is faster per token, as the seed says. " if speedup > 1 else
-           "the larger batch was NOT faster per token here. ")
+        + (
+            "the larger batch is faster per token, as the seed says. "
+            if speedup > 1
+            else "the larger batch was NOT faster per token here. "
+        )
         + "Batch-1 points also sit below "
         "their bandwidth roof because each step pays fixed Python and dispatch costs; the 2 cores are shared, so "
         "absolute figures vary between runs while the ordering holds. Roofs and decode both use one thread, so "

@@ -6,10 +6,20 @@ from __future__ import annotations
 from expkit.labs.base import AtLeast, AtMost, Cause, LabContext, LabOutput, Measurement, SeedFigure, judged
 from expkit.labs.registry import lab
 
-SEED_DECODE = SeedFigure("int8_decode_speedup", "weight-only quantization speeds decode up", None, "",
-                         "quantization helps inference: decode sits left of the ridge")
-SEED_TRAIN = SeedFigure("int8_train_speedup", "weight-only quantization hardly speeds training", None, "",
-                        "quantization hardly helps training: training sits right of the ridge")
+SEED_DECODE = SeedFigure(
+    "int8_decode_speedup",
+    "weight-only quantization speeds decode up",
+    None,
+    "",
+    "quantization helps inference: decode sits left of the ridge",
+)
+SEED_TRAIN = SeedFigure(
+    "int8_train_speedup",
+    "weight-only quantization hardly speeds training",
+    None,
+    "",
+    "quantization hardly helps training: training sits right of the ridge",
+)
 MODEL = "qwen2.5-7b"
 GPU = "H100"
 
@@ -51,8 +61,12 @@ def probe_int8_weight_only(seed: int, *, n: int = 4096, tokens: int = 1, reps: i
     return t32, t8, err
 
 
-@lab(id="C6.2", title="Weight-only quantization on the roofline: decode vs training", claims=("C6.2",),
-     seed=(SEED_DECODE, SEED_TRAIN))
+@lab(
+    id="C6.2",
+    title="Weight-only quantization on the roofline: decode vs training",
+    claims=("C6.2",),
+    seed=(SEED_DECODE, SEED_TRAIN),
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.perf.roofline import estimate_roofline, load_model_shape, roof_for_gpu
     from expkit.render.figures import new_figure, save_figure
@@ -61,12 +75,16 @@ def run(ctx: LabContext) -> LabOutput:
     shape = load_model_shape(MODEL)
     roof = roof_for_gpu(GPU)
     bits = (16, 8, 4)
-    dec = {b: estimate_roofline(model=shape, roof=roof, phase="decode", batch=1, context=1024, weight_bits=b)
-           for b in bits}
-    dec64 = {b: estimate_roofline(model=shape, roof=roof, phase="decode", batch=64, context=1024, weight_bits=b)
-             for b in bits}
-    train = {b: estimate_roofline(model=shape, roof=roof, phase="train", batch=4, context=2048, weight_bits=b)
-             for b in bits}
+    dec = {
+        b: estimate_roofline(model=shape, roof=roof, phase="decode", batch=1, context=1024, weight_bits=b) for b in bits
+    }
+    dec64 = {
+        b: estimate_roofline(model=shape, roof=roof, phase="decode", batch=64, context=1024, weight_bits=b)
+        for b in bits
+    }
+    train = {
+        b: estimate_roofline(model=shape, roof=roof, phase="train", batch=4, context=2048, weight_bits=b) for b in bits
+    }
     dec_speedup = dec[4].tokens_per_s / dec[16].tokens_per_s
     dec64_speedup = dec64[4].tokens_per_s / dec64[16].tokens_per_s
     train_speedup = train[4].tokens_per_s / train[16].tokens_per_s
@@ -77,46 +95,99 @@ def run(ctx: LabContext) -> LabOutput:
     dec_meas, train_meas = t32 / t8, tt32 / tt8
     # the bytes each kernel streamed per second: the int8 GEMV reads a quarter of the fp32 bytes
     rate_ratio = (4096 * 4096 / t8) / (4 * 4096 * 4096 / t32)
-    dec_cause = (Cause("int8 GEMV weight-read rate / fp32 GEMV weight-read rate (measured)", rate_ratio,
-                       f"the int8 kernel streams its 4x fewer bytes {1 / rate_ratio:.1f}x slower than the fp32 GEMV "
-                       "streams its own: on this CPU the dequantizing kernel, not memory, limits decode, so the "
-                       "bytes saved are not time saved (a fused GPU kernel keeps up with memory)", unit="x")
-                 if rate_ratio < 0.25 else None)  # only when the kernel is slower per byte than the bytes saved
+    dec_cause = (
+        Cause(
+            "int8 GEMV weight-read rate / fp32 GEMV weight-read rate (measured)",
+            rate_ratio,
+            f"the int8 kernel streams its 4x fewer bytes {1 / rate_ratio:.1f}x slower than the fp32 GEMV "
+            "streams its own: on this CPU the dequantizing kernel, not memory, limits decode, so the "
+            "bytes saved are not time saved (a fused GPU kernel keeps up with memory)",
+            unit="x",
+        )
+        if rate_ratio < 0.25
+        else None
+    )  # only when the kernel is slower per byte than the bytes saved
 
     fig, (ax,) = new_figure(1, width_in=7.5, height_in=5)
     pts = []
     for b, marker in zip(bits, ("o", "s", "^")):
         w = dec[b].parts[0]
-        pts.append(RoofPoint(f"decode b=1, {b}-bit weights ({dec[b].tokens_per_s:.0f} tok/s)",
-                             w.intensity_flop_per_byte, w.flops / w.time_s, marker, "C1"))
+        pts.append(
+            RoofPoint(
+                f"decode b=1, {b}-bit weights ({dec[b].tokens_per_s:.0f} tok/s)",
+                w.intensity_flop_per_byte,
+                w.flops / w.time_s,
+                marker,
+                "C1",
+            )
+        )
         t = train[b].parts[0]
-        pts.append(RoofPoint(f"train 4x2048, {b}-bit weights ({train[b].tokens_per_s:,.0f} tok/s)",
-                             t.intensity_flop_per_byte, t.flops / t.time_s, marker, "C2"))
-    draw_roofline(ax, [RoofLine(f"{roof.name} bf16 dense", roof.peak_flop_s, roof.bandwidth_bytes_s)], pts,
-                  title=f"{MODEL}: weight matmuls with 16/8/4-bit weights (roofline model)")
+        pts.append(
+            RoofPoint(
+                f"train 4x2048, {b}-bit weights ({train[b].tokens_per_s:,.0f} tok/s)",
+                t.intensity_flop_per_byte,
+                t.flops / t.time_s,
+                marker,
+                "C2",
+            )
+        )
+    draw_roofline(
+        ax,
+        [RoofLine(f"{roof.name} bf16 dense", roof.peak_flop_s, roof.bandwidth_bytes_s)],
+        pts,
+        title=f"{MODEL}: weight matmuls with 16/8/4-bit weights (roofline model)",
+    )
     path = save_figure(fig, ctx.figure_path("c6_2_quantization.png"))
 
     measurements = (
-        judged("int8_decode_speedup", "decode GEMV (1 token, 4096 x 4096): fp32 time / int8 weight-only time, "
-               "measured here", dec_meas, "x", rule=DECODE_RULE, seed=SEED_DECODE, cause=dec_cause,
-               detail=f"fp32 {t32 * 1e3:.2f} ms, int8 {t8 * 1e3:.2f} ms, 1 thread, best of {4 if ctx.quick else 10}; "
-                      f"max relative error {err:.3g}"),
-        judged("int8_train_speedup", f"training-like GEMM ({train_tokens} tokens, 2048 x 2048): fp32 time / int8 "
-               "weight-only time, measured here", train_meas, "x", rule=TRAIN_RULE, seed=SEED_TRAIN,
-               detail=f"fp32 {tt32 * 1e3:.1f} ms, int8 {tt8 * 1e3:.1f} ms, 1 thread; max relative error {terr:.3g}. "
-                      "'Hardly helps' holds trivially when the int8 kernel is slower at every size; the contrast the "
-                      f"seed draws shows as decode losing less than training ({dec_meas:.3g}x vs {train_meas:.3g}x)"),
-        Measurement("quant_decode_vs_train", f"{MODEL} on {roof.name}: 4-bit / 16-bit best-case speed, decode b=1 "
-                    "(roofline model)", dec_speedup, "x",
-                    detail=f"training step (4 x 2048 tokens): {train_speedup:.3f}x; decode b=64: {dec64_speedup:.2f}x; "
-                           "arithmetic from datasheet roofs, which cannot come out otherwise: not a verdict"),
-        *(Measurement(f"decode_ai_{b}bit", f"decode b=1 weight-matmul intensity, {b}-bit weights",
-                      dec[b].parts[0].intensity_flop_per_byte, "FLOP/byte",
-                      detail=f"best case {dec[b].tokens_per_s:.0f} tokens/s; ridge {roof.ridge_flop_per_byte:.0f}")
-          for b in bits),
-        Measurement("train_ai_16bit", "training weight-matmul intensity, 16-bit weights",
-                    train[16].parts[0].intensity_flop_per_byte, "FLOP/byte",
-                    detail=f"{train[16].bound}-bound; 4-bit changes the step time by {100 * (1 / train_speedup - 1):+.1f}%"),
+        judged(
+            "int8_decode_speedup",
+            "decode GEMV (1 token, 4096 x 4096): fp32 time / int8 weight-only time, measured here",
+            dec_meas,
+            "x",
+            rule=DECODE_RULE,
+            seed=SEED_DECODE,
+            cause=dec_cause,
+            detail=f"fp32 {t32 * 1e3:.2f} ms, int8 {t8 * 1e3:.2f} ms, 1 thread, best of {4 if ctx.quick else 10}; "
+            f"max relative error {err:.3g}",
+        ),
+        judged(
+            "int8_train_speedup",
+            f"training-like GEMM ({train_tokens} tokens, 2048 x 2048): fp32 time / int8 "
+            "weight-only time, measured here",
+            train_meas,
+            "x",
+            rule=TRAIN_RULE,
+            seed=SEED_TRAIN,
+            detail=f"fp32 {tt32 * 1e3:.1f} ms, int8 {tt8 * 1e3:.1f} ms, 1 thread; max relative error {terr:.3g}. "
+            "'Hardly helps' holds trivially when the int8 kernel is slower at every size; the contrast the "
+            f"seed draws shows as decode losing less than training ({dec_meas:.3g}x vs {train_meas:.3g}x)",
+        ),
+        Measurement(
+            "quant_decode_vs_train",
+            f"{MODEL} on {roof.name}: 4-bit / 16-bit best-case speed, decode b=1 (roofline model)",
+            dec_speedup,
+            "x",
+            detail=f"training step (4 x 2048 tokens): {train_speedup:.3f}x; decode b=64: {dec64_speedup:.2f}x; "
+            "arithmetic from datasheet roofs, which cannot come out otherwise: not a verdict",
+        ),
+        *(
+            Measurement(
+                f"decode_ai_{b}bit",
+                f"decode b=1 weight-matmul intensity, {b}-bit weights",
+                dec[b].parts[0].intensity_flop_per_byte,
+                "FLOP/byte",
+                detail=f"best case {dec[b].tokens_per_s:.0f} tokens/s; ridge {roof.ridge_flop_per_byte:.0f}",
+            )
+            for b in bits
+        ),
+        Measurement(
+            "train_ai_16bit",
+            "training weight-matmul intensity, 16-bit weights",
+            train[16].parts[0].intensity_flop_per_byte,
+            "FLOP/byte",
+            detail=f"{train[16].bound}-bound; 4-bit changes the step time by {100 * (1 / train_speedup - 1):+.1f}%",
+        ),
     )
     explanation = (
         f"Weight-only quantization shrinks the bytes each weight costs (2 -> 1 -> 0.5) but not the FLOPs. In decode "
@@ -132,9 +203,12 @@ def run(ctx: LabContext) -> LabOutput:
         f"(torch._weight_int8pack_mm) took {t8 / t32:.2f}x the time of the fp32 GEMV on this CPU, and a "
         f"{train_tokens}-token GEMM {tt8 / tt32:.2f}x. Fewer bytes pay off only when the dequantizing kernel keeps up "
         "with memory; "
-        + (f"this CPU kernel does not (int8 is {t8 / t32:.2f}x the fp32 time, not the 0.25x of a quarter of the "
-           "bytes), which is why quantized decode needs a fused kernel (Marlin, gpt-fast int4, llama.cpp) to show "
-           "the roofline's gain." if t8 / t32 > 0.5 else
-           f"this CPU kernel comes close ({t8 / t32:.2f}x the fp32 time for a quarter of the bytes).")
+        + (
+            f"this CPU kernel does not (int8 is {t8 / t32:.2f}x the fp32 time, not the 0.25x of a quarter of the "
+            "bytes), which is why quantized decode needs a fused kernel (Marlin, gpt-fast int4, llama.cpp) to show "
+            "the roofline's gain."
+            if t8 / t32 > 0.5
+            else f"this CPU kernel comes close ({t8 / t32:.2f}x the fp32 time for a quarter of the bytes)."
+        )
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))

@@ -9,8 +9,13 @@ from typing import Any
 from expkit.labs.base import AtLeast, KOfN, LabContext, LabOutput, Measurement, SeedFigure, judged
 from expkit.labs.registry import lab
 
-SEED_BLOCKS = SeedFigure("four_block_share", "ledger total in the four blocks", None, "",
-                         "GPU memory is four blocks: weights, gradients, optimizer state, activations")
+SEED_BLOCKS = SeedFigure(
+    "four_block_share",
+    "ledger total in the four blocks",
+    None,
+    "",
+    "GPU memory is four blocks: weights, gradients, optimizer state, activations",
+)
 BLOCKS = ("weights", "gradients", "optimizer state", "activations")
 GIB = 2**30
 SEQ = 2048
@@ -73,13 +78,17 @@ def measure_blocks(seed: int) -> list[tuple[str, str, int, int, bool]]:
         measured = {
             "weights": nbytes(model.parameters()),
             "gradients": nbytes(p.grad for p in model.parameters() if p.grad is not None),
-            "optimizer state": nbytes(v for st in opt.state.values() for v in st.values()
-                                      if torch.is_tensor(v) and v.dim() > 0),  # m and v, not the step counters
+            "optimizer state": nbytes(
+                v for st in opt.state.values() for v in st.values() if torch.is_tensor(v) and v.dim() > 0
+            ),  # m and v, not the step counters
             "activations": acts,
         }
-        ledger = {"weights": led.bytes_of("fp32 master weights"), "gradients": led.bytes_of("gradients"),
-                  "optimizer state": led.bytes_of("Adam m", "Adam v"),
-                  "activations": led.bytes_of("activations", "logits / loss")}
+        ledger = {
+            "weights": led.bytes_of("fp32 master weights"),
+            "gradients": led.bytes_of("gradients"),
+            "optimizer state": led.bytes_of("Adam m", "Adam v"),
+            "activations": led.bytes_of("activations", "logits / loss"),
+        }
         for block in BLOCKS:
             ok = abs(ledger[block] - measured[block]) <= BLOCK_TOL * measured[block]
             rows.append((case.name, block, measured[block], ledger[block], ok))
@@ -108,14 +117,23 @@ def run(ctx: LabContext) -> LabOutput:
             width = 100 * blocks[name] / led.per_gpu_bytes
             ax.barh(i, width, left=left, color=colors[name], label=name if i == 0 else None)
             if width >= 6:
-                ax.text(left + width / 2, i, f"{blocks[name] / GIB:.1f}", ha="center", va="center", fontsize=7,
-                        color="white")
+                ax.text(
+                    left + width / 2,
+                    i,
+                    f"{blocks[name] / GIB:.1f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white",
+                )
             left += width
         ax.text(101, i, f"{led.per_gpu_bytes / GIB:.1f} GiB", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows[::-1]])
     ax.set_xlim(0, 115)
-    ax.set(xlabel=f"% of the ledger (numbers in bars: GiB per GPU; bf16-mixed, AdamW, batch 1 x {SEQ} tokens)",
-           title="The four blocks of training memory (expkit memory ledger)")
+    ax.set(
+        xlabel=f"% of the ledger (numbers in bars: GiB per GPU; bf16-mixed, AdamW, batch 1 x {SEQ} tokens)",
+        title="The four blocks of training memory (expkit memory ledger)",
+    )
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=5)
     path = save_figure(fig, ctx.figure_path("c6_3_memory_blocks.png"))
 
@@ -125,22 +143,42 @@ def run(ctx: LabContext) -> LabOutput:
     checks = measure_blocks(seed=ctx.seed)
     hits = sum(ok for *_, ok in checks)
     measurements = [
-        judged("four_block_share", "lowest share of the ledger in the four blocks over the set-ups", 100 * all_four,
-               "%", rule=SHARE_RULE, seed=SEED_BLOCKS,
-               detail=f"{label0}: {100 * four:.1f}%; the rest is the CUDA context and allocator slack ('other'); "
-                      "step temporaries counted in the block of their phase"),
-        judged("blocks_measured", "blocks of a measured fp32 AdamW step within +-10% of the ledger's", hits,
-               "blocks", rule=KOfN(len(checks), len(checks), source="every block of every small model; +-10% is "
-                                                                  "the ledger's tolerance (lab C4.2v)"),
-               detail="; ".join(f"{case} {block}: measured {meas:,} B, ledger {pred:,} B"
-                                for case, block, meas, pred, _ in checks)),
+        judged(
+            "four_block_share",
+            "lowest share of the ledger in the four blocks over the set-ups",
+            100 * all_four,
+            "%",
+            rule=SHARE_RULE,
+            seed=SEED_BLOCKS,
+            detail=f"{label0}: {100 * four:.1f}%; the rest is the CUDA context and allocator slack ('other'); "
+            "step temporaries counted in the block of their phase",
+        ),
+        judged(
+            "blocks_measured",
+            "blocks of a measured fp32 AdamW step within +-10% of the ledger's",
+            hits,
+            "blocks",
+            rule=KOfN(
+                len(checks),
+                len(checks),
+                source="every block of every small model; +-10% is the ledger's tolerance (lab C4.2v)",
+            ),
+            detail="; ".join(
+                f"{case} {block}: measured {meas:,} B, ledger {pred:,} B" for case, block, meas, pred, _ in checks
+            ),
+        ),
     ]
     for label, led, blocks in rows:
-        measurements.append(Measurement(
-            f"blocks_{label.replace(' ', '_').replace('=', '').replace('+', 'plus')}", f"{label}: blocks (GiB)",
-            ", ".join(f"{b} {blocks[b] / GIB:.2f}" for b in BLOCKS), "",
-            detail=f"sum {led.per_gpu_bytes / GIB:.2f} GiB, predicted peak {led.peak_bytes / GIB:.2f} GiB "
-                   f"({led.peak_phase}); other {blocks['other'] / GIB:.2f} GiB"))
+        measurements.append(
+            Measurement(
+                f"blocks_{label.replace(' ', '_').replace('=', '').replace('+', 'plus')}",
+                f"{label}: blocks (GiB)",
+                ", ".join(f"{b} {blocks[b] / GIB:.2f}" for b in BLOCKS),
+                "",
+                detail=f"sum {led.per_gpu_bytes / GIB:.2f} GiB, predicted peak {led.peak_bytes / GIB:.2f} GiB "
+                f"({led.peak_phase}); other {blocks['other'] / GIB:.2f} GiB",
+            )
+        )
     lines0 = "; ".join(f"{line.name} -> {block_of(line.name, led0.peak_phase)}" for line in led0.lines)
     explanation = (
         "The memory ledger (expkit mem) names every line of a training step; each line belongs to one of the seed's "

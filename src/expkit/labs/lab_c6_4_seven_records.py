@@ -16,14 +16,31 @@ if TYPE_CHECKING:
     from expkit.runs.execute import ExecResult
     from expkit.runs.repro import ReproReport
 
-SEED_SEVEN = SeedFigure("seven_records", "records a run keeps by default", 7, "records",
-                        "code version, data version, config, environment, seed, hardware, logs and checkpoints")
-SEED_REPRO = SeedFigure("repro_exact", "a run can be reproduced three months later", None, "",
-                        "seven records make a run reproducible three months later")
-SEED_DIFF = SeedFigure("diff_explains", "a changed run can be explained from the records", None, "",
-                       "seven records make a run explainable: code, data, config, environment, seed, hardware, logs")
-REPRO = Shown("a run rebuilt from its records alone (commit + uncommitted patch in a fresh worktree, recorded seed) "
-              "after the project moved on reruns to bitwise-equal final metrics, and a changed data file is named")
+SEED_SEVEN = SeedFigure(
+    "seven_records",
+    "records a run keeps by default",
+    7,
+    "records",
+    "code version, data version, config, environment, seed, hardware, logs and checkpoints",
+)
+SEED_REPRO = SeedFigure(
+    "repro_exact",
+    "a run can be reproduced three months later",
+    None,
+    "",
+    "seven records make a run reproducible three months later",
+)
+SEED_DIFF = SeedFigure(
+    "diff_explains",
+    "a changed run can be explained from the records",
+    None,
+    "",
+    "seven records make a run explainable: code, data, config, environment, seed, hardware, logs",
+)
+REPRO = Shown(
+    "a run rebuilt from its records alone (commit + uncommitted patch in a fresh worktree, recorded seed) "
+    "after the project moved on reruns to bitwise-equal final metrics, and a changed data file is named"
+)
 DIFF = Shown("diff names the changed config value, package version and uncommitted code patch")
 
 # a training script with no expkit in it: the seed comes from EXPKIT_SEED, metrics are JSON lines on stdout
@@ -56,8 +73,15 @@ def _reproduce_after_three_months(root: Path, seed: int) -> tuple[ExecResult, Re
     _git(repo, "commit", "-qm", "project")
     (repo / "train.py").write_text(_REPRO_SCRIPT.format(lr=0.02))  # uncommitted: only the patch record has it
     quiet = lambda stream, line: None  # noqa: E731 - the lab does not echo the script's output
-    orig = execute(["python", "train.py"], store=store, name="original", seed=seed, cwd=repo,
-                   data=[str(repo / "data.txt")], on_output=quiet)
+    orig = execute(
+        ["python", "train.py"],
+        store=store,
+        name="original",
+        seed=seed,
+        cwd=repo,
+        data=[str(repo / "data.txt")],
+        on_output=quiet,
+    )
     # three months later: the project moved on; the script as it ran no longer exists in the tree
     (repo / "train.py").unlink()
     (repo / "NOTES.md").write_text("rewrote everything\n")
@@ -68,14 +92,16 @@ def _reproduce_after_three_months(root: Path, seed: int) -> tuple[ExecResult, Re
     rep_changed = reproduce(orig.run_id, store=store, on_output=quiet)
     return orig, rep, rep_changed
 
+
 _TRAIN = "lr = {lr}\n# the training script of the lab's project\n"
 
 
 def _git(cwd, *args: str) -> None:
     import subprocess
 
-    subprocess.run(["git", "-c", "user.email=lab@expkit", "-c", "user.name=lab", *args], cwd=cwd, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.email=lab@expkit", "-c", "user.name=lab", *args], cwd=cwd, check=True, capture_output=True
+    )
 
 
 def _fake_dist(site, version: str) -> None:
@@ -132,8 +158,9 @@ def _mlflow_default_records(repo, uri: str) -> dict[str, bool] | str:
         from mlflow import MlflowClient
     except ImportError:
         return "mlflow is not installed"
-    res = subprocess.run([sys.executable, "mlflow_train.py", uri], cwd=repo, capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run(
+        [sys.executable, "mlflow_train.py", uri], cwd=repo, capture_output=True, text=True, timeout=300
+    )
     if res.returncode != 0:
         return f"the MLflow script failed: {res.stderr.strip().splitlines()[-1:]}"
     client = MlflowClient(tracking_uri=uri)
@@ -182,15 +209,27 @@ def run(ctx: LabContext) -> LabOutput:
         sys.path.insert(0, str(site))
         try:
             t0 = time.perf_counter()
-            with start(config={"lr": 0.1, "steps": steps, "batch_size": 64}, data=[repo / "data.txt"], seed=ctx.seed,
-                       store=store, name="before", code_dir=repo) as run_a:
+            with start(
+                config={"lr": 0.1, "steps": steps, "batch_size": 64},
+                data=[repo / "data.txt"],
+                seed=ctx.seed,
+                store=store,
+                name="before",
+                code_dir=repo,
+            ) as run_a:
                 start_s = time.perf_counter() - t0
                 _train(run_a, lr=0.1, steps=steps, seed=ctx.seed)
             # three changes: a config value, a package version, an uncommitted edit
             _fake_dist(site, "1.1")
             (repo / "train.py").write_text(_TRAIN.format(lr=0.2) + "# tuned after the run\n")
-            with start(config={"lr": 0.2, "steps": steps, "batch_size": 64}, data=[repo / "data.txt"], seed=ctx.seed,
-                       store=store, name="after", code_dir=repo) as run_b:
+            with start(
+                config={"lr": 0.2, "steps": steps, "batch_size": 64},
+                data=[repo / "data.txt"],
+                seed=ctx.seed,
+                store=store,
+                name="after",
+                code_dir=repo,
+            ) as run_b:
                 _train(run_b, lr=0.2, steps=steps, seed=ctx.seed)
         finally:
             sys.path.remove(str(site))
@@ -211,38 +250,80 @@ def run(ctx: LabContext) -> LabOutput:
     r_code = rank("code", "uncommitted patch (sha256)")
     caught = all(r is not None for r in (r_cfg, r_pkg, r_code))
     loss = next((m for m in d.metrics if m.name == "loss"), None)
-    restored = (orig.status == "finished" and rep.verdict == "exact" and not rep.data_mismatches
-                and rep.patch_applied and bool(rep_changed.data_mismatches))
+    restored = (
+        orig.status == "finished"
+        and rep.verdict == "exact"
+        and not rep.data_mismatches
+        and rep.patch_applied
+        and bool(rep_changed.data_mismatches)
+    )
     measurements = [
-        judged("seven_records", "records present in a default run", n_present, "records", rule=KOfN(7, 7),
-               seed=SEED_SEVEN, detail="; ".join(f"{p.record}: {'ok' if p.present else 'MISSING'}" for p in present)),
-        judged("repro_exact", "run restored from its records in a fresh worktree, rerun: bitwise-equal metrics",
-               restored, "", rule=REPRO, seed=SEED_REPRO,
-               detail=f"original {orig.run_id} ({orig.status}); repro verdict {rep.verdict} ({rep.note}); patch "
-                      f"applied {rep.patch_applied}; final metrics then/now "
-                      + ", ".join(f"{k} {a!r}/{b!r}" for k, (a, b) in rep.metrics.items())
-                      + f"; after changing data.txt: {rep_changed.verdict}, data changed: "
-                      + ("; ".join(rep_changed.data_mismatches) or "none named")),
-        *(Measurement(f"record_{p.record}", f"{p.record} record", p.summary if p.present else "missing", "")
-          for p in present),
-        Measurement("capture_s", "start(): capture the seven records and seed", rec_a["capture_s"], "s",
-                    detail=f"start() returned after {start_s:.3f} s (the issue's bound: 0.5 s)"),
-        judged("diff_catches_three", "diff names the config value, the package version and the code patch",
-               caught, "", rule=DIFF, seed=SEED_DIFF,
-               detail=f"ranks: config lr #{r_cfg}, package #{r_pkg}, uncommitted patch #{r_code} of {len(keys)} "
-                      "differences"),
-        Measurement("loss_delta", "final loss after - before", loss.delta if loss else None, "",
-                    detail=f"{loss.a:.4g} -> {loss.b:.4g}" if loss and loss.a is not None else ""),
+        judged(
+            "seven_records",
+            "records present in a default run",
+            n_present,
+            "records",
+            rule=KOfN(7, 7),
+            seed=SEED_SEVEN,
+            detail="; ".join(f"{p.record}: {'ok' if p.present else 'MISSING'}" for p in present),
+        ),
+        judged(
+            "repro_exact",
+            "run restored from its records in a fresh worktree, rerun: bitwise-equal metrics",
+            restored,
+            "",
+            rule=REPRO,
+            seed=SEED_REPRO,
+            detail=f"original {orig.run_id} ({orig.status}); repro verdict {rep.verdict} ({rep.note}); patch "
+            f"applied {rep.patch_applied}; final metrics then/now "
+            + ", ".join(f"{k} {a!r}/{b!r}" for k, (a, b) in rep.metrics.items())
+            + f"; after changing data.txt: {rep_changed.verdict}, data changed: "
+            + ("; ".join(rep_changed.data_mismatches) or "none named"),
+        ),
+        *(
+            Measurement(f"record_{p.record}", f"{p.record} record", p.summary if p.present else "missing", "")
+            for p in present
+        ),
+        Measurement(
+            "capture_s",
+            "start(): capture the seven records and seed",
+            rec_a["capture_s"],
+            "s",
+            detail=f"start() returned after {start_s:.3f} s (the issue's bound: 0.5 s)",
+        ),
+        judged(
+            "diff_catches_three",
+            "diff names the config value, the package version and the code patch",
+            caught,
+            "",
+            rule=DIFF,
+            seed=SEED_DIFF,
+            detail=f"ranks: config lr #{r_cfg}, package #{r_pkg}, uncommitted patch #{r_code} of {len(keys)} "
+            "differences",
+        ),
+        Measurement(
+            "loss_delta",
+            "final loss after - before",
+            loss.delta if loss else None,
+            "",
+            detail=f"{loss.a:.4g} -> {loss.b:.4g}" if loss and loss.a is not None else "",
+        ),
     ]
     if isinstance(mlflow_kept, dict):
         kept = [k for k, v in mlflow_kept.items() if v]
-        measurements.append(Measurement(
-            "mlflow_default_records", "of the same checks, what an MLflow run with default settings kept",
-            f"{len(kept)} of {len(mlflow_kept)}", "", detail="; ".join(f"{k}: {'yes' if v else 'no'}"
-                                                             for k, v in mlflow_kept.items())))
+        measurements.append(
+            Measurement(
+                "mlflow_default_records",
+                "of the same checks, what an MLflow run with default settings kept",
+                f"{len(kept)} of {len(mlflow_kept)}",
+                "",
+                detail="; ".join(f"{k}: {'yes' if v else 'no'}" for k, v in mlflow_kept.items()),
+            )
+        )
     elif mlflow_kept is not None:
-        measurements.append(Measurement("mlflow_default_records", "what an MLflow run with defaults kept", None, "",
-                                        detail=mlflow_kept))
+        measurements.append(
+            Measurement("mlflow_default_records", "what an MLflow run with defaults kept", None, "", detail=mlflow_kept)
+        )
     explanation = (
         f"Reproducible later, tested: a script run with `expkit runs exec` from a git project with an uncommitted "
         f"edit, then the project moved on (the script deleted, a new commit). `expkit runs repro` rebuilt the code "
@@ -257,14 +338,15 @@ def run(ctx: LabContext) -> LabOutput:
         "Between two runs the lab changed three things a tracker usually misses: a config value, an installed "
         "package's version (a real dist-info on sys.path) and an uncommitted edit. `expkit runs diff` listed "
         f"{len(keys)} differences: the config value #{r_cfg}, the package version #{r_pkg} and the "
-        f"patch #{r_code}" + (": config first, the order in which they most often explain a metric change."
-                              if r_cfg == 1 else ".")
+        f"patch #{r_code}"
+        + (": config first, the order in which they most often explain a metric change." if r_cfg == 1 else ".")
     )
     if isinstance(mlflow_kept, dict):
         explanation += (
             f"\n\nThe same project's script run with MLflow's defaults (start_run + log_metric, SQLite store) kept "
             f"{', '.join(k for k, v in mlflow_kept.items() if v) or 'nothing'} and no "
-            f"{', '.join(k for k, v in mlflow_kept.items() if not v)}.")
+            f"{', '.join(k for k, v in mlflow_kept.items() if not v)}."
+        )
     elif ctx.quick:
         explanation += "\n\n(The full budget also runs a script with MLflow's defaults and lists what it kept.)"
     return LabOutput(measurements=tuple(measurements), explanation=explanation)

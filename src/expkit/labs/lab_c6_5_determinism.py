@@ -15,13 +15,23 @@ from typing import Any
 from expkit.labs.base import AtLeast, Cause, LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
 from expkit.labs.registry import lab
 
-SEED_IDENTICAL = SeedFigure("same_seed_identical", "same seed twice, deterministic algorithms", None, "",
-                            "identical runs under one seed need torch.use_deterministic_algorithms")
+SEED_IDENTICAL = SeedFigure(
+    "same_seed_identical",
+    "same seed twice, deterministic algorithms",
+    None,
+    "",
+    "identical runs under one seed need torch.use_deterministic_algorithms",
+)
 SEED_SPREAD_NATS = 0.14  # CLAIMS.md C6.5
-SEED_SPREAD = SeedFigure("seed_spread_20", "seed-to-seed difference after 20 steps", SEED_SPREAD_NATS, "nats",
-                         "seed-to-seed difference 0.14 after 20 steps, larger than many \"method improvements\"")
+SEED_SPREAD = SeedFigure(
+    "seed_spread_20",
+    "seed-to-seed difference after 20 steps",
+    SEED_SPREAD_NATS,
+    "nats",
+    'seed-to-seed difference 0.14 after 20 steps, larger than many "method improvements"',
+)
 STEPS = 20  # the seed's "after 20 steps"
-SEEDS = 5   # the issue's "spread across 5 seeds"
+SEEDS = 5  # the issue's "spread across 5 seeds"
 LR_MAX = 3e-3
 VARIANTS = ("flag_repeat", "noflag_a", "noflag_b", "lr_x1.2")  # all with the base seed
 TRIAL_COMMAND = ("-c", "from expkit.labs.lab_c6_5_determinism import trial_main; trial_main()")
@@ -63,13 +73,27 @@ def trial_main() -> None:
     torch.use_deterministic_algorithms(not variant.startswith("noflag"))
     lr = LR_MAX * (1.2 if variant == "lr_x1.2" else 1.0)
     corpus = _corpus()
-    cfg = TrainConfig(batch_size=8, seq_len=64, max_steps=STEPS, warmup_steps=5, lr_max=lr, lr_min=lr / 10,
-                      check_first_loss=False, check_grads=False, check_zero_grad=False)
+    cfg = TrainConfig(
+        batch_size=8,
+        seq_len=64,
+        max_steps=STEPS,
+        warmup_steps=5,
+        lr_max=lr,
+        lr_min=lr / 10,
+        check_first_loss=False,
+        check_grads=False,
+        check_zero_grad=False,
+    )
     # one thread: a model this small only loses to intra-op threading on 2 shared cores
     with torch_threads(1):
-        setup = setup_training(model_config=CharLMConfig(block_size=64, n_layer=layers, n_head=2, n_embd=width),
-                               train_config=cfg, corpus=corpus, seed=int(env["EXPKIT_SEED"]), device="cpu",
-                               schedule=WarmupCosine(lr_max=lr, lr_min=lr / 10, warmup_steps=5, max_steps=STEPS))
+        setup = setup_training(
+            model_config=CharLMConfig(block_size=64, n_layer=layers, n_head=2, n_embd=width),
+            train_config=cfg,
+            corpus=corpus,
+            seed=int(env["EXPKIT_SEED"]),
+            device="cpu",
+            schedule=WarmupCosine(lr_max=lr, lr_min=lr / 10, warmup_steps=5, max_steps=STEPS),
+        )
         for step in range(STEPS):
             loss = float(train_step(setup, step).loss)
             sys.stdout.write(orjson.dumps({"step": step + 1, "loss": loss}).decode() + "\n")
@@ -112,10 +136,14 @@ def run(ctx: LabContext) -> LabOutput:
     shutil.rmtree(store, ignore_errors=True)  # a fresh store: the sweeps' groups are this run's alone
     cmd = [sys.executable, *TRIAL_COMMAND]
     model = [f"width={width}", f"layers={layers}"]
-    plans = (plan_sweep(cmd, group="c6_5-seeds", grid=["variant=seed", *model], seeds=range(base, base + SEEDS),
-                        config_args=False),
-             plan_sweep(cmd, group="c6_5-checks", grid=[f"variant={','.join(VARIANTS)}", *model], seeds=[base],
-                        config_args=False))
+    plans = (
+        plan_sweep(
+            cmd, group="c6_5-seeds", grid=["variant=seed", *model], seeds=range(base, base + SEEDS), config_args=False
+        ),
+        plan_sweep(
+            cmd, group="c6_5-checks", grid=[f"variant={','.join(VARIANTS)}", *model], seeds=[base], config_args=False
+        ),
+    )
     for plan in plans:
         res = run_sweep(plan, store=store, backend="local", max_retries=1)
         if not res.complete:
@@ -128,8 +156,7 @@ def run(ctx: LabContext) -> LabOutput:
             run_dir = Path(store) / r.id
             (curve,) = load_curves([run_dir], metric="loss")
             variant = _config_of(run_dir)["variant"]
-            runs[(variant, r.seed)] = (float(curve.y[-1]), curve.y.tolist(),
-                                       (run_dir / "params.sha256").read_text())
+            runs[(variant, r.seed)] = (float(curve.y[-1]), curve.y.tolist(), (run_dir / "params.sha256").read_text())
     finals = [runs[("seed", s)][0] for s in range(base, base + SEEDS)]
     first, repeat = runs[("seed", base)], runs[("flag_repeat", base)]
     noflag_a, noflag_b = runs[("noflag_a", base)], runs[("noflag_b", base)]
@@ -154,33 +181,73 @@ def run(ctx: LabContext) -> LabOutput:
     path = save_figure(fig, ctx.figure_path("c6_5_seed_spread.png"))
 
     measurements = (
-        judged("same_seed_identical", f"seed {base} twice under use_deterministic_algorithms: every step's loss and "
-               "the final parameters bitwise equal", identical, "",
-               rule=Shown("the same seed under the flag gives bitwise-identical runs"), seed=SEED_IDENTICAL,
-               detail=f"final loss {first[0]!r} and {repeat[0]!r}; parameter SHA-256 "
-                      f"{'equal' if first[2] == repeat[2] else 'DIFFERENT'}"),
-        judged("flag_needed", f"seed {base} twice WITHOUT the flag: the runs differ", not identical_noflag, "",
-               rule=Shown("without the flag the same seed gives different runs (the flag is needed)"),
-               seed=SEED_IDENTICAL,
-               cause=Cause("max |loss difference| between the two runs without the flag", max_noflag_diff,
-                           "on this CPU the kernels this model uses reduce in a fixed order, so the "
-                           "flag changes nothing here; the nondeterminism it removes (atomics in scatter/index_add "
-                           "backward, cuBLAS workspaces) is a GPU's", "nats"),
-               detail=f"parameter SHA-256 {'equal' if noflag_a[2] == noflag_b[2] else 'DIFFERENT'}"),
-        judged("seed_spread_20", f"mean |final loss difference| between two of {SEEDS} seeds after {STEPS} steps",
-               pair_mean, "nats",
-               rule=Within(SEED_SPREAD_NATS, rel=0.5, source="our tolerance: the seed gives one figure for an "
-                           "unstated model, data and lr; same size within +-50%"),
-               seed=SEED_SPREAD, detail="per seed: " + ", ".join(f"{v:.4f}" for v in finals)),
-        Measurement("seed_range_20", f"max - min final loss over {SEEDS} seeds", spread, "nats",
-                    detail="grows with the number of seeds; not the seed's statistic"),
+        judged(
+            "same_seed_identical",
+            f"seed {base} twice under use_deterministic_algorithms: every step's loss and "
+            "the final parameters bitwise equal",
+            identical,
+            "",
+            rule=Shown("the same seed under the flag gives bitwise-identical runs"),
+            seed=SEED_IDENTICAL,
+            detail=f"final loss {first[0]!r} and {repeat[0]!r}; parameter SHA-256 "
+            f"{'equal' if first[2] == repeat[2] else 'DIFFERENT'}",
+        ),
+        judged(
+            "flag_needed",
+            f"seed {base} twice WITHOUT the flag: the runs differ",
+            not identical_noflag,
+            "",
+            rule=Shown("without the flag the same seed gives different runs (the flag is needed)"),
+            seed=SEED_IDENTICAL,
+            cause=Cause(
+                "max |loss difference| between the two runs without the flag",
+                max_noflag_diff,
+                "on this CPU the kernels this model uses reduce in a fixed order, so the "
+                "flag changes nothing here; the nondeterminism it removes (atomics in scatter/index_add "
+                "backward, cuBLAS workspaces) is a GPU's",
+                "nats",
+            ),
+            detail=f"parameter SHA-256 {'equal' if noflag_a[2] == noflag_b[2] else 'DIFFERENT'}",
+        ),
+        judged(
+            "seed_spread_20",
+            f"mean |final loss difference| between two of {SEEDS} seeds after {STEPS} steps",
+            pair_mean,
+            "nats",
+            rule=Within(
+                SEED_SPREAD_NATS,
+                rel=0.5,
+                source="our tolerance: the seed gives one figure for an "
+                "unstated model, data and lr; same size within +-50%",
+            ),
+            seed=SEED_SPREAD,
+            detail="per seed: " + ", ".join(f"{v:.4f}" for v in finals),
+        ),
+        Measurement(
+            "seed_range_20",
+            f"max - min final loss over {SEEDS} seeds",
+            spread,
+            "nats",
+            detail="grows with the number of seeds; not the seed's statistic",
+        ),
         Measurement("seed_std_20", f"seed-to-seed std of final loss ({SEEDS} seeds, n-1)", std, "nats"),
-        Measurement("lr_change_delta", "|final loss change| from lr_max x1.2, same seed", method_delta, "nats",
-                    detail=f"{first[0]:.4f} -> {runs[('lr_x1.2', base)][0]:.4f}"),
-        judged("seed_vs_method", "mean |seed difference| / |lr x1.2 change|", ratio, "x",
-               rule=AtLeast(1.0, source="the seed's 'larger than many method improvements', tested on one "
-                                        "method change: lr x1.2"),
-               seed=SEED_SPREAD),
+        Measurement(
+            "lr_change_delta",
+            "|final loss change| from lr_max x1.2, same seed",
+            method_delta,
+            "nats",
+            detail=f"{first[0]:.4f} -> {runs[('lr_x1.2', base)][0]:.4f}",
+        ),
+        judged(
+            "seed_vs_method",
+            "mean |seed difference| / |lr x1.2 change|",
+            ratio,
+            "x",
+            rule=AtLeast(
+                1.0, source="the seed's 'larger than many method improvements', tested on one method change: lr x1.2"
+            ),
+            seed=SEED_SPREAD,
+        ),
     )
     explanation = (
         f"{SEEDS + len(VARIANTS)} runs of a char LM ({layers} layer, width {width}, one CPU thread each), launched "
@@ -189,17 +256,23 @@ def run(ctx: LabContext) -> LabOutput:
         f"{'every loss and the parameter hash matched bit for bit' if identical else 'the runs DIFFERED'}. "
         f"Twice without the flag: {'also identical' if identical_noflag else 'different'} "
         f"(max |loss difference| {max_noflag_diff:.3g}), so "
-        + ("the 'flag needed' half is not shown on this machine: its kernels are deterministic without it. On a "
-           "GPU, atomics in scatter/index_add backward and cuBLAS workspaces make runs drift without the flag (and "
-           "CUBLAS_WORKSPACE_CONFIG must be set).\n\n" if identical_noflag else
-           "the flag is what makes the runs identical here.\n\n")
+        + (
+            "the 'flag needed' half is not shown on this machine: its kernels are deterministic without it. On a "
+            "GPU, atomics in scatter/index_add backward and cuBLAS workspaces make runs drift without the flag (and "
+            "CUBLAS_WORKSPACE_CONFIG must be set).\n\n"
+            if identical_noflag
+            else "the flag is what makes the runs identical here.\n\n"
+        )
         + f"Another seed moves the final loss by {pair_mean:.3f} nats on average (mean |difference| over the "
         f"{SEEDS * (SEEDS - 1) // 2} pairs of {SEEDS} seeds, the seed's statistic; the max-min range, "
         f"{spread:.3f}, grows with the number of seeds and is not it), against the seed's {SEED_SPREAD.value}. "
         f"Raising the learning rate by 20% moved it by {method_delta:.3f}: "
-        + (f"{ratio:.1f}x less than another seed does, so a single-seed comparison of such a change would read seed "
-           "noise as a method effect." if ratio >= 1 else
-           f"more than another seed does ({ratio:.2f}x), so this change shows through seed noise.")
+        + (
+            f"{ratio:.1f}x less than another seed does, so a single-seed comparison of such a change would read seed "
+            "noise as a method effect."
+            if ratio >= 1
+            else f"more than another seed does ({ratio:.2f}x), so this change shows through seed noise."
+        )
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))
 

@@ -8,12 +8,19 @@ from __future__ import annotations
 from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, Needs, SeedFigure, judged
 from expkit.labs.registry import lab
 
-SEED_BUCKETS = SeedFigure("named_share", "step time in the seed's five buckets", None, "",
-                          "sort slow time into GEMM, attention, copy_, launch overhead, device idle")
+SEED_BUCKETS = SeedFigure(
+    "named_share",
+    "step time in the seed's five buckets",
+    None,
+    "",
+    "sort slow time into GEMM, attention, copy_, launch overhead, device idle",
+)
 SEED_NAMED = ("gemm", "attention", "copy_cast", "overhead", "idle")  # the seed's five; other_compute is not one
 NAMED_RULE = AtLeast(80.0, source="our threshold: the seed's five buckets hold at least 80% of the step")
-NEEDS = Needs("a CUDA trace: device idle and launch overhead are gaps on the device timeline, which a CPU trace "
-              "does not have (run `expkit labs run C6.6 --device cuda`)")
+NEEDS = Needs(
+    "a CUDA trace: device idle and launch overhead are gaps on the device timeline, which a CPU trace "
+    "does not have (run `expkit labs run C6.6 --device cuda`)"
+)
 THREADS = 1  # a neighbour's load cannot stall an OpenMP barrier with one thread (the machine is shared)
 
 
@@ -26,16 +33,23 @@ def _charlm_step(seed: int, device: str = "cpu"):  # noqa: ANN202 - a step funct
     corpus = load_corpus()
     mcfg, tcfg = CharLMConfig(), TrainConfig()
     schedule = WarmupCosine(lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=tcfg.warmup_steps, max_steps=1000)
-    setup = setup_training(model_config=mcfg, train_config=tcfg, corpus=corpus, seed=seed, device=device,
-                           schedule=schedule)
+    setup = setup_training(
+        model_config=mcfg, train_config=tcfg, corpus=corpus, seed=seed, device=device, schedule=schedule
+    )
     counter = itertools.count()
-    what = (f"expkit.train char LM ({mcfg.n_layer} layers, d={mcfg.n_embd}), batch {tcfg.batch_size} x "
-            f"{tcfg.seq_len} characters, AdamW, fp32 on {'the CPU' if device == 'cpu' else 'CUDA'}")
+    what = (
+        f"expkit.train char LM ({mcfg.n_layer} layers, d={mcfg.n_embd}), batch {tcfg.batch_size} x "
+        f"{tcfg.seq_len} characters, AdamW, fp32 on {'the CPU' if device == 'cpu' else 'CUDA'}"
+    )
     return (lambda: train_step(setup, next(counter))), what
 
 
-@lab(id="C6.6", title="A profiler table read into buckets: one char-LM training step",
-     claims=("C6.6",), seed=(SEED_BUCKETS,))
+@lab(
+    id="C6.6",
+    title="A profiler table read into buckets: one char-LM training step",
+    claims=("C6.6",),
+    seed=(SEED_BUCKETS,),
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.perf.buckets import BUCKET_LABELS
     from expkit.perf.profiler import profile
@@ -54,34 +68,62 @@ def run(ctx: LabContext) -> LabOutput:
 
     fig, (ax1, ax2) = new_figure(2, width_in=6.0, height_in=4.0)
     order = sorted(rep.buckets, key=lambda b: -b.share)
-    ax1.barh([b.label for b in order][::-1], [100 * b.share for b in order][::-1],
-             color=["C3" if b.name == "other_compute" else "C0" for b in order][::-1])
+    ax1.barh(
+        [b.label for b in order][::-1],
+        [100 * b.share for b in order][::-1],
+        color=["C3" if b.name == "other_compute" else "C0" for b in order][::-1],
+    )
     ax1.set(xlabel="% of the profiled step", title="Self time by bucket")
     tops = list(rep.top_ops[:8])[::-1]
-    ax2.barh([o.name.replace("aten::", "")[:34] for o in tops], [1e3 * o.self_s for o in tops],
-             color=[f"C{list(BUCKET_LABELS).index(o.bucket)}" for o in tops])
+    ax2.barh(
+        [o.name.replace("aten::", "")[:34] for o in tops],
+        [1e3 * o.self_s for o in tops],
+        color=[f"C{list(BUCKET_LABELS).index(o.bucket)}" for o in tops],
+    )
     ax2.set(xlabel="self time (ms)", title="Top ops (colour = bucket)")
     path = save_figure(fig, ctx.figure_path("c6_6_buckets.png"))
 
     label = "share of the step in GEMM, attention, copy/cast, launch overhead, idle"
-    detail = (f"{steps} profiled step(s) after 1 warm-up; {what}; other compute "
-              f"{100 * rep.shares['other_compute']:.0f}% ({', '.join(other_ops) or 'none'})")
+    detail = (
+        f"{steps} profiled step(s) after 1 warm-up; {what}; other compute "
+        f"{100 * rep.shares['other_compute']:.0f}% ({', '.join(other_ops) or 'none'})"
+    )
     if cuda:
-        named_row = judged("named_share", label + " (CUDA trace)", 100 * named, "%", rule=NAMED_RULE,
-                           seed=SEED_BUCKETS, detail=detail)
+        named_row = judged(
+            "named_share", label + " (CUDA trace)", 100 * named, "%", rule=NAMED_RULE, seed=SEED_BUCKETS, detail=detail
+        )
     else:  # checked: no CUDA trace here; the CPU shares are supporting figures
         found = "a CUDA GPU, not asked for (--device cpu)" if torch.cuda.is_available() else "no CUDA GPU"
-        named_row = judged("named_share", "the five buckets on a CUDA trace", found, "",
-                           rule=NEEDS, seed=SEED_BUCKETS,
-                           detail=f"torch.cuda.is_available() = {torch.cuda.is_available()}, --device {ctx.device}")
+        named_row = judged(
+            "named_share",
+            "the five buckets on a CUDA trace",
+            found,
+            "",
+            rule=NEEDS,
+            seed=SEED_BUCKETS,
+            detail=f"torch.cuda.is_available() = {torch.cuda.is_available()}, --device {ctx.device}",
+        )
     measurements = (
         named_row,
         *(() if cuda else (Measurement("named_share_cpu", label + " (CPU trace)", 100 * named, "%", detail=detail),)),
-        *(Measurement(f"share_{b.name}", f"{b.label} share", 100 * b.share, "%",
-                      detail=f"{1e3 * b.seconds / steps:.1f} ms per step") for b in order),
+        *(
+            Measurement(
+                f"share_{b.name}",
+                f"{b.label} share",
+                100 * b.share,
+                "%",
+                detail=f"{1e3 * b.seconds / steps:.1f} ms per step",
+            )
+            for b in order
+        ),
         Measurement("dominant", "dominant bucket", BUCKET_LABELS[rep.dominant], ""),
-        Measurement("profiling_overhead", "profiled / plain step time", rep.profiling_overhead_ratio, "x",
-                    detail="median step time with torch.profiler on vs without it (plain steps before and after)"),
+        Measurement(
+            "profiling_overhead",
+            "profiled / plain step time",
+            rep.profiling_overhead_ratio,
+            "x",
+            detail="median step time with torch.profiler on vs without it (plain steps before and after)",
+        ),
         Measurement("verdict", "expkit's verdict", rep.verdict, ""),
     )
     explanation = (
@@ -91,11 +133,14 @@ def run(ctx: LabContext) -> LabOutput:
         f"{100 * rep.shares['gemm']:.0f}%, attention {100 * rep.shares['attention']:.0f}%, copy/cast "
         f"{100 * rep.shares['copy_cast']:.0f}%, overhead {100 * rep.shares['overhead']:.0f}% and other compute "
         f"{100 * rep.shares['other_compute']:.0f}% (top: {', '.join(other_ops) or 'none'}).\n\n"
-        + ("On this CUDA trace idle is measured as gaps on the device timeline. " if cuda else
-           "On a CPU the CPU is the device, so 'device idle' is 0 by construction: the trace has no separate device "
-           "timeline whose gaps could be measured (on a CUDA trace expkit splits idle into host wait and gaps); "
-           "hence no verdict here. ") +
-        f"The profiler made the step {rep.profiling_overhead_ratio:.2f}x as long as without it; on 2 shared "
+        + (
+            "On this CUDA trace idle is measured as gaps on the device timeline. "
+            if cuda
+            else "On a CPU the CPU is the device, so 'device idle' is 0 by construction: the trace has no separate device "
+            "timeline whose gaps could be measured (on a CUDA trace expkit splits idle into host wait and gaps); "
+            "hence no verdict here. "
+        )
+        + f"The profiler made the step {rep.profiling_overhead_ratio:.2f}x as long as without it; on 2 shared "
         f"cores this ratio is noisy. Verdict: {rep.verdict}"
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))

@@ -27,8 +27,9 @@ def lab(
     def register(run: Callable[[LabContext], LabOutput]) -> Callable[[LabContext], LabOutput]:
         if id in _REGISTRY and _REGISTRY[id].module != run.__module__:
             raise RuntimeError(f"lab id {id} registered twice ({_REGISTRY[id].module}, {run.__module__})")
-        _REGISTRY[id] = Lab(id=id, title=title, claims=tuple(claims), seed_figures=tuple(seed),
-                            run=run, module=run.__module__)
+        _REGISTRY[id] = Lab(
+            id=id, title=title, claims=tuple(claims), seed_figures=tuple(seed), run=run, module=run.__module__
+        )
         return run
 
     return register

@@ -47,12 +47,16 @@ def check_lab_device(device: str) -> str:
         try:
             import torch
         except ImportError as exc:
-            raise UsageError("--device cuda needs torch with CUDA; torch is not installed",
-                             hint="install expkit[torch] with a CUDA build, or run with --device cpu") from exc
+            raise UsageError(
+                "--device cuda needs torch with CUDA; torch is not installed",
+                hint="install expkit[torch] with a CUDA build, or run with --device cpu",
+            ) from exc
         if not torch.cuda.is_available():
-            raise UsageError(f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine "
-                             f"(torch.version.cuda = {torch.version.cuda})",
-                             hint="run on a machine with an NVIDIA GPU and a CUDA build of torch, or use --device cpu")
+            raise UsageError(
+                f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine "
+                f"(torch.version.cuda = {torch.version.cuda})",
+                hint="run on a machine with an NVIDIA GPU and a CUDA build of torch, or use --device cpu",
+            )
     return device
 
 
@@ -64,13 +68,29 @@ def run_lab(lab: Lab, *, out_dir: Path, quick: bool, seed: int = 0, device: str 
     try:
         out = lab.run(ctx)
     except Exception:  # noqa: BLE001 - a failed lab is reported, the others still run
-        return LabResult(id=lab.id, title=lab.title, claims=lab.claims, status="failed", budget=budget,
-                         elapsed_s=time.perf_counter() - t0, error=traceback.format_exc(),
-                         seed_figures=lab.seed_figures)
+        return LabResult(
+            id=lab.id,
+            title=lab.title,
+            claims=lab.claims,
+            status="failed",
+            budget=budget,
+            elapsed_s=time.perf_counter() - t0,
+            error=traceback.format_exc(),
+            seed_figures=lab.seed_figures,
+        )
     figures = tuple(str(Path(f).resolve().relative_to(out_dir.resolve())) for f in out.figures)
-    return LabResult(id=lab.id, title=lab.title, claims=lab.claims, status="ok", budget=budget,
-                     elapsed_s=time.perf_counter() - t0, measurements=out.measurements,
-                     explanation=out.explanation, figures=figures, seed_figures=lab.seed_figures)
+    return LabResult(
+        id=lab.id,
+        title=lab.title,
+        claims=lab.claims,
+        status="ok",
+        budget=budget,
+        elapsed_s=time.perf_counter() - t0,
+        measurements=out.measurements,
+        explanation=out.explanation,
+        figures=figures,
+        seed_figures=lab.seed_figures,
+    )
 
 
 def run_labs(

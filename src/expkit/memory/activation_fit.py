@@ -93,8 +93,19 @@ def measure_ckpt_time_ratio(
 
     from expkit.memory.replica import build_replica, time_forward_backward
 
-    pair = [build_replica(spec, num_layers=num_layers, method=method, precision=precision, lora_r=lora_r,
-                          attention=attention, grad_ckpt=ckpt, seed=seed) for ckpt in (False, True)]
+    pair = [
+        build_replica(
+            spec,
+            num_layers=num_layers,
+            method=method,
+            precision=precision,
+            lora_r=lora_r,
+            attention=attention,
+            grad_ckpt=ckpt,
+            seed=seed,
+        )
+        for ckpt in (False, True)
+    ]
     times: tuple[list[float], list[float]] = ([], [])
     for i in range(repeats + 1):
         for j, model in enumerate(pair):
@@ -147,10 +158,21 @@ def fit_activations(
     Example:
         >>> fit = fit_activations(load_model_spec("qwen2.5-0.5b"), seq=4096, replica_seq=128)  # doctest: +SKIP
     """
-    opts = dict(batch=batch, seq=seq, replica_seq=replica_seq, replica_vocab=replica_vocab, layers=list(layers),
-                precision=precision,
-                method=method, lora_r=lora_r, attention=attention, with_ckpt=with_ckpt, time_seq=time_seq,
-                time_precision=time_precision, v=3)
+    opts = dict(
+        batch=batch,
+        seq=seq,
+        replica_seq=replica_seq,
+        replica_vocab=replica_vocab,
+        layers=list(layers),
+        precision=precision,
+        method=method,
+        lora_r=lora_r,
+        attention=attention,
+        with_ckpt=with_ckpt,
+        time_seq=time_seq,
+        time_precision=time_precision,
+        v=3,
+    )
     path = (cache_dir or _default_cache_dir()) / f"{_cache_key(spec, opts)}.json"
     if use_cache and path.is_file():
         data = json.loads(path.read_text())
@@ -171,8 +193,9 @@ def fit_activations(
         vocab_fix = 4 * (real_spec.vocab_size - replica_vocab) * replica_seq  # fp32 log-probs per token
     measured = []
     for n in layers:
-        model = build_replica(spec, num_layers=n, method=method, precision=precision, lora_r=lora_r,
-                              attention=attention, seed=seed)
+        model = build_replica(
+            spec, num_layers=n, method=method, precision=precision, lora_r=lora_r, attention=attention, seed=seed
+        )
         measured.append(measure_saved_bytes(model, batch=1, seq=replica_seq, precision=precision).activation_bytes)
         del model
         gc.collect()
@@ -185,32 +208,68 @@ def fit_activations(
         deep = max(layers)
         ck = []
         for n in (min(layers), deep):
-            model = build_replica(spec, num_layers=n, method=method, precision=precision, lora_r=lora_r,
-                                  attention=attention, grad_ckpt=True, seed=seed)
+            model = build_replica(
+                spec,
+                num_layers=n,
+                method=method,
+                precision=precision,
+                lora_r=lora_r,
+                attention=attention,
+                grad_ckpt=True,
+                seed=seed,
+            )
             ck.append(measure_saved_bytes(model, batch=1, seq=replica_seq, precision=precision).activation_bytes)
             del model
         cslope = (ck[1] - ck[0]) / (deep - min(layers))
         cicpt = ck[0] - cslope * min(layers)
         # stored layer inputs for all layers + one layer rebuilt during backward
         ckpt_bytes = int((real_spec.num_layers * cslope + cicpt + vocab_fix + slope) * scale)
-        ratio = measure_ckpt_time_ratio(spec, num_layers=deep, seq=time_seq or replica_seq, repeats=time_repeats,
-                                        precision=time_precision, method=method, lora_r=lora_r,
-                                        attention=attention, seed=seed)
+        ratio = measure_ckpt_time_ratio(
+            spec,
+            num_layers=deep,
+            seq=time_seq or replica_seq,
+            repeats=time_repeats,
+            precision=time_precision,
+            method=method,
+            lora_r=lora_r,
+            attention=attention,
+            seed=seed,
+        )
     spec = real_spec
-    est = estimate_activations(spec, batch=batch, seq=seq, precision=precision, method=method, lora_r=lora_r,
-                               attention=attention)
-    note = (f"replicas at real width, {', '.join(map(str, layers))} layers, 1 x {replica_seq} tokens on the CPU; "
-            f"scaled linearly to {batch} x {seq} tokens"
-            + (f"; replica vocabulary {replica_vocab}, the fp32 log-probs of the real {spec.vocab_size:,} added"
-               if vocab_fix else ""))
+    est = estimate_activations(
+        spec, batch=batch, seq=seq, precision=precision, method=method, lora_r=lora_r, attention=attention
+    )
+    note = (
+        f"replicas at real width, {', '.join(map(str, layers))} layers, 1 x {replica_seq} tokens on the CPU; "
+        f"scaled linearly to {batch} x {seq} tokens"
+        + (
+            f"; replica vocabulary {replica_vocab}, the fp32 log-probs of the real {spec.vocab_size:,} added"
+            if vocab_fix
+            else ""
+        )
+    )
     if attention == "eager":
         note += "; eager attention stores T x T probabilities, which grow as T^2: the linear scaling understates"
     fit = ActivationFit(
-        model=spec.name, layers=tuple(layers), measured_bytes=tuple(measured), replica_seq=replica_seq,
-        per_layer_bytes=slope, fixed_bytes=icpt, residual_bytes=resid, num_layers=spec.num_layers, batch=batch,
-        seq=seq, extrapolated_bytes=extrapolated, formula_bytes=est.total_bytes,
-        korthikanti_bytes=est.korthikanti_total_bytes, precision=precision, method=method, grad_ckpt=with_ckpt,
-        ckpt_extrapolated_bytes=ckpt_bytes, ckpt_time_ratio=ratio, note=note,
+        model=spec.name,
+        layers=tuple(layers),
+        measured_bytes=tuple(measured),
+        replica_seq=replica_seq,
+        per_layer_bytes=slope,
+        fixed_bytes=icpt,
+        residual_bytes=resid,
+        num_layers=spec.num_layers,
+        batch=batch,
+        seq=seq,
+        extrapolated_bytes=extrapolated,
+        formula_bytes=est.total_bytes,
+        korthikanti_bytes=est.korthikanti_total_bytes,
+        precision=precision,
+        method=method,
+        grad_ckpt=with_ckpt,
+        ckpt_extrapolated_bytes=ckpt_bytes,
+        ckpt_time_ratio=ratio,
+        note=note,
     )
     if use_cache:
         try:

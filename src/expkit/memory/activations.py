@@ -73,8 +73,9 @@ class ActivationEstimate:
         return self.stored_bytes + self.fixed_bytes + self.loss_bytes
 
 
-def korthikanti_bytes(*, seq: int, batch: int, hidden: int, heads: int, num_layers: int,
-                      with_scores: bool = True) -> int:
+def korthikanti_bytes(
+    *, seq: int, batch: int, hidden: int, heads: int, num_layers: int, with_scores: bool = True
+) -> int:
     """Activation bytes of a GPT-3-style model in 16-bit, no recomputation, no tensor parallelism.
 
     ``L * s * b * h * (34 + 5 a s / h)``; the ``5 a s / h`` term is the attention-score matrices, which
@@ -149,16 +150,29 @@ def estimate_activations(
     experts_targeted = lora_targets == ("all-linear",) or bool({"experts", "gate_up_proj"} & set(lora_targets))
     kinds: list[tuple[str, int, list[ActivationTerm]]] = []
     for layer, count in desc.layer_groups():
-        terms = _layer_terms(spec, layer, seq=seq, tokens=batch * seq, resid=resid, a=a, autocast=autocast,
-                             full=full, targeted=targeted, experts_targeted=experts_targeted, r=r,
-                             attention=attention, device=device)
+        terms = _layer_terms(
+            spec,
+            layer,
+            seq=seq,
+            tokens=batch * seq,
+            resid=resid,
+            a=a,
+            autocast=autocast,
+            full=full,
+            targeted=targeted,
+            experts_targeted=experts_targeted,
+            r=r,
+            attention=attention,
+            device=device,
+        )
         kinds.append((layer.label, count, terms))
     norm_b = 4 * h + 4 + (resid * h if full else 0)
-    norm_f = (f"x fp32 4h + rsqrt 4" + (f" + normed {resid}h" if full else " (frozen weight: normed not saved)"))
+    norm_f = f"x fp32 4h + rsqrt 4" + (f" + normed {resid}h" if full else " (frozen weight: normed not saved)")
 
     tokens = batch * seq
-    per_kind_bytes = [(label, count, int(sum(t.bytes_per_token for t in terms) * tokens))
-                      for label, count, terms in kinds]
+    per_kind_bytes = [
+        (label, count, int(sum(t.bytes_per_token for t in terms) * tokens)) for label, count, terms in kinds
+    ]
     layer_bytes = max(b for _, _, b in per_kind_bytes)  # the largest layer (rebuilt under checkpointing)
     terms = max(kinds, key=lambda k: sum(t.bytes_per_token for t in k[2]))[2]
     if grad_ckpt:
@@ -173,38 +187,73 @@ def estimate_activations(
     head_saves = full or "lm_head" in targeted
     fixed = [
         ActivationTerm("input ids", 8, "int64 8"),
-        ActivationTerm("rotary cos, sin", 0 if grad_ckpt else 2 * resid * rope_dim,
-                       "recomputed inside each checkpoint (0)" if grad_ckpt else f"2 * {resid} * head_dim"),
+        ActivationTerm(
+            "rotary cos, sin",
+            0 if grad_ckpt else 2 * resid * rope_dim,
+            "recomputed inside each checkpoint (0)" if grad_ckpt else f"2 * {resid} * head_dim",
+        ),
         ActivationTerm("final RMSNorm", norm_b, norm_f),
-        ActivationTerm("lm_head input", (2 if autocast else 4) * h if head_saves else 0,
-                       "16-bit cast 2h" if autocast else "4h"),
+        ActivationTerm(
+            "lm_head input", (2 if autocast else 4) * h if head_saves else 0, "16-bit cast 2h" if autocast else "4h"
+        ),
         ActivationTerm("labels", 8, "int64 8"),
     ]
     if not full and not grad_ckpt:
-        fixed.append(ActivationTerm("layer 0 input norm", -norm_b,
-                                    "frozen embedding output needs no grad: layer 0's first norm saves nothing"))
+        fixed.append(
+            ActivationTerm(
+                "layer 0 input norm",
+                -norm_b,
+                "frozen embedding output needs no grad: layer 0's first norm saves nothing",
+            )
+        )
     fixed_bytes = int(sum(t.bytes_per_token for t in fixed) * tokens)
     loss_bytes = 4 * spec.vocab_size * tokens  # fp32 log-probs saved by log_softmax (HF upcasts logits)
     fixed.append(ActivationTerm("log-probs (fp32)", 4 * spec.vocab_size, f"4 * vocab {spec.vocab_size}"))
-    k = korthikanti_bytes(seq=seq, batch=batch, hidden=h, heads=heads, num_layers=spec.num_layers,
-                          with_scores=attention == "eager")
-    k_formula = ("L s b h (34 + 5 a s / h), 16-bit, GPT-3 block (4h GeLU MLP, LayerNorm, dropout masks), "
-                 "no vocabulary term" + ("" if attention == "eager" else "; s^2 term dropped (sdpa/flash)"))
+    k = korthikanti_bytes(
+        seq=seq, batch=batch, hidden=h, heads=heads, num_layers=spec.num_layers, with_scores=attention == "eager"
+    )
+    k_formula = (
+        "L s b h (34 + 5 a s / h), 16-bit, GPT-3 block (4h GeLU MLP, LayerNorm, dropout masks), "
+        "no vocabulary term" + ("" if attention == "eager" else "; s^2 term dropped (sdpa/flash)")
+    )
     return ActivationEstimate(
-        batch=batch, seq=seq, num_layers=spec.num_layers, precision=precision, grad_ckpt=grad_ckpt,
+        batch=batch,
+        seq=seq,
+        num_layers=spec.num_layers,
+        precision=precision,
+        grad_ckpt=grad_ckpt,
         layer_kinds=tuple((label, count, b) for label, count, b in per_kind_bytes),
-        layer_terms=layer_terms, fixed_terms=tuple(fixed), layer_bytes=layer_bytes, stored_bytes=stored,
-        recompute_bytes=recompute, fixed_bytes=fixed_bytes, loss_bytes=loss_bytes,
-        korthikanti_total_bytes=k, korthikanti_formula=k_formula,
+        layer_terms=layer_terms,
+        fixed_terms=tuple(fixed),
+        layer_bytes=layer_bytes,
+        stored_bytes=stored,
+        recompute_bytes=recompute,
+        fixed_bytes=fixed_bytes,
+        loss_bytes=loss_bytes,
+        korthikanti_total_bytes=k,
+        korthikanti_formula=k_formula,
     )
 
 
 _QK_NORM_TYPES = ("qwen3", "qwen3_moe")  # RMSNorm on q and k per head (transformers' Qwen3Attention)
 
 
-def _layer_terms(spec: ModelSpec, layer: LayerSpec, *, seq: int, tokens: int, resid: int, a: int, autocast: bool,
-                 full: bool, targeted: set[str], experts_targeted: bool, r: int, attention: str,
-                 device: str) -> list[ActivationTerm]:
+def _layer_terms(
+    spec: ModelSpec,
+    layer: LayerSpec,
+    *,
+    seq: int,
+    tokens: int,
+    resid: int,
+    a: int,
+    autocast: bool,
+    full: bool,
+    targeted: set[str],
+    experts_targeted: bool,
+    r: int,
+    attention: str,
+    device: str,
+) -> list[ActivationTerm]:
     """Saved-for-backward bytes per token of one decoder layer of this kind, term by term."""
     h = spec.hidden_size
     att, mlp = layer.attention, layer.mlp
@@ -222,7 +271,7 @@ def _layer_terms(spec: ModelSpec, layer: LayerSpec, *, seq: int, tokens: int, re
 
     terms: list[ActivationTerm] = []
     norm_b = 4 * h + 4 + (resid * h if full else 0)
-    norm_f = ("x fp32 4h + rsqrt 4" + (f" + normed {resid}h" if full else " (frozen weight: normed not saved)"))
+    norm_f = "x fp32 4h + rsqrt 4" + (f" + normed {resid}h" if full else " (frozen weight: normed not saved)")
     terms.append(ActivationTerm("2 RMSNorm", 2 * norm_b, f"2 * ({norm_f})"))
     probs_stored = attention == "eager"
     if att.kind == "mla":
@@ -233,20 +282,40 @@ def _layer_terms(spec: ModelSpec, layer: LayerSpec, *, seq: int, tokens: int, re
         lat = (4 * kr + 4 + a * kr) + (2 if autocast else 4) * kr
         if qr:
             lat += (4 * qr + 4 + a * qr) + (2 if autocast else 4) * qr
-        terms.append(ActivationTerm("MLA latent norms + up-projection inputs", lat,
-                                    f"RMSNorm on q rank {qr} and kv rank {kr} (x 4, rsqrt 4, normed {a}) + the "
-                                    "16-bit/fp32 input of q_b_proj and kv_b_proj"))
+        terms.append(
+            ActivationTerm(
+                "MLA latent norms + up-projection inputs",
+                lat,
+                f"RMSNorm on q rank {qr} and kv rank {kr} (x 4, rsqrt 4, normed {a}) + the "
+                "16-bit/fp32 input of q_b_proj and kv_b_proj",
+            )
+        )
         # CPU SDPA cannot use its flash kernel when q and v head dims differ: the math path stores probs
         probs_stored = probs_stored or (device == "cpu" and qk != v)
         qkv = a * heads * qk * 2 + a * heads * (att.qk_nope_head_dim or 0) + a * heads * v
-        terms.append(ActivationTerm("MLA q, k, kv_b output", qkv,
-                                    f"q and k {a}*{heads}*{qk} each + kv_b_proj output {a}*{heads}*"
-                                    f"({att.qk_nope_head_dim}+{v}) (v is a view of it)"))
-        terms.append(ActivationTerm("o_proj input", (2 if autocast else 4) * heads * v if autocast or not full
-                                    else a * heads * v, f"attention output {heads}*{v}"))
+        terms.append(
+            ActivationTerm(
+                "MLA q, k, kv_b output",
+                qkv,
+                f"q and k {a}*{heads}*{qk} each + kv_b_proj output {a}*{heads}*"
+                f"({att.qk_nope_head_dim}+{v}) (v is a view of it)",
+            )
+        )
+        terms.append(
+            ActivationTerm(
+                "o_proj input",
+                (2 if autocast else 4) * heads * v if autocast or not full else a * heads * v,
+                f"attention output {heads}*{v}",
+            )
+        )
         if probs_stored:
-            terms.append(ActivationTerm("attention probabilities", 4 * heads * seq,
-                                        f"4*{heads}*T (eager, or SDPA's math fallback on the CPU)"))
+            terms.append(
+                ActivationTerm(
+                    "attention probabilities",
+                    4 * heads * seq,
+                    f"4*{heads}*T (eager, or SDPA's math fallback on the CPU)",
+                )
+            )
         else:
             terms.append(ActivationTerm("attention logsumexp", 4 * heads, f"4*{heads}"))
     else:
@@ -257,35 +326,62 @@ def _layer_terms(spec: ModelSpec, layer: LayerSpec, *, seq: int, tokens: int, re
             qk_norm = (4 * hq + 4 * heads + a * hq) + (4 * kv + 4 * att.num_kv_heads + a * kv)
             terms.append(ActivationTerm("q/k RMSNorm", qk_norm, f"per-head norms on q ({hq}) and k ({kv})"))
         if attention == "sdpa":
-            terms.append(ActivationTerm("attention (sdpa)", a * (2 * hq + 2 * kv) + 4 * heads,
-                                        f"q, out {a}*{hq} each + k, v {a}*{kv} each + logsumexp 4*{heads}"))
+            terms.append(
+                ActivationTerm(
+                    "attention (sdpa)",
+                    a * (2 * hq + 2 * kv) + 4 * heads,
+                    f"q, out {a}*{hq} each + k, v {a}*{kv} each + logsumexp 4*{heads}",
+                )
+            )
         else:
             probs = 4 * heads * seq + (a * heads * seq if a != 4 else 0)
-            terms.append(ActivationTerm("attention (eager)", a * 4 * hq + probs,
-                                        f"q, repeated k, v, out {a}*{hq} each + probs "
-                                        f"(4{'+' + str(a) if a != 4 else ''})*{heads}*T"))
+            terms.append(
+                ActivationTerm(
+                    "attention (eager)",
+                    a * 4 * hq + probs,
+                    f"q, repeated k, v, out {a}*{hq} each + probs (4{'+' + str(a) if a != 4 else ''})*{heads}*T",
+                )
+            )
         n_o = savers("o_in")
         o_extra = (n_o * 2 * hq) if (autocast and not full) else 0
-        terms.append(ActivationTerm("o_proj input", o_extra,
-                                    "a view of the attention output (0)" if not o_extra else f"{n_o} * cast 2*{hq}"))
+        terms.append(
+            ActivationTerm(
+                "o_proj input", o_extra, "a view of the attention output (0)" if not o_extra else f"{n_o} * cast 2*{hq}"
+            )
+        )
     if mlp.kind == "moe":
         E, k, ie, sh = mlp.num_experts, mlp.top_k, mlp.expert_intermediate_size, mlp.shared_intermediate_size
         n_in = 1 + (2 if sh else 0)  # router, shared gate and up read the normed hidden state
         b, f = lin_input(n_in, h, "h")
         terms.append(ActivationTerm("router + shared-expert inputs", b, f))
-        terms.append(ActivationTerm("router probs + top-k indices", 4 * E + 40 * k,
-                                    f"fp32 softmax/sigmoid 4*{E} + int64 routing indices 40*{k}"))
+        terms.append(
+            ActivationTerm(
+                "router probs + top-k indices",
+                4 * E + 40 * k,
+                f"fp32 softmax/sigmoid 4*{E} + int64 routing indices 40*{k}",
+            )
+        )
         # transformers 5 runs the fused experts through torch._grouped_mm, which CPU autocast does not cast:
         # measured fp32 there; on CUDA the 16-bit path is assumed
         ea = 4 if (autocast and device == "cpu") else a
         lin = ea if not autocast or device == "cpu" else 2
         slot = lin * h + ea * 2 * ie + ea * ie + ea * ie + ea * h
-        terms.append(ActivationTerm("routed experts (dispatch, gate_up, act, down, combine)", k * slot,
-                                    f"{k} slots * (gathered input {lin}h + gate_up {ea}*2*{ie} + act {ea}*{ie} + "
-                                    f"product {ea}*{ie} + down output {ea}h)"))
+        terms.append(
+            ActivationTerm(
+                "routed experts (dispatch, gate_up, act, down, combine)",
+                k * slot,
+                f"{k} slots * (gathered input {lin}h + gate_up {ea}*2*{ie} + act {ea}*{ie} + "
+                f"product {ea}*{ie} + down output {ea}h)",
+            )
+        )
         if sh:
-            terms.append(ActivationTerm("shared experts (SwiGLU + down input)", 4 * a * sh,
-                                        f"gate out, act out, up out, product: 4 * {a} * {sh}"))
+            terms.append(
+                ActivationTerm(
+                    "shared experts (SwiGLU + down input)",
+                    4 * a * sh,
+                    f"gate out, act out, up out, product: 4 * {a} * {sh}",
+                )
+            )
         if not full and experts_targeted:
             # peft wraps the fused 3-D expert parameters (ParamWrapper): each step builds W + B A for every
             # expert and autograd keeps it for backward: a per-layer constant, not per token. Saved-tensor hooks
@@ -293,8 +389,13 @@ def _layer_terms(spec: ModelSpec, layer: LayerSpec, *, seq: int, tokens: int, re
             # on the Mixtral-style LoRA validation case: one copy predicts the peak within 0.5%, two +14%).
             wb = 2 if autocast else 4
             merged = wb * E * 3 * h * ie
-            terms.append(ActivationTerm("LoRA on fused experts: merged W + B A", merged / tokens,
-                                        f"{wb} B * {E} experts * 3 * {h} * {ie} per layer, once per step"))
+            terms.append(
+                ActivationTerm(
+                    "LoRA on fused experts: merged W + B A",
+                    merged / tokens,
+                    f"{wb} B * {E} experts * 3 * {h} * {ie} per layer, once per step",
+                )
+            )
     else:
         inter = mlp.intermediate_size
         b, f = lin_input(savers("mlp_in"), h, "h")

@@ -74,8 +74,9 @@ class ModelSpec:
 def _int(raw: dict[str, Any], key: str, where: str) -> int:
     value = raw[key]
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InputError(f"{key} must be a positive integer, got {value!r}", path=where,
-                         hint="fix the value in config.json")
+        raise InputError(
+            f"{key} must be a positive integer, got {value!r}", path=where, hint="fix the value in config.json"
+        )
     return value
 
 
@@ -92,8 +93,9 @@ def spec_from_dict(raw: dict[str, Any], *, name: str, source: str) -> ModelSpec:
         raw = {**raw["text_config"], "architectures": raw.get("architectures")}
     for key in _REQUIRED:
         if key not in raw:
-            raise InputError(f"missing key {key!r}", path=source,
-                             hint=f"a causal LM config.json needs {', '.join(_REQUIRED)}")
+            raise InputError(
+                f"missing key {key!r}", path=source, hint=f"a causal LM config.json needs {', '.join(_REQUIRED)}"
+            )
     hidden = _int(raw, "hidden_size", source)
     heads = _int(raw, "num_attention_heads", source)
     assumed: list[str] = []
@@ -111,11 +113,21 @@ def spec_from_dict(raw: dict[str, Any], *, name: str, source: str) -> ModelSpec:
     # Qwen2 always has a bias on q, k, v (transformers' Qwen2Attention); Llama has attention_bias.
     qkv_bias = desc.qkv_bias
     return ModelSpec(
-        name=name, source=source, model_type=model_type, hidden_size=hidden,
-        num_layers=_int(raw, "num_hidden_layers", source), num_heads=heads, num_kv_heads=kv_heads,
-        head_dim=int(head_dim), intermediate_size=inter, vocab_size=_int(raw, "vocab_size", source),
-        tied_embeddings=desc.tied_embeddings, qkv_bias=qkv_bias,
-        raw=desc.raw, assumed=tuple(dict.fromkeys([*assumed, *desc.approximations])), description=desc,
+        name=name,
+        source=source,
+        model_type=model_type,
+        hidden_size=hidden,
+        num_layers=_int(raw, "num_hidden_layers", source),
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=int(head_dim),
+        intermediate_size=inter,
+        vocab_size=_int(raw, "vocab_size", source),
+        tied_embeddings=desc.tied_embeddings,
+        qkv_bias=qkv_bias,
+        raw=desc.raw,
+        assumed=tuple(dict.fromkeys([*assumed, *desc.approximations])),
+        description=desc,
     )
 
 

@@ -61,7 +61,8 @@ def _mode_class() -> Any:
                         f"{_size(self.cap_bytes)} of which {_size(free)} is free. Including non-PyTorch memory, "
                         f"this process has {_size(self.live_bytes)} memory in use. Of the allocated memory "
                         f"{_size(self.live_bytes)} is allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
-                        "unallocated. (simulated on the CPU by expkit)")
+                        "unallocated. (simulated on the CPU by expkit)"
+                    )
                 self._refs[key] = weakref.ref(st, lambda _r, k=key, b=n: self._release(k, b))
                 self.live_bytes += n
                 self.peak_bytes = max(self.peak_bytes, self.live_bytes)
@@ -89,8 +90,9 @@ def capped_memory(cap_bytes: int) -> Iterator[Any]:
         yield mode
 
 
-def run_step_capped(spec: Any, *, cap_bytes: int, seq: int, method: str = "full", lora_r: int = 16,
-                    seed: int = 0) -> str | None:
+def run_step_capped(
+    spec: Any, *, cap_bytes: int, seq: int, method: str = "full", lora_r: int = 16, seed: int = 0
+) -> str | None:
     """Load ``spec`` (meta device, then ``to_empty``), run one fp32 AdamW training step inside
     ``capped_memory(cap_bytes)``, and return the OOM traceback text (None when the step fits).
 
@@ -117,8 +119,9 @@ def run_step_capped(spec: Any, *, cap_bytes: int, seq: int, method: str = "full"
                 if method != "full":
                     from peft import LoraConfig, get_peft_model
 
-                    model = get_peft_model(model, LoraConfig(r=lora_r, lora_alpha=2 * lora_r,
-                                                             target_modules="all-linear"))
+                    model = get_peft_model(
+                        model, LoraConfig(r=lora_r, lora_alpha=2 * lora_r, target_modules="all-linear")
+                    )
                 opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
                 loss = model(input_ids=ids.clone(), labels=ids.clone()).loss
                 loss.backward()

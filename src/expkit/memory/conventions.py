@@ -50,7 +50,9 @@ def _lines_zero(b: Ledger) -> list[LedgerLine]:
     n_g = N if b.shard in ("zero2", "zero3", "fsdp") else 1
     n_o = N if b.shard != "none" else 1
     return [
-        LedgerLine("bf16 weights", 2 * (Pt + frozen) // n_w, f"2 B * {Pt + frozen:,}" + (f" / {n_w}" if n_w > 1 else "")),
+        LedgerLine(
+            "bf16 weights", 2 * (Pt + frozen) // n_w, f"2 B * {Pt + frozen:,}" + (f" / {n_w}" if n_w > 1 else "")
+        ),
         LedgerLine("gradients", 2 * Pt // n_g, f"2 B * {Pt:,} (16-bit)" + (f" / {n_g}" if n_g > 1 else "")),
         LedgerLine("fp32 master weights", 4 * Pt // n_o, f"4 B * {Pt:,}" + (f" / {n_o}" if n_o > 1 else "")),
         LedgerLine("Adam m", 4 * Pt // n_o, f"4 B * {Pt:,}" + (f" / {n_o}" if n_o > 1 else "")),
@@ -66,7 +68,7 @@ def _lines_hf(b: Ledger) -> list[LedgerLine]:
     n_w = N if b.shard in ("zero3", "fsdp") else 1
     n_g = N if b.shard in ("zero2", "zero3", "fsdp") else 1
     n_o = N if b.shard != "none" else 1
-    d = (lambda n: f" / {n}" if n > 1 else "")
+    d = lambda n: f" / {n}" if n > 1 else ""
     return [
         LedgerLine("fp32 master weights", 4 * Pt // n_w, f"4 B * {Pt:,} (fp32 copy){d(n_w)}"),
         LedgerLine("bf16 weights", 2 * (Pt + frozen) // n_w, f"2 B * {Pt + frozen:,} (16-bit copy){d(n_w)}"),
@@ -81,7 +83,9 @@ def _lines_deepspeed(b: Ledger, largest_layer_params: int) -> list[LedgerLine]:
     P, N = b.trainable_params, b.gpus
     if b.shard in ("zero3", "fsdp"):
         return [
-            LedgerLine("largest layer (fp32)", 4 * largest_layer_params, f"4 B * {largest_layer_params:,} largest layer"),
+            LedgerLine(
+                "largest layer (fp32)", 4 * largest_layer_params, f"4 B * {largest_layer_params:,} largest layer"
+            ),
             LedgerLine("model states", 18 * P // N, f"18 B * {P:,} / {N} GPUs"),
             LedgerLine("activations", 0, _NO_ACT),
         ]
@@ -100,9 +104,14 @@ def _lines_accelerate(b: Ledger) -> list[LedgerLine]:
         stages = {"model": 4 * P, "gradients": 6 * P, "optimizer": 8 * P, "step": 8 * P}
     name = max(stages, key=stages.__getitem__)
     listing = ", ".join(f"{k} {v / P:.0f}P" for k, v in stages.items())
-    return [LedgerLine("Training using Adam (peak vRAM)", stages[name],
-                       f"max({listing}) = {name}: the largest single stage, not the sum"),
-            LedgerLine("activations", 0, _NO_ACT)]
+    return [
+        LedgerLine(
+            "Training using Adam (peak vRAM)",
+            stages[name],
+            f"max({listing}) = {name}: the largest single stage, not the sum",
+        ),
+        LedgerLine("activations", 0, _NO_ACT),
+    ]
 
 
 def ledger_for_convention(base: Ledger, convention: str, *, largest_layer_params: int | None = None) -> Ledger:
@@ -126,9 +135,16 @@ def ledger_for_convention(base: Ledger, convention: str, *, largest_layer_params
     else:
         lines = _lines_accelerate(base)
     total = sum(l.bytes for l in lines)
-    return replace(base, convention=convention, lines=tuple(lines), per_gpu_bytes=total,
-                   total_bytes=total * base.gpus, peak_bytes=total, peak_phase="(the convention's total)",
-                   fits=None if base.fits is None else total <= (base.gpu_memory_bytes or 0))
+    return replace(
+        base,
+        convention=convention,
+        lines=tuple(lines),
+        per_gpu_bytes=total,
+        total_bytes=total * base.gpus,
+        peak_bytes=total,
+        peak_phase="(the convention's total)",
+        fits=None if base.fits is None else total <= (base.gpu_memory_bytes or 0),
+    )
 
 
 _WHY = {
@@ -180,6 +196,9 @@ def compare_conventions(base: Ledger, *, unsharded: Ledger | None = None) -> Con
         for c in CONVENTIONS:
             led = ledger_for_convention(one, c)
             per_param[c] = sum(l.bytes for l in led.lines if l.name not in non_state) / max(one.trainable_params, 1)
-    return ConventionComparison(conventions=CONVENTIONS, rows=tuple(rows),
-                                per_gpu_bytes={c: led.per_gpu_bytes for c, led in ledgers.items()},
-                                model_state_bytes_per_param=per_param)
+    return ConventionComparison(
+        conventions=CONVENTIONS,
+        rows=tuple(rows),
+        per_gpu_bytes={c: led.per_gpu_bytes for c, led in ledgers.items()},
+        model_state_bytes_per_param=per_param,
+    )

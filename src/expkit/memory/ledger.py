@@ -118,15 +118,24 @@ def _gib(n: float) -> str:
 def _optimizer_state(optimizer: str, trainable: int, shapes_sum: int) -> list[tuple[str, int, str]]:
     """(name, bytes, formula) of the optimizer state for ``trainable`` parameters, unsharded."""
     if optimizer == "adamw":
-        return [("Adam m", 4 * trainable, f"4 B * {trainable:,} trainable (fp32)"),
-                ("Adam v", 4 * trainable, f"4 B * {trainable:,} trainable (fp32)")]
+        return [
+            ("Adam m", 4 * trainable, f"4 B * {trainable:,} trainable (fp32)"),
+            ("Adam v", 4 * trainable, f"4 B * {trainable:,} trainable (fp32)"),
+        ]
     if optimizer == "adamw8bit":
-        return [("Adam m", trainable, f"1 B * {trainable:,} (bitsandbytes 8-bit, block-wise)"),
-                ("Adam v", trainable, f"1 B * {trainable:,} (bitsandbytes 8-bit, block-wise)")]
+        return [
+            ("Adam m", trainable, f"1 B * {trainable:,} (bitsandbytes 8-bit, block-wise)"),
+            ("Adam v", trainable, f"1 B * {trainable:,} (bitsandbytes 8-bit, block-wise)"),
+        ]
     if optimizer == "sgd":
         return [("SGD momentum", 4 * trainable, f"4 B * {trainable:,} (fp32 momentum buffer)")]
-    return [("Adafactor row/col stats", 4 * shapes_sum,
-             f"4 B * sum(rows + cols) = 4 * {shapes_sum:,} (factored second moment, no first moment)")]
+    return [
+        (
+            "Adafactor row/col stats",
+            4 * shapes_sum,
+            f"4 B * sum(rows + cols) = 4 * {shapes_sum:,} (factored second moment, no first moment)",
+        )
+    ]
 
 
 def _matrix_rows_cols(spec: ModelSpec, method: str, count: Any) -> int:
@@ -215,12 +224,29 @@ def estimate_training_memory(
     Reference: ZeRO (Rajbhandari et al. 2020) sec. 3.1 for the 16 B/param model state; Korthikanti et al.
     2022 for activations (compared in ``expkit.memory.activations``).
     """
-    targets = (tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if isinstance(lora_targets, str)
-               else tuple(lora_targets))
-    return ledger_for_query(TrainingQuery(
-        model=resolve_spec(model), batch=batch, seq=seq, method=method, lora_r=lora_r, lora_targets=targets,
-        optimizer=optimizer, precision=precision, grad_ckpt=grad_ckpt, attention=attention, gpus=gpus, shard=shard,
-        device=device, gpu=gpu))
+    targets = (
+        tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+        if isinstance(lora_targets, str)
+        else tuple(lora_targets)
+    )
+    return ledger_for_query(
+        TrainingQuery(
+            model=resolve_spec(model),
+            batch=batch,
+            seq=seq,
+            method=method,
+            lora_r=lora_r,
+            lora_targets=targets,
+            optimizer=optimizer,
+            precision=precision,
+            grad_ckpt=grad_ckpt,
+            attention=attention,
+            gpus=gpus,
+            shard=shard,
+            device=device,
+            gpu=gpu,
+        )
+    )
 
 
 def ledger_for_query(query: TrainingQuery) -> Ledger:
@@ -232,10 +258,15 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
     q = query
     batch, seq, method, lora_r, optimizer, precision = q.batch, q.seq, q.method, q.lora_r, q.optimizer, q.precision
     grad_ckpt, attention, gpus, shard, device, gpu = q.grad_ckpt, q.attention, q.gpus, q.shard, q.device, q.gpu
-    for value, choices, option in ((method, METHODS, "--method"), (optimizer, OPTIMIZERS, "--optimizer"),
-                                   (precision, PRECISIONS, "--precision"), (grad_ckpt, GRAD_CKPT, "--grad-ckpt"),
-                                   (attention, ATTENTION, "--attention"), (shard, SHARDS, "--shard"),
-                                   (device, ("cuda", "cpu"), "device")):
+    for value, choices, option in (
+        (method, METHODS, "--method"),
+        (optimizer, OPTIMIZERS, "--optimizer"),
+        (precision, PRECISIONS, "--precision"),
+        (grad_ckpt, GRAD_CKPT, "--grad-ckpt"),
+        (attention, ATTENTION, "--attention"),
+        (shard, SHARDS, "--shard"),
+        (device, ("cuda", "cpu"), "device"),
+    ):
         _check_choice(value, choices, option)
     for value, option in ((batch, "--batch"), (seq, "--seq"), (gpus, "--gpus"), (lora_r, "--lora-r")):
         _check_positive(value, option)
@@ -250,10 +281,11 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
     n_model = gpus if shard in ("fsdp", "zero3") else 1
     n_grad = gpus if shard in ("fsdp", "zero2", "zero3") else 1
     n_opt = gpus if shard != "none" else 1
-    div = (lambda n: f" / {n} GPUs" if n > 1 else "")
+    div = lambda n: f" / {n} GPUs" if n > 1 else ""
 
-    decoder_params = (sum(k.layers * k.params_per_layer for k in count.layer_kinds)
-                      or spec.num_layers * count.per_layer_params)
+    decoder_params = (
+        sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
+    )
     # FSDP wraps each decoder layer: the largest layer kind is the unit gathered (a MoE layer, not a dense one)
     unit = max((k.params_per_layer for k in count.layer_kinds), default=count.per_layer_params)
     unit_kind = max(count.layer_kinds, key=lambda k: k.params_per_layer).label if count.layer_kinds else "layer"
@@ -266,52 +298,91 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
         lines.append(LedgerLine("fp32 master weights", w, f"4 B * {P:,} params{div(n_model)}"))
         if mixed and n_model > 1:
             wc = 2 * 2 * unit
-            lines.append(LedgerLine("bf16 weights", wc,
-                                    f"2 B * 2 gathered units * {unit:,} (the largest FSDP unit: {unit_kind}; "
-                                    "mixed-precision policy: 16-bit copies of the current and prefetched unit only)"))
+            lines.append(
+                LedgerLine(
+                    "bf16 weights",
+                    wc,
+                    f"2 B * 2 gathered units * {unit:,} (the largest FSDP unit: {unit_kind}; "
+                    "mixed-precision policy: 16-bit copies of the current and prefetched unit only)",
+                )
+            )
         elif mixed:
             experts = sum(k.layers * k.routed_expert_params_per_layer for k in count.layer_kinds)
             copied = linear_params - (experts if device == "cpu" else 0)
             wc = 2 * copied
-            lines.append(LedgerLine("bf16 weights", wc,
-                                    f"2 B * {copied:,} matmul weights (autocast copies, kept for backward)"
-                                    + (f"; the {experts:,} fused expert weights get none (torch._grouped_mm is "
-                                       "not cast by CPU autocast, measured)" if experts and device == "cpu" else "")))
+            lines.append(
+                LedgerLine(
+                    "bf16 weights",
+                    wc,
+                    f"2 B * {copied:,} matmul weights (autocast copies, kept for backward)"
+                    + (
+                        f"; the {experts:,} fused expert weights get none (torch._grouped_mm is "
+                        "not cast by CPU autocast, measured)"
+                        if experts and device == "cpu"
+                        else ""
+                    ),
+                )
+            )
     else:
         if method == "qlora":
             # bitsandbytes quantizes the decoder's linears; the LM head (tied or not) stays 16-bit
             quantized = decoder_params - spec.num_layers * 2 * spec.hidden_size
             q = int(NF4_BYTES_PER_PARAM * quantized)
             rest = 2 * (P - quantized)
-            lines.append(LedgerLine("frozen base weights", (q + rest) // n_model,
-                                    f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {quantized:,} decoder linear + 2 B * "
-                                    f"{P - quantized:,} embeddings, head, norms{div(n_model)}"))
+            lines.append(
+                LedgerLine(
+                    "frozen base weights",
+                    (q + rest) // n_model,
+                    f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {quantized:,} decoder linear + 2 B * "
+                    f"{P - quantized:,} embeddings, head, norms{div(n_model)}",
+                )
+            )
         else:
-            fb = (2 if mixed else 4)
-            lines.append(LedgerLine("frozen base weights", fb * P // n_model,
-                                    f"{fb} B * {P:,} params ({'16-bit' if mixed else 'fp32'}){div(n_model)}"))
+            fb = 2 if mixed else 4
+            lines.append(
+                LedgerLine(
+                    "frozen base weights",
+                    fb * P // n_model,
+                    f"{fb} B * {P:,} params ({'16-bit' if mixed else 'fp32'}){div(n_model)}",
+                )
+            )
         lines.append(LedgerLine("fp32 master weights", 4 * Pt // n_model, f"4 B * {Pt:,} adapter params{div(n_model)}"))
         if mixed:
-            lines.append(LedgerLine("bf16 weights", 2 * Pt // n_model, f"2 B * {Pt:,} adapter params (autocast copies)"))
+            lines.append(
+                LedgerLine("bf16 weights", 2 * Pt // n_model, f"2 B * {Pt:,} adapter params (autocast copies)")
+            )
     lines.append(LedgerLine("gradients", 4 * Pt // n_grad, f"4 B * {Pt:,} trainable (fp32){div(n_grad)}"))
     shapes_sum = _matrix_rows_cols(spec, method, count)
     for name, b, f in _optimizer_state(optimizer, Pt, shapes_sum):
         lines.append(LedgerLine(name, b // n_opt, f + div(n_opt)))
 
-    act = estimate_activations(spec, batch=batch, seq=seq, precision=precision, method=method,
-                               lora_targets=("all-linear",) if targets == ("all-linear",) else targets,
-                               lora_r=lora_r, grad_ckpt=grad_ckpt == "full", attention=attention, device=device)
+    act = estimate_activations(
+        spec,
+        batch=batch,
+        seq=seq,
+        precision=precision,
+        method=method,
+        lora_targets=("all-linear",) if targets == ("all-linear",) else targets,
+        lora_r=lora_r,
+        grad_ckpt=grad_ckpt == "full",
+        attention=attention,
+        device=device,
+    )
     tokens = batch * seq
     act_bytes = act.stored_bytes + act.fixed_bytes
     ckpt_note = f" (checkpointed: {spec.num_layers} layer inputs)" if grad_ckpt == "full" else ""
     per_kind = " + ".join(f"{n} x {b:,} B ({label})" for label, n, b in act.layer_kinds)
-    lines.append(LedgerLine("activations", act_bytes,
-                            (f"{spec.num_layers} layer inputs" if grad_ckpt == "full" else per_kind)
-                            + f" + fixed {act.fixed_bytes:,} B at {batch} x {seq} tokens{ckpt_note}"))
+    lines.append(
+        LedgerLine(
+            "activations",
+            act_bytes,
+            (f"{spec.num_layers} layer inputs" if grad_ckpt == "full" else per_kind)
+            + f" + fixed {act.fixed_bytes:,} B at {batch} x {seq} tokens{ckpt_note}",
+        )
+    )
     V = spec.vocab_size
     logit_b = 2 if mixed else 4
-    lines.append(LedgerLine("logits / loss", act.loss_bytes,
-                            f"fp32 log-probs 4 B * {tokens:,} tokens * vocab {V:,}"))
+    lines.append(LedgerLine("logits / loss", act.loss_bytes, f"fp32 log-probs 4 B * {tokens:,} tokens * vocab {V:,}"))
 
     # Transients: each phase's short-lived tensors; the temporaries line is the one at the peak phase.
     # (a) loss forward: logits (16-bit under autocast) + their fp32 upcast (mixed only) before log_softmax.
@@ -336,7 +407,9 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
     phases = {
         "forward, at the loss (all activations + logits)": act_bytes + act.loss_bytes + loss_fwd + gather,
         "backward, at the loss (all activations + logits grads)": act_bytes + act.loss_bytes + loss_bwd + gather,
-        "backward, last layer rebuilt (checkpointing)": act_bytes + recompute + grads // max(spec.num_layers, 1)
+        "backward, last layer rebuilt (checkpointing)": act_bytes
+        + recompute
+        + grads // max(spec.num_layers, 1)
         + gather,
         "optimizer step (all gradients + step temporaries)": grads + opt_tmp,
     }
@@ -352,24 +425,52 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
     notes = list(spec.assumed)
     if device == "cuda":
         slack = int(ALLOCATOR_SLACK * act_bytes)
-        lines.append(LedgerLine("runtime overhead", CUDA_OVERHEAD_BYTES + slack,
-                                f"CUDA context + workspaces ~{_gib(CUDA_OVERHEAD_BYTES)} + allocator slack "
-                                f"{ALLOCATOR_SLACK:.0%} of activations (estimate)", estimate=True))
+        lines.append(
+            LedgerLine(
+                "runtime overhead",
+                CUDA_OVERHEAD_BYTES + slack,
+                f"CUDA context + workspaces ~{_gib(CUDA_OVERHEAD_BYTES)} + allocator slack "
+                f"{ALLOCATOR_SLACK:.0%} of activations (estimate)",
+                estimate=True,
+            )
+        )
     per_gpu = sum(l.bytes for l in lines)
     overhead = per_gpu - sum(l.bytes for l in lines if l.name != "runtime overhead")
     peak = static + phases[peak_phase] + overhead
     if not count.counted_by.startswith("meta"):
         notes.append(count.counted_by)
     led = Ledger(
-        model=spec.name, mode="train", method=method, precision=precision, optimizer=optimizer, batch=batch,
-        seq=seq, gpus=gpus, shard=shard, grad_ckpt=grad_ckpt, attention=attention, convention="expkit",
-        total_params=P, trainable_params=Pt, trainable_fraction=count.trainable_fraction, lines=tuple(lines),
-        per_gpu_bytes=per_gpu, total_bytes=per_gpu * gpus, peak_bytes=peak, peak_phase=peak_phase,
-        device=device, notes=tuple(notes),
-        largest_layer_params=max(count.embedding_params, count.lm_head_params,
-                                 spec.hidden_size * spec.intermediate_size,
-                                 *(k.routed_expert_params_per_layer for k in count.layer_kinds)),
-        approximations=spec.desc.approximations, active_params=count.active_params, query=q,
+        model=spec.name,
+        mode="train",
+        method=method,
+        precision=precision,
+        optimizer=optimizer,
+        batch=batch,
+        seq=seq,
+        gpus=gpus,
+        shard=shard,
+        grad_ckpt=grad_ckpt,
+        attention=attention,
+        convention="expkit",
+        total_params=P,
+        trainable_params=Pt,
+        trainable_fraction=count.trainable_fraction,
+        lines=tuple(lines),
+        per_gpu_bytes=per_gpu,
+        total_bytes=per_gpu * gpus,
+        peak_bytes=peak,
+        peak_phase=peak_phase,
+        device=device,
+        notes=tuple(notes),
+        largest_layer_params=max(
+            count.embedding_params,
+            count.lm_head_params,
+            spec.hidden_size * spec.intermediate_size,
+            *(k.routed_expert_params_per_layer for k in count.layer_kinds),
+        ),
+        approximations=spec.desc.approximations,
+        active_params=count.active_params,
+        query=q,
     )
     return _with_fit(led, gpu)
 
@@ -416,24 +517,28 @@ def estimate_inference_memory(
     count = count_parameters(spec)
     P = count.total_params
     b = 4 if precision == "fp32" else 2
-    decoder = (sum(k.layers * k.params_per_layer for k in count.layer_kinds)
-               or spec.num_layers * count.per_layer_params)
+    decoder = sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
     if method == "qlora":
         wbytes = int(NF4_BYTES_PER_PARAM * P)
         wformula = f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {P:,} params"
     elif desc.quant_method is not None:
         # the checkpoint's own quantization: decoder layers at its bits, the rest (embeddings, head) 16-bit
         wbytes = int(desc.weight_bits / 8 * decoder) + b * (P - decoder)
-        wformula = (f"{desc.quant_method} {desc.weight_bits / 8:.4g} B * {decoder:,} decoder-layer params + {b} B * "
-                    f"{P - decoder:,} others (embeddings, head, norms)")
+        wformula = (
+            f"{desc.quant_method} {desc.weight_bits / 8:.4g} B * {decoder:,} decoder-layer params + {b} B * "
+            f"{P - decoder:,} others (embeddings, head, norms)"
+        )
     else:
         wbytes, wformula = b * P, f"{b} B * {P:,} params"
     kv = desc.kv_cache_elements(context) * batch * b
     kinds = []
     for layer, n in desc.layer_groups():
         a = layer.attention
-        form = (f"latent {a.kv_lora_rank} + rope key {a.qk_rope_head_dim}" if a.kind == "mla"
-                else f"2 * {a.num_kv_heads} kv heads * {a.head_dim}")
+        form = (
+            f"latent {a.kv_lora_rank} + rope key {a.qk_rope_head_dim}"
+            if a.kind == "mla"
+            else f"2 * {a.num_kv_heads} kv heads * {a.head_dim}"
+        )
         toks = f"min({context:,}, window {a.window:,})" if a.window else f"{context:,}"
         kinds.append(f"{n} {a.kind} layers * {form} * {toks} tokens")
     kv_formula = " + ".join(dict.fromkeys(kinds)) + f", * {batch} * {b} B"
@@ -443,15 +548,39 @@ def estimate_inference_memory(
         LedgerLine("logits / loss", 4 * spec.vocab_size * batch, f"fp32 logits of one step: 4 * {batch} * vocab"),
     ]
     if device == "cuda":
-        lines.append(LedgerLine("runtime overhead", CUDA_OVERHEAD_BYTES,
-                                f"CUDA context + workspaces ~{_gib(CUDA_OVERHEAD_BYTES)} (estimate)", estimate=True))
+        lines.append(
+            LedgerLine(
+                "runtime overhead",
+                CUDA_OVERHEAD_BYTES,
+                f"CUDA context + workspaces ~{_gib(CUDA_OVERHEAD_BYTES)} (estimate)",
+                estimate=True,
+            )
+        )
     per_gpu = sum(l.bytes for l in lines)
     led = Ledger(
-        model=spec.name, mode="infer", method=method, precision=precision, optimizer="none", batch=batch,
-        seq=context, gpus=gpus, shard="tensor-parallel" if gpus > 1 else "none", grad_ckpt="none",
-        attention="sdpa", convention="expkit", total_params=P, trainable_params=0, trainable_fraction=0.0,
-        lines=tuple(lines), per_gpu_bytes=per_gpu, total_bytes=per_gpu * gpus, peak_bytes=per_gpu,
-        peak_phase="decode at full context", device=device, notes=spec.assumed,
-        approximations=desc.approximations, active_params=count.active_params,
+        model=spec.name,
+        mode="infer",
+        method=method,
+        precision=precision,
+        optimizer="none",
+        batch=batch,
+        seq=context,
+        gpus=gpus,
+        shard="tensor-parallel" if gpus > 1 else "none",
+        grad_ckpt="none",
+        attention="sdpa",
+        convention="expkit",
+        total_params=P,
+        trainable_params=0,
+        trainable_fraction=0.0,
+        lines=tuple(lines),
+        per_gpu_bytes=per_gpu,
+        total_bytes=per_gpu * gpus,
+        peak_bytes=per_gpu,
+        peak_phase="decode at full context",
+        device=device,
+        notes=spec.assumed,
+        approximations=desc.approximations,
+        active_params=count.active_params,
     )
     return _with_fit(led, gpu)

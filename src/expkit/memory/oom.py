@@ -90,35 +90,80 @@ def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None 
         raise UsageError("this ledger carries no query to vary (build it with estimate_training_memory)")
     options: list[tuple[str, str, dict[str, Any], str]] = []
     if led.grad_ckpt == "none":
-        options.append(("gradient checkpointing", "--grad-ckpt full", {"grad_ckpt": "full"},
-                        "~33% more compute (one extra forward per step)"))
+        options.append(
+            (
+                "gradient checkpointing",
+                "--grad-ckpt full",
+                {"grad_ckpt": "full"},
+                "~33% more compute (one extra forward per step)",
+            )
+        )
     if led.method == "full":
         options.append(("LoRA", "--method lora", {"method": "lora"}, "trains ~1% of the weights; quality may differ"))
     if led.method != "qlora":
-        options.append(("QLoRA", "--method qlora", {"method": "qlora"},
-                        "NF4 base: slower matmuls (dequantize), quantization error"))
+        options.append(
+            (
+                "QLoRA",
+                "--method qlora",
+                {"method": "qlora"},
+                "NF4 base: slower matmuls (dequantize), quantization error",
+            )
+        )
     if led.optimizer == "adamw":
-        options.append(("8-bit Adam", "--optimizer adamw8bit", {"optimizer": "adamw8bit"},
-                        "needs bitsandbytes; block-wise quantized state"))
+        options.append(
+            (
+                "8-bit Adam",
+                "--optimizer adamw8bit",
+                {"optimizer": "adamw8bit"},
+                "needs bitsandbytes; block-wise quantized state",
+            )
+        )
     if led.gpus > 1 and led.shard != "zero3":
-        options.append(("ZeRO-3 / FSDP", "--shard zero3", {"shard": "zero3"},
-                        "all-gathers every layer each step: more communication"))
+        options.append(
+            (
+                "ZeRO-3 / FSDP",
+                "--shard zero3",
+                {"shard": "zero3"},
+                "all-gathers every layer each step: more communication",
+            )
+        )
     if led.batch > 1:
         half = led.batch // 2
-        options.append((f"micro-batch {half} x 2 accumulation", f"--batch {half}", {"batch": half},
-                        "same effective batch, lower GPU utilization"))
+        options.append(
+            (
+                f"micro-batch {half} x 2 accumulation",
+                f"--batch {half}",
+                {"batch": half},
+                "same effective batch, lower GPU utilization",
+            )
+        )
     remedies = []
     for name, opt, change, cost in options:
         alt = ledger_for_query(replace(led.query, **change))
-        remedies.append(Remedy(name, opt, alt.peak_bytes, led.peak_bytes - alt.peak_bytes, cost,
-                               None if capacity_bytes is None else alt.peak_bytes <= capacity_bytes))
+        remedies.append(
+            Remedy(
+                name,
+                opt,
+                alt.peak_bytes,
+                led.peak_bytes - alt.peak_bytes,
+                cost,
+                None if capacity_bytes is None else alt.peak_bytes <= capacity_bytes,
+            )
+        )
     # chunked cross-entropy: the vocabulary-sized tensors shrink to one chunk (Liger / chunked loss)
     vocab_tmp = led.bytes_of("logits / loss") + (led.bytes_of("temporaries") if "loss" in led.peak_phase else 0)
     if vocab_tmp:
         after = led.peak_bytes - vocab_tmp
-        remedies.append(Remedy("chunked cross-entropy", "(code: a chunked/fused loss, e.g. Liger kernel)", after,
-                               vocab_tmp, "a few % compute; needs a fused or chunked loss function",
-                               None if capacity_bytes is None else after <= capacity_bytes))
+        remedies.append(
+            Remedy(
+                "chunked cross-entropy",
+                "(code: a chunked/fused loss, e.g. Liger kernel)",
+                after,
+                vocab_tmp,
+                "a few % compute; needs a fused or chunked loss function",
+                None if capacity_bytes is None else after <= capacity_bytes,
+            )
+        )
     return tuple(sorted(remedies, key=lambda r: -r.savings_bytes))
 
 
@@ -158,28 +203,47 @@ def attribute_oom(
     block, names = _BLOCK_OF_PHASE[at]
     block_bytes = led.bytes_of(*names)
     if phase is None:
-        reason = (f"the traceback names no phase; the ledger predicts the first overflow at {overflow}"
-                  if overflow else "the traceback names no phase and the ledger predicts no overflow")
+        reason = (
+            f"the traceback names no phase; the ledger predicts the first overflow at {overflow}"
+            if overflow
+            else "the traceback names no phase and the ledger predicts no overflow"
+        )
         consistent = None
     elif overflow is None:
-        reason = (f"OOM in {phase}, but the ledger's {phase} total ({_fmt(totals[phase])}) fits"
-                  + (f" in {_fmt(capacity)}" if capacity else "")
-                  + ": suspect fragmentation (reserved >> allocated), another process on the GPU, or options that "
-                    "differ from the run's")
+        reason = (
+            f"OOM in {phase}, but the ledger's {phase} total ({_fmt(totals[phase])}) fits"
+            + (f" in {_fmt(capacity)}" if capacity else "")
+            + ": suspect fragmentation (reserved >> allocated), another process on the GPU, or options that "
+            "differ from the run's"
+        )
         consistent = False if capacity is not None else None
     else:
         consistent = phase == overflow
-        reason = (f"OOM in {phase}: the {block} block ({_fmt(block_bytes)}) is what this phase adds; "
-                  f"the ledger's running total reaches {_fmt(totals[phase])} of "
-                  f"{_fmt(capacity)}" if capacity else f"OOM in {phase}: the {block} block")
+        reason = (
+            f"OOM in {phase}: the {block} block ({_fmt(block_bytes)}) is what this phase adds; "
+            f"the ledger's running total reaches {_fmt(totals[phase])} of "
+            f"{_fmt(capacity)}"
+            if capacity
+            else f"OOM in {phase}: the {block} block"
+        )
         if not consistent:
             reason += f" (the ledger predicted the first overflow at {overflow})"
     if allocated_bytes is not None and phase is not None:
         expected = totals[phase]
-        reason += (f"; PyTorch had {_fmt(allocated_bytes)} allocated"
-                   + (f" + {_fmt(requested_bytes)} requested" if requested_bytes else "")
-                   + f", the ledger expects {_fmt(expected)} by the end of {phase}")
-    return OomExplanation(phase=phase, capacity_bytes=capacity, requested_bytes=requested_bytes, block=block,
-                          block_bytes=block_bytes, cumulative_bytes=totals, overflow_phase=overflow,
-                          consistent=consistent, reason=reason,
-                          remedies=rank_remedies(led, model=model, capacity_bytes=capacity))
+        reason += (
+            f"; PyTorch had {_fmt(allocated_bytes)} allocated"
+            + (f" + {_fmt(requested_bytes)} requested" if requested_bytes else "")
+            + f", the ledger expects {_fmt(expected)} by the end of {phase}"
+        )
+    return OomExplanation(
+        phase=phase,
+        capacity_bytes=capacity,
+        requested_bytes=requested_bytes,
+        block=block,
+        block_bytes=block_bytes,
+        cumulative_bytes=totals,
+        overflow_phase=overflow,
+        consistent=consistent,
+        reason=reason,
+        remedies=rank_remedies(led, model=model, capacity_bytes=capacity),
+    )

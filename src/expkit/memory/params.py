@@ -72,8 +72,7 @@ def resolve_spec(model: ModelSpec | str | Path | dict[str, Any]) -> ModelSpec:
     if isinstance(model, dict):
         from expkit.memory.architecture import spec_from_dict
 
-        return spec_from_dict(model, name=str(model.get("_name_or_path") or model.get("model_type")),
-                              source="dict")
+        return spec_from_dict(model, name=str(model.get("_name_or_path") or model.get("model_type")), source="dict")
     return load_model_spec(model)
 
 
@@ -90,8 +89,10 @@ def _check_targets(targets: tuple[str, ...], linear_names: Sequence[str], all_na
         return
     for t in targets:
         if not any(n == t or n.endswith("." + t) for n in all_names):
-            raise UsageError(f"LoRA target {t!r} matches no module of the model",
-                             hint=f"linear modules: {', '.join(linear_names)} (or {ALL_LINEAR})")
+            raise UsageError(
+                f"LoRA target {t!r} matches no module of the model",
+                hint=f"linear modules: {', '.join(linear_names)} (or {ALL_LINEAR})",
+            )
 
 
 def _normalize_targets(lora_targets: str | Sequence[str]) -> tuple[str, ...]:
@@ -107,8 +108,15 @@ def _normalize_targets(lora_targets: str | Sequence[str]) -> tuple[str, ...]:
 def _analytic_counts(spec: ModelSpec, r: int | None, targets: tuple[str, ...]) -> tuple[int, int, int, int, list[str]]:
     """(base, adapters, per_layer, lm_head, linear names) from the standard fields, Llama-style block."""
     h, d_q, d_kv, inter = spec.hidden_size, spec.num_heads * spec.head_dim, spec.kv_dim, spec.intermediate_size
-    shapes = {"q_proj": (h, d_q), "k_proj": (h, d_kv), "v_proj": (h, d_kv), "o_proj": (d_q, h),
-              "gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h)}
+    shapes = {
+        "q_proj": (h, d_q),
+        "k_proj": (h, d_kv),
+        "v_proj": (h, d_kv),
+        "o_proj": (d_q, h),
+        "gate_proj": (h, inter),
+        "up_proj": (h, inter),
+        "down_proj": (inter, h),
+    }
     bias = (d_q + 2 * d_kv) if spec.qkv_bias else 0
     per_layer = sum(i * o for i, o in shapes.values()) + bias + 2 * h  # + two RMSNorm weights
     embed = spec.vocab_size * h
@@ -124,8 +132,9 @@ def _analytic_counts(spec: ModelSpec, r: int | None, targets: tuple[str, ...]) -
 
 
 @functools.lru_cache(maxsize=64)
-def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: float | None,
-                  targets: tuple[str, ...]) -> ParameterCount:
+def _count_cached(
+    raw_json: str, name: str, source: str, r: int | None, alpha: float | None, targets: tuple[str, ...]
+) -> ParameterCount:
     from expkit.memory.architecture import spec_from_dict
 
     spec = spec_from_dict(json.loads(raw_json), name=name, source=source)
@@ -134,27 +143,47 @@ def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: f
     if counts is None:
         base, adapters, per_layer, lm_head, linear_names = _analytic_counts(spec, r, targets)
         embed = spec.vocab_size * spec.hidden_size
-        counted_by = (f"analytic from the standard config fields: transformers does not know "
-                      f"model_type {spec.model_type!r} (Llama-style block assumed)")
+        counted_by = (
+            f"analytic from the standard config fields: transformers does not know "
+            f"model_type {spec.model_type!r} (Llama-style block assumed)"
+        )
         active, active_emb, tower, kinds = base - embed + (embed if spec.tied_embeddings else 0), base, 0, ()
     else:
-        base, adapters, embed, lm_head = (counts.total_params, counts.adapter_params, counts.embedding_params,
-                                          counts.lm_head_params)
+        base, adapters, embed, lm_head = (
+            counts.total_params,
+            counts.adapter_params,
+            counts.embedding_params,
+            counts.lm_head_params,
+        )
         per_layer = counts.layer_kinds[0].params_per_layer if counts.layer_kinds else 0
         linear_names = list(counts.linear_module_names)
         counted_by, active, active_emb = counts.counted_by, counts.active_params, counts.active_params_with_embedding
         tower, kinds = counts.tower_params, counts.layer_kinds
     trainable = adapters if r is not None else base
     return ParameterCount(
-        model=name, method="lora" if r is not None else "full", total_params=base, trainable_params=trainable,
-        adapter_params=adapters, trainable_fraction=trainable / base,
+        model=name,
+        method="lora" if r is not None else "full",
+        total_params=base,
+        trainable_params=trainable,
+        adapter_params=adapters,
+        trainable_fraction=trainable / base,
         trainable_fraction_of_all=trainable / (base + adapters),
-        training_state_bytes=trainable * ADAMW_MIXED_BYTES_PER_PARAM, embedding_params=embed,
-        lm_head_params=lm_head, per_layer_params=per_layer, num_layers=spec.num_layers,
-        tied_embeddings=spec.tied_embeddings, lora_r=r, lora_alpha=alpha if r is not None else None,
-        lora_targets=targets if r is not None else (), counted_by=counted_by,
-        linear_module_names=tuple(linear_names), active_params=active, active_params_with_embedding=active_emb,
-        tower_params=tower, layer_kinds=kinds, approximations=desc.approximations,
+        training_state_bytes=trainable * ADAMW_MIXED_BYTES_PER_PARAM,
+        embedding_params=embed,
+        lm_head_params=lm_head,
+        per_layer_params=per_layer,
+        num_layers=spec.num_layers,
+        tied_embeddings=spec.tied_embeddings,
+        lora_r=r,
+        lora_alpha=alpha if r is not None else None,
+        lora_targets=targets if r is not None else (),
+        counted_by=counted_by,
+        linear_module_names=tuple(linear_names),
+        active_params=active,
+        active_params_with_embedding=active_emb,
+        tower_params=tower,
+        layer_kinds=kinds,
+        approximations=desc.approximations,
     )
 
 

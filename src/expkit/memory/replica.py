@@ -144,8 +144,9 @@ def measure_saved_bytes(model: Any, *, batch: int, seq: int, precision: str = "f
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _autocast(precision, device):
         loss = model(input_ids=ids, labels=ids).loss
     del loss
-    return SavedBytes(activation_bytes=sum(acts.values()), weight_copy_bytes=sum(copies.values()),
-                      num_tensors=len(acts) + len(copies))
+    return SavedBytes(
+        activation_bytes=sum(acts.values()), weight_copy_bytes=sum(copies.values()), num_tensors=len(acts) + len(copies)
+    )
 
 
 def training_state_bytes(model: Any, optimizer: Any) -> int:
@@ -205,25 +206,37 @@ def measure_step_peak(
         start = torch.cuda.memory_allocated()
         step()
         torch.cuda.synchronize()
-        return StepPeak(start_bytes=start, peak_bytes=torch.cuda.max_memory_allocated(), device="cuda",
-                        method="torch.cuda.max_memory_allocated")
+        return StepPeak(
+            start_bytes=start,
+            peak_bytes=torch.cuda.max_memory_allocated(),
+            device="cuda",
+            method="torch.cuda.max_memory_allocated",
+        )
     start = training_state_bytes(model, opt)
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
-    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                    if e.name() == "[memory]" and e.device_type().name == "CPU")
+    events = sorted(
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type().name == "CPU"
+    )
     running = peak = 0
     for _, nbytes in events:
         running += nbytes
         peak = max(peak, running)
-    return StepPeak(start_bytes=start, peak_bytes=start + peak, device="cpu",
-                    method="torch.profiler memory events (allocator level)")
+    return StepPeak(
+        start_bytes=start,
+        peak_bytes=start + peak,
+        device="cpu",
+        method="torch.profiler memory events (allocator level)",
+    )
 
 
-def time_forward_backward(model: Any, *, batch: int, seq: int, repeats: int = 3, precision: str = "fp32",
-                          seed: int = 0, warmup: bool = True) -> float:
+def time_forward_backward(
+    model: Any, *, batch: int, seq: int, repeats: int = 3, precision: str = "fp32", seed: int = 0, warmup: bool = True
+) -> float:
     """Median seconds of forward + backward (no optimizer) over ``repeats`` runs (after one warm-up)."""
     import statistics
 

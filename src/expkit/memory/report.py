@@ -67,36 +67,61 @@ def build_memory_report(
     if mode == "infer":
         if explain or oom is not None:
             raise UsageError(f"--{'explain' if explain else 'oom'} is for training ledgers; drop --mode infer")
-        led = estimate_inference_memory(query.model, context=context, batch=query.batch, precision=query.precision,
-                                        method="qlora" if query.method == "qlora" else "full", gpus=query.gpus,
-                                        gpu=query.gpu, device=query.device)
+        led = estimate_inference_memory(
+            query.model,
+            context=context,
+            batch=query.batch,
+            precision=query.precision,
+            method="qlora" if query.method == "qlora" else "full",
+            gpus=query.gpus,
+            gpu=query.gpu,
+            device=query.device,
+        )
         return MemoryReport(ledger=led, parameters=None)
     base = ledger_for_query(query)
-    count = count_parameters(query.model, lora_r=query.lora_r if query.method != "full" else None,
-                             lora_targets=query.lora_targets)
+    count = count_parameters(
+        query.model, lora_r=query.lora_r if query.method != "full" else None, lora_targets=query.lora_targets
+    )
     led = ledger_for_convention(base, convention)
     comparison = None
     if explain:
-        one = ledger_for_query(replace(query, gpus=1, shard="none", gpu=None)) \
-            if query.gpus > 1 and query.shard != "none" else None
+        one = (
+            ledger_for_query(replace(query, gpus=1, shard="none", gpu=None))
+            if query.gpus > 1 and query.shard != "none"
+            else None
+        )
         comparison = compare_conventions(base, unsharded=one)
     fit = None
     groups = query.model.desc.layer_groups() if measure else ()
     if len(groups) > 1:
         kinds = "; ".join(f"{n} x {layer.label}" for layer, n in groups)
-        raise UsageError(f"--measure fits one per-layer figure on 1/2/4-layer replicas, and this model has "
-                         f"{len(groups)} layer kinds ({kinds})",
-                         hint="the per-kind formula is checked against MoE/MLA replicas in `expkit labs run C4.2v`")
+        raise UsageError(
+            f"--measure fits one per-layer figure on 1/2/4-layer replicas, and this model has "
+            f"{len(groups)} layer kinds ({kinds})",
+            hint="the per-kind formula is checked against MoE/MLA replicas in `expkit labs run C4.2v`",
+        )
     if measure:
         from expkit.memory.activation_fit import fit_activations
 
         if on_step:
             on_step(f"{query.model.name} at {replica_seq} tokens")
-        fit = fit_activations(query.model, batch=query.batch, seq=query.seq, replica_seq=replica_seq,
-                              precision=query.precision, method="full" if query.method == "full" else "lora",
-                              lora_r=query.lora_r, attention=query.attention)
+        fit = fit_activations(
+            query.model,
+            batch=query.batch,
+            seq=query.seq,
+            replica_seq=replica_seq,
+            precision=query.precision,
+            method="full" if query.method == "full" else "lora",
+            lora_r=query.lora_r,
+            attention=query.attention,
+        )
     explanation = None
     if oom is not None:
-        explanation = attribute_oom(base, phase=oom.phase, capacity_bytes=oom.capacity_bytes,
-                                    requested_bytes=oom.requested_bytes, allocated_bytes=oom.allocated_bytes)
+        explanation = attribute_oom(
+            base,
+            phase=oom.phase,
+            capacity_bytes=oom.capacity_bytes,
+            requested_bytes=oom.requested_bytes,
+            allocated_bytes=oom.allocated_bytes,
+        )
     return MemoryReport(ledger=led, parameters=count, conventions=comparison, measured=fit, oom=explanation)

@@ -92,11 +92,27 @@ def measure_fsdp_shards(*, world_size: int = 2, hidden: int = 256, layers: int =
     # one fresh interpreter per rank (as torchrun does): no fork of a threaded parent, no re-import of __main__
     port = _free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        procs = [subprocess.Popen(
-            [sys.executable, "-c", "import sys; from expkit.memory.sharding import _worker; "
-             "_worker(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), "
-             "int(sys.argv[6]))", str(r), str(world_size), str(port), tmp, str(hidden), str(layers)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(world_size)]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from expkit.memory.sharding import _worker; "
+                    "_worker(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5]), "
+                    "int(sys.argv[6]))",
+                    str(r),
+                    str(world_size),
+                    str(port),
+                    tmp,
+                    str(hidden),
+                    str(layers),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for r in range(world_size)
+        ]
         errors = []
         for r, proc in enumerate(procs):
             try:
@@ -107,11 +123,18 @@ def measure_fsdp_shards(*, world_size: int = 2, hidden: int = 256, layers: int =
                 errors.append(f"rank {r}: timed out after 300 s")
                 continue
             if proc.returncode != 0:
-                errors.append(f"rank {r} exited {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}")
+                errors.append(
+                    f"rank {r} exited {proc.returncode}: {err.strip().splitlines()[-1] if err.strip() else ''}"
+                )
         if errors:
             raise RuntimeError("FSDP2 run failed: " + "; ".join(errors))
         ranks = [json.loads(Path(tmp, f"rank{r}.json").read_text()) for r in range(world_size)]
     total = ranks[0]["total"]
-    return FsdpShards(world_size=world_size, total_params=total, local_params=tuple(r["local"] for r in ranks),
-                      local_state_bytes=tuple(r["state"] for r in ranks), unsharded_state_bytes=16 * total,
-                      backend="gloo")
+    return FsdpShards(
+        world_size=world_size,
+        total_params=total,
+        local_params=tuple(r["local"] for r in ranks),
+        local_state_bytes=tuple(r["state"] for r in ranks),
+        unsharded_state_bytes=16 * total,
+        backend="gloo",
+    )

@@ -39,10 +39,17 @@ class ValidationCase:
     extra: tuple[tuple[str, object], ...] = ()  # further config fields: experts, MLA ranks, patterns
 
     def spec(self) -> ModelSpec:
-        raw = dict(model_type=self.model_type, hidden_size=self.hidden, intermediate_size=self.intermediate,
-                   num_hidden_layers=self.layers, num_attention_heads=self.heads,
-                   num_key_value_heads=self.kv_heads, vocab_size=self.vocab, tie_word_embeddings=self.tied,
-                   **{k: list(v) if isinstance(v, tuple) else v for k, v in self.extra})
+        raw = dict(
+            model_type=self.model_type,
+            hidden_size=self.hidden,
+            intermediate_size=self.intermediate,
+            num_hidden_layers=self.layers,
+            num_attention_heads=self.heads,
+            num_key_value_heads=self.kv_heads,
+            vocab_size=self.vocab,
+            tie_word_embeddings=self.tied,
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in self.extra},
+        )
         return spec_from_dict(raw, name=self.name, source=f"validation case {self.name}")
 
 
@@ -51,31 +58,102 @@ VALIDATION_CASES: tuple[ValidationCase, ...] = (
     ValidationCase("qwen2-h128-L2 full", "qwen2", 128, 2, 4, 2, 384, 2000, 256),
     ValidationCase("llama-h256-L4 lora", "llama", 256, 4, 4, 4, 688, 4000, 512, method="lora", tied=False),
     ValidationCase("qwen2-h256-L4 full ckpt", "qwen2", 256, 4, 4, 2, 768, 4000, 256, grad_ckpt="full"),
-    ValidationCase("llama-h384-L2 lora ckpt", "llama", 384, 2, 6, 2, 1024, 4000, 1024, method="lora",
-                   grad_ckpt="full", tied=False),
+    ValidationCase(
+        "llama-h384-L2 lora ckpt", "llama", 384, 2, 6, 2, 1024, 4000, 1024, method="lora", grad_ckpt="full", tied=False
+    ),
     ValidationCase("qwen2-h512-L2 full (state-bound)", "qwen2", 512, 2, 8, 2, 1376, 8000, 128),
-    ValidationCase("llama-h192-L8 full eager", "llama", 192, 8, 4, 2, 512, 2000, 256, attention="eager",
-                   tied=False),
+    ValidationCase("llama-h192-L8 full eager", "llama", 192, 8, 4, 2, 512, 2000, 256, attention="eager", tied=False),
     ValidationCase("qwen2-h256-L2 full bf16-mixed", "qwen2", 256, 2, 4, 2, 768, 4000, 256, precision="bf16-mixed"),
-    ValidationCase("qwen2-h256-L2 lora bf16-mixed", "qwen2", 256, 2, 4, 2, 768, 4000, 256, method="lora",
-                   precision="bf16-mixed"),
+    ValidationCase(
+        "qwen2-h256-L2 lora bf16-mixed", "qwen2", 256, 2, 4, 2, 768, 4000, 256, method="lora", precision="bf16-mixed"
+    ),
     # mixture-of-experts replicas (issue 13): every layer kind of the real model, small widths
-    ValidationCase("mixtral-style h128-L2 8 experts top-2", "mixtral", 128, 2, 4, 2, 256, 2000, 512, tied=False,
-                   extra=(("num_local_experts", 8), ("num_experts_per_tok", 2))),
-    ValidationCase("qwen3-moe-style h128-L3 16 experts top-4, sparse step 1, mlp-only layer 0", "qwen3_moe", 128, 3,
-                   4, 2, 256, 2000, 512, tied=False,
-                   extra=(("head_dim", 32), ("num_experts", 16), ("num_experts_per_tok", 4),
-                          ("moe_intermediate_size", 64), ("mlp_only_layers", (0,)))),
-    ValidationCase("deepseek-style h128-L3 MLA, 1 dense + 2 MoE (8 experts top-2 + shared)", "deepseek_v3", 128, 3,
-                   4, 4, 256, 2000, 512, tied=False,
-                   extra=(("first_k_dense_replace", 1), ("n_routed_experts", 8), ("num_experts_per_tok", 2),
-                          ("n_shared_experts", 1), ("moe_intermediate_size", 64), ("n_group", 2), ("topk_group", 1),
-                          ("kv_lora_rank", 32), ("q_lora_rank", 48), ("qk_rope_head_dim", 8),
-                          ("qk_nope_head_dim", 16), ("v_head_dim", 16))),
-    ValidationCase("mixtral-style h128-L2 bf16-mixed", "mixtral", 128, 2, 4, 2, 256, 2000, 512, tied=False,
-                   precision="bf16-mixed", extra=(("num_local_experts", 8), ("num_experts_per_tok", 2))),
-    ValidationCase("mixtral-style h128-L2 lora", "mixtral", 128, 2, 4, 2, 256, 2000, 512, method="lora", tied=False,
-                   extra=(("num_local_experts", 8), ("num_experts_per_tok", 2))),
+    ValidationCase(
+        "mixtral-style h128-L2 8 experts top-2",
+        "mixtral",
+        128,
+        2,
+        4,
+        2,
+        256,
+        2000,
+        512,
+        tied=False,
+        extra=(("num_local_experts", 8), ("num_experts_per_tok", 2)),
+    ),
+    ValidationCase(
+        "qwen3-moe-style h128-L3 16 experts top-4, sparse step 1, mlp-only layer 0",
+        "qwen3_moe",
+        128,
+        3,
+        4,
+        2,
+        256,
+        2000,
+        512,
+        tied=False,
+        extra=(
+            ("head_dim", 32),
+            ("num_experts", 16),
+            ("num_experts_per_tok", 4),
+            ("moe_intermediate_size", 64),
+            ("mlp_only_layers", (0,)),
+        ),
+    ),
+    ValidationCase(
+        "deepseek-style h128-L3 MLA, 1 dense + 2 MoE (8 experts top-2 + shared)",
+        "deepseek_v3",
+        128,
+        3,
+        4,
+        4,
+        256,
+        2000,
+        512,
+        tied=False,
+        extra=(
+            ("first_k_dense_replace", 1),
+            ("n_routed_experts", 8),
+            ("num_experts_per_tok", 2),
+            ("n_shared_experts", 1),
+            ("moe_intermediate_size", 64),
+            ("n_group", 2),
+            ("topk_group", 1),
+            ("kv_lora_rank", 32),
+            ("q_lora_rank", 48),
+            ("qk_rope_head_dim", 8),
+            ("qk_nope_head_dim", 16),
+            ("v_head_dim", 16),
+        ),
+    ),
+    ValidationCase(
+        "mixtral-style h128-L2 bf16-mixed",
+        "mixtral",
+        128,
+        2,
+        4,
+        2,
+        256,
+        2000,
+        512,
+        tied=False,
+        precision="bf16-mixed",
+        extra=(("num_local_experts", 8), ("num_experts_per_tok", 2)),
+    ),
+    ValidationCase(
+        "mixtral-style h128-L2 lora",
+        "mixtral",
+        128,
+        2,
+        4,
+        2,
+        256,
+        2000,
+        512,
+        method="lora",
+        tied=False,
+        extra=(("num_local_experts", 8), ("num_experts_per_tok", 2)),
+    ),
 )
 MOE_CASES = tuple(c for c in VALIDATION_CASES if dict(c.extra))
 
@@ -140,19 +218,51 @@ def validate_ledger(
         if on_case:
             on_case(case.name)
         spec = case.spec()
-        led = estimate_training_memory(spec, batch=case.batch, seq=case.seq, method=case.method,
-                                       precision=case.precision, grad_ckpt=case.grad_ckpt,
-                                       attention=case.attention, device=dev)
+        led = estimate_training_memory(
+            spec,
+            batch=case.batch,
+            seq=case.seq,
+            method=case.method,
+            precision=case.precision,
+            grad_ckpt=case.grad_ckpt,
+            attention=case.attention,
+            device=dev,
+        )
         predicted = led.peak_bytes - led.bytes_of("runtime overhead")
-        model = build_replica(spec, method=case.method, precision=case.precision, attention=case.attention,
-                              grad_ckpt=case.grad_ckpt == "full", seed=seed, device=dev)
+        model = build_replica(
+            spec,
+            method=case.method,
+            precision=case.precision,
+            attention=case.attention,
+            grad_ckpt=case.grad_ckpt == "full",
+            seed=seed,
+            device=dev,
+        )
         peak = measure_step_peak(model, batch=case.batch, seq=case.seq, precision=case.precision, seed=seed)
         method = peak.method
         del model
         gc.collect()
         rel = predicted / peak.peak_bytes - 1
-        rows.append(ValidationRow(case.name, case.method, case.precision, case.grad_ckpt, case.seq, predicted,
-                                  peak.peak_bytes, rel, abs(rel) <= TOLERANCE, led.peak_phase))
+        rows.append(
+            ValidationRow(
+                case.name,
+                case.method,
+                case.precision,
+                case.grad_ckpt,
+                case.seq,
+                predicted,
+                peak.peak_bytes,
+                rel,
+                abs(rel) <= TOLERANCE,
+                led.peak_phase,
+            )
+        )
     worst = max((abs(r.rel_error) for r in rows), default=0.0)
-    return ValidationTable(rows=tuple(rows), tolerance=TOLERANCE, device=dev, measurement=method,
-                           all_within=all(r.within_tolerance for r in rows), max_abs_rel_error=worst)
+    return ValidationTable(
+        rows=tuple(rows),
+        tolerance=TOLERANCE,
+        device=dev,
+        measurement=method,
+        all_within=all(r.within_tolerance for r in rows),
+        max_abs_rel_error=worst,
+    )

@@ -88,8 +88,9 @@ def build_meta_model(desc: ModelDescription) -> Any | None:
         import torch
         from transformers import AutoConfig
     except ImportError as exc:
-        raise MissingDependency("counting parameters needs torch and transformers",
-                                hint="pip install 'expkit[hf]'") from exc
+        raise MissingDependency(
+            "counting parameters needs torch and transformers", hint="pip install 'expkit[hf]'"
+        ) from exc
     if not desc.model_type:
         return None
     kwargs = {k: v for k, v in desc.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
@@ -116,11 +117,16 @@ def _decoder_layers(model: Any, num_layers: int) -> tuple[str, Any]:
     outside any tower."""
     import torch
 
-    found = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m) == num_layers
-             and not any(h in n for h in _TOWER_HINTS)]
+    found = [
+        (n, m)
+        for n, m in model.named_modules()
+        if isinstance(m, torch.nn.ModuleList) and len(m) == num_layers and not any(h in n for h in _TOWER_HINTS)
+    ]
     if not found:
-        raise UsageError(f"no decoder layer list of length {num_layers} in {type(model).__name__}",
-                         hint="report this model's config.json: expkit cannot find its layers")
+        raise UsageError(
+            f"no decoder layer list of length {num_layers} in {type(model).__name__}",
+            hint="report this model's config.json: expkit cannot find its layers",
+        )
     return found[0]
 
 
@@ -153,8 +159,10 @@ def _check_targets(targets: tuple[str, ...], model: Any) -> None:
     for t in targets:
         if not any(n == t or n.endswith("." + t) for n in names):
             linear = [n for n in _leaf_linear_names(model) if n != "lm_head"]
-            raise UsageError(f"LoRA target {t!r} matches no module of the model",
-                             hint=f"linear modules: {', '.join(linear)} (or {ALL_LINEAR})")
+            raise UsageError(
+                f"LoRA target {t!r} matches no module of the model",
+                hint=f"linear modules: {', '.join(linear)} (or {ALL_LINEAR})",
+            )
 
 
 def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[str, ...]) -> tuple[int, list[int]]:
@@ -173,16 +181,23 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
     target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=alpha,  # type: ignore[arg-type]
-                                                           target_modules=target_arg))  # alpha: a float is fine
+        peft_model = get_peft_model(
+            model,
+            LoraConfig(
+                r=r,
+                lora_alpha=alpha,  # type: ignore[arg-type]
+                target_modules=target_arg,
+            ),
+        )  # alpha: a float is fine
     trainable, _ = peft_model.get_nb_trainable_parameters()
     per_rep = [sum(p.numel() for p in rep.parameters() if p.requires_grad) for rep in reps]
     return trainable - sum(per_rep), per_rep
 
 
 @functools.lru_cache(maxsize=64)
-def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: float | None,
-                  targets: tuple[str, ...]) -> ModelCounts | None:
+def _count_cached(
+    raw_json: str, name: str, source: str, r: int | None, alpha: float | None, targets: tuple[str, ...]
+) -> ModelCounts | None:
     desc = describe_config(json.loads(raw_json), name=name, source=source)
     model = build_meta_model(desc)
     if model is None:
@@ -219,26 +234,54 @@ def _count_cached(raw_json: str, name: str, source: str, r: int | None, alpha: f
         else:
             active = params
         active_layers += active * len(idx)
-        kinds.append(LayerKindCount(label=spec.label, layers=len(idx), params_per_layer=params,
-                                    active_params_per_layer=active, routed_expert_params_per_layer=routed,
-                                    adapter_params_per_layer=adapters))
+        kinds.append(
+            LayerKindCount(
+                label=spec.label,
+                layers=len(idx),
+                params_per_layer=params,
+                active_params_per_layer=active,
+                routed_expert_params_per_layer=routed,
+                adapter_params_per_layer=adapters,
+            )
+        )
     active = active_layers + other + head_matmul
     adapters_total = adapters_fixed + sum(k.adapter_params_per_layer * k.layers for k in kinds)
     return ModelCounts(
-        model=name, model_class=type(model).__name__, total_params=total, active_params=active,
-        active_params_with_embedding=active + (0 if tied else embed), embedding_params=embed,
-        lm_head_params=lm_head, head_matmul_params=head_matmul, tower_params=tower, decoder_layer_params=decoder,
-        other_params=other, tied_embeddings=tied, layer_kinds=tuple(kinds), adapter_params=adapters_total,
-        lora_r=r, lora_targets=targets if r is not None else (),
+        model=name,
+        model_class=type(model).__name__,
+        total_params=total,
+        active_params=active,
+        active_params_with_embedding=active + (0 if tied else embed),
+        embedding_params=embed,
+        lm_head_params=lm_head,
+        head_matmul_params=head_matmul,
+        tower_params=tower,
+        decoder_layer_params=decoder,
+        other_params=other,
+        tied_embeddings=tied,
+        layer_kinds=tuple(kinds),
+        adapter_params=adapters_total,
+        lora_r=r,
+        lora_targets=targets if r is not None else (),
         linear_module_names=tuple(_leaf_linear_names(model)),
-        counted_by=(f"meta-device {type(model).__name__} (transformers, ties kept); "
-                    + (f"LoRA by peft on one layer of each of the {len(kinds)} kind(s), times its layer count"
-                       if r is not None else "no adapters")),
+        counted_by=(
+            f"meta-device {type(model).__name__} (transformers, ties kept); "
+            + (
+                f"LoRA by peft on one layer of each of the {len(kinds)} kind(s), times its layer count"
+                if r is not None
+                else "no adapters"
+            )
+        ),
     )
 
 
-def count_model(desc: ModelDescription, *, lora_r: int | None = None, lora_alpha: float | None = None,
-                lora_targets: tuple[str, ...] = (ALL_LINEAR,)) -> ModelCounts | None:
+def count_model(
+    desc: ModelDescription,
+    *,
+    lora_r: int | None = None,
+    lora_alpha: float | None = None,
+    lora_targets: tuple[str, ...] = (ALL_LINEAR,),
+) -> ModelCounts | None:
     """Exact counts of ``desc`` (None when transformers does not know its model_type).
 
     Args:
@@ -255,5 +298,6 @@ def count_model(desc: ModelDescription, *, lora_r: int | None = None, lora_alpha
         >>> c.total_params, round(c.active_params_with_embedding / 1e9, 1)
         (46702792704, 12.9)
     """
-    return _count_cached(json.dumps(desc.raw, sort_keys=True), desc.name, desc.source, lora_r, lora_alpha,
-                         tuple(lora_targets))
+    return _count_cached(
+        json.dumps(desc.raw, sort_keys=True), desc.name, desc.source, lora_r, lora_alpha, tuple(lora_targets)
+    )

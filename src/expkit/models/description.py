@@ -32,37 +32,123 @@ __all__ = [
 CATALOG_DIR = Path(__file__).with_name("catalog")
 MAX_CONFIG_BYTES = 4 * 2**20  # a real config.json is a few KiB; 4 MiB is refused before parsing
 # Sanity bounds: a value past these is a broken file, not a model (and would make the meta build hang).
-_BOUNDS = {"hidden_size": 2**20, "num_hidden_layers": 10_000, "num_attention_heads": 2**16,
-           "num_key_value_heads": 2**16, "vocab_size": 2**27, "intermediate_size": 2**22, "head_dim": 2**16,
-           "moe_intermediate_size": 2**22, "num_experts": 2**16, "kv_lora_rank": 2**20, "q_lora_rank": 2**20,
-           "qk_rope_head_dim": 2**16, "qk_nope_head_dim": 2**16, "v_head_dim": 2**16}
+_BOUNDS = {
+    "hidden_size": 2**20,
+    "num_hidden_layers": 10_000,
+    "num_attention_heads": 2**16,
+    "num_key_value_heads": 2**16,
+    "vocab_size": 2**27,
+    "intermediate_size": 2**22,
+    "head_dim": 2**16,
+    "moe_intermediate_size": 2**22,
+    "num_experts": 2**16,
+    "kv_lora_rank": 2**20,
+    "q_lora_rank": 2**20,
+    "qk_rope_head_dim": 2**16,
+    "qk_nope_head_dim": 2**16,
+    "v_head_dim": 2**16,
+}
 _REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 
 # Fields that do not change parameter counts, memory or the roofline (or are read as attributes of the
 # transformers config, e.g. layer_types): read and accepted without a note.
 _NEUTRAL = {
-    "architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "use_cache", "_name_or_path",
-    "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "image_token_id",
-    "video_token_id", "vision_start_token_id", "vision_end_token_id", "vision_token_id", "audio_token_id",
-    "image_token_index", "boi_token_index", "eoi_token_index",
-    "initializer_range", "rms_norm_eps", "layer_norm_eps", "norm_eps", "hidden_act", "hidden_activation",
-    "attention_dropout", "hidden_dropout", "embd_pdrop", "resid_pdrop", "attn_pdrop", "dropout",
-    "rope_theta", "rope_scaling", "rope_parameters", "rope_interleave", "partial_rotary_factor",
-    "max_position_embeddings", "original_max_position_embeddings", "pretraining_tp", "tie_word_embeddings",
-    "attention_bias", "mlp_bias", "head_dim", "hidden_size", "intermediate_size", "num_hidden_layers",
-    "num_attention_heads", "num_key_value_heads", "vocab_size", "layer_types", "sliding_window",
-    "sliding_window_size", "use_sliding_window", "max_window_layers", "cache_implementation",
-    "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar",
+    "architectures",
+    "model_type",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+    "use_cache",
+    "_name_or_path",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "sep_token_id",
+    "decoder_start_token_id",
+    "image_token_id",
+    "video_token_id",
+    "vision_start_token_id",
+    "vision_end_token_id",
+    "vision_token_id",
+    "audio_token_id",
+    "image_token_index",
+    "boi_token_index",
+    "eoi_token_index",
+    "initializer_range",
+    "rms_norm_eps",
+    "layer_norm_eps",
+    "norm_eps",
+    "hidden_act",
+    "hidden_activation",
+    "attention_dropout",
+    "hidden_dropout",
+    "embd_pdrop",
+    "resid_pdrop",
+    "attn_pdrop",
+    "dropout",
+    "rope_theta",
+    "rope_scaling",
+    "rope_parameters",
+    "rope_interleave",
+    "partial_rotary_factor",
+    "max_position_embeddings",
+    "original_max_position_embeddings",
+    "pretraining_tp",
+    "tie_word_embeddings",
+    "attention_bias",
+    "mlp_bias",
+    "head_dim",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "vocab_size",
+    "layer_types",
+    "sliding_window",
+    "sliding_window_size",
+    "use_sliding_window",
+    "max_window_layers",
+    "cache_implementation",
+    "attn_logit_softcapping",
+    "final_logit_softcapping",
+    "query_pre_attn_scalar",
     # mixture-of-experts: modeled (counts, active, pattern) or routing rules that move no bytes
-    "num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
-    "n_shared_experts", "shared_expert_intermediate_size", "first_k_dense_replace", "moe_layer_freq",
-    "decoder_sparse_step", "mlp_only_layers", "norm_topk_prob", "output_router_logits", "router_aux_loss_coef",
-    "aux_loss_alpha", "seq_aux", "routed_scaling_factor", "scoring_func", "topk_method", "n_group", "topk_group",
-    "ep_size", "router_jitter_noise",
+    "num_local_experts",
+    "num_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "n_shared_experts",
+    "shared_expert_intermediate_size",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "norm_topk_prob",
+    "output_router_logits",
+    "router_aux_loss_coef",
+    "aux_loss_alpha",
+    "seq_aux",
+    "routed_scaling_factor",
+    "scoring_func",
+    "topk_method",
+    "n_group",
+    "topk_group",
+    "ep_size",
+    "router_jitter_noise",
     # latent attention (modeled)
-    "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-    "num_nextn_predict_layers", "num_mtp_layers", "quantization_config",
-    "text_config", "vision_config", "audio_config",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "num_nextn_predict_layers",
+    "num_mtp_layers",
+    "quantization_config",
+    "text_config",
+    "vision_config",
+    "audio_config",
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config")
 _MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
@@ -126,8 +212,9 @@ class LayerSpec:
         att = a.kind + (f" window {a.window}" if a.window else "")
         if self.mlp.kind == "moe":
             m = self.mlp
-            mlp = (f"MoE {m.num_experts} experts top-{m.top_k} width {m.expert_intermediate_size}"
-                   + (f" + shared {m.shared_intermediate_size}" if m.shared_intermediate_size else ""))
+            mlp = f"MoE {m.num_experts} experts top-{m.top_k} width {m.expert_intermediate_size}" + (
+                f" + shared {m.shared_intermediate_size}" if m.shared_intermediate_size else ""
+            )
         else:
             mlp = f"dense MLP {self.mlp.intermediate_size}"
         return f"{att}, {mlp}"
@@ -171,8 +258,10 @@ class ModelDescription:
 
     def kv_cache_elements(self, context: int) -> int:
         """Cached K/V elements of one sequence at ``context`` tokens, summed over layers (windows cap)."""
-        return sum(layer.attention.kv_cache_elements_per_token * layer.attention.cached_tokens(context)
-                   for layer in self.layers)
+        return sum(
+            layer.attention.kv_cache_elements_per_token * layer.attention.cached_tokens(context)
+            for layer in self.layers
+        )
 
 
 def catalog_names() -> list[str]:
@@ -184,12 +273,16 @@ def _read_json(path: Path) -> dict[str, Any]:
     try:
         size = path.stat().st_size
         if size > MAX_CONFIG_BYTES:
-            raise InputError(f"{size:,} bytes is too large for a config.json (limit {MAX_CONFIG_BYTES:,})",
-                             path=path, hint="point at the model's config.json")
+            raise InputError(
+                f"{size:,} bytes is too large for a config.json (limit {MAX_CONFIG_BYTES:,})",
+                path=path,
+                hint="point at the model's config.json",
+            )
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path=path,
-                         hint="config.json must be a JSON object") from exc
+        raise InputError(
+            f"not UTF-8 text (byte {exc.start})", path=path, hint="config.json must be a JSON object"
+        ) from exc
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
     try:
@@ -197,8 +290,9 @@ def _read_json(path: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, RecursionError) as exc:
         msg = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
-        raise InputError(f"not valid JSON: {msg}", path=path, line=line,
-                         hint="config.json must be a JSON object") from exc
+        raise InputError(
+            f"not valid JSON: {msg}", path=path, line=line, hint="config.json must be a JSON object"
+        ) from exc
     if not isinstance(data, dict):
         raise InputError(f"config is a JSON {type(data).__name__}, not an object", path=path)
     return data
@@ -234,8 +328,11 @@ def read_model_config(model: str | Path) -> tuple[dict[str, Any], str, str]:
     if path.is_dir():
         path = path / "config.json"
         if not path.is_file():
-            raise InputError("directory has no config.json", path=path.parent,
-                             hint="point at a Hugging Face model directory or a config.json")
+            raise InputError(
+                "directory has no config.json",
+                path=path.parent,
+                hint="point at a Hugging Face model directory or a config.json",
+            )
     if path.is_file():
         return _read_json(path), path.parent.name or str(path), str(path)
     text = str(model)
@@ -249,11 +346,15 @@ def read_model_config(model: str | Path) -> tuple[dict[str, Any], str, str]:
         raw = _read_json(cat)
         return raw, key, f"catalog:{key} ({raw.get('_source', '')})"
     if _looks_like_hub_id(text):
-        raise UsageError(f"{text!r} is not in the local Hugging Face cache (looked up offline) nor in the catalog",
-                         hint=f"fetch only its config: hf download {text} config.json  (or python -c \"from "
-                              f"huggingface_hub import hf_hub_download; hf_hub_download('{text}', 'config.json')\")")
-    raise UsageError(f"{text!r} is neither a file, a directory, a cached Hub ID nor a catalog name",
-                     hint=f"catalog: {', '.join(catalog_names())}")
+        raise UsageError(
+            f"{text!r} is not in the local Hugging Face cache (looked up offline) nor in the catalog",
+            hint=f'fetch only its config: hf download {text} config.json  (or python -c "from '
+            f"huggingface_hub import hf_hub_download; hf_hub_download('{text}', 'config.json')\")",
+        )
+    raise UsageError(
+        f"{text!r} is neither a file, a directory, a cached Hub ID nor a catalog name",
+        hint=f"catalog: {', '.join(catalog_names())}",
+    )
 
 
 def _int(raw: dict[str, Any], key: str, source: str, *, default: int | None = None) -> int:
@@ -261,12 +362,16 @@ def _int(raw: dict[str, Any], key: str, source: str, *, default: int | None = No
     if value is None:
         raise InputError(f"missing key {key!r}", path=source, hint=f"a config.json needs {', '.join(_REQUIRED)}")
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InputError(f"{key} must be a positive integer, got {value!r}", path=source,
-                         hint="fix the value in config.json")
+        raise InputError(
+            f"{key} must be a positive integer, got {value!r}", path=source, hint="fix the value in config.json"
+        )
     bound = _BOUNDS.get(key)
     if bound is not None and value > bound:
-        raise InputError(f"{key} = {value:,} is beyond any real model (limit {bound:,})", path=source,
-                         hint="fix the value in config.json")
+        raise InputError(
+            f"{key} = {value:,} is beyond any real model (limit {bound:,})",
+            path=source,
+            hint="fix the value in config.json",
+        )
     return value
 
 
@@ -279,8 +384,11 @@ def _hf_text_config(raw: dict[str, Any]) -> Any | None:
         from transformers import AutoConfig
     except ImportError as exc:
         raise MissingDependency("reading a model config needs transformers", hint="pip install 'expkit[hf]'") from exc
-    kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "architectures", "transformers_version")
-              and not k.startswith("_")}
+    kwargs = {
+        k: v
+        for k, v in raw.items()
+        if k not in ("model_type", "architectures", "transformers_version") and not k.startswith("_")
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -319,9 +427,11 @@ def _quantization(raw: dict[str, Any], source: str, notes: list[str]) -> tuple[f
     if method == "fp8":
         block = q.get("weight_block_size")
         if block:
-            notes.append(f"fp8 weights with one fp32 scale per {block[0]}x{block[1]} block "
-                         f"(+{32 / (block[0] * block[1]):.4f} bits/weight, counted) in the decoder layers; "
-                         "embeddings, output head, norms and towers stay 16-bit")
+            notes.append(
+                f"fp8 weights with one fp32 scale per {block[0]}x{block[1]} block "
+                f"(+{32 / (block[0] * block[1]):.4f} bits/weight, counted) in the decoder layers; "
+                "embeddings, output head, norms and towers stay 16-bit"
+            )
             return 8 + 32 / (block[0] * block[1]), method
         return 8, method
     if method in ("gptq", "awq"):
@@ -330,17 +440,21 @@ def _quantization(raw: dict[str, Any], source: str, notes: list[str]) -> tuple[f
         if not isinstance(bits, int) or bits not in (2, 3, 4, 8):
             raise InputError(f"quantization_config.bits = {bits!r} is not 2, 3, 4 or 8", path=source)
         extra = 0.0 if not isinstance(group, int) or group <= 0 else (16 + bits) / group  # fp16 scale + zero
-        notes.append(f"{method} {bits}-bit weights, group {group}: +{extra:.3f} bits/weight of scales and zeros; "
-                     "decoder layers only; embeddings, output head, norms and towers stay 16-bit")
+        notes.append(
+            f"{method} {bits}-bit weights, group {group}: +{extra:.3f} bits/weight of scales and zeros; "
+            "decoder layers only; embeddings, output head, norms and towers stay 16-bit"
+        )
         return bits + extra, method
     if method == "bitsandbytes":
         if q.get("load_in_4bit"):
             return 4.127, method  # NF4 + double quantization (QLoRA paper, sec. 3)
         if q.get("load_in_8bit"):
             return 8, method
-    raise InputError(f"quantization_config.quant_method = {method or None!r} is not modeled "
-                     "(fp8, gptq, awq and bitsandbytes are)", path=source,
-                     hint="remove quantization_config to count the model at 16 bits")
+    raise InputError(
+        f"quantization_config.quant_method = {method or None!r} is not modeled (fp8, gptq, awq and bitsandbytes are)",
+        path=source,
+        hint="remove quantization_config to count the model at 16 bits",
+    )
 
 
 def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDescription:
@@ -366,16 +480,21 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
             _int(text_raw, key, source)
     t_heads = _int(text_raw, "num_attention_heads", source)
     if text_raw.get("head_dim") is None and _int(text_raw, "hidden_size", source) % t_heads:
-        raise InputError(f"hidden_size {text_raw['hidden_size']} is not divisible by num_attention_heads {t_heads} "
-                         "and there is no head_dim", path=source,
-                         hint="fix hidden_size or num_attention_heads, or add head_dim")
+        raise InputError(
+            f"hidden_size {text_raw['hidden_size']} is not divisible by num_attention_heads {t_heads} "
+            "and there is no head_dim",
+            path=source,
+            hint="fix hidden_size or num_attention_heads, or add head_dim",
+        )
     cfg = _hf_text_config(raw)
     if cfg is not None and hasattr(cfg, "get_text_config"):
         cfg = cfg.get_text_config()
     model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
     if cfg is None:
-        notes.append(f"transformers does not know model_type {model_type!r}: a Llama-style block is assumed "
-                     "(q, k, v, o, SwiGLU gate/up/down, RMSNorm)")
+        notes.append(
+            f"transformers does not know model_type {model_type!r}: a Llama-style block is assumed "
+            "(q, k, v, o, SwiGLU gate/up/down, RMSNorm)"
+        )
     hidden = _int(text_raw, "hidden_size", source)
     heads = _int(text_raw, "num_attention_heads", source)
     num_layers = _int(text_raw, "num_hidden_layers", source)
@@ -383,13 +502,19 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     kv_heads = text_raw.get("num_key_value_heads") or heads
     kv_heads = _int({"num_key_value_heads": kv_heads}, "num_key_value_heads", source)
     if heads % kv_heads:
-        raise InputError(f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}",
-                         path=source, hint="fix num_key_value_heads in config.json")
+        raise InputError(
+            f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}",
+            path=source,
+            hint="fix num_key_value_heads in config.json",
+        )
     head_dim = _attr(cfg, text_raw, "head_dim")
     if head_dim is None:
         if hidden % heads:
-            raise InputError(f"hidden_size {hidden} is not divisible by num_attention_heads {heads} and there is "
-                             "no head_dim", path=source, hint="fix hidden_size or num_attention_heads, or add head_dim")
+            raise InputError(
+                f"hidden_size {hidden} is not divisible by num_attention_heads {heads} and there is no head_dim",
+                path=source,
+                hint="fix hidden_size or num_attention_heads, or add head_dim",
+            )
         head_dim = hidden // heads
     head_dim = int(head_dim)
     inter = text_raw.get("intermediate_size")
@@ -402,15 +527,22 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     if model_type in _MLA_TYPES or text_raw.get("kv_lora_rank"):
         rope = _int(text_raw, "qk_rope_head_dim", source)
         nope = _int(text_raw, "qk_nope_head_dim", source)
-        base_att = AttentionSpec(kind="mla", num_heads=heads, num_kv_heads=heads, head_dim=rope + nope,
-                                 v_head_dim=_int(text_raw, "v_head_dim", source, default=head_dim),
-                                 q_lora_rank=text_raw.get("q_lora_rank"),
-                                 kv_lora_rank=_int(text_raw, "kv_lora_rank", source), qk_rope_head_dim=rope,
-                                 qk_nope_head_dim=nope)
+        base_att = AttentionSpec(
+            kind="mla",
+            num_heads=heads,
+            num_kv_heads=heads,
+            head_dim=rope + nope,
+            v_head_dim=_int(text_raw, "v_head_dim", source, default=head_dim),
+            q_lora_rank=text_raw.get("q_lora_rank"),
+            kv_lora_rank=_int(text_raw, "kv_lora_rank", source),
+            qk_rope_head_dim=rope,
+            qk_nope_head_dim=nope,
+        )
     else:
         kind = "mha" if kv_heads == heads else ("mqa" if kv_heads == 1 else "gqa")
-        base_att = AttentionSpec(kind=kind, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
-                                 v_head_dim=head_dim)
+        base_att = AttentionSpec(
+            kind=kind, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim
+        )
     window = _attr(cfg, {} if cfg is not None else text_raw, "sliding_window")
     if cfg is None and text_raw.get("use_sliding_window") is False:
         window = None
@@ -419,8 +551,11 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     if isinstance(window, int) and window > 0:
         if layer_types:
             if len(layer_types) != num_layers:
-                raise InputError(f"layer_types has {len(layer_types)} entries for {num_layers} layers", path=source,
-                                 hint="give one layer type per num_hidden_layers")
+                raise InputError(
+                    f"layer_types has {len(layer_types)} entries for {num_layers} layers",
+                    path=source,
+                    hint="give one layer type per num_hidden_layers",
+                )
             windows = [window if t == "sliding_attention" else None for t in layer_types][:num_layers]
             other = {t for t in layer_types if t not in ("sliding_attention", "full_attention")}
             if other:
@@ -441,25 +576,40 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
             shared = int(text_raw["n_shared_experts"]) * int(width)
         elif text_raw.get("shared_expert_intermediate_size"):
             shared = int(text_raw["shared_expert_intermediate_size"])
-        moe = MlpSpec("moe", inter, num_experts=experts, top_k=top_k, expert_intermediate_size=int(width),
-                      shared_intermediate_size=shared)
+        moe = MlpSpec(
+            "moe",
+            inter,
+            num_experts=experts,
+            top_k=top_k,
+            expert_intermediate_size=int(width),
+            shared_intermediate_size=shared,
+        )
         first_dense = int(text_raw.get("first_k_dense_replace") or 0)
         step = int(text_raw.get("decoder_sparse_step") or 1)
         only_dense = set(text_raw.get("mlp_only_layers") or [])
         freq = int(text_raw.get("moe_layer_freq") or 1)
         if freq != 1 and model_type == "deepseek_v3":
-            notes.append(f"moe_layer_freq = {freq} is ignored by transformers' DeepseekV3 (every layer from "
-                         "first_k_dense_replace on is MoE), as here")
+            notes.append(
+                f"moe_layer_freq = {freq} is ignored by transformers' DeepseekV3 (every layer from "
+                "first_k_dense_replace on is MoE), as here"
+            )
             freq = 1
-        mlps = [moe if (i >= first_dense and i not in only_dense and (i + 1) % step == 0 and i % freq == 0)
-                else MlpSpec("dense", inter) for i in range(num_layers)]
-    layers = tuple(LayerSpec(AttentionSpec(**{**base_att.__dict__, "window": w}), m)
-                   for w, m in zip(windows, mlps, strict=True))
+        mlps = [
+            moe
+            if (i >= first_dense and i not in only_dense and (i + 1) % step == 0 and i % freq == 0)
+            else MlpSpec("dense", inter)
+            for i in range(num_layers)
+        ]
+    layers = tuple(
+        LayerSpec(AttentionSpec(**{**base_att.__dict__, "window": w}), m) for w, m in zip(windows, mlps, strict=True)
+    )
 
     mtp = text_raw.get("num_nextn_predict_layers") or text_raw.get("num_mtp_layers")
     if mtp:
-        notes.append(f"num_nextn_predict_layers = {mtp}: the multi-token-prediction module is not built by "
-                     "transformers and is not counted (DeepSeek-V3: 671B without it, 685B with it)")
+        notes.append(
+            f"num_nextn_predict_layers = {mtp}: the multi-token-prediction module is not built by "
+            "transformers and is not counted (DeepSeek-V3: 671B without it, 685B with it)"
+        )
     bits, method = _quantization(raw, source, notes)
     unknown = sorted(k for k in raw if k not in _NEUTRAL and not k.endswith("_token_id") and k != "auto_map")
     for k in unknown:
@@ -469,11 +619,20 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     qkv_bias = bool(text_raw.get("attention_bias", False)) or model_type in ("qwen2", "qwen2_vl", "qwen2_moe")
     archs = raw.get("architectures")
     return ModelDescription(
-        name=name, source=source, model_type=model_type,
+        name=name,
+        source=source,
+        model_type=model_type,
         architecture=archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None,
-        hidden_size=hidden, vocab_size=vocab, num_layers=num_layers, layers=layers,
+        hidden_size=hidden,
+        vocab_size=vocab,
+        num_layers=num_layers,
+        layers=layers,
         tied_embeddings=bool(_attr(cfg, text_raw, "tie_word_embeddings") or raw.get("tie_word_embeddings", False)),
-        qkv_bias=qkv_bias, towers=towers, weight_bits=bits, quant_method=method, approximations=tuple(notes),
+        qkv_bias=qkv_bias,
+        towers=towers,
+        weight_bits=bits,
+        quant_method=method,
+        approximations=tuple(notes),
         raw=raw,
     )
 

@@ -21,9 +21,15 @@ __all__ = ["DecodePoint", "build_tiny_decoder", "measure_decode_throughput", "TI
 # typical CPU last-level cache (32 MiB here), so batch-1 decode streams the weights from DRAM as a real
 # LLM streams them from HBM.
 TINY_DECODER_CONFIG: dict[str, Any] = {
-    "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 6, "num_key_value_heads": 2,
-    "intermediate_size": 1024, "vocab_size": 8192, "max_position_embeddings": 2048,
-    "tie_word_embeddings": True, "rope_theta": 10000.0,
+    "hidden_size": 384,
+    "num_hidden_layers": 6,
+    "num_attention_heads": 6,
+    "num_key_value_heads": 2,
+    "intermediate_size": 1024,
+    "vocab_size": 8192,
+    "max_position_embeddings": 2048,
+    "tie_word_embeddings": True,
+    "rope_theta": 10000.0,
 }
 
 
@@ -80,8 +86,13 @@ def _decode_steps(model: Any, *, batch: int, prompt_len: int, new_tokens: int, s
 
 
 def measure_decode_throughput(
-    *, batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64), new_tokens: int = 8, prompt_len: int = 16,
-    model: Any | None = None, seed: int = 0, threads: int | None = None,
+    *,
+    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64),
+    new_tokens: int = 8,
+    prompt_len: int = 16,
+    model: Any | None = None,
+    seed: int = 0,
+    threads: int | None = None,
 ) -> tuple[DecodePoint, ...]:
     """Greedy-decode ``new_tokens`` tokens at each batch size and time the decode steps.
 
@@ -119,10 +130,23 @@ def measure_decode_throughput(
         ctx = prompt_len + 1 + new_tokens / 2  # mean KV length over the timed steps
         # same accounting as expkit.perf.roofline (decode), in the model's own dtype
         flops = 2 * shape.linear_params * batch + batch * 4 * shape.num_layers * ctx * shape.num_heads * shape.head_dim
-        nbytes = (shape.linear_params * wbytes + batch * shape.matmul_io_per_token * wbytes
-                  + batch * 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * ctx * wbytes)
-        points.append(DecodePoint(batch=batch, new_tokens=new_tokens, step_time_s=step, median_step_time_s=median,
-                                  tokens_per_s=batch / step, median_tokens_per_s=batch / median,
-                                  flops_per_step=flops, bytes_per_step=nbytes,
-                                  intensity_flop_per_byte=flops / nbytes, achieved_flop_s=flops / step))
+        nbytes = (
+            shape.linear_params * wbytes
+            + batch * shape.matmul_io_per_token * wbytes
+            + batch * 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * ctx * wbytes
+        )
+        points.append(
+            DecodePoint(
+                batch=batch,
+                new_tokens=new_tokens,
+                step_time_s=step,
+                median_step_time_s=median,
+                tokens_per_s=batch / step,
+                median_tokens_per_s=batch / median,
+                flops_per_step=flops,
+                bytes_per_step=nbytes,
+                intensity_flop_per_byte=flops / nbytes,
+                achieved_flop_s=flops / step,
+            )
+        )
     return tuple(points)

@@ -36,7 +36,11 @@ def _timed_steps(step_fn: Callable[[], object], n: int, sync: Callable[[], None]
 
 
 def profile(
-    step_fn: Callable[[], object], *, steps: int = 3, warmup: int = 1, trace_path: str | Path | None = None,
+    step_fn: Callable[[], object],
+    *,
+    steps: int = 3,
+    warmup: int = 1,
+    trace_path: str | Path | None = None,
     measure_overhead: bool = True,
 ) -> ProfileReport:
     """Run ``step_fn`` under torch.profiler (CPU, and CUDA when available) and bucket the trace.
@@ -81,9 +85,11 @@ def profile(
         profiled: list[float] = []
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*Profiler clears events", category=UserWarning)
-            with torch.profiler.profile(activities=activities,
-                                        schedule=schedule(wait=0, warmup=warmup, active=steps),
-                                        on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+            with torch.profiler.profile(
+                activities=activities,
+                schedule=schedule(wait=0, warmup=warmup, active=steps),
+                on_trace_ready=lambda p: p.export_chrome_trace(str(path)),
+            ) as prof:
                 for i in range(warmup + steps):
                     t0 = time.perf_counter()
                     step_fn()
@@ -95,8 +101,12 @@ def profile(
     if measure_overhead:
         plain += _timed_steps(step_fn, steps, sync)
     ratio = statistics.median(profiled) / statistics.median(plain) if plain else None
-    return replace(report, source="expkit.perf.profile(step_fn)", profiling_overhead_ratio=ratio,
-                   trace_path=str(path) if trace_path else None)
+    return replace(
+        report,
+        source="expkit.perf.profile(step_fn)",
+        profiling_overhead_ratio=ratio,
+        trace_path=str(path) if trace_path else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -125,7 +135,10 @@ def _script_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
 
 
 def profile_script(
-    argv: list[str] | tuple[str, ...], *, trace_path: str | Path, timeout_s: float | None = None,
+    argv: list[str] | tuple[str, ...],
+    *,
+    trace_path: str | Path,
+    timeout_s: float | None = None,
 ) -> ScriptProfile:
     """Run ``python ARGV...`` in a child process under torch.profiler and bucket its trace.
 
@@ -147,8 +160,10 @@ def profile_script(
         raise UsageError(f"--timeout {timeout_s} must be a finite number of seconds > 0", hint="e.g. --timeout 600")
     trace = Path(trace_path)
     if trace.is_dir():
-        raise UsageError(f"--out {trace} is a directory; give the trace file to write",
-                         hint=f"e.g. --out {trace / 'profile_trace.json'}")
+        raise UsageError(
+            f"--out {trace} is a directory; give the trace file to write",
+            hint=f"e.g. --out {trace / 'profile_trace.json'}",
+        )
     try:
         trace.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -164,12 +179,19 @@ def profile_script(
     elapsed = time.perf_counter() - t0
     tb = err_file.read_text(encoding="utf-8") if err_file.is_file() else None
     if proc.returncode != 0 and tb is None and "Traceback (most recent call last)" in proc.stderr:
-        tb = proc.stderr[proc.stderr.rindex("Traceback (most recent call last)"):]  # died outside the runner
+        tb = proc.stderr[proc.stderr.rindex("Traceback (most recent call last)") :]  # died outside the runner
     report = None
     if trace.is_file():
         try:
             report = replace(bucket_trace(load_trace(trace)), source=" ".join(args), trace_path=str(trace))
         except InputError:
             report = None  # died before the first op: nothing to bucket
-    return ScriptProfile(argv=tuple(args), returncode=proc.returncode, elapsed_s=elapsed, trace_path=str(trace),
-                         report=report, traceback=tb, stderr_tail=proc.stderr[-2000:])
+    return ScriptProfile(
+        argv=tuple(args),
+        returncode=proc.returncode,
+        elapsed_s=elapsed,
+        trace_path=str(trace),
+        report=report,
+        traceback=tb,
+        stderr_tail=proc.stderr[-2000:],
+    )

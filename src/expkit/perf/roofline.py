@@ -15,8 +15,17 @@ from typing import Any, Literal
 
 from expkit.errors import UsageError
 
-__all__ = ["AttentionGroup", "ModelShape", "Phase", "Roof", "RooflineEstimate", "RooflinePart", "estimate_roofline",
-           "load_model_shape", "roof_for_gpu"]
+__all__ = [
+    "AttentionGroup",
+    "ModelShape",
+    "Phase",
+    "Roof",
+    "RooflineEstimate",
+    "RooflinePart",
+    "estimate_roofline",
+    "load_model_shape",
+    "roof_for_gpu",
+]
 
 Phase = Literal["decode", "prefill", "train"]
 PHASES: tuple[str, ...] = ("decode", "prefill", "train")
@@ -84,8 +93,15 @@ class ModelShape:
             object.__setattr__(self, "active_linear_params", self.linear_params)
         if not self.attention:
             hd, h, kv = self.head_dim, self.num_heads, self.num_kv_heads
-            object.__setattr__(self, "attention", (AttentionGroup(
-                "gqa", self.num_layers, 2 * kv * hd, 4 * h * hd, 4 * h * hd, (2 * h + 2 * kv) * hd, None),))
+            object.__setattr__(
+                self,
+                "attention",
+                (
+                    AttentionGroup(
+                        "gqa", self.num_layers, 2 * kv * hd, 4 * h * hd, 4 * h * hd, (2 * h + 2 * kv) * hd, None
+                    ),
+                ),
+            )
 
     def expected_experts(self, tokens: float) -> float:
         """Distinct experts one MoE layer reads for ``tokens`` routed tokens, under uniform independent routing:
@@ -122,18 +138,36 @@ class ModelShape:
             a, m = layer.attention, layer.mlp
             if a.kind == "mla":
                 qk, v = a.head_dim, a.v_head_dim
-                q = ([(h, a.q_lora_rank), (a.q_lora_rank, a.num_heads * qk)] if a.q_lora_rank
-                     else [(h, a.num_heads * qk)])
-                mats = [*q, (h, a.kv_lora_rank + a.qk_rope_head_dim),
-                            (a.kv_lora_rank, a.num_heads * (a.qk_nope_head_dim + v)), (a.num_heads * v, h)]
-                key = ("mla", a.kv_cache_elements_per_token,
-                       2 * a.num_heads * (a.kv_lora_rank + a.qk_rope_head_dim) + 2 * a.num_heads * a.kv_lora_rank,
-                       2 * a.num_heads * (qk + v), a.num_heads * (2 * qk + 2 * v), a.window)
+                q = (
+                    [(h, a.q_lora_rank), (a.q_lora_rank, a.num_heads * qk)]
+                    if a.q_lora_rank
+                    else [(h, a.num_heads * qk)]
+                )
+                mats = [
+                    *q,
+                    (h, a.kv_lora_rank + a.qk_rope_head_dim),
+                    (a.kv_lora_rank, a.num_heads * (a.qk_nope_head_dim + v)),
+                    (a.num_heads * v, h),
+                ]
+                key = (
+                    "mla",
+                    a.kv_cache_elements_per_token,
+                    2 * a.num_heads * (a.kv_lora_rank + a.qk_rope_head_dim) + 2 * a.num_heads * a.kv_lora_rank,
+                    2 * a.num_heads * (qk + v),
+                    a.num_heads * (2 * qk + 2 * v),
+                    a.window,
+                )
             else:
                 hq, hkv = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
                 mats = [(h, hq), (h, hkv), (h, hkv), (hq, h)]
-                key = (a.kind, a.kv_cache_elements_per_token, 4 * a.num_heads * a.head_dim,
-                       4 * a.num_heads * a.head_dim, 2 * hq + 2 * hkv, a.window)
+                key = (
+                    a.kind,
+                    a.kv_cache_elements_per_token,
+                    4 * a.num_heads * a.head_dim,
+                    4 * a.num_heads * a.head_dim,
+                    2 * hq + 2 * hkv,
+                    a.window,
+                )
             groups[key] = groups.get(key, 0) + 1
             att_params = sum(i * o for i, o in mats)
             att_io = sum(i + o for i, o in mats)
@@ -143,8 +177,12 @@ class ModelShape:
                 moe_specs.add((m.num_experts, m.top_k, e))
                 linear += att_params + h * m.num_experts + shared + m.num_experts * e
                 active += att_params + h * m.num_experts + shared + m.top_k * e
-                io += (att_io + (h + m.num_experts) + m.top_k * (3 * h + 3 * m.expert_intermediate_size)
-                       + (3 * h + 3 * m.shared_intermediate_size if shared else 0))
+                io += (
+                    att_io
+                    + (h + m.num_experts)
+                    + m.top_k * (3 * h + 3 * m.expert_intermediate_size)
+                    + (3 * h + 3 * m.shared_intermediate_size if shared else 0)
+                )
             else:
                 linear += att_params + 3 * h * m.intermediate_size
                 active += att_params + 3 * h * m.intermediate_size
@@ -156,15 +194,27 @@ class ModelShape:
         E, k, e = next(iter(moe_specs)) if moe_specs else (0, 0, 0)
         a0 = desc.layers[0].attention
         return cls(
-            name=desc.name, hidden_size=h, num_layers=desc.num_layers, num_heads=a0.num_heads,
-            num_kv_heads=a0.num_kv_heads, head_dim=a0.head_dim, intermediate_size=desc.layers[0].mlp.intermediate_size,
-            vocab_size=desc.vocab_size, tie_word_embeddings=desc.tied_embeddings, linear_params=linear + head,
-            matmul_io_per_token=io + h + desc.vocab_size, active_linear_params=active + head,
-            moe_layers=sum(1 for layer in desc.layers if layer.mlp.kind == "moe"), num_experts=E, top_k=k,
+            name=desc.name,
+            hidden_size=h,
+            num_layers=desc.num_layers,
+            num_heads=a0.num_heads,
+            num_kv_heads=a0.num_kv_heads,
+            head_dim=a0.head_dim,
+            intermediate_size=desc.layers[0].mlp.intermediate_size,
+            vocab_size=desc.vocab_size,
+            tie_word_embeddings=desc.tied_embeddings,
+            linear_params=linear + head,
+            matmul_io_per_token=io + h + desc.vocab_size,
+            active_linear_params=active + head,
+            moe_layers=sum(1 for layer in desc.layers if layer.mlp.kind == "moe"),
+            num_experts=E,
+            top_k=k,
             expert_params=e,
-            attention=tuple(AttentionGroup(kind, n, kv, dec, pair, qkvo, w)
-                            for (kind, kv, dec, pair, qkvo, w), n in groups.items()),
-            stored_weight_bits=desc.weight_bits, approximations=tuple(notes),
+            attention=tuple(
+                AttentionGroup(kind, n, kv, dec, pair, qkvo, w) for (kind, kv, dec, pair, qkvo, w), n in groups.items()
+            ),
+            stored_weight_bits=desc.weight_bits,
+            approximations=tuple(notes),
         )
 
 
@@ -207,8 +257,9 @@ def roof_for_gpu(name: str) -> Roof:
     from expkit.perf.hardware import get_gpu
 
     g = get_gpu(name)
-    return Roof(name=g.name, peak_flop_s=g.peak_flop_s, bandwidth_bytes_s=g.bandwidth_bytes_s,
-                source=f"datasheet: {g.source}")
+    return Roof(
+        name=g.name, peak_flop_s=g.peak_flop_s, bandwidth_bytes_s=g.bandwidth_bytes_s, source=f"datasheet: {g.source}"
+    )
 
 
 @dataclass(frozen=True)
@@ -258,12 +309,18 @@ def _part(name: str, flops: float, nbytes: float, roof: Roof, note: str = "") ->
     ai = flops / nbytes if nbytes else float("inf")
     bound = "compute" if ai >= roof.ridge_flop_per_byte else "memory"
     t = max(flops / roof.peak_flop_s, nbytes / roof.bandwidth_bytes_s)
-    return RooflinePart(name=name, flops=flops, bytes=nbytes, intensity_flop_per_byte=ai, bound=bound,
-                        time_s=t, note=note)
+    return RooflinePart(
+        name=name, flops=flops, bytes=nbytes, intensity_flop_per_byte=ai, bound=bound, time_s=t, note=note
+    )
 
 
 def estimate_roofline(
-    *, model: ModelShape, roof: Roof, phase: str = "decode", batch: int = 1, context: int = 1024,
+    *,
+    model: ModelShape,
+    roof: Roof,
+    phase: str = "decode",
+    batch: int = 1,
+    context: int = 1024,
     weight_bits: int = 16,
 ) -> RooflineEstimate:
     """FLOPs, bytes, intensity and bound of one step of ``phase`` for ``model`` on ``roof``.
@@ -320,45 +377,69 @@ def estimate_roofline(
         assumptions.append(
             f"MoE: uniform, independent routing: a step that routes n tokens reads E(1 - (1 - k/E)^n) of the "
             f"E = {m.num_experts} experts per MoE layer (k = {m.top_k}); real routers are skewed, so a batch reads "
-            "somewhat fewer distinct experts")
+            "somewhat fewer distinct experts"
+        )
     if any(g.kind == "mla" for g in m.attention):
-        assumptions.append("MLA: the cache holds the latent + rotary key (kv_lora_rank + qk_rope_head_dim per "
-                           "token-layer); decode attends in the absorbed form (over the latent, as DeepSeek and "
-                           "vLLM serve it); prefill/train expand K, V per head as transformers does")
+        assumptions.append(
+            "MLA: the cache holds the latent + rotary key (kv_lora_rank + qk_rope_head_dim per "
+            "token-layer); decode attends in the absorbed form (over the latent, as DeepSeek and "
+            "vLLM serve it); prefill/train expand K, V per head as transformers does"
+        )
     if any(g.window for g in m.attention):
         assumptions.append("sliding-window layers cache and read at most their window of tokens")
 
     def matmul_part(tokens: float, mult: int, note: str) -> RooflinePart:
         read = m.weight_params_read(tokens) * wbytes
-        return _part("weight matmuls", mult * 2 * m.active_linear_params * tokens,
-                     mult * (read + tokens * act_bytes_per_token), roof, note)
+        return _part(
+            "weight matmuls",
+            mult * 2 * m.active_linear_params * tokens,
+            mult * (read + tokens * act_bytes_per_token),
+            roof,
+            note,
+        )
 
     if phase == "decode":
         tokens = batch
-        kv_read = batch * sum(g.layers * g.kv_elements_per_token * _cached(context, g.window)
-                              for g in m.attention) * KV_BYTES
-        attn_flops = batch * sum(g.layers * g.decode_flop_per_cached_token * _cached(context, g.window)
-                                 for g in m.attention)
-        experts = (f"; {m.expected_experts(batch):.1f} of {m.num_experts} experts read per MoE layer"
-                   if m.moe_layers else "")
+        kv_read = (
+            batch * sum(g.layers * g.kv_elements_per_token * _cached(context, g.window) for g in m.attention) * KV_BYTES
+        )
+        attn_flops = batch * sum(
+            g.layers * g.decode_flop_per_cached_token * _cached(context, g.window) for g in m.attention
+        )
+        experts = (
+            f"; {m.expected_experts(batch):.1f} of {m.num_experts} experts read per MoE layer" if m.moe_layers else ""
+        )
         parts: tuple[RooflinePart, ...] = (
             matmul_part(batch, 1, f"every weight read once per step, shared by the {batch} sequences{experts}"),
-            _part("KV-cache attention", attn_flops, kv_read, roof,
-                  "each sequence reads its own KV cache: intensity does not grow with batch"),
+            _part(
+                "KV-cache attention",
+                attn_flops,
+                kv_read,
+                roof,
+                "each sequence reads its own KV cache: intensity does not grow with batch",
+            ),
         )
         critical = _critical_batch(m, roof, wbytes, act_bytes_per_token)
-        kv_note = (f"the KV-cache attention stays memory-bound at any batch "
-                   f"(intensity {parts[1].intensity_flop_per_byte:.1f} FLOP/byte)")
+        kv_note = (
+            f"the KV-cache attention stays memory-bound at any batch "
+            f"(intensity {parts[1].intensity_flop_per_byte:.1f} FLOP/byte)"
+        )
         if critical is None:
-            note = ("the weight matmuls never reach the ridge: the activations they read and write grow with the "
-                    f"batch as fast as their FLOPs; {kv_note}")
+            note = (
+                "the weight matmuls never reach the ridge: the activations they read and write grow with the "
+                f"batch as fast as their FLOPs; {kv_note}"
+            )
         elif m.moe_layers:
-            note = (f"batch at which the weight matmuls reach the ridge, with the experts a batch reads under uniform "
-                    f"routing and activations' traffic included (a dense model of the same active size: "
-                    f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}")
+            note = (
+                f"batch at which the weight matmuls reach the ridge, with the experts a batch reads under uniform "
+                f"routing and activations' traffic included (a dense model of the same active size: "
+                f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}"
+            )
         else:
-            note = (f"batch at which the weight matmuls reach the ridge, activations' traffic included (weights alone: "
-                    f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}")
+            note = (
+                f"batch at which the weight matmuls reach the ridge, activations' traffic included (weights alone: "
+                f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}"
+            )
     else:
         tokens = batch * context
         pairs = {g.window: _causal_pairs(context, g.window) for g in m.attention}
@@ -370,8 +451,15 @@ def estimate_roofline(
             _part("attention", mult * attn_flops, mult * qkvo, roof, "flash-style: Q, K, V, O read once"),
         ]
         if phase == "train":
-            plist.append(_part("optimizer (AdamW)", ADAM_FLOP_PER_PARAM * m.linear_params,
-                               ADAM_BYTES_PER_PARAM * m.linear_params, roof, "30 bytes per parameter"))
+            plist.append(
+                _part(
+                    "optimizer (AdamW)",
+                    ADAM_FLOP_PER_PARAM * m.linear_params,
+                    ADAM_BYTES_PER_PARAM * m.linear_params,
+                    roof,
+                    "30 bytes per parameter",
+                )
+            )
         parts = tuple(plist)
         critical, note = None, f"no critical batch for {phase}: it is already {batch * context} tokens per weight read"
     flops = sum(p.flops for p in parts)
@@ -379,15 +467,30 @@ def estimate_roofline(
     step = sum(p.time_s for p in parts)
     ai = flops / nbytes
     return RooflineEstimate(
-        device=roof.name, device_source=roof.source, peak_flop_s=roof.peak_flop_s,
-        bandwidth_bytes_s=roof.bandwidth_bytes_s, ridge_flop_per_byte=roof.ridge_flop_per_byte,
-        model=m.name, phase=phase, batch=batch, context=context, weight_bits=weight_bits, parts=parts,
-        flops=flops, bytes=nbytes, intensity_flop_per_byte=ai,
+        device=roof.name,
+        device_source=roof.source,
+        peak_flop_s=roof.peak_flop_s,
+        bandwidth_bytes_s=roof.bandwidth_bytes_s,
+        ridge_flop_per_byte=roof.ridge_flop_per_byte,
+        model=m.name,
+        phase=phase,
+        batch=batch,
+        context=context,
+        weight_bits=weight_bits,
+        parts=parts,
+        flops=flops,
+        bytes=nbytes,
+        intensity_flop_per_byte=ai,
         bound="compute" if ai >= roof.ridge_flop_per_byte else "memory",
-        step_time_s=step, tokens_per_step=tokens, tokens_per_s=tokens / step,
-        critical_batch=critical, critical_batch_note=note,
-        weight_bytes=m.weight_params_read(tokens) * wbytes, active_params=m.active_linear_params,
-        assumptions=tuple(assumptions), approximations=m.approximations,
+        step_time_s=step,
+        tokens_per_step=tokens,
+        tokens_per_s=tokens / step,
+        critical_batch=critical,
+        critical_batch_note=note,
+        weight_bytes=m.weight_params_read(tokens) * wbytes,
+        active_params=m.active_linear_params,
+        assumptions=tuple(assumptions),
+        approximations=m.approximations,
     )
 
 

@@ -14,8 +14,15 @@ from dataclasses import dataclass
 
 from expkit.errors import UsageError
 
-__all__ = ["CopyMeasurement", "GemmMeasurement", "MeasuredRoofs", "measure_copy_bandwidth", "measure_gemm",
-           "measure_numpy_copy_bandwidth", "measure_roofs"]
+__all__ = [
+    "CopyMeasurement",
+    "GemmMeasurement",
+    "MeasuredRoofs",
+    "measure_copy_bandwidth",
+    "measure_gemm",
+    "measure_numpy_copy_bandwidth",
+    "measure_roofs",
+]
 
 MIB = 1024**2
 GIB = 1024**3
@@ -122,8 +129,9 @@ def _copy_buffers(size_bytes: int, device: str):  # noqa: ANN202 - (src, dst) fl
     return src, torch.zeros_like(src)
 
 
-def _best_copy(fns: list[Callable[[], object]], methods: list[str], times: list[list[float]], device: str,
-               moved: float) -> CopyMeasurement:
+def _best_copy(
+    fns: list[Callable[[], object]], methods: list[str], times: list[list[float]], device: str, moved: float
+) -> CopyMeasurement:
     """The copy kernel with the best single run (a roof is the most the machine did)."""
     i = min(range(len(fns)), key=lambda k: min(times[k]))
     return _copy_result(times[i], device=device, method=methods[i], moved=moved)
@@ -154,14 +162,26 @@ def _time_interleaved(fns: Sequence[Callable[[], object]], repeats: int, device:
 
 
 def _gemm_result(times: list[float], *, n: int, dtype: str, device: str, flops: float) -> GemmMeasurement:
-    return GemmMeasurement(device=device, dtype=dtype, n=n, repeats=len(times), best_flop_s=flops / min(times),
-                           median_flop_s=flops / statistics.median(times), best_time_s=min(times))
+    return GemmMeasurement(
+        device=device,
+        dtype=dtype,
+        n=n,
+        repeats=len(times),
+        best_flop_s=flops / min(times),
+        median_flop_s=flops / statistics.median(times),
+        best_time_s=min(times),
+    )
 
 
 def _copy_result(times: list[float], *, device: str, method: str, moved: float) -> CopyMeasurement:
-    return CopyMeasurement(device=device, method=method, size_bytes=int(moved // 2), repeats=len(times),
-                           best_bandwidth_bytes_s=moved / min(times),
-                           median_bandwidth_bytes_s=moved / statistics.median(times))
+    return CopyMeasurement(
+        device=device,
+        method=method,
+        size_bytes=int(moved // 2),
+        repeats=len(times),
+        best_bandwidth_bytes_s=moved / min(times),
+        median_bandwidth_bytes_s=moved / statistics.median(times),
+    )
 
 
 def measure_gemm(*, n: int = 2048, dtype: str = "float32", device: str = "cpu", repeats: int = 5) -> GemmMeasurement:
@@ -234,8 +254,15 @@ def measure_numpy_copy_bandwidth(*, size_bytes: int = GIB, repeats: int = 3) -> 
 
 
 def measure_roofs(
-    *, device: str = "cpu", dtype: str | None = None, gemm_n: int = 2048, copy_bytes: int = 256 * MIB,
-    repeats: int = 5, compare: bool = False, reference_n: int = 4096, reference_copy_bytes: int = GIB,
+    *,
+    device: str = "cpu",
+    dtype: str | None = None,
+    gemm_n: int = 2048,
+    copy_bytes: int = 256 * MIB,
+    repeats: int = 5,
+    compare: bool = False,
+    reference_n: int = 4096,
+    reference_copy_bytes: int = GIB,
     threads: int | None = None,
 ) -> MeasuredRoofs:
     """Measure this machine's peak FLOP/s (GEMM), bandwidth (copy) and ridge.
@@ -263,8 +290,9 @@ def measure_roofs(
     ref_gemm = ref_copy = None
     g_ratio = b_ratio = None
     if gemm_n < 16 or repeats < 1 or copy_bytes < MIB or reference_copy_bytes < MIB or reference_n < 16:
-        raise UsageError(f"gemm_n={gemm_n}, reference_n={reference_n} must be >= 16, copy sizes >= 1 MiB and "
-                         f"repeats={repeats} >= 1")
+        raise UsageError(
+            f"gemm_n={gemm_n}, reference_n={reference_n} must be >= 16, copy sizes >= 1 MiB and repeats={repeats} >= 1"
+        )
     with torch_threads(threads) as used_threads:
         gemm_fn, gemm_flops = _gemm_runner(gemm_n, dtype, device)
         copy_fns, copy_methods, copy_moved = _copy_kernels(copy_bytes, device)
@@ -292,9 +320,16 @@ def measure_roofs(
             b_ratio = copy.best_bandwidth_bytes_s / ref_copy.best_bandwidth_bytes_s
     name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else "cpu"
     return MeasuredRoofs(
-        device=name, dtype=dtype, threads=used_threads, gemm=gemm, copy=copy,
-        peak_flop_s=gemm.best_flop_s, bandwidth_bytes_s=copy.best_bandwidth_bytes_s,
+        device=name,
+        dtype=dtype,
+        threads=used_threads,
+        gemm=gemm,
+        copy=copy,
+        peak_flop_s=gemm.best_flop_s,
+        bandwidth_bytes_s=copy.best_bandwidth_bytes_s,
         ridge_flop_per_byte=gemm.best_flop_s / copy.best_bandwidth_bytes_s,
-        reference_gemm=ref_gemm, reference_copy=ref_copy,
-        gemm_vs_reference_ratio=g_ratio, bandwidth_vs_reference_ratio=b_ratio,
+        reference_gemm=ref_gemm,
+        reference_copy=ref_copy,
+        gemm_vs_reference_ratio=g_ratio,
+        bandwidth_vs_reference_ratio=b_ratio,
     )

@@ -17,7 +17,8 @@ def _format_script_error(exc: BaseException) -> str:
     """The traceback as Python prints it, without this runner's and runpy's frames."""
     te = traceback.TracebackException.from_exception(exc)
     te.stack = traceback.StackSummary.from_list(
-        [f for f in te.stack if f.filename != __file__ and not f.filename.startswith("<frozen runpy")])
+        [f for f in te.stack if f.filename != __file__ and not f.filename.startswith("<frozen runpy")]
+    )
     return "".join(te.format())
 
 

@@ -14,8 +14,17 @@ from typing import Any
 
 from expkit.errors import InputError
 
-__all__ = ["Trace", "TraceEvent", "intersect_intervals", "load_trace", "parse_trace", "self_times",
-           "subtract_intervals", "total_length", "union_intervals"]
+__all__ = [
+    "Trace",
+    "TraceEvent",
+    "intersect_intervals",
+    "load_trace",
+    "parse_trace",
+    "self_times",
+    "subtract_intervals",
+    "total_length",
+    "union_intervals",
+]
 
 HOST_OP_CATS = frozenset({"cpu_op", "operator"})
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "runtime", "xpu_runtime"})
@@ -77,15 +86,24 @@ def parse_trace(data: object, *, source: str = "<trace>") -> Trace:
     else:
         events, dist = data, {}
     if not isinstance(events, list):
-        raise InputError("has no 'traceEvents' list: not a Chrome trace from torch.profiler", path=source,
-                         hint="export one with prof.export_chrome_trace(path)")
+        raise InputError(
+            "has no 'traceEvents' list: not a Chrome trace from torch.profiler",
+            path=source,
+            hint="export one with prof.export_chrome_trace(path)",
+        )
     host, runtime, device, steps = [], [], [], []
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X" or "dur" not in e or "ts" not in e:
             continue
         try:
-            ev = TraceEvent(name=str(e.get("name", "")), cat=str(e.get("cat", "")).lower(), ts_us=float(e["ts"]),
-                            dur_us=float(e["dur"]), pid=str(e.get("pid", "")), tid=str(e.get("tid", "")))
+            ev = TraceEvent(
+                name=str(e.get("name", "")),
+                cat=str(e.get("cat", "")).lower(),
+                ts_us=float(e["ts"]),
+                dur_us=float(e["dur"]),
+                pid=str(e.get("pid", "")),
+                tid=str(e.get("tid", "")),
+            )
         except (TypeError, ValueError):
             continue
         if ev.cat in HOST_OP_CATS:
@@ -97,14 +115,23 @@ def parse_trace(data: object, *, source: str = "<trace>") -> Trace:
         elif ev.cat == "user_annotation" and ev.cat in ANNOTATION_CATS and ev.name.startswith("ProfilerStep#"):
             steps.append(ev)
     if not host and not device:
-        raise InputError(f"has no profiler events ({len(events)} entries, none an op or a kernel)", path=source,
-                         hint="profile at least one step: torch.profiler.profile(...) around the work")
+        raise InputError(
+            f"has no profiler events ({len(events)} entries, none an op or a kernel)",
+            path=source,
+            hint="profile at least one step: torch.profiler.profile(...) around the work",
+        )
     rank = dist.get("rank") if isinstance(dist, dict) else None
     world = dist.get("world_size") if isinstance(dist, dict) else None
     key = lambda e: (e.ts_us, -e.dur_us)  # noqa: E731 - parents before their children
-    return Trace(source=source, host_ops=tuple(sorted(host, key=key)), runtime_calls=tuple(sorted(runtime, key=key)),
-                 device_events=tuple(sorted(device, key=key)), steps=tuple(sorted(steps, key=key)),
-                 rank=_count_or_none(rank), world_size=_count_or_none(world))
+    return Trace(
+        source=source,
+        host_ops=tuple(sorted(host, key=key)),
+        runtime_calls=tuple(sorted(runtime, key=key)),
+        device_events=tuple(sorted(device, key=key)),
+        steps=tuple(sorted(steps, key=key)),
+        rank=_count_or_none(rank),
+        world_size=_count_or_none(world),
+    )
 
 
 def _count_or_none(value: Any) -> int | None:
@@ -138,11 +165,19 @@ def load_trace(path: str | Path) -> Trace:
             text = p.read_bytes().decode("utf-8-sig")  # -sig: a byte-order mark is not an error
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON ({exc.msg})", path=p, line=exc.lineno, column=exc.colno,
-                         hint="pass the file written by prof.export_chrome_trace(path)") from exc
+        raise InputError(
+            f"not JSON ({exc.msg})",
+            path=p,
+            line=exc.lineno,
+            column=exc.colno,
+            hint="pass the file written by prof.export_chrome_trace(path)",
+        ) from exc
     except RecursionError:
-        raise InputError("JSON nested too deeply to be a Chrome trace", path=p,
-                         hint="pass the file written by prof.export_chrome_trace(path)") from None
+        raise InputError(
+            "JSON nested too deeply to be a Chrome trace",
+            path=p,
+            hint="pass the file written by prof.export_chrome_trace(path)",
+        ) from None
     except (UnicodeDecodeError, OSError, EOFError) as exc:  # EOFError: a truncated .gz
         raise InputError(f"cannot be read as a text trace: {exc}", path=p) from exc
     return parse_trace(data, source=str(p))

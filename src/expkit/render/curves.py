@@ -54,8 +54,9 @@ def draw_curves(cs: CurveSet, path: Path, *, log_x: bool = True, log_y: bool = F
         axd.fill_between(x, d.low[keep], d.high[keep], color="0.5", alpha=0.3, lw=0, label=f"{lvl} Welch interval")
         axd.axhline(0.0, color="k", lw=0.6)
         ymin, ymax = float(d.low[keep].min()), float(d.high[keep].max())
-        axd.fill_between(x, ymin, ymax, where=d.excludes_zero[keep], color="C3", alpha=0.12, lw=0,
-                         label="interval excludes 0")
+        axd.fill_between(
+            x, ymin, ymax, where=d.excludes_zero[keep], color="C3", alpha=0.12, lw=0, label="interval excludes 0"
+        )
         axd.set(ylabel=f"difference in {cs.metric}", xlabel=cs.x_key)
         axd.legend(fontsize=7)
         axd.grid(alpha=0.3, which="both")

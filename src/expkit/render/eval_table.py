@@ -8,8 +8,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from expkit.stats.tables import EvalTable, TaskTables
 
-__all__ = ["eval_table_rows", "print_eval_table", "print_task_tables", "render_eval_table_html",
-           "render_eval_table_markdown", "render_task_tables_html", "render_task_tables_markdown"]
+__all__ = [
+    "eval_table_rows",
+    "print_eval_table",
+    "print_task_tables",
+    "render_eval_table_html",
+    "render_eval_table_markdown",
+    "render_task_tables_html",
+    "render_task_tables_markdown",
+]
 
 HEADERS = ("model", "n", "score", "CI", "delta", "delta CI", "p", "p Holm", "verdict", "method")
 
@@ -31,16 +38,31 @@ def eval_table_rows(table: EvalTable) -> list[tuple[str, ...]]:
             rows.append((f"{r.model} (baseline)", str(r.n), _pct(r.score), ci, "-", "-", "-", "-", "-", r.interval))
             continue
         pc = c.comparison
-        rows.append((r.model, str(r.n), _pct(r.score), ci, f"{100 * pc.delta:+.1f}",
-                     f"[{100 * pc.low:+.1f}, {100 * pc.high:+.1f}]", f"{pc.p_value:.3g}", f"{c.p_holm:.3g}",
-                     c.verdict, pc.method))
+        rows.append(
+            (
+                r.model,
+                str(r.n),
+                _pct(r.score),
+                ci,
+                f"{100 * pc.delta:+.1f}",
+                f"[{100 * pc.low:+.1f}, {100 * pc.high:+.1f}]",
+                f"{pc.p_value:.3g}",
+                f"{c.p_holm:.3g}",
+                c.verdict,
+                pc.method,
+            )
+        )
     return rows
 
 
 def render_eval_table_markdown(table: EvalTable) -> str:
     """A GitHub Markdown table plus the notes as a list (scores and deltas in points)."""
-    lines = [f"Baseline: `{table.baseline}`; scores and deltas in points, {table.level:.0%} intervals.", "",
-             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines = [
+        f"Baseline: `{table.baseline}`; scores and deltas in points, {table.level:.0%} intervals.",
+        "",
+        "| " + " | ".join(HEADERS) + " |",
+        "|" + "---|" * len(HEADERS),
+    ]
     for row in eval_table_rows(table):
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
     if table.notes:
@@ -52,20 +74,24 @@ def render_eval_table_markdown(table: EvalTable) -> str:
 def render_eval_table_html(table: EvalTable) -> str:
     """A standalone ``<table>`` (every cell escaped) followed by the notes."""
     head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>"
-                   for row in eval_table_rows(table))
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in eval_table_rows(table))
     notes = "".join(f"<li>{escape(n)}</li>" for n in table.notes)
-    return (f"<p>Baseline: <code>{escape(table.baseline)}</code>; scores and deltas in points, "
-            f"{table.level:.0%} intervals.</p>\n<table><tr>{head}</tr>{body}</table>"
-            + (f"\n<ul>{notes}</ul>" if notes else ""))
+    return (
+        f"<p>Baseline: <code>{escape(table.baseline)}</code>; scores and deltas in points, "
+        f"{table.level:.0%} intervals.</p>\n<table><tr>{head}</tr>{body}</table>"
+        + (f"\n<ul>{notes}</ul>" if notes else "")
+    )
 
 
 def print_eval_table(table: EvalTable) -> None:
     """The table on the terminal with rich (plain text when piped)."""
     from expkit.render.console import fitted_table, out_console
 
-    t = fitted_table(*HEADERS, no_wrap=("n", "score", "delta", "p", "p Holm"),
-                     title=f"{table.path}: baseline {table.baseline} ({table.level:.0%} intervals, points)")
+    t = fitted_table(
+        *HEADERS,
+        no_wrap=("n", "score", "delta", "p", "p Holm"),
+        title=f"{table.path}: baseline {table.baseline} ({table.level:.0%} intervals, points)",
+    )
     for row in eval_table_rows(table):
         t.add_row(*row)
     con = out_console()  # fits COLUMNS / the terminal; wide in a pipe (render/console.py)
@@ -80,8 +106,10 @@ def _task_heading(table: EvalTable) -> str:
 
 def render_task_tables_markdown(tt: TaskTables) -> str:
     """One Markdown table per task under a ``###`` heading, then the notes."""
-    parts = [f"Baseline: `{tt.baseline}`; scores and deltas in points, {tt.level:.0%} intervals; "
-             f"p Holm over {tt.n_comparisons} comparisons across {len(tt.tables)} tasks ({tt.source})."]
+    parts = [
+        f"Baseline: `{tt.baseline}`; scores and deltas in points, {tt.level:.0%} intervals; "
+        f"p Holm over {tt.n_comparisons} comparisons across {len(tt.tables)} tasks ({tt.source})."
+    ]
     for tb in tt.tables:
         parts.append(f"\n### {_task_heading(tb)}\n")
         parts.append("| " + " | ".join(HEADERS) + " |\n|" + "---|" * len(HEADERS))
@@ -95,8 +123,10 @@ def render_task_tables_markdown(tt: TaskTables) -> str:
 
 def render_task_tables_html(tt: TaskTables) -> str:
     """One ``<table>`` per task under an ``<h3>`` (every cell escaped), then the notes."""
-    out = [f"<p>Baseline: <code>{escape(tt.baseline)}</code>; scores and deltas in points, {tt.level:.0%} "
-           f"intervals; p Holm over {tt.n_comparisons} comparisons across {len(tt.tables)} tasks.</p>"]
+    out = [
+        f"<p>Baseline: <code>{escape(tt.baseline)}</code>; scores and deltas in points, {tt.level:.0%} "
+        f"intervals; p Holm over {tt.n_comparisons} comparisons across {len(tt.tables)} tasks.</p>"
+    ]
     head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
     for tb in tt.tables:
         body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in eval_table_rows(tb))

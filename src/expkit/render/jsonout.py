@@ -76,5 +76,6 @@ def error_envelope(command: str, *, kind: str, message: str, where: str | None =
     (``InputError``, ``UsageError`` ...) or ``internal`` for a bug in expkit."""
     from expkit import __version__
 
-    return dumps({"command": command, "version": __version__,
-                  "error": {"kind": kind, "message": message, "where": where}})
+    return dumps(
+        {"command": command, "version": __version__, "error": {"kind": kind, "message": message, "where": where}}
+    )

@@ -20,20 +20,30 @@ def _ledger(led: Any, count: Any | None) -> None:
     from expkit.render.console import out_console
 
     con = out_console()
-    head = (f"{led.model}: {led.mode} {led.method}, {led.precision}, "
-            + (f"optimizer {led.optimizer}, batch {led.batch} x seq {led.seq}, grad-ckpt {led.grad_ckpt}, "
-               f"attention {led.attention}, " if led.mode == "train" else f"batch {led.batch}, context {led.seq}, ")
-            + f"{led.gpus} GPU(s), shard {led.shard}, convention {led.convention}")
+    head = (
+        f"{led.model}: {led.mode} {led.method}, {led.precision}, "
+        + (
+            f"optimizer {led.optimizer}, batch {led.batch} x seq {led.seq}, grad-ckpt {led.grad_ckpt}, "
+            f"attention {led.attention}, "
+            if led.mode == "train"
+            else f"batch {led.batch}, context {led.seq}, "
+        )
+        + f"{led.gpus} GPU(s), shard {led.shard}, convention {led.convention}"
+    )
     con.print(head, markup=False)
     if count is not None:
-        con.print(f"parameters: {led.total_params:,} total, {led.trainable_params:,} trainable "
-                  f"({100 * led.trainable_fraction:.2f}% of the base"
-                  + (f"; {100 * count.trainable_fraction_of_all:.2f}% of base + adapters"
-                     if count.adapter_params else "")
-                  + f"); {count.counted_by}", markup=False)
-        con.print(f"active per token: {count.active_params:,} ({count.active_params_with_embedding:,} with the "
-                  "input embedding)" + (f"; towers {count.tower_params:,}" if count.tower_params else ""),
-                  markup=False)
+        con.print(
+            f"parameters: {led.total_params:,} total, {led.trainable_params:,} trainable "
+            f"({100 * led.trainable_fraction:.2f}% of the base"
+            + (f"; {100 * count.trainable_fraction_of_all:.2f}% of base + adapters" if count.adapter_params else "")
+            + f"); {count.counted_by}",
+            markup=False,
+        )
+        con.print(
+            f"active per token: {count.active_params:,} ({count.active_params_with_embedding:,} with the "
+            "input embedding)" + (f"; towers {count.tower_params:,}" if count.tower_params else ""),
+            markup=False,
+        )
         if len(count.layer_kinds) > 1 or any("MoE" in k.label for k in count.layer_kinds):
             for k in count.layer_kinds:
                 con.print(f"  {k.layers} x {k.label}: {k.params_per_layer:,} params per layer", markup=False)
@@ -73,8 +83,9 @@ def _comparison(cmp: Any) -> None:
         table.add_row(row.line, *cells)
     table.add_row("total", *[f"{cmp.per_gpu_bytes[c] / _GIB:,.2f}" for c in cmp.conventions])
     if cmp.model_state_bytes_per_param:
-        table.add_row("model state B/param (1 GPU)",
-                      *[f"{cmp.model_state_bytes_per_param[c]:.1f}" for c in cmp.conventions])
+        table.add_row(
+            "model state B/param (1 GPU)", *[f"{cmp.model_state_bytes_per_param[c]:.1f}" for c in cmp.conventions]
+        )
     con = out_console()
     con.print(table)
     con.print("why they differ:")
@@ -89,13 +100,19 @@ def _fit(fit: Any) -> None:
     con.print(f"activations measured on replicas ({fit.note}):", markup=False)
     for n, b in zip(fit.layers, fit.measured_bytes, strict=True):
         con.print(f"  {n} layer(s): {b / 2**20:,.2f} MiB saved for backward")
-    con.print(f"  fit: {fit.per_layer_bytes / 2**20:,.3f} MiB per layer + {fit.fixed_bytes / 2**20:,.3f} MiB fixed "
-              f"(largest residual {fit.residual_bytes:,.0f} B)")
-    con.print(f"  extrapolated to {fit.num_layers} layers, {fit.batch} x {fit.seq}: {_gib(fit.extrapolated_bytes)}; "
-              f"ledger formula {_gib(fit.formula_bytes)}; Korthikanti 34sbhL {_gib(fit.korthikanti_bytes)}")
+    con.print(
+        f"  fit: {fit.per_layer_bytes / 2**20:,.3f} MiB per layer + {fit.fixed_bytes / 2**20:,.3f} MiB fixed "
+        f"(largest residual {fit.residual_bytes:,.0f} B)"
+    )
+    con.print(
+        f"  extrapolated to {fit.num_layers} layers, {fit.batch} x {fit.seq}: {_gib(fit.extrapolated_bytes)}; "
+        f"ledger formula {_gib(fit.formula_bytes)}; Korthikanti 34sbhL {_gib(fit.korthikanti_bytes)}"
+    )
     if fit.ckpt_extrapolated_bytes is not None:
-        con.print(f"  with gradient checkpointing: {_gib(fit.ckpt_extrapolated_bytes)}, forward+backward time x"
-                  f"{fit.ckpt_time_ratio:.2f} (measured here)")
+        con.print(
+            f"  with gradient checkpointing: {_gib(fit.ckpt_extrapolated_bytes)}, forward+backward time x"
+            f"{fit.ckpt_time_ratio:.2f} (measured here)"
+        )
     if fit.cached:
         con.print("  (from the cache)")
 
@@ -107,8 +124,11 @@ def _oom(ex: Any) -> None:
     con.print(f"OOM: {ex.reason}", markup=False)
     for i, r in enumerate(ex.remedies, 1):
         fits = "" if r.fits is None else (", fits" if r.fits else ", still too big")
-        con.print(f"  {i}. {r.name} ({r.option}): saves {_gib(r.savings_bytes)} -> peak {_gib(r.peak_bytes)}"
-                  f"{fits}; cost: {r.cost}", markup=False)
+        con.print(
+            f"  {i}. {r.name} ({r.option}): saves {_gib(r.savings_bytes)} -> peak {_gib(r.peak_bytes)}"
+            f"{fits}; cost: {r.cost}",
+            markup=False,
+        )
 
 
 def render_memory_report(report: Any) -> None:

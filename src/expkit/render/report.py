@@ -47,8 +47,12 @@ def format_value(value: object, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
-_VERDICT_CSS = {"reproduced": "v-reproduced", "differs": "v-differs", "demonstrated": "v-demonstrated",
-                "not measured here": "v-unmeasured"}
+_VERDICT_CSS = {
+    "reproduced": "v-reproduced",
+    "differs": "v-differs",
+    "demonstrated": "v-demonstrated",
+    "not measured here": "v-unmeasured",
+}
 
 
 def verdict_counts(results: tuple[LabResult, ...] | list[LabResult]) -> dict[str, int]:
@@ -83,8 +87,10 @@ def _short_verdict_html(m: Measurement) -> str:
     if m.verdict is None or not m.verdict.reason or len(m.verdict.reason) <= 60:
         return _verdict_html(m)
     css = _VERDICT_CSS.get(m.verdict.kind, "v-not")
-    return (f'<details><summary><span class="{css}">{escape(m.verdict.kind)}</span>: why</summary>'
-            f"{escape(m.verdict.reason)}</details>{_rule_html(m)}")
+    return (
+        f'<details><summary><span class="{css}">{escape(m.verdict.kind)}</span>: why</summary>'
+        f"{escape(m.verdict.reason)}</details>{_rule_html(m)}"
+    )
 
 
 def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
@@ -94,13 +100,17 @@ def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
         claims = escape(", ".join(r.claims))
         if r.status == "failed":
             seeds = "; ".join(s.text for s in r.seed_figures) or "(behaviour)"
-            rows.append(f"<tr><td>{claims}</td><td>{anchor}</td><td>{escape(seeds)}</td>"
-                        f'<td>-</td><td class="failed">lab failed</td></tr>')
+            rows.append(
+                f"<tr><td>{claims}</td><td>{anchor}</td><td>{escape(seeds)}</td>"
+                f'<td>-</td><td class="failed">lab failed</td></tr>'
+            )
             continue
         judged = [m for m in r.measurements if m.seed is not None or m.verdict is not None]
         if not judged:
-            rows.append(f"<tr><td>{claims}</td><td>{anchor}</td><td>-</td>"
-                        f"<td>{len(r.measurements)} supporting figures</td><td>-</td></tr>")
+            rows.append(
+                f"<tr><td>{claims}</td><td>{anchor}</td><td>-</td>"
+                f"<td>{len(r.measurements)} supporting figures</td><td>-</td></tr>"
+            )
         for m in judged:
             seed = escape(m.seed.text) if m.seed else "-"
             rows.append(
@@ -111,17 +121,22 @@ def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
 
 
 def _lab_section(r: LabResult) -> str:
-    parts = [f'<h2 id="lab-{escape(r.id)}">{escape(r.id)}: {escape(r.title)}</h2>',
-             f'<p class="muted">claims {escape(", ".join(r.claims))} · budget {escape(r.budget)} · '
-             f"{r.elapsed_s:.1f} s</p>"]
+    parts = [
+        f'<h2 id="lab-{escape(r.id)}">{escape(r.id)}: {escape(r.title)}</h2>',
+        f'<p class="muted">claims {escape(", ".join(r.claims))} · budget {escape(r.budget)} · {r.elapsed_s:.1f} s</p>',
+    ]
     if r.status == "failed":
-        parts.append(f'<p class="failed">This lab failed; the other labs still ran.</p><pre>{escape(r.error or "")}</pre>')
+        parts.append(
+            f'<p class="failed">This lab failed; the other labs still ran.</p><pre>{escape(r.error or "")}</pre>'
+        )
         return "\n".join(parts)
     parts.append("<table><tr><th>figure</th><th>measured here</th><th>seed</th><th>verdict</th><th>detail</th></tr>")
     for m in r.measurements:
         seed = escape(m.seed.text) if m.seed else "-"
-        parts.append(f"<tr><td>{escape(m.label)}</td><td class=\"num\">{escape(format_value(m.value, m.unit))}</td>"
-                     f"<td>{seed}</td><td>{_verdict_html(m)}</td><td>{escape(m.detail)}</td></tr>")
+        parts.append(
+            f'<tr><td>{escape(m.label)}</td><td class="num">{escape(format_value(m.value, m.unit))}</td>'
+            f"<td>{seed}</td><td>{_verdict_html(m)}</td><td>{escape(m.detail)}</td></tr>"
+        )
     parts.append("</table>")
     for para in r.explanation.split("\n\n"):
         if para.strip():
@@ -142,10 +157,14 @@ def _machine_rows(report: LabReport) -> list[str]:
         ("CPU", m.cpu_model or "unknown"),
         ("cores (logical / physical)", f"{m.cpu_cores_logical} / {m.cpu_cores_physical}"),
         ("RAM", f"{m.ram_bytes / gib:.1f} GiB" if m.ram_bytes else "unknown"),
-        ("OS", m.os), ("Python", m.python), ("torch", m.torch or "not installed"),
-        ("CUDA", m.cuda or "none"), ("GPU", gpus),
+        ("OS", m.os),
+        ("Python", m.python),
+        ("torch", m.torch or "not installed"),
+        ("CUDA", m.cuda or "none"),
+        ("GPU", gpus),
         ("expkit", f"{report.expkit_version}, commit {commit}"),
-        ("started", report.started_at), ("budget", report.budget),
+        ("started", report.started_at),
+        ("budget", report.budget),
         ("total time", f"{report.elapsed_s:.1f} s"),
     ]
     return [f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in items]
@@ -159,26 +178,35 @@ def render_html(report: LabReport) -> str:
     summary = f"{labs}, {failed} failed" if failed else f"{labs}, all ran"
     counts = verdict_counts(report.results)
     count_row = "".join(f"<td>{escape(k)}: {v}</td>" for k, v in counts.items())
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>expkit lab report</title>", f"<style>{_CSS}</style></head><body>",
-        "<h1>expkit lab report</h1>",
-        f'<p class="muted">Each claim of the field guide, measured on this machine. {escape(summary)}.</p>',
-        '<h2>Verdicts</h2><table class="counts"><tr>', count_row, "</tr></table>",
-        '<p class="muted">Every verdict comes from the rule shown under it: reproduced (the rule holds), '
-        "demonstrated (a behaviour with no figure was shown), differs (a cause measured in the same run "
-        "explains it), not reproduced, not measured here (what it needs).</p>",
-        "<h2>Claims: seed figure vs measured here</h2>",
-        '<p class="muted">Figures with a seed counterpart or a verdict; each lab section below has all of them.</p>',
-        '<table class="summary"><colgroup><col style="width:6%"><col style="width:30%"><col style="width:25%">'
-        '<col style="width:15%"><col style="width:24%"></colgroup>',
-        "<tr><th>claim</th><th>lab: figure</th><th>seed</th><th>measured here</th><th>verdict</th></tr>",
-        *_summary_rows(report.results), "</table>",
-        *(_lab_section(r) for r in report.results),
-        "<h2>Machine</h2><table>", *_machine_rows(report), "</table>",
-        "</body></html>",
-    ])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            "<title>expkit lab report</title>",
+            f"<style>{_CSS}</style></head><body>",
+            "<h1>expkit lab report</h1>",
+            f'<p class="muted">Each claim of the field guide, measured on this machine. {escape(summary)}.</p>',
+            '<h2>Verdicts</h2><table class="counts"><tr>',
+            count_row,
+            "</tr></table>",
+            '<p class="muted">Every verdict comes from the rule shown under it: reproduced (the rule holds), '
+            "demonstrated (a behaviour with no figure was shown), differs (a cause measured in the same run "
+            "explains it), not reproduced, not measured here (what it needs).</p>",
+            "<h2>Claims: seed figure vs measured here</h2>",
+            '<p class="muted">Figures with a seed counterpart or a verdict; each lab section below has all of them.</p>',
+            '<table class="summary"><colgroup><col style="width:6%"><col style="width:30%"><col style="width:25%">'
+            '<col style="width:15%"><col style="width:24%"></colgroup>',
+            "<tr><th>claim</th><th>lab: figure</th><th>seed</th><th>measured here</th><th>verdict</th></tr>",
+            *_summary_rows(report.results),
+            "</table>",
+            *(_lab_section(r) for r in report.results),
+            "<h2>Machine</h2><table>",
+            *_machine_rows(report),
+            "</table>",
+            "</body></html>",
+        ]
+    )
 
 
 def write_report(report: LabReport, out_dir: Path) -> Path:

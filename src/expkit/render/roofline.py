@@ -29,8 +29,14 @@ class RoofPoint:
     color: str | None = None
 
 
-def draw_roofline(ax: Any, roofs: Sequence[RoofLine], points: Sequence[RoofPoint], *, title: str = "",
-                  x_range: tuple[float, float] | None = None) -> None:
+def draw_roofline(
+    ax: Any,
+    roofs: Sequence[RoofLine],
+    points: Sequence[RoofPoint],
+    *,
+    title: str = "",
+    x_range: tuple[float, float] | None = None,
+) -> None:
     """Draw each roof (bandwidth slope up to the ridge, then flat) and the points, log-log."""
     import numpy as np
 
@@ -39,12 +45,23 @@ def draw_roofline(ax: Any, roofs: Sequence[RoofLine], points: Sequence[RoofPoint
     grid = np.logspace(np.log10(lo), np.log10(hi), 200)
     for i, r in enumerate(roofs):
         ridge = r.peak_flop_s / r.bandwidth_bytes_s
-        ax.plot(grid, np.minimum(r.peak_flop_s, grid * r.bandwidth_bytes_s), color=f"C{i}", lw=1.6,
-                label=f"{r.label} (ridge {ridge:.3g} FLOP/B)")
+        ax.plot(
+            grid,
+            np.minimum(r.peak_flop_s, grid * r.bandwidth_bytes_s),
+            color=f"C{i}",
+            lw=1.6,
+            label=f"{r.label} (ridge {ridge:.3g} FLOP/B)",
+        )
         ax.axvline(ridge, color=f"C{i}", lw=0.6, ls=":")
     for j, p in enumerate(points):
-        ax.plot([p.intensity_flop_per_byte], [p.flop_s], p.marker, color=p.color or f"C{(j + len(roofs)) % 10}",
-                ms=7, label=p.label)
+        ax.plot(
+            [p.intensity_flop_per_byte],
+            [p.flop_s],
+            p.marker,
+            color=p.color or f"C{(j + len(roofs)) % 10}",
+            ms=7,
+            label=p.label,
+        )
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="FLOP/s", title=title)
     ax.grid(True, which="major", lw=0.3)
     ax.legend(fontsize=7, loc="lower right")

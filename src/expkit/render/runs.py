@@ -35,11 +35,21 @@ def render_listing(listing: Any) -> None:
     for r in listing.runs:
         metrics = ", ".join(f"{k}={format_metric(v)}" for k, v in r.final_metrics.items() if k != "step")
         commit = (r.commit or "-")[:8] + ("+" if r.dirty else "")
-        rows.append((r.id, r.name or "-", _status(r.status, r.status_reason, r.diverged), (r.created_at or "")[:19],
-                     commit, format_metric(r.seed), metrics[:80]))
+        rows.append(
+            (
+                r.id,
+                r.name or "-",
+                _status(r.status, r.status_reason, r.diverged),
+                (r.created_at or "")[:19],
+                commit,
+                format_metric(r.seed),
+                metrics[:80],
+            )
+        )
     if sys.stdout.isatty():
-        table = fitted_table(Column("id", no_wrap=True, min_width=22), *headers[1:],
-                             no_wrap=("status", "commit", "seed"))
+        table = fitted_table(
+            Column("id", no_wrap=True, min_width=22), *headers[1:], no_wrap=("status", "commit", "seed")
+        )
         for row in rows:
             table.add_row(*row)
         out_console().print(table)
@@ -56,8 +66,10 @@ def render_listing(listing: Any) -> None:
 
 def render_run(rec: Any, presences: tuple[Any, ...]) -> None:
     """``runs show``: identity, status (with ``DIVERGED``), the seven records, final metrics per rank."""
-    print(f"run {rec.id}  name {rec.name or '-'}  status {_status(rec.status, None, rec.diverged)}  "
-          f"({rec.created_at} -> {rec.ended_at or 'now'})")
+    print(
+        f"run {rec.id}  name {rec.name or '-'}  status {_status(rec.status, None, rec.diverged)}  "
+        f"({rec.created_at} -> {rec.ended_at or 'now'})"
+    )
     print(f"command: {' '.join(rec.command)}")
     if rec.integration:
         print(f"recorded by: {rec.integration}")
@@ -88,17 +100,20 @@ def render_diff(d: Any, *, top: int) -> None:
     con = out_console()
     rec_table = Table("record", d.a, d.b, title="the seven records")
     for pa, pb in zip(d.records_a, d.records_b, strict=True):
-        rec_table.add_row(pa.record, ("" if pa.present else "MISSING ") + pa.summary,
-                          ("" if pb.present else "MISSING ") + pb.summary)
+        rec_table.add_row(
+            pa.record, ("" if pa.present else "MISSING ") + pa.summary, ("" if pb.present else "MISSING ") + pb.summary
+        )
     con.print(rec_table)
     if d.metrics:
         mt = Table("metric", "A", "B", "B - A", "noise floor", title="final metrics")
         for m in d.metrics:
-            mt.add_row(m.name, format_metric(m.a), format_metric(m.b), format_metric(m.delta),
-                       format_metric(m.noise_floor))
+            mt.add_row(
+                m.name, format_metric(m.a), format_metric(m.b), format_metric(m.delta), format_metric(m.noise_floor)
+            )
         con.print(mt)
-    dt = Table("#", "category", "key", "A", "B", "why",
-               title=f"{len(d.differences)} differences, most likely cause first")
+    dt = Table(
+        "#", "category", "key", "A", "B", "why", title=f"{len(d.differences)} differences, most likely cause first"
+    )
     for i, x in enumerate(d.differences[:top], 1):
         dt.add_row(str(i), x.category, x.key, format_metric(x.a)[:40], format_metric(x.b)[:40], x.why)
     con.print(dt)

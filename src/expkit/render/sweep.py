@@ -22,8 +22,15 @@ def sweep_progress(total: int) -> Iterator[Callable[[Any], None]]:
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
-                  TimeElapsedColumn(), console=err_console(), transient=False) as bar:
+    with Progress(
+        TextColumn("sweep"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TimeElapsedColumn(),
+        console=err_console(),
+        transient=False,
+    ) as bar:
         task = bar.add_task("sweep", total=total, counts="")
 
         def update(p: Any) -> None:
@@ -44,8 +51,9 @@ def _fmt(v: Any) -> str:
 def print_sweep_result(res: Any) -> None:
     """The trials table (status, attempts, run, final metrics) and one line of counts."""
     con = out_console()
-    table = fitted_table("#", "trial", "status", "tries", "run", "final metrics", title=f"sweep {res.group}",
-                         no_wrap=("run",))
+    table = fitted_table(
+        "#", "trial", "status", "tries", "run", "final metrics", title=f"sweep {res.group}", no_wrap=("run",)
+    )
     for o in res.outcomes:
         metrics = ", ".join(f"{k} {_fmt(v)}" for k, v in o.final_metrics.items() if k not in ("step", "time"))
         status = o.status
@@ -54,27 +62,42 @@ def print_sweep_result(res: Any) -> None:
         table.add_row(str(o.index), o.label, status, str(o.attempts), o.run_id or "-", metrics)
     con.print(table)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(res.counts.items()))
-    con.print(f"{res.n_trials} trials on {res.backend} ({res.max_parallel} at a time, "
-              f"{res.threads_per_trial} thread(s) each) in {res.elapsed_s:.1f} s: {counts}")
+    con.print(
+        f"{res.n_trials} trials on {res.backend} ({res.max_parallel} at a time, "
+        f"{res.threads_per_trial} thread(s) each) in {res.elapsed_s:.1f} s: {counts}"
+    )
     con.print(f"runs in {res.store} (group {res.group}); config passed as {res.config_passing}")
 
 
 def print_comparison(cmp: Any) -> None:
     """One row per metric: A, B, B - A with its interval, the seed spread and the verdict of B against A."""
     con = out_console()
-    table = fitted_table("metric", "A mean", "B mean", "B - A (interval)", "method", "seed sd", "noise floor",
-                         "verdict (B vs A)",
-                         title=f"B = {cmp.b.label} ({len(cmp.b.run_ids)} runs) vs A = {cmp.a.label} "
-                               f"({len(cmp.a.run_ids)} runs)")
+    table = fitted_table(
+        "metric",
+        "A mean",
+        "B mean",
+        "B - A (interval)",
+        "method",
+        "seed sd",
+        "noise floor",
+        "verdict (B vs A)",
+        title=f"B = {cmp.b.label} ({len(cmp.b.run_ids)} runs) vs A = {cmp.a.label} ({len(cmp.a.run_ids)} runs)",
+    )
     for m in cmp.metrics:
         direction = "lower" if m.lower_is_better else "higher"
-        table.add_row(f"{m.metric} ({direction} is better, {m.direction_source})", f"{m.mean_a:.4g}",
-                      f"{m.mean_b:.4g}", f"{m.delta:+.4g} \\[{m.low:+.4g}, {m.high:+.4g}]",
-                      f"{m.method} (n {m.n_a}/{m.n_b})", f"{m.seed_sd:.3g}",
-                      f"{m.noise_floor:.3g}"
-                      + (f" (stored {m.stored_floor:.3g})" if m.stored_floor is not None else ""),
-                      m.verdict)
+        table.add_row(
+            f"{m.metric} ({direction} is better, {m.direction_source})",
+            f"{m.mean_a:.4g}",
+            f"{m.mean_b:.4g}",
+            f"{m.delta:+.4g} \\[{m.low:+.4g}, {m.high:+.4g}]",
+            f"{m.method} (n {m.n_a}/{m.n_b})",
+            f"{m.seed_sd:.3g}",
+            f"{m.noise_floor:.3g}" + (f" (stored {m.stored_floor:.3g})" if m.stored_floor is not None else ""),
+            m.verdict,
+        )
     con.print(table)
     con.print(f"{round(100 * cmp.metrics[0].level)}% intervals; {'; '.join(cmp.notes)}")
-    con.print("noise floor: half-width of the interval of B - A (the smallest difference these seeds resolve); "
-              "seed sd: seed-to-seed standard deviation within a side")
+    con.print(
+        "noise floor: half-width of the interval of B - A (the smallest difference these seeds resolve); "
+        "seed sd: seed-to-seed standard deviation within a side"
+    )

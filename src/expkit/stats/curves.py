@@ -104,8 +104,16 @@ def _row_group(row: dict[str, Any], group_by: str | None, config: dict[str, Any]
     return (None if g in (None, "") else str(g)), True
 
 
-def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run: str, metric: str, x: str,
-                      group_by: str | None, config: dict[str, Any] | None) -> list[Curve]:
+def _curves_from_rows(
+    rows: list[tuple[int, dict[str, Any]]],
+    *,
+    path: Path,
+    run: str,
+    metric: str,
+    x: str,
+    group_by: str | None,
+    config: dict[str, Any] | None,
+) -> list[Curve]:
     """One curve per run of a file: a long-format file holds several runs, told apart by their group
     (``group`` or the ``group_by`` column) and their ``run``/``run_id``/``seed`` column, so two groups that
     reuse seed values stay two runs. Rows tagged with a ``rank`` other than 0 (per-rank metrics under
@@ -123,12 +131,20 @@ def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run
             continue  # torchrun: every rank logs the same steps; rank 0's rows are the run's curve
         xkey = next((k for k in keys if row.get(k) not in (None, "")), None)
         if xkey is None:
-            raise InputError(f"a {metric!r} value without any of {', '.join(keys)} for --x {x}", path=path, line=line,
-                             hint="choose another --x or log the field")
+            raise InputError(
+                f"a {metric!r} value without any of {', '.join(keys)} for --x {x}",
+                path=path,
+                line=line,
+                hint="choose another --x or log the field",
+            )
         g, from_row = _row_group(row, group_by, config)
         if g is None and group_by is not None:
-            raise InputError(f"a row of run {run!r} has no value for --group-by {group_by}", path=path, line=line,
-                             hint="name a config key of the run or a column of the file")
+            raise InputError(
+                f"a row of run {run!r} has no value for --group-by {group_by}",
+                path=path,
+                line=line,
+                hint="name a config key of the run or a column of the file",
+            )
         seed = next((f"{c}={row[c]}" for c in _RUN_COLUMNS if row.get(c) not in (None, "")), None)
         rid = ":".join(part for part in (run, g if from_row else None, seed) if part)
         xv = _number(row[xkey], xkey, path, line)
@@ -137,9 +153,13 @@ def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run
         yv = _number(row[metric], metric, path, line)
         points = by_run.setdefault(rid, {})
         if xv in points:
-            raise InputError(f"run {rid!r} has {metric!r} at {xkey} {xv:g} twice (first on line {line_of[(rid, xv)]})",
-                             path=path, line=line, hint="give each run its own run/seed value within its group, "
-                             "or drop the repeated row (a resumed run logs some steps again)")
+            raise InputError(
+                f"run {rid!r} has {metric!r} at {xkey} {xv:g} twice (first on line {line_of[(rid, xv)]})",
+                path=path,
+                line=line,
+                hint="give each run its own run/seed value within its group, "
+                "or drop the repeated row (a resumed run logs some steps again)",
+            )
         points[xv] = yv
         line_of[(rid, xv)] = line
         groups.setdefault(rid, "all" if g is None else g)
@@ -151,8 +171,9 @@ def _curves_from_rows(rows: list[tuple[int, dict[str, Any]]], *, path: Path, run
     return out
 
 
-def load_curves(sources: Sequence[str | Path], *, metric: str = "loss", x: str = "step",
-                group_by: str | None = None) -> list[Curve]:
+def load_curves(
+    sources: Sequence[str | Path], *, metric: str = "loss", x: str = "step", group_by: str | None = None
+) -> list[Curve]:
     """Curves of ``metric`` from run directories (``metrics.jsonl`` + ``run.json`` config) or files.
 
     A file is one run, unless it has a ``run``/``run_id``/``seed`` column, which splits it. The group
@@ -176,16 +197,20 @@ def load_curves(sources: Sequence[str | Path], *, metric: str = "loss", x: str =
             mfile = p / "metrics.jsonl"
             if not mfile.is_file():
                 raise InputError("run directory has no metrics.jsonl", path=p)
-            curves += _curves_from_rows(_read_rows(mfile), path=mfile, run=p.name, metric=metric, x=x,
-                                        group_by=group_by, config=_run_config(p))
+            curves += _curves_from_rows(
+                _read_rows(mfile), path=mfile, run=p.name, metric=metric, x=x, group_by=group_by, config=_run_config(p)
+            )
         elif p.is_file():
-            curves += _curves_from_rows(_read_rows(p), path=p, run=p.stem, metric=metric, x=x,
-                                        group_by=group_by, config=None)
+            curves += _curves_from_rows(
+                _read_rows(p), path=p, run=p.stem, metric=metric, x=x, group_by=group_by, config=None
+            )
         else:
             raise InputError("no such file or run directory", path=p)
     if not curves:
-        raise InputError(f"no rows with metric {metric!r} in {', '.join(map(str, sources))}",
-                         hint="check --metric against the field names in the files")
+        raise InputError(
+            f"no rows with metric {metric!r} in {', '.join(map(str, sources))}",
+            hint="check --metric against the field names in the files",
+        )
     return curves
 
 
@@ -231,8 +256,9 @@ def _common_grid(curves: Sequence[Curve]) -> np.ndarray:
         return common
     lo, hi = max(c.x[0] for c in curves), min(c.x[-1] for c in curves)
     if not lo < hi:
-        raise UsageError(f"the runs {', '.join(c.run for c in curves)} share no x range",
-                         hint="compare runs that overlap")
+        raise UsageError(
+            f"the runs {', '.join(c.run for c in curves)} share no x range", hint="compare runs that overlap"
+        )
     grid = np.unique(np.concatenate([c.x[(c.x >= lo) & (c.x <= hi)] for c in curves]))
     if grid.size > _MAX_GRID:
         grid = grid[np.linspace(0, grid.size - 1, _MAX_GRID).astype(int)]
@@ -253,8 +279,9 @@ def _t_quantile(level: float, df: np.ndarray | float) -> np.ndarray:
     return t.ppf(0.5 + level / 2.0, df)
 
 
-def aggregate_band(curves: Sequence[Curve], *, ema: float | None = None, level: float = 0.95,
-                   grid: np.ndarray | None = None) -> Band:
+def aggregate_band(
+    curves: Sequence[Curve], *, ema: float | None = None, level: float = 0.95, grid: np.ndarray | None = None
+) -> Band:
     """Mean over the seeds of one group with a t-interval (n - 1 df) at each x; EMA per seed first."""
     if not curves:
         raise UsageError("a group with no runs")
@@ -286,16 +313,18 @@ class DifferenceBand:
     level: float
 
 
-def difference_band(a: Sequence[Curve], b: Sequence[Curve], *, ema: float | None = None,
-                    level: float = 0.95) -> DifferenceBand:
+def difference_band(
+    a: Sequence[Curve], b: Sequence[Curve], *, ema: float | None = None, level: float = 0.95
+) -> DifferenceBand:
     """Welch interval of mean(A) - mean(B) at every x both groups share (Welch 1947).
 
     Raises:
         UsageError: a group with fewer than 2 seeds (no spread, no interval).
     """
     if len(a) < 2 or len(b) < 2:
-        raise UsageError(f"the difference needs >= 2 seeds per group (got {len(a)} and {len(b)})",
-                         hint="run more seeds")
+        raise UsageError(
+            f"the difference needs >= 2 seeds per group (got {len(a)} and {len(b)})", hint="run more seeds"
+        )
     grid = _common_grid([*a, *b])
     ba = aggregate_band(a, ema=ema, level=level, grid=grid)
     bb = aggregate_band(b, ema=ema, level=level, grid=grid)
@@ -327,8 +356,15 @@ class CurveSet:
     notes: tuple[str, ...]
 
 
-def summarize_curves(curves: Sequence[Curve], *, metric: str, x_key: str, ema: float | None = None,
-                     level: float = 0.95, compare: tuple[str, str] | None = None) -> CurveSet:
+def summarize_curves(
+    curves: Sequence[Curve],
+    *,
+    metric: str,
+    x_key: str,
+    ema: float | None = None,
+    level: float = 0.95,
+    compare: tuple[str, str] | None = None,
+) -> CurveSet:
     """Group ``curves``, band each group, and take the difference of two groups.
 
     Raises:

@@ -70,8 +70,14 @@ def _z(level: float) -> float:
 def _make(k: int, n: int, low: float, high: float, method: str, level: float) -> ProportionInterval:
     low, high = max(0.0, low), min(1.0, high)
     return ProportionInterval(
-        estimate=k / n, low=low, high=high, half_width=(high - low) / 2.0,
-        method=method, n=n, k=k, level=level,
+        estimate=k / n,
+        low=low,
+        high=high,
+        half_width=(high - low) / 2.0,
+        method=method,
+        n=n,
+        k=k,
+        level=level,
     )
 
 

@@ -58,14 +58,17 @@ def _as_scores(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
         raise UsageError(f"{name} is empty", hint="pass at least one scored item")
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
-        raise UsageError(f"{name}[{bad[0]}] = {arr[bad[0]]} is not a finite score",
-                         hint="drop or fix the item before comparing")
+        raise UsageError(
+            f"{name}[{bad[0]}] = {arr[bad[0]]} is not a finite score", hint="drop or fix the item before comparing"
+        )
     limit = max_safe_score(arr.size)
     big = np.flatnonzero(np.abs(arr) > limit)
     if big.size:
-        raise UsageError(f"{name}[{big[0]}] = {arr[big[0]]:g} is too large: sums and variances of {arr.size} such "
-                         f"scores overflow float64 (|score| must be <= {limit:.3g})",
-                         hint="rescale the scores (divide by a constant) before comparing")
+        raise UsageError(
+            f"{name}[{big[0]}] = {arr[big[0]]:g} is too large: sums and variances of {arr.size} such "
+            f"scores overflow float64 (|score| must be <= {limit:.3g})",
+            hint="rescale the scores (divide by a constant) before comparing",
+        )
     return arr
 
 
@@ -131,8 +134,10 @@ def mcnemar_test(scores_a: Sequence[float] | np.ndarray, scores_b: Sequence[floa
     for name, arr in (("scores_a", a), ("scores_b", b)):
         bad = np.flatnonzero((arr != 0.0) & (arr != 1.0))
         if bad.size:
-            raise UsageError(f"{name}[{bad[0]}] = {arr[bad[0]]:g} is not 0 or 1; McNemar needs binary scores",
-                             hint="use the paired bootstrap (compare_paired) for graded scores")
+            raise UsageError(
+                f"{name}[{bad[0]}] = {arr[bad[0]]:g} is not 0 or 1; McNemar needs binary scores",
+                hint="use the paired bootstrap (compare_paired) for graded scores",
+            )
     a_only = int(np.sum((a == 1) & (b == 0)))
     b_only = int(np.sum((a == 0) & (b == 1)))
     nd = a_only + b_only
@@ -243,8 +248,9 @@ class PairedComparison:
     note: str = ""
 
 
-def _verdict(delta: float, low: float, high: float, sd_d: float, n: int,
-             level: float) -> tuple[VerdictWord, int | None, str]:
+def _verdict(
+    delta: float, low: float, high: float, sd_d: float, n: int, level: float
+) -> tuple[VerdictWord, int | None, str]:
     if low > 0.0:
         return "better", None, "better"
     if high < 0.0:
@@ -303,8 +309,9 @@ def compare_paired(
     """
     a, b = _as_scores(scores_a, "scores_a"), _as_scores(scores_b, "scores_b")
     if a.shape != b.shape:
-        raise UsageError(f"scores_a has {a.size} items and scores_b {b.size}; "
-                         "use compare_models for differing item sets")
+        raise UsageError(
+            f"scores_a has {a.size} items and scores_b {b.size}; use compare_models for differing item sets"
+        )
     _check_level(level)
     n = a.size
     d = a - b
@@ -339,10 +346,27 @@ def compare_paired(
         note = f"B = {n_boot:,} resamples, seed {seed}"
     verdict, needed, text = _verdict(delta, low, high, sd_eff, n, level)
     return PairedComparison(
-        method=method, paired=True, n_a=n, n_b=n, n_common=n, mean_a=float(a.mean()), mean_b=float(b.mean()),
-        delta=delta, low=float(low), high=float(high), level=level, p_value=float(p), correlation=corr,
-        mde=z * sd_eff / math.sqrt(n), verdict=verdict, n_needed=needed, verdict_text=text,
-        n_clusters=g, a_only=a_only, b_only=b_only, note=note,
+        method=method,
+        paired=True,
+        n_a=n,
+        n_b=n,
+        n_common=n,
+        mean_a=float(a.mean()),
+        mean_b=float(b.mean()),
+        delta=delta,
+        low=float(low),
+        high=float(high),
+        level=level,
+        p_value=float(p),
+        correlation=corr,
+        mde=z * sd_eff / math.sqrt(n),
+        verdict=verdict,
+        n_needed=needed,
+        verdict_text=text,
+        n_clusters=g,
+        a_only=a_only,
+        b_only=b_only,
+        note=note,
     )
 
 
@@ -372,9 +396,24 @@ def _compare_unpaired(a: np.ndarray, b: np.ndarray, level: float, note: str) -> 
     n_eff = min(na, nb)
     verdict, needed, text = _verdict(delta, low, high, sd_eff, n_eff, level)
     return PairedComparison(
-        method=method, paired=False, n_a=na, n_b=nb, n_common=0, mean_a=float(a.mean()), mean_b=float(b.mean()),
-        delta=delta, low=float(low), high=float(high), level=level, p_value=float(p), correlation=None,
-        mde=z * math.sqrt(va / na + vb / nb), verdict=verdict, n_needed=needed, verdict_text=text, note=note,
+        method=method,
+        paired=False,
+        n_a=na,
+        n_b=nb,
+        n_common=0,
+        mean_a=float(a.mean()),
+        mean_b=float(b.mean()),
+        delta=delta,
+        low=float(low),
+        high=float(high),
+        level=level,
+        p_value=float(p),
+        correlation=None,
+        mde=z * math.sqrt(va / na + vb / nb),
+        verdict=verdict,
+        n_needed=needed,
+        verdict_text=text,
+        note=note,
     )
 
 
@@ -412,8 +451,10 @@ def compare_models(
             cl = np.array([str(clusters[k]) for k in items])
         return compare_paired(a, b, clusters=cl, level=level, n_boot=n_boot, seed=seed)
     only_a, only_b = len(keys_a - keys_b), len(keys_b - keys_a)
-    note = (f"item sets differ: {only_a} items only in A, {only_b} only in B, {len(keys_a & keys_b)} shared; "
-            "compared unpaired (wider interval); score both models on the same items to pair them")
+    note = (
+        f"item sets differ: {only_a} items only in A, {only_b} only in B, {len(keys_a & keys_b)} shared; "
+        "compared unpaired (wider interval); score both models on the same items to pair them"
+    )
     if clusters is not None:
         note += "; cluster keys are not used by the unpaired fallback"
     a = _as_scores(list(scores_a.values()), "scores_a")

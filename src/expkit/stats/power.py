@@ -15,8 +15,14 @@ from statistics import NormalDist
 
 from expkit.errors import UsageError
 
-__all__ = ["PowerAnalysis", "analyze_power", "max_paired_correlation", "min_paired_correlation", "power_at",
-           "required_items"]
+__all__ = [
+    "PowerAnalysis",
+    "analyze_power",
+    "max_paired_correlation",
+    "min_paired_correlation",
+    "power_at",
+    "required_items",
+]
 
 _ND = NormalDist()
 # Largest n the sample-size search reports: beyond it (~1e15 items) the question has no practical answer
@@ -80,9 +86,11 @@ def _sd_diff(baseline: float, delta: float, paired_corr: float | None) -> float:
         raise UsageError(f"paired_corr={paired_corr} is not a correlation in [-1, 1]")
     rho_min, rho_max = min_paired_correlation(p_a, p_b), max_paired_correlation(p_a, p_b)
     if not rho_min - 1e-12 <= paired_corr <= rho_max + 1e-12:
-        raise UsageError(f"paired_corr={paired_corr} is impossible for accuracies {p_a:g} and {p_b:g}",
-                         hint=f"0/1 scores with these accuracies correlate at least {rho_min:.3f} and at most "
-                              f"{rho_max:.3f}: the feasible range is [{rho_min:.3f}, {rho_max:.3f}]")
+        raise UsageError(
+            f"paired_corr={paired_corr} is impossible for accuracies {p_a:g} and {p_b:g}",
+            hint=f"0/1 scores with these accuracies correlate at least {rho_min:.3f} and at most "
+            f"{rho_max:.3f}: the feasible range is [{rho_min:.3f}, {rho_max:.3f}]",
+        )
     return math.sqrt(max(va + vb - 2.0 * paired_corr * math.sqrt(va * vb), 0.0))
 
 
@@ -112,13 +120,16 @@ def _check_levels(alpha: float, power: float) -> None:
     if not 0.0 < power < 1.0 or math.isnan(power):
         raise UsageError(f"power={power} must be in (0, 1)", hint="pass e.g. 0.8")
     if power <= alpha:
-        raise UsageError(f"power={power} is not above alpha={alpha}: a two-sided test rejects with probability "
-                         "alpha even when there is no difference, so any gap 'reaches' that power",
-                         hint="ask for a target power above alpha (0.8 is the usual choice)")
+        raise UsageError(
+            f"power={power} is not above alpha={alpha}: a two-sided test rejects with probability "
+            "alpha even when there is no difference, so any gap 'reaches' that power",
+            hint="ask for a target power above alpha (0.8 is the usual choice)",
+        )
 
 
-def required_items(*, baseline: float, delta: float, paired_corr: float | None = None,
-                   alpha: float = 0.05, power: float = 0.8) -> int:
+def required_items(
+    *, baseline: float, delta: float, paired_corr: float | None = None, alpha: float = 0.05, power: float = 0.8
+) -> int:
     """Smallest n (items per model) whose power reaches ``power``.
 
     Brackets the closed form ``((z_{1-alpha/2} + z_power) sd_d / delta)^2`` (the closed form ignores
@@ -142,9 +153,11 @@ def required_items(*, baseline: float, delta: float, paired_corr: float | None =
     ratio = (z_a + z_b) * sd / abs(delta)  # may be inf for a denormal delta; squaring it could overflow
     guess = ratio * ratio if ratio <= math.sqrt(MAX_ITEMS) else math.inf
     if not guess <= MAX_ITEMS:
-        raise UsageError(f"delta={delta:g} needs about {ratio * ratio if ratio < 1e150 else math.inf:.3g} items per "
-                         f"model, beyond {MAX_ITEMS:.0e}",
-                         hint="no eval has that many items: a gap this small cannot be measured")
+        raise UsageError(
+            f"delta={delta:g} needs about {ratio * ratio if ratio < 1e150 else math.inf:.3g} items per "
+            f"model, beyond {MAX_ITEMS:.0e}",
+            hint="no eval has that many items: a gap this small cannot be measured",
+        )
 
     def reached(n: int) -> bool:
         return _power(delta, sd, n, alpha) >= power
@@ -195,8 +208,15 @@ def _mde(baseline: float, n: int, paired_corr: float | None, alpha: float, power
     return hi
 
 
-def analyze_power(*, baseline: float, delta: float, paired_corr: float | None = None, n: int | None = None,
-                  alpha: float = 0.05, power: float = 0.8) -> PowerAnalysis:
+def analyze_power(
+    *,
+    baseline: float,
+    delta: float,
+    paired_corr: float | None = None,
+    n: int | None = None,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> PowerAnalysis:
     """``expkit stats power``: items needed, power at n and the minimum detectable effect.
 
     Args:
@@ -220,8 +240,15 @@ def analyze_power(*, baseline: float, delta: float, paired_corr: float | None = 
         raise UsageError(f"n={n} must be at least 1 item")
     sd = _sd_diff(baseline, delta, paired_corr)
     return PowerAnalysis(
-        baseline=baseline, delta=delta, paired_corr=paired_corr, alpha=alpha, target_power=power,
-        n_required=n_req, n=n_eval, power=_power(delta, sd, n_eval, alpha),
-        mde=_mde(baseline, n_eval, paired_corr, alpha, power, 1.0 if delta > 0 else -1.0), sd_diff=sd,
+        baseline=baseline,
+        delta=delta,
+        paired_corr=paired_corr,
+        alpha=alpha,
+        target_power=power,
+        n_required=n_req,
+        n=n_eval,
+        power=_power(delta, sd, n_eval, alpha),
+        mde=_mde(baseline, n_eval, paired_corr, alpha, power, 1.0 if delta > 0 else -1.0),
+        sd_diff=sd,
         design="unpaired" if paired_corr is None else "paired",
     )

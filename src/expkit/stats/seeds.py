@@ -31,8 +31,10 @@ def _values(values: Sequence[float] | np.ndarray, name: str = "values", min_n: i
         raise UsageError(f"{name} has {arr.size} seeds; need at least {min_n}", hint="run more seeds")
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
-        raise UsageError(f"{name}[{bad[0]}] = {arr[bad[0]]} is not finite (a diverged seed?)",
-                         hint="report diverged seeds separately instead of averaging them")
+        raise UsageError(
+            f"{name}[{bad[0]}] = {arr[bad[0]]} is not finite (a diverged seed?)",
+            hint="report diverged seeds separately instead of averaging them",
+        )
     return arr
 
 
@@ -79,8 +81,9 @@ def t_interval(values: Sequence[float] | np.ndarray, *, level: float = 0.95) -> 
     return MeanInterval(m, m - h, m + h, se, float(n - 1), n, level, "t")
 
 
-def welch_interval(values_a: Sequence[float] | np.ndarray, values_b: Sequence[float] | np.ndarray, *,
-                   level: float = 0.95) -> MeanInterval:
+def welch_interval(
+    values_a: Sequence[float] | np.ndarray, values_b: Sequence[float] | np.ndarray, *, level: float = 0.95
+) -> MeanInterval:
     """Welch interval for mean(a) - mean(b) with Welch-Satterthwaite degrees of freedom
     (Welch 1947, Biometrika 34:28); what ``scipy.stats.ttest_ind(a, b, equal_var=False)`` uses.
     """
@@ -103,8 +106,9 @@ def iqm(values: Sequence[float] | np.ndarray) -> float:
     return float(trim_mean(_values(values, min_n=1), 0.25))
 
 
-def iqm_interval(values: Sequence[float] | np.ndarray, *, n_boot: int = 2_000, seed: int = 0,
-                 level: float = 0.95) -> MeanInterval:
+def iqm_interval(
+    values: Sequence[float] | np.ndarray, *, n_boot: int = 2_000, seed: int = 0, level: float = 0.95
+) -> MeanInterval:
     """IQM with a percentile bootstrap interval over resampled seeds (seeded, vectorized)."""
     from scipy.stats import trim_mean
 
@@ -114,8 +118,9 @@ def iqm_interval(values: Sequence[float] | np.ndarray, *, n_boot: int = 2_000, s
     boots = trim_mean(x[idx], 0.25, axis=1)
     alpha = 1.0 - level
     low, high = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
-    return MeanInterval(iqm(x), float(low), float(high), float(boots.std(ddof=1)), math.nan, x.size, level,
-                        "iqm-bootstrap")
+    return MeanInterval(
+        iqm(x), float(low), float(high), float(boots.std(ddof=1)), math.nan, x.size, level, "iqm-bootstrap"
+    )
 
 
 @dataclass(frozen=True)
@@ -144,5 +149,12 @@ def summarize_seeds(values: Sequence[float] | np.ndarray, *, level: float = 0.95
     n = x.size
     sd = float(x.std(ddof=1))
     floor = _t(level, 2 * (n - 1)) * sd * math.sqrt(2.0 / n)
-    return SeedSummary(n, t_interval(x, level=level), iqm_interval(x, seed=seed, level=level), sd,
-                       float(x.min()), float(x.max()), floor)
+    return SeedSummary(
+        n,
+        t_interval(x, level=level),
+        iqm_interval(x, seed=seed, level=level),
+        sd,
+        float(x.min()),
+        float(x.max()),
+        floor,
+    )

@@ -19,8 +19,18 @@ from expkit.stats.multiplicity import holm_adjust
 from expkit.stats.paired import N_BOOT, PairedComparison, compare_models, max_safe_score
 from expkit.stats.seeds import t_interval
 
-__all__ = ["ComparisonRow", "EvalTable", "ItemResults", "ModelRow", "TaskResults", "TaskTables", "build_eval_table",
-           "build_task_tables", "clustered_model_interval", "read_item_results"]
+__all__ = [
+    "ComparisonRow",
+    "EvalTable",
+    "ItemResults",
+    "ModelRow",
+    "TaskResults",
+    "TaskTables",
+    "build_eval_table",
+    "build_task_tables",
+    "clustered_model_interval",
+    "read_item_results",
+]
 
 REQUIRED_FIELDS = ("model", "item", "score")
 
@@ -64,8 +74,11 @@ def read_item_results(path: str | Path) -> ItemResults:
     """
     p = Path(path)
     if p.is_dir():
-        raise InputError("is a directory, not a file of per-item results", path=p,
-                         hint="lm_eval output directories: expkit stats table --from lm-eval DIR_A DIR_B")
+        raise InputError(
+            "is a directory, not a file of per-item results",
+            path=p,
+            hint="lm_eval output directories: expkit stats table --from lm-eval DIR_A DIR_B",
+        )
     if p.suffix == ".eval":
         raise InputError("is an Inspect log", path=p, hint="expkit stats table --from inspect LOG_A LOG_B")
     if not p.is_file():
@@ -81,8 +94,10 @@ def read_item_results(path: str | Path) -> ItemResults:
             if row.get(f) in (None, ""):
                 hint = "every row needs model, item and score"
                 if "doc_id" in row and ("filtered_resps" in row or "metrics" in row):
-                    hint = ("this is lm-evaluation-harness --log_samples output: pass each model's output "
-                            "directory with expkit stats table --from lm-eval DIR_A DIR_B")
+                    hint = (
+                        "this is lm-evaluation-harness --log_samples output: pass each model's output "
+                        "directory with expkit stats table --from lm-eval DIR_A DIR_B"
+                    )
                 elif "eval" in row and "samples" in row:
                     hint = "this is an Inspect log: expkit stats table --from inspect LOG_A LOG_B"
                 raise InputError(f"field {f!r} is missing or empty", path=p, line=lineno, hint=hint)
@@ -99,16 +114,23 @@ def read_item_results(path: str | Path) -> ItemResults:
             raise InputError(f"score {raw!r} is not finite", path=p, line=lineno)
         key = (model, item)
         if key in seen:
-            raise InputError(f"model {model!r} item {item!r} appears twice (first on line {seen[key]})",
-                             path=p, line=lineno, hint="keep one score per (model, item)")
+            raise InputError(
+                f"model {model!r} item {item!r} appears twice (first on line {seen[key]})",
+                path=p,
+                line=lineno,
+                hint="keep one score per (model, item)",
+            )
         seen[key] = lineno
         scores.setdefault(model, {})[item] = score
         cl = row.get("cluster")
         if cl not in (None, ""):
             any_cluster = True
             if item in clusters and clusters[item] != str(cl):
-                raise InputError(f"item {item!r} is in cluster {cl!r} here and {clusters[item]!r} on line "
-                                 f"{cluster_line[item]}", path=p, line=lineno)
+                raise InputError(
+                    f"item {item!r} is in cluster {cl!r} here and {clusters[item]!r} on line {cluster_line[item]}",
+                    path=p,
+                    line=lineno,
+                )
             clusters[item], cluster_line[item] = str(cl), lineno
         n_rows += 1
     if n_rows == 0:
@@ -168,8 +190,9 @@ def _wilson_bounds(p: float, n: float, z: float) -> tuple[float, float]:
     return (0.0 if p == 0.0 else max(0.0, centre - half)), (1.0 if p == 1.0 else min(1.0, centre + half))
 
 
-def clustered_model_interval(values: np.ndarray, clusters: np.ndarray, *, level: float = 0.95
-                             ) -> tuple[float, float, float, int, float]:
+def clustered_model_interval(
+    values: np.ndarray, clusters: np.ndarray, *, level: float = 0.95
+) -> tuple[float, float, float, int, float]:
     """Mean of ``values`` with an interval that honours clusters: ``(mean, low, high, G, design_effect)``.
 
     The cluster-robust variance of the mean, G/(G-1) * sum_g (sum_i in g (x_i - mean))^2 / n^2 (the
@@ -221,17 +244,22 @@ def _refuse_overflow(results: ItemResults) -> None:
     """Every score is finite, but sums, differences and variances of scores near 1e308 overflow float64
     to inf/nan: refuse such scores up front (naming the largest) rather than print inf or nan."""
     n = max(len(items) for items in results.scores.values())
-    model, item, score = max(((m, i, v) for m, items in results.scores.items() for i, v in items.items()),
-                             key=lambda t: abs(t[2]))
+    model, item, score = max(
+        ((m, i, v) for m, items in results.scores.items() for i, v in items.items()), key=lambda t: abs(t[2])
+    )
     limit = max_safe_score(n)
     if abs(score) > limit:
-        raise InputError(f"score {score:g} (model {model!r}, item {item!r}) is too large: means, differences and "
-                         f"intervals over {n} items would overflow float64 to inf/nan (|score| must be <= {limit:.3g})",
-                         path=results.path, hint="rescale the scores (divide by a constant)")
+        raise InputError(
+            f"score {score:g} (model {model!r}, item {item!r}) is too large: means, differences and "
+            f"intervals over {n} items would overflow float64 to inf/nan (|score| must be <= {limit:.3g})",
+            path=results.path,
+            hint="rescale the scores (divide by a constant)",
+        )
 
 
-def build_eval_table(results: ItemResults, *, baseline: str | None = None, level: float = 0.95,
-                     n_boot: int = N_BOOT, seed: int = 0) -> EvalTable:
+def build_eval_table(
+    results: ItemResults, *, baseline: str | None = None, level: float = 0.95, n_boot: int = N_BOOT, seed: int = 0
+) -> EvalTable:
     """The table: a row per model, and every other model compared with ``baseline`` (default: the
     first model in the file).
 
@@ -240,13 +268,18 @@ def build_eval_table(results: ItemResults, *, baseline: str | None = None, level
     """
     base = baseline if baseline is not None else results.models[0]
     if base not in results.scores:
-        raise UsageError(f"baseline {base!r} is not a model in {results.path}",
-                         hint=f"models: {', '.join(results.models)}")
+        raise UsageError(
+            f"baseline {base!r} is not a model in {results.path}", hint=f"models: {', '.join(results.models)}"
+        )
     _refuse_overflow(results)
     rows = tuple(_model_row(m, results.scores[m], level, results.clusters) for m in results.models)
     others = [m for m in results.models if m != base]
-    comps = [compare_models(results.scores[m], results.scores[base], clusters=results.clusters, level=level,
-                            n_boot=n_boot, seed=seed) for m in others]
+    comps = [
+        compare_models(
+            results.scores[m], results.scores[base], clusters=results.clusters, level=level, n_boot=n_boot, seed=seed
+        )
+        for m in others
+    ]
     p_holm = holm_adjust([c.p_value for c in comps]) if comps else ()
     out = [_comparison_row(m, base, c, ph, level) for m, c, ph in zip(others, comps, p_holm, strict=True)]
     notes = [f"{c.model}: {c.comparison.note}" for c in out if not c.comparison.paired]
@@ -280,8 +313,16 @@ class TaskTables:
     notes: tuple[str, ...]
 
 
-def build_task_tables(tasks: list[TaskResults], *, source: str, baseline: str | None = None, level: float = 0.95,
-                      n_boot: int = N_BOOT, seed: int = 0, notes: tuple[str, ...] = ()) -> TaskTables:
+def build_task_tables(
+    tasks: list[TaskResults],
+    *,
+    source: str,
+    baseline: str | None = None,
+    level: float = 0.95,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    notes: tuple[str, ...] = (),
+) -> TaskTables:
     """A table per task (``build_eval_table``), then Holm over every comparison of every task.
 
     Raises:
@@ -293,8 +334,10 @@ def build_task_tables(tasks: list[TaskResults], *, source: str, baseline: str | 
     base = baseline if baseline is not None else tasks[0].results.models[0]
     if base not in models:
         raise UsageError(f"baseline {base!r} is not among the models", hint=f"models: {', '.join(models)}")
-    tables = [replace(build_eval_table(t.results, baseline=base, level=level, n_boot=n_boot, seed=seed), task=t.task)
-              for t in tasks]
+    tables = [
+        replace(build_eval_table(t.results, baseline=base, level=level, n_boot=n_boot, seed=seed), task=t.task)
+        for t in tasks
+    ]
     flat = [(i, j) for i, tb in enumerate(tables) for j in range(len(tb.comparisons))]
     p_holm = holm_adjust([tables[i].comparisons[j].comparison.p_value for i, j in flat]) if flat else ()
     new_rows: dict[int, list[ComparisonRow]] = {i: [] for i in range(len(tables))}

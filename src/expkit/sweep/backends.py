@@ -77,8 +77,18 @@ def _execute_job(job: TrialJob, on_start: Callable[[int], None] | None = None) -
     from expkit.runs.store import read_run
 
     cwd = job.cwd if Path(job.cwd).is_dir() else None  # another node may not have the driver's directory
-    res = execute(list(job.command), store=job.store, name=job.name, seed=job.seed, group=job.group,
-                  config=job.config, env=job.env, cwd=cwd, extra_record=job.extra_record, on_start=on_start)
+    res = execute(
+        list(job.command),
+        store=job.store,
+        name=job.name,
+        seed=job.seed,
+        group=job.group,
+        config=job.config,
+        env=job.env,
+        cwd=cwd,
+        extra_record=job.extra_record,
+        on_start=on_start,
+    )
     error = None
     if res.status != "finished":
         try:
@@ -86,8 +96,9 @@ def _execute_job(job: TrialJob, on_start: Callable[[int], None] | None = None) -
             error = rec.get("error") or (f"signal {rec['signal']}" if rec.get("signal") else None)
         except Exception as exc:  # noqa: BLE001 - the outcome stands without its error text
             error = f"(run.json unreadable: {exc})"
-    return AttemptOutcome(res.status, res.run_id, res.run_dir, res.exit_code, res.elapsed_s, dict(res.final_metrics),
-                          error)
+    return AttemptOutcome(
+        res.status, res.run_id, res.run_dir, res.exit_code, res.elapsed_s, dict(res.final_metrics), error
+    )
 
 
 class LocalBackend:
@@ -170,8 +181,9 @@ class RayBackend:
 
     name = "ray"
 
-    def __init__(self, *, address: str | None, num_cpus: int | None, cpus_per_trial: float,
-                 gpus_per_trial: float) -> None:
+    def __init__(
+        self, *, address: str | None, num_cpus: int | None, cpus_per_trial: float, gpus_per_trial: float
+    ) -> None:
         try:
             import ray
         except ImportError:
@@ -187,8 +199,7 @@ class RayBackend:
             self._started = True
         total = ray.cluster_resources().get("CPU", 1.0)
         self.max_parallel = max(1, int(total // max(cpus_per_trial, 1e-9))) if cpus_per_trial > 0 else int(total)
-        self._task = ray.remote(_ray_execute).options(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial,
-                                                      max_retries=0)
+        self._task = ray.remote(_ray_execute).options(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_retries=0)
 
     def submit(self, job: TrialJob) -> Hashable:
         return self._task.remote(job)
@@ -196,8 +207,11 @@ class RayBackend:
     def wait(self, handles: list[Hashable], timeout_s: float) -> list[Hashable]:
         ready, _ = self._ray.wait(handles, num_returns=1, timeout=timeout_s)
         if ready:  # take whatever else is ready too, without waiting
-            more, _ = self._ray.wait([h for h in handles if h not in ready], num_returns=len(handles) - len(ready),
-                                     timeout=0) if len(handles) > len(ready) else ([], [])
+            more, _ = (
+                self._ray.wait([h for h in handles if h not in ready], num_returns=len(handles) - len(ready), timeout=0)
+                if len(handles) > len(ready)
+                else ([], [])
+            )
             ready = list(ready) + list(more)
         return list(ready)
 
@@ -235,8 +249,9 @@ class RayBackend:
             self._ray.shutdown()
 
 
-def make_backend(kind: str, *, max_parallel: int | None, address: str | None, cpus_per_trial: float,
-                 gpus_per_trial: float) -> LocalBackend | RayBackend:
+def make_backend(
+    kind: str, *, max_parallel: int | None, address: str | None, cpus_per_trial: float, gpus_per_trial: float
+) -> LocalBackend | RayBackend:
     """The backend ``kind`` (local or ray) sized for this machine or cluster.
 
     Raises:
@@ -255,8 +270,12 @@ def make_backend(kind: str, *, max_parallel: int | None, address: str | None, cp
         if gpus_per_trial:
             raise UsageError("the local backend does not hand out GPUs", hint="use --backend ray --gpus-per-trial 1")
         return LocalBackend(max_parallel=max_parallel or max(1, int(cpu_count() // cpus_per_trial)))
-    backend = RayBackend(address=address, num_cpus=None if address else (max_parallel or cpu_count()),
-                         cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial)
+    backend = RayBackend(
+        address=address,
+        num_cpus=None if address else (max_parallel or cpu_count()),
+        cpus_per_trial=cpus_per_trial,
+        gpus_per_trial=gpus_per_trial,
+    )
     if max_parallel is not None:
         backend.max_parallel = min(backend.max_parallel, max_parallel)
     return backend

@@ -21,13 +21,13 @@ import numpy as np
 from expkit.errors import UsageError
 from expkit.runs.store import list_runs, read_run, resolve_store
 
-__all__ = ["Comparison", "MetricComparison", "Side", "compare_groups", "curve_set_of", "is_loss_like",
-           "seeds_needed"]
+__all__ = ["Comparison", "MetricComparison", "Side", "compare_groups", "curve_set_of", "is_loss_like", "seeds_needed"]
 
 TARGET_POWER = 0.8
 MAX_SEEDS = 10_000
-_LOSS_LIKE = re.compile(r"(loss|err|error|ppl|perplexity|nll|bpb|bpc|wer|cer|latency|time|_s$|_ms$|_bytes$)",
-                        re.IGNORECASE)
+_LOSS_LIKE = re.compile(
+    r"(loss|err|error|ppl|perplexity|nll|bpb|bpc|wer|cer|latency|time|_s$|_ms$|_bytes$)", re.IGNORECASE
+)
 _NOT_METRICS = {"step", "time", "epoch", "tokens"}
 
 
@@ -36,8 +36,9 @@ def is_loss_like(metric: str) -> bool:
     return bool(_LOSS_LIKE.search(metric))
 
 
-def seeds_needed(delta: float, sd: float, *, paired: bool, level: float = 0.95,
-                 power: float = TARGET_POWER) -> int | None:
+def seeds_needed(
+    delta: float, sd: float, *, paired: bool, level: float = 0.95, power: float = TARGET_POWER
+) -> int | None:
     """Seeds per side for a two-sided t-test at ``level`` to find ``delta`` with ``power``.
 
     Paired (sd of the per-seed differences): df = n - 1, noncentrality delta / (sd / sqrt(n)).
@@ -137,13 +138,17 @@ def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
     for rec in runs:
         cfg = _config_of(rec)
         if by not in cfg:
-            raise UsageError(f"run {rec['id']} of group {group!r} has no config key {by!r}",
-                             hint=f"its keys: {', '.join(sorted(cfg)) or 'none'}")
+            raise UsageError(
+                f"run {rec['id']} of group {group!r} has no config key {by!r}",
+                hint=f"its keys: {', '.join(sorted(cfg)) or 'none'}",
+            )
         by_value.setdefault(cfg[by], []).append(rec)
     if len(by_value) != 2:
-        raise UsageError(f"--by {by} splits group {group!r} into {len(by_value)} values "
-                         f"({', '.join(_value_text(v) for v in by_value)}); compare needs exactly 2",
-                         hint="compare two groups instead, or sweep two values of the key")
+        raise UsageError(
+            f"--by {by} splits group {group!r} into {len(by_value)} values "
+            f"({', '.join(_value_text(v) for v in by_value)}); compare needs exactly 2",
+            hint="compare two groups instead, or sweep two values of the key",
+        )
     try:
         keys = sorted(by_value)
     except TypeError:
@@ -157,12 +162,22 @@ def _side(label: str, runs: list[dict[str, Any]]) -> Side:
 
 
 def _pairable(a: Side, b: Side) -> bool:
-    return (None not in a.seeds and len(set(a.seeds)) == len(a.seeds) == len(b.seeds) >= 2
-            and set(a.seeds) == set(b.seeds))
+    return (
+        None not in a.seeds and len(set(a.seeds)) == len(a.seeds) == len(b.seeds) >= 2 and set(a.seeds) == set(b.seeds)
+    )
 
 
-def _compare_metric(metric: str, va: dict[Any, float], vb: dict[Any, float], *, paired: bool, level: float,
-                    lower_is_better: bool, direction_source: str, stored_floor: float | None) -> MetricComparison:
+def _compare_metric(
+    metric: str,
+    va: dict[Any, float],
+    vb: dict[Any, float],
+    *,
+    paired: bool,
+    level: float,
+    lower_is_better: bool,
+    direction_source: str,
+    stored_floor: float | None,
+) -> MetricComparison:
     from scipy.stats import t as t_dist
 
     from expkit.stats.seeds import t_interval, welch_interval
@@ -177,8 +192,10 @@ def _compare_metric(metric: str, va: dict[Any, float], vb: dict[Any, float], *, 
     a = np.array([va[k] for k in keys_a], dtype=np.float64)
     b = np.array([vb[k] for k in keys_b], dtype=np.float64)
     if a.size < 2 or b.size < 2:
-        raise UsageError(f"metric {metric!r} has {a.size} and {b.size} finite values; need >= 2 per side",
-                         hint="run more seeds (expkit sweep --seeds N)")
+        raise UsageError(
+            f"metric {metric!r} has {a.size} and {b.size} finite values; need >= 2 per side",
+            hint="run more seeds (expkit sweep --seeds N)",
+        )
     sd = math.sqrt((a.var(ddof=1) * (a.size - 1) + b.var(ddof=1) * (b.size - 1)) / (a.size + b.size - 2))
     if paired:
         d = b - a
@@ -196,17 +213,46 @@ def _compare_metric(metric: str, va: dict[Any, float], vb: dict[Any, float], *, 
         verdict, n_needed = ("better" if improved else "worse"), None
     else:
         n_needed = seeds_needed(delta, n_sd, paired=paired, level=level)
-        verdict = ("inconclusive (no difference measured)" if n_needed is None
-                   else f"inconclusive (need ~{n_needed} seeds)" if n_needed <= MAX_SEEDS
-                   else f"inconclusive (need > {MAX_SEEDS} seeds)")
-    return MetricComparison(metric, lower_is_better, direction_source, int(a.size), int(b.size), float(a.mean()),
-                            float(b.mean()), delta, iv.low, iv.high, level, p, method, sd, (iv.high - iv.low) / 2,
-                            stored_floor, verdict, n_needed, left_out)
+        verdict = (
+            "inconclusive (no difference measured)"
+            if n_needed is None
+            else f"inconclusive (need ~{n_needed} seeds)"
+            if n_needed <= MAX_SEEDS
+            else f"inconclusive (need > {MAX_SEEDS} seeds)"
+        )
+    return MetricComparison(
+        metric,
+        lower_is_better,
+        direction_source,
+        int(a.size),
+        int(b.size),
+        float(a.mean()),
+        float(b.mean()),
+        delta,
+        iv.low,
+        iv.high,
+        level,
+        p,
+        method,
+        sd,
+        (iv.high - iv.low) / 2,
+        stored_floor,
+        verdict,
+        n_needed,
+        left_out,
+    )
 
 
-def compare_groups(a: str, b: str | None = None, *, by: str | None = None, store: str | os.PathLike[str] | None = None,
-                   metrics: tuple[str, ...] = (), lower_is_better: bool | None = None,
-                   level: float = 0.95) -> Comparison:
+def compare_groups(
+    a: str,
+    b: str | None = None,
+    *,
+    by: str | None = None,
+    store: str | os.PathLike[str] | None = None,
+    metrics: tuple[str, ...] = (),
+    lower_is_better: bool | None = None,
+    level: float = 0.95,
+) -> Comparison:
     """Compare group ``b`` with group ``a`` (or the two values of config key ``by`` within group ``a``).
 
     Args:
@@ -248,8 +294,11 @@ def compare_groups(a: str, b: str | None = None, *, by: str | None = None, store
         notes.append(f"paired by seed: both sides ran seeds {', '.join(map(str, common_seeds))}")
 
     def numeric(rec: dict[str, Any]) -> dict[str, float]:
-        return {k: float(v) for k, v in (rec.get("final_metrics") or {}).items()
-                if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {
+            k: float(v)
+            for k, v in (rec.get("final_metrics") or {}).items()
+            if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
 
     fa = [numeric(r) for r in sorted(runs_a, key=lambda r: (r.get("seed") or {}).get("seed") or 0)]
     fb = [numeric(r) for r in sorted(runs_b, key=lambda r: (r.get("seed") or {}).get("seed") or 0)]
@@ -257,8 +306,10 @@ def compare_groups(a: str, b: str | None = None, *, by: str | None = None, store
     chosen = tuple(metrics) or tuple(sorted(shared))
     for m in chosen:
         if m not in shared:
-            raise UsageError(f"metric {m!r} is not a final metric of every run compared",
-                             hint=f"shared metrics: {', '.join(sorted(shared)) or 'none'}")
+            raise UsageError(
+                f"metric {m!r} is not a final metric of every run compared",
+                hint=f"shared metrics: {', '.join(sorted(shared)) or 'none'}",
+            )
     if not chosen:
         raise UsageError("the runs share no numeric final metric", hint="log metrics as JSON lines with a step")
     stored = read_noise_floor(root, a) if by is None else None
@@ -271,10 +322,18 @@ def compare_groups(a: str, b: str | None = None, *, by: str | None = None, store
             lower, source = lower_is_better, "as given"
         keys_a = side_a.seeds if paired else tuple(range(len(fa)))
         keys_b = side_b.seeds if paired else tuple(range(len(fb)))
-        out.append(_compare_metric(m, dict(zip(keys_a, (f[m] for f in fa), strict=True)),
-                                   dict(zip(keys_b, (f[m] for f in fb), strict=True)),
-                                   paired=paired, level=level, lower_is_better=lower, direction_source=source,
-                                   stored_floor=None if stored is None else stored.get(m)))
+        out.append(
+            _compare_metric(
+                m,
+                dict(zip(keys_a, (f[m] for f in fa), strict=True)),
+                dict(zip(keys_b, (f[m] for f in fb), strict=True)),
+                paired=paired,
+                level=level,
+                lower_is_better=lower,
+                direction_source=source,
+                stored_floor=None if stored is None else stored.get(m),
+            )
+        )
     return Comparison(side_a, side_b, str(root), split, tuple(out), tuple(notes))
 
 
@@ -288,5 +347,6 @@ def curve_set_of(cmp: Comparison, *, metric: str, ema: float | None = None, leve
     for side in (cmp.a, cmp.b):
         for c in load_curves([root / rid for rid in side.run_ids], metric=metric):
             curves.append(replace(c, group=side.label))
-    return summarize_curves(curves, metric=metric, x_key="step", ema=ema, level=level,
-                            compare=(cmp.b.label, cmp.a.label))
+    return summarize_curves(
+        curves, metric=metric, x_key="step", ema=ema, level=level, compare=(cmp.b.label, cmp.a.label)
+    )

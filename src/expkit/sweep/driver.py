@@ -135,11 +135,19 @@ def _resume_command(group: str, store_arg: str | os.PathLike[str] | None, root: 
     return cmd
 
 
-def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
-              store: str | os.PathLike[str] | None = None, backend: str = "local", address: str | None = None,
-              max_parallel: int | None = None, max_retries: int = 1, cpus_per_trial: float = 1.0,
-              gpus_per_trial: float = 0.0, on_progress: Callable[[SweepProgress], None] | None = None,
-              ) -> SweepResult:
+def run_sweep(
+    plan: SweepPlan | None = None,
+    *,
+    resume: str | None = None,
+    store: str | os.PathLike[str] | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    max_parallel: int | None = None,
+    max_retries: int = 1,
+    cpus_per_trial: float = 1.0,
+    gpus_per_trial: float = 0.0,
+    on_progress: Callable[[SweepProgress], None] | None = None,
+) -> SweepResult:
     """Run every trial of ``plan`` (or, with ``resume=GROUP``, the unfinished trials of that sweep).
 
     Args:
@@ -180,12 +188,19 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
     else:
         done = _finished_names(root, plan.group) if root.exists() else {}
         if done:
-            raise UsageError(f"group {plan.group!r} already has {len(done)} finished runs in {root}",
-                             hint=f"continue it with `expkit sweep --resume {plan.group}` or choose another --name")
+            raise UsageError(
+                f"group {plan.group!r} already has {len(done)} finished runs in {root}",
+                hint=f"continue it with `expkit sweep --resume {plan.group}` or choose another --name",
+            )
         write_plan(root, plan)
     trials = plan.trials
-    be = make_backend(backend, max_parallel=max_parallel, address=address, cpus_per_trial=cpus_per_trial,
-                      gpus_per_trial=gpus_per_trial)
+    be = make_backend(
+        backend,
+        max_parallel=max_parallel,
+        address=address,
+        cpus_per_trial=cpus_per_trial,
+        gpus_per_trial=gpus_per_trial,
+    )
     threads = max(1, int(cpus_per_trial))
     base_env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     cwd = str(Path.cwd())
@@ -193,8 +208,9 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
     for t in trials:
         rid = done.get(t.run_name(plan.group))
         if rid is not None:
-            outcomes[t.index] = TrialOutcome(t.index, t.label, t.config, t.seed, "done before", 0, rid, 0, 0.0, {},
-                                             None)
+            outcomes[t.index] = TrialOutcome(
+                t.index, t.label, t.config, t.seed, "done before", 0, rid, 0, 0.0, {}, None
+            )
     queue: deque[tuple[Trial, int]] = deque((t, 1) for t in trials if t.index not in outcomes)
     inflight: dict[Hashable, tuple[Trial, int]] = {}
     counts = {"finished": 0, "failed": 0, "retried": 0}
@@ -202,16 +218,38 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
 
     def report(event: str) -> None:
         if on_progress is not None:
-            on_progress(SweepProgress(len(trials), counts["finished"] + sum(
-                1 for o in outcomes.values() if o.status == "done before"), len(inflight), counts["failed"],
-                counts["retried"], event))
+            on_progress(
+                SweepProgress(
+                    len(trials),
+                    counts["finished"] + sum(1 for o in outcomes.values() if o.status == "done before"),
+                    len(inflight),
+                    counts["failed"],
+                    counts["retried"],
+                    event,
+                )
+            )
 
     def job_of(trial: Trial, attempt: int) -> TrialJob:
-        return TrialJob(command=tuple(plan.command_of(trial)), store=str(root), group=plan.group,
-                        name=trial.run_name(plan.group), seed=trial.seed, config=trial.config,
-                        env={**base_env, **plan.env_of(trial)}, cwd=cwd,
-                        extra_record={"sweep": {"group": plan.group, "trial": trial.index, "label": trial.label,
-                                                "attempt": attempt, "backend": be.name, "config": trial.config}})
+        return TrialJob(
+            command=tuple(plan.command_of(trial)),
+            store=str(root),
+            group=plan.group,
+            name=trial.run_name(plan.group),
+            seed=trial.seed,
+            config=trial.config,
+            env={**base_env, **plan.env_of(trial)},
+            cwd=cwd,
+            extra_record={
+                "sweep": {
+                    "group": plan.group,
+                    "trial": trial.index,
+                    "label": trial.label,
+                    "attempt": attempt,
+                    "backend": be.name,
+                    "config": trial.config,
+                }
+            },
+        )
 
     def settle(trial: Trial, attempt: int, res: AttemptOutcome, cancelled: bool) -> None:
         status = res.status
@@ -227,8 +265,19 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
                 report(f"{trial.label}: {status} ({res.error or 'no result'}), retry {attempt}/{max_retries}")
                 return
             status = "lost"
-        outcomes[trial.index] = TrialOutcome(trial.index, trial.label, trial.config, trial.seed, status, attempt,
-                                             res.run_id, res.exit_code, res.elapsed_s, res.final_metrics, res.error)
+        outcomes[trial.index] = TrialOutcome(
+            trial.index,
+            trial.label,
+            trial.config,
+            trial.seed,
+            status,
+            attempt,
+            res.run_id,
+            res.exit_code,
+            res.elapsed_s,
+            res.final_metrics,
+            res.error,
+        )
         if status != "not started":
             counts["finished" if status == "finished" else "failed"] += 1
         report(f"{trial.label}: {status}")
@@ -236,6 +285,7 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
     # SIGTERM ends the sweep the way Ctrl-C does (main thread only: where Python runs signal handlers)
     old_term = None
     if threading.current_thread() is threading.main_thread():
+
         def on_term(signum: int, frame: Any) -> None:
             raise KeyboardInterrupt
 
@@ -243,8 +293,10 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
     t0 = time.perf_counter()
     cancelled = False
     try:
-        report(f"{len(queue)} trials to run ({len(outcomes)} finished before) on the {be.name} backend, "
-               f"{be.max_parallel} at a time, OMP_NUM_THREADS=MKL_NUM_THREADS={threads} each; runs in {root}")
+        report(
+            f"{len(queue)} trials to run ({len(outcomes)} finished before) on the {be.name} backend, "
+            f"{be.max_parallel} at a time, OMP_NUM_THREADS=MKL_NUM_THREADS={threads} each; runs in {root}"
+        )
         try:
             while queue or inflight:
                 while queue and len(inflight) < be.max_parallel:
@@ -264,16 +316,24 @@ def run_sweep(plan: SweepPlan | None = None, *, resume: str | None = None,
             _mark_cancelled_runs(root, plan.group, unreported, CANCEL_REASON)
             while queue:
                 trial, _ = queue.popleft()
-                outcomes[trial.index] = TrialOutcome(trial.index, trial.label, trial.config, trial.seed,
-                                                     "not started", 0, None, None, 0.0, {}, None)
+                outcomes[trial.index] = TrialOutcome(
+                    trial.index, trial.label, trial.config, trial.seed, "not started", 0, None, None, 0.0, {}, None
+                )
     finally:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
         be.close()
     return SweepResult(
-        group=plan.group, store=str(root), backend=be.name, max_parallel=be.max_parallel,
-        threads_per_trial=threads, n_trials=len(trials),
-        outcomes=tuple(outcomes[i] for i in sorted(outcomes)), cancelled=cancelled,
-        elapsed_s=time.perf_counter() - t0, resume_command=_resume_command(plan.group, store, root),
+        group=plan.group,
+        store=str(root),
+        backend=be.name,
+        max_parallel=be.max_parallel,
+        threads_per_trial=threads,
+        n_trials=len(trials),
+        outcomes=tuple(outcomes[i] for i in sorted(outcomes)),
+        cancelled=cancelled,
+        elapsed_s=time.perf_counter() - t0,
+        resume_command=_resume_command(plan.group, store, root),
         config_passing=("--config KEY=VALUE arguments and " if plan.config_args else "") + "EXPKIT_CONFIG_<KEY> "
-                       "environment variables; the seed as EXPKIT_SEED")
+        "environment variables; the seed as EXPKIT_SEED",
+    )

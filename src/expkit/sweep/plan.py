@@ -100,16 +100,25 @@ class SweepPlan:
         return {"EXPKIT_CONFIG_" + re.sub(r"[^A-Za-z0-9]", "_", k).upper(): v for k, v in trial.values}
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": PLAN_VERSION, "group": self.group, "command": list(self.command),
-                "grid": [[k, list(v)] for k, v in self.grid], "seeds": list(self.seeds),
-                "config_args": self.config_args}
+        return {
+            "version": PLAN_VERSION,
+            "group": self.group,
+            "command": list(self.command),
+            "grid": [[k, list(v)] for k, v in self.grid],
+            "seeds": list(self.seeds),
+            "config_args": self.config_args,
+        }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any], *, path: Path | None = None) -> SweepPlan:
         try:
-            return cls(group=str(obj["group"]), command=tuple(obj["command"]),
-                       grid=tuple((str(k), tuple(str(v) for v in vals)) for k, vals in obj["grid"]),
-                       seeds=tuple(int(s) for s in obj["seeds"]), config_args=bool(obj.get("config_args", True)))
+            return cls(
+                group=str(obj["group"]),
+                command=tuple(obj["command"]),
+                grid=tuple((str(k), tuple(str(v) for v in vals)) for k, vals in obj["grid"]),
+                seeds=tuple(int(s) for s in obj["seeds"]),
+                config_args=bool(obj.get("config_args", True)),
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"the sweep plan is incomplete ({type(exc).__name__}: {exc})", path=path) from None
 
@@ -137,8 +146,14 @@ def parse_grid(items: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(grid)
 
 
-def plan_sweep(command: Sequence[str], *, group: str, grid: Sequence[str] = (), seeds: int | Sequence[int] = 1,
-               config_args: bool = True) -> SweepPlan:
+def plan_sweep(
+    command: Sequence[str],
+    *,
+    group: str,
+    grid: Sequence[str] = (),
+    seeds: int | Sequence[int] = 1,
+    config_args: bool = True,
+) -> SweepPlan:
     """The plan for ``command`` over ``grid`` (``KEY=V1,V2`` items) and ``seeds`` (a count: 0..N-1, or a list).
 
     Example:
@@ -157,8 +172,9 @@ def plan_sweep(command: Sequence[str], *, group: str, grid: Sequence[str] = (), 
         raise UsageError(f"--seeds {seeds} must be at least 1")
     if len(set(seed_list)) != len(seed_list):
         raise UsageError(f"seeds {list(seed_list)} repeat a seed")
-    return SweepPlan(group=group, command=tuple(command), grid=parse_grid(grid), seeds=seed_list,
-                     config_args=config_args)
+    return SweepPlan(
+        group=group, command=tuple(command), grid=parse_grid(grid), seeds=seed_list, config_args=config_args
+    )
 
 
 def plan_path(root: Path, group: str) -> Path:
@@ -181,8 +197,10 @@ def read_plan(root: Path, group: str) -> SweepPlan:
     """
     path = plan_path(root, group)
     if not path.exists():
-        raise UsageError(f"no sweep {group!r} in {root} (no {path.name})",
-                         hint="check --store and the name given to --name when the sweep started")
+        raise UsageError(
+            f"no sweep {group!r} in {root} (no {path.name})",
+            hint="check --store and the name given to --name when the sweep started",
+        )
     try:
         obj = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:

@@ -71,9 +71,17 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(directory: str | Path, *, model: nn.Module, optimizer: torch.optim.Optimizer, step: int,
-                    model_config: dict[str, Any], train_config: dict[str, Any],
-                    extra: dict[str, Any] | None = None, keep: int = 2) -> Path:
+def save_checkpoint(
+    directory: str | Path,
+    *,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    step: int,
+    model_config: dict[str, Any],
+    train_config: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+    keep: int = 2,
+) -> Path:
     """Write ``directory/step-<step>/`` atomically and keep the newest ``keep`` checkpoints.
 
     Args:
@@ -103,8 +111,14 @@ def save_checkpoint(directory: str | Path, *, model: nn.Module, optimizer: torch
     for name in (_MODEL_FILE, _STATE_FILE):
         _fsync(tmp / name)
         files[name] = {"bytes": (tmp / name).stat().st_size, "sha256": _sha256(tmp / name)}
-    manifest = {"format": FORMAT, "step": step, "model_config": model_config, "train_config": train_config,
-                "extra": extra or {}, "files": files}
+    manifest = {
+        "format": FORMAT,
+        "step": step,
+        "model_config": model_config,
+        "train_config": train_config,
+        "extra": extra or {},
+        "files": files,
+    }
     (tmp / _MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
     _fsync(tmp / _MANIFEST)
     if final.exists():  # the same step saved twice: replace it whole
@@ -145,19 +159,28 @@ def _verify(path: Path) -> dict[str, Any]:
     except (UnicodeDecodeError, OSError) as exc:
         raise InputError(f"manifest.json cannot be read: {exc}", path=mpath) from exc
     files = manifest.get("files") if isinstance(manifest, dict) else None
-    if not (isinstance(files, dict) and all(isinstance(w, dict) and {"bytes", "sha256"} <= set(w) for w in files.values())
-            and all(isinstance(manifest.get(k), dict) for k in ("model_config", "train_config", "extra"))
-            and isinstance(manifest.get("step"), int) and isinstance(manifest["extra"].get("schedule", {}), dict)):
-        raise InputError("manifest.json is not an expkit checkpoint manifest (files with bytes and sha256, step, "
-                         "model_config, train_config, extra)", path=mpath)
+    if not (
+        isinstance(files, dict)
+        and all(isinstance(w, dict) and {"bytes", "sha256"} <= set(w) for w in files.values())
+        and all(isinstance(manifest.get(k), dict) for k in ("model_config", "train_config", "extra"))
+        and isinstance(manifest.get("step"), int)
+        and isinstance(manifest["extra"].get("schedule", {}), dict)
+    ):
+        raise InputError(
+            "manifest.json is not an expkit checkpoint manifest (files with bytes and sha256, step, "
+            "model_config, train_config, extra)",
+            path=mpath,
+        )
     for name, want in files.items():
         f = path / name
         if not f.resolve().is_relative_to(path.resolve()):
             raise InputError(f"manifest.json names a file outside the checkpoint: {name!r}", path=mpath)
         size = f.stat().st_size if f.is_file() else None
         if size != want["bytes"]:
-            raise InputError(f"{name} has {size} bytes, the manifest says {want['bytes']}: the file is "
-                             "truncated or was replaced", path=f)
+            raise InputError(
+                f"{name} has {size} bytes, the manifest says {want['bytes']}: the file is truncated or was replaced",
+                path=f,
+            )
         if _sha256(f) != want["sha256"]:
             raise InputError(f"{name} does not match its sha256 in the manifest: the file is corrupt", path=f)
     return manifest
@@ -181,16 +204,28 @@ def load_checkpoint(path: str | Path, *, model_config: dict[str, Any] | None = N
         raise InputError(exc.message, hint=hint) from exc
     if model_config is not None and manifest["model_config"] != model_config:
         keys = sorted(set(manifest["model_config"]) | set(model_config))
-        diffs = [f"{k}: checkpoint {manifest['model_config'].get(k)!r} vs now {model_config.get(k)!r}"
-                 for k in keys if manifest["model_config"].get(k) != model_config.get(k)]
-        raise InputError("checkpoint was written for another model config (" + "; ".join(diffs) + ")", path=path,
-                         hint="resume with the checkpoint's config, or start a new run")
-    return Checkpoint(path=path, step=int(manifest["step"]), model_config=manifest["model_config"],
-                      train_config=manifest["train_config"], extra=manifest["extra"])
+        diffs = [
+            f"{k}: checkpoint {manifest['model_config'].get(k)!r} vs now {model_config.get(k)!r}"
+            for k in keys
+            if manifest["model_config"].get(k) != model_config.get(k)
+        ]
+        raise InputError(
+            "checkpoint was written for another model config (" + "; ".join(diffs) + ")",
+            path=path,
+            hint="resume with the checkpoint's config, or start a new run",
+        )
+    return Checkpoint(
+        path=path,
+        step=int(manifest["step"]),
+        model_config=manifest["model_config"],
+        train_config=manifest["train_config"],
+        extra=manifest["extra"],
+    )
 
 
-def restore_checkpoint(ckpt: Checkpoint, *, model: nn.Module, optimizer: torch.optim.Optimizer,
-                       restore_rng: bool = True) -> int:
+def restore_checkpoint(
+    ckpt: Checkpoint, *, model: nn.Module, optimizer: torch.optim.Optimizer, restore_rng: bool = True
+) -> int:
     """Load model, optimizer and RNG states from a verified checkpoint; returns the step to resume at."""
     import pickle
 
@@ -199,8 +234,9 @@ def restore_checkpoint(ckpt: Checkpoint, *, model: nn.Module, optimizer: torch.o
     try:
         load_model(model, str(ckpt.path / _MODEL_FILE), strict=True)
     except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types for a bad header
-        raise InputError(f"cannot load the model weights: {type(exc).__name__}: {exc}",
-                         path=ckpt.path / _MODEL_FILE) from exc
+        raise InputError(
+            f"cannot load the model weights: {type(exc).__name__}: {exc}", path=ckpt.path / _MODEL_FILE
+        ) from exc
     try:
         # weights_only=True: tensors and plain containers only; a pickle that would run code is refused here
         state = torch.load(ckpt.path / _STATE_FILE, weights_only=True, map_location="cpu")
@@ -210,7 +246,9 @@ def restore_checkpoint(ckpt: Checkpoint, *, model: nn.Module, optimizer: torch.o
         return int(state["step"])
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, KeyError, TypeError, IndexError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InputError(f"refused to load the optimizer/RNG state ({type(exc).__name__}: {first})",
-                         path=ckpt.path / _STATE_FILE,
-                         hint="only tensors and plain containers are read (torch.load weights_only=True); "
-                              "resume from a checkpoint written by expkit") from exc
+        raise InputError(
+            f"refused to load the optimizer/RNG state ({type(exc).__name__}: {first})",
+            path=ckpt.path / _STATE_FILE,
+            hint="only tensors and plain containers are read (torch.load weights_only=True); "
+            "resume from a checkpoint written by expkit",
+        ) from exc

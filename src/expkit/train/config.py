@@ -38,7 +38,7 @@ class TrainConfig:
     max_steps: int | None = None  # None: as many as fit the time budget (calibrated before step 1)
     weight_decay: float = 0.1
     beta1: float = 0.9
-    beta2: float = 0.95   # nanoGPT's choice for small batches
+    beta2: float = 0.95  # nanoGPT's choice for small batches
     grad_clip: float = 1.0
     eval_interval: int = 200
     eval_windows: int = 256
@@ -64,17 +64,27 @@ class TrainConfig:
         if self.warmup_steps < 0:
             raise UsageError(f"warmup_steps={self.warmup_steps} must be >= 0")
         if self.num_threads is not None and not 1 <= self.num_threads <= MAX_THREADS:
-            raise UsageError(f"num_threads={self.num_threads} must be in [1, {MAX_THREADS}] (or None for torch's "
-                             "default)")
+            raise UsageError(
+                f"num_threads={self.num_threads} must be in [1, {MAX_THREADS}] (or None for torch's default)"
+            )
         if self.num_workers < 0:
             raise UsageError(f"num_workers={self.num_workers} must be >= 0")
 
 
 # names other trainers use for our keys (nanoGPT, HF TrainingArguments)
-_ALIASES = {"learning_rate": "lr_max", "lr": "lr_max", "min_lr": "lr_min", "max_iters": "max_steps",
-            "warmup_iters": "warmup_steps", "gradient_accumulation_steps": "grad_accum",
-            "per_device_train_batch_size": "batch_size", "context_length": "seq_len", "n_embed": "n_embd",
-            "d_model": "n_embd", "max_grad_norm": "grad_clip"}
+_ALIASES = {
+    "learning_rate": "lr_max",
+    "lr": "lr_max",
+    "min_lr": "lr_min",
+    "max_iters": "max_steps",
+    "warmup_iters": "warmup_steps",
+    "gradient_accumulation_steps": "grad_accum",
+    "per_device_train_batch_size": "batch_size",
+    "context_length": "seq_len",
+    "n_embed": "n_embd",
+    "d_model": "n_embd",
+    "max_grad_norm": "grad_clip",
+}
 
 
 def closest_key(key: str, keys: list[str]) -> str:
@@ -91,7 +101,9 @@ def config_keys(*configs: Any) -> list[str]:
 
 def _parse(raw: str, current: Any, key: str) -> Any:
     kind = type(current)
-    if raw.lower() in ("none", "null") and (current is None or key in ("max_steps", "checkpoint_interval", "num_threads")):
+    if raw.lower() in ("none", "null") and (
+        current is None or key in ("max_steps", "checkpoint_interval", "num_threads")
+    ):
         return None
     try:
         if isinstance(current, bool):
@@ -109,8 +121,10 @@ def _parse(raw: str, current: Any, key: str) -> Any:
         want = "true/false" if isinstance(current, bool) else ("an integer" if current is None else kind.__name__)
         raise UsageError(f"--config {key}={raw}: not {want}") from None
     if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
-        raise UsageError(f"--config {key}={raw}: {value} is outside the 64-bit integer range",
-                         hint="a count this large cannot be stored or run; give a realistic value")
+        raise UsageError(
+            f"--config {key}={raw}: {value} is outside the 64-bit integer range",
+            hint="a count this large cannot be stored or run; give a realistic value",
+        )
     if isinstance(value, float) and not math.isfinite(value):
         raise UsageError(f"--config {key}={raw}: not a finite number")
     return value
@@ -137,8 +151,10 @@ def apply_overrides(overrides: list[str] | tuple[str, ...], *configs: Any) -> tu
         if not sep:
             raise UsageError(f"--config {item!r} is not KEY=VALUE", hint="e.g. --config lr_max=1e-3")
         if key not in keys:
-            raise UsageError(f"--config {key}: no such config key",
-                             hint=f"did you mean {closest_key(key, keys)!r}? (valid keys: {', '.join(keys)})")
+            raise UsageError(
+                f"--config {key}: no such config key",
+                hint=f"did you mean {closest_key(key, keys)!r}? (valid keys: {', '.join(keys)})",
+            )
         i = next(i for i, cfg in enumerate(configs) if key in asdict(cfg))
         changes[i][key] = _parse(raw.strip(), getattr(configs[i], key), key)
         given[i].append(item)

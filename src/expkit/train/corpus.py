@@ -124,8 +124,9 @@ def load_corpus(
     else:
         root = Path(path)
         if not root.exists():
-            raise InputError("corpus path does not exist", path=root,
-                             hint="give a UTF-8 text file or a directory of text files")
+            raise InputError(
+                "corpus path does not exist", path=root, hint="give a UTF-8 text file or a directory of text files"
+            )
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         source = str(root)
     texts: list[tuple[str, str]] = []
@@ -154,18 +155,33 @@ def load_corpus(
         split = f"by file name hash, ~{val_fraction:.0%} of files to val"
     train_b, val_b = b"".join(train_parts), b"".join(val_parts)
     if not train_b and not val_b:
-        raise InputError(f"the corpus has no ASCII text ({len(texts)} readable files, {n_bad} non-ASCII "
-                         f"characters {'dropped' if non_ascii == 'drop' else 'replaced'})", path=source,
-                         hint="give a non-empty UTF-8 text file or directory")
+        raise InputError(
+            f"the corpus has no ASCII text ({len(texts)} readable files, {n_bad} non-ASCII "
+            f"characters {'dropped' if non_ascii == 'drop' else 'replaced'})",
+            path=source,
+            hint="give a non-empty UTF-8 text file or directory",
+        )
     if not train_b or not val_b:
         which = "train" if not train_b else "val"
-        raise InputError(f"the {which} split is empty ({len(texts)} files)", path=source,
-                         hint="give more text or more files, or change val_fraction")
+        raise InputError(
+            f"the {which} split is empty ({len(texts)} files)",
+            path=source,
+            hint="give more text or more files, or change val_fraction",
+        )
     digest = hashlib.sha256()
     for name, _ in texts:
         digest.update(name.encode() + b"\0")
     digest.update(train_b + b"\0" + val_b)
     as_tensor = lambda b: torch.frombuffer(bytearray(b), dtype=torch.uint8)  # noqa: E731
-    return Corpus(source=source, files=tuple(n for n, _ in texts), train=as_tensor(train_b), val=as_tensor(val_b),
-                  n_non_ascii=n_bad, non_ascii=non_ascii, split=split, fingerprint=digest.hexdigest(),
-                  skipped_files=tuple(skipped), paths=tuple(read))
+    return Corpus(
+        source=source,
+        files=tuple(n for n, _ in texts),
+        train=as_tensor(train_b),
+        val=as_tensor(val_b),
+        n_non_ascii=n_bad,
+        non_ascii=non_ascii,
+        split=split,
+        fingerprint=digest.hexdigest(),
+        skipped_files=tuple(skipped),
+        paths=tuple(read),
+    )

@@ -29,7 +29,7 @@ class CharWindows(Dataset):
         return self.ids.numel() - self.block_size
 
     def __getitem__(self, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
-        chunk = self.ids[offset: offset + self.block_size + 1].long()  # (T + 1,)
+        chunk = self.ids[offset : offset + self.block_size + 1].long()  # (T + 1,)
         return chunk[:-1], chunk[1:]  # (T,), (T,)
 
 
@@ -40,8 +40,17 @@ class StepBatchSampler(Sampler[list[int]]):
     ``seed * 1_000_003 + b``; rank ``r`` keeps rows ``r * batch_size`` to ``(r + 1) * batch_size``.
     """
 
-    def __init__(self, n_windows: int, *, batch_size: int, seed: int, start: int = 0, stop: int | None = None,
-                 rank: int = 0, world_size: int = 1) -> None:
+    def __init__(
+        self,
+        n_windows: int,
+        *,
+        batch_size: int,
+        seed: int,
+        start: int = 0,
+        stop: int | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
         self.n_windows, self.batch_size, self.seed = n_windows, batch_size, seed
         self.start, self.stop, self.rank, self.world_size = start, stop, rank, world_size
 
@@ -55,7 +64,7 @@ class StepBatchSampler(Sampler[list[int]]):
         while self.stop is None or b < self.stop:
             g = torch.Generator().manual_seed(self.seed * 1_000_003 + b)
             rows = torch.randint(self.n_windows, (self.batch_size * self.world_size,), generator=g)
-            mine = rows[self.rank * self.batch_size: (self.rank + 1) * self.batch_size]
+            mine = rows[self.rank * self.batch_size : (self.rank + 1) * self.batch_size]
             yield mine.tolist()
             b += 1
 
@@ -66,14 +75,31 @@ def seed_worker(worker_id: int) -> None:
     random.seed(torch.initial_seed() % 2**32)
 
 
-def make_loader(ids: torch.Tensor, *, block_size: int, batch_size: int, seed: int, start: int = 0,
-                stop: int | None = None, rank: int = 0, world_size: int = 1, num_workers: int = 0) -> DataLoader:
+def make_loader(
+    ids: torch.Tensor,
+    *,
+    block_size: int,
+    batch_size: int,
+    seed: int,
+    start: int = 0,
+    stop: int | None = None,
+    rank: int = 0,
+    world_size: int = 1,
+    num_workers: int = 0,
+) -> DataLoader:
     """The DataLoader of the loop: ``StepBatchSampler`` over ``CharWindows``, seeded workers."""
     ds = CharWindows(ids, block_size)
-    sampler = StepBatchSampler(len(ds), batch_size=batch_size, seed=seed, start=start, stop=stop,
-                               rank=rank, world_size=world_size)
-    return DataLoader(ds, batch_sampler=sampler, num_workers=num_workers, worker_init_fn=seed_worker,
-                      generator=torch.Generator().manual_seed(seed), persistent_workers=num_workers > 0)
+    sampler = StepBatchSampler(
+        len(ds), batch_size=batch_size, seed=seed, start=start, stop=stop, rank=rank, world_size=world_size
+    )
+    return DataLoader(
+        ds,
+        batch_sampler=sampler,
+        num_workers=num_workers,
+        worker_init_fn=seed_worker,
+        generator=torch.Generator().manual_seed(seed),
+        persistent_workers=num_workers > 0,
+    )
 
 
 def eval_offsets(n_chars: int, *, block_size: int, n_windows: int) -> list[int]:

@@ -52,15 +52,22 @@ class AccumulationCheck:
     k: int
     micro_batch: int
     max_abs_diff: float
-    rel_diff: float      # ||g_accum - g_big|| / ||g_big||
+    rel_diff: float  # ||g_accum - g_big|| / ||g_big||
     grad_norm: float
     rel_tol: float
     within: bool
 
 
-def compare_accumulated_gradients(*, model_config: CharLMConfig, k: int = 4, micro_batch: int = 4,
-                                  seq_len: int = 64, seed: int = 0, rel_tol: float = 1e-5,
-                                  divide_by_k: bool = True) -> AccumulationCheck:
+def compare_accumulated_gradients(
+    *,
+    model_config: CharLMConfig,
+    k: int = 4,
+    micro_batch: int = 4,
+    seq_len: int = 64,
+    seed: int = 0,
+    rel_tol: float = 1e-5,
+    divide_by_k: bool = True,
+) -> AccumulationCheck:
     """Gradient of a mean loss over k*B rows vs the sum of k micro-batch gradients of loss/k (C3.2).
 
     In float32 the two differ only by summation order: relative difference ~1e-7, tolerance 1e-5.
@@ -74,17 +81,31 @@ def compare_accumulated_gradients(*, model_config: CharLMConfig, k: int = 4, mic
     x, y = _batch(k * micro_batch, seq_len, seed, model_config.vocab_size)  # (kB, T)
     _loss(model, x, y).backward()
     big = _flat_grad(model)
-    for i in range(k):                       # accumulate: no zero_grad between micro-batches
+    for i in range(k):  # accumulate: no zero_grad between micro-batches
         rows = slice(i * micro_batch, (i + 1) * micro_batch)
         (_loss(twin, x[rows], y[rows]) / (k if divide_by_k else 1)).backward()
     acc = _flat_grad(twin)
     rel = float((acc - big).norm() / big.norm())
-    return AccumulationCheck(k=k, micro_batch=micro_batch, max_abs_diff=float((acc - big).abs().max()),
-                             rel_diff=rel, grad_norm=float(big.norm()), rel_tol=rel_tol, within=rel <= rel_tol)
+    return AccumulationCheck(
+        k=k,
+        micro_batch=micro_batch,
+        max_abs_diff=float((acc - big).abs().max()),
+        rel_diff=rel,
+        grad_norm=float(big.norm()),
+        rel_tol=rel_tol,
+        within=rel <= rel_tol,
+    )
 
 
-def trace_grad_norm_growth(*, model_config: CharLMConfig, steps: int = 8, batch_size: int = 4, seq_len: int = 64,
-                           seed: int = 0, zero_grad: bool) -> tuple[float, ...]:
+def trace_grad_norm_growth(
+    *,
+    model_config: CharLMConfig,
+    steps: int = 8,
+    batch_size: int = 4,
+    seq_len: int = 64,
+    seed: int = 0,
+    zero_grad: bool,
+) -> tuple[float, ...]:
     """Gradient norm after each of ``steps`` backward passes on fresh batches, with or without
     ``zero_grad`` between them (no optimizer step, so only the gradient buffers change). Without
     ``zero_grad`` each norm is the norm of the running sum: it grows step after step (C3.2)."""
@@ -113,8 +134,15 @@ class EvalMemoryTrace:
 EvalMode = Literal["no_grad", "grad_keep_loss", "grad_item"]
 
 
-def measure_eval_memory(*, model_config: CharLMConfig, mode: EvalMode, steps: int = 10, batch_size: int = 8,
-                        seq_len: int = 128, seed: int = 0) -> EvalMemoryTrace:
+def measure_eval_memory(
+    *,
+    model_config: CharLMConfig,
+    mode: EvalMode,
+    steps: int = 10,
+    batch_size: int = 8,
+    seq_len: int = 128,
+    seed: int = 0,
+) -> EvalMemoryTrace:
     """Run an eval loop three ways (C3.3):
 
     - ``no_grad``: under ``torch.no_grad()``, summing the loss tensors: nothing is saved.
@@ -187,20 +215,31 @@ def _timed_steps(model: CharLM, opt: torch.optim.Optimizer, batches: list, devic
         opt.step()
         opt.zero_grad(set_to_none=True)
         if (i + 1) % item_every == 0:
-            loss.item()              # the sync point: waits for every queued kernel
+            loss.item()  # the sync point: waits for every queued kernel
     sync()
     return (time.perf_counter() - t0) / len(batches)
 
 
-def measure_item_sync(*, model_config: CharLMConfig, device: str = "cpu", steps: int = 50, sparse_every: int = 50,
-                      batch_size: int = 8, seq_len: int = 64, repeats: int = 3, seed: int = 0) -> ItemSyncTiming:
+def measure_item_sync(
+    *,
+    model_config: CharLMConfig,
+    device: str = "cpu",
+    steps: int = 50,
+    sparse_every: int = 50,
+    batch_size: int = 8,
+    seq_len: int = 64,
+    repeats: int = 3,
+    seed: int = 0,
+) -> ItemSyncTiming:
     """Step time with ``loss.item()`` every step vs every ``sparse_every`` steps (C3.7), best of
     ``repeats`` interleaved runs. On CUDA the difference is the cost of draining the launch queue."""
     torch.manual_seed(seed)
     model = CharLM(model_config).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    batches = [tuple(t.to(device) for t in _batch(batch_size, seq_len, seed + i, model_config.vocab_size))
-               for i in range(steps)]
+    batches = [
+        tuple(t.to(device) for t in _batch(batch_size, seq_len, seed + i, model_config.vocab_size))
+        for i in range(steps)
+    ]
     _timed_steps(model, opt, batches[:3], device, 1)  # warm-up
     every, sparse = [], []
     for _ in range(repeats):
@@ -212,8 +251,15 @@ def measure_item_sync(*, model_config: CharLMConfig, device: str = "cpu", steps:
     for _ in range(2_000):
         scalar.item()  # nothing queued: the bare cost of the call and the copy to Python
     item_s = (time.perf_counter() - t0) / 2_000
-    return ItemSyncTiming(device=device, steps=steps, every_step_s=e, sparse_every=sparse_every, sparse_step_s=s,
-                          ratio=e / s, item_call_s=item_s)
+    return ItemSyncTiming(
+        device=device,
+        steps=steps,
+        every_step_s=e,
+        sparse_every=sparse_every,
+        sparse_step_s=s,
+        ratio=e / s,
+        item_call_s=item_s,
+    )
 
 
 @dataclass(frozen=True)
@@ -238,8 +284,15 @@ def cpu_has_bf16_instructions() -> bool | None:
     return bool(flags) and ("avx512_bf16" in flags or "amx_bf16" in flags)
 
 
-def measure_autocast_slowdown(*, model_config: CharLMConfig, device: str = "cpu", batch_size: int = 8,
-                              seq_len: int = 128, repeats: int = 3, seed: int = 0) -> AutocastTiming:
+def measure_autocast_slowdown(
+    *,
+    model_config: CharLMConfig,
+    device: str = "cpu",
+    batch_size: int = 8,
+    seq_len: int = 128,
+    repeats: int = 3,
+    seed: int = 0,
+) -> AutocastTiming:
     """Best-of-repeats forward + backward time, fp32 vs ``torch.autocast(dtype=torch.bfloat16)`` (C3.8)."""
     torch.manual_seed(seed)
     model = CharLM(model_config).to(device)
@@ -263,5 +316,11 @@ def measure_autocast_slowdown(*, model_config: CharLMConfig, device: str = "cpu"
         fp32.append(once(False))
         bf16.append(once(True))
     f, b = min(fp32), min(bf16)  # best of repeats: the run least disturbed by other processes
-    return AutocastTiming(device=device, fp32_s=f, bf16_s=b, slowdown=b / f, repeats=repeats,
-                          cpu_bf16_instructions=cpu_has_bf16_instructions() if kind == "cpu" else None)
+    return AutocastTiming(
+        device=device,
+        fp32_s=f,
+        bf16_s=b,
+        slowdown=b / f,
+        repeats=repeats,
+        cpu_bf16_instructions=cpu_has_bf16_instructions() if kind == "cpu" else None,
+    )

@@ -24,10 +24,18 @@ __all__ = ["LoopLine", "ProtocolTrace", "annotated_loop_lines", "trace_protocol_
 
 # which object a line of train_step touches, by the words in the line (checked by a test)
 _OBJECT_OF = (
-    ("schedule.lr_at", "schedule"), ('group["lr"]', "Optimizer"), ("range(cfg.grad_accum)", "autograd (accumulation)"),
-    (".to(setup.device)", "tensors -> device"), ("no_sync", "DDP wrapper"), ("next(setup.batches)", "DataLoader + Dataset"),
-    ("model(x)", "nn.Module (+ autograd records)"), ("cross_entropy", "loss"), (".backward()", "autograd"),
-    ("clip_grad_norm_", "gradients (.grad)"), ("opt.step()", "Optimizer"), ("zero_grad", "Optimizer (.grad)"),
+    ("schedule.lr_at", "schedule"),
+    ('group["lr"]', "Optimizer"),
+    ("range(cfg.grad_accum)", "autograd (accumulation)"),
+    (".to(setup.device)", "tensors -> device"),
+    ("no_sync", "DDP wrapper"),
+    ("next(setup.batches)", "DataLoader + Dataset"),
+    ("model(x)", "nn.Module (+ autograd records)"),
+    ("cross_entropy", "loss"),
+    (".backward()", "autograd"),
+    ("clip_grad_norm_", "gradients (.grad)"),
+    ("opt.step()", "Optimizer"),
+    ("zero_grad", "Optimizer (.grad)"),
 )
 
 
@@ -57,21 +65,24 @@ def annotated_loop_lines() -> tuple[LoopLine, ...]:
     out = []
     for i, raw in enumerate(lines):
         code, sep, comment = raw.partition("  # ")
-        if not sep or not code.strip() or code.strip().startswith(("\"", "'")):
+        if not sep or not code.strip() or code.strip().startswith(('"', "'")):
             continue
         touches = next((obj for word, obj in _OBJECT_OF if word in code), "-")
         out.append(LoopLine(start + i, code.strip(), comment.strip(), touches))
     return tuple(out)
 
 
-def trace_protocol_calls(*, corpus: Corpus, model_config: CharLMConfig, train_config: TrainConfig,
-                         steps: int = 2, seed: int = 0) -> ProtocolTrace:
+def trace_protocol_calls(
+    *, corpus: Corpus, model_config: CharLMConfig, train_config: TrainConfig, steps: int = 2, seed: int = 0
+) -> ProtocolTrace:
     """Run ``steps`` real ``train_step`` calls with a hook on each object and record what fired."""
     events: list[str] = []
-    schedule = WarmupCosine(lr_max=train_config.lr_max, lr_min=train_config.lr_min, warmup_steps=1,
-                            max_steps=max(2, steps))
-    setup = setup_training(model_config=model_config, train_config=train_config, corpus=corpus, seed=seed,
-                           device="cpu", schedule=schedule)
+    schedule = WarmupCosine(
+        lr_max=train_config.lr_max, lr_min=train_config.lr_min, warmup_steps=1, max_steps=max(2, steps)
+    )
+    setup = setup_training(
+        model_config=model_config, train_config=train_config, corpus=corpus, seed=seed, device="cpu", schedule=schedule
+    )
     original_getitem = CharWindows.__getitem__
 
     def getitem(self, offset):  # Dataset protocol: map-style __getitem__
@@ -80,13 +91,15 @@ def trace_protocol_calls(*, corpus: Corpus, model_config: CharLMConfig, train_co
 
     handles = [
         setup.module.register_forward_pre_hook(lambda m, a: events.append("Module.__call__ -> forward")),
-        setup.module.register_forward_hook(lambda m, a, o: events.append("autograd recorded the graph")
-                                           if o.grad_fn is not None else None),
+        setup.module.register_forward_hook(
+            lambda m, a, o: events.append("autograd recorded the graph") if o.grad_fn is not None else None
+        ),
         setup.optimizer.register_step_pre_hook(lambda o, a, k: events.append("Optimizer.step")),
     ]
     for name, p in setup.module.named_parameters():
-        handles.append(p.register_post_accumulate_grad_hook(
-            lambda p, name=name: events.append("autograd accumulated .grad")))
+        handles.append(
+            p.register_post_accumulate_grad_hook(lambda p, name=name: events.append("autograd accumulated .grad"))
+        )
     real_zero = setup.optimizer.zero_grad
 
     def zero_grad(set_to_none: bool = True) -> None:

@@ -28,8 +28,8 @@ CheckVerdict = Literal["ok", "warn", "fail"]
 
 # step-0 loss bands around ln V. With normal(0, 0.02) init the logits have a small spread and the
 # loss is ln V + var/2 (a few hundredths); the seed measured 5.07 at ln 128 = 4.85 (+0.22).
-FIRST_LOSS_OK_BELOW = 0.25   # nats under ln V: already-low loss means the model can see its target
-FIRST_LOSS_OK_ABOVE = 0.75   # nats over ln V: confident wrong logits at step 0 mean an init problem
+FIRST_LOSS_OK_BELOW = 0.25  # nats under ln V: already-low loss means the model can see its target
+FIRST_LOSS_OK_ABOVE = 0.75  # nats over ln V: confident wrong logits at step 0 mean an init problem
 
 
 @dataclass(frozen=True)
@@ -88,17 +88,27 @@ def check_first_loss(first_loss: float, *, vocab_size: int) -> FirstLossCheck:
     elif delta < -FIRST_LOSS_OK_BELOW:
         verdict = "fail"
         k = math.exp(first_loss)
-        cause = (f"loss below ln V by {-delta:.2f} before training: the targets are probably not shifted "
-                 "(labels == inputs, the model copies), or the head predicts fewer classes than V "
-                 f"(the loss equals ln {k:.0f})")
+        cause = (
+            f"loss below ln V by {-delta:.2f} before training: the targets are probably not shifted "
+            "(labels == inputs, the model copies), or the head predicts fewer classes than V "
+            f"(the loss equals ln {k:.0f})"
+        )
     elif delta > FIRST_LOSS_OK_ABOVE:
         verdict = "fail"
-        cause = (f"loss above ln V by {delta:.2f}: the step-0 logits are large and confidently wrong; "
-                 "initialise the head/embedding with a small std (0.02) or check the vocabulary size")
+        cause = (
+            f"loss above ln V by {delta:.2f}: the step-0 logits are large and confidently wrong; "
+            "initialise the head/embedding with a small std (0.02) or check the vocabulary size"
+        )
     else:
         verdict = "ok"
-    return FirstLossCheck(first_loss=float(first_loss), ln_vocab=ln_v, vocab_size=vocab_size, delta=delta,
-                          verdict=verdict, likely_cause=cause)
+    return FirstLossCheck(
+        first_loss=float(first_loss),
+        ln_vocab=ln_v,
+        vocab_size=vocab_size,
+        delta=delta,
+        verdict=verdict,
+        likely_cause=cause,
+    )
 
 
 def find_params_without_grad(model: nn.Module) -> GradCheck:
@@ -108,8 +118,12 @@ def find_params_without_grad(model: nn.Module) -> GradCheck:
     """
     missing = tuple(n for n, p in model.named_parameters() if p.requires_grad and p.grad is None)
     if missing:
-        return GradCheck("params_without_grad", "fail", missing,
-                         f"{len(missing)} trainable parameters got no gradient from the first backward")
+        return GradCheck(
+            "params_without_grad",
+            "fail",
+            missing,
+            f"{len(missing)} trainable parameters got no gradient from the first backward",
+        )
     return GradCheck("params_without_grad", "ok", (), "every trainable parameter received a gradient")
 
 
@@ -118,11 +132,14 @@ def find_stale_grads(model: nn.Module) -> GradCheck:
     still hold a non-zero gradient. They mean ``zero_grad`` was not called and the next backward adds
     onto the previous step's gradient (C3.2: the gradient norm grows step after step).
     """
-    stale = tuple(n for n, p in model.named_parameters()
-                  if p.grad is not None and bool(torch.any(p.grad != 0)))
+    stale = tuple(n for n, p in model.named_parameters() if p.grad is not None and bool(torch.any(p.grad != 0)))
     if stale:
-        return GradCheck("stale_grads", "fail", stale,
-                         f"{len(stale)} parameters carry gradient from the previous step: zero_grad is missing")
+        return GradCheck(
+            "stale_grads",
+            "fail",
+            stale,
+            f"{len(stale)} parameters carry gradient from the previous step: zero_grad is missing",
+        )
     return GradCheck("stale_grads", "ok", (), "gradients were cleared between steps")
 
 
@@ -144,6 +161,7 @@ def locate_first_nonfinite(model: nn.Module, *inputs: torch.Tensor) -> NonFinite
                 if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all()):
                     found.append((name, "nan" if bool(torch.isnan(t).any()) else "inf"))
                     return
+
         return hook
 
     handles = [m.register_forward_hook(make_hook(n or type(m).__name__)) for n, m in model.named_modules()]
@@ -156,5 +174,9 @@ def locate_first_nonfinite(model: nn.Module, *inputs: torch.Tensor) -> NonFinite
     if found:
         name, kind = found[0]
         return NonFiniteCheck(name, kind, f"module {name!r} produced the first {kind} of the forward")
-    return NonFiniteCheck(None, None, "no module produced a non-finite output on this batch; "
-                          "the loss itself (or the data) is the first non-finite value")
+    return NonFiniteCheck(
+        None,
+        None,
+        "no module produced a non-finite output on this batch; "
+        "the loss itself (or the data) is the first non-finite value",
+    )

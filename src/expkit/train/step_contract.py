@@ -71,8 +71,15 @@ def _global_grad_norm(params: list[torch.nn.Parameter]) -> float:
     return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))) if grads else 0.0
 
 
-def measure_step_contract(*, model_config: CharLMConfig, batch_size: int = 4, seq_len: int = 32, seed: int = 0,
-                          grad_clip: float | None = None, ignored_fraction: float = 0.5) -> StepContract:
+def measure_step_contract(
+    *,
+    model_config: CharLMConfig,
+    batch_size: int = 4,
+    seq_len: int = 32,
+    seed: int = 0,
+    grad_clip: float | None = None,
+    ignored_fraction: float = 0.5,
+) -> StepContract:
     """Run one ``train_step`` under bf16 autocast on a batch whose first ``ignored_fraction`` of label positions
     are ``-100`` and report what it did.
 
@@ -89,8 +96,9 @@ def measure_step_contract(*, model_config: CharLMConfig, batch_size: int = 4, se
     """
     torch.manual_seed(seed)
     clip = TrainConfig().grad_clip if grad_clip is None else grad_clip
-    cfg = TrainConfig(batch_size=batch_size, seq_len=seq_len, bf16_autocast=True, max_steps=1, warmup_steps=0,
-                      grad_clip=clip)
+    cfg = TrainConfig(
+        batch_size=batch_size, seq_len=seq_len, bf16_autocast=True, max_steps=1, warmup_steps=0, grad_clip=clip
+    )
     model = CharLM(model_config)
     opt = build_optimizer(model, cfg, device="cpu")
     g = torch.Generator().manual_seed(seed)
@@ -99,10 +107,17 @@ def measure_step_contract(*, model_config: CharLMConfig, batch_size: int = 4, se
     n_ignored = int(seq_len * ignored_fraction)
     y[:, :n_ignored] = SEED_IGNORE_INDEX
     batches: Iterator[tuple[torch.Tensor, torch.Tensor]] = iter([(x, y)])
-    setup = TrainingSetup(model=model, module=model, optimizer=opt,
-                          schedule=WarmupCosine(lr_max=cfg.lr_max, lr_min=cfg.lr_min, warmup_steps=0, max_steps=1),
-                          batches=batches, model_config=model_config, train_config=cfg, device="cpu",
-                          dist=DistContext(0, 0, 1, None, "cpu"))
+    setup = TrainingSetup(
+        model=model,
+        module=model,
+        optimizer=opt,
+        schedule=WarmupCosine(lr_max=cfg.lr_max, lr_min=cfg.lr_min, warmup_steps=0, max_steps=1),
+        batches=batches,
+        model_config=model_config,
+        train_config=cfg,
+        device="cpu",
+        dist=DistContext(0, 0, 1, None, "cpu"),
+    )
 
     seen: dict[str, object] = {}
 
@@ -111,8 +126,10 @@ def measure_step_contract(*, model_config: CharLMConfig, batch_size: int = 4, se
         logits.register_hook(lambda grad: seen.__setitem__("dlogits", grad.detach().float().clone()))
 
     params = [p for p in model.parameters() if p.requires_grad]
-    hooks = [model.register_forward_hook(on_forward),
-             opt.register_step_pre_hook(lambda *_: seen.__setitem__("norm_at_step", _global_grad_norm(params)))]
+    hooks = [
+        model.register_forward_hook(on_forward),
+        opt.register_step_pre_hook(lambda *_: seen.__setitem__("norm_at_step", _global_grad_norm(params))),
+    ]
     mode = _LossDtypes()
     try:
         with mode:
@@ -127,9 +144,14 @@ def measure_step_contract(*, model_config: CharLMConfig, batch_size: int = 4, se
     if not isinstance(dlogits, torch.Tensor):
         raise RuntimeError("train_step ran no backward through the model's logits")
     return StepContract(
-        logits_dtype=str(seen["logits_dtype"]), loss_input_dtype=str(loss_in), loss_dtype=str(loss_out),
-        grad_norm_before_clip=float(out.grad_norm), grad_norm_at_step=float(seen["norm_at_step"]),  # type: ignore[arg-type]
-        grad_clip=cfg.grad_clip, ignored_positions=batch_size * n_ignored,
+        logits_dtype=str(seen["logits_dtype"]),
+        loss_input_dtype=str(loss_in),
+        loss_dtype=str(loss_out),
+        grad_norm_before_clip=float(out.grad_norm),
+        grad_norm_at_step=float(seen["norm_at_step"]),  # type: ignore[arg-type]
+        grad_clip=cfg.grad_clip,
+        ignored_positions=batch_size * n_ignored,
         max_abs_grad_ignored=float(dlogits[:, :n_ignored].abs().max()),
         max_abs_grad_counted=float(dlogits[:, n_ignored:].abs().max()),
-        grads_none_after_step=all(p.grad is None for p in params))
+        grads_none_after_step=all(p.grad is None for p in params),
+    )

@@ -29,8 +29,10 @@ def torch_threads(threads: int | None) -> Iterator[int]:
     before = torch.get_num_threads()
     if threads is not None:
         if not 1 <= threads <= MAX_THREADS:
-            raise UsageError(f"threads={threads} must be in [1, {MAX_THREADS}]",
-                             hint="one per core at most; 1 is often fastest for tiny models on a shared machine")
+            raise UsageError(
+                f"threads={threads} must be in [1, {MAX_THREADS}]",
+                hint="one per core at most; 1 is often fastest for tiny models on a shared machine",
+            )
         torch.set_num_threads(threads)
     try:
         yield torch.get_num_threads()

@@ -112,8 +112,10 @@ def measure_mfu(*, tokens_per_s: float, flops_per_token_: int, device: str) -> t
     """Model FLOPs utilisation = tokens/s x FLOPs/token / peak FLOP/s, against the bf16 dense peak of the
     GPU registry (``expkit.hardware``). None with the reason on a CPU or an unknown GPU."""
     if not device.startswith("cuda"):
-        return None, ("no peak FLOP/s is registered for CPUs (the hardware registry lists GPUs); "
-                      "tokens/s is the figure to compare here")
+        return None, (
+            "no peak FLOP/s is registered for CPUs (the hardware registry lists GPUs); "
+            "tokens/s is the figure to compare here"
+        )
     try:
         from expkit.hardware import find_gpu_for_device
     except ImportError:
@@ -133,8 +135,15 @@ def _calibrate(setup: TrainingSetup, corpus: Corpus, *, budget_s: float, seed: i
     from expkit.train.data import make_loader
 
     cfg = setup.train_config
-    it = iter(make_loader(corpus.train, block_size=cfg.seq_len, batch_size=cfg.batch_size, seed=seed + 7919,
-                          stop=(n_timed + 1) * cfg.grad_accum))
+    it = iter(
+        make_loader(
+            corpus.train,
+            block_size=cfg.seq_len,
+            batch_size=cfg.batch_size,
+            seed=seed + 7919,
+            stop=(n_timed + 1) * cfg.grad_accum,
+        )
+    )
     times = []
     for i in range(n_timed + 1):
         t0 = time.perf_counter()
@@ -149,12 +158,17 @@ def _calibrate(setup: TrainingSetup, corpus: Corpus, *, budget_s: float, seed: i
             times.append(time.perf_counter() - t0)
     # forward + backward only; clip, AdamW and data add ~5% (measured against full steps on 2 cores)
     step_s = sorted(times)[len(times) // 2] * 1.05
-    return Calibration(budget_s=budget_s, step_s=step_s, steps_timed=n_timed,
-                       max_steps=max(cfg.warmup_steps + 2, int(budget_s / step_s)))
+    return Calibration(
+        budget_s=budget_s,
+        step_s=step_s,
+        steps_timed=n_timed,
+        max_steps=max(cfg.warmup_steps + 2, int(budget_s / step_s)),
+    )
 
 
-def _open_run(*, record: bool, config: dict[str, Any], data: list[str], seed: int, store: str | Path | None,
-              name: str | None):
+def _open_run(
+    *, record: bool, config: dict[str, Any], data: list[str], seed: int, store: str | Path | None, name: str | None
+):
     import contextlib
 
     if not record:
@@ -221,8 +235,10 @@ def train_charlm(
     mcfg = model_config or CharLMConfig()
     tcfg = train_config or TrainConfig()
     if tcfg.seq_len > mcfg.block_size:
-        raise UsageError(f"seq_len={tcfg.seq_len} exceeds the model's block_size={mcfg.block_size}",
-                         hint="lower seq_len or raise block_size with --config")
+        raise UsageError(
+            f"seq_len={tcfg.seq_len} exceeds the model's block_size={mcfg.block_size}",
+            hint="lower seq_len or raise block_size with --config",
+        )
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"device={device!r} but CUDA is not available here", hint="use --device cpu")
     if tcfg.max_steps is None and minutes is None and resume is None:
@@ -230,8 +246,10 @@ def train_charlm(
     if minutes is not None and not (math.isfinite(minutes) and minutes > 0):
         raise UsageError(f"minutes={minutes} must be a finite number > 0", hint="e.g. --minutes 1")
     if mcfg.vocab_size < ASCII_VOCAB:
-        raise UsageError(f"vocab_size={mcfg.vocab_size} is smaller than the {ASCII_VOCAB} ASCII code points the "
-                         "char LM reads", hint=f"leave vocab_size at {ASCII_VOCAB} (or raise it)")
+        raise UsageError(
+            f"vocab_size={mcfg.vocab_size} is smaller than the {ASCII_VOCAB} ASCII code points the char LM reads",
+            hint=f"leave vocab_size at {ASCII_VOCAB} (or raise it)",
+        )
     if not 0 <= seed < 2**63:
         raise UsageError(f"seed={seed} must be in [0, 2**63)", hint="e.g. --seed 0")
     wall0 = time.perf_counter()
@@ -241,9 +259,12 @@ def train_charlm(
         corpus = load_corpus(corpus)
     for split, ids in (("train", corpus.train), ("val", corpus.val)):
         if ids.numel() < tcfg.seq_len + 1:
-            raise InputError(f"the {split} split has {ids.numel()} characters, fewer than one window of "
-                             f"seq_len + 1 = {tcfg.seq_len + 1}", path=corpus.source,
-                             hint="give more text or lower seq_len with --config seq_len=N")
+            raise InputError(
+                f"the {split} split has {ids.numel()} characters, fewer than one window of "
+                f"seq_len + 1 = {tcfg.seq_len + 1}",
+                path=corpus.source,
+                hint="give more text or lower seq_len with --config seq_len=N",
+            )
     dist = init_distributed(device)
     device = dist.device
     emit = on_event if (on_event is not None and dist.is_main) else (lambda e: None)
@@ -252,24 +273,41 @@ def train_charlm(
     if resume is not None:
         ckpt = load_checkpoint(resume, model_config=asdict(mcfg))
         if ckpt.extra.get("world_size", 1) != dist.world_size or ckpt.extra.get("seed") != seed:
-            raise InputError(f"checkpoint was written with seed {ckpt.extra.get('seed')} and world size "
-                             f"{ckpt.extra.get('world_size')}, this run has seed {seed} and world size "
-                             f"{dist.world_size}: the batch order would differ", path=ckpt.path,
-                             hint="resume with the same --seed and number of processes")
+            raise InputError(
+                f"checkpoint was written with seed {ckpt.extra.get('seed')} and world size "
+                f"{ckpt.extra.get('world_size')}, this run has seed {seed} and world size "
+                f"{dist.world_size}: the batch order would differ",
+                path=ckpt.path,
+                hint="resume with the same --seed and number of processes",
+            )
     placeholder = WarmupCosine(lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=0, max_steps=1)
     start_step = ckpt.step if ckpt else 0
-    setup = setup_training(model_config=mcfg, train_config=tcfg, corpus=corpus, seed=seed, device=device,
-                           schedule=placeholder, dist=dist, start_step=start_step)
+    setup = setup_training(
+        model_config=mcfg,
+        train_config=tcfg,
+        corpus=corpus,
+        seed=seed,
+        device=device,
+        schedule=placeholder,
+        dist=dist,
+        start_step=start_step,
+    )
     calibration = None
     if ckpt is not None:
         try:
             schedule = WarmupCosine(**ckpt.extra["schedule"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"the manifest's schedule is missing or malformed ({type(exc).__name__}: {exc})",
-                             path=ckpt.path / "manifest.json") from exc
+            raise InputError(
+                f"the manifest's schedule is missing or malformed ({type(exc).__name__}: {exc})",
+                path=ckpt.path / "manifest.json",
+            ) from exc
     elif tcfg.max_steps is not None:
-        schedule = WarmupCosine(lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=min(tcfg.warmup_steps, tcfg.max_steps),
-                                max_steps=tcfg.max_steps)
+        schedule = WarmupCosine(
+            lr_max=tcfg.lr_max,
+            lr_min=tcfg.lr_min,
+            warmup_steps=min(tcfg.warmup_steps, tcfg.max_steps),
+            max_steps=tcfg.max_steps,
+        )
     else:
         assert minutes is not None  # no max_steps, no resume: the check above required a time budget
         budget_s = minutes * 60.0 - (time.perf_counter() - wall0)
@@ -281,20 +319,34 @@ def train_charlm(
             box = [max_steps]
             tdist.broadcast_object_list(box, src=0)
             max_steps = box[0]
-        schedule = WarmupCosine(lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=tcfg.warmup_steps,
-                                max_steps=max_steps)
+        schedule = WarmupCosine(
+            lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=tcfg.warmup_steps, max_steps=max_steps
+        )
     setup.schedule = schedule
     last_step = schedule.max_steps if stop_at_step is None else min(stop_at_step, schedule.max_steps)
 
     params = count_parameters(setup.module)
     fpt = flops_per_token(mcfg, seq_len=tcfg.seq_len)
-    corpus_info = {"source": corpus.source, "fingerprint": corpus.fingerprint, "files": len(corpus.files),
-                   "split": corpus.split, "n_train_chars": corpus.n_train_chars,
-                   "n_val_chars": corpus.n_val_chars, "n_non_ascii": corpus.n_non_ascii,
-                   "non_ascii": corpus.non_ascii}
-    run_config = {"model": asdict(mcfg), "train": asdict(tcfg), "corpus": corpus_info, "device": device,
-                  "world_size": dist.world_size, "schedule": asdict(schedule), "minutes": minutes,
-                  "resumed_from": str(ckpt.path) if ckpt else None}
+    corpus_info = {
+        "source": corpus.source,
+        "fingerprint": corpus.fingerprint,
+        "files": len(corpus.files),
+        "split": corpus.split,
+        "n_train_chars": corpus.n_train_chars,
+        "n_val_chars": corpus.n_val_chars,
+        "n_non_ascii": corpus.n_non_ascii,
+        "non_ascii": corpus.non_ascii,
+    }
+    run_config = {
+        "model": asdict(mcfg),
+        "train": asdict(tcfg),
+        "corpus": corpus_info,
+        "device": device,
+        "world_size": dist.world_size,
+        "schedule": asdict(schedule),
+        "minutes": minutes,
+        "resumed_from": str(ckpt.path) if ckpt else None,
+    }
     data_paths = list(corpus.paths)
     checks: list[Any] = []
     losses: list[tuple[int, float]] = []
@@ -314,13 +366,31 @@ def train_charlm(
             drawn = draw_schedule(schedule, Path(tempfile.mkdtemp(prefix="expkit-schedule-")) / "lr_schedule.png")
             if drawn is not None:
                 schedule_figure = str(run.artifact(drawn) if owner else drawn)
-        emit(TrainEvent("planned", start_step, schedule.max_steps,
-                        {"params": params, "schedule": schedule, "calibration": calibration,
-                         "schedule_figure": schedule_figure, "run_id": run.id if run else None}))
+        emit(
+            TrainEvent(
+                "planned",
+                start_step,
+                schedule.max_steps,
+                {
+                    "params": params,
+                    "schedule": schedule,
+                    "calibration": calibration,
+                    "schedule_figure": schedule_figure,
+                    "run_id": run.id if run else None,
+                },
+            )
+        )
 
         def evaluate(step: int) -> float:
-            v = estimate_val_loss(setup.model, corpus.val, seq_len=tcfg.seq_len, n_windows=tcfg.eval_windows,
-                                  batch_size=tcfg.batch_size * 2, device=device, dist=dist)
+            v = estimate_val_loss(
+                setup.model,
+                corpus.val,
+                seq_len=tcfg.seq_len,
+                n_windows=tcfg.eval_windows,
+                batch_size=tcfg.batch_size * 2,
+                device=device,
+                dist=dist,
+            )
             val_losses.append((step, v))
             if owner:
                 run.log(step, val_loss=v, val_ppl=perplexity(v))
@@ -347,8 +417,10 @@ def train_charlm(
             if tcfg.nan_guard and step % nan_check_every == 0 and not bool(torch.isfinite(all_reduce_mean(loss, dist))):
                 where = locate_first_nonfinite(setup.module, x)  # every rank stops: the mean is the same everywhere
                 checks.append(where)
-                raise CheckFailed(f"loss is {float(loss)} at step {step}: {where.detail}",
-                                  hint="lower lr_max, check the data, or turn off bf16_autocast")
+                raise CheckFailed(
+                    f"loss is {float(loss)} at step {step}: {where.detail}",
+                    hint="lower lr_max, check the data, or turn off bf16_autocast",
+                )
 
         for step in range(start_step, last_step):
             if tcfg.check_zero_grad and step == start_step + 1:  # gradients must be cleared between steps
@@ -363,10 +435,17 @@ def train_charlm(
                 losses.append((step, loss_v))
                 tok_s = (step + 1 - start_step) * tokens_per_step / train_s
                 if owner:
-                    run.log(step, loss=loss_v, lr=schedule.lr_at(step), grad_norm=float(out.grad_norm),
-                            tokens_per_s=tok_s)
-                emit(TrainEvent("log", step, schedule.max_steps,
-                                {"loss": loss_v, "lr": schedule.lr_at(step), "tokens_per_s": tok_s}))
+                    run.log(
+                        step, loss=loss_v, lr=schedule.lr_at(step), grad_norm=float(out.grad_norm), tokens_per_s=tok_s
+                    )
+                emit(
+                    TrainEvent(
+                        "log",
+                        step,
+                        schedule.max_steps,
+                        {"loss": loss_v, "lr": schedule.lr_at(step), "tokens_per_s": tok_s},
+                    )
+                )
             else:
                 train_s += time.perf_counter() - t0
             if (step + 1) % tcfg.eval_interval == 0 and step + 1 < last_step:
@@ -375,8 +454,11 @@ def train_charlm(
                 saved = str(_save(ckpt_dir, setup, step + 1, schedule, seed, dist, corpus))
             # the budget is a hard cap: steps slower than calibrated (a busier machine) end the run early,
             # before the cosine reaches lr_min; checked every step (every log step under DDP: a collective)
-            if calibration is not None and (is_log or not dist.enabled) and \
-                    _over_budget(train_s >= calibration.budget_s and step + 1 < last_step, dist):
+            if (
+                calibration is not None
+                and (is_log or not dist.enabled)
+                and _over_budget(train_s >= calibration.budget_s and step + 1 < last_step, dist)
+            ):
                 stopped_by = "time budget (steps ran slower than calibrated; the cosine did not finish)"
                 break
         steps_done = step + 1 - start_step
@@ -386,19 +468,47 @@ def train_charlm(
         tok_s = steps_done * tokens_per_step / train_s if train_s > 0 else math.nan
         mfu, mfu_reason = measure_mfu(tokens_per_s=tok_s, flops_per_token_=fpt, device=device)
         if owner:
-            run.log(step + 1, final_val_loss=final_val, final_val_ppl=perplexity(final_val), tokens_per_s=tok_s,
-                    **({"mfu": mfu} if mfu is not None else {}))
+            run.log(
+                step + 1,
+                final_val_loss=final_val,
+                final_val_ppl=perplexity(final_val),
+                tokens_per_s=tok_s,
+                **({"mfu": mfu} if mfu is not None else {}),
+            )
         return TrainResult(
-            params=params, first_loss=first_loss, ln_vocab=math.log(mcfg.vocab_size),
-            initial_val_loss=initial_val, initial_val_ppl=perplexity(initial_val),
-            final_val_loss=final_val, final_val_ppl=perplexity(final_val), tokens_per_s=tok_s,
-            mfu=mfu, mfu_reason=mfu_reason, steps=steps_done, start_step=start_step,
-            tokens=steps_done * tokens_per_step, train_s=train_s, wall_s=time.perf_counter() - wall0,
-            stopped_by=stopped_by, run_id=run.id if run else None, run_dir=str(run.dir) if run else None,
-            checkpoint=saved, schedule=schedule, schedule_figure=schedule_figure, checks=tuple(checks),
-            losses=tuple(losses), val_losses=tuple(val_losses), model_config=mcfg, train_config=tcfg,
-            corpus=corpus_info, seed=seed, device=device, world_size=dist.world_size, flops_per_token=fpt,
-            calibration=calibration)
+            params=params,
+            first_loss=first_loss,
+            ln_vocab=math.log(mcfg.vocab_size),
+            initial_val_loss=initial_val,
+            initial_val_ppl=perplexity(initial_val),
+            final_val_loss=final_val,
+            final_val_ppl=perplexity(final_val),
+            tokens_per_s=tok_s,
+            mfu=mfu,
+            mfu_reason=mfu_reason,
+            steps=steps_done,
+            start_step=start_step,
+            tokens=steps_done * tokens_per_step,
+            train_s=train_s,
+            wall_s=time.perf_counter() - wall0,
+            stopped_by=stopped_by,
+            run_id=run.id if run else None,
+            run_dir=str(run.dir) if run else None,
+            checkpoint=saved,
+            schedule=schedule,
+            schedule_figure=schedule_figure,
+            checks=tuple(checks),
+            losses=tuple(losses),
+            val_losses=tuple(val_losses),
+            model_config=mcfg,
+            train_config=tcfg,
+            corpus=corpus_info,
+            seed=seed,
+            device=device,
+            world_size=dist.world_size,
+            flops_per_token=fpt,
+            calibration=calibration,
+        )
 
 
 def _over_budget(mine: bool, dist: DistContext) -> bool:
@@ -412,9 +522,26 @@ def _over_budget(mine: bool, dist: DistContext) -> bool:
     return bool(flag.item())
 
 
-def _save(directory: Path, setup: TrainingSetup, step: int, schedule: WarmupCosine, seed: int,
-          dist: DistContext, corpus: Corpus) -> Path:
-    return save_checkpoint(directory, model=setup.module, optimizer=setup.optimizer, step=step,
-                           model_config=asdict(setup.model_config), train_config=asdict(setup.train_config),
-                           extra={"schedule": asdict(schedule), "seed": seed, "world_size": dist.world_size,
-                                  "corpus_fingerprint": corpus.fingerprint})
+def _save(
+    directory: Path,
+    setup: TrainingSetup,
+    step: int,
+    schedule: WarmupCosine,
+    seed: int,
+    dist: DistContext,
+    corpus: Corpus,
+) -> Path:
+    return save_checkpoint(
+        directory,
+        model=setup.module,
+        optimizer=setup.optimizer,
+        step=step,
+        model_config=asdict(setup.model_config),
+        train_config=asdict(setup.train_config),
+        extra={
+            "schedule": asdict(schedule),
+            "seed": seed,
+            "world_size": dist.world_size,
+            "corpus_fingerprint": corpus.fingerprint,
+        },
+    )
