@@ -24,10 +24,9 @@ import time
 from pathlib import Path
 
 import orjson
+import torch  # noqa: F401  - a training script has torch imported before start()
 
 from timing import add_run_options, median_cpu_s, median_wall_s, write_results  # benchmarks/timing.py
-
-import torch  # noqa: F401  - a training script has torch imported before start()
 
 
 def bench_capture(tmp: Path, repeats: int) -> dict:

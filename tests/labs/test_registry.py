@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from expkit.errors import UsageError
-from expkit.labs.base import Lab, LabOutput, verdict_within
+from expkit.labs.base import Lab, verdict_within
 from expkit.labs.registry import all_labs, select_labs
 from expkit.labs.runner import run_labs
 

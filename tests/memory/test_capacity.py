@@ -21,9 +21,8 @@ def test_live_and_peak_bytes_follow_allocations_and_frees():
 
 
 def test_allocation_past_the_cap_raises_cuda_format_oom():
-    with pytest.raises(torch.OutOfMemoryError) as err:
-        with capped_memory(3 * 2**20):
-            keep = [torch.zeros(2**18) for _ in range(4)]  # 1 MiB each: the 4th passes 3 MiB
-            del keep
+    with pytest.raises(torch.OutOfMemoryError) as err, capped_memory(3 * 2**20):
+        keep = [torch.zeros(2**18) for _ in range(4)]  # 1 MiB each: the 4th passes 3 MiB
+        del keep
     info = parse_oom_message(str(err.value))
     assert info is not None and info.requested_bytes == 2**20 and info.capacity_bytes == 3 * 2**20

@@ -11,7 +11,6 @@ import pytest
 
 from expkit.labs.base import Lab, LabContext, LabOutput, Measurement, SeedFigure, Verdict
 from expkit.labs.runner import run_labs
-from expkit.render.report import render_html
 
 EVIL = "<script>alert('x')</script>"
 

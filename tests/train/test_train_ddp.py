@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from train_fixtures import TINY_MODEL, tiny_train
 
 from expkit.train import train_charlm
-from train_fixtures import TINY_MODEL, tiny_train
 
 OVERRIDES = [
     "n_layer=1",

@@ -7,10 +7,10 @@ import json
 from dataclasses import replace
 
 import pytest
+from train_fixtures import TINY_MODEL, tiny_train
 
 from expkit.errors import CheckFailed, InputError, UsageError
-from expkit.train import CharLMConfig, find_checkpoints, load_checkpoint, train_charlm
-from train_fixtures import TINY_MODEL, tiny_train
+from expkit.train import find_checkpoints, load_checkpoint, train_charlm
 
 
 def test_training_lowers_val_loss_and_reports_checks(small_corpus, tmp_path):

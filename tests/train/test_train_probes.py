@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from train_fixtures import TINY_MODEL
 
 from expkit.train.probes import (
     compare_accumulated_gradients,
@@ -11,7 +12,6 @@ from expkit.train.probes import (
     measure_item_sync,
     trace_grad_norm_growth,
 )
-from train_fixtures import TINY_MODEL
 
 
 def test_accumulated_micro_batches_match_one_big_batch():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
+from train_fixtures import TINY_MODEL
 
 from expkit.train import (
     CharLM,
@@ -16,7 +16,6 @@ from expkit.train import (
     find_stale_grads,
     locate_first_nonfinite,
 )
-from train_fixtures import TINY_MODEL
 
 
 def test_first_loss_at_ln_v_is_ok_and_the_seed_figure_too():

@@ -29,6 +29,5 @@ def test_restores_after_an_exception_and_refuses_zero():
     with pytest.raises(RuntimeError, match="boom"), torch_threads(1):
         raise RuntimeError("boom")
     assert torch.get_num_threads() == before
-    with pytest.raises(UsageError, match=r"threads=0 must be in \[1, 4096\]"):
-        with torch_threads(0):
-            pass
+    with pytest.raises(UsageError, match=r"threads=0 must be in \[1, 4096\]"), torch_threads(0):
+        pass

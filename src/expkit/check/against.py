@@ -113,7 +113,7 @@ def _call(f: Callable[..., Any], xs: list[Any], shapes: tuple[tuple[int, ...], .
             f"{role} {_name(f)} called sys.exit() (inputs of shapes {shapes})",
             hint="an operator must return its result, not exit",
         ) from None
-    except Exception as exc:  # noqa: BLE001 - the user's operator failed on our inputs: say which and how
+    except Exception as exc:  # the user's operator failed on our inputs: say which and how
         raise UsageError(
             f"{role} {_name(f)} raised {type(exc).__name__}: {exc} (inputs of shapes {shapes})",
             hint="it must take one array/tensor per shape and return one; wrap it to fix other "

@@ -167,7 +167,7 @@ class _ErrorBoundary(TyperGroup):
             self._emit_error("Interrupted", "interrupted (Ctrl-C)", None)
             print("\ninterrupted", file=sys.stderr)
             ctx.exit(EXIT_INTERRUPTED)
-        except Exception as exc:  # noqa: BLE001 - the boundary: anything not ours is our bug
+        except Exception as exc:  # the boundary: anything not ours is our bug
             if _is_click_control(exc):  # --help, typer.Exit, a bad option: click's own exit codes
                 if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
                     self._emit_error("UsageError", exc.format_message(), None)

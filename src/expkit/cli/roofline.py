@@ -7,7 +7,6 @@ from pathlib import Path
 import typer
 
 from expkit.cli.output import emit_json
-
 from expkit.perf.roofline import PHASES, WEIGHT_BITS
 
 app = typer.Typer(invoke_without_command=True)  # help: the callback's docstring, examples included

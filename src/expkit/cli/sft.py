@@ -12,7 +12,6 @@ from typing import Any
 import typer
 
 from expkit.cli.output import emit_json
-
 from expkit.errors import CheckFailed, UsageError
 
 app = typer.Typer(
@@ -452,7 +451,7 @@ def data(
     kwargs = {"system_prompt": None} if no_system else {}
     path = write_chat_jsonl(generate_chat_examples(n=n, seed=seed, tasks=names, **kwargs), out)
     if json_out:
-        emit_json(({"path": str(path), "conversations": n, "seed": seed, "tasks": names, "system_turn": not no_system}))
+        emit_json({"path": str(path), "conversations": n, "seed": seed, "tasks": names, "system_turn": not no_system})
         return
     print(f"wrote {n} conversations to {path}")
 

@@ -14,10 +14,10 @@ from typing import Literal
 from expkit.errors import InputError, UsageError
 
 __all__ = [
-    "ChatExample",
-    "ChatFile",
     "ROLES",
     "TASKS",
+    "ChatExample",
+    "ChatFile",
     "answer_of",
     "generate_chat_examples",
     "iter_chat_examples",

@@ -27,9 +27,9 @@ from expkit.finetune.chatdata import SYSTEM_PROMPT, TASKS, plain_task_text
 
 __all__ = [
     "CHATML_TEMPLATE",
+    "END_OF_TURN",
     "DemoModel",
     "DemoModelSpec",
-    "END_OF_TURN",
     "build_demo_model",
     "demo_model_spec",
     "ensure_demo_model",

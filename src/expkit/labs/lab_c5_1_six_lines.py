@@ -103,7 +103,7 @@ def run(ctx: LabContext) -> LabOutput:
     import os
     from typing import cast
 
-    import torch  # noqa: F401 - named in a cast
+    import torch
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from datasets import load_dataset
@@ -113,8 +113,8 @@ def run(ctx: LabContext) -> LabOutput:
 
     from expkit.finetune.chatdata import generate_chat_examples, write_chat_jsonl
     from expkit.finetune.demomodel import ensure_demo_model
-    from expkit.train.threads import torch_threads
     from expkit.finetune.training import quiet_progress
+    from expkit.train.threads import torch_threads
 
     demo = ensure_demo_model(quick=ctx.quick)
     model_dir = str(demo.path)

@@ -51,12 +51,12 @@ def _charlm_step(seed: int, device: str = "cpu"):  # noqa: ANN202 - a step funct
     seed=(SEED_BUCKETS,),
 )
 def run(ctx: LabContext) -> LabOutput:
+    import torch
+
     from expkit.perf.buckets import BUCKET_LABELS
     from expkit.perf.profiler import profile
-    from expkit.train.threads import torch_threads
     from expkit.render.figures import new_figure, save_figure
-
-    import torch
+    from expkit.train.threads import torch_threads
 
     cuda = ctx.device == "cuda" and torch.cuda.is_available()
     step_fn, what = _charlm_step(ctx.seed, "cuda" if cuda else "cpu")

@@ -14,9 +14,9 @@ from expkit.memory.architecture import ModelSpec
 from expkit.models.description import LayerSpec
 
 __all__ = [
+    "LINEAR_GROUPS",
     "ActivationEstimate",
     "ActivationTerm",
-    "LINEAR_GROUPS",
     "estimate_activations",
     "korthikanti_bytes",
 ]
@@ -167,7 +167,7 @@ def estimate_activations(
         )
         kinds.append((layer.label, count, terms))
     norm_b = 4 * h + 4 + (resid * h if full else 0)
-    norm_f = f"x fp32 4h + rsqrt 4" + (f" + normed {resid}h" if full else " (frozen weight: normed not saved)")
+    norm_f = "x fp32 4h + rsqrt 4" + (f" + normed {resid}h" if full else " (frozen weight: normed not saved)")
 
     tokens = batch * seq
     per_kind_bytes = [

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from expkit.errors import UsageError
 from expkit.memory.ledger import Ledger, LedgerLine
 
-__all__ = ["CONVENTIONS", "ConventionComparison", "ComparisonRow", "compare_conventions", "ledger_for_convention"]
+__all__ = ["CONVENTIONS", "ComparisonRow", "ConventionComparison", "compare_conventions", "ledger_for_convention"]
 
 CONVENTIONS = ("expkit", "zero", "hf", "deepspeed", "accelerate")
 _NO_ACT = "not counted by this convention"

@@ -22,9 +22,9 @@ __all__ = [
     "Ledger",
     "LedgerLine",
     "TrainingQuery",
-    "ledger_for_query",
     "estimate_inference_memory",
     "estimate_training_memory",
+    "ledger_for_query",
 ]
 
 METHODS = ("full", "lora", "qlora")

@@ -21,8 +21,8 @@ __all__ = [
     "build_replica",
     "measure_saved_bytes",
     "measure_step_peak",
-    "training_state_bytes",
     "time_forward_backward",
+    "training_state_bytes",
 ]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from expkit.errors import UsageError
 
-__all__ = ["DecodePoint", "build_tiny_decoder", "measure_decode_throughput", "TINY_DECODER_CONFIG"]
+__all__ = ["TINY_DECODER_CONFIG", "DecodePoint", "build_tiny_decoder", "measure_decode_throughput"]
 
 # A Qwen2-style decoder whose fp32 matmul weights (12.4M parameters, ~50 MB) are larger than a
 # typical CPU last-level cache (32 MiB here), so batch-1 decode streams the weights from DRAM as a real

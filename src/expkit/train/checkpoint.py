@@ -233,7 +233,7 @@ def restore_checkpoint(
 
     try:
         load_model(model, str(ckpt.path / _MODEL_FILE), strict=True)
-    except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types for a bad header
+    except Exception as exc:  # safetensors raises its own error types for a bad header
         raise InputError(
             f"cannot load the model weights: {type(exc).__name__}: {exc}", path=ckpt.path / _MODEL_FILE
         ) from exc

@@ -122,7 +122,7 @@ class CharLM(nn.Module):
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         B, T = idx.shape
-        if T > self.config.block_size:
+        if T > self.config.block_size:  # noqa: SIM300 - T is the sequence length (nanoGPT naming), not a constant
             raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
         pos = torch.arange(T, device=idx.device)  # (T,)
         x = self.drop(self.wte(idx) + self.wpe(pos))  # (B, T, d)
