@@ -646,3 +646,9 @@ def test_sft_config_transformers_refuses_is_named(cli, demo_dir, tmp_path, chat_
     model = _broken_copy(demo_dir, tmp_path, lambda d: _set_config(d, num_hidden_layers=3))
     err = _one_line_error(cli(*_stop_args(model, chat_file)))
     assert "config.json: transformers refuses config.json" in err
+
+
+def test_sweep_huge_seed_count_is_refused(cli, tmp_path):
+    """Fuzz H6: `--seeds 10**30` was an OverflowError traceback from range()."""
+    res = cli("sweep", "--seeds", "9" * 30, "--store", str(tmp_path / "s"), "--", "python", "-c", "pass")
+    assert "between 1 and" in _one_line_error(res)

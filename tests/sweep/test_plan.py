@@ -54,8 +54,16 @@ def test_bad_grid_items_are_named(items, match):
 def test_bad_plans_are_refused():
     with pytest.raises(UsageError, match="no command"):
         plan_sweep([], group="g")
-    with pytest.raises(UsageError, match="at least 1"):
+    with pytest.raises(UsageError, match="between 1 and"):
         plan_sweep(["x"], group="g", seeds=0)
+    with pytest.raises(UsageError, match="between 1 and"):  # was an OverflowError from range() (fuzz H6)
+        plan_sweep(["x"], group="g", seeds=10**30)
+    with pytest.raises(UsageError, match="trials"):
+        plan_sweep(["x"], group="g", grid=["a=" + ",".join(map(str, range(1000)))], seeds=1000)
+    with pytest.raises(UsageError, match=r"outside 0\.\.2"):
+        plan_sweep(["x"], group="g", seeds=[-5])
+    with pytest.raises(UsageError, match=r"outside 0\.\.2"):
+        plan_sweep(["x"], group="g", seeds=[10**30])
     with pytest.raises(UsageError, match="not allowed"):
         plan_sweep(["x"], group="../up")
 

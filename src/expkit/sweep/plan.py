@@ -14,6 +14,7 @@ The seed goes as ``EXPKIT_SEED`` (as ``expkit runs exec`` hands it); the trial's
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -146,6 +147,10 @@ def parse_grid(items: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     return tuple(grid)
 
 
+MAX_TRIALS = 100_000
+"""The most trials one sweep plans: each trial is a process and a run directory."""
+
+
 def plan_sweep(
     command: Sequence[str],
     *,
@@ -167,14 +172,27 @@ def plan_sweep(
     if not command:
         raise UsageError("no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
     validate_name(group, what="sweep name (group)")
+    if isinstance(seeds, int) and not 1 <= seeds <= MAX_TRIALS:
+        raise UsageError(
+            f"--seeds {seeds} must be between 1 and {MAX_TRIALS:,}",
+            hint="it is the number of seeds per config (0..N-1), not a seed value",
+        )
     seed_list = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
-    if not seed_list or (isinstance(seeds, int) and seeds < 1):
-        raise UsageError(f"--seeds {seeds} must be at least 1")
+    if not seed_list:
+        raise UsageError("no seeds given", hint="give --seeds N (at least 1)")
     if len(set(seed_list)) != len(seed_list):
         raise UsageError(f"seeds {list(seed_list)} repeat a seed")
-    return SweepPlan(
-        group=group, command=tuple(command), grid=parse_grid(grid), seeds=seed_list, config_args=config_args
-    )
+    bad = [s for s in seed_list if not 0 <= s < 2**63]
+    if bad:
+        raise UsageError(f"seed {bad[0]} is outside 0..2**63-1", hint="torch.manual_seed and numpy take seeds there")
+    parsed = parse_grid(grid)
+    n_trials = math.prod(len(vals) for _, vals in parsed) * len(seed_list)
+    if n_trials > MAX_TRIALS:
+        raise UsageError(
+            f"the sweep has {n_trials:,} trials (configs x seeds), more than {MAX_TRIALS:,}",
+            hint="narrow the grid or the seeds; a sweep that large is a typo more often than a plan",
+        )
+    return SweepPlan(group=group, command=tuple(command), grid=parsed, seeds=seed_list, config_args=config_args)
 
 
 def plan_path(root: Path, group: str) -> Path:
