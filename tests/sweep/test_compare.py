@@ -10,7 +10,7 @@ from scipy import stats as sps
 
 from expkit.errors import UsageError
 from expkit.runs.execute import execute
-from expkit.sweep.compare import compare_groups, curve_set_of, is_loss_like, seeds_needed
+from expkit.sweep.compare import MAX_SEEDS, compare_groups, curve_set_of, is_loss_like, seeds_needed
 
 A = [1.0, 1.2, 0.9, 1.1, 1.0]
 B_BETTER = [0.72, 0.88, 0.61, 0.79, 0.70]  # A - 0.3 with per-seed noise: paired d sd = 0.0158 (hand: ss = 0.001)
@@ -83,6 +83,11 @@ def test_seeds_needed_matches_r_power_t_test():
     assert seeds_needed(1.0, 1.0, paired=False) == 17
     assert seeds_needed(1.0, 1.0, paired=True) == 10
     assert seeds_needed(0.0, 1.0, paired=True) is None
+    # delta=.5: n = 63.77; delta=.1: 1570.7, paired 786.8; delta=.03 needs ~17,400, past the cap
+    assert seeds_needed(0.5, 1.0, paired=False) == 64
+    assert seeds_needed(0.1, 1.0, paired=False) == 1571
+    assert seeds_needed(0.1, 1.0, paired=True) == 787
+    assert seeds_needed(0.03, 1.0, paired=False) == MAX_SEEDS + 1
 
 
 def test_split_one_sweep_by_a_config_key(tmp_path):
