@@ -8,7 +8,7 @@ import json
 def test_list_shows_c2_2(cli):
     res = cli("labs", "list", "--json")
     assert res.exit_code == 0
-    ids = [l["id"] for l in json.loads(res.stdout)["result"]]
+    ids = [lab["id"] for lab in json.loads(res.stdout)["result"]]
     assert "C2.2" in ids
 
 

@@ -13,7 +13,7 @@ def test_lora_ledger_json_has_the_issue_fields(cli):
     out = json.loads(res.stdout)["result"]
     assert out["total_params"] == 494_032_768 and out["trainable_params"] == 8_798_208
     assert out["trainable_fraction"] == pytest.approx(0.0178, abs=1e-4)
-    names = [l["name"] for l in out["lines"]]
+    names = [line["name"] for line in out["lines"]]
     for expected in (
         "fp32 master weights",
         "bf16 weights",
@@ -26,7 +26,7 @@ def test_lora_ledger_json_has_the_issue_fields(cli):
         "runtime overhead",
     ):
         assert expected in names
-    assert out["per_gpu_bytes"] == sum(l["bytes"] for l in out["lines"])
+    assert out["per_gpu_bytes"] == sum(line["bytes"] for line in out["lines"])
     assert out["fits"] is None
     assert out["parameters"]["trainable_fraction_of_all"] == pytest.approx(0.01750, abs=1e-5)
 
@@ -48,7 +48,7 @@ def test_explain_shows_every_convention(cli):
 def test_inference_mode(cli):
     res = cli("mem", "llama-3-8b", "--mode", "infer", "--context", "8192", "--json")
     assert res.exit_code == 0, res.stderr
-    kv = next(l for l in json.loads(res.stdout)["result"]["lines"] if l["name"] == "KV cache")
+    kv = next(line for line in json.loads(res.stdout)["result"]["lines"] if line["name"] == "KV cache")
     assert kv["bytes"] == 2**30
 
 

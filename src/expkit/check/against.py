@@ -202,7 +202,7 @@ def against(
                 )
                 gf = torch.autograd.grad(out_fn, xs_fn, grad_outputs=g, allow_unused=True)
                 gr = torch.autograd.grad(out_ref, xs_ref, grad_outputs=g, allow_unused=True)
-                for a, b, x in zip(gf, gr, xs_ref):
+                for a, b, x in zip(gf, gr, xs_ref, strict=True):
                     a = torch.zeros_like(x) if a is None else a
                     b = torch.zeros_like(x) if b is None else b
                     grads.append(compare(a, b, rtol=rtol, atol=atol))

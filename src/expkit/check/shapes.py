@@ -106,7 +106,7 @@ def expect_shape(x: T, spec: str, dims: Dims | None = None, *, name: str = "tens
             )
         shape_tail = shape
     offset = len(shape) - len(shape_tail)
-    for axis, (tok, size) in enumerate(zip(tokens, shape_tail), start=offset):
+    for axis, (tok, size) in enumerate(zip(tokens, shape_tail, strict=True), start=offset):
         if tok == "_":
             continue
         if tok.lstrip("-").isdigit():

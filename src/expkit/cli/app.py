@@ -16,6 +16,7 @@ import errno
 import os
 import sys
 import traceback
+from collections.abc import Sequence
 from typing import Any
 
 import typer
@@ -43,7 +44,7 @@ def _silence_stdout() -> None:
         pass
 
 
-def _wants_json(argv: list[str]) -> bool:
+def _wants_json(argv: Sequence[str]) -> bool:
     """``--json`` among the options, not among the arguments of a wrapped command after ``--``."""
     head = argv[: argv.index("--")] if "--" in argv else argv
     return "--json" in head
@@ -104,12 +105,12 @@ def _is_click_control(exc: BaseException) -> bool:
 class _ErrorBoundary(TyperGroup):
     """The one error boundary: every exception below becomes one exit code and, for ours, one line."""
 
-    _argv: list[str] = []
+    _argv: tuple[str, ...] = ()
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         from expkit.cli.output import set_command_name
 
-        self._argv = list(sys.argv[1:] if args is None else args)
+        self._argv = tuple(sys.argv[1:] if args is None else args)
         set_command_name(self._command_from_argv())
         return super().main(args, *a, **kw)
 

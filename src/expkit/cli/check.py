@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import typer
 
 from expkit.cli.output import emit_json
+
+if TYPE_CHECKING:
+    from expkit.check.against import Backend
 
 app = typer.Typer(
     help="Trust your ops: compare an operator with a reference at dtype tolerances.", no_args_is_help=True
@@ -26,6 +31,15 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     if not dims or any(d <= 0 for d in dims):
         raise UsageError(f"--shape {shown!r} needs positive sizes", hint="e.g. --shape 2,64,32")
     return dims
+
+
+def _parse_backend(value: str, option: str) -> Backend:
+    """``value`` of ``option`` as a backend: numpy or torch."""
+    from expkit.errors import UsageError
+
+    if value not in ("numpy", "torch"):
+        raise UsageError(f"{option} {value!r} is not a backend", hint="use numpy or torch")
+    return cast("Backend", value)
 
 
 def _print_report(report, title: str) -> None:  # noqa: ANN001 - AgainstReport, imported lazily
@@ -123,7 +137,9 @@ def op(
     from expkit.check.against import against, load_callable
     from expkit.errors import CheckFailed, require
 
-    if "torch" in (backend, reference_backend) or grad:
+    fn_backend = _parse_backend(backend, "--backend")
+    ref_backend = _parse_backend(reference_backend, "--reference-backend")
+    if "torch" in (fn_backend, ref_backend) or grad:
         require("torch")  # numpy on both sides runs on the light install
 
     cases = [[_parse_shape(s) for s in case.split(";")] for case in shape]
@@ -134,11 +150,11 @@ def op(
         dtypes=dtype,
         seed=seed,
         grad=grad,
-        fn_backend=backend,
-        reference_backend=reference_backend,
+        fn_backend=fn_backend,
+        reference_backend=ref_backend,
         rtol=rtol,
         atol=atol,
-    )  # type: ignore[arg-type]
+    )
     rep = replace(rep, fn=fn, reference=reference)  # the names as the user wrote them
     if json_out:
         emit_json(rep)

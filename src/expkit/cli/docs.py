@@ -130,13 +130,13 @@ def regenerate(text: str, blocks: list[GeneratedBlock] | None = None) -> str:
         ValueError: a block's markers are missing from ``text`` (naming the block).
     """
     for block in generated_blocks() if blocks is None else blocks:
-        pattern = _pattern(block.name)
-        if not pattern.search(text):
+        found = _pattern(block.name).search(text)
+        if found is None:
             raise ValueError(
                 f"README has no markers for the generated block {block.name!r}: "
                 f"add '{block.begin}' and '{block.end}' on lines of their own"
             )
-        text = pattern.sub(lambda _m, b=block: f"{b.begin}\n{b.text}\n{b.end}", text, count=1)
+        text = f"{text[: found.start()]}{block.begin}\n{block.text}\n{block.end}{text[found.end() :]}"
     return text
 
 

@@ -23,15 +23,16 @@ def list_labs(json_out: bool = typer.Option(False, "--json", help="Print the lab
 
     labs = all_labs()
     if json_out:
-        emit_json([{"id": l.id, "title": l.title, "claims": l.claims, "seed": l.seed_figures} for l in labs])
+        emit_json([{"id": lab.id, "title": lab.title, "claims": lab.claims, "seed": lab.seed_figures} for lab in labs])
         return
     from rich.table import Table
 
     from expkit.render.console import out_console
 
     table = Table("lab", "claims", "title", "seed figures")
-    for l in labs:
-        table.add_row(l.id, ", ".join(l.claims), l.title, "; ".join(s.text for s in l.seed_figures) or "(behaviour)")
+    for lab in labs:
+        seed_figures = "; ".join(s.text for s in lab.seed_figures) or "(behaviour)"
+        table.add_row(lab.id, ", ".join(lab.claims), lab.title, seed_figures)
     out_console().print(table)
 
 

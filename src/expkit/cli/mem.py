@@ -87,6 +87,8 @@ def mem(
 
       expkit mem deepseek-v3 --mode infer --context 8192 --gpus 8 --gpu h200   # MLA latent cache, fp8 weights
     """
+    from functools import partial
+
     from expkit.errors import CheckFailed
     from expkit.memory.ledger import TrainingQuery
     from expkit.memory.params import resolve_spec
@@ -110,7 +112,9 @@ def mem(
         gpu=gpu,
     )
     info = _read_oom(oom) if oom is not None else None
-    options = dict(
+    build = partial(
+        build_memory_report,
+        query,
         mode=mode,
         context=context,
         convention=convention,
@@ -121,9 +125,9 @@ def mem(
     )
     if measure:
         with progress_steps(1, "measuring replicas") as advance:
-            report = build_memory_report(query, on_step=advance, **options)
+            report = build(on_step=advance)
     else:
-        report = build_memory_report(query, **options)
+        report = build()
     if json_out:
         from expkit.render.jsonout import to_jsonable
 
@@ -138,7 +142,7 @@ def mem(
 
         render_memory_report(report)
     led = report.ledger
-    if led.fits is False:
+    if led.fits is False and led.gpu_memory_bytes is not None:  # fits is set together with the GPU's memory
         raise CheckFailed(
             f"{led.model} does not fit on {led.gpu}: predicted peak {led.peak_bytes / 2**30:,.2f} GiB "
             f"> {led.gpu_memory_bytes / 2**30:,.2f} GiB",

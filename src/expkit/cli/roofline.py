@@ -56,7 +56,8 @@ def roofline(
     weight_bits: int | None = typer.Option(
         None,
         "--weight-bits",
-        help=f"Weight-only quantization: {', '.join(map(str, WEIGHT_BITS))} (default: the checkpoint's, 16 when not quantized).",
+        help=f"Weight-only quantization: {', '.join(map(str, WEIGHT_BITS))} "
+        "(default: the checkpoint's, 16 when not quantized).",
     ),
     figure: Path | None = typer.Option(
         None, "--figure", help="Write a roofline figure (PNG) with all three phases placed."
@@ -267,14 +268,16 @@ def measure(
         f"median {_fmt(m.copy.median_bandwidth_bytes_s, 'B/s')})"
     )
     print(f"ridge: {m.ridge_flop_per_byte:.3g} FLOP/byte")
-    if m.gemm_vs_reference_ratio is not None:
+    ref_gemm, ref_copy = m.reference_gemm, m.reference_copy
+    if ref_gemm is not None and m.gemm_vs_reference_ratio is not None:
         print(
-            f"vs torch.matmul n={m.reference_gemm.n}: {_fmt(m.reference_gemm.best_flop_s, 'FLOP/s')}, "
+            f"vs torch.matmul n={ref_gemm.n}: {_fmt(ref_gemm.best_flop_s, 'FLOP/s')}, "
             f"ratio {m.gemm_vs_reference_ratio:.2f}"
         )
+    if ref_copy is not None and m.bandwidth_vs_reference_ratio is not None:
         print(
-            f"vs {m.reference_copy.method} of {m.reference_copy.size_bytes / 1024**3:.3g} GiB: "
-            f"{_fmt(m.reference_copy.best_bandwidth_bytes_s, 'B/s')}, ratio {m.bandwidth_vs_reference_ratio:.2f}"
+            f"vs {ref_copy.method} of {ref_copy.size_bytes / 1024**3:.3g} GiB: "
+            f"{_fmt(ref_copy.best_bandwidth_bytes_s, 'B/s')}, ratio {m.bandwidth_vs_reference_ratio:.2f}"
         )
 
 

@@ -37,7 +37,8 @@ _PREFIX_SHAPES = tuple(
         r"(?:\s*[-|:]\s+|\s+|(?=\[))",
         r"\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:\s+-\s+|\s+)",  # HF examples: 11/30/2026 21:17:37 - INFO -
         r"\[?\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\]?\s+",  # a time alone
-        # glog (PyTorch's C++ and torchelastic): [E1130 21:17:37.123456789 ProcessGroupNCCL.cpp:616], E1130 ... api.py:869]
+        # glog (PyTorch's C++ and torchelastic):
+        # [E1130 21:17:37.123456789 ProcessGroupNCCL.cpp:616], E1130 ... api.py:869]
         r"\[?[IWEF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+\s+(?:\d+\s+)?[\w./<>-]+:\d+\]\s*",
         r"\[[IWEF] [\w./<>-]+:\d+\]\s*",  # older glog: [E ProcessGroupNCCL.cpp:737]
         r"(?:stdout|stderr) [FP] ",  # Kubernetes CRI log lines after their timestamp

@@ -105,7 +105,7 @@ def _read_member(zf: zipfile.ZipFile, name: str, path: str) -> bytes:
         except (NotImplementedError, RuntimeError) as exc:  # a method this zipfile cannot decompress
             raise InputError(f"cannot decompress {name}: {exc}", path=path) from None
     try:
-        import zstandard  # type: ignore[import-not-found]
+        import zstandard
     except ImportError:
         raise InputError(
             f"{name} is Zstandard-compressed (zip method 93, Inspect's .eval default) and this "
