@@ -51,8 +51,11 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_parse_metrics_line() -> None:
-    assert parse_metrics_line(b'{"step": 3, "loss": 0.5, "tag": "a", "ok": true}\n') == ({"step": 3, "loss": 0.5},
-                                                                                          None, "json")
+    assert parse_metrics_line(b'{"step": 3, "loss": 0.5, "tag": "a", "ok": true}\n') == (
+        {"step": 3, "loss": 0.5},
+        None,
+        "json",
+    )
     assert parse_metrics_line(b'{"loss": 0.5}') is None
     assert parse_metrics_line(b'{"step": "3"}') is None
     assert parse_metrics_line(b"step 3 loss 0.5") is None
@@ -60,8 +63,14 @@ def test_parse_metrics_line() -> None:
 
 def test_exec_records_output_metrics_and_status(repo: Path) -> None:
     seen: list[tuple[str, bytes]] = []
-    res = execute([PY, "train.py", "0.1"], store=repo / "runs", seed=4, name="base", data=["train.py"],
-                  on_output=lambda s, line: seen.append((s, line)))
+    res = execute(
+        [PY, "train.py", "0.1"],
+        store=repo / "runs",
+        seed=4,
+        name="base",
+        data=["train.py"],
+        on_output=lambda s, line: seen.append((s, line)),
+    )
     rec = read_run(Path(res.run_dir))
     assert res.status == "finished" and res.exit_code == 0 and rec["seed"]["seed"] == 4
     assert rec["command"] == [PY, "train.py", "0.1"] and rec["code"]["dirty"] is False
@@ -76,9 +85,9 @@ def test_exec_records_output_metrics_and_status(repo: Path) -> None:
 
 def test_script_calling_start_attaches_to_the_exec_run(repo: Path) -> None:
     script = repo / "api.py"
-    script.write_text("from expkit.runs import start\n"
-                      "with start(config={'lr': 0.5}, seed=None) as run:\n"
-                      "    run.log(1, loss=0.25)\n")
+    script.write_text(
+        "from expkit.runs import start\nwith start(config={'lr': 0.5}, seed=None) as run:\n    run.log(1, loss=0.25)\n"
+    )
     res = execute([PY, str(script)], store=repo / "runs", seed=9)
     rec = read_run(Path(res.run_dir))
     assert rec["attached"] and rec["config"] == {"lr": 0.5}
@@ -107,7 +116,8 @@ def test_determinism_probe_names_ops_that_refuse(repo: Path) -> None:
         "assert os.environ['EXPKIT_DETERMINISTIC'] == 'warn'\n"
         "print('UserWarning: scatter_add_cuda_kernel does not have a deterministic implementation, but you set '\n"
         "      \"'torch.use_deterministic_algorithms(True, warn_only=True)'.\", file=sys.stderr)\n"
-        "print(json.dumps({'step': 1, 'loss': int(os.environ['EXPKIT_SEED']) / 10}))\n")
+        "print(json.dumps({'step': 1, 'loss': int(os.environ['EXPKIT_SEED']) / 10}))\n"
+    )
     rep = probe_command([PY, str(script)], seeds=2, store=repo / "runs", group="cuda")
     assert rep.refusing_ops == ("scatter_add_cuda_kernel",) and rep.repeat_identical
     assert rep.seed_range["loss"] == pytest.approx(0.1)
@@ -126,8 +136,9 @@ def test_determinism_probe_of_a_function() -> None:
     assert not torch.are_deterministic_algorithms_enabled()  # restored
 
 
-def test_diff_ranks_config_first_and_catches_package_and_patch(repo: Path, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_diff_ranks_config_first_and_catches_package_and_patch(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site = tmp_path / "site"
     dist = site / "expkit_probe_pkg-1.0.dist-info"
     dist.mkdir(parents=True)

@@ -30,10 +30,25 @@ def mlflow_server(tmp_path: Path):
     mlflow_exe = Path(sys.executable).with_name("mlflow")
     log = open(tmp_path / "mlflow-server.log", "wb")  # noqa: SIM115 - the server outlives this block
     proc = subprocess.Popen(
-        [str(mlflow_exe), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
-         "--artifacts-destination", str(tmp_path / "mlartifacts")],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path)
+        [
+            str(mlflow_exe),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(tmp_path / "mlartifacts"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=tmp_path,
+    )
     uri = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     try:

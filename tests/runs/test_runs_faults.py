@@ -50,16 +50,19 @@ def test_corrupt_index_is_rebuilt_for_ls_show_and_exec(store: Path, damage: str)
         assert find_run_dir(store, "b").is_dir()  # show-by-name goes through the index
     index.write_bytes(os.urandom(8192))
     with pytest.warns(RuntimeWarning):
-        res = execute([PY, "-c", "print('{\"step\": 1, \"loss\": 0.5}')"], store=store, seed=1)
+        res = execute([PY, "-c", 'print(\'{"step": 1, "loss": 0.5}\')'], store=store, seed=1)
     assert res.status == "finished"
     assert {r.status for r in list_runs(store).runs} == {"finished"}  # no lost run left behind
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"[1, 2, 3]", "holds a JSON list, not an object"),
-    (b'"just text"', "holds a JSON str"),
-    (None, "field 'status' is a int"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"[1, 2, 3]", "holds a JSON list, not an object"),
+        (b'"just text"', "holds a JSON str"),
+        (None, "field 'status' is a int"),
+    ],
+)
 def test_bad_run_json_is_named_and_the_rest_listed(store: Path, content: bytes | None, message: str) -> None:
     bad = find_run_dir(store, "b") / "run.json"
     if content is None:

@@ -32,7 +32,10 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_parse_trainer_json_nan_and_rank_lines() -> None:
     # transformers 5 prints string values; the step is not in the dict
     assert parse_metrics_line(b"{'loss': '2.31', 'grad_norm': '1.5', 'learning_rate': '5e-05', 'epoch': 0.5}") == (
-        {"loss": 2.31, "grad_norm": 1.5, "learning_rate": 5e-05, "epoch": 0.5}, None, "trainer")
+        {"loss": 2.31, "grad_norm": 1.5, "learning_rate": 5e-05, "epoch": 0.5},
+        None,
+        "trainer",
+    )
     rec, _, kind = parse_metrics_line(b'{"step": 3, "loss": NaN, "acc": Infinity, "x": "-inf"}')
     assert kind == "json" and math.isnan(rec["loss"]) and rec["acc"] == math.inf and rec["x"] == -math.inf
     rec, _, _ = parse_metrics_line(b"{'loss': nan, 'epoch': 1.0}")  # a Python repr of a NaN float
@@ -88,10 +91,12 @@ def test_exec_tags_ranks_and_rank_0_owns_final(store: Path, tmp_path: Path) -> N
 def test_lost_run_keeps_final_metrics_from_disk_and_is_found_by_where(store: Path, tmp_path: Path) -> None:
     """Issue 14: a SIGKILLed (lost) run showed no final metrics and `--where metric.loss<0.5` left it out."""
     script = tmp_path / "k.py"
-    script.write_text("import time\nfrom expkit.runs import start\n"
-                      "run = start(config={}, seed=0, store='runs')\n"
-                      "run.log(1, loss=0.9)\nrun.log(2, loss=0.25)\ntime.sleep(1.5)\nprint('ready', flush=True)\n"
-                      "time.sleep(60)\n")
+    script.write_text(
+        "import time\nfrom expkit.runs import start\n"
+        "run = start(config={}, seed=0, store='runs')\n"
+        "run.log(1, loss=0.9)\nrun.log(2, loss=0.25)\ntime.sleep(1.5)\nprint('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
     proc = subprocess.Popen([PY, str(script)], cwd=tmp_path, stdout=subprocess.PIPE)
     assert proc.stdout.readline().strip() == b"ready"
     os.kill(proc.pid, signal.SIGKILL)
@@ -112,9 +117,11 @@ def test_summarize_reads_rank_files_and_torn_lines(tmp_path: Path) -> None:
 def test_exec_leaves_metrics_to_a_script_that_logs_itself(store: Path, tmp_path: Path) -> None:
     """A Trainer with ExpkitCallback under `runs exec` prints every log dict too: recorded once, at the
     trainer's step, not a second time with a counted step."""
-    (tmp_path / "s.py").write_text("from expkit.runs import start\nrun = start(config={'a': 1}, seed=0)\n"
-                                   "run.log(5, loss=1.0)\nprint({'loss': '9.0', 'epoch': 1.0}, flush=True)\n"
-                                   "run.finish()\n")
+    (tmp_path / "s.py").write_text(
+        "from expkit.runs import start\nrun = start(config={'a': 1}, seed=0)\n"
+        "run.log(5, loss=1.0)\nprint({'loss': '9.0', 'epoch': 1.0}, flush=True)\n"
+        "run.finish()\n"
+    )
     res = execute([PY, "s.py"], store=store, seed=0)
     rows = (Path(res.run_dir) / "metrics.jsonl").read_text().splitlines()
     assert len(rows) == 1 and res.final_metrics == {"step": 5, "loss": 1.0}

@@ -112,8 +112,9 @@ def test_checkpoint_round_trip_weights_only(tmp_path: Path) -> None:
     net(torch.randn(4, 3)).sum().backward()
     opt.step()
     with start(store=tmp_path, seed=0) as run:
-        files = run.save_checkpoint({"model": net.state_dict(), "optim": opt.state_dict(), "rng": capture_rng_state(),
-                                     "step": 3}, "step3")
+        files = run.save_checkpoint(
+            {"model": net.state_dict(), "optim": opt.state_dict(), "rng": capture_rng_state(), "step": 3}, "step3"
+        )
     assert sorted(f.suffix for f in files) == [".pt", ".safetensors"]
     state = load_checkpoint(run.dir / "checkpoints", "step3")
     torch.testing.assert_close(state["model"]["weight"], net.weight.detach(), rtol=0, atol=0)

@@ -44,13 +44,19 @@ def test_model_config_with_int_keys_is_kept_with_a_note(store: Path) -> None:
     assert "model.id2label" in rec.config_notes[0]
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda r: r.update(seed={**r["seed"], "seed": "seven"}), r"field 'seed\.seed' is a str \('seven'\), expected int"),
-    (lambda r: r.update(world_size="2"), r"field 'world_size' is a str"),
-    (lambda r: r.update(color="red"), r"unknown field 'color'"),
-    (lambda r: r["code"].update(shiny=True), r"unknown field 'code\.shiny'"),
-    (lambda r: r.update(schema=99), r"schema 99; this expkit reads up to"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda r: r.update(seed={**r["seed"], "seed": "seven"}),
+            r"field 'seed\.seed' is a str \('seven'\), expected int",
+        ),
+        (lambda r: r.update(world_size="2"), r"field 'world_size' is a str"),
+        (lambda r: r.update(color="red"), r"unknown field 'color'"),
+        (lambda r: r["code"].update(shiny=True), r"unknown field 'code\.shiny'"),
+        (lambda r: r.update(schema=99), r"schema 99; this expkit reads up to"),
+    ],
+)
 def test_a_bad_field_is_named_with_the_run(store: Path, edit, message: str) -> None:
     with start(config={}, seed=0, store=store) as run:
         pass
@@ -63,11 +69,31 @@ def test_a_bad_field_is_named_with_the_run(store: Path, edit, message: str) -> N
 
 
 def test_schema_1_records_are_read_with_their_extra_keys(tmp_path: Path) -> None:
-    old = {"schema": 1, "id": "20250101-000000-aaaaaa", "status": "finished", "repro_of": "x",
-           "seed": {"seed": 1, "source": "argument", "seeded": ["python"], "not_seeded": {}, "note": None,
-                    "deterministic": False},
-           "hardware": {"cpu_model": "cpu", "cpu_cores_logical": 2, "cpu_cores_physical": 1, "ram_bytes": 1,
-                        "hostname": "h", "gpu_names": [], "gpu_memory_bytes": [], "gpu_driver": None, "missing": {}}}
+    old = {
+        "schema": 1,
+        "id": "20250101-000000-aaaaaa",
+        "status": "finished",
+        "repro_of": "x",
+        "seed": {
+            "seed": 1,
+            "source": "argument",
+            "seeded": ["python"],
+            "not_seeded": {},
+            "note": None,
+            "deterministic": False,
+        },
+        "hardware": {
+            "cpu_model": "cpu",
+            "cpu_cores_logical": 2,
+            "cpu_cores_physical": 1,
+            "ram_bytes": 1,
+            "hostname": "h",
+            "gpu_names": [],
+            "gpu_memory_bytes": [],
+            "gpu_driver": None,
+            "missing": {},
+        },
+    }
     d = tmp_path / old["id"]
     d.mkdir()
     (d / "run.json").write_bytes(orjson.dumps(old))

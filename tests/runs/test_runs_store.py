@@ -15,7 +15,10 @@ from expkit.runs.run import validate_config
 from expkit.runs.store import HEARTBEAT_STALE_S, list_runs, read_run, resolve_store, validate_name, write_run
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
     max_leaves=20,
@@ -41,8 +44,14 @@ def test_accepted_names_stay_inside_the_store(name: str) -> None:
 def test_silent_run_from_another_host_becomes_lost(tmp_path: Path) -> None:
     run_dir = tmp_path / "20250101-000000-abcdef"
     run_dir.mkdir()
-    rec = {"id": run_dir.name, "status": "running", "pid": 1, "pid_create_time": 0.0,
-           "hardware": {"hostname": "other-node-17"}, "created_unix": time.time() - 3600}
+    rec = {
+        "id": run_dir.name,
+        "status": "running",
+        "pid": 1,
+        "pid_create_time": 0.0,
+        "hardware": {"hostname": "other-node-17"},
+        "created_unix": time.time() - 3600,
+    }
     write_run(tmp_path, rec)
     beat = run_dir / "heartbeat"
     beat.touch()

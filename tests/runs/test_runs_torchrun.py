@@ -34,8 +34,13 @@ def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
     script = tmp_path / "ddp.py"
     script.write_text(SCRIPT)
     torchrun = Path(sys.executable).with_name("torchrun")
-    res = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "s")],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    res = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     (run,) = list_runs(tmp_path / "s").runs
     assert run.status == "finished" and run.name == "ddp"
@@ -55,8 +60,12 @@ def test_exec_of_torchrun_keeps_every_rank(tmp_path: Path) -> None:
     script = tmp_path / "ddp.py"
     script.write_text(SCRIPT)
     torchrun = Path(sys.executable).with_name("torchrun")
-    res = execute([str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "ignored")],
-                  store=tmp_path / "s", cwd=tmp_path, seed=5)
+    res = execute(
+        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "ignored")],
+        store=tmp_path / "s",
+        cwd=tmp_path,
+        seed=5,
+    )
     assert res.status == "finished", (Path(res.run_dir) / "output.log").read_text()[-2000:]
     run_dir = Path(res.run_dir)
     rec = json.loads((run_dir / "run.json").read_text())
@@ -84,8 +93,12 @@ def test_exec_of_torchrun_tags_printed_metrics_with_their_rank(tmp_path: Path, m
     script = tmp_path / "p.py"
     script.write_text(PRINTING)
     torchrun = Path(sys.executable).with_name("torchrun")
-    res = execute([str(torchrun), "--standalone", "--nproc_per_node=2", "--tee", "3", str(script)],
-                  store=tmp_path / "s", cwd=tmp_path, seed=5)
+    res = execute(
+        [str(torchrun), "--standalone", "--nproc_per_node=2", "--tee", "3", str(script)],
+        store=tmp_path / "s",
+        cwd=tmp_path,
+        seed=5,
+    )
     assert res.status == "finished", (Path(res.run_dir) / "output.log").read_text()[-2000:]
     rec = json.loads((Path(res.run_dir) / "run.json").read_text())
     assert rec["final_metrics"] == {"step": 2, "loss": pytest.approx(1 / 3)}  # rank 0 owns final

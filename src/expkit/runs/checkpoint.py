@@ -18,8 +18,11 @@ _SEP = "/"
 
 
 def _is_tensor_map(value: Any, torch: Any) -> bool:
-    return isinstance(value, Mapping) and bool(value) and all(
-        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items())
+    return (
+        isinstance(value, Mapping)
+        and bool(value)
+        and all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in value.items())
+    )
 
 
 def capture_rng_state() -> dict[str, Any]:
@@ -112,9 +115,10 @@ def save_checkpoint(state: Mapping[str, Any], directory: str | os.PathLike[str],
             torch.load(tmp, weights_only=True)
         except Exception as exc:  # noqa: BLE001 - we name the refusal, the user fixes the state
             tmp.unlink()
-            raise UsageError(f"checkpoint {name!r} holds values torch.load(weights_only=True) refuses: {exc}",
-                             hint="keep tensors, numbers, strings, lists and dicts (use capture_rng_state() for RNG)"
-                             ) from None
+            raise UsageError(
+                f"checkpoint {name!r} holds values torch.load(weights_only=True) refuses: {exc}",
+                hint="keep tensors, numbers, strings, lists and dicts (use capture_rng_state() for RNG)",
+            ) from None
         os.replace(tmp, path)
         written.append(path)
     return written

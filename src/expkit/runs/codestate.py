@@ -98,9 +98,19 @@ def capture_code(
         '756b1c2f...'
     """
     cwd = Path(path).resolve()
-    empty: dict[str, Any] = dict(branch=None, remote=None, dirty=None, toplevel=None, workdir=None, patch="",
-                                 patch_bytes=0, patch_truncated=False, patch_cap_bytes=patch_cap_bytes,
-                                 changed_files=0, untracked_files=0)
+    empty: dict[str, Any] = dict(
+        branch=None,
+        remote=None,
+        dirty=None,
+        toplevel=None,
+        workdir=None,
+        patch="",
+        patch_bytes=0,
+        patch_truncated=False,
+        patch_cap_bytes=patch_cap_bytes,
+        changed_files=0,
+        untracked_files=0,
+    )
     try:
         top_res = _git(["rev-parse", "--show-toplevel"], cwd)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -111,12 +121,16 @@ def capture_code(
     top = Path(top_res.stdout.decode().strip())
     missing: dict[str, str] = {}
     # the git calls run at once: with 10,000 changed files `status` and `diff` each take ~0.5 s
-    procs = {name: subprocess.Popen(["git", *args], cwd=top, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-             for name, args in (("head", ["rev-parse", "--verify", "-q", "HEAD"]),
-                                ("branch", ["symbolic-ref", "--short", "-q", "HEAD"]),
-                                ("remotes", ["config", "--get-regexp", r"^remote\..*\.url$"]),
-                                ("untracked", ["ls-files", "--others", "--exclude-standard", "-z"]),
-                                ("diff", ["diff", "HEAD", "--binary"]))}
+    procs = {
+        name: subprocess.Popen(["git", *args], cwd=top, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        for name, args in (
+            ("head", ["rev-parse", "--verify", "-q", "HEAD"]),
+            ("branch", ["symbolic-ref", "--short", "-q", "HEAD"]),
+            ("remotes", ["config", "--get-regexp", r"^remote\..*\.url$"]),
+            ("untracked", ["ls-files", "--others", "--exclude-standard", "-z"]),
+            ("diff", ["diff", "HEAD", "--binary"]),
+        )
+    }
     out = {name: p.communicate(timeout=_GIT_TIMEOUT_S)[0] for name, p in procs.items()}
     commit = out["head"].decode().strip() or None
     if commit is None:
@@ -177,8 +191,18 @@ def capture_code(
     except ValueError:
         workdir = None
     return CodeRecord(
-        commit=commit, branch=branch, remote=remote, dirty=bool(changed or untracked), toplevel=str(top),
-        workdir=workdir, patch="".join(parts), patch_bytes=size, patch_truncated=truncated,
-        patch_cap_bytes=patch_cap_bytes, changed_files=changed, untracked_files=len(untracked),
-        left_out=tuple(left_out), missing=missing,
+        commit=commit,
+        branch=branch,
+        remote=remote,
+        dirty=bool(changed or untracked),
+        toplevel=str(top),
+        workdir=workdir,
+        patch="".join(parts),
+        patch_bytes=size,
+        patch_truncated=truncated,
+        patch_cap_bytes=patch_cap_bytes,
+        changed_files=changed,
+        untracked_files=len(untracked),
+        left_out=tuple(left_out),
+        missing=missing,
     )

@@ -48,12 +48,22 @@ class DeterminismReport:
 
 
 def _numeric(m: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in m.items()
-            if k not in ("step", "time") and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {
+        k: float(v)
+        for k, v in m.items()
+        if k not in ("step", "time") and isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
 
 
-def _summarize(base_seed: int, seeds: list[int], finals: list[dict[str, Any]], deterministic: bool,
-               refusing: set[str], group: str | None, run_ids: tuple[str, ...]) -> DeterminismReport:
+def _summarize(
+    base_seed: int,
+    seeds: list[int],
+    finals: list[dict[str, Any]],
+    deterministic: bool,
+    refusing: set[str],
+    group: str | None,
+    run_ids: tuple[str, ...],
+) -> DeterminismReport:
     first, second = _numeric(finals[0]), _numeric(finals[1])
     keys = sorted(set(first) & set(second))
     repeat = {k: abs(first[k] - second[k]) for k in keys}
@@ -65,10 +75,19 @@ def _summarize(base_seed: int, seeds: list[int], finals: list[dict[str, Any]], d
         if len(vals) >= 2:
             std[k] = statistics.stdev(vals)
             rng[k] = max(vals) - min(vals)
-    return DeterminismReport(base_seed=base_seed, seeds=tuple(seeds), deterministic=deterministic,
-                             repeat_identical=identical, repeat_max_abs_diff=repeat, seed_std=std, seed_range=rng,
-                             finals=tuple(finals), refusing_ops=tuple(sorted(refusing)), group=group,
-                             run_ids=run_ids)
+    return DeterminismReport(
+        base_seed=base_seed,
+        seeds=tuple(seeds),
+        deterministic=deterministic,
+        repeat_identical=identical,
+        repeat_max_abs_diff=repeat,
+        seed_std=std,
+        seed_range=rng,
+        finals=tuple(finals),
+        refusing_ops=tuple(sorted(refusing)),
+        group=group,
+        run_ids=run_ids,
+    )
 
 
 def _seed_list(base_seed: int, seeds: int) -> list[int]:
@@ -77,8 +96,9 @@ def _seed_list(base_seed: int, seeds: int) -> list[int]:
     return [base_seed + i for i in range(seeds)]
 
 
-def probe_function(fn: Callable[[int], dict[str, Any]], *, seeds: int = 5, base_seed: int = 0,
-                   deterministic: bool = True) -> DeterminismReport:
+def probe_function(
+    fn: Callable[[int], dict[str, Any]], *, seeds: int = 5, base_seed: int = 0, deterministic: bool = True
+) -> DeterminismReport:
     """Probe an in-process training function ``fn(seed) -> final metrics``.
 
     ``fn`` is called with ``base_seed`` twice, then with ``seeds - 1`` other seeds, under
@@ -111,10 +131,17 @@ def probe_function(fn: Callable[[int], dict[str, Any]], *, seeds: int = 5, base_
     return _summarize(base_seed, order, finals, deterministic, refusing, None, ())
 
 
-def probe_command(command: list[str], *, seeds: int = 5, base_seed: int = 0, deterministic: bool = True,
-                  store: str | os.PathLike[str] | None = None, group: str | None = None,
-                  on_output: Callable[[str, bytes], None] | None = None,
-                  on_run: Callable[[int, int], None] | None = None) -> DeterminismReport:
+def probe_command(
+    command: list[str],
+    *,
+    seeds: int = 5,
+    base_seed: int = 0,
+    deterministic: bool = True,
+    store: str | os.PathLike[str] | None = None,
+    group: str | None = None,
+    on_output: Callable[[str, bytes], None] | None = None,
+    on_run: Callable[[int, int], None] | None = None,
+) -> DeterminismReport:
     """Probe a command: ``seeds + 1`` recorded runs (``EXPKIT_SEED`` = base twice, then the others),
     with ``EXPKIT_DETERMINISTIC=warn``. The spread becomes the noise floor of ``group``.
 
@@ -133,14 +160,25 @@ def probe_command(command: list[str], *, seeds: int = 5, base_seed: int = 0, det
     for i, s in enumerate(order):
         if on_run:
             on_run(i, len(order))
-        res = execute(command, store=root, seed=s, group=group, name=f"{group}-s{s}" + ("-repeat" if i == 1 else ""),
-                      deterministic="warn" if deterministic else False, on_output=on_output)
+        res = execute(
+            command,
+            store=root,
+            seed=s,
+            group=group,
+            name=f"{group}-s{s}" + ("-repeat" if i == 1 else ""),
+            deterministic="warn" if deterministic else False,
+            on_output=on_output,
+        )
         if res.status != "finished":
-            raise CheckFailed(f"run {res.run_id} (seed {s}) ended {res.status} with exit code {res.exit_code}",
-                              hint=f"see {res.run_dir}/output.log")
+            raise CheckFailed(
+                f"run {res.run_id} (seed {s}) ended {res.status} with exit code {res.exit_code}",
+                hint=f"see {res.run_dir}/output.log",
+            )
         if not _numeric(res.final_metrics):
-            raise CheckFailed(f"run {res.run_id} logged no metrics",
-                              hint='print JSON lines such as {"step": 20, "loss": 1.23} or use run.log()')
+            raise CheckFailed(
+                f"run {res.run_id} logged no metrics",
+                hint='print JSON lines such as {"step": 20, "loss": 1.23} or use run.log()',
+            )
         log = Path(res.run_dir) / "output.log"
         refusing.update(_REFUSAL.findall(log.read_text(errors="replace")))
         finals.append(res.final_metrics)
@@ -156,10 +194,19 @@ def write_noise_floor(root: Path, report: DeterminismReport) -> Path:
         raise UsageError("the report has no group to store a noise floor for")
     path = root / "groups" / f"{validate_name(report.group, what='group name')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, {"group": report.group, "noise_floor": report.seed_std, "seed_range": report.seed_range,
-                             "repeat_identical": report.repeat_identical, "seeds": report.seeds,
-                             "repeat_max_abs_diff": report.repeat_max_abs_diff, "run_ids": report.run_ids,
-                             "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    write_json_atomic(
+        path,
+        {
+            "group": report.group,
+            "noise_floor": report.seed_std,
+            "seed_range": report.seed_range,
+            "repeat_identical": report.repeat_identical,
+            "seeds": report.seeds,
+            "repeat_max_abs_diff": report.repeat_max_abs_diff,
+            "run_ids": report.run_ids,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        },
+    )
     return path
 
 

@@ -23,12 +23,39 @@ from expkit.runs.store import find_run_dir, read_record, resolve_store
 __all__ = ["Difference", "MetricDelta", "RunDiff", "diff_runs"]
 
 # Packages whose version changes numerics directly (kernels, BLAS, tokenization, training loops).
-NUMERICS_PACKAGES = ("torch", "numpy", "scipy", "triton", "transformers", "tokenizers", "accelerate", "peft",
-                     "trl", "datasets", "flash-attn", "xformers", "deepspeed", "jax", "jaxlib", "safetensors")
+NUMERICS_PACKAGES = (
+    "torch",
+    "numpy",
+    "scipy",
+    "triton",
+    "transformers",
+    "tokenizers",
+    "accelerate",
+    "peft",
+    "trl",
+    "datasets",
+    "flash-attn",
+    "xformers",
+    "deepspeed",
+    "jax",
+    "jaxlib",
+    "safetensors",
+)
 # Score per kind of difference; larger = more likely to explain a metric change (ranking only).
-_SCORES = {"config": 100, "command": 95, "package:numerics": 90, "code:commit": 80, "code:patch": 78,
-           "data": 70, "seed": 60, "determinism": 55, "env_var": 52, "python": 50, "package": 40,
-           "hardware": 30}
+_SCORES = {
+    "config": 100,
+    "command": 95,
+    "package:numerics": 90,
+    "code:commit": 80,
+    "code:patch": 78,
+    "data": 70,
+    "seed": 60,
+    "determinism": 55,
+    "env_var": 52,
+    "python": 50,
+    "package": 40,
+    "hardware": 30,
+}
 
 
 @dataclass(frozen=True)
@@ -109,57 +136,109 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
     da, db = find_run_dir(root, a), find_run_dir(root, b)
     ra, rb = read_record(da), read_record(db)
     diffs: list[Difference] = []
-    diffs += _compare_maps("config", _flatten(ra.config), _flatten(rb.config),
-                           lambda k: _SCORES["config"], "a config value changes what is trained")
+    diffs += _compare_maps(
+        "config",
+        _flatten(ra.config),
+        _flatten(rb.config),
+        lambda k: _SCORES["config"],
+        "a config value changes what is trained",
+    )
     if ra.kind == "exec" or rb.kind == "exec":
         argv_a, argv_b = ra.command, rb.command
         for i in range(max(len(argv_a), len(argv_b))):
             va = argv_a[i] if i < len(argv_a) else None
             vb = argv_b[i] if i < len(argv_b) else None
             if va != vb:
-                diffs.append(Difference("command", f"argv[{i}]", va, vb, _SCORES["command"],
-                                        "command-line arguments are config too"))
+                diffs.append(
+                    Difference(
+                        "command", f"argv[{i}]", va, vb, _SCORES["command"], "command-line arguments are config too"
+                    )
+                )
     ea, eb = ra.environment, rb.environment
     diffs += _compare_maps(
-        "package", ea.packages if ea else {}, eb.packages if eb else {},
-        lambda k: _SCORES["package:numerics"] if k in NUMERICS_PACKAGES or k.startswith("nvidia-")
-        else _SCORES["package"],
-        "a package version changes kernels or defaults")
+        "package",
+        ea.packages if ea else {},
+        eb.packages if eb else {},
+        lambda k: (
+            _SCORES["package:numerics"] if k in NUMERICS_PACKAGES or k.startswith("nvidia-") else _SCORES["package"]
+        ),
+        "a package version changes kernels or defaults",
+    )
     for key in ("python", "cuda", "cudnn"):
         va, vb = getattr(ea, key, None), getattr(eb, key, None)
         if va != vb:
-            diffs.append(Difference("environment", key, va, vb,
-                                    _SCORES["python" if key == "python" else "package:numerics"], "runtime version"))
+            diffs.append(
+                Difference(
+                    "environment",
+                    key,
+                    va,
+                    vb,
+                    _SCORES["python" if key == "python" else "package:numerics"],
+                    "runtime version",
+                )
+            )
     fl_a, fl_b = getattr(ea, "determinism", None), getattr(eb, "determinism", None)
     if (fl_a is None) != (fl_b is None):
         side = "A" if fl_a is None else "B"
-        diffs.append(Difference("determinism", "flags", "not captured" if fl_a is None else "captured",
-                                "not captured" if fl_b is None else "captured", 20,
-                                f"torch was not imported when run {side} started, so its flags were not read"))
+        diffs.append(
+            Difference(
+                "determinism",
+                "flags",
+                "not captured" if fl_a is None else "captured",
+                "not captured" if fl_b is None else "captured",
+                20,
+                f"torch was not imported when run {side} started, so its flags were not read",
+            )
+        )
     else:
-        diffs += _compare_maps("determinism", fl_a or {}, fl_b or {}, lambda k: _SCORES["determinism"],
-                               "numerics switch (TF32, deterministic algorithms, threads)")
-    diffs += _compare_maps("env_var", ea.env_vars if ea else {}, eb.env_vars if eb else {},
-                           lambda k: _SCORES["env_var"], "environment variable that changes numerics")
+        diffs += _compare_maps(
+            "determinism",
+            fl_a or {},
+            fl_b or {},
+            lambda k: _SCORES["determinism"],
+            "numerics switch (TF32, deterministic algorithms, threads)",
+        )
+    diffs += _compare_maps(
+        "env_var",
+        ea.env_vars if ea else {},
+        eb.env_vars if eb else {},
+        lambda k: _SCORES["env_var"],
+        "environment variable that changes numerics",
+    )
     ca, cb = getattr(ra.code, "commit", None), getattr(rb.code, "commit", None)
     if ca != cb:
         diffs.append(Difference("code", "commit", ca, cb, _SCORES["code:commit"], "different committed code"))
     pa, pb = _patch_digest(da), _patch_digest(db)
     if pa != pb:
-        diffs.append(Difference("code", "uncommitted patch (sha256)", pa, pb, _SCORES["code:patch"],
-                                "uncommitted changes differ"))
+        diffs.append(
+            Difference(
+                "code", "uncommitted patch (sha256)", pa, pb, _SCORES["code:patch"], "uncommitted changes differ"
+            )
+        )
     fa = {d.source: d.hash or d.revision for d in ra.data}
     fb = {d.source: d.hash or d.revision for d in rb.data}
     diffs += _compare_maps("data", fa, fb, lambda k: _SCORES["data"], "different data content")
     sa, sb = getattr(ra.seed, "seed", None), getattr(rb.seed, "seed", None)
     seed_diff = Difference("seed", "seed", sa, sb, _SCORES["seed"], "another seed moves the result (C6.5)")
     hw_keys = ("cpu_model", "cpu_cores_logical", "ram_bytes", "gpu_names", "gpu_driver")
-    diffs += _compare_maps("hardware", {k: getattr(ra.hardware, k, None) for k in hw_keys},
-                           {k: getattr(rb.hardware, k, None) for k in hw_keys},
-                           lambda k: _SCORES["hardware"], "other hardware runs other kernels")
+    diffs += _compare_maps(
+        "hardware",
+        {k: getattr(ra.hardware, k, None) for k in hw_keys},
+        {k: getattr(rb.hardware, k, None) for k in hw_keys},
+        lambda k: _SCORES["hardware"],
+        "other hardware runs other kernels",
+    )
     if ra.diverged != rb.diverged:
-        diffs.append(Difference("metrics", "diverged", ra.diverged_at or False, rb.diverged_at or False, 150,
-                                "one run's loss or gradient norm went NaN/inf"))
+        diffs.append(
+            Difference(
+                "metrics",
+                "diverged",
+                ra.diverged_at or False,
+                rb.diverged_at or False,
+                150,
+                "one run's loss or gradient norm went NaN/inf",
+            )
+        )
 
     floor = {}
     if ra.group and ra.group == rb.group:
@@ -176,8 +255,9 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
     within = all(abs(m.delta or 0.0) <= (m.noise_floor or 0.0) for m in judged) if judged else None
     if sa != sb:
         if within:
-            seed_diff = Difference("seed", "seed", sa, sb, 200,
-                                   "every metric moved less than the group's seed-to-seed noise floor")
+            seed_diff = Difference(
+                "seed", "seed", sa, sb, 200, "every metric moved less than the group's seed-to-seed noise floor"
+            )
         diffs.append(seed_diff)
     diffs.sort(key=lambda d: -d.score)
     if within is None:
@@ -186,5 +266,13 @@ def diff_runs(a: str, b: str, *, store: str | os.PathLike[str] | None = None) ->
         note = "all metric changes are within the noise floor: they may be seed noise"
     else:
         note = "some metric changes exceed the noise floor: look at the top differences"
-    return RunDiff(a=ra.id, b=rb.id, records_a=describe_records(ra, da), records_b=describe_records(rb, db),
-                   metrics=tuple(metrics), differences=tuple(diffs), within_noise_floor=within, note=note)
+    return RunDiff(
+        a=ra.id,
+        b=rb.id,
+        records_a=describe_records(ra, da),
+        records_b=describe_records(rb, db),
+        metrics=tuple(metrics),
+        differences=tuple(diffs),
+        within_noise_floor=within,
+        note=note,
+    )

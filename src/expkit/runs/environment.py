@@ -32,11 +32,26 @@ __all__ = [
 # Environment variables that change numerics or their reproducibility (cuBLAS workspace: PyTorch
 # "Reproducibility" notes; thread counts change reduction order; TF32 overrides change matmul precision).
 NUMERICS_ENV_VARS = (
-    "CUBLAS_WORKSPACE_CONFIG", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS", "PYTHONHASHSEED", "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING",
-    "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "MKL_CBWR", "KMP_DETERMINISTIC_REDUCTION",
-    "ATEN_CPU_CAPABILITY", "TF_ENABLE_ONEDNN_OPTS", "XLA_FLAGS", "NCCL_ALGO", "NCCL_PROTO",
-    "TORCH_DETERMINISTIC", "EXPKIT_SEED", "EXPKIT_DETERMINISTIC",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "PYTHONHASHSEED",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_LAUNCH_BLOCKING",
+    "NVIDIA_TF32_OVERRIDE",
+    "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "MKL_CBWR",
+    "KMP_DETERMINISTIC_REDUCTION",
+    "ATEN_CPU_CAPABILITY",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "XLA_FLAGS",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "TORCH_DETERMINISTIC",
+    "EXPKIT_SEED",
+    "EXPKIT_DETERMINISTIC",
 )
 
 
@@ -173,9 +188,16 @@ def capture_environment() -> EnvironmentRecord:
         missing["torch"] = "torch is not installed"
     env_vars = {k: os.environ[k] for k in NUMERICS_ENV_VARS if k in os.environ}
     return EnvironmentRecord(
-        python=platform.python_version(), python_executable=sys.executable, platform=platform.platform(),
-        packages=dict(sorted(packages.items())), torch=torch_version, cuda=cuda, cudnn=cudnn,
-        determinism=determinism, env_vars=env_vars, missing=missing,
+        python=platform.python_version(),
+        python_executable=sys.executable,
+        platform=platform.platform(),
+        packages=dict(sorted(packages.items())),
+        torch=torch_version,
+        cuda=cuda,
+        cudnn=cudnn,
+        determinism=determinism,
+        env_vars=env_vars,
+        missing=missing,
     )
 
 

@@ -56,8 +56,10 @@ def validate_seed(seed: Any) -> int:
     """``seed`` if it is an int in [0, 2**32), else a UsageError naming it (``--seed -5``)."""
     if type(seed) is not int or not 0 <= seed <= SEED_MAX:
         shown = repr(seed) if len(repr(seed)) < 40 else repr(seed)[:37] + "..."
-        raise UsageError(f"seed {shown} is not an integer in [0, {SEED_MAX}]",
-                         hint="numpy and torch take seeds in [0, 2**32); e.g. --seed 0")
+        raise UsageError(
+            f"seed {shown} is not an integer in [0, {SEED_MAX}]",
+            hint="numpy and torch take seeds in [0, 2**32); e.g. --seed 0",
+        )
     return seed
 
 
@@ -97,8 +99,15 @@ class _MetricsWriter:
         self.out.flush()
 
 
-def _pump(stream: IO[bytes], name: str, log: IO[bytes], log_lock: threading.Lock, metrics: _MetricsWriter | None,
-          sink: OutputSink | None, tail: list[bytes]) -> None:
+def _pump(
+    stream: IO[bytes],
+    name: str,
+    log: IO[bytes],
+    log_lock: threading.Lock,
+    metrics: _MetricsWriter | None,
+    sink: OutputSink | None,
+    tail: list[bytes],
+) -> None:
     for line in iter(stream.readline, b""):
         if sink is not None:
             sink(name, line)
@@ -132,6 +141,7 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
             changes["config"] = extra["config"] if isinstance(extra["config"], dict) else {}
         if "config_notes" in extra:
             changes["config_notes"] = tuple(str(n) for n in extra["config_notes"])
+
         def typed(cls: type, value: Any, where: str) -> Any:
             return from_jsonable(cls, value, where=where, run=record.id, path=path)
 
@@ -140,9 +150,11 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
                 changes[key] = typed(cls, extra[key], key)
         changes["data"] = record.data + tuple(typed(DataFingerprint, d, "data") for d in extra.get("data", []))
         changes["checkpoints"] = record.checkpoints + tuple(
-            typed(CheckpointEntry, c, "checkpoints") for c in extra.get("checkpoints", []))
+            typed(CheckpointEntry, c, "checkpoints") for c in extra.get("checkpoints", [])
+        )
         changes["artifacts"] = record.artifacts + tuple(
-            typed(ArtifactEntry, c, "artifacts") for c in extra.get("artifacts", []))
+            typed(ArtifactEntry, c, "artifacts") for c in extra.get("artifacts", [])
+        )
         if isinstance(extra.get("integration"), str):
             changes["integration"] = extra["integration"]
     except (orjson.JSONDecodeError, InputError) as exc:
@@ -152,12 +164,23 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
     return record
 
 
-def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, name: str | None = None,
-            data: list[str] | tuple[str, ...] = (), seed: int | None = None, group: str | None = None,
-            deterministic: bool | str = False, full_hash: bool = False, cwd: str | os.PathLike[str] | None = None,
-            on_output: OutputSink | None = None, extra_record: dict[str, Any] | None = None,
-            config: dict[str, Any] | None = None, env: dict[str, str] | None = None,
-            on_start: Callable[[int], None] | None = None) -> ExecResult:
+def execute(
+    command: list[str],
+    *,
+    store: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    data: list[str] | tuple[str, ...] = (),
+    seed: int | None = None,
+    group: str | None = None,
+    deterministic: bool | str = False,
+    full_hash: bool = False,
+    cwd: str | os.PathLike[str] | None = None,
+    on_output: OutputSink | None = None,
+    extra_record: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> ExecResult:
     """Run ``command`` as a recorded run.
 
     Args:
@@ -193,16 +216,32 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
     workdir = Path(cwd).resolve() if cwd is not None else old_cwd
     os.chdir(workdir)  # the code record is taken where the command runs
     try:
-        record = create_run_record(root=root, name=name, group=group, config=dict(config or {}), data=data, seed=seed,
-                                   full_hash=full_hash, deterministic=bool(deterministic), kind="exec",
-                                   command=list(command), seed_in_process=False, extra=extra_record)
+        record = create_run_record(
+            root=root,
+            name=name,
+            group=group,
+            config=dict(config or {}),
+            data=data,
+            seed=seed,
+            full_hash=full_hash,
+            deterministic=bool(deterministic),
+            kind="exec",
+            command=list(command),
+            seed_in_process=False,
+            extra=extra_record,
+        )
     finally:
         os.chdir(old_cwd)
     if record.seed is not None:
         record = dataclasses.replace(record, seed=dataclasses.replace(record.seed, source=seed_source))
     run_dir = root / record.id
-    child_env = {**os.environ, **(env or {}), "EXPKIT_RUN_DIR": str(run_dir), "EXPKIT_SEED": str(seed),
-                 "PYTHONUNBUFFERED": "1"}
+    child_env = {
+        **os.environ,
+        **(env or {}),
+        "EXPKIT_RUN_DIR": str(run_dir),
+        "EXPKIT_SEED": str(seed),
+        "PYTHONUNBUFFERED": "1",
+    }
     if deterministic:
         child_env["EXPKIT_DETERMINISTIC"] = "warn" if deterministic == "warn" else "1"
         child_env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -210,8 +249,9 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
     try:
         proc = subprocess.Popen(command, cwd=workdir, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     except OSError as exc:
-        record = dataclasses.replace(record, status="failed", ended_at=now_iso(),
-                                     error=f"could not start {command[0]!r}: {exc}")
+        record = dataclasses.replace(
+            record, status="failed", ended_at=now_iso(), error=f"could not start {command[0]!r}: {exc}"
+        )
         write_record(root, record)
         raise UsageError(f"could not start {command[0]!r}: {exc.strerror}", hint="check the command after --") from None
     if on_start is not None:
@@ -220,6 +260,7 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
     received: list[int] = []
     old_handlers: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
+
         def forward(signum: int, frame: Any) -> None:
             received.append(signum)
             proc.send_signal(signum)
@@ -241,9 +282,11 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
         from expkit.runs.run import METRICS_CLAIM_FILE
 
         writer = _MetricsWriter(metrics, run_dir / METRICS_CLAIM_FILE)
-        threads = [threading.Thread(target=_pump, args=(proc.stdout, "stdout", log, lock, writer, on_output, tail)),
-                   threading.Thread(target=_pump, args=(proc.stderr, "stderr", log, lock, None, on_output, tail)),
-                   threading.Thread(target=beat, daemon=True)]
+        threads = [
+            threading.Thread(target=_pump, args=(proc.stdout, "stdout", log, lock, writer, on_output, tail)),
+            threading.Thread(target=_pump, args=(proc.stderr, "stderr", log, lock, None, on_output, tail)),
+            threading.Thread(target=beat, daemon=True),
+        ]
         for t in threads:
             t.start()
         code = proc.wait()
@@ -265,17 +308,36 @@ def execute(command: list[str], *, store: str | os.PathLike[str] | None = None, 
         status = "finished"
     else:
         status = "failed"
-        changes["error"] = (f"exit code {code}; last lines of stderr:\n" + b"".join(tail).decode(errors="replace"))
+        changes["error"] = f"exit code {code}; last lines of stderr:\n" + b"".join(tail).decode(errors="replace")
     record = _merge_attached(record, run_dir)
     summary = summarize_metrics(run_dir)
     notes = list(record.metric_notes)
     if writer.counted_lines:
-        notes.append(f"{writer.counted_lines} metrics line(s) carried no step (Hugging Face Trainer's log dicts): "
-                     "steps were counted 1, 2, ... in print order per rank, not taken from the trainer")
-    record = dataclasses.replace(record, status=status, exit_code=code, ended_at=now_iso(), final_metrics=summary.final,
-                                 final_metrics_by_rank=summary.by_rank, elapsed_s=elapsed, metric_notes=tuple(notes),
-                                 diverged=summary.diverged_at is not None, diverged_at=summary.diverged_at, **changes)
+        notes.append(
+            f"{writer.counted_lines} metrics line(s) carried no step (Hugging Face Trainer's log dicts): "
+            "steps were counted 1, 2, ... in print order per rank, not taken from the trainer"
+        )
+    record = dataclasses.replace(
+        record,
+        status=status,
+        exit_code=code,
+        ended_at=now_iso(),
+        final_metrics=summary.final,
+        final_metrics_by_rank=summary.by_rank,
+        elapsed_s=elapsed,
+        metric_notes=tuple(notes),
+        diverged=summary.diverged_at is not None,
+        diverged_at=summary.diverged_at,
+        **changes,
+    )
     write_record(root, record)
-    return ExecResult(run_id=record.id, run_dir=str(run_dir), status=status, exit_code=code,
-                      elapsed_s=elapsed, final_metrics=summary.final, diverged=record.diverged,
-                      diverged_at=record.diverged_at)
+    return ExecResult(
+        run_id=record.id,
+        run_dir=str(run_dir),
+        status=status,
+        exit_code=code,
+        elapsed_s=elapsed,
+        final_metrics=summary.final,
+        diverged=record.diverged,
+        diverged_at=record.diverged_at,
+    )

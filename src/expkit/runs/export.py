@@ -19,8 +19,14 @@ from expkit.errors import MissingDependency, UsageError
 from expkit.runs.metrics import iter_metric_records, metric_value
 from expkit.runs.store import find_run_dir, list_runs, read_record, resolve_store
 
-__all__ = ["MLFLOW_CONNECT_TIMEOUT_S", "ExportedRun", "check_mlflow_uri", "export_mlflow", "export_tensorboard",
-           "iter_metric_points"]
+__all__ = [
+    "MLFLOW_CONNECT_TIMEOUT_S",
+    "ExportedRun",
+    "check_mlflow_uri",
+    "export_mlflow",
+    "export_tensorboard",
+    "iter_metric_points",
+]
 
 # A tracking server on the LAN answers a TCP connect in milliseconds; 3 s allows a slow VPN.
 MLFLOW_CONNECT_TIMEOUT_S = 3.0
@@ -29,8 +35,13 @@ _DB_SCHEMES = ("postgresql", "mysql", "mssql")
 # MLflow's REST limits per log_batch call (mlflow docs, "log_batch"): 1000 metrics, 100 params, 100 tags.
 _BATCH_METRICS, _BATCH_PARAMS = 1000, 100
 _PARAM_VALUE_CHARS = 6000
-_MLFLOW_STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED", "lost": "FAILED",
-                  "running": "RUNNING"}
+_MLFLOW_STATUS = {
+    "finished": "FINISHED",
+    "failed": "FAILED",
+    "killed": "KILLED",
+    "lost": "FAILED",
+    "running": "RUNNING",
+}
 
 
 @dataclass(frozen=True)
@@ -84,11 +95,13 @@ def check_mlflow_uri(uri: str) -> str:
         try:
             socket.create_connection((host, port), timeout=MLFLOW_CONNECT_TIMEOUT_S).close()
         except OSError as exc:
-            raise UsageError(f"MLflow server {host}:{port} is not reachable ({exc.strerror or exc})",
-                             hint="start it (mlflow server --port 5000) or check the URI") from None
+            raise UsageError(
+                f"MLflow server {host}:{port} is not reachable ({exc.strerror or exc})",
+                hint="start it (mlflow server --port 5000) or check the URI",
+            ) from None
         return uri
     if scheme == "sqlite":
-        db = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else ""
+        db = uri[len("sqlite:///") :] if uri.startswith("sqlite:///") else ""
         if not db or db == ":memory:":
             raise UsageError(f"MLflow URI {uri!r} names no database file", hint="e.g. sqlite:///mlflow.db")
         path = Path(db)
@@ -102,17 +115,23 @@ def check_mlflow_uri(uri: str) -> str:
             con.execute("ROLLBACK")
             con.close()
         except sqlite3.Error as exc:
-            raise UsageError(f"the MLflow database {path} cannot be written ({exc})",
-                             hint="choose a writable place for the sqlite file") from None
+            raise UsageError(
+                f"the MLflow database {path} cannot be written ({exc})",
+                hint="choose a writable place for the sqlite file",
+            ) from None
         return uri
     if scheme in _DB_SCHEMES or scheme.startswith(tuple(s + "+" for s in _DB_SCHEMES)) or scheme == "databricks":
         return uri
     if scheme in ("", "file") or (len(scheme) == 1 and uri[1:3] in (":\\", ":/")):
         where = parsed.path if scheme == "file" else uri
-        raise UsageError(f"MLflow URI {uri!r} is a file store, which the installed MLflow no longer writes",
-                         hint=f"use a database file instead: --mlflow sqlite:///{Path(where).absolute()}/mlflow.db")
-    raise UsageError(f"MLflow URI scheme {scheme!r} is not supported",
-                     hint="use http://HOST:PORT, https://..., sqlite:///PATH.db or a database URI")
+        raise UsageError(
+            f"MLflow URI {uri!r} is a file store, which the installed MLflow no longer writes",
+            hint=f"use a database file instead: --mlflow sqlite:///{Path(where).absolute()}/mlflow.db",
+        )
+    raise UsageError(
+        f"MLflow URI scheme {scheme!r} is not supported",
+        hint="use http://HOST:PORT, https://..., sqlite:///PATH.db or a database URI",
+    )
 
 
 def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -130,8 +149,13 @@ def _selected(root: Path, ids: list[str] | tuple[str, ...]) -> list[Path]:
     return [root / r.id for r in list_runs(root).runs]
 
 
-def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str | os.PathLike[str] | None = None,
-                  experiment: str = "expkit") -> tuple[ExportedRun, ...]:
+def export_mlflow(
+    uri: str,
+    ids: list[str] | tuple[str, ...] = (),
+    *,
+    store: str | os.PathLike[str] | None = None,
+    experiment: str = "expkit",
+) -> tuple[ExportedRun, ...]:
     """Log runs into the MLflow tracking server at ``uri`` (all runs of the store when ``ids`` is empty).
 
     Each run becomes an MLflow run with params (the flattened config), metrics with their steps and
@@ -157,7 +181,7 @@ def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str
     exp = client.get_experiment_by_name(experiment)
     artifacts_at = None
     if uri.startswith("sqlite:///"):  # MLflow would put artifacts in ./mlruns of whatever directory this runs in
-        artifacts_at = (Path(uri[len("sqlite:///"):]).absolute().parent / "mlartifacts" / experiment).as_uri()
+        artifacts_at = (Path(uri[len("sqlite:///") :]).absolute().parent / "mlartifacts" / experiment).as_uri()
     exp_id = exp.experiment_id if exp else client.create_experiment(experiment, artifact_location=artifacts_at)
     out = []
     for run_dir in _selected(root, ids):
@@ -167,23 +191,36 @@ def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str
             out.append(ExportedRun(rec.id, uri, found[0].info.run_id, 0, 0, (), skipped="exported before"))
             continue
         code, seed = rec.code, rec.seed
-        tags = {"expkit.run_id": rec.id, "expkit.status": rec.status, "git.commit": getattr(code, "commit", None),
-                "git.branch": getattr(code, "branch", None), "git.dirty": getattr(code, "dirty", None),
-                "seed": getattr(seed, "seed", None), "mlflow.source.git.commit": getattr(code, "commit", None),
-                "expkit.kind": rec.kind, "expkit.command": " ".join(rec.command)[:5000],
-                "expkit.diverged": rec.diverged_at if rec.diverged else None,
-                "expkit.integration": rec.integration}
+        tags = {
+            "expkit.run_id": rec.id,
+            "expkit.status": rec.status,
+            "git.commit": getattr(code, "commit", None),
+            "git.branch": getattr(code, "branch", None),
+            "git.dirty": getattr(code, "dirty", None),
+            "seed": getattr(seed, "seed", None),
+            "mlflow.source.git.commit": getattr(code, "commit", None),
+            "expkit.kind": rec.kind,
+            "expkit.command": " ".join(rec.command)[:5000],
+            "expkit.diverged": rec.diverged_at if rec.diverged else None,
+            "expkit.integration": rec.integration,
+        }
         created_ms = int((rec.created_unix or 0) * 1000) or None
-        mrun = client.create_run(exp_id, start_time=created_ms, run_name=rec.name or rec.id,
-                                 tags={k: str(v) for k, v in tags.items() if v is not None})
+        mrun = client.create_run(
+            exp_id,
+            start_time=created_ms,
+            run_name=rec.name or rec.id,
+            tags={k: str(v) for k, v in tags.items() if v is not None},
+        )
         mid = mrun.info.run_id
         params = [Param(k[:250], str(v)[:_PARAM_VALUE_CHARS]) for k, v in _flatten(rec.config).items() if k]
         for i in range(0, len(params), _BATCH_PARAMS):
-            client.log_batch(mid, params=params[i:i + _BATCH_PARAMS])
-        points = [Metric(name, value, int((t or 0) * 1000), int(step or 0))
-                  for step, t, name, value in iter_metric_points(run_dir)]
+            client.log_batch(mid, params=params[i : i + _BATCH_PARAMS])
+        points = [
+            Metric(name, value, int((t or 0) * 1000), int(step or 0))
+            for step, t, name, value in iter_metric_points(run_dir)
+        ]
         for i in range(0, len(points), _BATCH_METRICS):
-            client.log_batch(mid, metrics=points[i:i + _BATCH_METRICS])
+            client.log_batch(mid, metrics=points[i : i + _BATCH_METRICS])
         client.set_tag(mid, "expkit.metric_points", str(len(points)))
         arts = []
         with tempfile.TemporaryDirectory() as tmp:
@@ -208,8 +245,12 @@ def export_mlflow(uri: str, ids: list[str] | tuple[str, ...] = (), *, store: str
     return tuple(out)
 
 
-def export_tensorboard(out_dir: str | os.PathLike[str], ids: list[str] | tuple[str, ...] = (), *,
-                       store: str | os.PathLike[str] | None = None) -> tuple[ExportedRun, ...]:
+def export_tensorboard(
+    out_dir: str | os.PathLike[str],
+    ids: list[str] | tuple[str, ...] = (),
+    *,
+    store: str | os.PathLike[str] | None = None,
+) -> tuple[ExportedRun, ...]:
     """Write TensorBoard event files, one subdirectory per run (``OUT/<run id>/``), scalars by step.
 
     Exporting again replaces the run's event files (TensorBoard would otherwise show every point twice).

@@ -81,8 +81,9 @@ def _scheme_for(total_bytes: int, full_hash: bool, scheme: str | None) -> str:
     return "full" if full_hash or total_bytes <= FULL_HASH_MAX_BYTES else "sampled+mtime"
 
 
-def fingerprint_input(source: str | os.PathLike[str], *, full_hash: bool = False,
-                      scheme: str | None = None) -> DataFingerprint:
+def fingerprint_input(
+    source: str | os.PathLike[str], *, full_hash: bool = False, scheme: str | None = None
+) -> DataFingerprint:
     """Fingerprint one input.
 
     Args:
@@ -100,14 +101,31 @@ def fingerprint_input(source: str | os.PathLike[str], *, full_hash: bool = False
     """
     text = os.fspath(source)
     if text.startswith(HF_PREFIX):
-        name, _, rev = text[len(HF_PREFIX):].partition("@")
-        return DataFingerprint(source=text, kind="hf", path=None, size_bytes=None, mtime_ns=None, hash=None,
-                               hash_scheme=None, hf_name=name, revision=rev or None,
-                               reason=None if rev else "no revision given: the Hub version is not pinned")
+        name, _, rev = text[len(HF_PREFIX) :].partition("@")
+        return DataFingerprint(
+            source=text,
+            kind="hf",
+            path=None,
+            size_bytes=None,
+            mtime_ns=None,
+            hash=None,
+            hash_scheme=None,
+            hf_name=name,
+            revision=rev or None,
+            reason=None if rev else "no revision given: the Hub version is not pinned",
+        )
     path = Path(text).resolve()
     if not path.exists():
-        return DataFingerprint(source=text, kind="file", path=str(path), size_bytes=None, mtime_ns=None,
-                               hash=None, hash_scheme=None, reason="the path does not exist")
+        return DataFingerprint(
+            source=text,
+            kind="file",
+            path=str(path),
+            size_bytes=None,
+            mtime_ns=None,
+            hash=None,
+            hash_scheme=None,
+            reason="the path does not exist",
+        )
     if path.is_dir():
         files: list[tuple[Path, os.stat_result]] = []
         for root, dirs, names in os.walk(path):
@@ -125,15 +143,32 @@ def fingerprint_input(source: str | os.PathLike[str], *, full_hash: bool = False
             h.update(str(fp.relative_to(path)).encode() + b"\0" + digest.encode())
         newest = max((st.st_mtime_ns for _, st in files), default=0)
         reason = f"only the first {_DIR_FILE_CAP} files are hashed" if len(files) >= _DIR_FILE_CAP else None
-        return DataFingerprint(source=text, kind="dir", path=str(path), size_bytes=total, mtime_ns=newest,
-                               hash=h.hexdigest(), hash_scheme=chosen, files=len(files), reason=reason)
+        return DataFingerprint(
+            source=text,
+            kind="dir",
+            path=str(path),
+            size_bytes=total,
+            mtime_ns=newest,
+            hash=h.hexdigest(),
+            hash_scheme=chosen,
+            files=len(files),
+            reason=reason,
+        )
     st = path.stat()
     chosen = _scheme_for(st.st_size, full_hash, scheme)
-    return DataFingerprint(source=text, kind="file", path=str(path), size_bytes=st.st_size,
-                           mtime_ns=st.st_mtime_ns, hash=_hash_file(path, st, chosen), hash_scheme=chosen)
+    return DataFingerprint(
+        source=text,
+        kind="file",
+        path=str(path),
+        size_bytes=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        hash=_hash_file(path, st, chosen),
+        hash_scheme=chosen,
+    )
 
 
-def fingerprint_data(sources: list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...] = (), *,
-                     full_hash: bool = False) -> tuple[DataFingerprint, ...]:
+def fingerprint_data(
+    sources: list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...] = (), *, full_hash: bool = False
+) -> tuple[DataFingerprint, ...]:
     """Fingerprint every input in order (see ``fingerprint_input``)."""
     return tuple(fingerprint_input(s, full_hash=full_hash) for s in sources)

@@ -63,8 +63,12 @@ def nvidia_smi_gpus() -> tuple[list[str], list[int], str | None, str | None]:
     if exe is None:
         return [], [], None, "no NVIDIA driver found (nvidia-smi is not on PATH)"
     try:
-        res = subprocess.run([exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20)
+        res = subprocess.run(
+            [exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return [], [], None, f"nvidia-smi failed: {exc}"
     if res.returncode != 0:

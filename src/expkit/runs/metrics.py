@@ -119,7 +119,7 @@ def parse_metrics_line(line: bytes) -> tuple[dict[str, Any], int | None, str] | 
     m = _RANK_PREFIX.match(line)
     if m:
         rank = int(m.group(1))
-        line = line[m.end():]
+        line = line[m.end() :]
     text = line.strip()
     if not text.startswith(b"{") or not text.endswith(b"}") or len(text) > _MAX_LINE_CHARS:
         return None
@@ -214,5 +214,9 @@ def summarize_metrics(run_dir: Path) -> MetricsSummary:
                 if diverged is None or t < diverged[0]:
                     diverged = (t, where)
     final = finals.pop(0, {})
-    return MetricsSummary(final=final, by_rank={str(r): v for r, v in sorted(finals.items())},
-                      diverged_at=diverged[1] if diverged else None, lines=n)
+    return MetricsSummary(
+        final=final,
+        by_rank={str(r): v for r, v in sorted(finals.items())},
+        diverged_at=diverged[1] if diverged else None,
+        lines=n,
+    )

@@ -56,17 +56,33 @@ def recorded_seed(seed: int | None, *, deterministic: bool, seeded_by: str) -> S
     """The seed record of a process that someone else seeds (``seeded_by``); nothing is seeded here."""
     if seed is None and os.environ.get("EXPKIT_SEED", "").isdigit():
         seed = int(os.environ["EXPKIT_SEED"])
-    return SeedRecord(seed=seed, source="argument" if seed is not None else None, seeded=(),
-                      not_seeded={"all": f"seeded by {seeded_by}"}, note=None, deterministic=deterministic)
+    return SeedRecord(
+        seed=seed,
+        source="argument" if seed is not None else None,
+        seeded=(),
+        not_seeded={"all": f"seeded by {seeded_by}"},
+        note=None,
+        deterministic=deterministic,
+    )
 
 
-def capture_in_process(*, config: dict[str, Any], data: Any, seed: int | None, full_hash: bool,
-                       deterministic: bool, config_notes: tuple[str, ...] = (),
-                       seeded_by: str | None = None) -> dict[str, Any]:
+def capture_in_process(
+    *,
+    config: dict[str, Any],
+    data: Any,
+    seed: int | None,
+    full_hash: bool,
+    deterministic: bool,
+    config_notes: tuple[str, ...] = (),
+    seeded_by: str | None = None,
+) -> dict[str, Any]:
     """The records only the training process itself knows: config, data, seed, environment, GPUs
     (written as ``attached.json`` beside the run a ``runs exec`` owns)."""
-    seed_rec = (seed_process(seed, deterministic=deterministic) if seeded_by is None
-                else recorded_seed(seed, deterministic=deterministic, seeded_by=seeded_by))
+    seed_rec = (
+        seed_process(seed, deterministic=deterministic)
+        if seeded_by is None
+        else recorded_seed(seed, deterministic=deterministic, seeded_by=seeded_by)
+    )
     return {
         "config": config,
         "config_notes": list(config_notes),
@@ -77,12 +93,26 @@ def capture_in_process(*, config: dict[str, Any], data: Any, seed: int | None, f
     }
 
 
-def create_run_record(*, root: Path, name: str | None, group: str | None, config: dict[str, Any], data: Any,
-                      seed: int | None, full_hash: bool, deterministic: bool, kind: str, command: list[str],
-                      world_size: int = 1, seed_in_process: bool = True,
-                      code_dir: str | os.PathLike[str] | None = None,
-                      extra: dict[str, Any] | None = None, config_notes: tuple[str, ...] = (),
-                      integration: str | None = None, seeded_by: str | None = None) -> RunRecord:
+def create_run_record(
+    *,
+    root: Path,
+    name: str | None,
+    group: str | None,
+    config: dict[str, Any],
+    data: Any,
+    seed: int | None,
+    full_hash: bool,
+    deterministic: bool,
+    kind: str,
+    command: list[str],
+    world_size: int = 1,
+    seed_in_process: bool = True,
+    code_dir: str | os.PathLike[str] | None = None,
+    extra: dict[str, Any] | None = None,
+    config_notes: tuple[str, ...] = (),
+    integration: str | None = None,
+    seeded_by: str | None = None,
+) -> RunRecord:
     """Create the run directory and write ``run.json`` (status ``running``), ``config.json`` and
     ``code.patch``, and index the run.
 
@@ -116,17 +146,39 @@ def create_run_record(*, root: Path, name: str | None, group: str | None, config
     elif seed_in_process:
         seed_rec = seed_process(seed, deterministic=deterministic)
     else:
-        seed_rec = SeedRecord(seed=seed, source="argument" if seed is not None else None, seeded=(),
-                              not_seeded={"all": "handed to the command as EXPKIT_SEED; the command seeds itself"},
-                              note=None, deterministic=deterministic)
+        seed_rec = SeedRecord(
+            seed=seed,
+            source="argument" if seed is not None else None,
+            seeded=(),
+            not_seeded={"all": "handed to the command as EXPKIT_SEED; the command seeds itself"},
+            note=None,
+            deterministic=deterministic,
+        )
     proc = psutil.Process()
     record = RunRecord(
-        id=run_id, name=name, group=group, kind=kind, status="running", created_at=now_iso(),
-        created_unix=time.time(), pid=proc.pid, pid_create_time=proc.create_time(), command=tuple(command),
-        cwd=str(Path.cwd()), world_size=world_size, code=code, data=data_records, config=config,
-        config_notes=tuple(config_notes), environment=environment, seed=seed_rec, hardware=hardware,
-        logs=LogsRecord(output="output.log" if kind == "exec" else None), host=platform.node(),
-        extra=dict(extra or {}), integration=integration,
+        id=run_id,
+        name=name,
+        group=group,
+        kind=kind,
+        status="running",
+        created_at=now_iso(),
+        created_unix=time.time(),
+        pid=proc.pid,
+        pid_create_time=proc.create_time(),
+        command=tuple(command),
+        cwd=str(Path.cwd()),
+        world_size=world_size,
+        code=code,
+        data=data_records,
+        config=config,
+        config_notes=tuple(config_notes),
+        environment=environment,
+        seed=seed_rec,
+        hardware=hardware,
+        logs=LogsRecord(output="output.log" if kind == "exec" else None),
+        host=platform.node(),
+        extra=dict(extra or {}),
+        integration=integration,
     )
     write_json_atomic(run_dir / "config.json", config)
     record = dataclasses.replace(record, capture_s=round(time.perf_counter() - t0, 4))
@@ -148,40 +200,60 @@ def describe_records(record: RunRecord | dict[str, Any], run_dir: Path) -> tuple
     rec = record if isinstance(record, RunRecord) else RunRecord.from_json(record, path=run_dir / "run.json")
     code = rec.code
     if code is not None and code.commit:
-        extra = (f", dirty: {code.changed_files} changed + {code.untracked_files} untracked"
-                 f" files in code.patch ({code.patch_bytes} bytes"
-                 f"{', TRUNCATED at cap' if code.patch_truncated else ''})") if code.dirty else ", clean"
+        extra = (
+            (
+                f", dirty: {code.changed_files} changed + {code.untracked_files} untracked"
+                f" files in code.patch ({code.patch_bytes} bytes"
+                f"{', TRUNCATED at cap' if code.patch_truncated else ''})"
+            )
+            if code.dirty
+            else ", clean"
+        )
         code_p = RecordPresence("code", True, f"{code.commit[:12]} on {code.branch}{extra}")
     else:
         code_p = RecordPresence("code", False, (code.reason if code else None) or "no commit recorded")
     data = rec.data
-    data_p = RecordPresence("data", bool(data) and all(d.hash or d.revision for d in data),
-                            "; ".join(f"{Path(d.path).name if d.path else d.hf_name}: "
-                                      f"{(d.hash or d.revision or d.reason or '')[:12]}"
-                                      + (f" ({d.hash_scheme})" if d.hash_scheme else "")
-                                      for d in data) or "no inputs declared")
+    data_p = RecordPresence(
+        "data",
+        bool(data) and all(d.hash or d.revision for d in data),
+        "; ".join(
+            f"{Path(d.path).name if d.path else d.hf_name}: "
+            f"{(d.hash or d.revision or d.reason or '')[:12]}" + (f" ({d.hash_scheme})" if d.hash_scheme else "")
+            for d in data
+        )
+        or "no inputs declared",
+    )
     cfg = rec.config
-    cfg_p = RecordPresence("config", (run_dir / "config.json").exists() and cfg is not None,
-                           (f"{len(cfg)} keys in config.json" if cfg else "empty config")
-                           + (f" ({len(rec.config_notes)} notes)" if rec.config_notes else ""))
+    cfg_p = RecordPresence(
+        "config",
+        (run_dir / "config.json").exists() and cfg is not None,
+        (f"{len(cfg)} keys in config.json" if cfg else "empty config")
+        + (f" ({len(rec.config_notes)} notes)" if rec.config_notes else ""),
+    )
     env = rec.environment
-    env_p = RecordPresence("environment", bool(env and env.packages),
-                           f"python {env.python}, torch {env.torch}, {len(env.packages)} packages" if env
-                           else "not recorded")
+    env_p = RecordPresence(
+        "environment",
+        bool(env and env.packages),
+        f"python {env.python}, torch {env.torch}, {len(env.packages)} packages" if env else "not recorded",
+    )
     seed = rec.seed
     if seed is not None:
-        seed_p = RecordPresence("seed", seed.seed is not None,
-                                f"{seed.seed} ({seed.source}; "
-                                + (f"seeded {', '.join(seed.seeded)})" if seed.seeded
-                                   else "handed to the command as EXPKIT_SEED)"))
+        seed_p = RecordPresence(
+            "seed",
+            seed.seed is not None,
+            f"{seed.seed} ({seed.source}; "
+            + (f"seeded {', '.join(seed.seeded)})" if seed.seeded else "handed to the command as EXPKIT_SEED)"),
+        )
     else:
         seed_p = RecordPresence("seed", False, "not recorded")
     hw = rec.hardware
     if hw is not None:
         gpus = ", ".join(hw.gpu_names) or "no GPU"
-        hw_p = RecordPresence("hardware", bool(hw.cpu_model or hw.cpu_cores_logical),
-                              f"{hw.cpu_model}, {hw.cpu_cores_logical} cores, "
-                              f"{(hw.ram_bytes or 0) / 2**30:.1f} GiB, {gpus}")
+        hw_p = RecordPresence(
+            "hardware",
+            bool(hw.cpu_model or hw.cpu_cores_logical),
+            f"{hw.cpu_model}, {hw.cpu_cores_logical} cores, {(hw.ram_bytes or 0) / 2**30:.1f} GiB, {gpus}",
+        )
     else:
         hw_p = RecordPresence("hardware", False, "not recorded")
     n_lines = 0
@@ -190,8 +262,10 @@ def describe_records(record: RunRecord | dict[str, Any], run_dir: Path) -> tuple
         with open(path, "rb") as f:
             n_lines += sum(1 for _ in f)
     out = run_dir / "output.log"
-    logs_p = RecordPresence("logs", bool(metric_files) or out.exists(),
-                            f"metrics {n_lines} lines in {len(metric_files)} file(s), "
-                            f"{len(rec.checkpoints)} checkpoints"
-                            + (f", output.log {out.stat().st_size} bytes" if out.exists() else ""))
+    logs_p = RecordPresence(
+        "logs",
+        bool(metric_files) or out.exists(),
+        f"metrics {n_lines} lines in {len(metric_files)} file(s), "
+        f"{len(rec.checkpoints)} checkpoints" + (f", output.log {out.stat().st_size} bytes" if out.exists() else ""),
+    )
     return (code_p, data_p, cfg_p, env_p, seed_p, hw_p, logs_p)

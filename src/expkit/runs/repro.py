@@ -44,8 +44,13 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-def reproduce(ref: str, *, store: str | os.PathLike[str] | None = None, keep_worktree: bool = False,
-              on_output: Callable[[str, bytes], None] | None = None) -> ReproReport:
+def reproduce(
+    ref: str,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    keep_worktree: bool = False,
+    on_output: Callable[[str, bytes], None] | None = None,
+) -> ReproReport:
     """Re-run run ``ref`` from its records and judge the result.
 
     Raises:
@@ -60,15 +65,20 @@ def reproduce(ref: str, *, store: str | os.PathLike[str] | None = None, keep_wor
     code = rec.code
     command = list(rec.command)
     if len(command) >= 2 and command[1] in ("-c", "-m") and rec.kind == "api":
-        raise UsageError(f"run {rec.id} was started with `python {command[1]}`; its command cannot be re-run",
-                         hint="record it with `expkit runs exec -- python script.py`")
+        raise UsageError(
+            f"run {rec.id} was started with `python {command[1]}`; its command cannot be re-run",
+            hint="record it with `expkit runs exec -- python script.py`",
+        )
     if code is None or not code.commit:
-        raise UsageError(f"run {rec.id} has no recorded commit ({code.reason if code else 'no code record'})",
-                         hint="runs started outside a git work tree cannot be rebuilt")
+        raise UsageError(
+            f"run {rec.id} has no recorded commit ({code.reason if code else 'no code record'})",
+            hint="runs started outside a git work tree cannot be rebuilt",
+        )
     top = Path(code.toplevel or ".")
     if not (top / ".git").exists() or _git(["cat-file", "-e", f"{code.commit}^{{commit}}"], top).returncode:
-        raise UsageError(f"commit {code.commit[:12]} is not in {top}",
-                         hint="run repro in a clone that has the commit (git fetch)")
+        raise UsageError(
+            f"commit {code.commit[:12]} is not in {top}", hint="run repro in a clone that has the commit (git fetch)"
+        )
     worktree = Path(tempfile.mkdtemp(prefix="expkit-repro-"))
     added = _git(["worktree", "add", "--detach", str(worktree), code.commit], top)
     if added.returncode:
@@ -87,16 +97,25 @@ def reproduce(ref: str, *, store: str | os.PathLike[str] | None = None, keep_wor
             now = fingerprint_input(d.path or d.source, scheme=d.hash_scheme or "sampled")
             compared.append(f"{d.source}: {d.hash_scheme or 'sampled'}")
             if now.hash != d.hash:
-                mismatches.append(f"{d.source}: {d.hash[:12]} then, {(now.hash or now.reason or '')[:12]} now "
-                                  f"({d.hash_scheme} hash)")
+                mismatches.append(
+                    f"{d.source}: {d.hash[:12]} then, {(now.hash or now.reason or '')[:12]} now ({d.hash_scheme} hash)"
+                )
         # paths inside the original tree point into the worktree instead
         mapped = [str(worktree / Path(a).relative_to(top)) if a.startswith(str(top) + os.sep) else a for a in command]
         cwd = worktree / (code.workdir or "")
         seed = rec.seed.seed if rec.seed else None
-        res = execute(mapped, store=root, name=f"repro-{rec.id}", seed=seed, group=rec.group,
-                      deterministic=bool(rec.seed and rec.seed.deterministic), cwd=cwd,
-                      data=[d.path or d.source for d in rec.data], on_output=on_output,
-                      extra_record={"repro_of": rec.id})
+        res = execute(
+            mapped,
+            store=root,
+            name=f"repro-{rec.id}",
+            seed=seed,
+            group=rec.group,
+            deterministic=bool(rec.seed and rec.seed.deterministic),
+            cwd=cwd,
+            data=[d.path or d.source for d in rec.data],
+            on_output=on_output,
+            extra_record={"repro_of": rec.id},
+        )
     finally:
         if not keep_worktree:
             _git(["worktree", "remove", "--force", str(worktree)], top)
@@ -109,16 +128,31 @@ def reproduce(ref: str, *, store: str | os.PathLike[str] | None = None, keep_wor
         verdict, note = "different", f"the reproduction ended {res.status} (exit code {res.exit_code})"
     elif old == new and old:
         verdict, note = "exact", "every final metric is bitwise equal"
-    elif floor and all(isinstance(a, (int, float)) and isinstance(b, (int, float)) and k in floor
-                       and abs(a - b) <= floor[k] for k, (a, b) in metrics.items() if k != "step"):
+    elif floor and all(
+        isinstance(a, (int, float)) and isinstance(b, (int, float)) and k in floor and abs(a - b) <= floor[k]
+        for k, (a, b) in metrics.items()
+        if k != "step"
+    ):
         verdict, note = "within noise floor", f"every change is under the seed-to-seed std of group {rec.group}"
     else:
         verdict = "different"
-        note = ("no noise floor recorded for this run's group (run `expkit runs determinism`)" if not floor
-                else "some metric moved more than the noise floor")
+        note = (
+            "no noise floor recorded for this run's group (run `expkit runs determinism`)"
+            if not floor
+            else "some metric moved more than the noise floor"
+        )
     if mismatches:
         note += f"; {len(mismatches)} data input(s) changed since the run"
-    return ReproReport(original=rec.id, reproduction=res.run_id, verdict=verdict, metrics=metrics,
-                       noise_floor=floor, data_mismatches=tuple(mismatches), data_compared=tuple(compared),
-                       patch_applied=patch_applied, patch_truncated=bool(code.patch_truncated),
-                       worktree=str(worktree) if keep_worktree else None, note=note)
+    return ReproReport(
+        original=rec.id,
+        reproduction=res.run_id,
+        verdict=verdict,
+        metrics=metrics,
+        noise_floor=floor,
+        data_mismatches=tuple(mismatches),
+        data_compared=tuple(compared),
+        patch_applied=patch_applied,
+        patch_truncated=bool(code.patch_truncated),
+        worktree=str(worktree) if keep_worktree else None,
+        note=note,
+    )

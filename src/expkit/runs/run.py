@@ -56,8 +56,9 @@ def _check_jsonable(value: Any, where: str, notes: list[str]) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise UsageError(f"config key {where!r} is {value!r}, which JSON cannot hold",
-                             hint="use a finite number or a string")
+            raise UsageError(
+                f"config key {where!r} is {value!r}, which JSON cannot hold", hint="use a finite number or a string"
+            )
         return value
     if isinstance(value, (list, tuple)):
         return [_check_jsonable(v, f"{where}[{i}]", notes) for i, v in enumerate(value)]
@@ -67,17 +68,23 @@ def _check_jsonable(value: Any, where: str, notes: list[str]) -> Any:
             key = k
             if not isinstance(k, str):
                 if not (k is None or isinstance(k, (bool, int, float))):
-                    raise UsageError(f"config key {k!r} under {where!r} is a {type(k).__name__}, which JSON cannot "
-                                     "hold as a key", hint="use str, int, float or bool keys")
+                    raise UsageError(
+                        f"config key {k!r} under {where!r} is a {type(k).__name__}, which JSON cannot hold as a key",
+                        hint="use str, int, float or bool keys",
+                    )
                 key = json.dumps(k)  # JSON's own spelling: 0, true, null
                 if key in value:
                     raise UsageError(f"config keys {k!r} and {key!r} under {where!r} collide as JSON keys")
-                notes.append(f"config key {k!r} under {where or 'the top level'!r} is a {type(k).__name__}; "
-                             f"stored as the string {key!r}")
+                notes.append(
+                    f"config key {k!r} under {where or 'the top level'!r} is a {type(k).__name__}; "
+                    f"stored as the string {key!r}"
+                )
             out[key] = _check_jsonable(v, f"{where}.{key}" if where else key, notes)
         return out
-    raise UsageError(f"config key {where!r} holds a {type(value).__name__} ({value!r:.60}), which is not JSON",
-                     hint="convert it to a str, number, bool, list or dict before start()")
+    raise UsageError(
+        f"config key {where!r} holds a {type(value).__name__} ({value!r:.60}), which is not JSON",
+        hint="convert it to a str, number, bool, list or dict before start()",
+    )
 
 
 def validate_config_notes(config: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -139,15 +146,27 @@ def _number(key: str, value: Any) -> float | int:
     try:
         return float(value.item() if hasattr(value, "item") else value)  # torch/numpy scalars
     except (TypeError, ValueError):
-        raise UsageError(f"metric {key!r} = {value!r:.60} is not a number",
-                         hint="log numbers (a 0-d tensor is fine); put text in an artifact") from None
+        raise UsageError(
+            f"metric {key!r} = {value!r:.60} is not a number",
+            hint="log numbers (a 0-d tensor is fine); put text in an artifact",
+        ) from None
 
 
 class Run:
     """A live run. Use ``start()`` to make one. ``id`` and ``dir`` locate the record."""
 
-    def __init__(self, *, run_id: str, run_dir: Path, store: Path, rank: int, world_size: int,
-                 mode: str, record: RunRecord | None, metrics_file: str) -> None:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        run_dir: Path,
+        store: Path,
+        rank: int,
+        world_size: int,
+        mode: str,
+        record: RunRecord | None,
+        metrics_file: str,
+    ) -> None:
         self.id = run_id
         self.dir = run_dir
         self.store = store
@@ -246,15 +265,18 @@ class Run:
         shutil.copyfile(src, tmp)
         os.replace(tmp, out / dest_name)
         digest = hashlib.sha256((out / dest_name).read_bytes()).hexdigest()
-        self._note("artifacts", [{"name": dest_name, "source": str(src.resolve()),
-                                  "size_bytes": src.stat().st_size, "sha256": digest}])
+        self._note(
+            "artifacts",
+            [{"name": dest_name, "source": str(src.resolve()), "size_bytes": src.stat().st_size, "sha256": digest}],
+        )
         return out / dest_name
 
     def _note(self, key: str, items: list[dict[str, Any]]) -> None:
         if self.mode == "owner" and self._record is not None:
             entry_type: Any = CheckpointEntry if key == "checkpoints" else ArtifactEntry
-            added = tuple(entry_type(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in i.items()})
-                          for i in items)
+            added = tuple(
+                entry_type(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in i.items()}) for i in items
+            )
             self._record = dataclasses.replace(self._record, **{key: getattr(self._record, key) + added})
             write_record(self.store, self._record)
         elif self.mode == "attached":
@@ -280,8 +302,9 @@ class Run:
         cfg, notes = validate_config_notes(config)
         if self.mode == "owner" and self._record is not None:
             merged = {**self._record.config, source: cfg}
-            self._record = dataclasses.replace(self._record, config=merged,
-                                               config_notes=self._record.config_notes + notes)
+            self._record = dataclasses.replace(
+                self._record, config=merged, config_notes=self._record.config_notes + notes
+            )
             write_json_atomic(self.dir / "config.json", merged)
             write_record(self.store, self._record)
         elif self.mode == "attached":
@@ -332,9 +355,16 @@ class Run:
         others = summarize_metrics(self.dir)  # the other ranks' files, as far as they reached disk
         diverged_at = self._diverged_at or others.diverged_at
         self._record = dataclasses.replace(
-            self._record, status=status, ended_at=now_iso(), final_metrics=jsonable_metrics(self.final_metrics),
-            final_metrics_by_rank=others.by_rank, error=error, diverged=diverged_at is not None,
-            diverged_at=diverged_at, signal=signal.Signals(signum).name if signum is not None else None)
+            self._record,
+            status=status,
+            ended_at=now_iso(),
+            final_metrics=jsonable_metrics(self.final_metrics),
+            final_metrics_by_rank=others.by_rank,
+            error=error,
+            diverged=diverged_at is not None,
+            diverged_at=diverged_at,
+            signal=signal.Signals(signum).name if signum is not None else None,
+        )
         write_record(self.store, self._record)
 
     def __enter__(self) -> Run:
@@ -376,8 +406,10 @@ class Run:
 def _rank_key(store: Path) -> Path:
     import hashlib
 
-    parts = [os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT",
-                                             "TORCHELASTIC_RESTART_COUNT")]
+    parts = [
+        os.environ.get(k, "")
+        for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT")
+    ]
     parts.append(str(_STARTS_IN_PROCESS[0]))
     key = hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
     return store / ".torchrun" / f"{key}.json"
@@ -392,10 +424,19 @@ def _agent_start_time() -> float:
         return 0.0
 
 
-def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int | None = None,
-          store: str | os.PathLike[str] | None = None, name: str | None = None, *,
-          group: str | None = None, full_hash: bool = False, deterministic: bool | None = None,
-          code_dir: str | os.PathLike[str] | None = None, seeded_by: str | None = None) -> Run:
+def start(
+    config: Any = None,
+    data: list[Any] | tuple[Any, ...] = (),
+    seed: int | None = None,
+    store: str | os.PathLike[str] | None = None,
+    name: str | None = None,
+    *,
+    group: str | None = None,
+    full_hash: bool = False,
+    deterministic: bool | None = None,
+    code_dir: str | os.PathLike[str] | None = None,
+    seeded_by: str | None = None,
+) -> Run:
     """Start a run: capture the seven records, seed everything, and return a Run (a context manager).
 
     Args:
@@ -440,16 +481,38 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
         run_dir = Path(attach_dir)
         if seeded_by is None:
             records.seed_process(seed, deterministic=deterministic)
-        return Run(run_id=run_dir.name, run_dir=run_dir, store=run_dir.parent, rank=rank, world_size=world,
-                   mode="rank", record=None, metrics_file=f"metrics.rank{rank}.jsonl")
+        return Run(
+            run_id=run_dir.name,
+            run_dir=run_dir,
+            store=run_dir.parent,
+            rank=rank,
+            world_size=world,
+            mode="rank",
+            record=None,
+            metrics_file=f"metrics.rank{rank}.jsonl",
+        )
     if attach_dir:
         run_dir = Path(attach_dir)
-        captured = records.capture_in_process(config=cfg, data=data, seed=seed, full_hash=full_hash,
-                                              deterministic=deterministic, config_notes=cfg_notes,
-                                              seeded_by=seeded_by)
+        captured = records.capture_in_process(
+            config=cfg,
+            data=data,
+            seed=seed,
+            full_hash=full_hash,
+            deterministic=deterministic,
+            config_notes=cfg_notes,
+            seeded_by=seeded_by,
+        )
         write_json_atomic(run_dir / "attached.json", captured)
-        return Run(run_id=run_dir.name, run_dir=run_dir, store=run_dir.parent, rank=0, world_size=world,
-                   mode="attached", record=None, metrics_file="metrics.jsonl")
+        return Run(
+            run_id=run_dir.name,
+            run_dir=run_dir,
+            store=run_dir.parent,
+            rank=0,
+            world_size=world,
+            mode="attached",
+            record=None,
+            metrics_file="metrics.jsonl",
+        )
     if rank != 0:
         pointer = _rank_key(root)
         not_before = _agent_start_time() - 1.0
@@ -462,26 +525,57 @@ def start(config: Any = None, data: list[Any] | tuple[Any, ...] = (), seed: int 
             except (FileNotFoundError, orjson.JSONDecodeError, KeyError):
                 pass
             if time.monotonic() > deadline:
-                raise UsageError(f"rank {rank} waited {RANK_WAIT_S:.0f} s for rank 0 to create the run in {root}",
-                                 hint="all ranks need the same store on a shared filesystem (--store/EXPKIT_STORE)")
+                raise UsageError(
+                    f"rank {rank} waited {RANK_WAIT_S:.0f} s for rank 0 to create the run in {root}",
+                    hint="all ranks need the same store on a shared filesystem (--store/EXPKIT_STORE)",
+                )
             time.sleep(0.05)
         if seeded_by is None:
             records.seed_process(seed if seed is not None else info["seed"], deterministic=deterministic)
         run_dir = root / info["id"]
-        return Run(run_id=info["id"], run_dir=run_dir, store=root, rank=rank, world_size=world, mode="rank",
-                   record=None, metrics_file=f"metrics.rank{rank}.jsonl")
+        return Run(
+            run_id=info["id"],
+            run_dir=run_dir,
+            store=root,
+            rank=rank,
+            world_size=world,
+            mode="rank",
+            record=None,
+            metrics_file=f"metrics.rank{rank}.jsonl",
+        )
 
-    record = records.create_run_record(root=root, name=name, group=group, config=cfg, data=data, seed=seed,
-                                       full_hash=full_hash, deterministic=deterministic, kind="api",
-                                       command=[sys.executable, *sys.argv], world_size=world,
-                                       code_dir=code_dir, config_notes=cfg_notes, seeded_by=seeded_by)
+    record = records.create_run_record(
+        root=root,
+        name=name,
+        group=group,
+        config=cfg,
+        data=data,
+        seed=seed,
+        full_hash=full_hash,
+        deterministic=deterministic,
+        kind="api",
+        command=[sys.executable, *sys.argv],
+        world_size=world,
+        code_dir=code_dir,
+        config_notes=cfg_notes,
+        seeded_by=seeded_by,
+    )
     run_dir = root / record.id
     if world > 1:
         pointer = _rank_key(root)
         pointer.parent.mkdir(exist_ok=True)
-        write_json_atomic(pointer, {"id": record.id, "seed": record.seed.seed if record.seed else None,
-                                    "written_unix": time.time()})
-    run = Run(run_id=record.id, run_dir=run_dir, store=root, rank=0, world_size=world, mode="owner",
-              record=record, metrics_file="metrics.jsonl")
+        write_json_atomic(
+            pointer, {"id": record.id, "seed": record.seed.seed if record.seed else None, "written_unix": time.time()}
+        )
+    run = Run(
+        run_id=record.id,
+        run_dir=run_dir,
+        store=root,
+        rank=0,
+        world_size=world,
+        mode="owner",
+        record=record,
+        metrics_file="metrics.jsonl",
+    )
     run._install_signal_handlers()
     return run

@@ -133,16 +133,22 @@ class RunRecord:
                 value of the wrong type, naming the run and the field.
         """
         if not isinstance(obj, dict):
-            raise InputError(f"run.json holds a JSON {type(obj).__name__}, not an object", path=path,
-                             hint="restore the file or delete the run directory")
+            raise InputError(
+                f"run.json holds a JSON {type(obj).__name__}, not an object",
+                path=path,
+                hint="restore the file or delete the run directory",
+            )
         run_id = obj.get("id")
         run = run_id if isinstance(run_id, str) else (path.parent.name if path else "?")
         schema = obj.get("schema", 1)
         if type(schema) is not int or schema < 1:
             raise InputError(f"run {run}: field 'schema' is {schema!r}, expected a positive int", path=path)
         if schema > SCHEMA_VERSION:
-            raise InputError(f"run {run}: run.json has schema {schema}; this expkit reads up to {SCHEMA_VERSION}",
-                             path=path, hint="upgrade expkit to read it")
+            raise InputError(
+                f"run {run}: run.json has schema {schema}; this expkit reads up to {SCHEMA_VERSION}",
+                path=path,
+                hint="upgrade expkit to read it",
+            )
         data = dict(obj)
         if schema == 1:  # free-form era: extra keys lived at the top level
             known = {f.name for f in dataclasses.fields(cls)}
@@ -155,6 +161,7 @@ class RunRecord:
 
 
 # --- the one converter: dataclass <-> JSON, checked against the annotations ----------------------
+
 
 def _to_jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -170,8 +177,11 @@ _HINTS: dict[type, dict[str, Any]] = {}
 # Item types whose JSON values need no conversion, and the Python types accepted as they are.
 _SIMPLE: dict[Any, tuple[type, ...]] = {str: (str,), int: (int,), bool: (bool,)}
 _SIMPLE_OR_NONE: dict[Any, tuple[type, ...]] = {
-    **_SIMPLE, Any: (str, int, float, bool, type(None), dict, list),
-    str | None: (str, type(None)), int | None: (int, type(None)), bool | None: (bool, type(None)),
+    **_SIMPLE,
+    Any: (str, int, float, bool, type(None), dict, list),
+    str | None: (str, type(None)),
+    int | None: (int, type(None)),
+    bool | None: (bool, type(None)),
 }
 
 
@@ -184,8 +194,11 @@ def _hints(cls: type) -> dict[str, Any]:
 def _bad(value: Any, want: str, where: str, run: str, path: Path | None) -> InputError:
     shown = repr(value)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    return InputError(f"run {run}: field {where!r} is a {type(value).__name__} ({shown}), expected {want}",
-                      path=path, hint="restore run.json (the run is listed as broken until then)")
+    return InputError(
+        f"run {run}: field {where!r} is a {type(value).__name__} ({shown}), expected {want}",
+        path=path,
+        hint="restore run.json (the run is listed as broken until then)",
+    )
 
 
 def _convert(tp: Any, value: Any, where: str, run: str, path: Path | None) -> Any:
@@ -258,8 +271,11 @@ def from_jsonable(cls: type, obj: Any, *, where: str = "", run: str = "?", path:
     unknown = sorted(set(obj) - set(fields))
     if unknown:
         place = f"{where}.{unknown[0]}" if where else unknown[0]
-        raise InputError(f"run {run}: unknown field {place!r} in run.json", path=path,
-                         hint="written by another expkit version, or edited by hand")
+        raise InputError(
+            f"run {run}: unknown field {place!r} in run.json",
+            path=path,
+            hint="written by another expkit version, or edited by hand",
+        )
     kwargs = {}
     for name, f in fields.items():
         place = f"{where}.{name}" if where else name

@@ -48,8 +48,18 @@ INDEX_NAME = "index.sqlite"
 # A heartbeat is written every second; a run on another host silent for 30 s is taken as lost.
 HEARTBEAT_STALE_S = 30.0
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
-_COLUMNS = {"id": "id", "name": "name", "status": "status", "seed": "seed", "commit": "commit_sha",
-            "dirty": "dirty", "group": "grp", "kind": "kind", "hostname": "hostname", "created_at": "created_at"}
+_COLUMNS = {
+    "id": "id",
+    "name": "name",
+    "status": "status",
+    "seed": "seed",
+    "commit": "commit_sha",
+    "dirty": "dirty",
+    "group": "grp",
+    "kind": "kind",
+    "hostname": "hostname",
+    "created_at": "created_at",
+}
 # Bumped when the table changes; an index of another version is dropped and rebuilt (it is a cache).
 INDEX_VERSION = 2
 _N_COLS = 18
@@ -72,8 +82,10 @@ def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
     """
     root = Path(store if store is not None else os.environ.get("EXPKIT_STORE") or DEFAULT_STORE).absolute()
     if root.exists() and not root.is_dir():
-        raise UsageError(f"run store {str(root)!r} is a file, not a directory",
-                         hint="give --store a directory (it is created when missing)")
+        raise UsageError(
+            f"run store {str(root)!r} is a file, not a directory",
+            hint="give --store a directory (it is created when missing)",
+        )
     return root
 
 
@@ -84,8 +96,10 @@ def validate_name(text: str, *, what: str = "run name") -> str:
         UsageError: naming the value and the allowed characters.
     """
     if not isinstance(text, str) or not _NAME_RE.match(text) or ".." in text:
-        raise UsageError(f"{what} {text!r} is not allowed",
-                         hint="use letters, digits and . _ + - (no '/', no '..', at most 128 characters)")
+        raise UsageError(
+            f"{what} {text!r} is not allowed",
+            hint="use letters, digits and . _ + - (no '/', no '..', at most 128 characters)",
+        )
     return text
 
 
@@ -134,16 +148,19 @@ def open_index(root: Path, *, on_note: Note | None = None) -> sqlite3.Connection
     try:
         return _connect(path)
     except sqlite3.DatabaseError as exc:
-        corrupt = not isinstance(exc, sqlite3.OperationalError) or "malformed" in str(exc) \
-            or "not a database" in str(exc)
+        corrupt = (
+            not isinstance(exc, sqlite3.OperationalError) or "malformed" in str(exc) or "not a database" in str(exc)
+        )
         if corrupt:
             try:
                 os.replace(path, root / (INDEX_NAME + ".corrupt"))
                 for suffix in ("-wal", "-shm"):
                     (root / (INDEX_NAME + suffix)).unlink(missing_ok=True)
                 con = _connect(path)
-                note(f"the run index {path} was corrupt ({exc}); moved it to {INDEX_NAME}.corrupt and rebuilt it "
-                     "from the run directories")
+                note(
+                    f"the run index {path} was corrupt ({exc}); moved it to {INDEX_NAME}.corrupt and rebuilt it "
+                    "from the run directories"
+                )
                 return con
             except (OSError, sqlite3.Error):
                 pass
@@ -153,12 +170,26 @@ def open_index(root: Path, *, on_note: Note | None = None) -> sqlite3.Connection
 
 def _row_of(record: RunRecord, mtime_ns: int) -> tuple[Any, ...]:
     code, seed = record.code, record.seed
-    return (record.id, record.name, record.status, record.created_at, record.ended_at, record.pid,
-            record.hostname, code.commit if code else None,
-            None if code is None or code.dirty is None else int(code.dirty), seed.seed if seed else None,
-            record.group, record.kind, " ".join(record.command), orjson.dumps(record.config).decode(),
-            orjson.dumps(record.final_metrics).decode(), record.error or record.status_reason, mtime_ns,
-            int(record.diverged))
+    return (
+        record.id,
+        record.name,
+        record.status,
+        record.created_at,
+        record.ended_at,
+        record.pid,
+        record.hostname,
+        code.commit if code else None,
+        None if code is None or code.dirty is None else int(code.dirty),
+        seed.seed if seed else None,
+        record.group,
+        record.kind,
+        " ".join(record.command),
+        orjson.dumps(record.config).decode(),
+        orjson.dumps(record.final_metrics).decode(),
+        record.error or record.status_reason,
+        mtime_ns,
+        int(record.diverged),
+    )
 
 
 def index_run(root: Path, record: RunRecord | dict[str, Any], *, con: sqlite3.Connection | None = None) -> None:
@@ -201,16 +232,23 @@ def read_record(run_dir: Path) -> RunRecord:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
-        raise InputError("run.json is missing", path=path,
-                         hint="the run directory holds no record; restore run.json or delete the directory") from None
+        raise InputError(
+            "run.json is missing",
+            path=path,
+            hint="the run directory holds no record; restore run.json or delete the directory",
+        ) from None
     except OSError as exc:
-        raise InputError(f"run.json cannot be read ({exc.strerror})", path=path,
-                         hint="check the permissions of the run directory") from None
+        raise InputError(
+            f"run.json cannot be read ({exc.strerror})", path=path, hint="check the permissions of the run directory"
+        ) from None
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"run.json is not valid JSON ({exc})", path=path,
-                         hint="the run is listed as broken; restore or delete the file") from None
+        raise InputError(
+            f"run.json is not valid JSON ({exc})",
+            path=path,
+            hint="the run is listed as broken; restore or delete the file",
+        ) from None
     return RunRecord.from_json(obj, path=path)
 
 
@@ -237,12 +275,14 @@ def find_run_dir(root: Path, ref: str) -> Path:
     con = open_index(root)
     try:
         for attempt in range(2):
-            by_name = con.execute("SELECT id FROM runs WHERE name = ? ORDER BY created_at DESC, id DESC",
-                                  (ref,)).fetchall()
+            by_name = con.execute(
+                "SELECT id FROM runs WHERE name = ? ORDER BY created_at DESC, id DESC", (ref,)
+            ).fetchall()
             if by_name:
                 return root / by_name[0][0]
-            by_prefix = con.execute("SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\'",
-                                    (ref.replace("_", "\\_") + "%",)).fetchall()
+            by_prefix = con.execute(
+                "SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\'", (ref.replace("_", "\\_") + "%",)
+            ).fetchall()
             if by_prefix or attempt:
                 break
             con.close()  # not in the index: it may be stale (rebuilt, or read-only while runs were written)
@@ -252,8 +292,9 @@ def find_run_dir(root: Path, ref: str) -> Path:
     if len(by_prefix) == 1:
         return root / by_prefix[0][0]
     if by_prefix:
-        raise UsageError(f"run {ref!r} is ambiguous: {', '.join(r[0] for r in by_prefix[:5])}",
-                         hint="give more characters of the ID")
+        raise UsageError(
+            f"run {ref!r} is ambiguous: {', '.join(r[0] for r in by_prefix[:5])}", hint="give more characters of the ID"
+        )
     raise UsageError(f"no run {ref!r} in {root}", hint="list the runs with `expkit runs ls`")
 
 
@@ -343,11 +384,16 @@ def resolve_status(root: Path, record: RunRecord | dict[str, Any]) -> RunRecord:
     from expkit.runs.metrics import summarize_metrics
 
     summary = summarize_metrics(run_dir)
-    fresh = dataclasses.replace(fresh, status="lost", status_reason=reason, ended_at=_iso(beat),
-                                final_metrics=summary.final or fresh.final_metrics,
-                                final_metrics_by_rank=summary.by_rank or fresh.final_metrics_by_rank,
-                                diverged=fresh.diverged or summary.diverged_at is not None,
-                                diverged_at=fresh.diverged_at or summary.diverged_at)
+    fresh = dataclasses.replace(
+        fresh,
+        status="lost",
+        status_reason=reason,
+        ended_at=_iso(beat),
+        final_metrics=summary.final or fresh.final_metrics,
+        final_metrics_by_rank=summary.by_rank or fresh.final_metrics_by_rank,
+        diverged=fresh.diverged or summary.diverged_at is not None,
+        diverged_at=fresh.diverged_at or summary.diverged_at,
+    )
     with contextlib.suppress(OSError):  # a read-only store: the status is still shown as lost
         write_record(root, fresh)
     return fresh
@@ -369,14 +415,19 @@ def _reconcile(root: Path, con: sqlite3.Connection) -> list[BrokenRun]:
     seen: set[str] = set()
 
     def broken(name: str, error: str, mtime: int | None) -> None:
-        con.execute("INSERT OR REPLACE INTO runs (id, status, error, run_json_mtime_ns) VALUES (?,?,?,?)",
-                    (name, "broken", error, mtime))
+        con.execute(
+            "INSERT OR REPLACE INTO runs (id, status, error, run_json_mtime_ns) VALUES (?,?,?,?)",
+            (name, "broken", error, mtime),
+        )
 
     try:
         entries = list(os.scandir(root))
     except OSError as exc:
-        raise InputError(f"cannot list the run store ({exc.strerror})", path=root,
-                         hint="check the permissions of the store directory") from None
+        raise InputError(
+            f"cannot list the run store ({exc.strerror})",
+            path=root,
+            hint="check the permissions of the store directory",
+        ) from None
     for entry in entries:
         try:
             if entry.name.startswith(".") or entry.name == "groups" or not entry.is_dir():
@@ -403,16 +454,19 @@ def _reconcile(root: Path, con: sqlite3.Connection) -> list[BrokenRun]:
         try:
             record = read_record(Path(entry.path))
             if record.id != entry.name:
-                raise InputError(f"run.json names id {record.id!r}, not its directory",
-                                 path=Path(entry.path) / "run.json")
+                raise InputError(
+                    f"run.json names id {record.id!r}, not its directory", path=Path(entry.path) / "run.json"
+                )
         except InputError as exc:
             broken(entry.name, str(exc), mtime)
             continue
         con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * _N_COLS)})", _row_of(record, mtime))
     for gone in set(known) - seen:
         con.execute("DELETE FROM runs WHERE id = ?", (gone,))
-    return [BrokenRun(id=rid, path=str(root / rid / "run.json"), error=err or "")
-            for rid, err in con.execute("SELECT id, error FROM runs WHERE status = 'broken' ORDER BY id")]
+    return [
+        BrokenRun(id=rid, path=str(root / rid / "run.json"), error=err or "")
+        for rid, err in con.execute("SELECT id, error FROM runs WHERE status = 'broken' ORDER BY id")
+    ]
 
 
 def _reconciled_index(root: Path, notes: list[str]) -> tuple[sqlite3.Connection, list[BrokenRun]]:
@@ -449,14 +503,15 @@ def _where_sql(clauses: list[str] | tuple[str, ...]) -> tuple[str, list[Any]]:
             raise UsageError(f"--where {clause!r} has no operator", hint="write KEY=VALUE, KEY>VALUE, ...")
         key, value = (p.strip() for p in clause.split(op, 1))
         if key.startswith("config."):
-            col, jkey = "config", key[len("config."):]
+            col, jkey = "config", key[len("config.") :]
         elif key.startswith("metric."):
-            col, jkey = "final_metrics", key[len("metric."):]
+            col, jkey = "final_metrics", key[len("metric.") :]
         elif key in _COLUMNS:
             col, jkey = _COLUMNS[key], None
         else:
-            raise UsageError(f"--where key {key!r} is unknown",
-                             hint=f"use one of {', '.join(_COLUMNS)}, config.KEY or metric.KEY")
+            raise UsageError(
+                f"--where key {key!r} is unknown", hint=f"use one of {', '.join(_COLUMNS)}, config.KEY or metric.KEY"
+            )
         if jkey is not None and not re.match(r"^[A-Za-z0-9_.\-]+$", jkey):
             raise UsageError(f"--where key {key!r} has characters outside [A-Za-z0-9_.-]")
         try:
@@ -473,8 +528,9 @@ def _where_sql(clauses: list[str] | tuple[str, ...]) -> tuple[str, list[Any]]:
     return (" WHERE " + " AND ".join(sql)) if sql else "", args
 
 
-def list_runs(store: str | os.PathLike[str] | None = None, *, where: list[str] | tuple[str, ...] = (),
-              limit: int | None = None) -> RunListing:
+def list_runs(
+    store: str | os.PathLike[str] | None = None, *, where: list[str] | tuple[str, ...] = (), limit: int | None = None
+) -> RunListing:
     """List runs, newest first, after reconciling the index with the run directories.
 
     Args:
@@ -506,19 +562,32 @@ def list_runs(store: str | os.PathLike[str] | None = None, *, where: list[str] |
                 mtime = (root / rid / "run.json").stat().st_mtime_ns
                 con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * _N_COLS)})", _row_of(fresh, mtime))
         cond = cond + (" AND" if cond else " WHERE") + " status != 'broken'"
-        sql = ("SELECT id, name, status, created_at, ended_at, kind, commit_sha, dirty, seed, grp, final_metrics, "
-               f"error, diverged, hostname FROM runs{cond} ORDER BY created_at DESC, id DESC")
+        sql = (
+            "SELECT id, name, status, created_at, ended_at, kind, commit_sha, dirty, seed, grp, final_metrics, "
+            f"error, diverged, hostname FROM runs{cond} ORDER BY created_at DESC, id DESC"
+        )
         if limit:
             sql += f" LIMIT {int(limit)}"
         rows = con.execute(sql, args).fetchall()
     finally:
         con.close()
     runs = tuple(
-        RunSummary(id=r[0], name=r[1], status=r[2], created_at=r[3], ended_at=r[4], kind=r[5], commit=r[6],
-                   dirty=None if r[7] is None else bool(r[7]), seed=r[8], group=r[9],
-                   final_metrics=orjson.loads(r[10]) if r[10] else {},
-                   status_reason=r[11].strip().splitlines()[-1] if r[11] else None,
-                   diverged=bool(r[12]), hostname=r[13])
+        RunSummary(
+            id=r[0],
+            name=r[1],
+            status=r[2],
+            created_at=r[3],
+            ended_at=r[4],
+            kind=r[5],
+            commit=r[6],
+            dirty=None if r[7] is None else bool(r[7]),
+            seed=r[8],
+            group=r[9],
+            final_metrics=orjson.loads(r[10]) if r[10] else {},
+            status_reason=r[11].strip().splitlines()[-1] if r[11] else None,
+            diverged=bool(r[12]),
+            hostname=r[13],
+        )
         for r in rows
     )
     return RunListing(store=str(root), runs=runs, broken=tuple(broken), notes=tuple(notes))
