@@ -5,7 +5,7 @@ from expkit.labs.runner import run_lab
 
 
 def _lab(lab_id):
-    return next(l for l in select_labs([lab_id]) if l.id == lab_id)
+    return next(entry for entry in select_labs([lab_id]) if entry.id == lab_id)
 
 
 def test_lab_c4_2_activations(tmp_path):

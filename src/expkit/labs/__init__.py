@@ -1,6 +1,6 @@
 """Labs: each seed claim as an experiment measured on this machine (one ``lab_*.py`` module per claim group)."""
 
-from expkit.labs.base import Lab, LabContext, LabOutput, LabResult, Measurement, SeedFigure, Verdict, verdict_within
+from expkit.labs.base import Lab, LabContext, LabOutput, LabResult, Measurement, SeedFigure, Verdict
 from expkit.labs.registry import all_labs, lab, select_labs
 
 __all__ = [
@@ -14,5 +14,4 @@ __all__ = [
     "all_labs",
     "lab",
     "select_labs",
-    "verdict_within",
 ]

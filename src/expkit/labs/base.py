@@ -397,23 +397,5 @@ def judged(
     )
 
 
-def verdict_within(
-    measured: float,
-    seed: float,
-    *,
-    rel_tol: float | None = None,
-    abs_tol: float | None = None,
-    differs_reason: str | None = None,
-) -> Verdict:
-    """Deprecated, kept only while labs move to :func:`judged`; it will be removed."""
-    if math.isnan(measured):
-        return Verdict("not reproduced", "the measurement is NaN")
-    if math.isclose(measured, seed, rel_tol=rel_tol or 0.0, abs_tol=abs_tol or 0.0):
-        return Verdict("reproduced")
-    if differs_reason:
-        return Verdict("differs", differs_reason)
-    return Verdict("not reproduced", f"measured {measured:.4g} vs seed {seed:.4g}")
-
-
 def claims_of(labs: Sequence[Lab]) -> list[str]:
     return sorted({c for lab in labs for c in lab.claims})

@@ -159,8 +159,8 @@ def run(ctx: LabContext) -> LabOutput:
             f"float32 and the output held {naive.n_nan_actual} NaN, which expkit.check.compare reported "
             f"({'not ok' if not naive.ok else 'ok, which it should not be'})."
             if naive.n_nan_actual
-            else "Without subtracting the max the output held no NaN on these logits: the overflow bug did not show here, "
-            f"and compare said ok={naive.ok}."
+            else "Without subtracting the max the output held no NaN on these logits: the overflow bug did not show "
+            f"here, and compare said ok={naive.ok}."
         )
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))

@@ -309,7 +309,8 @@ def run_validation(ctx: LabContext) -> LabOutput:
         for i, r in enumerate(table.rows)
     )
     n_ok = sum(m.verdict is not None and m.verdict.kind == "reproduced" for m in rows)
-    ms = rows + (
+    ms = (
+        *rows,
         judged(
             "cases_within",
             "cases whose predicted peak is within the tolerance of the measured one",

@@ -63,10 +63,10 @@ def run(ctx: LabContext) -> LabOutput:
     fig, (ax,) = new_figure(1)
     labels = ["1 GPU", "FSDP x 8"]
     bottom = [0.0, 0.0]
-    for i, name in enumerate(STATE + ("activations", "logits / loss", "temporaries", "runtime overhead")):
+    for i, name in enumerate((*STATE, "activations", "logits / loss", "temporaries", "runtime overhead")):
         vals = [one.bytes_of(name) / 1e9, eight.bytes_of(name) / 1e9]
         ax.bar(labels, vals, bottom=bottom, label=name, color=f"C{i}")
-        bottom = [b + v for b, v in zip(bottom, vals)]
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.axhline(16, color="k", ls="--", lw=0.8, label="16 GB")
     ax.set(ylabel="GB per GPU (sum of lines)", title="Llama-2-7B full fine-tune, seq 2048, checkpointing")
     ax.legend(fontsize=7)

@@ -59,8 +59,8 @@ def run(ctx: LabContext) -> LabOutput:
         for meth in METHODS:
             cells = ", ".join(f"{get_gpu(g).memory_gb:.0f} GB: {table[(m, meth, g)] or '>64'}" for g in GPUS)
             ms.append(Measurement(f"{m}_{meth}", f"{m} {meth}", cells, "GPUs"))
-    fig, axes = new_figure(3, width_in=3.6)
-    for ax, m in zip(axes, MODELS):
+    fig, axes = new_figure(len(MODELS), width_in=3.6)
+    for ax, m in zip(axes, MODELS, strict=True):
         grid = [[table[(m, meth, g)] or 128 for g in GPUS] for meth in METHODS]
         ax.imshow([[v.bit_length() for v in row] for row in grid], cmap="Oranges", vmin=0, vmax=8)
         for i, row in enumerate(grid):

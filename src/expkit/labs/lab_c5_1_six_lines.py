@@ -168,8 +168,10 @@ def run(ctx: LabContext) -> LabOutput:
         elapsed.append(time.perf_counter() - t)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     peft_model = trainer.model
+    assert peft_model is not None, "the trainer was built with model=model"
     trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in peft_model.parameters())
+    assert trainer.train_dataset is not None, "the trainer was built with train_dataset=ds"
     first_labels = trainer.train_dataset[0]["labels"]
     trained_first = sum(1 for x in first_labels if x != -100)
     checks = check_mapping(

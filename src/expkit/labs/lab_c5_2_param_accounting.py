@@ -67,6 +67,10 @@ def run(ctx: LabContext) -> LabOutput:
     from accelerate import init_empty_weights
 
     model = build_meta_model(spec)  # keeps the tie
+    if model is None:
+        raise RuntimeError(
+            f"transformers has no model class for {spec.name}; this lab needs one (upgrade transformers)"
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from transformers import AutoModelForCausalLM
@@ -88,7 +92,8 @@ def run(ctx: LabContext) -> LabOutput:
             rule=KOfN(4, 4),
             seed=SEED_ARCH,
             detail=f"{spec.num_layers}, {spec.hidden_size}, {spec.vocab_size}, "
-            f"{'tied' if full.tied_embeddings else 'untied'}; heads {spec.num_heads}, kv heads {spec.num_kv_heads} (GQA), head_dim {spec.head_dim}, "
+            f"{'tied' if full.tied_embeddings else 'untied'}; heads {spec.num_heads}, "
+            f"kv heads {spec.num_kv_heads} (GQA), head_dim {spec.head_dim}, "
             f"intermediate {spec.intermediate_size}",
         ),
         judged(

@@ -33,7 +33,7 @@ def run(ctx: LabContext) -> LabOutput:
     tokens = [tok.convert_tokens_to_string([t]) for t in tok.convert_ids_to_tokens(list(one.input_ids))]
     trained = [lab != IGNORE for lab in one.labels]
     eot = marked.end_of_turn
-    eot_trained = any(t == eot.id and m for t, m in zip(one.input_ids, trained))
+    eot_trained = any(t == eot.id and m for t, m in zip(one.input_ids, trained, strict=True))
     # the same labels derived without the markers (rendering each turn as a prefix): must agree
     plain = load_chat_tokenizer(demo.path)
     plain.chat_template = plain.chat_template.replace("{%- generation %}", "").replace("{%- endgeneration %}", "")
@@ -46,12 +46,14 @@ def run(ctx: LabContext) -> LabOutput:
         "{%- generation %}{{- message['content'] }}{%- endgeneration %}{{- '<|im_end|>' }}",
     )
     bad_one = LabelBuilder(bad).build(convo)
-    bad_eot_trained = any(t == eot.id and lab != IGNORE for t, lab in zip(bad_one.input_ids, bad_one.labels))
+    bad_eot_trained = any(
+        t == eot.id and lab != IGNORE for t, lab in zip(bad_one.input_ids, bad_one.labels, strict=True)
+    )
 
     # figure: the conversation as a strip of tokens, trained ones green
     fig, (ax,) = new_figure(1, width_in=12, height_in=3.2)
     x, y = 0.0, 0.0
-    for text, is_trained in zip(tokens, trained):
+    for text, is_trained in zip(tokens, trained, strict=True):
         label = text.replace("\n", "\\n")
         w = 0.12 + 0.075 * len(label)
         if x + w > 12:
@@ -79,7 +81,7 @@ def run(ctx: LabContext) -> LabOutput:
     ax.axis("off")
     path = save_figure(fig, ctx.figure_path("c5_3_tokens.png"))
 
-    shown = " ".join(f"[{t}]" if m else t for t, m in zip(tokens, trained)).replace("\n", "\\n")
+    shown = " ".join(f"[{t}]" if m else t for t, m in zip(tokens, trained, strict=True)).replace("\n", "\\n")
     ok = eot_trained and agree == len(examples) and not bad_eot_trained
     decides = Shown(
         "the same conversation and tokenizer, two templates: the end of turn is in the loss with one and "

@@ -110,7 +110,7 @@ def run(ctx: LabContext) -> LabOutput:
 
     fig, (ax,) = new_figure(1, width_in=7.5, height_in=5)
     pts = []
-    for b, marker in zip(bits, ("o", "s", "^")):
+    for b, marker in zip(bits, ("o", "s", "^"), strict=True):
         w = dec[b].parts[0]
         pts.append(
             RoofPoint(

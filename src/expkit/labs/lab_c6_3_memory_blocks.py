@@ -111,7 +111,7 @@ def run(ctx: LabContext) -> LabOutput:
 
     fig, (ax,) = new_figure(1, width_in=8.0, height_in=1.6 + 0.6 * len(rows))
     colors = {"weights": "C0", "gradients": "C1", "optimizer state": "C2", "activations": "C3", "other": "0.6"}
-    for i, (label, led, blocks) in enumerate(rows[::-1]):
+    for i, (_label, led, blocks) in enumerate(rows[::-1]):
         left = 0.0
         for name in (*BLOCKS, "other"):
             width = 100 * blocks[name] / led.per_gpu_bytes

@@ -170,7 +170,7 @@ def _mlflow_default_records(repo, uri: str) -> dict[str, bool] | str:
     return {
         "code": "mlflow.source.git.commit" in tags,
         "uncommitted patch": any("patch" in k or "diff" in k for k in tags) or any("patch" in a for a in artifacts),
-        "data": bool(run.inputs.dataset_inputs),
+        "data": run.inputs is not None and bool(run.inputs.dataset_inputs),
         "config": bool(params),
         "environment": any(a.endswith(("requirements.txt", "conda.yaml")) for a in artifacts),
         "seed": any("seed" in k.lower() for k in [*tags, *params]),
@@ -329,7 +329,8 @@ def run(ctx: LabContext) -> LabOutput:
         f"edit, then the project moved on (the script deleted, a new commit). `expkit runs repro` rebuilt the code "
         f"from the records alone (commit + patch in a fresh worktree), checked the data fingerprint, reran with the "
         f"recorded seed: {rep.verdict} ({rep.note}). With the data file changed afterwards, repro named it "
-        f"({'; '.join(rep_changed.data_mismatches) or 'not named'}) and the rerun, which reads the committed copy in its worktree, was {rep_changed.verdict}.\n\n"
+        f"({'; '.join(rep_changed.data_mismatches) or 'not named'}) and the rerun, which reads the committed copy "
+        f"in its worktree, was {rep_changed.verdict}.\n\n"
         f"A run started with expkit.runs.start() in a small git project recorded {n_present} of the seven "
         "records without extra code: the commit plus a patch of uncommitted work, a content hash of the data "
         "file, config.json, every installed package with its version (importlib.metadata), the root seed that "

@@ -136,9 +136,9 @@ def run(ctx: LabContext) -> LabOutput:
         + (
             "On this CUDA trace idle is measured as gaps on the device timeline. "
             if cuda
-            else "On a CPU the CPU is the device, so 'device idle' is 0 by construction: the trace has no separate device "
-            "timeline whose gaps could be measured (on a CUDA trace expkit splits idle into host wait and gaps); "
-            "hence no verdict here. "
+            else "On a CPU the CPU is the device, so 'device idle' is 0 by construction: the trace has no separate "
+            "device timeline whose gaps could be measured (on a CUDA trace expkit splits idle into host wait and "
+            "gaps); hence no verdict here. "
         )
         + f"The profiler made the step {rep.profiling_overhead_ratio:.2f}x as long as without it; on 2 shared "
         f"cores this ratio is noisy. Verdict: {rep.verdict}"

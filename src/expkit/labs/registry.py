@@ -46,7 +46,7 @@ def all_labs() -> list[Lab]:
     for info in pkgutil.iter_modules(pkg.__path__):
         if info.name.startswith("lab_"):
             importlib.import_module(f"expkit.labs.{info.name}")
-    return sorted(_REGISTRY.values(), key=lambda l: _natural_key(l.id))
+    return sorted(_REGISTRY.values(), key=lambda entry: _natural_key(entry.id))
 
 
 def select_labs(ids: Sequence[str]) -> list[Lab]:
@@ -61,9 +61,9 @@ def select_labs(ids: Sequence[str]) -> list[Lab]:
     chosen: list[Lab] = []
     for wanted in ids:
         w = wanted.strip().upper()
-        hits = [l for l in labs if l.id.upper() == w or w in (c.upper() for c in l.claims)]
+        hits = [entry for entry in labs if entry.id.upper() == w or w in (c.upper() for c in entry.claims)]
         if not hits:
-            known = ", ".join(l.id for l in labs)
+            known = ", ".join(entry.id for entry in labs)
             raise UsageError(f"no lab or claim {wanted!r}", hint=f"known labs: {known}")
         chosen.extend(h for h in hits if h not in chosen)
     return chosen

@@ -103,7 +103,9 @@ def run_labs(
     on_start: Callable[[int, Lab], None] | None = None,
     on_done: Callable[[int, LabResult], None] | None = None,
 ) -> LabReport:
-    """Run ``labs`` in order on ``device`` (checked first with :func:`check_lab_device`), writing ``out_dir/results.json`` and ``index.html`` after each one.
+    """Run ``labs`` in order on ``device`` (checked first with :func:`check_lab_device`).
+
+    Writes ``out_dir/results.json`` and ``index.html`` after each lab.
 
     Returns:
         The complete LabReport (also on disk).
