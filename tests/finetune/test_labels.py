@@ -28,7 +28,7 @@ def tok(demo_model_dir):
 
 
 def _trained_text(tok, ex_labels):
-    return [tok.decode([t]) for t, lab in zip(ex_labels.input_ids, ex_labels.labels) if lab != IGNORE]
+    return [tok.decode([t]) for t, lab in zip(ex_labels.input_ids, ex_labels.labels, strict=True) if lab != IGNORE]
 
 
 def test_only_assistant_turns_and_their_end_of_turn_are_trained(tok):

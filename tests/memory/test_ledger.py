@@ -37,10 +37,10 @@ def test_per_gpu_is_sum_of_lines_and_peak_is_at_most_the_sum(
         gpus=gpus,
         shard=shard,
     )
-    assert led.per_gpu_bytes == sum(l.bytes for l in led.lines)
+    assert led.per_gpu_bytes == sum(ln.bytes for ln in led.lines)
     assert led.total_bytes == led.per_gpu_bytes * gpus
     assert 0 < led.peak_bytes <= led.per_gpu_bytes
-    assert all(l.bytes >= 0 and l.formula for l in led.lines)
+    assert all(ln.bytes >= 0 and ln.formula for ln in led.lines)
 
 
 def test_full_mixed_adamw_model_state_is_18_bytes_per_param_with_autocast_copies():

@@ -16,7 +16,7 @@ def test_start_offset_resumes_the_same_sequence():
     ids = torch.arange(1000) % 128
     full = _batches(ids, 5)
     later = _batches(ids, 2, start=3)
-    for (x1, y1), (x2, y2) in zip(full[3:], later):
+    for (x1, y1), (x2, y2) in zip(full[3:], later, strict=True):
         assert torch.equal(x1, x2) and torch.equal(y1, y2)
 
 
@@ -39,4 +39,4 @@ def test_worker_processes_give_the_same_batches():
     ids = torch.arange(3000) % 128
     main = _batches(ids, 3)
     workers = _batches(ids, 3, num_workers=2)
-    assert all(torch.equal(a[0], b[0]) for a, b in zip(main, workers))
+    assert all(torch.equal(a[0], b[0]) for a, b in zip(main, workers, strict=True))

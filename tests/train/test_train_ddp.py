@@ -46,7 +46,7 @@ def test_two_process_ddp_matches_one_process_with_the_same_global_batch(small_co
         "--store",
         str(tmp_path / "runs"),
         "--json",
-        *[a for o in OVERRIDES + ["batch_size=2"] for a in ("--config", o)],
+        *[a for o in [*OVERRIDES, "batch_size=2"] for a in ("--config", o)],
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     # own session: on a timeout the whole group (torchrun and both workers) is killed, no orphans

@@ -126,7 +126,7 @@ def test_run_is_recorded_with_metrics_schedule_figure_and_fingerprint(small_corp
     rec = json.loads((tmp_path / "runs" / r.run_id / "run.json").read_text())
     assert rec["status"] == "finished"
     assert rec["config"]["corpus"]["fingerprint"] == small_corpus.fingerprint
-    metrics = [json.loads(l) for l in (tmp_path / "runs" / r.run_id / "metrics.jsonl").read_text().splitlines()]
+    metrics = [json.loads(line) for line in (tmp_path / "runs" / r.run_id / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in metrics if "loss" in m] == [0, 1, 2]
     assert r.schedule_figure.endswith("lr_schedule.png") and r.checkpoint.startswith(r.run_dir)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,8 +18,8 @@ def test_schedule_stays_in_range_and_peaks_after_warmup(lr_max, frac, warm, extr
     s = WarmupCosine(lr_max=lr_max, lr_min=lr_max * frac, warmup_steps=warm, max_steps=warm + extra)
     _, lrs = s.curve()
     assert all(min(lr_max * frac, lrs[0]) * (1 - 1e-12) <= lr <= lr_max * (1 + 1e-12) for lr in lrs)
-    assert all(a <= b for a, b in zip(lrs[:warm], lrs[1:warm]))  # warmup rises
-    assert all(a >= b - 1e-15 for a, b in zip(lrs[warm:], lrs[warm + 1 :]))  # cosine falls
+    assert all(a <= b for a, b in pairwise(lrs[:warm]))  # warmup rises
+    assert all(a >= b - 1e-15 for a, b in pairwise(lrs[warm:]))  # cosine falls
     if extra > 1:
         assert lrs[-1] == pytest.approx(lr_max * frac, rel=1e-9, abs=1e-15)
 

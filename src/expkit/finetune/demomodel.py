@@ -5,10 +5,11 @@ a Qwen2-architecture model pre-trained for a short while on the CPU, a ChatML te
 The pre-training text is Python standard-library source, plain sentences of the synthetic tasks
 (``What is 3 + 4? 7.``) and ChatML transcripts of them in which the assistant turn is NOT closed by
 ``<|im_end|>``: like a base checkpoint that has seen chat logs but not one template's end-of-turn
-convention, it answers and then carries on with the next turn until SFT teaches it to stop. Like Qwen2.5 base checkpoints its ``generation_config``
-stops on ``<|endoftext|>`` while the chat template ends a turn with ``<|im_end|>``: the stop-token
-contract (``expkit.finetune.contract``) exists to catch exactly that. The tokenizer's ``eos_token`` is
-``<|endoftext|>`` as well (Qwen2.5 base), so transformers' own eos alignment does not fix it either.
+convention, it answers and then carries on with the next turn until SFT teaches it to stop. Like Qwen2.5 base
+checkpoints its ``generation_config`` stops on ``<|endoftext|>`` while the chat template ends a turn with
+``<|im_end|>``: the stop-token contract (``expkit.finetune.contract``) exists to catch exactly that. The
+tokenizer's ``eos_token`` is ``<|endoftext|>`` as well (Qwen2.5 base), so transformers' own eos alignment does
+not fix it either.
 """
 
 from __future__ import annotations
@@ -275,8 +276,9 @@ def build_demo_model(*, out: str | Path, spec: DemoModelSpec, num_threads: int |
         bos_token_id=None,
         eos_token_id=eot_text,
         pad_token_id=eot_text,
+        # transformers 5 takes rope_theta through **kwargs (into rope_parameters); 4.x (>= 4.46 supported) names it
         rope_theta=10000.0,
-    )
+    )  # type: ignore[call-arg]  # see the comment above rope_theta
     model = Qwen2ForCausalLM(config)
     from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
 

@@ -188,7 +188,7 @@ def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
     text = tokenizer.apply_chat_template(msgs, tokenize=False)
     end = text.rfind(_SENTINEL) + len(_SENTINEL)
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    for tid, (start, stop) in zip(enc["input_ids"], enc["offset_mapping"]):
+    for tid, (start, stop) in zip(enc["input_ids"], enc["offset_mapping"], strict=True):
         if start >= end and stop > start:
             return EndOfTurn(token=tokenizer.convert_ids_to_tokens(tid), id=int(tid))
     if tokenizer.eos_token_id is not None:
@@ -275,9 +275,9 @@ class LabelBuilder:
     def build(self, ex: ChatExample, index: int = 0) -> ExampleLabels:
         """Tokenize one example and build its labels (then drop the end of turn if asked, then truncate)."""
         ids, mask = self._conversation(ex) if ex.conversational else self._prompt_completion(ex)
-        labels = [t if m else IGNORE for t, m in zip(ids, mask)]
+        labels = [t if m else IGNORE for t, m in zip(ids, mask, strict=True)]
         if not self.eos_in_loss:
-            labels = [IGNORE if t == self.end_of_turn.id else lab for t, lab in zip(ids, labels)]
+            labels = [IGNORE if t == self.end_of_turn.id else lab for t, lab in zip(ids, labels, strict=True)]
         cut = 0
         if self.max_length is not None and len(ids) > self.max_length:
             cut = len(ids) - self.max_length
@@ -413,7 +413,7 @@ def audit_labels(
         if i < show:
             toks = b.tokenizer.convert_ids_to_tokens(list(lab.input_ids))
             text = [b.tokenizer.convert_tokens_to_string([t]) for t in toks]
-            shown.append(TokenView(i, tuple((s, l != IGNORE) for s, l in zip(text, lab.labels))))
+            shown.append(TokenView(i, tuple((s, label != IGNORE) for s, label in zip(text, lab.labels, strict=True))))
     if not per:
         raise InputError("no example to audit")
     notes = []

@@ -179,7 +179,9 @@ def check_stopping(
                 eos_token_id=[eot.id],
                 pad_token_id=pad_id,
             )
-            for row, prompt, ex in zip(out[:, width:].tolist(), batch_prompts, chosen[start : start + batch_size]):
+            for row, prompt, ex in zip(
+                out[:, width:].tolist(), batch_prompts, chosen[start : start + batch_size], strict=True
+            ):
                 # a stop ends the assistant's own turn: an end of turn after a new turn header
                 # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop
                 first_eot = row.index(eot.id) if eot.id in row else len(row)

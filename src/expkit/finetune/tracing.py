@@ -113,6 +113,7 @@ def trace_compute_loss(trainer: Any, *, max_depth: int = 4, max_calls: int = 40)
             key = (code.co_filename, code.co_qualname)
             if readable and depth <= max_depth and len(down) < max_calls and key not in seen:
                 seen.add(key)
+                assert site is not None  # readable is only True for a site
                 down.append(CallSite(site.library, site.function, site.file, site.line, depth))
         elif event == "return" and stack is not None:
             if stack:

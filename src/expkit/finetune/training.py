@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from expkit.errors import CheckFailed, InputError, UsageError
 from expkit.finetune.chatdata import ChatExample
 from expkit.finetune.contract import StopContract, enforce_stop_contract
-from expkit.finetune.labels import LOSS_MODES, LabelAudit, LabelBuilder, audit_labels, load_chat_tokenizer
+from expkit.finetune.labels import LOSS_MODES, LabelAudit, LabelBuilder, LossMode, audit_labels, load_chat_tokenizer
 
 __all__ = ["SFTResult", "SFTSettings", "lora_target_modules", "quiet_progress", "train_lora_sft"]
 
@@ -229,8 +229,8 @@ def train_lora_sft(
     tok = load_chat_tokenizer(model_dir)
     builder = LabelBuilder(
         tok,
-        loss=settings.loss,
-        eos_in_loss=settings.eos_in_loss,  # type: ignore[arg-type]
+        loss=cast(LossMode, settings.loss),  # settings.validate() above checked it is one of LOSS_MODES
+        eos_in_loss=settings.eos_in_loss,
         max_length=settings.max_length,
     )
     audit = audit_labels(tokenizer=tok, examples=examples, builder=builder, show=0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -52,7 +53,7 @@ class ActivationFit:
     cached: bool = False
 
 
-def _cache_key(spec: ModelSpec, opts: dict[str, object]) -> str:
+def _cache_key(spec: ModelSpec, opts: Mapping[str, object]) -> str:
     blob = json.dumps({"raw": spec.raw, **opts}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -66,9 +67,9 @@ def _fit_line(xs: list[int], ys: list[int]) -> tuple[float, float, float]:
     n = len(xs)
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
     icpt = my - slope * mx
-    resid = max(abs(y - (icpt + slope * x)) for x, y in zip(xs, ys))
+    resid = max(abs(y - (icpt + slope * x)) for x, y in zip(xs, ys, strict=True))
     return slope, icpt, resid
 
 

@@ -46,9 +46,10 @@ class ActivationEstimate:
 
     ``layer_kinds`` is (label, layers, bytes of one such layer at (batch, seq)) per layer kind;
     ``layer_terms`` the terms of the largest kind. ``layer_bytes`` is the largest layer at (batch, seq);
-    ``stored_bytes`` all layers as stored between forward and backward (with checkpointing: each layer's input only); ``recompute_bytes`` the one layer rebuilt in
-    backward under checkpointing (0 otherwise). ``fixed_bytes`` covers embedding ids, rotary tables, the
-    final norm and the LM head input; the vocabulary-sized loss tensors are ``loss_bytes``.
+    ``stored_bytes`` all layers as stored between forward and backward (with checkpointing: each layer's
+    input only); ``recompute_bytes`` the one layer rebuilt in backward under checkpointing (0 otherwise).
+    ``fixed_bytes`` covers embedding ids, rotary tables, the final norm and the LM head input; the
+    vocabulary-sized loss tensors are ``loss_bytes``.
     """
 
     batch: int
@@ -177,7 +178,7 @@ def estimate_activations(
     terms = max(kinds, key=lambda k: sum(t.bytes_per_token for t in k[2]))[2]
     if grad_ckpt:
         stored, recompute = spec.num_layers * resid * h * tokens, layer_bytes
-        layer_terms = (ActivationTerm("checkpointed layer input", resid * h, f"{resid}h per layer"),) + tuple(terms)
+        layer_terms = (ActivationTerm("checkpointed layer input", resid * h, f"{resid}h per layer"), *terms)
     else:
         stored, recompute = sum(c * b for _, c, b in per_kind_bytes), 0
         layer_terms = tuple(terms)

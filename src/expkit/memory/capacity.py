@@ -10,7 +10,7 @@ as they would read a GPU's. Lab C4.6 uses it; no GPU needed.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -44,6 +44,10 @@ def _mode_class() -> Any:
             if self._refs.pop(key, None) is not None:
                 self.live_bytes -= nbytes
 
+        def _on_free(self, key: int, nbytes: int) -> Callable[[Any], None]:
+            """The weakref callback that releases ``nbytes`` when the storage at ``key`` is freed."""
+            return lambda _ref: self._release(key, nbytes)
+
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))
             for t in tree_flatten(out)[0]:
@@ -63,7 +67,7 @@ def _mode_class() -> Any:
                         f"{_size(self.live_bytes)} is allocated by PyTorch, and 0 bytes is reserved by PyTorch but "
                         "unallocated. (simulated on the CPU by expkit)"
                     )
-                self._refs[key] = weakref.ref(st, lambda _r, k=key, b=n: self._release(k, b))
+                self._refs[key] = weakref.ref(st, self._on_free(key, n))
                 self.live_bytes += n
                 self.peak_bytes = max(self.peak_bytes, self.live_bytes)
             return out

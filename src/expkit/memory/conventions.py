@@ -68,7 +68,10 @@ def _lines_hf(b: Ledger) -> list[LedgerLine]:
     n_w = N if b.shard in ("zero3", "fsdp") else 1
     n_g = N if b.shard in ("zero2", "zero3", "fsdp") else 1
     n_o = N if b.shard != "none" else 1
-    d = lambda n: f" / {n}" if n > 1 else ""
+
+    def d(n: int) -> str:
+        return f" / {n}" if n > 1 else ""
+
     return [
         LedgerLine("fp32 master weights", 4 * Pt // n_w, f"4 B * {Pt:,} (fp32 copy){d(n_w)}"),
         LedgerLine("bf16 weights", 2 * (Pt + frozen) // n_w, f"2 B * {Pt + frozen:,} (16-bit copy){d(n_w)}"),
@@ -134,7 +137,7 @@ def ledger_for_convention(base: Ledger, convention: str, *, largest_layer_params
         lines = _lines_deepspeed(base, largest_layer_params)
     else:
         lines = _lines_accelerate(base)
-    total = sum(l.bytes for l in lines)
+    total = sum(ln.bytes for ln in lines)
     return replace(
         base,
         convention=convention,
@@ -183,10 +186,10 @@ def compare_conventions(base: Ledger, *, unsharded: Ledger | None = None) -> Con
     ledgers = {c: ledger_for_convention(base, c) for c in CONVENTIONS}
     names: list[str] = []
     for led in ledgers.values():
-        names += [l.name for l in led.lines if l.name not in names]
+        names += [ln.name for ln in led.lines if ln.name not in names]
     rows = []
     for name in names:
-        vals = {c: next((l.bytes for l in led.lines if l.name == name), None) for c, led in ledgers.items()}
+        vals = {c: next((ln.bytes for ln in led.lines if ln.name == name), None) for c, led in ledgers.items()}
         rows.append(ComparisonRow(name, vals, _WHY.get(name, "this tool's own block (see its formula)")))
     # bytes per trainable parameter of the model state, on one unsharded GPU (sharding only divides)
     one = unsharded or (base if base.gpus == 1 or base.shard == "none" else None)
@@ -195,7 +198,7 @@ def compare_conventions(base: Ledger, *, unsharded: Ledger | None = None) -> Con
     if one is not None:
         for c in CONVENTIONS:
             led = ledger_for_convention(one, c)
-            per_param[c] = sum(l.bytes for l in led.lines if l.name not in non_state) / max(one.trainable_params, 1)
+            per_param[c] = sum(ln.bytes for ln in led.lines if ln.name not in non_state) / max(one.trainable_params, 1)
     return ConventionComparison(
         conventions=CONVENTIONS,
         rows=tuple(rows),

@@ -94,11 +94,11 @@ class Ledger:
         for ln in self.lines:
             if ln.name == name:
                 return ln
-        raise KeyError(f"no line {name!r}; lines: {', '.join(l.name for l in self.lines)}")
+        raise KeyError(f"no line {name!r}; lines: {', '.join(ln.name for ln in self.lines)}")
 
     def bytes_of(self, *names: str) -> int:
         """Sum of the named lines that exist (0 for absent ones)."""
-        return sum(l.bytes for l in self.lines if l.name in names)
+        return sum(ln.bytes for ln in self.lines if ln.name in names)
 
 
 def _check_choice(value: str, choices: tuple[str, ...], option: str) -> None:
@@ -268,8 +268,8 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
         (device, ("cuda", "cpu"), "device"),
     ):
         _check_choice(value, choices, option)
-    for value, option in ((batch, "--batch"), (seq, "--seq"), (gpus, "--gpus"), (lora_r, "--lora-r")):
-        _check_positive(value, option)
+    for count_value, option in ((batch, "--batch"), (seq, "--seq"), (gpus, "--gpus"), (lora_r, "--lora-r")):
+        _check_positive(count_value, option)
     if not q.lora_targets:
         raise UsageError("--lora-targets is empty", hint="give module names like q_proj,v_proj or all-linear")
     spec = q.model
@@ -281,7 +281,9 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
     n_model = gpus if shard in ("fsdp", "zero3") else 1
     n_grad = gpus if shard in ("fsdp", "zero2", "zero3") else 1
     n_opt = gpus if shard != "none" else 1
-    div = lambda n: f" / {n} GPUs" if n > 1 else ""
+
+    def div(n: int) -> str:
+        return f" / {n} GPUs" if n > 1 else ""
 
     decoder_params = (
         sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
@@ -327,12 +329,12 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
         if method == "qlora":
             # bitsandbytes quantizes the decoder's linears; the LM head (tied or not) stays 16-bit
             quantized = decoder_params - spec.num_layers * 2 * spec.hidden_size
-            q = int(NF4_BYTES_PER_PARAM * quantized)
+            nf4_bytes = int(NF4_BYTES_PER_PARAM * quantized)
             rest = 2 * (P - quantized)
             lines.append(
                 LedgerLine(
                     "frozen base weights",
-                    (q + rest) // n_model,
+                    (nf4_bytes + rest) // n_model,
                     f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {quantized:,} decoder linear + 2 B * "
                     f"{P - quantized:,} embeddings, head, norms{div(n_model)}",
                 )
@@ -402,8 +404,8 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
     #     gathered copies of mixed runs are the "bf16 weights" line).
     gather = (2 * 4 * unit) if (n_model > 1 and not mixed) else 0
 
-    static = sum(l.bytes for l in lines if l.name not in ("gradients", "activations", "logits / loss"))
-    grads = next(l.bytes for l in lines if l.name == "gradients")
+    static = sum(ln.bytes for ln in lines if ln.name not in ("gradients", "activations", "logits / loss"))
+    grads = next(ln.bytes for ln in lines if ln.name == "gradients")
     phases = {
         "forward, at the loss (all activations + logits)": act_bytes + act.loss_bytes + loss_fwd + gather,
         "backward, at the loss (all activations + logits grads)": act_bytes + act.loss_bytes + loss_bwd + gather,
@@ -434,8 +436,8 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
                 estimate=True,
             )
         )
-    per_gpu = sum(l.bytes for l in lines)
-    overhead = per_gpu - sum(l.bytes for l in lines if l.name != "runtime overhead")
+    per_gpu = sum(ln.bytes for ln in lines)
+    overhead = per_gpu - sum(ln.bytes for ln in lines if ln.name != "runtime overhead")
     peak = static + phases[peak_phase] + overhead
     if not count.counted_by.startswith("meta"):
         notes.append(count.counted_by)
@@ -556,7 +558,7 @@ def estimate_inference_memory(
                 estimate=True,
             )
         )
-    per_gpu = sum(l.bytes for l in lines)
+    per_gpu = sum(ln.bytes for ln in lines)
     led = Ledger(
         model=spec.name,
         mode="infer",

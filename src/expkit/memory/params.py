@@ -140,6 +140,7 @@ def _count_cached(
     spec = spec_from_dict(json.loads(raw_json), name=name, source=source)
     desc = spec.desc
     counts = count_model(desc, lora_r=r, lora_alpha=alpha, lora_targets=targets)
+    kinds: tuple[LayerKindCount, ...]
     if counts is None:
         base, adapters, per_layer, lm_head, linear_names = _analytic_counts(spec, r, targets)
         embed = spec.vocab_size * spec.hidden_size

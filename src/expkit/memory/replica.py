@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from expkit.errors import InputError
 from expkit.memory.architecture import ModelSpec
 
 __all__ = [
@@ -75,6 +76,9 @@ def build_replica(
 
     Full fine-tune: fp32 parameters (autocast does the 16-bit part). LoRA: the base held in 16 bit when
     ``precision`` is mixed (as LoRA recipes load it), adapters fp32, built by peft.
+
+    Raises:
+        InputError: the config has no ``model_type`` (transformers picks the model class by it).
     """
     import warnings
 
@@ -82,6 +86,11 @@ def build_replica(
     from transformers import AutoConfig, AutoModelForCausalLM
 
     s = spec.with_layers(num_layers) if num_layers is not None else spec
+    if s.model_type is None:
+        raise InputError(
+            f"{spec.name}: the config has no model_type, so transformers cannot build a replica",
+            hint="add the model_type of its architecture (e.g. llama) to config.json",
+        )
     raw = {k: v for k, v in s.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
     cfg = AutoConfig.for_model(s.model_type, **raw)
     torch.manual_seed(seed)

@@ -45,6 +45,13 @@ def _worker(rank: int, world: int, port: int, out_dir: str, hidden: int, layers:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor
+
+    def local_numel(t: torch.Tensor | None) -> int:
+        """Elements of this rank's shard: fully_shard turns parameters (and so their gradients) into DTensors."""
+        if not isinstance(t, DTensor):
+            raise TypeError(f"expected a DTensor after fully_shard, got {type(t).__name__}")
+        return t.to_local().numel()
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -57,13 +64,13 @@ def _worker(rank: int, world: int, port: int, out_dir: str, hidden: int, layers:
         for block in model:
             fully_shard(block, mesh=mesh)
         fully_shard(model, mesh=mesh)
-        local = sum(p.to_local().numel() for p in model.parameters())
+        local = sum(local_numel(p) for p in model.parameters())
         opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
         x = torch.randn(4, hidden)
         model(x).pow(2).mean().backward()
         opt.step()
-        state = sum(p.to_local().numel() * 4 + p.grad.to_local().numel() * 4 for p in model.parameters())
-        state += sum(v.to_local().numel() * 4 for s in opt.state.values() for k, v in s.items() if k != "step")
+        state = sum(local_numel(p) * 4 + local_numel(p.grad) * 4 for p in model.parameters())
+        state += sum(local_numel(v) * 4 for s in opt.state.values() for k, v in s.items() if k != "step")
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps({"total": total, "local": local, "state": state}))
     finally:
         dist.destroy_process_group()

@@ -307,7 +307,7 @@ class RooflineEstimate:
 
 def _part(name: str, flops: float, nbytes: float, roof: Roof, note: str = "") -> RooflinePart:
     ai = flops / nbytes if nbytes else float("inf")
-    bound = "compute" if ai >= roof.ridge_flop_per_byte else "memory"
+    bound: Literal["memory", "compute"] = "compute" if ai >= roof.ridge_flop_per_byte else "memory"
     t = max(flops / roof.peak_flop_s, nbytes / roof.bandwidth_bytes_s)
     return RooflinePart(
         name=name, flops=flops, bytes=nbytes, intensity_flop_per_byte=ai, bound=bound, time_s=t, note=note
@@ -403,7 +403,7 @@ def estimate_roofline(
         kv_read = (
             batch * sum(g.layers * g.kv_elements_per_token * _cached(context, g.window) for g in m.attention) * KV_BYTES
         )
-        attn_flops = batch * sum(
+        attn_flops: float = batch * sum(  # float: prefill's causal pair count is fractional
             g.layers * g.decode_flop_per_cached_token * _cached(context, g.window) for g in m.attention
         )
         experts = (

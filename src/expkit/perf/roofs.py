@@ -316,6 +316,7 @@ def measure_roofs(
         gemm = _gemm_result(g_times, n=gemm_n, dtype=dtype, device=device, flops=gemm_flops)
         copy = _best_copy(copy_fns, copy_methods, c_times, device, copy_moved)
         if compare:
+            assert ref_gemm is not None and ref_copy is not None  # measured in the compare branch above
             g_ratio = gemm.best_flop_s / ref_gemm.best_flop_s
             b_ratio = copy.best_bandwidth_bytes_s / ref_copy.best_bandwidth_bytes_s
     name = torch.cuda.get_device_name(torch.device(device)) if device.startswith("cuda") else "cpu"

@@ -1,8 +1,8 @@
 """The child-process side of ``expkit profile -- python SCRIPT ...``: run the script under torch.profiler.
 
 Usage: ``python -m expkit.perf.script_profiler TRACE.json TRACEBACK.txt -- SCRIPT [ARGS...]`` (or
-``-- -m MODULE [ARGS...]``, ``-- -c CODE [ARGS...]``). The trace is exported even when the script raises; the traceback text then
-goes to TRACEBACK.txt and the exit code is 1. ``SystemExit`` keeps the script's own code.
+``-- -m MODULE [ARGS...]``, ``-- -c CODE [ARGS...]``). The trace is exported even when the script raises; the
+traceback text then goes to TRACEBACK.txt and the exit code is 1. ``SystemExit`` keeps the script's own code.
 """
 
 from __future__ import annotations

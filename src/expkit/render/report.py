@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from expkit.render.jsonout import dumps
 
 if TYPE_CHECKING:
-    from expkit.labs.base import LabResult, Measurement
+    from expkit.labs.base import LabResult, Measurement, VerdictKind
     from expkit.labs.runner import LabReport
 
 __all__ = ["format_value", "render_html", "verdict_counts", "write_report"]
@@ -28,7 +28,8 @@ table.summary{table-layout:fixed} details summary{cursor:pointer} details{font-s
 .v-reproduced{color:#116329;font-weight:600} .v-differs{color:#9a6700;font-weight:600}
 .v-not{color:#cf222e;font-weight:600}
 .v-demonstrated{color:#0550ae;font-weight:600} .v-unmeasured{color:#57606a;font-weight:600}
-.rule{color:#57606a;font-size:.82rem;margin-top:.15rem} .counts td{font-weight:600} .failed{color:#cf222e;font-weight:700}
+.rule{color:#57606a;font-size:.82rem;margin-top:.15rem} .counts td{font-weight:600}
+.failed{color:#cf222e;font-weight:700}
 pre{background:#f6f8fa;padding:.8rem;overflow-x:auto;font-size:.8rem}
 img{max-width:100%;border:1px solid #d0d7de;margin:.4rem 0} .muted{color:#57606a;font-size:.9rem}
 """
@@ -60,7 +61,7 @@ def verdict_counts(results: tuple[LabResult, ...] | list[LabResult]) -> dict[str
     from collections import Counter
 
     counts = Counter(m.verdict.kind for r in results for m in r.measurements if m.verdict is not None)
-    order = ("reproduced", "demonstrated", "differs", "not reproduced", "not measured here")
+    order: tuple[VerdictKind, ...] = ("reproduced", "demonstrated", "differs", "not reproduced", "not measured here")
     return {k: counts.get(k, 0) for k in order}
 
 
@@ -115,7 +116,8 @@ def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
             seed = escape(m.seed.text) if m.seed else "-"
             rows.append(
                 f"<tr><td>{claims}</td><td>{anchor}: {escape(m.label)}</td><td>{seed}</td>"
-                f'<td class="num">{escape(_clip(format_value(m.value, m.unit)))}</td><td>{_short_verdict_html(m)}</td></tr>'
+                f'<td class="num">{escape(_clip(format_value(m.value, m.unit)))}</td>'
+                f"<td>{_short_verdict_html(m)}</td></tr>"
             )
     return rows
 
@@ -149,7 +151,7 @@ def _lab_section(r: LabResult) -> str:
 def _machine_rows(report: LabReport) -> list[str]:
     m = report.machine
     gib = 1024**3
-    gpus = ", ".join(f"{n} ({b / gib:.0f} GiB)" for n, b in zip(m.gpu_names, m.gpu_memory_bytes)) or "none"
+    gpus = ", ".join(f"{n} ({b / gib:.0f} GiB)" for n, b in zip(m.gpu_names, m.gpu_memory_bytes, strict=True)) or "none"
     commit = report.code.commit or f"unknown ({report.code.reason})"
     if report.code.dirty:
         commit += " + uncommitted changes"
@@ -194,7 +196,8 @@ def render_html(report: LabReport) -> str:
             "demonstrated (a behaviour with no figure was shown), differs (a cause measured in the same run "
             "explains it), not reproduced, not measured here (what it needs).</p>",
             "<h2>Claims: seed figure vs measured here</h2>",
-            '<p class="muted">Figures with a seed counterpart or a verdict; each lab section below has all of them.</p>',
+            '<p class="muted">Figures with a seed counterpart or a verdict; each lab section below has all of '
+            "them.</p>",
             '<table class="summary"><colgroup><col style="width:6%"><col style="width:30%"><col style="width:25%">'
             '<col style="width:15%"><col style="width:24%"></colgroup>',
             "<tr><th>claim</th><th>lab: figure</th><th>seed</th><th>measured here</th><th>verdict</th></tr>",

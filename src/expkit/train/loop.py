@@ -11,7 +11,7 @@ import contextlib
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -84,7 +84,8 @@ def train_step(
         x, y = next(setup.batches)  # DataLoader -> Dataset[i] -> collate
         x, y = x.to(setup.device), y.to(setup.device)  # (B, T), (B, T) int64
         sync = micro == cfg.grad_accum - 1 or not setup.dist.enabled
-        no_sync = contextlib.nullcontext() if sync else model.no_sync()  # DDP: all-reduce on the last one only
+        # DDP: all-reduce on the last one only (no_sync is DDP's; the stubs type Module attributes Tensor | Module)
+        no_sync = contextlib.nullcontext() if sync else model.no_sync()  # type: ignore[operator]  # see above
         autocast = (
             torch.autocast(device_type=setup.device.split(":")[0], dtype=torch.bfloat16)
             if cfg.bf16_autocast
@@ -166,7 +167,7 @@ def setup_training(
 
         model = DDP(module, device_ids=[int(device.split(":")[1])] if device.startswith("cuda") else None)
     if train_config.compile:
-        model = torch.compile(model)
+        model = cast(nn.Module, torch.compile(model))  # an OptimizedModule; the stub only says Callable
     opt = build_optimizer(module, train_config, device=device)
     batches = _iter_batches(
         corpus.train, train_config, seed=seed, start=start_step * train_config.grad_accum, dist=dist

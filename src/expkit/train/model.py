@@ -121,7 +121,7 @@ class CharLM(nn.Module):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        B, T = idx.shape
+        _, T = idx.shape  # (B, T)
         if T > self.config.block_size:  # noqa: SIM300 - T is the sequence length (nanoGPT naming), not a constant
             raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
         pos = torch.arange(T, device=idx.device)  # (T,)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections import Counter
 from dataclasses import dataclass
+from unittest import mock
 
 import torch
 
@@ -112,17 +113,19 @@ def trace_protocol_calls(
         events.append(f"loss: cross_entropy(ignore_index={k.get('ignore_index', -100)})")
         return real_ce(*a, **k)
 
-    setup.optimizer.zero_grad = zero_grad  # instance attribute: the loop calls opt.zero_grad(...)
-    CharWindows.__getitem__ = getitem
-    torch.nn.functional.cross_entropy = cross_entropy
     marks = []
     try:
-        for s in range(steps):
-            marks.append(len(events))
-            train_step(setup, s)
+        # patched for these steps only, restored on exit: the loop calls opt.zero_grad(...) (an instance
+        # attribute here), the Dataset's __getitem__ and F.cross_entropy
+        with (
+            mock.patch.object(setup.optimizer, "zero_grad", zero_grad),
+            mock.patch.object(CharWindows, "__getitem__", getitem),
+            mock.patch.object(torch.nn.functional, "cross_entropy", cross_entropy),
+        ):
+            for s in range(steps):
+                marks.append(len(events))
+                train_step(setup, s)
     finally:
-        CharWindows.__getitem__ = original_getitem
-        torch.nn.functional.cross_entropy = real_ce
         for h in handles:
             h.remove()
     first_end = marks[1] if len(marks) > 1 else len(events)
