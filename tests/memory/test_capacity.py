@@ -26,3 +26,26 @@ def test_allocation_past_the_cap_raises_cuda_format_oom():
         del keep
     info = parse_oom_message(str(err.value))
     assert info is not None and info.requested_bytes == 2**20 and info.capacity_bytes == 3 * 2**20
+
+
+def test_loading_keeps_tied_embeddings_tied():
+    """to_empty alone unties a tied lm_head from the embedding (two tensors, vocab x hidden counted twice)."""
+    from transformers import AutoConfig
+
+    from expkit.memory.capacity import load_empty
+
+    for tied in (True, False):
+        cfg = AutoConfig.for_model(
+            "qwen2",
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            vocab_size=1000,
+            tie_word_embeddings=tied,
+        )
+        model = load_empty(cfg)
+        assert (model.lm_head.weight is model.model.embed_tokens.weight) is tied
+        n = sum(p.numel() for p in model.parameters())
+        assert n == 138_304 + (0 if tied else 64_000)

@@ -94,6 +94,20 @@ def capped_memory(cap_bytes: int) -> Iterator[Any]:
         yield mode
 
 
+def load_empty(cfg: Any) -> Any:
+    """The causal LM of ``cfg`` built on the meta device, then given uninitialized CPU storage (the loading
+    phase: the weights are allocated here). ``to_empty`` gives each module its own tensor, so a tied
+    lm_head / embedding pair would come out as two; they are tied again (a no-op for untied configs)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg)
+    model.to_empty(device="cpu")
+    model.tie_weights()
+    return model
+
+
 def run_step_capped(
     spec: Any, *, cap_bytes: int, seq: int, method: str = "full", lora_r: int = 16, seed: int = 0
 ) -> str | None:
@@ -107,7 +121,7 @@ def run_step_capped(
     import warnings
 
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig
 
     raw = {k: v for k, v in spec.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
     cfg = AutoConfig.for_model(spec.model_type, **raw)
@@ -117,9 +131,7 @@ def run_step_capped(
         warnings.simplefilter("ignore")
         try:
             with capped_memory(cap_bytes):
-                with torch.device("meta"):
-                    model = AutoModelForCausalLM.from_config(cfg)
-                model.to_empty(device="cpu")  # loading: the weights are allocated here
+                model = load_empty(cfg)
                 if method != "full":
                     from peft import LoraConfig, get_peft_model
 
