@@ -10,8 +10,9 @@ PY := $(VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 # `make test` runs `make lint` (ruff check, ruff format --check, mypy on src/) before pytest;
-# LINT=0 skips it for a quick local loop (CI never sets it).
-LINT ?= 1
+# `make test LINT=0` skips it for a quick local loop (CI never sets it). Plain `=`, not `?=`: GNU make
+# predefines LINT (= lint, for C's lint), so `?=` would keep that and never lint.
+LINT = 1
 
 .PHONY: demo test lint venv venv-dev browser clean
 
