@@ -3,6 +3,9 @@ right and raises its ceiling; a training step already sits right of the ridge, w
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from expkit.labs.base import AtLeast, AtMost, Cause, LabContext, LabOutput, Measurement, SeedFigure, judged
 from expkit.labs.registry import lab
 
@@ -28,12 +31,21 @@ DECODE_RULE = AtLeast(1.1, source="our margin: 'helps' = at least 10% faster tha
 TRAIN_RULE = AtMost(1.1, source="our margin: 'hardly' = at most 10% faster, even if weights cost no time")
 
 
+def _best_s(fn: Callable[[], object], reps: int) -> float:
+    """One warm-up call, then the fastest of ``reps`` timed calls (a kernel's speed is the most it did)."""
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def probe_int8_weight_only(seed: int, *, n: int = 4096, tokens: int = 1, reps: int = 4) -> tuple[float, float, float]:
     """A ``tokens`` x ``n`` by ``n`` x ``n`` matmul on this CPU, fp32 weights vs int8 weights with per-row scales
     (torch._weight_int8pack_mm, the weight-only kernel gpt-fast uses on CPU). ``tokens`` = 1 is a decode GEMV,
     hundreds of tokens a training-like GEMM. Returns (fp32 s, int8 s, max relative error), best of ``reps``."""
-    import time
-
     import torch
 
     from expkit.train.threads import torch_threads
@@ -44,49 +56,28 @@ def probe_int8_weight_only(seed: int, *, n: int = 4096, tokens: int = 1, reps: i
     wq = torch.round(w / scales[:, None]).clamp(-127, 127).to(torch.int8)  # (out, in)
     x = torch.randn(tokens, n, generator=gen)  # (tokens, in)
 
-    def best(fn) -> float:  # noqa: ANN001
-        fn()
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
     with torch_threads(1):
-        t32 = best(lambda: x @ w.T)
-        t8 = best(lambda: torch._weight_int8pack_mm(x, wq, scales))
+        t32 = _best_s(lambda: x @ w.T, reps)
+        t8 = _best_s(lambda: torch._weight_int8pack_mm(x, wq, scales), reps)
         ref = x @ w.T
         err = float((ref - torch._weight_int8pack_mm(x, wq, scales)).abs().max() / ref.abs().max())
     return t32, t8, err
 
 
-def probe_weight_time_bound(seed: int, *, n: int = 4096, tokens: int = 512, reps: int = 3) -> tuple[float, float]:
-    """fp32 kernels only, the same ``n`` x ``n`` weights: (GEMV s, ``tokens``-token GEMM s), best of ``reps``.
-    The GEMV streams the weights once with almost no arithmetic, so its time bounds what reading the weights
-    can cost inside the GEMM; ``gemm / (gemm - gemv)`` bounds the speed-up of any weight-only quantization,
-    whatever its kernel (weights that cost no time at all)."""
-    import time
-
+def probe_fp32_gemm(seed: int, *, n: int = 4096, tokens: int = 512, reps: int = 3) -> float:
+    """Seconds of a ``tokens`` x ``n`` by ``n`` x ``n`` fp32 matmul on the weights ``probe_int8_weight_only``
+    builds from the same seed, best of ``reps``. With that probe's 1-token fp32 GEMV, which streams the same
+    weights with almost no arithmetic, ``gemm / (gemm - gemv)`` bounds the speed-up of any weight-only
+    quantization, whatever its kernel (weights that cost no time at all)."""
     import torch
 
     from expkit.train.threads import torch_threads
 
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(n, n, generator=gen)
-    x1, xt = torch.randn(1, n, generator=gen), torch.randn(tokens, n, generator=gen)
-
-    def best(fn) -> float:  # noqa: ANN001
-        fn()
-        times = []
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
+    x = torch.randn(tokens, n, generator=gen)
     with torch_threads(1):
-        return best(lambda: x1 @ w.T), best(lambda: xt @ w.T)
+        return _best_s(lambda: x @ w.T, reps)
 
 
 @lab(
@@ -122,7 +113,8 @@ def run(ctx: LabContext) -> LabOutput:
     tt32, tt8, terr = probe_int8_weight_only(ctx.seed, n=2048, tokens=train_tokens, reps=2)
     dec_meas, train_meas = t32 / t8, tt32 / tt8
     # the training verdict: the most any weight-only quantization could save on a GEMM, from fp32 kernels only
-    gemv_s, gemm_s = probe_weight_time_bound(ctx.seed, tokens=train_tokens, reps=2 if ctx.quick else 3)
+    gemv_s = t32  # the decode probe's fp32 GEMV: the same 4096 x 4096 weights, streamed once
+    gemm_s = probe_fp32_gemm(ctx.seed, tokens=train_tokens, reps=2 if ctx.quick else 3)
     train_bound = gemm_s / (gemm_s - gemv_s) if gemm_s > gemv_s else float("inf")
     # the bytes each kernel streamed per second: the int8 GEMV reads a quarter of the fp32 bytes
     rate_ratio = (4096 * 4096 / t8) / (4 * 4096 * 4096 / t32)
