@@ -1,14 +1,19 @@
-"""What every command prints with ``--json``: one envelope, written here and nowhere else.
+"""What every command prints: one way out, written here and nowhere else.
 
-``emit_json(result)`` prints ``{"command": "stats ci", "version": ..., "result": ...}`` on stdout; the error
+A command makes one library call and ends in ``emit(result, as_json, human=render_x)``: with ``--json`` it
+prints ``{"command": "stats ci", "version": ..., "result": ...}`` on stdout; otherwise it calls the renderer
+from :mod:`expkit.render`, which is typed against the result so that mypy sees a misspelled field. The error
 boundary in :mod:`expkit.cli.app` prints the ``error`` form. A script parses stdout and reads the exit code.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["command_name", "emit_json", "set_command_name"]
+__all__ = ["command_name", "emit", "emit_json", "set_command_name"]
+
+T = TypeVar("T")
 
 _current: dict[str, Any] = {"command": "", "emitted": False}
 
@@ -35,3 +40,17 @@ def emit_json(result: Any) -> None:
 
     print(envelope(command_name(), result), flush=True)
     _current["emitted"] = True
+
+
+def emit(result: T, as_json: bool, *, human: Callable[[T], None]) -> None:
+    """The one way out of a command: the ``--json`` envelope of ``result``, or ``human(result)``.
+
+    Args:
+        result: what the library returned (a frozen dataclass, or a nesting of them).
+        as_json: the command's ``--json`` flag.
+        human: the renderer in :mod:`expkit.render` typed against ``result``'s class.
+    """
+    if as_json:
+        emit_json(result)
+    else:
+        human(result)
