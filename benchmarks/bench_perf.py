@@ -68,7 +68,7 @@ def bench_profiler(repeats: int, threads: int | None) -> dict:
     from expkit.perf.buckets import bucket_trace
     from expkit.perf.profiler import profile
     from expkit.perf.trace import load_trace
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     step = _charlm_step()
     with torch_threads(threads):

@@ -280,7 +280,7 @@ def build_demo_model(*, out: str | Path, spec: DemoModelSpec, num_threads: int |
         rope_theta=10000.0,
     )  # type: ignore[call-arg]  # see the comment above rope_theta
     model = Qwen2ForCausalLM(config)
-    from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
+    from expkit.hardware.threads import torch_threads  # imports torch inside the function
 
     with torch_threads(num_threads):
         first, last = _pretrain(model, ids, spec)

@@ -162,7 +162,7 @@ def check_stopping(
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else eot.id
     special = {i for i, t in tok.added_tokens_decoder.items() if t.special} - {eot.id}
     cases: list[StopCase] = []
-    from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
+    from expkit.hardware.threads import torch_threads  # imports torch inside the function
 
     with torch_threads(num_threads), torch.no_grad():
         for start in range(0, len(prompts), batch_size):

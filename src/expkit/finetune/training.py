@@ -244,7 +244,7 @@ def train_lora_sft(
             hint="run `expkit sft audit` to see the labels",
         )
     labelled = [builder.build(ex, index=i) for i, ex in enumerate(examples)]
-    from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
+    from expkit.hardware.threads import torch_threads  # imports torch inside the function
 
     with torch_threads(settings.num_threads), quiet_progress(), warnings.catch_warnings():
         # transformers 5 renamed gradient_checkpointing; TRL's SFTConfig still sets the old name

@@ -86,7 +86,7 @@ def trial_main() -> None:
     import orjson
 
     from expkit.train import load_corpus
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     env = os.environ
     steps = int(env["EXPKIT_CONFIG_STEPS"])

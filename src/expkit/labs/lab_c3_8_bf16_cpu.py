@@ -124,7 +124,7 @@ def run(ctx: LabContext) -> LabOutput:
     import torch
 
     from expkit.perf.roofs import measure_gemm
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     runs = 3 if ctx.quick else 7
     isa = torch.backends.cpu.get_cpu_capability()

@@ -89,7 +89,7 @@ def time_checkpointing(spec, *, num_layers: int, seq: int, repeats: int, seed: i
     import torch
 
     from expkit.memory.replica import build_replica
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     pair = [build_replica(spec, num_layers=num_layers, grad_ckpt=g, seed=seed) for g in (False, True)]
     ids = torch.randint(0, spec.vocab_size, (1, seq), generator=torch.Generator().manual_seed(seed))

@@ -114,7 +114,7 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.finetune.chatdata import generate_chat_examples, write_chat_jsonl
     from expkit.finetune.demomodel import ensure_demo_model
     from expkit.finetune.training import quiet_progress
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     demo = ensure_demo_model(quick=ctx.quick)
     model_dir = str(demo.path)

@@ -35,7 +35,7 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.finetune.labels import LabelBuilder, load_chat_tokenizer
     from expkit.finetune.tracing import trace_compute_loss
     from expkit.finetune.training import quiet_progress
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     demo = ensure_demo_model(quick=True)  # one step: the small model shows the same path
     tok = load_chat_tokenizer(demo.path)

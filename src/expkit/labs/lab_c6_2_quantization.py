@@ -48,7 +48,7 @@ def probe_int8_weight_only(seed: int, *, n: int = 4096, tokens: int = 1, reps: i
     hundreds of tokens a training-like GEMM. Returns (fp32 s, int8 s, max relative error), best of ``reps``."""
     import torch
 
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(n, n, generator=gen)  # 64 MiB fp32 at n = 4096: larger than the last-level cache
@@ -71,7 +71,7 @@ def probe_fp32_gemm(seed: int, *, n: int = 4096, tokens: int = 512, reps: int = 
     quantization, whatever its kernel (weights that cost no time at all)."""
     import torch
 
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(n, n, generator=gen)

@@ -65,7 +65,7 @@ def trial_main() -> None:
     import torch
 
     from expkit.train import CharLMConfig, TrainConfig, WarmupCosine, setup_training, train_step
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     env = os.environ
     variant = env["EXPKIT_CONFIG_VARIANT"]

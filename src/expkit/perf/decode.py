@@ -113,7 +113,7 @@ def measure_decode_throughput(
         True
     """
     from expkit.perf.roofline import ModelShape
-    from expkit.train.threads import torch_threads
+    from expkit.hardware.threads import torch_threads
 
     if not batch_sizes or min(batch_sizes) < 1:
         raise UsageError(f"batch sizes {batch_sizes} must be non-empty and >= 1")

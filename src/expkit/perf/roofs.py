@@ -283,7 +283,7 @@ def measure_roofs(
     """
     import torch
 
-    from expkit.train.threads import torch_threads  # expkit.train imports torch: not at module level
+    from expkit.hardware.threads import torch_threads  # imports torch inside the function
 
     _check_device(device)
     dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from expkit.errors import UsageError
-from expkit.train.threads import MAX_THREADS
+from expkit.hardware.threads import MAX_THREADS
 
 __all__ = ["TrainConfig", "apply_overrides", "config_keys"]
 

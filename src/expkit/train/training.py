@@ -41,7 +41,7 @@ from expkit.train.sanity import (
     locate_first_nonfinite,
 )
 from expkit.train.schedule import WarmupCosine
-from expkit.train.threads import torch_threads
+from expkit.hardware.threads import torch_threads
 
 __all__ = ["Calibration", "TrainEvent", "TrainResult", "measure_mfu", "train_charlm"]
 

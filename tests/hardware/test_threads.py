@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from expkit.errors import UsageError
-from expkit.train.threads import torch_threads
+from expkit.hardware.threads import torch_threads
 
 
 def test_sets_and_restores():
