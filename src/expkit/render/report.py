@@ -1,21 +1,122 @@
 """The lab report: ``index.html`` (one self-contained page, inline CSS, images beside it) and
 ``results.json`` (the same data). Every string from a lab or the machine is HTML-escaped.
+
+render/ takes data, never the lab runner: the report is typed against the protocols below (what a page
+reads off a lab's result), which ``expkit.labs``' frozen dataclasses satisfy without this module importing
+them, so mypy still sees a misspelled field and ``labs`` -> ``render`` stays one-way.
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from expkit.render.jsonout import dumps
 
 if TYPE_CHECKING:
-    from expkit.labs.base import LabResult, Measurement, VerdictKind
-    from expkit.labs.runner import LabReport
+    from expkit.runs.machine import CodeRecord, MachineInfo
 
-__all__ = ["format_value", "render_html", "verdict_counts", "write_report"]
+__all__ = [
+    "LabReportView",
+    "LabResultView",
+    "MeasurementView",
+    "SeedFigureView",
+    "VerdictView",
+    "format_value",
+    "render_html",
+    "verdict_counts",
+    "write_report",
+]
+
+VERDICT_ORDER = ("reproduced", "demonstrated", "differs", "not reproduced", "not measured here")
+
+
+class VerdictView(Protocol):
+    """A verdict as the page shows it (``expkit.labs.base.Verdict``)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+
+
+class SeedFigureView(Protocol):
+    """The seed's figure as it states it (``expkit.labs.base.SeedFigure``)."""
+
+    @property
+    def text(self) -> str: ...
+
+
+class MeasurementView(Protocol):
+    """One measured figure (``expkit.labs.base.Measurement``)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def value(self) -> float | int | str | bool | None: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def verdict(self) -> VerdictView | None: ...
+    @property
+    def seed(self) -> SeedFigureView | None: ...
+    @property
+    def detail(self) -> str: ...
+    @property
+    def rule_text(self) -> str | None: ...
+    @property
+    def rule(self) -> object | None: ...
+
+
+class LabResultView(Protocol):
+    """A lab as it ran (``expkit.labs.base.LabResult``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def claims(self) -> Sequence[str]: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def budget(self) -> str: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def measurements(self) -> Sequence[MeasurementView]: ...
+    @property
+    def explanation(self) -> str: ...
+    @property
+    def figures(self) -> Sequence[str]: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def seed_figures(self) -> Sequence[SeedFigureView]: ...
+
+
+class LabReportView(Protocol):
+    """The whole run (``expkit.labs.runner.LabReport``): the labs' results and the machine they ran on."""
+
+    @property
+    def expkit_version(self) -> str: ...
+    @property
+    def code(self) -> CodeRecord: ...
+    @property
+    def machine(self) -> MachineInfo: ...
+    @property
+    def budget(self) -> str: ...
+    @property
+    def started_at(self) -> str: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def results(self) -> Sequence[LabResultView]: ...
+
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
@@ -56,21 +157,18 @@ _VERDICT_CSS = {
 }
 
 
-def verdict_counts(results: tuple[LabResult, ...] | list[LabResult]) -> dict[str, int]:
+def verdict_counts(results: Sequence[LabResultView]) -> dict[str, int]:
     """How many judged figures got each verdict kind, in the order the report lists them."""
-    from collections import Counter
-
     counts = Counter(m.verdict.kind for r in results for m in r.measurements if m.verdict is not None)
-    order: tuple[VerdictKind, ...] = ("reproduced", "demonstrated", "differs", "not reproduced", "not measured here")
-    return {k: counts.get(k, 0) for k in order}
+    return {k: counts.get(k, 0) for k in VERDICT_ORDER}
 
 
-def _rule_html(m: Measurement) -> str:
+def _rule_html(m: MeasurementView) -> str:
     text = m.rule_text
     return f'<div class="rule">{escape(text)}</div>' if text else ""
 
 
-def _verdict_html(m: Measurement) -> str:
+def _verdict_html(m: MeasurementView) -> str:
     if m.verdict is None:
         return "-"
     css = _VERDICT_CSS.get(m.verdict.kind, "v-not")
@@ -83,7 +181,7 @@ def _clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
-def _short_verdict_html(m: Measurement) -> str:
+def _short_verdict_html(m: MeasurementView) -> str:
     """The verdict for the summary table: the word, with a long reason folded into <details>."""
     if m.verdict is None or not m.verdict.reason or len(m.verdict.reason) <= 60:
         return _verdict_html(m)
@@ -94,7 +192,7 @@ def _short_verdict_html(m: Measurement) -> str:
     )
 
 
-def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
+def _summary_rows(results: Sequence[LabResultView]) -> list[str]:
     rows = []
     for r in results:
         anchor = f'<a href="#lab-{escape(r.id)}">{escape(r.id)}</a>'
@@ -122,7 +220,7 @@ def _summary_rows(results: tuple[LabResult, ...]) -> list[str]:
     return rows
 
 
-def _lab_section(r: LabResult) -> str:
+def _lab_section(r: LabResultView) -> str:
     parts = [
         f'<h2 id="lab-{escape(r.id)}">{escape(r.id)}: {escape(r.title)}</h2>',
         f'<p class="muted">claims {escape(", ".join(r.claims))} · budget {escape(r.budget)} · {r.elapsed_s:.1f} s</p>',
@@ -148,7 +246,7 @@ def _lab_section(r: LabResult) -> str:
     return "\n".join(parts)
 
 
-def _machine_rows(report: LabReport) -> list[str]:
+def _machine_rows(report: LabReportView) -> list[str]:
     m = report.machine
     gib = 1024**3
     gpus = ", ".join(f"{n} ({b / gib:.0f} GiB)" for n, b in zip(m.gpu_names, m.gpu_memory_bytes, strict=True)) or "none"
@@ -172,7 +270,7 @@ def _machine_rows(report: LabReport) -> list[str]:
     return [f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in items]
 
 
-def render_html(report: LabReport) -> str:
+def render_html(report: LabReportView) -> str:
     """The whole page as a string (no network: no CDN, no external font, no script)."""
     failed = sum(r.status == "failed" for r in report.results)
     n = len(report.results)
@@ -212,7 +310,7 @@ def render_html(report: LabReport) -> str:
     )
 
 
-def write_report(report: LabReport, out_dir: Path) -> Path:
+def write_report(report: LabReportView, out_dir: Path) -> Path:
     """Write ``results.json`` and ``index.html`` atomically into ``out_dir``; return the HTML path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, text in (("results.json", dumps(report)), ("index.html", render_html(report))):
