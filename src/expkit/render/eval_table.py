@@ -5,6 +5,8 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
+from expkit.render.numbers import format_p
+
 if TYPE_CHECKING:
     from expkit.stats.tables import EvalTable, TaskTables
 
@@ -14,6 +16,7 @@ __all__ = [
     "print_task_tables",
     "render_eval_table_html",
     "render_eval_table_markdown",
+    "render_table",
     "render_task_tables_html",
     "render_task_tables_markdown",
 ]
@@ -46,8 +49,8 @@ def eval_table_rows(table: EvalTable) -> list[tuple[str, ...]]:
                 ci,
                 f"{100 * pc.delta:+.1f}",
                 f"[{100 * pc.low:+.1f}, {100 * pc.high:+.1f}]",
-                f"{pc.p_value:.3g}",
-                f"{c.p_holm:.3g}",
+                format_p(pc.p_value),
+                format_p(c.p_holm),
                 c.verdict,
                 pc.method,
             )
@@ -155,3 +158,21 @@ def print_task_tables(tt: TaskTables) -> None:
             con.print(f"note: {n}")
     for n in tt.notes:
         con.print(f"note: {n}")
+
+
+def render_table(table: EvalTable | TaskTables, fmt: str) -> None:
+    """``expkit stats table`` without --json: the table(s) as ``terminal`` (rich), ``markdown`` or ``html``."""
+    from expkit.stats.tables import EvalTable
+
+    if isinstance(table, EvalTable):
+        single = {"markdown": render_eval_table_markdown, "html": render_eval_table_html}.get(fmt)
+        if single is None:
+            print_eval_table(table)
+        else:
+            print(single(table))
+        return
+    multi = {"markdown": render_task_tables_markdown, "html": render_task_tables_html}.get(fmt)
+    if multi is None:
+        print_task_tables(table)
+    else:
+        print(multi(table))

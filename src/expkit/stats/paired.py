@@ -268,6 +268,23 @@ def _correlation(a: np.ndarray, b: np.ndarray) -> float | None:
     return float(np.corrcoef(a, b)[0, 1])
 
 
+def two_sided_normal_p(delta: float, se: float) -> float:
+    """Two-sided normal p-value of ``delta`` with standard error ``se``: ``erfc(|z| / sqrt 2)``.
+
+    The survival function, not ``2 * (1 - cdf(z))``: that difference is exactly 0 from z ~ 8.3 on, where the
+    true p is still 1e-16 and more (z = 14.6 gives 2.8e-48 here, 0.0 there). It underflows to 0 only past
+    z ~ 38.5 (p < 5e-324, the smallest float), which the renderers print as a bound. With ``se == 0`` every
+    item differs by the same amount: p is 0 when that amount is not 0 (a certain difference) and 1 when it is.
+
+    Example:
+        >>> f"{two_sided_normal_p(14.6, 1.0):.3g}"
+        '2.81e-48'
+    """
+    if se == 0.0:
+        return 0.0 if delta != 0.0 else 1.0
+    return math.erfc(abs(delta) / se / math.sqrt(2.0))
+
+
 def _clustered(d: np.ndarray, clusters: np.ndarray, level: float) -> tuple[float, float, float, float, int]:
     """Cluster-robust standard error of mean(d) (Miller 2024, arXiv:2411.00640, eq. 4), with the
     G / (G - 1) small-sample factor; returns (se, low, high, p, G)."""
@@ -280,8 +297,7 @@ def _clustered(d: np.ndarray, clusters: np.ndarray, level: float) -> tuple[float
     se = math.sqrt(g / (g - 1) * float(np.sum(sums**2))) / d.size
     z = _z(level)
     delta = float(d.mean())
-    p = 1.0 if se == 0.0 else 2.0 * (1.0 - NormalDist().cdf(abs(delta) / se))
-    return se, delta - z * se, delta + z * se, p, g
+    return se, delta - z * se, delta + z * se, two_sided_normal_p(delta, se), g
 
 
 def compare_paired(
@@ -383,13 +399,13 @@ def _compare_unpaired(a: np.ndarray, b: np.ndarray, level: float, note: str) -> 
         low, high, method = iv.low, iv.high, "unpaired-newcombe"
         pooled = (ka + kb) / (na + nb)
         se0 = math.sqrt(pooled * (1 - pooled) * (1 / na + 1 / nb))
-        p = 1.0 if se0 == 0 else 2.0 * (1.0 - NormalDist().cdf(abs(delta) / se0))
+        p = two_sided_normal_p(delta, se0)
     else:
         va = float(a.var(ddof=1)) if na > 1 else 0.0
         vb = float(b.var(ddof=1)) if nb > 1 else 0.0
         se = math.sqrt(va / na + vb / nb)
         low, high, method = delta - z * se, delta + z * se, "unpaired-welch"
-        p = 1.0 if se == 0 else 2.0 * (1.0 - NormalDist().cdf(abs(delta) / se))
+        p = two_sided_normal_p(delta, se)
     va, vb = float(a.var()), float(b.var())
     # per-model spread of the difference of two independent means at equal n: sqrt(va + vb)
     sd_eff = math.sqrt(va + vb)
