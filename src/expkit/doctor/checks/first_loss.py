@@ -1,0 +1,50 @@
+"""The first loss vs ln(classes) (C3.4): before any update, a classifier's cross-entropy sits near
+ln C; far above it the initial logits are large and confidently wrong (an init or scaling problem)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from expkit.doctor.checks import Check, register
+from expkit.train.sanity import check_first_loss
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import LossEvent, Probe
+
+# nats above ln C. train.sanity's own band (0.75) is for its normal(0, 0.02)-initialised char LM; a user's
+# model with PyTorch's default (Kaiming-uniform) init starts less flat, so doctor flags only a loss that
+# is far off. A loss *below* ln C is not flagged: a pretrained model being fine-tuned starts there.
+FIRST_LOSS_ABOVE_NATS = 2.0
+
+
+@register
+class FirstLoss(Check):
+    name = "first_loss"
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        if self.done or probe.lead is not None or ev.function != "cross_entropy":
+            return
+        x = ev.input
+        if x.dim() < 2 or x.shape[1] < 2 or ev.value.numel() != 1 or ev.kwargs.get("label_smoothing", 0.0):
+            return
+        self.done = True
+        classes = int(x.shape[1])
+        check = check_first_loss(float(ev.value.detach()), vocab_size=classes)
+        if check.delta > FIRST_LOSS_ABOVE_NATS:
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"the first loss is {check.first_loss:.2f}, {check.delta:.2f} nats above ln {classes} = "
+                f"{check.ln_vocab:.2f} (a uniform guess): the initial logits are large and confidently wrong",
+                evidence={
+                    "first_loss": check.first_loss,
+                    "ln_classes": check.ln_vocab,
+                    "classes": classes,
+                    "delta_nats": check.delta,
+                },
+                fix="look for a scale on the logits (a temperature < 1, missing 1/sqrt(d)), inputs far from "
+                "unit scale, or a custom init with a large std; the head should start near uniform",
+            )

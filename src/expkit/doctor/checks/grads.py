@@ -1,0 +1,111 @@
+"""Gradients present and finite for every trainable parameter: a module that ran in the forward but whose
+weights got no gradient (a ``.detach()``, ``torch.no_grad`` or ``.data`` in the way), trainable
+parameters that get gradients but sit in no optimizer, and NaN/inf gradients at the step."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from expkit.doctor.checks import Check, register
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import Probe, StepEvent
+
+SHOWN_NAMES = 5  # parameter names listed in a message; the evidence holds the count
+
+
+def _names(probe: Probe) -> dict[int, str]:
+    return {id(p): n for m in probe.trained_roots() for n, p in m.named_parameters()}
+
+
+def _shown(names: list[str]) -> str:
+    more = f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else ""
+    return ", ".join(names[:SHOWN_NAMES]) + more
+
+
+@register
+class NoGradientReached(Check):
+    """Parameters of modules that ran with grad enabled since the last step, held by this optimizer and
+    trainable, whose ``.grad`` is still None at the step: the graph was cut above them."""
+
+    name = "no_gradient_reached"
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        if probe.backwards_since_step == 0:
+            return
+        held = {id(p) for p in ev.params}
+        names = _names(probe)
+        cut: list[str] = []
+        for root in probe.trained_roots():
+            for mname, mod in root.named_modules():
+                if id(mod) not in probe.called_with_grad:
+                    continue
+                for pname, p in mod.named_parameters(recurse=False):
+                    if id(p) in held and p.requires_grad and p.grad is None:
+                        cut.append(names.get(id(p), f"{mname}.{pname}".lstrip(".")))
+        if cut:
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=(
+                    f"{len(cut)} trainable parameter(s) of modules that ran in the forward got no gradient: "
+                    f"{_shown(cut)}; something between them and the loss cuts the graph"
+                ),
+                evidence={"params_without_grad": len(cut), "params_in_optimizer": len(held)},
+                fix="remove the .detach() / torch.no_grad() / .data between these modules and the loss, "
+                "or set requires_grad=False on them if they are meant to stay frozen",
+            )
+
+
+@register
+class NotInOptimizer(Check):
+    """Trainable parameters of a trained model that receive gradients but that no optimizer updates."""
+
+    name = "param_not_in_optimizer"
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        if probe.backwards_since_step == 0:
+            return
+        held = probe.optimizer_param_ids()
+        missing = [
+            (n, p)
+            for root in probe.trained_roots()
+            for n, p in root.named_parameters()
+            if p.requires_grad and p.grad is not None and id(p) not in held
+        ]
+        if missing:
+            count = sum(p.numel() for _, p in missing)
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=(
+                    f"{len(missing)} parameter(s) ({count:,} values) get gradients but no optimizer holds them: "
+                    f"{_shown([n for n, _ in missing])}; they never change"
+                ),
+                evidence={"params_not_in_optimizer": len(missing), "values_not_in_optimizer": count},
+                fix="build the optimizer from model.parameters() after every module is created "
+                "(or freeze these with requires_grad_(False) if they are not meant to train)",
+            )
+
+
+@register
+class NonFiniteGradient(Check):
+    """Gradients that hold NaN or inf when the optimizer steps on them (GradScaler skips those steps itself)."""
+
+    name = "nonfinite_gradient"
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        bad = [p for p in ev.params if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
+        if bad:
+            names = _names(probe)
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"{len(bad)} parameter(s) have NaN/inf gradients at optimizer.step(): "
+                f"{_shown([names.get(id(p), '?') for p in bad])}",
+                evidence={"params_nonfinite_grad": len(bad), "params": len(ev.params)},
+                fix="find the first non-finite value (torch.autograd.set_detect_anomaly(True) for one step); "
+                "common causes: log(0), division by a zero norm, fp16 overflow without GradScaler",
+            )

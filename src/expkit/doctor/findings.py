@@ -1,0 +1,81 @@
+"""What a doctor check reports: a frozen ``Finding`` (what, where in the user's code, the measured
+evidence, the fix) and how the user's line is found on the live stack."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Finding", "FindingKind", "user_frame"]
+
+FindingKind = Literal["bug", "performance"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a check found in the watched steps.
+
+    Attributes:
+        kind: ``bug`` (the run trains wrong) or ``performance`` (a cost, not an error).
+        check: the registered check's name (``missing_zero_grad``).
+        message: what is wrong, in one sentence.
+        file, line: the user's frame where it was seen (the innermost frame outside torch, installed
+            packages, the standard library and expkit), or None when no such frame was on the stack.
+        evidence: the measured numbers, named with their unit (``grad_norm_growth``: 1.98).
+        fix: what to change.
+        step: the optimizer step (1-based) in which it was seen; 0 before the first step.
+    """
+
+    kind: FindingKind
+    check: str
+    message: str
+    file: str | None
+    line: int | None
+    evidence: dict[str, Any] = field(default_factory=dict)
+    fix: str = ""
+    step: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "check": self.check,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "evidence": dict(self.evidence),
+            "fix": self.fix,
+            "step": self.step,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> Finding:
+        kind = obj.get("kind")
+        return cls(
+            kind="performance" if kind == "performance" else "bug",
+            check=str(obj["check"]),
+            message=str(obj["message"]),
+            file=obj.get("file"),
+            line=int(obj["line"]) if obj.get("line") is not None else None,
+            evidence=dict(obj.get("evidence") or {}),
+            fix=str(obj.get("fix", "")),
+            step=int(obj.get("step", 0)),
+        )
+
+
+def user_frame(skip: int = 1) -> tuple[str | None, int | None]:
+    """``(file, line)`` of the innermost frame on the current stack that is the user's own code.
+
+    A frame is the user's when :func:`expkit.diagnose.tracebacks.classify_frame` calls its file
+    ``yours`` (the rule ``expkit why`` uses on a printed traceback: not torch, not an installed package,
+    not the standard library, not expkit).
+    """
+    from expkit.diagnose.tracebacks import classify_frame  # here, not at import: the bootstrap stays light
+
+    frame = sys._getframe(skip)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith("<frozen") and classify_frame(path) == "yours":
+            return path, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return None, None

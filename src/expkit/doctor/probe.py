@@ -1,0 +1,288 @@
+"""The probe: global PyTorch hooks that turn a training loop's first optimizer steps into events for
+the checks, and hand their findings to a sink (a JSONL file in the child of ``expkit doctor``, a list
+for :func:`expkit.doctor.watch`).
+
+Hooks used, all process-wide and removed once the watched steps are over (so the rest of the run pays
+nothing): ``register_module_forward_pre_hook``/``register_module_forward_hook`` (top-level forwards and
+which modules ran with grad), ``register_optimizer_step_pre_hook``/``_post_hook``, and thin wrappers on
+``Tensor.backward``, ``Tensor.item`` and the classification losses of ``torch.nn.functional``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from expkit.doctor.checks import Check, all_checks
+from expkit.doctor.findings import Finding, FindingKind, user_frame
+
+__all__ = ["DEFAULT_WATCH_STEPS", "BackwardEvent", "ForwardEvent", "LossEvent", "Probe", "StepEvent"]
+
+DEFAULT_WATCH_STEPS = 2  # the issue's budget: a bug is caught within the first two optimizer steps
+LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy")
+Sink = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class ForwardEvent:
+    module: nn.Module
+    inputs: tuple[Any, ...]
+    output: Any
+    training: bool
+    grad_enabled: bool
+
+
+@dataclass
+class LossEvent:
+    function: str
+    input: torch.Tensor
+    target: torch.Tensor | None
+    value: torch.Tensor
+    kwargs: dict[str, Any]
+
+
+@dataclass
+class BackwardEvent:
+    tensor: torch.Tensor
+    first_after_step: bool
+
+
+@dataclass
+class StepEvent:
+    optimizer: torch.optim.Optimizer
+    index: int  # this optimizer's step count, 1-based
+    params: list[torch.Tensor] = field(default_factory=list)
+
+
+def _error_event(check: str, exc: BaseException) -> dict[str, Any]:
+    return {"event": "check_error", "check": check, "error": f"{type(exc).__name__}: {exc}"}
+
+
+class Probe:
+    """Watches the first ``watch_steps`` optimizer steps of whatever trains in this process.
+
+    The first optimizer that steps leads: when it has stepped ``watch_steps`` times the checks finish and
+    every hook is removed. Errors inside a check never reach the user's program; they are sent to the
+    sink as ``check_error`` events and shown in the report.
+    """
+
+    def __init__(self, *, watch_steps: int = DEFAULT_WATCH_STEPS, sink: Sink, checks: list[str] | None = None) -> None:
+        if watch_steps < 1:
+            raise ValueError(f"watch_steps must be >= 1, got {watch_steps}")
+        self.watch_steps = watch_steps
+        self.sink = sink
+        registry = all_checks()
+        self.checks: list[Check] = [registry[n]() for n in (checks or list(registry))]
+        self.active = False
+        self.finished = False
+        self.step = 0  # steps of the leading optimizer
+        self.lead: Any = None
+        self.optimizers: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
+        self.dataloaders: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.roots: weakref.WeakValueDictionary[int, nn.Module] = weakref.WeakValueDictionary()
+        self.called_with_grad: set[int] = set()
+        self.backwards_since_step = 0
+        self.steps_by_optimizer: dict[int, int] = {}
+        self._depth = 0
+        self._in_check = False
+        self._seen: set[tuple[str, str | None, int | None]] = set()
+        self._handles: list[Any] = []
+        self._restore: list[tuple[Any, str, Any]] = []
+        self._t0 = time.perf_counter()
+
+    # ---- reporting -------------------------------------------------------------------------------
+    def report(
+        self, *, kind: FindingKind, check: str, message: str, evidence: dict[str, Any], fix: str, where: Any = None
+    ) -> None:
+        """Send one finding (once per check and user line). ``where`` is ``(file, line)``; default: the stack."""
+        file, line = where if where is not None else user_frame(2)
+        key = (check, file, line)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        clean = {k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v) for k, v in evidence.items()}
+        finding = Finding(
+            kind=kind,
+            check=check,
+            message=message,
+            file=file,
+            line=line,
+            evidence=clean,
+            fix=fix,
+            step=self.step + (0 if self.lead is None else 1),
+        )
+        self.sink({"event": "finding", **finding.to_json()})
+
+    def _dispatch(self, method: str, *args: Any) -> None:
+        if self._in_check or not self.active:
+            return
+        self._in_check = True
+        try:
+            for check in self.checks:
+                try:
+                    getattr(check, method)(self, *args)
+                except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's training
+                    self.sink(_error_event(check.name, exc))
+        finally:
+            self._in_check = False
+
+    # ---- what checks ask -------------------------------------------------------------------------
+    def optimizer_param_ids(self) -> set[int]:
+        return {id(p) for opt in list(self.optimizers) for g in opt.param_groups for p in g["params"]}
+
+    def trained_roots(self) -> list[nn.Module]:
+        """Top-level modules whose parameters some optimizer holds."""
+        held = self.optimizer_param_ids()
+        return [m for m in list(self.roots.values()) if any(id(p) in held for p in m.parameters())]
+
+    def dataloader_batches(self) -> int | None:
+        """The largest ``len()`` of the DataLoaders built in this process (None: none, or no length)."""
+        sizes = []
+        for dl in list(self.dataloaders):
+            try:
+                sizes.append(len(dl))
+            except TypeError:
+                continue
+        return max(sizes) if sizes else None
+
+    # ---- hooks -----------------------------------------------------------------------------------
+    def install(self) -> None:
+        """Install every hook and wrapper (idempotent per probe)."""
+        if self.active or self.finished:
+            return
+        from torch.nn.modules import module as module_mod
+        from torch.optim import optimizer as optimizer_mod
+
+        self._handles = [
+            module_mod.register_module_forward_pre_hook(self._forward_pre),
+            module_mod.register_module_forward_hook(self._forward_post, always_call=True),
+            optimizer_mod.register_optimizer_step_pre_hook(self._step_pre),
+            optimizer_mod.register_optimizer_step_post_hook(self._step_post),
+        ]
+        self._patch(torch.Tensor, "backward", self._wrap_backward)
+        self._patch(torch.Tensor, "item", self._wrap_item)
+        self._patch(torch.optim.Optimizer, "__init__", self._wrap_init(self.optimizers))
+        self._patch(torch.utils.data.DataLoader, "__init__", self._wrap_init(self.dataloaders))
+        for name in LOSS_FUNCTIONS:
+            self._patch(F, name, self._wrap_loss(name))
+        self.active = True
+
+    def uninstall(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        for owner, name, original in reversed(self._restore):
+            setattr(owner, name, original)
+        self._restore = []
+        self.active = False
+
+    def finish(self) -> None:
+        """End the watch: let the checks report what was pending, remove the hooks, tell the sink."""
+        if self.finished:
+            return
+        self._dispatch("finish")
+        self.finished = True
+        self.uninstall()
+        self.sink({"event": "watch_done", "steps": self.step, "watch_s": time.perf_counter() - self._t0})
+
+    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        original = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
+        self._restore.append((owner, name, original))
+        setattr(owner, name, make(original))
+
+    def _wrap_init(self, registry: weakref.WeakSet[Any]) -> Callable[[Any], Any]:
+        def make(original: Any) -> Any:
+            def __init__(obj: Any, *args: Any, **kwargs: Any) -> None:
+                original(obj, *args, **kwargs)
+                registry.add(obj)
+
+            return __init__
+
+        return make
+
+    def _wrap_backward(self, original: Any) -> Any:
+        probe = self
+
+        def backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if probe.active and not probe._in_check:
+                first = probe.backwards_since_step == 0 and probe.lead is not None
+                probe._dispatch("on_backward", BackwardEvent(tensor=tensor, first_after_step=first))
+                probe.backwards_since_step += 1
+            return original(tensor, *args, **kwargs)
+
+        return backward
+
+    def _wrap_item(self, original: Any) -> Any:
+        probe = self
+
+        def item(tensor: torch.Tensor) -> Any:
+            if probe.active and not probe._in_check and tensor.device.type != "cpu":
+                probe._dispatch("on_item", tensor)
+            return original(tensor)
+
+        return item
+
+    def _wrap_loss(self, name: str) -> Callable[[Any], Any]:
+        probe = self
+
+        def make(original: Any) -> Any:
+            def loss_fn(*args: Any, **kwargs: Any) -> Any:
+                value = original(*args, **kwargs)
+                if probe.active and not probe._in_check:
+                    inp = args[0] if args else kwargs.get("input")
+                    target = args[1] if len(args) > 1 else kwargs.get("target")
+                    if isinstance(inp, torch.Tensor) and isinstance(value, torch.Tensor):
+                        rest = {k: v for k, v in kwargs.items() if k not in ("input", "target")}
+                        probe._dispatch("on_loss", LossEvent(name, inp, target, value, rest))
+                return value
+
+            loss_fn.__wrapped__ = original  # type: ignore[attr-defined]
+            return loss_fn
+
+        return make
+
+    def _forward_pre(self, module: nn.Module, inputs: Any) -> None:
+        self._depth += 1
+
+    def _forward_post(self, module: nn.Module, inputs: Any, output: Any) -> None:
+        self._depth = max(0, self._depth - 1)
+        if self._in_check:
+            return
+        grad = torch.is_grad_enabled()
+        if grad:
+            self.called_with_grad.add(id(module))
+        if self._depth == 0 and next(module.parameters(), None) is not None:
+            if grad and module.training:
+                self.roots[id(module)] = module
+            ev = ForwardEvent(module, tuple(inputs), output, module.training, grad)
+            self._dispatch("on_forward", ev)
+
+    def _params_of(self, opt: torch.optim.Optimizer) -> list[torch.Tensor]:
+        return [p for g in opt.param_groups for p in g["params"]]
+
+    def _step_pre(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self.optimizers.add(opt)
+        if self.lead is None:
+            self.lead = weakref.ref(opt)
+        n = self.steps_by_optimizer.get(id(opt), 0) + 1
+        self._dispatch("on_step_pre", StepEvent(opt, n, self._params_of(opt)))
+
+    def _step_post(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        n = self.steps_by_optimizer.get(id(opt), 0) + 1
+        self.steps_by_optimizer[id(opt)] = n
+        self._dispatch("on_step_post", StepEvent(opt, n, self._params_of(opt)))
+        self.backwards_since_step = 0
+        self.called_with_grad = set()
+        if self.lead is not None and self.lead() is opt:
+            self.step = n
+            self.sink({"event": "step", "step": n})
+            if n >= self.watch_steps:
+                self.finish()
