@@ -24,31 +24,39 @@ __all__ = [
 HEADERS = ("model", "n", "score", "CI", "delta", "delta CI", "p", "p Holm", "verdict", "method")
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
+def _score(x: float, proportion: bool) -> str:
+    """A proportion as percentage points (0.731 -> 73.1); any other score in its own units, 4 digits."""
+    return f"{100 * x:.1f}" if proportion else f"{x:.4g}"
+
+
+def _delta(x: float, proportion: bool) -> str:
+    return f"{100 * x:+.1f}" if proportion else f"{x:+.4g}"
 
 
 def eval_table_rows(table: EvalTable) -> list[tuple[str, ...]]:
     """One tuple of display strings per model, the baseline first-class and marked."""
     comps = {c.model: c for c in table.comparisons}
+    prop = table.proportion
     rows: list[tuple[str, ...]] = []
     for r in table.models:
-        ci = f"[{_pct(r.low)}, {_pct(r.high)}]" if r.low == r.low else "n/a"
+        ci = f"[{_score(r.low, prop)}, {_score(r.high, prop)}]" if r.low == r.low else "n/a"
         if r.n_clusters is not None:
             ci += f" ({r.n_clusters} clusters)"
         c = comps.get(r.model)
         if c is None:
-            rows.append((f"{r.model} (baseline)", str(r.n), _pct(r.score), ci, "-", "-", "-", "-", "-", r.interval))
+            rows.append(
+                (f"{r.model} (baseline)", str(r.n), _score(r.score, prop), ci, "-", "-", "-", "-", "-", r.interval)
+            )
             continue
         pc = c.comparison
         rows.append(
             (
                 r.model,
                 str(r.n),
-                _pct(r.score),
+                _score(r.score, prop),
                 ci,
-                f"{100 * pc.delta:+.1f}",
-                f"[{100 * pc.low:+.1f}, {100 * pc.high:+.1f}]",
+                _delta(pc.delta, prop),
+                f"[{_delta(pc.low, prop)}, {_delta(pc.high, prop)}]",
                 format_p(pc.p_value),
                 format_p(c.p_holm),
                 c.verdict,
@@ -59,9 +67,9 @@ def eval_table_rows(table: EvalTable) -> list[tuple[str, ...]]:
 
 
 def render_eval_table_markdown(table: EvalTable) -> str:
-    """A GitHub Markdown table plus the notes as a list (scores and deltas in points)."""
+    """A GitHub Markdown table plus the notes as a list (scores and deltas in points, or the metric's units)."""
     lines = [
-        f"Baseline: `{table.baseline}`; scores and deltas in points, {table.level:.0%} intervals.",
+        f"Baseline: `{table.baseline}`; scores and deltas in {table.unit}, {table.level:.0%} intervals.",
         "",
         "| " + " | ".join(HEADERS) + " |",
         "|" + "---|" * len(HEADERS),
@@ -80,7 +88,7 @@ def render_eval_table_html(table: EvalTable) -> str:
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in eval_table_rows(table))
     notes = "".join(f"<li>{escape(n)}</li>" for n in table.notes)
     return (
-        f"<p>Baseline: <code>{escape(table.baseline)}</code>; scores and deltas in points, "
+        f"<p>Baseline: <code>{escape(table.baseline)}</code>; scores and deltas in {table.unit}, "
         f"{table.level:.0%} intervals.</p>\n<table><tr>{head}</tr>{body}</table>"
         + (f"\n<ul>{notes}</ul>" if notes else "")
     )
@@ -93,7 +101,7 @@ def print_eval_table(table: EvalTable) -> None:
     t = fitted_table(
         *HEADERS,
         no_wrap=("n", "score", "delta", "p", "p Holm"),
-        title=f"{table.path}: baseline {table.baseline} ({table.level:.0%} intervals, points)",
+        title=f"{table.path}: baseline {table.baseline} ({table.level:.0%} intervals, {table.unit})",
     )
     for row in eval_table_rows(table):
         t.add_row(*row)
@@ -107,10 +115,15 @@ def _task_heading(table: EvalTable) -> str:
     return f"{table.task}" if table.task else table.path
 
 
+def _units(tt: TaskTables) -> str:
+    units = {tb.unit for tb in tt.tables}
+    return units.pop() if len(units) == 1 else "points (proportions) or each metric's own units, per task"
+
+
 def render_task_tables_markdown(tt: TaskTables) -> str:
     """One Markdown table per task under a ``###`` heading, then the notes."""
     parts = [
-        f"Baseline: `{tt.baseline}`; scores and deltas in points, {tt.level:.0%} intervals; "
+        f"Baseline: `{tt.baseline}`; scores and deltas in {_units(tt)}, {tt.level:.0%} intervals; "
         f"p Holm over {tt.n_comparisons} comparisons across {len(tt.tables)} tasks ({tt.source})."
     ]
     for tb in tt.tables:
@@ -127,7 +140,7 @@ def render_task_tables_markdown(tt: TaskTables) -> str:
 def render_task_tables_html(tt: TaskTables) -> str:
     """One ``<table>`` per task under an ``<h3>`` (every cell escaped), then the notes."""
     out = [
-        f"<p>Baseline: <code>{escape(tt.baseline)}</code>; scores and deltas in points, {tt.level:.0%} "
+        f"<p>Baseline: <code>{escape(tt.baseline)}</code>; scores and deltas in {_units(tt)}, {tt.level:.0%} "
         f"intervals; p Holm over {tt.n_comparisons} comparisons across {len(tt.tables)} tasks.</p>"
     ]
     head = "".join(f"<th>{escape(h)}</th>" for h in HEADERS)
@@ -150,7 +163,7 @@ def print_task_tables(tt: TaskTables) -> None:
     if not con.is_terminal:
         con.width = 200
     for tb in tt.tables:
-        t = Table(*HEADERS, title=f"{_task_heading(tb)}: baseline {tt.baseline} ({tt.level:.0%} intervals, points)")
+        t = Table(*HEADERS, title=f"{_task_heading(tb)}: baseline {tt.baseline} ({tt.level:.0%} intervals, {tb.unit})")
         for row in eval_table_rows(tb):
             t.add_row(*row)
         con.print(t)

@@ -180,6 +180,14 @@ class EvalTable:
     comparisons: tuple[ComparisonRow, ...]
     notes: tuple[str, ...]
     task: str | None = None
+    proportion: bool = True
+    """Every item score lies in [0, 1] (0/1 or fractional): scores and deltas read as percentages ("points").
+    Otherwise they are in the metric's own units (BLEU-100, a 1-10 judge rating, a count) and shown as they are."""
+
+    @property
+    def unit(self) -> str:
+        """``points`` (percentage points of a proportion) or ``score units`` (the metric's own scale)."""
+        return "points" if self.proportion else "score units"
 
 
 def _wilson_bounds(p: float, n: float, z: float) -> tuple[float, float]:
@@ -287,7 +295,10 @@ def build_eval_table(
         notes.append(f"clustered standard errors over {len(set(results.clusters.values()))} clusters")
     if len(out) > 1:
         notes.append(f"p-values Holm-adjusted over {len(out)} comparisons")
-    return EvalTable(results.path, base, level, rows, tuple(out), tuple(notes))
+    proportion = all(0.0 <= v <= 1.0 for items in results.scores.values() for v in items.values())
+    if not proportion:
+        notes.append("scores are not all in [0, 1]: shown in the metric's own units, not as percentages")
+    return EvalTable(results.path, base, level, rows, tuple(out), tuple(notes), proportion=proportion)
 
 
 @dataclass(frozen=True)
