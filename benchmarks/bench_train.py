@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from expkit.train import CharLM, CharLMConfig, TrainConfig, load_corpus, train_charlm
+from expkit.train import CharLM, CharLMConfig, TrainConfig, TrainRequest, load_corpus, train_charlm
 from expkit.train.data import make_loader
 from timing import add_run_options, write_results  # benchmarks/timing.py
 
@@ -34,7 +34,7 @@ def cfg_for(steps: int) -> TrainConfig:
 
 
 def bench_ours(corpus, steps: int, store: Path) -> float:
-    r = train_charlm(model_config=MCFG, train_config=cfg_for(steps), corpus=corpus, seed=0, store=store)
+    r = train_charlm(TrainRequest(model_config=MCFG, train_config=cfg_for(steps), corpus=corpus, seed=0, store=store))
     return r.tokens_per_s
 
 
@@ -168,7 +168,13 @@ def main() -> None:
     )
     if not a.skip_quality:
         r = train_charlm(
-            corpus=corpus, minutes=a.seconds / 60, seed=0, record=False, train_config=TrainConfig(num_threads=a.threads)
+            TrainRequest(
+                corpus=corpus,
+                minutes=a.seconds / 60,
+                seed=0,
+                record=False,
+                train_config=TrainConfig(num_threads=a.threads),
+            )
         )
         out["quality"] = {
             "seconds": a.seconds,

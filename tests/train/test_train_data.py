@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from expkit.train.data import make_loader
+from expkit.train.data import Shard, make_loader
 
 
 def _batches(ids, n, **kw):
@@ -30,8 +30,8 @@ def test_ranks_split_the_single_process_global_batch():
     ids = torch.arange(5000) % 128
     it = iter(make_loader(ids, block_size=16, batch_size=8, seed=3))
     whole, _ = next(it)
-    r0, _ = next(iter(make_loader(ids, block_size=16, batch_size=4, seed=3, rank=0, world_size=2)))
-    r1, _ = next(iter(make_loader(ids, block_size=16, batch_size=4, seed=3, rank=1, world_size=2)))
+    r0, _ = next(iter(make_loader(ids, block_size=16, batch_size=4, seed=3, shard=Shard(0, 2))))
+    r1, _ = next(iter(make_loader(ids, block_size=16, batch_size=4, seed=3, shard=Shard(1, 2))))
     assert torch.equal(torch.cat([r0, r1]), whole)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from train_fixtures import TINY_MODEL, tiny_train
 
-from expkit.train import train_charlm
+from expkit.train import TrainRequest, train_charlm
 
 OVERRIDES = [
     "n_layer=1",
@@ -64,7 +64,7 @@ def test_two_process_ddp_matches_one_process_with_the_same_global_batch(small_co
     assert ddp["world_size"] == 2 and ddp["tokens"] == 6 * 2 * 2 * 32
 
     single = train_charlm(
-        model_config=TINY_MODEL, train_config=tiny_train(batch_size=4), corpus=small_corpus, record=False
+        TrainRequest(model_config=TINY_MODEL, train_config=tiny_train(batch_size=4), corpus=small_corpus, record=False)
     )
     ddp_losses = [loss for _, loss in ddp["losses"]]
     one_losses = [loss for _, loss in single.losses]

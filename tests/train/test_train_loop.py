@@ -10,16 +10,18 @@ import pytest
 from train_fixtures import TINY_MODEL, tiny_train
 
 from expkit.errors import CheckFailed, InputError, UsageError
-from expkit.train import find_checkpoints, load_checkpoint, train_charlm
+from expkit.train import TrainRequest, find_checkpoints, load_checkpoint, train_charlm
 
 
 def test_training_lowers_val_loss_and_reports_checks(small_corpus, tmp_path):
     r = train_charlm(
-        model_config=TINY_MODEL,
-        train_config=tiny_train(max_steps=30, lr_max=1e-2),
-        corpus=small_corpus,
-        record=False,
-        checkpoint_dir=tmp_path,
+        TrainRequest(
+            model_config=TINY_MODEL,
+            train_config=tiny_train(max_steps=30, lr_max=1e-2),
+            corpus=small_corpus,
+            record=False,
+            checkpoint_dir=tmp_path,
+        )
     )
     assert r.final_val_loss < r.initial_val_loss - 0.5
     assert r.steps == 30 and r.tokens == 30 * 4 * 32
@@ -32,24 +34,30 @@ def test_training_lowers_val_loss_and_reports_checks(small_corpus, tmp_path):
 def test_resume_gives_the_same_losses_as_an_uninterrupted_run(small_corpus, tmp_path):
     cfg = tiny_train(max_steps=8, lr_max=1e-2)
     full = train_charlm(
-        model_config=TINY_MODEL, train_config=cfg, corpus=small_corpus, record=False, checkpoint_dir=tmp_path / "a"
+        TrainRequest(
+            model_config=TINY_MODEL, train_config=cfg, corpus=small_corpus, record=False, checkpoint_dir=tmp_path / "a"
+        )
     )
     half = train_charlm(
-        model_config=TINY_MODEL,
-        train_config=cfg,
-        corpus=small_corpus,
-        record=False,
-        checkpoint_dir=tmp_path / "b",
-        stop_at_step=4,
+        TrainRequest(
+            model_config=TINY_MODEL,
+            train_config=cfg,
+            corpus=small_corpus,
+            record=False,
+            checkpoint_dir=tmp_path / "b",
+            stop_at_step=4,
+        )
     )
     assert half.checkpoint.endswith("step-0000004")
     rest = train_charlm(
-        model_config=TINY_MODEL,
-        train_config=cfg,
-        corpus=small_corpus,
-        record=False,
-        checkpoint_dir=tmp_path / "b",
-        resume=half.checkpoint,
+        TrainRequest(
+            model_config=TINY_MODEL,
+            train_config=cfg,
+            corpus=small_corpus,
+            record=False,
+            checkpoint_dir=tmp_path / "b",
+            resume=half.checkpoint,
+        )
     )
     assert rest.start_step == 4
     assert half.losses + rest.losses == full.losses  # bitwise: same batches, same states, same order
@@ -58,31 +66,41 @@ def test_resume_gives_the_same_losses_as_an_uninterrupted_run(small_corpus, tmp_
 
 def test_checkpoint_from_another_config_is_refused_with_the_difference(small_corpus, tmp_path):
     r = train_charlm(
-        model_config=TINY_MODEL,
-        train_config=tiny_train(max_steps=2),
-        corpus=small_corpus,
-        record=False,
-        checkpoint_dir=tmp_path,
+        TrainRequest(
+            model_config=TINY_MODEL,
+            train_config=tiny_train(max_steps=2),
+            corpus=small_corpus,
+            record=False,
+            checkpoint_dir=tmp_path,
+        )
     )
     other = replace(TINY_MODEL, n_layer=2)
     with pytest.raises(InputError, match=r"n_layer: checkpoint 1 vs now 2"):
         train_charlm(
-            model_config=other,
-            train_config=tiny_train(max_steps=4),
-            corpus=small_corpus,
-            record=False,
-            resume=r.checkpoint,
+            TrainRequest(
+                model_config=other,
+                train_config=tiny_train(max_steps=4),
+                corpus=small_corpus,
+                record=False,
+                resume=r.checkpoint,
+            )
         )
 
 
 def test_truncated_checkpoint_is_refused_and_the_previous_good_one_kept(small_corpus, tmp_path):
     cfg = tiny_train(max_steps=4, checkpoint_interval=2)
-    train_charlm(model_config=TINY_MODEL, train_config=cfg, corpus=small_corpus, record=False, checkpoint_dir=tmp_path)
+    train_charlm(
+        TrainRequest(
+            model_config=TINY_MODEL, train_config=cfg, corpus=small_corpus, record=False, checkpoint_dir=tmp_path
+        )
+    )
     good, last = find_checkpoints(tmp_path)
     weights = last / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])  # a crash mid-copy, a full disk
     with pytest.raises(InputError, match="truncated") as exc:
-        train_charlm(model_config=TINY_MODEL, train_config=cfg, corpus=small_corpus, record=False, resume=last)
+        train_charlm(
+            TrainRequest(model_config=TINY_MODEL, train_config=cfg, corpus=small_corpus, record=False, resume=last)
+        )
     assert str(good) in exc.value.hint
     assert load_checkpoint(good).step == 2  # still there and still valid
 
@@ -91,20 +109,26 @@ def test_nan_guard_stops_and_names_the_module(small_corpus):
     # lr 1e6 blows the weights up within a few steps; the guard names where the first NaN/inf appears
     with pytest.raises(CheckFailed, match=r"at step \d+: module '[\w.]+' produced the first (nan|inf)"):
         train_charlm(
-            model_config=TINY_MODEL,
-            train_config=tiny_train(max_steps=30, lr_max=1e6, grad_clip=1e9),
-            corpus=small_corpus,
-            record=False,
+            TrainRequest(
+                model_config=TINY_MODEL,
+                train_config=tiny_train(max_steps=30, lr_max=1e6, grad_clip=1e9),
+                corpus=small_corpus,
+                record=False,
+            )
         )
 
 
 def test_bad_inputs_are_usage_errors(small_corpus, tmp_path):
     with pytest.raises(UsageError, match="seq_len=64 exceeds the model's block_size=32"):
-        train_charlm(model_config=TINY_MODEL, train_config=tiny_train(seq_len=64), corpus=small_corpus, record=False)
+        train_charlm(
+            TrainRequest(
+                model_config=TINY_MODEL, train_config=tiny_train(seq_len=64), corpus=small_corpus, record=False
+            )
+        )
     tiny = tmp_path / "tiny.txt"
     tiny.write_text("x" * 30)
     with pytest.raises(InputError, match="fewer than one window"):
-        train_charlm(model_config=TINY_MODEL, train_config=tiny_train(), corpus=tiny, record=False)
+        train_charlm(TrainRequest(model_config=TINY_MODEL, train_config=tiny_train(), corpus=tiny, record=False))
 
 
 def test_run_is_recorded_with_metrics_schedule_figure_and_fingerprint(small_corpus, tmp_path):
@@ -116,10 +140,9 @@ def test_run_is_recorded_with_metrics_schedule_figure_and_fingerprint(small_corp
         return path
 
     r = train_charlm(
-        model_config=TINY_MODEL,
-        train_config=tiny_train(max_steps=3),
-        corpus=small_corpus,
-        store=tmp_path / "runs",
+        TrainRequest(
+            model_config=TINY_MODEL, train_config=tiny_train(max_steps=3), corpus=small_corpus, store=tmp_path / "runs"
+        ),
         draw_schedule=draw,
     )
     assert drawn == [3]
@@ -133,11 +156,13 @@ def test_run_is_recorded_with_metrics_schedule_figure_and_fingerprint(small_corp
 
 def test_time_budget_calibrates_max_steps(small_corpus):
     r = train_charlm(
-        model_config=TINY_MODEL,
-        train_config=tiny_train(max_steps=None),
-        corpus=small_corpus,
-        record=False,
-        minutes=0.05,
+        TrainRequest(
+            model_config=TINY_MODEL,
+            train_config=tiny_train(max_steps=None),
+            corpus=small_corpus,
+            record=False,
+            minutes=0.05,
+        )
     )
     assert r.calibration is not None and r.calibration.max_steps == r.schedule.max_steps
     assert r.steps <= r.schedule.max_steps and r.train_s < 3 * 0.05 * 60
@@ -148,6 +173,11 @@ def test_num_threads_is_restored_after_training(small_corpus):
 
     before = torch.get_num_threads()
     r = train_charlm(
-        model_config=TINY_MODEL, train_config=tiny_train(max_steps=1, num_threads=1), corpus=small_corpus, record=False
+        TrainRequest(
+            model_config=TINY_MODEL,
+            train_config=tiny_train(max_steps=1, num_threads=1),
+            corpus=small_corpus,
+            record=False,
+        )
     )
     assert r.steps == 1 and torch.get_num_threads() == before

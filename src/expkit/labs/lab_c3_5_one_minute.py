@@ -21,7 +21,7 @@ def run(ctx: LabContext) -> LabOutput:
     import torch
 
     from expkit.render.figures import new_figure, save_figure
-    from expkit.train import TrainConfig, train_charlm
+    from expkit.train import TrainConfig, TrainRequest, train_charlm
 
     seconds = QUICK_SECONDS if ctx.quick else FULL_SECONDS
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
@@ -29,7 +29,7 @@ def run(ctx: LabContext) -> LabOutput:
     # was 3-5x faster per step here at a load average of 7-9 (README "Training something small")
     busy = load_before > (os.cpu_count() or 1)
     cfg = TrainConfig(eval_windows=128 if ctx.quick else 256, num_threads=1 if busy else None)
-    r = train_charlm(train_config=cfg, minutes=seconds / 60.0, seed=ctx.seed, record=False)
+    r = train_charlm(TrainRequest(train_config=cfg, minutes=seconds / 60.0, seed=ctx.seed, record=False))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
     fig, (ax,) = new_figure(1)

@@ -22,7 +22,7 @@ SEED_NONE = SeedFigure("set_to_none", "clearing gradients", None, "", "zero_grad
 )
 def run(ctx: LabContext) -> LabOutput:
     from expkit.render.schedule import draw_lr_schedule
-    from expkit.train import CharLMConfig, TrainConfig, load_corpus, train_charlm
+    from expkit.train import CharLMConfig, StepLogged, TrainConfig, TrainRequest, load_corpus, train_charlm
     from expkit.train.step_contract import measure_step_contract
 
     seen_lr: dict[int, float] = {}
@@ -44,13 +44,9 @@ def run(ctx: LabContext) -> LabOutput:
         eval_interval=10_000,
     )
     r = train_charlm(
-        model_config=tiny,
-        train_config=cfg,
-        corpus=load_corpus(),
-        seed=ctx.seed,
-        record=False,
+        TrainRequest(model_config=tiny, train_config=cfg, corpus=load_corpus(), seed=ctx.seed, record=False),
         draw_schedule=draw,
-        on_event=lambda e: seen_lr.__setitem__(e.step, e.values["lr"]) if e.kind == "log" else None,
+        on_event=lambda e: seen_lr.__setitem__(e.step, e.lr) if isinstance(e, StepLogged) else None,
     )
     s = r.schedule
     max_diff = max(abs(lr - s.lr_at(step)) for step, lr in seen_lr.items())

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from expkit.train.schedule import WarmupCosine
 
 __all__ = ["draw_lr_schedule"]
 
 
-def draw_lr_schedule(schedule: Any, path: Path) -> Path:
+def draw_lr_schedule(schedule: WarmupCosine, path: Path) -> Path:
     """The learning-rate schedule as a figure (lr against step), drawn before step 1 (C3.6)."""
     from expkit.render.figures import new_figure, save_figure
 

@@ -4,9 +4,11 @@ checks no trainer runs by default, checkpoints for an exact resume, DDP through 
 Importing this package imports torch; the CLI and the labs import it inside their functions.
 """
 
+from expkit.train.budget import Calibration
 from expkit.train.checkpoint import Checkpoint, find_checkpoints, load_checkpoint, save_checkpoint
-from expkit.train.config import TrainConfig, apply_overrides
+from expkit.train.config import TrainConfig, TrainRequest, apply_overrides
 from expkit.train.corpus import Corpus, encode_ascii, load_corpus
+from expkit.train.events import CheckReported, Evaluated, RunPlanned, StepLogged, TrainEvent
 from expkit.train.loop import StepOutput, TrainingSetup, estimate_val_loss, setup_training, train_step
 from expkit.train.model import CharLM, CharLMConfig, count_parameters, flops_per_token
 from expkit.train.sanity import (
@@ -19,20 +21,27 @@ from expkit.train.sanity import (
     locate_first_nonfinite,
 )
 from expkit.train.schedule import WarmupCosine
-from expkit.train.training import Calibration, TrainEvent, TrainResult, measure_mfu, train_charlm
+from expkit.train.training import CorpusInfo, MfuEstimate, TrainResult, measure_mfu, train_charlm
 
 __all__ = [
     "Calibration",
     "CharLM",
     "CharLMConfig",
+    "CheckReported",
     "Checkpoint",
     "Corpus",
+    "CorpusInfo",
+    "Evaluated",
     "FirstLossCheck",
     "GradCheck",
+    "MfuEstimate",
     "NonFiniteCheck",
+    "RunPlanned",
+    "StepLogged",
     "StepOutput",
     "TrainConfig",
     "TrainEvent",
+    "TrainRequest",
     "TrainResult",
     "TrainingSetup",
     "WarmupCosine",

@@ -13,12 +13,17 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from expkit.errors import UsageError
 from expkit.hardware.threads import MAX_THREADS
 
-__all__ = ["TrainConfig", "apply_overrides", "config_keys"]
+if TYPE_CHECKING:
+    from expkit.train.corpus import Corpus
+    from expkit.train.model import CharLMConfig
+
+__all__ = ["TrainConfig", "TrainRequest", "apply_overrides", "config_keys"]
 
 _INT_MAX = 2**63 - 1  # torch and the run record (orjson) hold integers as int64
 _INT_MIN = -(2**63)
@@ -69,6 +74,39 @@ class TrainConfig:
             )
         if self.num_workers < 0:
             raise UsageError(f"num_workers={self.num_workers} must be >= 0")
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """One training run of the char LM: what to train (``model_config``, ``train_config``), on what
+    (``corpus``), where (``device``), for how long, and what to record. Derive variants with
+    ``dataclasses.replace`` (a resume is ``replace(request, resume=checkpoint)``).
+
+    Fields:
+        model_config, train_config: None for the defaults (``CharLMConfig()``, ``TrainConfig()``).
+        corpus: a Corpus, a path for ``load_corpus``, or None for the Python standard library's sources.
+        seed: seeds init (``torch.manual_seed``) and the batch order.
+        device: ``cpu`` or ``cuda``; under torchrun each rank takes ``cuda:LOCAL_RANK``.
+        minutes: time budget when ``train_config.max_steps`` is None; the step count is fixed before
+            step 1 from a measured step time, so the cosine schedule ends when the budget does.
+        resume: a checkpoint directory (or a folder of them: the newest) to continue from.
+        stop_at_step: stop after this step although the schedule goes on (to test resume).
+        store, name, record: the run store (``expkit.runs``); ``record=False`` writes no run.
+        checkpoint_dir: where checkpoints go (default: the run's ``checkpoints/``; None without a run).
+    """
+
+    model_config: CharLMConfig | None = None
+    train_config: TrainConfig | None = None
+    corpus: Corpus | str | Path | None = None
+    seed: int = 0
+    device: str = "cpu"
+    minutes: float | None = None
+    resume: str | Path | None = None
+    stop_at_step: int | None = None
+    store: str | Path | None = None
+    name: str | None = None
+    record: bool = True
+    checkpoint_dir: str | Path | None = None
 
 
 # names other trainers use for our keys (nanoGPT, HF TrainingArguments)

@@ -9,11 +9,24 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-__all__ = ["CharWindows", "StepBatchSampler", "eval_offsets", "make_loader", "seed_worker"]
+__all__ = ["CharWindows", "Shard", "StepBatchSampler", "eval_offsets", "make_loader", "seed_worker"]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's part of every global batch: rank ``rank`` of ``world_size`` (DDP), or the whole."""
+
+    rank: int = 0
+    world_size: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank={self.rank} must be in [0, world_size={self.world_size})")
 
 
 class CharWindows(Dataset):
@@ -83,14 +96,23 @@ def make_loader(
     seed: int,
     start: int = 0,
     stop: int | None = None,
-    rank: int = 0,
-    world_size: int = 1,
+    shard: Shard = Shard(),
     num_workers: int = 0,
 ) -> DataLoader:
-    """The DataLoader of the loop: ``StepBatchSampler`` over ``CharWindows``, seeded workers."""
+    """The DataLoader of the loop: ``StepBatchSampler`` over ``CharWindows``, seeded workers.
+
+    Micro-batches ``start`` to ``stop`` (None: endless) of the run seeded ``seed``; ``shard`` picks this
+    process's rows of each global batch under DDP.
+    """
     ds = CharWindows(ids, block_size)
     sampler = StepBatchSampler(
-        len(ds), batch_size=batch_size, seed=seed, start=start, stop=stop, rank=rank, world_size=world_size
+        len(ds),
+        batch_size=batch_size,
+        seed=seed,
+        start=start,
+        stop=stop,
+        rank=shard.rank,
+        world_size=shard.world_size,
     )
     return DataLoader(
         ds,

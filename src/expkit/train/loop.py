@@ -19,7 +19,7 @@ from torch import nn
 
 from expkit.train.config import TrainConfig
 from expkit.train.corpus import Corpus
-from expkit.train.data import eval_offsets, make_loader
+from expkit.train.data import Shard, eval_offsets, make_loader
 from expkit.train.distributed import DistContext
 from expkit.train.model import CharLM, CharLMConfig
 from expkit.train.schedule import WarmupCosine
@@ -194,8 +194,7 @@ def _iter_batches(
         batch_size=cfg.batch_size,
         seed=seed,
         start=start,
-        rank=dist.rank,
-        world_size=dist.world_size,
+        shard=Shard(dist.rank, dist.world_size),
         num_workers=cfg.num_workers,
     )
     return iter(loader)
