@@ -212,26 +212,24 @@ def execute(
         seed = validate_seed(seed)
         seed_source = "argument"
     root = resolve_store(store)
-    old_cwd = Path.cwd()
-    workdir = Path(cwd).resolve() if cwd is not None else old_cwd
-    os.chdir(workdir)  # the code record is taken where the command runs
-    try:
-        record = create_run_record(
-            root=root,
-            name=name,
-            group=group,
-            config=dict(config or {}),
-            data=data,
-            seed=seed,
-            full_hash=full_hash,
-            deterministic=bool(deterministic),
-            kind="exec",
-            command=list(command),
-            seed_in_process=False,
-            extra=extra_record,
-        )
-    finally:
-        os.chdir(old_cwd)
+    workdir = Path(cwd).resolve() if cwd is not None else Path.cwd()
+    # the code record is taken, and relative data paths are read, where the command runs; no os.chdir:
+    # execute() runs in sweep worker threads, and the directory is the whole process's
+    record = create_run_record(
+        root=root,
+        name=name,
+        group=group,
+        config=dict(config or {}),
+        data=data,
+        seed=seed,
+        full_hash=full_hash,
+        deterministic=bool(deterministic),
+        kind="exec",
+        command=list(command),
+        seed_in_process=False,
+        extra=extra_record,
+        cwd=workdir,
+    )
     if record.seed is not None:
         record = dataclasses.replace(record, seed=dataclasses.replace(record.seed, source=seed_source))
     run_dir = root / record.id

@@ -82,7 +82,11 @@ def _scheme_for(total_bytes: int, full_hash: bool, scheme: str | None) -> str:
 
 
 def fingerprint_input(
-    source: str | os.PathLike[str], *, full_hash: bool = False, scheme: str | None = None
+    source: str | os.PathLike[str],
+    *,
+    full_hash: bool = False,
+    scheme: str | None = None,
+    base_dir: Path | None = None,
 ) -> DataFingerprint:
     """Fingerprint one input.
 
@@ -91,6 +95,7 @@ def fingerprint_input(
             for a Hugging Face dataset (nothing is downloaded; no ``@REVISION`` is recorded as unpinned).
         full_hash: hash every byte even above FULL_HASH_MAX_BYTES.
         scheme: force a hash scheme (``runs repro`` recomputes the recorded one).
+        base_dir: the directory a relative ``source`` is read from (default: this process's).
 
     Returns:
         A DataFingerprint; a path that does not exist gives None fields and ``reason``.
@@ -114,7 +119,7 @@ def fingerprint_input(
             revision=rev or None,
             reason=None if rev else "no revision given: the Hub version is not pinned",
         )
-    path = Path(text).resolve()
+    path = (base_dir / text if base_dir is not None else Path(text)).resolve()
     if not path.exists():
         return DataFingerprint(
             source=text,
@@ -168,7 +173,10 @@ def fingerprint_input(
 
 
 def fingerprint_data(
-    sources: list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...] = (), *, full_hash: bool = False
+    sources: list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...] = (),
+    *,
+    full_hash: bool = False,
+    base_dir: Path | None = None,
 ) -> tuple[DataFingerprint, ...]:
-    """Fingerprint every input in order (see ``fingerprint_input``)."""
-    return tuple(fingerprint_input(s, full_hash=full_hash) for s in sources)
+    """Fingerprint every input in order (see ``fingerprint_input``); relative paths are read from ``base_dir``."""
+    return tuple(fingerprint_input(s, full_hash=full_hash, base_dir=base_dir) for s in sources)

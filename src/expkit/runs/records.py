@@ -112,27 +112,32 @@ def create_run_record(
     config_notes: tuple[str, ...] = (),
     integration: str | None = None,
     seeded_by: str | None = None,
+    cwd: Path | None = None,
 ) -> RunRecord:
     """Create the run directory and write ``run.json`` (status ``running``), ``config.json`` and
     ``code.patch``, and index the run.
 
     ``seed_in_process=False`` (``runs exec``) records the seed handed to the child as ``EXPKIT_SEED``
     without seeding this process. ``extra`` is kept under the record's ``extra`` (e.g. ``repro_of``).
+    ``cwd`` is the directory the run works in (default: this process's): the code record is taken
+    there (unless ``code_dir``), relative data paths are read from it, and it is recorded as ``cwd``.
+    Nothing here changes this process's directory, so threads may create records concurrently.
     """
     import psutil
 
     if name is not None:
         validate_name(name)
     t0 = time.perf_counter()
+    workdir = Path(cwd).resolve() if cwd is not None else Path.cwd()
     run_id, run_dir = new_run_dir(root)
     # git (subprocesses) runs in a thread while this one reads packages, hardware and data
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=1)
-    code_future = pool.submit(capture_code, Path(code_dir) if code_dir is not None else Path.cwd(), exclude=(root,))
+    code_future = pool.submit(capture_code, Path(code_dir) if code_dir is not None else workdir, exclude=(root,))
     environment = capture_environment()
     hardware = capture_hardware()
-    data_records = fingerprint_data(list(data), full_hash=full_hash)
+    data_records = fingerprint_data(list(data), full_hash=full_hash, base_dir=workdir)
     code = code_future.result()
     pool.shutdown()
     patch = code.patch
@@ -166,7 +171,7 @@ def create_run_record(
         pid=proc.pid,
         pid_create_time=proc.create_time(),
         command=tuple(command),
-        cwd=str(Path.cwd()),
+        cwd=str(workdir),
         world_size=world_size,
         code=code,
         data=data_records,
