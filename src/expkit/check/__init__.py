@@ -1,6 +1,6 @@
 """Stage 3: trust your ops. Compare with dtype tolerances, numpy reference operators, shape guards."""
 
-from expkit.check.against import AgainstReport, CaseReport, against, load_callable
+from expkit.check.against import AgainstQuery, AgainstReport, CaseReport, against, check_op, load_callable
 from expkit.check.attention import AttentionCheck, check_attention, sdpa_causal
 from expkit.check.compare import DEFAULT_TOLERANCES, CompareReport, compare, default_tolerance
 from expkit.check.reference import causal_attention, cross_entropy, layer_norm, rms_norm, softmax
@@ -8,6 +8,7 @@ from expkit.check.shapes import Dims, ShapeError, expect_shape
 
 __all__ = [
     "DEFAULT_TOLERANCES",
+    "AgainstQuery",
     "AgainstReport",
     "AttentionCheck",
     "CaseReport",
@@ -17,6 +18,7 @@ __all__ = [
     "against",
     "causal_attention",
     "check_attention",
+    "check_op",
     "compare",
     "cross_entropy",
     "default_tolerance",

@@ -6,15 +6,15 @@ from __future__ import annotations
 import importlib
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from expkit.check.compare import CompareReport, compare
-from expkit.errors import InputError, UsageError
+from expkit.errors import CheckFailed, InputError, UsageError
 
-__all__ = ["AgainstReport", "CaseReport", "against", "load_callable"]
+__all__ = ["AgainstQuery", "AgainstReport", "CaseReport", "against", "check_op", "load_callable"]
 
 Backend = Literal["numpy", "torch"]
 _DTYPES = ("float32", "float64", "float16", "bfloat16")
@@ -49,6 +49,39 @@ class AgainstReport:
     cases: tuple[CaseReport, ...]
     ok: bool
     max_abs_error: float
+
+    def raise_if_failed(self) -> None:
+        """CheckFailed naming the first case over tolerance; nothing when every case is within it."""
+        bad = next((c for c in self.cases if not c.ok), None)
+        if bad is not None:
+            raise CheckFailed(
+                f"{self.fn} differs from {self.reference} at shapes {bad.shapes} {bad.dtype}: {bad.output.reason}"
+            )
+
+
+@dataclass(frozen=True)
+class AgainstQuery:
+    """What to run an operator and its reference on, and how to judge them.
+
+    Args:
+        shapes: cases; each case lists one shape per argument, e.g. ``(((2, 8, 16),) * 3,)`` for q, k, v.
+        dtypes: dtypes the inputs are cast to (the same float64 draw for every dtype).
+        seed: seed of ``numpy.random.default_rng`` for the inputs and the output cotangent.
+        grad: also compare d(sum(out * g))/d(input) for a seeded random g; needs both backends torch.
+        fn_backend, reference_backend: ``numpy`` arrays or ``torch`` tensors for each side.
+        rtol, atol: override the dtype default tolerances (see ``expkit.check.compare``).
+    """
+
+    shapes: Sequence[Sequence[Sequence[int]]]
+    dtypes: Sequence[str] = ("float32", "float64")
+    seed: int = 0
+    grad: bool = False
+    fn_backend: Backend = "torch"
+    reference_backend: Backend = "numpy"
+    rtol: float | None = None
+    atol: float | None = None
+    names: tuple[str, str] | None = field(default=None, compare=False)
+    """How the report names fn and reference (the user's ``pkg.mod:fn``); default: their qualified names."""
 
 
 def load_callable(spec: str) -> Callable[..., Any]:
@@ -135,29 +168,12 @@ def _check_shape(shape: tuple[int, ...]) -> None:
         )
 
 
-def against(
-    fn: Callable[..., Any],
-    reference: Callable[..., Any],
-    *,
-    shapes: Sequence[Sequence[Sequence[int]]],
-    dtypes: Sequence[str] = ("float32", "float64"),
-    seed: int = 0,
-    grad: bool = False,
-    fn_backend: Backend = "torch",
-    reference_backend: Backend = "numpy",
-    rtol: float | None = None,
-    atol: float | None = None,
-) -> AgainstReport:
-    """Check ``fn`` against ``reference`` on standard-normal inputs drawn from ``seed``.
+def against(fn: Callable[..., Any], reference: Callable[..., Any], query: AgainstQuery) -> AgainstReport:
+    """Check ``fn`` against ``reference`` on standard-normal inputs drawn from ``query.seed``.
 
     Args:
         fn, reference: take one array/tensor per input shape, return one array/tensor.
-        shapes: cases; each case lists one shape per argument, e.g. ``[[(2, 8, 16)] * 3]`` for q, k, v.
-        dtypes: dtypes the inputs are cast to (the same float64 draw for every dtype).
-        seed: seed of ``numpy.random.default_rng`` for the inputs and the output cotangent.
-        grad: also compare d(sum(out * g))/d(input) for a seeded random g; needs both backends torch.
-        fn_backend, reference_backend: ``numpy`` arrays or ``torch`` tensors for each side.
-        rtol, atol: override the dtype default tolerances (see ``expkit.check.compare``).
+        query: the cases, dtypes, seed, backends and tolerances (:class:`AgainstQuery`).
 
     Raises:
         UsageError: no shapes, a shape with a size <= 0, more than ``MAX_DIMS`` dimensions or more than
@@ -167,45 +183,65 @@ def against(
     Example:
         >>> import torch.nn.functional as F
         >>> from expkit.check.reference import softmax
-        >>> against(lambda x: F.softmax(x, -1), softmax, shapes=[[(4, 8)]]).ok
+        >>> against(lambda x: F.softmax(x, -1), softmax, AgainstQuery(shapes=[[(4, 8)]])).ok
         True
     """
-    if not shapes:
+    q = query
+    if not q.shapes:
         raise UsageError("no shapes given", hint="pass at least one case, e.g. shapes=[[(4, 8)]]")
-    for d in dtypes:
+    for d in q.dtypes:
         if d not in _DTYPES:
             raise UsageError(f"dtype {d!r} is not known", hint=f"use one of {', '.join(_DTYPES)}")
-    for side in (fn_backend, reference_backend):
+    for side in (q.fn_backend, q.reference_backend):
         if side not in ("numpy", "torch"):
             raise UsageError(f"backend {side!r} is not known", hint="use numpy or torch")
-    if grad and (fn_backend != "torch" or reference_backend != "torch"):
+    if q.grad and (q.fn_backend != "torch" or q.reference_backend != "torch"):
         raise UsageError("gradient comparison needs both sides on the torch backend (autograd)")
     cases = []
-    for case in shapes:
+    for case in q.shapes:
         case_shapes = tuple(tuple(int(s) for s in shape) for shape in case)
         for shape in case_shapes:
             _check_shape(shape)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(q.seed)
         inputs = [rng.standard_normal(s) for s in case_shapes]
-        for dtype in dtypes:
-            xs_fn = _to_backend(inputs, dtype, fn_backend, grad)
-            xs_ref = _to_backend(inputs, dtype, reference_backend, grad)
+        for dtype in q.dtypes:
+            xs_fn = _to_backend(inputs, dtype, q.fn_backend, q.grad)
+            xs_ref = _to_backend(inputs, dtype, q.reference_backend, q.grad)
             out_fn = _call(fn, xs_fn, case_shapes, "fn")
             out_ref = _call(reference, xs_ref, case_shapes, "reference")
-            out_report = compare(out_fn, out_ref, rtol=rtol, atol=atol)
-            grads: list[CompareReport] = []
-            if grad:
-                import torch
-
-                g = torch.tensor(
-                    np.random.default_rng(seed + 1).standard_normal(tuple(out_ref.shape)), dtype=out_ref.dtype
-                )
-                gf = torch.autograd.grad(out_fn, xs_fn, grad_outputs=g, allow_unused=True)
-                gr = torch.autograd.grad(out_ref, xs_ref, grad_outputs=g, allow_unused=True)
-                for a, b, x in zip(gf, gr, xs_ref, strict=True):
-                    a = torch.zeros_like(x) if a is None else a
-                    b = torch.zeros_like(x) if b is None else b
-                    grads.append(compare(a, b, rtol=rtol, atol=atol))
-            cases.append(CaseReport(case_shapes, dtype, out_report, tuple(grads)))
+            out_report = compare(out_fn, out_ref, rtol=q.rtol, atol=q.atol)
+            grads = _compare_grads(out_fn, out_ref, xs_fn, xs_ref, q) if q.grad else ()
+            cases.append(CaseReport(case_shapes, dtype, out_report, grads))
     max_err = max(c.output.max_abs_error for c in cases)
-    return AgainstReport(_name(fn), _name(reference), seed, tuple(cases), all(c.ok for c in cases), max_err)
+    fn_name, ref_name = q.names or (_name(fn), _name(reference))
+    return AgainstReport(fn_name, ref_name, q.seed, tuple(cases), all(c.ok for c in cases), max_err)
+
+
+def _compare_grads(
+    out_fn: Any, out_ref: Any, xs_fn: list[Any], xs_ref: list[Any], q: AgainstQuery
+) -> tuple[CompareReport, ...]:
+    """d(sum(out * g))/d(input) of both sides for one seeded cotangent g; an unused input's gradient is 0."""
+    import torch
+
+    g = torch.tensor(np.random.default_rng(q.seed + 1).standard_normal(tuple(out_ref.shape)), dtype=out_ref.dtype)
+    gf = torch.autograd.grad(out_fn, xs_fn, grad_outputs=g, allow_unused=True)
+    gr = torch.autograd.grad(out_ref, xs_ref, grad_outputs=g, allow_unused=True)
+    grads = []
+    for a, b, x in zip(gf, gr, xs_ref, strict=True):
+        a = torch.zeros_like(x) if a is None else a
+        b = torch.zeros_like(x) if b is None else b
+        grads.append(compare(a, b, rtol=q.rtol, atol=q.atol))
+    return tuple(grads)
+
+
+def check_op(fn_spec: str, reference_spec: str, query: AgainstQuery) -> AgainstReport:
+    """``expkit check op``: load ``pkg.mod:fn`` and its reference, run :func:`against`, and name both as
+    the user wrote them.
+
+    Raises:
+        UsageError: see :func:`load_callable` and :func:`against`.
+    """
+    from dataclasses import replace
+
+    fn, reference = load_callable(fn_spec), load_callable(reference_spec)
+    return against(fn, reference, replace(query, names=(fn_spec, reference_spec)))

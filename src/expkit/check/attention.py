@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from expkit.errors import UsageError
+from expkit.errors import CheckFailed, UsageError
 
 __all__ = ["AttentionCheck", "check_attention", "sdpa_causal"]
 
@@ -25,6 +25,11 @@ class AttentionCheck:
     atol: float
     ok: bool
     reason: str
+
+    def raise_if_failed(self) -> None:
+        """CheckFailed with the reason when the error is over tolerance."""
+        if not self.ok:
+            raise CheckFailed(f"attention: {self.reason}", hint=f"max abs error {self.max_abs_error:.3g}")
 
 
 def sdpa_causal(q: Any, k: Any, v: Any) -> Any:
@@ -49,7 +54,7 @@ def check_attention(*, shape: Sequence[int], dtype: str = "float32", seed: int =
         >>> r = check_attention(shape=(2, 64, 32)); r.ok, r.max_abs_error < 1e-6   # doctest: +SKIP
         (True, True)
     """
-    from expkit.check.against import against
+    from expkit.check.against import AgainstQuery, against
     from expkit.check.reference import causal_attention
 
     if dtype not in ("float32", "float64"):
@@ -59,15 +64,8 @@ def check_attention(*, shape: Sequence[int], dtype: str = "float32", seed: int =
         raise UsageError(
             f"shape {','.join(map(str, dims))} has {len(dims)} sizes; give B,T,D or B,H,T,D (positive sizes)"
         )
-    rep = against(
-        sdpa_causal,
-        causal_attention,
-        shapes=[[dims] * 3],
-        dtypes=[dtype],
-        seed=seed,
-        fn_backend="torch",
-        reference_backend="numpy",
-    )
+    query = AgainstQuery(shapes=[[dims] * 3], dtypes=[dtype], seed=seed, fn_backend="torch", reference_backend="numpy")
+    rep = against(sdpa_causal, causal_attention, query)
     out = rep.cases[0].output
     return AttentionCheck(
         dims, dtype, out.max_abs_error, out.max_rel_error, out.tolerance, out.rtol, out.atol, out.ok, out.reason

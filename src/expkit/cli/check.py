@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
 
 if TYPE_CHECKING:
     from expkit.check.against import Backend
@@ -42,31 +42,6 @@ def _parse_backend(value: str, option: str) -> Backend:
     return cast("Backend", value)
 
 
-def _print_report(report, title: str) -> None:  # noqa: ANN001 - AgainstReport, imported lazily
-    from rich.table import Table
-
-    from expkit.render.console import out_console
-
-    t = Table("shapes", "dtype", "max abs error", "max rel error", "tolerance", "worst index", "ok", title=title)
-    for c in report.cases:
-        rows = [("out", c.output)] + [(f"grad {i}", g) for i, g in enumerate(c.grads)]
-        for label, r in rows:
-            shapes = " ".join("x".join(map(str, s)) for s in c.shapes)
-            t.add_row(
-                f"{shapes} ({label})",
-                c.dtype,
-                f"{r.max_abs_error:.3g}",
-                f"{r.max_rel_error:.3g}",
-                f"{r.tolerance:.3g} ({r.tolerance_source})",
-                str(r.worst_index),
-                "yes" if r.ok else f"NO: {r.reason}",
-            )
-    con = out_console()
-    if not con.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
-        con.width = 200
-    con.print(t)
-
-
 @app.command("attention")
 def attention(
     dtype: str = typer.Option("float32", "--dtype", help="float32 or float64."),
@@ -84,23 +59,15 @@ def attention(
 
       expkit check attention --dtype float64 --shape 4,8,128,64 --json
     """
-    from expkit.errors import CheckFailed, require
+    from expkit.errors import require
 
     require("torch")  # the light install has `check op --backend numpy`; SDPA is torch's
     from expkit.check.attention import check_attention
+    from expkit.render.check import render_attention
 
-    dims = _parse_shape(shape)
-    out = check_attention(shape=dims, dtype=dtype, seed=seed)
-    if json_out:
-        emit_json(out)
-    else:
-        print(
-            f"numpy causal attention vs torch SDPA, shape {','.join(map(str, dims))} {dtype}: "
-            f"max abs error {out.max_abs_error:.3g} (tolerance {out.tolerance:.3g} = atol {out.atol:g} + "
-            f"rtol {out.rtol:g} * max|ref|): {'ok' if out.ok else 'OVER TOLERANCE'}"
-        )
-    if not out.ok:
-        raise CheckFailed(f"attention: {out.reason}", hint=f"max abs error {out.max_abs_error:.3g}")
+    out = check_attention(shape=_parse_shape(shape), dtype=dtype, seed=seed)
+    emit(out, json_out, human=render_attention)
+    out.raise_if_failed()
 
 
 @app.command("op")
@@ -132,21 +99,17 @@ def op(
       expkit check op mypkg.ops:attn --reference expkit.check.reference:causal_attention \\
           --reference-backend numpy --shape '2,16,8;2,16,8;2,16,8'
     """
-    from dataclasses import replace
-
-    from expkit.check.against import against, load_callable
-    from expkit.errors import CheckFailed, require
+    from expkit.check.against import AgainstQuery, check_op
+    from expkit.errors import require
+    from expkit.render.check import render_against
 
     fn_backend = _parse_backend(backend, "--backend")
     ref_backend = _parse_backend(reference_backend, "--reference-backend")
     if "torch" in (fn_backend, ref_backend) or grad:
         require("torch")  # numpy on both sides runs on the light install
 
-    cases = [[_parse_shape(s) for s in case.split(";")] for case in shape]
-    rep = against(
-        load_callable(fn),
-        load_callable(reference),
-        shapes=cases,
+    query = AgainstQuery(
+        shapes=[[_parse_shape(s) for s in case.split(";")] for case in shape],
         dtypes=dtype,
         seed=seed,
         grad=grad,
@@ -155,14 +118,9 @@ def op(
         rtol=rtol,
         atol=atol,
     )
-    rep = replace(rep, fn=fn, reference=reference)  # the names as the user wrote them
-    if json_out:
-        emit_json(rep)
-    else:
-        _print_report(rep, f"{fn} vs {reference}")
-    if not rep.ok:
-        bad = next(c for c in rep.cases if not c.ok)
-        raise CheckFailed(f"{fn} differs from {reference} at shapes {bad.shapes} {bad.dtype}: {bad.output.reason}")
+    rep = check_op(fn, reference, query)
+    emit(rep, json_out, human=render_against)
+    rep.raise_if_failed()
 
 
 def register(root: typer.Typer) -> None:
