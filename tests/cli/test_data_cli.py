@@ -31,8 +31,8 @@ def test_stats_table_and_json(cli, tmp_path):
 def test_stats_bad_line_exit_2_unless_skipped(cli, tmp_path):
     p = _chat(tmp_path, bad_line=True)
     res = cli("data", "stats", str(p))
-    assert res.exit_code == 2 and "chat.jsonl:51:" in res.stderr and "--skip-invalid" in res.stderr
-    res = cli("data", "stats", str(p), "--skip-invalid")
+    assert res.exit_code == 2 and "chat.jsonl:51:" in res.stderr and "--on-error skip" in res.stderr
+    res = cli("data", "stats", str(p), "--on-error", "skip")
     assert res.exit_code == 0 and "1 skipped, first at lines 51" in res.stdout
 
 

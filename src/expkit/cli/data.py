@@ -2,46 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
+
+if TYPE_CHECKING:
+    from expkit.data.jsonl import OnError
 
 app = typer.Typer(help="Get data in: look at and check JSONL files in one streaming pass.", no_args_is_help=True)
 
 _FILE_HELP = "A .jsonl or .jsonl.gz file, or '-' for standard input."
-_SKIP_HELP = "Leave invalid JSON lines out (their count and line numbers are reported) instead of stopping."
+_ON_ERROR_HELP = (
+    "Invalid JSON lines: raise (stop, exit 2, naming file:line:column) or skip (leave them out; their count "
+    "and line numbers are reported)."
+)
 
 
-_PROGRESS_MIN_BYTES = 64 * 2**20  # files smaller than this finish in a few seconds: no bar
+def _on_error(value: str) -> OnError:
+    """``--on-error`` as the readers' ``on_error``: raise or skip (the same flag as ``expkit sft``)."""
+    from expkit.errors import UsageError
 
-
-@contextmanager
-def _byte_progress(file: str, label: str) -> Iterator[Callable[[int, int], None] | None]:
-    """A percent progress (rich bar on a terminal, plain lines in a pipe) for a large plain file."""
-    p = Path(file)
-    if file == "-" or file.endswith(".gz") or not p.is_file() or p.stat().st_size < _PROGRESS_MIN_BYTES:
-        yield None
-        return
-    from expkit.render.console import progress_steps
-
-    with progress_steps(10, label) as advance:  # 10% steps: ten plain lines in a pipe
-        shown = [0]
-
-        def on_progress(done: int, total: int) -> None:
-            tenth = min(9, 10 * done // total)
-            while shown[0] < tenth:
-                shown[0] += 1
-                advance(f"{10 * shown[0]}%")
-
-        yield on_progress
-
-
-def _fmt_int(x: float) -> str:
-    return f"{x:,.0f}"
+    if value not in ("raise", "skip"):
+        raise UsageError(f"--on-error {value!r} is not known", hint="use raise or skip")
+    return cast("OnError", value)
 
 
 @app.command("stats")
@@ -58,7 +44,7 @@ def stats(
     tokenizer: Path = typer.Option(
         None, "--tokenizer", help="Local tokenizer directory (tokenizer.json) to count tokens."
     ),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid", help=_SKIP_HELP),
+    on_error: str = typer.Option("raise", "--on-error", help=_ON_ERROR_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the profile as JSON."),
 ) -> None:
     """Record count, keys and their JSON types, and length percentiles of a text field (characters,
@@ -70,57 +56,16 @@ def stats(
 
       expkit data stats train.jsonl.gz --tokenizer ./my-tokenizer --json
 
-      zcat big.jsonl.gz | expkit data stats - --skip-invalid
+      zcat big.jsonl.gz | expkit data stats - --on-error skip
     """
     from expkit.data.profile import profile_jsonl
+    from expkit.render.console import byte_progress
+    from expkit.render.data import render_profile
 
-    with _byte_progress(file, f"data stats {file}") as on_progress:
-        prof = profile_jsonl(
-            file,
-            field=field,
-            tokenizer_dir=tokenizer,
-            on_error="skip" if skip_invalid else "raise",
-            on_progress=on_progress,
-        )
-    if json_out:
-        emit_json(prof)
-        return
-    from rich.table import Table
-
-    from expkit.render.console import out_console
-
-    r = prof.read
-    con = out_console()
-    con.print(
-        f"{r.path}: {r.records:,} records in {r.lines:,} lines ({r.blank:,} blank, {r.skipped:,} skipped"
-        + (f", first at lines {', '.join(map(str, r.first_skipped_lines[:10]))}" if r.skipped else "")
-        + ")"
-        + (f"; {prof.non_object_records:,} records are not JSON objects" if prof.non_object_records else "")
-    )
-    keys = Table("key", "records", "types")
-    for k in prof.keys:
-        keys.add_row(k.name, f"{k.count:,}", ", ".join(f"{t} ({c:,})" for t, c in k.types.items()))
-    con.print(keys)
-    if prof.field is None:
-        con.print("no text field found (use --field)")
-        return
-    lengths = Table(f"length of {prof.field!r}", "records", "mean", "min", "p50", "p90", "p99", "max")
-    for s in (prof.chars, prof.tokens):
-        if s is not None:
-            p = s.percentiles
-            lengths.add_row(
-                s.unit + ("" if s.exact else " (sampled)"),
-                f"{s.count:,}",
-                f"{s.mean:,.1f}",
-                _fmt_int(s.min),
-                _fmt_int(p["p50"]),
-                _fmt_int(p["p90"]),
-                _fmt_int(p["p99"]),
-                _fmt_int(s.max),
-            )
-    con.print(lengths)
-    if prof.tokens is None:
-        con.print(f"tokens: not counted ({prof.tokens_reason})")
+    mode = _on_error(on_error)
+    with byte_progress(file, f"data stats {file}") as on_progress:
+        prof = profile_jsonl(file, field=field, tokenizer_dir=tokenizer, on_error=mode, on_progress=on_progress)
+    emit(prof, json_out, human=render_profile)
 
 
 @app.command("validate")
@@ -148,46 +93,20 @@ def validate(
       expkit data validate rows.jsonl --schema my_schema.json
     """
     from expkit.data.schema import validate_jsonl
-    from expkit.errors import CheckFailed
+    from expkit.render.console import byte_progress
+    from expkit.render.data import render_validation
 
-    with _byte_progress(file, f"data validate {file}") as on_progress:
+    with byte_progress(file, f"data validate {file}") as on_progress:
         rep = validate_jsonl(file, schema=schema, on_progress=on_progress)
-    if json_out:
-        emit_json(rep)
-    else:
-        for v in rep.violations:
-            print(f"{rep.path}:{v.line}: {v.where + ': ' if v.where else ''}{v.message}")
-        more = rep.violation_count - len(rep.violations)
-        if more:
-            print(f"... and {more:,} more violations not listed")
-        print(
-            f"{rep.read.records + rep.read.skipped:,} records checked against {rep.schema}: "
-            f"{rep.violation_count:,} violation(s)"
-        )
-    if not rep.ok:
-        raise CheckFailed(f"{rep.path}: {rep.violation_count} violation(s) of schema {rep.schema}")
-
-
-def _print_records(sample, json_out: bool) -> None:
-    if json_out:
-        emit_json(sample)
-        return
-    import sys
-
-    from expkit.data.jsonl import dumps_record
-
-    for r in sample.records:
-        print(dumps_record(r.record))
-    if sample.read.skipped:
-        lines = ", ".join(map(str, sample.read.first_skipped_lines[:10]))
-        print(f"note: skipped {sample.read.skipped} invalid line(s), first at line(s) {lines}", file=sys.stderr)
+    emit(rep, json_out, human=render_validation)
+    rep.raise_if_failed()
 
 
 @app.command("head")
 def head(
     file: str = typer.Argument(..., help=_FILE_HELP),
     n: int = typer.Option(5, "-n", help="Number of records."),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid", help=_SKIP_HELP),
+    on_error: str = typer.Option("raise", "--on-error", help=_ON_ERROR_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print records with their line numbers as JSON."),
 ) -> None:
     """The first N records, as JSONL (reading stops after them).
@@ -199,8 +118,9 @@ def head(
       expkit data head train.jsonl.gz --json
     """
     from expkit.data.sampling import head_records
+    from expkit.render.data import render_records
 
-    _print_records(head_records(file, n=n, on_error="skip" if skip_invalid else "raise"), json_out)
+    emit(head_records(file, n=n, on_error=_on_error(on_error)), json_out, human=render_records)
 
 
 @app.command("sample")
@@ -208,7 +128,7 @@ def sample(
     file: str = typer.Argument(..., help=_FILE_HELP),
     n: int = typer.Option(5, "-n", help="Number of records."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed and file give the same sample."),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid", help=_SKIP_HELP),
+    on_error: str = typer.Option("raise", "--on-error", help=_ON_ERROR_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print records with their line numbers as JSON."),
 ) -> None:
     """N records drawn uniformly from the whole file (one pass, memory for N records), in file order.
@@ -220,8 +140,9 @@ def sample(
       expkit data sample train.jsonl --json | jq '.records[].line'
     """
     from expkit.data.sampling import sample_records
+    from expkit.render.data import render_records
 
-    _print_records(sample_records(file, n=n, seed=seed, on_error="skip" if skip_invalid else "raise"), json_out)
+    emit(sample_records(file, n=n, seed=seed, on_error=_on_error(on_error)), json_out, human=render_records)
 
 
 def register(root: typer.Typer) -> None:

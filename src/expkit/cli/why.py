@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
 
 
 def why(
@@ -36,40 +34,11 @@ def why(
 
       kubectl logs trainer-0 --timestamps | expkit why     # NCCL watchdog timeouts too
     """
-    import sys
+    from expkit.diagnose import diagnose_source
+    from expkit.render.why import render_diagnosis
 
-    from expkit.diagnose import diagnose_text, format_report
-    from expkit.errors import InputError
-
-    if source == "-":
-        buf = getattr(sys.stdin, "buffer", None)  # bytes, so a log that is not UTF-8 cannot stop the read
-        text = buf.read().decode("utf-8", errors="replace") if buf is not None else sys.stdin.read()
-        where = "standard input"
-    else:
-        path = Path(source)
-        if path.is_dir():
-            raise InputError("is a directory, not a log file", path=path, hint="give the log or paste file")
-        if not path.exists():
-            raise InputError("no such file", path=path, hint="give a log file, or '-' to read standard input")
-        text = path.read_text(encoding="utf-8", errors="replace")
-        where = str(path)
-    result = diagnose_text(text)
-    if not result.found:
-        raise InputError(
-            f"no Python traceback found in {where} (nor an NCCL watchdog timeout)",
-            hint="paste from the 'Traceback (most recent call last):' line to the error line",
-        )
-    if json_out:
-        emit_json(result)
-        return
-    print(format_report(result.traceback, result.explanation))
-    if result.explanation.kind == "out_of_memory":
-        # the ledger's options (method, precision, checkpointing, sharding) live on `expkit mem`
-        log = "crash.log" if source == "-" else source
-        print(
-            f"\nTo see which block overflowed and the remedies ranked by savings, reconcile it with the "
-            f"memory ledger:\n  expkit mem MODEL [--seq N --batch N --method ... --gpu NAME] --oom {log}"
-        )
+    log = "crash.log" if source == "-" else source  # what the OOM hint's `expkit mem --oom` should read
+    emit(diagnose_source(source), json_out, human=lambda d: render_diagnosis(d, log_name=log))
 
 
 def register(root: typer.Typer) -> None:

@@ -3,17 +3,15 @@ say ``file:line:column``, and a tally that makes skipped lines visible (claim C1
 
 from __future__ import annotations
 
-import gzip
-import sys
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal, cast
+from typing import IO, Any, Literal
 
 import orjson
 
+from expkit.data.sources import display_name, open_binary
 from expkit.errors import InputError, UsageError
 
 __all__ = [
@@ -24,7 +22,6 @@ __all__ = [
     "iter_jsonl",
     "iter_jsonl_objects",
     "loads_exact",
-    "open_binary",
 ]
 
 OnError = Literal["raise", "skip", "collect"]
@@ -94,35 +91,6 @@ class JsonlTally:
         )
 
 
-def _display(path: str | Path) -> str:
-    return "<stdin>" if str(path) == "-" else str(path)
-
-
-@contextmanager
-def open_binary(path: str | Path) -> Iterator[IO[bytes]]:
-    """Open ``path`` for reading bytes: ``-`` is standard input, ``*.gz`` is gunzipped on the fly.
-
-    Raises:
-        InputError: a missing file, a directory, or a file that cannot be read.
-    """
-    if str(path) == "-":
-        yield sys.stdin.buffer
-        return
-    p = Path(path)
-    if p.is_dir():
-        raise InputError("is a directory, not a JSONL file", path=p, hint="give a .jsonl or .jsonl.gz file")
-    if not p.exists():
-        raise InputError("no such file", path=p, hint="check the path (or use '-' to read standard input)")
-    try:
-        f = cast(IO[bytes], gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb"))  # noqa: SIM115
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror or exc}", path=p) from exc
-    try:
-        yield f
-    finally:
-        f.close()
-
-
 def _snippet(line: bytes, col: int) -> str:
     text = line.rstrip(b"\r\n").decode("utf-8", errors="replace")
     start = max(0, col - 1 - _SNIPPET_CHARS // 2)
@@ -160,7 +128,7 @@ def _line_error(path: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError
         path=path,
         line=lineno,
         column=col,
-        hint="fix the line, or read with on_error='skip' (expkit data ... --skip-invalid)",
+        hint="fix the line, or leave bad lines out with on_error='skip' (--on-error skip)",
     )
 
 
@@ -282,7 +250,7 @@ def iter_jsonl(
         raise UsageError(f"on_error={on_error!r} is not one of raise, skip, collect")
     if on_error == "collect" and tally is None:
         raise UsageError("on_error='collect' needs a tally to collect into", hint="pass tally=JsonlTally()")
-    name = _display(path)
+    name = display_name(path)
     t = tally if tally is not None else JsonlTally()
     t.path = name
     loads = orjson.loads
@@ -347,7 +315,7 @@ def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]
         if not isinstance(record, dict):
             raise InputError(
                 f"a JSON {type(record).__name__}, not an object",
-                path=_display(path),
+                path=display_name(path),
                 line=tally.lines,
                 hint="one JSON object per line",
             )

@@ -13,7 +13,7 @@ import orjson
 
 from expkit.data.jsonl import JsonlSummary, JsonlTally, iter_jsonl
 from expkit.data.profile import PROGRESS_EVERY_MASK, _report_progress, json_type
-from expkit.errors import InputError, UsageError
+from expkit.errors import CheckFailed, InputError, UsageError
 
 __all__ = ["BUILTIN_SCHEMAS", "ValidationReport", "Violation", "validate_jsonl", "validate_record"]
 
@@ -42,6 +42,11 @@ class ValidationReport:
     @property
     def ok(self) -> bool:
         return self.violation_count == 0
+
+    def raise_if_failed(self) -> None:
+        """CheckFailed naming the file, the count and the schema when there is any violation."""
+        if not self.ok:
+            raise CheckFailed(f"{self.path}: {self.violation_count} violation(s) of schema {self.schema}")
 
 
 Checker = Callable[[Any], Iterator[tuple[str, str]]]

@@ -3,7 +3,7 @@ the PyTorch errors people hit most, out-of-memory included (claims C1.4, C4.6); 
 (timestamps, logger prefixes, ANSI), NCCL watchdog timeouts explained without a traceback."""
 
 from expkit.diagnose.collective import CollectiveTimeout, NcclTimeout, parse_nccl_timeout
-from expkit.diagnose.diagnosis import Diagnosis, diagnose_text, explain_nccl_timeout
+from expkit.diagnose.diagnosis import Diagnosis, diagnose_source, diagnose_text, explain_nccl_timeout
 from expkit.diagnose.explanations import Explanation, explain, explain_exception
 from expkit.diagnose.hook import install, uninstall
 from expkit.diagnose.logtext import CleanLog, clean_log_text, sanitize_for_terminal, strip_ansi
@@ -28,6 +28,7 @@ __all__ = [
     "clean_log_text",
     "collapse_frames",
     "detect_phase",
+    "diagnose_source",
     "diagnose_text",
     "explain",
     "explain_exception",

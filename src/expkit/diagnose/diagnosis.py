@@ -5,13 +5,14 @@ traceback."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from expkit.diagnose.collective import NcclTimeout, parse_nccl_timeout
 from expkit.diagnose.explanations import Explanation, explain
 from expkit.diagnose.logtext import clean_log_text
 from expkit.diagnose.tracebacks import Traceback, parse_traceback
 
-__all__ = ["Diagnosis", "diagnose_text", "explain_nccl_timeout"]
+__all__ = ["Diagnosis", "diagnose_source", "diagnose_text", "explain_nccl_timeout"]
 
 
 @dataclass(frozen=True)
@@ -128,3 +129,23 @@ def diagnose_text(text: str) -> Diagnosis:
         explanation=explanation,
         log_lines_cleaned=max(clean.lines_with_escapes, clean.lines_with_prefixes),
     )
+
+
+def diagnose_source(path: str | Path) -> Diagnosis:
+    """:func:`diagnose_text` of a log file, or of standard input for ``-``.
+
+    Raises:
+        InputError: a missing file or a directory; a text that holds neither a Python traceback nor an
+            NCCL watchdog timeout.
+    """
+    from expkit.data.sources import read_source_text
+    from expkit.errors import InputError
+
+    source = read_source_text(path, kind="log file", hint="give the log or paste file")
+    result = diagnose_text(source.text)
+    if not result.found:
+        raise InputError(
+            f"no Python traceback found in {source.where} (nor an NCCL watchdog timeout)",
+            hint="paste from the 'Traceback (most recent call last):' line to the error line",
+        )
+    return result

@@ -12,13 +12,22 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TextIO
 
 from rich import box
 from rich.console import Console
 from rich.table import Column, Table
 
-__all__ = ["PIPE_WIDTH", "console_width", "err_console", "fitted_table", "out_console", "progress_steps"]
+__all__ = [
+    "PIPE_WIDTH",
+    "byte_progress",
+    "console_width",
+    "err_console",
+    "fitted_table",
+    "out_console",
+    "progress_steps",
+]
 
 PIPE_WIDTH = 200
 """Table width in a pipe or file without ``COLUMNS``: wide enough that no column of ours is cut."""
@@ -101,3 +110,27 @@ def progress_steps(total: int, description: str) -> Iterator[Callable[[str], Non
             print(f"[{count[0]}/{total}] {description}: {label}", file=sys.stderr, flush=True)
 
         yield advance
+
+
+BYTE_PROGRESS_MIN_BYTES = 64 * 2**20
+"""Files smaller than this are read in a few seconds: no progress shown."""
+
+
+@contextmanager
+def byte_progress(path: str | Path, label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """Yield ``on_progress(done_bytes, total_bytes)`` showing tenths (a bar on a terminal, ten plain lines in
+    a pipe) for a large plain file; ``None`` for stdin, gzip and small files (nothing to show)."""
+    p = Path(path)
+    if str(path) == "-" or p.suffix == ".gz" or not p.is_file() or p.stat().st_size < BYTE_PROGRESS_MIN_BYTES:
+        yield None
+        return
+    with progress_steps(10, label) as advance:
+        shown = [0]
+
+        def on_progress(done: int, total: int) -> None:
+            tenth = min(9, 10 * done // total)
+            while shown[0] < tenth:
+                shown[0] += 1
+                advance(f"{10 * shown[0]}%")
+
+        yield on_progress
