@@ -110,3 +110,42 @@ def test_show_diff_and_mlflow_export_handle_trainer_runs(trained, tmp_path: Path
     hist = client.get_metric_history(exported[1]["target_run_id"], "grad_norm")
     assert [m.step for m in hist] == [1, 2, 3, 4] and math.isnan(hist[-1].value)  # NaN reaches MLflow
     assert client.get_run(exported[1]["target_run_id"]).data.tags["expkit.diverged"].endswith("grad_norm=nan")
+
+
+def test_evaluate_after_train_lands_in_the_same_run(tmp_path: Path) -> None:
+    # issue 21 item 1: the run closed at on_train_end and a later trainer.evaluate() went nowhere, silently
+    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
+    rows = [{"input_ids": r, "labels": r} for r in torch.randint(0, 64, (16, 8))]
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=3,
+        per_device_train_batch_size=4,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    cb = ExpkitCallback(store=tmp_path / "runs", name="late-eval")
+    trainer = Trainer(model=model, args=args, train_dataset=rows, eval_dataset=rows[:8], callbacks=[cb])
+    trainer.train()
+    assert read_record(cb.run.dir).status == "finished"  # settled at the end of training
+    trainer.evaluate()
+    cb.run.finish()
+    logged = [json.loads(line) for line in (cb.run.dir / "metrics.jsonl").read_text().splitlines()]
+    # every value of the Trainer's own log history is in the record, at its step
+    for entry in trainer.state.log_history:
+        step = entry["step"]
+        for key, value in entry.items():
+            if key in ("step", "epoch") or not isinstance(value, int | float):
+                continue
+            assert any(r["step"] == step and r.get(key) == pytest.approx(value) for r in logged), (key, step)
+    assert "eval_loss" in trainer.state.log_history[-1]
+    rec = read_record(cb.run.dir)
+    assert rec.status == "finished" and rec.final_metrics["eval_loss"] == pytest.approx(
+        trainer.state.log_history[-1]["eval_loss"]
+    )

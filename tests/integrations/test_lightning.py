@@ -96,3 +96,51 @@ def test_show_diff_export(fitted, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     (e,) = json.loads(res.stdout)["result"]
     assert e["metric_points"] >= 8 and e["params"] >= 2
+
+
+class TinyWithTest(Tiny):
+    def test_step(self, batch, batch_idx):  # noqa: ANN001 - Lightning's API
+        x, y = batch
+        self.log("test_loss", torch.nn.functional.mse_loss(self.net(x), y))
+
+
+def test_test_after_fit_lands_in_the_same_run(tmp_path: Path) -> None:
+    # issue 21 item 1: finalize after fit closed the run, and test()'s test_loss went to a stopped writer
+    from lightning.pytorch.loggers import CSVLogger
+
+    L.seed_everything(3, verbose=False)
+    x = torch.randn(32, 4)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True)), batch_size=8)
+    ours, csv = ExpkitLogger(store=tmp_path / "runs", name="late-test"), CSVLogger(str(tmp_path / "csv"))
+    trainer = L.Trainer(
+        max_epochs=1,
+        logger=[ours, csv],
+        log_every_n_steps=1,
+        accelerator="cpu",
+        devices=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        default_root_dir=str(tmp_path),
+    )
+    model = TinyWithTest(0.01)
+    trainer.fit(model, loader)
+    trainer.test(model, loader, verbose=False)
+    ours.experiment.finish()
+    logged = [json.loads(line) for line in (ours.experiment.dir / "metrics.jsonl").read_text().splitlines()]
+    import csv as csvmod
+
+    with open(Path(csv.log_dir) / "metrics.csv") as f:
+        theirs = list(csvmod.DictReader(f))
+    assert any(row.get("test_loss") for row in theirs)  # Lightning's own CSVLogger kept it
+    for row in theirs:  # every value Lightning's own logger kept is in our record, at its step
+        for key, value in row.items():
+            if key in ("step", "epoch") or not value:
+                continue
+            assert any(r["step"] == int(row["step"]) and r.get(key) == pytest.approx(float(value)) for r in logged), (
+                key,
+                row["step"],
+            )
+    assert read_record(ours.experiment.dir).final_metrics["test_loss"] == pytest.approx(
+        float(next(r["test_loss"] for r in theirs if r.get("test_loss")))
+    )

@@ -55,16 +55,18 @@ def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
 
 
 def test_exec_of_torchrun_keeps_every_rank(tmp_path: Path) -> None:
-    from expkit.runs.execute import execute
+    from expkit.runs.execute import ExecRequest, execute
 
     script = tmp_path / "ddp.py"
     script.write_text(SCRIPT)
     torchrun = Path(sys.executable).with_name("torchrun")
     res = execute(
-        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "ignored")],
-        store=tmp_path / "s",
-        cwd=tmp_path,
-        seed=5,
+        ExecRequest(
+            [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "ignored")],
+            store=tmp_path / "s",
+            cwd=tmp_path,
+            seed=5,
+        )
     )
     assert res.status == "finished", (Path(res.run_dir) / "output.log").read_text()[-2000:]
     run_dir = Path(res.run_dir)
@@ -86,7 +88,7 @@ PRINTING = textwrap.dedent("""
 def test_exec_of_torchrun_tags_printed_metrics_with_their_rank(tmp_path: Path, monkeypatch, template) -> None:
     """Issue 14: both ranks' printed lines went to one file without a rank, "final" from whoever printed
     last. `torchrun --tee 3` prefixes each line with "[default<local rank>]:" (or the template's)."""
-    from expkit.runs.execute import execute
+    from expkit.runs.execute import ExecRequest, execute
 
     if template:
         monkeypatch.setenv("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", template)
@@ -94,12 +96,52 @@ def test_exec_of_torchrun_tags_printed_metrics_with_their_rank(tmp_path: Path, m
     script.write_text(PRINTING)
     torchrun = Path(sys.executable).with_name("torchrun")
     res = execute(
-        [str(torchrun), "--standalone", "--nproc_per_node=2", "--tee", "3", str(script)],
-        store=tmp_path / "s",
-        cwd=tmp_path,
-        seed=5,
+        ExecRequest(
+            [str(torchrun), "--standalone", "--nproc_per_node=2", "--tee", "3", str(script)],
+            store=tmp_path / "s",
+            cwd=tmp_path,
+            seed=5,
+        )
     )
     assert res.status == "finished", (Path(res.run_dir) / "output.log").read_text()[-2000:]
     rec = json.loads((Path(res.run_dir) / "run.json").read_text())
     assert rec["final_metrics"] == {"step": 2, "loss": pytest.approx(1 / 3)}  # rank 0 owns final
     assert rec["final_metrics_by_rank"] == {"1": {"step": 2, "loss": pytest.approx(1 + 1 / 3)}}
+
+
+SLOW_RANK = textwrap.dedent("""
+    import sys, time
+    import torch.distributed as dist
+    from expkit.runs import start
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    with start(config={}, seed=3, store=sys.argv[1], name="slow-rank") as run:
+        for step in range(15):
+            run.log(step, loss=float(step))
+        dist.barrier()
+        if rank == 1:  # rank 0 closes first; rank 1 logs its second half a second later, then closes
+            time.sleep(1.0)
+            for step in range(15, 30):
+                run.log(step, loss=float(step))
+    dist.destroy_process_group()
+""")
+
+
+def test_rank0_reads_the_other_ranks_after_they_flushed(tmp_path: Path) -> None:
+    # issue 21 item 2: rank 0 summarized rank 1's file before it was flushed (step 15 of 30 in the record)
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW_RANK)
+    torchrun = Path(sys.executable).with_name("torchrun")
+    res = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    (run,) = list_runs(tmp_path / "s").runs
+    rec = json.loads((tmp_path / "s" / run.id / "run.json").read_text())
+    assert rec["final_metrics_by_rank"]["1"]["step"] == 29
+    assert not any("no flush marker" in n for n in rec["metric_notes"])

@@ -4,7 +4,8 @@ The callback opens a run when training begins (the seven records; the config is 
 ``TrainingArguments`` and the model's config, non-string keys kept as strings with a note), logs
 every ``on_log`` dict at the trainer's ``global_step`` (strings such as ``'2.31'`` read as numbers, NaN
 kept: a NaN loss marks the run diverged), records each saved ``checkpoint-N/`` directory, and closes
-the run when training ends. Under ``torchrun`` rank 0 owns the record and each other rank writes
+the record when training ends but keeps the run open until the process exits, so a later
+``trainer.evaluate()`` lands in it at its step. Under ``torchrun`` rank 0 owns the record and each other rank writes
 ``metrics.rank<R>.jsonl`` beside it. Under ``expkit runs exec`` it attaches to the exec's run.
 
 transformers 5 has no way for a package to add a ``report_to`` name (``INTEGRATION_TO_CALLBACK`` in
@@ -117,4 +118,4 @@ class ExpkitCallback(TrainerCallback if TrainerCallback is not None else object)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.run is not None:
-            self.run.finish("finished")
+            self.run.settle("finished")  # stays open: a later trainer.evaluate() lands in this run

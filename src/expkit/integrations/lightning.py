@@ -3,8 +3,9 @@
 A ``lightning.pytorch.loggers.Logger``: the run opens on first use (the seven records), the
 hyperparameters (``save_hyperparameters()``) become the config (non-string keys kept as strings with a
 note), every ``log_metrics`` call is logged at its step (NaN kept: a NaN loss marks the run diverged),
-each checkpoint the ``ModelCheckpoint`` callback saves is recorded, and ``finalize`` closes the run
-(``finished``, or ``failed`` when Lightning reports a failure). Unlike Lightning's own loggers it logs
+each checkpoint the ``ModelCheckpoint`` callback saves is recorded, and ``finalize`` settles the record
+(``finished``, or ``failed`` when Lightning reports a failure) and keeps the run open until exit, so
+``test_loss`` after ``fit`` lands in it. Unlike Lightning's own loggers it logs
 on every rank: under ``torchrun`` rank 0 owns the record and rank R writes ``metrics.rank<R>.jsonl``.
 Under ``expkit runs exec`` it attaches to the exec's run.
 """
@@ -137,8 +138,11 @@ class ExpkitLogger(Logger if Logger is not None else object):  # type: ignore[mi
         """Metrics are flushed by the run's writer thread every 0.5 s; nothing to do here."""
 
     def finalize(self, status: str) -> None:
-        if self._run is not None:
-            self._run.finish(
-                "finished" if status == "success" else "failed",
-                error=None if status == "success" else f"Lightning finished with status {status!r}",
-            )
+        """Lightning calls this at the end of ``fit`` and again after ``test``/``validate``: a success settles
+        the record and keeps the run open (``test_loss`` after ``fit`` lands in it); the run closes at exit."""
+        if self._run is None:
+            return
+        if status == "success":
+            self._run.settle("finished")
+        else:
+            self._run.finish("failed", error=f"Lightning finished with status {status!r}")

@@ -37,6 +37,11 @@ __all__ = ["FLUSH_INTERVAL_S", "Run", "RunTerminated", "start", "validate_config
 # The issue's bound is "flushed at least every second"; half of it leaves margin for a slow disk.
 FLUSH_INTERVAL_S = 0.5
 RANK_WAIT_S = 120.0
+# Under torchrun each rank > 0 touches `flushed.rank<R>` once its last metrics are on disk; rank 0 waits this
+# long for them before it summarizes the ranks' files into run.json (issue 21: rank 1 was read at step 15 of 30).
+RANK_FLUSHED_PREFIX = "flushed.rank"
+RANK_FLUSH_WAIT_S = 30.0
+_PARTIAL_RANK_NOTE = "no flush marker"
 # Written into the run directory when a script under `runs exec` logs through start(): the exec then
 # leaves stdout's metrics lines alone.
 METRICS_CLAIM_FILE = "metrics.claimed"
@@ -337,6 +342,16 @@ class Run:
             extra["integration"] = name
             write_json_atomic(path, extra)
 
+    def settle(self, status: str = "finished") -> None:
+        """Record ``status`` and the metrics so far now, and stay open: a framework's end of training is not the
+        end of the run (``trainer.evaluate()`` after ``train()``, Lightning's ``test()`` after ``fit()``). What is
+        logged later lands in the same run at its step, and the record is written again when the run closes
+        (``finish``, or at interpreter exit)."""
+        if self._closed:
+            return
+        self._flush()
+        self._write_final(status, error=None, signum=None)
+
     def finish(self, status: str = "finished", *, error: str | None = None, signum: int | None = None) -> None:
         """Flush and close: ``finished``, ``failed`` (``error`` = traceback) or ``killed`` (``signum``)."""
         if self._closed:
@@ -348,11 +363,23 @@ class Run:
         self._flush()
         for sig, old in self._old_handlers.items():
             signal.signal(sig, old)
+        if self.mode == "rank":
+            (self.dir / f"{RANK_FLUSHED_PREFIX}{self.rank}").touch()  # rank 0 waits for this before it reads us
+        self._write_final(status, error=error, signum=signum)
+
+    def _write_final(self, status: str, *, error: str | None, signum: int | None) -> None:
         if self.mode != "owner" or self._record is None:
             return
         from expkit.runs.records import now_iso
 
+        unflushed = self._wait_for_ranks() if self._closed else ()
         others = summarize_metrics(self.dir)  # the other ranks' files, as far as they reached disk
+        notes = tuple(n for n in self._record.metric_notes if _PARTIAL_RANK_NOTE not in n)
+        notes += tuple(
+            f"rank {r}: {_PARTIAL_RANK_NOTE} within {RANK_FLUSH_WAIT_S:g} s, so its final metrics are as far as "
+            f"they reached disk (step {others.by_rank.get(str(r), {}).get('step')})"
+            for r in unflushed
+        )
         diverged_at = self._diverged_at or others.diverged_at
         self._record = dataclasses.replace(
             self._record,
@@ -360,12 +387,25 @@ class Run:
             ended_at=now_iso(),
             final_metrics=jsonable_metrics(self.final_metrics),
             final_metrics_by_rank=others.by_rank,
+            metric_notes=notes,
             error=error,
             diverged=diverged_at is not None,
             diverged_at=diverged_at,
             signal=signal.Signals(signum).name if signum is not None else None,
         )
         write_record(self.store, self._record)
+
+    def _wait_for_ranks(self) -> tuple[int, ...]:
+        """Under torchrun rank 0 closes first more often than not: wait (at most ``RANK_FLUSH_WAIT_S``) until
+        every other rank has flushed its last metrics; returns the ranks that never said so (their figures
+        are as far as they reached disk)."""
+        pending = set(range(1, self.world_size))
+        deadline = time.monotonic() + RANK_FLUSH_WAIT_S
+        while pending and time.monotonic() < deadline:
+            pending = {r for r in pending if not (self.dir / f"{RANK_FLUSHED_PREFIX}{r}").exists()}
+            if pending:
+                time.sleep(0.05)
+        return tuple(sorted(pending))
 
     def __enter__(self) -> Run:
         return self
@@ -545,20 +585,22 @@ def start(
         )
 
     record = records.create_run_record(
-        root=root,
-        name=name,
-        group=group,
-        config=cfg,
-        data=data,
-        seed=seed,
-        full_hash=full_hash,
-        deterministic=deterministic,
-        kind="api",
-        command=[sys.executable, *sys.argv],
-        world_size=world,
-        code_dir=code_dir,
-        config_notes=cfg_notes,
-        seeded_by=seeded_by,
+        records.RunRequest(
+            root=root,
+            kind="api",
+            command=(sys.executable, *sys.argv),
+            config=cfg,
+            data=tuple(data),
+            seed=seed,
+            name=name,
+            group=group,
+            full_hash=full_hash,
+            deterministic=deterministic,
+            world_size=world,
+            seeded_by=seeded_by,
+            code_dir=Path(code_dir) if code_dir is not None else None,
+            config_notes=cfg_notes,
+        )
     )
     run_dir = root / record.id
     if world > 1:
