@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
+from expkit.integrations.readers import eval_readers
 from expkit.stats.intervals import METHODS
 
 app = typer.Typer(
@@ -30,16 +29,10 @@ def ci(
 
       expkit stats ci -k 73 -n 100 --json
     """
+    from expkit.render.stats import render_interval
     from expkit.stats.intervals import proportion_interval
 
-    iv = proportion_interval(correct, n, method=method, level=level)
-    if json_out:
-        emit_json(iv)
-        return
-    print(
-        f"{iv.k}/{iv.n} = {iv.estimate:.4f}   {iv.level:.0%} {iv.method} interval "
-        f"[{iv.low:.4f}, {iv.high:.4f}]   half-width {iv.half_width:.4f} (+-{100 * iv.half_width:.2f} points)"
-    )
+    emit(proportion_interval(correct, n, method=method, level=level), json_out, human=render_interval)
 
 
 @app.command("power")
@@ -64,21 +57,16 @@ def power(
 
       expkit stats power --baseline 0.7 --delta 0.05 --n 80       # the seed's 80 questions
     """
+    from expkit.render.stats import render_power
     from expkit.stats.power import analyze_power
 
     a = analyze_power(baseline=baseline, delta=delta, paired_corr=paired_corr, n=n, alpha=alpha, power=target)
-    if json_out:
-        emit_json(a)
-        return
-    design = "unpaired" if a.paired_corr is None else f"paired, per-item correlation {a.paired_corr:g}"
-    print(f"{a.baseline:g} vs {a.baseline + a.delta:g} ({design}), alpha {a.alpha:g}, two-sided")
-    print(f"  items per model for {a.target_power:.0%} power: {a.n_required:,}")
-    print(f"  power at n = {a.n:,}: {a.power:.1%}")
-    mde = f"{100 * a.mde:.2f}" if 100 * a.mde >= 0.01 else f"{100 * a.mde:.3g}"
-    print(f"  minimum detectable effect at n = {a.n:,} ({a.target_power:.0%} power): {mde} points")
+    emit(a, json_out, human=render_power)
 
 
-_FROM = ("items", "lm-eval", "inspect")
+_FORMATS = ("terminal", "markdown", "html", "json")
+# what --task, --metric and --filter set in the reader's query, for "applies to" messages in option words
+_QUERY_OPTIONS = {"tasks": "--task", "metric": "--metric", "filter_name": "--filter"}
 
 
 @app.command("table")
@@ -87,11 +75,16 @@ def table(
         ...,
         metavar="RESULTS...",
         help=(
-            "Per-item results (JSONL or CSV with model, item, score[, cluster]); with --from lm-eval the lm_eval "
-            "--output_path directories, with --from inspect the .eval/.json logs."
+            "Per-item results (JSONL or CSV with model, item, score[, cluster]), or the logs the --from reader reads."
         ),
     ),
-    source_format: str = typer.Option("items", "--from", help=f"What RESULTS are: {', '.join(_FROM)}."),
+    source_format: str = typer.Option(
+        "items",
+        "--from",
+        help="What RESULTS are, one of the eval readers: "
+        + "; ".join(r.description for r in eval_readers().values())
+        + ".",
+    ),
     task: list[str] = typer.Option(
         None, "--task", "-t", help="lm-eval/inspect: a task to compare (repeat; default: every task all models have)."
     ),
@@ -126,61 +119,20 @@ def table(
       expkit stats table --from inspect logs/*.eval --metric match --json
     """
     from expkit.errors import UsageError
+    from expkit.integrations.readers import EvalQuery, TableRequest, build_table_from, eval_reader
+    from expkit.render.eval_table import render_table
 
-    formats = ("terminal", "markdown", "html", "json")
-    if json_out:
-        fmt = "json"
-    if fmt not in formats:
-        raise UsageError(f"--format {fmt!r} is not known", hint=f"use one of {', '.join(formats)}")
-    if source_format not in _FROM:
-        raise UsageError(f"--from {source_format!r} is not known", hint=f"use one of {', '.join(_FROM)}")
-    if source_format == "items":
-        for opt, value in (("--task", task), ("--metric", metric), ("--filter", filter_name)):
-            if value:
-                raise UsageError(
-                    f"{opt} applies to --from lm-eval or --from inspect",
-                    hint="a file of per-item rows already names its models and scores",
-                )
-        if len(sources) != 1:
-            raise UsageError(
-                f"one results file expected, got {len(sources)}",
-                hint="put every model's rows in one file, or use --from lm-eval / --from inspect",
-            )
-        from expkit.stats.tables import build_eval_table, read_item_results
-
-        t = build_eval_table(read_item_results(Path(sources[0])), baseline=baseline, level=level, seed=seed)
-        _emit_table(t, fmt, multi=False)
-        return
-    from expkit.stats.tables import build_task_tables
-
-    if source_format == "lm-eval":
-        from expkit.integrations.lmeval import read_lmeval_tasks
-
-        tasks, notes = read_lmeval_tasks(sources, tasks=task or None, metric=metric, filter_name=filter_name)
-    else:
-        if filter_name:
-            raise UsageError("--filter applies to --from lm-eval", hint="Inspect scorers are chosen with --metric")
-        from expkit.integrations.inspect_logs import read_inspect_tasks
-
-        tasks, notes = read_inspect_tasks(sources, tasks=task or None, metric=metric)
-    tt = build_task_tables(tasks, source=source_format, baseline=baseline, level=level, seed=seed, notes=tuple(notes))
-    _emit_table(tt, fmt, multi=True)
-
-
-def _emit_table(t, fmt: str, *, multi: bool) -> None:  # noqa: ANN001 - EvalTable or TaskTables, imported lazily
-    if fmt == "json":
-        emit_json(t)
-        return
-    from expkit.render import eval_table as r
-
-    if fmt == "markdown":
-        print(r.render_task_tables_markdown(t) if multi else r.render_eval_table_markdown(t))
-    elif fmt == "html":
-        print(r.render_task_tables_html(t) if multi else r.render_eval_table_html(t))
-    elif multi:
-        r.print_task_tables(t)
-    else:
-        r.print_eval_table(t)
+    as_json = json_out or fmt == "json"  # --json is --format json
+    if fmt not in _FORMATS:
+        raise UsageError(f"--format {fmt!r} is not known", hint=f"use one of {', '.join(_FORMATS)}")
+    query = EvalQuery(tasks=tuple(task) if task else None, metric=metric, filter_name=filter_name)
+    reader = eval_reader(source_format)
+    for field in query.given():  # name the option the user typed, and the readers that take it
+        if field not in reader.accepts:
+            takers = [f"--from {r.name}" for r in eval_readers().values() if field in r.accepts]
+            raise UsageError(f"{_QUERY_OPTIONS[field]} applies to {' or '.join(takers)}", hint=reader.description)
+    request = TableRequest(source_format, tuple(sources), query, baseline=baseline, level=level, seed=seed)
+    emit(build_table_from(request), as_json, human=lambda t: render_table(t, fmt))
 
 
 def register(root: typer.Typer) -> None:
