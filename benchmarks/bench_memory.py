@@ -11,12 +11,12 @@ Both forms also time the LoRA count of a 235B-class MoE config (Qwen3-235B-A22B)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 import warnings
-from pathlib import Path
+
+from timing import add_run_options, write_results  # benchmarks/timing.py
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto's USDT lines off, as `labs run` has them
 warnings.filterwarnings("ignore")
@@ -24,7 +24,7 @@ warnings.filterwarnings("ignore")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="two small cases (CI: does it still run?)")
+    add_run_options(parser)  # --quick (two small cases) and --out DIR, as every benchmark takes them
     args = parser.parse_args()
     from accelerate.commands.estimate import estimate_training_usage
 
@@ -116,9 +116,7 @@ def main() -> None:
         f"(limit 30 s: {'met' if t_moe < 30 else 'NOT met'})"
     )
     print("(median of 3; the machine was shared with other work)" if not args.quick else "(quick: one run)")
-    out = Path(__file__).parent / "results" / ("memory-quick.json" if args.quick else "memory.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"peak_ratios": rows, "count_timing": timing}, indent=2))
+    write_results({"peak_ratios": rows, "count_timing": timing}, args.out, "memory", quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -19,11 +19,12 @@ read the ratios with the load average printed beside them.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
 from pathlib import Path
+
+from timing import add_run_options, write_results  # benchmarks/timing.py
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto's USDT lines off, as `labs run` has them
 
@@ -65,10 +66,10 @@ def bench_profiler(repeats: int, threads: int | None) -> dict:
     import torch
     from torch.profiler import ProfilerActivity, schedule
 
+    from expkit.hardware.threads import torch_threads
     from expkit.perf.buckets import bucket_trace
     from expkit.perf.profiler import profile
     from expkit.perf.trace import load_trace
-    from expkit.hardware.threads import torch_threads
 
     step = _charlm_step()
     with torch_threads(threads):
@@ -106,7 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (CI: does it still run?)")
+    add_run_options(parser)  # --quick (tiny sizes, one repeat) and --out DIR, as every benchmark takes them
     args = parser.parse_args()
     repeats = 1 if args.quick else args.repeats
     load = os.getloadavg()[0]
@@ -130,10 +131,7 @@ def main() -> None:
     ratio = prof["profiling_overhead_ratio"]
     print(f"  profiled / plain step time:                 {ratio:.2f}  {prof['overhead_ratios']}")
     print(f"  expkit GEMM self time / key_averages:       {prof['gemm_self_time_vs_key_averages']:.3f}")
-    out = Path(__file__).parent / "results" / ("perf-quick.json" if args.quick else "perf.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"load_average": load, "roofs": roofs, "profiler": prof}, indent=2))
-    print(f"wrote {out}")
+    write_results({"load_average": load, "roofs": roofs, "profiler": prof}, args.out, "perf", quick=args.quick)
 
 
 if __name__ == "__main__":
