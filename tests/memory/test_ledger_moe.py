@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from expkit.memory import estimate_activations, estimate_inference_memory, estimate_training_memory
+from expkit.memory import ActivationQuery, estimate_activations, estimate_inference_memory, estimate_training_memory
 from expkit.memory.validation import MOE_CASES, validate_ledger
 
 
@@ -27,9 +27,10 @@ def test_quantized_checkpoint_weights_at_their_bytes():
     from expkit.memory import count_parameters
 
     c = count_parameters("deepseek-v3")
-    decoder = sum(k.layers * k.params_per_layer for k in c.layer_kinds)
-    # fp8 with one fp32 scale per 128 x 128 block in the decoder layers; embeddings and head bf16
-    expected = int((8 + 32 / 128**2) / 8 * decoder) + 2 * (c.total_params - decoder)
+    matmul = sum(k.layers * k.matmul_params_per_layer for k in c.layer_kinds)
+    # fp8 with one fp32 scale per 128 x 128 block on the decoder layers' matmul weights; embeddings, head,
+    # norms bf16 (the checkpoint keeps its norms in bf16; they were counted at fp8 before the storage kinds)
+    expected = int((8 + 32 / 128**2) / 8 * matmul + 2 * (c.total_params - matmul))
     assert led.line("weights").bytes == expected
     assert led.line("weights").bytes / 2**30 == pytest.approx(626.8, abs=0.1)
     assert any("fp8" in a for a in led.approximations)
@@ -56,7 +57,7 @@ def test_moe_activation_terms_match_saved_tensors(case):
         extra = tuple((k, 0 if k == "first_k_dense_replace" else v) for k, v in case.extra)
         spec = dataclasses.replace(case, layers=n, extra=extra).spec()
         saved[n] = measure_saved_bytes(build_replica(spec), batch=1, seq=seq).activation_bytes
-    est = estimate_activations(spec, batch=1, seq=seq, precision="fp32", device="cpu")
+    est = estimate_activations(spec, ActivationQuery(batch=1, seq=seq, precision="fp32", device="cpu"))
     per_layer = saved[2] - saved[1]
     assert est.layer_kinds[-1][2] == pytest.approx(per_layer, rel=0.01)  # 1%: rotary copies, routing bookkeeping
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from expkit.memory.activation_fit import fit_activations
-from expkit.memory.activations import estimate_activations
+from expkit.memory.activations import ActivationQuery, estimate_activations
 from expkit.memory.architecture import spec_from_dict
 from expkit.memory.replica import build_replica, measure_saved_bytes
 from expkit.memory.validation import VALIDATION_CASES, validate_ledger
@@ -50,7 +50,8 @@ def test_per_layer_formula_equals_measured_saved_bytes(method, precision, ckpt, 
         for n in (1, 2)
     ]
     est = estimate_activations(
-        SPEC.with_layers(1), batch=1, seq=seq, precision=precision, method=method, grad_ckpt=ckpt, attention=attention
+        SPEC.with_layers(1),
+        ActivationQuery(batch=1, seq=seq, precision=precision, method=method, grad_ckpt=ckpt, attention=attention),
     )
     assert measured[1] - measured[0] == est.stored_bytes
     # the fixed part (ids, rotary tables, final norm, log-probs) within 0.5%: labels padding is not modelled

@@ -97,10 +97,10 @@ def test_cpu_like_roof_is_accepted():
 @pytest.mark.parametrize(
     "kwargs, msg",
     [
-        ({"phase": "serve"}, r"--phase 'serve'"),
-        ({"weight_bits": 3}, r"--weight-bits 3"),
-        ({"batch": 0}, r"--batch 0"),
-        ({"context": 0}, r"--context 0"),
+        ({"phase": "serve"}, r"^phase 'serve'"),
+        ({"weight_bits": 3}, r"^weight_bits 3"),
+        ({"batch": 0}, r"^batch 0"),
+        ({"context": 0}, r"^context 0"),
     ],
 )
 def test_bad_arguments_name_the_value(kwargs, msg):
@@ -119,3 +119,27 @@ def test_config_file_and_its_errors(tmp_path):
         load_model_shape(bad)
     with pytest.raises(UsageError, match=r"'no-such-model'"):
         load_model_shape("no-such-model")
+
+
+def test_group_quantized_checkpoint_reads_its_head_at_16_bit_as_the_ledger_stores_it():
+    """Issue 19: the roofline read an AWQ checkpoint's output head at 4 bits while `mem --mode infer` (and the
+    checkpoint) keep it 16-bit. Both now ask the description's storage scheme."""
+    from expkit.memory import count_parameters, estimate_inference_memory
+    from expkit.models import describe_config, load_model_description
+
+    base = load_model_description("qwen2.5-7b").raw
+    raw = {**base, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}
+    shape = ModelShape.from_description(describe_config(raw, name="qwen2.5-7b-awq", source="test"))
+    e = estimate_roofline(model=shape, roof=roof_for_gpu("H100"), phase="decode", batch=1)
+    head = 152064 * 3584  # vocab x hidden, untied
+    bits = 4 + (16 + 4) / 128  # 4-bit values + fp16 scale and zero per 128
+    assert e.weight_bytes == pytest.approx((shape.linear_params - head) * bits / 8 + 2 * head, rel=1e-12)
+    assert e.weight_bits == 4
+    led = estimate_inference_memory(raw, context=1024, device="cpu")
+    c = count_parameters(raw)
+    matmul = sum(k.layers * k.matmul_params_per_layer for k in c.layer_kinds)
+    assert matmul == shape.linear_params - head  # the same quantized weights in both tools
+    assert led.line("weights").bytes == int(matmul * bits / 8 + 2 * (c.total_params - matmul))
+    # a what-if width still applies to every matmul weight
+    w4 = estimate_roofline(model=shape, roof=roof_for_gpu("H100"), phase="decode", batch=1, weight_bits=4)
+    assert w4.weight_bytes == pytest.approx(shape.linear_params / 2)

@@ -97,7 +97,11 @@ def test_gemma2_sliding_layers_cap_kv_reads():
 
 
 def test_sliding_window_caps_prefill_pairs():
-    from expkit.perf.roofline import _causal_pairs
+    from expkit.models import GroupedQueryAttention
 
-    assert _causal_pairs(8, None) == 32
-    assert _causal_pairs(8, 4) == 4 * 4 / 2 + 4 * 4  # first 4 queries see 1..4 keys (~8), the rest 4 each
+    def pairs(context: int, window: int | None) -> float:
+        spec = GroupedQueryAttention(num_heads=4, num_kv_heads=1, head_dim=8, v_head_dim=8, window=window)
+        return spec.causal_pairs(context)
+
+    assert pairs(8, None) == 32
+    assert pairs(8, 4) == 4 * 4 / 2 + 4 * 4  # first 4 queries see 1..4 keys (~8), the rest 4 each

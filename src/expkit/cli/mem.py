@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +11,25 @@ import typer
 
 from expkit.cli.output import emit_json
 from expkit.models.description import catalog_names
+
+_FLAG_FIELDS = (
+    "batch", "seq", "method", "lora_r", "lora_targets", "optimizer", "precision", "grad_ckpt", "attention",
+    "gpus", "shard", "context", "phase", "weight_bits",
+)  # fmt: skip
+
+
+@contextmanager
+def fields_as_flags() -> Iterator[None]:
+    """The library names a bad value by its field (``lora_r 0 ...``); the user typed a flag (``--lora-r``)."""
+    from expkit.errors import UsageError
+
+    try:
+        yield
+    except UsageError as exc:
+        field, sep, rest = exc.message.partition(" ")
+        if sep and field in _FLAG_FIELDS:
+            exc.message = f"--{field.replace('_', '-')} {rest}"
+        raise
 
 
 def _read_oom(source: str) -> Any:
@@ -123,11 +144,12 @@ def mem(
         replica_seq=replica_seq,
         oom=info,
     )
-    if measure:
-        with progress_steps(1, "measuring replicas") as advance:
-            report = build(on_step=advance)
-    else:
-        report = build()
+    with fields_as_flags():
+        if measure:
+            with progress_steps(1, "measuring replicas") as advance:
+                report = build(on_step=advance)
+        else:
+            report = build()
     if json_out:
         from expkit.render.jsonout import to_jsonable
 

@@ -88,11 +88,14 @@ def roofline(
 
     if figure is not None:
         _check_figure_path(figure)
+    from expkit.cli.mem import fields_as_flags
+
     shape = load_model_shape(model)
-    if weight_bits is None:  # the checkpoint's own bits (fp8 -> 8, GPTQ 4-bit -> 4), nearest registered width
-        weight_bits = min(WEIGHT_BITS, key=lambda b: abs(b - shape.stored_weight_bits))
     roof = _cpu_roof() if gpu.strip().lower() == "cpu" else roof_for_gpu(gpu)
-    est = estimate_roofline(model=shape, roof=roof, phase=phase, batch=batch, context=context, weight_bits=weight_bits)
+    with fields_as_flags():  # weight_bits None: as the checkpoint stores its weights (the memory ledger's bytes)
+        est = estimate_roofline(
+            model=shape, roof=roof, phase=phase, batch=batch, context=context, weight_bits=weight_bits
+        )
     if figure is not None:
         figure = _write_figure(figure, shape, roof, est, batch=batch, context=context, weight_bits=weight_bits)
     if json_out:
@@ -156,7 +159,7 @@ def _check_figure_path(path: Path) -> None:
         )
 
 
-def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, weight_bits: int) -> Path:  # noqa: ANN001
+def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, weight_bits: int | None) -> Path:  # noqa: ANN001
     from expkit.perf.roofline import estimate_roofline
     from expkit.render.figures import new_figure, save_figure
     from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
@@ -178,7 +181,7 @@ def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, 
         ax,
         [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)],
         points,
-        title=f"{shape.name}, batch {batch}, context {context}, {weight_bits}-bit weights",
+        title=f"{shape.name}, batch {batch}, context {context}, {chosen.weight_bits}-bit weights",
     )
     return save_figure(fig, path)  # the path written
 

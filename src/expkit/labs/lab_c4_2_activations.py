@@ -120,7 +120,7 @@ def time_checkpointing(spec, *, num_layers: int, seq: int, repeats: int, seed: i
     seed=(SEED_ACT, SEED_CKPT, SEED_CKPT_TIME),
 )
 def run(ctx: LabContext) -> LabOutput:
-    from expkit.memory import estimate_activations, load_model_spec
+    from expkit.memory import ActivationQuery, estimate_activations, load_model_spec
     from expkit.memory.activation_fit import fit_activations
     from expkit.render.figures import new_figure, save_figure
 
@@ -140,8 +140,8 @@ def run(ctx: LabContext) -> LabOutput:
     t_seq, t_rep = (64, 5) if ctx.quick else (512, 7)
     qsmall = qwen_small_vocab(qwen)
     ratio, fshare = time_checkpointing(qsmall, num_layers=2, seq=t_seq, repeats=t_rep, seed=ctx.seed)
-    lest = estimate_activations(llama, batch=1, seq=4096, precision=prec)
-    lckpt = estimate_activations(llama, batch=1, seq=4096, precision=prec, grad_ckpt=True)
+    lest = estimate_activations(llama, ActivationQuery(batch=1, seq=4096, precision=prec))
+    lckpt = estimate_activations(llama, ActivationQuery(batch=1, seq=4096, precision=prec, grad_ckpt=True))
     # 1- and 2-layer replicas at real width (0.8 GB of fp32 weights per layer); few tokens keep the CPU's slow
     # bf16 autocast short; saved bytes are linear in tokens under SDPA (checked by tests/memory)
     meas = measure_llama_activations(llama, replica_seq=16 if ctx.quick else 32, seed=ctx.seed)

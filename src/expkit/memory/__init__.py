@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from expkit.memory.activations import ActivationEstimate, estimate_activations, korthikanti_bytes
+from expkit.memory.activations import ActivationEstimate, ActivationQuery, estimate_activations, korthikanti_bytes
 from expkit.memory.architecture import ModelSpec, catalog_names, load_model_spec
 from expkit.memory.conventions import ConventionComparison, compare_conventions, ledger_for_convention
 from expkit.memory.ledger import (
@@ -18,6 +18,7 @@ from expkit.memory.params import ParameterCount, count_parameters
 
 __all__ = [
     "ActivationEstimate",
+    "ActivationQuery",
     "ConventionComparison",
     "Ledger",
     "LedgerLine",

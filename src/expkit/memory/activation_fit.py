@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from expkit.memory.activations import estimate_activations
+from expkit.memory.activations import ActivationQuery, estimate_activations
 from expkit.memory.architecture import ModelSpec
 
 __all__ = ["ActivationFit", "fit_activations", "measure_ckpt_time_ratio"]
@@ -238,7 +238,8 @@ def fit_activations(
         )
     spec = real_spec
     est = estimate_activations(
-        spec, batch=batch, seq=seq, precision=precision, method=method, lora_r=lora_r, attention=attention
+        spec,
+        ActivationQuery(batch=batch, seq=seq, precision=precision, method=method, lora_r=lora_r, attention=attention),
     )
     note = (
         f"replicas at real width, {', '.join(map(str, layers))} layers, 1 x {replica_seq} tokens on the CPU; "

@@ -89,42 +89,24 @@ def spec_from_dict(raw: dict[str, Any], *, name: str, source: str) -> ModelSpec:
     if not isinstance(raw, dict):
         raise InputError("config is not a JSON object", path=source)
     desc = describe_config(raw, name=name, source=source)
-    if "text_config" in raw and "hidden_size" not in raw and isinstance(raw["text_config"], dict):
-        raw = {**raw["text_config"], "architectures": raw.get("architectures")}
-    for key in _REQUIRED:
-        if key not in raw:
-            raise InputError(
-                f"missing key {key!r}", path=source, hint=f"a causal LM config.json needs {', '.join(_REQUIRED)}"
-            )
-    hidden = _int(raw, "hidden_size", source)
-    heads = _int(raw, "num_attention_heads", source)
-    assumed: list[str] = []
-    kv_heads = _int(raw, "num_key_value_heads", source) if raw.get("num_key_value_heads") else heads
-    if not raw.get("num_key_value_heads"):
-        assumed.append("num_key_value_heads = num_attention_heads (no GQA)")
     att = desc.layers[0].attention
-    head_dim = att.head_dim
-    if raw.get("intermediate_size"):
-        inter = _int(raw, "intermediate_size", source)
-    else:
-        inter = 4 * hidden
-        assumed.append("intermediate_size = 4 * hidden_size (absent from config)")
-    model_type = raw.get("model_type")
-    # Qwen2 always has a bias on q, k, v (transformers' Qwen2Attention); Llama has attention_bias.
-    qkv_bias = desc.qkv_bias
+    text_raw = raw
+    if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw:
+        text_raw = raw["text_config"]
+    assumed = [] if text_raw.get("num_key_value_heads") else ["num_key_value_heads = num_attention_heads (no GQA)"]
     return ModelSpec(
         name=name,
         source=source,
-        model_type=model_type,
-        hidden_size=hidden,
-        num_layers=_int(raw, "num_hidden_layers", source),
-        num_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=int(head_dim),
-        intermediate_size=inter,
-        vocab_size=_int(raw, "vocab_size", source),
+        model_type=desc.model_type,
+        hidden_size=desc.hidden_size,
+        num_layers=desc.num_layers,
+        num_heads=att.num_heads,
+        num_kv_heads=att.num_kv_heads,
+        head_dim=att.head_dim,
+        intermediate_size=desc.layers[0].mlp.intermediate_size,
+        vocab_size=desc.vocab_size,
         tied_embeddings=desc.tied_embeddings,
-        qkv_bias=qkv_bias,
+        qkv_bias=desc.qkv_bias,
         raw=desc.raw,
         assumed=tuple(dict.fromkeys([*assumed, *desc.approximations])),
         description=desc,

@@ -150,17 +150,17 @@ def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None 
                 None if capacity_bytes is None else alt.peak_bytes <= capacity_bytes,
             )
         )
-    # chunked cross-entropy: the vocabulary-sized tensors shrink to one chunk (Liger / chunked loss)
+    # fused cross-entropy: the vocabulary-sized tensors shrink to one slice of tokens at a time (Liger kernel)
     vocab_tmp = led.bytes_of("logits / loss") + (led.bytes_of("temporaries") if "loss" in led.peak_phase else 0)
     if vocab_tmp:
         after = led.peak_bytes - vocab_tmp
         remedies.append(
             Remedy(
-                "chunked cross-entropy",
-                "(code: a chunked/fused loss, e.g. Liger kernel)",
+                "fused cross-entropy",
+                "(code: a fused loss over slices of tokens, e.g. Liger kernel)",
                 after,
                 vocab_tmp,
-                "a few % compute; needs a fused or chunked loss function",
+                "a few % compute; needs a fused loss function",
                 None if capacity_bytes is None else after <= capacity_bytes,
             )
         )

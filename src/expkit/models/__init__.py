@@ -9,22 +9,34 @@ mixture-of-experts), the towers of a multimodal model, the weight bits of a quan
 
 from __future__ import annotations
 
+from expkit.models.attention import AttentionSpec, GroupedQueryAttention, LatentAttention
 from expkit.models.description import (
-    AttentionSpec,
     LayerSpec,
-    MlpSpec,
     ModelDescription,
     catalog_names,
     describe_config,
     load_model_description,
     read_model_config,
 )
+from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp
+from expkit.models.quantization import NF4, QuantizationSpec, WeightParams
+from expkit.models.saved import LINEAR_GROUPS, ActivationTerm, SavedActivationContext
 
 __all__ = [
+    "LINEAR_GROUPS",
+    "NF4",
+    "ActivationTerm",
     "AttentionSpec",
+    "DenseMlp",
+    "GroupedQueryAttention",
+    "LatentAttention",
     "LayerSpec",
     "MlpSpec",
     "ModelDescription",
+    "MoeMlp",
+    "QuantizationSpec",
+    "SavedActivationContext",
+    "WeightParams",
     "catalog_names",
     "describe_config",
     "load_model_description",

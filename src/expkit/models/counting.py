@@ -42,6 +42,7 @@ class LayerKindCount:
     active_params_per_layer: int
     routed_expert_params_per_layer: int
     adapter_params_per_layer: int
+    matmul_params_per_layer: int = 0  # weights of 2-D and fused 3-D matmul parameters (not norms, biases)
 
 
 @dataclass(frozen=True)
@@ -229,10 +230,7 @@ def _count_cached(
         params = sum(p.numel() for p in layer.parameters())
         routed = sum(p.numel() for n, p in layer.named_parameters() if _routed(n))
         spec = desc.layers[rep]
-        if routed and spec.mlp.kind == "moe":
-            active = params - routed + routed * spec.mlp.top_k // spec.mlp.num_experts
-        else:
-            active = params
+        active = params - routed + spec.mlp.active_routed(routed)
         active_layers += active * len(idx)
         kinds.append(
             LayerKindCount(
@@ -242,6 +240,7 @@ def _count_cached(
                 active_params_per_layer=active,
                 routed_expert_params_per_layer=routed,
                 adapter_params_per_layer=adapters,
+                matmul_params_per_layer=sum(p.numel() for p in layer.parameters() if p.dim() >= 2),
             )
         )
     active = active_layers + other + head_matmul

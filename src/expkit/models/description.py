@@ -11,11 +11,22 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from expkit.errors import InputError, MissingDependency, UsageError
+from expkit.models.attention import AttentionSpec, GroupedQueryAttention, LatentAttention
+from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp
+from expkit.models.quantization import (
+    BitsAndBytesQuantized,
+    Fp8Quantized,
+    GroupQuantized,
+    Mxfp4Quantized,
+    QuantizationSpec,
+    WeightParams,
+)
+from expkit.models.saved import ActivationTerm, SavedActivationContext
 
 __all__ = [
     "CATALOG_DIR",
@@ -155,69 +166,44 @@ _MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
 
 
 @dataclass(frozen=True)
-class AttentionSpec:
-    """One layer's attention. ``kind``: ``mha`` (kv heads = heads), ``gqa``, ``mqa`` (one kv head) or ``mla``
-    (DeepSeek's multi-head latent attention: K and V rebuilt from a ``kv_lora_rank`` latent, plus a
-    ``qk_rope_head_dim`` rotary key shared by all heads). ``window``: a sliding window in tokens, None = full."""
-
-    kind: str
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    v_head_dim: int
-    window: int | None = None
-    q_lora_rank: int | None = None
-    kv_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
-    qk_nope_head_dim: int | None = None
-
-    @property
-    def kv_cache_elements_per_token(self) -> int:
-        """Cached elements per token in this layer: 2 * kv_heads * head_dim (K and V); MLA caches the latent
-        and the rotary key, kv_lora_rank + qk_rope_head_dim (the form DeepSeek serves and transformers 5
-        stores: ``cache.update(kv_nope, k_rot)`` before ``kv_b_proj`` expands them)."""
-        if self.kind == "mla":
-            return int(self.kv_lora_rank or 0) + int(self.qk_rope_head_dim or 0)
-        return self.num_kv_heads * (self.head_dim + self.v_head_dim)
-
-    def cached_tokens(self, context: int) -> int:
-        """Tokens this layer keeps (and reads) at ``context``: a sliding window caps them."""
-        return context if self.window is None else min(context, self.window)
-
-
-@dataclass(frozen=True)
-class MlpSpec:
-    """One layer's MLP: ``dense`` (gated, width ``intermediate_size``) or ``moe``: ``num_experts`` routed
-    experts of width ``expert_intermediate_size``, ``top_k`` per token, plus shared experts that every token
-    goes through (``shared_intermediate_size`` in total, 0 if none)."""
-
-    kind: str
-    intermediate_size: int
-    num_experts: int = 0
-    top_k: int = 0
-    expert_intermediate_size: int = 0
-    shared_intermediate_size: int = 0
-
-
-@dataclass(frozen=True)
 class LayerSpec:
-    """One decoder layer: its attention and its MLP."""
+    """One decoder layer: its attention and its MLP, and what follows from the two."""
 
     attention: AttentionSpec
     mlp: MlpSpec
 
     @property
     def label(self) -> str:
-        a = self.attention
-        att = a.kind + (f" window {a.window}" if a.window else "")
-        if self.mlp.kind == "moe":
-            m = self.mlp
-            mlp = f"MoE {m.num_experts} experts top-{m.top_k} width {m.expert_intermediate_size}" + (
-                f" + shared {m.shared_intermediate_size}" if m.shared_intermediate_size else ""
+        return f"{self.attention.label}, {self.mlp.label}"
+
+    def linear_params(self, hidden: int) -> int:
+        """Matmul weights of the layer (all experts)."""
+        return self.attention.linear_params(hidden) + self.mlp.linear_params(hidden)
+
+    def active_linear_params(self, hidden: int) -> int:
+        """Matmul weights one token multiplies by."""
+        return self.attention.linear_params(hidden) + self.mlp.active_linear_params(hidden)
+
+    def matmul_io_per_token(self, hidden: int) -> int:
+        return self.attention.matmul_io_per_token(hidden) + self.mlp.matmul_io_per_token(hidden)
+
+    def weight_params_read(self, hidden: int, tokens: float) -> WeightParams:
+        """Weights a step routing ``tokens`` tokens reads in this layer, split by storage."""
+        return WeightParams(linear=self.attention.linear_params(hidden)) + self.mlp.weight_params_read(hidden, tokens)
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        """Saved-for-backward bytes per token of this layer, term by term: its two norms, its attention, its
+        MLP and the LoRA adapters' r-wide intermediates."""
+        norm_b, norm_f = ctx.norm_bytes(ctx.hidden_size)
+        terms = [ActivationTerm("2 RMSNorm", 2 * norm_b, f"2 * ({norm_f})")]
+        terms += self.attention.saved_terms(ctx)
+        terms += self.mlp.saved_terms(ctx)
+        if not ctx.full:
+            n_lora, ra = len(ctx.targeted), ctx.cast_bytes
+            terms.append(
+                ActivationTerm("LoRA A outputs", n_lora * ra * ctx.lora_r, f"{n_lora} adapters * {ra} * r={ctx.lora_r}")
             )
-        else:
-            mlp = f"dense MLP {self.mlp.intermediate_size}"
-        return f"{att}, {mlp}"
+        return terms
 
 
 @dataclass(frozen=True)
@@ -225,7 +211,7 @@ class ModelDescription:
     """A model's config as the tools use it. ``layers`` has one LayerSpec per decoder layer.
 
     ``towers`` names the non-text encoders (``vision_config`` ...), whose parameters count in the total.
-    ``weight_bits`` is 16 unless ``quantization_config`` says otherwise (``quant_method``).
+    ``quantization`` is the checkpoint's storage scheme (``quantization_config``; 16-bit when absent).
     ``approximations`` lists what was assumed or not modeled, in words; empty means exact.
     """
 
@@ -240,14 +226,27 @@ class ModelDescription:
     tied_embeddings: bool
     qkv_bias: bool
     towers: tuple[str, ...]
-    weight_bits: float
-    quant_method: str | None
+    quantization: QuantizationSpec
     approximations: tuple[str, ...]
     raw: dict[str, Any] = field(repr=False, compare=False)
 
     @property
+    def weight_bits(self) -> float:
+        """Stored bits per quantized weight, scales included (16 when not quantized)."""
+        return self.quantization.bits
+
+    @property
+    def quant_method(self) -> str | None:
+        return self.quantization.method
+
+    @property
     def is_moe(self) -> bool:
-        return any(layer.mlp.kind == "moe" for layer in self.layers)
+        return any(layer.mlp.num_experts for layer in self.layers)
+
+    @property
+    def head_params(self) -> int:
+        """Weights of the output head's matmul (vocab x hidden; counted even when tied to the embedding)."""
+        return self.vocab_size * self.hidden_size
 
     def layer_groups(self) -> tuple[tuple[LayerSpec, int], ...]:
         """Distinct layer kinds and how many layers have each, in order of first appearance."""
@@ -257,11 +256,30 @@ class ModelDescription:
         return tuple(counts.items())
 
     def kv_cache_elements(self, context: int) -> int:
-        """Cached K/V elements of one sequence at ``context`` tokens, summed over layers (windows cap)."""
-        return sum(
-            layer.attention.kv_cache_elements_per_token * layer.attention.cached_tokens(context)
-            for layer in self.layers
-        )
+        """Cached elements of one sequence at ``context`` tokens, summed over layers (windows cap)."""
+        return sum(layer.attention.cache_elements(context) for layer in self.layers)
+
+    def cache_formula(self, context: int) -> str:
+        """The cache of one sequence at ``context`` tokens, per group of layers, in words."""
+        counts: dict[AttentionSpec, int] = {}
+        for layer in self.layers:
+            counts[layer.attention] = counts.get(layer.attention, 0) + 1
+        return " + ".join(dict.fromkeys(a.cache_formula(n, context) for a, n in counts.items()))
+
+    def weight_params_read(self, tokens: float) -> WeightParams:
+        """Matmul weights a step that routes ``tokens`` tokens reads once (the head in ``other``)."""
+        total = WeightParams(other=self.head_params)
+        for layer, n in self.layer_groups():
+            r = layer.weight_params_read(self.hidden_size, tokens)
+            total = total + WeightParams(n * r.linear, n * r.experts, n * r.other)
+        return total
+
+    def assumptions(self) -> tuple[str, ...]:
+        """What the speed model assumes about this model's kinds, once per statement."""
+        out: dict[str, None] = {}
+        for layer, _ in self.layer_groups():
+            out.update(dict.fromkeys((*layer.mlp.assumptions(), *layer.attention.assumptions())))
+        return tuple(out)
 
 
 def catalog_names() -> list[str]:
@@ -417,118 +435,116 @@ def _attr(cfg: Any, raw: dict[str, Any], *names: str) -> Any:
     return None
 
 
-def _quantization(raw: dict[str, Any], source: str, notes: list[str]) -> tuple[float, str | None]:
+def _quantization(raw: dict[str, Any], source: str) -> QuantizationSpec:
+    """The storage scheme ``quantization_config`` names (16-bit when there is none)."""
     q = raw.get("quantization_config")
     if q is None:
-        return 16, None
+        return QuantizationSpec()
     if not isinstance(q, dict):
         raise InputError(f"quantization_config must be an object, got {type(q).__name__}", path=source)
     method = str(q.get("quant_method", "")).lower()
     if method == "fp8":
         block = q.get("weight_block_size")
         if block:
-            notes.append(
-                f"fp8 weights with one fp32 scale per {block[0]}x{block[1]} block "
-                f"(+{32 / (block[0] * block[1]):.4f} bits/weight, counted) in the decoder layers; "
-                "embeddings, output head, norms and towers stay 16-bit"
-            )
-            return 8 + 32 / (block[0] * block[1]), method
-        return 8, method
+            return Fp8Quantized(method, 8 + 32 / (block[0] * block[1]), block=(int(block[0]), int(block[1])))
+        return Fp8Quantized(method, 8)
     if method in ("gptq", "awq"):
         bits = q.get("bits", q.get("w_bit"))
         group = q.get("group_size", q.get("q_group_size", 128))
         if not isinstance(bits, int) or bits not in (2, 3, 4, 8):
             raise InputError(f"quantization_config.bits = {bits!r} is not 2, 3, 4 or 8", path=source)
         extra = 0.0 if not isinstance(group, int) or group <= 0 else (16 + bits) / group  # fp16 scale + zero
-        notes.append(
-            f"{method} {bits}-bit weights, group {group}: +{extra:.3f} bits/weight of scales and zeros; "
-            "decoder layers only; embeddings, output head, norms and towers stay 16-bit"
-        )
-        return bits + extra, method
+        return GroupQuantized(method, bits + extra, weight_bits=bits, group_size=group if isinstance(group, int) else 0)
+    if method == "mxfp4":
+        return Mxfp4Quantized(method, 4 + 8 / 32)  # e2m1 values + one e8m0 scale per 32 (OCP MX spec v1.0)
     if method == "bitsandbytes":
         if q.get("load_in_4bit"):
-            return 4.127, method  # NF4 + double quantization (QLoRA paper, sec. 3)
+            return BitsAndBytesQuantized(method, 4.127)  # NF4 + double quantization (QLoRA paper, sec. 3)
         if q.get("load_in_8bit"):
-            return 8, method
+            return BitsAndBytesQuantized(method, 8)
     raise InputError(
-        f"quantization_config.quant_method = {method or None!r} is not modeled (fp8, gptq, awq and bitsandbytes are)",
+        f"quantization_config.quant_method = {method or None!r} is not modeled "
+        "(fp8, gptq, awq, mxfp4 and bitsandbytes are)",
         path=source,
         hint="remove quantization_config to count the model at 16 bits",
     )
 
 
-def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDescription:
-    """Read a config dict into a ModelDescription.
+_ENCODER_DECODER_KEYS = ("encoder_layers", "decoder_layers", "encoder", "decoder", "num_decoder_layers")
 
-    Raises:
-        InputError: a required field missing or not a positive integer, beyond any real model, a hidden size
-            not divisible by the heads without ``head_dim``, an unknown quantization (each names the field).
-    """
-    if not isinstance(raw, dict):
-        raise InputError("config is not a JSON object", path=source)
-    raw = {k: v for k, v in raw.items() if not k.startswith("_")}
-    notes: list[str] = []
-    towers = tuple(k.removesuffix("_config") for k in _TOWER_KEYS if isinstance(raw.get(k), dict))
-    text_raw = raw
-    if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw:
-        text_raw = {**raw["text_config"], "architectures": raw.get("architectures")}
-    for key in _REQUIRED:
-        if key not in text_raw:
-            raise InputError(f"missing key {key!r}", path=source, hint=f"a config.json needs {', '.join(_REQUIRED)}")
+
+def _refuse_encoder_decoder(raw: dict[str, Any], source: str) -> None:
+    """Encoder-decoder models (Whisper, T5, BART) are not modelled: one line that says so."""
+    keys = [k for k in _ENCODER_DECODER_KEYS if k in raw]
+    if raw.get("is_encoder_decoder") or keys:
+        why = "is_encoder_decoder" if raw.get("is_encoder_decoder") else ", ".join(keys)
+        raise InputError(
+            f"encoder-decoder model ({raw.get('model_type') or 'model_type not given'}, {why}): not modelled; "
+            "expkit counts decoder-only models and multimodal ones with a decoder-only text part",
+            path=source,
+            hint="no encoder-decoder ledger or roofline exists yet",
+        )
+
+
+def _text_part(raw: dict[str, Any], cfg: Any, notes: list[str] | None = None) -> dict[str, Any]:
+    """The text model's fields: ``text_config`` of a multimodal config, where transformers' text config
+    class supplies the fields it leaves out (as transformers builds the model; each one noted)."""
+    if not (isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw):
+        return raw
+    text_raw = {**raw["text_config"], "architectures": raw.get("architectures")}
+    if cfg is not None:
+        for k in (*_REQUIRED, *_BOUNDS):
+            v = getattr(cfg, k, None)
+            if k not in text_raw and isinstance(v, int) and not isinstance(v, bool):
+                text_raw[k] = v
+                if notes is not None and k in _REQUIRED:
+                    notes.append(f"text_config.{k} = {v} from transformers' {type(cfg).__name__} default")
+    return text_raw
+
+
+def _check_values(text_raw: dict[str, Any], source: str, *, required: bool) -> None:
+    """Every number the description reads is a positive integer within bounds, and heads divide evenly;
+    ``required``: the fields without which nothing can be counted are present (checked once transformers'
+    defaults are filled in)."""
+    if required:
+        for key in _REQUIRED:
+            if key not in text_raw:
+                raise InputError(
+                    f"missing key {key!r}", path=source, hint=f"a config.json needs {', '.join(_REQUIRED)}"
+                )
     for key in _BOUNDS:
         if key in text_raw and text_raw[key] is not None:
             _int(text_raw, key, source)
-    t_heads = _int(text_raw, "num_attention_heads", source)
-    if text_raw.get("head_dim") is None and _int(text_raw, "hidden_size", source) % t_heads:
+    if "num_attention_heads" not in text_raw or "hidden_size" not in text_raw:
+        return
+    heads, hidden = int(text_raw["num_attention_heads"]), int(text_raw["hidden_size"])
+    if text_raw.get("head_dim") is None and hidden % heads:
         raise InputError(
-            f"hidden_size {text_raw['hidden_size']} is not divisible by num_attention_heads {t_heads} "
-            "and there is no head_dim",
+            f"hidden_size {hidden} is not divisible by num_attention_heads {heads} and there is no head_dim",
             path=source,
             hint="fix hidden_size or num_attention_heads, or add head_dim",
         )
-    cfg = _hf_text_config(raw)
-    if cfg is not None and hasattr(cfg, "get_text_config"):
-        cfg = cfg.get_text_config()
-    model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
-    if cfg is None:
-        notes.append(
-            f"transformers does not know model_type {model_type!r}: a Llama-style block is assumed "
-            "(q, k, v, o, SwiGLU gate/up/down, RMSNorm)"
-        )
-    hidden = _int(text_raw, "hidden_size", source)
-    heads = _int(text_raw, "num_attention_heads", source)
-    num_layers = _int(text_raw, "num_hidden_layers", source)
-    vocab = _int(text_raw, "vocab_size", source)
-    kv_heads = text_raw.get("num_key_value_heads") or heads
-    kv_heads = _int({"num_key_value_heads": kv_heads}, "num_key_value_heads", source)
+    kv_heads = int(text_raw.get("num_key_value_heads") or heads)
     if heads % kv_heads:
         raise InputError(
             f"num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}",
             path=source,
             hint="fix num_key_value_heads in config.json",
         )
-    head_dim = _attr(cfg, text_raw, "head_dim")
-    if head_dim is None:
-        if hidden % heads:
-            raise InputError(
-                f"hidden_size {hidden} is not divisible by num_attention_heads {heads} and there is no head_dim",
-                path=source,
-                hint="fix hidden_size or num_attention_heads, or add head_dim",
-            )
-        head_dim = hidden // heads
-    head_dim = int(head_dim)
-    inter = text_raw.get("intermediate_size")
-    if inter is None:
-        inter = 4 * hidden
-        notes.append("intermediate_size = 4 * hidden_size (absent from config)")
-    inter = _int({"intermediate_size": inter}, "intermediate_size", source)
 
-    # attention per layer
+
+_QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3", "gemma3_text")  # RMSNorm on q and k per head
+
+
+def _base_attention(text_raw: dict[str, Any], cfg: Any, model_type: str | None, source: str) -> AttentionSpec:
+    heads = _int(text_raw, "num_attention_heads", source)
+    kv_heads = int(text_raw.get("num_key_value_heads") or heads)
+    head_dim = _attr(cfg, text_raw, "head_dim")
+    head_dim = int(head_dim) if head_dim is not None else _int(text_raw, "hidden_size", source) // heads
     if model_type in _MLA_TYPES or text_raw.get("kv_lora_rank"):
         rope = _int(text_raw, "qk_rope_head_dim", source)
         nope = _int(text_raw, "qk_nope_head_dim", source)
-        base_att = AttentionSpec(
-            kind="mla",
+        return LatentAttention(
             num_heads=heads,
             num_kv_heads=heads,
             head_dim=rope + nope,
@@ -538,84 +554,149 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
             qk_rope_head_dim=rope,
             qk_nope_head_dim=nope,
         )
-    else:
-        kind = "mha" if kv_heads == heads else ("mqa" if kv_heads == 1 else "gqa")
-        base_att = AttentionSpec(
-            kind=kind, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, v_head_dim=head_dim
-        )
+    return GroupedQueryAttention(
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        v_head_dim=head_dim,
+        qk_norm=model_type in _QK_NORM_TYPES,
+    )
+
+
+def _windows(cfg: Any, text_raw: dict[str, Any], num_layers: int, source: str, notes: list[str]) -> list[int | None]:
+    """Each layer's sliding window (None: full attention), from ``sliding_window`` and ``layer_types``."""
     window = _attr(cfg, {} if cfg is not None else text_raw, "sliding_window")
     if cfg is None and text_raw.get("use_sliding_window") is False:
         window = None
     layer_types = getattr(cfg, "layer_types", None) if cfg is not None else text_raw.get("layer_types")
-    windows: list[int | None] = [None] * num_layers
-    if isinstance(window, int) and window > 0:
-        if layer_types:
-            if len(layer_types) != num_layers:
-                raise InputError(
-                    f"layer_types has {len(layer_types)} entries for {num_layers} layers",
-                    path=source,
-                    hint="give one layer type per num_hidden_layers",
-                )
-            windows = [window if t == "sliding_attention" else None for t in layer_types][:num_layers]
-            other = {t for t in layer_types if t not in ("sliding_attention", "full_attention")}
-            if other:
-                notes.append(f"layer types {sorted(other)} are treated as full attention")
-        else:
-            windows = [window] * num_layers
-
-    # MLP per layer
-    experts = _attr(cfg, text_raw, "num_local_experts", "num_experts", "n_routed_experts")
-    top_k = _attr(cfg, text_raw, "num_experts_per_tok", "moe_topk")
-    mlps: list[MlpSpec] = [MlpSpec("dense", inter)] * num_layers
-    if isinstance(experts, int) and experts > 0:
-        if not isinstance(top_k, int) or not 0 < top_k <= experts:
-            raise InputError(f"num_experts_per_tok = {top_k!r} must be an integer in 1..{experts}", path=source)
-        width = text_raw.get("moe_intermediate_size") or inter
-        shared = 0
-        if text_raw.get("n_shared_experts"):
-            shared = int(text_raw["n_shared_experts"]) * int(width)
-        elif text_raw.get("shared_expert_intermediate_size"):
-            shared = int(text_raw["shared_expert_intermediate_size"])
-        moe = MlpSpec(
-            "moe",
-            inter,
-            num_experts=experts,
-            top_k=top_k,
-            expert_intermediate_size=int(width),
-            shared_intermediate_size=shared,
+    if not (isinstance(window, int) and window > 0):
+        return [None] * num_layers
+    if not layer_types:
+        return [window] * num_layers
+    if len(layer_types) != num_layers:
+        raise InputError(
+            f"layer_types has {len(layer_types)} entries for {num_layers} layers",
+            path=source,
+            hint="give one layer type per num_hidden_layers",
         )
-        first_dense = int(text_raw.get("first_k_dense_replace") or 0)
-        step = int(text_raw.get("decoder_sparse_step") or 1)
-        only_dense = set(text_raw.get("mlp_only_layers") or [])
-        freq = int(text_raw.get("moe_layer_freq") or 1)
-        if freq != 1 and model_type == "deepseek_v3":
-            notes.append(
-                f"moe_layer_freq = {freq} is ignored by transformers' DeepseekV3 (every layer from "
-                "first_k_dense_replace on is MoE), as here"
-            )
-            freq = 1
-        mlps = [
-            moe
-            if (i >= first_dense and i not in only_dense and (i + 1) % step == 0 and i % freq == 0)
-            else MlpSpec("dense", inter)
-            for i in range(num_layers)
-        ]
-    layers = tuple(
-        LayerSpec(AttentionSpec(**{**base_att.__dict__, "window": w}), m) for w, m in zip(windows, mlps, strict=True)
-    )
+    other = {t for t in layer_types if t not in ("sliding_attention", "full_attention")}
+    if other:
+        notes.append(f"layer types {sorted(other)} are treated as full attention")
+    return [window if t == "sliding_attention" else None for t in layer_types][:num_layers]
 
-    mtp = text_raw.get("num_nextn_predict_layers") or text_raw.get("num_mtp_layers")
+
+def _mlps(
+    cfg: Any, text_raw: dict[str, Any], model_type: str | None, inter: int, source: str, notes: list[str]
+) -> list[MlpSpec]:
+    """Each layer's MLP: dense, or mixture-of-experts on the layers the config's pattern routes."""
+    num_layers = int(text_raw["num_hidden_layers"])
+    experts = _attr(cfg, text_raw, "num_local_experts", "num_experts", "n_routed_experts")
+    top_k = _attr(cfg, text_raw, "num_experts_per_tok", "moe_topk", "experts_per_token")
+    dense = DenseMlp(intermediate_size=inter)
+    if not (isinstance(experts, int) and experts > 0):
+        return [dense] * num_layers
+    if not isinstance(top_k, int) or not 0 < top_k <= experts:
+        raise InputError(f"num_experts_per_tok = {top_k!r} must be an integer in 1..{experts}", path=source)
+    width = int(text_raw.get("moe_intermediate_size") or inter)
+    shared = 0
+    if text_raw.get("n_shared_experts"):
+        shared = int(text_raw["n_shared_experts"]) * width
+    elif text_raw.get("shared_expert_intermediate_size"):
+        shared = int(text_raw["shared_expert_intermediate_size"])
+    moe = MoeMlp(
+        intermediate_size=inter,
+        experts=experts,
+        k=top_k,
+        expert_intermediate_size=width,
+        shared_intermediate_size=shared,
+    )
+    first_dense = int(text_raw.get("first_k_dense_replace") or 0)
+    step = int(text_raw.get("decoder_sparse_step") or 1)
+    only_dense = set(text_raw.get("mlp_only_layers") or [])
+    freq = int(text_raw.get("moe_layer_freq") or 1)
+    if freq != 1 and model_type == "deepseek_v3":
+        notes.append(
+            f"moe_layer_freq = {freq} is ignored by transformers' DeepseekV3 (every layer from "
+            "first_k_dense_replace on is MoE), as here"
+        )
+        freq = 1
+    return [
+        moe if (i >= first_dense and i not in only_dense and (i + 1) % step == 0 and i % freq == 0) else dense
+        for i in range(num_layers)
+    ]
+
+
+def _unmodelled(fields: dict[str, Any], where: str) -> list[str]:
+    """A note for each field that may change a figure and is not modelled (``where``: its place)."""
+    notes = []
+    for k in sorted(fields):
+        if k in _NEUTRAL or k.endswith("_token_id") or k in ("auto_map", "architectures") or k.startswith("_"):
+            continue
+        notes.append(f"config field {where}{k!r} = {json.dumps(fields[k])[:40]} is not modeled (ignored)")
+    return notes
+
+
+def _field_notes(raw: dict[str, Any], towers: tuple[str, ...]) -> list[str]:
+    """Unmodelled fields at the top level and in ``text_config``, and what the towers leave out."""
+    notes = _unmodelled(raw, "")
+    if isinstance(raw.get("text_config"), dict):
+        notes += _unmodelled(raw["text_config"], "text_config.")
+    for t in towers:
+        notes.append(
+            f"{t} tower: its parameters are counted (the transformers class builds it); its activations, "
+            "cache and FLOPs are not in the ledger or the roofline"
+        )
+    mtp = raw.get("num_nextn_predict_layers") or raw.get("num_mtp_layers")
     if mtp:
         notes.append(
             f"num_nextn_predict_layers = {mtp}: the multi-token-prediction module is not built by "
             "transformers and is not counted (DeepSeek-V3: 671B without it, 685B with it)"
         )
-    bits, method = _quantization(raw, source, notes)
-    unknown = sorted(k for k in raw if k not in _NEUTRAL and not k.endswith("_token_id") and k != "auto_map")
-    for k in unknown:
-        notes.append(f"config field {k!r} = {json.dumps(raw[k])[:40]} is not modeled (ignored)")
     if "auto_map" in raw:
         notes.append("auto_map (remote code) is not run: the transformers class of the model_type is used")
+    return notes
+
+
+def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDescription:
+    """Read a config dict into a ModelDescription.
+
+    Raises:
+        InputError: a required field missing or not a positive integer, beyond any real model, a hidden size
+            not divisible by the heads without ``head_dim``, an unknown quantization (each names the field),
+            an encoder-decoder model (said in one line).
+    """
+    if not isinstance(raw, dict):
+        raise InputError("config is not a JSON object", path=source)
+    raw = {k: v for k, v in raw.items() if not k.startswith("_")}
+    _refuse_encoder_decoder(raw, source)
+    towers = tuple(k.removesuffix("_config") for k in _TOWER_KEYS if isinstance(raw.get(k), dict))
+    _check_values(_text_part(raw, None), source, required=False)
+    cfg = _hf_text_config(raw)
+    if cfg is not None and hasattr(cfg, "get_text_config"):
+        cfg = cfg.get_text_config()
+    notes: list[str] = []
+    text_raw = _text_part(raw, cfg, notes)
+    _check_values(text_raw, source, required=True)
+    model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
+    if cfg is None:
+        notes.append(
+            f"transformers does not know model_type {model_type!r}: a Llama-style block is assumed "
+            "(q, k, v, o, SwiGLU gate/up/down, RMSNorm)"
+        )
+    hidden = _int(text_raw, "hidden_size", source)
+    num_layers = _int(text_raw, "num_hidden_layers", source)
+    inter = text_raw.get("intermediate_size")
+    if inter is None:
+        inter = 4 * hidden
+        notes.append("intermediate_size = 4 * hidden_size (absent from config)")
+    inter = _int({"intermediate_size": inter}, "intermediate_size", source)
+    base_att = _base_attention(text_raw, cfg, model_type, source)
+    windows = _windows(cfg, text_raw, num_layers, source, notes)
+    mlps = _mlps(cfg, text_raw, model_type, inter, source, notes)
+    layers = tuple(LayerSpec(replace(base_att, window=w), m) for w, m in zip(windows, mlps, strict=True))
+    quant = _quantization(raw, source)
+    notes += [n for n in (quant.note(),) if n]
+    notes += _field_notes(raw, towers)
     qkv_bias = bool(text_raw.get("attention_bias", False)) or model_type in ("qwen2", "qwen2_vl", "qwen2_moe")
     archs = raw.get("architectures")
     return ModelDescription(
@@ -624,14 +705,13 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
         model_type=model_type,
         architecture=archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None,
         hidden_size=hidden,
-        vocab_size=vocab,
+        vocab_size=_int(text_raw, "vocab_size", source),
         num_layers=num_layers,
         layers=layers,
         tied_embeddings=bool(_attr(cfg, text_raw, "tie_word_embeddings") or raw.get("tie_word_embeddings", False)),
         qkv_bias=qkv_bias,
         towers=towers,
-        weight_bits=bits,
-        quant_method=method,
+        quantization=quant,
         approximations=tuple(notes),
         raw=raw,
     )

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from expkit.errors import UsageError
+from expkit.models.attention import AttentionSpec, GroupedQueryAttention
+from expkit.models.description import ModelDescription
 
 __all__ = [
     "AttentionGroup",
@@ -22,6 +24,7 @@ __all__ = [
     "Roof",
     "RooflineEstimate",
     "RooflinePart",
+    "default_weight_bits",
     "estimate_roofline",
     "load_model_shape",
     "roof_for_gpu",
@@ -39,33 +42,33 @@ ADAM_FLOP_PER_PARAM = 12
 
 @dataclass(frozen=True)
 class AttentionGroup:
-    """Layers that share an attention form: cached elements per token-layer, FLOPs, and a sliding window.
+    """Layers that share one attention spec (``expkit.models``), and how many there are.
 
-    ``decode_flop_per_cached_token``: one new token against one cached token in one layer (QK^T and AV:
-    4 * heads * head_dim; MLA in the absorbed form, attention over the latent: 2 heads (rank + rope) +
-    2 heads rank). ``pair_flop``: one (query, key) pair in prefill/training (2 heads (qk_dim + v_dim); MLA
-    expanded per head as transformers runs it).
+    The spec answers the per-kind questions: cached elements per token-layer, FLOPs per cached token
+    (decode) and per (query, key) pair (prefill/train), Q/K/V/O traffic, and how many tokens it keeps.
     """
 
-    kind: str
+    spec: AttentionSpec
     layers: int
-    kv_elements_per_token: int
-    decode_flop_per_cached_token: int
-    pair_flop: int
-    qkvo_elements_per_token: int
-    window: int | None
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
 
 
 @dataclass(frozen=True)
 class ModelShape:
     """The numbers of a decoder-only transformer config that set its FLOPs and bytes.
 
-    ``linear_params`` counts the weights of every matmul (q, k, v, o or MLA's projections, the dense MLP, the
-    router, shared and *all* routed experts, and the LM head even when it is tied to the embedding);
+    ``linear_params`` counts the weights of every matmul (attention projections, the dense MLP, the router,
+    shared and *all* routed experts, and the LM head even when it is tied to the embedding);
     ``active_linear_params`` those one token multiplies by (top-k of E routed experts). Embeddings and norms
     are lookups and elementwise work, left out of the FLOP count. ``matmul_io_per_token`` is the number of
     activation elements those matmuls read and write per token (sum of in + out features, active path).
     A MoE layer holds ``num_experts`` experts of ``expert_params`` weights each (``moe_layers`` of them).
+    ``description`` (when read from a config) answers the per-layer questions: the weights a step reads
+    (routing-aware, every MoE layer with its own experts and shared experts) and how the checkpoint stores
+    them; a shape built by hand uses the aggregate numbers.
     """
 
     name: str
@@ -87,21 +90,17 @@ class ModelShape:
     attention: tuple[AttentionGroup, ...] = ()
     stored_weight_bits: float = 16  # the checkpoint's own (quantization_config), scales included
     approximations: tuple[str, ...] = field(default=(), compare=False)
+    description: ModelDescription | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.active_linear_params:
             object.__setattr__(self, "active_linear_params", self.linear_params)
         if not self.attention:
-            hd, h, kv = self.head_dim, self.num_heads, self.num_kv_heads
-            object.__setattr__(
-                self,
-                "attention",
-                (
-                    AttentionGroup(
-                        "gqa", self.num_layers, 2 * kv * hd, 4 * h * hd, 4 * h * hd, (2 * h + 2 * kv) * hd, None
-                    ),
-                ),
+            hd = self.head_dim
+            spec = GroupedQueryAttention(
+                num_heads=self.num_heads, num_kv_heads=self.num_kv_heads, head_dim=hd, v_head_dim=hd
             )
+            object.__setattr__(self, "attention", (AttentionGroup(spec, self.num_layers),))
 
     def expected_experts(self, tokens: float) -> float:
         """Distinct experts one MoE layer reads for ``tokens`` routed tokens, under uniform independent routing:
@@ -112,13 +111,29 @@ class ModelShape:
 
     def weight_params_read(self, tokens: float) -> float:
         """Matmul weights read once by a step that routes ``tokens`` tokens (dense weights + the experts hit)."""
+        if self.description is not None:
+            return self.description.weight_params_read(tokens).total
         dense = self.linear_params - self.moe_layers * self.num_experts * self.expert_params
         return dense + self.moe_layers * self.expected_experts(tokens) * self.expert_params
 
+    def weight_bytes_read(self, tokens: float, weight_bits: int | None) -> float:
+        """Bytes of the matmul weights a step routing ``tokens`` tokens reads: every weight at
+        ``weight_bits`` when given (a what-if), else as the checkpoint stores them (its quantized parts at
+        its bits, the head and the rest at 16-bit: the same bytes as the memory ledger's)."""
+        if weight_bits is not None or self.description is None:
+            return self.weight_params_read(tokens) * (weight_bits or self.stored_weight_bits) / 8
+        return self.description.quantization.bytes_of(self.description.weight_params_read(tokens), 2)
+
+    def assumptions(self) -> tuple[str, ...]:
+        """What the speed model assumes about this model's kinds (the kinds say it)."""
+        if self.description is not None:
+            return self.description.assumptions()
+        return tuple(dict.fromkeys(a for g in self.attention for a in g.spec.assumptions()))
+
     @classmethod
-    def from_hf_config(cls, config: dict, *, name: str = "model") -> ModelShape:
+    def from_hf_config(cls, config: dict[str, Any], *, name: str = "model") -> ModelShape:
         """Read a Hugging Face ``config.json`` dict through ``expkit.models`` (the reader the memory ledger
-        uses too): dense, MoE (routed + shared experts, router) and MLA layers, sliding windows.
+        uses too).
 
         Raises:
             InputError: a key the architecture needs is missing or not a positive integer.
@@ -128,70 +143,14 @@ class ModelShape:
         return cls.from_description(describe_config(config, name=name, source=name))
 
     @classmethod
-    def from_description(cls, desc: Any) -> ModelShape:
-        """A ModelShape from an ``expkit.models.ModelDescription``."""
+    def from_description(cls, desc: ModelDescription) -> ModelShape:
+        """A ModelShape from an ``expkit.models.ModelDescription``: each layer's specs give its numbers."""
         h = desc.hidden_size
-        linear = active = io = 0
-        moe_specs = set()
-        groups: dict[tuple[Any, ...], int] = {}
+        groups: dict[AttentionSpec, int] = {}
         for layer in desc.layers:
-            a, m = layer.attention, layer.mlp
-            if a.kind == "mla":
-                qk, v = a.head_dim, a.v_head_dim
-                q = (
-                    [(h, a.q_lora_rank), (a.q_lora_rank, a.num_heads * qk)]
-                    if a.q_lora_rank
-                    else [(h, a.num_heads * qk)]
-                )
-                mats = [
-                    *q,
-                    (h, a.kv_lora_rank + a.qk_rope_head_dim),
-                    (a.kv_lora_rank, a.num_heads * (a.qk_nope_head_dim + v)),
-                    (a.num_heads * v, h),
-                ]
-                key = (
-                    "mla",
-                    a.kv_cache_elements_per_token,
-                    2 * a.num_heads * (a.kv_lora_rank + a.qk_rope_head_dim) + 2 * a.num_heads * a.kv_lora_rank,
-                    2 * a.num_heads * (qk + v),
-                    a.num_heads * (2 * qk + 2 * v),
-                    a.window,
-                )
-            else:
-                hq, hkv = a.num_heads * a.head_dim, a.num_kv_heads * a.head_dim
-                mats = [(h, hq), (h, hkv), (h, hkv), (hq, h)]
-                key = (
-                    a.kind,
-                    a.kv_cache_elements_per_token,
-                    4 * a.num_heads * a.head_dim,
-                    4 * a.num_heads * a.head_dim,
-                    2 * hq + 2 * hkv,
-                    a.window,
-                )
-            groups[key] = groups.get(key, 0) + 1
-            att_params = sum(i * o for i, o in mats)
-            att_io = sum(i + o for i, o in mats)
-            if m.kind == "moe":
-                e = 3 * h * m.expert_intermediate_size
-                shared = 3 * h * m.shared_intermediate_size
-                moe_specs.add((m.num_experts, m.top_k, e))
-                linear += att_params + h * m.num_experts + shared + m.num_experts * e
-                active += att_params + h * m.num_experts + shared + m.top_k * e
-                io += (
-                    att_io
-                    + (h + m.num_experts)
-                    + m.top_k * (3 * h + 3 * m.expert_intermediate_size)
-                    + (3 * h + 3 * m.shared_intermediate_size if shared else 0)
-                )
-            else:
-                linear += att_params + 3 * h * m.intermediate_size
-                active += att_params + 3 * h * m.intermediate_size
-                io += att_io + 3 * h + 3 * m.intermediate_size
-        head = desc.vocab_size * h
-        notes = list(desc.approximations)
-        if len(moe_specs) > 1:
-            notes.append("MoE layers of different shapes: the roofline uses the first one's E, k and width for all")
-        E, k, e = next(iter(moe_specs)) if moe_specs else (0, 0, 0)
+            groups[layer.attention] = groups.get(layer.attention, 0) + 1
+        routed = [layer.mlp for layer in desc.layers if layer.mlp.num_experts]
+        first = routed[0] if routed else desc.layers[0].mlp
         a0 = desc.layers[0].attention
         return cls(
             name=desc.name,
@@ -203,18 +162,17 @@ class ModelShape:
             intermediate_size=desc.layers[0].mlp.intermediate_size,
             vocab_size=desc.vocab_size,
             tie_word_embeddings=desc.tied_embeddings,
-            linear_params=linear + head,
-            matmul_io_per_token=io + h + desc.vocab_size,
-            active_linear_params=active + head,
-            moe_layers=sum(1 for layer in desc.layers if layer.mlp.kind == "moe"),
-            num_experts=E,
-            top_k=k,
-            expert_params=e,
-            attention=tuple(
-                AttentionGroup(kind, n, kv, dec, pair, qkvo, w) for (kind, kv, dec, pair, qkvo, w), n in groups.items()
-            ),
+            linear_params=sum(layer.linear_params(h) for layer in desc.layers) + desc.head_params,
+            matmul_io_per_token=sum(layer.matmul_io_per_token(h) for layer in desc.layers) + h + desc.vocab_size,
+            active_linear_params=sum(layer.active_linear_params(h) for layer in desc.layers) + desc.head_params,
+            moe_layers=len(routed),
+            num_experts=first.num_experts,
+            top_k=first.top_k,
+            expert_params=first.expert_params(h),
+            attention=tuple(AttentionGroup(spec, n) for spec, n in groups.items()),
             stored_weight_bits=desc.weight_bits,
-            approximations=tuple(notes),
+            approximations=desc.approximations,
+            description=desc,
         )
 
 
@@ -301,6 +259,7 @@ class RooflineEstimate:
     critical_batch_note: str
     weight_bytes: float = 0.0
     active_params: int = 0
+    linear_params: int = 0
     assumptions: tuple[str, ...] = ()
     approximations: tuple[str, ...] = ()
 
@@ -314,6 +273,12 @@ def _part(name: str, flops: float, nbytes: float, roof: Roof, note: str = "") ->
     )
 
 
+def default_weight_bits(model: ModelShape) -> int:
+    """The registered width nearest the checkpoint's stored bits (fp8 -> 8, GPTQ 4-bit -> 4, none -> 16):
+    the figure a roofline reports when no what-if width is asked for."""
+    return min(WEIGHT_BITS, key=lambda b: abs(b - model.stored_weight_bits))
+
+
 def estimate_roofline(
     *,
     model: ModelShape,
@@ -321,7 +286,7 @@ def estimate_roofline(
     phase: str = "decode",
     batch: int = 1,
     context: int = 1024,
-    weight_bits: int = 16,
+    weight_bits: int | None = None,
 ) -> RooflineEstimate:
     """FLOPs, bytes, intensity and bound of one step of ``phase`` for ``model`` on ``roof``.
 
@@ -339,7 +304,9 @@ def estimate_roofline(
         phase: ``decode``, ``prefill`` or ``train``.
         batch: sequences per step, >= 1.
         context: tokens of context (decode: KV-cache length; prefill/train: sequence length), >= 1.
-        weight_bits: 16, 8 or 4 (weight-only quantization; the KV cache stays 16-bit).
+        weight_bits: None (default): the weights as the checkpoint stores them, the same bytes as the memory
+            ledger (quantized parts at their bits, output head and the rest 16-bit); 16, 8 or 4: every
+            matmul weight at that width (a what-if; the KV cache stays 16-bit).
 
     Returns:
         A RooflineEstimate; ``critical_batch`` is the decode batch at which the weight matmuls reach the
@@ -347,7 +314,7 @@ def estimate_roofline(
         and train.
 
     Raises:
-        UsageError: a bad phase, batch, context or weight_bits.
+        UsageError: a bad phase, batch, context or weight_bits (names the field).
 
     Example:
         >>> from expkit.perf.roofline import ModelShape, estimate_roofline, roof_for_gpu
@@ -362,109 +329,26 @@ def estimate_roofline(
         activations in and out of each matmul (the 151936-wide logits above all) push it to 509.
     """
     if phase not in PHASES:
-        raise UsageError(f"--phase {phase!r} is not one of {', '.join(PHASES)}")
-    if weight_bits not in WEIGHT_BITS:
-        raise UsageError(f"--weight-bits {weight_bits} is not one of {', '.join(map(str, WEIGHT_BITS))}")
+        raise UsageError(f"phase {phase!r} is not one of {', '.join(PHASES)}")
+    if weight_bits is not None and weight_bits not in WEIGHT_BITS:
+        raise UsageError(f"weight_bits {weight_bits} is not one of {', '.join(map(str, WEIGHT_BITS))}")
     if batch < 1:
-        raise UsageError(f"--batch {batch} must be >= 1")
+        raise UsageError(f"batch {batch} must be >= 1")
     if context < 1:
-        raise UsageError(f"--context {context} must be >= 1")
-    wbytes = weight_bits / 8
+        raise UsageError(f"context {context} must be >= 1")
     m = model
-    act_bytes_per_token = m.matmul_io_per_token * KV_BYTES  # activations in and out of every matmul
-    assumptions: list[str] = []
-    if m.moe_layers:
-        assumptions.append(
-            f"MoE: uniform, independent routing: a step that routes n tokens reads E(1 - (1 - k/E)^n) of the "
-            f"E = {m.num_experts} experts per MoE layer (k = {m.top_k}); real routers are skewed, so a batch reads "
-            "somewhat fewer distinct experts"
-        )
-    if any(g.kind == "mla" for g in m.attention):
-        assumptions.append(
-            "MLA: the cache holds the latent + rotary key (kv_lora_rank + qk_rope_head_dim per "
-            "token-layer); decode attends in the absorbed form (over the latent, as DeepSeek and "
-            "vLLM serve it); prefill/train expand K, V per head as transformers does"
-        )
-    if any(g.window for g in m.attention):
-        assumptions.append("sliding-window layers cache and read at most their window of tokens")
-
-    def matmul_part(tokens: float, mult: int, note: str) -> RooflinePart:
-        read = m.weight_params_read(tokens) * wbytes
-        return _part(
-            "weight matmuls",
-            mult * 2 * m.active_linear_params * tokens,
-            mult * (read + tokens * act_bytes_per_token),
-            roof,
-            note,
-        )
-
+    step = _Step(m, roof, weight_bits, m.matmul_io_per_token * KV_BYTES)
     if phase == "decode":
         tokens = batch
-        kv_read = (
-            batch * sum(g.layers * g.kv_elements_per_token * _cached(context, g.window) for g in m.attention) * KV_BYTES
-        )
-        attn_flops: float = batch * sum(  # float: prefill's causal pair count is fractional
-            g.layers * g.decode_flop_per_cached_token * _cached(context, g.window) for g in m.attention
-        )
-        experts = (
-            f"; {m.expected_experts(batch):.1f} of {m.num_experts} experts read per MoE layer" if m.moe_layers else ""
-        )
-        parts: tuple[RooflinePart, ...] = (
-            matmul_part(batch, 1, f"every weight read once per step, shared by the {batch} sequences{experts}"),
-            _part(
-                "KV-cache attention",
-                attn_flops,
-                kv_read,
-                roof,
-                "each sequence reads its own KV cache: intensity does not grow with batch",
-            ),
-        )
-        critical = _critical_batch(m, roof, wbytes, act_bytes_per_token)
-        kv_note = (
-            f"the KV-cache attention stays memory-bound at any batch "
-            f"(intensity {parts[1].intensity_flop_per_byte:.1f} FLOP/byte)"
-        )
-        if critical is None:
-            note = (
-                "the weight matmuls never reach the ridge: the activations they read and write grow with the "
-                f"batch as fast as their FLOPs; {kv_note}"
-            )
-        elif m.moe_layers:
-            note = (
-                f"batch at which the weight matmuls reach the ridge, with the experts a batch reads under uniform "
-                f"routing and activations' traffic included (a dense model of the same active size: "
-                f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}"
-            )
-        else:
-            note = (
-                f"batch at which the weight matmuls reach the ridge, activations' traffic included (weights alone: "
-                f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}"
-            )
+        parts = _decode_parts(step, batch, context)
+        critical, note = _critical_and_note(step, parts[1])
     else:
         tokens = batch * context
-        pairs = {g.window: _causal_pairs(context, g.window) for g in m.attention}
-        qkvo = batch * context * sum(g.layers * g.qkvo_elements_per_token for g in m.attention) * KV_BYTES
-        attn_flops = batch * sum(g.layers * g.pair_flop * pairs[g.window] for g in m.attention)
-        mult = 3 if phase == "train" else 1  # backward = 2x forward (Kaplan et al. 2020, 6N per token)
-        plist = [
-            matmul_part(tokens, mult, f"{tokens} tokens share each weight read"),
-            _part("attention", mult * attn_flops, mult * qkvo, roof, "flash-style: Q, K, V, O read once"),
-        ]
-        if phase == "train":
-            plist.append(
-                _part(
-                    "optimizer (AdamW)",
-                    ADAM_FLOP_PER_PARAM * m.linear_params,
-                    ADAM_BYTES_PER_PARAM * m.linear_params,
-                    roof,
-                    "30 bytes per parameter",
-                )
-            )
-        parts = tuple(plist)
+        parts = _sequence_parts(step, phase, batch, context)
         critical, note = None, f"no critical batch for {phase}: it is already {batch * context} tokens per weight read"
     flops = sum(p.flops for p in parts)
     nbytes = sum(p.bytes for p in parts)
-    step = sum(p.time_s for p in parts)
+    step_s = sum(p.time_s for p in parts)
     ai = flops / nbytes
     return RooflineEstimate(
         device=roof.name,
@@ -476,46 +360,125 @@ def estimate_roofline(
         phase=phase,
         batch=batch,
         context=context,
-        weight_bits=weight_bits,
+        weight_bits=weight_bits if weight_bits is not None else default_weight_bits(m),
         parts=parts,
         flops=flops,
         bytes=nbytes,
         intensity_flop_per_byte=ai,
         bound="compute" if ai >= roof.ridge_flop_per_byte else "memory",
-        step_time_s=step,
+        step_time_s=step_s,
         tokens_per_step=tokens,
-        tokens_per_s=tokens / step,
+        tokens_per_s=tokens / step_s,
         critical_batch=critical,
         critical_batch_note=note,
-        weight_bytes=m.weight_params_read(tokens) * wbytes,
+        weight_bytes=m.weight_bytes_read(tokens, weight_bits),
         active_params=m.active_linear_params,
-        assumptions=tuple(assumptions),
+        linear_params=m.linear_params,
+        assumptions=m.assumptions(),
         approximations=m.approximations,
     )
 
 
-def _cached(context: int, window: int | None) -> int:
-    return context if window is None else min(context, window)
+@dataclass(frozen=True)
+class _Step:
+    """What every part of a step needs: the model, the roof, the weight width (None: as stored) and the
+    activation bytes the matmuls move per token."""
+
+    model: ModelShape
+    roof: Roof
+    weight_bits: int | None
+    act_bytes_per_token: float
+
+    def matmul_part(self, tokens: float, mult: int, note: str) -> RooflinePart:
+        m = self.model
+        read = m.weight_bytes_read(tokens, self.weight_bits)
+        return _part(
+            "weight matmuls",
+            mult * 2 * m.active_linear_params * tokens,
+            mult * (read + tokens * self.act_bytes_per_token),
+            self.roof,
+            note,
+        )
 
 
-def _causal_pairs(context: int, window: int | None) -> float:
-    """(query, key) pairs of causal attention over ``context`` tokens: T^2/2, or with a window W < T,
-    W^2/2 + (T - W) W (each query sees at most W keys)."""
-    if window is None or window >= context:
-        return context * context / 2
-    return window * window / 2 + (context - window) * window
+def _decode_parts(step: _Step, batch: int, context: int) -> tuple[RooflinePart, ...]:
+    m = step.model
+    kv_read = batch * sum(g.layers * g.spec.cache_elements(context) for g in m.attention) * KV_BYTES
+    attn_flops = batch * sum(
+        g.layers * g.spec.decode_flop_per_cached_token * g.spec.cached_tokens(context) for g in m.attention
+    )
+    experts = f"; {m.expected_experts(batch):.1f} of {m.num_experts} experts read per MoE layer" if m.moe_layers else ""
+    return (
+        step.matmul_part(batch, 1, f"every weight read once per step, shared by the {batch} sequences{experts}"),
+        _part(
+            "KV-cache attention",
+            attn_flops,
+            kv_read,
+            step.roof,
+            "each sequence reads its own KV cache: intensity does not grow with batch",
+        ),
+    )
 
 
-def _critical_batch(m: ModelShape, roof: Roof, wbytes: float, act_bytes_per_token: float) -> float | None:
+def _sequence_parts(step: _Step, phase: str, batch: int, context: int) -> tuple[RooflinePart, ...]:
+    """Prefill or training: ``batch`` x ``context`` tokens at once."""
+    m, tokens = step.model, batch * context
+    qkvo = batch * context * sum(g.layers * g.spec.qkvo_elements_per_token for g in m.attention) * KV_BYTES
+    attn_flops = batch * sum(g.layers * g.spec.pair_flop * g.spec.causal_pairs(context) for g in m.attention)
+    mult = 3 if phase == "train" else 1  # backward = 2x forward (Kaplan et al. 2020, 6N per token)
+    parts = [
+        step.matmul_part(tokens, mult, f"{tokens} tokens share each weight read"),
+        _part("attention", mult * attn_flops, mult * qkvo, step.roof, "flash-style: Q, K, V, O read once"),
+    ]
+    if phase == "train":
+        parts.append(
+            _part(
+                "optimizer (AdamW)",
+                ADAM_FLOP_PER_PARAM * m.linear_params,
+                ADAM_BYTES_PER_PARAM * m.linear_params,
+                step.roof,
+                "30 bytes per parameter",
+            )
+        )
+    return tuple(parts)
+
+
+def _critical_and_note(step: _Step, kv: RooflinePart) -> tuple[float | None, str]:
+    m, roof = step.model, step.roof
+    wbytes = (step.weight_bits or m.stored_weight_bits) / 8
+    critical = _critical_batch(step)
+    kv_note = (
+        f"the KV-cache attention stays memory-bound at any batch (intensity {kv.intensity_flop_per_byte:.1f} FLOP/byte)"
+    )
+    if critical is None:
+        return None, (
+            "the weight matmuls never reach the ridge: the activations they read and write grow with the "
+            f"batch as fast as their FLOPs; {kv_note}"
+        )
+    if m.moe_layers:
+        return critical, (
+            f"batch at which the weight matmuls reach the ridge, with the experts a batch reads under uniform "
+            f"routing and activations' traffic included (a dense model of the same active size: "
+            f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}"
+        )
+    return critical, (
+        f"batch at which the weight matmuls reach the ridge, activations' traffic included (weights alone: "
+        f"{roof.ridge_flop_per_byte * wbytes / 2:.0f}); {kv_note}"
+    )
+
+
+def _critical_batch(step: _Step) -> float | None:
     """Decode batch at which the weight matmuls' intensity reaches the ridge (bisection; None: never).
 
     Intensity(B) = 2 B active / (weight_params_read(B) wbytes + B act): for a dense model
     B = ridge wbytes / (2 - ridge act / P); for a MoE the weights read grow with B until all experts are hit.
     """
-    ridge = roof.ridge_flop_per_byte
+    m, ridge = step.model, step.roof.ridge_flop_per_byte
 
     def intensity(b: float) -> float:
-        return 2 * b * m.active_linear_params / (m.weight_params_read(b) * wbytes + b * act_bytes_per_token)
+        return (
+            2 * b * m.active_linear_params / (m.weight_bytes_read(b, step.weight_bits) + b * step.act_bytes_per_token)
+        )
 
     lo, hi = 1e-6, 1e9
     if intensity(hi) < ridge:

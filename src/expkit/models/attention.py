@@ -1,0 +1,304 @@
+"""Attention kinds: one class per kind, each answering every per-kind question about itself.
+
+``GroupedQueryAttention`` covers MHA (kv heads = heads), GQA and MQA (one kv head); ``LatentAttention`` is
+DeepSeek's multi-head latent attention. Any of them may have a sliding ``window``. The questions: weights
+(matmul shapes), cache elements per token and per sequence, FLOPs per cached token (decode) and per
+(query, key) pair (prefill/train), activation traffic, and the tensors saved for backward. The stages
+(memory, perf, finetune) ask these methods and never test a kind's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from expkit.models.saved import ActivationTerm, SavedActivationContext
+
+__all__ = ["AttentionSpec", "GroupedQueryAttention", "LatentAttention"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttentionSpec:
+    """One layer's attention; a base class: the kinds below answer the questions.
+
+    ``window``: a sliding window in tokens (None = full attention); ``qk_norm``: an RMSNorm on q and k per
+    head (Qwen3, Gemma-3).
+    """
+
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    window: int | None = None
+    qk_norm: bool = False
+
+    @property
+    def kind(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def kv_cache_elements_per_token(self) -> int:
+        """Cached elements per token in this layer."""
+        raise NotImplementedError
+
+    @property
+    def decode_flop_per_cached_token(self) -> int:
+        """FLOPs of one new token against one cached token (decode)."""
+        raise NotImplementedError
+
+    @property
+    def pair_flop(self) -> int:
+        """FLOPs of one (query, key) pair in prefill or training."""
+        raise NotImplementedError
+
+    @property
+    def qkvo_elements_per_token(self) -> int:
+        """Elements of Q, K, V and the output per token that a flash-style kernel reads or writes once."""
+        raise NotImplementedError
+
+    @property
+    def rope_dim(self) -> int:
+        """Width of the rotary tables (cos, sin) per token."""
+        raise NotImplementedError
+
+    def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        """(in, out) features of every projection matmul of this attention."""
+        raise NotImplementedError
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        """Tensors this attention saves for backward, bytes per token."""
+        raise NotImplementedError
+
+    def cache_form(self) -> str:
+        """The cached elements per token, as a formula in words."""
+        raise NotImplementedError
+
+    # -- answered from the above, the same for every kind --
+
+    def linear_params(self, hidden: int) -> int:
+        """Weights of the projection matmuls (biases and norms left out)."""
+        return sum(i * o for i, o in self.linear_shapes(hidden))
+
+    def matmul_io_per_token(self, hidden: int) -> int:
+        """Activation elements the projections read and write per token (in + out features)."""
+        return sum(i + o for i, o in self.linear_shapes(hidden))
+
+    def cached_tokens(self, context: int) -> int:
+        """Tokens this layer keeps (and reads) at ``context``: a sliding window caps them."""
+        return context if self.window is None else min(context, self.window)
+
+    def cache_elements(self, context: int) -> int:
+        """Cached elements of one sequence at ``context`` tokens in this layer."""
+        return self.kv_cache_elements_per_token * self.cached_tokens(context)
+
+    def causal_pairs(self, context: int) -> float:
+        """(query, key) pairs of causal attention over ``context`` tokens: T^2/2, or with a window W < T,
+        W^2/2 + (T - W) W (each query sees at most W keys)."""
+        if self.window is None or self.window >= context:
+            return context * context / 2
+        w = self.window
+        return w * w / 2 + (context - w) * w
+
+    def cache_formula(self, layers: int, context: int) -> str:
+        """``layers`` such layers' cache at ``context`` tokens, in words."""
+        toks = f"min({context:,}, window {self.window:,})" if self.window else f"{context:,}"
+        return f"{layers} {self.kind} layers * {self.cache_form()} * {toks} tokens"
+
+    def assumptions(self) -> tuple[str, ...]:
+        """What the speed model assumes about this kind (said once per kind in a roofline)."""
+        if self.window:
+            return ("sliding-window layers cache and read at most their window of tokens",)
+        return ()
+
+    @property
+    def label(self) -> str:
+        return self.kind + (f" window {self.window}" if self.window else "")
+
+    def _qk_norm_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        if not self.qk_norm:
+            return []
+        hq, kv, a = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim, ctx.act
+        b = (4 * hq + 4 * self.num_heads + a * hq) + (4 * kv + 4 * self.num_kv_heads + a * kv)
+        return [ActivationTerm("q/k RMSNorm", b, f"per-head norms on q ({hq}) and k ({kv})")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupedQueryAttention(AttentionSpec):
+    """Softmax attention with ``num_kv_heads`` K/V heads shared by groups of query heads: MHA when they equal
+    the heads, MQA when there is one. Cache: K and V per kv head (Pope et al. 2022, sec. 2)."""
+
+    @property
+    def kind(self) -> str:
+        if self.num_kv_heads == self.num_heads:
+            return "mha"
+        return "mqa" if self.num_kv_heads == 1 else "gqa"
+
+    @property
+    def kv_cache_elements_per_token(self) -> int:
+        return self.num_kv_heads * (self.head_dim + self.v_head_dim)
+
+    @property
+    def decode_flop_per_cached_token(self) -> int:
+        return 2 * self.num_heads * (self.head_dim + self.v_head_dim)  # QK^T and AV
+
+    @property
+    def pair_flop(self) -> int:
+        return 2 * self.num_heads * (self.head_dim + self.v_head_dim)
+
+    @property
+    def qkvo_elements_per_token(self) -> int:
+        return self.num_heads * (self.head_dim + self.v_head_dim) + self.num_kv_heads * (
+            self.head_dim + self.v_head_dim
+        )
+
+    @property
+    def rope_dim(self) -> int:
+        return self.head_dim
+
+    def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        hq, hk, hv = (
+            self.num_heads * self.head_dim,
+            self.num_kv_heads * self.head_dim,
+            self.num_kv_heads * self.v_head_dim,
+        )
+        return ((hidden, hq), (hidden, hk), (hidden, hv), (self.num_heads * self.v_head_dim, hidden))
+
+    def cache_form(self) -> str:
+        return f"2 * {self.num_kv_heads} kv heads * {self.head_dim}"
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        a, heads, h = ctx.act, self.num_heads, ctx.hidden_size
+        hq, kv = heads * self.head_dim, self.num_kv_heads * self.head_dim
+        b, f = ctx.linear_inputs(ctx.savers("attn_in"), h, "h")
+        terms = [ActivationTerm("attn_in linear inputs", b, f), *self._qk_norm_terms(ctx)]
+        if ctx.attention == "sdpa":
+            terms.append(
+                ActivationTerm(
+                    "attention (sdpa)",
+                    a * (2 * hq + 2 * kv) + 4 * heads,
+                    f"q, out {a}*{hq} each + k, v {a}*{kv} each + logsumexp 4*{heads}",
+                )
+            )
+        else:
+            probs = 4 * heads * ctx.seq + (a * heads * ctx.seq if a != 4 else 0)
+            terms.append(
+                ActivationTerm(
+                    "attention (eager)",
+                    a * 4 * hq + probs,
+                    f"q, repeated k, v, out {a}*{hq} each + probs (4{'+' + str(a) if a != 4 else ''})*{heads}*T",
+                )
+            )
+        n_o = ctx.savers("o_in")
+        o_extra = (n_o * 2 * hq) if (ctx.autocast and not ctx.full) else 0
+        terms.append(
+            ActivationTerm(
+                "o_proj input", o_extra, "a view of the attention output (0)" if not o_extra else f"{n_o} * cast 2*{hq}"
+            )
+        )
+        return terms
+
+
+@dataclass(frozen=True, kw_only=True)
+class LatentAttention(AttentionSpec):
+    """DeepSeek's multi-head latent attention: K and V rebuilt from a ``kv_lora_rank`` latent, plus a
+    ``qk_rope_head_dim`` rotary key shared by all heads; the query through a ``q_lora_rank`` latent when
+    set. ``head_dim`` is the query/key width per head (nope + rope). Cache: the latent and the rotary key
+    (DeepSeek-V2 paper sec. 2.1; transformers 5 stores them before ``kv_b_proj`` expands them)."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    q_lora_rank: int | None = None
+
+    @property
+    def kind(self) -> str:
+        return "mla"
+
+    @property
+    def kv_cache_elements_per_token(self) -> int:
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+    @property
+    def decode_flop_per_cached_token(self) -> int:
+        # absorbed form (attention over the latent, as DeepSeek and vLLM serve it): scores over rank + rope,
+        # values over rank
+        return 2 * self.num_heads * (self.kv_lora_rank + self.qk_rope_head_dim) + 2 * self.num_heads * self.kv_lora_rank
+
+    @property
+    def pair_flop(self) -> int:
+        return 2 * self.num_heads * (self.head_dim + self.v_head_dim)  # expanded per head, as transformers runs it
+
+    @property
+    def qkvo_elements_per_token(self) -> int:
+        return self.num_heads * (2 * self.head_dim + 2 * self.v_head_dim)
+
+    @property
+    def rope_dim(self) -> int:
+        return self.qk_rope_head_dim
+
+    def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        h, heads, qk, v = hidden, self.num_heads, self.head_dim, self.v_head_dim
+        q = ((h, self.q_lora_rank), (self.q_lora_rank, heads * qk)) if self.q_lora_rank else ((h, heads * qk),)
+        return (
+            *q,
+            (h, self.kv_lora_rank + self.qk_rope_head_dim),
+            (self.kv_lora_rank, heads * (self.qk_nope_head_dim + v)),
+            (heads * v, h),
+        )
+
+    def cache_form(self) -> str:
+        return f"latent {self.kv_lora_rank} + rope key {self.qk_rope_head_dim}"
+
+    def assumptions(self) -> tuple[str, ...]:
+        return (
+            "MLA: the cache holds the latent + rotary key (kv_lora_rank + qk_rope_head_dim per "
+            "token-layer); decode attends in the absorbed form (over the latent, as DeepSeek and "
+            "vLLM serve it); prefill/train expand K, V per head as transformers does",
+            *super().assumptions(),
+        )
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        a, heads, h, cast = ctx.act, self.num_heads, ctx.hidden_size, ctx.cast_bytes
+        qr, kr, qk, v = self.q_lora_rank or 0, self.kv_lora_rank, self.head_dim, self.v_head_dim
+        n_in = 2 if qr else 1  # q_a_proj (or q_proj) and kv_a_proj_with_mqa read the normed hidden state
+        b, f = ctx.linear_inputs(n_in, h, "h")
+        terms = [ActivationTerm("MLA down-projection inputs", b, f)]
+        lat = (4 * kr + 4 + a * kr) + cast * kr
+        if qr:
+            lat += (4 * qr + 4 + a * qr) + cast * qr
+        terms.append(
+            ActivationTerm(
+                "MLA latent norms + up-projection inputs",
+                lat,
+                f"RMSNorm on q rank {qr} and kv rank {kr} (x 4, rsqrt 4, normed {a}) + the "
+                "16-bit/fp32 input of q_b_proj and kv_b_proj",
+            )
+        )
+        # CPU SDPA cannot use its flash kernel when q and v head dims differ: the math path stores probs
+        probs_stored = ctx.attention == "eager" or (ctx.device == "cpu" and qk != v)
+        qkv = a * heads * qk * 2 + a * heads * self.qk_nope_head_dim + a * heads * v
+        terms.append(
+            ActivationTerm(
+                "MLA q, k, kv_b output",
+                qkv,
+                f"q and k {a}*{heads}*{qk} each + kv_b_proj output {a}*{heads}*"
+                f"({self.qk_nope_head_dim}+{v}) (v is a view of it)",
+            )
+        )
+        terms.append(
+            ActivationTerm(
+                "o_proj input",
+                cast * heads * v if ctx.autocast or not ctx.full else a * heads * v,
+                f"attention output {heads}*{v}",
+            )
+        )
+        if probs_stored:
+            terms.append(
+                ActivationTerm(
+                    "attention probabilities",
+                    4 * heads * ctx.seq,
+                    f"4*{heads}*T (eager, or SDPA's math fallback on the CPU)",
+                )
+            )
+        else:
+            terms.append(ActivationTerm("attention logsumexp", 4 * heads, f"4*{heads}"))
+        return terms

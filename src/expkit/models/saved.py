@@ -1,0 +1,80 @@
+"""Saved-for-backward activation terms: what one decoder layer's kinds keep for backward, per token.
+
+Each kind's spec (``attention.py``, ``mlp.py``) answers ``saved_terms(ctx)`` with these terms; the memory
+ledger (``expkit.memory.activations``) sums them over the model's layers. ``SavedActivationContext`` holds
+everything a term depends on besides the layer itself: widths, precision, frozen or trained weights, LoRA.
+Derived by reading transformers' ``LlamaDecoderLayer``/``Qwen2DecoderLayer`` and peft's ``lora.Linear``, and
+checked against ``saved_tensors_hooks`` measurements (``expkit.memory.replica``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["LINEAR_GROUPS", "ActivationTerm", "SavedActivationContext"]
+
+# The linears of a block grouped by the tensor they read (transformers' Llama/Qwen2 modeling code).
+LINEAR_GROUPS: dict[str, tuple[str, ...]] = {
+    "attn_in": ("q_proj", "k_proj", "v_proj"),
+    "o_in": ("o_proj",),
+    "mlp_in": ("gate_proj", "up_proj"),
+    "down_in": ("down_proj",),
+}
+
+
+@dataclass(frozen=True)
+class ActivationTerm:
+    """One saved tensor (or group): ``bytes_per_token`` for one layer (or the fixed part), and why."""
+
+    name: str
+    bytes_per_token: float
+    formula: str
+
+
+@dataclass(frozen=True)
+class SavedActivationContext:
+    """What a layer's saved tensors depend on besides the layer: one training step's settings.
+
+    ``resid``: bytes of the residual stream (fp32 under full mixed precision, 2 with a 16-bit frozen base);
+    ``act``: bytes of a matmul output (2 under autocast); ``full``: every weight trained (else LoRA);
+    ``targeted``: the block linears LoRA adapts; ``experts_targeted``: peft wraps the fused expert
+    parameters; ``attention``: ``sdpa`` or ``eager``; ``device``: ``cuda`` or ``cpu``.
+    """
+
+    hidden_size: int
+    seq: int
+    tokens: int
+    resid: int
+    act: int
+    autocast: bool
+    full: bool
+    targeted: frozenset[str]
+    experts_targeted: bool
+    lora_r: int
+    attention: str
+    device: str
+
+    @property
+    def cast_bytes(self) -> int:
+        """Bytes of a linear's saved input: its own 16-bit cast under autocast, else fp32."""
+        return 2 if self.autocast else 4
+
+    def savers(self, group: str) -> int:
+        """How many linears of ``group`` (``LINEAR_GROUPS``) save their input: all when trained, else the
+        adapted ones."""
+        mods = LINEAR_GROUPS[group]
+        return len(mods) if self.full else sum(m in self.targeted for m in mods)
+
+    def linear_inputs(self, n: int, width: int, wname: str) -> tuple[int, str]:
+        """(bytes per token, formula) of ``n`` linears reading one ``width``-wide input: under autocast each
+        saves its own 16-bit cast; in fp32 they share the one input."""
+        if self.autocast:
+            return n * 2 * width, f"{n} linears * 16-bit cast of input 2{wname}"
+        return (4 * width if n else 0), f"input shared by {n} linears, 4{wname}"
+
+    def norm_bytes(self, width: int) -> tuple[int, str]:
+        """(bytes per token, formula) of one RMSNorm over ``width``: fp32 input, rsqrt, and the normed output
+        when its weight is trained."""
+        b = 4 * width + 4 + (self.resid * width if self.full else 0)
+        f = "x fp32 4h + rsqrt 4" + (f" + normed {self.resid}h" if self.full else " (frozen weight: normed not saved)")
+        return b, f
