@@ -67,14 +67,14 @@ def _plain_ray_s(cpu_s: float) -> float:
 
 def _overhead_s(store: Path, cwd: Path, repeats: int) -> dict:
     """Median of expkit's execute minus the median of subprocess.run, for a command that does nothing."""
-    from expkit.runs.execute import execute
+    from expkit.runs.execute import ExecRequest, execute
 
     cmd = [sys.executable, "-c", "pass"]
     old = Path.cwd()
     os.chdir(cwd)
     try:
-        execute(cmd, store=store)  # first call: imports, index creation; not counted
-        ours = median_wall_s(lambda: execute(cmd, store=store), repeats)
+        execute(ExecRequest(cmd, store=store))  # first call: imports, index creation; not counted
+        ours = median_wall_s(lambda: execute(ExecRequest(cmd, store=store)), repeats)
         plain = median_wall_s(lambda: subprocess.run(cmd, check=True), repeats)
     finally:
         os.chdir(old)

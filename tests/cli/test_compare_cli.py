@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from expkit.runs.execute import execute
+from expkit.runs.execute import ExecRequest, execute
 
 A = [1.0, 1.2, 0.9, 1.1, 1.0]
 B = [0.72, 0.88, 0.61, 0.79, 0.70]  # A - 0.3 with per-seed noise: B is better on loss
@@ -24,7 +24,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                 f"import json; print(json.dumps({{'step': 1, 'loss': {loss + 0.5!r}}})); "
                 f"print(json.dumps({{'step': 2, 'loss': {loss!r}}}))"
             )
-            execute([sys.executable, "-c", code], store="runs", group="lr", seed=s, config={"lr": lr})
+            execute(ExecRequest([sys.executable, "-c", code], store="runs", group="lr", seed=s, config={"lr": lr}))
     return tmp_path / "runs"
 
 

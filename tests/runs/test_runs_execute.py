@@ -14,7 +14,7 @@ from expkit.errors import UsageError
 from expkit.runs import start
 from expkit.runs.determinism import probe_command, probe_function, read_noise_floor
 from expkit.runs.diff import diff_runs
-from expkit.runs.execute import execute, parse_metrics_line
+from expkit.runs.execute import ExecRequest, execute, parse_metrics_line
 from expkit.runs.repro import reproduce
 from expkit.runs.store import read_run
 
@@ -64,11 +64,7 @@ def test_parse_metrics_line() -> None:
 def test_exec_records_output_metrics_and_status(repo: Path) -> None:
     seen: list[tuple[str, bytes]] = []
     res = execute(
-        [PY, "train.py", "0.1"],
-        store=repo / "runs",
-        seed=4,
-        name="base",
-        data=["train.py"],
+        ExecRequest([PY, "train.py", "0.1"], store=repo / "runs", seed=4, name="base", data=["train.py"]),
         on_output=lambda s, line: seen.append((s, line)),
     )
     rec = read_run(Path(res.run_dir))
@@ -78,7 +74,9 @@ def test_exec_records_output_metrics_and_status(repo: Path) -> None:
     assert len(lines) == 20 and "note" not in json.loads(lines[0])
     assert "done" in (Path(res.run_dir) / "output.log").read_text()
     assert ("stderr", b"done\n") in seen and res.final_metrics["step"] == 19
-    failed = execute([PY, "-c", "import sys; print('bad', file=sys.stderr); sys.exit(3)"], store=repo / "runs")
+    failed = execute(
+        ExecRequest([PY, "-c", "import sys; print('bad', file=sys.stderr); sys.exit(3)"], store=repo / "runs")
+    )
     rec = read_run(Path(failed.run_dir))
     assert failed.status == "failed" and rec["exit_code"] == 3 and "bad" in rec["error"]
 
@@ -88,7 +86,7 @@ def test_script_calling_start_attaches_to_the_exec_run(repo: Path) -> None:
     script.write_text(
         "from expkit.runs import start\nwith start(config={'lr': 0.5}, seed=None) as run:\n    run.log(1, loss=0.25)\n"
     )
-    res = execute([PY, str(script)], store=repo / "runs", seed=9)
+    res = execute(ExecRequest([PY, str(script)], store=repo / "runs", seed=9))
     rec = read_run(Path(res.run_dir))
     assert rec["attached"] and rec["config"] == {"lr": 0.5}
     assert rec["seed"]["seed"] == 9 and rec["seed"]["source"] == "EXPKIT_SEED" and "torch" in rec["seed"]["seeded"]
@@ -167,7 +165,7 @@ def test_diff_ranks_config_first_and_catches_package_and_patch(
 
 
 def test_repro_exact_and_refusals(repo: Path) -> None:
-    res = execute([PY, "train.py", "0.2"], store=repo / "runs", seed=5, name="orig", data=["train.py"])
+    res = execute(ExecRequest([PY, "train.py", "0.2"], store=repo / "runs", seed=5, name="orig", data=["train.py"]))
     (repo / "train.py").write_text(TRAIN.replace("0.05", "0.5"))  # the tree moves on after the run
     rep = reproduce("orig", store=repo / "runs")
     assert rep.verdict == "exact" and rep.metrics["loss"][0] == rep.metrics["loss"][1]

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from expkit.runs.execute import execute
+from expkit.runs.execute import ExecRequest, execute
 from expkit.runs.runrecord import RunRecord
 
 PY = sys.executable
@@ -35,7 +35,7 @@ def test_concurrent_executes_record_their_own_cwd(tmp_path: Path, monkeypatch: p
     store = tmp_path / "store"
 
     def run_in(folder: Path) -> tuple[Path, str]:
-        res = execute([PY, "-c", CHILD], store=store, cwd=folder, data=["input.txt"], seed=1)
+        res = execute(ExecRequest([PY, "-c", CHILD], store=store, cwd=folder, data=["input.txt"], seed=1))
         return folder, res.run_dir
 
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -12,7 +12,7 @@ import pytest
 from expkit.errors import InputError, UsageError
 from expkit.runs import start
 from expkit.runs import store as store_mod
-from expkit.runs.execute import execute
+from expkit.runs.execute import ExecRequest, execute
 from expkit.runs.store import INDEX_NAME, find_run_dir, list_runs, resolve_store
 
 PY = sys.executable
@@ -50,7 +50,7 @@ def test_corrupt_index_is_rebuilt_for_ls_show_and_exec(store: Path, damage: str)
         assert find_run_dir(store, "b").is_dir()  # show-by-name goes through the index
     index.write_bytes(os.urandom(8192))
     with pytest.warns(RuntimeWarning):
-        res = execute([PY, "-c", 'print(\'{"step": 1, "loss": 0.5}\')'], store=store, seed=1)
+        res = execute(ExecRequest([PY, "-c", 'print(\'{"step": 1, "loss": 0.5}\')'], store=store, seed=1))
     assert res.status == "finished"
     assert {r.status for r in list_runs(store).runs} == {"finished"}  # no lost run left behind
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from expkit.runs.execute import execute
+from expkit.runs.execute import ExecRequest, execute
 from expkit.runs.metrics import parse_metrics_line, summarize_metrics
 from expkit.runs.store import list_runs, read_record
 
@@ -57,7 +57,7 @@ print({'train_runtime': '1.0', 'train_loss': '2.0', 'epoch': 1.0})
 
 def test_exec_reads_trainer_lines_counts_steps_and_keeps_nan(store: Path, tmp_path: Path) -> None:
     (tmp_path / "t.py").write_text(TRAINER_LIKE)
-    res = execute([PY, "t.py"], store=store, seed=0)
+    res = execute(ExecRequest([PY, "t.py"], store=store, seed=0))
     rec = read_record(Path(res.run_dir))
     assert res.status == "finished" and rec.status == "finished"
     assert rec.final_metrics["loss"] == 1.5 and rec.final_metrics["val_loss"] == "nan"
@@ -82,7 +82,7 @@ print("[rank1]:" + json.dumps({"step": 3, "loss": 8.0}))
 def test_exec_tags_ranks_and_rank_0_owns_final(store: Path, tmp_path: Path) -> None:
     """Issue 14: under torchrun both ranks' lines went to one file and "final" was whichever printed last."""
     (tmp_path / "r.py").write_text(RANKED)
-    res = execute([PY, "r.py"], store=store, seed=0)
+    res = execute(ExecRequest([PY, "r.py"], store=store, seed=0))
     rec = read_record(Path(res.run_dir))
     assert rec.final_metrics == {"step": 2, "loss": 0.5}
     assert rec.final_metrics_by_rank == {"1": {"step": 3, "loss": 8.0}}
@@ -122,7 +122,7 @@ def test_exec_leaves_metrics_to_a_script_that_logs_itself(store: Path, tmp_path:
         "run.log(5, loss=1.0)\nprint({'loss': '9.0', 'epoch': 1.0}, flush=True)\n"
         "run.finish()\n"
     )
-    res = execute([PY, "s.py"], store=store, seed=0)
+    res = execute(ExecRequest([PY, "s.py"], store=store, seed=0))
     rows = (Path(res.run_dir) / "metrics.jsonl").read_text().splitlines()
     assert len(rows) == 1 and res.final_metrics == {"step": 5, "loss": 1.0}
     assert read_record(Path(res.run_dir)).config == {"a": 1}
@@ -145,7 +145,7 @@ def test_exec_of_a_real_trainer_script_records_its_log_lines(store: Path, tmp_pa
     """Issue 14: `runs exec -- python train_hf.py` recorded 0 metric lines (Trainer prints dict reprs)."""
     pytest.importorskip("transformers")
     (tmp_path / "train_hf.py").write_text(HF_SCRIPT)
-    res = execute([PY, "train_hf.py"], store=store, seed=0)
+    res = execute(ExecRequest([PY, "train_hf.py"], store=store, seed=0))
     assert res.status == "finished", (Path(res.run_dir) / "output.log").read_text()[-2000:]
     rows = [orjson.loads(x) for x in (Path(res.run_dir) / "metrics.jsonl").read_bytes().splitlines()]
     losses = [r for r in rows if "loss" in r]

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 
 from expkit.errors import UsageError
-from expkit.runs.execute import execute
+from expkit.runs.execute import ExecRequest, execute
 from expkit.sweep.compare import MAX_SEEDS, compare_groups, curve_set_of, is_loss_like, seeds_needed
 
 A = [1.0, 1.2, 0.9, 1.1, 1.0]
@@ -23,7 +23,9 @@ def _record(store, group, seed, loss, **config):
         f"print(json.dumps({{'step': 2, 'loss': {loss!r}, 'acc': {1 - loss!r}}}))"
     )
     # cwd: a directory outside any git checkout, so no code record is taken (fast)
-    res = execute([sys.executable, "-c", code], store=store, group=group, seed=seed, config=config, cwd=store)
+    res = execute(
+        ExecRequest([sys.executable, "-c", code], store=store, group=group, seed=seed, config=config, cwd=store)
+    )
     assert res.status == "finished"
 
 

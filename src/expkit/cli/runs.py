@@ -70,21 +70,21 @@ def exec_(
 
       expkit runs exec --seed 1 --json -- python -c "print('{\\"step\\": 1, \\"loss\\": 0.5}')"
     """
-    from expkit.runs.execute import execute, validate_seed
+    from expkit.runs.execute import ExecRequest, execute, validate_seed
 
     if seed is not None:
         validate_seed(seed)  # before anything is recorded
-    res = execute(
-        list(command),
+    request = ExecRequest(
+        tuple(command),
         store=store,
         name=name,
-        data=data,
+        data=tuple(data),
         seed=seed,
         group=group,
         deterministic=deterministic,
         full_hash=full_hash,
-        on_output=_tee(json_out),
     )
+    res = execute(request, on_output=_tee(json_out))
     if json_out:
         _dump(res)
     else:

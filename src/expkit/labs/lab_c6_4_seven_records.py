@@ -60,7 +60,7 @@ def _reproduce_after_three_months(root: Path, seed: int) -> tuple[ExecResult, Re
     """A project with a committed script and an uncommitted edit; run it with ``runs exec``, move the project on
     (new commit, script deleted), then ``runs repro`` it; then change the data file and repro again.
     Returns (original ExecResult, first ReproReport, ReproReport after the data change)."""
-    from expkit.runs.execute import execute
+    from expkit.runs.execute import ExecRequest, execute
     from expkit.runs.repro import reproduce
 
     repo, store = root / "repro-project", root / "repro-project" / "runs"
@@ -74,12 +74,9 @@ def _reproduce_after_three_months(root: Path, seed: int) -> tuple[ExecResult, Re
     (repo / "train.py").write_text(_REPRO_SCRIPT.format(lr=0.02))  # uncommitted: only the patch record has it
     quiet = lambda stream, line: None  # noqa: E731 - the lab does not echo the script's output
     orig = execute(
-        ["python", "train.py"],
-        store=store,
-        name="original",
-        seed=seed,
-        cwd=repo,
-        data=[str(repo / "data.txt")],
+        ExecRequest(
+            ("python", "train.py"), store=store, name="original", seed=seed, cwd=repo, data=(str(repo / "data.txt"),)
+        ),
         on_output=quiet,
     )
     # three months later: the project moved on; the script as it ran no longer exists in the tree

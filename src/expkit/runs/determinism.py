@@ -149,7 +149,7 @@ def probe_command(
         CheckFailed: a run did not finish (its output names why).
     """
     from expkit.errors import CheckFailed
-    from expkit.runs.execute import execute
+    from expkit.runs.execute import ExecRequest, execute
 
     root = resolve_store(store)
     group = group or "determinism-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
@@ -160,15 +160,15 @@ def probe_command(
     for i, s in enumerate(order):
         if on_run:
             on_run(i, len(order))
-        res = execute(
-            command,
+        request = ExecRequest(
+            tuple(command),
             store=root,
             seed=s,
             group=group,
             name=f"{group}-s{s}" + ("-repeat" if i == 1 else ""),
             deterministic="warn" if deterministic else False,
-            on_output=on_output,
         )
+        res = execute(request, on_output=on_output)
         if res.status != "finished":
             raise CheckFailed(
                 f"run {res.run_id} (seed {s}) ended {res.status} with exit code {res.exit_code}",

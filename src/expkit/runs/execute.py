@@ -26,11 +26,11 @@ import orjson
 
 from expkit.errors import InputError, UsageError
 from expkit.runs.metrics import jsonable_metrics, parse_metrics_line, summarize_metrics
-from expkit.runs.records import create_run_record, now_iso
+from expkit.runs.records import RunRequest, create_run_record, now_iso
 from expkit.runs.runrecord import ArtifactEntry, CheckpointEntry, RunRecord, from_jsonable
 from expkit.runs.store import resolve_store, write_json_atomic, write_record
 
-__all__ = ["ExecResult", "execute", "final_metrics_of", "parse_metrics_line", "validate_seed"]
+__all__ = ["ExecRequest", "ExecResult", "execute", "final_metrics_of", "parse_metrics_line", "validate_seed"]
 
 OutputSink = Callable[[str, bytes], None]
 # The seed reaches numpy and torch, whose generators take [0, 2**32) (numpy.random.seed's bound).
@@ -58,7 +58,7 @@ def validate_seed(seed: Any) -> int:
         shown = repr(seed) if len(repr(seed)) < 40 else repr(seed)[:37] + "..."
         raise UsageError(
             f"seed {shown} is not an integer in [0, {SEED_MAX}]",
-            hint="numpy and torch take seeds in [0, 2**32); e.g. --seed 0",
+            hint="numpy and torch take seeds in [0, 2**32), e.g. seed 0",
         )
     return seed
 
@@ -164,121 +164,103 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
     return record
 
 
-def execute(
-    command: list[str],
-    *,
-    store: str | os.PathLike[str] | None = None,
-    name: str | None = None,
-    data: list[str] | tuple[str, ...] = (),
-    seed: int | None = None,
-    group: str | None = None,
-    deterministic: bool | str = False,
-    full_hash: bool = False,
-    cwd: str | os.PathLike[str] | None = None,
-    on_output: OutputSink | None = None,
-    extra_record: dict[str, Any] | None = None,
-    config: dict[str, Any] | None = None,
-    env: dict[str, str] | None = None,
-    on_start: Callable[[int], None] | None = None,
-) -> ExecResult:
-    """Run ``command`` as a recorded run.
+@dataclass(frozen=True)
+class ExecRequest:
+    """A command to run as a recorded run.
 
-    Args:
-        command: the argv to run (``["python", "train.py", "--lr", "3e-4"]``).
+    Attributes:
+        command: the argv to run (``("python", "train.py", "--lr", "3e-4")``).
         store, name, data, group, full_hash: as for ``start()``.
         seed: handed to the command as ``EXPKIT_SEED`` (one is drawn and recorded when None).
         deterministic: True sets ``EXPKIT_DETERMINISTIC=1`` and ``CUBLAS_WORKSPACE_CONFIG``; ``"warn"``
             asks for warnings instead of errors from ops without a deterministic implementation.
-        cwd: the working directory of the command (default: this one).
-        on_output: called with ("stdout"|"stderr", line) for each output line (the CLI tees to the terminal).
-        extra_record: fields added to ``run.json`` (e.g. ``repro_of``).
+        cwd: the working directory of the command (default: this one); it is passed to the child, never
+            made this process's directory, so executes may run in threads.
         config: the run's config record (``config.json``), e.g. a sweep trial's ``{"lr": 0.001}``.
         env: variables added to the command's environment (on top of this process's).
-        on_start: called with the command's pid once it started (``expkit sweep`` cancels through it).
-
-    Returns:
-        ExecResult. SIGTERM/SIGINT sent to this process are forwarded and the run is ``killed``.
-
-    Example:
-        >>> execute(["python", "-c", "print('{\\"step\\": 1, \\"loss\\": 0.5}')"]).final_metrics  # doctest: +SKIP
-        {'step': 1, 'loss': 0.5}
+        extra_record: fields kept under ``run.json``'s ``extra`` (e.g. ``repro_of``).
     """
-    if not command:
-        raise UsageError("no command given", hint="write it after --, e.g. expkit runs exec -- python train.py")
+
+    command: tuple[str, ...]
+    store: str | os.PathLike[str] | None = None
+    name: str | None = None
+    data: tuple[str, ...] = ()
+    seed: int | None = None
+    group: str | None = None
+    deterministic: bool | str = False
+    full_hash: bool = False
+    cwd: str | os.PathLike[str] | None = None
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    extra_record: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _ChildOutcome:
+    """How the child ended: its exit code, the signals this process forwarded to it, the last stderr
+    lines, and how many metrics lines had their step counted."""
+
+    exit_code: int
+    received: tuple[int, ...]
+    stderr_tail: bytes
+    counted_lines: int
+
+
+def _resolve_seed(seed: int | None) -> tuple[int, str]:
+    """The seed to hand to the command and where it came from (``argument`` or ``generated``)."""
     if seed is None:
-        seed = int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
-        seed_source = "generated"
-    else:
-        seed = validate_seed(seed)
-        seed_source = "argument"
-    root = resolve_store(store)
-    workdir = Path(cwd).resolve() if cwd is not None else Path.cwd()
-    # the code record is taken, and relative data paths are read, where the command runs; no os.chdir:
-    # execute() runs in sweep worker threads, and the directory is the whole process's
-    record = create_run_record(
-        root=root,
-        name=name,
-        group=group,
-        config=dict(config or {}),
-        data=data,
-        seed=seed,
-        full_hash=full_hash,
-        deterministic=bool(deterministic),
-        kind="exec",
-        command=list(command),
-        seed_in_process=False,
-        extra=extra_record,
-        cwd=workdir,
-    )
-    if record.seed is not None:
-        record = dataclasses.replace(record, seed=dataclasses.replace(record.seed, source=seed_source))
-    run_dir = root / record.id
+        return int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF, "generated"
+    return validate_seed(seed), "argument"
+
+
+def _child_env(request: ExecRequest, run_dir: Path, seed: int) -> dict[str, str]:
+    """This process's environment, the request's additions, and the variables a run's child reads."""
     child_env = {
         **os.environ,
-        **(env or {}),
+        **request.env,
         "EXPKIT_RUN_DIR": str(run_dir),
         "EXPKIT_SEED": str(seed),
         "PYTHONUNBUFFERED": "1",
     }
-    if deterministic:
-        child_env["EXPKIT_DETERMINISTIC"] = "warn" if deterministic == "warn" else "1"
+    if request.deterministic:
+        child_env["EXPKIT_DETERMINISTIC"] = "warn" if request.deterministic == "warn" else "1"
         child_env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.Popen(command, cwd=workdir, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as exc:
-        record = dataclasses.replace(
-            record, status="failed", ended_at=now_iso(), error=f"could not start {command[0]!r}: {exc}"
-        )
-        write_record(root, record)
-        raise UsageError(f"could not start {command[0]!r}: {exc.strerror}", hint="check the command after --") from None
-    if on_start is not None:
-        on_start(proc.pid)
+    return child_env
+
+
+def _forward_signals(proc: subprocess.Popen[bytes], received: list[int]) -> dict[int, Any]:
+    """In the main thread, send SIGTERM/SIGINT on to the child (noted in ``received``); returns the
+    handlers to put back. Other threads cannot install handlers and leave them alone."""
+    old_handlers: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return old_handlers
+
+    def forward(signum: int, frame: Any) -> None:
+        received.append(signum)
+        proc.send_signal(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        old_handlers[sig] = signal.signal(sig, forward)
+    return old_handlers
+
+
+def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: OutputSink | None) -> _ChildOutcome:
+    """Tee the child's output to ``output.log`` (metrics to ``metrics.jsonl``), touch the heartbeat
+    every second, and wait for it to end."""
+    from expkit.runs.run import METRICS_CLAIM_FILE
 
     received: list[int] = []
-    old_handlers: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-
-        def forward(signum: int, frame: Any) -> None:
-            received.append(signum)
-            proc.send_signal(signum)
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            old_handlers[sig] = signal.signal(sig, forward)
-
+    old_handlers = _forward_signals(proc, received)
     stop = threading.Event()
 
     def beat() -> None:
-        hb = run_dir / "heartbeat"
         while not stop.wait(1.0):
-            hb.touch()
+            (run_dir / "heartbeat").touch()
 
     (run_dir / "heartbeat").touch()
     tail: list[bytes] = []
     lock = threading.Lock()
     with open(run_dir / "output.log", "ab") as log, open(run_dir / "metrics.jsonl", "ab") as metrics:
-        from expkit.runs.run import METRICS_CLAIM_FILE
-
         writer = _MetricsWriter(metrics, run_dir / METRICS_CLAIM_FILE)
         threads = [
             threading.Thread(target=_pump, args=(proc.stdout, "stdout", log, lock, writer, on_output, tail)),
@@ -296,46 +278,127 @@ def execute(
                 pipe.close()
     for signum, old in old_handlers.items():
         signal.signal(signum, old)
-    elapsed = time.perf_counter() - t0
+    return _ChildOutcome(code, tuple(received), b"".join(tail), writer.counted_lines)
 
+
+def _finish_record(record: RunRecord, run_dir: Path, outcome: _ChildOutcome, elapsed_s: float) -> RunRecord:
+    """The record once the child ended: status from its exit code or signal, metrics summarized, the
+    command's own ``start()`` records merged in."""
+    code = outcome.exit_code
     changes: dict[str, Any] = {}
-    if received or code < 0:
+    if outcome.received or code < 0:
         status = "killed"
-        changes["signal"] = signal.Signals(received[0] if received else -code).name
+        changes["signal"] = signal.Signals(outcome.received[0] if outcome.received else -code).name
     elif code == 0:
         status = "finished"
     else:
         status = "failed"
-        changes["error"] = f"exit code {code}; last lines of stderr:\n" + b"".join(tail).decode(errors="replace")
+        changes["error"] = f"exit code {code}; last lines of stderr:\n" + outcome.stderr_tail.decode(errors="replace")
     record = _merge_attached(record, run_dir)
     summary = summarize_metrics(run_dir)
     notes = list(record.metric_notes)
-    if writer.counted_lines:
+    if outcome.counted_lines:
         notes.append(
-            f"{writer.counted_lines} metrics line(s) carried no step (Hugging Face Trainer's log dicts): "
+            f"{outcome.counted_lines} metrics line(s) carried no step (Hugging Face Trainer's log dicts): "
             "steps were counted 1, 2, ... in print order per rank, not taken from the trainer"
         )
-    record = dataclasses.replace(
+    return dataclasses.replace(
         record,
         status=status,
         exit_code=code,
         ended_at=now_iso(),
         final_metrics=summary.final,
         final_metrics_by_rank=summary.by_rank,
-        elapsed_s=elapsed,
+        elapsed_s=elapsed_s,
         metric_notes=tuple(notes),
         diverged=summary.diverged_at is not None,
         diverged_at=summary.diverged_at,
         **changes,
     )
+
+
+def execute(
+    request: ExecRequest,
+    *,
+    on_output: OutputSink | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> ExecResult:
+    """Run ``request.command`` as a recorded run.
+
+    Args:
+        request: the command and what to record with it (see ExecRequest).
+        on_output: called with ("stdout"|"stderr", line) for each output line (the CLI tees to the terminal).
+        on_start: called with the command's pid once it started (``expkit sweep`` cancels through it).
+
+    Returns:
+        ExecResult. SIGTERM/SIGINT sent to this process are forwarded and the run is ``killed``.
+
+    Raises:
+        UsageError: an empty command, a seed outside [0, 2**32), a command that cannot be started.
+
+    Example:
+        >>> line = "print('{\\"step\\": 1, \\"loss\\": 0.5}')"
+        >>> execute(ExecRequest(("python", "-c", line))).final_metrics  # doctest: +SKIP
+        {'step': 1, 'loss': 0.5}
+    """
+    command = list(request.command)
+    if not command:
+        raise UsageError("no command given", hint="the command is the argv to run, e.g. ['python', 'train.py']")
+    seed, seed_source = _resolve_seed(request.seed)
+    root = resolve_store(request.store)
+    workdir = Path(request.cwd).resolve() if request.cwd is not None else Path.cwd()
+    # the code record is taken, and relative data paths are read, where the command runs; this process's
+    # directory is left alone: execute() runs in sweep worker threads, and the directory is the whole process's
+    record = create_run_record(
+        RunRequest(
+            root=root,
+            kind="exec",
+            command=tuple(command),
+            config=dict(request.config),
+            data=tuple(request.data),
+            seed=seed,
+            name=request.name,
+            group=request.group,
+            full_hash=request.full_hash,
+            deterministic=bool(request.deterministic),
+            seed_in_process=False,
+            cwd=workdir,
+            extra=dict(request.extra_record),
+        )
+    )
+    if record.seed is not None:
+        record = dataclasses.replace(record, seed=dataclasses.replace(record.seed, source=seed_source))
+    run_dir = root / record.id
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            command,
+            cwd=workdir,
+            env=_child_env(request, run_dir, seed),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as exc:
+        record = dataclasses.replace(
+            record, status="failed", ended_at=now_iso(), error=f"could not start {command[0]!r}: {exc}"
+        )
+        write_record(root, record)
+        raise UsageError(
+            f"could not start {command[0]!r}: {exc.strerror}", hint="check the command's program name and path"
+        ) from None
+    if on_start is not None:
+        on_start(proc.pid)
+    outcome = _wait_for_child(proc, run_dir, on_output)
+    elapsed = time.perf_counter() - t0
+    record = _finish_record(record, run_dir, outcome, elapsed)
     write_record(root, record)
     return ExecResult(
         run_id=record.id,
         run_dir=str(run_dir),
-        status=status,
-        exit_code=code,
+        status=record.status,
+        exit_code=outcome.exit_code,
         elapsed_s=elapsed,
-        final_metrics=summary.final,
+        final_metrics=record.final_metrics,
         diverged=record.diverged,
         diverged_at=record.diverged_at,
     )

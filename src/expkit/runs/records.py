@@ -19,7 +19,15 @@ from expkit.runs.fingerprint import fingerprint_data
 from expkit.runs.runrecord import SCHEMA_VERSION, LogsRecord, RunRecord
 from expkit.runs.store import validate_name, write_json_atomic, write_record
 
-__all__ = ["SCHEMA_VERSION", "capture_in_process", "create_run_record", "new_run_dir", "now_iso", "seed_process"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "RunRequest",
+    "capture_in_process",
+    "create_run_record",
+    "new_run_dir",
+    "now_iso",
+    "seed_process",
+]
 
 SEVEN_RECORDS = ("code", "data", "config", "environment", "seed", "hardware", "logs")
 
@@ -93,99 +101,113 @@ def capture_in_process(
     }
 
 
-def create_run_record(
-    *,
-    root: Path,
-    name: str | None,
-    group: str | None,
-    config: dict[str, Any],
-    data: Any,
-    seed: int | None,
-    full_hash: bool,
-    deterministic: bool,
-    kind: str,
-    command: list[str],
-    world_size: int = 1,
-    seed_in_process: bool = True,
-    code_dir: str | os.PathLike[str] | None = None,
-    extra: dict[str, Any] | None = None,
-    config_notes: tuple[str, ...] = (),
-    integration: str | None = None,
-    seeded_by: str | None = None,
-    cwd: Path | None = None,
-) -> RunRecord:
-    """Create the run directory and write ``run.json`` (status ``running``), ``config.json`` and
-    ``code.patch``, and index the run.
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """What a new run record is made from.
 
-    ``seed_in_process=False`` (``runs exec``) records the seed handed to the child as ``EXPKIT_SEED``
-    without seeding this process. ``extra`` is kept under the record's ``extra`` (e.g. ``repro_of``).
-    ``cwd`` is the directory the run works in (default: this process's): the code record is taken
-    there (unless ``code_dir``), relative data paths are read from it, and it is recorded as ``cwd``.
-    Nothing here changes this process's directory, so threads may create records concurrently.
+    ``kind`` is ``api`` (``start()``) or ``exec`` (``runs exec``). ``seed_in_process=False`` (``runs
+    exec``) records the seed handed to the child as ``EXPKIT_SEED`` without seeding this process;
+    ``seeded_by`` names who seeds the process instead of expkit. ``cwd`` is the directory the run works
+    in (default: this process's): the code record is taken there (unless ``code_dir``), relative data
+    paths are read from it, and it is recorded as ``cwd``. ``extra`` is kept under the record's
+    ``extra`` (e.g. ``repro_of``).
     """
-    import psutil
 
-    if name is not None:
-        validate_name(name)
-    t0 = time.perf_counter()
-    workdir = Path(cwd).resolve() if cwd is not None else Path.cwd()
-    run_id, run_dir = new_run_dir(root)
-    # git (subprocesses) runs in a thread while this one reads packages, hardware and data
-    from concurrent.futures import ThreadPoolExecutor
+    root: Path
+    kind: str
+    command: tuple[str, ...]
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    data: tuple[Any, ...] = ()
+    seed: int | None = None
+    name: str | None = None
+    group: str | None = None
+    full_hash: bool = False
+    deterministic: bool = False
+    world_size: int = 1
+    seed_in_process: bool = True
+    seeded_by: str | None = None
+    code_dir: Path | None = None
+    cwd: Path | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    config_notes: tuple[str, ...] = ()
+    integration: str | None = None
 
-    pool = ThreadPoolExecutor(max_workers=1)
-    code_future = pool.submit(capture_code, Path(code_dir) if code_dir is not None else workdir, exclude=(root,))
-    environment = capture_environment()
-    hardware = capture_hardware()
-    data_records = fingerprint_data(list(data), full_hash=full_hash, base_dir=workdir)
-    code = code_future.result()
-    pool.shutdown()
-    patch = code.patch
-    code = dataclasses.replace(code, patch=None, patch_file="code.patch" if patch else None)
+
+def _seed_record_for(request: RunRequest) -> SeedRecord:
+    """Seed this process, or only record the seed someone else applies (see RunRequest)."""
+    if request.seeded_by is not None:
+        return recorded_seed(request.seed, deterministic=request.deterministic, seeded_by=request.seeded_by)
+    if request.seed_in_process:
+        return seed_process(request.seed, deterministic=request.deterministic)
+    return SeedRecord(
+        seed=request.seed,
+        source="argument" if request.seed is not None else None,
+        seeded=(),
+        not_seeded={"all": "handed to the command as EXPKIT_SEED; the command seeds itself"},
+        note=None,
+        deterministic=request.deterministic,
+    )
+
+
+def _write_patch(run_dir: Path, patch: str | None) -> None:
+    """``code.patch`` beside ``run.json`` (temp file + rename), when there is one."""
     if patch:
         tmp = run_dir / ".code.patch.tmp"
         tmp.write_text(patch)
         os.replace(tmp, run_dir / "code.patch")
-    if seeded_by is not None:
-        seed_rec = recorded_seed(seed, deterministic=deterministic, seeded_by=seeded_by)
-    elif seed_in_process:
-        seed_rec = seed_process(seed, deterministic=deterministic)
-    else:
-        seed_rec = SeedRecord(
-            seed=seed,
-            source="argument" if seed is not None else None,
-            seeded=(),
-            not_seeded={"all": "handed to the command as EXPKIT_SEED; the command seeds itself"},
-            note=None,
-            deterministic=deterministic,
-        )
+
+
+def create_run_record(request: RunRequest) -> RunRecord:
+    """Create the run directory and write ``run.json`` (status ``running``), ``config.json`` and
+    ``code.patch``, and index the run. Nothing here changes this process's directory, so threads may
+    create records concurrently.
+    """
+    import psutil
+
+    if request.name is not None:
+        validate_name(request.name)
+    t0 = time.perf_counter()
+    root = request.root
+    workdir = request.cwd.resolve() if request.cwd is not None else Path.cwd()
+    run_id, run_dir = new_run_dir(root)
+    # git (subprocesses) runs in a thread while this one reads packages, hardware and data
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        code_future = pool.submit(capture_code, request.code_dir or workdir, exclude=(root,))
+        environment = capture_environment()
+        hardware = capture_hardware()
+        data_records = fingerprint_data(list(request.data), full_hash=request.full_hash, base_dir=workdir)
+        code = code_future.result()
+    _write_patch(run_dir, code.patch)
+    code = dataclasses.replace(code, patch=None, patch_file="code.patch" if code.patch else None)
     proc = psutil.Process()
     record = RunRecord(
         id=run_id,
-        name=name,
-        group=group,
-        kind=kind,
+        name=request.name,
+        group=request.group,
+        kind=request.kind,
         status="running",
         created_at=now_iso(),
         created_unix=time.time(),
         pid=proc.pid,
         pid_create_time=proc.create_time(),
-        command=tuple(command),
+        command=tuple(request.command),
         cwd=str(workdir),
-        world_size=world_size,
+        world_size=request.world_size,
         code=code,
         data=data_records,
-        config=config,
-        config_notes=tuple(config_notes),
+        config=request.config,
+        config_notes=tuple(request.config_notes),
         environment=environment,
-        seed=seed_rec,
+        seed=_seed_record_for(request),
         hardware=hardware,
-        logs=LogsRecord(output="output.log" if kind == "exec" else None),
+        logs=LogsRecord(output="output.log" if request.kind == "exec" else None),
         host=platform.node(),
-        extra=dict(extra or {}),
-        integration=integration,
+        extra=dict(request.extra),
+        integration=request.integration,
     )
-    write_json_atomic(run_dir / "config.json", config)
+    write_json_atomic(run_dir / "config.json", request.config)
     record = dataclasses.replace(record, capture_s=round(time.perf_counter() - t0, 4))
     write_record(root, record)
     return record

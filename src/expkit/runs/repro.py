@@ -57,7 +57,7 @@ def reproduce(
         UsageError: the run has no commit, its repository is not here, or its command cannot be re-run.
     """
     from expkit.runs.determinism import read_noise_floor
-    from expkit.runs.execute import execute
+    from expkit.runs.execute import ExecRequest, execute
 
     root = resolve_store(store)
     run_dir = find_run_dir(root, ref)
@@ -104,18 +104,18 @@ def reproduce(
         mapped = [str(worktree / Path(a).relative_to(top)) if a.startswith(str(top) + os.sep) else a for a in command]
         cwd = worktree / (code.workdir or "")
         seed = rec.seed.seed if rec.seed else None
-        res = execute(
-            mapped,
+        request = ExecRequest(
+            tuple(mapped),
             store=root,
             name=f"repro-{rec.id}",
             seed=seed,
             group=rec.group,
             deterministic=bool(rec.seed and rec.seed.deterministic),
             cwd=cwd,
-            data=[d.path or d.source for d in rec.data],
-            on_output=on_output,
+            data=tuple(d.path or d.source for d in rec.data),
             extra_record={"repro_of": rec.id},
         )
+        res = execute(request, on_output=on_output)
     finally:
         if not keep_worktree:
             _git(["worktree", "remove", "--force", str(worktree)], top)

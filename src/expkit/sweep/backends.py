@@ -73,22 +73,22 @@ class AttemptOutcome:
 
 
 def _execute_job(job: TrialJob, on_start: Callable[[int], None] | None = None) -> AttemptOutcome:
-    from expkit.runs.execute import execute
+    from expkit.runs.execute import ExecRequest, execute
     from expkit.runs.store import read_run
 
     cwd = job.cwd if Path(job.cwd).is_dir() else None  # another node may not have the driver's directory
-    res = execute(
-        list(job.command),
+    request = ExecRequest(
+        tuple(job.command),
         store=job.store,
         name=job.name,
         seed=job.seed,
         group=job.group,
-        config=job.config,
-        env=job.env,
+        config=dict(job.config),
+        env=dict(job.env),
         cwd=cwd,
-        extra_record=job.extra_record,
-        on_start=on_start,
+        extra_record=dict(job.extra_record),
     )
+    res = execute(request, on_start=on_start)
     error = None
     if res.status != "finished":
         try:
