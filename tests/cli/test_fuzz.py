@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -617,6 +618,12 @@ def t_sweep(d: Draw) -> list[str]:
     ]
 
 
+def t_doctor(d: Draw) -> list[str]:
+    # a fuzzed file run as the program (python fails on most of them: doctor reports the exit code)
+    program = [sys.executable, d.file(".py")] if d.draw(st.booleans()) else []
+    return ["doctor", *d.maybe("--steps", d.num()), *d.maybe("--strict"), *d.json(), "--", *program]
+
+
 def t_compare(d: Draw) -> list[str]:
     return [
         "compare",
@@ -647,6 +654,7 @@ FAMILIES: dict[str, tuple[Callable[[Draw], list[str]], int]] = {
     "labs": (t_labs, 15),
     "sweep": (t_sweep, 10),
     "compare": (t_compare, 15),
+    "doctor": (t_doctor, 6),
 }
 
 # ---- known defects in other owners' files (issue 15): (family, why + owner, predicate on argv and outcome) --

@@ -237,6 +237,7 @@ _COMMAND_MODULES = (
     "expkit.cli.mem",
     "expkit.cli.sweep",
     "expkit.cli.compare",
+    "expkit.cli.doctor",
 )
 
 

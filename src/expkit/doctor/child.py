@@ -15,8 +15,9 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["ENV_OUT", "ENV_ROOT", "ENV_STEPS", "ENV_STOP", "arm_from_environment"]
+__all__ = ["DEFAULT_WATCH_STEPS", "ENV_OUT", "ENV_ROOT", "ENV_STEPS", "ENV_STOP", "arm_from_environment"]
 
+DEFAULT_WATCH_STEPS = 2  # the budget: a silent bug is caught within the first two optimizer steps
 ENV_OUT = "EXPKIT_DOCTOR_OUT"  # the JSONL file the events go to
 ENV_STEPS = "EXPKIT_DOCTOR_STEPS"  # how many optimizer steps to watch
 ENV_STOP = "EXPKIT_DOCTOR_STOP"  # "1": end the program once the watched steps are over (--steps)
@@ -71,7 +72,7 @@ def arm_from_environment() -> None:
     out = os.environ.get(ENV_OUT)
     if not out or any(isinstance(f, _ArmOnTorchImport) for f in sys.meta_path):
         return
-    steps = int(os.environ.get(ENV_STEPS, "2"))
+    steps = int(os.environ.get(ENV_STEPS, str(DEFAULT_WATCH_STEPS)))
     stop = os.environ.get(ENV_STOP) == "1"
 
     def arm() -> None:

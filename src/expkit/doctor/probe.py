@@ -22,11 +22,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from expkit.doctor.checks import Check, all_checks
+from expkit.doctor.child import DEFAULT_WATCH_STEPS
 from expkit.doctor.findings import Finding, FindingKind, user_frame
 
 __all__ = ["DEFAULT_WATCH_STEPS", "BackwardEvent", "ForwardEvent", "LossEvent", "Probe", "StepEvent"]
 
-DEFAULT_WATCH_STEPS = 2  # the budget: a bug is caught within the first two optimizer steps
 LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy")
 Sink = Callable[[dict[str, Any]], None]
 

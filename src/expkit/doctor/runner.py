@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import expkit
-from expkit.doctor.child import ENV_OUT, ENV_ROOT, ENV_STEPS, ENV_STOP
+from expkit.doctor.child import DEFAULT_WATCH_STEPS, ENV_OUT, ENV_ROOT, ENV_STEPS, ENV_STOP
 from expkit.doctor.findings import Finding
 from expkit.errors import UsageError
 
-__all__ = ["BOOT_DIR", "DoctorRequest", "DoctorResult", "read_events", "run_doctor"]
+__all__ = ["BOOT_DIR", "DEFAULT_WATCH_STEPS", "DoctorRequest", "DoctorResult", "read_events", "run_doctor"]
 
 BOOT_DIR = Path(__file__).resolve().parent / "boot"
 
@@ -36,7 +36,7 @@ class DoctorRequest:
     """
 
     command: tuple[str, ...]
-    watch_steps: int = 2
+    watch_steps: int = DEFAULT_WATCH_STEPS
     stop_after_watch: bool = False
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)

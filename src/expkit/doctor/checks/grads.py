@@ -36,6 +36,8 @@ class NoGradientReached(Check):
         if probe.backwards_since_step == 0:
             return
         held = {id(p) for p in ev.params}
+        if all(p.grad is None or not bool(p.grad.any()) for p in ev.params):
+            return  # nothing has a gradient: zero_grad_before_step names that
         names = _names(probe)
         cut: list[str] = []
         for root in probe.trained_roots():

@@ -45,6 +45,7 @@ class StepChangesWeights(Check):
             (float((p.detach() - b).abs().max()) for p, b in zip(ev.params, before, strict=True) if p.numel()),
             default=0.0,
         )
+        moved = moved if moved == moved else float("inf")  # NaN weights moved (another check names why)
         self.moved[key] = max(self.moved.get(key, 0.0), moved)
 
     def finish(self, probe: Probe) -> None:

@@ -1,0 +1,54 @@
+"""``expkit doctor``: run a training command unchanged and report the silent bugs of its first steps."""
+
+from __future__ import annotations
+
+import typer
+
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+def doctor(
+    command: list[str] = typer.Argument(..., help="The training command, after --."),
+    steps: int = typer.Option(
+        None, "--steps", help="Watch this many optimizer steps, then stop the program (default: watch 2, run on)."
+    ),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when there is any finding."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print the findings as JSON (the program's own stdout goes to stderr)."
+    ),
+) -> None:
+    """Run COMMAND with PyTorch hooked from outside (nothing to edit), watch its first optimizer steps and
+    report each silent bug: what is wrong, your file and line, the measured evidence and the fix.
+
+    Checks: zero_grad missing or between backward and step; parameters that get no gradient, sit in no
+    optimizer or get NaN/inf; a step that changes no weight; softmax before cross_entropy (and sigmoid
+    before BCE-with-logits, logits into nll_loss); the first loss far above ln(classes); evaluation that
+    keeps its graph, evaluation in train mode, training in eval mode; the same batch every step; labels
+    not shifted; .item() syncs on a GPU (a performance finding). Exit 0, or 1 with --strict and findings;
+    the program's own exit code is in the report (result.exit_code).
+
+    Examples:
+
+      expkit doctor -- python train.py --lr 3e-4
+
+      expkit doctor --steps 2 --strict --json -- torchrun --nproc-per-node 2 train.py
+    """
+    from expkit.cli.output import emit
+    from expkit.doctor.runner import DEFAULT_WATCH_STEPS, DoctorRequest, run_doctor
+    from expkit.errors import CheckFailed
+    from expkit.render.doctor import render_doctor
+
+    request = DoctorRequest(
+        command=tuple(command),
+        watch_steps=DEFAULT_WATCH_STEPS if steps is None else steps,
+        stop_after_watch=steps is not None,
+        stdout_to_stderr=json_out,
+    )
+    result = run_doctor(request)
+    emit(result, json_out, human=render_doctor)
+    if strict and result.findings:
+        raise CheckFailed(f"doctor: {len(result.findings)} finding(s) in the watched steps")
+
+
+def register(root: typer.Typer) -> None:
+    root.command("doctor", context_settings=_PASS_THROUGH)(doctor)

@@ -1,0 +1,56 @@
+"""``expkit doctor``'s report: each finding with the user's line, the evidence and the fix."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from expkit.render.console import out_console
+
+if TYPE_CHECKING:
+    from expkit.doctor.findings import Finding
+    from expkit.doctor.runner import DoctorResult
+
+__all__ = ["doctor_lines", "render_doctor"]
+
+
+def _where(f: Finding) -> str:
+    if f.file is None:
+        return "(no frame of yours on the stack)"
+    path = os.path.relpath(f.file) if os.path.isabs(f.file) and f.file.startswith(os.getcwd()) else f.file
+    return f"{path}:{f.line}"
+
+
+def _evidence(f: Finding) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in f.evidence.items())
+
+
+def doctor_lines(result: DoctorResult) -> list[str]:
+    """The report as plain lines (rich markup only in the headline)."""
+    head = (
+        f"expkit doctor: watched {result.steps_watched} of {result.watch_steps} optimizer step(s); "
+        f"{len(result.findings)} finding(s) ({result.bugs} bug(s)); the program exited with {result.exit_code}"
+        + (" after doctor stopped it (--steps)" if result.stopped else "")
+    )
+    lines = [head]
+    if not result.armed:
+        lines.append("  the program never imported torch: nothing was watched")
+    elif result.steps_watched == 0:
+        lines.append("  no optimizer step ran while watched: the checks that need a step saw nothing")
+    for f in result.findings:
+        lines.append("")
+        lines.append(f"{f.kind.upper()} [{f.check}] at {_where(f)} (step {f.step})")
+        lines.append(f"  {f.message}")
+        if f.evidence:
+            lines.append(f"  evidence: {_evidence(f)}")
+        lines.append(f"  fix: {f.fix}")
+    for err in result.check_errors:
+        lines.append(f"check error (a bug in expkit, the other checks ran): {err}")
+    return lines
+
+
+def render_doctor(result: DoctorResult) -> None:
+    """Print :func:`doctor_lines` on stdout."""
+    console = out_console()
+    for line in doctor_lines(result):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)

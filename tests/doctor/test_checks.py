@@ -1,0 +1,156 @@
+"""Each check, in process through ``expkit.doctor.watch``: the buggy loop draws its finding at the buggy
+line, the same loop written right draws none (so no test here can pass with a check that always or never fires)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+from expkit.doctor.checks import all_checks  # noqa: E402
+
+
+def _data(n=256, d=8, classes=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d, generator=g), torch.randint(0, classes, (n,), generator=g)
+
+
+def _loop(*, zero_grad=True, zero_between=False, steps=3, lr=0.1, final=None, dropout=0.0):
+    torch.manual_seed(0)
+    X, y = _data()
+    layers = [nn.Linear(8, 16), nn.ReLU()] + ([nn.Dropout(dropout)] if dropout else []) + [nn.Linear(16, 3)]
+    model = nn.Sequential(*layers, *([final] if final is not None else []))
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    with watch(model, opt, steps=2) as w:
+        for i in range(steps):
+            xb, yb = X[32 * i : 32 * (i + 1)], y[32 * i : 32 * (i + 1)]
+            if zero_grad and not zero_between:
+                opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(xb), yb)
+            loss.backward()
+            if zero_between:
+                opt.zero_grad()
+            opt.step()
+    assert w.done and not w.check_errors
+    return w
+
+
+def checks_of(w):
+    return {f.check for f in w.findings}
+
+
+def test_missing_zero_grad_found_at_the_backward_line_and_absent_when_zeroed():
+    w = _loop(zero_grad=False)
+    (f,) = [f for f in w.findings if f.check == "missing_zero_grad"]
+    assert f.file == __file__
+    assert "loss.backward()" in inspect.getsource(_loop).splitlines()[f.line - _loop.__code__.co_firstlineno]
+    # the stale share: the previous step's gradient is a large part of what the step saw
+    assert 0.2 < f.evidence["stale_fraction_of_grad_norm"] <= 1.0
+    assert f.step == 2
+    assert checks_of(_loop()) == set()
+
+
+def test_zero_grad_between_backward_and_step():
+    assert "zero_grad_before_step" in checks_of(_loop(zero_between=True))
+
+
+def test_lr_zero_means_the_step_changes_nothing():
+    w = _loop(lr=0.0)
+    (f,) = [f for f in w.findings if f.check == "step_changes_nothing"]
+    assert f.evidence["max_lr"] == 0.0 and f.evidence["max_abs_weight_change"] == 0.0
+
+
+def test_softmax_before_cross_entropy():
+    assert "softmax_before_cross_entropy" in checks_of(_loop(final=nn.Softmax(dim=1)))
+    assert "softmax_before_cross_entropy" not in checks_of(_loop(final=nn.LogSoftmax(dim=1)))
+
+
+def test_gradient_accumulation_is_not_a_missing_zero_grad():
+    torch.manual_seed(0)
+    X, y = _data()
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for i in range(12):
+            loss = nn.functional.cross_entropy(model(X[16 * i : 16 * i + 16]), y[16 * i : 16 * i + 16]) / 4
+            loss.backward()
+            if (i + 1) % 4 == 0:
+                nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+                opt.step()
+                opt.zero_grad()
+    assert w.findings == ()
+
+
+def test_eval_without_no_grad_keeps_graph_and_with_no_grad_does_not():
+    torch.manual_seed(0)
+    X, y = _data()
+    for guarded in (False, True):
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with watch(model, opt, steps=2) as w:
+            for i in range(3):
+                model.eval()
+                with torch.set_grad_enabled(not guarded):
+                    model(X[:8])
+                model.train()
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(X[32 * i : 32 * i + 32]), y[32 * i : 32 * i + 32]).backward()
+                opt.step()
+        assert ("eval_keeps_graph" in checks_of(w)) is not guarded
+
+
+def test_training_left_in_eval_mode_needs_dropout_to_matter():
+    torch.manual_seed(0)
+    X, y = _data()
+    for p in (0.0, 0.5):
+        model = nn.Sequential(nn.Linear(8, 16), nn.Dropout(p), nn.Linear(16, 3))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model.eval()
+        with watch(model, opt, steps=2) as w:
+            for i in range(3):
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(X[32 * i : 32 * i + 32]), y[32 * i : 32 * i + 32]).backward()
+                opt.step()
+        assert ("train_in_eval_mode" in checks_of(w)) is (p > 0)
+
+
+def test_detached_module_gets_no_gradient():
+    class Net(nn.Module):
+        def __init__(self, cut):
+            super().__init__()
+            self.enc, self.head, self.cut = nn.Linear(8, 16), nn.Linear(16, 3), cut
+
+        def forward(self, x):
+            h = self.enc(x)
+            return self.head(h.detach() if self.cut else h)
+
+    X, y = _data()
+    for cut in (True, False):
+        model = Net(cut)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with watch(model, opt, steps=1) as w:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(X[:32]), y[:32]).backward()
+            opt.step()
+        found = [f for f in w.findings if f.check == "no_gradient_reached"]
+        assert bool(found) is cut
+        if cut:
+            assert found[0].evidence["params_without_grad"] == 2  # enc.weight and enc.bias
+
+
+def test_every_check_module_registers_a_named_check():
+    names = all_checks()
+    assert {"missing_zero_grad", "first_loss", "modes", "same_batch", "item_sync"} <= set(names)
+    assert all(cls.name == n for n, cls in names.items())
+
+
+def test_hooks_are_removed_after_the_watch():
+    original_backward = torch.Tensor.backward
+    w = _loop()
+    assert w.done
+    assert torch.Tensor.backward is original_backward
+    assert torch.nn.functional.cross_entropy.__name__ == "cross_entropy"
