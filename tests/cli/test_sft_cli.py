@@ -79,9 +79,10 @@ def test_train_then_check_stop(cli, demo_dir, data_file, tmp_path):
         "--json",
     )
     assert res.exit_code == 0, res.stderr
-    result = json.loads(res.stdout)["result"]["result"]
+    result = json.loads(res.stdout)["result"]
     assert result["steps"] == 2 and len(result["losses"]) == 2 and result["contract"]["ok"]
     assert result["run_id"] and (tmp_path / "runs").is_dir()
+    assert result["skipped_lines"] == {}  # the SFT result carries its skipped lines (issue 20)
     held = tmp_path / "held.jsonl"
     cli("sft", "data", "--out", str(held), "-n", "3", "--seed", "9")
     res = cli(

@@ -9,7 +9,7 @@ import pytest
 
 from expkit.errors import CheckFailed, UsageError
 from expkit.finetune.chatdata import generate_chat_examples
-from expkit.finetune.stopping import check_stopping
+from expkit.finetune.stopping import StopQuery, check_stopping
 from expkit.finetune.training import SFTSettings, train_lora_sft
 
 warnings.filterwarnings("ignore", category=FutureWarning)
@@ -59,7 +59,10 @@ def test_run_is_recorded_with_the_loss_curve(trained):
 def test_check_stop_on_the_trained_adapter(trained, demo_model_dir):
     held = generate_chat_examples(n=4, seed=77)
     check = check_stopping(
-        model_dir=demo_model_dir, adapter_dir=trained.adapter_dir, examples=held, n=4, max_new_tokens=6, num_threads=1
+        model_dir=demo_model_dir,
+        adapter_dir=trained.adapter_dir,
+        examples=held,
+        query=StopQuery(n=4, max_new_tokens=6, num_threads=1),
     )
     assert check.n == 4 and check.contract.ok
     for case in check.cases:
@@ -70,7 +73,9 @@ def test_check_stop_on_the_trained_adapter(trained, demo_model_dir):
 
 def test_base_model_without_adapter_has_no_contract(demo_model_dir):
     check = check_stopping(
-        model_dir=demo_model_dir, examples=generate_chat_examples(n=2, seed=1), n=2, max_new_tokens=4, num_threads=1
+        model_dir=demo_model_dir,
+        examples=generate_chat_examples(n=2, seed=1),
+        query=StopQuery(n=2, max_new_tokens=4, num_threads=1),
     )
     assert not check.contract.ok  # base generation_config stops on <|endoftext|> only
 
@@ -87,7 +92,7 @@ def test_targets_matching_nothing_list_the_modules(demo_model_dir, tmp_path):
 
 
 def test_zero_steps_and_failed_audit_stop_before_training(demo_model_dir, tmp_path):
-    with pytest.raises(UsageError, match="--steps must be >= 1"):
+    with pytest.raises(UsageError, match="steps must be >= 1, not 0"):
         train_lora_sft(
             model_dir=demo_model_dir,
             examples=generate_chat_examples(n=4),
@@ -131,3 +136,28 @@ def test_a_diverging_run_stops_with_check_failed_and_saves_no_adapter(demo_model
     rec = read_record(tmp_path / "runs" / row.id)
     assert rec.status == "failed" and rec.diverged and "no adapter was saved" in rec.error
     assert rec.final_metrics["step"] < 6  # stopped at the first non-finite value
+
+
+def test_stop_query_refuses_bad_values_naming_the_field():
+    with pytest.raises(UsageError, match=r"min_stop_rate must be in \[0, 1\], not 1.5"):
+        StopQuery(min_stop_rate=1.5)
+    with pytest.raises(UsageError, match="n must be >= 1, not 0"):
+        StopQuery(n=0)
+
+
+def test_training_on_a_file_carries_the_skipped_lines(demo_model_dir, tmp_path):
+    from expkit.finetune.chatdata import write_chat_jsonl
+    from expkit.finetune.training import train_lora_sft_on_file
+
+    path = write_chat_jsonl(generate_chat_examples(n=4, seed=5), tmp_path / "train.jsonl")
+    with path.open("a") as fh:
+        fh.write("{not json\n")
+    r = train_lora_sft_on_file(
+        model_dir=demo_model_dir,
+        data_path=path,
+        out_dir=tmp_path / "out",
+        settings=SFTSettings(steps=1, batch_size=2, num_threads=1, lora_r=2),
+        on_error="skip",
+        record=False,
+    )
+    assert r.steps == 1 and list(r.skipped_lines) == [5] and "JSON" in r.skipped_lines[5]

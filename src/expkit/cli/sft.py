@@ -4,14 +4,14 @@ parameter accounting, and the offline demo model and synthetic chat data.
 
 from __future__ import annotations
 
-import sys
-from html import escape
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
 from expkit.errors import CheckFailed, UsageError
 
 app = typer.Typer(
@@ -21,10 +21,34 @@ app = typer.Typer(
 )
 
 _LOSS_HELP = "Which tokens count: assistant (every assistant turn), completion (the last one), all."
+_ON_ERROR_HELP = "Bad data lines: raise (exit 2) or skip (and count)."
+
+# the library names its fields; these commands name the flags that set them
+_FLAGS = {
+    "steps": "--steps",
+    "lora_r": "--lora-r",
+    "batch_size": "--batch-size",
+    "learning_rate": "--lr",
+    "loss": "--loss",
+    "n": "-n",
+    "max_new_tokens": "--max-new-tokens",
+    "min_stop_rate": "--min-stop-rate",
+    "show": "--show",
+    "threads": "--threads",
+}
 
 
-def _dump(obj: Any) -> None:
-    emit_json(obj)
+@contextmanager
+def _flag_names() -> Iterator[None]:
+    """A UsageError whose message starts with a field name (``steps must be >= 1``) names the flag instead."""
+    try:
+        yield
+    except UsageError as exc:
+        field = re.match(r"(\w+)[ =]", exc.message)
+        if field is None or field.group(1) not in _FLAGS:
+            raise
+        flag = _FLAGS[field.group(1)]
+        raise UsageError(flag + exc.message[len(field.group(1)) :], hint=exc.hint) from None
 
 
 def _quiet_hf() -> None:
@@ -66,7 +90,7 @@ def train(
         help="Put the trained end-of-turn id into generation_config.eos_token_id.",
     ),
     merge: bool = typer.Option(False, "--merge", help="Also write a merged model to OUT/merged."),
-    on_error: str = typer.Option("raise", "--on-error", help="Bad data lines: raise (exit 2) or skip (and count)."),
+    on_error: str = typer.Option("raise", "--on-error", help=_ON_ERROR_HELP),
     store: Path = typer.Option(None, "--store", help="Run store (default $EXPKIT_STORE or ./runs)."),
     no_record: bool = typer.Option(False, "--no-record", help="Do not record the run in the run store."),
     seed: int = typer.Option(0, "--seed", help="Seed for LoRA init and data order."),
@@ -92,96 +116,39 @@ def train(
     if model is None or data is None:
         raise UsageError("training needs --model DIR and --data FILE", hint="see `expkit sft --help`")
     _quiet_hf()
-    from expkit.finetune.chatdata import read_chat_file
-    from expkit.finetune.training import SFTSettings, train_lora_sft
+    from expkit.finetune.training import SFTSettings, train_lora_sft_on_file
     from expkit.render.console import progress_steps
+    from expkit.render.sft import render_sft_result
 
-    settings = SFTSettings(
-        lora_r=lora_r,
-        lora_alpha=lora_alpha,
-        targets=targets,
-        steps=steps,
-        batch_size=batch_size,
-        learning_rate=lr,
-        max_length=max_length,
-        loss=loss,
-        eos_in_loss=not no_eos_in_loss,
-        seed=seed,
-        fix_generation_config=fix_generation_config,
-        merge=merge,
-        num_threads=threads,
-    )
-    settings.validate()
-    chat = read_chat_file(data, on_error=on_error)  # type: ignore[arg-type]
-    with progress_steps(steps, "sft") as advance:
-        result = train_lora_sft(
-            model_dir=model,
-            examples=chat.examples,
-            out_dir=out,
-            settings=settings,
-            data_path=data,
-            store=store,
-            record=not no_record,
-            on_step=lambda step, value: advance(f"step {step} loss {value:.3f}"),
+    with _flag_names():
+        settings = SFTSettings(
+            lora_r=lora_r,
+            lora_alpha=lora_alpha,
+            targets=targets,
+            steps=steps,
+            batch_size=batch_size,
+            learning_rate=lr,
+            max_length=max_length,
+            loss=loss,
+            eos_in_loss=not no_eos_in_loss,
+            seed=seed,
+            fix_generation_config=fix_generation_config,
+            merge=merge,
+            num_threads=threads,
         )
-    if json_out:
-        _dump({"result": result, "skipped_lines": chat.skipped})
-        return
-    c = result.contract
-    print(
-        f"trained {result.steps} steps on {result.examples} examples ({len(chat.skipped)} lines skipped) "
-        f"in {result.train_s:.1f} s ({result.s_per_step:.3f} s/step)"
-    )
-    print(
-        f"loss {result.first_loss:.3f} -> {result.last_loss:.3f}; trainable {result.trainable_params:,} of "
-        f"{result.total_params:,} parameters; masked fraction {result.masked_fraction:.1%}"
-    )
-    fix = "fixed" if c.fixed else ("ok" if c.ok else "NOT MET (use --fix-generation-config)")
-    print(
-        f"stop-token contract: {c.end_of_turn.token} ({c.end_of_turn.id}) in generation_config.eos_token_id "
-        f"{list(c.eos_ids_after)}: {fix}"
-    )
-    print(f"adapter: {result.adapter_dir}" + (f"; merged: {result.merged_dir}" if result.merged_dir else ""))
-    if result.run_id:
-        print(f"run: {result.run_id} ({result.run_dir})")
-    if no_eos_in_loss:
-        print(
-            "note: --no-eos-in-loss: this model was not taught to stop; `expkit sft check-stop` will show it",
-            file=sys.stderr,
-        )
-
-
-def _token_html(token: str, trained: bool) -> str:
-    css = "t" if trained else "m"
-    shown = escape(token).replace("\n", "&#8629;<br>")
-    return f'<span class="{css}">{shown}</span>'
-
-
-def render_audit_html(audit: Any, *, title: str) -> str:
-    """One page: the summary, the problems, and each shown example with trained tokens highlighted."""
-    rows = "".join(
-        f"<li><b>{escape(p.check)}</b> example {p.index} (line {p.line}): {escape(p.message)}</li>"
-        for p in audit.problems[:50]
-    )
-    examples = "".join(
-        f"<h3>example {v.index}</h3><p class='tok'>{''.join(_token_html(t, k) for t, k in v.tokens)}</p>"
-        for v in audit.shown
-    )
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>expkit sft audit</title><style>"
-        "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2rem auto}"
-        ".tok{font-family:monospace;line-height:1.9}.tok span{border:1px solid #ddd;padding:0 1px;margin:0 1px}"
-        ".t{background:#c7f0c7;color:#0b4d0b;font-weight:600}.m{background:#f2f2f2;color:#888}</style></head><body>"
-        f"<h1>Label audit: {escape(title)}</h1>"
-        f"<p>{audit.examples} examples, {audit.total_tokens} tokens, {audit.trained_tokens} trained; masked fraction "
-        f"{audit.masked_fraction:.1%}. End of turn: {escape(audit.end_of_turn.token)} ({audit.end_of_turn.id}); "
-        f"assistant spans: {escape(audit.span_source)}. <span class='t'>trained</span> "
-        f"<span class='m'>masked</span></p>"
-        + "".join(f"<p>note: {escape(n)}</p>" for n in audit.notes)
-        + (f"<h2>{len(audit.problems)} problems</h2><ul>{rows}</ul>" if audit.problems else "<h2>No problems</h2>")
-        + examples
-        + "</body></html>"
-    )
+        settings.validate()
+        with progress_steps(steps, "sft") as advance:
+            result = train_lora_sft_on_file(
+                model_dir=model,
+                data_path=data,
+                out_dir=out,
+                settings=settings,
+                on_error=on_error,  # type: ignore[arg-type]  # typer passes a str; the reader validates it
+                store=store,
+                record=not no_record,
+                on_step=lambda step, value: advance(f"step {step} loss {value:.3f}"),
+            )
+    emit(result, json_out, human=render_sft_result)
 
 
 @app.command("audit")
@@ -195,7 +162,7 @@ def audit(
     ),
     max_length: int = typer.Option(512, "--max-length", help="The truncation length training will use."),
     html: Path = typer.Option(None, "--html", help="Also write the coloured tokens to this HTML file."),
-    on_error: str = typer.Option("raise", "--on-error", help="Bad data lines: raise (exit 2) or skip (and count)."),
+    on_error: str = typer.Option("raise", "--on-error", help=_ON_ERROR_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the audit as JSON (masked_fraction, problems ...)."),
 ) -> None:
     """Check which tokens count in the loss, before any training.
@@ -210,66 +177,27 @@ def audit(
       expkit sft audit --model demo --data train.jsonl --json --html audit.html
     """
     from expkit.errors import require
-    from expkit.finetune.chatdata import read_chat_file
-    from expkit.finetune.labels import audit_labels, load_chat_tokenizer
+    from expkit.finetune.labels import audit_label_file
+    from expkit.render.sft import render_file_audit, write_audit_html
 
     require("transformers")
-    if show < 0:
-        raise UsageError(f"--show must be >= 0, not {show}")
-    chat = read_chat_file(data, on_error=on_error)  # type: ignore[arg-type]
-    tok = load_chat_tokenizer(model)
-    result = audit_labels(
-        tokenizer=tok,
-        examples=chat.examples,
-        loss=loss,  # type: ignore[arg-type]
-        eos_in_loss=not no_eos_in_loss,
-        max_length=max_length,
-        show=show,
-    )
+    with _flag_names():
+        result = audit_label_file(
+            model_dir=model,
+            data_path=data,
+            loss=loss,  # type: ignore[arg-type]  # typer passes a str; audit_labels validates it
+            eos_in_loss=not no_eos_in_loss,
+            max_length=max_length,
+            show=show,
+            on_error=on_error,  # type: ignore[arg-type]  # typer passes a str; the reader validates it
+        )
     if html is not None:
-        html.parent.mkdir(parents=True, exist_ok=True)
-        html.write_text(render_audit_html(result, title=str(data)), encoding="utf-8")
-    if json_out:
-        _dump({"audit": result, "skipped_lines": chat.skipped})
-    else:
-        from rich.text import Text
-
-        from expkit.render.console import out_console
-
-        con = out_console()
-        plain = not con.is_terminal  # no colours in a pipe: trained tokens in [brackets]
-        if result.shown:
-            print("trained tokens " + ("in [brackets]" if plain else "in green") + ", masked ones plain")
-        for view in result.shown:
-            text = Text(f"example {view.index}: ")
-            for token, trained in view.tokens:
-                shown = token.replace("\n", "\u21b5\n")
-                if plain and trained:
-                    shown = f"[{shown}]"
-                text.append(shown, style="bold green" if trained else "dim")
-            con.print(text)
-        per = result.masked_fraction_per_example
-        print(
-            f"{result.examples} examples ({len(chat.skipped)} lines skipped), {result.total_tokens} tokens, "
-            f"{result.trained_tokens} trained; masked fraction {result.masked_fraction:.1%} overall, "
-            f"{min(per):.1%}..{max(per):.1%} per example"
-        )
-        print(
-            f"end of turn: {result.end_of_turn.token} ({result.end_of_turn.id}); pad id {result.pad_token_id}; "
-            f"assistant spans: {result.span_source}"
-        )
-        for note in result.notes:
-            print(f"note: {note}")
-        for p in result.problems[:10]:
-            print(f"FAIL {p.check}: example {p.index} (line {p.line}): {p.message}")
-        if len(result.problems) > 10:
-            print(f"... {len(result.problems) - 10} more problems")
-        if html is not None:
-            print(f"html: {html}", file=sys.stderr)
-    if result.problems:
-        p = result.problems[0]
+        write_audit_html(result, html, title=str(data))
+    emit(result, json_out, human=lambda r: render_file_audit(r, html=html))
+    if result.audit.problems:
+        p = result.audit.problems[0]
         raise CheckFailed(
-            f"label audit: {len(result.problems)} problems; first: {p.check} at example {p.index} (line {p.line})"
+            f"label audit: {len(result.audit.problems)} problems; first: {p.check} at example {p.index} (line {p.line})"
         )
 
 
@@ -298,34 +226,15 @@ def check_stop(
     """
     _quiet_hf()
     from expkit.finetune.chatdata import read_chat_file
-    from expkit.finetune.stopping import check_stopping
+    from expkit.finetune.stopping import StopQuery, check_stopping
+    from expkit.render.sft import render_stop_check
 
-    chat = read_chat_file(data)
-    result = check_stopping(
-        model_dir=model,
-        adapter_dir=adapter,
-        examples=chat.examples,
-        n=n,
-        max_new_tokens=max_new_tokens,
-        min_stop_rate=min_stop_rate,
-        num_threads=threads,
-    )
-    if json_out:
-        _dump(result)
-    else:
-        for case in result.cases[:show]:
-            end = " <stop>" if case.stopped else " ... (no stop)"
-            print(f"expected {case.expected!r}: {case.generated!r}{end}")
-        c = result.contract
-        print(
-            f"stop rate {result.stop_rate:.0%} ({result.n} prompts); answer accuracy {result.answer_accuracy:.0%}; "
-            f"exact match {result.exact_match_rate:.0%}; mean generated {result.mean_generated_tokens:.1f} tokens "
-            f"(budget {result.max_new_tokens})"
+    with _flag_names():
+        query = StopQuery(n=n, max_new_tokens=max_new_tokens, min_stop_rate=min_stop_rate, num_threads=threads)
+        result = check_stopping(
+            model_dir=model, adapter_dir=adapter, examples=read_chat_file(data).examples, query=query
         )
-        print(
-            f"generation_config.eos_token_id {list(c.eos_ids_after)} "
-            f"{'includes' if c.ok else 'does NOT include'} {c.end_of_turn.token} ({c.end_of_turn.id})"
-        )
+    emit(result, json_out, human=lambda r: render_stop_check(r, show=show))
     if not result.passed:
         raise CheckFailed(
             f"the model stops on {result.stop_rate:.0%} of prompts, below --min-stop-rate {result.min_stop_rate:.0%}",
@@ -356,30 +265,10 @@ def params(
       expkit sft params deepseek-v3 --lora-r 16     # 671B total, 37.6B active, LoRA on every layer kind
     """
     from expkit.memory.params import count_parameters
+    from expkit.render.sft import render_parameter_count
 
-    c = count_parameters(model, lora_r=lora_r, lora_alpha=lora_alpha, lora_targets=targets)
-    if json_out:
-        _dump(c)
-        return
-    print(
-        f"{c.model}: {c.total_params:,} parameters ({c.method}); trainable {c.trainable_params:,} = "
-        f"{c.trainable_fraction:.2%} of the base, {c.trainable_fraction_of_all:.2%} of base + adapters"
-    )
-    print(
-        f"training state (fp32 weight copy, grad, Adam m and v of the trainable parameters): "
-        f"{c.training_state_bytes / 1e6:.1f} MB; counted by {c.counted_by}"
-    )
-    print(
-        f"active per token: {c.active_params:,} ({c.active_params_with_embedding:,} with the input embedding, "
-        f"as model cards count it)" + (f"; towers {c.tower_params:,}" if c.tower_params else "")
-    )
-    for kind in c.layer_kinds:
-        print(
-            f"  {kind.layers} x {kind.label}: {kind.params_per_layer:,} per layer, {kind.active_params_per_layer:,} "
-            "active" + (f", {kind.adapter_params_per_layer:,} adapter" if c.lora_r else "")
-        )
-    for note in c.approximations:
-        print(f"approximation: {note}")
+    counts = count_parameters(model, lora_r=lora_r, lora_alpha=lora_alpha, lora_targets=targets)
+    emit(counts, json_out, human=render_parameter_count)
 
 
 @app.command("demo-model")
@@ -400,32 +289,11 @@ def demo_model(
 
       expkit sft demo-model --quick --json
     """
-    import shutil
-
-    from expkit.finetune.demomodel import build_demo_model, demo_model_spec, ensure_demo_model
+    from expkit.finetune.demomodel import provide_demo_model
+    from expkit.render.sft import render_demo_model
 
     _quiet_hf()
-    if rebuild and out is not None:
-        built = build_demo_model(out=out, spec=demo_model_spec(quick=quick))
-    else:
-        if rebuild:
-            from expkit.finetune.demomodel import expkit_cache_dir
-
-            shutil.rmtree(expkit_cache_dir() / "demo-model" / demo_model_spec(quick=quick).digest(), ignore_errors=True)
-        built = ensure_demo_model(quick=quick)
-        if out is not None:
-            shutil.copytree(built.path, out, dirs_exist_ok=True)
-            from dataclasses import replace
-
-            built = replace(built, path=out)
-    if json_out:
-        _dump(built)
-        return
-    how = "from the cache" if built.cached else f"built in {built.build_s:.1f} s"
-    print(
-        f"demo model: {built.path} ({built.parameters:,} parameters, {how}; pre-training loss "
-        f"{built.pretrain_loss_first:.2f} -> {built.pretrain_loss_last:.2f})"
-    )
+    emit(provide_demo_model(out=out, quick=quick, rebuild=rebuild), json_out, human=render_demo_model)
 
 
 @app.command("data")
@@ -445,15 +313,12 @@ def data(
 
       expkit sft data --out held_out.jsonl -n 50 --seed 1
     """
-    from expkit.finetune.chatdata import generate_chat_examples, write_chat_jsonl
+    from expkit.finetune.chatdata import write_synthetic_chat
+    from expkit.render.sft import render_chat_data
 
     names = [t.strip() for t in tasks.split(",") if t.strip()]
-    kwargs = {"system_prompt": None} if no_system else {}
-    path = write_chat_jsonl(generate_chat_examples(n=n, seed=seed, tasks=names, **kwargs), out)
-    if json_out:
-        emit_json({"path": str(path), "conversations": n, "seed": seed, "tasks": names, "system_turn": not no_system})
-        return
-    print(f"wrote {n} conversations to {path}")
+    written = write_synthetic_chat(out, n=n, seed=seed, tasks=names, system_turn=not no_system)
+    emit(written, json_out, human=render_chat_data)
 
 
 def register(root: typer.Typer) -> None:

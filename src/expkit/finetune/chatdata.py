@@ -16,6 +16,7 @@ from expkit.errors import InputError, UsageError
 __all__ = [
     "ROLES",
     "TASKS",
+    "ChatDataWritten",
     "ChatExample",
     "ChatFile",
     "answer_of",
@@ -24,6 +25,7 @@ __all__ = [
     "prompt_of",
     "read_chat_file",
     "write_chat_jsonl",
+    "write_synthetic_chat",
 ]
 
 ROLES = ("system", "user", "assistant", "tool")
@@ -333,3 +335,23 @@ def answer_of(example: ChatExample) -> str:
     if not example.conversational:
         return example.completion or ""
     return [m for m in example.messages if m["role"] == "assistant"][-1]["content"]
+
+
+@dataclass(frozen=True)
+class ChatDataWritten:
+    """Synthetic chat data written to ``path``: how many conversations, the seed, the tasks, a system turn or not."""
+
+    path: str
+    conversations: int
+    seed: int
+    tasks: tuple[str, ...]
+    system_turn: bool
+
+
+def write_synthetic_chat(
+    out: str | Path, *, n: int, seed: int = 0, tasks: Sequence[str] = TASKS, system_turn: bool = True
+) -> ChatDataWritten:
+    """``generate_chat_examples`` written as JSONL to ``out`` (see both for the arguments and errors)."""
+    kwargs = {} if system_turn else {"system_prompt": None}
+    path = write_chat_jsonl(generate_chat_examples(n=n, seed=seed, tasks=tasks, **kwargs), out)
+    return ChatDataWritten(path=str(path), conversations=n, seed=seed, tasks=tuple(tasks), system_turn=system_turn)

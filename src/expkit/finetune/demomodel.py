@@ -35,6 +35,7 @@ __all__ = [
     "demo_model_spec",
     "ensure_demo_model",
     "expkit_cache_dir",
+    "provide_demo_model",
 ]
 
 END_OF_TURN = "<|im_end|>"
@@ -148,7 +149,7 @@ def expkit_cache_dir() -> Path:
 
 
 def _corpus(spec: DemoModelSpec) -> list[str]:
-    """Documents: stdlib source chunks and task sentences, shuffled with the spec's seed."""
+    """Documents: stdlib source pieces and task sentences, shuffled with the spec's seed."""
     rng = random.Random(spec.seed)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     docs: list[str] = []
@@ -360,3 +361,22 @@ def ensure_demo_model(
         build_s=built.build_s,
         cached=False,
     )
+
+
+def provide_demo_model(*, out: str | Path | None = None, quick: bool = False, rebuild: bool = False) -> DemoModel:
+    """The demo model where the user wants it: the cached build (built on first use, or again with
+    ``rebuild``), copied to ``out`` when given (``path`` then names ``out``).
+    """
+    import shutil
+    from dataclasses import replace
+
+    spec = demo_model_spec(quick=quick)
+    if rebuild and out is not None:
+        return build_demo_model(out=out, spec=spec)
+    if rebuild:
+        shutil.rmtree(expkit_cache_dir() / "demo-model" / spec.digest(), ignore_errors=True)
+    built = ensure_demo_model(quick=quick)
+    if out is None:
+        return built
+    shutil.copytree(built.path, out, dirs_exist_ok=True)
+    return replace(built, path=Path(out))

@@ -20,11 +20,13 @@ from expkit.finetune.chatdata import ChatExample, prompt_of
 __all__ = [
     "EndOfTurn",
     "ExampleLabels",
+    "FileAudit",
     "LabelAudit",
     "LabelBuilder",
     "LabelProblem",
     "LossMode",
     "TokenView",
+    "audit_label_file",
     "audit_labels",
     "find_end_of_turn",
     "load_chat_tokenizer",
@@ -449,3 +451,43 @@ def prompt_text(tokenizer: Any, ex: ChatExample) -> str:
     if isinstance(p, str):
         return p
     return tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True)
+
+
+@dataclass(frozen=True)
+class FileAudit:
+    """The label audit of a JSONL file and the lines left out of it (``on_error="skip"``: line -> reason)."""
+
+    audit: LabelAudit
+    skipped_lines: dict[int, str]
+
+
+def audit_label_file(
+    *,
+    model_dir: str | Path,
+    data_path: str | Path,
+    loss: LossMode = "assistant",
+    eos_in_loss: bool = True,
+    max_length: int | None = None,
+    show: int = 2,
+    on_error: Literal["raise", "skip"] = "raise",
+) -> FileAudit:
+    """``audit_labels`` on the examples of a JSONL file with the chat tokenizer of ``model_dir``.
+
+    Raises:
+        UsageError: ``show`` < 0, an unknown ``loss``.
+        InputError: as ``read_chat_file`` and ``load_chat_tokenizer``.
+    """
+    from expkit.finetune.chatdata import read_chat_file
+
+    if show < 0:
+        raise UsageError(f"show must be >= 0, not {show}")
+    chat = read_chat_file(data_path, on_error=on_error)
+    audit = audit_labels(
+        tokenizer=load_chat_tokenizer(model_dir),
+        examples=chat.examples,
+        loss=loss,
+        eos_in_loss=eos_in_loss,
+        max_length=max_length,
+        show=show,
+    )
+    return FileAudit(audit=audit, skipped_lines=dict(chat.skipped))

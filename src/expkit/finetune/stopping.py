@@ -12,14 +12,26 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, answer_of
 from expkit.finetune.contract import StopContract, read_stop_contract
 from expkit.finetune.labels import find_end_of_turn, load_chat_tokenizer, prompt_text
 
-__all__ = ["EosContrast", "StopCase", "StopCheck", "check_stopping", "compare_eos_in_loss", "load_for_generation"]
+if TYPE_CHECKING:
+    from expkit.finetune.training import SFTSettings
+
+__all__ = [
+    "EosContrast",
+    "Generator",
+    "StopCase",
+    "StopCheck",
+    "StopQuery",
+    "check_stopping",
+    "compare_eos_in_loss",
+    "load_for_generation",
+]
 
 
 @dataclass(frozen=True)
@@ -59,8 +71,46 @@ class StopCheck:
 _MAX_NEW_TOKENS = 2**20
 
 
-def load_for_generation(model_dir: str | Path, adapter_dir: str | Path | None = None) -> tuple[Any, Any, Path]:
-    """(model, tokenizer, dir holding the generation config): the base model, with the LoRA adapter when given.
+@dataclass(frozen=True)
+class StopQuery:
+    """How to run the does-it-stop test: ``n`` prompts, greedy, ``max_new_tokens`` each, ``batch_size``
+    prompts per ``generate`` call (left-padded), on ``num_threads`` torch threads (None: torch's default);
+    it passes when ``stop_rate >= min_stop_rate``.
+
+    Raises:
+        UsageError: n < 1, max_new_tokens outside [1, 2**20], min_stop_rate outside [0, 1], batch_size < 1
+            (the message names the field).
+    """
+
+    n: int = 20
+    max_new_tokens: int = 32
+    min_stop_rate: float = 0.9
+    batch_size: int = 32
+    num_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.n < 1:
+            raise UsageError(f"n must be >= 1, not {self.n}")
+        if not 1 <= self.max_new_tokens <= _MAX_NEW_TOKENS:
+            raise UsageError(f"max_new_tokens must be in [1, {_MAX_NEW_TOKENS:,}], not {self.max_new_tokens}")
+        if not 0.0 <= self.min_stop_rate <= 1.0:
+            raise UsageError(f"min_stop_rate must be in [0, 1], not {self.min_stop_rate}")
+        if self.batch_size < 1:
+            raise UsageError(f"batch_size must be >= 1, not {self.batch_size}")
+
+
+@dataclass(frozen=True)
+class Generator:
+    """A model ready to generate: the model (with its adapter), its tokenizer, and the directory whose
+    ``generation_config.json`` holds the stop-token contract."""
+
+    model: Any
+    tokenizer: Any
+    config_dir: Path
+
+
+def load_for_generation(model_dir: str | Path, adapter_dir: str | Path | None = None) -> Generator:
+    """The base model, with the LoRA adapter when given, its tokenizer and its generation-config directory.
 
     Raises:
         InputError: a missing model or adapter directory, no tokenizer/chat template, or a model directory
@@ -88,7 +138,7 @@ def load_for_generation(model_dir: str | Path, adapter_dir: str | Path | None = 
         model = PeftModel.from_pretrained(model, Path(adapter_dir))
         config_dir = Path(adapter_dir)
     model.eval()
-    return model, tok, config_dir
+    return Generator(model, tok, config_dir)
 
 
 def _answer_correct(text: str, expected: str) -> bool:
@@ -101,107 +151,54 @@ def check_stopping(
     model_dir: str | Path,
     examples: Sequence[ChatExample],
     adapter_dir: str | Path | None = None,
-    n: int = 20,
-    max_new_tokens: int = 32,
-    min_stop_rate: float = 0.9,
-    batch_size: int = 32,
-    num_threads: int | None = None,
-    loaded: tuple[Any, Any, Path] | None = None,
+    query: StopQuery = StopQuery(),
+    loaded: Generator | None = None,
 ) -> StopCheck:
-    """Greedy-generate on the first ``n`` held-out examples and measure whether the model stops.
+    """Greedy-generate on the first ``query.n`` held-out examples and measure whether the model stops.
 
     Args:
         model_dir: the base model directory (or a merged model).
         examples: held-out examples; the prompt is everything before the last assistant turn, the
             expected answer is that turn.
         adapter_dir: a LoRA adapter directory to load on top of the base model.
-        n: number of prompts (>= 1).
-        max_new_tokens: generation budget per prompt; a model that does not stop uses all of it.
-        min_stop_rate: ``passed`` is ``stop_rate >= min_stop_rate``.
-        batch_size: prompts per ``generate`` call (left-padded).
-        num_threads: torch threads while generating (None: torch's default).
-        loaded: a (model, tokenizer, config dir) from ``load_for_generation``, to skip loading.
+        query: how many prompts, the generation budget, the pass mark (``StopQuery``).
+        loaded: a ``Generator`` from ``load_for_generation``, to skip loading.
 
     Returns:
         StopCheck with one StopCase per prompt.
 
     Raises:
-        UsageError: n < 1, max_new_tokens < 1 or past the model's context (max_position_embeddings),
-            min_stop_rate outside [0, 1].
+        UsageError: ``max_new_tokens`` past the model's context (max_position_embeddings).
         InputError: no examples, or a model/adapter directory that cannot be loaded.
 
     Example:
         >>> check_stopping(model_dir="demo", adapter_dir="sft/adapter", examples=held_out).stop_rate
         1.0
     """
-    if n < 1:
-        raise UsageError(f"-n must be >= 1, not {n}")
-    if not 1 <= max_new_tokens <= _MAX_NEW_TOKENS:
-        raise UsageError(f"--max-new-tokens must be in [1, {_MAX_NEW_TOKENS:,}], not {max_new_tokens}")
-    if not 0.0 <= min_stop_rate <= 1.0:
-        raise UsageError(f"--min-stop-rate must be in [0, 1], not {min_stop_rate}")
-    chosen = list(examples)[:n]
+    chosen = list(examples)[: query.n]
     if not chosen:
         raise InputError("no held-out example to generate from")
-    import torch
-
     t0 = time.perf_counter()
     from expkit.finetune.training import quiet_progress
 
     with quiet_progress():
-        model, tok, config_dir = loaded or load_for_generation(model_dir, adapter_dir)
-    context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
-    if isinstance(context, int) and max_new_tokens > context:
+        gen = loaded or load_for_generation(model_dir, adapter_dir)
+    context = getattr(getattr(gen.model, "config", None), "max_position_embeddings", None)
+    if isinstance(context, int) and query.max_new_tokens > context:
         raise UsageError(
-            f"--max-new-tokens {max_new_tokens} exceeds the model's context of {context} positions",
+            f"max_new_tokens={query.max_new_tokens} exceeds the model's context of {context} positions",
             hint=f"a model that does not stop shows it within a few dozen tokens; e.g. {min(32, context)}",
         )
-    eot = find_end_of_turn(tok)
-    contract = read_stop_contract(config_dir, end_of_turn=eot)
-    prompts = [prompt_text(tok, ex) for ex in chosen]
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else eot.id
-    special = {i for i, t in tok.added_tokens_decoder.items() if t.special} - {eot.id}
-    cases: list[StopCase] = []
+    eot = find_end_of_turn(gen.tokenizer)
+    contract = read_stop_contract(gen.config_dir, end_of_turn=eot)
     from expkit.hardware.threads import torch_threads  # imports torch inside the function
 
-    with torch_threads(num_threads), torch.no_grad():
-        for start in range(0, len(prompts), batch_size):
-            batch_prompts = prompts[start : start + batch_size]
-            enc = [tok(p, add_special_tokens=False)["input_ids"] for p in batch_prompts]
-            width = max(len(e) for e in enc)
-            ids = torch.tensor([[pad_id] * (width - len(e)) + e for e in enc])  # (B, T) left-padded
-            mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc])
-            out = model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                max_new_tokens=max_new_tokens,
-                do_sample=False,
-                eos_token_id=[eot.id],
-                pad_token_id=pad_id,
-            )
-            for row, prompt, ex in zip(
-                out[:, width:].tolist(), batch_prompts, chosen[start : start + batch_size], strict=True
-            ):
-                # a stop ends the assistant's own turn: an end of turn after a new turn header
-                # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop
-                first_eot = row.index(eot.id) if eot.id in row else len(row)
-                produced = row[: first_eot + 1]  # generate() ends a row at its first end of turn; then padding
-                stopped = first_eot < len(row) and not any(t in special for t in row[:first_eot])
-                body = row[:first_eot] if stopped else produced
-                text = tok.decode(body, skip_special_tokens=False)
-                expected = answer_of(ex)
-                correct = _answer_correct(text, expected)
-                cases.append(
-                    StopCase(
-                        prompt=prompt,
-                        expected=expected,
-                        generated=text,
-                        generated_tokens=len(produced),
-                        stopped=stopped,
-                        answer_correct=correct,
-                        exact=stopped and text.strip() == expected.strip(),
-                    )
-                )
+    with torch_threads(query.num_threads):
+        cases = [
+            case
+            for start in range(0, len(chosen), query.batch_size)
+            for case in _generate(gen, chosen[start : start + query.batch_size], eot.id, query)
+        ]
     k = len(cases)
     stop_rate = sum(c.stopped for c in cases) / k
     return StopCheck(
@@ -210,13 +207,57 @@ def check_stopping(
         answer_accuracy=sum(c.answer_correct for c in cases) / k,
         exact_match_rate=sum(c.exact for c in cases) / k,
         mean_generated_tokens=sum(c.generated_tokens for c in cases) / k,
-        max_new_tokens=max_new_tokens,
-        min_stop_rate=min_stop_rate,
-        passed=stop_rate >= min_stop_rate,
+        max_new_tokens=query.max_new_tokens,
+        min_stop_rate=query.min_stop_rate,
+        passed=stop_rate >= query.min_stop_rate,
         contract=contract,
         elapsed_s=time.perf_counter() - t0,
         cases=tuple(cases),
     )
+
+
+def _generate(gen: Generator, batch: Sequence[ChatExample], eot_id: int, query: StopQuery) -> list[StopCase]:
+    """One left-padded greedy ``generate`` call over ``batch``, each row judged: stopped, answer, exact."""
+    import torch
+
+    tok = gen.tokenizer
+    prompts = [prompt_text(tok, ex) for ex in batch]
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else eot_id
+    special = {i for i, t in tok.added_tokens_decoder.items() if t.special} - {eot_id}
+    enc = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    width = max(len(e) for e in enc)
+    ids = torch.tensor([[pad_id] * (width - len(e)) + e for e in enc])  # (B, T) left-padded
+    mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc])
+    with torch.no_grad():
+        out = gen.model.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=query.max_new_tokens,
+            do_sample=False,
+            eos_token_id=[eot_id],
+            pad_token_id=pad_id,
+        )
+    cases = []
+    for row, prompt, ex in zip(out[:, width:].tolist(), prompts, batch, strict=True):
+        # a stop ends the assistant's own turn: an end of turn after a new turn header
+        # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop
+        first_eot = row.index(eot_id) if eot_id in row else len(row)
+        produced = row[: first_eot + 1]  # generate() ends a row at its first end of turn; then padding
+        stopped = first_eot < len(row) and not any(t in special for t in row[:first_eot])
+        text = tok.decode(row[:first_eot] if stopped else produced, skip_special_tokens=False)
+        expected = answer_of(ex)
+        cases.append(
+            StopCase(
+                prompt=prompt,
+                expected=expected,
+                generated=text,
+                generated_tokens=len(produced),
+                stopped=stopped,
+                answer_correct=_answer_correct(text, expected),
+                exact=stopped and text.strip() == expected.strip(),
+            )
+        )
+    return cases
 
 
 @dataclass(frozen=True)
@@ -238,16 +279,16 @@ def compare_eos_in_loss(
     train: Sequence[ChatExample],
     held_out: Sequence[ChatExample],
     out_dir: str | Path,
-    settings: Any,
+    settings: SFTSettings,
     store: str | Path | None = None,
     record: bool = True,
-    n: int = 20,
-    max_new_tokens: int = 32,
+    query: StopQuery = StopQuery(),
 ) -> EosContrast:
     """Train twice (``settings`` with ``eos_in_loss`` True, then False) and check both for stopping.
 
     Args:
         settings: an ``SFTSettings``; its ``eos_in_loss`` is overridden.
+        query: the stop test for both (``StopQuery``); its ``num_threads`` None takes the settings'.
         Others: as ``train_lora_sft`` and ``check_stopping``.
     """
     from dataclasses import replace
@@ -272,9 +313,7 @@ def compare_eos_in_loss(
                 model_dir=model_dir,
                 adapter_dir=r.adapter_dir,
                 examples=held_out,
-                n=n,
-                max_new_tokens=max_new_tokens,
-                num_threads=settings.num_threads,
+                query=query if query.num_threads is not None else replace(query, num_threads=settings.num_threads),
             )
         )
     return EosContrast(

@@ -13,16 +13,23 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 from expkit.errors import CheckFailed, InputError, UsageError
-from expkit.finetune.chatdata import ChatExample
+from expkit.finetune.chatdata import ChatExample, OnError, read_chat_file
 from expkit.finetune.contract import StopContract, enforce_stop_contract
 from expkit.finetune.labels import LOSS_MODES, LabelAudit, LabelBuilder, LossMode, audit_labels, load_chat_tokenizer
 
-__all__ = ["SFTResult", "SFTSettings", "lora_target_modules", "quiet_progress", "train_lora_sft"]
+__all__ = [
+    "SFTResult",
+    "SFTSettings",
+    "lora_target_modules",
+    "quiet_progress",
+    "train_lora_sft",
+    "train_lora_sft_on_file",
+]
 
 ALL_LINEAR = "all-linear"
 
@@ -50,18 +57,20 @@ class SFTSettings:
     merge: bool = False
     num_threads: int | None = None
     lr_scheduler: str = "linear"
+    allow_audit_problems: bool = False  # train even when the label audit fails
 
     def validate(self) -> None:
+        """Raises UsageError naming the field (``steps must be >= 1, not 0``); the CLI names its flag."""
         if self.steps < 1:
-            raise UsageError(f"--steps must be >= 1, not {self.steps}", hint="train at least one step")
+            raise UsageError(f"steps must be >= 1, not {self.steps}", hint="train at least one step")
         if self.lora_r < 1:
-            raise UsageError(f"--lora-r must be >= 1, not {self.lora_r}")
+            raise UsageError(f"lora_r must be >= 1, not {self.lora_r}")
         if self.batch_size < 1:
-            raise UsageError(f"--batch-size must be >= 1, not {self.batch_size}")
+            raise UsageError(f"batch_size must be >= 1, not {self.batch_size}")
         if not self.learning_rate > 0:
-            raise UsageError(f"--lr must be > 0, not {self.learning_rate}")
+            raise UsageError(f"learning_rate must be > 0, not {self.learning_rate}")
         if self.loss not in LOSS_MODES:
-            raise UsageError(f"--loss must be one of {', '.join(LOSS_MODES)}, not {self.loss!r}")
+            raise UsageError(f"loss must be one of {', '.join(LOSS_MODES)}, not {self.loss!r}")
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ class SFTResult:
     run_id: str | None
     run_dir: Path | None
     settings: SFTSettings = field(default_factory=SFTSettings)
+    skipped_lines: dict[int, str] = field(default_factory=dict)  # data file line -> why it was skipped
 
 
 def lora_target_modules(model: Any, targets: str) -> list[str] | str:
@@ -100,7 +110,7 @@ def lora_target_modules(model: Any, targets: str) -> list[str] | str:
         return ALL_LINEAR
     wanted = [t.strip() for t in targets.split(",") if t.strip()]
     if not wanted:
-        raise UsageError("--targets is empty", hint=f"give module names like q_proj,v_proj or {ALL_LINEAR}")
+        raise UsageError("the LoRA targets are empty", hint=f"give module names like q_proj,v_proj or {ALL_LINEAR}")
     names = [n for n, _ in model.named_modules()]
     linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
     missing = [t for t in wanted if not any(n == t or n.endswith("." + t) for n in names)]
@@ -191,7 +201,6 @@ def train_lora_sft(
     data_path: str | Path | None = None,
     store: str | Path | None = None,
     record: bool = True,
-    allow_audit_problems: bool = False,
     on_step: Callable[[int, float], None] | None = None,
 ) -> SFTResult:
     """Audit the labels, then train LoRA adapters with TRL's SFTTrainer and save them.
@@ -200,12 +209,11 @@ def train_lora_sft(
         model_dir: a local checkpoint directory (config, weights, tokenizer with a chat template).
         examples: the training examples (``read_chat_file(...).examples``).
         out_dir: where ``adapter/`` (and ``merged/`` with ``settings.merge``) are written.
-        settings: LoRA and training arguments.
+        settings: LoRA and training arguments (``allow_audit_problems``: train although the label audit
+            fails; with ``eos_in_loss=False`` the untrained stop token is expected, not a problem).
         data_path: the data file, recorded (fingerprinted) in the run store.
         store: run store directory (default ``$EXPKIT_STORE`` or ``./runs``).
         record: record the run (config, data fingerprint, loss per step, adapter) in the run store.
-        allow_audit_problems: train even when the label audit fails (``--no-eos-in-loss`` implies it
-            for the stop-token check).
         on_step: called with (step, loss) after each step.
 
     Returns:
@@ -236,12 +244,12 @@ def train_lora_sft(
     audit = audit_labels(tokenizer=tok, examples=examples, builder=builder, show=0)
     expected = {"stop_token_not_trained"} if not settings.eos_in_loss else set()
     real = [p for p in audit.problems if p.check not in expected]
-    if real and not allow_audit_problems:
+    if real and not settings.allow_audit_problems:
         p = real[0]
         where = f"line {p.line}" if p.line else f"example {p.index}"
         raise CheckFailed(
             f"label audit failed at {where}: {p.check}: {p.message} ({len(real)} problems in all)",
-            hint="run `expkit sft audit` to see the labels",
+            hint="audit the labels (`expkit sft audit`) to see which tokens are trained",
         )
     labelled = [builder.build(ex, index=i) for i, ex in enumerate(examples)]
     from expkit.hardware.threads import torch_threads  # imports torch inside the function
@@ -249,45 +257,120 @@ def train_lora_sft(
     with torch_threads(settings.num_threads), quiet_progress(), warnings.catch_warnings():
         # transformers 5 renamed gradient_checkpointing; TRL's SFTConfig still sets the old name
         warnings.filterwarnings("ignore", category=FutureWarning, message=".*checkpointing.*")
-        return _train(
-            model_dir=model_dir,
-            out_dir=out_dir,
-            tok=tok,
-            labelled=labelled,
-            audit=audit,
-            settings=settings,
-            data_path=Path(data_path) if data_path else None,
-            store=store,
-            record=record,
-            on_step=on_step,
-        )
+        plan = _Plan(model_dir, out_dir, tok, labelled, audit, settings, Path(data_path) if data_path else None)
+        return _train(plan, store=store, record=record, on_step=on_step)
+
+
+def train_lora_sft_on_file(
+    *,
+    model_dir: str | Path,
+    data_path: str | Path,
+    out_dir: str | Path,
+    settings: SFTSettings = SFTSettings(),
+    on_error: OnError = "raise",
+    store: str | Path | None = None,
+    record: bool = True,
+    on_step: Callable[[int, float], None] | None = None,
+) -> SFTResult:
+    """``train_lora_sft`` on the examples of a JSONL file (``read_chat_file``); with ``on_error="skip"``
+    the result's ``skipped_lines`` says which lines were left out and why.
+
+    Raises:
+        UsageError, InputError, CheckFailed: as ``read_chat_file`` and ``train_lora_sft``; the settings
+            are validated before the file is read.
+    """
+    settings.validate()
+    chat = read_chat_file(data_path, on_error=on_error)
+    result = train_lora_sft(
+        model_dir=model_dir,
+        examples=chat.examples,
+        out_dir=out_dir,
+        settings=settings,
+        data_path=data_path,
+        store=store,
+        record=record,
+        on_step=on_step,
+    )
+    return replace(result, skipped_lines=dict(chat.skipped))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What training needs once the labels are built and audited."""
+
+    model_dir: Path
+    out_dir: Path
+    tok: Any
+    labelled: list
+    audit: LabelAudit
+    settings: SFTSettings
+    data_path: Path | None
 
 
 def _train(
-    *,
-    model_dir: Path,
-    out_dir: Path,
-    tok: Any,
-    labelled: list,
-    audit: LabelAudit,
-    settings: SFTSettings,
-    data_path: Path | None,
-    store: str | Path | None,
-    record: bool,
-    on_step: Callable[[int, float], None] | None,
+    plan: _Plan, *, store: str | Path | None, record: bool, on_step: Callable[[int, float], None] | None
 ) -> SFTResult:
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, PrinterCallback
-    from trl import SFTConfig, SFTTrainer
+    """Load the model, train the adapters (recorded), refuse a diverged run, save and describe the result."""
+    from transformers import AutoModelForCausalLM
 
     try:
-        model = AutoModelForCausalLM.from_pretrained(model_dir, dtype="float32")
+        model = AutoModelForCausalLM.from_pretrained(plan.model_dir, dtype="float32")
     except OSError as exc:
-        raise InputError(f"cannot load the model: {exc}", path=model_dir) from None
-    targets = lora_target_modules(model, settings.targets)
+        raise InputError(f"cannot load the model: {exc}", path=plan.model_dir) from None
+    targets = lora_target_modules(model, plan.settings.targets)  # refused before a run is opened
+    with ExitStack() as stack:
+        run = _open_run(plan.settings, plan.model_dir, plan.data_path, store, record)
+        if run is not None:
+            stack.enter_context(run)  # a failure below marks the run failed, with its traceback
+        recorder: Any = _LossRecorder(run, on_step)
+        trainer = _sft_trainer(plan, model, targets, recorder)
+        t0 = time.perf_counter()
+        trainer.train()
+        train_s = time.perf_counter() - t0
+        if recorder.diverged_at is not None:
+            # nothing is saved: an adapter of NaN weights is not a result
+            msg = f"training diverged at {recorder.diverged_at}; no adapter was saved"
+            if run is not None:
+                run.finish("failed", error=msg)
+            raise CheckFailed(
+                msg,
+                hint=f"lower the learning rate (it was {plan.settings.learning_rate:g}) or check the data; "
+                "the run record has the loss per step",
+            )
+        saved = _save_adapter(plan, trainer.model, run)
+    losses = tuple(recorder.losses)
+    return SFTResult(
+        out_dir=plan.out_dir,
+        adapter_dir=saved.adapter_dir,
+        merged_dir=saved.merged_dir,
+        steps=len(losses),
+        losses=losses,
+        first_loss=losses[0] if losses else float("nan"),
+        last_loss=losses[-1] if losses else float("nan"),
+        train_s=train_s,
+        s_per_step=train_s / max(1, len(losses)),
+        total_params=saved.total_params,
+        trainable_params=saved.trainable_params,
+        examples=plan.audit.examples,
+        masked_fraction=plan.audit.masked_fraction,
+        audit_problems=len(plan.audit.problems),
+        contract=saved.contract,
+        run_id=getattr(run, "id", None),
+        run_dir=getattr(run, "dir", None),
+        settings=plan.settings,
+    )
+
+
+def _sft_trainer(plan: _Plan, model: Any, targets: list[str] | str, recorder: Any) -> Any:
+    """TRL's SFTTrainer over the audited ``input_ids`` + ``labels``, with LoRA on the validated targets."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import PrinterCallback
+    from trl import SFTConfig, SFTTrainer
+
+    settings = plan.settings
     dataset = Dataset.from_dict(
-        {"input_ids": [list(e.input_ids) for e in labelled], "labels": [list(e.labels) for e in labelled]}
+        {"input_ids": [list(e.input_ids) for e in plan.labelled], "labels": [list(e.labels) for e in plan.labelled]}
     )
     peft_config = LoraConfig(
         r=settings.lora_r,
@@ -297,7 +380,7 @@ def _train(
         task_type="CAUSAL_LM",
     )
     args = SFTConfig(
-        output_dir=str(out_dir / "trainer"),
+        output_dir=str(plan.out_dir / "trainer"),
         max_steps=settings.steps,
         per_device_train_batch_size=settings.batch_size,
         learning_rate=settings.learning_rate,
@@ -315,72 +398,48 @@ def _train(
         dataloader_num_workers=0,
         logging_nan_inf_filter=False,  # a NaN loss must reach the log, not be averaged away
     )
-    with ExitStack() as stack:
-        run = _open_run(settings, model_dir, data_path, store, record)
-        if run is not None:
-            stack.enter_context(run)  # a failure below marks the run failed, with its traceback
-        recorder: Any = _LossRecorder(run, on_step)
-        trainer = SFTTrainer(
-            model=model,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tok,
-            peft_config=peft_config,
-            callbacks=[recorder],
-        )
-        trainer.remove_callback(PrinterCallback)  # it prints every log dict; the library does not print
-        t0 = time.perf_counter()
-        trainer.train()
-        train_s = time.perf_counter() - t0
-        if recorder.diverged_at is not None:
-            # nothing is saved: an adapter of NaN weights is not a result
-            msg = f"training diverged at {recorder.diverged_at}; no adapter was saved"
-            if run is not None:
-                run.finish("failed", error=msg)
-            raise CheckFailed(
-                msg,
-                hint=f"lower --lr (it was {settings.learning_rate:g}) or check the data; "
-                "`expkit runs show` has the loss per step",
-            )
-        peft_model: Any = trainer.model  # a PeftModel after SFTTrainer wrapped it
-        adapter_dir = out_dir / "adapter"
-        peft_model.save_pretrained(adapter_dir)
-        tok.save_pretrained(adapter_dir)
-        contract = enforce_stop_contract(
-            peft_model.generation_config, end_of_turn=audit.end_of_turn, fix=settings.fix_generation_config
-        )
-        peft_model.generation_config.save_pretrained(adapter_dir)
-        total = sum(p.numel() for p in peft_model.parameters())
-        trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
-        merged_dir = None
-        if settings.merge:
-            merged_dir = out_dir / "merged"
-            merged = peft_model.merge_and_unload()
-            merged.generation_config = peft_model.generation_config
-            merged.save_pretrained(merged_dir)
-            tok.save_pretrained(merged_dir)
-        if run is not None:
-            for f in ("adapter_config.json", "adapter_model.safetensors", "generation_config.json"):
-                if (adapter_dir / f).is_file():
-                    run.artifact(adapter_dir / f)
-    losses = tuple(recorder.losses)
-    return SFTResult(
-        out_dir=out_dir,
-        adapter_dir=adapter_dir,
-        merged_dir=merged_dir,
-        steps=len(losses),
-        losses=losses,
-        first_loss=losses[0] if losses else float("nan"),
-        last_loss=losses[-1] if losses else float("nan"),
-        train_s=train_s,
-        s_per_step=train_s / max(1, len(losses)),
-        total_params=total,
-        trainable_params=trainable,
-        examples=audit.examples,
-        masked_fraction=audit.masked_fraction,
-        audit_problems=len(audit.problems),
-        contract=contract,
-        run_id=getattr(run, "id", None),
-        run_dir=getattr(run, "dir", None),
-        settings=settings,
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=plan.tok,
+        peft_config=peft_config,
+        callbacks=[recorder],
     )
+    trainer.remove_callback(PrinterCallback)  # it prints every log dict; the library does not print
+    return trainer
+
+
+@dataclass(frozen=True)
+class _Saved:
+    adapter_dir: Path
+    merged_dir: Path | None
+    contract: StopContract
+    total_params: int
+    trainable_params: int
+
+
+def _save_adapter(plan: _Plan, peft_model: Any, run: Any) -> _Saved:
+    """Save the adapter (and merged model), with the stop-token contract checked and fixed; artifacts to the run."""
+    tok, out_dir = plan.tok, plan.out_dir
+    adapter_dir = out_dir / "adapter"
+    peft_model.save_pretrained(adapter_dir)
+    tok.save_pretrained(adapter_dir)
+    contract = enforce_stop_contract(
+        peft_model.generation_config, end_of_turn=plan.audit.end_of_turn, fix=plan.settings.fix_generation_config
+    )
+    peft_model.generation_config.save_pretrained(adapter_dir)
+    total = sum(p.numel() for p in peft_model.parameters())
+    trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+    merged_dir = None
+    if plan.settings.merge:
+        merged_dir = out_dir / "merged"
+        merged = peft_model.merge_and_unload()
+        merged.generation_config = peft_model.generation_config
+        merged.save_pretrained(merged_dir)
+        tok.save_pretrained(merged_dir)
+    if run is not None:
+        for f in ("adapter_config.json", "adapter_model.safetensors", "generation_config.json"):
+            if (adapter_dir / f).is_file():
+                run.artifact(adapter_dir / f)
+    return _Saved(adapter_dir, merged_dir, contract, total, trainable)

@@ -34,7 +34,7 @@ BASE_NOTE = (
 def run(ctx: LabContext) -> LabOutput:
     from expkit.finetune.chatdata import generate_chat_examples
     from expkit.finetune.demomodel import ensure_demo_model
-    from expkit.finetune.stopping import compare_eos_in_loss
+    from expkit.finetune.stopping import StopQuery, compare_eos_in_loss
     from expkit.finetune.training import SFTSettings
     from expkit.render.figures import new_figure, save_figure
 
@@ -62,8 +62,7 @@ def run(ctx: LabContext) -> LabOutput:
         out_dir=ctx.out_dir / "sft",
         settings=settings,
         store=ctx.out_dir / "runs",
-        n=n_held,
-        max_new_tokens=32,
+        query=StopQuery(n=n_held, max_new_tokens=32),
     )
     w, wo = res.with_eos, res.without_eos
     loss1, loss20 = res.losses_with_eos[0], res.losses_with_eos[min(19, len(res.losses_with_eos) - 1)]
