@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
+from expkit.errors import CheckFailed
 
 app = typer.Typer(help="Labs: every claim of the field guide measured on this machine.", no_args_is_help=True)
 
@@ -20,20 +21,9 @@ def list_labs(json_out: bool = typer.Option(False, "--json", help="Print the lab
       expkit labs list
     """
     from expkit.labs.registry import all_labs
+    from expkit.render.labs import render_lab_list
 
-    labs = all_labs()
-    if json_out:
-        emit_json([{"id": lab.id, "title": lab.title, "claims": lab.claims, "seed": lab.seed_figures} for lab in labs])
-        return
-    from rich.table import Table
-
-    from expkit.render.console import out_console
-
-    table = Table("lab", "claims", "title", "seed figures")
-    for lab in labs:
-        seed_figures = "; ".join(s.text for s in lab.seed_figures) or "(behaviour)"
-        table.add_row(lab.id, ", ".join(lab.claims), lab.title, seed_figures)
-    out_console().print(table)
+    emit(all_labs(), json_out, human=render_lab_list)
 
 
 @app.command("run")
@@ -60,7 +50,6 @@ def run(
       expkit labs run --device cuda --out report-gpu
     """
     import os
-    import sys
 
     # labs build their models, tokenizers and data locally: never wait on a Hugging Face Hub timeout
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -72,6 +61,7 @@ def run(
     from expkit.labs.registry import select_labs
     from expkit.labs.runner import check_lab_device, run_labs
     from expkit.render.console import progress_steps
+    from expkit.render.labs import render_lab_run
 
     check_lab_device(device)  # before any lab runs: a refusal writes no report
     labs = select_labs(ids or [])
@@ -79,30 +69,9 @@ def run(
         report = run_labs(
             labs, out_dir=out, quick=quick, seed=seed, device=device, on_start=lambda i, lab: advance(lab.id)
         )
-    failed = [r.id for r in report.results if r.status == "failed"]
-    if json_out:
-        emit_json(report)
-    else:
-        from expkit.render.report import format_value
-
-        for r in report.results:
-            if r.status == "failed":
-                print(f"{r.id:8s} FAILED ({r.elapsed_s:.1f} s)")
-                continue
-            for m in r.measurements:
-                if m.seed is not None or m.verdict is not None:
-                    seed_text = f" (seed: {m.seed.text})" if m.seed is not None else ""
-                    verdict = f" -> {m.verdict}" if m.verdict is not None else ""
-                    rule = f" [rule: {m.rule}]" if m.rule is not None else ""
-                    print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)}{seed_text}{verdict}{rule}")
-        from expkit.render.report import verdict_counts
-
-        counts = verdict_counts(report.results)
-        print("verdicts: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
-        print(f"report: {(out / 'index.html').resolve()}", file=sys.stderr)
-    if failed:
-        print(f"labs failed: {', '.join(failed)} (see the report)", file=sys.stderr)
-        raise typer.Exit(1)
+    emit(report, json_out, human=lambda r: render_lab_run(r, html_path=out / "index.html"))
+    if report.failed_ids:
+        raise CheckFailed(f"labs failed: {', '.join(report.failed_ids)} (see the report)")
 
 
 def register(root: typer.Typer) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
 
 app = typer.Typer(help="Figures of your runs: curves over seeds with bands, log x by default.", no_args_is_help=True)
 
@@ -63,8 +63,8 @@ def curves(
       expkit plot curves seeds.csv --metric val_loss --x tokens --out fig.svg
     """
     from expkit.errors import UsageError
-    from expkit.render.curves import draw_curves
-    from expkit.stats.curves import load_curves, summarize_curves
+    from expkit.render.curves import draw_curves, render_curve_summary
+    from expkit.stats.curves import load_curves, summarize_curve_set, summarize_curves
 
     if out.suffix.lower() not in (".png", ".svg"):
         raise UsageError(f"--out {out} must end in .png or .svg")
@@ -81,61 +81,8 @@ def curves(
         ema=ema or None,
         compare=pair,
     )
-    path = draw_curves(cs, out, log_x=not linear_x, log_y=log_y)
-    summary = _summary(cs, path)
-    if json_out:
-        emit_json(summary)
-        return
-    for g in summary["groups"]:
-        ci = f"[{g['final_low']:.4g}, {g['final_high']:.4g}]" if g["final_low"] is not None else "(1 seed, no interval)"
-        print(f"{g['group']}: {g['n_seeds']} seeds, final {metric} {g['final_mean']:.4g} {ci} at {x} {g['final_x']:g}")
-    d = summary["difference"]
-    if d:
-        print(
-            f"{d['groups']}: interval of the difference excludes 0 at {d['n_excludes_zero']} of {d['n_points']} "
-            f"points; bands do not overlap at {d['n_bands_apart']}; final delta {d['final_delta']:+.4g} "
-            f"[{d['final_low']:+.4g}, {d['final_high']:+.4g}]"
-        )
-    for n in cs.notes:
-        print(f"note: {n}")
-    print(f"figure: {path}")
-
-
-def _summary(cs, path: Path) -> dict:  # noqa: ANN001 - CurveSet, imported lazily
-    groups = [
-        {
-            "group": b.group,
-            "n_seeds": b.n_seeds,
-            "runs": b.runs,
-            "final_x": float(b.x[-1]),
-            "final_mean": float(b.mean[-1]),
-            "final_low": None if b.low is None else float(b.low[-1]),
-            "final_high": None if b.high is None else float(b.high[-1]),
-        }
-        for b in cs.bands
-    ]
-    d = cs.difference
-    diff = None
-    if d is not None:
-        diff = {
-            "groups": f"{d.group_a} - {d.group_b}",
-            "n_points": int(d.x.size),
-            "n_excludes_zero": int(d.excludes_zero.sum()),
-            "n_bands_apart": int((~d.bands_overlap).sum()),
-            "x_excludes_zero": d.x[d.excludes_zero].tolist(),
-            "final_delta": float(d.delta[-1]),
-            "final_low": float(d.low[-1]),
-            "final_high": float(d.high[-1]),
-        }
-    return {
-        "metric": cs.metric,
-        "x": cs.x_key,
-        "ema": cs.ema,
-        "groups": groups,
-        "difference": diff,
-        "notes": list(cs.notes),
-        "figure": str(path),
-    }
+    figure = draw_curves(cs, out, log_x=not linear_x, log_y=log_y)
+    emit(summarize_curve_set(cs, figure), json_out, human=render_curve_summary)
 
 
 def register(root: typer.Typer) -> None:

@@ -6,33 +6,7 @@ from pathlib import Path
 
 import typer
 
-from expkit.cli.output import emit_json
-
-
-def _print_report(rep, *, top: int) -> None:  # noqa: ANN001 - a ProfileReport
-    from rich.table import Table
-
-    from expkit.render.console import out_console
-
-    con = out_console()
-    steps = f"{rep.steps} profiler steps" if rep.steps else "whole run (no ProfilerStep)"
-    dist = f", rank {rep.rank} of {rep.world_size}" if rep.rank is not None else ""
-    con.print(f"[bold]{rep.source}[/]: {rep.timeline} timeline, {steps}, window {rep.window_s * 1e3:.1f} ms{dist}")
-    table = Table("bucket", "time ms", "share")
-    for b in sorted(rep.buckets, key=lambda b: -b.share):
-        table.add_row(b.label, f"{b.seconds * 1e3:.2f}", f"{b.share:.1%}")
-    con.print(table)
-    if rep.timeline == "device":
-        con.print(f"device idle: host wait {rep.idle_host_wait_s * 1e3:.2f} ms, gaps {rep.idle_gaps_s * 1e3:.2f} ms")
-    ops = Table("op / kernel (self time)", "bucket", "calls", "ms")
-    for o in rep.top_ops[:top]:
-        ops.add_row(o.name[:80], o.bucket, str(o.calls), f"{o.self_s * 1e3:.2f}")
-    con.print(ops)
-    for note in rep.notes:
-        con.print(f"[dim]note: {note}[/]")
-    if rep.profiling_overhead_ratio is not None:
-        con.print(f"profiling overhead: {rep.profiling_overhead_ratio:.2f}x the plain step time")
-    con.print(f"[bold]verdict:[/] {rep.verdict}")
+from expkit.cli.output import emit
 
 
 def profile(
@@ -63,7 +37,7 @@ def profile(
 
       expkit profile --out run1.json -- python -m mypkg.train
     """
-    from expkit.errors import CheckFailed, UsageError
+    from expkit.errors import UsageError
 
     args = list(args or [])
     if not args:
@@ -87,50 +61,19 @@ def profile(
     if len(args) == 1 and args[0].endswith((".json", ".json.gz")):
         from expkit.perf.buckets import bucket_trace
         from expkit.perf.trace import load_trace
+        from expkit.render.profile import render_profile_report
 
         rep = bucket_trace(load_trace(args[0]), top=max(top, 1))
-        if json_out:
-            emit_json(rep)
-        else:
-            _print_report(rep, top=top)
+        emit(rep, json_out, human=lambda r: render_profile_report(r, top=top))
         return
     from expkit.errors import require
     from expkit.perf.profiler import profile_script
+    from expkit.render.profile import render_script_profile
 
     require("torch")  # the script runs under torch.profiler; reading a trace needs no torch
-
     res = profile_script(args, trace_path=out, timeout_s=timeout_s)
-    if json_out:
-        emit_json(res)
-    elif res.report is not None:
-        _print_report(res.report, top=top)
-        print(f"trace: {res.trace_path}")
-    else:
-        print(
-            f"no torch op was recorded while {' '.join(res.argv)} ran ({res.elapsed_s:.1f} s); trace: {res.trace_path}"
-        )
-    if res.returncode == 0:
-        return
-    import sys
-
-    summary = None
-    if res.traceback:
-        from expkit.diagnose import diagnose_text, format_report
-
-        diag = diagnose_text(res.traceback)
-        if diag.traceback.exceptions:
-            last = diag.traceback.exceptions[-1]
-            summary = f"{last.short_type}: {last.message}"
-            if not json_out:
-                print(format_report(diag.traceback, diag.explanation), file=sys.stderr)
-        elif not json_out:
-            print(res.traceback, file=sys.stderr)
-    partial = "partial profile above, trace" if res.report is not None else "no op was recorded; trace"
-    what = f"crashed ({summary})" if summary else f"exited with code {res.returncode}"
-    raise CheckFailed(
-        f"the script {' '.join(res.argv[:2]) if res.argv[0] in ('-m', '-c') else res.argv[0]} {what}",
-        hint=f"{partial} in {res.trace_path}",
-    )
+    emit(res, json_out, human=lambda r: render_script_profile(r, top=top))
+    res.raise_if_failed()
 
 
 def register(root: typer.Typer) -> None:

@@ -349,6 +349,10 @@ class Lab:
     run: Callable[[LabContext], LabOutput] = field(repr=False)
     module: str = ""
 
+    def __json__(self) -> dict[str, object]:
+        """``labs list --json``: what a lab declares (its ``run`` is code, not data)."""
+        return {"id": self.id, "title": self.title, "claims": self.claims, "seed": self.seed_figures}
+
     def seed_figure(self, key: str) -> SeedFigure:
         for fig in self.seed_figures:
             if fig.key == key:

@@ -32,6 +32,11 @@ class LabReport:
     results: tuple[LabResult, ...]
     device: str = "cpu"
 
+    @property
+    def failed_ids(self) -> tuple[str, ...]:
+        """The labs that raised (their traceback is in the report); the others still ran."""
+        return tuple(r.id for r in self.results if r.status == "failed")
+
 
 def check_lab_device(device: str) -> str:
     """``device`` if the labs can run on it here, else a UsageError (exit 2) saying what is missing.

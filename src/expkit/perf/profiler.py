@@ -17,10 +17,14 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from expkit.errors import InputError, UsageError
+from expkit.errors import CheckFailed, InputError, UsageError
 from expkit.perf.buckets import ProfileReport, bucket_trace
 from expkit.perf.trace import load_trace
+
+if TYPE_CHECKING:
+    from expkit.diagnose.diagnosis import Diagnosis
 
 __all__ = ["ScriptProfile", "profile", "profile_script"]
 
@@ -121,6 +125,28 @@ class ScriptProfile:
     report: ProfileReport | None
     traceback: str | None
     stderr_tail: str
+
+    def diagnosis(self) -> Diagnosis | None:
+        """``expkit why``'s reading of the script's traceback, when it crashed with one."""
+        if not self.traceback:
+            return None
+        from expkit.diagnose import diagnose_text
+
+        return diagnose_text(self.traceback)
+
+    def raise_if_failed(self) -> None:
+        """CheckFailed when the script exited non-zero: its last exception, and where the trace is."""
+        if self.returncode == 0:
+            return
+        diag = self.diagnosis()
+        summary = None
+        if diag is not None and diag.traceback.exceptions:
+            last = diag.traceback.exceptions[-1]
+            summary = f"{last.short_type}: {last.message}"
+        partial = "partial profile above, trace" if self.report is not None else "no op was recorded; trace"
+        what = f"crashed ({summary})" if summary else f"exited with code {self.returncode}"
+        script = " ".join(self.argv[:2]) if self.argv[0] in ("-m", "-c") else self.argv[0]
+        raise CheckFailed(f"the script {script} {what}", hint=f"{partial} in {self.trace_path}")
 
 
 def _script_argv(argv: list[str] | tuple[str, ...]) -> list[str]:

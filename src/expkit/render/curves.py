@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from expkit.render.figures import save_figure
 
 if TYPE_CHECKING:
-    from expkit.stats.curves import CurveSet
+    from expkit.stats.curves import CurveSet, CurveSummary
 
-__all__ = ["draw_curves"]
+__all__ = ["draw_curves", "render_curve_summary"]
 
 
 def draw_curves(cs: CurveSet, path: Path, *, log_x: bool = True, log_y: bool = False, title: str | None = None) -> Path:
@@ -63,3 +63,20 @@ def draw_curves(cs: CurveSet, path: Path, *, log_x: bool = True, log_y: bool = F
     else:
         ax.set_xlabel(cs.x_key)
     return save_figure(fig, path)
+
+
+def render_curve_summary(s: CurveSummary) -> None:
+    """A line per group (final mean and interval), the difference panel's counts, the notes, the figure."""
+    for g in s.groups:
+        ci = f"[{g.final_low:.4g}, {g.final_high:.4g}]" if g.final_low is not None else "(1 seed, no interval)"
+        print(f"{g.group}: {g.n_seeds} seeds, final {s.metric} {g.final_mean:.4g} {ci} at {s.x} {g.final_x:g}")
+    d = s.difference
+    if d is not None:
+        print(
+            f"{d.groups}: interval of the difference excludes 0 at {d.n_excludes_zero} of {d.n_points} "
+            f"points; bands do not overlap at {d.n_bands_apart}; final delta {d.final_delta:+.4g} "
+            f"[{d.final_low:+.4g}, {d.final_high:+.4g}]"
+        )
+    for n in s.notes:
+        print(f"note: {n}")
+    print(f"figure: {s.figure}")

@@ -20,11 +20,15 @@ __all__ = [
     "Band",
     "Curve",
     "CurveSet",
+    "CurveSummary",
     "DifferenceBand",
+    "DifferenceSummary",
+    "GroupSummary",
     "aggregate_band",
     "debiased_ema",
     "difference_band",
     "load_curves",
+    "summarize_curve_set",
     "summarize_curves",
 ]
 
@@ -394,3 +398,74 @@ def summarize_curves(
     if len(names) > 2 and compare is None:
         notes.append(f"difference panel shows {names[0]} - {names[1]}; choose others with --diff A,B")
     return CurveSet(metric, x_key, ema, tuple(curves), bands, diff, tuple(notes))
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """One group's band at its last x: seeds, runs, the final mean and its interval (None with one seed)."""
+
+    group: str
+    n_seeds: int
+    runs: tuple[str, ...]
+    final_x: float
+    final_mean: float
+    final_low: float | None
+    final_high: float | None
+
+
+@dataclass(frozen=True)
+class DifferenceSummary:
+    """The difference panel in numbers: at how many of ``n_points`` x the interval of A - B excludes 0
+    (and which x), at how many the groups' own bands do not overlap, and the final delta with its interval."""
+
+    groups: str
+    n_points: int
+    n_excludes_zero: int
+    n_bands_apart: int
+    x_excludes_zero: tuple[float, ...]
+    final_delta: float
+    final_low: float
+    final_high: float
+
+
+@dataclass(frozen=True)
+class CurveSummary:
+    """What ``expkit plot curves`` reports beside its figure (``figure``: the file written)."""
+
+    metric: str
+    x: str
+    ema: float | None
+    groups: tuple[GroupSummary, ...]
+    difference: DifferenceSummary | None
+    notes: tuple[str, ...]
+    figure: str
+
+
+def summarize_curve_set(cs: CurveSet, figure: str | Path) -> CurveSummary:
+    """The final point of every band and the difference panel's counts, for the figure at ``figure``."""
+    groups = tuple(
+        GroupSummary(
+            group=b.group,
+            n_seeds=b.n_seeds,
+            runs=tuple(b.runs),
+            final_x=float(b.x[-1]),
+            final_mean=float(b.mean[-1]),
+            final_low=None if b.low is None else float(b.low[-1]),
+            final_high=None if b.high is None else float(b.high[-1]),
+        )
+        for b in cs.bands
+    )
+    d = cs.difference
+    diff = None
+    if d is not None:
+        diff = DifferenceSummary(
+            groups=f"{d.group_a} - {d.group_b}",
+            n_points=int(d.x.size),
+            n_excludes_zero=int(d.excludes_zero.sum()),
+            n_bands_apart=int((~d.bands_overlap).sum()),
+            x_excludes_zero=tuple(float(v) for v in d.x[d.excludes_zero]),
+            final_delta=float(d.delta[-1]),
+            final_low=float(d.low[-1]),
+            final_high=float(d.high[-1]),
+        )
+    return CurveSummary(cs.metric, cs.x_key, cs.ema, groups, diff, cs.notes, str(figure))
