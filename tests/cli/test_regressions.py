@@ -431,7 +431,11 @@ def test_sft_hidden_size_not_divisible_by_heads_is_named(cli, demo_dir, tmp_path
 
 @pytest.mark.parametrize(
     "content, says",
-    [(b"[]", "holds a list"), (b"{", "not JSON"), (b" " * (4 * 2**20 + 1), "more than a model config holds")],
+    [
+        (b"[]", "JSON list, not an object"),
+        (b"{", "not valid JSON"),
+        (b" " * (4 * 2**20 + 1), "too large for a config.json"),
+    ],
 )
 def test_sft_broken_config_json_is_named(cli, demo_dir, tmp_path, chat_file, content, says):
     model = _broken_copy(demo_dir, tmp_path, lambda d: (d / "config.json").write_bytes(content))

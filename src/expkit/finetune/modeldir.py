@@ -13,16 +13,12 @@ from typing import Any
 from expkit.errors import InputError
 
 __all__ = [
-    "MAX_CONFIG_BYTES",
     "check_model_dir",
     "estimated_parameters",
     "load_causal_lm",
-    "read_model_config",
     "safetensors_header",
 ]
 
-# A real config.json is a few KB (Qwen2.5-72B's: 0.7 KB); 4 MB leaves room for long vocab maps.
-MAX_CONFIG_BYTES = 4 * 2**20
 # A config describing 10x more parameters than its safetensors files hold does not belong to them (4-bit
 # weights pack 2 values per stored byte: a factor of 2, not 10).
 _SIZE_MISMATCH = 10
@@ -30,13 +26,16 @@ _SIZE_MISMATCH = 10
 _MAX_HEADER_BYTES = 100 * 10**6
 
 
-def read_model_config(model_dir: str | Path) -> dict[str, Any]:
-    """``model_dir/config.json`` as a dict.
+def _read_local_config(model_dir: str | Path) -> dict[str, Any]:
+    """``model_dir/config.json`` as a dict, read by ``expkit.models.read_model_config`` (the one reader),
+    after checking that ``model_dir`` is a local directory holding one, and that its heads divide its width.
 
     Raises:
-        InputError: no directory, no config.json, larger than ``MAX_CONFIG_BYTES``, not UTF-8, not JSON,
-            not an object, or a hidden size that its attention heads do not divide.
+        InputError: no directory, no config.json, what ``read_model_config`` refuses (too large, not UTF-8,
+            not JSON, not an object), or a hidden size that its attention heads do not divide.
     """
+    from expkit.models import read_model_config
+
     d = Path(model_dir)
     if not d.is_dir():
         raise InputError(
@@ -49,21 +48,7 @@ def read_model_config(model_dir: str | Path) -> dict[str, Any]:
         raise InputError(
             "no config.json in the model directory", path=d, hint="save the model with model.save_pretrained(DIR)"
         )
-    size = p.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise InputError(
-            f"config.json is {size:,} bytes, more than a model config holds (at most {MAX_CONFIG_BYTES:,})", path=p
-        )
-    try:
-        cfg = json.loads(p.read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"config.json is not UTF-8 (byte {exc.start})", path=p) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"config.json is not JSON ({exc.msg})", path=p, line=exc.lineno) from None
-    except RecursionError:
-        raise InputError("config.json is nested too deeply", path=p) from None
-    if not isinstance(cfg, dict):
-        raise InputError(f"config.json holds a {type(cfg).__name__}, not an object", path=p)
+    cfg, _name, _source = read_model_config(p)
     hidden, heads = cfg.get("hidden_size"), cfg.get("num_attention_heads")
     if (
         isinstance(hidden, int)
@@ -120,10 +105,10 @@ def check_model_dir(model_dir: str | Path) -> dict[str, Any]:
         the config dict.
 
     Raises:
-        InputError: as ``read_model_config`` and ``safetensors_header``; a config that describes far more
+        InputError: as ``expkit.models.read_model_config`` and ``safetensors_header``; a config that describes far more
             parameters than the weights hold; a config transformers refuses.
     """
-    cfg = read_model_config(model_dir)
+    cfg = _read_local_config(model_dir)
     stored = 0
     for f in sorted(Path(model_dir).glob("*.safetensors")):
         header = safetensors_header(f)
