@@ -1,0 +1,150 @@
+"""Benchmark: expkit doctor's recall on the bug suite, its false alarms on the clean programs, and the step-time
+overhead of its checks vs the same loop bare, measured in one run.
+
+    .venv/bin/python benchmarks/bench_doctor.py [--steps 40] [--repeats 5] [--skip-suite] [--quick] [--out DIR]
+
+Recall: a bug program counts as caught when the check it declares (``doctor-expect:``) fires within the first
+two optimizer steps (each program a real child process under ``expkit doctor``, stopped after the watch).
+Overhead: one loop (a small causal transformer on CPU, one thread), timed per step three ways in
+interleaved repeats: bare, while watched (every check running), and after the watch (hooks removed).
+``--quick`` (for CI): 2 bug + 2 clean programs, 6 steps, one repeat; its figures are not comparisons.
+Writes benchmarks/results/doctor.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from expkit.doctor import watch
+from expkit.doctor.runner import DoctorRequest, run_doctor
+from expkit.doctor.suite import iter_suite, outcome_of, score_outcomes
+from timing import add_run_options, write_results  # benchmarks/timing.py
+
+SUITE = Path(__file__).resolve().parent.parent / "tests" / "doctor" / "suite"
+V, T, D = 64, 64, 128
+
+
+class TinyLM(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(V, D)
+        layer = nn.TransformerEncoderLayer(D, 4, 4 * D, dropout=0.1, batch_first=True, norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = nn.Linear(D, V)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        mask = nn.Transformer.generate_square_subsequent_mask(idx.shape[1])
+        return self.head(self.blocks(self.tok(idx), mask=mask, is_causal=True))  # (B, T, V)
+
+
+def step_times(steps: int, watched_steps: int | None) -> list[float]:
+    """Seconds per optimizer step of the loop; with ``watched_steps``, the first that many run under watch()."""
+    torch.manual_seed(0)
+    model = TinyLM()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    data = torch.randint(0, V, (steps, 16, T + 1))
+    w = watch(model, opt, steps=watched_steps) if watched_steps else None
+    times = []
+    for i in range(steps):
+        t0 = time.perf_counter()
+        x, y = data[i, :, :-1], data[i, :, 1:]
+        loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    if w is not None:
+        assert w.done and not w.check_errors, w.check_errors
+        assert not w.findings, [f.check for f in w.findings]  # a clean loop: a finding here is a false alarm
+    return times
+
+
+def measure_overhead(steps: int, repeats: int, watched: int) -> dict[str, float]:
+    """Median step time bare, during the watched steps and after them, from interleaved repeats: the watched
+    steps are compared with the bare loop's same first steps (both carry the warm-up), the steps after the
+    watch with the bare loop's later steps."""
+    bare_first, bare_rest, during, after = [], [], [], []
+    for _ in range(repeats):
+        b = step_times(steps, None)
+        d = step_times(steps, watched)
+        bare_first += b[:watched]
+        bare_rest += b[watched:]
+        during += d[:watched]
+        after += d[watched:]
+    m_first, m_bare = statistics.median(bare_first), statistics.median(bare_rest)
+    m_during, m_after = statistics.median(during), statistics.median(after)
+    return {
+        "bare_first_steps_s": m_first,
+        "bare_step_s": m_bare,
+        "watched_step_s": m_during,
+        "after_watch_step_s": m_after,
+        "watched_over_bare": m_during / m_first,
+        "after_watch_over_bare": m_after / m_bare,
+    }
+
+
+def measure_suite(quick: bool) -> dict:
+    programs = list(iter_suite(SUITE))
+    if quick:
+        programs = [p for p in programs if p.parent.name == "bugs"][:2] + [
+            p for p in programs if p.parent.name == "clean"
+        ][:2]
+    outcomes = []
+    for path in programs:
+        req = DoctorRequest(command=(sys.executable, str(path)), stop_after_watch=True, cwd=str(path.parent))
+        outcomes.append(outcome_of(path, run_doctor(req)))
+        o = outcomes[-1]
+        print(f"  {o.program}: expected {o.expected}, found {list(o.checks_found)} ({o.elapsed_s:.1f} s)", flush=True)
+    score = score_outcomes(outcomes)
+    return {
+        "bug_programs": score.bugs,
+        "caught_within_2_steps": score.caught,
+        "recall": score.recall,
+        "clean_programs": score.clean,
+        "clean_with_findings": score.clean_with_findings,
+        "did_not_run": score.did_not_run,
+        "programs": [
+            {"program": o.program, "expected": o.expected, "found": list(o.checks_found), "elapsed_s": o.elapsed_s}
+            for o in score.outcomes
+        ],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=40, help="steps per timed loop (default 40)")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats (default 5)")
+    parser.add_argument("--skip-suite", action="store_true", help="only the overhead")
+    add_run_options(parser)
+    args = parser.parse_args()
+    steps, repeats = (6, 1) if args.quick else (args.steps, args.repeats)
+    torch.set_num_threads(1)  # the machine is shared: one thread times steadier
+    results: dict = {"threads": torch.get_num_threads(), "load_avg_1m": __import__("os").getloadavg()[0]}
+    results["overhead"] = measure_overhead(steps, repeats, watched=2)
+    o = results["overhead"]
+    print(
+        f"step time: bare {o['bare_first_steps_s'] * 1e3:.1f} ms (first 2) / {o['bare_step_s'] * 1e3:.1f} ms (later), "
+        f"watched {o['watched_step_s'] * 1e3:.1f} ms "
+        f"({o['watched_over_bare']:.2f}x), after the watch {o['after_watch_step_s'] * 1e3:.1f} ms "
+        f"({o['after_watch_over_bare']:.3f}x)"
+    )
+    if not args.skip_suite:
+        s = results["suite"] = measure_suite(args.quick)
+        print(
+            f"suite: caught {s['caught_within_2_steps']}/{s['bug_programs']} bugs within 2 steps; "
+            f"{s['clean_with_findings']}/{s['clean_programs']} clean programs with a finding; "
+            f"{s['did_not_run']} did not run"
+        )
+    write_results(results, args.out, "doctor", quick=args.quick)
+
+
+if __name__ == "__main__":
+    main()
