@@ -140,3 +140,20 @@ def test_a_single_100mb_line_streams_with_memory_bounded_by_the_line(tmp_path):
 
 def _lengths(path: str) -> list[int]:
     return [len(r["text"]) for r in iter_jsonl(path)]
+
+
+def test_iter_jsonl_objects_skips_bad_lines_and_non_objects_when_asked(tmp_path):
+    from expkit.data.jsonl import JsonlTally, iter_jsonl_objects
+
+    p = tmp_path / "rows.jsonl"
+    p.write_text('{"a": 1}\n[1, 2]\n{"a":\n\n{"a": 4}\n')  # line 2 a list, line 3 bad JSON, line 4 blank
+    with pytest.raises(InputError, match=r"a JSON list, not an object"):
+        list(iter_jsonl_objects(p))
+    tally = JsonlTally()
+    rows = list(iter_jsonl_objects(p, on_error="collect", tally=tally))
+    assert rows == [(1, {"a": 1}), (5, {"a": 4})]
+    assert tally.skipped == 2 and tally.first_skipped_lines == [2, 3] and tally.blank == 1
+    assert [e.line for e in tally.errors] == [2, 3]
+    # a caller that refuses a record itself counts it the same way
+    tally.skip_line(5)
+    assert tally.summary().skipped == 3 and tally.summary().records == 1

@@ -80,6 +80,14 @@ class JsonlTally:
         except (OSError, ValueError):
             return None
 
+    def skip_line(self, lineno: int, error: InputError | None = None) -> None:
+        """Count line ``lineno`` as skipped (a record its reader refused), keeping ``error`` if given."""
+        self.skipped += 1
+        if len(self.first_skipped_lines) < _KEEP_LINE_NUMBERS:
+            self.first_skipped_lines.append(lineno)
+        if error is not None and len(self.errors) < self.max_errors:
+            self.errors.append(error)
+
     def summary(self) -> JsonlSummary:
         return JsonlSummary(
             path=self.path,
@@ -208,11 +216,7 @@ def _note_bad_line(
     err = _line_error(name, lineno, line, exc)
     if on_error == "raise":
         raise err from None
-    t.skipped += 1
-    if len(t.first_skipped_lines) < _KEEP_LINE_NUMBERS:
-        t.first_skipped_lines.append(lineno)
-    if on_error == "collect" and len(t.errors) < t.max_errors:
-        t.errors.append(err)
+    t.skip_line(lineno, err if on_error == "collect" else None)
 
 
 def iter_jsonl(
@@ -297,26 +301,35 @@ def iter_jsonl(
         )
 
 
-def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl_objects(
+    path: str | Path, *, on_error: OnError = "raise", tally: JsonlTally | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, record)`` for a JSONL file whose every line must be a JSON object.
 
-    The reader for tables of rows (eval results, metric logs): ``iter_jsonl`` with ``on_error="raise"``
-    (so the same file:line:column errors, ``.gz`` and ``-``) plus the line number of each record.
+    The one reader for files of rows (eval results, metric logs, chat examples): ``iter_jsonl`` (the same
+    file:line:column errors, ``.gz`` and ``-``, ``on_error`` and ``tally``) plus the line number of each
+    record. A caller that validates records further (a chat example) reports its own errors at that line
+    and, with ``on_error="skip"``, can count them with :meth:`JsonlTally.skip_line`.
 
     Raises:
-        InputError: what ``iter_jsonl`` raises, and a line holding a JSON value that is not an object.
+        InputError: what ``iter_jsonl`` raises, and (``on_error="raise"``) a line holding a JSON value that
+            is not an object; otherwise such a line is skipped and counted like invalid JSON.
 
     Example:
         >>> for line, row in iter_jsonl_objects("results.jsonl"):   # doctest: +SKIP
         ...     score = float(row["score"])
     """
-    tally = JsonlTally()
-    for record in iter_jsonl(path, tally=tally):
+    t = tally if tally is not None else JsonlTally()
+    for record in iter_jsonl(path, on_error=on_error, tally=t):
         if not isinstance(record, dict):
-            raise InputError(
+            err = InputError(
                 f"a JSON {type(record).__name__}, not an object",
                 path=display_name(path),
-                line=tally.lines,
+                line=t.lines,
                 hint="one JSON object per line",
             )
-        yield tally.lines, record
+            if on_error == "raise":
+                raise err
+            t.skip_line(t.lines, err if on_error == "collect" else None)
+            continue
+        yield t.lines, record

@@ -265,8 +265,28 @@ def read_inspect_tasks(
         InputError: unreadable logs, two logs for one (task, model), a value Inspect cannot convert.
         UsageError: fewer than two models for a task, a --task or --metric that is absent.
     """
-    by_task: dict[str, dict[str, InspectLog]] = {}
     notes: list[str] = []
+    by_task = _one_log_per_task_and_model(logs, notes)
+    models = list(dict.fromkeys(m for per in by_task.values() for m in per))
+    if tasks:
+        missing = [t for t in tasks if t not in by_task]
+        if missing:
+            raise UsageError(f"task {missing[0]!r} is in none of the logs", hint=f"tasks: {', '.join(by_task)}")
+        chosen = list(dict.fromkeys(tasks))
+    else:
+        chosen = [t for t, per in by_task.items() if len(per) == len(models)]
+        left = [t for t in by_task if t not in chosen]
+        if left:
+            notes.append(f"tasks not logged for every model, left out: {', '.join(left)}")
+    out = [_task_results(task, by_task[task], metric, models, notes) for task in chosen]
+    if not out:
+        raise UsageError("no task has logs for every model", hint="pass one log per (task, model)")
+    return out, notes
+
+
+def _one_log_per_task_and_model(logs: Sequence[str | Path], notes: list[str]) -> dict[str, dict[str, InspectLog]]:
+    """task -> model -> its log; of an eval set's retries the successful log is kept (noted)."""
+    by_task: dict[str, dict[str, InspectLog]] = {}
     groups: dict[tuple[str, str], list[InspectLog]] = {}
     for path in _expand_log_dirs(logs, notes):
         log = read_inspect_log(path)
@@ -299,78 +319,71 @@ def read_inspect_tasks(
             notes.append(f"{log.path}: status {log.status!r} (read what it holds)")
         if log.n_unscored:
             notes.append(f"{log.path}: {log.n_unscored} samples without a score (errored?) left out")
-    models = list(dict.fromkeys(m for per in by_task.values() for m in per))
-    if tasks:
-        missing = [t for t in tasks if t not in by_task]
-        if missing:
-            raise UsageError(f"--task {missing[0]!r} is in none of the logs", hint=f"tasks: {', '.join(by_task)}")
-        chosen = list(dict.fromkeys(tasks))
-    else:
-        chosen = [t for t, per in by_task.items() if len(per) == len(models)]
-        left = [t for t in by_task if t not in chosen]
-        if left:
-            notes.append(f"tasks not logged for every model, left out: {', '.join(left)}")
-    out = []
-    for task in chosen:
-        per = by_task[task]
-        if len(per) < 2:
-            raise UsageError(
-                f"task {task!r} has a log for one model only ({', '.join(per)})",
-                hint="pass one log per model for each task",
-            )
-        first = next(iter(per.values()))
-        scorers = list(dict.fromkeys(k for _, _, sc in first.samples for k in sc))
-        scorer, _, key = (metric or (scorers[0] if scorers else "")).partition(".")
-        if metric is None and len(scorers) > 1:
-            notes.append(
-                f"{task}: scorer {scorer} (also scored: {', '.join(s for s in scorers if s != scorer)}; "
-                "choose with --metric)"
-            )
-        scores: dict[str, dict[str, float]] = {}
-        clusters: dict[str, str] = {}
-        epochs: set[int] = set()
-        unscored = 0
-        for model, log in per.items():
-            items: dict[str, float] = {}
-            for sid, epoch, sc in log.samples:
-                where = f"{log.path} (sample {sid}, epoch {epoch})"
-                if scorer not in sc:
-                    raise UsageError(
-                        f"task {task!r}: {where} has no scorer {scorer!r}",
-                        hint=f"choose with --metric among: {', '.join(sc)}",
-                    )
-                value = _pick(sc[scorer], key or None, where)
-                x = inspect_value_to_float(value)
-                if x is None:
-                    raise InputError(
-                        f"score value {value!r} of scorer {scorer!r} is not one Inspect converts "
-                        "(C, I, P, N, yes/no, true/false, a number)",
-                        path=where,
-                        hint="Inspect itself would count it as 0 with a warning; fix the scorer",
-                    )
-                if math.isnan(x):  # Score.unscored(): Inspect's metrics and reducers skip it
-                    unscored += 1
-                    continue
-                item = f"{sid}#{epoch}"
-                if item in items:
-                    raise InputError(f"sample {sid} epoch {epoch} appears twice", path=log.path)
-                items[item] = x
-                clusters[item] = sid
-                epochs.add(epoch)
-            scores[model] = items
-        if unscored:
-            notes.append(
-                f"{task}: {unscored} (sample, epoch) scores are NaN (Score.unscored), left out as "
-                "Inspect's metrics leave them out"
-            )
-        multi = len(epochs) > 1
-        if multi:
-            notes.append(f"{task}: {len(epochs)} epochs; the sample id is the cluster of its epochs")
-        name = f"inspect {task} ({metric or scorer})"
-        order = tuple(m for m in models if m in per)
-        scores = {m: scores[m] for m in order}
-        results = ItemResults(name, order, scores, clusters if multi else None, sum(map(len, scores.values())))
-        out.append(TaskResults(task, results, tuple(log.path for log in per.values())))
-    if not out:
-        raise UsageError("no task has logs for every model", hint="pass one log per (task, model)")
-    return out, notes
+    return by_task
+
+
+def _task_results(
+    task: str, per: dict[str, InspectLog], metric: str | None, models: list[str], notes: list[str]
+) -> TaskResults:
+    """One task's item scores per model: an item is (sample id, epoch), the sample id its cluster."""
+    if len(per) < 2:
+        raise UsageError(
+            f"task {task!r} has a log for one model only ({', '.join(per)})",
+            hint="pass one log per model for each task",
+        )
+    first = next(iter(per.values()))
+    scorers = list(dict.fromkeys(k for _, _, sc in first.samples for k in sc))
+    scorer, _, key = (metric or (scorers[0] if scorers else "")).partition(".")
+    if metric is None and len(scorers) > 1:
+        notes.append(
+            f"{task}: scorer {scorer} (also scored: {', '.join(s for s in scorers if s != scorer)}; "
+            "choose the metric to compare another)"
+        )
+    scores: dict[str, dict[str, float]] = {}
+    clusters: dict[str, str] = {}
+    epochs: set[int] = set()
+    unscored = 0
+    for model, log in per.items():
+        items: dict[str, float] = {}
+        for sid, epoch, sc in log.samples:
+            x = _sample_score(task, log, sid, epoch, sc, scorer, key)
+            if math.isnan(x):  # Score.unscored(): Inspect's metrics and reducers skip it
+                unscored += 1
+                continue
+            item = f"{sid}#{epoch}"
+            if item in items:
+                raise InputError(f"sample {sid} epoch {epoch} appears twice", path=log.path)
+            items[item] = x
+            clusters[item] = sid
+            epochs.add(epoch)
+        scores[model] = items
+    if unscored:
+        notes.append(
+            f"{task}: {unscored} (sample, epoch) scores are NaN (Score.unscored), left out as "
+            "Inspect's metrics leave them out"
+        )
+    multi = len(epochs) > 1
+    if multi:
+        notes.append(f"{task}: {len(epochs)} epochs; the sample id is the cluster of its epochs")
+    order = tuple(m for m in models if m in per)
+    scores = {m: scores[m] for m in order}
+    name = f"inspect {task} ({metric or scorer})"
+    results = ItemResults(name, order, scores, clusters if multi else None, sum(map(len, scores.values())))
+    return TaskResults(task, results, tuple(log.path for log in per.values()))
+
+
+def _sample_score(task: str, log: InspectLog, sid: str, epoch: int, sc: dict[str, Any], scorer: str, key: str) -> float:
+    """The float of one sample's ``scorer`` (``scorer.key`` for a dict score), as Inspect converts it."""
+    where = f"{log.path} (sample {sid}, epoch {epoch})"
+    if scorer not in sc:
+        raise UsageError(f"task {task!r}: {where} has no scorer {scorer!r}", hint=f"scorers: {', '.join(sc)}")
+    value = _pick(sc[scorer], key or None, where)
+    x = inspect_value_to_float(value)
+    if x is None:
+        raise InputError(
+            f"score value {value!r} of scorer {scorer!r} is not one Inspect converts "
+            "(C, I, P, N, yes/no, true/false, a number)",
+            path=where,
+            hint="Inspect itself would count it as 0 with a warning; fix the scorer",
+        )
+    return x
