@@ -43,11 +43,11 @@ def _serial_s(cpu_s: float) -> float:
 
 
 def _sweep_s(store: Path, cpu_s: float, backend: str, tag: str) -> float:
-    from expkit.sweep import plan_sweep, run_sweep
+    from expkit.sweep import BackendSettings, SweepRequest, plan_sweep, run_sweep
 
     plan = plan_sweep(_commands(cpu_s)[0], group=f"{backend}-{tag}", seeds=N_TRIALS, config_args=False)
     t0 = time.perf_counter()
-    res = run_sweep(plan, store=store, backend=backend, max_parallel=2)
+    res = run_sweep(SweepRequest(plan, store=store, backend=backend, settings=BackendSettings(max_parallel=2)))
     elapsed = time.perf_counter() - t0
     assert res.counts == {"finished": N_TRIALS}, res.counts
     return elapsed

@@ -11,7 +11,7 @@ import pytest
 
 from expkit.errors import UsageError
 from expkit.runs.store import list_runs
-from expkit.sweep import plan_sweep, run_sweep
+from expkit.sweep import BackendSettings, SweepRequest, plan_sweep, run_sweep
 
 TRIAL_PROGRAM = Path(__file__).with_name("trial_program.py")
 
@@ -37,7 +37,9 @@ def test_every_trial_is_a_recorded_run_with_its_config_and_seed(tmp_path):
     store = tmp_path / "store"
     events = []
     plan = plan_sweep(cmd, group="g", grid=["lr=0.001,0.003"], seeds=2)
-    res = run_sweep(plan, store=store, max_parallel=2, on_progress=events.append)
+    res = run_sweep(
+        SweepRequest(plan, store=store, settings=BackendSettings(max_parallel=2)), on_progress=events.append
+    )
     assert res.counts == {"finished": 4} and res.complete and not res.cancelled
     runs = _runs(store, "g")
     assert sorted(r.name for r in runs) == ["g-t000", "g-t001", "g-t002", "g-t003"]
@@ -57,7 +59,11 @@ def test_a_failing_trial_is_recorded_failed_and_the_others_finish(tmp_path):
     cmd = write_trial(tmp_path)
     (tmp_path / "fail-1").touch()
     store = tmp_path / "store"
-    res = run_sweep(plan_sweep(cmd, group="g", seeds=3), store=store, max_parallel=2, max_retries=2)
+    res = run_sweep(
+        SweepRequest(
+            plan_sweep(cmd, group="g", seeds=3), store=store, max_retries=2, settings=BackendSettings(max_parallel=2)
+        )
+    )
     assert [o.status for o in res.outcomes] == ["finished", "failed", "finished"]
     failed = res.outcomes[1]
     assert failed.attempts == 1  # a command that fails is not retried
@@ -71,7 +77,11 @@ def test_a_killed_trial_is_retried_and_its_first_attempt_stays_recorded(tmp_path
     cmd = write_trial(tmp_path)
     (tmp_path / "selfkill-0").touch()  # the first attempt of seed 0 SIGKILLs its own process
     store = tmp_path / "store"
-    res = run_sweep(plan_sweep(cmd, group="g", seeds=2), store=store, max_parallel=2, max_retries=1)
+    res = run_sweep(
+        SweepRequest(
+            plan_sweep(cmd, group="g", seeds=2), store=store, max_retries=1, settings=BackendSettings(max_parallel=2)
+        )
+    )
     assert [o.status for o in res.outcomes] == ["finished", "finished"]
     assert res.outcomes[0].attempts == 2 and res.outcomes[1].attempts == 1
     runs = [r for r in _runs(store, "g") if r.name == "g-t000"]
@@ -81,7 +91,7 @@ def test_a_killed_trial_is_retried_and_its_first_attempt_stays_recorded(tmp_path
 def test_a_trial_killed_on_every_attempt_ends_lost(tmp_path):
     cmd = write_trial(tmp_path)
     (tmp_path / "selfkill-0").touch()
-    res = run_sweep(plan_sweep(cmd, group="g", seeds=1), store=tmp_path / "s", max_retries=0)
+    res = run_sweep(SweepRequest(plan_sweep(cmd, group="g", seeds=1), store=tmp_path / "s", max_retries=0))
     (only,) = res.outcomes
     assert only.status == "lost" and only.attempts == 1 and "SIGKILL" in (only.error or "")
     assert not res.complete
@@ -91,34 +101,36 @@ def test_resume_runs_only_what_did_not_finish(tmp_path):
     cmd = write_trial(tmp_path)
     (tmp_path / "fail-1").touch()
     store = tmp_path / "store"
-    first = run_sweep(plan_sweep(cmd, group="g", seeds=3), store=store, max_parallel=2)
+    first = run_sweep(
+        SweepRequest(plan_sweep(cmd, group="g", seeds=3), store=store, settings=BackendSettings(max_parallel=2))
+    )
     assert [o.status for o in first.outcomes] == ["finished", "failed", "finished"]
     (tmp_path / "fail-1").unlink()
-    second = run_sweep(resume="g", store=store, max_parallel=2)
+    second = run_sweep(SweepRequest(resume="g", store=store, settings=BackendSettings(max_parallel=2)))
     assert [o.status for o in second.outcomes] == ["done before", "finished", "done before"]
     assert second.complete
     finished = [r.name for r in _runs(store, "g") if r.status == "finished"]
     assert sorted(finished) == ["g-t000", "g-t001", "g-t002"]  # nothing finished ran twice
     # a third resume has nothing left to run
-    third = run_sweep(resume="g", store=store)
+    third = run_sweep(SweepRequest(resume="g", store=store))
     assert {o.status for o in third.outcomes} == {"done before"}
 
 
 def test_a_new_sweep_refuses_a_group_that_has_finished_runs(tmp_path):
     cmd = write_trial(tmp_path)
     store = tmp_path / "store"
-    run_sweep(plan_sweep(cmd, group="g", seeds=1), store=store)
-    with pytest.raises(UsageError, match="--resume g"):
-        run_sweep(plan_sweep(cmd, group="g", seeds=1), store=store)
+    run_sweep(SweepRequest(plan_sweep(cmd, group="g", seeds=1), store=store))
+    with pytest.raises(UsageError, match="resume='g'"):
+        run_sweep(SweepRequest(plan_sweep(cmd, group="g", seeds=1), store=store))
 
 
 def test_bad_options_are_refused_before_anything_runs(tmp_path):
     plan = plan_sweep(["true"], group="g")
-    with pytest.raises(UsageError, match="--backend 'slurm'"):
-        run_sweep(plan, store=tmp_path, backend="slurm")
+    with pytest.raises(UsageError, match="backend 'slurm' is not one of local, ray"):
+        run_sweep(SweepRequest(plan, store=tmp_path, backend="slurm"))
     with pytest.raises(UsageError, match="does not hand out GPUs"):
-        run_sweep(plan, store=tmp_path, gpus_per_trial=1)
-    with pytest.raises(UsageError, match="--max-parallel 0"):
-        run_sweep(plan, store=tmp_path, max_parallel=0)
+        run_sweep(SweepRequest(plan, store=tmp_path, settings=BackendSettings(gpus_per_trial=1)))
+    with pytest.raises(UsageError, match="max_parallel 0"):
+        run_sweep(SweepRequest(plan, store=tmp_path, settings=BackendSettings(max_parallel=0)))
     with pytest.raises(UsageError, match="not both or neither"):
-        run_sweep(plan, resume="g", store=tmp_path)
+        run_sweep(SweepRequest(plan, resume="g", store=tmp_path))

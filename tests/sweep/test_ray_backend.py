@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from expkit.runs.store import list_runs
-from expkit.sweep import plan_sweep, run_sweep
+from expkit.sweep import SweepRequest, plan_sweep, run_sweep
 
 ray = pytest.importorskip("ray")
 
@@ -31,7 +31,7 @@ def test_ray_backend_runs_retries_and_resumes(local_ray, tmp_path, monkeypatch):
     (tmp_path / "selfkill-2").touch()
     store = tmp_path / "store"
     plan = plan_sweep([sys.executable, "trial.py"], group="r", grid=["lr=0.001,0.003"], seeds=3)
-    res = run_sweep(plan, store=store, backend="ray", max_retries=1)
+    res = run_sweep(SweepRequest(plan, store=store, backend="ray", max_retries=1))
     assert res.backend == "ray" and res.max_parallel == 2  # the instance's 2 CPUs, 1 per trial
     by_label = {o.label: o for o in res.outcomes}
     assert by_label["lr=0.001 seed=1"].status == "failed" and "fails on purpose" in by_label["lr=0.001 seed=1"].error
@@ -52,7 +52,7 @@ def test_ray_backend_runs_retries_and_resumes(local_ray, tmp_path, monkeypatch):
         "killed",
     ]
     (tmp_path / "fail-1").unlink()
-    again = run_sweep(resume="r", store=store, backend="ray")
+    again = run_sweep(SweepRequest(resume="r", store=store, backend="ray"))
     assert again.complete and [o.status for o in again.outcomes].count("done before") == 4
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
+from expkit.sweep.backends import backend_names
 
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
@@ -16,7 +17,13 @@ def sweep(
     grid: list[str] = typer.Option([], "--grid", "-g", help="KEY=V1,V2,... (repeat for more keys: the product)."),
     seeds: int = typer.Option(1, "--seeds", "-s", help="Seeds per config: 0..N-1, handed over as EXPKIT_SEED."),
     name: str = typer.Option(None, "--name", "-n", help="The sweep's group name (default sweep-<time>)."),
-    backend: str = typer.Option("local", "--backend", help="local (processes here) or ray."),
+    backend: str = typer.Option(
+        "local",
+        "--backend",
+        help="Where trials run, a name in expkit.sweep.backends.BACKENDS: "
+        + ", ".join(backend_names())
+        + " (local: processes here).",
+    ),
     address: str = typer.Option(
         None,
         "--address",
@@ -59,65 +66,34 @@ def sweep(
 
       expkit sweep --resume lr
     """
-    from datetime import datetime, timezone
-
-    from expkit.errors import CheckFailed, UsageError
+    from expkit.errors import UsageError
     from expkit.render.sweep import print_sweep_result, sweep_progress
     from expkit.sweep import plan_sweep, run_sweep
+    from expkit.sweep.backends import BackendSettings
+    from expkit.sweep.driver import SweepRequest
 
     plan = None
     if resume is not None:
         if command or grid:
             raise UsageError("--resume takes the command and grid from the sweep's plan; give no command or --grid")
+    elif not command:
+        raise UsageError("no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
     else:
-        if not command:
-            raise UsageError(
-                "no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py"
-            )
-        group = name or "sweep-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-        plan = plan_sweep(list(command), group=group, grid=grid, seeds=seeds, config_args=not no_config_args)
-    n_total = len(plan.trials) if plan is not None else 0
-    header_said: list[bool] = []
-
-    def say_header(event: str) -> None:
-        if not header_said and not json_out:
-            typer.echo(f"sweep: {event}", err=True)
-            header_said.append(True)
-
-    with sweep_progress(n_total or 1) as update:
-
-        def on_progress(p: object) -> None:
-            say_header(p.event)  # type: ignore[attr-defined]
-            update(p)
-
-        res = run_sweep(
-            plan,
-            resume=resume,
-            store=store,
-            backend=backend,
-            address=address,
-            max_parallel=max_parallel,
-            max_retries=max_retries,
-            cpus_per_trial=cpus_per_trial,
-            gpus_per_trial=gpus_per_trial,
-            on_progress=on_progress,
-        )
-    if json_out:
-        emit_json(res)
-    else:
-        print_sweep_result(res)
-    if res.cancelled:
-        typer.echo(
-            f"interrupted: running trials were stopped and marked killed; resume with: {res.resume_command}", err=True
-        )
-        raise typer.Exit(130)
-    bad = [o for o in res.outcomes if o.status not in ("finished", "done before")]
-    if bad:
-        kinds = ", ".join(sorted({o.status for o in bad}))
-        raise CheckFailed(
-            f"{len(bad)} of {res.n_trials} trials did not finish ({kinds})",
-            hint=f"see each run's output.log; rerun the unfinished ones with: {res.resume_command}",
-        )
+        plan = plan_sweep(list(command), group=name, grid=grid, seeds=seeds, config_args=not no_config_args)
+    request = SweepRequest(
+        plan=plan,
+        resume=resume,
+        store=store,
+        backend=backend,
+        settings=BackendSettings(
+            max_parallel=max_parallel, address=address, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial
+        ),
+        max_retries=max_retries,
+    )
+    with sweep_progress(len(plan.trials) if plan is not None else 1, announce=not json_out) as update:
+        res = run_sweep(request, on_progress=update)
+    emit(res, json_out, human=print_sweep_result)
+    res.raise_unless_complete()
 
 
 def register(root: typer.Typer) -> None:

@@ -85,8 +85,8 @@ def trial_main() -> None:
 
     import orjson
 
-    from expkit.train import load_corpus
     from expkit.hardware.threads import torch_threads
+    from expkit.train import load_corpus
 
     env = os.environ
     steps = int(env["EXPKIT_CONFIG_STEPS"])
@@ -120,7 +120,7 @@ def run(ctx: LabContext) -> LabOutput:
 
     from expkit.render.curves import draw_curves
     from expkit.stats.seeds import summarize_seeds
-    from expkit.sweep import compare_groups, plan_sweep, run_sweep
+    from expkit.sweep import SweepRequest, compare_groups, plan_sweep, run_sweep
     from expkit.sweep.compare import curve_set_of
 
     n_seeds = 5 if ctx.quick else 8
@@ -141,7 +141,7 @@ def run(ctx: LabContext) -> LabOutput:
         ],
         seeds=[ctx.seed + s for s in range(n_seeds)],
     )
-    sweep = run_sweep(plan, store=store, backend="local", max_retries=1)
+    sweep = run_sweep(SweepRequest(plan, store=store, backend="local", max_retries=1))
     if not sweep.complete:
         bad = next(o for o in sweep.outcomes if o.status != "finished")
         raise RuntimeError(

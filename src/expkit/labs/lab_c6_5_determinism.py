@@ -64,8 +64,8 @@ def trial_main() -> None:
     import orjson
     import torch
 
-    from expkit.train import CharLMConfig, TrainConfig, WarmupCosine, setup_training, train_step
     from expkit.hardware.threads import torch_threads
+    from expkit.train import CharLMConfig, TrainConfig, WarmupCosine, setup_training, train_step
 
     env = os.environ
     variant = env["EXPKIT_CONFIG_VARIANT"]
@@ -128,7 +128,7 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.render.figures import new_figure, save_figure
     from expkit.runs.store import list_runs
     from expkit.stats.curves import load_curves
-    from expkit.sweep import plan_sweep, run_sweep
+    from expkit.sweep import SweepRequest, plan_sweep, run_sweep
 
     width, layers = (32, 1) if ctx.quick else (64, 2)
     base = ctx.seed
@@ -145,7 +145,7 @@ def run(ctx: LabContext) -> LabOutput:
         ),
     )
     for plan in plans:
-        res = run_sweep(plan, store=store, backend="local", max_retries=1)
+        res = run_sweep(SweepRequest(plan, store=store, backend="local", max_retries=1))
         if not res.complete:
             bad = next(o for o in res.outcomes if o.status != "finished")
             raise RuntimeError(f"trial {bad.label} of {plan.group} ended {bad.status}: {bad.error}")

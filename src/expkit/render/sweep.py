@@ -6,19 +6,31 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from expkit.render.console import err_console, fitted_table, out_console
+
+if TYPE_CHECKING:
+    from expkit.sweep.compare import Comparison
+    from expkit.sweep.driver import SweepProgress, SweepResult
 
 __all__ = ["print_comparison", "print_sweep_result", "sweep_progress"]
 
 
 @contextmanager
-def sweep_progress(total: int) -> Iterator[Callable[[Any], None]]:
-    """Yield ``update(progress)`` for ``SweepProgress`` events. On a terminal: a rich bar with finished /
-    running / failed counts on stderr. In a pipe: quiet (the summary follows at the end)."""
+def sweep_progress(total: int, *, announce: bool = True) -> Iterator[Callable[[SweepProgress], None]]:
+    """Yield ``update(progress)`` for ``SweepProgress`` events. The first event (what runs where, how many
+    at a time) is said on stderr when ``announce``. On a terminal: a rich bar with finished / running /
+    failed counts on stderr. In a pipe: quiet (the summary follows at the end)."""
+    said: list[bool] = []
+
+    def say_first(p: SweepProgress) -> None:
+        if announce and not said:
+            print(f"sweep: {p.event}", file=sys.stderr, flush=True)
+            said.append(True)
+
     if not sys.stderr.isatty():
-        yield lambda p: None
+        yield say_first
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -33,7 +45,8 @@ def sweep_progress(total: int) -> Iterator[Callable[[Any], None]]:
     ) as bar:
         task = bar.add_task("sweep", total=total, counts="")
 
-        def update(p: Any) -> None:
+        def update(p: SweepProgress) -> None:
+            say_first(p)
             counts = f"finished {p.finished}  running {p.running}  failed {p.failed}"
             if p.retried:
                 counts += f"  retried {p.retried}"
@@ -42,13 +55,13 @@ def sweep_progress(total: int) -> Iterator[Callable[[Any], None]]:
         yield update
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
 
 
-def print_sweep_result(res: Any) -> None:
+def print_sweep_result(res: SweepResult) -> None:
     """The trials table (status, attempts, run, final metrics) and one line of counts."""
     con = out_console()
     table = fitted_table(
@@ -69,7 +82,7 @@ def print_sweep_result(res: Any) -> None:
     con.print(f"runs in {res.store} (group {res.group}); config passed as {res.config_passing}")
 
 
-def print_comparison(cmp: Any) -> None:
+def print_comparison(cmp: Comparison) -> None:
     """One row per metric: A, B, B - A with its interval, the seed spread and the verdict of B against A."""
     con = out_console()
     table = fitted_table(

@@ -92,7 +92,7 @@ def _summarize(
 
 def _seed_list(base_seed: int, seeds: int) -> list[int]:
     if seeds < 2:
-        raise UsageError(f"--seeds {seeds} is too few", hint="a spread needs at least 2 distinct seeds")
+        raise UsageError(f"seeds {seeds} is too few", hint="a spread needs at least 2 distinct seeds")
     return [base_seed + i for i in range(seeds)]
 
 

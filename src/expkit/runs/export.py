@@ -126,7 +126,7 @@ def check_mlflow_uri(uri: str) -> str:
         where = parsed.path if scheme == "file" else uri
         raise UsageError(
             f"MLflow URI {uri!r} is a file store, which the installed MLflow no longer writes",
-            hint=f"use a database file instead: --mlflow sqlite:///{Path(where).absolute()}/mlflow.db",
+            hint=f"use a database file instead: sqlite:///{Path(where).absolute()}/mlflow.db",
         )
     raise UsageError(
         f"MLflow URI scheme {scheme!r} is not supported",

@@ -84,7 +84,7 @@ def resolve_store(store: str | os.PathLike[str] | None = None) -> Path:
     if root.exists() and not root.is_dir():
         raise UsageError(
             f"run store {str(root)!r} is a file, not a directory",
-            hint="give --store a directory (it is created when missing)",
+            hint="give the store as a directory (it is created when missing)",
         )
     return root
 
@@ -500,7 +500,7 @@ def _where_sql(clauses: list[str] | tuple[str, ...]) -> tuple[str, list[Any]]:
     for clause in clauses:
         op = next((o for o in _OPS if o in clause), None)
         if op is None:
-            raise UsageError(f"--where {clause!r} has no operator", hint="write KEY=VALUE, KEY>VALUE, ...")
+            raise UsageError(f"where clause {clause!r} has no operator", hint="write KEY=VALUE, KEY>VALUE, ...")
         key, value = (p.strip() for p in clause.split(op, 1))
         if key.startswith("config."):
             col, jkey = "config", key[len("config.") :]
@@ -510,10 +510,10 @@ def _where_sql(clauses: list[str] | tuple[str, ...]) -> tuple[str, list[Any]]:
             col, jkey = _COLUMNS[key], None
         else:
             raise UsageError(
-                f"--where key {key!r} is unknown", hint=f"use one of {', '.join(_COLUMNS)}, config.KEY or metric.KEY"
+                f"where key {key!r} is unknown", hint=f"use one of {', '.join(_COLUMNS)}, config.KEY or metric.KEY"
             )
         if jkey is not None and not re.match(r"^[A-Za-z0-9_.\-]+$", jkey):
-            raise UsageError(f"--where key {key!r} has characters outside [A-Za-z0-9_.-]")
+            raise UsageError(f"where key {key!r} has characters outside [A-Za-z0-9_.-]")
         try:
             parsed: Any = orjson.loads(value)
             if isinstance(parsed, bool):

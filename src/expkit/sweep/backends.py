@@ -1,6 +1,10 @@
 """Where trials run: a local pool of processes, or Ray tasks (a local instance or a cluster).
 
-Both backends run each trial through ``expkit.runs.execute.execute`` (the seven records, output, metrics),
+A backend is a ``SweepBackend`` (the protocol below) made by a factory registered under its name in
+``BACKENDS`` (``@register_backend("name")``); ``expkit sweep --backend`` offers the names in that table, so a
+new backend is one class and one registration, and the CLI is not touched.
+
+Both built-in backends run each trial through ``expkit.runs.execute.execute`` (the seven records, output, metrics),
 so a trial's run looks the same whichever backend ran it. They share one small interface that the sweep
 driver (``expkit.sweep.driver``) uses: ``submit`` a trial, ``wait`` for some to end, take the ``outcome``,
 ``cancel`` what is running, ``close``.
@@ -20,16 +24,28 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from expkit.errors import MissingDependency, UsageError
 
-__all__ = ["AttemptOutcome", "LocalBackend", "RayBackend", "TrialJob", "cpu_count"]
+__all__ = [
+    "BACKENDS",
+    "AttemptOutcome",
+    "BackendSettings",
+    "LocalBackend",
+    "RayBackend",
+    "SweepBackend",
+    "TrialJob",
+    "backend_names",
+    "cpu_count",
+    "make_backend",
+    "register_backend",
+]
 
 # After a cancel, a trial process gets SIGTERM, then SIGKILL when it has not ended within this many seconds.
 CANCEL_GRACE_S = 10.0
@@ -74,7 +90,7 @@ class AttemptOutcome:
 
 def _execute_job(job: TrialJob, on_start: Callable[[int], None] | None = None) -> AttemptOutcome:
     from expkit.runs.execute import ExecRequest, execute
-    from expkit.runs.store import read_run
+    from expkit.runs.store import read_record
 
     cwd = job.cwd if Path(job.cwd).is_dir() else None  # another node may not have the driver's directory
     request = ExecRequest(
@@ -92,8 +108,8 @@ def _execute_job(job: TrialJob, on_start: Callable[[int], None] | None = None) -
     error = None
     if res.status != "finished":
         try:
-            rec = read_run(Path(res.run_dir))
-            error = rec.get("error") or (f"signal {rec['signal']}" if rec.get("signal") else None)
+            rec = read_record(Path(res.run_dir))
+            error = rec.error or (f"signal {rec.signal}" if rec.signal else None)
         except Exception as exc:  # noqa: BLE001 - the outcome stands without its error text
             error = f"(run.json unreadable: {exc})"
     return AttemptOutcome(
@@ -249,33 +265,113 @@ class RayBackend:
             self._ray.shutdown()
 
 
-def make_backend(
-    kind: str, *, max_parallel: int | None, address: str | None, cpus_per_trial: float, gpus_per_trial: float
-) -> LocalBackend | RayBackend:
-    """The backend ``kind`` (local or ray) sized for this machine or cluster.
+@dataclass(frozen=True)
+class BackendSettings:
+    """How big a backend is: ``max_parallel`` trials at once (None: as many as the CPUs allow at
+    ``cpus_per_trial`` each), a cluster ``address`` (Ray), and each trial's CPU and GPU share."""
+
+    max_parallel: int | None = None
+    address: str | None = None
+    cpus_per_trial: float = 1.0
+    gpus_per_trial: float = 0.0
+
+
+class SweepBackend(Protocol):
+    """What the sweep driver asks of a backend: ``submit`` one attempt of a trial (a handle back), ``wait``
+    until some handles ended, the ``outcome`` of an ended handle, the ``pid_of`` a running trial's process
+    where the backend knows it, ``cancel`` running handles, ``close`` at the end. ``name`` is recorded in
+    each run; ``max_parallel`` is how many attempts the driver keeps in flight."""
+
+    name: str
+    max_parallel: int
+
+    def submit(self, job: TrialJob) -> Hashable: ...
+
+    def wait(self, handles: list[Hashable], timeout_s: float) -> list[Hashable]: ...
+
+    def outcome(self, handle: Hashable) -> AttemptOutcome: ...
+
+    def pid_of(self, handle: Hashable) -> int | None: ...
+
+    def cancel(self, handles: list[Hashable]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+BackendFactory = Callable[[BackendSettings], SweepBackend]
+# name -> factory; filled by @register_backend below (and by anyone who adds a backend)
+BACKENDS: dict[str, BackendFactory] = {}
+
+
+def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
+    """Register a backend factory under ``name`` (``@register_backend("slurm")``); a later registration
+    of the same name replaces the earlier one."""
+
+    def add(factory: BackendFactory) -> BackendFactory:
+        BACKENDS[name] = factory
+        return factory
+
+    return add
+
+
+def backend_names() -> tuple[str, ...]:
+    """The registered backend names, in registration order (``local`` first)."""
+    return tuple(BACKENDS)
+
+
+@contextlib.contextmanager
+def registered_backend(name: str, factory: BackendFactory) -> Iterator[None]:
+    """Register ``factory`` under ``name`` for the duration of a ``with`` block (tests, plugins tried out)."""
+    previous = BACKENDS.get(name)
+    BACKENDS[name] = factory
+    try:
+        yield
+    finally:
+        if previous is None:
+            BACKENDS.pop(name, None)
+        else:
+            BACKENDS[name] = previous
+
+
+@register_backend("local")
+def make_local_backend(settings: BackendSettings) -> LocalBackend:
+    """Processes on this machine: ``max_parallel`` or CPUs // cpus_per_trial at once; no GPUs, no address."""
+    if settings.address:
+        raise UsageError(f"address {settings.address!r} is for a cluster; the local backend takes none")
+    if settings.gpus_per_trial:
+        raise UsageError("the local backend does not hand out GPUs (gpus_per_trial)", hint="use the ray backend")
+    return LocalBackend(max_parallel=settings.max_parallel or max(1, int(cpu_count() // settings.cpus_per_trial)))
+
+
+@register_backend("ray")
+def make_ray_backend(settings: BackendSettings) -> RayBackend:
+    """Ray tasks on the cluster at ``address`` or on a local instance sized to ``max_parallel`` or the CPUs."""
+    backend = RayBackend(
+        address=settings.address,
+        num_cpus=None if settings.address else (settings.max_parallel or cpu_count()),
+        cpus_per_trial=settings.cpus_per_trial,
+        gpus_per_trial=settings.gpus_per_trial,
+    )
+    if settings.max_parallel is not None:
+        backend.max_parallel = min(backend.max_parallel, settings.max_parallel)
+    return backend
+
+
+def make_backend(name: str, settings: BackendSettings) -> SweepBackend:
+    """The backend registered as ``name``, sized by ``settings``.
 
     Raises:
-        UsageError: an unknown kind, a bad count, GPUs asked of the local backend, --address without ray.
-        MissingDependency: ray is not installed (``pip install 'expkit[ray]'``).
+        UsageError: an unknown name (the registered ones listed), max_parallel < 1, cpus_per_trial <= 0,
+            gpus_per_trial < 0, or settings the backend cannot use (GPUs or an address for ``local``).
+        MissingDependency: the backend's library is not installed (``pip install 'expkit[ray]'``).
     """
-    if kind not in ("local", "ray"):
-        raise UsageError(f"--backend {kind!r} is not local or ray")
-    if max_parallel is not None and max_parallel < 1:
-        raise UsageError(f"--max-parallel {max_parallel} must be at least 1")
-    if cpus_per_trial <= 0 or gpus_per_trial < 0:
-        raise UsageError(f"--cpus-per-trial {cpus_per_trial} must be > 0 and --gpus-per-trial {gpus_per_trial} >= 0")
-    if kind == "local":
-        if address:
-            raise UsageError(f"--address {address} needs --backend ray")
-        if gpus_per_trial:
-            raise UsageError("the local backend does not hand out GPUs", hint="use --backend ray --gpus-per-trial 1")
-        return LocalBackend(max_parallel=max_parallel or max(1, int(cpu_count() // cpus_per_trial)))
-    backend = RayBackend(
-        address=address,
-        num_cpus=None if address else (max_parallel or cpu_count()),
-        cpus_per_trial=cpus_per_trial,
-        gpus_per_trial=gpus_per_trial,
-    )
-    if max_parallel is not None:
-        backend.max_parallel = min(backend.max_parallel, max_parallel)
-    return backend
+    factory = BACKENDS.get(name)
+    if factory is None:
+        raise UsageError(f"backend {name!r} is not one of {', '.join(BACKENDS)}")
+    if settings.max_parallel is not None and settings.max_parallel < 1:
+        raise UsageError(f"max_parallel {settings.max_parallel} must be at least 1")
+    if settings.cpus_per_trial <= 0 or settings.gpus_per_trial < 0:
+        raise UsageError(
+            f"cpus_per_trial {settings.cpus_per_trial} must be > 0 and gpus_per_trial {settings.gpus_per_trial} >= 0"
+        )
+    return factory(settings)

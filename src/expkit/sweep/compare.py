@@ -160,7 +160,7 @@ def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
         by_value.setdefault(cfg[by], []).append(rec)
     if len(by_value) != 2:
         raise UsageError(
-            f"--by {by} splits group {group!r} into {len(by_value)} values "
+            f"by={by!r} splits group {group!r} into {len(by_value)} values "
             f"({', '.join(_value_text(v) for v in by_value)}); compare needs exactly 2",
             hint="compare two groups instead, or sweep two values of the key",
         )
@@ -209,7 +209,7 @@ def _compare_metric(
     if a.size < 2 or b.size < 2:
         raise UsageError(
             f"metric {metric!r} has {a.size} and {b.size} finite values; need >= 2 per side",
-            hint="run more seeds (expkit sweep --seeds N)",
+            hint="run more seeds per side",
         )
     sd = math.sqrt((a.var(ddof=1) * (a.size - 1) + b.var(ddof=1) * (b.size - 1)) / (a.size + b.size - 2))
     if paired:
@@ -288,7 +288,7 @@ def compare_groups(
 
     root = resolve_store(store)
     if (b is None) == (by is None):
-        raise UsageError("compare two groups (A B) or one group split by a config key (G --by KEY)")
+        raise UsageError("compare two groups (a and b) or one group split by a config key (by)")
     if by is not None:
         (la, runs_a), (lb, runs_b) = _split(root, a, by)
         split = f"group {a} split by config key {by}"

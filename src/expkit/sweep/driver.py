@@ -14,21 +14,24 @@ Faults, and what the sweep does about each:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from expkit.runs.store import list_runs, read_run, resolve_store, write_run
-from expkit.sweep.backends import AttemptOutcome, TrialJob, make_backend
+from expkit.errors import ExpkitError
+from expkit.runs.store import list_runs, read_record, resolve_store, write_record
+from expkit.sweep.backends import AttemptOutcome, BackendSettings, SweepBackend, TrialJob, make_backend
 from expkit.sweep.plan import SweepPlan, Trial, read_plan, write_plan
 
-__all__ = ["SweepProgress", "SweepResult", "TrialOutcome", "run_sweep"]
+__all__ = ["SweepInterrupted", "SweepProgress", "SweepRequest", "SweepResult", "TrialOutcome", "run_sweep"]
 
 POLL_S = 0.25  # how often the driver looks at running trials (and notices Ctrl-C)
 CANCEL_REASON = "cancelled: the sweep was interrupted (Ctrl-C or SIGTERM)"
@@ -96,6 +99,30 @@ class SweepResult:
 
         return {**asdict(self), "counts": self.counts, "complete": self.complete}
 
+    def raise_unless_complete(self) -> None:
+        """Raise SweepInterrupted when Ctrl-C/SIGTERM stopped the sweep, CheckFailed when some trial did
+        not finish; return when every trial has a finished run."""
+        from expkit.errors import CheckFailed
+
+        if self.cancelled:
+            raise SweepInterrupted(
+                "interrupted: running trials were stopped and marked killed", hint=f"resume with: {self.resume_command}"
+            )
+        bad = [o for o in self.outcomes if o.status not in ("finished", "done before")]
+        if bad:
+            kinds = ", ".join(sorted({o.status for o in bad}))
+            raise CheckFailed(
+                f"{len(bad)} of {self.n_trials} trials did not finish ({kinds})",
+                hint=f"see each run's output.log; rerun the unfinished ones with: {self.resume_command}",
+            )
+
+
+class SweepInterrupted(ExpkitError):
+    """Ctrl-C or SIGTERM stopped a sweep (its running trials were marked killed); exit code 130 as a shell
+    gives a process ended by SIGINT."""
+
+    exit_code = 130
+
 
 def _finished_names(root: Path, group: str) -> dict[str, str]:
     """Run name -> run id of the finished runs of ``group`` (listing also turns dead ``running`` into lost)."""
@@ -109,13 +136,12 @@ def _mark_killed(run_dir: str | None, reason: str) -> None:
         return
     path = Path(run_dir)
     try:
-        rec = read_run(path)
+        rec = read_record(path)
     except Exception:  # noqa: BLE001 - nothing to correct
         return
-    if rec.get("status") in ("finished", "killed"):
+    if rec.status in ("finished", "killed"):
         return
-    rec.update(status="killed", status_reason=reason)
-    write_run(path.parent, rec)
+    write_record(path.parent, dataclasses.replace(rec, status="killed", status_reason=reason))
 
 
 def _mark_cancelled_runs(root: Path, group: str, names: set[str], reason: str) -> None:
@@ -135,137 +161,138 @@ def _resume_command(group: str, store_arg: str | os.PathLike[str] | None, root: 
     return cmd
 
 
-def run_sweep(
-    plan: SweepPlan | None = None,
-    *,
-    resume: str | None = None,
-    store: str | os.PathLike[str] | None = None,
-    backend: str = "local",
-    address: str | None = None,
-    max_parallel: int | None = None,
-    max_retries: int = 1,
-    cpus_per_trial: float = 1.0,
-    gpus_per_trial: float = 0.0,
-    on_progress: Callable[[SweepProgress], None] | None = None,
-) -> SweepResult:
-    """Run every trial of ``plan`` (or, with ``resume=GROUP``, the unfinished trials of that sweep).
+@dataclass(frozen=True)
+class SweepRequest:
+    """A sweep to run: a new ``plan`` or, with ``resume=GROUP``, the unfinished trials of an earlier one.
 
-    Args:
-        plan: from ``plan_sweep``; written to ``<store>/groups/<group>.sweep.json`` for ``--resume``.
+    Attributes:
+        plan: from ``plan_sweep``; written to ``<store>/groups/<group>.sweep.json`` for a later resume.
         resume: the group of an earlier sweep in this store; its plan is read back.
         store: the run store (default ``$EXPKIT_STORE`` or ``./runs``); with Ray, on a shared filesystem.
-        backend: ``local`` (processes here) or ``ray``.
-        address: a Ray cluster (``auto``, ``ray://head:10001``); None starts a local Ray instance.
-        max_parallel: trials at once (default: CPUs // cpus_per_trial).
+        backend: a name in ``expkit.sweep.backends.BACKENDS`` (``local``: processes here; ``ray``).
+        settings: parallelism, cluster address and per-trial CPUs/GPUs (see BackendSettings); the
+            per-trial CPUs are also each trial's ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``.
         max_retries: extra attempts for a trial whose process was killed or whose worker died.
-        cpus_per_trial: Ray's ``num_cpus``; locally also the trial's ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``.
-        gpus_per_trial: Ray's ``num_gpus`` (Ray backend only).
-        on_progress: called after every event with the counts.
-
-    Returns:
-        SweepResult; ``cancelled`` when Ctrl-C/SIGTERM stopped it (then ``resume_command`` continues it).
-
-    Raises:
-        UsageError: neither or both of plan and resume, a bad option (see ``make_backend``).
-        MissingDependency: ``backend="ray"`` without ray installed.
-
-    Example:
-        >>> plan = plan_sweep(["python", "train.py"], group="lr", grid=["lr=1e-3,3e-3"], seeds=4)  # doctest: +SKIP
-        >>> run_sweep(plan).counts  # doctest: +SKIP
-        {'finished': 8}
     """
+
+    plan: SweepPlan | None = None
+    resume: str | None = None
+    store: str | os.PathLike[str] | None = None
+    backend: str = "local"
+    settings: BackendSettings = dataclasses.field(default_factory=BackendSettings)
+    max_retries: int = 1
+
+
+def _not_started(trial: Trial) -> TrialOutcome:
+    return TrialOutcome(trial.index, trial.label, trial.config, trial.seed, "not started", 0, None, None, 0.0, {}, None)
+
+
+def _open_plan(request: SweepRequest, root: Path) -> tuple[SweepPlan, dict[str, str]]:
+    """The plan to run and the run ids of its trials that finished before (a resume), by run name."""
     from expkit.errors import UsageError
 
-    if (plan is None) == (resume is None):
-        raise UsageError("give a command to sweep or --resume GROUP, not both or neither")
-    if max_retries < 0:
-        raise UsageError(f"--max-retries {max_retries} must be >= 0")
-    root = resolve_store(store)
-    if plan is None:
-        assert resume is not None
-        plan = read_plan(root, resume)
-        done = _finished_names(root, plan.group)
-    else:
-        done = _finished_names(root, plan.group) if root.exists() else {}
-        if done:
-            raise UsageError(
-                f"group {plan.group!r} already has {len(done)} finished runs in {root}",
-                hint=f"continue it with `expkit sweep --resume {plan.group}` or choose another --name",
-            )
-        write_plan(root, plan)
-    trials = plan.trials
-    be = make_backend(
-        backend,
-        max_parallel=max_parallel,
-        address=address,
-        cpus_per_trial=cpus_per_trial,
-        gpus_per_trial=gpus_per_trial,
-    )
-    threads = max(1, int(cpus_per_trial))
-    base_env = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    cwd = str(Path.cwd())
-    outcomes: dict[int, TrialOutcome] = {}
-    for t in trials:
-        rid = done.get(t.run_name(plan.group))
-        if rid is not None:
-            outcomes[t.index] = TrialOutcome(
-                t.index, t.label, t.config, t.seed, "done before", 0, rid, 0, 0.0, {}, None
-            )
-    queue: deque[tuple[Trial, int]] = deque((t, 1) for t in trials if t.index not in outcomes)
-    inflight: dict[Hashable, tuple[Trial, int]] = {}
-    counts = {"finished": 0, "failed": 0, "retried": 0}
-    unreported: set[str] = set()  # cancelled trials whose run id never came back
+    if request.plan is None:
+        assert request.resume is not None
+        plan = read_plan(root, request.resume)
+        return plan, _finished_names(root, plan.group)
+    plan = request.plan
+    done = _finished_names(root, plan.group) if root.exists() else {}
+    if done:
+        raise UsageError(
+            f"group {plan.group!r} already has {len(done)} finished runs in {root}",
+            hint=f"continue it with resume={plan.group!r} or choose another group name",
+        )
+    write_plan(root, plan)
+    return plan, done
 
-    def report(event: str) -> None:
-        if on_progress is not None:
-            on_progress(
-                SweepProgress(
-                    len(trials),
-                    counts["finished"] + sum(1 for o in outcomes.values() if o.status == "done before"),
-                    len(inflight),
-                    counts["failed"],
-                    counts["retried"],
-                    event,
+
+class _SweepLoop:
+    """The state of one sweep while it runs: the queue of (trial, attempt), what is in flight on the
+    backend, the outcomes so far, and the counts reported after every event."""
+
+    def __init__(
+        self,
+        plan: SweepPlan,
+        root: Path,
+        backend: SweepBackend,
+        request: SweepRequest,
+        on_progress: Callable[[SweepProgress], None] | None,
+    ) -> None:
+        self.plan, self.root, self.be, self.on_progress = plan, root, backend, on_progress
+        self.max_retries = request.max_retries
+        self.threads = max(1, int(request.settings.cpus_per_trial))
+        self.base_env = {"OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads)}
+        self.cwd = str(Path.cwd())
+        self.outcomes: dict[int, TrialOutcome] = {}
+        self.queue: deque[tuple[Trial, int]] = deque()
+        self.inflight: dict[Hashable, tuple[Trial, int]] = {}
+        self.counts = {"finished": 0, "failed": 0, "retried": 0}
+        self.unreported: set[str] = set()  # cancelled trials whose run id never came back
+
+    def skip_done(self, done: dict[str, str]) -> None:
+        """Trials that finished in an earlier sweep are ``done before``; the rest are queued."""
+        for t in self.plan.trials:
+            rid = done.get(t.run_name(self.plan.group))
+            if rid is not None:
+                self.outcomes[t.index] = TrialOutcome(
+                    t.index, t.label, t.config, t.seed, "done before", 0, rid, 0, 0.0, {}, None
                 )
-            )
+        self.queue.extend((t, 1) for t in self.plan.trials if t.index not in self.outcomes)
 
-    def job_of(trial: Trial, attempt: int) -> TrialJob:
+    def report(self, event: str) -> None:
+        if self.on_progress is None:
+            return
+        before = sum(1 for o in self.outcomes.values() if o.status == "done before")
+        self.on_progress(
+            SweepProgress(
+                len(self.plan.trials),
+                self.counts["finished"] + before,
+                len(self.inflight),
+                self.counts["failed"],
+                self.counts["retried"],
+                event,
+            )
+        )
+
+    def job_of(self, trial: Trial, attempt: int) -> TrialJob:
+        plan = self.plan
+        sweep = {
+            "group": plan.group,
+            "trial": trial.index,
+            "label": trial.label,
+            "attempt": attempt,
+            "backend": self.be.name,
+            "config": trial.config,
+        }
         return TrialJob(
             command=tuple(plan.command_of(trial)),
-            store=str(root),
+            store=str(self.root),
             group=plan.group,
             name=trial.run_name(plan.group),
             seed=trial.seed,
             config=trial.config,
-            env={**base_env, **plan.env_of(trial)},
-            cwd=cwd,
-            extra_record={
-                "sweep": {
-                    "group": plan.group,
-                    "trial": trial.index,
-                    "label": trial.label,
-                    "attempt": attempt,
-                    "backend": be.name,
-                    "config": trial.config,
-                }
-            },
+            env={**self.base_env, **plan.env_of(trial)},
+            cwd=self.cwd,
+            extra_record={"sweep": sweep},
         )
 
-    def settle(trial: Trial, attempt: int, res: AttemptOutcome, cancelled: bool) -> None:
+    def settle(self, trial: Trial, attempt: int, res: AttemptOutcome, cancelled: bool) -> None:
+        """Record how an attempt ended, or queue the trial again (killed or lost, retries left)."""
         status = res.status
         if cancelled and status not in ("finished", "not started"):
             _mark_killed(res.run_dir, CANCEL_REASON)
             if res.run_dir is None:
-                unreported.add(trial.run_name(plan.group))
+                self.unreported.add(trial.run_name(self.plan.group))
             status = "killed"
         elif status in ("killed", "lost"):
-            if attempt <= max_retries:
-                counts["retried"] += 1
-                queue.append((trial, attempt + 1))
-                report(f"{trial.label}: {status} ({res.error or 'no result'}), retry {attempt}/{max_retries}")
+            if attempt <= self.max_retries:
+                self.counts["retried"] += 1
+                self.queue.append((trial, attempt + 1))
+                why = res.error or "no result"
+                self.report(f"{trial.label}: {status} ({why}), retry {attempt}/{self.max_retries}")
                 return
             status = "lost"
-        outcomes[trial.index] = TrialOutcome(
+        self.outcomes[trial.index] = TrialOutcome(
             trial.index,
             trial.label,
             trial.config,
@@ -279,61 +306,108 @@ def run_sweep(
             res.error,
         )
         if status != "not started":
-            counts["finished" if status == "finished" else "failed"] += 1
-        report(f"{trial.label}: {status}")
+            self.counts["finished" if status == "finished" else "failed"] += 1
+        self.report(f"{trial.label}: {status}")
 
-    # SIGTERM ends the sweep the way Ctrl-C does (main thread only: where Python runs signal handlers)
-    old_term = None
-    if threading.current_thread() is threading.main_thread():
+    def run_queue(self) -> None:
+        """Keep ``max_parallel`` attempts in flight until the queue is empty and every attempt ended."""
+        be = self.be
+        while self.queue or self.inflight:
+            while self.queue and len(self.inflight) < be.max_parallel:
+                trial, attempt = self.queue.popleft()
+                self.inflight[be.submit(self.job_of(trial, attempt))] = (trial, attempt)
+                self.report(f"{trial.label}: started" + (f" (attempt {attempt})" if attempt > 1 else ""))
+            for h in be.wait(list(self.inflight), POLL_S):
+                trial, attempt = self.inflight.pop(h)
+                self.settle(trial, attempt, be.outcome(h), cancelled=False)
 
-        def on_term(signum: int, frame: Any) -> None:
-            raise KeyboardInterrupt
+    def cancel_all(self) -> None:
+        """Stop what runs (their runs marked killed) and mark the queued trials not started."""
+        handles = list(self.inflight)
+        self.be.cancel(handles)
+        for h in handles:
+            trial, attempt = self.inflight.pop(h)
+            self.settle(trial, attempt, self.be.outcome(h), cancelled=True)
+        _mark_cancelled_runs(self.root, self.plan.group, self.unreported, CANCEL_REASON)
+        while self.queue:
+            trial, _ = self.queue.popleft()
+            self.outcomes[trial.index] = _not_started(trial)
 
-        old_term = signal.signal(signal.SIGTERM, on_term)
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the sweep the way Ctrl-C does (main thread only: where Python runs signal handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old_term = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def run_sweep(request: SweepRequest, *, on_progress: Callable[[SweepProgress], None] | None = None) -> SweepResult:
+    """Run every trial of ``request.plan`` (or, with ``request.resume=GROUP``, the unfinished trials of
+    that sweep).
+
+    Args:
+        request: the plan or the group to resume, the store, the backend and its settings, retries.
+        on_progress: called after every event with the counts.
+
+    Returns:
+        SweepResult; ``cancelled`` when Ctrl-C/SIGTERM stopped it (then ``resume_command`` continues it).
+
+    Raises:
+        UsageError: neither or both of plan and resume, a bad setting (see ``make_backend``).
+        MissingDependency: ``backend="ray"`` without ray installed.
+
+    Example:
+        >>> plan = plan_sweep(["python", "train.py"], group="lr", grid=["lr=1e-3,3e-3"], seeds=4)  # doctest: +SKIP
+        >>> run_sweep(SweepRequest(plan)).counts  # doctest: +SKIP
+        {'finished': 8}
+    """
+    from expkit.errors import UsageError
+
+    if (request.plan is None) == (request.resume is None):
+        raise UsageError("give a plan to sweep or a group to resume, not both or neither")
+    if request.max_retries < 0:
+        raise UsageError(f"max_retries {request.max_retries} must be >= 0")
+    root = resolve_store(request.store)
+    plan, done = _open_plan(request, root)
+    be = make_backend(request.backend, request.settings)
+    loop = _SweepLoop(plan, root, be, request, on_progress)
+    loop.skip_done(done)
     t0 = time.perf_counter()
     cancelled = False
-    try:
-        report(
-            f"{len(queue)} trials to run ({len(outcomes)} finished before) on the {be.name} backend, "
-            f"{be.max_parallel} at a time, OMP_NUM_THREADS=MKL_NUM_THREADS={threads} each; runs in {root}"
-        )
+    with _sigterm_as_interrupt():
         try:
-            while queue or inflight:
-                while queue and len(inflight) < be.max_parallel:
-                    trial, attempt = queue.popleft()
-                    inflight[be.submit(job_of(trial, attempt))] = (trial, attempt)
-                    report(f"{trial.label}: started" + (f" (attempt {attempt})" if attempt > 1 else ""))
-                for h in be.wait(list(inflight), POLL_S):
-                    trial, attempt = inflight.pop(h)
-                    settle(trial, attempt, be.outcome(h), cancelled=False)
-        except KeyboardInterrupt:
-            cancelled = True
-            handles = list(inflight)
-            be.cancel(handles)
-            for h in handles:
-                trial, attempt = inflight.pop(h)
-                settle(trial, attempt, be.outcome(h), cancelled=True)
-            _mark_cancelled_runs(root, plan.group, unreported, CANCEL_REASON)
-            while queue:
-                trial, _ = queue.popleft()
-                outcomes[trial.index] = TrialOutcome(
-                    trial.index, trial.label, trial.config, trial.seed, "not started", 0, None, None, 0.0, {}, None
-                )
-    finally:
-        if old_term is not None:
-            signal.signal(signal.SIGTERM, old_term)
-        be.close()
+            loop.report(
+                f"{len(loop.queue)} trials to run ({len(loop.outcomes)} finished before) on the {be.name} backend, "
+                f"{be.max_parallel} at a time, OMP_NUM_THREADS=MKL_NUM_THREADS={loop.threads} each; runs in {root}"
+            )
+            try:
+                loop.run_queue()
+            except KeyboardInterrupt:
+                cancelled = True
+                loop.cancel_all()
+        finally:
+            be.close()
     return SweepResult(
         group=plan.group,
         store=str(root),
         backend=be.name,
         max_parallel=be.max_parallel,
-        threads_per_trial=threads,
-        n_trials=len(trials),
-        outcomes=tuple(outcomes[i] for i in sorted(outcomes)),
+        threads_per_trial=loop.threads,
+        n_trials=len(plan.trials),
+        outcomes=tuple(loop.outcomes[i] for i in sorted(loop.outcomes)),
         cancelled=cancelled,
         elapsed_s=time.perf_counter() - t0,
-        resume_command=_resume_command(plan.group, store, root),
+        resume_command=_resume_command(plan.group, request.store, root),
         config_passing=("--config KEY=VALUE arguments and " if plan.config_args else "") + "EXPKIT_CONFIG_<KEY> "
         "environment variables; the seed as EXPKIT_SEED",
     )

@@ -18,6 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -135,14 +136,14 @@ def parse_grid(items: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
         key, sep, rest = item.partition("=")
         key = key.strip()
         if not sep or not _KEY_RE.match(key):
-            raise UsageError(f"--grid {item!r} is not KEY=V1,V2,...", hint="e.g. --grid lr=0.001,0.003")
+            raise UsageError(f"grid item {item!r} is not KEY=V1,V2,...", hint="e.g. lr=0.001,0.003")
         values = tuple(v.strip() for v in rest.split(","))
         if not values or any(not v for v in values):
-            raise UsageError(f"--grid {item!r} has an empty value", hint="e.g. --grid lr=0.001,0.003")
+            raise UsageError(f"grid item {item!r} has an empty value", hint="e.g. lr=0.001,0.003")
         if len(set(values)) != len(values):
-            raise UsageError(f"--grid {item!r} repeats a value")
+            raise UsageError(f"grid item {item!r} repeats a value")
         if any(k == key for k, _ in grid):
-            raise UsageError(f"--grid key {key!r} is given twice", hint="list all its values in one --grid")
+            raise UsageError(f"grid key {key!r} is given twice", hint="list all its values in one grid item")
         grid.append((key, values))
     return tuple(grid)
 
@@ -154,12 +155,13 @@ MAX_TRIALS = 100_000
 def plan_sweep(
     command: Sequence[str],
     *,
-    group: str,
+    group: str | None = None,
     grid: Sequence[str] = (),
     seeds: int | Sequence[int] = 1,
     config_args: bool = True,
 ) -> SweepPlan:
-    """The plan for ``command`` over ``grid`` (``KEY=V1,V2`` items) and ``seeds`` (a count: 0..N-1, or a list).
+    """The plan for ``command`` over ``grid`` (``KEY=V1,V2`` items) and ``seeds`` (a count: 0..N-1, or a list);
+    ``group`` names the sweep (default ``sweep-<UTC time>``).
 
     Example:
         >>> p = plan_sweep(["python", "t.py"], group="g", grid=["lr=0.1,0.2"], seeds=2)
@@ -170,16 +172,20 @@ def plan_sweep(
         UsageError: no command, a bad group name, seeds < 1 or repeated, a bad grid item.
     """
     if not command:
-        raise UsageError("no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
+        raise UsageError(
+            "no command given", hint="the command is the argv each trial runs, e.g. ['python', 'train.py']"
+        )
+    if group is None:
+        group = "sweep-" + datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     validate_name(group, what="sweep name (group)")
     if isinstance(seeds, int) and not 1 <= seeds <= MAX_TRIALS:
         raise UsageError(
-            f"--seeds {seeds} must be between 1 and {MAX_TRIALS:,}",
+            f"seeds {seeds} must be between 1 and {MAX_TRIALS:,}",
             hint="it is the number of seeds per config (0..N-1), not a seed value",
         )
     seed_list = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     if not seed_list:
-        raise UsageError("no seeds given", hint="give --seeds N (at least 1)")
+        raise UsageError("no seeds given", hint="give a seed count of at least 1 or a list of seeds")
     if len(set(seed_list)) != len(seed_list):
         raise UsageError(f"seeds {list(seed_list)} repeat a seed")
     bad = [s for s in seed_list if not 0 <= s < 2**63]
@@ -217,7 +223,7 @@ def read_plan(root: Path, group: str) -> SweepPlan:
     if not path.exists():
         raise UsageError(
             f"no sweep {group!r} in {root} (no {path.name})",
-            hint="check --store and the name given to --name when the sweep started",
+            hint="check the store and the group name the sweep started with",
         )
     try:
         obj = orjson.loads(path.read_bytes())
