@@ -154,3 +154,38 @@ def test_hooks_are_removed_after_the_watch():
     assert w.done
     assert torch.Tensor.backward is original_backward
     assert torch.nn.functional.cross_entropy.__name__ == "cross_entropy"
+
+
+def test_item_sync_counts_calls_per_watched_step():
+    # the probe sends only accelerator tensors to on_item; here the check's own rule is fed directly
+    from expkit.doctor.probe import Probe, StepEvent
+
+    events: list[dict] = []
+    probe = Probe(watch_steps=2, sink=events.append)
+    probe.active = True
+    opt = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1)
+    probe.lead = lambda: opt  # the leading optimizer
+    for n_items in (2, 3):
+        for _ in range(n_items):
+            probe._dispatch("on_item", torch.zeros(()))
+        probe._dispatch("on_step_post", StepEvent(opt, 1, []))
+    probe._dispatch("finish")
+    (f,) = [e for e in events if e.get("check") == "item_sync"]
+    assert f["kind"] == "performance"
+    assert (f["evidence"]["item_calls_per_step_min"], f["evidence"]["item_calls_per_step_max"]) == (2, 3)
+
+
+def test_labels_equal_to_inputs_are_flagged_and_shifted_labels_are_not():
+    torch.manual_seed(0)
+    emb, head = nn.Embedding(20, 8), nn.Linear(8, 20)
+    model = nn.Sequential(emb, head)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ids = torch.randint(0, 20, (4, 9))
+    for shifted in (False, True):
+        with watch(model, opt, steps=1) as w:
+            x, y = (ids[:, :-1], ids[:, 1:]) if shifted else (ids, ids)
+            loss = nn.functional.cross_entropy(model(x).reshape(-1, 20), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        assert ("labels_not_shifted" in checks_of(w)) is not shifted

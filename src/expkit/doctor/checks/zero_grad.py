@@ -99,8 +99,8 @@ class MissingZeroGrad(Check):
                 kind="bug",
                 check=self.name,
                 message=(
-                    f"the gradient of this step is not the one its backward computed: {residual:.0%} of its norm "
-                    "was left from the previous step. zero_grad is missing, so gradients add up step over step"
+                    f"the gradient this step used is not the one its backward computed: {residual:.0%} of its norm "
+                    "is left over from the previous step. zero_grad is missing, so gradients add up step over step"
                 ),
                 evidence={
                     "stale_fraction_of_grad_norm": residual,
