@@ -94,87 +94,115 @@ def _gib(n: int | None) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.2f} MiB"
 
 
+_SHAPE_FIXES = (
+    "print x.shape right before the call named above, and compare with the layer's size "
+    "(nn.Linear(in_features, out_features) wants input (..., in_features))",
+    "check reshapes/flatten before this layer: a wrong view is the usual cause",
+)
+
+
+def _matmul_hit(m: re.Match[str]) -> _Hit:
+    a, b, c, d = map(int, m.groups())
+    return _Hit(
+        "shape_mismatch",
+        f"matmul shape mismatch: ({a}x{b}) @ ({c}x{d})",
+        f"A ({a} x {b}) input met a ({c} x {d}) matrix: the inner sizes {b} and {c} differ. In an "
+        f"nn.Linear, mat2 is the weight transposed, so the layer expects {c} input features and got {b}.",
+        _SHAPE_FIXES,
+        shapes=((a, b), (c, d)),
+    )
+
+
+def _broadcast_hit(m: re.Match[str]) -> _Hit:
+    a, b, dim = map(int, m.groups())
+    return _Hit(
+        "shape_mismatch",
+        f"broadcast mismatch at dimension {dim}: {a} vs {b}",
+        f"An elementwise op got sizes {a} and {b} at dimension {dim}; broadcasting needs them equal or one of them 1.",
+        _SHAPE_FIXES,
+        shapes=((a,), (b,)),
+    )
+
+
+def _view_hit(m: re.Match[str]) -> _Hit:
+    return _Hit(
+        "shape_mismatch",
+        "view/reshape to an impossible shape",
+        f"view/reshape to [{m.group(1)}] needs a size that divides {m.group(2)} elements.",
+        _SHAPE_FIXES,
+        shapes=(_dims(m.group(1)), (int(m.group(2)),)),
+    )
+
+
+def _loss_batch_hit(m: re.Match[str]) -> _Hit:
+    a, b = map(int, m.groups())
+    return _Hit(
+        "shape_mismatch",
+        f"loss: input batch {a} vs target batch {b}",
+        f"The loss got {a} predictions but {b} targets. For token-level losses, flatten both: "
+        "logits.view(-1, vocab) and labels.view(-1).",
+        _SHAPE_FIXES,
+        shapes=((a,), (b,)),
+    )
+
+
+def _conv_channels_hit(m: re.Match[str]) -> _Hit:
+    return _Hit(
+        "shape_mismatch",
+        f"conv channels: expected {m.group(3)}, got {m.group(4)}",
+        f"A convolution with weight [{m.group(1)}] got input [{m.group(2)}].",
+        _SHAPE_FIXES,
+        shapes=(_dims(m.group(1)), _dims(m.group(2))),
+    )
+
+
+def _checkpoint_hit(m: re.Match[str]) -> _Hit:
+    return _Hit(
+        "shape_mismatch",
+        f"checkpoint does not fit the model: {m.group(1)}",
+        f"The checkpoint's {m.group(1)} is [{m.group(2)}] but the model's is [{m.group(3)}]: the model "
+        "was built with a different config than the one that saved the checkpoint.",
+        ("build the model from the checkpoint's own config.json",),
+        shapes=(_dims(m.group(2)), _dims(m.group(3))),
+    )
+
+
+# PyTorch's shape messages, most specific first, each with the explanation built from its numbers
+_SHAPE_MESSAGES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], _Hit]], ...] = (
+    (re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)"), _matmul_hit),
+    (
+        re.compile(
+            r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+            r"dimension (\d+)"
+        ),
+        _broadcast_hit,
+    ),
+    (re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)"), _view_hit),
+    (re.compile(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)"), _loss_batch_hit),
+    (
+        re.compile(
+            r"weight of size \[([-\d, ]+)\], expected input\[([-\d, ]+)\] to have (\d+) channels, "
+            r"but got (\d+) channels"
+        ),
+        _conv_channels_hit,
+    ),
+    (
+        re.compile(
+            r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([-\d, ]*)\]\) from "
+            r"checkpoint, the shape in current model is torch\.Size\(\[([-\d, ]*)\]\)"
+        ),
+        _checkpoint_hit,
+    ),
+)
+
+
 def _shape_rule(msg: str, rec: ExceptionRecord) -> _Hit | None:
-    fixes = (
-        "print x.shape right before the call named above, and compare with the layer's size "
-        "(nn.Linear(in_features, out_features) wants input (..., in_features))",
-        "check reshapes/flatten before this layer: a wrong view is the usual cause",
-    )
-    m = re.search(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)", msg)
-    if m:
-        a, b, c, d = map(int, m.groups())
-        return _Hit(
-            "shape_mismatch",
-            f"matmul shape mismatch: ({a}x{b}) @ ({c}x{d})",
-            f"A ({a} x {b}) input met a ({c} x {d}) matrix: the inner sizes {b} and {c} differ. In an "
-            f"nn.Linear, mat2 is the weight transposed, so the layer expects {c} input features and got {b}.",
-            fixes,
-            shapes=((a, b), (c, d)),
-        )
-    m = re.search(
-        r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
-        r"dimension (\d+)",
-        msg,
-    )
-    if m:
-        a, b, dim = map(int, m.groups())
-        return _Hit(
-            "shape_mismatch",
-            f"broadcast mismatch at dimension {dim}: {a} vs {b}",
-            f"An elementwise op got sizes {a} and {b} at dimension {dim}; broadcasting needs them equal "
-            "or one of them 1.",
-            fixes,
-            shapes=((a,), (b,)),
-        )
-    m = re.search(r"shape '\[([-\d, ]+)\]' is invalid for input of size (\d+)", msg)
-    if m:
-        return _Hit(
-            "shape_mismatch",
-            "view/reshape to an impossible shape",
-            f"view/reshape to [{m.group(1)}] needs a size that divides {m.group(2)} elements.",
-            fixes,
-            shapes=(_dims(m.group(1)), (int(m.group(2)),)),
-        )
-    m = re.search(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)", msg)
-    if m:
-        a, b = map(int, m.groups())
-        return _Hit(
-            "shape_mismatch",
-            f"loss: input batch {a} vs target batch {b}",
-            f"The loss got {a} predictions but {b} targets. For token-level losses, flatten both: "
-            "logits.view(-1, vocab) and labels.view(-1).",
-            fixes,
-            shapes=((a,), (b,)),
-        )
-    m = re.search(
-        r"weight of size \[([-\d, ]+)\], expected input\[([-\d, ]+)\] to have (\d+) channels, "
-        r"but got (\d+) channels",
-        msg,
-    )
-    if m:
-        return _Hit(
-            "shape_mismatch",
-            f"conv channels: expected {m.group(3)}, got {m.group(4)}",
-            f"A convolution with weight [{m.group(1)}] got input [{m.group(2)}].",
-            fixes,
-            shapes=(_dims(m.group(1)), _dims(m.group(2))),
-        )
-    m = re.search(
-        r"size mismatch for ([\w.]+): copying a param with shape torch\.Size\(\[([-\d, ]*)\]\) from "
-        r"checkpoint, the shape in current model is torch\.Size\(\[([-\d, ]*)\]\)",
-        msg,
-    )
-    if m:
-        return _Hit(
-            "shape_mismatch",
-            f"checkpoint does not fit the model: {m.group(1)}",
-            f"The checkpoint's {m.group(1)} is [{m.group(2)}] but the model's is [{m.group(3)}]: the model "
-            "was built with a different config than the one that saved the checkpoint.",
-            ("build the model from the checkpoint's own config.json",),
-            shapes=(_dims(m.group(2)), _dims(m.group(3))),
-        )
+    for pattern, hit in _SHAPE_MESSAGES:
+        m = pattern.search(msg)
+        if m:
+            return hit(m)
     if re.search(r"size mismatch|must match mat2|shapes cannot be|Expected size for first two dimensions", msg):
-        return _Hit("shape_mismatch", "shape mismatch", "Two tensors' shapes do not fit the operation.", fixes)
+        return _Hit("shape_mismatch", "shape mismatch", "Two tensors' shapes do not fit the operation.", _SHAPE_FIXES)
     return None
 
 
