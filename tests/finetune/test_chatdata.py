@@ -36,7 +36,7 @@ def _write(tmp_path, rows):
             {"messages": [{"role": "user", "content": "  "}, {"role": "assistant", "content": "y"}]},
             r"d\.jsonl:3: .*empty content",
         ),
-        ("{not json", r"d\.jsonl:3:[0-9]+: not valid JSON"),
+        ("{not json", r"d\.jsonl:3:[0-9]+: invalid JSON"),
         ({"text": "plain"}, r"d\.jsonl:3: no 'messages'"),
     ],
 )

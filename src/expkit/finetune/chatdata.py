@@ -91,7 +91,7 @@ def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict
                 f"message {i} ({role}) has empty content",
                 path=path,
                 line=line,
-                hint="drop the example or fill the turn; --on-error skip skips and counts it",
+                hint="drop the example or fill the turn; on_error='skip' skips and counts it",
             )
         _check_encodable(content, f"message {i} ({role})", path=path, line=line)
         out.append({"role": role, "content": content})
@@ -155,38 +155,32 @@ def iter_chat_examples(
         >>> next(iter_chat_examples("data.jsonl")).messages[0]["role"]
         'user'
     """
+    from expkit.data.jsonl import JsonlTally, iter_jsonl  # the one JSONL reader: file:line:column errors
+
     if on_error not in ("raise", "skip"):
         raise UsageError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
     p = Path(path)
     if not p.is_file():
         raise InputError("data file not found", path=p, hint="give a JSONL file; `expkit sft data` writes one")
-    with p.open("rb") as fh:  # bytes: a line that is not UTF-8 is reported with its number, like bad JSON
-        for line_no, raw in enumerate(fh, start=1):
-            try:
-                try:
-                    text = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # -sig: a BOM from Excel/Notepad
-                except UnicodeDecodeError as exc:
-                    raise InputError(
-                        f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
-                        path=p,
-                        line=line_no,
-                        hint="save the file as UTF-8",
-                    ) from None
-                if not text.strip():
-                    continue
-                try:
-                    obj = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"not valid JSON ({exc.msg})", path=p, line=line_no, column=exc.colno) from None
-                except RecursionError:
-                    raise InputError("JSON nested too deeply", path=p, line=line_no) from None
-                yield _parse_example(obj, path=p, line=line_no)
-            except InputError as exc:
-                if on_error == "raise":
-                    raise
-                if skipped is not None:
-                    skipped[line_no] = exc.message
-                    continue
+    tally = JsonlTally()
+    seen_errors = 0
+    # collect: lines that are not JSON (or not UTF-8) are kept in the tally, with their line, not raised
+    for obj in iter_jsonl(p, on_error="raise" if on_error == "raise" else "collect", tally=tally):
+        line = tally.lines
+        if skipped is not None:
+            for err in tally.errors[seen_errors:]:
+                skipped[err.line or 0] = err.message
+        seen_errors = len(tally.errors)
+        try:
+            yield _parse_example(obj, path=p, line=line)
+        except InputError as exc:
+            if on_error == "raise":
+                raise
+            if skipped is not None:
+                skipped[line] = exc.message
+    if skipped is not None:
+        for err in tally.errors[seen_errors:]:
+            skipped[err.line or 0] = err.message
 
 
 def read_chat_file(path: str | Path, *, on_error: OnError = "raise", limit: int | None = None) -> ChatFile:
