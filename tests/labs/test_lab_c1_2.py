@@ -3,7 +3,7 @@ is its rule applied to the measured speed-up, and that the contrary speed-up fli
 
 from __future__ import annotations
 
-from lab_verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+from verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
 
 from expkit.labs.lab_c1_2_gil import PROCESS_RULE, process_cause, thread_rule
 from expkit.labs.registry import select_labs

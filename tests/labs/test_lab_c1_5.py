@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab_verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+from verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab

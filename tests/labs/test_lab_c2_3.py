@@ -68,7 +68,7 @@ def test_c2_3_each_rule_flips_on_the_contrary_measurement(c2_3):
 
 
 def test_c2_3_verdicts_follow_their_rules_and_flip(c2_3):
-    from lab_verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+    from verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
 
     res, _ = c2_3
     m = judged_measurements(res)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lab_verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+from verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
 
 from expkit.labs.lab_c2_4_reference_check import describe_trend
 from expkit.labs.registry import select_labs

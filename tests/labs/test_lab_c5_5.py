@@ -1,11 +1,30 @@
-"""Lab C5.5: the masked fraction judged on the data set (not the first conversation), measured by the audit."""
+"""Lab C5.5: the masked fraction judged on the data set (not the first conversation), measured by the audit; the
+same measurement on long-answer conversations flips both verdicts."""
 
 from __future__ import annotations
 
+import pytest
 from verdict_checks import assert_flips, assert_verdicts_follow
 
+from expkit.labs.lab_c5_5_masked_fraction import (
+    FRACTION_RULE,
+    answer_length_cause,
+    measure_masked_share,
+    mostly_masked_rule,
+    with_answer_words,
+)
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
+
+
+@pytest.fixture(scope="module")
+def chat():
+    from expkit.finetune.chatdata import generate_chat_examples
+    from expkit.finetune.demomodel import ensure_demo_model
+    from expkit.finetune.labels import load_chat_tokenizer
+
+    tok = load_chat_tokenizer(ensure_demo_model(quick=True).path)
+    return tok, generate_chat_examples(n=60, seed=5)
 
 
 def test_c5_5_masked_fraction_judged_on_the_data_set(tmp_path):
@@ -17,10 +36,42 @@ def test_c5_5_masked_fraction_judged_on_the_data_set(tmp_path):
     assert no_sys < all_  # dropping the system prompt leaves a larger share trained
     assert m["masked_one"].verdict is None  # one example is shown, not judged
     assert m["masked_all"].seed.value == 85.0
-    # the verdict follows from the data set's fraction: within 5 points of 85%, else differs with the answer length
-    assert m["masked_all"].verdict.kind == ("reproduced" if abs(all_ - 85.0) <= 5.0 else "differs")
-    assert_flips(m["masked_all"], 70.0)
+    # the sweep over answer lengths is measured: longer answers, less masked
+    sweep = [m[f"masked_{w}w"].value for w in (1, 5, 20, 60, 200)]
+    assert sweep == sorted(sweep, reverse=True) and sweep[-1] < 50 < sweep[0]
+    # the verdict follows from the data set's fraction; 'differs' only with the sweep's answer length as cause
+    if abs(all_ - 85.0) <= 5.0:
+        assert m["masked_all"].verdict.kind == "reproduced"
+    else:
+        assert m["masked_all"].verdict.kind in ("differs", "not reproduced")
+        if m["masked_all"].verdict.kind == "differs":
+            assert "answer length" in m["masked_all"].verdict.reason
     assert m["mostly_masked"].value == 500 and m["mostly_masked"].verdict.kind == "reproduced"
     assert_flips(m["mostly_masked"], 499)
-    v = m["masked_all"].rule.judge(95.0, cause=None)  # a data set of one-token answers: no cause, not reproduced
-    assert v.kind == "not reproduced"
+
+
+def test_c5_5_long_answers_flip_both_verdicts(chat):
+    """The measurement run on conversations with 60-word answers (the reviewer measured 21% masked there): most
+    of a conversation is then trained, so both rules fail; with the data's own short answers they hold."""
+    tok, data = chat
+    short = measure_masked_share(tok, data)
+    long = measure_masked_share(tok, with_answer_words(data, 60))
+    assert mostly_masked_rule(short.examples).judge(short.mostly_masked).kind == "reproduced"
+    assert mostly_masked_rule(long.examples).judge(long.mostly_masked).kind == "not reproduced"
+    assert long.masked_pct < 50 < short.masked_pct
+    assert FRACTION_RULE.judge(long.masked_pct).kind == "not reproduced"
+
+
+def test_c5_5_cause_comes_from_the_sweep_not_the_figure(chat):
+    """The cause is the answer length at which a separate audit lands in the band; with no sweep point in the band,
+    there is no cause and the verdict is 'not reproduced'."""
+    tok, data = chat
+    sweep = {w: measure_masked_share(tok, with_answer_words(data, w)) for w in (1, 5, 20, 60)}
+    cause = answer_length_cause(sweep, data_words=1.0)
+    inside = [w for w, s in sweep.items() if FRACTION_RULE.holds(s.masked_pct)]
+    if inside:
+        assert cause is not None and cause.unit == "words"
+    else:
+        assert cause is None
+    only_long = {w: s for w, s in sweep.items() if w >= 60}
+    assert answer_length_cause(only_long, data_words=1.0) is None

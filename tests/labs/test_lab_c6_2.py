@@ -1,4 +1,4 @@
-"""Lab C6.2 runs quick: judged on the int8 weight-only kernels measured here (decode GEMV) and, for training, on
+"""Lab C6.2 runs quick: judged on the stock int8 path measured here (decode GEMV) and, for training, on
 the most any weight-only quantization could save on an fp32 GEMM (weight-streaming time bound);
 the roofline model's 4-bit figures are shown without a verdict."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from verdict_checks import assert_flips, assert_verdicts_follow
 
+from expkit.labs.lab_c6_2_quantization import DECODE_RULE, probe_int8_dynamic, probe_int8_weight_only
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
 
@@ -23,10 +24,21 @@ def test_lab_c6_2_quick(tmp_path):
     assert dec.value > 0 and m["int8_train_speedup"].value > 0
     assert m["int8_train_speedup"].verdict is None  # the slow int8 kernel cannot judge 'hardly helps'
     assert train.value >= 1.0  # removing a cost never slows the GEMM down
-    # the decode verdict follows from the measured speed-up: 'differs' only with the measured read-rate cause
-    if dec.value >= 1.1:
-        assert dec.verdict.kind == "reproduced"
-    else:
-        assert dec.verdict.kind == "differs" and "weight-read rate" in dec.verdict.reason
+    # the decode verdict is the stock int8 path's; the private kernel is a figure without verdict
+    assert "quantize_dynamic" in dec.label and m["int8pack_decode_speedup"].verdict is None
+    assert dec.verdict.kind == ("reproduced" if dec.value >= 1.1 else "not reproduced")
     assert_flips(dec, 3.0 if dec.value < 1.1 else 0.5)
     assert_flips(train, 2.0 if train.value <= 1.1 else 1.0)
+
+
+def test_c6_2_decode_verdict_flips_with_the_kernel_measured():
+    """Run the decode measurement twice on the same weights: through the stock int8 path (quantize_dynamic,
+    3.6x faster than fp32 on the reviewer's CPU) and through torch._weight_int8pack_mm (0.16x there). The claim
+    'quantization helps decode' holds for one kernel and fails for the other: the verdict is about a kernel,
+    which is why the lab names the one it judges."""
+    stock32, stock8, stock_err = probe_int8_dynamic(0, tokens=1, reps=3)
+    pack32, pack8, pack_err = probe_int8_weight_only(0, tokens=1, reps=3)
+    assert stock_err < 0.05 and pack_err < 0.05  # both compute the same product (int8 rounding)
+    stock, pack = DECODE_RULE.judge(stock32 / stock8), DECODE_RULE.judge(pack32 / pack8)
+    assert stock.kind == "reproduced", f"stock int8 {stock32 / stock8:.2f}x"
+    assert pack.kind == "not reproduced", f"int8pack {pack32 / pack8:.2f}x"

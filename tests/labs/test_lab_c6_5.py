@@ -45,10 +45,11 @@ def test_lab_c6_5_quick(c6_5) -> None:
 def test_flag_needed_is_judged_on_the_runs_without_the_flag(c6_5) -> None:
     res, _ = c6_5
     flag = {x.key: x for x in res.measurements}["flag_needed"]
-    if flag.value:  # the runs without the flag differed: the seed's 'need' is shown
-        assert flag.verdict.kind == "demonstrated"
-    else:  # identical without the flag (a CPU): the need is not shown, with the measured difference as cause
-        assert flag.verdict.kind == "differs" and "max |loss difference|" in flag.verdict.reason
+    diff = {x.key: x for x in res.measurements}["noflag_max_diff"].value
+    if diff > 0:  # the runs without the flag differed: the seed's 'need' is shown
+        assert flag.value is True and flag.verdict.kind == "demonstrated"
+    else:  # identical without the flag on a CPU: the need is a GPU's, not measured here (no restated cause)
+        assert flag.verdict.kind == "not measured here" and "CUDA" in flag.verdict.reason
         assert "not shown on this machine" in res.explanation
 
 
@@ -56,8 +57,9 @@ def test_each_verdict_flips_on_the_contrary_measurement(c6_5) -> None:
     res, _ = c6_5
     m = {x.key: x for x in res.measurements}
     assert m["same_seed_identical"].rule.judge(False).kind == "not reproduced"
-    assert m["flag_needed"].rule.judge(True).kind == "demonstrated"
-    assert m["flag_needed"].rule.judge(False).kind == "not reproduced"
+    if m["flag_needed"].verdict.kind != "not measured here":
+        assert m["flag_needed"].rule.judge(True).kind == "demonstrated"
+        assert m["flag_needed"].rule.judge(False).kind == "not reproduced"
     assert m["seed_spread_20"].rule.judge(0.14).kind == "reproduced"
     assert m["seed_spread_20"].rule.judge(0.32).kind == "not reproduced"  # issue 12: the old max-min range
     assert m["seed_vs_method"].rule.judge(0.5).kind == "not reproduced"
@@ -74,7 +76,7 @@ def test_mean_pair_difference_by_hand() -> None:
 
 
 def test_c6_5_verdicts_follow_their_rules_and_flip(c6_5) -> None:
-    from lab_verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+    from verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
 
     res, _ = c6_5
     m = judged_measurements(res)
@@ -88,4 +90,5 @@ def test_c6_5_verdicts_follow_their_rules_and_flip(c6_5) -> None:
     }
     for key, x in m.items():
         assert_verdict_follows(x)
-        assert_flips(x, contrary[key])
+        if x.verdict.kind != "not measured here":  # nothing measured, nothing to flip (flag_needed on a CPU)
+            assert_flips(x, contrary[key])

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from expkit.labs.base import AtLeast, AtMost, Cause, InBand, KOfN, Needs, SameSign, Shown, Within, judged
+from expkit.labs.base import AtLeast, AtMost, Cause, InBand, KOfN, Needs, Predicted, SameSign, Shown, Within, judged
 from expkit.render.jsonout import to_jsonable
 
 
@@ -28,7 +28,7 @@ def test_rule_holds_then_flips(rule, holding, contrary):
 
 def test_differs_only_with_a_measured_cause():
     rule = AtLeast(6.0)
-    cause = Cause("cores", 2, "an 8-process speed-up needs 8 cores")
+    cause = Cause("cores", 2, "an 8-process speed-up needs 8 cores", measured_by="os.cpu_count()")
     v = rule.judge(1.9, cause=cause)
     assert v.kind == "differs" and "cores = 2" in v.reason
     assert rule.judge(7.0, cause=cause).kind == "reproduced"  # a cause does not excuse a rule that holds
@@ -59,3 +59,51 @@ def test_judged_measurement_carries_its_rule_into_json():
 def test_nan_stays_visible_in_json():
     m = judged("x", "x", math.nan, "", rule=AtMost(1.0))
     assert to_jsonable(m)["value"] == "nan"
+
+
+def test_a_computed_figure_is_never_called_measured():
+    rule = AtMost(16.0)
+    v = rule.judge(18.25, provenance="computed")
+    assert v.kind == "not reproduced" and "computed (predicted, not run) 18.25" in v.reason
+    assert "measured" not in v.reason
+    assert "measured 18.25" in rule.judge(18.25).reason
+    held = judged("p", "peak", 14.88, "GB", rule=rule, provenance="computed")
+    assert held.verdict.kind == "reproduced" and "computed" in held.verdict.reason
+    assert held.provenance == "computed" and "(computed)" in held.rule_text
+    assert to_jsonable(held)["provenance"] == "computed"
+    with pytest.raises(ValueError, match="provenance"):
+        judged("p", "peak", 1.0, "GB", rule=rule, provenance="guessed")
+
+
+def test_predicted_needs_hardware_and_keeps_the_prediction_and_its_assumptions():
+    rule = Predicted(AtMost(16.0), needs="8 GPUs of 16 GB", assumptions="foreach AdamW 18.25 GB; fused 14.88 GB")
+    v = rule.judge(18.25)
+    assert v.kind == "not measured here"
+    assert "misses" in v.reason and "fused 14.88" in v.reason and "8 GPUs" in v.reason
+    assert "meets" in rule.judge(14.88).reason
+    # the prediction itself flips with the deciding assumption
+    assert not rule.prediction_holds(18.25) and rule.prediction_holds(14.88)
+
+
+@pytest.mark.parametrize(
+    ("figure", "restated"),
+    [
+        (87.3, 100 - 87.3),  # C5.5 before: the "cause" was 1 - masked fraction
+        (0.873, 1 - 0.873),
+        (87.3, 0.873),
+        (2.5, 2.5),
+        (4.0, 0.25),
+        (True, False),  # C6.5 before: a yes/no beside the yes/no figure it restates
+    ],
+)
+def test_a_cause_that_restates_the_figure_is_rejected(figure, restated):
+    cause = Cause("restated", restated, "says the figure again", measured_by="the figure")
+    with pytest.raises(ValueError, match="restate"):
+        judged("x", "x", figure, "", rule=AtLeast(1000.0), cause=cause)
+
+
+def test_a_cause_says_how_it_was_measured():
+    with pytest.raises(ValueError, match="measured_by"):
+        Cause("cores", 2, "an 8-process speed-up needs 8 cores")
+    independent = Cause("cores", 2, "an 8-process speed-up needs 8 cores", measured_by="os.cpu_count()")
+    assert judged("s", "speed-up", 1.9, "x", rule=AtLeast(6.0), cause=independent).verdict.kind == "differs"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 __all__ = [
+    "PROVENANCES",
     "VERDICT_KINDS",
     "AtLeast",
     "AtMost",
@@ -25,12 +26,15 @@ __all__ = [
     "LabResult",
     "Measurement",
     "Needs",
+    "Predicted",
+    "Provenance",
     "Rule",
     "SameSign",
     "SeedFigure",
     "Shown",
     "Verdict",
     "Within",
+    "check_cause_independent",
     "format_measured",
     "judged",
 ]
@@ -44,6 +48,12 @@ VERDICT_KINDS: tuple[VerdictKind, ...] = (
     "demonstrated",
 )
 Value = float | int | str | bool | None
+
+# Where a judged figure comes from: ``measured`` (run on this machine), ``computed`` (a formula or the memory
+# ledger, nothing run), ``datasheet`` (a vendor's number). The verdict text and the report's counts keep them apart.
+Provenance = Literal["measured", "computed", "datasheet"]
+PROVENANCES: tuple[Provenance, ...] = ("measured", "computed", "datasheet")
+_VALUE_WORD = {"measured": "measured", "computed": "computed (predicted, not run)", "datasheet": "datasheet"}
 
 
 @dataclass(frozen=True)
@@ -78,13 +88,21 @@ class Verdict:
 class Cause:
     """Why a figure differs here, itself measured in the same run: ``cores = 2: an 8-process ...``.
 
-    A cause is a measurement (``value`` read off this machine or this run), never a platform guess.
+    A cause is a second quantity measured independently of the judged figure (``value`` read off this machine or
+    a separate probe of this run), never a platform guess and never the figure restated (``1 - fraction``).
+    ``judged`` rejects a numeric cause that is the figure or a plain rescaling of it
+    (:func:`check_cause_independent`); ``measured_by`` names the probe that gave it, and must be given.
     """
 
     label: str
     value: Value
     explains: str
     unit: str = ""
+    measured_by: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.measured_by.strip():
+            raise ValueError(f"cause {self.label!r}: say how it was measured apart from the figure (measured_by)")
 
     def __str__(self) -> str:
         figure = f"{_fmt(self.value)} {self.unit}".strip()
@@ -95,6 +113,42 @@ def _fmt(value: Value) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+# the ways a figure gets restated as its own "cause": itself, its complement (as a fraction or in %), a rescaling
+# by 100 (fraction <-> %), its reciprocal
+_RESTATEMENTS: tuple[tuple[str, Callable[[float], float]], ...] = (
+    ("the figure itself", lambda x: x),
+    ("1 - figure", lambda x: 1 - x),
+    ("100 - figure", lambda x: 100 - x),
+    ("1 - figure / 100", lambda x: 1 - x / 100),
+    ("100 * (1 - figure)", lambda x: 100 * (1 - x)),
+    ("figure / 100", lambda x: x / 100),
+    ("100 * figure", lambda x: 100 * x),
+    ("1 / figure", lambda x: 1 / x if x else math.inf),
+)
+
+
+def check_cause_independent(value: Value, cause: Cause) -> None:
+    """Raise ValueError when ``cause`` restates the judged ``value``: a numeric cause equal (to 1e-9 relative) to
+    the figure, its complement, a rescaling by 100 or its reciprocal; a boolean cause equal to a boolean figure
+    or to its negation (it can only repeat whether the rule held)."""
+    if isinstance(value, bool) or isinstance(cause.value, bool):
+        if isinstance(value, bool) and isinstance(cause.value, bool):
+            raise ValueError(f"cause {cause.label!r} is a yes/no beside a yes/no figure: it restates the figure")
+        return
+    if not isinstance(value, (int, float)) or not isinstance(cause.value, (int, float)):
+        return
+    x, c = float(value), float(cause.value)
+    if not (math.isfinite(x) and math.isfinite(c)):
+        return
+    for name, restate in _RESTATEMENTS:
+        r = restate(x)
+        if math.isfinite(r) and math.isclose(c, r, rel_tol=1e-9, abs_tol=1e-12):
+            raise ValueError(
+                f"cause {cause.label!r} = {_fmt(c)} is {name} ({_fmt(x)}): a cause must be measured "
+                "independently of the figure, not restate it"
+            )
 
 
 # --- rules: a verdict comes from a rule declared with the measurement ---------------------------------
@@ -122,16 +176,18 @@ class Rule:
     def __json__(self) -> str:
         return str(self)
 
-    def judge(self, value: Value, *, cause: Cause | None = None) -> Verdict:
+    def judge(self, value: Value, *, cause: Cause | None = None, provenance: Provenance = "measured") -> Verdict:
         """``reproduced`` when the rule holds; else ``differs`` with a measured ``cause``, else
-        ``not reproduced``. A value that is missing or NaN never holds."""
+        ``not reproduced``. A value that is missing or NaN never holds. The reason names the value's
+        ``provenance``: a computed figure is "computed (predicted, not run)", never "measured"."""
+        word = _VALUE_WORD[provenance]
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            return Verdict("not reproduced", f"no finite measurement ({value}); rule: {self}")
+            return Verdict("not reproduced", f"no finite {provenance} value ({value}); rule: {self}")
         if self.holds(value):
-            return Verdict("reproduced")
+            return Verdict("reproduced", None if provenance == "measured" else f"{word} {_fmt(value)}")
         if cause is not None:
-            return Verdict("differs", str(cause))
-        return Verdict("not reproduced", f"measured {_fmt(value)}, rule: {self}")
+            return Verdict("differs", str(cause) if provenance == "measured" else f"{word} {_fmt(value)}; {cause}")
+        return Verdict("not reproduced", f"{word} {_fmt(value)}, rule: {self}")
 
 
 def _num(value: Value) -> float:
@@ -247,8 +303,8 @@ class Shown(Rule):
     def text(self) -> str:
         return f"shown: {self.what}"
 
-    def judge(self, value: Value, *, cause: Cause | None = None) -> Verdict:
-        verdict = super().judge(value, cause=cause)
+    def judge(self, value: Value, *, cause: Cause | None = None, provenance: Provenance = "measured") -> Verdict:
+        verdict = super().judge(value, cause=cause, provenance=provenance)
         return Verdict("demonstrated", self.what) if verdict.kind == "reproduced" else verdict
 
 
@@ -266,8 +322,39 @@ class Needs(Rule):
     def text(self) -> str:
         return f"needs {self.needs}"
 
-    def judge(self, value: Value, *, cause: Cause | None = None) -> Verdict:
+    def judge(self, value: Value, *, cause: Cause | None = None, provenance: Provenance = "measured") -> Verdict:
         return Verdict("not measured here", f"needs {self.needs}; this machine has {_fmt(value)}")
+
+
+@dataclass(frozen=True)
+class Predicted(Rule):
+    """A computed figure whose claim needs hardware this machine lacks: the verdict is ``not measured here``,
+    with the prediction, what the inner ``rule`` would say of it, and the assumptions that decide it.
+
+    ``assumptions`` names what moves the prediction across the rule (``foreach AdamW: 18.25 GB; fused: 14.88``);
+    ``prediction_holds`` is the inner rule's answer, which a flip test checks on the alternative input.
+    """
+
+    rule: Rule
+    needs: str
+    assumptions: str
+
+    def holds(self, value: Value) -> bool:
+        return False
+
+    def prediction_holds(self, value: Value) -> bool:
+        return self.rule.holds(value)
+
+    def text(self) -> str:
+        return f"needs {self.needs} to measure; the prediction is compared with: {self.rule}"
+
+    def judge(self, value: Value, *, cause: Cause | None = None, provenance: Provenance = "computed") -> Verdict:
+        met = "meets" if self.rule.holds(value) else "misses"
+        return Verdict(
+            "not measured here",
+            f"needs {self.needs}; {_VALUE_WORD[provenance]} {_fmt(value)} {met} '{self.rule}'; "
+            f"deciding assumptions: {self.assumptions}",
+        )
 
 
 @dataclass(frozen=True)
@@ -286,13 +373,17 @@ class Measurement:
     seed: SeedFigure | None = None
     detail: str = ""
     rule: Rule | None = None
+    provenance: Provenance = "measured"
 
     @property
     def rule_text(self) -> str | None:
         """``10.96 within +-10% of 10.9``: the measured value and the rule it was judged by."""
         if self.rule is None:
             return None
-        return f"{format_measured(self.value, self.unit)}: {self.rule}"
+        value = format_measured(self.value, self.unit)
+        if self.provenance != "measured":
+            value = f"{value} ({self.provenance})"
+        return f"{value}: {self.rule}"
 
 
 @dataclass(frozen=True)
@@ -381,14 +472,22 @@ def judged(
     seed: SeedFigure | None = None,
     cause: Cause | None = None,
     detail: str = "",
+    provenance: Provenance = "measured",
 ) -> Measurement:
     """A measurement with its verdict from ``rule`` (and ``cause``, when one was measured).
+
+    ``provenance`` says whether ``value`` was ``measured`` here, ``computed`` (formula, ledger) or read off a
+    ``datasheet``. A ``cause`` that restates the figure raises ValueError (:func:`check_cause_independent`).
 
     Example::
 
         judged("half_width", "Wald half-width", 10.96, "points",
                rule=Within(10.9, rel=0.1, source="our choice: the seed rounds to 3 digits"), seed=fig)
     """
+    if provenance not in PROVENANCES:
+        raise ValueError(f"provenance {provenance!r} is not one of {', '.join(PROVENANCES)}")
+    if cause is not None:
+        check_cause_independent(value, cause)
     return Measurement(
         key=key,
         label=label,
@@ -397,7 +496,8 @@ def judged(
         seed=seed,
         detail=detail,
         rule=rule,
-        verdict=rule.judge(value, cause=cause),
+        provenance=provenance,
+        verdict=rule.judge(value, cause=cause, provenance=provenance),
     )
 
 

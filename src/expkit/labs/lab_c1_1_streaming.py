@@ -157,6 +157,7 @@ def generator_cause(*, baseline_mb: float, own_mb: float, file_mb: float) -> Cau
             baseline_mb,
             f"Python with the probe's imports already holds that much here; the pipeline itself added {own_mb:.2f} MB",
             unit="MB",
+            measured_by="peak_memory's interpreter baseline, read before the pipeline's first line",
         )
     return None
 

@@ -74,6 +74,7 @@ def process_cause(speedup: float, *, cores: int, others_busy: float) -> Cause | 
             f"{cores} cores, {others_busy:.2f} of them busy with other processes (measured): {N_WORKERS} "
             f"processes can be at most {cap:.2f}x faster here and reached {speedup:.2f}x (the seed's 3.1x is "
             f"39% of its {N_WORKERS} workers)",
+            measured_by="system CPU time minus this process's during the serial runs, and os.cpu_count()",
         )
     return None
 

@@ -61,6 +61,7 @@ def run(ctx: LabContext) -> LabOutput:
                 "1-minute load average before the run",
                 load_before,
                 f"more runnable processes than the {cores} cores: {r.tokens_per_s:,.0f} tokens/s here",
+                measured_by="os.getloadavg() before training started",
             )
             if load_before > cores
             else None

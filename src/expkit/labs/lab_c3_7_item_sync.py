@@ -38,8 +38,8 @@ def measure_ratios(
 ) -> tuple[list[float], float, float]:
     """``runs`` independent timings of every-step / every-50 ``.item()`` on ``device``; returns (the ratios,
     one .item() call in seconds, the median step time in seconds)."""
-    from expkit.train.probes import measure_item_sync
     from expkit.hardware.threads import torch_threads
+    from expkit.train.probes import measure_item_sync
 
     # one CPU thread: on shared cores torch's threads spin-wait on each other and the step time swings
     with torch_threads(1 if device == "cpu" else None):

@@ -40,6 +40,7 @@ def cpu_cause(has_bf16: bool | None, slowdown: float) -> Cause | None:
             "bf16 instructions in /proc/cpuinfo (avx512_bf16 or amx_bf16)",
             "present",
             "oneDNN runs the matmuls in native bf16; what remains is casts and ops without a bf16 kernel",
+            measured_by="the flags line of /proc/cpuinfo",
         )
     return None
 
@@ -123,8 +124,8 @@ def gpu_rows(
 def run(ctx: LabContext) -> LabOutput:
     import torch
 
-    from expkit.perf.roofs import measure_gemm
     from expkit.hardware.threads import torch_threads
+    from expkit.perf.roofs import measure_gemm
 
     runs = 3 if ctx.quick else 7
     isa = torch.backends.cpu.get_cpu_capability()

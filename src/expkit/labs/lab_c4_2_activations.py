@@ -88,8 +88,8 @@ def time_checkpointing(spec, *, num_layers: int, seq: int, repeats: int, seed: i
 
     import torch
 
-    from expkit.memory.replica import build_replica
     from expkit.hardware.threads import torch_threads
+    from expkit.memory.replica import build_replica
 
     pair = [build_replica(spec, num_layers=num_layers, grad_ckpt=g, seed=seed) for g in (False, True)]
     ids = torch.randint(0, spec.vocab_size, (1, seq), generator=torch.Generator().manual_seed(seed))
@@ -160,6 +160,7 @@ def run(ctx: LabContext) -> LabOutput:
         f"{34 * h:,} B: RMSNorm keeps fp32 input and output, each linear saves its own 16-bit cast, "
         "the SwiGLU MLP (11008 wide) saves three intermediates; the seed's 16.5 GiB is about 34 s b h L",
         unit="x",
+        measured_by="saved-tensor hooks on 1- and 2-layer replicas, per token per layer",
     )
     ck_tok = meas["ckpt_per_layer"]
     ckpt_cause = Cause(
@@ -169,6 +170,7 @@ def run(ctx: LabContext) -> LabOutput:
         f"autocast, not the 2 B (16-bit) the seed's 1 GiB = 32 x 4096 x 4096 x 2 B assumes; backward "
         f"also rebuilds one full layer ({per_tok * 4096 / GIB:.2f} GiB) at a time",
         unit="B",
+        measured_by="saved-tensor hooks on the same replicas with checkpointing on",
     )
     # a recomputed forward adds at most the forward's share of a step; the seed's 30% is that share on a GPU
     time_cause = (
@@ -178,6 +180,7 @@ def run(ctx: LabContext) -> LabOutput:
             "one recomputed forward can add at most this share; the measured cost "
             f"x{ratio:.2f} is within 0.1 of 1 + {fshare:.2f}: checkpointing costs one forward, which is "
             f"{fshare:.0%} of a step on this CPU replica (the seed's ~30% is that share in its run)",
+            measured_by="forward and backward timed apart on the replica without checkpointing",
         )
         if abs(ratio - (1 + fshare)) <= 0.1
         else None

@@ -140,6 +140,7 @@ def run(ctx: LabContext) -> LabOutput:
             "activations + logits (the ledger leaves out the forward's transient loss tensors); the phase "
             "and the LoRA rerun (still OOM) both say activations, so the miss is the ledger's",
             unit="x",
+            measured_by="the allocator's allocated + requested bytes at each OOM, over the ledger's forward lines",
         )
     ms = [
         judged(

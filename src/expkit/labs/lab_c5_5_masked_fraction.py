@@ -1,7 +1,16 @@
 """Lab C5.5: most of a conversation is masked out of the loss (seed: 85% of one conversation). Judged on the
-data set, not on one conversation: the share of conversations mostly masked, and the data set's fraction."""
+data set, not on one conversation: the share of conversations mostly masked, and the data set's fraction.
+
+The fraction is a property of the data (how long the answers are against the system prompt, the question and the
+role headers), so the lab also measures it on the same conversations with answers of 1 to 200 words: that sweep,
+not the judged figure, says at what answer length the seed's 85% holds.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from expkit.labs.base import Cause, KOfN, LabContext, LabOutput, Measurement, SeedFigure, Within, judged
 from expkit.labs.registry import lab
@@ -15,9 +24,73 @@ SEED_MOST = SeedFigure(
 FRACTION_RULE = Within(85.0, abs=5.0, source="+-5 points: our tolerance for one conversation's 85% as typical")
 
 
+if TYPE_CHECKING:
+    from expkit.finetune.chatdata import ChatExample
+
+ANSWER_WORDS = (1, 5, 20, 60, 200)  # answer lengths (words) of the sweep: the reviewer's 1, 20, 60, 200 and one more
+_WORDS = ("the", "model", "answer", "is", "seven", "because", "each", "step", "adds", "two", "more", "tokens")
+
+
+@dataclass(frozen=True)
+class MaskedShare:
+    """A data set's audit: conversations with more than half their tokens masked, and the masked share (%)."""
+
+    examples: int
+    mostly_masked: int
+    masked_pct: float
+
+
+def with_answer_words(examples: Sequence[ChatExample], words: int) -> list[ChatExample]:
+    """The same conversations with every assistant answer replaced by ``words`` words of plain English (a fixed
+    cycle of common words, so the length, not the vocabulary, changes between runs)."""
+    answer = " ".join(_WORDS[i % len(_WORDS)] for i in range(words))
+    out = []
+    for ex in examples:
+        msgs = tuple({**m, "content": answer} if m["role"] == "assistant" else m for m in ex.messages)
+        out.append(replace(ex, messages=msgs))
+    return out
+
+
+def measure_masked_share(tokenizer: Any, examples: Sequence[ChatExample]) -> MaskedShare:
+    """Audit the labels of ``examples`` (assistant-only loss, end of turn trained) and count what is masked."""
+    from expkit.finetune.labels import audit_labels
+
+    audit = audit_labels(tokenizer=tokenizer, examples=examples, show=0)
+    return MaskedShare(
+        examples=len(examples),
+        mostly_masked=sum(f > 0.5 for f in audit.masked_fraction_per_example),
+        masked_pct=100 * audit.masked_fraction,
+    )
+
+
+def mostly_masked_rule(n: int) -> KOfN:
+    return KOfN(n, n, source="'most of a conversation': every conversation of the data set")
+
+
+def answer_length_cause(sweep: dict[int, MaskedShare], data_words: float) -> Cause | None:
+    """Why the data set's fraction is off 85%, from the answer-length sweep (a separate audit of other data):
+    the sweep must put some measured answer length inside the seed's band, and the data's answers must be outside
+    that range. None when the sweep does not explain the miss."""
+    inside = [w for w, share in sweep.items() if FRACTION_RULE.holds(share.masked_pct)]
+    if not inside:
+        return None
+    lo, hi = min(inside), max(inside)
+    if lo <= data_words <= hi:
+        return None
+    return Cause(
+        "answer length at which the masked share is within 5 points of 85% (sweep)",
+        f"{lo}-{hi}" if lo != hi else str(lo),
+        f"the same conversations with {', '.join(str(w) for w in sweep)}-word answers are masked "
+        + ", ".join(f"{s.masked_pct:.0f}%" for s in sweep.values())
+        + f"; this data set's answers average {data_words:.1f} words: the fraction is the data's answer length",
+        unit="words",
+        measured_by="label audits of the same conversations with answers of fixed length",
+    )
+
+
 @lab(id="C5.5", title="Most of a conversation is masked out of the loss", claims=("C5.5",), seed=(SEED_MASKED,))
 def run(ctx: LabContext) -> LabOutput:
-    from expkit.finetune.chatdata import generate_chat_examples
+    from expkit.finetune.chatdata import answer_of, generate_chat_examples
     from expkit.finetune.demomodel import ensure_demo_model
     from expkit.finetune.labels import audit_labels, load_chat_tokenizer
     from expkit.render.figures import new_figure, save_figure
@@ -32,8 +105,14 @@ def run(ctx: LabContext) -> LabOutput:
     )
     one = 100 * audit.masked_fraction_per_example[0]
     per = [100 * f for f in audit.masked_fraction_per_example]
+    mostly = sum(f > 0.5 for f in audit.masked_fraction_per_example)
+    # the sweep: the same (first 200) conversations with answers of fixed length, audited apart
+    sub = data[: min(n, 200)]
+    sweep = {w: measure_masked_share(tok, with_answer_words(sub, w)) for w in ANSWER_WORDS}
+    data_words = sum(len(answer_of(ex).split()) for ex in data) / n
+    cause = answer_length_cause(sweep, data_words)
 
-    fig, (ax,) = new_figure(1)
+    fig, (ax, ax2) = new_figure(2)
     ax.hist(per, bins=30, color="C0", alpha=0.8, label="with a system prompt")
     ax.hist([100 * f for f in no_system.masked_fraction_per_example], bins=30, color="C1", alpha=0.6, label="without")
     ax.axvline(85, color="k", ls="--", label="seed: 85%")
@@ -43,27 +122,19 @@ def run(ctx: LabContext) -> LabOutput:
         title=f"{n} synthetic conversations, demo tokenizer",
     )
     ax.legend()
+    ax2.plot(list(sweep), [s.masked_pct for s in sweep.values()], "o-", color="C0")
+    ax2.axhspan(80, 90, color="grey", alpha=0.2, label="seed 85% +-5")
+    ax2.set(xscale="log", xlabel="answer length (words)", ylabel="masked share (%)", title="same questions")
+    ax2.legend()
     path = save_figure(fig, ctx.figure_path("c5_5_masked_fraction.png"))
 
-    mostly = sum(f > 0.5 for f in audit.masked_fraction_per_example)
-    trained_per = audit.trained_tokens / n
-    total_per = audit.total_tokens / n
-    # a measured cause for a data-set fraction off 85%: how long the trained part (answer + <|im_end|>) is here
-    implied = 100 * (1 - trained_per / total_per)
-    cause = Cause(
-        "trained tokens per conversation (answer + end of turn, measured)",
-        trained_per,
-        f"of {total_per:.1f} tokens per conversation: the synthetic answers are a number or a word, so "
-        f"{implied:.1f}% is masked; the fraction is set by the data's answer length, not by the method",
-        unit="tokens",
-    )
     measurements = (
         judged(
             "mostly_masked",
             "conversations with more than half of their tokens masked",
             mostly,
             "conversations",
-            rule=KOfN(n, n, source="'most of a conversation': every conversation of the data set"),
+            rule=mostly_masked_rule(n),
             seed=SEED_MOST,
             detail=f"of {n}; lowest masked fraction {min(per):.1f}%",
         ),
@@ -88,6 +159,17 @@ def run(ctx: LabContext) -> LabOutput:
         Measurement(
             "masked_no_system", "masked fraction without a system prompt", 100 * no_system.masked_fraction, "%"
         ),
+        *(
+            Measurement(
+                f"masked_{w}w",
+                f"masked share with {w}-word answers (same {len(sub)} conversations)",
+                share.masked_pct,
+                "%",
+                detail=f"{share.mostly_masked} of {share.examples} conversations more than half masked",
+            )
+            for w, share in sweep.items()
+        ),
+        Measurement("answer_words", "mean answer length of the data set", data_words, "words"),
         Measurement("audit_s", f"label audit of {n} conversations", audit.elapsed_s, "s"),
     )
     explanation = (
@@ -96,6 +178,11 @@ def run(ctx: LabContext) -> LabOutput:
         f"and {mostly} of {n} conversations have more than half of their tokens masked "
         f"({100 * no_system.masked_fraction:.1f}% without the system prompt). Only the assistant answer and "
         "its <|im_end|> are trained; the system prompt, the question and every role header are context. "
-        f"The audit of {n} conversations took {audit.elapsed_s:.1f} s on this machine."
+        f"The audit of {n} conversations took {audit.elapsed_s:.1f} s on this machine.\n\n"
+        "The share is set by the data: the same conversations with answers of "
+        + ", ".join(f"{w} words are {s.masked_pct:.0f}%" for w, s in sweep.items())
+        + f" masked ({sweep[ANSWER_WORDS[-1]].mostly_masked} of {len(sub)} mostly masked at {ANSWER_WORDS[-1]} "
+        f"words). This data set's answers average {data_words:.1f} words, so 'most of a conversation is masked' "
+        "holds for short answers and fails for long ones."
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))

@@ -53,10 +53,10 @@ def _charlm_step(seed: int, device: str = "cpu"):  # noqa: ANN202 - a step funct
 def run(ctx: LabContext) -> LabOutput:
     import torch
 
+    from expkit.hardware.threads import torch_threads
     from expkit.perf.buckets import BUCKET_LABELS
     from expkit.perf.profiler import profile
     from expkit.render.figures import new_figure, save_figure
-    from expkit.hardware.threads import torch_threads
 
     cuda = ctx.device == "cuda" and torch.cuda.is_available()
     step_fn, what = _charlm_step(ctx.seed, "cuda" if cuda else "cpu")

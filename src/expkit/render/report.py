@@ -70,6 +70,8 @@ class MeasurementView(Protocol):
     def rule_text(self) -> str | None: ...
     @property
     def rule(self) -> object | None: ...
+    @property
+    def provenance(self) -> str: ...
 
 
 class LabResultView(Protocol):
@@ -163,6 +165,15 @@ def verdict_counts(results: Sequence[LabResultView]) -> dict[str, int]:
     return {k: counts.get(k, 0) for k in VERDICT_ORDER}
 
 
+PROVENANCE_ORDER = ("measured", "computed", "datasheet")
+
+
+def verdict_counts_by_provenance(results: Sequence[LabResultView]) -> dict[str, dict[str, int]]:
+    """The verdict counts apart for figures measured here, computed (formula, ledger) and read off a datasheet."""
+    counts = Counter((m.provenance, m.verdict.kind) for r in results for m in r.measurements if m.verdict is not None)
+    return {p: {k: counts.get((p, k), 0) for k in VERDICT_ORDER} for p in PROVENANCE_ORDER}
+
+
 def _rule_html(m: MeasurementView) -> str:
     text = m.rule_text
     return f'<div class="rule">{escape(text)}</div>' if text else ""
@@ -179,6 +190,11 @@ def _verdict_html(m: MeasurementView) -> str:
 def _clip(text: str, limit: int = 80) -> str:
     """Long text values (a traced call chain) are cut in the summary; the lab section has them whole."""
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _provenance_html(m: MeasurementView) -> str:
+    """A computed or datasheet figure says so beside its value; a measured one needs no mark."""
+    return "" if m.provenance == "measured" else f' <span class="muted">({escape(m.provenance)})</span>'
 
 
 def _short_verdict_html(m: MeasurementView) -> str:
@@ -214,7 +230,7 @@ def _summary_rows(results: Sequence[LabResultView]) -> list[str]:
             seed = escape(m.seed.text) if m.seed else "-"
             rows.append(
                 f"<tr><td>{claims}</td><td>{anchor}: {escape(m.label)}</td><td>{seed}</td>"
-                f'<td class="num">{escape(_clip(format_value(m.value, m.unit)))}</td>'
+                f'<td class="num">{escape(_clip(format_value(m.value, m.unit)))}{_provenance_html(m)}</td>'
                 f"<td>{_short_verdict_html(m)}</td></tr>"
             )
     return rows
@@ -234,7 +250,8 @@ def _lab_section(r: LabResultView) -> str:
     for m in r.measurements:
         seed = escape(m.seed.text) if m.seed else "-"
         parts.append(
-            f'<tr><td>{escape(m.label)}</td><td class="num">{escape(format_value(m.value, m.unit))}</td>'
+            f'<tr><td>{escape(m.label)}</td><td class="num">{escape(format_value(m.value, m.unit))}'
+            f"{_provenance_html(m)}</td>"
             f"<td>{seed}</td><td>{_verdict_html(m)}</td><td>{escape(m.detail)}</td></tr>"
         )
     parts.append("</table>")
@@ -276,8 +293,12 @@ def render_html(report: LabReportView) -> str:
     n = len(report.results)
     labs = f"{n} lab{'s' if n != 1 else ''}"
     summary = f"{labs}, {failed} failed" if failed else f"{labs}, all ran"
-    counts = verdict_counts(report.results)
-    count_row = "".join(f"<td>{escape(k)}: {v}</td>" for k, v in counts.items())
+    by_source = verdict_counts_by_provenance(report.results)
+    count_rows = "".join(
+        f"<tr><th>{escape(p)}</th>" + "".join(f"<td>{escape(k)}: {v}</td>" for k, v in counts.items()) + "</tr>"
+        for p, counts in by_source.items()
+        if any(counts.values()) or p != "datasheet"
+    )
     return "\n".join(
         [
             "<!DOCTYPE html>",
@@ -286,10 +307,11 @@ def render_html(report: LabReportView) -> str:
             "<title>expkit lab report</title>",
             f"<style>{_CSS}</style></head><body>",
             "<h1>expkit lab report</h1>",
-            f'<p class="muted">Each claim of the field guide, measured on this machine. {escape(summary)}.</p>',
-            '<h2>Verdicts</h2><table class="counts"><tr>',
-            count_row,
-            "</tr></table>",
+            f'<p class="muted">Each claim of the field guide, measured on this machine where it can be, computed '
+            f"(a formula or the memory ledger, nothing run) where it cannot. {escape(summary)}.</p>",
+            '<h2>Verdicts</h2><table class="counts">',
+            count_rows,
+            "</table>",
             '<p class="muted">Every verdict comes from the rule shown under it: reproduced (the rule holds), '
             "demonstrated (a behaviour with no figure was shown), differs (a cause measured in the same run "
             "explains it), not reproduced, not measured here (what it needs).</p>",
