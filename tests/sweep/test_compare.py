@@ -132,8 +132,14 @@ def test_loss_like_names(name, lower):
 
 
 def test_the_trial_config_survives_a_command_that_records_its_own():
+    from expkit.runs.runrecord import RunRecord
     from expkit.sweep.compare import _config_of
 
     # expkit train charlm attaches to its run and replaces `config` with its own nested one
-    rec = {"config": {"train": {"lr_max": 0.003}}, "extra": {"sweep": {"config": {"lr_max": 0.003}}}}
+    rec = RunRecord(
+        id="r1",
+        status="finished",
+        config={"train": {"lr_max": 0.003}},
+        extra={"sweep": {"config": {"lr_max": 0.003}}},
+    )
     assert _config_of(rec)["lr_max"] == 0.003 and "train" in _config_of(rec)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
 
 
 def compare(
@@ -44,32 +44,15 @@ def compare(
       expkit compare baseline new --metric val_loss --curves cmp.png --json
     """
     from expkit.errors import UsageError
-    from expkit.render.sweep import print_comparison
-    from expkit.sweep.compare import compare_groups, curve_set_of
+    from expkit.render.sweep import draw_comparison_curves, print_comparison
+    from expkit.sweep.compare import compare_groups
 
     if curves is not None and curves.suffix.lower() not in (".png", ".svg"):
         raise UsageError(f"--curves {curves} must end in .png or .svg")
     cmp = compare_groups(a, b, by=by, store=store, metrics=tuple(metric), lower_is_better=lower_is_better, level=level)
-    figure = None
     if curves is not None:
-        from expkit.render.curves import draw_curves
-
-        m = cmp.metrics[0].metric
-        figure = str(
-            draw_curves(
-                curve_set_of(cmp, metric=m, ema=ema or None, level=level),
-                curves,
-                title=f"{m}: {cmp.b.label} vs {cmp.a.label}",
-            )
-        )
-    if json_out:
-        from dataclasses import asdict
-
-        emit_json({**asdict(cmp), "curves": figure})
-    else:
-        print_comparison(cmp)
-        if figure:
-            typer.echo(f"curves: {figure}")
+        cmp = draw_comparison_curves(cmp, curves, ema=ema, level=level)
+    emit(cmp, json_out, human=print_comparison)
 
 
 def register(root: typer.Typer) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from expkit.render.console import err_console, fitted_table, out_console
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from expkit.sweep.compare import Comparison
     from expkit.sweep.driver import SweepProgress, SweepResult
 
-__all__ = ["print_comparison", "print_sweep_result", "sweep_progress"]
+__all__ = ["draw_comparison_curves", "print_comparison", "print_sweep_result", "sweep_progress"]
 
 
 @contextmanager
@@ -114,3 +115,19 @@ def print_comparison(cmp: Comparison) -> None:
         "noise floor: half-width of the interval of B - A (the smallest difference these seeds resolve); "
         "seed sd: seed-to-seed standard deviation within a side"
     )
+    if cmp.curves:
+        con.print(f"curves: {cmp.curves}")
+
+
+def draw_comparison_curves(cmp: Comparison, path: Path, *, ema: float = 0.0, level: float = 0.95) -> Comparison:
+    """Draw both sides' curves of the first metric with t-bands and the difference panel B - A to ``path``
+    (.png or .svg); returns ``cmp`` with ``curves`` set to the file written."""
+    import dataclasses
+
+    from expkit.render.curves import draw_curves
+    from expkit.sweep.compare import curve_set_of
+
+    m = cmp.metrics[0].metric
+    curve_set = curve_set_of(cmp, metric=m, ema=ema or None, level=level)
+    figure = draw_curves(curve_set, path, title=f"{m}: {cmp.b.label} vs {cmp.a.label}")
+    return dataclasses.replace(cmp, curves=str(figure))

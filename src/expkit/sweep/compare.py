@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from expkit.errors import UsageError
-from expkit.runs.store import list_runs, read_run, resolve_store
+from expkit.runs.runrecord import RunRecord
+from expkit.runs.store import list_runs, read_record, resolve_store
 
 __all__ = ["Comparison", "MetricComparison", "Side", "compare_groups", "curve_set_of", "is_loss_like", "seeds_needed"]
 
@@ -118,43 +119,55 @@ class MetricComparison:
 
 @dataclass(frozen=True)
 class Comparison:
+    """B against A per metric. ``curves`` is the figure of both sides' curves once one was drawn
+    (``render.sweep.draw_comparison_curves``), else None."""
+
     a: Side
     b: Side
     store: str
     split: str
     metrics: tuple[MetricComparison, ...]
     notes: tuple[str, ...]
+    curves: str | None = None
 
 
-def _runs_of_group(root: Path, group: str) -> list[dict[str, Any]]:
+def _runs_of_group(root: Path, group: str) -> list[RunRecord]:
     listing = list_runs(root, where=[f"group={group}", "status=finished"])
-    return [read_run(root / r.id) for r in listing.runs]
+    return [read_record(root / r.id) for r in listing.runs]
 
 
-def _config_of(rec: dict[str, Any]) -> dict[str, Any]:
+def _config_of(rec: RunRecord) -> dict[str, Any]:
     """The run's config with the sweep trial's own keys on top: a command that records its own config
     (``expkit train charlm`` attaches to the run) replaces ``config``, and nests its keys."""
-    sweep = rec.get("sweep") or (rec.get("extra") or {}).get("sweep") or {}
-    return {**(rec.get("config") or {}), **(sweep.get("config") or {})}
+    sweep = rec.extra.get("sweep") or {}
+    return {**(rec.config or {}), **(sweep.get("config") or {})}
+
+
+def _seed_of(rec: RunRecord) -> int | None:
+    return rec.seed.seed if rec.seed is not None else None
+
+
+def _by_seed(runs: list[RunRecord]) -> list[RunRecord]:
+    return sorted(runs, key=lambda r: _seed_of(r) or 0)
 
 
 def _value_text(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-_SideRuns = tuple[str, list[dict[str, Any]]]
+_SideRuns = tuple[str, list[RunRecord]]
 
 
 def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
     runs = _runs_of_group(root, group)
     if not runs:
         raise UsageError(f"group {group!r} has no finished runs in {root}", hint="list them with `expkit runs ls`")
-    by_value: dict[Any, list[dict[str, Any]]] = {}
+    by_value: dict[Any, list[RunRecord]] = {}
     for rec in runs:
         cfg = _config_of(rec)
         if by not in cfg:
             raise UsageError(
-                f"run {rec['id']} of group {group!r} has no config key {by!r}",
+                f"run {rec.id} of group {group!r} has no config key {by!r}",
                 hint=f"its keys: {', '.join(sorted(cfg)) or 'none'}",
             )
         by_value.setdefault(cfg[by], []).append(rec)
@@ -171,9 +184,9 @@ def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
     return tuple((f"{by}={_value_text(k)}", by_value[k]) for k in keys)  # type: ignore[return-value]
 
 
-def _side(label: str, runs: list[dict[str, Any]]) -> Side:
-    runs = sorted(runs, key=lambda r: (r.get("seed") or {}).get("seed") or 0)
-    return Side(label, tuple(r["id"] for r in runs), tuple((r.get("seed") or {}).get("seed") for r in runs))
+def _side(label: str, runs: list[RunRecord]) -> Side:
+    runs = _by_seed(runs)
+    return Side(label, tuple(r.id for r in runs), tuple(_seed_of(r) for r in runs))
 
 
 def _pairable(a: Side, b: Side) -> bool:
@@ -308,15 +321,15 @@ def compare_groups(
         common_seeds = sorted(s for s in side_a.seeds if s is not None)
         notes.append(f"paired by seed: both sides ran seeds {', '.join(map(str, common_seeds))}")
 
-    def numeric(rec: dict[str, Any]) -> dict[str, float]:
+    def numeric(rec: RunRecord) -> dict[str, float]:
         return {
             k: float(v)
-            for k, v in (rec.get("final_metrics") or {}).items()
+            for k, v in rec.final_metrics.items()
             if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
         }
 
-    fa = [numeric(r) for r in sorted(runs_a, key=lambda r: (r.get("seed") or {}).get("seed") or 0)]
-    fb = [numeric(r) for r in sorted(runs_b, key=lambda r: (r.get("seed") or {}).get("seed") or 0)]
+    fa = [numeric(r) for r in _by_seed(runs_a)]
+    fb = [numeric(r) for r in _by_seed(runs_b)]
     shared = set.intersection(*(set(f) for f in fa + fb))
     chosen = tuple(metrics) or tuple(sorted(shared))
     for m in chosen:
