@@ -4,13 +4,12 @@ reproduce a run, export to MLflow / TensorBoard. The store is ``--store``, ``$EX
 
 from __future__ import annotations
 
-import sys
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
 
 app = typer.Typer(
     help="Make it reproducible: the seven records of every run, diff, determinism, repro, export.", no_args_is_help=True
@@ -18,19 +17,6 @@ app = typer.Typer(
 
 _STORE_HELP = "Run store directory (default $EXPKIT_STORE or ./runs)."
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
-
-
-def _dump(obj: Any) -> None:
-    emit_json(obj)
-
-
-def _tee(to_stderr: bool):
-    def sink(stream: str, line: bytes) -> None:
-        out = sys.stderr if (to_stderr or stream == "stderr") else sys.stdout
-        out.buffer.write(line) if hasattr(out, "buffer") else out.write(line.decode(errors="replace"))
-        out.flush()
-
-    return sink
 
 
 @app.command("exec", context_settings=_PASS_THROUGH)
@@ -70,6 +56,7 @@ def exec_(
 
       expkit runs exec --seed 1 --json -- python -c "print('{\\"step\\": 1, \\"loss\\": 0.5}')"
     """
+    from expkit.render.runs import render_exec_result, tee_output
     from expkit.runs.execute import ExecRequest, execute, validate_seed
 
     if seed is not None:
@@ -84,18 +71,10 @@ def exec_(
         deterministic=deterministic,
         full_hash=full_hash,
     )
-    res = execute(request, on_output=_tee(json_out))
-    if json_out:
-        _dump(res)
-    else:
-        diverged = f", DIVERGED at {res.diverged_at}" if res.diverged else ""
-        print(
-            f"run {res.run_id}: {res.status}{diverged} (exit code {res.exit_code}, {res.elapsed_s:.1f} s) "
-            f"in {res.run_dir}",
-            file=sys.stderr,
-        )
+    res = execute(request, on_output=tee_output(json_out))
+    emit(res, json_out, human=render_exec_result)
     if res.exit_code:
-        raise typer.Exit(res.exit_code if res.exit_code > 0 else 128 - res.exit_code)
+        raise typer.Exit(res.shell_exit_code)
 
 
 @app.command("ls")
@@ -116,15 +95,11 @@ def ls(
 
       expkit runs ls --where "metric.loss<1.5" --json
     """
+    from expkit.render.runs import render_listing
     from expkit.runs.store import list_runs
 
     listing = list_runs(store, where=where, limit=limit or None)
-    if json_out:
-        _dump(listing)
-        return
-    from expkit.render.runs import render_listing
-
-    render_listing(listing)
+    emit(listing, json_out, human=render_listing)
 
 
 @app.command("show")
@@ -141,18 +116,10 @@ def show(
 
       expkit runs show 20260101-120000-ab12cd --json
     """
-    from expkit.runs.records import describe_records
-    from expkit.runs.store import find_run_dir, read_record, resolve_status, resolve_store
-
-    root = resolve_store(store)
-    run_dir = find_run_dir(root, ref)
-    rec = resolve_status(root, read_record(run_dir))
-    if json_out:
-        _dump(rec.to_json())
-        return
     from expkit.render.runs import render_run
+    from expkit.runs.records import describe_run
 
-    render_run(rec, describe_records(rec, run_dir))
+    emit(describe_run(ref, store=store), json_out, human=render_run)
 
 
 @app.command("diff")
@@ -172,15 +139,10 @@ def diff(
 
       expkit runs diff 20260101-120000-ab12cd 20260102-090000-cd34ef --json
     """
+    from expkit.render.runs import render_diff
     from expkit.runs.diff import diff_runs
 
-    d = diff_runs(a, b, store=store)
-    if json_out:
-        _dump(d)
-        return
-    from expkit.render.runs import render_diff
-
-    render_diff(d, top=top)
+    emit(diff_runs(a, b, store=store), json_out, human=partial(render_diff, top=top))
 
 
 @app.command("determinism", context_settings=_PASS_THROUGH)
@@ -204,6 +166,7 @@ def determinism(
     """
     from expkit.errors import CheckFailed
     from expkit.render.console import progress_steps
+    from expkit.render.runs import render_determinism
     from expkit.runs.determinism import probe_command
 
     with progress_steps(seeds + 1, "determinism") as advance:
@@ -215,19 +178,7 @@ def determinism(
             group=group,
             on_run=lambda i, n: advance(f"run {i + 1}/{n}"),
         )
-    if json_out:
-        _dump(rep)
-    else:
-        same = (
-            "bitwise identical"
-            if rep.repeat_identical
-            else "DIFFERENT: max |diff| " + ", ".join(f"{k}={v:.3g}" for k, v in rep.repeat_max_abs_diff.items())
-        )
-        print(f"same seed ({rep.base_seed}) twice: {same}")
-        for k, v in rep.seed_std.items():
-            print(f"seed-to-seed std of {k} over {len(rep.seeds) - 1} seeds: {v:.4g} (range {rep.seed_range[k]:.4g})")
-        print(f"ops without a deterministic implementation: {', '.join(rep.refusing_ops) or 'none seen'}")
-        print(f"noise floor stored for group {rep.group}; runs: {' '.join(rep.run_ids)}")
+    emit(rep, json_out, human=render_determinism)
     if not rep.repeat_identical:
         raise CheckFailed("the same seed gave different results", hint="see the ops listed and the runs' output.log")
 
@@ -249,15 +200,11 @@ def repro(
       expkit runs repro 20260101-120000-ab12cd --json
     """
     from expkit.errors import CheckFailed
+    from expkit.render.runs import render_repro, tee_output
     from expkit.runs.repro import reproduce
 
-    rep = reproduce(ref, store=store, keep_worktree=keep, on_output=_tee(True))
-    if json_out:
-        _dump(rep)
-    else:
-        from expkit.render.runs import render_repro
-
-        render_repro(rep)
+    rep = reproduce(ref, store=store, keep_worktree=keep, on_output=tee_output(True))
+    emit(rep, json_out, human=render_repro)
     if rep.verdict == "different":
         raise CheckFailed(f"the reproduction of {rep.original} is different", hint=rep.note)
 
@@ -285,22 +232,11 @@ def export(
 
       expkit runs export baseline --tensorboard tb/ --json
     """
-    from expkit.errors import UsageError
-    from expkit.runs.export import export_mlflow, export_tensorboard
-
-    if not mlflow and not tensorboard:
-        raise UsageError("nothing to export to", hint="give --mlflow URI and/or --tensorboard DIR")
-    done: list[Any] = []
-    if mlflow:
-        done += export_mlflow(mlflow, ids or (), store=store, experiment=experiment)
-    if tensorboard:
-        done += export_tensorboard(tensorboard, ids or (), store=store)
-    if json_out:
-        _dump(done)
-        return
     from expkit.render.runs import render_exported
+    from expkit.runs.export import export_runs
 
-    render_exported(done)
+    batch = export_runs(ids or (), store=store, mlflow_uri=mlflow, tensorboard_dir=tensorboard, experiment=experiment)
+    emit(batch, json_out, human=render_exported)
 
 
 def register(root: typer.Typer) -> None:

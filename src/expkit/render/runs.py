@@ -5,12 +5,70 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-__all__ = ["format_metric", "render_diff", "render_exported", "render_listing", "render_repro", "render_run"]
+if TYPE_CHECKING:
+    from expkit.runs.determinism import DeterminismReport
+    from expkit.runs.diff import RunDiff
+    from expkit.runs.execute import ExecResult
+    from expkit.runs.export import ExportBatch
+    from expkit.runs.records import RunView
+    from expkit.runs.repro import ReproReport
+    from expkit.runs.store import RunListing
+
+__all__ = [
+    "format_metric",
+    "render_determinism",
+    "render_diff",
+    "render_exec_result",
+    "render_exported",
+    "render_listing",
+    "render_repro",
+    "render_run",
+    "tee_output",
+]
 
 
-def format_metric(v: Any) -> str:
+def tee_output(to_stderr: bool) -> Callable[[str, bytes], None]:
+    """The sink ``runs exec``/``runs repro`` hand to ``execute``: each line of the command goes to our
+    stdout or stderr as it came (everything to stderr when ``to_stderr``: stdout then carries JSON)."""
+
+    def sink(stream: str, line: bytes) -> None:
+        out = sys.stderr if (to_stderr or stream == "stderr") else sys.stdout
+        if hasattr(out, "buffer"):
+            out.buffer.write(line)
+        else:
+            out.write(line.decode(errors="replace"))
+        out.flush()
+
+    return sink
+
+
+def render_exec_result(res: ExecResult) -> None:
+    """``runs exec``: one line on stderr (stdout is the command's): status, exit code, time, where."""
+    diverged = f", DIVERGED at {res.diverged_at}" if res.diverged else ""
+    print(
+        f"run {res.run_id}: {res.status}{diverged} (exit code {res.exit_code}, {res.elapsed_s:.1f} s) in {res.run_dir}",
+        file=sys.stderr,
+    )
+
+
+def render_determinism(rep: DeterminismReport) -> None:
+    """``runs determinism``: the same seed twice, the seed-to-seed spread, the refusing ops, the runs."""
+    same = (
+        "bitwise identical"
+        if rep.repeat_identical
+        else "DIFFERENT: max |diff| " + ", ".join(f"{k}={v:.3g}" for k, v in rep.repeat_max_abs_diff.items())
+    )
+    print(f"same seed ({rep.base_seed}) twice: {same}")
+    for k, v in rep.seed_std.items():
+        print(f"seed-to-seed std of {k} over {len(rep.seeds) - 1} seeds: {v:.4g} (range {rep.seed_range[k]:.4g})")
+    print(f"ops without a deterministic implementation: {', '.join(rep.refusing_ops) or 'none seen'}")
+    print(f"noise floor stored for group {rep.group}; runs: {' '.join(rep.run_ids)}")
+
+
+def format_metric(v: object) -> str:
     """A metric or value for a table: floats to 6 significant digits, NaN/inf as ``nan``/``inf``."""
     if isinstance(v, float):
         return f"{v:.6g}"
@@ -24,7 +82,7 @@ def _status(status: str, reason: str | None, diverged: bool) -> str:
     return text
 
 
-def render_listing(listing: Any) -> None:
+def render_listing(listing: RunListing) -> None:
     """``runs ls``: the runs, then the broken run directories and index notes on stderr."""
     from rich.table import Column
 
@@ -64,8 +122,9 @@ def render_listing(listing: Any) -> None:
         err.print(f"broken run {b.id}: {b.error}", markup=False, highlight=False)
 
 
-def render_run(rec: Any, presences: tuple[Any, ...]) -> None:
+def render_run(view: RunView) -> None:
     """``runs show``: identity, status (with ``DIVERGED``), the seven records, final metrics per rank."""
+    rec, presences = view.record, view.records
     print(
         f"run {rec.id}  name {rec.name or '-'}  status {_status(rec.status, None, rec.diverged)}  "
         f"({rec.created_at} -> {rec.ended_at or 'now'})"
@@ -91,7 +150,7 @@ def render_run(rec: Any, presences: tuple[Any, ...]) -> None:
         print("error:\n" + rec.error.rstrip())
 
 
-def render_diff(d: Any, *, top: int) -> None:
+def render_diff(d: RunDiff, *, top: int = 20) -> None:
     """``runs diff``: the seven records side by side, metric deltas, ranked differences."""
     from rich.table import Table
 
@@ -120,7 +179,7 @@ def render_diff(d: Any, *, top: int) -> None:
     con.print(d.note, markup=False)
 
 
-def render_repro(rep: Any) -> None:
+def render_repro(rep: ReproReport) -> None:
     """``runs repro``: the verdict, each metric then and now, what data was compared and how."""
     print(f"{rep.original} -> {rep.reproduction}: {rep.verdict} ({rep.note})")
     for k, (a, b) in rep.metrics.items():
@@ -131,8 +190,8 @@ def render_repro(rep: Any) -> None:
         print(f"  data changed: {m}")
 
 
-def render_exported(done: tuple[Any, ...] | list[Any]) -> None:
+def render_exported(batch: ExportBatch) -> None:
     """``runs export``: one line per run and target."""
-    for e in done:
+    for e in batch.exported:
         what = e.skipped or f"{e.metric_points} metric points, {e.params} params, {len(e.artifacts)} artifacts"
         print(f"{e.run_id} -> {e.target} {e.target_run_id or ''}: {what}")

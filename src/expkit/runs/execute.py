@@ -51,6 +51,11 @@ class ExecResult:
     diverged: bool = False
     diverged_at: str | None = None
 
+    @property
+    def shell_exit_code(self) -> int:
+        """The exit code a shell reports for the command: its own, or 128 + N when signal N ended it."""
+        return self.exit_code if self.exit_code >= 0 else 128 - self.exit_code
+
 
 def validate_seed(seed: Any) -> int:
     """``seed`` if it is an int in [0, 2**32), else a UsageError naming it (``--seed -5``)."""

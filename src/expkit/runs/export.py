@@ -57,6 +57,39 @@ class ExportedRun:
     skipped: str | None = None
 
 
+@dataclass(frozen=True)
+class ExportBatch:
+    """Every run exported by one ``runs export``, MLflow first, then TensorBoard. Its JSON is the list."""
+
+    exported: tuple[ExportedRun, ...]
+
+    def __json__(self) -> list[ExportedRun]:
+        return list(self.exported)
+
+
+def export_runs(
+    ids: list[str] | tuple[str, ...] = (),
+    *,
+    store: str | os.PathLike[str] | None = None,
+    mlflow_uri: str | None = None,
+    tensorboard_dir: str | os.PathLike[str] | None = None,
+    experiment: str = "expkit",
+) -> ExportBatch:
+    """Export runs (default: all) to an MLflow tracking server and/or TensorBoard event files.
+
+    Raises:
+        UsageError: neither ``mlflow_uri`` nor ``tensorboard_dir`` given; see export_mlflow for the rest.
+    """
+    if not mlflow_uri and not tensorboard_dir:
+        raise UsageError("nothing to export to", hint="give an MLflow tracking URI and/or a TensorBoard directory")
+    done: tuple[ExportedRun, ...] = ()
+    if mlflow_uri:
+        done += export_mlflow(mlflow_uri, ids, store=store, experiment=experiment)
+    if tensorboard_dir:
+        done += export_tensorboard(tensorboard_dir, ids, store=store)
+    return ExportBatch(done)
+
+
 def iter_metric_points(run_dir: Path):
     """Yield (step, unix_time, name, value) for every numeric value of ``metrics.jsonl`` and other ranks'
     files; a value of rank R > 0 is named ``NAME.rankR`` (NaN and inf kept as floats)."""

@@ -22,6 +22,7 @@ from expkit.runs.store import validate_name, write_json_atomic, write_record
 __all__ = [
     "SCHEMA_VERSION",
     "RunRequest",
+    "RunView",
     "capture_in_process",
     "create_run_record",
     "new_run_dir",
@@ -220,6 +221,33 @@ class RecordPresence:
     record: str
     present: bool
     summary: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RunView:
+    """A stored run as ``runs show`` presents it: the record (status resolved: a dead ``running`` run
+    reads ``lost``) and the check of its seven records. Its JSON is the record's ``run.json`` form."""
+
+    record: RunRecord
+    records: tuple[RecordPresence, ...]
+
+    def __json__(self) -> dict[str, Any]:
+        return self.record.to_json()
+
+
+def describe_run(ref: str, *, store: str | os.PathLike[str] | None = None) -> RunView:
+    """The run ``ref`` (an id, a unique id prefix or a name) in ``store``, with its seven records checked.
+
+    Raises:
+        UsageError: no run, or more than one, matches ``ref``.
+        InputError: its ``run.json`` is unreadable or of a newer schema.
+    """
+    from expkit.runs.store import find_run_dir, read_record, resolve_status, resolve_store
+
+    root = resolve_store(store)
+    run_dir = find_run_dir(root, ref)
+    record = resolve_status(root, read_record(run_dir))
+    return RunView(record, describe_records(record, run_dir))
 
 
 def describe_records(record: RunRecord | dict[str, Any], run_dir: Path) -> tuple[RecordPresence, ...]:
