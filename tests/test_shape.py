@@ -32,9 +32,9 @@ MAX_LOOSE_PARAMS = 8
 
 # Target: 0 on every line. Lower a ceiling when its count comes down; never raise one.
 CEILING = {
-    "long_bodies": 18,
-    "many_params": 18,
-    "json_out_branches": 37,
+    "long_bodies": 6,
+    "many_params": 8,
+    "json_out_branches": 13,
     "chdir_calls": 0,
     "package_circles": 0,
 }
