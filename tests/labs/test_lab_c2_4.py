@@ -39,3 +39,20 @@ def test_describe_trend_follows_the_figures():
         describe_trend((64, 128, 256, 512), [1e-7, 2e-7, 4e-7, 3e-7])
         == "did not move steadily with T (largest at T = 256)"
     )
+
+
+def test_c2_4_wrong_attention_scale_flips_the_verdict():
+    """The lab's measurement (handwritten numpy attention against torch's causal SDPA) run on an attention that
+    scales by 1/D instead of 1/sqrt(D): the float32 and float64 rules that pass the correct one fail it."""
+    from expkit.check.reference import causal_attention
+    from expkit.labs.lab_c2_4_reference_check import F32_RULE, F64_RULE, attention_error
+
+    def wrong_scale(q, k, v):
+        return causal_attention(q, k, v, scale=1.0 / q.shape[-1])
+
+    shape = (1, 4, 64, 32)
+    for dtype, rule in (("float32", F32_RULE), ("float64", F64_RULE)):
+        right = attention_error(causal_attention, shape=shape, dtype=dtype, seed=0)
+        wrong = attention_error(wrong_scale, shape=shape, dtype=dtype, seed=0)
+        assert rule.judge(right).kind == "reproduced", f"{dtype}: {right:.2e}"
+        assert rule.judge(wrong).kind == "not reproduced", f"{dtype}: {wrong:.2e}"

@@ -168,6 +168,7 @@ def run(ctx: LabContext) -> LabOutput:
             "points",
             rule=Within(HALF_WIDTH_POINTS, abs=0.1, source="our choice: the seed gives one decimal"),
             seed=SEED_HALF_WIDTH,
+            provenance="computed",
             detail=f"interval [{n80.low:.4f}, {n80.high:.4f}]; 100*1.96*sqrt(.25/80) = 10.96",
         ),
         Measurement(
@@ -186,6 +187,7 @@ def run(ctx: LabContext) -> LabOutput:
                 5.0, source="the seed: 5 points cannot be resolved, so the smallest resolvable difference is above 5"
             ),
             seed=SEED_FIVE_POINTS,
+            provenance="computed",
             detail=f"Newcombe-Wilson: {100 * mdd80_newcombe:.1f} points",
         ),
         Measurement(

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import statistics
+from collections.abc import Callable
+from typing import Any
 
 from expkit.labs.base import AtMost, LabContext, LabOutput, Measurement, SeedFigure, judged
 from expkit.labs.registry import lab
@@ -20,6 +22,24 @@ SEED_F64 = SeedFigure("max_err_float64", "the same in float64", 1e-12, "", "'cor
 SHAPES_QUICK = ((2, 4, 64, 32), (1, 8, 128, 64))
 SHAPES_FULL = ((2, 4, 64, 32), (1, 8, 128, 64), (4, 8, 256, 64), (1, 12, 512, 64))
 T_SWEEP = (64, 128, 256, 512)  # sequence lengths at B = 1, H = 4, D = 64: does the float32 error grow with T?
+
+
+F32_RULE = AtMost(1e-6, source="the seed: 'correct' means ~1e-6 in float32")
+F64_RULE = AtMost(1e-12, source="the seed: 'correct' means ~1e-12 in float64")
+
+
+def attention_error(attention: Callable[..., Any], *, shape: tuple[int, ...], dtype: str, seed: int) -> float:
+    """max |attention(q, k, v) - SDPA(q, k, v)| on random q, k, v of ``shape`` in ``dtype`` (numpy in, torch's
+    causal SDPA as the reference): the lab's measurement for any handwritten attention."""
+    import numpy as np
+    import torch
+
+    from expkit.check import compare, sdpa_causal
+
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
+    ref = sdpa_causal(*(torch.from_numpy(x) for x in (q, k, v)))
+    return compare(attention(q, k, v), ref).max_abs_error
 
 
 def describe_trend(xs: tuple[int, ...], ys: list[float]) -> str:
@@ -104,7 +124,7 @@ def run(ctx: LabContext) -> LabOutput:
             "numpy vs SDPA, max abs error, float32",
             e32,
             "",
-            rule=AtMost(atol32, source="the seed: 'correct' means ~1e-6 in float32"),
+            rule=F32_RULE,
             seed=SEED_F32,
             detail=f"worst of {len(shapes)} shapes: {', '.join(f'{e:.2e}' for e in errs['float32'])}; the seed's "
             "2.65e-7 is one shape it does not give, so it is shown, not judged on",
@@ -114,7 +134,7 @@ def run(ctx: LabContext) -> LabOutput:
             "numpy vs SDPA, max abs error, float64",
             e64,
             "",
-            rule=AtMost(atol64, source="the seed: 'correct' means ~1e-12 in float64"),
+            rule=F64_RULE,
             seed=SEED_F64,
             detail=f"per shape: {', '.join(f'{e:.2e}' for e in errs['float64'])}",
         ),

@@ -50,6 +50,7 @@ def run(ctx: LabContext) -> LabOutput:
             "",
             rule=DECIDED,
             seed=SEED,
+            provenance="computed",
             detail=f"full needs {full7_24 or '>64'}, LoRA {lora7_24 or '>64'} GPUs of 24 GB (predicted peak per "
             f"GPU within the datasheet memory); seq {SEQ}, batch 1, checkpointing, bf16 autocast, AdamW, "
             "FSDP when > 1 GPU",

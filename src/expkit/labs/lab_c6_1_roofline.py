@@ -152,6 +152,7 @@ def run(ctx: LabContext) -> LabOutput:
             "FLOP/byte",
             rule=RIDGE_RULE,
             seed=SEED_RIDGE,
+            provenance="datasheet",
             detail=f"arithmetic on the registry's datasheet figures (the seed's own definition); all GPUs: "
             f"{ridge_rows}",
         ),
@@ -162,6 +163,7 @@ def run(ctx: LabContext) -> LabOutput:
             "FLOP/byte",
             rule=DECODE_AI_RULE,
             seed=SEED_DECODE_AI,
+            provenance="computed",
             detail=f"2 FLOP per 2-byte weight; the KV-cache part is {kv_ai:.1f} FLOP/byte at any batch",
         ),
         Measurement(
