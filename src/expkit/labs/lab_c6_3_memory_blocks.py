@@ -99,7 +99,6 @@ def measure_blocks(seed: int) -> list[tuple[str, str, int, int, bool]]:
     return rows
 
 
-@lab(id="C6.3", title="Training memory as four blocks, from the memory ledger", claims=("C6.3",), seed=(SEED_BLOCKS,))
 def ledger_blocks(
     setups: Sequence[tuple[str, str, dict[str, Any]]], *, seq: int
 ) -> list[tuple[str, Ledger, dict[str, int]]]:
@@ -122,6 +121,7 @@ def four_block_share(rows: Sequence[tuple[str, Ledger, dict[str, int]]]) -> floa
     return 100 * min(sum(b[x] for x in BLOCKS) / led.per_gpu_bytes for _, led, b in rows)
 
 
+@lab(id="C6.3", title="Training memory as four blocks, from the memory ledger", claims=("C6.3",), seed=(SEED_BLOCKS,))
 def run(ctx: LabContext) -> LabOutput:
     from expkit.render.figures import new_figure, save_figure
 
