@@ -30,6 +30,8 @@ class FirstLoss(Check):
         x = ev.input
         if x.dim() < 2 or x.shape[1] < 2 or ev.value.numel() != 1 or ev.kwargs.get("label_smoothing", 0.0):
             return
+        if ev.kwargs.get("reduction", "mean") != "mean":  # a sum (HF's causal-LM loss) is not a per-token loss
+            return
         self.done = True
         classes = int(x.shape[1])
         check = check_first_loss(float(ev.value.detach()), vocab_size=classes)
