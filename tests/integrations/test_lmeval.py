@@ -145,10 +145,10 @@ def test_filter_and_metric_selection(two_models):
     # a task that logs one filter ("none") takes it, said in a note
     tasks, notes = read_lmeval_tasks(dirs, filter_name="flexible-extract")
     assert [t.task for t in tasks] == ["arc_easy", "gsm8k"]
-    assert "arc_easy: --filter flexible-extract not logged; its only filter none used" in notes
+    assert "arc_easy: filter flexible-extract not logged; its only filter none used" in notes
     with pytest.raises(UsageError, match=r"no per-item metric 'f1'"):
         read_lmeval_tasks(dirs, tasks=["arc_easy"], metric="f1")
-    with pytest.raises(UsageError, match=r"--task 'mmlu': no samples"):
+    with pytest.raises(UsageError, match=r"task 'mmlu': no samples"):
         read_lmeval_tasks(dirs, tasks=["mmlu"])
 
 

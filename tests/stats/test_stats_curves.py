@@ -20,7 +20,7 @@ def test_debiased_ema_by_hand():
     out = debiased_ema(np.array([4.0, 2.0]), 0.9)
     assert out.tolist() == pytest.approx([4.0, 0.56 / 0.19], rel=1e-12)
     assert debiased_ema(np.array([3.0, 1.0]), 0.0).tolist() == [3.0, 1.0]
-    with pytest.raises(UsageError, match=r"--ema 1.0 must be in \[0, 1\)"):
+    with pytest.raises(UsageError, match=r"ema 1.0 must be in \[0, 1\)"):
         debiased_ema(np.array([1.0]), 1.0)
 
 
@@ -63,7 +63,7 @@ def test_summary_groups_and_notes():
         [_curve("a", "x", [1, 2]), _curve("b", "y", [1, 3]), _curve("c", "y", [1, 2])], metric="loss", x_key="step"
     )
     assert cs.difference is None and any("1 seed, no band" in n for n in cs.notes)
-    with pytest.raises(UsageError, match=r"--diff names group 'z'"):
+    with pytest.raises(UsageError, match=r"the difference names group 'z'"):
         summarize_curves([_curve("a", "x", [1, 2])], metric="loss", x_key="step", compare=("x", "z"))
 
 
@@ -75,7 +75,7 @@ def test_file_errors_name_the_line(tmp_path):
     f.write_text('{"step": 1, "loss": 2.0}\n{"loss": 1.0}\n')
     with pytest.raises(InputError, match=r"m.jsonl:2: a 'loss' value without any of step"):
         load_curves([f])
-    with pytest.raises(UsageError, match=r"--x 'epoch'"):
+    with pytest.raises(UsageError, match=r"x 'epoch' is not known"):
         load_curves([f], x="epoch")
 
 

@@ -131,7 +131,7 @@ def _name(fn: Callable[..., Any]) -> str:
 def _to_backend(arrays: Sequence[np.ndarray], dtype: str, backend: Backend, requires_grad: bool) -> list[Any]:
     if backend == "numpy":
         if dtype == "bfloat16":
-            raise UsageError("numpy has no bfloat16", hint="use --dtype float32/float64/float16 or a torch backend")
+            raise UsageError("numpy has no bfloat16", hint="use float32, float64 or float16, or a torch backend")
         return [a.astype(dtype) for a in arrays]
     import torch
 

@@ -71,6 +71,8 @@ def profile(
     from expkit.render.profile import render_script_profile
 
     require("torch")  # the script runs under torch.profiler; reading a trace needs no torch
+    if timeout_s is not None and not 0 < timeout_s < float("inf"):  # the library says timeout_s; name the option
+        raise UsageError(f"--timeout {timeout_s} must be a finite number of seconds > 0", hint="e.g. --timeout 600")
     res = profile_script(args, trace_path=out, timeout_s=timeout_s)
     emit(res, json_out, human=lambda r: render_script_profile(r, top=top))
     res.raise_if_failed()

@@ -136,7 +136,7 @@ def _line_error(path: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError
         path=path,
         line=lineno,
         column=col,
-        hint="fix the line, or leave bad lines out with on_error='skip' (--on-error skip)",
+        hint="fix the line, or leave bad lines out (on_error='skip'; on the command line --on-error skip)",
     )
 
 

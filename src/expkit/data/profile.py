@@ -239,7 +239,7 @@ def profile_jsonl(
         flush(pending)
     key_stats = tuple(KeyStats(name=k, count=sum(c.values()), types=dict(c.most_common())) for k, c in keys.items())
     if tok is None:
-        reason = "no tokenizer given (--tokenizer DIR)"
+        reason = "no tokenizer given"
     elif present == 0:
         reason = "no text in the field"
     else:

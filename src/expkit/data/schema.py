@@ -143,7 +143,7 @@ def _load_schema_file(path: Path) -> Checker:
     """A checker backed by the ``jsonschema`` library: the draft the schema's ``$schema`` names, else
     Draft 2020-12, every keyword (``pattern``, ``anyOf``, ``$ref``, ``if``/``then`` ...), ``format`` checked."""
     if not path.is_file():
-        raise UsageError(f"--schema {str(path)!r} is neither {' nor '.join(BUILTIN_SCHEMAS)} nor a JSON Schema file")
+        raise UsageError(f"schema {str(path)!r} is neither {' nor '.join(BUILTIN_SCHEMAS)} nor a JSON Schema file")
     try:
         schema = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:

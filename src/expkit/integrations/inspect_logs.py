@@ -205,7 +205,7 @@ def _pick(value: Any, key: str | None, where: str) -> Any:
             raise InputError(
                 f"the score is a dict ({', '.join(map(str, value))}): name one key",
                 path=where,
-                hint="use --metric SCORER.KEY",
+                hint="name the key as SCORER.KEY",
             )
         return value
     if not isinstance(value, dict) or key not in value:

@@ -184,7 +184,7 @@ def _score(value: Any, metric: str, path: str, line: int) -> float:
         "(bleu, f1 over the corpus ...) cannot be compared item by item",
         path=path,
         line=line,
-        hint="choose a per-item metric with --metric (acc, exact_match ...)",
+        hint="choose a per-item metric (acc, exact_match ...)",
     )
 
 
@@ -259,7 +259,7 @@ def read_lmeval_tasks(
             lacking = [r.model for r in runs if t not in r.samples]
             if lacking:
                 have = sorted({k for r in runs for k in r.samples})
-                raise UsageError(f"--task {t!r}: no samples for {', '.join(lacking)}", hint=f"tasks: {', '.join(have)}")
+                raise UsageError(f"task {t!r}: no samples for {', '.join(lacking)}", hint=f"tasks: {', '.join(have)}")
         chosen = list(dict.fromkeys(tasks))
     else:
         chosen = common
@@ -276,28 +276,28 @@ def read_lmeval_tasks(
         f = filter_name or first.filters[0]
         if filter_name and filter_name not in first.filters and len(first.filters) == 1:
             f = first.filters[0]  # a task with a single filter ("none") takes it whatever --filter says
-            notes.append(f"{task}: --filter {filter_name} not logged; its only filter {f} used")
+            notes.append(f"{task}: filter {filter_name} not logged; its only filter {f} used")
         for r in runs:
             tf, src, model = files[r.model], r.samples[task], r.model
             if m not in tf.metrics:
                 raise UsageError(
                     f"task {task!r}: {model} has no per-item metric {m!r} ({src})",
-                    hint=f"choose with --metric among: {', '.join(tf.metrics) or 'none'}",
+                    hint=f"per-item metrics: {', '.join(tf.metrics) or 'none'}",
                 )
             if f not in tf.filters:
                 raise UsageError(
                     f"task {task!r}: {model} has no filter {f!r} ({src})",
-                    hint=f"choose with --filter among: {', '.join(tf.filters)}",
+                    hint=f"filters: {', '.join(tf.filters)}",
                 )
         if metric is None and len(first.metrics) > 1:
             notes.append(
                 f"{task}: metric {m} (also logged: {', '.join(x for x in first.metrics if x != m)}; "
-                "choose with --metric)"
+                "choose the metric to compare another)"
             )
         if filter_name is None and len(first.filters) > 1:
             notes.append(
                 f"{task}: filter {f} (also logged: {', '.join(x for x in first.filters if x != f)}; "
-                "choose with --filter)"
+                "choose the filter to compare another)"
             )
         scores: dict[str, dict[str, float]] = {}
         n_rows = 0

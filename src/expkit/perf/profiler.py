@@ -154,7 +154,7 @@ def _script_argv(argv: list[str] | tuple[str, ...]) -> list[str]:
     if args and Path(args[0]).name.startswith("python"):
         args = args[1:]  # "python script.py ..." -> "script.py ..."
     if not args:
-        raise UsageError("no script given", hint="expkit profile -- python train.py --steps 10")
+        raise UsageError("no script given", hint="give the command, e.g. python train.py --steps 10")
     if args[0] not in ("-m", "-c") and not Path(args[0]).is_file():
         raise InputError("no such script", path=args[0])
     return args
@@ -183,7 +183,7 @@ def profile_script(
     """
     args = _script_argv(argv)
     if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
-        raise UsageError(f"--timeout {timeout_s} must be a finite number of seconds > 0", hint="e.g. --timeout 600")
+        raise UsageError(f"timeout_s {timeout_s} must be a finite number of seconds > 0", hint="e.g. 600")
     trace = Path(trace_path)
     if trace.is_dir():
         raise UsageError(

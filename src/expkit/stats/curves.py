@@ -136,15 +136,15 @@ def _curves_from_rows(
         xkey = next((k for k in keys if row.get(k) not in (None, "")), None)
         if xkey is None:
             raise InputError(
-                f"a {metric!r} value without any of {', '.join(keys)} for --x {x}",
+                f"a {metric!r} value without any of {', '.join(keys)} for x = {x}",
                 path=path,
                 line=line,
-                hint="choose another --x or log the field",
+                hint="choose another x (step, tokens, time) or log the field",
             )
         g, from_row = _row_group(row, group_by, config)
         if g is None and group_by is not None:
             raise InputError(
-                f"a row of run {run!r} has no value for --group-by {group_by}",
+                f"a row of run {run!r} has no value for the group key {group_by}",
                 path=path,
                 line=line,
                 hint="name a config key of the run or a column of the file",
@@ -191,7 +191,7 @@ def load_curves(
         UsageError: an unknown ``x``.
     """
     if x not in X_KEYS:
-        raise UsageError(f"--x {x!r} is not known", hint=f"use one of {', '.join(X_KEYS)}")
+        raise UsageError(f"x {x!r} is not known", hint=f"use one of {', '.join(X_KEYS)}")
     if not sources:
         raise UsageError("no runs or files given", hint="pass run IDs, run directories or CSV/JSONL files")
     curves: list[Curve] = []
@@ -213,7 +213,7 @@ def load_curves(
     if not curves:
         raise InputError(
             f"no rows with metric {metric!r} in {', '.join(map(str, sources))}",
-            hint="check --metric against the field names in the files",
+            hint="check the metric name against the field names in the files",
         )
     return curves
 
@@ -227,7 +227,7 @@ def debiased_ema(y: np.ndarray, alpha: float) -> np.ndarray:
         [1.0, 1.0, 1.0]
     """
     if not 0.0 <= alpha < 1.0:
-        raise UsageError(f"--ema {alpha} must be in [0, 1)", hint="0.9 is a common choice; 0 disables it")
+        raise UsageError(f"ema {alpha} must be in [0, 1)", hint="0.9 is a common choice; 0 disables it")
     out = np.empty_like(y, dtype=np.float64)
     m = 0.0
     for t, v in enumerate(y, start=1):
@@ -385,7 +385,7 @@ def summarize_curves(
     if compare is not None:
         for g in compare:
             if g not in groups:
-                raise UsageError(f"--diff names group {g!r}, not among {', '.join(names)}")
+                raise UsageError(f"the difference names group {g!r}, not among {', '.join(names)}")
         pair = compare
     else:
         pair = (names[0], names[1]) if len(names) >= 2 else None
@@ -396,7 +396,7 @@ def summarize_curves(
         else:
             notes.append(f"no difference panel: {pair[0]} has {len(ga)} and {pair[1]} {len(gb)} seeds (need >= 2 each)")
     if len(names) > 2 and compare is None:
-        notes.append(f"difference panel shows {names[0]} - {names[1]}; choose others with --diff A,B")
+        notes.append(f"difference panel shows {names[0]} - {names[1]}; choose two others to compare")
     return CurveSet(metric, x_key, ema, tuple(curves), bands, diff, tuple(notes))
 
 
