@@ -77,6 +77,80 @@ def _untracked_hunk(top: Path, rel: str) -> str | None:
     return head + f"--- /dev/null\n+++ b/{rel}\n@@ -0,0 +1{',' + str(count) if count != 1 else ''} @@\n" + body
 
 
+def _run_git_queries(top: Path) -> dict[str, bytes]:
+    """HEAD, branch, remotes, untracked files and the diff against HEAD, the git calls run at once (with
+    10,000 changed files ``status`` and ``diff`` each take ~0.5 s)."""
+    procs = {
+        name: subprocess.Popen(["git", *args], cwd=top, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        for name, args in (
+            ("head", ["rev-parse", "--verify", "-q", "HEAD"]),
+            ("branch", ["symbolic-ref", "--short", "-q", "HEAD"]),
+            ("remotes", ["config", "--get-regexp", r"^remote\..*\.url$"]),
+            ("untracked", ["ls-files", "--others", "--exclude-standard", "-z"]),
+            ("diff", ["diff", "HEAD", "--binary"]),
+        )
+    }
+    return {name: p.communicate(timeout=_GIT_TIMEOUT_S)[0] for name, p in procs.items()}
+
+
+def _remote_of(config_lines: str) -> str | None:
+    """origin's URL, else the first remote's, from ``git config --get-regexp`` output; None without one."""
+    urls = dict(line.split(" ", 1) for line in config_lines.split("\n") if " " in line)
+    return urls.get("remote.origin.url") or next(iter(urls.values()), None)
+
+
+def _untracked_files(top: Path, listing: bytes, exclude: tuple[str | Path, ...]) -> list[str]:
+    """The untracked files (``ls-files -z`` output), less those under the ``exclude`` directories."""
+    untracked = [u for u in listing.decode(errors="replace").split("\0") if u]
+    excluded = []
+    for ex in exclude:
+        try:
+            excluded.append(str(Path(ex).resolve().relative_to(top)).rstrip("/") + "/")
+        except ValueError:
+            continue
+    return [u for u in untracked if not any(u.startswith(e) for e in excluded)]
+
+
+@dataclass(frozen=True)
+class _Patch:
+    text: str
+    size_bytes: int
+    truncated: bool
+    left_out: tuple[str, ...]
+
+
+def _assemble_patch(top: Path, diff: str, untracked: list[str], cap_bytes: int) -> _Patch:
+    """The tracked diff plus one new-file hunk per untracked file, up to ``cap_bytes``; files over
+    UNTRACKED_FILE_CAP_BYTES, unreadable or binary ones, and whatever passes the cap are left out."""
+    parts: list[str] = []
+    size = 0
+    truncated = False
+    left_out: list[str] = []
+    if diff:
+        if len(diff.encode()) > cap_bytes:
+            truncated = True
+            left_out.append("(tracked changes: git diff HEAD is over the cap)")
+        else:
+            parts.append(diff)
+            size += len(diff.encode())
+    for rel in sorted(untracked):
+        try:
+            hunk = None if (top / rel).stat().st_size > UNTRACKED_FILE_CAP_BYTES else _untracked_hunk(top, rel)
+        except OSError:
+            hunk = None
+        if hunk is None:
+            left_out.append(rel)
+            continue
+        n = len(hunk.encode())
+        if size + n > cap_bytes:
+            truncated = True
+            left_out.append(rel)
+            continue
+        parts.append(hunk)
+        size += n
+    return _Patch("".join(parts), size, truncated, tuple(left_out))
+
+
 def capture_code(
     path: str | Path = ".",
     *,
@@ -119,73 +193,24 @@ def capture_code(
         msg = top_res.stderr.decode(errors="replace").strip() or "not a git work tree"
         return CodeRecord(commit=None, reason=f"not inside a git work tree ({msg})", **empty)
     top = Path(top_res.stdout.decode().strip())
-    missing: dict[str, str] = {}
-    # the git calls run at once: with 10,000 changed files `status` and `diff` each take ~0.5 s
-    procs = {
-        name: subprocess.Popen(["git", *args], cwd=top, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        for name, args in (
-            ("head", ["rev-parse", "--verify", "-q", "HEAD"]),
-            ("branch", ["symbolic-ref", "--short", "-q", "HEAD"]),
-            ("remotes", ["config", "--get-regexp", r"^remote\..*\.url$"]),
-            ("untracked", ["ls-files", "--others", "--exclude-standard", "-z"]),
-            ("diff", ["diff", "HEAD", "--binary"]),
-        )
-    }
-    out = {name: p.communicate(timeout=_GIT_TIMEOUT_S)[0] for name, p in procs.items()}
+    out = _run_git_queries(top)
     commit = out["head"].decode().strip() or None
-    if commit is None:
-        missing["commit"] = "the repository has no commit yet"
     branch = out["branch"].decode().strip() or None
-    if branch is None:
-        missing["branch"] = "detached HEAD"
-    remotes = out["remotes"].decode().split("\n")
-    urls = dict(line.split(" ", 1) for line in remotes if " " in line)
-    remote = urls.get("remote.origin.url") or next(iter(urls.values()), None)
-    if remote is None:
-        missing["remote"] = "the repository has no remote"
-
+    remote = _remote_of(out["remotes"].decode())
+    missing = {
+        field: why
+        for field, value, why in (
+            ("commit", commit, "the repository has no commit yet"),
+            ("branch", branch, "detached HEAD"),
+            ("remote", remote, "the repository has no remote"),
+        )
+        if value is None
+    }
     # `git status` would hash every changed file a second time; the diff already names them
     diff = out["diff"].decode(errors="replace") if commit is not None else ""
     changed = diff.count("\ndiff --git ") + diff.startswith("diff --git ")
-    untracked = [u for u in out["untracked"].decode(errors="replace").split("\0") if u]
-    excluded = []
-    for ex in exclude:
-        try:
-            excluded.append(str(Path(ex).resolve().relative_to(top)).rstrip("/") + "/")
-        except ValueError:
-            continue
-    untracked = [u for u in untracked if not any(u.startswith(e) for e in excluded)]
-
-    parts: list[str] = []
-    size = 0
-    truncated = False
-    left_out: list[str] = []
-    if changed:
-        if len(diff.encode()) > patch_cap_bytes:
-            truncated = True
-            left_out.append("(tracked changes: git diff HEAD is over the cap)")
-        else:
-            parts.append(diff)
-            size += len(diff.encode())
-    for rel in sorted(untracked):
-        try:
-            if (top / rel).stat().st_size > UNTRACKED_FILE_CAP_BYTES:
-                left_out.append(rel)
-                continue
-            hunk = _untracked_hunk(top, rel)
-        except OSError:
-            left_out.append(rel)
-            continue
-        if hunk is None:
-            left_out.append(rel)
-            continue
-        n = len(hunk.encode())
-        if size + n > patch_cap_bytes:
-            truncated = True
-            left_out.append(rel)
-            continue
-        parts.append(hunk)
-        size += n
+    untracked = _untracked_files(top, out["untracked"], exclude)
+    patch = _assemble_patch(top, diff if changed else "", untracked, patch_cap_bytes)
     try:
         workdir = str(cwd.relative_to(top))
     except ValueError:
@@ -197,12 +222,12 @@ def capture_code(
         dirty=bool(changed or untracked),
         toplevel=str(top),
         workdir=workdir,
-        patch="".join(parts),
-        patch_bytes=size,
-        patch_truncated=truncated,
+        patch=patch.text,
+        patch_bytes=patch.size_bytes,
+        patch_truncated=patch.truncated,
         patch_cap_bytes=patch_cap_bytes,
         changed_files=changed,
         untracked_files=len(untracked),
-        left_out=tuple(left_out),
+        left_out=patch.left_out,
         missing=missing,
     )
