@@ -4,7 +4,20 @@ import math
 
 import pytest
 
-from expkit.labs.base import AtLeast, AtMost, Cause, InBand, KOfN, Needs, Predicted, SameSign, Shown, Within, judged
+from expkit.labs.base import (
+    AtLeast,
+    AtMost,
+    Cause,
+    InBand,
+    KOfN,
+    Needs,
+    Predicted,
+    SameSign,
+    Shown,
+    Within,
+    judged,
+    not_measured,
+)
 from expkit.render.jsonout import to_jsonable
 
 
@@ -67,12 +80,15 @@ def test_a_computed_figure_is_never_called_measured():
     assert v.kind == "not reproduced" and "computed (predicted, not run) 18.25" in v.reason
     assert "measured" not in v.reason
     assert "measured 18.25" in rule.judge(18.25).reason
-    held = judged("p", "peak", 14.88, "GB", rule=rule, provenance="computed")
+    held = not_measured(judged("p", "peak", 14.88, "GB", rule=rule))
     assert held.verdict.kind == "reproduced" and "computed" in held.verdict.reason
     assert held.provenance == "computed" and "(computed)" in held.rule_text
     assert to_jsonable(held)["provenance"] == "computed"
     with pytest.raises(ValueError, match="provenance"):
-        judged("p", "peak", 1.0, "GB", rule=rule, provenance="guessed")
+        not_measured(held, "guessed")
+    cause = Cause("cores", 2, "needs 8 cores", measured_by="os.cpu_count()")
+    with pytest.raises(ValueError, match="cannot 'differ'"):
+        not_measured(judged("p", "peak", 18.25, "GB", rule=rule, cause=cause))
 
 
 def test_predicted_needs_hardware_and_keeps_the_prediction_and_its_assumptions():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -37,6 +37,7 @@ __all__ = [
     "check_cause_independent",
     "format_measured",
     "judged",
+    "not_measured",
 ]
 
 VerdictKind = Literal["reproduced", "differs", "not reproduced", "not measured here", "demonstrated"]
@@ -472,20 +473,17 @@ def judged(
     seed: SeedFigure | None = None,
     cause: Cause | None = None,
     detail: str = "",
-    provenance: Provenance = "measured",
 ) -> Measurement:
     """A measurement with its verdict from ``rule`` (and ``cause``, when one was measured).
 
-    ``provenance`` says whether ``value`` was ``measured`` here, ``computed`` (formula, ledger) or read off a
-    ``datasheet``. A ``cause`` that restates the figure raises ValueError (:func:`check_cause_independent`).
+    The value is ``measured`` here; wrap the result in :func:`not_measured` for a computed or datasheet figure.
+    A ``cause`` that restates the figure raises ValueError (:func:`check_cause_independent`).
 
     Example::
 
         judged("half_width", "Wald half-width", 10.96, "points",
                rule=Within(10.9, rel=0.1, source="our choice: the seed rounds to 3 digits"), seed=fig)
     """
-    if provenance not in PROVENANCES:
-        raise ValueError(f"provenance {provenance!r} is not one of {', '.join(PROVENANCES)}")
     if cause is not None:
         check_cause_independent(value, cause)
     return Measurement(
@@ -496,9 +494,23 @@ def judged(
         seed=seed,
         detail=detail,
         rule=rule,
-        provenance=provenance,
-        verdict=rule.judge(value, cause=cause, provenance=provenance),
+        verdict=rule.judge(value, cause=cause),
     )
+
+
+def not_measured(m: Measurement, provenance: Provenance = "computed") -> Measurement:
+    """``m`` as a ``computed`` (formula, ledger) or ``datasheet`` figure, re-judged so the verdict says so.
+
+    Example::
+
+        not_measured(judged("peak", "predicted peak", 18.25, "GB", rule=AtMost(16.0)))  # "computed ... 18.25"
+    """
+    if provenance not in PROVENANCES:
+        raise ValueError(f"provenance {provenance!r} is not one of {', '.join(PROVENANCES)}")
+    if m.verdict is not None and m.verdict.kind == "differs":
+        raise ValueError(f"{m.key}: a computed figure cannot 'differ' by a measured cause; judge the measurement")
+    verdict = None if m.rule is None else m.rule.judge(m.value, provenance=provenance)
+    return replace(m, provenance=provenance, verdict=verdict)
 
 
 def claims_of(labs: Sequence[Lab]) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
+from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged, not_measured
 from expkit.labs.registry import lab
 
 SEED = SeedFigure(
@@ -43,17 +43,19 @@ def run(ctx: LabContext) -> LabOutput:
     full7_24, lora7_24 = table[("qwen2.5-7b", "full", "4090")], table[("qwen2.5-7b", "lora", "4090")]
     decided = full7_24 is not None and lora7_24 == 1 and full7_24 > 1
     ms = [
-        judged(
-            "decision",
-            "Qwen2.5-7B on 24 GB GPUs: full needs more GPUs than LoRA, and LoRA fits one",
-            decided,
-            "",
-            rule=DECIDED,
-            seed=SEED,
-            provenance="computed",
-            detail=f"full needs {full7_24 or '>64'}, LoRA {lora7_24 or '>64'} GPUs of 24 GB (predicted peak per "
-            f"GPU within the datasheet memory); seq {SEQ}, batch 1, checkpointing, bf16 autocast, AdamW, "
-            "FSDP when > 1 GPU",
+        not_measured(
+            judged(
+                "decision",
+                "Qwen2.5-7B on 24 GB GPUs: full needs more GPUs than LoRA, and LoRA fits one",
+                decided,
+                "",
+                rule=DECIDED,
+                seed=SEED,
+                detail=f"full needs {full7_24 or '>64'}, LoRA {lora7_24 or '>64'} GPUs of 24 GB (predicted peak per "
+                f"GPU within the datasheet memory); seq {SEQ}, batch 1, checkpointing, bf16 autocast, AdamW, "
+                "FSDP when > 1 GPU",
+            ),
+            "computed",
         )
     ]
     for m in MODELS:

@@ -3,7 +3,17 @@ memory-bound and a larger batch is faster. Datasheet roofs for the GPUs, measure
 
 from __future__ import annotations
 
-from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
+from expkit.labs.base import (
+    AtLeast,
+    LabContext,
+    LabOutput,
+    Measurement,
+    SeedFigure,
+    Shown,
+    Within,
+    judged,
+    not_measured,
+)
 from expkit.labs.registry import lab
 
 SEED_RIDGE = SeedFigure(
@@ -145,26 +155,30 @@ def run(ctx: LabContext) -> LabOutput:
             ),
         )
     measurements = (
-        judged(
-            "ridge_h100",
-            "H100 SXM ridge = 989.5 TFLOP/s / 3.35 TB/s (datasheet)",
-            h100.ridge_flop_per_byte,
-            "FLOP/byte",
-            rule=RIDGE_RULE,
-            seed=SEED_RIDGE,
-            provenance="datasheet",
-            detail=f"arithmetic on the registry's datasheet figures (the seed's own definition); all GPUs: "
-            f"{ridge_rows}",
+        not_measured(
+            judged(
+                "ridge_h100",
+                "H100 SXM ridge = 989.5 TFLOP/s / 3.35 TB/s (datasheet)",
+                h100.ridge_flop_per_byte,
+                "FLOP/byte",
+                rule=RIDGE_RULE,
+                seed=SEED_RIDGE,
+                detail=f"arithmetic on the registry's datasheet figures (the seed's own definition); all GPUs: "
+                f"{ridge_rows}",
+            ),
+            "datasheet",
         ),
-        judged(
-            "decode_intensity_b1",
-            f"{MODEL} decode weight matmuls, batch 1, bf16",
-            ai1,
-            "FLOP/byte",
-            rule=DECODE_AI_RULE,
-            seed=SEED_DECODE_AI,
-            provenance="computed",
-            detail=f"2 FLOP per 2-byte weight; the KV-cache part is {kv_ai:.1f} FLOP/byte at any batch",
+        not_measured(
+            judged(
+                "decode_intensity_b1",
+                f"{MODEL} decode weight matmuls, batch 1, bf16",
+                ai1,
+                "FLOP/byte",
+                rule=DECODE_AI_RULE,
+                seed=SEED_DECODE_AI,
+                detail=f"2 FLOP per 2-byte weight; the KV-cache part is {kv_ai:.1f} FLOP/byte at any batch",
+            ),
+            "computed",
         ),
         Measurement(
             "decode_intensity_b64",

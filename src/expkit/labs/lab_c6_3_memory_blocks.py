@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from expkit.labs.base import AtLeast, KOfN, LabContext, LabOutput, Measurement, SeedFigure, judged
+from expkit.labs.base import AtLeast, KOfN, LabContext, LabOutput, Measurement, SeedFigure, judged, not_measured
 from expkit.labs.registry import lab
 
 if TYPE_CHECKING:
@@ -162,16 +162,18 @@ def run(ctx: LabContext) -> LabOutput:
     checks = measure_blocks(seed=ctx.seed)
     hits = sum(ok for *_, ok in checks)
     measurements = [
-        judged(
-            "four_block_share",
-            "lowest share of the ledger in the four blocks over the set-ups",
-            100 * all_four,
-            "%",
-            rule=SHARE_RULE,
-            seed=SEED_BLOCKS,
-            provenance="computed",
-            detail=f"{label0}: {100 * four:.1f}%; the rest is the CUDA context and allocator slack ('other'); "
-            "step temporaries counted in the block of their phase",
+        not_measured(
+            judged(
+                "four_block_share",
+                "lowest share of the ledger in the four blocks over the set-ups",
+                100 * all_four,
+                "%",
+                rule=SHARE_RULE,
+                seed=SEED_BLOCKS,
+                detail=f"{label0}: {100 * four:.1f}%; the rest is the CUDA context and allocator slack ('other'); "
+                "step temporaries counted in the block of their phase",
+            ),
+            "computed",
         ),
         judged(
             "blocks_measured",
