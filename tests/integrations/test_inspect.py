@@ -107,7 +107,8 @@ def test_epochs_are_clusters_in_the_model_interval_and_the_comparison(epoch_logs
     from statsmodels.stats.proportion import proportion_confint
 
     root, truth = epoch_logs
-    tasks, notes = read_inspect_tasks([root / "base.json", root / "tuned.eval"])
+    found = read_inspect_tasks([root / "base.json", root / "tuned.eval"])
+    tasks, notes = found.tasks, found.notes
     assert "arc: 4 epochs; the sample id is the cluster of its epochs" in notes
     tt = build_task_tables(tasks, source="inspect")
     (tb,) = tt.tables
@@ -143,7 +144,8 @@ def test_epochs_are_clusters_in_the_model_interval_and_the_comparison(epoch_logs
 def test_one_epoch_has_no_clusters_and_partial_credit_is_graded(tmp_path):
     write_json_log(tmp_path / "a.json", "qa", "m/a", [_sample(i, 1, v) for i, v in enumerate("CCIPNC")])
     write_json_log(tmp_path / "b.json", "qa", "m/b", [_sample(i, 1, v) for i, v in enumerate("CCCCIC")])
-    tasks, _ = read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.json"])
+    found = read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.json"])
+    tasks, _ = found.tasks, found.notes
     (t,) = tasks
     assert t.results.clusters is None
     assert sorted(t.results.scores["m/a"].values()) == [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
@@ -183,7 +185,8 @@ def test_cli_table_from_inspect(cli, epoch_logs):
 def test_a_log_directory_is_read_and_other_json_passed_over(epoch_logs):
     root, _ = epoch_logs
     (root / "logs.json").write_text('{"base.json": {"status": "success"}}')  # the viewer's index
-    tasks, notes = read_inspect_tasks([root])
+    found = read_inspect_tasks([root])
+    tasks, notes = found.tasks, found.notes
     assert [t.task for t in tasks] == ["arc"] and tasks[0].results.models == ("openai/base", "openai/tuned")
     assert any("1 .json file(s) that are not EvalLogs passed over" in n for n in notes)
     with pytest.raises(InputError, match="holds no Inspect logs"):
@@ -203,13 +206,14 @@ def test_nan_written_by_pydantic_is_read_and_an_unscored_sample_left_out(tmp_pat
     text = (tmp_path / "a.json").read_text()
     assert "NaN" in text  # json.dumps, like pydantic, writes the constant
     write_eval_log(tmp_path / "b.eval", "qa", "m/b", [_sample(i, 1, "C") for i in (1, 2, 3)])
-    tasks, notes = read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.eval"])
+    found = read_inspect_tasks([tmp_path / "a.json", tmp_path / "b.eval"])
+    tasks, notes = found.tasks, found.notes
     assert tasks[0].results.scores["m/a"] == {"1#1": 1.0, "3#1": 0.0}  # the NaN sample is not an item
     assert (
         "qa: 1 (sample, epoch) scores are NaN (Score.unscored), left out as Inspect's metrics leave them out" in notes
     )
     # a directory read finds the NaN-holding .json as an EvalLog, not as other JSON to pass over
-    assert [t.task for t in read_inspect_tasks([tmp_path])[0]] == ["qa"]
+    assert [t.task for t in read_inspect_tasks([tmp_path]).tasks] == ["qa"]
 
 
 def _with_method(data: bytes, name: str, method: int, *, size: int, crc: int) -> bytes:
@@ -301,7 +305,8 @@ def test_an_eval_set_retry_keeps_the_successful_log(tmp_path):
     write_json_log(tmp_path / "1-a-error.json", "qa", "m/a", [], status="error")
     write_json_log(tmp_path / "2-a.json", "qa", "m/a", [_sample(1, 1, "C"), _sample(2, 1, "I")])
     write_json_log(tmp_path / "3-b.json", "qa", "m/b", [_sample(1, 1, "C"), _sample(2, 1, "C")])
-    tasks, notes = read_inspect_tasks([tmp_path])
+    found = read_inspect_tasks([tmp_path])
+    tasks, notes = found.tasks, found.notes
     assert tasks[0].results.scores["m/a"] == {"1#1": 1.0, "2#1": 0.0}
     assert any("used" in n and "2-a.json (success), not" in n and "1-a-error.json (error)" in n for n in notes)
     write_json_log(tmp_path / "4-a.json", "qa", "m/a", [_sample(1, 1, "I")])  # two successes: which one?

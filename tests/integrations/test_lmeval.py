@@ -100,8 +100,9 @@ def two_models(tmp_path):
 
 def test_runs_are_found_under_the_model_subdirectory_with_the_model_name(two_models):
     _, dirs, _ = two_models
-    runs, notes = find_lmeval_runs(dirs)
-    assert [r.model for r in runs] == ["org/base-1b", "org/tuned-1b"] and notes == []
+    found = find_lmeval_runs(dirs)
+    runs, notes = found.runs, found.notes
+    assert [r.model for r in runs] == ["org/base-1b", "org/tuned-1b"] and notes == ()
     assert sorted(runs[0].samples) == ["arc_easy", "gsm8k"]
 
 
@@ -111,7 +112,8 @@ def test_tables_match_statsmodels_mcnemar_wilson_and_holm(two_models):
     from statsmodels.stats.proportion import proportion_confint
 
     _, dirs, truth = two_models
-    tasks, notes = read_lmeval_tasks(dirs)
+    found = read_lmeval_tasks(dirs)
+    tasks, notes = found.tasks, found.notes
     tt = build_task_tables(tasks, source="lm-eval", notes=tuple(notes))
     assert [t.task for t in tt.tables] == ["arc_easy", "gsm8k"] and tt.n_comparisons == 2
     assert any("gsm8k: filter strict-match (also logged: flexible-extract" in n for n in tt.notes)
@@ -136,14 +138,16 @@ def test_tables_match_statsmodels_mcnemar_wilson_and_holm(two_models):
 
 def test_filter_and_metric_selection(two_models):
     _, dirs, truth = two_models
-    tasks, _ = read_lmeval_tasks(dirs, tasks=["gsm8k"], filter_name="flexible-extract")
+    found = read_lmeval_tasks(dirs, tasks=["gsm8k"], filter_name="flexible-extract")
+    tasks, _ = found.tasks, found.notes
     (t,) = tasks
     flex_b, _ = truth["flex"]
     assert sum(t.results.scores["org/base-1b"].values()) == flex_b.sum()
     with pytest.raises(UsageError, match=r"no filter 'bogus'.*flexible-extract"):
         read_lmeval_tasks(dirs, tasks=["gsm8k"], filter_name="bogus")
     # a task that logs one filter ("none") takes it, said in a note
-    tasks, notes = read_lmeval_tasks(dirs, filter_name="flexible-extract")
+    found = read_lmeval_tasks(dirs, filter_name="flexible-extract")
+    tasks, notes = found.tasks, found.notes
     assert [t.task for t in tasks] == ["arc_easy", "gsm8k"]
     assert "arc_easy: filter flexible-extract not logged; its only filter none used" in notes
     with pytest.raises(UsageError, match=r"no per-item metric 'f1'"):
@@ -156,7 +160,8 @@ def test_one_output_path_holding_both_models_and_model_name_from_model_args(tmp_
     s = {"boolq": {"none": {"acc": np.array([1, 0, 1, 1])}}}
     write_lmeval_run(tmp_path / "out", "org/a", s, model_name=False)
     write_lmeval_run(tmp_path / "out", "org/b", {"boolq": {"none": {"acc": np.array([1, 1, 1, 1])}}}, model_name=False)
-    runs, _ = find_lmeval_runs([tmp_path / "out"])
+    found = find_lmeval_runs([tmp_path / "out"])
+    runs, _ = found.runs, found.notes
     assert sorted(r.model for r in runs) == ["org/a", "org/b"]  # pretrained=... in config.model_args
 
 
@@ -169,20 +174,21 @@ def test_a_rerun_keeps_each_tasks_latest_samples_and_says_so(tmp_path):
     write_lmeval_run(
         tmp_path / "a", "org/a", {"arc": {"none": {"acc": np.array([0, 1])}}}, date="2026-03-01T00-00-00.000001"
     )
-    (run,) = find_lmeval_runs([tmp_path / "a"])[0]
-    notes = find_lmeval_runs([tmp_path / "a"])[1]
+    (run,) = find_lmeval_runs([tmp_path / "a"]).runs
+    notes = find_lmeval_runs([tmp_path / "a"]).notes
     assert sorted(run.samples) == ["arc", "boolq", "piqa"]  # runs of different tasks add up
     assert "2026-02-01" in run.samples["boolq"] and len(run.results_files) == 2
-    assert notes == [
+    assert notes == (
         f"org/a: task boolq run more than once, used {run.samples['boolq']} "
-        f"(not {run.samples['boolq'].replace('2026-02-01', '2026-01-01')})"
-    ]
+        f"(not {run.samples['boolq'].replace('2026-02-01', '2026-01-01')})",
+    )
 
 
 def test_one_model_in_two_given_directories_is_two_configurations(tmp_path):
     write_lmeval_run(tmp_path / "zero_shot", "org/a", {"boolq": {"none": {"acc": np.array([1, 0, 1, 1])}}})
     write_lmeval_run(tmp_path / "five_shot", "org/a", {"boolq": {"none": {"acc": np.array([1, 1, 1, 1])}}})
-    runs, _ = find_lmeval_runs([tmp_path / "zero_shot", tmp_path / "five_shot"])
+    found = find_lmeval_runs([tmp_path / "zero_shot", tmp_path / "five_shot"])
+    runs, _ = found.runs, found.notes
     assert [r.model for r in runs] == ["org/a [zero_shot]", "org/a [five_shot]"]
 
 
@@ -229,10 +235,12 @@ def test_output_path_given_as_a_json_file_and_a_nan_stderr_in_results(tmp_path):
         (d / f"run_{DATE}.json").write_text(json.dumps(data))
         assert "NaN" in (d / f"run_{DATE}.json").read_text()
     (tmp_path / "a" / "org__a" / "unrelated_2026-01-01T00-00-00.json").write_text("{}")  # no samples beside it
-    runs, _ = find_lmeval_runs([tmp_path / "a", tmp_path / "b"])
+    found = find_lmeval_runs([tmp_path / "a", tmp_path / "b"])
+    runs, _ = found.runs, found.notes
     assert [r.model for r in runs] == ["org/a", "org/b"]
     assert runs[0].results_files == (str(tmp_path / "a" / "org__a" / f"run_{DATE}.json"),)
-    tasks, _ = read_lmeval_tasks([tmp_path / "a", tmp_path / "b"])
+    found = read_lmeval_tasks([tmp_path / "a", tmp_path / "b"])
+    tasks, _ = found.tasks, found.notes
     assert tasks[0].results.scores["org/a"] == {"0": 1.0, "1": 0.0, "2": 1.0, "3": 1.0}
 
 
@@ -275,5 +283,6 @@ def test_model_name_from_model_args_given_as_a_dict(tmp_path):
         data = json.loads(res.read_text())
         data["config"]["model_args"] = args
         res.write_text(json.dumps(data))
-    runs, _ = find_lmeval_runs([tmp_path])
+    found = find_lmeval_runs([tmp_path])
+    runs, _ = found.runs, found.notes
     assert sorted(r.model for r in runs) == ["org/a", "org/b"]

@@ -31,6 +31,7 @@ from typing import Any
 import orjson
 
 from expkit.errors import InputError, UsageError
+from expkit.integrations.readers import EvalItems
 from expkit.stats.tables import ItemResults, TaskResults
 
 __all__ = ["InspectLog", "inspect_value_to_float", "read_inspect_log", "read_inspect_tasks"]
@@ -248,7 +249,7 @@ def _expand_log_dirs(logs: Sequence[str | Path], notes: list[str]) -> list[Path]
 
 def read_inspect_tasks(
     logs: Sequence[str | Path], *, tasks: Sequence[str] | None = None, metric: str | None = None
-) -> tuple[list[TaskResults], list[str]]:
+) -> EvalItems:
     """Per-task, per-model item scores from Inspect logs, ready for ``build_task_tables``.
 
     An item is a (sample id, epoch); with more than one epoch the sample id is the cluster, so the
@@ -281,7 +282,7 @@ def read_inspect_tasks(
     out = [_task_results(task, by_task[task], metric, models, notes) for task in chosen]
     if not out:
         raise UsageError("no task has logs for every model", hint="pass one log per (task, model)")
-    return out, notes
+    return EvalItems(tuple(out), tuple(notes))
 
 
 def _one_log_per_task_and_model(logs: Sequence[str | Path], notes: list[str]) -> dict[str, dict[str, InspectLog]]:

@@ -21,9 +21,10 @@ from typing import Any
 import orjson
 
 from expkit.errors import InputError, UsageError
+from expkit.integrations.readers import EvalItems
 from expkit.stats.tables import ItemResults, TaskResults
 
-__all__ = ["LmEvalRun", "find_lmeval_runs", "read_lmeval_tasks"]
+__all__ = ["LmEvalRun", "LmEvalRuns", "find_lmeval_runs", "read_lmeval_tasks"]
 
 # keys of a logged sample that are bookkeeping, not metrics (older harness versions have no "metrics" list)
 _NOT_METRICS = {
@@ -106,7 +107,15 @@ def _iter_results_files(root: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun], list[str]]:
+@dataclass(frozen=True)
+class LmEvalRuns:
+    """The models' runs found under the directories, and notes on what was chosen (latest samples)."""
+
+    runs: tuple[LmEvalRun, ...]
+    notes: tuple[str, ...]
+
+
+def find_lmeval_runs(directories: Sequence[str | Path]) -> LmEvalRuns:
     """Every model's lm-eval output under the directories (searched recursively). A model run several
     times keeps, per task, its latest samples (by the date in the file name; said in the returned notes),
     so runs of different tasks on different days add up. One model name under two of the given
@@ -171,7 +180,7 @@ def find_lmeval_runs(directories: Sequence[str | Path]) -> tuple[list[LmEvalRun]
         )
         for label, tasks in merged.items()
     ]
-    return runs, notes
+    return LmEvalRuns(tuple(runs), tuple(notes))
 
 
 def _score(value: Any, metric: str, path: str, line: int) -> float:
@@ -228,7 +237,7 @@ def read_lmeval_tasks(
     tasks: Sequence[str] | None = None,
     metric: str | None = None,
     filter_name: str | None = None,
-) -> tuple[list[TaskResults], list[str]]:
+) -> EvalItems:
     """Per-task, per-model item scores from lm-eval output directories, ready for ``build_task_tables``.
 
     Args:
@@ -238,8 +247,8 @@ def read_lmeval_tasks(
         filter_name: the harness filter (``strict-match``, ``flexible-extract``; default: the first).
 
     Returns:
-        (tasks, notes): one TaskResults per task, models in the order found (the first is the default
-        baseline); notes say which metric and filter were chosen where there was a choice.
+        EvalItems: one TaskResults per task, models in the order found (the first is the default
+        baseline); its notes say which metric and filter were chosen where there was a choice.
 
     Raises:
         InputError: missing files or samples, a doc_id seen twice for one filter (both lines named), a
@@ -247,7 +256,8 @@ def read_lmeval_tasks(
         UsageError: fewer than two models; a --task, --metric or --filter that a model lacks (the
             available ones listed).
     """
-    runs, notes = find_lmeval_runs(directories)
+    found = find_lmeval_runs(directories)
+    runs, notes = found.runs, list(found.notes)
     if len(runs) < 2:
         raise UsageError(
             f"found one model ({runs[0].model}) in {', '.join(map(str, directories))}; a comparison needs two",
@@ -326,4 +336,4 @@ def read_lmeval_tasks(
             n_rows += len(per_item)
         results = ItemResults(f"lm-eval {task} ({m}, filter {f})", tuple(r.model for r in runs), scores, None, n_rows)
         out.append(TaskResults(task, results, tuple(r.samples[task] for r in runs)))
-    return out, notes
+    return EvalItems(tuple(out), tuple(notes))

@@ -199,8 +199,7 @@ class LmEvalReader:
     def read(self, paths: Sequence[Path], query: EvalQuery) -> EvalItems:
         from expkit.integrations.lmeval import read_lmeval_tasks
 
-        tasks, notes = read_lmeval_tasks(paths, tasks=query.tasks, metric=query.metric, filter_name=query.filter_name)
-        return EvalItems(tuple(tasks), tuple(notes))
+        return read_lmeval_tasks(paths, tasks=query.tasks, metric=query.metric, filter_name=query.filter_name)
 
 
 @dataclass(frozen=True)
@@ -217,8 +216,7 @@ class InspectReader:
     def read(self, paths: Sequence[Path], query: EvalQuery) -> EvalItems:
         from expkit.integrations.inspect_logs import read_inspect_tasks
 
-        tasks, notes = read_inspect_tasks(paths, tasks=query.tasks, metric=query.metric)
-        return EvalItems(tuple(tasks), tuple(notes))
+        return read_inspect_tasks(paths, tasks=query.tasks, metric=query.metric)
 
 
 def _register_builtin() -> None:
