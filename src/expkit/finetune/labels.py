@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, prompt_of
+from expkit.finetune.conventions import Convention
+from expkit.finetune.spans import END_OF_TURN_STRINGS, derive_assistant_spans
 
 __all__ = [
     "EndOfTurn",
@@ -44,6 +46,11 @@ class EndOfTurn:
 
     token: str
     id: int
+    others: tuple[int, ...] = ()  # other end-of-turn ids the template renders (gpt-oss: <|end|>, <|call|>)
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return (self.id, *self.others)
 
 
 @dataclass(frozen=True)
@@ -201,6 +208,20 @@ def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
     )
 
 
+def _trl_training_template(tokenizer: Any) -> str:
+    """The training template (with markers) TRL swaps in for this tokenizer's stock template."""
+    from trl.chat_template_utils import get_training_chat_template
+
+    template = get_training_chat_template(tokenizer)
+    if template is None:
+        raise UsageError(
+            "--match trl: TRL has no training template for this chat template and it has no {% generation %} "
+            "markers, so TRL's assistant_only_loss cannot train it",
+            hint="use expkit's default convention (--match expkit), which derives the spans",
+        )
+    return str(template)
+
+
 def _has_generation_markers(template: str) -> bool:
     return "generation" in template and "endgeneration" in template
 
@@ -214,10 +235,20 @@ class LabelBuilder:
             completion of prompt/completion data) or ``all`` (every token).
         eos_in_loss: keep the end-of-turn token in the loss (False reproduces the does-not-stop bug).
         max_length: truncate to this many tokens (None: no truncation), as SFTConfig.max_length does.
+        match: ``expkit`` (default): the template's own ``{% generation %}`` markers when it has them, else
+            expkit's strict derived spans (content + end-of-turn token); ``trl``: TRL's labels, from the markers
+            or from the training template TRL swaps in for a known stock template (``conventions.RULES`` names
+            what TRL trains beyond expkit's spans).
     """
 
     def __init__(
-        self, tokenizer: Any, *, loss: LossMode = "assistant", eos_in_loss: bool = True, max_length: int | None = None
+        self,
+        tokenizer: Any,
+        *,
+        loss: LossMode = "assistant",
+        eos_in_loss: bool = True,
+        max_length: int | None = None,
+        match: Convention = "expkit",
     ) -> None:
         if loss not in LOSS_MODES:
             raise UsageError(f"loss must be one of {', '.join(LOSS_MODES)}, not {loss!r}")
@@ -228,32 +259,52 @@ class LabelBuilder:
         self.eos_in_loss = eos_in_loss
         self.max_length = max_length
         self.markers = _has_generation_markers(tokenizer.chat_template or "")
+        if match not in ("expkit", "trl"):
+            raise UsageError(f"match must be expkit or trl, not {match!r}")
+        self.match = match
+        self.trl_template = tokenizer.chat_template if self.markers else None
+        if match == "trl" and not self.markers:
+            self.trl_template = _trl_training_template(tokenizer)
         self.end_of_turn = find_end_of_turn(tokenizer)
+        own = tuple(t for t in (self.end_of_turn.token, tokenizer.eos_token) if t)
+        self.end_strings = (*END_OF_TURN_STRINGS, *own)
+        added = tokenizer.get_added_vocab()
+        others = sorted({added[t] for t in END_OF_TURN_STRINGS if t in added} - {self.end_of_turn.id})
+        self.end_of_turn = replace(self.end_of_turn, others=tuple(others))
 
     def _render(self, messages: Sequence[dict[str, str]], *, gen_prompt: bool = False) -> str:
         return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=gen_prompt)
 
+    def _render_for_spans(self, messages: Sequence[Any], *, add_generation_prompt: bool = False) -> str:
+        return self.tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+
     def _derived_mask(self, messages: Sequence[dict[str, str]], ex: ChatExample, only_last: bool):
-        """Assistant spans found by rendering prefixes: [render(m[:i] + gen prompt), render(m[:i+1]).rstrip())."""
-        text = self._render(messages)
-        spans = []
-        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
-        for i, m in enumerate(messages):
-            if m["role"] != "assistant" or (only_last and i != last):
-                continue
-            before = self._render(messages[:i], gen_prompt=True)
-            upto = self._render(messages[: i + 1]).rstrip()
-            if not (upto.startswith(before) and text.startswith(upto)):
-                raise InputError(
-                    "the chat template does not render turns as prefixes of each other, so the "
-                    "assistant spans cannot be derived",
-                    line=ex.line or None,
-                    hint="add {% generation %} markers around the assistant content in the template",
-                )
-            spans.append((len(before), len(upto)))
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        mask = [any(s <= a < e for s, e in spans) for a, _ in enc["offset_mapping"]]
+        """expkit's strict spans (``spans.derive_assistant_spans``): each assistant content through its end of turn,
+        located by rendering the turn with sentinel content, so templates that do not render turns as prefixes
+        of each other (DeepSeek, Phi-3 with a system prompt, gpt-oss) are handled too."""
+        try:
+            derived = derive_assistant_spans(
+                self._render_for_spans, messages, end_of_turn_strings=self.end_strings, only_last=only_last
+            )
+        except InputError as exc:
+            raise InputError(exc.message, line=ex.line or None, hint=exc.hint) from None
+        enc = self.tokenizer(derived.text, add_special_tokens=False, return_offsets_mapping=True)
+        chars = derived.trained_chars()
+        mask = [a < len(chars) and chars[a] for a, _ in enc["offset_mapping"]]
         return enc["input_ids"], mask
+
+    def _trl_mask(self, messages: Sequence[dict[str, str]]) -> tuple[list[int], list[bool]]:
+        """TRL's labels: the assistant mask of the template's own markers, or of TRL's training template."""
+        out = self.tokenizer.apply_chat_template(
+            list(messages),
+            tokenize=True,
+            return_dict=True,
+            return_assistant_tokens_mask=True,
+            chat_template=self.trl_template,
+        )
+        return list(out["input_ids"]), [bool(b) for b in out["assistant_masks"]]
 
     def _conversation(self, ex: ChatExample) -> tuple[list[int], list[bool]]:
         msgs = list(ex.messages)
@@ -261,11 +312,8 @@ class LabelBuilder:
             ids = self.tokenizer(self._render(msgs), add_special_tokens=False)["input_ids"]
             return ids, [True] * len(ids)
         only_last = self.loss == "completion"
-        if self.markers and not only_last:
-            out = self.tokenizer.apply_chat_template(
-                msgs, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
-            )
-            return list(out["input_ids"]), [bool(b) for b in out["assistant_masks"]]
+        if (self.markers or self.match == "trl") and not only_last:
+            return self._trl_mask(msgs)
         return self._derived_mask(msgs, ex, only_last)
 
     def _prompt_completion(self, ex: ChatExample) -> tuple[list[int], list[bool]]:
@@ -323,7 +371,7 @@ def _check(
     else:  # each maximal run of trained tokens (an assistant turn) must end with the end-of-turn token
         runs_end = [i for i in trained if i + 1 == len(source.labels) or source.labels[i + 1] == IGNORE]
         for i in runs_end:
-            if source.input_ids[i] != eot.id:
+            if source.input_ids[i] not in eot.ids:
                 problems.append(
                     LabelProblem(
                         "stop_token_not_trained",

@@ -1,0 +1,204 @@
+"""expkit's trained spans next to TRL's: where they differ, and by which named rule.
+
+TRL's trained spans are the ``{% generation %}`` blocks of its training template (``assistant_only_loss``);
+expkit's are ``spans.derive_assistant_spans`` on the template the user has (markers removed). Both texts can
+differ (TRL swaps in its own template, e.g. one that keeps an empty think block in history), so turns are
+compared around their content, not by offset.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal
+
+from expkit.finetune.spans import END_OF_TURN_STRINGS, DerivedSpans, derive_assistant_spans, strip_generation_markers
+
+__all__ = [
+    "RULES",
+    "Convention",
+    "SpanDifference",
+    "TurnComparison",
+    "compare_with_trl",
+    "render_template",
+    "trl_spans",
+]
+
+Convention = Literal["expkit", "trl"]
+
+# The named rules a difference is filed under (what TRL trains that expkit does not, or the reverse).
+RULES: dict[str, str] = {
+    "trailing newline after end-of-turn": "the whitespace the template renders after the end-of-turn token",
+    "token after end-of-turn": "a token after the end of turn (Phi-3's eos, GLM-4's appended <|user|>)",
+    "empty think block": "the <think></think> block the template (or the generation prompt) opens",
+    "role header": "the assistant header before the content (<|start|>assistant<|channel|>final<|message|>)",
+    "tool-call turns": "an assistant turn that calls a tool is trained differently",
+    "multi-turn history": "a turn before the last is rendered or trained differently",
+    "less than expkit": "TRL leaves out part of what expkit trains (content or end of turn)",
+}
+_THINK = re.compile(r"\s*<think>\s*</think>\s*")
+
+
+def render_template(template: str, messages: Sequence[dict[str, Any]], **context: Any) -> str:
+    """Render a chat template without a tokenizer (``bos_token``/``eos_token`` default to ``<s>``/``</s>``)."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    context.setdefault("bos_token", "<s>")
+    context.setdefault("eos_token", "</s>")
+    rendered: Any = render_jinja_template([list(messages)], chat_template=template, **context)  # (texts, indices)
+    return str(rendered[0][0])
+
+
+def trl_spans(template: str, messages: Sequence[dict[str, Any]], **context: Any) -> tuple[str, list[bool]]:
+    """The text TRL trains on and, per character, whether its ``{% generation %}`` markers put it in the loss."""
+    from transformers.utils.chat_template_utils import render_jinja_template
+
+    context.setdefault("bos_token", "<s>")
+    context.setdefault("eos_token", "</s>")
+    rendered: Any = render_jinja_template(  # annotated -> str, returns (texts, generation indices)
+        [list(messages)], chat_template=template, return_assistant_tokens_mask=True, **context
+    )
+    text, indices = str(rendered[0][0]), rendered[1]
+    mask = [False] * len(text)
+    for a, b in indices[0]:
+        mask[int(a) : int(b)] = [True] * (int(b) - int(a))
+    return text, mask
+
+
+@dataclass(frozen=True)
+class SpanDifference:
+    """What one convention trains in a turn that the other does not: ``side`` says who trains more."""
+
+    turn: int
+    rule: str
+    side: Literal["trl trains more", "expkit trains more"]
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnComparison:
+    """One conversation: expkit's spans, TRL's per-character mask and the named differences (empty: equal)."""
+
+    expkit: DerivedSpans
+    trl_text: str
+    trl_mask: tuple[bool, ...]
+    differences: tuple[SpanDifference, ...]
+
+    @property
+    def equal(self) -> bool:
+        return not self.differences
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return tuple(sorted({d.rule for d in self.differences}))
+
+
+def _run_after(mask: Sequence[bool], text: str, start: int, stop: int) -> str:
+    """The contiguous trained text that starts at ``start`` (stops at the first masked character or ``stop``)."""
+    end = start
+    while end < stop and mask[end]:
+        end += 1
+    return text[start:end]
+
+
+def _run_before(mask: Sequence[bool], text: str, start: int, stop: int) -> str:
+    """The contiguous trained text that ends at ``stop`` (no further back than ``start``)."""
+    begin = stop
+    while begin > start and mask[begin - 1]:
+        begin -= 1
+    return text[begin:stop]
+
+
+def _classify_before(extra: str) -> list[str]:
+    if not extra:
+        return []
+    rules = []
+    if "<think>" in extra and _THINK.search(extra):
+        rules.append("empty think block")
+    if _THINK.sub("", extra).strip():
+        rules.append("role header")
+    return rules
+
+
+def _classify_after(ours: str, theirs: str) -> tuple[str, str] | None:
+    if ours == theirs:
+        return None
+    if theirs.startswith(ours):
+        extra = theirs[len(ours) :]
+        rule = "trailing newline after end-of-turn" if not extra.strip() else "token after end-of-turn"
+        return rule, extra
+    return "less than expkit", ours
+
+
+def _turn_differences(
+    i: int, ours: DerivedSpans, k: int, trl_text: str, trl_mask: Sequence[bool], where: tuple[int, int, int, int]
+) -> list[SpanDifference]:
+    """Differences of assistant turn ``i`` (the ``k``-th span); ``where`` = (window start, content start,
+    content end, window end) in TRL's text."""
+    span = ours.spans[k]
+    lo, cs, ce, hi = where
+    found: list[SpanDifference] = []
+    before = _run_before(trl_mask, trl_text, lo, cs)
+    for rule in _classify_before(before):
+        found.append(SpanDifference(i, rule, "trl trains more", before))
+    if not all(trl_mask[cs:ce]):
+        found.append(SpanDifference(i, "less than expkit", "expkit trains more", trl_text[cs:ce]))
+    after = _classify_after(ours.text[span.content_end : span.end], _run_after(trl_mask, trl_text, ce, hi))
+    if after is not None:
+        side: Literal["trl trains more", "expkit trains more"] = (
+            "expkit trains more" if after[0] == "less than expkit" else "trl trains more"
+        )
+        found.append(SpanDifference(i, after[0], side, after[1]))
+    return found
+
+
+def compare_with_trl(
+    template: str,
+    trl_template: str,
+    messages: Sequence[dict[str, Any]],
+    *,
+    end_of_turn_strings: Sequence[str] = END_OF_TURN_STRINGS,
+    **context: Any,
+) -> TurnComparison:
+    """expkit's spans on ``template`` (markers removed) against TRL's on ``trl_template``, one conversation.
+
+    Raises:
+        InputError: expkit cannot derive the spans (``derive_assistant_spans``).
+
+    Example:
+        >>> compare_with_trl(qwen3_stock, qwen3_training, one_turn).rules
+        ('empty think block', 'trailing newline after end-of-turn')
+    """
+    plain = strip_generation_markers(template)
+    ours = derive_assistant_spans(
+        partial(render_template, plain, **context), messages, end_of_turn_strings=end_of_turn_strings
+    )
+    trl_text, trl_mask = trl_spans(trl_template, messages, **context)
+    plain_trl = strip_generation_markers(trl_template)
+    theirs = derive_assistant_spans(
+        partial(render_template, plain_trl, **context), messages, end_of_turn_strings=end_of_turn_strings
+    )
+    found: list[SpanDifference] = []
+    last = len(theirs.spans) - 1
+    for k, (mine, other) in enumerate(zip(ours.spans, theirs.spans, strict=True)):
+        lo = theirs.spans[k - 1].end if k else 0
+        hi = theirs.spans[k + 1].content_start if k < last else len(trl_text)
+        diffs = _turn_differences(
+            mine.turn, ours, k, trl_text, trl_mask, (lo, other.content_start, other.content_end, hi)
+        )
+        if messages[mine.turn].get("tool_calls"):
+            diffs = [SpanDifference(d.turn, "tool-call turns", d.side, f"{d.rule}: {d.text}") for d in diffs]
+        elif k < last and not diffs and _history_differs(ours, theirs, trl_text, k):
+            diffs.append(SpanDifference(mine.turn, "multi-turn history", "trl trains more", "rendered differently"))
+        found += diffs
+    return TurnComparison(expkit=ours, trl_text=trl_text, trl_mask=tuple(trl_mask), differences=tuple(found))
+
+
+def _history_differs(ours: DerivedSpans, theirs: DerivedSpans, trl_text: str, k: int) -> bool:
+    """A history turn whose surroundings TRL's template renders differently from the user's template."""
+    a, b = ours.spans[k], theirs.spans[k]
+    lo_a = ours.spans[k - 1].end if k else 0
+    lo_b = theirs.spans[k - 1].end if k else 0
+    return ours.text[lo_a : a.end] != trl_text[lo_b : b.end]
