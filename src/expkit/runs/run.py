@@ -509,101 +509,120 @@ def start(
         validate_name(name)
     if group is not None:
         validate_name(group, what="group name")
-    root = resolve_store(store)
     if deterministic is None:
         deterministic = os.environ.get("EXPKIT_DETERMINISTIC", "") not in ("", "0")
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     _STARTS_IN_PROCESS[0] += 1
-
+    request = records.RunRequest(
+        root=resolve_store(store),
+        kind="api",
+        command=(sys.executable, *sys.argv),
+        config=cfg,
+        data=tuple(data),
+        seed=seed,
+        name=name,
+        group=group,
+        full_hash=full_hash,
+        deterministic=deterministic,
+        world_size=world,
+        seeded_by=seeded_by,
+        code_dir=Path(code_dir) if code_dir is not None else None,
+        config_notes=cfg_notes,
+    )
     attach_dir = os.environ.get("EXPKIT_RUN_DIR")
     if attach_dir and rank != 0:  # `runs exec -- torchrun ...`: the exec owns the record, rank R logs beside it
-        run_dir = Path(attach_dir)
-        if seeded_by is None:
-            records.seed_process(seed, deterministic=deterministic)
-        return Run(
-            run_id=run_dir.name,
-            run_dir=run_dir,
-            store=run_dir.parent,
-            rank=rank,
-            world_size=world,
-            mode="rank",
-            record=None,
-            metrics_file=f"metrics.rank{rank}.jsonl",
-        )
+        return _rank_beside(Path(attach_dir), request, rank)
     if attach_dir:
-        run_dir = Path(attach_dir)
-        captured = records.capture_in_process(
-            config=cfg,
-            data=data,
-            seed=seed,
-            full_hash=full_hash,
-            deterministic=deterministic,
-            config_notes=cfg_notes,
-            seeded_by=seeded_by,
-        )
-        write_json_atomic(run_dir / "attached.json", captured)
-        return Run(
-            run_id=run_dir.name,
-            run_dir=run_dir,
-            store=run_dir.parent,
-            rank=0,
-            world_size=world,
-            mode="attached",
-            record=None,
-            metrics_file="metrics.jsonl",
-        )
-    if rank != 0:
-        pointer = _rank_key(root)
-        not_before = _agent_start_time() - 1.0
-        deadline = time.monotonic() + RANK_WAIT_S
-        while True:
-            try:
-                info = orjson.loads(pointer.read_bytes())
-                if info["written_unix"] >= not_before:
-                    break
-            except (FileNotFoundError, orjson.JSONDecodeError, KeyError):
-                pass
-            if time.monotonic() > deadline:
-                raise UsageError(
-                    f"rank {rank} waited {RANK_WAIT_S:.0f} s for rank 0 to create the run in {root}",
-                    hint="all ranks need the same store on a shared filesystem (--store/EXPKIT_STORE)",
-                )
-            time.sleep(0.05)
-        if seeded_by is None:
-            records.seed_process(seed if seed is not None else info["seed"], deterministic=deterministic)
-        run_dir = root / info["id"]
-        return Run(
-            run_id=info["id"],
-            run_dir=run_dir,
-            store=root,
-            rank=rank,
-            world_size=world,
-            mode="rank",
-            record=None,
-            metrics_file=f"metrics.rank{rank}.jsonl",
-        )
+        return _attach_to_exec(Path(attach_dir), request)
+    if rank != 0:  # torchrun: rank 0 creates the run; this rank takes its seed when none was given here
+        owner = _wait_for_rank0(request.root, rank)
+        if request.seed is None:
+            request = dataclasses.replace(request, seed=owner.seed)
+        return _rank_beside(owner.run_dir, request, rank)
+    return _own_run(request)
 
-    record = records.create_run_record(
-        records.RunRequest(
-            root=root,
-            kind="api",
-            command=(sys.executable, *sys.argv),
-            config=cfg,
-            data=tuple(data),
-            seed=seed,
-            name=name,
-            group=group,
-            full_hash=full_hash,
-            deterministic=deterministic,
-            world_size=world,
-            seeded_by=seeded_by,
-            code_dir=Path(code_dir) if code_dir is not None else None,
-            config_notes=cfg_notes,
-        )
+
+@dataclasses.dataclass(frozen=True)
+class _OwnerRun:
+    """What rank 0 under torchrun tells the other ranks: its run directory and the seed it recorded."""
+
+    run_dir: Path
+    seed: int | None
+
+
+def _rank_beside(run_dir: Path, request: records.RunRequest, rank: int) -> Run:
+    """Rank ``rank`` > 0 logs ``metrics.rank<R>.jsonl`` into the run another process owns; it is seeded
+    unless someone else seeds it (``seeded_by``)."""
+    if request.seeded_by is None:
+        records.seed_process(request.seed, deterministic=request.deterministic)
+    return Run(
+        run_id=run_dir.name,
+        run_dir=run_dir,
+        store=run_dir.parent,
+        rank=rank,
+        world_size=request.world_size,
+        mode="rank",
+        record=None,
+        metrics_file=f"metrics.rank{rank}.jsonl",
     )
-    run_dir = root / record.id
-    if world > 1:
+
+
+def _attach_to_exec(run_dir: Path, request: records.RunRequest) -> Run:
+    """Under ``runs exec`` the exec owns the record: this process writes what only it knows (config,
+    data, seed, environment, GPUs) into ``attached.json`` and logs ``metrics.jsonl``."""
+    captured = records.capture_in_process(
+        config=request.config,
+        data=request.data,
+        seed=request.seed,
+        full_hash=request.full_hash,
+        deterministic=request.deterministic,
+        config_notes=request.config_notes,
+        seeded_by=request.seeded_by,
+    )
+    write_json_atomic(run_dir / "attached.json", captured)
+    return Run(
+        run_id=run_dir.name,
+        run_dir=run_dir,
+        store=run_dir.parent,
+        rank=0,
+        world_size=request.world_size,
+        mode="attached",
+        record=None,
+        metrics_file="metrics.jsonl",
+    )
+
+
+def _wait_for_rank0(root: Path, rank: int) -> _OwnerRun:
+    """The run rank 0 created under torchrun (read from the pointer file it writes), waiting at most
+    RANK_WAIT_S for it.
+
+    Raises:
+        UsageError: rank 0 did not create the run in time (another store, or not on a shared filesystem).
+    """
+    pointer = _rank_key(root)
+    not_before = _agent_start_time() - 1.0
+    deadline = time.monotonic() + RANK_WAIT_S
+    while True:
+        try:
+            info = orjson.loads(pointer.read_bytes())
+            if info["written_unix"] >= not_before:
+                return _OwnerRun(root / info["id"], info["seed"])
+        except (FileNotFoundError, orjson.JSONDecodeError, KeyError):
+            pass
+        if time.monotonic() > deadline:
+            raise UsageError(
+                f"rank {rank} waited {RANK_WAIT_S:.0f} s for rank 0 to create the run in {root}",
+                hint="all ranks need the same store on a shared filesystem (the store argument or EXPKIT_STORE)",
+            )
+        time.sleep(0.05)
+
+
+def _own_run(request: records.RunRequest) -> Run:
+    """Rank 0 (or the only process) creates the record; under torchrun it leaves a pointer for the others."""
+    record = records.create_run_record(request)
+    root = request.root
+    if request.world_size > 1:
         pointer = _rank_key(root)
         pointer.parent.mkdir(exist_ok=True)
         write_json_atomic(
@@ -611,10 +630,10 @@ def start(
         )
     run = Run(
         run_id=record.id,
-        run_dir=run_dir,
+        run_dir=root / record.id,
         store=root,
         rank=0,
-        world_size=world,
+        world_size=request.world_size,
         mode="owner",
         record=record,
         metrics_file="metrics.jsonl",
