@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from expkit.diagnose import detect_phase, explain, explain_exception, format_report, parse_oom_message
+from expkit.diagnose.oom import PhaseGuess
 from expkit.diagnose.tracebacks import Frame
 
 torch = pytest.importorskip("torch")
@@ -45,7 +46,8 @@ def _raised(fn) -> BaseException:
 
 
 def test_matmul_mismatch_in_nested_modules_names_shapes_module_and_user_frame():
-    tb, e = explain_exception(_raised(lambda: _Net()(torch.randn(4, 10))))
+    d = explain_exception(_raised(lambda: _Net()(torch.randn(4, 10))))
+    tb, e = d.traceback, d.explanation
     assert e.kind == "shape_mismatch"
     assert e.shapes == ((4, 20), (30, 5))  # fc1 gives 20 features, fc2 wants 30
     assert e.module == "self.fc2 -> nn.Linear"
@@ -78,13 +80,15 @@ def test_matmul_mismatch_in_nested_modules_names_shapes_module_and_user_frame():
     ],
 )
 def test_real_errors_are_recognized(fn, kind, field, value):
-    _, e = explain_exception(_raised(fn))
+    d = explain_exception(_raised(fn))
+    _, e = d.traceback, d.explanation
     assert e.kind == kind, e.message
     assert getattr(e, field) == value
 
 
 def test_no_grad_and_inplace_from_real_autograd_errors():
-    _, e = explain_exception(_raised(lambda: torch.randn(2, 3).sum().backward()))
+    d = explain_exception(_raised(lambda: torch.randn(2, 3).sum().backward()))
+    _, e = d.traceback, d.explanation
     assert e.kind == "no_grad"
 
     def inplace():
@@ -94,7 +98,8 @@ def test_no_grad_and_inplace_from_real_autograd_errors():
         y.add_(1)
         z.sum().backward()
 
-    _, e = explain_exception(_raised(inplace))
+    d = explain_exception(_raised(inplace))
+    _, e = d.traceback, d.explanation
     assert e.kind == "inplace_modified" and e.shapes == ((3, 4),)
     assert "version 0 -> 1" in e.summary
 
@@ -105,7 +110,8 @@ def test_dataloader_with_a_lambda_under_spawn_is_a_pickling_error():
     loader = DataLoader(list(range(4)), num_workers=1, collate_fn=lambda b: b, multiprocessing_context="spawn")
     with pytest.warns(UserWarning):
         exc = _raised(lambda: list(loader))
-    tb, e = explain_exception(exc)
+    d = explain_exception(exc)
+    tb, e = d.traceback, d.explanation
     assert e.kind == "worker_pickling" and "DataLoader" in e.title and "<lambda>" in e.title
     assert any("module top level" in f for f in e.fixes)
     assert {f.kind for f in tb.final.frames} == {"yours", "framework", "stdlib"}
@@ -123,7 +129,8 @@ def test_dataloader_worker_traceback_is_parsed_and_its_frame_chosen():
     from torch.utils.data import DataLoader
 
     exc = _raised(lambda: list(DataLoader(_Boom(), num_workers=1, multiprocessing_context="fork")))
-    tb, e = explain_exception(exc)
+    d = explain_exception(exc)
+    tb, e = d.traceback, d.explanation
     assert [r.link for r in tb.exceptions][-1] == "worker"
     assert tb.exceptions[-1].message.startswith("Caught RuntimeError in DataLoader worker process 0")
     assert tb.chosen_frame.function == "__getitem__"  # inside the worker, not the `for batch` line
@@ -200,7 +207,7 @@ def test_oom_old_format():
     ],
 )
 def test_detect_phase(frame, phase):
-    assert detect_phase([frame])[0] == phase
+    assert detect_phase([frame]).phase == phase
 
 
 def test_generate_wins_over_the_forward_it_calls():
@@ -208,8 +215,8 @@ def test_generate_wins_over_the_forward_it_calls():
         Frame("/me/t.py", 3, "<module>", "out = model.generate(**batch)", "yours"),
         Frame(f"{SITE}/torch/nn/modules/module.py", 5, "_call_impl", None, "framework"),
     ]
-    assert detect_phase(frames) == ("generate", "/me/t.py:3 out = model.generate(**batch)")
-    assert detect_phase([])[0] is None
+    assert detect_phase(frames) == PhaseGuess("generate", "/me/t.py:3 out = model.generate(**batch)")
+    assert detect_phase([]).phase is None
 
 
 def test_device_messages_recorded_from_cuda_runs():
@@ -258,7 +265,8 @@ def test_install_prints_traceback_then_report(tmp_path):
 
 
 def test_cat_size_mismatch_from_a_real_torch_cat():
-    _, ex = explain_exception(_raised(lambda: torch.cat([torch.zeros(2, 3), torch.zeros(2, 4)])))
+    d = explain_exception(_raised(lambda: torch.cat([torch.zeros(2, 3), torch.zeros(2, 4)])))
+    _, ex = d.traceback, d.explanation
     assert ex.kind == "cat_size_mismatch"
     assert ex.title == "torch.cat along dim 0: tensor 1 is 4 where 3 was expected"
     assert any("pad_sequence" in f for f in ex.fixes)

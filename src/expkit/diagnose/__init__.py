@@ -7,7 +7,7 @@ from expkit.diagnose.diagnosis import Diagnosis, diagnose_source, diagnose_text,
 from expkit.diagnose.explanations import Explanation, explain, explain_exception
 from expkit.diagnose.hook import install, uninstall
 from expkit.diagnose.logtext import CleanLog, clean_log_text, sanitize_for_terminal, strip_ansi
-from expkit.diagnose.oom import OomInfo, Phase, detect_phase, parse_oom_message, parse_size_bytes
+from expkit.diagnose.oom import OomInfo, Phase, PhaseGuess, detect_phase, parse_oom_message, parse_size_bytes
 from expkit.diagnose.report import FrameGroup, collapse_frames, format_report
 from expkit.diagnose.tracebacks import ExceptionRecord, Frame, FrameKind, Traceback, classify_frame, parse_traceback
 
@@ -23,6 +23,7 @@ __all__ = [
     "NcclTimeout",
     "OomInfo",
     "Phase",
+    "PhaseGuess",
     "Traceback",
     "classify_frame",
     "clean_log_text",

@@ -11,10 +11,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from expkit.diagnose.collective import NcclTimeout
 from expkit.diagnose.oom import OomInfo, parse_oom_message
 from expkit.diagnose.tracebacks import ExceptionRecord, Frame, Traceback, parse_traceback
+
+if TYPE_CHECKING:
+    from expkit.diagnose.diagnosis import Diagnosis
 
 __all__ = ["Explanation", "explain", "explain_exception"]
 
@@ -691,9 +695,11 @@ def explain(tb: Traceback | str) -> Explanation:
     )
 
 
-def explain_exception(exc: BaseException) -> tuple[Traceback, Explanation]:
+def explain_exception(exc: BaseException) -> Diagnosis:
     """Parse and explain a live exception (its formatted traceback, so live and pasted text agree)."""
     import traceback as _tb
 
+    from expkit.diagnose.diagnosis import Diagnosis
+
     tb = parse_traceback("".join(_tb.format_exception(type(exc), exc, exc.__traceback__)))
-    return tb, explain(tb)
+    return Diagnosis(traceback=tb, explanation=explain(tb))

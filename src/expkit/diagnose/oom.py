@@ -167,25 +167,33 @@ _PHASE_RULES: tuple[tuple[Phase, object], ...] = (
 )
 
 
-def detect_phase(frames: Sequence[Frame]) -> tuple[Phase | None, str]:
+@dataclass(frozen=True)
+class PhaseGuess:
+    """The phase of the step an error happened in (None: unknown), and the frame that decided or why not."""
+
+    phase: Phase | None
+    reason: str
+
+
+def detect_phase(frames: Sequence[Frame]) -> PhaseGuess:
     """When in the training step an error happened: loading, forward, backward, optimizer step or
     generate, from the functions and code lines of the frames.
 
     Returns:
-        (phase, reason): the reason names the frame that decided, or says why the phase is unknown.
+        PhaseGuess: the reason names the frame that decided, or says why the phase is unknown.
 
     Example:
         >>> detect_phase([Frame("/me/train.py", 40, "<module>", "loss.backward()", "yours")])
-        ('backward', '/me/train.py:40 loss.backward()')
+        PhaseGuess(phase='backward', reason='/me/train.py:40 loss.backward()')
     """
     for phase, test in _PHASE_RULES:
         for f in reversed(frames):
             if test(f):  # type: ignore[operator]
                 what = f.code if f.kind == "yours" and f.code else f"in {f.function}"
-                return phase, f"{f.file}:{f.line} {what}"
+                return PhaseGuess(phase, f"{f.file}:{f.line} {what}")
     if not frames:
-        return None, "the traceback has no frames"
-    return None, "no frame names a loading, forward, backward, optimizer or generate call"
+        return PhaseGuess(None, "the traceback has no frames")
+    return PhaseGuess(None, "no frame names a loading, forward, backward, optimizer or generate call")
 
 
 def parse_oom_message(message: str, frames: Sequence[Frame] = ()) -> OomInfo | None:
@@ -221,7 +229,7 @@ def parse_oom_message(message: str, frames: Sequence[Frame] = ()) -> OomInfo | N
     elif old:
         device = f"cuda:{old.group(1)}"
         capacity, allocated, free, reserved = _size(old, 2), _size(old, 3), _size(old, 4), _size(old, 5)
-    phase, reason = detect_phase(frames)
+    guess = detect_phase(frames)
     return OomInfo(
         device=device,
         requested_bytes=requested,
@@ -230,6 +238,6 @@ def parse_oom_message(message: str, frames: Sequence[Frame] = ()) -> OomInfo | N
         reserved_bytes=reserved,
         allocated_bytes=allocated,
         process_in_use_bytes=_size(_IN_USE.search(message), 1),
-        phase=phase,
-        phase_reason=reason,
+        phase=guess.phase,
+        phase_reason=guess.reason,
     )
