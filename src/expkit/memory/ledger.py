@@ -533,7 +533,7 @@ def estimate_inference_memory(
     params = WeightParams(linear=matmul - experts, experts=experts, other=P - matmul)
     scheme = NF4 if method == "qlora" else desc.quantization
     wbytes, wformula = int(scheme.bytes_of(params, b)), scheme.formula(params, b)
-    kv = desc.kv_cache_elements(context) * batch * b
+    kv = desc.cache_bytes(context, b) * batch
     kv_formula = desc.cache_formula(context) + f", * {batch} * {b} B"
     lines = [
         LedgerLine("weights", wbytes // gpus, wformula + (f" / {gpus} GPUs" if gpus > 1 else "")),

@@ -1,7 +1,9 @@
 """Attention kinds: one class per kind, each answering every per-kind question about itself.
 
 ``GroupedQueryAttention`` covers MHA (kv heads = heads), GQA and MQA (one kv head); ``LatentAttention`` is
-DeepSeek's multi-head latent attention. Any of them may have a sliding ``window``. The questions: weights
+DeepSeek's multi-head latent attention. Any of them may have a sliding ``window`` or a ``chunk`` (Llama-4's
+chunked attention). The recurrent mixers that take attention's place in hybrid models (Mamba, gated DeltaNet)
+are in ``recurrent.py`` and answer the same questions. The questions: weights
 (matmul shapes), cache elements per token and per sequence, FLOPs per cached token (decode) and per
 (query, key) pair (prefill/train), activation traffic, and the tensors saved for backward. The stages
 (memory, perf, finetune) ask these methods and never test a kind's name.
@@ -20,8 +22,10 @@ __all__ = ["AttentionSpec", "GroupedQueryAttention", "LatentAttention"]
 class AttentionSpec:
     """One layer's attention; a base class: the kinds below answer the questions.
 
-    ``window``: a sliding window in tokens (None = full attention); ``qk_norm``: an RMSNorm on q and k per
-    head (Qwen3, Gemma-3).
+    ``window``: a sliding window in tokens (None = full attention); ``chunk``: chunked attention (Llama-4:
+    a token sees only the keys of its own ``chunk``-token block; transformers caches at most the last chunk);
+    ``qk_norm``: an RMSNorm on q and k per head (Qwen3, Gemma-3); ``output_gate``: the query projection also
+    yields a per-channel sigmoid gate on the attention output (Qwen3-Next), doubling its width.
     """
 
     num_heads: int
@@ -29,7 +33,9 @@ class AttentionSpec:
     head_dim: int
     v_head_dim: int
     window: int | None = None
+    chunk: int | None = None
     qk_norm: bool = False
+    output_gate: bool = False
 
     @property
     def kind(self) -> str:
@@ -82,17 +88,32 @@ class AttentionSpec:
         """Activation elements the projections read and write per token (in + out features)."""
         return sum(i + o for i, o in self.linear_shapes(hidden))
 
+    @property
+    def _span(self) -> int | None:
+        """The most tokens this layer keeps: its window or its chunk (None: all)."""
+        return self.window or self.chunk
+
     def cached_tokens(self, context: int) -> int:
-        """Tokens this layer keeps (and reads) at ``context``: a sliding window caps them."""
-        return context if self.window is None else min(context, self.window)
+        """Tokens this layer keeps (and a decode step reads) at ``context``: a sliding window or a chunk caps
+        them (transformers' sliding and chunked cache layers keep the last window - 1 tokens plus the new one)."""
+        span = self._span
+        return context if span is None else min(context, span)
 
     def cache_elements(self, context: int) -> int:
         """Cached elements of one sequence at ``context`` tokens in this layer."""
         return self.kv_cache_elements_per_token * self.cached_tokens(context)
 
+    def cache_bytes(self, context: int, dtype_bytes: int) -> int:
+        """Cache bytes of one sequence at ``context`` tokens, every element at ``dtype_bytes``."""
+        return self.cache_elements(context) * dtype_bytes
+
     def causal_pairs(self, context: int) -> float:
-        """(query, key) pairs of causal attention over ``context`` tokens: T^2/2, or with a window W < T,
-        W^2/2 + (T - W) W (each query sees at most W keys)."""
+        """(query, key) pairs of causal attention over ``context`` tokens: T^2/2; with a window W < T,
+        W^2/2 + (T - W) W (each query sees at most W keys); with chunks of C, (T // C) C^2/2 + (T mod C)^2/2
+        (each query sees the keys of its own chunk up to itself)."""
+        if self.chunk is not None and self.chunk < context:
+            c, rest = self.chunk, context % self.chunk
+            return (context // c) * c * c / 2 + rest * rest / 2
         if self.window is None or self.window >= context:
             return context * context / 2
         w = self.window
@@ -100,18 +121,32 @@ class AttentionSpec:
 
     def cache_formula(self, layers: int, context: int) -> str:
         """``layers`` such layers' cache at ``context`` tokens, in words."""
-        toks = f"min({context:,}, window {self.window:,})" if self.window else f"{context:,}"
+        if self.window:
+            toks = f"min({context:,}, window {self.window:,})"
+        elif self.chunk:
+            toks = f"min({context:,}, chunk {self.chunk:,})"
+        else:
+            toks = f"{context:,}"
         return f"{layers} {self.kind} layers * {self.cache_form()} * {toks} tokens"
 
     def assumptions(self) -> tuple[str, ...]:
         """What the speed model assumes about this kind (said once per kind in a roofline)."""
         if self.window:
             return ("sliding-window layers cache and read at most their window of tokens",)
+        if self.chunk:
+            return (
+                "chunked-attention layers cache and read at most one chunk of tokens (transformers' chunked "
+                "cache); a query attends to the keys of its own chunk",
+            )
         return ()
 
     @property
     def label(self) -> str:
-        return self.kind + (f" window {self.window}" if self.window else "")
+        return (
+            self.kind
+            + (f" window {self.window}" if self.window else "")
+            + (f" chunk {self.chunk}" if self.chunk else "")
+        )
 
     def _qk_norm_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
         if not self.qk_norm:
@@ -160,7 +195,8 @@ class GroupedQueryAttention(AttentionSpec):
             self.num_kv_heads * self.head_dim,
             self.num_kv_heads * self.v_head_dim,
         )
-        return ((hidden, hq), (hidden, hk), (hidden, hv), (self.num_heads * self.v_head_dim, hidden))
+        q_out = 2 * hq if self.output_gate else hq  # the gate rides on q_proj (Qwen3-Next)
+        return ((hidden, q_out), (hidden, hk), (hidden, hv), (self.num_heads * self.v_head_dim, hidden))
 
     def cache_form(self) -> str:
         return f"2 * {self.num_kv_heads} kv heads * {self.head_dim}"

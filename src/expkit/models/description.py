@@ -26,6 +26,7 @@ from expkit.models.quantization import (
     QuantizationSpec,
     WeightParams,
 )
+from expkit.models.recurrent import GatedDeltaNet, MambaMixer
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
 __all__ = [
@@ -160,6 +161,41 @@ _NEUTRAL = {
     "text_config",
     "vision_config",
     "audio_config",
+    # Llama-4 (modeled: chunked layers, MoE interleave, dense width, shared expert; the rest scales queries or
+    # is the weightless L2 q/k norm, moving no bytes)
+    "attention_chunk_size",
+    "no_rope_layers",
+    "no_rope_layer_interval",
+    "interleave_moe_layer_step",
+    "moe_layers",
+    "intermediate_size_mlp",
+    "attn_scale",
+    "attn_temperature_tuning",
+    "floor_scale",
+    "use_qk_norm",
+    "for_llm_compressor",
+    # gpt-oss: the top-k under a second name, the rope's original context, the SwiGLU clamp
+    "experts_per_token",
+    "initial_context_length",
+    "swiglu_limit",
+    # hybrids (modeled): Jamba's layer pattern and Mamba mixer, Qwen3-Next's pattern and gated DeltaNet
+    "attn_layer_offset",
+    "attn_layer_period",
+    "expert_layer_offset",
+    "expert_layer_period",
+    "mamba_d_conv",
+    "mamba_d_state",
+    "mamba_dt_rank",
+    "mamba_expand",
+    "mamba_conv_bias",
+    "mamba_proj_bias",
+    "use_mamba_kernels",
+    "full_attention_interval",
+    "linear_conv_kernel_dim",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_num_key_heads",
+    "linear_num_value_heads",
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config")
 _MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
@@ -258,6 +294,11 @@ class ModelDescription:
     def kv_cache_elements(self, context: int) -> int:
         """Cached elements of one sequence at ``context`` tokens, summed over layers (windows cap)."""
         return sum(layer.attention.cache_elements(context) for layer in self.layers)
+
+    def cache_bytes(self, context: int, dtype_bytes: int) -> int:
+        """Cache bytes of one sequence at ``context`` tokens, summed over layers: K/V (or latents) at
+        ``dtype_bytes`` (windows and chunks cap them), a recurrent mixer's fixed state at its own bytes."""
+        return sum(layer.attention.cache_bytes(context, dtype_bytes) for layer in self.layers)
 
     def cache_formula(self, context: int) -> str:
         """The cache of one sequence at ``context`` tokens, per group of layers, in words."""
@@ -533,7 +574,8 @@ def _check_values(text_raw: dict[str, Any], source: str, *, required: bool) -> N
         )
 
 
-_QK_NORM_TYPES = ("qwen3", "qwen3_moe", "gemma3", "gemma3_text")  # RMSNorm on q and k per head
+_QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text")  # RMSNorm on q and k per head
+_GATED_OUTPUT_TYPES = ("qwen3_next",)  # q_proj also yields a sigmoid gate on the attention output
 
 
 def _base_attention(text_raw: dict[str, Any], cfg: Any, model_type: str | None, source: str) -> AttentionSpec:
@@ -560,29 +602,122 @@ def _base_attention(text_raw: dict[str, Any], cfg: Any, model_type: str | None, 
         head_dim=head_dim,
         v_head_dim=head_dim,
         qk_norm=model_type in _QK_NORM_TYPES,
+        output_gate=model_type in _GATED_OUTPUT_TYPES,
     )
 
 
-def _windows(cfg: Any, text_raw: dict[str, Any], num_layers: int, source: str, notes: list[str]) -> list[int | None]:
-    """Each layer's sliding window (None: full attention), from ``sliding_window`` and ``layer_types``."""
-    window = _attr(cfg, {} if cfg is not None else text_raw, "sliding_window")
-    if cfg is None and text_raw.get("use_sliding_window") is False:
-        window = None
+def _layer_types(cfg: Any, text_raw: dict[str, Any], num_layers: int, source: str) -> list[str] | None:
+    """``layer_types`` as transformers derives it (Gemma's pattern, Llama-4's chunked/NoPE, hybrids'
+    linear layers), or the config's own list; None when neither has one."""
     layer_types = getattr(cfg, "layer_types", None) if cfg is not None else text_raw.get("layer_types")
-    if not (isinstance(window, int) and window > 0):
-        return [None] * num_layers
     if not layer_types:
-        return [window] * num_layers
+        return None
     if len(layer_types) != num_layers:
         raise InputError(
             f"layer_types has {len(layer_types)} entries for {num_layers} layers",
             path=source,
             hint="give one layer type per num_hidden_layers",
         )
-    other = {t for t in layer_types if t not in ("sliding_attention", "full_attention")}
-    if other:
-        notes.append(f"layer types {sorted(other)} are treated as full attention")
-    return [window if t == "sliding_attention" else None for t in layer_types][:num_layers]
+    return [str(t) for t in layer_types]
+
+
+def _recurrent_mixer(cfg: Any, text_raw: dict[str, Any], model_type: str | None, hidden: int) -> AttentionSpec | None:
+    """The mixer of a hybrid model's ``linear_attention`` layers (Jamba: Mamba; Qwen3-Next: gated DeltaNet),
+    None for a model_type whose mixer is not modelled."""
+    if model_type == "jamba":
+        inner = int(_attr(cfg, text_raw, "mamba_expand")) * hidden
+        return MambaMixer(
+            num_heads=1,
+            num_kv_heads=1,
+            head_dim=inner,
+            v_head_dim=inner,
+            inner=inner,
+            d_state=int(_attr(cfg, text_raw, "mamba_d_state")),
+            dt_rank=int(_attr(cfg, text_raw, "mamba_dt_rank")),
+            conv_channels=inner,
+            conv_kernel=int(_attr(cfg, text_raw, "mamba_d_conv")),
+        )
+    if model_type == "qwen3_next":
+        heads, kheads = (
+            int(_attr(cfg, text_raw, "linear_num_value_heads")),
+            int(_attr(cfg, text_raw, "linear_num_key_heads")),
+        )
+        dk, dv = int(_attr(cfg, text_raw, "linear_key_head_dim")), int(_attr(cfg, text_raw, "linear_value_head_dim"))
+        return GatedDeltaNet(
+            num_heads=heads,
+            num_kv_heads=kheads,
+            head_dim=dk,
+            v_head_dim=dv,
+            conv_channels=2 * kheads * dk + heads * dv,  # the conv runs over q, k and v
+            conv_kernel=int(_attr(cfg, text_raw, "linear_conv_kernel_dim")),
+        )
+    return None
+
+
+def _mixers(
+    cfg: Any, text_raw: dict[str, Any], base: AttentionSpec, model_type: str | None, source: str, notes: list[str]
+) -> list[AttentionSpec]:
+    """Each layer's attention (or recurrent mixer), from ``layer_types``, ``sliding_window`` and
+    ``attention_chunk_size``: full, sliding (window), chunked (chunk) or a hybrid's linear-attention layer."""
+    num_layers = int(text_raw["num_hidden_layers"])
+    window = _attr(cfg, {} if cfg is not None else text_raw, "sliding_window")
+    if cfg is None and text_raw.get("use_sliding_window") is False:
+        window = None
+    window = window if isinstance(window, int) and window > 0 else None
+    chunk = _attr(cfg, text_raw, "attention_chunk_size")
+    chunk = chunk if isinstance(chunk, int) and chunk > 0 else None
+    layer_types = _layer_types(cfg, text_raw, num_layers, source)
+    if layer_types is None:
+        return [replace(base, window=window)] * num_layers
+    spans = {
+        "sliding_attention": replace(base, window=window) if window else None,
+        "chunked_attention": replace(base, chunk=chunk) if chunk else None,
+    }
+    recurrent = _recurrent_mixer(cfg, text_raw, model_type, int(text_raw["hidden_size"]))
+    out: list[AttentionSpec] = []
+    unknown: set[str] = set()
+    for t in layer_types:
+        spanned = spans.get(t)
+        if spanned is not None:
+            out.append(spanned)
+        elif t == "linear_attention" and recurrent is not None:
+            out.append(recurrent)
+        else:
+            if t not in ("full_attention", *spans):
+                unknown.add(t)
+            out.append(base)
+    if unknown:
+        notes.append(f"layer types {sorted(unknown)} are treated as full attention")
+    return out
+
+
+_ALWAYS_SHARED_TYPES = ("llama4_text", "llama4")  # one shared expert of intermediate_size in every MoE layer
+
+
+def _moe_layer_flags(cfg: Any, text_raw: dict[str, Any], num_layers: int, notes: list[str]) -> list[bool]:
+    """Which layers are mixture-of-experts: transformers' own per-layer list where the config class derives
+    one (Llama-4's ``moe_layers`` from ``interleave_moe_layer_step``, Jamba's ``layers_num_experts`` from
+    ``expert_layer_period``/``offset``), else the DeepSeek/Qwen rules (``first_k_dense_replace``,
+    ``decoder_sparse_step``, ``mlp_only_layers``, ``moe_layer_freq``)."""
+    moe_layers = getattr(cfg, "moe_layers", None) if cfg is not None else None
+    if isinstance(moe_layers, list) and all(isinstance(i, int) for i in moe_layers):
+        return [i in set(moe_layers) for i in range(num_layers)]
+    per_layer = getattr(cfg, "layers_num_experts", None) if cfg is not None else None
+    if isinstance(per_layer, list) and len(per_layer) == num_layers:
+        return [int(e) > 1 for e in per_layer]
+    first_dense = int(text_raw.get("first_k_dense_replace") or 0)
+    step = int(text_raw.get("decoder_sparse_step") or 1)
+    only_dense = set(text_raw.get("mlp_only_layers") or [])
+    freq = int(text_raw.get("moe_layer_freq") or 1)
+    if freq != 1 and text_raw.get("model_type", "") in ("deepseek_v3",):
+        notes.append(
+            f"moe_layer_freq = {freq} is ignored by transformers' DeepseekV3 (every layer from "
+            "first_k_dense_replace on is MoE), as here"
+        )
+        freq = 1
+    return [
+        i >= first_dense and i not in only_dense and (i + 1) % step == 0 and i % freq == 0 for i in range(num_layers)
+    ]
 
 
 def _mlps(
@@ -592,7 +727,11 @@ def _mlps(
     num_layers = int(text_raw["num_hidden_layers"])
     experts = _attr(cfg, text_raw, "num_local_experts", "num_experts", "n_routed_experts")
     top_k = _attr(cfg, text_raw, "num_experts_per_tok", "moe_topk", "experts_per_token")
-    dense = DenseMlp(intermediate_size=inter)
+    # Llama-4: the dense layers between MoE layers are intermediate_size_mlp wide
+    dense_width = (
+        int(_attr(cfg, text_raw, "intermediate_size_mlp") or inter) if model_type in _ALWAYS_SHARED_TYPES else inter
+    )
+    dense = DenseMlp(intermediate_size=dense_width)
     if not (isinstance(experts, int) and experts > 0):
         return [dense] * num_layers
     if not isinstance(top_k, int) or not 0 < top_k <= experts:
@@ -603,6 +742,8 @@ def _mlps(
         shared = int(text_raw["n_shared_experts"]) * width
     elif text_raw.get("shared_expert_intermediate_size"):
         shared = int(text_raw["shared_expert_intermediate_size"])
+    elif model_type in _ALWAYS_SHARED_TYPES:
+        shared = inter  # Llama4TextMoe: shared_expert = Llama4TextMLP(config), intermediate_size wide
     moe = MoeMlp(
         intermediate_size=inter,
         experts=experts,
@@ -610,20 +751,8 @@ def _mlps(
         expert_intermediate_size=width,
         shared_intermediate_size=shared,
     )
-    first_dense = int(text_raw.get("first_k_dense_replace") or 0)
-    step = int(text_raw.get("decoder_sparse_step") or 1)
-    only_dense = set(text_raw.get("mlp_only_layers") or [])
-    freq = int(text_raw.get("moe_layer_freq") or 1)
-    if freq != 1 and model_type == "deepseek_v3":
-        notes.append(
-            f"moe_layer_freq = {freq} is ignored by transformers' DeepseekV3 (every layer from "
-            "first_k_dense_replace on is MoE), as here"
-        )
-        freq = 1
-    return [
-        moe if (i >= first_dense and i not in only_dense and (i + 1) % step == 0 and i % freq == 0) else dense
-        for i in range(num_layers)
-    ]
+    flags = _moe_layer_flags(cfg, {**text_raw, "model_type": model_type}, num_layers, notes)
+    return [moe if is_moe else dense for is_moe in flags]
 
 
 def _unmodelled(fields: dict[str, Any], where: str) -> list[str]:
@@ -691,9 +820,9 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
         notes.append("intermediate_size = 4 * hidden_size (absent from config)")
     inter = _int({"intermediate_size": inter}, "intermediate_size", source)
     base_att = _base_attention(text_raw, cfg, model_type, source)
-    windows = _windows(cfg, text_raw, num_layers, source, notes)
+    mixers = _mixers(cfg, text_raw, base_att, model_type, source, notes)
     mlps = _mlps(cfg, text_raw, model_type, inter, source, notes)
-    layers = tuple(LayerSpec(replace(base_att, window=w), m) for w, m in zip(windows, mlps, strict=True))
+    layers = tuple(LayerSpec(a, m) for a, m in zip(mixers, mlps, strict=True))
     quant = _quantization(raw, source)
     notes += [n for n in (quant.note(),) if n]
     notes += _field_notes(raw, towers)

@@ -403,7 +403,7 @@ class _Step:
 
 def _decode_parts(step: _Step, batch: int, context: int) -> tuple[RooflinePart, ...]:
     m = step.model
-    kv_read = batch * sum(g.layers * g.spec.cache_elements(context) for g in m.attention) * KV_BYTES
+    kv_read = batch * sum(g.layers * g.spec.cache_bytes(context, KV_BYTES) for g in m.attention)
     attn_flops = batch * sum(
         g.layers * g.spec.decode_flop_per_cached_token * g.spec.cached_tokens(context) for g in m.attention
     )

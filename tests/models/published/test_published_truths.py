@@ -184,21 +184,17 @@ def test_whisper_cache_sized_by_the_encoder_or_refused_as_encoder_decoder():
         assert "encoder-decoder" in env["error"]["message"]
 
 
-CHUNKED = _xfail("chunked attention (8192) read as full attention in mem --mode infer")
 KV_CASES = [
     pytest.param("gpt-oss-20b", 4096),
     pytest.param("gpt-oss-20b", 32768),
     pytest.param("gemma-3-27b-it", 4096),
     pytest.param("gemma-3-27b-it", 32768),
     pytest.param("llama-4-scout-17b-16e", 4096),  # within one 8192-token chunk: chunked == full
-    pytest.param("llama-4-scout-17b-16e", 32768, marks=CHUNKED),
+    pytest.param("llama-4-scout-17b-16e", 32768),  # 36 chunked layers hold one chunk, 12 NoPE layers all
     pytest.param("qwen2.5-7b-instruct-awq", 32768),
     pytest.param("qwen2.5-7b-instruct-gptq-int4", 32768),
-    *(
-        pytest.param(name, ctx, marks=_xfail(f"{kind} layers counted as KV-cache layers, not their fixed state"))
-        for name, kind in (("jamba-v0.1", "Mamba"), ("qwen3-next-80b-a3b-instruct", "linear-attention"))
-        for ctx in (4096, 32768)
-    ),
+    # hybrids: the Mamba / gated-DeltaNet layers hold a fixed state, the attention layers a KV cache
+    *(pytest.param(name, ctx) for name in ("jamba-v0.1", "qwen3-next-80b-a3b-instruct") for ctx in (4096, 32768)),
 ]
 
 
@@ -212,10 +208,10 @@ def test_kv_cache_bytes_mem_infer(name, context):
     [
         "gpt-oss-20b",
         "gemma-3-27b-it",
-        pytest.param("llama-4-scout-17b-16e", marks=_xfail("roofline reads chunked layers' whole context")),
+        "llama-4-scout-17b-16e",
         "qwen2.5-7b-instruct-awq",
-        pytest.param("jamba-v0.1", marks=_xfail("roofline reads a KV cache in Mamba layers")),
-        pytest.param("qwen3-next-80b-a3b-instruct", marks=_xfail("roofline reads a KV cache in linear layers")),
+        "jamba-v0.1",
+        "qwen3-next-80b-a3b-instruct",
     ],
 )
 def test_kv_bytes_read_by_roofline_decode(name):
@@ -229,11 +225,11 @@ def test_kv_bytes_read_by_roofline_decode(name):
     [
         "gpt-oss-20b",
         pytest.param("gemma-3-27b-it", marks=pytest.mark.slow),
-        pytest.param("llama-4-scout-17b-16e", marks=_xfail("roofline drops the shared expert")),
+        "llama-4-scout-17b-16e",
         "qwen2.5-7b-instruct-awq",
         "qwen2.5-7b-instruct-gptq-int4",
-        pytest.param("jamba-v0.1", marks=_xfail("roofline counts Mamba layers as attention layers")),
-        pytest.param("qwen3-next-80b-a3b-instruct", marks=_xfail("roofline counts linear-attention layers as GQA")),
+        "jamba-v0.1",
+        "qwen3-next-80b-a3b-instruct",
     ],
 )
 def test_decode_weight_bytes_roofline(name):
