@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple
 
 from expkit.runs.codestate import CodeRecord, capture_code
 
@@ -57,11 +58,20 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def nvidia_smi_gpus() -> tuple[list[str], list[int], str | None, str | None]:
-    """(names, memory bytes, driver, why-not) from ``nvidia-smi`` (no torch import)."""
+class NvidiaSmiGpus(NamedTuple):
+    """What ``nvidia-smi`` says: GPU names, memory per GPU in bytes, the driver, and why not (None when read)."""
+
+    names: list[str]
+    memory_bytes: list[int]
+    driver: str | None
+    missing: str | None
+
+
+def nvidia_smi_gpus() -> NvidiaSmiGpus:
+    """The GPUs ``nvidia-smi`` lists (no torch import); ``missing`` says why none were read."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        return [], [], None, "no NVIDIA driver found (nvidia-smi is not on PATH)"
+        return NvidiaSmiGpus([], [], None, "no NVIDIA driver found (nvidia-smi is not on PATH)")
     try:
         res = subprocess.run(
             [exe, "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"],
@@ -70,16 +80,16 @@ def nvidia_smi_gpus() -> tuple[list[str], list[int], str | None, str | None]:
             timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return [], [], None, f"nvidia-smi failed: {exc}"
+        return NvidiaSmiGpus([], [], None, f"nvidia-smi failed: {exc}")
     if res.returncode != 0:
-        return [], [], None, f"nvidia-smi failed: {res.stderr.strip()}"
+        return NvidiaSmiGpus([], [], None, f"nvidia-smi failed: {res.stderr.strip()}")
     names, mems, driver = [], [], None
     for line in res.stdout.strip().splitlines():
         name, mem_mib, drv = (p.strip() for p in line.split(","))
         names.append(name)
         mems.append(int(float(mem_mib)) * 1024 * 1024)
         driver = drv
-    return names, mems, driver, None
+    return NvidiaSmiGpus(names, mems, driver, None)
 
 
 def describe_machine(*, probe_gpu: bool = True, import_torch: bool = True) -> MachineInfo:
@@ -120,7 +130,7 @@ def describe_machine(*, probe_gpu: bool = True, import_torch: bool = True) -> Ma
                 props = torch_mod.cuda.get_device_properties(i)
                 names.append(props.name)
                 mems.append(int(props.total_memory))
-            driver = nvidia_smi_gpus()[2]
+            driver = nvidia_smi_gpus().driver
             if driver is None:
                 missing["gpu_driver"] = "nvidia-smi did not report the driver"
         else:

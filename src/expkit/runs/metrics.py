@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -102,8 +102,17 @@ def _python_dict(text: str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def parse_metrics_line(line: bytes) -> tuple[dict[str, Any], int | None, str] | None:
-    """One printed line as ``(metrics, rank, kind)``, or None when it is not a metrics line.
+class MetricsLine(NamedTuple):
+    """One printed metrics line: its numeric ``values``, the ``rank`` that printed it (None: unknown) and
+    its ``kind`` (``json`` or ``trainer``)."""
+
+    values: dict[str, Any]
+    rank: int | None
+    kind: str
+
+
+def parse_metrics_line(line: bytes) -> MetricsLine | None:
+    """One printed line as a MetricsLine ``(values, rank, kind)``, or None when it is not a metrics line.
 
     Read: a JSON object with an integer ``step`` (``kind="json"``; NaN/Infinity tokens and ``"nan"``
     strings kept as floats), or a Python dict repr of numbers as Hugging Face Trainer prints it
@@ -113,7 +122,7 @@ def parse_metrics_line(line: bytes) -> tuple[dict[str, Any], int | None, str] | 
 
     Example:
         >>> parse_metrics_line(b"[rank1]: {'loss': '2.5', 'epoch': 0.5}")
-        ({'loss': 2.5, 'epoch': 0.5}, 1, 'trainer')
+        MetricsLine(values={'loss': 2.5, 'epoch': 0.5}, rank=1, kind='trainer')
     """
     rank = None
     m = _RANK_PREFIX.match(line)
@@ -150,7 +159,7 @@ def parse_metrics_line(line: bytes) -> tuple[dict[str, Any], int | None, str] | 
             out[k] = num
     if kind == "trainer" and len(out) == ("step" in out):
         return None  # a dict of text, not metrics
-    return out, rank, kind
+    return MetricsLine(out, rank, kind)
 
 
 @dataclass(frozen=True)

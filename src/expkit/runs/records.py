@@ -11,7 +11,7 @@ import secrets
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from expkit.runs.codestate import capture_code
 from expkit.runs.environment import SeedRecord, capture_environment, capture_hardware, seed_everything
@@ -37,7 +37,12 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def new_run_dir(root: Path) -> tuple[str, Path]:
+class NewRunDir(NamedTuple):
+    run_id: str
+    path: Path
+
+
+def new_run_dir(root: Path) -> NewRunDir:
     """Create a fresh run directory ``YYYYmmdd-HHMMSS-xxxxxx`` (mkdir is the lock between processes)."""
     root.mkdir(parents=True, exist_ok=True)
     while True:
@@ -45,7 +50,7 @@ def new_run_dir(root: Path) -> tuple[str, Path]:
         path = root / run_id
         try:
             path.mkdir()
-            return run_id, path
+            return NewRunDir(run_id, path)
         except FileExistsError:
             continue
 
