@@ -78,8 +78,28 @@ _PATH_ERRNOS = frozenset(
 )
 
 
+# A write that the machine refused: a full disk, a quota, a file-size limit (`ulimit -f`: Python ignores
+# SIGXFSZ, so the write raises EFBIG). A failed write() carries no filename (stdout, an open file), so these
+# are reported with or without one (issue 21: they were tracebacks, exit 3).
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+
+
+def _write_refused(exc: OSError) -> InputError:
+    where = exc.filename if isinstance(exc.filename, str) else None
+    what = exc.strerror or type(exc).__name__
+    return InputError(
+        f"could not write the output: {what} (errno {errno.errorcode.get(exc.errno or 0, exc.errno)})",
+        path=where,
+        hint="free space on the disk, raise the file-size limit (ulimit -f) or write somewhere else; "
+        "what was already recorded is kept",
+    )
+
+
 def _path_error(exc: OSError) -> InputError | None:
-    """The one-line InputError for an OSError about a named path; None for any other OSError (a bug)."""
+    """The one-line InputError for an OSError about a named path or a refused write; None for any other
+    OSError (a bug)."""
+    if exc.errno in _WRITE_ERRNOS:
+        return _write_refused(exc)
     if exc.errno not in _PATH_ERRNOS or exc.filename is None:
         return None
     name = exc.filename if isinstance(exc.filename, str) else os.fsdecode(exc.filename)
@@ -121,7 +141,10 @@ class _ErrorBoundary(TyperGroup):
             from expkit.cli.output import command_name
             from expkit.render.jsonout import error_envelope
 
-            print(error_envelope(command_name(), kind=kind, message=message, where=where), flush=True)
+            try:
+                print(error_envelope(command_name(), kind=kind, message=message, where=where), flush=True)
+            except OSError:  # stdout itself is what failed (a full disk): the stderr line and exit code remain
+                _silence_stdout()
 
     def _command_from_argv(self) -> str:
         """``stats ci`` from ``stats ci -k 1 --json``: follow the group tree as far as the names go."""

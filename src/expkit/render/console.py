@@ -48,11 +48,29 @@ def _columns_env() -> int | None:
     return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE: what a shell reports for a writer whose reader went away (``| head -1``), as git does."""
+
+
+class _PipeAwareConsole(Console):
+    """rich exits with 1 when the reader of stdout goes away; a closed pipe is not a failure: 141, like every
+    other expkit command and like coreutils (issue 21: ``expkit ... | head -1`` exited 1 for every table)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout without a file descriptor (a test's capture)
+            pass
+        raise SystemExit(EXIT_BROKEN_PIPE)
+
+
 def _console(stream: TextIO) -> Console:
     width = console_width(stream)
     piped = width == PIPE_WIDTH and _columns_env() is None
     # A known width (terminal or COLUMNS): wrap text at word boundaries inside it. A pipe: never wrap text.
-    return Console(file=stream, highlight=False, width=width, soft_wrap=piped)
+    return _PipeAwareConsole(file=stream, highlight=False, width=width, soft_wrap=piped)
 
 
 def out_console() -> Console:
