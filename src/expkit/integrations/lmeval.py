@@ -231,6 +231,26 @@ def _load_samples(path: str) -> _TaskFile:
     return _TaskFile(list(metrics), list(filters), rows)
 
 
+def _choose_tasks(runs: Sequence[LmEvalRun], tasks: Sequence[str] | None, notes: list[str]) -> list[str]:
+    """The tasks asked for (each must be run for every model), or every task all models have (noted)."""
+    common = [t for t in runs[0].samples if all(t in r.samples for r in runs[1:])]
+    if tasks:
+        for t in tasks:
+            lacking = [r.model for r in runs if t not in r.samples]
+            if lacking:
+                have = sorted({k for r in runs for k in r.samples})
+                raise UsageError(f"task {t!r}: no samples for {', '.join(lacking)}", hint=f"tasks: {', '.join(have)}")
+        chosen = list(dict.fromkeys(tasks))
+    else:
+        chosen = common
+        skipped = sorted({k for r in runs for k in r.samples} - set(common))
+        if skipped:
+            notes.append(f"tasks not run for every model, left out: {', '.join(skipped)}")
+        if not chosen:
+            raise UsageError("the models share no task", hint="run lm_eval on the same tasks for every model")
+    return chosen
+
+
 def read_lmeval_tasks(
     directories: Sequence[str | Path],
     *,
@@ -263,21 +283,7 @@ def read_lmeval_tasks(
             f"found one model ({runs[0].model}) in {', '.join(map(str, directories))}; a comparison needs two",
             hint="pass one lm_eval output directory per model",
         )
-    common = [t for t in runs[0].samples if all(t in r.samples for r in runs[1:])]
-    if tasks:
-        for t in tasks:
-            lacking = [r.model for r in runs if t not in r.samples]
-            if lacking:
-                have = sorted({k for r in runs for k in r.samples})
-                raise UsageError(f"task {t!r}: no samples for {', '.join(lacking)}", hint=f"tasks: {', '.join(have)}")
-        chosen = list(dict.fromkeys(tasks))
-    else:
-        chosen = common
-        skipped = sorted({k for r in runs for k in r.samples} - set(common))
-        if skipped:
-            notes.append(f"tasks not run for every model, left out: {', '.join(skipped)}")
-        if not chosen:
-            raise UsageError("the models share no task", hint="run lm_eval on the same tasks for every model")
+    chosen = _choose_tasks(runs, tasks, notes)
     out = []
     for task in chosen:
         files = {r.model: _load_samples(r.samples[task]) for r in runs}
