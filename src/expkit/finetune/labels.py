@@ -188,13 +188,21 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
 
 
 def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
-    """The first token the template renders after an assistant's content (``<|im_end|>`` for ChatML).
+    """The family's end-of-turn token: the first of ``spans.END_OF_TURN_STRINGS`` the template renders after an
+    assistant's content when it is one token (``<|im_end|>`` for ChatML, ``<end_of_turn>`` for Gemma, ``<|eot_id|>``
+    for Llama 3, not their ``eos_token``), else the first token rendered after the content.
 
     Raises:
         InputError: the template renders nothing after the assistant content.
     """
+    known = _known_end_of_turn(tokenizer)
+    if known is not None:
+        return known
     msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": _SENTINEL}]
     text = tokenizer.apply_chat_template(msgs, tokenize=False)
+    if _SENTINEL not in text:  # a template that reads text blocks only (Idefics3, SmolVLM)
+        blocks = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in msgs]
+        text = tokenizer.apply_chat_template(blocks, tokenize=False)
     end = text.rfind(_SENTINEL) + len(_SENTINEL)
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     for tid, (start, stop) in zip(enc["input_ids"], enc["offset_mapping"], strict=True):
@@ -206,6 +214,26 @@ def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
         "the chat template renders no token after the assistant's content and the tokenizer has no eos_token",
         hint="end assistant turns with an end-of-turn token such as <|im_end|>",
     )
+
+
+def _known_end_of_turn(tokenizer: Any) -> EndOfTurn | None:
+    """The end of turn of a one-turn conversation from the derived spans, when it is a single token."""
+
+    def render(messages: Sequence[Any], *, add_generation_prompt: bool = False) -> str:
+        return tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+
+    for content in ("hi", [{"type": "text", "text": "hi"}]):
+        msgs = [{"role": "user", "content": content}, {"role": "assistant", "content": content}]
+        try:
+            end = derive_assistant_spans(render, msgs).spans[-1].end_of_turn
+        except Exception:  # noqa: BLE001 - a template that cannot render this shape: try the next, then fall back
+            continue
+        ids = tokenizer(end, add_special_tokens=False)["input_ids"]
+        if len(ids) == 1:
+            return EndOfTurn(token=end, id=int(ids[0]))
+    return None
 
 
 def _trl_training_template(tokenizer: Any) -> str:

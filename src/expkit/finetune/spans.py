@@ -125,8 +125,9 @@ def _locate(render: Render, messages: Sequence[Message], full: str, i: int) -> t
 
 
 def _tool_call_start(render: Render, messages: Sequence[Message], full: str, i: int) -> tuple[int, int] | None:
-    """Where a tool-call turn whose (empty) content the template drops starts: right after the generation
-    prompt rendered for the turns before it, when the full render starts with that prompt."""
+    """Where a tool-call turn with empty content starts: right after the generation prompt rendered for the turns
+    before it, when the full render starts with that prompt (a template may drop the empty content, or render it
+    after the tool responses as Gemma 4 does, so the content is no anchor)."""
     if not messages[i].get("tool_calls") or messages[i].get("content"):
         return None
     try:
@@ -194,7 +195,7 @@ def derive_assistant_spans(
             located[i] = _locate(render, messages, full, i)
     spans, appended = [], ""
     for i in turns:
-        where = located[i] or _tool_call_start(render, messages, full, i)
+        where = _tool_call_start(render, messages, full, i) or located[i]
         if where is None:
             raise InputError(
                 f"the chat template does not render assistant turn {i}'s content exactly once, unchanged, so its "
