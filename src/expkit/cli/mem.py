@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.output import emit
 from expkit.models.description import catalog_names
 
 _FLAG_FIELDS = (
     "batch", "seq", "method", "lora_r", "lora_targets", "optimizer", "precision", "grad_ckpt", "attention",
-    "gpus", "shard", "context", "phase", "weight_bits",
+    "gpus", "shard", "context", "phase", "weight_bits", "mode", "prompt", "explain", "oom", "optimizer_impl",
 )  # fmt: skip
 
 
@@ -79,6 +79,12 @@ def mem(
     gpu: str | None = typer.Option(None, "--gpu", help="GPU name for a fits verdict (e.g. h100, a100-40gb, 4090)."),
     mode: str = typer.Option("train", "--mode", help="train | infer."),
     context: int = typer.Option(4096, "--context", help="Inference: tokens in the KV cache."),
+    prompt: int | None = typer.Option(
+        None, "--prompt", help="Inference: prompt tokens prefilled at once (default: the whole --context)."
+    ),
+    optimizer_impl: str | None = typer.Option(
+        None, "--optimizer-impl", help="foreach | for-loop | fused (default: torch's on the device)."
+    ),
     convention: str = typer.Option("expkit", "--convention", help="expkit | zero | hf | deepspeed | accelerate."),
     explain: bool = typer.Option(False, "--explain", help="Show every convention side by side, line by line."),
     measure: bool = typer.Option(False, "--measure", help="Measure activations on 1/2/4-layer replicas (CPU)."),
@@ -108,13 +114,12 @@ def mem(
 
       expkit mem deepseek-v3 --mode infer --context 8192 --gpus 8 --gpu h200   # MLA latent cache, fp8 weights
     """
-    from functools import partial
-
     from expkit.errors import CheckFailed
     from expkit.memory.ledger import TrainingQuery
     from expkit.memory.params import resolve_spec
-    from expkit.memory.report import build_memory_report
+    from expkit.memory.report import MemoryRequest, build_memory_report
     from expkit.render.console import progress_steps
+    from expkit.render.ledger import render_memory_report
 
     targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
     query = TrainingQuery(
@@ -131,43 +136,26 @@ def mem(
         gpus=gpus,
         shard=shard,
         gpu=gpu,
+        optimizer_impl=optimizer_impl,
     )
-    info = _read_oom(oom) if oom is not None else None
-    build = partial(
-        build_memory_report,
-        query,
+    request = MemoryRequest(
+        training=query,
         mode=mode,
         context=context,
+        prompt=prompt,
         convention=convention,
         explain=explain,
         measure=measure,
         replica_seq=replica_seq,
-        oom=info,
+        oom=_read_oom(oom) if oom is not None else None,
     )
-    with fields_as_flags():
-        if measure:
-            with progress_steps(1, "measuring replicas") as advance:
-                report = build(on_step=advance)
-        else:
-            report = build()
-    if json_out:
-        from expkit.render.jsonout import to_jsonable
-
-        out = to_jsonable(report.ledger)  # the ledger's fields at the top: total_params, lines, fits ...
-        for key in ("parameters", "conventions", "measured", "oom"):
-            value = getattr(report, key)
-            if value is not None:
-                out[key] = to_jsonable(value)
-        emit_json(out)
-    else:
-        from expkit.render.ledger import render_memory_report
-
-        render_memory_report(report)
-    led = report.ledger
-    if led.fits is False and led.gpu_memory_bytes is not None:  # fits is set together with the GPU's memory
+    steps = progress_steps(1, "measuring replicas") if measure else nullcontext(None)  # a bar only when measuring
+    with fields_as_flags(), steps as advance:
+        report = build_memory_report(request, on_step=advance)
+    emit(report, json_out, human=render_memory_report)
+    if report.does_not_fit is not None:
         raise CheckFailed(
-            f"{led.model} does not fit on {led.gpu}: predicted peak {led.peak_bytes / 2**30:,.2f} GiB "
-            f"> {led.gpu_memory_bytes / 2**30:,.2f} GiB",
+            report.does_not_fit,
             hint="try --method lora, --grad-ckpt full or --gpus N --shard fsdp (ranked with --oom FILE)",
         )
 

@@ -6,37 +6,11 @@ from pathlib import Path
 
 import typer
 
-from expkit.cli.output import emit_json
+from expkit.cli.mem import fields_as_flags
+from expkit.cli.output import emit
 from expkit.perf.roofline import PHASES, WEIGHT_BITS
 
 app = typer.Typer(invoke_without_command=True)  # help: the callback's docstring, examples included
-
-
-def _fmt(x: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
-
-
-def _fmt_time(seconds: float) -> str:
-    return f"{seconds:.3g} s" if seconds >= 1 else f"{seconds * 1e3:.3g} ms"
-
-
-def _cpu_roof(quick: bool = True, threads: int | None = None):  # noqa: ANN202 - a Roof
-    from expkit.perf.roofline import Roof
-    from expkit.perf.roofs import measure_roofs
-
-    m = measure_roofs(
-        device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * 1024**2, repeats=3, threads=threads
-    )
-    return Roof(
-        name="cpu (measured here)",
-        peak_flop_s=m.peak_flop_s,
-        bandwidth_bytes_s=m.bandwidth_bytes_s,
-        source=f"measured: float32 GEMM n={m.gemm.n}, {m.copy.method} of {m.copy.size_bytes // 1024**2} MiB, "
-        f"{m.threads} threads",
-    )
 
 
 @app.callback()
@@ -84,63 +58,17 @@ def roofline(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from expkit.perf.roofline import estimate_roofline, load_model_shape, roof_for_gpu
+    from expkit.perf.roofline import RooflineQuery, estimate_roofline_for
+    from expkit.render.roofline import render_roofline, write_roofline_figure
 
     if figure is not None:
         _check_figure_path(figure)
-    from expkit.cli.mem import fields_as_flags
-
-    shape = load_model_shape(model)
-    roof = _cpu_roof() if gpu.strip().lower() == "cpu" else roof_for_gpu(gpu)
+    query = RooflineQuery(model=model, gpu=gpu, phase=phase, batch=batch, context=context, weight_bits=weight_bits)
     with fields_as_flags():  # weight_bits None: as the checkpoint stores its weights (the memory ledger's bytes)
-        est = estimate_roofline(
-            model=shape, roof=roof, phase=phase, batch=batch, context=context, weight_bits=weight_bits
-        )
+        result = estimate_roofline_for(query)
     if figure is not None:
-        figure = _write_figure(figure, shape, roof, est, batch=batch, context=context, weight_bits=weight_bits)
-    if json_out:
-        emit_json(est)
-        return
-    from rich.table import Table
-
-    from expkit.render.console import out_console
-
-    con = out_console()
-    con.print(
-        f"[bold]{est.device}[/]: peak {_fmt(est.peak_flop_s, 'FLOP/s')}, bandwidth "
-        f"{_fmt(est.bandwidth_bytes_s, 'B/s')} -> ridge [bold]{est.ridge_flop_per_byte:.0f} FLOP/byte[/]"
-    )
-    con.print(f"  source: {est.device_source}")
-    con.print(
-        f"{est.model} {est.phase}, batch {est.batch}, context {est.context}, {est.weight_bits}-bit weights; "
-        f"{shape.active_linear_params:,} matmul weights per token of {shape.linear_params:,}; "
-        f"{_fmt(est.weight_bytes, 'B')} of weights read per step"
-    )
-    table = Table("part", "FLOPs", "bytes", "FLOP/byte", "bound", "best-case time")
-    for p in est.parts:
-        table.add_row(
-            p.name,
-            _fmt(p.flops, ""),
-            _fmt(p.bytes, "B"),
-            f"{p.intensity_flop_per_byte:.3g}",
-            p.bound,
-            _fmt_time(p.time_s),
-        )
-    con.print(table)
-    con.print(
-        f"step: {est.intensity_flop_per_byte:.3g} FLOP/byte -> [bold]{est.bound}-bound[/]; best case "
-        f"{est.tokens_per_s:,.0f} tokens/s ({_fmt_time(est.step_time_s)} per step of {est.tokens_per_step} tokens)"
-    )
-    if est.critical_batch is not None:
-        con.print(f"critical batch: {est.critical_batch:.0f} ({est.critical_batch_note})")
-    else:
-        con.print(est.critical_batch_note)
-    for a in est.assumptions:
-        con.print(f"assumed: {a}")
-    for a in est.approximations:
-        con.print(f"approximation: {a}")
-    if figure is not None:
-        con.print(f"figure: {figure}")
+        result = result.with_figure(write_roofline_figure(result, figure))
+    emit(result, json_out, human=render_roofline)
 
 
 FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
@@ -159,33 +87,6 @@ def _check_figure_path(path: Path) -> None:
         )
 
 
-def _write_figure(path: Path, shape, roof, chosen, *, batch: int, context: int, weight_bits: int | None) -> Path:  # noqa: ANN001
-    from expkit.perf.roofline import estimate_roofline
-    from expkit.render.figures import new_figure, save_figure
-    from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
-
-    points = []
-    markers = {"decode": "o", "prefill": "s", "train": "^"}
-    for ph in PHASES:
-        e = (
-            chosen
-            if ph == chosen.phase
-            else estimate_roofline(
-                model=shape, roof=roof, phase=ph, batch=batch, context=context, weight_bits=weight_bits
-            )
-        )
-        for p in e.parts:
-            points.append(RoofPoint(f"{ph}: {p.name}", p.intensity_flop_per_byte, p.flops / p.time_s, markers[ph]))
-    fig, (ax,) = new_figure(1, width_in=7.5, height_in=5)
-    draw_roofline(
-        ax,
-        [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)],
-        points,
-        title=f"{shape.name}, batch {batch}, context {context}, {chosen.weight_bits}-bit weights",
-    )
-    return save_figure(fig, path)  # the path written
-
-
 @app.command("gpus")
 def gpus(json_out: bool = typer.Option(False, "--json", help="Print the registry as JSON.")) -> None:
     """List the GPU registry: bf16 dense TFLOP/s, bandwidth, memory, ridge, and the datasheet each came from.
@@ -197,34 +98,9 @@ def gpus(json_out: bool = typer.Option(False, "--json", help="Print the registry
       expkit roofline gpus --json
     """
     from expkit.perf.hardware import list_gpus
+    from expkit.render.roofline import render_gpus
 
-    specs = list_gpus()
-    if json_out:
-        emit_json(specs)
-        return
-    from rich.table import Table
-
-    from expkit.render.console import out_console
-
-    table = Table("GPU", "bf16 TFLOP/s", "printed", "GB/s", "GB", "ridge")
-    for g in specs:
-        printed = f"{g.datasheet_tflops:g}" + (" sparse/2" if g.datasheet_sparse else " dense")
-        table.add_row(
-            g.name,
-            f"{g.bf16_dense_tflops:g}",
-            printed,
-            f"{g.bandwidth_gb_s:g}",
-            f"{g.memory_gb:g}",
-            f"{g.ridge_flop_per_byte:.0f}",
-        )
-    con = out_console()
-    con.print(table)
-    con.print(
-        "bf16 dense tensor peak; 'printed' is the datasheet figure ('sparse/2': printed with 2:4 sparsity, "
-        "halved); GB/s = 1e9 bytes/s; ridge in FLOP/byte. Sources:"
-    )
-    for g in specs:
-        con.print(f"[dim]{g.name}: {g.source}[/]")
+    emit(list_gpus(), json_out, human=render_gpus)
 
 
 @app.command("measure")
@@ -249,39 +125,13 @@ def measure(
 
       expkit roofline measure --threads 1          # one core (steadier on a shared machine)
     """
-    from expkit.perf.roofs import measure_roofs
+    from expkit.perf.roofs import RoofQuery, measure_roofs
+    from expkit.render.roofline import render_measured_roofs
 
-    if device == "auto":
-        import torch
-
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    m = measure_roofs(
-        device=device, gemm_n=gemm_n, copy_bytes=copy_mib * 1024**2, repeats=repeats, compare=compare, threads=threads
+    query = RoofQuery(
+        device=device, gemm_n=gemm_n, copy_bytes=copy_mib * 2**20, repeats=repeats, compare=compare, threads=threads
     )
-    if json_out:
-        emit_json(m)
-        return
-    print(f"{m.device}, {m.threads} threads")
-    print(
-        f"GEMM {m.dtype} n={m.gemm.n}: {_fmt(m.peak_flop_s, 'FLOP/s')} (best of {m.gemm.repeats}; "
-        f"median {_fmt(m.gemm.median_flop_s, 'FLOP/s')})"
-    )
-    print(
-        f"copy {m.copy.size_bytes // 1024**2} MiB ({m.copy.method}): {_fmt(m.bandwidth_bytes_s, 'B/s')} (read + write; "
-        f"median {_fmt(m.copy.median_bandwidth_bytes_s, 'B/s')})"
-    )
-    print(f"ridge: {m.ridge_flop_per_byte:.3g} FLOP/byte")
-    ref_gemm, ref_copy = m.reference_gemm, m.reference_copy
-    if ref_gemm is not None and m.gemm_vs_reference_ratio is not None:
-        print(
-            f"vs torch.matmul n={ref_gemm.n}: {_fmt(ref_gemm.best_flop_s, 'FLOP/s')}, "
-            f"ratio {m.gemm_vs_reference_ratio:.2f}"
-        )
-    if ref_copy is not None and m.bandwidth_vs_reference_ratio is not None:
-        print(
-            f"vs {ref_copy.method} of {ref_copy.size_bytes / 1024**3:.3g} GiB: "
-            f"{_fmt(ref_copy.best_bandwidth_bytes_s, 'B/s')}, ratio {m.bandwidth_vs_reference_ratio:.2f}"
-        )
+    emit(measure_roofs(query), json_out, human=render_measured_roofs)
 
 
 @app.command("decode")
@@ -304,7 +154,8 @@ def decode(
       expkit roofline decode --batch-sizes 1,8,64 --threads 1 --figure decode.png --json
     """
     from expkit.errors import UsageError
-    from expkit.perf.decode import measure_decode_throughput
+    from expkit.perf.decode import measure_decode
+    from expkit.render.roofline import render_decode, write_decode_figure
 
     try:
         sizes = tuple(int(s) for s in batch_sizes.split(",") if s.strip())
@@ -312,32 +163,10 @@ def decode(
         raise UsageError(f"--batch-sizes {batch_sizes!r} is not a comma-separated list of integers") from exc
     if figure is not None:
         _check_figure_path(figure)
-    points = measure_decode_throughput(batch_sizes=sizes, new_tokens=new_tokens, threads=threads)
+    result = measure_decode(batch_sizes=sizes, new_tokens=new_tokens, threads=threads, with_roof=figure is not None)
     if figure is not None:
-        from expkit.render.figures import new_figure, save_figure
-        from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
-
-        roof = _cpu_roof(threads=threads)
-        fig, (ax,) = new_figure(1, width_in=7, height_in=5)
-        draw_roofline(
-            ax,
-            [RoofLine(roof.name, roof.peak_flop_s, roof.bandwidth_bytes_s)],
-            [
-                RoofPoint(f"batch {p.batch}: {p.tokens_per_s:.0f} tok/s", p.intensity_flop_per_byte, p.achieved_flop_s)
-                for p in points
-            ],
-            title="greedy decode measured here",
-        )
-        save_figure(fig, figure)
-    if json_out:
-        emit_json(points)
-        return
-    print("batch  tokens/s  step ms  FLOP/byte  achieved FLOP/s")
-    for p in points:
-        print(
-            f"{p.batch:>5}  {p.tokens_per_s:>8.0f}  {p.step_time_s * 1e3:>7.2f}  {p.intensity_flop_per_byte:>9.2f}  "
-            f"{_fmt(p.achieved_flop_s, 'FLOP/s')}"
-        )
+        write_decode_figure(result, figure)
+    emit(result, json_out, human=render_decode)
 
 
 def register(root: typer.Typer) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from expkit.memory.activations import ActivationEstimate, ActivationQuery, estimate_activations, korthikanti_bytes
 from expkit.memory.architecture import ModelSpec, catalog_names, load_model_spec
 from expkit.memory.conventions import ConventionComparison, compare_conventions, ledger_for_convention
+from expkit.memory.inference import InferenceQuery, estimate_inference_memory, ledger_for_inference
 from expkit.memory.ledger import (
     Ledger,
     LedgerLine,
     TrainingQuery,
-    estimate_inference_memory,
     estimate_training_memory,
     ledger_for_query,
 )
@@ -20,6 +20,7 @@ __all__ = [
     "ActivationEstimate",
     "ActivationQuery",
     "ConventionComparison",
+    "InferenceQuery",
     "Ledger",
     "LedgerLine",
     "ModelSpec",
@@ -36,6 +37,7 @@ __all__ = [
     "estimate_training_memory",
     "korthikanti_bytes",
     "ledger_for_convention",
+    "ledger_for_inference",
     "ledger_for_query",
     "load_model_spec",
     "rank_remedies",

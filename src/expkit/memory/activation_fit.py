@@ -9,13 +9,15 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from expkit.memory.activations import ActivationQuery, estimate_activations
 from expkit.memory.architecture import ModelSpec
+from expkit.memory.replica import ReplicaQuery
 
-__all__ = ["ActivationFit", "fit_activations", "measure_ckpt_time_ratio"]
+__all__ = ["ActivationFit", "FitQuery", "fit_activations", "measure_ckpt_time_ratio"]
 
 
 @dataclass(frozen=True)
@@ -73,19 +75,63 @@ def _fit_line(xs: list[int], ys: list[int]) -> tuple[float, float, float]:
     return slope, icpt, resid
 
 
-def measure_ckpt_time_ratio(
-    spec: ModelSpec,
-    *,
-    num_layers: int = 2,
-    seq: int = 256,
-    repeats: int = 3,
-    precision: str = "fp32",
-    method: str = "full",
-    lora_r: int = 16,
-    attention: str = "sdpa",
-    seed: int = 0,
-) -> float:
-    """Median forward+backward time with gradient checkpointing / without, on a ``num_layers`` replica.
+@dataclass(frozen=True)
+class FitQuery:
+    """What ``fit_activations`` measures and extrapolates to (variants: ``dataclasses.replace``).
+
+    ``batch``, ``seq``: the target micro-batch and sequence length. ``replica_seq``: tokens the replicas
+    run at on the CPU (stated in the result). ``replica_vocab``: vocabulary of the replicas (None: the real
+    one); only the fixed part depends on it, through the fp32 log-probs (4 B * vocab per token), which are
+    added back for the real vocabulary; a small vocabulary keeps the LM head from dominating the timings.
+    ``layers``: replica depths (at least two). ``precision``, ``method``, ``lora_r``, ``attention``: as in
+    ``estimate_training_memory``. ``with_ckpt``: also measure with gradient checkpointing (bytes and the
+    forward+backward time ratio); ``time_repeats``: timed repeats for that ratio (median); ``time_seq``,
+    ``time_precision``: tokens and precision of the timed runs (default ``replica_seq``, fp32: CPUs without
+    bf16 units run autocast bf16 slowly and unevenly, which would distort the ratio). ``cache_dir``,
+    ``use_cache``: JSON cache per (config, options). ``seed``: the replicas' weights.
+    """
+
+    batch: int = 1
+    seq: int = 4096
+    replica_seq: int = 256
+    replica_vocab: int | None = 1024
+    layers: tuple[int, ...] = (1, 2, 4)
+    precision: str = "fp32"
+    method: str = "full"
+    lora_r: int = 16
+    attention: str = "sdpa"
+    with_ckpt: bool = True
+    time_repeats: int = 2
+    time_seq: int | None = None
+    time_precision: str = "fp32"
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    seed: int = 0
+
+    def replica(self, num_layers: int, *, grad_ckpt: bool = False) -> ReplicaQuery:
+        """The replica this fit builds at ``num_layers`` deep."""
+        return ReplicaQuery(
+            num_layers=num_layers,
+            method=self.method,
+            precision=self.precision,
+            lora_r=self.lora_r,
+            attention=self.attention,
+            grad_ckpt=grad_ckpt,
+            seed=self.seed,
+        )
+
+    def cache_options(self) -> dict[str, object]:
+        """The options that change the measured bytes (the cache key's part beside the config)."""
+        keep = ("batch", "seq", "replica_seq", "replica_vocab", "precision", "method", "lora_r", "attention")
+        opts: dict[str, object] = {k: getattr(self, k) for k in keep}
+        opts.update(layers=list(self.layers), with_ckpt=self.with_ckpt, time_seq=self.time_seq)
+        opts.update(time_precision=self.time_precision, v=3)
+        return opts
+
+
+def measure_ckpt_time_ratio(spec: ModelSpec, query: ReplicaQuery, *, seq: int = 256, repeats: int = 3) -> float:
+    """Median forward+backward time with gradient checkpointing / without, on the replica ``query`` builds
+    (its ``grad_ckpt`` is set both ways).
 
     The two replicas run interleaved (A, B, A, B, ...) after one warm-up round each, so load from other
     processes hits both alike.
@@ -94,191 +140,134 @@ def measure_ckpt_time_ratio(
 
     from expkit.memory.replica import build_replica, time_forward_backward
 
-    pair = [
-        build_replica(
-            spec,
-            num_layers=num_layers,
-            method=method,
-            precision=precision,
-            lora_r=lora_r,
-            attention=attention,
-            grad_ckpt=ckpt,
-            seed=seed,
-        )
-        for ckpt in (False, True)
-    ]
+    pair = [build_replica(spec, replace(query, grad_ckpt=ckpt)) for ckpt in (False, True)]
     times: tuple[list[float], list[float]] = ([], [])
     for i in range(repeats + 1):
         for j, model in enumerate(pair):
-            t = time_forward_backward(model, batch=1, seq=seq, repeats=1, precision=precision, warmup=False)
+            t = time_forward_backward(model, batch=1, seq=seq, repeats=1, precision=query.precision, warmup=False)
             if i:  # the first round is the warm-up
                 times[j].append(t)
     return statistics.median(times[1]) / statistics.median(times[0])
 
 
-def fit_activations(
-    spec: ModelSpec,
-    *,
-    batch: int = 1,
-    seq: int = 4096,
-    replica_seq: int = 256,
-    replica_vocab: int | None = 1024,
-    layers: tuple[int, ...] = (1, 2, 4),
-    precision: str = "fp32",
-    method: str = "full",
-    lora_r: int = 16,
-    attention: str = "sdpa",
-    with_ckpt: bool = True,
-    time_repeats: int = 2,
-    time_seq: int | None = None,
-    time_precision: str = "fp32",
-    cache_dir: Path | None = None,
-    use_cache: bool = True,
-    seed: int = 0,
-) -> ActivationFit:
-    """Measure saved-for-backward bytes of replicas of ``spec`` and extrapolate to full depth, batch, seq.
+def _read_cached(path: Path) -> ActivationFit:
+    data = json.loads(path.read_text())
+    data.update(layers=tuple(data["layers"]), measured_bytes=tuple(data["measured_bytes"]), cached=True)
+    return ActivationFit(**data)
 
-    Args:
-        spec: the architecture (built at its real width; only the depth changes).
-        batch, seq: the target micro-batch and sequence length.
-        replica_seq: sequence length the replicas run at on the CPU (stated in the result).
-        replica_vocab: vocabulary of the replicas (None: the real one). Only the fixed part depends on it,
-            through the fp32 log-probs (4 B * vocab per token), which are added back for the real vocabulary.
-            A small vocabulary keeps the LM head from dominating the timings.
-        layers: replica depths (at least two).
-        precision, method, lora_r, attention: as in ``estimate_training_memory``.
-        with_ckpt: also measure with gradient checkpointing (bytes and the forward+backward time ratio).
-        time_repeats: timed repeats for the checkpointing ratio (median).
-        time_seq, time_precision: tokens and precision of the timed runs (default ``replica_seq``, fp32: CPUs
-            without bf16 units run autocast bf16 slowly and unevenly, which would distort the ratio).
-        cache_dir, use_cache: JSON cache per (config, options).
 
-    Returns:
-        ActivationFit.
+def _write_cache(path: Path, fit: ActivationFit) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({k: v for k, v in asdict(fit).items() if k != "cached"}))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home only loses the cache, not the result
 
-    Example:
-        >>> fit = fit_activations(load_model_spec("qwen2.5-0.5b"), seq=4096, replica_seq=128)  # doctest: +SKIP
-    """
-    opts = dict(
-        batch=batch,
-        seq=seq,
-        replica_seq=replica_seq,
-        replica_vocab=replica_vocab,
-        layers=list(layers),
-        precision=precision,
-        method=method,
-        lora_r=lora_r,
-        attention=attention,
-        with_ckpt=with_ckpt,
-        time_seq=time_seq,
-        time_precision=time_precision,
-        v=3,
-    )
-    path = (cache_dir or _default_cache_dir()) / f"{_cache_key(spec, opts)}.json"
-    if use_cache and path.is_file():
-        data = json.loads(path.read_text())
-        data.update(layers=tuple(data["layers"]), measured_bytes=tuple(data["measured_bytes"]), cached=True)
-        return ActivationFit(**data)
 
+def _replica_spec(spec: ModelSpec, q: FitQuery) -> tuple[ModelSpec, int]:
+    """The spec the replicas are built from (the small vocabulary when asked) and the bytes per replica run
+    that the real vocabulary's fp32 log-probs add back."""
+    if q.replica_vocab is None or q.replica_vocab >= spec.vocab_size:
+        return spec, 0
+    from expkit.memory.architecture import spec_from_dict
+
+    raw = {k: v for k, v in spec.raw.items() if k not in ("bos_token_id", "eos_token_id", "pad_token_id")}
+    small = spec_from_dict(dict(raw, vocab_size=q.replica_vocab), name=spec.name, source=spec.source)
+    return small, 4 * (spec.vocab_size - q.replica_vocab) * q.replica_seq  # fp32 log-probs per token
+
+
+def _measure_depths(spec: ModelSpec, q: FitQuery, depths: tuple[int, ...], *, grad_ckpt: bool) -> list[int]:
+    """Saved-for-backward bytes of one replica per depth, at 1 x ``replica_seq`` tokens."""
     import gc
 
     from expkit.memory.replica import build_replica, measure_saved_bytes
 
-    real_spec = spec
-    vocab_fix = 0
-    if replica_vocab is not None and replica_vocab < spec.vocab_size:
-        from expkit.memory.architecture import spec_from_dict
-
-        raw = {k: v for k, v in spec.raw.items() if k not in ("bos_token_id", "eos_token_id", "pad_token_id")}
-        spec = spec_from_dict(dict(raw, vocab_size=replica_vocab), name=spec.name, source=spec.source)
-        vocab_fix = 4 * (real_spec.vocab_size - replica_vocab) * replica_seq  # fp32 log-probs per token
     measured = []
-    for n in layers:
-        model = build_replica(
-            spec, num_layers=n, method=method, precision=precision, lora_r=lora_r, attention=attention, seed=seed
-        )
-        measured.append(measure_saved_bytes(model, batch=1, seq=replica_seq, precision=precision).activation_bytes)
+    for n in depths:
+        model = build_replica(spec, q.replica(n, grad_ckpt=grad_ckpt))
+        measured.append(measure_saved_bytes(model, batch=1, seq=q.replica_seq, precision=q.precision).activation_bytes)
         del model
         gc.collect()
-    measured = [m + vocab_fix for m in measured]
-    slope, icpt, resid = _fit_line(list(layers), measured)
-    scale = batch * seq / replica_seq
-    extrapolated = int((real_spec.num_layers * slope + icpt) * scale)
+    return measured
+
+
+def _fit_note(spec: ModelSpec, q: FitQuery, vocab_fix: int) -> str:
+    note = (
+        f"replicas at real width, {', '.join(map(str, q.layers))} layers, 1 x {q.replica_seq} tokens on the CPU; "
+        f"scaled linearly to {q.batch} x {q.seq} tokens"
+    )
+    if vocab_fix:
+        note += f"; replica vocabulary {q.replica_vocab}, the fp32 log-probs of the real {spec.vocab_size:,} added"
+    if q.attention == "eager":
+        note += "; eager attention stores T x T probabilities, which grow as T^2: the linear scaling understates"
+    return note
+
+
+def fit_activations(spec: ModelSpec, query: FitQuery | None = None, /, **options: Any) -> ActivationFit:
+    """Measure saved-for-backward bytes of replicas of ``spec`` and extrapolate to full depth, batch, seq.
+
+    Args:
+        spec: the architecture (built at its real width; only the depth changes).
+        query: a FitQuery (its fields are the options); ``options`` are its fields
+            (``fit_activations(spec, seq=4096)``), applied over ``query`` when both are given.
+
+    Returns:
+        ActivationFit.
+
+    Raises:
+        TypeError: an option that is not a FitQuery field.
+
+    Example:
+        >>> fit = fit_activations(load_model_spec("qwen2.5-0.5b"), seq=4096, replica_seq=128)  # doctest: +SKIP
+    """
+    q = replace(query or FitQuery(), **options)
+    q = replace(q, layers=tuple(q.layers))
+    path = (q.cache_dir or _default_cache_dir()) / f"{_cache_key(spec, q.cache_options())}.json"
+    if q.use_cache and path.is_file():
+        return _read_cached(path)
+    small, vocab_fix = _replica_spec(spec, q)
+    measured = [m + vocab_fix for m in _measure_depths(small, q, q.layers, grad_ckpt=False)]
+    slope, icpt, resid = _fit_line(list(q.layers), measured)
+    scale = q.batch * q.seq / q.replica_seq
     ckpt_bytes = ratio = None
-    if with_ckpt:
-        deep = max(layers)
-        ck = []
-        for n in (min(layers), deep):
-            model = build_replica(
-                spec,
-                num_layers=n,
-                method=method,
-                precision=precision,
-                lora_r=lora_r,
-                attention=attention,
-                grad_ckpt=True,
-                seed=seed,
-            )
-            ck.append(measure_saved_bytes(model, batch=1, seq=replica_seq, precision=precision).activation_bytes)
-            del model
-        cslope = (ck[1] - ck[0]) / (deep - min(layers))
-        cicpt = ck[0] - cslope * min(layers)
+    if q.with_ckpt:
+        lo, deep = min(q.layers), max(q.layers)
+        ck = _measure_depths(small, q, (lo, deep), grad_ckpt=True)
+        cslope = (ck[1] - ck[0]) / (deep - lo)
+        cicpt = ck[0] - cslope * lo
         # stored layer inputs for all layers + one layer rebuilt during backward
-        ckpt_bytes = int((real_spec.num_layers * cslope + cicpt + vocab_fix + slope) * scale)
-        ratio = measure_ckpt_time_ratio(
-            spec,
-            num_layers=deep,
-            seq=time_seq or replica_seq,
-            repeats=time_repeats,
-            precision=time_precision,
-            method=method,
-            lora_r=lora_r,
-            attention=attention,
-            seed=seed,
-        )
-    spec = real_spec
+        ckpt_bytes = int((spec.num_layers * cslope + cicpt + vocab_fix + slope) * scale)
+        timed = replace(q.replica(deep), precision=q.time_precision)
+        ratio = measure_ckpt_time_ratio(small, timed, seq=q.time_seq or q.replica_seq, repeats=q.time_repeats)
     est = estimate_activations(
         spec,
-        ActivationQuery(batch=batch, seq=seq, precision=precision, method=method, lora_r=lora_r, attention=attention),
+        ActivationQuery(
+            batch=q.batch, seq=q.seq, precision=q.precision, method=q.method, lora_r=q.lora_r, attention=q.attention
+        ),
     )
-    note = (
-        f"replicas at real width, {', '.join(map(str, layers))} layers, 1 x {replica_seq} tokens on the CPU; "
-        f"scaled linearly to {batch} x {seq} tokens"
-        + (
-            f"; replica vocabulary {replica_vocab}, the fp32 log-probs of the real {spec.vocab_size:,} added"
-            if vocab_fix
-            else ""
-        )
-    )
-    if attention == "eager":
-        note += "; eager attention stores T x T probabilities, which grow as T^2: the linear scaling understates"
     fit = ActivationFit(
         model=spec.name,
-        layers=tuple(layers),
+        layers=q.layers,
         measured_bytes=tuple(measured),
-        replica_seq=replica_seq,
+        replica_seq=q.replica_seq,
         per_layer_bytes=slope,
         fixed_bytes=icpt,
         residual_bytes=resid,
         num_layers=spec.num_layers,
-        batch=batch,
-        seq=seq,
-        extrapolated_bytes=extrapolated,
+        batch=q.batch,
+        seq=q.seq,
+        extrapolated_bytes=int((spec.num_layers * slope + icpt) * scale),
         formula_bytes=est.total_bytes,
         korthikanti_bytes=est.korthikanti_total_bytes,
-        precision=precision,
-        method=method,
-        grad_ckpt=with_ckpt,
+        precision=q.precision,
+        method=q.method,
+        grad_ckpt=q.with_ckpt,
         ckpt_extrapolated_bytes=ckpt_bytes,
         ckpt_time_ratio=ratio,
-        note=note,
+        note=_fit_note(spec, q, vocab_fix),
     )
-    if use_cache:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({k: v for k, v in asdict(fit).items() if k != "cached"}))
-            tmp.replace(path)
-        except OSError:
-            pass  # a read-only home only loses the cache, not the result
+    if q.use_cache:
+        _write_cache(path, fit)
     return fit

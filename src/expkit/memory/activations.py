@@ -78,12 +78,14 @@ def _mode(precision: str, method: str) -> tuple[int, int, bool]:
     """(residual-stream bytes, activation bytes, autocast) for a precision and method.
 
     fp32: everything 4 B. *-mixed, full: fp32 parameters under autocast, residual stream fp32, matmul
-    outputs 2 B. *-mixed, lora/qlora: the base model is held in 16 bit (as LoRA recipes load it),
-    adapters fp32 under autocast, residual stream 2 B.
+    outputs 2 B. *-mixed, lora: the base model is held in 16 bit (as LoRA recipes load it), adapters fp32
+    under autocast, residual stream 2 B. *-mixed, qlora: peft's ``prepare_model_for_kbit_training`` (the
+    QLoRA recipe) casts every parameter that is not 4-bit to fp32, the embedding among them, so the residual
+    stream is fp32 (4 B) as under a full fine-tune.
     """
     if precision == "fp32":
         return 4, 4, False
-    return (4 if method == "full" else 2), 2, True
+    return (2 if method == "lora" else 4), 2, True
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ __all__ = [
     "Ledger",
     "LedgerLine",
     "TrainingQuery",
-    "estimate_inference_memory",
     "estimate_training_memory",
     "ledger_for_query",
 ]
@@ -33,6 +32,7 @@ OPTIMIZERS = ("adamw", "adamw8bit", "sgd", "adafactor")
 SHARDS = ("none", "fsdp", "zero1", "zero2", "zero3")
 GRAD_CKPT = ("none", "full")
 ATTENTION = ("sdpa", "eager")
+OPTIMIZER_IMPLS = ("foreach", "for-loop", "fused")
 # CUDA context + cuBLAS/cuDNN workspaces on a recent GPU, as nvidia-smi shows for an idle PyTorch
 # process: ~0.5 GiB. An estimate, stated as such on the line; 0 on the CPU.
 CUDA_OVERHEAD_BYTES = 512 * 2**20
@@ -89,6 +89,7 @@ class Ledger:
     approximations: tuple[str, ...] = ()
     active_params: int = 0
     query: TrainingQuery | None = None  # the query this training ledger answers (None for inference ledgers)
+    assumptions: tuple[str, ...] = ()  # what the figures assume about the framework's kernels, in words
 
     def line(self, name: str) -> LedgerLine:
         """The line called ``name`` (KeyError listing the names if absent)."""
@@ -171,6 +172,13 @@ class TrainingQuery:
     shard: str = "none"
     device: str = "cuda"
     gpu: str | None = None
+    optimizer_impl: str | None = None
+
+    @property
+    def resolved_optimizer_impl(self) -> str:
+        """``optimizer_impl``, or torch's default for the device when None: torch.optim picks foreach when
+        every tensor is on CUDA, else the for-loop (``torch.optim.optimizer._default_to_fused_or_foreach``)."""
+        return self.optimizer_impl or ("foreach" if self.device == "cuda" else "for-loop")
 
     def __json__(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "model"}
@@ -224,6 +232,7 @@ def _validate(q: TrainingQuery) -> None:
         (q.attention, ATTENTION, "attention"),
         (q.shard, SHARDS, "shard"),
         (q.device, ("cuda", "cpu"), "device"),
+        (q.resolved_optimizer_impl, OPTIMIZER_IMPLS, "optimizer_impl"),
     ):
         _check_choice(value, choices, option)
     for count_value, option in ((q.batch, "batch"), (q.seq, "seq"), (q.gpus, "gpus"), (q.lora_r, "lora_r")):
@@ -300,12 +309,13 @@ def _adapter_weight_lines(q: TrainingQuery, count: ParameterCount, n: _Split) ->
             sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
         )
         quantized = decoder - spec.num_layers * 2 * spec.hidden_size
-        base = int(NF4.bytes_of(WeightParams(linear=quantized, other=P - quantized)))
+        # peft's prepare_model_for_kbit_training (the QLoRA recipe) casts what is not 4-bit to fp32
+        base = int(NF4.bytes_of(WeightParams(linear=quantized, other=P - quantized), 4))
         line = LedgerLine(
             "frozen base weights",
             base // n.model,
-            f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {quantized:,} decoder linear + 2 B * "
-            f"{P - quantized:,} embeddings, head, norms{_div(n.model)}",
+            f"NF4 {NF4_BYTES_PER_PARAM:.3f} B * {quantized:,} decoder linear + 4 B * "
+            f"{P - quantized:,} embeddings, head, norms (fp32: prepare_model_for_kbit_training){_div(n.model)}",
         )
     else:
         fb = 2 if mixed else 4
@@ -342,7 +352,7 @@ class _Peak:
 def _peak(q: TrainingQuery, count: ParameterCount, act: ActivationEstimate, grads: int, n: _Split) -> _Peak:
     """Each phase's coexisting terms beyond the static state; the largest is the step's peak."""
     spec, mixed, tokens = q.model, q.precision != "fp32", q.batch * q.seq
-    V, Pt = spec.vocab_size, count.trainable_params
+    V = spec.vocab_size
     act_bytes = act.stored_bytes + act.fixed_bytes
     unit = max((k.params_per_layer for k in count.layer_kinds), default=count.per_layer_params)
     # (a) loss forward: logits (16-bit under autocast) + their fp32 upcast (mixed only) before log_softmax.
@@ -351,12 +361,8 @@ def _peak(q: TrainingQuery, count: ParameterCount, act: ActivationEstimate, grad
     #     for lm_head comes after the grad of the log-probs is freed (measured: it does not add).
     loss_bwd = tokens * V * 8
     # (c) checkpointing: the layer being rebuilt in backward (act.recompute_bytes).
-    # (d) optimizer step: CUDA foreach AdamW makes a sqrt(v) copy of all state; CPU loops per tensor
-    #     (largest tensor: the embedding), two temporaries of it.
-    largest = count.embedding_params if q.method == "full" else max(Pt // max(spec.num_layers, 1), 1)
-    opt_tmp = (4 * Pt // n.opt) if q.device == "cuda" else 2 * 4 * largest
-    if q.optimizer != "adamw":
-        opt_tmp = 0
+    # (d) optimizer step: AdamW's temporaries, by implementation (``_optimizer_temporaries``).
+    opt_tmp, opt_what = _optimizer_temporaries(q, count, n)
     # (e) sharded weights: FSDP/ZeRO-3 gather one layer and prefetch the next (fp32 runs; the 16-bit
     #     gathered copies of mixed runs are the "bf16 weights" line).
     gather = (2 * 4 * unit) if (n.model > 1 and not mixed) else 0
@@ -376,11 +382,31 @@ def _peak(q: TrainingQuery, count: ParameterCount, act: ActivationEstimate, grad
             act.recompute_bytes + gather,
             "one layer's activations rebuilt",
         ),
-        "optimizer step (all gradients + step temporaries)": (grads + opt_tmp, opt_tmp, "AdamW sqrt(v) temporaries"),
+        "optimizer step (all gradients + step temporaries)": (grads + opt_tmp, opt_tmp, opt_what),
     }
     phase = max(phases, key=lambda k: phases[k][0])
     total, tmp, what = phases[phase]
     return _Peak(phase, total, LedgerLine("temporaries", tmp, f"at the peak phase: {what}"))
+
+
+def _optimizer_temporaries(q: TrainingQuery, count: ParameterCount, n: _Split) -> tuple[int, str]:
+    """Bytes AdamW allocates during its step beyond its state, and what they are, by implementation.
+
+    foreach (``torch._foreach_sqrt`` of every v at once, then divided and eps-added in place): one fp32
+    tensor per trainable parameter, 4 B each, alive until the update is applied. for-loop: per tensor,
+    ``exp_avg_sq.sqrt() / bias_correction2_sqrt`` and its eps-added result, two fp32 temporaries of the
+    largest tensor (the embedding under a full fine-tune). fused: one kernel per tensor group, no
+    temporaries. Other optimizers: none modeled.
+    """
+    if q.optimizer != "adamw":
+        return 0, "none modeled for this optimizer"
+    impl, Pt = q.resolved_optimizer_impl, count.trainable_params
+    if impl == "foreach":
+        return 4 * Pt // n.opt, f"foreach AdamW sqrt(v) of all state: 4 B * {Pt:,}{_div(n.opt)}"
+    if impl == "fused":
+        return 0, "fused AdamW: no temporaries"
+    largest = count.embedding_params if q.method == "full" else max(Pt // max(q.model.num_layers, 1), 1)
+    return 2 * 4 * largest, f"for-loop AdamW: 2 fp32 temporaries of the largest tensor, 2 * 4 B * {largest:,}"
 
 
 def _activation_lines(q: TrainingQuery, act: ActivationEstimate) -> list[LedgerLine]:
@@ -480,100 +506,13 @@ def ledger_for_query(query: TrainingQuery) -> Ledger:
         active_params=count.active_params,
         query=q,
     )
-    return _with_fit(led, q.gpu)
+    return with_fit(led, q.gpu)
 
 
-def _with_fit(led: Ledger, gpu: str | None) -> Ledger:
+def with_fit(led: Ledger, gpu: str | None) -> Ledger:
     if gpu is None:
         return led
     from expkit.hardware import get_gpu
 
     g = get_gpu(gpu)
     return replace(led, gpu=g.name, gpu_memory_bytes=g.memory_bytes, fits=led.peak_bytes <= g.memory_bytes)
-
-
-def estimate_inference_memory(
-    model: ModelSpec | str | Path | dict[str, Any],
-    *,
-    context: int = 4096,
-    batch: int = 1,
-    precision: str = "bf16-mixed",
-    method: str = "full",
-    gpus: int = 1,
-    device: str = "cuda",
-    gpu: str | None = None,
-) -> Ledger:
-    """Weights + KV cache per attention kind + one step's logits for generation at ``context`` tokens.
-
-    KV cache per layer = 2 (K and V) * kv_heads * head_dim * tokens * batch * bytes (Pope et al. 2022,
-    "Efficiently Scaling Transformer Inference", sec. 2); each attention kind says what it caches per token
-    and how many tokens it keeps (``expkit.models``). Weights as the checkpoint's storage scheme stores them
-    (``quantization_config``: its quantized parts at its bits, the rest at the precision's bytes), split over
-    ``gpus`` (tensor parallel).
-
-    Example:
-        >>> led = estimate_inference_memory("llama-3-8b", context=8192)
-        >>> led.line("KV cache").bytes / 2**30  # 2 * 32 * 8 * 128 * 8192 * 2 B
-        1.0
-    """
-    _check_choice(method, ("full", "qlora"), "method (inference)")
-    _check_choice(precision, PRECISIONS, "precision")
-    for value, option in ((context, "context"), (batch, "batch"), (gpus, "gpus")):
-        _check_positive(value, option)
-    spec = resolve_spec(model)
-    desc = spec.desc
-    count = count_parameters(spec)
-    P = count.total_params
-    b = 4 if precision == "fp32" else 2
-    # matmul weights of the decoder layers, split into routed experts and the rest (the quantizable parts)
-    matmul = sum(k.layers * k.matmul_params_per_layer for k in count.layer_kinds) or sum(
-        layer.linear_params(desc.hidden_size) for layer in desc.layers
-    )
-    experts = sum(k.layers * k.routed_expert_params_per_layer for k in count.layer_kinds)
-    params = WeightParams(linear=matmul - experts, experts=experts, other=P - matmul)
-    scheme = NF4 if method == "qlora" else desc.quantization
-    wbytes, wformula = int(scheme.bytes_of(params, b)), scheme.formula(params, b)
-    kv = desc.cache_bytes(context, b) * batch
-    kv_formula = desc.cache_formula(context) + f", * {batch} * {b} B"
-    lines = [
-        LedgerLine("weights", wbytes // gpus, wformula + (f" / {gpus} GPUs" if gpus > 1 else "")),
-        LedgerLine("KV cache", kv // gpus, kv_formula + (f" / {gpus} GPUs" if gpus > 1 else "")),
-        LedgerLine("logits / loss", 4 * spec.vocab_size * batch, f"fp32 logits of one step: 4 * {batch} * vocab"),
-    ]
-    if device == "cuda":
-        lines.append(
-            LedgerLine(
-                "runtime overhead",
-                CUDA_OVERHEAD_BYTES,
-                f"CUDA context + workspaces ~{_gib(CUDA_OVERHEAD_BYTES)} (estimate)",
-                estimate=True,
-            )
-        )
-    per_gpu = sum(ln.bytes for ln in lines)
-    led = Ledger(
-        model=spec.name,
-        mode="infer",
-        method=method,
-        precision=precision,
-        optimizer="none",
-        batch=batch,
-        seq=context,
-        gpus=gpus,
-        shard="tensor-parallel" if gpus > 1 else "none",
-        grad_ckpt="none",
-        attention="sdpa",
-        convention="expkit",
-        total_params=P,
-        trainable_params=0,
-        trainable_fraction=0.0,
-        lines=tuple(lines),
-        per_gpu_bytes=per_gpu,
-        total_bytes=per_gpu * gpus,
-        peak_bytes=per_gpu,
-        peak_phase="decode at full context",
-        device=device,
-        notes=spec.assumed,
-        approximations=desc.approximations,
-        active_params=count.active_params,
-    )
-    return _with_fit(led, gpu)

@@ -80,18 +80,22 @@ _BLOCK_OF_PHASE = {
 }
 
 
-def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None = None) -> tuple[Remedy, ...]:
-    """Alternative ledgers, one change each to the ledger's own query (``dataclasses.replace``), ranked by
-    predicted savings of the peak (largest first). Every other option of the run (LoRA rank and targets,
-    GPUs, sharding, device) is kept. ``model`` is accepted for old callers and not needed."""
-    if led.mode != "train":
-        raise UsageError("remedies are for training ledgers (mode train)")
-    if led.query is None:
-        raise UsageError("this ledger carries no query to vary (build it with estimate_training_memory)")
-    options: list[tuple[str, str, dict[str, Any], str]] = []
+@dataclass(frozen=True)
+class _Change:
+    """One option a remedy changes in the ledger's query: its name, the flag, the change and its cost."""
+
+    name: str
+    option: str
+    change: dict[str, Any]
+    cost: str
+
+
+def _candidate_changes(led: Ledger) -> list[_Change]:
+    """The one-option changes that apply to this run (a change it already has is left out)."""
+    changes = []
     if led.grad_ckpt == "none":
-        options.append(
-            (
+        changes.append(
+            _Change(
                 "gradient checkpointing",
                 "--grad-ckpt full",
                 {"grad_ckpt": "full"},
@@ -99,10 +103,12 @@ def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None 
             )
         )
     if led.method == "full":
-        options.append(("LoRA", "--method lora", {"method": "lora"}, "trains ~1% of the weights; quality may differ"))
+        changes.append(
+            _Change("LoRA", "--method lora", {"method": "lora"}, "trains ~1% of the weights; quality may differ")
+        )
     if led.method != "qlora":
-        options.append(
-            (
+        changes.append(
+            _Change(
                 "QLoRA",
                 "--method qlora",
                 {"method": "qlora"},
@@ -110,8 +116,8 @@ def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None 
             )
         )
     if led.optimizer == "adamw":
-        options.append(
-            (
+        changes.append(
+            _Change(
                 "8-bit Adam",
                 "--optimizer adamw8bit",
                 {"optimizer": "adamw8bit"},
@@ -119,8 +125,8 @@ def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None 
             )
         )
     if led.gpus > 1 and led.shard != "zero3":
-        options.append(
-            (
+        changes.append(
+            _Change(
                 "ZeRO-3 / FSDP",
                 "--shard zero3",
                 {"shard": "zero3"},
@@ -129,41 +135,49 @@ def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None 
         )
     if led.batch > 1:
         half = led.batch // 2
-        options.append(
-            (
+        changes.append(
+            _Change(
                 f"micro-batch {half} x 2 accumulation",
                 f"--batch {half}",
                 {"batch": half},
                 "same effective batch, lower GPU utilization",
             )
         )
-    remedies = []
-    for name, opt, change, cost in options:
-        alt = ledger_for_query(replace(led.query, **change))
-        remedies.append(
-            Remedy(
-                name,
-                opt,
-                alt.peak_bytes,
-                led.peak_bytes - alt.peak_bytes,
-                cost,
-                None if capacity_bytes is None else alt.peak_bytes <= capacity_bytes,
-            )
-        )
-    # fused cross-entropy: the vocabulary-sized tensors shrink to one slice of tokens at a time (Liger kernel)
+    return changes
+
+
+def _fused_loss_remedy(led: Ledger, capacity_bytes: int | None) -> Remedy | None:
+    """Fused cross-entropy: the vocabulary-sized tensors shrink to one slice of tokens at a time (Liger kernel)."""
     vocab_tmp = led.bytes_of("logits / loss") + (led.bytes_of("temporaries") if "loss" in led.peak_phase else 0)
-    if vocab_tmp:
-        after = led.peak_bytes - vocab_tmp
-        remedies.append(
-            Remedy(
-                "fused cross-entropy",
-                "(code: a fused loss over slices of tokens, e.g. Liger kernel)",
-                after,
-                vocab_tmp,
-                "a few % compute; needs a fused loss function",
-                None if capacity_bytes is None else after <= capacity_bytes,
-            )
-        )
+    if not vocab_tmp:
+        return None
+    after = led.peak_bytes - vocab_tmp
+    return Remedy(
+        "fused cross-entropy",
+        "(code: a fused loss over slices of tokens, e.g. Liger kernel)",
+        after,
+        vocab_tmp,
+        "a few % compute; needs a fused loss function",
+        None if capacity_bytes is None else after <= capacity_bytes,
+    )
+
+
+def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None = None) -> tuple[Remedy, ...]:
+    """Alternative ledgers, one change each to the ledger's own query (``dataclasses.replace``), ranked by
+    predicted savings of the peak (largest first). Every other option of the run (LoRA rank and targets,
+    GPUs, sharding, device) is kept. ``model`` is accepted for old callers and not needed."""
+    if led.mode != "train":
+        raise UsageError("remedies are for training ledgers (mode train)")
+    if led.query is None:
+        raise UsageError("this ledger carries no query to vary (build it with estimate_training_memory)")
+    remedies = []
+    for c in _candidate_changes(led):
+        alt = ledger_for_query(replace(led.query, **c.change))
+        fits = None if capacity_bytes is None else alt.peak_bytes <= capacity_bytes
+        remedies.append(Remedy(c.name, c.option, alt.peak_bytes, led.peak_bytes - alt.peak_bytes, c.cost, fits))
+    fused = _fused_loss_remedy(led, capacity_bytes)
+    if fused is not None:
+        remedies.append(fused)
     return tuple(sorted(remedies, key=lambda r: -r.savings_bytes))
 
 

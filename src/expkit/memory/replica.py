@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from expkit.errors import InputError
 from expkit.memory.architecture import ModelSpec
 
 __all__ = [
+    "ReplicaQuery",
     "SavedBytes",
     "StepPeak",
     "build_replica",
@@ -59,27 +60,42 @@ def _autocast(precision: str, device: str) -> contextlib.AbstractContextManager[
     return torch.autocast(device, dtype=dtype)
 
 
-def build_replica(
-    spec: ModelSpec,
-    *,
-    num_layers: int | None = None,
-    method: str = "full",
-    precision: str = "fp32",
-    lora_r: int = 16,
-    lora_targets: tuple[str, ...] = ("all-linear",),
-    attention: str = "sdpa",
-    grad_ckpt: bool = False,
-    seed: int = 0,
-    device: str = "cpu",
-) -> Any:
-    """The HF causal LM for ``spec`` (``num_layers`` deep), random weights, ready to train.
+@dataclass(frozen=True)
+class ReplicaQuery:
+    """How a replica is built: ``num_layers`` deep (None: the config's), ``method`` (``full``, ``lora``,
+    ``qlora``), ``precision`` (``fp32`` or ``*-mixed``), the LoRA rank and targets, ``attention``
+    (``sdpa``/``eager``), gradient checkpointing, the weights' ``seed`` and the ``device``.
+    Variants: ``dataclasses.replace(query, grad_ckpt=True)``."""
+
+    num_layers: int | None = None
+    method: str = "full"
+    precision: str = "fp32"
+    lora_r: int = 16
+    lora_targets: tuple[str, ...] = ("all-linear",)
+    attention: str = "sdpa"
+    grad_ckpt: bool = False
+    seed: int = 0
+    device: str = "cpu"
+
+
+def build_replica(spec: ModelSpec, query: ReplicaQuery | None = None, /, **options: Any) -> Any:
+    """The HF causal LM for ``spec`` (``query.num_layers`` deep), random weights, ready to train.
 
     Full fine-tune: fp32 parameters (autocast does the 16-bit part). LoRA: the base held in 16 bit when
     ``precision`` is mixed (as LoRA recipes load it), adapters fp32, built by peft.
 
+    Args:
+        spec: the architecture.
+        query: a ReplicaQuery; ``options`` are its fields (``build_replica(spec, num_layers=2)``), applied
+            over ``query`` when both are given.
+
     Raises:
         InputError: the config has no ``model_type`` (transformers picks the model class by it).
+        TypeError: an option that is not a ReplicaQuery field.
     """
+    q = replace(query or ReplicaQuery(), **options)
+    num_layers, method, precision, attention = q.num_layers, q.method, q.precision, q.attention
+    lora_r, lora_targets, grad_ckpt, seed, device = q.lora_r, q.lora_targets, q.grad_ckpt, q.seed, q.device
     import warnings
 
     import torch

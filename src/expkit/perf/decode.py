@@ -11,11 +11,21 @@ import inspect
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from expkit.errors import UsageError
 
-__all__ = ["TINY_DECODER_CONFIG", "DecodePoint", "build_tiny_decoder", "measure_decode_throughput"]
+if TYPE_CHECKING:
+    from expkit.perf.roofline import Roof
+
+__all__ = [
+    "TINY_DECODER_CONFIG",
+    "DecodeMeasurement",
+    "DecodePoint",
+    "build_tiny_decoder",
+    "measure_decode",
+    "measure_decode_throughput",
+]
 
 # A Qwen2-style decoder whose fp32 matmul weights (12.4M parameters, ~50 MB) are larger than a
 # typical CPU last-level cache (32 MiB here), so batch-1 decode streams the weights from DRAM as a real
@@ -112,8 +122,8 @@ def measure_decode_throughput(
         >>> pts[1].tokens_per_s > pts[0].tokens_per_s
         True
     """
-    from expkit.perf.roofline import ModelShape
     from expkit.hardware.threads import torch_threads
+    from expkit.perf.roofline import ModelShape
 
     if not batch_sizes or min(batch_sizes) < 1:
         raise UsageError(f"batch sizes {batch_sizes} must be non-empty and >= 1")
@@ -150,3 +160,28 @@ def measure_decode_throughput(
             )
         )
     return tuple(points)
+
+
+@dataclass(frozen=True)
+class DecodeMeasurement:
+    """Decode measured at each batch size, and (when asked, for a figure) this CPU's roof measured in the same
+    run. Its JSON is the points' (``DecodePoint`` list)."""
+
+    points: tuple[DecodePoint, ...]
+    roof: Roof | None = None
+
+    def __json__(self) -> tuple[DecodePoint, ...]:
+        return self.points
+
+
+def measure_decode(
+    *, batch_sizes: tuple[int, ...], new_tokens: int = 8, threads: int | None = None, with_roof: bool = False
+) -> DecodeMeasurement:
+    """``measure_decode_throughput`` on the tiny decoder, and with ``with_roof`` this CPU's roof (the one a
+    figure draws the points under), measured with the same ``threads``."""
+    points = measure_decode_throughput(batch_sizes=batch_sizes, new_tokens=new_tokens, threads=threads)
+    if not with_roof:
+        return DecodeMeasurement(points=points)
+    from expkit.perf.roofs import measure_roof_here
+
+    return DecodeMeasurement(points=points, roof=measure_roof_here(threads=threads))

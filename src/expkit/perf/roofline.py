@@ -24,9 +24,13 @@ __all__ = [
     "Roof",
     "RooflineEstimate",
     "RooflinePart",
+    "RooflineQuery",
+    "RooflineResult",
     "default_weight_bits",
     "estimate_roofline",
+    "estimate_roofline_for",
     "load_model_shape",
+    "roof_for_device",
     "roof_for_gpu",
 ]
 
@@ -494,3 +498,73 @@ def _critical_batch(step: _Step) -> float | None:
         if hi - lo < 1e-6 * hi:
             break
     return hi
+
+
+@dataclass(frozen=True)
+class RooflineQuery:
+    """What ``expkit roofline`` asks: a ``model`` (catalog name, directory, config.json or cached Hub ID) on a
+    ``gpu`` from the registry, or ``cpu`` (this machine's roof, measured), one ``phase`` at ``batch`` and
+    ``context`` tokens, at ``weight_bits`` (None: as the checkpoint stores its weights). ``threads``: torch
+    CPU threads for the measured roof (None: torch's)."""
+
+    model: str | Path = "qwen2.5-0.5b"
+    gpu: str = "H100"
+    phase: str = "decode"
+    batch: int = 1
+    context: int = 1024
+    weight_bits: int | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class RooflineResult:
+    """The estimate of the asked phase, and those of every phase (for the figure), on one roof.
+
+    Its JSON is the asked estimate's (``RooflineEstimate``); ``figure`` is the file a renderer wrote, if any.
+    """
+
+    estimate: RooflineEstimate
+    phases: tuple[RooflineEstimate, ...]
+    roof: Roof
+    figure: Path | None = None
+
+    def with_figure(self, path: Path | None) -> RooflineResult:
+        """This result, naming the figure file written for it."""
+        from dataclasses import replace
+
+        return replace(self, figure=path)
+
+    def __json__(self) -> RooflineEstimate:
+        return self.estimate
+
+
+def roof_for_device(gpu: str, *, threads: int | None = None) -> Roof:
+    """The roof of ``gpu``: a registry GPU's datasheet roof, or for ``cpu`` this machine's roof measured now
+    (``expkit.perf.roofs.measure_roof_here``)."""
+    if gpu.strip().lower() == "cpu":
+        from expkit.perf.roofs import measure_roof_here
+
+        return measure_roof_here(threads=threads)
+    return roof_for_gpu(gpu)
+
+
+def estimate_roofline_for(query: RooflineQuery) -> RooflineResult:
+    """The roofline of ``query``: the model read from its config, the roof (datasheet or measured), the asked
+    phase estimated, and every phase (one roof, so a figure places them together).
+
+    Raises:
+        UsageError: an unknown GPU, a bad phase, batch, context or weight_bits (names the field).
+        InputError: a model config that cannot be read (names the file and the key).
+    """
+    if query.phase not in PHASES:
+        raise UsageError(f"phase {query.phase!r} is not one of {', '.join(PHASES)}")
+    shape = load_model_shape(query.model)
+    roof = roof_for_device(query.gpu, threads=query.threads)
+    phases = tuple(
+        estimate_roofline(
+            model=shape, roof=roof, phase=ph, batch=query.batch, context=query.context, weight_bits=query.weight_bits
+        )
+        for ph in PHASES
+    )
+    chosen = next(e for e in phases if e.phase == query.phase)
+    return RooflineResult(estimate=chosen, phases=phases, roof=roof)

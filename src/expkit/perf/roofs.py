@@ -10,17 +10,23 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from expkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from expkit.perf.roofline import Roof
 
 __all__ = [
     "CopyMeasurement",
     "GemmMeasurement",
     "MeasuredRoofs",
+    "RoofQuery",
     "measure_copy_bandwidth",
     "measure_gemm",
     "measure_numpy_copy_bandwidth",
+    "measure_roof_here",
     "measure_roofs",
 ]
 
@@ -253,34 +259,46 @@ def measure_numpy_copy_bandwidth(*, size_bytes: int = GIB, repeats: int = 3) -> 
     return _copy_result(times, device="cpu", method="numpy copyto", moved=moved)
 
 
-def measure_roofs(
-    *,
-    device: str = "cpu",
-    dtype: str | None = None,
-    gemm_n: int = 2048,
-    copy_bytes: int = 256 * MIB,
-    repeats: int = 5,
-    compare: bool = False,
-    reference_n: int = 4096,
-    reference_copy_bytes: int = GIB,
-    threads: int | None = None,
-) -> MeasuredRoofs:
+@dataclass(frozen=True)
+class RoofQuery:
+    """What ``measure_roofs`` runs. ``device``: ``cpu`` or ``cuda[:N]``; ``dtype``: the GEMM's (None:
+    float32 on CPU, most CPUs lack bf16 matrix units; bfloat16 on CUDA); ``gemm_n``: GEMM matrix side;
+    ``copy_bytes``: copy buffer size; ``repeats``: timed runs of each; ``compare``: also run the references
+    (torch.matmul at ``reference_n``; a numpy copy of ``reference_copy_bytes`` on CPU, a torch copy of that
+    size on CUDA), alternating with ours run by run, and report the ratios (best over best); ``threads``:
+    torch CPU threads (None: torch's default, all cores)."""
+
+    device: str = "cpu"
+    dtype: str | None = None
+    gemm_n: int = 2048
+    copy_bytes: int = 256 * MIB
+    repeats: int = 5
+    compare: bool = False
+    reference_n: int = 4096
+    reference_copy_bytes: int = GIB
+    threads: int | None = None
+
+
+def measure_roofs(query: RoofQuery | None = None, /, **options: Any) -> MeasuredRoofs:
     """Measure this machine's peak FLOP/s (GEMM), bandwidth (copy) and ridge.
 
     Args:
-        device: ``cpu`` or ``cuda[:N]``.
-        dtype: GEMM dtype; default float32 on CPU (most CPUs lack bf16 matrix units), bfloat16 on CUDA.
-        gemm_n: GEMM matrix side.
-        copy_bytes: copy buffer size.
-        repeats: timed runs of each.
-        compare: also run the references (torch.matmul at ``reference_n``; a numpy copy of
-            ``reference_copy_bytes`` on CPU, a torch copy of that size on CUDA), alternating with ours run
-            by run, and report the ratios (best over best).
-        threads: torch CPU threads for the measurement (None: torch's default, all cores).
+        query: a RoofQuery; ``options`` are its fields (``measure_roofs(device="cpu", repeats=3)``), applied
+            over ``query`` when both are given.
 
     Returns:
         MeasuredRoofs.
+
+    Raises:
+        UsageError: a size or count out of range, or a device that is not here (names the field).
     """
+    q = replace(query or RoofQuery(), **options)
+    if q.device == "auto":
+        import torch
+
+        q = replace(q, device="cuda" if torch.cuda.is_available() else "cpu")
+    device, dtype, gemm_n, copy_bytes, repeats = q.device, q.dtype, q.gemm_n, q.copy_bytes, q.repeats
+    compare, reference_n, reference_copy_bytes, threads = q.compare, q.reference_n, q.reference_copy_bytes, q.threads
     import torch
 
     from expkit.hardware.threads import torch_threads  # imports torch inside the function
@@ -333,4 +351,19 @@ def measure_roofs(
         reference_copy=ref_copy,
         gemm_vs_reference_ratio=g_ratio,
         bandwidth_vs_reference_ratio=b_ratio,
+    )
+
+
+def measure_roof_here(*, quick: bool = True, threads: int | None = None) -> Roof:
+    """This CPU's roof for a roofline estimate: a float32 GEMM (n=1024 quick, else 2048) and a 256 MiB copy,
+    best of 3 each (``measure_roofs``), named and sourced as measured here."""
+    from expkit.perf.roofline import Roof
+
+    m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * MIB, repeats=3, threads=threads)
+    return Roof(
+        name="cpu (measured here)",
+        peak_flop_s=m.peak_flop_s,
+        bandwidth_bytes_s=m.bandwidth_bytes_s,
+        source=f"measured: float32 GEMM n={m.gemm.n}, {m.copy.method} of {m.copy.size_bytes // MIB} MiB, "
+        f"{m.threads} threads",
     )

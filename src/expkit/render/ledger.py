@@ -3,7 +3,15 @@ fits verdict, approximations; the conventions side by side; replica measurements
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from expkit.memory.activation_fit import ActivationFit
+    from expkit.memory.conventions import ConventionComparison
+    from expkit.memory.ledger import Ledger
+    from expkit.memory.oom import OomExplanation
+    from expkit.memory.params import ParameterCount
+    from expkit.memory.report import MemoryReport
 
 __all__ = ["render_memory_report"]
 
@@ -14,7 +22,7 @@ def _gib(n: int | float | None) -> str:
     return "-" if n is None else f"{n / _GIB:,.2f} GiB"
 
 
-def _ledger(led: Any, count: Any | None) -> None:
+def _ledger(led: Ledger, count: ParameterCount | None) -> None:
     from rich.table import Table
 
     from expkit.render.console import out_console
@@ -67,9 +75,11 @@ def _ledger(led: Any, count: Any | None) -> None:
             con.print(f"note: {note}", markup=False)
     for note in led.approximations:
         con.print(f"approximation: {note}", markup=False)
+    for note in led.assumptions:
+        con.print(f"assumed: {note}", markup=False)
 
 
-def _comparison(cmp: Any) -> None:
+def _comparison(cmp: ConventionComparison) -> None:
     from rich.table import Table
 
     from expkit.render.console import out_console
@@ -93,7 +103,7 @@ def _comparison(cmp: Any) -> None:
         con.print(f"  {row.line}: {row.why}", markup=False)
 
 
-def _fit(fit: Any) -> None:
+def _fit(fit: ActivationFit) -> None:
     from expkit.render.console import out_console
 
     con = out_console()
@@ -117,7 +127,7 @@ def _fit(fit: Any) -> None:
         con.print("  (from the cache)")
 
 
-def _oom(ex: Any) -> None:
+def _oom(ex: OomExplanation) -> None:
     from expkit.render.console import out_console
 
     con = out_console()
@@ -131,7 +141,7 @@ def _oom(ex: Any) -> None:
         )
 
 
-def render_memory_report(report: Any) -> None:
+def render_memory_report(report: MemoryReport) -> None:
     """Print an ``expkit.memory.report.MemoryReport`` for a person."""
     _ledger(report.ledger, report.parameters)
     if report.conventions is not None:
