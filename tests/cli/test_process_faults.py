@@ -51,3 +51,20 @@ def test_a_closed_pipe_under_a_rich_table_is_141(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141, err[-2000:]
     assert "Traceback" not in err
+
+
+def test_escape_sequences_from_data_never_reach_the_terminal(tmp_path: Path) -> None:
+    # a key and a value carrying an OSC title change and a clear-screen; a path with a bell (issue 21: echoed)
+    data = tmp_path / "esc.jsonl"
+    data.write_text(json.dumps({"a\x1b]0;pwned\x07key": 1, "model": "x\x1b[2Jy"}) + "\n")
+    for args in (
+        ["data", "stats", str(data)],
+        ["data", "head", str(data)],
+        ["data", "stats", str(tmp_path / "n\x1b[31m\x07.jsonl")],
+    ):
+        res = subprocess.run([*EXPKIT, *args], capture_output=True, timeout=120)
+        assert b"\x1b" not in res.stdout and b"\x07" not in res.stdout, args
+        assert b"\x1b" not in res.stderr and b"\x07" not in res.stderr, args
+        assert b"Traceback" not in res.stderr
+    shown = subprocess.run([*EXPKIT, "data", "stats", str(data)], capture_output=True, timeout=120).stdout
+    assert b"akey" in shown  # the key is shown, its escape removed

@@ -129,10 +129,12 @@ class _ErrorBoundary(TyperGroup):
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         from expkit.cli.output import set_command_name
+        from expkit.render.console import terminal_safe_streams
 
         self._argv = tuple(sys.argv[1:] if args is None else args)
         set_command_name(self._command_from_argv())
-        return super().main(args, *a, **kw)
+        with terminal_safe_streams():  # nothing read from outside reaches the terminal as an escape sequence
+            return super().main(args, *a, **kw)
 
     def _emit_error(self, kind: str, message: str, where: str | None) -> None:
         from expkit.cli.output import result_emitted

@@ -8,16 +8,19 @@ boundaries. In a pipe or a file without ``COLUMNS`` nothing is squeezed or wrapp
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich import box
 from rich.console import Console
 from rich.table import Column, Table
+
+from expkit.diagnose.logtext import sanitize_for_terminal
 
 __all__ = [
     "PIPE_WIDTH",
@@ -56,6 +59,9 @@ class _PipeAwareConsole(Console):
     """rich exits with 1 when the reader of stdout goes away; a closed pipe is not a failure: 141, like every
     other expkit command and like coreutils (issue 21: ``expkit ... | head -1`` exited 1 for every table)."""
 
+    def render_str(self, text: str, *args: Any, **kwargs: Any) -> Any:
+        return super().render_str(sanitize_for_terminal(text), *args, **kwargs)
+
     def on_broken_pipe(self) -> None:
         self.quiet = True
         try:
@@ -66,7 +72,53 @@ class _PipeAwareConsole(Console):
         raise SystemExit(EXIT_BROKEN_PIPE)
 
 
+class TerminalSafeStream(io.TextIOBase):
+    """stdout or stderr for the length of one command: every string written through ``print`` has terminal
+    escape sequences removed and other control characters shown as ``\\xNN`` (newlines and tabs kept), so a
+    key, a model name, a chat turn or a path read from outside cannot retitle, recolour or rewrite the user's
+    terminal (issue 21: 12 places echoed them). rich consoles write to ``unsanitized`` (their own colours are
+    escapes) and sanitize the strings they are given instead (``_PipeAwareConsole.render_str``). JSON output
+    is unchanged: JSON already escapes control characters."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.unsanitized = stream
+
+    def write(self, text: str) -> int:
+        self.unsanitized.write(sanitize_for_terminal(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.unsanitized.flush()
+
+    def isatty(self) -> bool:
+        return self.unsanitized.isatty()
+
+    def fileno(self) -> int:
+        return self.unsanitized.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # io.TextIOBase types it as a plain attribute
+        return getattr(self.unsanitized, "encoding", "utf-8")
+
+    @property
+    def buffer(self) -> Any:
+        return getattr(self.unsanitized, "buffer", None)
+
+
+@contextmanager
+def terminal_safe_streams() -> Iterator[None]:
+    """Sanitize what a command prints on stdout and stderr until the block ends (the CLI's error boundary)."""
+    old_out, old_err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalSafeStream(old_out), TerminalSafeStream(old_err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = old_out, old_err
+
+
 def _console(stream: TextIO) -> Console:
+    stream = getattr(stream, "unsanitized", stream)
     width = console_width(stream)
     piped = width == PIPE_WIDTH and _columns_env() is None
     # A known width (terminal or COLUMNS): wrap text at word boundaries inside it. A pipe: never wrap text.
