@@ -43,6 +43,11 @@ class LayerKindCount:
     routed_expert_params_per_layer: int
     adapter_params_per_layer: int
     matmul_params_per_layer: int = 0  # weights of 2-D and fused 3-D matmul parameters (not norms, biases)
+    # with LoRA: the layer's matmul modules (nn.Linear, fused experts) the installed peft wrapped, and those it
+    # left frozen without an adapter (peft 0.21's all-linear skips DeepSeek-V3's dense MLP and shared experts,
+    # and Llama-4's fused experts); names relative to the layer
+    lora_adapted: tuple[str, ...] = ()
+    lora_left_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,9 +171,44 @@ def _check_targets(targets: tuple[str, ...], model: Any) -> None:
             )
 
 
-def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[str, ...]) -> tuple[int, list[int]]:
-    """(adapters outside the decoder layers, adapters per representative layer) by real peft on a model that
-    keeps one decoder layer of each kind."""
+def _matmul_modules(layer: Any) -> set[str]:
+    """Names (relative to ``layer``) of its matmul modules: every nn.Linear and every module that holds a
+    fused 3-D expert weight (convolutions are not matmuls)."""
+    import torch
+
+    names = {n for n, m in layer.named_modules() if isinstance(m, torch.nn.Linear)}
+    for n, p in layer.named_parameters():
+        owner = n.rsplit(".", 1)[0] if "." in n else ""
+        if p.dim() >= 3 and not isinstance(layer.get_submodule(owner), torch.nn.modules.conv._ConvNd):
+            names.add(owner)
+    return names
+
+
+def _adapted_modules(layer: Any) -> set[str]:
+    """Names (relative to ``layer``, peft's ``base_layer`` wrappers removed) of the modules peft wrapped."""
+    from peft.tuners.lora import LoraLayer
+
+    return {
+        ".".join(part for part in n.split(".") if part != "base_layer")
+        for n, m in layer.named_modules()
+        if isinstance(m, LoraLayer)
+    }
+
+
+@dataclass(frozen=True)
+class _LoraKinds:
+    """What peft did on the representative layers: adapters outside the layers, and per layer kind its
+    adapter parameters and which matmul modules it adapted or left out."""
+
+    outside: int
+    per_rep: list[int]
+    adapted: list[tuple[str, ...]]
+    left_out: list[tuple[str, ...]]
+
+
+def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[str, ...]) -> _LoraKinds:
+    """Adapters by real peft on a model that keeps one decoder layer of each kind, and the matmul modules
+    of each kind it adapted or left out."""
     import torch
     from peft import LoraConfig, get_peft_model
 
@@ -179,6 +219,7 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
     reps = [layers[i] for i, _ in _group_layers(layers)]
     parent = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
     setattr(parent, path.rsplit(".", 1)[-1], torch.nn.ModuleList(reps))
+    matmuls = [_matmul_modules(rep) for rep in reps]
     target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -192,7 +233,13 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
         )  # alpha: a float is fine
     trainable, _ = peft_model.get_nb_trainable_parameters()
     per_rep = [sum(p.numel() for p in rep.parameters() if p.requires_grad) for rep in reps]
-    return trainable - sum(per_rep), per_rep
+    adapted = [_adapted_modules(rep) for rep in reps]
+    return _LoraKinds(
+        outside=trainable - sum(per_rep),
+        per_rep=per_rep,
+        adapted=[tuple(sorted(a)) for a in adapted],
+        left_out=[tuple(sorted(m - a)) for m, a in zip(matmuls, adapted, strict=True)],
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -219,13 +266,14 @@ def _count_cached(
     decoder = sum(p.numel() for p in layers.parameters())
     other = total - tower - decoder - embed - lm_head
     groups = _group_layers(layers)
-    adapters_fixed, adapters_rep = 0, [0] * len(groups)
+    lora = _LoraKinds(0, [0] * len(groups), [()] * len(groups), [()] * len(groups))
     if r is not None:
         _check_targets(targets, model)
-        adapters_fixed, adapters_rep = _lora_per_kind(desc, r, alpha if alpha is not None else 2.0 * r, targets)
+        lora = _lora_per_kind(desc, r, alpha if alpha is not None else 2.0 * r, targets)
+    adapters_fixed = lora.outside
     kinds = []
     active_layers = 0
-    for (rep, idx), adapters in zip(groups, adapters_rep, strict=True):
+    for (rep, idx), adapters, adapted, left_out in zip(groups, lora.per_rep, lora.adapted, lora.left_out, strict=True):
         layer = layers[rep]
         params = sum(p.numel() for p in layer.parameters())
         routed = sum(p.numel() for n, p in layer.named_parameters() if _routed(n))
@@ -241,6 +289,8 @@ def _count_cached(
                 routed_expert_params_per_layer=routed,
                 adapter_params_per_layer=adapters,
                 matmul_params_per_layer=sum(p.numel() for p in layer.parameters() if p.dim() >= 2),
+                lora_adapted=adapted,
+                lora_left_out=left_out,
             )
         )
     active = active_layers + other + head_matmul

@@ -168,6 +168,10 @@ def render_parameter_count(c: ParameterCount) -> None:
             f"  {kind.layers} x {kind.label}: {kind.params_per_layer:,} per layer, {kind.active_params_per_layer:,} "
             "active" + (f", {kind.adapter_params_per_layer:,} adapter" if c.lora_r else "")
         )
+        if c.lora_r and (kind.lora_adapted or kind.lora_left_out):
+            print(f"      LoRA on: {', '.join(kind.lora_adapted) or 'none'}")
+            if kind.lora_left_out:
+                print(f"      left out by peft (frozen, no adapter): {', '.join(kind.lora_left_out)}")
     for note in c.approximations:
         print(f"approximation: {note}")
 
