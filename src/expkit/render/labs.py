@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from expkit.render.console import fitted_table, out_console
-from expkit.render.report import LabReportView, SeedFigureView, format_value, verdict_counts
+from expkit.render.report import LabReportView, SeedFigureView, format_value, verdict_counts_by_provenance
 
 __all__ = ["LabView", "render_lab_list", "render_lab_run"]
 
@@ -39,8 +39,9 @@ def render_lab_list(labs: Sequence[LabView]) -> None:
 
 
 def render_lab_run(report: LabReportView, *, html_path: Path) -> None:
-    """Each judged figure: ``C2.2     label: value (seed: ...) -> verdict [rule: ...]``, then the counts;
-    the report's path goes to stderr so that stdout stays the figures."""
+    """Each judged figure: ``C2.2     label: value (seed: ...) -> verdict [rule: ...]`` (a computed or datasheet
+    value says so beside it), then the verdict counts apart for measured, computed and datasheet figures, as the
+    report's top has them; the report's path goes to stderr so that stdout stays the figures."""
     for r in report.results:
         if r.status == "failed":
             print(f"{r.id:8s} FAILED ({r.elapsed_s:.1f} s)")
@@ -53,7 +54,9 @@ def render_lab_run(report: LabReportView, *, html_path: Path) -> None:
             if m.verdict is not None:
                 verdict = f" -> {m.verdict.kind}: {m.verdict.reason}" if m.verdict.reason else f" -> {m.verdict.kind}"
             rule = f" [rule: {m.rule}]" if m.rule is not None else ""
-            print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)}{seed_text}{verdict}{rule}")
-    counts = verdict_counts(report.results)
-    print("verdicts: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+            source = "" if m.provenance == "measured" else f" ({m.provenance})"
+            print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)}{source}{seed_text}{verdict}{rule}")
+    for provenance, counts in verdict_counts_by_provenance(report.results).items():
+        if provenance == "measured" or any(counts.values()):
+            print(f"verdicts on {provenance} figures: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     print(f"report: {html_path.resolve()}", file=sys.stderr)
