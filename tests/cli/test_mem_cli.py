@@ -52,6 +52,18 @@ def test_inference_mode(cli):
     assert kv["bytes"] == 2**30
 
 
+def test_inference_prefill_terms_and_prompt(cli):
+    args = ("mem", "qwen2.5-7b", "--mode", "infer", "--context", "32769")
+    long = json.loads(cli(*args, "--prompt", "30720", "--json").stdout)["result"]
+    short = json.loads(cli(*args, "--prompt", "1", "--json").stdout)["result"]
+    assert long["peak_phase"] == "prefill of 30,720 prompt tokens" and short["peak_phase"] == "decode at full context"
+    assert long["peak_bytes"] > short["peak_bytes"]
+    text = cli(*args, "--prompt", "30720").stdout.replace("\n", " ")
+    assert "prefill: largest intermediate" in text and "assumed: prefill logits" in text
+    res = cli(*args, "--prompt", "40000")
+    assert res.exit_code == 2 and "--prompt 40000 is longer than context 32769" in res.stderr
+
+
 def test_config_json_path(cli, tmp_path):
     cfg = {
         "model_type": "llama",

@@ -26,8 +26,8 @@ ALLOWED = {
 
 # Commands other engineers are converting to emit() in parallel (issue 20 item 2). Remove a module from
 # this set when it lands; the test is xfail(strict=False) for these until then, and a hard failure after.
-# compare, runs, sft, sweep and train landed (checked at their committed versions); mem and roofline remain.
-PENDING = {"mem.py", "roofline.py"}
+# compare, runs, sft, sweep, train, mem and roofline landed (checked at their committed versions).
+PENDING: set[str] = set()  # every command goes through emit() now
 
 
 def _reads_a_json_name(test: ast.expr) -> bool:

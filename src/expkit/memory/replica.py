@@ -190,28 +190,39 @@ def training_state_bytes(model: Any, optimizer: Any) -> int:
     return sum(seen.values())
 
 
-def _make_optimizer(model: Any, optimizer: str) -> Any:
+def _make_optimizer(model: Any, optimizer: str, impl: str | None = None) -> Any:
+    """torch's SGD or AdamW over the trainable parameters; ``impl`` (``foreach``, ``for-loop``, ``fused``;
+    None: torch's default for the device) picks AdamW's implementation."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
     if optimizer == "sgd":
         return torch.optim.SGD(params, lr=1e-4, momentum=0.9)
-    return torch.optim.AdamW(params, lr=1e-4)
+    flags = {"foreach": {"foreach": True}, "for-loop": {"foreach": False}, "fused": {"fused": True}, None: {}}
+    return torch.optim.AdamW(params, lr=1e-4, **flags[impl])
 
 
 def measure_step_peak(
-    model: Any, *, batch: int, seq: int, precision: str = "fp32", optimizer: str = "adamw", seed: int = 0
+    model: Any,
+    *,
+    batch: int,
+    seq: int,
+    precision: str = "fp32",
+    optimizer: str = "adamw",
+    optimizer_impl: str | None = None,
+    seed: int = 0,
 ) -> StepPeak:
     """Peak memory of one steady-state training step (the second: optimizer state already exists).
 
     The step is ``zero_grad(set_to_none=True)``, forward with labels, ``loss.backward()``,
     ``optimizer.step()``. CPU: live bytes at the start plus the highest running sum of the allocator's
     events (torch.profiler, ``profile_memory=True``). CUDA: ``torch.cuda.max_memory_allocated``.
+    ``optimizer_impl``: AdamW's implementation (``foreach``, ``for-loop``, ``fused``; None: torch's default).
     """
     import torch
 
     device = next(model.parameters()).device.type
-    opt = _make_optimizer(model, optimizer)
+    opt = _make_optimizer(model, optimizer, optimizer_impl)
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=gen).to(device)
 
