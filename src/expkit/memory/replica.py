@@ -198,8 +198,8 @@ def _make_optimizer(model: Any, optimizer: str, impl: str | None = None) -> Any:
     params = [p for p in model.parameters() if p.requires_grad]
     if optimizer == "sgd":
         return torch.optim.SGD(params, lr=1e-4, momentum=0.9)
-    flags = {"foreach": {"foreach": True}, "for-loop": {"foreach": False}, "fused": {"fused": True}, None: {}}
-    return torch.optim.AdamW(params, lr=1e-4, **flags[impl])
+    foreach = {"foreach": True, "for-loop": False}.get(impl or "")  # None: torch decides
+    return torch.optim.AdamW(params, lr=1e-4, foreach=foreach, fused=True if impl == "fused" else None)
 
 
 def measure_step_peak(
