@@ -1,7 +1,7 @@
 """The import direction of ARCHITECTURE.md, checked by parsing every module's imports.
 
 errors <- models, hardware <- stages (data stats check train memory perf finetune runs diagnose)
-       <- sweep <- render <- cli, labs
+       <- sweep, doctor <- render <- cli, labs
 
 ``models`` (the model description read from config.json) and ``hardware`` (the GPU registry) sit below every
 stage that needs them, so memory and perf share them without importing each other.
@@ -20,6 +20,7 @@ STAGES = {"data", "stats", "check", "train", "memory", "perf", "finetune", "runs
 TOP = {"cli", "labs"}
 BASE = {"models", "hardware"}  # below the stages, above errors: what memory and perf both read
 MANY_RUNS = "sweep"  # above the stages (it runs `runs` and judges with `stats`), below render
+LOOP_CHECKS = "doctor"  # above the stages (it reads tracebacks with `diagnose`, the first loss with `train`)
 
 
 def _layer(part: str) -> str:
@@ -31,14 +32,17 @@ def _layer(part: str) -> str:
         return "base"
     if part == MANY_RUNS:
         return "sweep"
+    if part == LOOP_CHECKS:
+        return "doctor"
     return part  # errors, render, __init__, __main__
 
 
 FORBIDDEN = {
-    "errors": {"base", "stage", "sweep", "render", "top"},
-    "base": {"stage", "sweep", "render", "top"},
-    "stage": {"sweep", "render", "top"},
-    "sweep": {"render", "top"},
+    "errors": {"base", "stage", "sweep", "doctor", "render", "top"},
+    "base": {"stage", "sweep", "doctor", "render", "top"},
+    "stage": {"sweep", "doctor", "render", "top"},
+    "sweep": {"doctor", "render", "top"},
+    "doctor": {"sweep", "render", "top"},
     "render": {"top"},
 }
 
@@ -92,6 +96,8 @@ def test_layer_check_catches_a_violation(tmp_path):
     assert "render" in FORBIDDEN[_layer("stats")]
     # a stage may not reach up into sweep, and sweep may not reach up into render
     assert "sweep" in FORBIDDEN[_layer("runs")] and "render" in FORBIDDEN[_layer("sweep")]
+    # doctor sits beside sweep: no stage reaches up into it, and it does not reach into render
+    assert "doctor" in FORBIDDEN[_layer("train")] and "render" in FORBIDDEN[_layer("doctor")]
 
 
 def test_only_render_and_cli_print():

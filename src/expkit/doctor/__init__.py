@@ -1,7 +1,8 @@
 """``expkit doctor``: the field guide's loop checks run on anyone's training code, hooked from outside.
 
 ``run_doctor(DoctorRequest(command=...))`` runs a program unchanged with a probe armed at interpreter
-start; :func:`watch` arms the same probe inline. The checks live one module each in
+start; :func:`watch` arms the same probe inline, and ``DoctorTrainerCallback`` (Hugging Face Trainer) and
+``DoctorLightningCallback`` (Lightning) arm it from a callback. The checks live one module each in
 :mod:`expkit.doctor.checks`. Names load on first use: the bootstrap imports this package in every
 Python process of the watched command, so importing it must cost nothing.
 """
@@ -14,9 +15,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from expkit.doctor.findings import Finding
     from expkit.doctor.inline import Watch, watch
+    from expkit.doctor.lightning_callback import DoctorLightningCallback
     from expkit.doctor.runner import DoctorRequest, DoctorResult, run_doctor
+    from expkit.doctor.trainer_callback import DoctorTrainerCallback
 
-__all__ = ["DoctorRequest", "DoctorResult", "Finding", "Watch", "run_doctor", "watch"]
+__all__ = [
+    "DoctorLightningCallback",
+    "DoctorRequest",
+    "DoctorResult",
+    "DoctorTrainerCallback",
+    "Finding",
+    "Watch",
+    "run_doctor",
+    "watch",
+]
 
 _HOME = {
     "Finding": "findings",
@@ -25,6 +37,8 @@ _HOME = {
     "DoctorRequest": "runner",
     "DoctorResult": "runner",
     "run_doctor": "runner",
+    "DoctorTrainerCallback": "trainer_callback",  # imports transformers
+    "DoctorLightningCallback": "lightning_callback",  # imports lightning
 }
 
 

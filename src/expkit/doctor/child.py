@@ -32,14 +32,27 @@ class _JsonlSink:
         self.stop_when_done = stop_when_done
         self.pid = os.getpid()
         self.rank = os.environ.get("RANK")
+        self.findings: list[dict[str, Any]] = []
 
     def __call__(self, event: dict[str, Any]) -> None:
         event = {**event, "pid": self.pid, "rank": int(self.rank) if self.rank else None}
         os.write(self.fd, (json.dumps(event, default=str) + "\n").encode())
+        if event["event"] == "finding":
+            self.findings.append({k: v for k, v in event.items() if k not in ("event", "pid", "rank")})
+        if event["event"] == "watch_done":
+            self._record(int(event.get("steps", 0)))
         if event["event"] == "watch_done" and self.stop_when_done:
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
             os._exit(0)  # --steps: the watched steps are over, the rest of the run is not needed
+
+    def _record(self, steps: int) -> None:
+        """Under ``runs exec``: the findings into the run directory (rank 0, a process that stepped)."""
+        from expkit.doctor.record import run_dir_from_environment, write_run_record
+
+        run_dir = run_dir_from_environment()
+        if run_dir is not None and steps > 0 and self.rank in (None, "0"):
+            write_run_record(run_dir, findings=self.findings, steps_watched=steps, source="expkit doctor")
 
 
 class _ArmOnTorchImport(importlib.abc.MetaPathFinder):

@@ -5,7 +5,9 @@ for :func:`expkit.doctor.watch`).
 Hooks used, all process-wide and removed once the watched steps are over (so the rest of the run pays
 nothing): ``register_module_forward_pre_hook``/``register_module_forward_hook`` (top-level forwards and
 which modules ran with grad), ``register_optimizer_step_pre_hook``/``_post_hook``, and thin wrappers on
-``Tensor.backward``, ``Tensor.item`` and the classification losses of ``torch.nn.functional``.
+``Tensor.backward``, ``Tensor.item``, the losses of ``torch.nn.functional``, and the calls some checks
+watch (:func:`_watched_calls`: gradient clipping, GradScaler's scale/unscale, a DistributedSampler's
+epochs, DataLoader batches).
 """
 
 from __future__ import annotations
@@ -25,9 +27,17 @@ from expkit.doctor.checks import Check, all_checks
 from expkit.doctor.child import DEFAULT_WATCH_STEPS
 from expkit.doctor.findings import Finding, FindingKind, user_frame
 
-__all__ = ["DEFAULT_WATCH_STEPS", "BackwardEvent", "ForwardEvent", "LossEvent", "Probe", "StepEvent"]
+__all__ = ["DEFAULT_WATCH_STEPS", "BackwardEvent", "CallEvent", "ForwardEvent", "LossEvent", "Probe", "StepEvent"]
 
-LOSS_FUNCTIONS = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy")
+LOSS_FUNCTIONS = (
+    "cross_entropy",
+    "nll_loss",
+    "binary_cross_entropy_with_logits",
+    "binary_cross_entropy",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+)
 Sink = Callable[[dict[str, Any]], None]
 
 
@@ -38,6 +48,14 @@ class ForwardEvent:
     output: Any
     training: bool
     grad_enabled: bool
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def first_tensor(self) -> torch.Tensor | None:
+        """The first tensor argument, positional first, then keyword (``model(input_ids=...)``)."""
+        for x in (*self.inputs, *self.kwargs.values()):
+            if isinstance(x, torch.Tensor):
+                return x
+        return None
 
 
 @dataclass
@@ -60,6 +78,34 @@ class StepEvent:
     optimizer: torch.optim.Optimizer
     index: int  # this optimizer's step count, 1-based
     params: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class CallEvent:
+    """A watched call returned: ``name`` is a key of :func:`_watched_calls` (``clip_grad_norm_``), ``obj`` the
+    instance for a method (the GradScaler, the sampler), ``args``/``kwargs`` as called, ``result`` its value."""
+
+    name: str
+    obj: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    result: Any
+
+
+def _watched_calls() -> dict[str, tuple[Any, str]]:
+    """name -> (owner, attribute) of every call sent to ``Check.on_call``."""
+    import torch.nn.utils as nn_utils
+    import torch.nn.utils.clip_grad as clip_grad
+    from torch.utils.data import dataloader, distributed
+
+    return {
+        "clip_grad_norm_": (nn_utils, "clip_grad_norm_"),
+        "clip_grad.clip_grad_norm_": (clip_grad, "clip_grad_norm_"),
+        "scaler.scale": (torch.amp.GradScaler, "scale"),
+        "scaler.unscale_": (torch.amp.GradScaler, "unscale_"),
+        "sampler.iter": (distributed.DistributedSampler, "__iter__"),
+        "loader.next": (dataloader._BaseDataLoaderIter, "__next__"),
+    }
 
 
 def _error_event(check: str, exc: BaseException) -> dict[str, Any]:
@@ -87,6 +133,7 @@ class Probe:
         self.lead: Any = None
         self.optimizers: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
         self.dataloaders: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.schedulers: weakref.WeakSet[Any] = weakref.WeakSet()
         self.roots: weakref.WeakValueDictionary[int, nn.Module] = weakref.WeakValueDictionary()
         self.called_with_grad: set[int] = set()
         self.backwards_since_step = 0
@@ -163,7 +210,7 @@ class Probe:
 
         self._handles = [
             module_mod.register_module_forward_pre_hook(self._forward_pre),
-            module_mod.register_module_forward_hook(self._forward_post, always_call=True),
+            module_mod.register_module_forward_hook(self._forward_post, with_kwargs=True, always_call=True),
             optimizer_mod.register_optimizer_step_pre_hook(self._step_pre),
             optimizer_mod.register_optimizer_step_post_hook(self._step_post),
         ]
@@ -171,8 +218,11 @@ class Probe:
         self._patch(torch.Tensor, "item", self._wrap_item)
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_init(self.optimizers))
         self._patch(torch.utils.data.DataLoader, "__init__", self._wrap_init(self.dataloaders))
+        self._patch(torch.optim.lr_scheduler.LRScheduler, "__init__", self._wrap_init(self.schedulers))
         for name in LOSS_FUNCTIONS:
             self._patch(F, name, self._wrap_loss(name))
+        for call, (owner, attr) in _watched_calls().items():
+            self._patch(owner, attr, self._wrap_call(call.removeprefix("clip_grad.")))
         self.active = True
 
     def uninstall(self) -> None:
@@ -230,6 +280,23 @@ class Probe:
 
         return item
 
+    def _wrap_call(self, name: str) -> Callable[[Any], Any]:
+        probe = self
+        is_method = "." in name  # scaler.scale, sampler.iter: the first argument is the instance
+
+        def make(original: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                result = original(*args, **kwargs)
+                if probe.active and not probe._in_check:
+                    obj, rest = (args[0], args[1:]) if is_method and args else (None, args)
+                    probe._dispatch("on_call", CallEvent(name, obj, tuple(rest), kwargs, result))
+                return result
+
+            call.__wrapped__ = original  # type: ignore[attr-defined]
+            return call
+
+        return make
+
     def _wrap_loss(self, name: str) -> Callable[[Any], Any]:
         probe = self
 
@@ -252,7 +319,7 @@ class Probe:
     def _forward_pre(self, module: nn.Module, inputs: Any) -> None:
         self._depth += 1
 
-    def _forward_post(self, module: nn.Module, inputs: Any, output: Any) -> None:
+    def _forward_post(self, module: nn.Module, inputs: Any, kwargs: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
         if self._in_check:
             return
@@ -262,7 +329,7 @@ class Probe:
         if self._depth == 0 and next(module.parameters(), None) is not None:
             if grad and module.training:
                 self.roots[id(module)] = module
-            ev = ForwardEvent(module, tuple(inputs), output, module.training, grad)
+            ev = ForwardEvent(module, tuple(inputs), output, module.training, grad, dict(kwargs or {}))
             self._dispatch("on_forward", ev)
 
     def _params_of(self, opt: torch.optim.Optimizer) -> list[torch.Tensor]:

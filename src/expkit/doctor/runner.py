@@ -15,6 +15,7 @@ from typing import Any
 import expkit
 from expkit.doctor.child import DEFAULT_WATCH_STEPS, ENV_OUT, ENV_ROOT, ENV_STEPS, ENV_STOP
 from expkit.doctor.findings import Finding
+from expkit.doctor.record import run_dir_from_environment, write_run_record
 from expkit.errors import UsageError
 
 __all__ = ["BOOT_DIR", "DEFAULT_WATCH_STEPS", "DoctorRequest", "DoctorResult", "read_events", "run_doctor"]
@@ -154,4 +155,13 @@ def run_doctor(request: DoctorRequest) -> DoctorResult:
                 f"could not start {request.command[0]!r}: {exc.strerror}", hint="check the command after --"
             ) from None
         code = proc.wait()
-        return summarize_events(request, read_events(out), code, time.perf_counter() - t0)
+        result = summarize_events(request, read_events(out), code, time.perf_counter() - t0)
+    run_dir = run_dir_from_environment({**os.environ, **request.env})
+    if run_dir is not None and result.armed:  # under `runs exec`: every rank's findings, merged
+        write_run_record(
+            run_dir,
+            findings=[f.to_json() for f in result.findings],
+            steps_watched=result.steps_watched,
+            source="expkit doctor",
+        )
+    return result

@@ -1,19 +1,34 @@
 """Scoring ``expkit doctor`` against a bug suite: programs that each declare the check that must fire
-(``doctor-expect: NAME`` in the module docstring) and clean programs that must draw no finding."""
+(``doctor-expect: NAME`` in the module docstring) and clean programs that must draw no finding. A program
+that needs a launcher says so (``doctor-command: torchrun --standalone --nproc-per-node 2 {program}``)."""
 
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from expkit.doctor.runner import DoctorRequest, DoctorResult, run_doctor
 
-__all__ = ["ProgramOutcome", "SuiteScore", "expected_check", "iter_suite", "run_suite", "score_outcomes"]
+__all__ = [
+    "ProgramOutcome",
+    "SuiteScore",
+    "expected_check",
+    "iter_suite",
+    "program_command",
+    "run_program",
+    "run_suite",
+    "score_outcomes",
+]
 
 _EXPECT = re.compile(r"^doctor-expect:\s*(\S+)\s*$", re.MULTILINE)
+_COMMAND = re.compile(r"^doctor-command:\s*(.+?)\s*$", re.MULTILINE)
+# launchers named in a doctor-command line, run with this interpreter (no reliance on PATH)
+_LAUNCHERS = {"python": (sys.executable,), "torchrun": (sys.executable, "-m", "torch.distributed.run")}
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,16 @@ def expected_check(path: Path) -> str | None:
     return m.group(1) if m else None
 
 
+def program_command(path: Path) -> tuple[str, ...]:
+    """The argv that runs a suite program: its ``doctor-command:`` line (``{program}`` is its path; ``python``
+    and ``torchrun`` run with this interpreter), else ``python PROGRAM``."""
+    m = _COMMAND.search(path.read_text(encoding="utf-8"))
+    if m is None:
+        return (sys.executable, str(path))
+    words = [w.replace("{program}", str(path)) for w in shlex.split(m.group(1))]
+    return (*_LAUNCHERS.get(words[0], (words[0],)), *words[1:])
+
+
 def iter_suite(root: Path) -> Iterator[Path]:
     """The programs under ``root/bugs`` and ``root/clean``, sorted."""
     for sub in ("bugs", "clean"):
@@ -94,12 +119,19 @@ def score_outcomes(outcomes: list[ProgramOutcome]) -> SuiteScore:
     )
 
 
-def run_suite(root: Path, *, request: DoctorRequest | None = None) -> SuiteScore:
-    """Run every suite program through doctor (``python PROGRAM`` with this interpreter, stopped after the
-    watched steps unless ``request`` says otherwise) and score the findings."""
-    base = request or DoctorRequest(command=(), stop_after_watch=True)
-    outcomes = []
-    for path in iter_suite(root.resolve()):
-        result = run_doctor(replace(base, command=(sys.executable, str(path)), cwd=str(path.parent)))
-        outcomes.append(outcome_of(path, result))
+def run_program(path: Path, request: DoctorRequest | None = None) -> ProgramOutcome:
+    """One suite program through doctor (:func:`program_command`, stopped after the watched steps unless
+    ``request`` says otherwise)."""
+    base = request or DoctorRequest(command=(), stop_after_watch=True, stdout_to_stderr=True)
+    return outcome_of(path, run_doctor(replace(base, command=program_command(path), cwd=str(path.parent))))
+
+
+def run_suite(root: Path, *, request: DoctorRequest | None = None, workers: int = 1) -> SuiteScore:
+    """Run every suite program through doctor, ``workers`` at a time (each is its own process tree; the
+    cost is mostly interpreter start and ``import torch``), and score the findings."""
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    paths = list(iter_suite(root.resolve()))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        outcomes = list(pool.map(lambda p: run_program(p, request), paths))
     return score_outcomes(outcomes)

@@ -2,7 +2,8 @@
 
 A check is a small class that listens to the events the :class:`~expkit.doctor.probe.Probe` sees in the
 watched steps (a top-level forward, a loss call, a backward, an optimizer step before and after, a
-``.item()``) and reports :class:`~expkit.doctor.findings.Finding` objects through ``probe.report``.
+``.item()``, a watched call such as gradient clipping) and reports
+:class:`~expkit.doctor.findings.Finding` objects through ``probe.report``.
 Adding a check is adding a module here with one decorated class (docs/doctor.md, "add a check").
 """
 
@@ -13,7 +14,7 @@ import pkgutil
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import BackwardEvent, ForwardEvent, LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
 
 __all__ = ["Check", "all_checks", "register"]
 
@@ -42,6 +43,10 @@ class Check:
 
     def on_item(self, probe: Probe, tensor: Any) -> None:
         """``tensor.item()`` was called on an accelerator tensor (a host sync)."""
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        """A watched call returned (``clip_grad_norm_``, ``scaler.scale``, ``scaler.unscale_``, ``sampler.iter``,
+        ``loader.next``; see ``expkit.doctor.probe._watched_calls``)."""
 
     def finish(self, probe: Probe) -> None:
         """The watched steps are over (or the program ends): report what was pending."""

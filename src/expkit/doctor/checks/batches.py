@@ -13,13 +13,6 @@ if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe, StepEvent
 
 
-def _first_tensor(inputs: Any) -> torch.Tensor | None:
-    for x in inputs:
-        if isinstance(x, torch.Tensor):
-            return x
-    return None
-
-
 def _fingerprint(x: torch.Tensor) -> tuple[Any, ...]:
     flat = x.detach().reshape(-1).double()
     return (tuple(x.shape), float(flat.sum()), float((flat * flat).sum()), float(flat[: min(64, flat.numel())].sum()))
@@ -40,7 +33,7 @@ class SameBatch(Check):
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if self.taken_this_step or not (ev.training and ev.grad_enabled):
             return
-        x = _first_tensor(ev.inputs)
+        x = ev.first_tensor()
         if x is None or x.numel() == 0:
             return
         self.taken_this_step = True
@@ -75,7 +68,7 @@ class LabelsNotShifted(Check):
         self.ids: torch.Tensor | None = None
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        x = _first_tensor(ev.inputs)
+        x = ev.first_tensor()
         self.ids = x if x is not None and not x.is_floating_point() and x.dim() == 2 and x.shape[1] > 1 else None
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:

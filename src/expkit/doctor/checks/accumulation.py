@@ -1,0 +1,94 @@
+"""Gradient accumulation without loss scaling: k micro-batches, each drawn from the DataLoader and each
+backpropagating its mean loss undivided, so the step's gradient is the sum of k mean gradients, about k
+times the gradient of one batch of k x the micro-batch size (for SGD: an lr k times too large; with
+clipping: clipped k times more often)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from expkit.doctor.checks import Check, register
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import BackwardEvent, CallEvent, LossEvent, Probe, StepEvent
+
+MEAN_LOSSES = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "mse_loss")
+SAME_VALUE_RTOL = 1e-4  # the backpropagated value equals the loss function's output: nothing divided it
+
+
+@dataclass
+class _MicroBatch:
+    backward_value: float | None  # the scalar handed to backward()
+    loss_value: float | None  # the last mean-reduced loss function output before it
+    batches_drawn: int  # DataLoader batches drawn since the previous backward
+
+
+def _grad_norm(params: list[torch.Tensor]) -> float:
+    grads = [p.grad.detach().double().norm() for p in params if p.grad is not None]
+    return float(torch.stack(grads).norm()) if grads else 0.0
+
+
+@register
+class AccumulationScaling(Check):
+    """At a step that ends a window of k >= 2 backwards, each after a fresh DataLoader batch: when every one
+    backpropagated its loss function's mean value unchanged, the loss was not divided by k. Two backwards on
+    one batch (a GAN's real and fake terms) are not accumulation and are not judged."""
+
+    name = "accumulation_not_scaled"
+
+    def __init__(self) -> None:
+        self.window: list[_MicroBatch] = []
+        self.loss_value: float | None = None
+        self.batches_drawn = 0
+        self.first_micro_norm: float | None = None
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "loader.next":
+            self.batches_drawn += 1
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        if ev.function in MEAN_LOSSES and ev.value.numel() == 1 and ev.kwargs.get("reduction", "mean") == "mean":
+            self.loss_value = float(ev.value.detach())
+        else:
+            self.loss_value = None
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        if len(self.window) == 1:  # the first micro-batch's gradient is in .grad now
+            self.first_micro_norm = _grad_norm(
+                [p for opt in list(probe.optimizers) for g in opt.param_groups for p in g["params"]]
+            )
+        value = float(ev.tensor.detach()) if ev.tensor.numel() == 1 else None
+        self.window.append(_MicroBatch(value, self.loss_value, self.batches_drawn))
+        self.loss_value, self.batches_drawn = None, 0
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        window, k = self.window, len(self.window)
+        if k < 2 or any(m.batches_drawn < 1 or m.loss_value is None or m.backward_value is None for m in window):
+            return
+        ratios = [m.backward_value / m.loss_value for m in window if m.loss_value]  # type: ignore[operator]
+        if len(ratios) != k or any(abs(r - 1.0) > SAME_VALUE_RTOL for r in ratios):
+            return
+        step_norm = _grad_norm(ev.params)
+        first = self.first_micro_norm or float("nan")
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the step accumulated {k} micro-batches, each backpropagating its mean loss undivided: the "
+            f"gradient is the sum of {k} batch means ({step_norm / first:.2f}x the first micro-batch's gradient "
+            f"norm), about {k}x what one batch of {k} micro-batches gives",
+            evidence={
+                "micro_batches": k,
+                "backward_value_over_loss_value": ratios[0],
+                "step_grad_norm": step_norm,
+                "first_micro_batch_grad_norm": first,
+                "step_over_micro_batch_grad_norm": step_norm / first,
+            },
+            fix=f"divide each micro-batch's loss by the accumulation steps ((loss / {k}).backward()) so the step "
+            "sees the mean gradient",
+        )
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        self.window, self.first_micro_norm = [], None
