@@ -123,3 +123,15 @@ def test_gpu_paths_of_c3_7_and_c3_8_run_end_to_end_on_a_stand_in_device():
     )
     assert gain.key == "bf16_gain_cuda" and gain.value > 0 and step.value > 0 and "stand-in" in text
     assert_verdict_follows(gain)
+
+
+def test_lab_c3_4_label_leak_run_flips_the_verdict():
+    """The lab's measurement run with the label shift forgotten (targets = inputs): the model can copy the
+    answer, the first loss falls far under ln V, and 'about ln V' fails; the same inits with the shift hold."""
+    from expkit.labs.lab_c3_4_first_loss import ABOUT_LN_V, measure_first_losses
+
+    ln_v = math.log(128)
+    shifted = measure_first_losses(seed=0, n_inits=1)[0]
+    leaked = measure_first_losses(seed=0, n_inits=1, targets="same")[0]
+    assert ABOUT_LN_V.judge(shifted / ln_v).kind == "reproduced"
+    assert ABOUT_LN_V.judge(leaked / ln_v).kind == "not reproduced"

@@ -14,3 +14,24 @@ def test_lab_c4_5_autocast_keeps_fp32_and_halves_matmul_outputs(tmp_path):
     assert_flips(m["matmul_ratio"], m["act_ratio"].value)  # the saved-tensor ratio (~0.73) is not "halves"
     assert_flips(m["param_dtypes"], False)
     assert 0.45 < m["act_ratio"].value < 0.8 and m["act_ratio"].verdict is None
+
+
+def test_lab_c4_5_a_model_cast_to_bf16_flips_both_verdicts():
+    """The lab's measurement run on a model cast to bf16 before autocast (``model.to(torch.bfloat16)``, the
+    mistake autocast is not): its parameters and gradients are bf16, and its linear outputs are bf16 with or
+    without autocast, so nothing is halved. Both verdicts cross; the fp32 model holds them."""
+    import torch
+
+    from expkit.labs.lab_c4_5_autocast import HALVES, KEEPS_FP32, TINY, measure_autocast_dtypes
+    from expkit.memory.architecture import spec_from_dict
+    from expkit.memory.replica import build_replica
+
+    spec = spec_from_dict(TINY, name="tiny-qwen2", source="test")
+    ids = torch.randint(0, spec.vocab_size, (1, 32), generator=torch.Generator().manual_seed(0))
+    fp32 = measure_autocast_dtypes(build_replica(spec, precision="fp32", seed=0), ids)
+    cast = measure_autocast_dtypes(build_replica(spec, precision="fp32", seed=0).to(torch.bfloat16), ids)
+    assert KEEPS_FP32.judge(fp32.keeps_fp32).kind == "demonstrated"
+    assert HALVES.judge(fp32.matmul_ratio).kind == "reproduced"
+    assert cast.params == {"bfloat16"} and cast.grads == {"bfloat16"}
+    assert KEEPS_FP32.judge(cast.keeps_fp32).kind == "not reproduced"
+    assert cast.matmul_ratio == 1.0 and HALVES.judge(cast.matmul_ratio).kind == "not reproduced"

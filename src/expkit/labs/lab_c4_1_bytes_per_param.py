@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Within, judged
 from expkit.labs.registry import lab
 
@@ -26,27 +30,58 @@ TINY = dict(
 )
 
 
-@lab(id="C4.1", title="16 bytes per trainable parameter", claims=("C4.1",), seed=(SEED_16,))
-def run(ctx: LabContext) -> LabOutput:
+@dataclass(frozen=True)
+class StateBytes:
+    """Live training-state bytes of the tiny model before and after one optimizer step."""
+
+    n_params: int
+    before_bytes: int
+    after_bytes: int
+
+    @property
+    def per_param(self) -> float:
+        return self.after_bytes / self.n_params
+
+
+def measure_state_bytes(make_optimizer: Callable[[Iterable[Any]], Any], *, seed: int) -> StateBytes:
+    """One real step of ``make_optimizer(parameters)`` on the tiny fp32 Qwen2 replica under bf16 autocast (B = 1,
+    T = 64); the unique storages of parameters, gradients, buffers and optimizer state before and after it."""
     import torch
 
-    from expkit.memory import compare_conventions, estimate_training_memory
     from expkit.memory.architecture import spec_from_dict
-    from expkit.memory.replica import build_replica, measure_saved_bytes, training_state_bytes
+    from expkit.memory.replica import build_replica, training_state_bytes
 
     spec = spec_from_dict(TINY, name="tiny-qwen2", source="lab C4.1")
-    torch.manual_seed(ctx.seed)
-    model = build_replica(spec, precision="fp32", seed=ctx.seed)
+    torch.manual_seed(seed)
+    model = build_replica(spec, precision="fp32", seed=seed)
     n = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    opt = make_optimizer(model.parameters())
     before = training_state_bytes(model, opt)
     ids = torch.randint(0, spec.vocab_size, (1, 64))
     with torch.autocast("cpu", dtype=torch.bfloat16):  # mixed precision: autocast over fp32 parameters
         loss = model(input_ids=ids, labels=ids).loss
     loss.backward()
     opt.step()
-    after = training_state_bytes(model, opt)
-    per_param = after / n
+    return StateBytes(n_params=n, before_bytes=before, after_bytes=training_state_bytes(model, opt))
+
+
+def adamw(params: Iterable[Any]) -> Any:
+    """torch's AdamW, as the seed's mixed-precision training uses it."""
+    import torch
+
+    return torch.optim.AdamW(params, lr=1e-4)
+
+
+@lab(id="C4.1", title="16 bytes per trainable parameter", claims=("C4.1",), seed=(SEED_16,))
+def run(ctx: LabContext) -> LabOutput:
+    from expkit.memory import compare_conventions, estimate_training_memory
+    from expkit.memory.architecture import spec_from_dict
+    from expkit.memory.replica import build_replica, measure_saved_bytes
+
+    state = measure_state_bytes(adamw, seed=ctx.seed)
+    n, before, after, per_param = state.n_params, state.before_bytes, state.after_bytes, state.per_param
+    spec = spec_from_dict(TINY, name="tiny-qwen2", source="lab C4.1")
+    model = build_replica(spec, precision="fp32", seed=ctx.seed)
     copies = measure_saved_bytes(model, batch=1, seq=64, precision="bf16-mixed").weight_copy_bytes
     cmp = compare_conventions(estimate_training_memory("llama-2-7b", seq=4096))
     per = cmp.model_state_bytes_per_param

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
 from expkit.labs.registry import lab
 
@@ -30,6 +33,57 @@ TINY = dict(
 )
 
 
+@dataclass(frozen=True)
+class AutocastDtypes:
+    """What one forward + backward of a model under bf16 autocast showed: the dtype names of its parameters, of
+    its gradients and of its linear layers' outputs, and the linear outputs' bytes under autocast and without it."""
+
+    params: frozenset[str]
+    grads: frozenset[str]
+    linear_out: frozenset[str]
+    autocast_bytes: int
+    plain_bytes: int
+
+    @property
+    def keeps_fp32(self) -> bool:
+        return self.params == {"float32"} and self.grads == {"float32"} and self.linear_out == {"bfloat16"}
+
+    @property
+    def matmul_ratio(self) -> float:
+        return self.autocast_bytes / self.plain_bytes
+
+
+def measure_autocast_dtypes(model: Any, ids: Any) -> AutocastDtypes:
+    """Run ``model`` on ``ids`` once as it is and once under ``torch.autocast("cpu", bfloat16)`` (then backward),
+    with forward hooks on every ``nn.Linear`` that add up their output bytes and note their dtypes."""
+    import torch
+
+    def name(dtype: Any) -> str:
+        return str(dtype).removeprefix("torch.")
+
+    linear_out: set[str] = set()
+    out_bytes = {"plain": 0, "autocast": 0}  # bytes of every linear layer's output (the matmul intermediates)
+    mode = ["plain"]
+
+    def on_linear(m, a, out) -> None:  # noqa: ANN001
+        out_bytes[mode[0]] += out.numel() * out.element_size()
+        if mode[0] == "autocast":
+            linear_out.add(name(out.dtype))
+
+    hooks = [mod.register_forward_hook(on_linear) for mod in model.modules() if isinstance(mod, torch.nn.Linear)]
+    with torch.no_grad():
+        model(input_ids=ids)  # the same forward without autocast: the reference sizes
+    mode[0] = "autocast"
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        params = frozenset(name(p.dtype) for p in model.parameters())
+        loss = model(input_ids=ids, labels=ids).loss
+    for hk in hooks:
+        hk.remove()
+    loss.backward()
+    grads = frozenset(name(p.grad.dtype) for p in model.parameters() if p.grad is not None)
+    return AutocastDtypes(params, grads, frozenset(linear_out), out_bytes["autocast"], out_bytes["plain"])
+
+
 @lab(id="C4.5", title="autocast keeps fp32 parameters", claims=("C4.5",), seed=(SEED_DTYPES, SEED_HALVES))
 def run(ctx: LabContext) -> LabOutput:
     import torch
@@ -40,31 +94,13 @@ def run(ctx: LabContext) -> LabOutput:
     spec = spec_from_dict(TINY, name="tiny-qwen2", source="lab C4.5")
     model = build_replica(spec, precision="fp32", seed=ctx.seed)
     ids = torch.randint(0, spec.vocab_size, (1, 128))
-    seen: dict[str, set[str]] = {"params": set(), "linear_out": set(), "grads": set()}
-    out_bytes = {"fp32": 0, "autocast": 0}  # bytes of every linear layer's output (the matmul intermediates)
-    mode = ["fp32"]
-
-    def on_linear(m, a, out) -> None:  # noqa: ANN001
-        out_bytes[mode[0]] += out.numel() * out.element_size()
-        if mode[0] == "autocast":
-            seen["linear_out"].add(str(out.dtype).removeprefix("torch."))
-
-    hooks = [mod.register_forward_hook(on_linear) for mod in model.modules() if isinstance(mod, torch.nn.Linear)]
-    with torch.no_grad():
-        model(input_ids=ids)  # the same forward in fp32: the reference sizes
-    mode[0] = "autocast"
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        seen["params"] |= {str(p.dtype).removeprefix("torch.") for p in model.parameters()}
-        loss = model(input_ids=ids, labels=ids).loss
-    for hk in hooks:
-        hk.remove()
-    matmul_ratio = out_bytes["autocast"] / out_bytes["fp32"]
-    loss.backward()
-    seen["grads"] |= {str(p.grad.dtype).removeprefix("torch.") for p in model.parameters() if p.grad is not None}
+    dt = measure_autocast_dtypes(model, ids)
+    seen = {"params": dt.params, "grads": dt.grads, "linear_out": dt.linear_out}
+    out_bytes = {"autocast": dt.autocast_bytes, "fp32": dt.plain_bytes}
+    matmul_ratio, ok = dt.matmul_ratio, dt.keeps_fp32
     fp32 = measure_saved_bytes(model, batch=1, seq=128, precision="fp32").activation_bytes
     mixed = measure_saved_bytes(model, batch=1, seq=128, precision="bf16-mixed")
     ratio = mixed.activation_bytes / fp32
-    ok = seen["params"] == {"float32"} and seen["grads"] == {"float32"} and seen["linear_out"] == {"bfloat16"}
     ms = (
         judged(
             "param_dtypes",
