@@ -23,8 +23,9 @@ from expkit.finetune.labels import IGNORE, LabelBuilder
 from expkit.finetune.spans import derive_assistant_spans, strip_generation_markers
 
 DOCS = Path(__file__).parents[2] / "docs" / "finetune.md"
-BEGIN = "<!-- BEGIN GENERATED: sft families (tests/finetune/test_families.py; do not edit by hand) -->"
-END = "<!-- END GENERATED: sft families -->"
+# not "BEGIN GENERATED" (expkit.cli.docs owns those blocks): this table comes from a test, not from the CLI
+BEGIN = "<!-- families table: begin (written by tests/finetune/test_families.py; do not edit by hand) -->"
+END = "<!-- families table: end -->"
 KINDS = ("one-turn", "multi-turn", "tool call")
 FAMILIES = families()
 

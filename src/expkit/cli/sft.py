@@ -163,6 +163,11 @@ def audit(
     max_length: int = typer.Option(512, "--max-length", help="The truncation length training will use."),
     html: Path = typer.Option(None, "--html", help="Also write the coloured tokens to this HTML file."),
     on_error: str = typer.Option("raise", "--on-error", help=_ON_ERROR_HELP),
+    match: str = typer.Option(
+        "expkit",
+        "--match",
+        help="Label convention: expkit (content + end-of-turn token) or trl (TRL's {% generation %} spans).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the audit as JSON (masked_fraction, problems ...)."),
 ) -> None:
     """Check which tokens count in the loss, before any training.
@@ -175,6 +180,8 @@ def audit(
       expkit sft audit --model demo --data train.jsonl --show 1
 
       expkit sft audit --model demo --data train.jsonl --json --html audit.html
+
+      expkit sft audit --model qwen3-dir --data train.jsonl --match trl
     """
     from expkit.errors import require
     from expkit.finetune.labels import audit_label_file
@@ -190,6 +197,7 @@ def audit(
             max_length=max_length,
             show=show,
             on_error=on_error,  # type: ignore[arg-type]  # typer passes a str; the reader validates it
+            match=match,  # type: ignore[arg-type]  # typer passes a str; LabelBuilder validates it
         )
     if html is not None:
         write_audit_html(result, html, title=str(data))

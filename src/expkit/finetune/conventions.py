@@ -20,10 +20,13 @@ __all__ = [
     "RULES",
     "Convention",
     "SpanDifference",
+    "TrlDifferences",
     "TurnComparison",
+    "compare_dataset_with_trl",
     "compare_with_trl",
     "render_template",
     "trl_spans",
+    "trl_training_template",
 ]
 
 Convention = Literal["expkit", "trl"]
@@ -202,3 +205,70 @@ def _history_differs(ours: DerivedSpans, theirs: DerivedSpans, trl_text: str, k:
     lo_a = ours.spans[k - 1].end if k else 0
     lo_b = theirs.spans[k - 1].end if k else 0
     return ours.text[lo_a : a.end] != trl_text[lo_b : b.end]
+
+
+@dataclass(frozen=True)
+class TrlDifferences:
+    """Where expkit's default labels differ from TRL's on a data set, rule by rule.
+
+    ``trl_template``: where TRL's spans come from (``template markers``, ``TRL training template``) or None when
+    TRL has neither (``reason`` says so: TRL's ``assistant_only_loss`` cannot train this template).
+    ``rules``: rule -> number of compared conversations with that difference.
+    """
+
+    trl_template: str | None
+    reason: str
+    conversations_compared: int
+    rules: dict[str, int]
+    first: tuple[SpanDifference, ...]
+
+
+def trl_training_template(tokenizer: Any) -> tuple[str | None, str]:
+    """(template, where it comes from): the tokenizer's own when it has markers, else TRL's swap-in, else None."""
+    template = tokenizer.chat_template or ""
+    if _MARKERS.search(template):
+        return template, "template markers"
+    try:
+        from trl.chat_template_utils import get_training_chat_template
+    except ImportError:
+        return None, "TRL is not installed"
+    try:
+        swapped = get_training_chat_template(tokenizer)
+    except ValueError:  # TRL: "not training-compatible ... patching is not supported for this template"
+        swapped = None
+    if swapped is None:
+        return None, "TRL has no training template for this chat template and it has no {% generation %} markers"
+    return str(swapped), "TRL training template"
+
+
+_MARKERS = re.compile(r"\{%-?\s*generation\s*-?%\}")
+
+
+def compare_dataset_with_trl(
+    tokenizer: Any, conversations: Sequence[Sequence[dict[str, Any]]], *, limit: int = 20
+) -> TrlDifferences:
+    """``compare_with_trl`` on the first ``limit`` conversations, with the tokenizer's template and tokens.
+
+    Example:
+        >>> compare_dataset_with_trl(qwen3_tokenizer, [one_turn]).rules
+        {'empty think block': 1, 'trailing newline after end-of-turn': 1}
+    """
+    trl_template, source = trl_training_template(tokenizer)
+    if trl_template is None:
+        return TrlDifferences(None, source, 0, {}, ())
+    context = {"bos_token": tokenizer.bos_token or "", "eos_token": tokenizer.eos_token or ""}
+    rules: dict[str, int] = {}
+    first: list[SpanDifference] = []
+    picked = list(conversations[:limit])
+    failed = 0
+    for msgs in picked:
+        try:
+            found = compare_with_trl(tokenizer.chat_template, trl_template, list(msgs), **context)
+        except Exception:  # noqa: BLE001 - TRL's template refusing this conversation is counted, not fatal
+            failed += 1
+            continue
+        for rule in found.rules:
+            rules[rule] = rules.get(rule, 0) + 1
+        first += [d for d in found.differences if d.rule not in {f.rule for f in first}]
+    reason = f"{failed} conversation(s) not comparable (a template raised on them)" if failed else ""
+    return TrlDifferences(source, reason, len(picked) - failed, rules, tuple(first))

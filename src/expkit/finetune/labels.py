@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, prompt_of
-from expkit.finetune.conventions import Convention
+from expkit.finetune.conventions import Convention, TrlDifferences, compare_dataset_with_trl, trl_training_template
 from expkit.finetune.spans import END_OF_TURN_STRINGS, derive_assistant_spans
 
 __all__ = [
@@ -103,11 +103,15 @@ class LabelAudit:
     pad_token_id: int | None
     loss: str
     eos_in_loss: bool
-    span_source: Literal["template markers", "derived from rendered turns", "prompt/completion"]
+    span_source: Literal[
+        "template markers", "derived from rendered turns", "prompt/completion", "TRL training template"
+    ]
     notes: tuple[str, ...]
     problems: tuple[LabelProblem, ...]
     shown: tuple[TokenView, ...]
     elapsed_s: float
+    match: str = "expkit"  # the convention of the labels: expkit's (default) or TRL's (--match trl)
+    trl: TrlDifferences | None = None  # where expkit's derived labels differ from TRL's, rule by rule
 
     @property
     def ok(self) -> bool:
@@ -238,16 +242,13 @@ def _known_end_of_turn(tokenizer: Any) -> EndOfTurn | None:
 
 def _trl_training_template(tokenizer: Any) -> str:
     """The training template (with markers) TRL swaps in for this tokenizer's stock template."""
-    from trl.chat_template_utils import get_training_chat_template
-
-    template = get_training_chat_template(tokenizer)
+    template, reason = trl_training_template(tokenizer)
     if template is None:
         raise UsageError(
-            "--match trl: TRL has no training template for this chat template and it has no {% generation %} "
-            "markers, so TRL's assistant_only_loss cannot train it",
+            f"--match trl: {reason}, so TRL's assistant_only_loss cannot train it",
             hint="use expkit's default convention (--match expkit), which derives the spans",
         )
-    return str(template)
+    return template
 
 
 def _has_generation_markers(template: str) -> bool:
@@ -366,6 +367,8 @@ class LabelBuilder:
 
     @property
     def span_source(self) -> str:
+        if self.match == "trl" and not self.markers and self.loss == "assistant":
+            return "TRL training template"
         if self.loss == "all":
             return "template markers" if self.markers else "derived from rendered turns"
         return "template markers" if self.markers and self.loss == "assistant" else "derived from rendered turns"
@@ -379,8 +382,11 @@ def _check(
     pad_reported: bool,
     loss: str,
     names: Any = str,
+    allow_trailing: frozenset[int] | None = None,
 ) -> list[LabelProblem]:
-    """Hard checks on one example; ``full`` is the untruncated version when truncation cut tokens."""
+    """Hard checks on one example; ``full`` is the untruncated version when truncation cut tokens.
+    ``allow_trailing`` (``--match trl``): a trained span may go on past its end of turn with whitespace tokens
+    and these ids (the eos), as TRL's templates train them."""
     problems = []
     source = full or ex
     trained = [i for i, lab in enumerate(source.labels) if lab != IGNORE]
@@ -399,6 +405,12 @@ def _check(
     else:  # each maximal run of trained tokens (an assistant turn) must end with the end-of-turn token
         runs_end = [i for i in trained if i + 1 == len(source.labels) or source.labels[i + 1] == IGNORE]
         for i in runs_end:
+            while allow_trailing is not None and i > 0 and source.labels[i - 1] != IGNORE:
+                if source.input_ids[i] in eot.ids:
+                    break
+                if names(source.input_ids[i]).strip() and source.input_ids[i] not in allow_trailing:
+                    break  # TRL's convention trains whitespace and the eos after the end of turn, nothing else
+                i -= 1
             if source.input_ids[i] not in eot.ids:
                 problems.append(
                     LabelProblem(
@@ -449,6 +461,7 @@ def audit_labels(
     max_length: int | None = None,
     show: int = 2,
     builder: LabelBuilder | None = None,
+    match: Convention = "expkit",
 ) -> LabelAudit:
     """Build the labels of every example and run the hard checks, before any training.
 
@@ -458,6 +471,8 @@ def audit_labels(
         loss, eos_in_loss, max_length: as ``LabelBuilder``.
         show: how many examples to keep as coloured token views.
         builder: reuse a LabelBuilder (tokenizer and options are then taken from it).
+        match: the label convention (``LabelBuilder``); the audit also names where expkit's derived labels
+            differ from TRL's (``LabelAudit.trl``) when the template has no markers of its own.
 
     Returns:
         A LabelAudit; ``ok`` is False when a hard check failed (problems name the example index and line).
@@ -467,13 +482,15 @@ def audit_labels(
         0.87...
     """
     t0 = time.perf_counter()
-    b = builder or LabelBuilder(tokenizer, loss=loss, eos_in_loss=eos_in_loss, max_length=max_length)
+    b = builder or LabelBuilder(tokenizer, loss=loss, eos_in_loss=eos_in_loss, max_length=max_length, match=match)
     eot = b.end_of_turn
     pad_id = b.tokenizer.pad_token_id
     per, problems, shown = [], [], []
     total = trained = 0
     pad_reported = False
     untruncated = None
+    eos = b.tokenizer.eos_token_id
+    trailing = None if b.match == "expkit" else frozenset(() if eos is None else (int(eos),))
     for i, ex in enumerate(examples):
         lab = b.build(ex, index=i)
         if lab.truncated_tokens:
@@ -482,7 +499,16 @@ def audit_labels(
             full = untruncated.build(ex, index=i)
         else:
             full = None
-        found = _check(lab, full, eot, pad_id, pad_reported, b.loss, names=lambda t: b.tokenizer.decode([t]))
+        found = _check(
+            lab,
+            full,
+            eot,
+            pad_id,
+            pad_reported,
+            b.loss,
+            names=lambda t: b.tokenizer.decode([t]),
+            allow_trailing=trailing,
+        )
         pad_reported = pad_reported or any(p.check == "pad_is_eos" for p in found)
         problems += found
         per.append(lab.masked_fraction)
@@ -518,7 +544,21 @@ def audit_labels(
         problems=tuple(problems),
         shown=tuple(shown),
         elapsed_s=time.perf_counter() - t0,
+        match=b.match,
+        trl=_trl_differences(b, examples),
     )
+
+
+def _trl_differences(b: LabelBuilder, examples: Sequence[ChatExample]) -> TrlDifferences | None:
+    """TRL's labels against expkit's derived ones on the conversations (None: nothing conversational)."""
+    chats = [ex.messages for ex in examples if ex.conversational]
+    if not chats or b.loss == "all":
+        return None
+    if b.markers:
+        return TrlDifferences(
+            "template markers", "the template's own markers: expkit and TRL train the same", 0, {}, ()
+        )
+    return compare_dataset_with_trl(b.tokenizer, chats)
 
 
 def prompt_text(tokenizer: Any, ex: ChatExample) -> str:
@@ -546,6 +586,7 @@ def audit_label_file(
     max_length: int | None = None,
     show: int = 2,
     on_error: Literal["raise", "skip"] = "raise",
+    match: Convention = "expkit",
 ) -> FileAudit:
     """``audit_labels`` on the examples of a JSONL file with the chat tokenizer of ``model_dir``.
 
@@ -565,5 +606,6 @@ def audit_label_file(
         eos_in_loss=eos_in_loss,
         max_length=max_length,
         show=show,
+        match=match,
     )
     return FileAudit(audit=audit, skipped_lines=dict(chat.skipped))

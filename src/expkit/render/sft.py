@@ -93,6 +93,26 @@ def write_audit_html(result: FileAudit, path: Path, *, title: str) -> Path:
     return path
 
 
+def _print_trl_differences(audit: LabelAudit) -> None:
+    """The label convention, and where expkit's labels differ from TRL's, rule by rule."""
+    trl = audit.trl
+    print(f"labels: {audit.match} convention" + (" (--match trl)" if audit.match == "trl" else ""))
+    if trl is None:
+        return
+    if trl.trl_template is None:
+        print(f"TRL: {trl.reason}")
+        return
+    if not trl.rules:
+        extra = f"; {trl.reason}" if trl.reason else ""
+        print(f"TRL ({trl.trl_template}): same trained tokens on {trl.conversations_compared} conversations{extra}")
+        return
+    print(f"TRL ({trl.trl_template}) trains differently on {trl.conversations_compared} conversations compared:")
+    for rule, n in sorted(trl.rules.items()):
+        example = next((d for d in trl.first if d.rule == rule), None)
+        shown = f" e.g. {example.side}: {example.text!r}" if example is not None else ""
+        print(f"  {rule}: {n} conversations;{shown}")
+
+
 def render_file_audit(result: FileAudit, *, html: Path | None = None) -> None:
     """The shown examples token by token (trained in green, or [brackets] in a pipe), then the summary,
     notes and the first ten problems; ``html`` names the page written beside (on stderr)."""
@@ -125,6 +145,7 @@ def render_file_audit(result: FileAudit, *, html: Path | None = None) -> None:
     )
     for note in audit.notes:
         print(f"note: {note}")
+    _print_trl_differences(audit)
     for p in audit.problems[:10]:
         print(f"FAIL {p.check}: example {p.index} (line {p.line}): {p.message}")
     if len(audit.problems) > 10:
