@@ -120,3 +120,57 @@ def test_ctrl_c_kills_running_trials_and_resume_finishes_the_rest(proj: Path) ->
     finished = sorted(r.name for r in runs if r.status == "finished")
     assert finished == ["c-t000", "c-t001", "c-t002", "c-t003"]  # seed 0 did not run twice
     assert len([p for p in proj.glob("started-0-*")]) == 1
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("127.0.0.1:1", "no Ray cluster at --address '127.0.0.1:1'"),
+        ("ray://127.0.0.1:1", "no Ray cluster at --address 'ray://127.0.0.1:1'"),
+        ("not an address", "--address 'not an address' is not a Ray cluster address"),
+    ],
+)
+def test_an_unreachable_or_malformed_address_is_exit_2_naming_it(cli, proj: Path, address: str, message: str) -> None:
+    pytest.importorskip("ray")
+    t0 = time.monotonic()
+    r = cli("sweep", "--backend", "ray", "--address", address, "--name", "ray1", "--", sys.executable, "trial.py")
+    assert r.exit_code == 2, r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def test_cpus_per_trial_nan_is_exit_2(cli, proj: Path) -> None:
+    r = cli("sweep", "--cpus-per-trial", "nan", "--name", "nan1", "--", sys.executable, "trial.py")
+    assert r.exit_code == 2 and "cpus_per_trial nan" in r.stderr
+
+
+def test_runs_ls_shows_the_grid_keys_and_compare_takes_config_dot_key(cli, proj: Path) -> None:
+    r = cli(
+        "sweep",
+        "--grid",
+        "lr=0.001,0.003",
+        "--seeds",
+        "2",
+        "--name",
+        "cols",
+        "-j",
+        "2",
+        "--",
+        sys.executable,
+        "trial.py",
+    )
+    assert r.exit_code == 0, r.stderr
+    r = cli("runs", "ls", "--where", "group=cols")
+    header, *rows = (line.split("\t") for line in r.stdout.splitlines())
+    assert header[:7] == ["id", "name", "status", "created", "commit", "seed", "lr"]
+    assert sorted((row[1], row[6]) for row in rows) == [
+        ("cols-t000", "0.001"),
+        ("cols-t001", "0.001"),
+        ("cols-t002", "0.003"),
+        ("cols-t003", "0.003"),
+    ]
+    listing = json.loads(cli("runs", "ls", "--json").stdout)["result"]
+    assert listing["varying_config"] == {"cols": ["lr"]}
+    by_key = json.loads(cli("compare", "cols", "--by", "lr", "--json").stdout)["result"]
+    by_dotted = json.loads(cli("compare", "cols", "--by", "config.lr", "--json").stdout)["result"]
+    assert by_dotted["metrics"] == by_key["metrics"] and by_dotted["a"]["label"] == "lr=0.001"

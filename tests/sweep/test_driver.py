@@ -134,3 +134,33 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path):
         run_sweep(SweepRequest(plan, store=tmp_path, settings=BackendSettings(max_parallel=0)))
     with pytest.raises(UsageError, match="not both or neither"):
         run_sweep(SweepRequest(plan, resume="g", store=tmp_path))
+
+
+def test_placeholders_reach_an_argparse_style_command_and_the_record_says_so(tmp_path):
+    cmd = write_trial(tmp_path)
+    store = tmp_path / "store"
+    plan = plan_sweep([*cmd, "--lr={lr}", "--seed", "{seed}"], group="ph", grid=["lr=0.001,0.003"], seeds=2)
+    res = run_sweep(SweepRequest(plan, store=store, settings=BackendSettings(max_parallel=2)))
+    assert res.complete and "placeholders {lr}, {seed} in the command" in res.config_passing
+    seen = orjson.loads((tmp_path / "argv-1-0.003").read_bytes())
+    assert seen["argv"] == ["--lr=0.003", "--seed", "1"]  # no --config appended
+    run = next(r for r in _runs(store, "ph") if r.name == "ph-t003")
+    rec = orjson.loads((store / run.id / "run.json").read_bytes())
+    assert rec["extra"]["sweep"]["seed_passing"] == "placeholder {seed} and EXPKIT_SEED"
+
+
+def test_a_trial_that_records_its_own_config_keeps_the_grid_keys(tmp_path):
+    script = tmp_path / "attach.py"
+    script.write_text(
+        "from expkit.runs import start\nwith start(config={'epochs': 3, 'lr': 0.5}) as run:\n    run.log(1, loss=1.0)\n"
+    )
+    store = tmp_path / "store"
+    plan = plan_sweep([sys.executable, str(script)], group="att", grid=["lr=0.001", "bs=8,16"], seeds=1)
+    res = run_sweep(SweepRequest(plan, store=store, settings=BackendSettings(max_parallel=2)))
+    assert res.complete
+    run = next(r for r in _runs(store, "att") if r.name == "att-t001")
+    cfg = orjson.loads((store / run.id / "config.json").read_bytes())
+    # the grid key bs survives the integration's own config; lr, set both ways, keeps the command's value
+    assert cfg == {"lr": 0.5, "bs": 16, "epochs": 3}
+    rec = orjson.loads((store / run.id / "run.json").read_bytes())
+    assert any("'lr' was given as 0.001 but the command recorded 0.5" in n for n in rec["config_notes"])

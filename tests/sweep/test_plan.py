@@ -76,3 +76,31 @@ def test_plan_file_round_trips(tmp_path):
     assert SweepPlan.from_json(plan.to_json()) == plan
     with pytest.raises(UsageError, match="no sweep 'other'"):
         read_plan(tmp_path, "other")
+
+
+def test_placeholders_are_filled_per_trial_and_replace_the_config_arguments():
+    p = plan_sweep(
+        ["python", "t.py", "--lr", "{lr}", "--seed={seed}", "--fmt", "{{lr}}", "{other}"],
+        group="g",
+        grid=["lr=0.1,0.2"],
+        seeds=2,
+    )
+    assert p.placeholders == ("lr", "seed")
+    t = p.trials[3]  # lr 0.2, seed 1
+    # {other} is no grid key: kept as written; {{lr}} in an argument without a placeholder stays as it is
+    assert p.command_of(t) == ["python", "t.py", "--lr", "0.2", "--seed=1", "--fmt", "{{lr}}", "{other}"]
+    assert p.seed_passing == "placeholder {seed} and EXPKIT_SEED"
+    assert p.env_of(t) == {"EXPKIT_CONFIG_LR": "0.2"}  # the environment still carries it
+
+
+def test_doubled_braces_are_literal_beside_a_placeholder():
+    from expkit.sweep.plan import fill_placeholders
+
+    assert fill_placeholders("{{x}}={lr}", {"lr": "0.1"}) == "{x}=0.1"
+    assert fill_placeholders("print({'a': 1})", {"lr": "0.1"}) == "print({'a': 1})"
+
+
+def test_a_command_without_placeholders_gets_config_arguments():
+    p = plan_sweep(["python", "t.py"], group="g", grid=["lr=0.1"], seeds=1)
+    assert p.placeholders == () and p.seed_passing == "EXPKIT_SEED"
+    assert p.command_of(p.trials[0]) == ["python", "t.py", "--config", "lr=0.1"]

@@ -82,17 +82,23 @@ def _status(status: str, reason: str | None, diverged: bool) -> str:
     return text
 
 
+MAX_CONFIG_COLUMNS = 6  # config columns in ``runs ls`` at most (the rest stay in --json)
+
+
 def render_listing(listing: RunListing) -> None:
     """``runs ls``: the runs, then the broken run directories and index notes on stderr."""
     from rich.table import Column
 
     from expkit.render.console import err_console, fitted_table, out_console
 
-    headers = ("id", "name", "status", "created", "commit", "seed", "final metrics")
+    # the config keys that tell a group's runs apart (a sweep's grid keys), one column each
+    varying = list(dict.fromkeys(k for keys in listing.varying_config.values() for k in keys))[:MAX_CONFIG_COLUMNS]
+    headers = ("id", "name", "status", "created", "commit", "seed", *varying, "final metrics")
     rows = []
     for r in listing.runs:
         metrics = ", ".join(f"{k}={format_metric(v)}" for k, v in r.final_metrics.items() if k != "step")
         commit = (r.commit or "-")[:8] + ("+" if r.dirty else "")
+        shown = listing.varying_config.get(r.group or "", ())
         rows.append(
             (
                 r.id,
@@ -101,12 +107,13 @@ def render_listing(listing: RunListing) -> None:
                 (r.created_at or "")[:19],
                 commit,
                 format_metric(r.seed),
+                *(format_metric(r.config.get(k)) if k in shown else "-" for k in varying),
                 metrics[:80],
             )
         )
     if sys.stdout.isatty():
         table = fitted_table(
-            Column("id", no_wrap=True, min_width=22), *headers[1:], no_wrap=("status", "commit", "seed")
+            Column("id", no_wrap=True, min_width=22), *headers[1:], no_wrap=("status", "commit", "seed", *varying)
         )
         for row in rows:
             table.add_row(*row)

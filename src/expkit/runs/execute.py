@@ -127,6 +127,23 @@ def _pump(
             del tail[:-60]
 
 
+def _config_with_given_keys(given: dict[str, Any], attached: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The config the command recorded itself (an integration's ``start()``), with the keys the run was
+    given (a sweep trial's grid keys) kept beside it; a key both set differently is noted, the command's
+    value kept.
+
+    Example:
+        >>> _config_with_given_keys({"lr": 0.1}, {"epochs": 3})
+        ({'lr': 0.1, 'epochs': 3}, ())
+    """
+    notes = tuple(
+        f"config key {k!r} was given as {v!r} but the command recorded {attached[k]!r}; the command's value is kept"
+        for k, v in given.items()
+        if k in attached and attached[k] != v
+    )
+    return {**given, **attached}, notes
+
+
 def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
     """The records the command's own ``start()`` wrote into ``attached.json``, merged into ``record``."""
     from expkit.runs.codestate import CodeRecord  # noqa: F401 - resolves annotations
@@ -142,10 +159,13 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
         if not isinstance(extra, dict):
             raise InputError("attached.json is not an object", path=path)
         changes: dict[str, Any] = {"attached": True}
+        notes = tuple(str(n) for n in extra.get("config_notes", ()))
         if "config" in extra:
-            changes["config"] = extra["config"] if isinstance(extra["config"], dict) else {}
-        if "config_notes" in extra:
-            changes["config_notes"] = tuple(str(n) for n in extra["config_notes"])
+            attached = extra["config"] if isinstance(extra["config"], dict) else {}
+            changes["config"], kept = _config_with_given_keys(record.config, attached)
+            notes += kept
+        if notes or "config_notes" in extra:
+            changes["config_notes"] = notes
 
         def typed(cls: type, value: Any, where: str) -> Any:
             return from_jsonable(cls, value, where=where, run=record.id, path=path)

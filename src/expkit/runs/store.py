@@ -16,7 +16,7 @@ import sqlite3
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "read_run",
     "resolve_store",
     "validate_name",
+    "varying_config_keys",
     "write_json_atomic",
     "write_record",
     "write_run",
@@ -316,6 +317,7 @@ class RunSummary:
     status_reason: str | None = None
     diverged: bool = False
     hostname: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -335,6 +337,33 @@ class RunListing:
     runs: tuple[RunSummary, ...]
     broken: tuple[BrokenRun, ...]
     notes: tuple[str, ...] = ()
+    varying_config: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def varying_config_keys(runs: tuple[RunSummary, ...]) -> dict[str, tuple[str, ...]]:
+    """Group -> the top-level config keys whose values differ between the group's runs (a sweep's grid
+    keys: what tells its trials apart), in the order the first run lists them; groups where none differ
+    are left out.
+
+    Example:
+        >>> rs = tuple(RunSummary(str(i), None, "finished", None, None, None, None, None, 0, "g", {},
+        ...            config={"lr": lr, "bs": 8}) for i, lr in enumerate([0.1, 0.2]))
+        >>> varying_config_keys(rs)
+        {'g': ('lr',)}
+    """
+    by_group: dict[str, list[RunSummary]] = {}
+    for r in runs:
+        if r.group is not None:
+            by_group.setdefault(r.group, []).append(r)
+    out: dict[str, tuple[str, ...]] = {}
+    for group, members in by_group.items():
+        keys = dict.fromkeys(k for r in members for k in r.config)
+        varying = tuple(
+            k for k in keys if len({orjson.dumps(r.config.get(k), option=orjson.OPT_SORT_KEYS) for r in members}) > 1
+        )
+        if len(members) > 1 and varying:
+            out[group] = varying
+    return out
 
 
 def _pid_alive(pid: int | None, create_time: float | None) -> bool:
@@ -564,7 +593,7 @@ def list_runs(
         cond = cond + (" AND" if cond else " WHERE") + " status != 'broken'"
         sql = (
             "SELECT id, name, status, created_at, ended_at, kind, commit_sha, dirty, seed, grp, final_metrics, "
-            f"error, diverged, hostname FROM runs{cond} ORDER BY created_at DESC, id DESC"
+            f"error, diverged, hostname, config FROM runs{cond} ORDER BY created_at DESC, id DESC"
         )
         if limit:
             sql += f" LIMIT {int(limit)}"
@@ -587,7 +616,15 @@ def list_runs(
             status_reason=r[11].strip().splitlines()[-1] if r[11] else None,
             diverged=bool(r[12]),
             hostname=r[13],
+            config=_config_of_row(r[14]),
         )
         for r in rows
     )
-    return RunListing(store=str(root), runs=runs, broken=tuple(broken), notes=tuple(notes))
+    return RunListing(
+        store=str(root), runs=runs, broken=tuple(broken), notes=tuple(notes), varying_config=varying_config_keys(runs)
+    )
+
+
+def _config_of_row(text: str | None) -> dict[str, Any]:
+    cfg = orjson.loads(text) if text else {}
+    return cfg if isinstance(cfg, dict) else {}

@@ -20,6 +20,7 @@ mounts at the same path (records are written there directly, not copied back).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import threading
@@ -42,6 +43,7 @@ __all__ = [
     "SweepBackend",
     "TrialJob",
     "backend_names",
+    "check_ray_address",
     "cpu_count",
     "make_backend",
     "register_backend",
@@ -190,6 +192,38 @@ def _ray_execute(job: TrialJob) -> AttemptOutcome:
     return _execute_job(job)
 
 
+ADDRESS_CONNECT_TIMEOUT_S = 5.0  # how long a cluster address may take to accept a TCP connection
+
+
+def check_ray_address(address: str, *, timeout_s: float = ADDRESS_CONNECT_TIMEOUT_S) -> None:
+    """Fail fast, naming ``address``, when it is malformed or nothing accepts a connection there: ray itself
+    retries a refusing ``host:port`` for minutes and raises tracebacks for malformed ones. ``auto`` (a
+    cluster started on this machine) is left to ray, which answers at once.
+
+    Raises:
+        UsageError: a malformed address (not ``auto``, ``host:port`` or ``ray://host:port``), or one whose
+            port refuses or does not answer within ``timeout_s``.
+    """
+    import socket
+
+    if address == "auto":
+        return
+    hint = "give auto, HOST:PORT (the GCS port, 6379) or ray://HOST:PORT (the client port, 10001)"
+    rest = address.removeprefix("ray://")
+    host, sep, port_text = rest.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536 or "/" in host:
+        raise UsageError(f"--address {address!r} is not a Ray cluster address", hint=hint)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port_text)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
+        raise UsageError(
+            f"no Ray cluster at --address {address!r} ({why} within {timeout_s:g} s)",
+            hint="start one with `ray start --head`, check host and port, or leave --address out for a local Ray",
+        ) from None
+
+
 class RayBackend:
     """Trials as Ray tasks. Connects to ``address`` (``auto``, ``ray://head:10001``) or starts a local
     instance with ``num_cpus`` CPUs, which ``close`` stops again (an instance already running in this
@@ -209,7 +243,15 @@ class RayBackend:
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address:
-                ray.init(address=address, **kwargs)
+                check_ray_address(address)
+                try:
+                    ray.init(address=address, **kwargs)
+                except Exception as exc:  # noqa: BLE001 - ray raises ConnectionError, RuntimeError, ValueError ...
+                    raise UsageError(
+                        f"no Ray cluster could be joined at --address {address!r}: {type(exc).__name__}: "
+                        + (str(exc).strip().splitlines() or [""])[0][:200],
+                        hint="start one with `ray start --head`, or leave --address out for a local Ray instance",
+                    ) from None
             else:
                 ray.init(num_cpus=num_cpus, **kwargs)
             self._started = True
@@ -370,7 +412,9 @@ def make_backend(name: str, settings: BackendSettings) -> SweepBackend:
         raise UsageError(f"backend {name!r} is not one of {', '.join(BACKENDS)}")
     if settings.max_parallel is not None and settings.max_parallel < 1:
         raise UsageError(f"max_parallel {settings.max_parallel} must be at least 1")
-    if settings.cpus_per_trial <= 0 or settings.gpus_per_trial < 0:
+    if not (math.isfinite(settings.cpus_per_trial) and math.isfinite(settings.gpus_per_trial)) or (
+        settings.cpus_per_trial <= 0 or settings.gpus_per_trial < 0
+    ):
         raise UsageError(
             f"cpus_per_trial {settings.cpus_per_trial} must be > 0 and gpus_per_trial {settings.gpus_per_trial} >= 0"
         )

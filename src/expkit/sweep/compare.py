@@ -22,7 +22,16 @@ from expkit.errors import UsageError
 from expkit.runs.runrecord import RunRecord
 from expkit.runs.store import list_runs, read_record, resolve_store
 
-__all__ = ["Comparison", "MetricComparison", "Side", "compare_groups", "curve_set_of", "is_loss_like", "seeds_needed"]
+__all__ = [
+    "Comparison",
+    "MetricComparison",
+    "Side",
+    "compare_groups",
+    "config_value",
+    "curve_set_of",
+    "is_loss_like",
+    "seeds_needed",
+]
 
 TARGET_POWER = 0.8
 MAX_SEEDS = 10_000
@@ -143,6 +152,28 @@ def _config_of(rec: RunRecord) -> dict[str, Any]:
     return {**(rec.config or {}), **(sweep.get("config") or {})}
 
 
+def config_value(config: dict[str, Any], key: str) -> tuple[bool, Any]:
+    """``(True, value)`` of ``key`` in a run's config, else ``(False, None)``. ``key`` is a top-level key
+    (``lr``), the same with the ``config.`` prefix ``runs ls --where`` takes (``config.lr``), or a dotted
+    path into nested sections (``training_args.learning_rate``).
+
+    Example:
+        >>> config_value({"lr": 0.1, "opt": {"beta": 0.9}}, "config.opt.beta")
+        (True, 0.9)
+    """
+    for name in dict.fromkeys((key, key.removeprefix("config."))):
+        if name in config:
+            return True, config[name]
+        node: Any = config
+        for part in name.split("."):
+            if not isinstance(node, dict) or part not in node:
+                break
+            node = node[part]
+        else:
+            return True, node
+    return False, None
+
+
 def _seed_of(rec: RunRecord) -> int | None:
     return rec.seed.seed if rec.seed is not None else None
 
@@ -163,14 +194,17 @@ def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
     if not runs:
         raise UsageError(f"group {group!r} has no finished runs in {root}", hint="list them with `expkit runs ls`")
     by_value: dict[Any, list[RunRecord]] = {}
+    key = by.removeprefix("config.")
     for rec in runs:
         cfg = _config_of(rec)
-        if by not in cfg:
+        found, value = config_value(cfg, by)
+        if not found:
             raise UsageError(
                 f"run {rec.id} of group {group!r} has no config key {by!r}",
                 hint=f"its keys: {', '.join(sorted(cfg)) or 'none'}",
             )
-        by_value.setdefault(cfg[by], []).append(rec)
+        by_value.setdefault(value, []).append(rec)
+    by = key
     if len(by_value) != 2:
         raise UsageError(
             f"by={by!r} splits group {group!r} into {len(by_value)} values "

@@ -263,6 +263,7 @@ class _SweepLoop:
             "attempt": attempt,
             "backend": self.be.name,
             "config": trial.config,
+            "seed_passing": plan.seed_passing,
         }
         return TrialJob(
             command=tuple(plan.command_of(trial)),
@@ -408,6 +409,16 @@ def run_sweep(request: SweepRequest, *, on_progress: Callable[[SweepProgress], N
         cancelled=cancelled,
         elapsed_s=time.perf_counter() - t0,
         resume_command=_resume_command(plan.group, request.store, root),
-        config_passing=("--config KEY=VALUE arguments and " if plan.config_args else "") + "EXPKIT_CONFIG_<KEY> "
-        "environment variables; the seed as EXPKIT_SEED",
+        config_passing=_config_passing(plan),
     )
+
+
+def _config_passing(plan: SweepPlan) -> str:
+    """One line on how each trial's config and seed reach its command (placeholders, arguments, env)."""
+    if plan.placeholders:
+        how = "placeholders " + ", ".join("{" + k + "}" for k in plan.placeholders) + " in the command and "
+    elif plan.config_args:
+        how = "--config KEY=VALUE arguments and "
+    else:
+        how = ""
+    return how + "EXPKIT_CONFIG_<KEY> environment variables; the seed as " + plan.seed_passing

@@ -1,14 +1,18 @@
 """A sweep's plan: the grid of configs times the seeds as numbered trials, how each trial's config reaches
 the command, and the plan file (``<store>/groups/<group>.sweep.json``) that ``--resume`` reads back.
 
-A trial's config reaches its command two ways, both always unless ``config_args=False``:
+A trial's config reaches its command in up to three ways:
 
-- arguments ``--config KEY=VALUE`` appended to the command (``expkit train charlm`` reads them);
-- environment variables ``EXPKIT_CONFIG_<KEY>`` (KEY upper-cased, other characters than letters and digits
-  as ``_``), for scripts that read their config from the environment.
+- placeholders: ``{lr}`` (any grid key) and ``{seed}`` inside the command's arguments are replaced by the
+  trial's value (``python train.py --lr {lr} --seed {seed}``: a plain argparse script needs no glue); a
+  command with a placeholder gets no ``--config`` arguments appended (it said where its values go);
+- otherwise arguments ``--config KEY=VALUE`` appended to the command (``expkit train charlm`` reads them),
+  unless ``config_args=False``;
+- always environment variables ``EXPKIT_CONFIG_<KEY>`` (KEY upper-cased, other characters than letters and
+  digits as ``_``), for scripts that read their config from the environment.
 
-The seed goes as ``EXPKIT_SEED`` (as ``expkit runs exec`` hands it); the trial's run records the config in
-``config.json`` and the trial in ``run.json`` under ``sweep``.
+The seed always goes as ``EXPKIT_SEED`` too (as ``expkit runs exec`` hands it); the trial's run records the
+config in ``config.json`` and the trial in ``run.json`` under ``sweep`` (with how the seed was passed).
 """
 
 from __future__ import annotations
@@ -27,10 +31,23 @@ import orjson
 from expkit.errors import InputError, UsageError
 from expkit.runs.store import validate_name, write_json_atomic
 
-__all__ = ["PLAN_VERSION", "SweepPlan", "Trial", "parse_grid", "plan_path", "plan_sweep", "read_plan", "write_plan"]
+__all__ = [
+    "PLAN_VERSION",
+    "SweepPlan",
+    "Trial",
+    "fill_placeholders",
+    "parse_grid",
+    "placeholders_in",
+    "plan_path",
+    "plan_sweep",
+    "read_plan",
+    "write_plan",
+]
 
 PLAN_VERSION = 1
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# ``{name}`` in an argument; ``{{`` and ``}}`` stay literal braces (as str.format writes them)
+_PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
 
 
 def _typed(text: str) -> Any:
@@ -91,8 +108,26 @@ class SweepPlan:
                 i += 1
         return tuple(out)
 
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        """The grid keys and ``seed`` that the command names as ``{key}``, in order of first use."""
+        return placeholders_in(self.command, known=self.placeholder_names)
+
+    @property
+    def placeholder_names(self) -> frozenset[str]:
+        return frozenset([*(k for k, _ in self.grid), "seed"])
+
+    @property
+    def seed_passing(self) -> str:
+        """How the seed reaches the command: ``placeholder {seed} and EXPKIT_SEED`` or ``EXPKIT_SEED``."""
+        return ("placeholder {seed} and " if "seed" in self.placeholders else "") + "EXPKIT_SEED"
+
     def command_of(self, trial: Trial) -> list[str]:
-        """The argv of one trial: the command, then ``--config KEY=VALUE`` per key (when ``config_args``)."""
+        """The argv of one trial: the command with its placeholders filled; then, when it has none and
+        ``config_args``, ``--config KEY=VALUE`` per key."""
+        if self.placeholders:
+            values = {**dict(trial.values), "seed": str(trial.seed)}
+            return [fill_placeholders(arg, values) for arg in self.command]
         extra = [a for k, v in trial.values for a in ("--config", f"{k}={v}")] if self.config_args else []
         return [*self.command, *extra]
 
@@ -123,6 +158,41 @@ class SweepPlan:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"the sweep plan is incomplete ({type(exc).__name__}: {exc})", path=path) from None
+
+
+def placeholders_in(command: Sequence[str], *, known: frozenset[str]) -> tuple[str, ...]:
+    """The names in ``known`` that appear as ``{name}`` in ``command``'s arguments, in order of first use.
+
+    Example:
+        >>> placeholders_in(["t.py", "--lr", "{lr}", "--seed={seed}", "{{x}}"], known=frozenset({"lr", "seed"}))
+        ('lr', 'seed')
+    """
+    found: list[str] = []
+    for arg in command:
+        for m in _PLACEHOLDER_RE.finditer(arg):
+            name = m.group(1)
+            if name in known and name not in found:
+                found.append(name)
+    return tuple(found)
+
+
+def fill_placeholders(arg: str, values: dict[str, str]) -> str:
+    """``arg`` with each ``{name}`` of ``values`` replaced; other ``{...}`` kept as written, ``{{``/``}}``
+    as single braces only when the argument has a placeholder (so ``python -c "{{...}}"`` survives).
+
+    Example:
+        >>> fill_placeholders("--lr={lr}", {"lr": "0.1"})
+        '--lr=0.1'
+    """
+    if not any(m.group(1) in values for m in _PLACEHOLDER_RE.finditer(arg)):
+        return arg
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(0) in ("{{", "}}"):
+            return m.group(0)[0]
+        return values.get(m.group(1), m.group(0))
+
+    return _PLACEHOLDER_RE.sub(one, arg)
 
 
 def parse_grid(items: Sequence[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
