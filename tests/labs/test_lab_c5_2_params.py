@@ -19,3 +19,22 @@ def test_lab_c5_2_param_accounting(tmp_path):
     assert possible.value is True and possible.verdict.kind == "demonstrated"
     assert "full OOM, LoRA fitted" in possible.detail
     assert_flips(possible, False)
+
+
+def test_lab_c5_2_runs_that_flip_the_verdicts():
+    """The lab's measurements on inputs where the claims fail: (1) the capped steps under a cap over the full
+    step's predicted peak, where the full fine-tune fits too, so LoRA decides nothing; (2) the parameter count of
+    the same config with untied embeddings (the head counted apart), which is not 494M."""
+    from expkit.labs.lab_c5_2_param_accounting import POSSIBLE, TOTAL_RULE, run_full_vs_lora_capped
+    from expkit.memory import count_parameters, load_model_spec
+
+    roomy = run_full_vs_lora_capped(0, cap_bytes=1 << 40)  # 1 TiB: nothing runs out
+    assert roomy.full_oom is False and roomy.lora_oom is False
+    assert POSSIBLE.judge(roomy.possible).kind == "not reproduced"
+
+    spec = load_model_spec("qwen2.5-0.5b")
+    total_rule = TOTAL_RULE
+    assert total_rule.judge(count_parameters(spec).total_params).kind == "reproduced"
+    untied = count_parameters({**spec.raw, "tie_word_embeddings": False}).total_params
+    assert untied == 494_032_768 + 151_936 * 896
+    assert total_rule.judge(untied).kind == "not reproduced"

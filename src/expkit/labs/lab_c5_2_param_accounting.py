@@ -3,6 +3,8 @@ and a training step run under a memory cap where the full fine-tune runs out of 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from expkit.labs.base import KOfN, LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
 from expkit.labs.registry import lab
 
@@ -17,6 +19,7 @@ SEED_POSSIBLE = SeedFigure(
     "lora_fits_full_does_not", "LoRA makes a fine-tune possible", None, "", "LoRA makes a CPU fine-tune possible"
 )
 ROUNDING = "half a unit of the seed's last printed digit"
+TOTAL_RULE = Within(494e6, abs=0.5e6, source=ROUNDING)
 # a tiny model, untied (run_step_capped's meta-device load unties embeddings), for the capped steps
 TINY = dict(
     model_type="qwen2",
@@ -32,9 +35,26 @@ TINY_SEQ = 64
 POSSIBLE = Shown("under one memory cap a full fine-tune step runs out of memory and a LoRA step of the same model fits")
 
 
-def run_full_vs_lora_capped(seed: int) -> tuple[bool | None, bool | None, int, int, int]:
-    """One fp32 AdamW step of a tiny model, full and LoRA, under a simulated cap halfway (geometric mean)
-    between the ledger's two predicted peaks. Returns (full OOM, LoRA OOM, cap, full peak, LoRA peak)."""
+@dataclass(frozen=True)
+class CappedSteps:
+    """One fp32 AdamW step of the tiny model, full and LoRA, under one simulated memory cap: whether each ran out
+    of memory (None: the step could not be run) and the ledger's predicted peaks the cap was placed by."""
+
+    full_oom: bool | None
+    lora_oom: bool | None
+    cap_bytes: int
+    full_peak_bytes: int
+    lora_peak_bytes: int
+
+    @property
+    def possible(self) -> bool:
+        """The claim's shape: the full step ran out of memory and the LoRA step fitted."""
+        return self.full_oom is True and self.lora_oom is False
+
+
+def run_full_vs_lora_capped(seed: int, *, cap_bytes: int | None = None) -> CappedSteps:
+    """One fp32 AdamW step of a tiny model, full and LoRA, under a simulated cap; by default halfway (geometric
+    mean) between the ledger's two predicted peaks, else ``cap_bytes``."""
     from expkit.memory import estimate_training_memory
     from expkit.memory.architecture import spec_from_dict
     from expkit.memory.capacity import run_step_capped
@@ -42,10 +62,10 @@ def run_full_vs_lora_capped(seed: int) -> tuple[bool | None, bool | None, int, i
     spec = spec_from_dict(TINY, name="qwen2-h512-L2", source="lab C5.2")
     full = estimate_training_memory(spec, seq=TINY_SEQ, method="full", precision="fp32", device="cpu").peak_bytes
     lora = estimate_training_memory(spec, seq=TINY_SEQ, method="lora", precision="fp32", device="cpu").peak_bytes
-    cap = int((full * lora) ** 0.5)
+    cap = int((full * lora) ** 0.5) if cap_bytes is None else cap_bytes
     full_oom = run_step_capped(spec, cap_bytes=cap, seq=TINY_SEQ, method="full", seed=seed) is not None
     lora_oom = run_step_capped(spec, cap_bytes=cap, seq=TINY_SEQ, method="lora", seed=seed) is not None
-    return full_oom, lora_oom, cap, full, lora
+    return CappedSteps(full_oom, lora_oom, cap, full, lora)
 
 
 @lab(
@@ -81,8 +101,9 @@ def run(ctx: LabContext) -> LabOutput:
     tied_now = model.lm_head.weight is model.model.embed_tokens.weight
     arch = (spec.num_layers, spec.hidden_size, spec.vocab_size, full.tied_embeddings)
     arch_hits = sum(a == b for a, b in zip(arch, (24, 896, 151936, True), strict=True))
-    full_oom, lora_oom, cap, full_peak, lora_peak = run_full_vs_lora_capped(ctx.seed)
-    possible = full_oom is True and lora_oom is False
+    capped = run_full_vs_lora_capped(ctx.seed)
+    full_oom, lora_oom, cap = capped.full_oom, capped.lora_oom, capped.cap_bytes
+    full_peak, lora_peak, possible = capped.full_peak_bytes, capped.lora_peak_bytes, capped.possible
     ms = (
         judged(
             "arch",
@@ -101,7 +122,7 @@ def run(ctx: LabContext) -> LabOutput:
             "parameters, meta-device instantiation",
             full.total_params,
             "params",
-            rule=Within(494e6, abs=0.5e6, source=ROUNDING),
+            rule=TOTAL_RULE,
             seed=SEED_TOTAL,
             detail=f"embedding {full.embedding_params:,} (shared with the LM head), "
             f"{full.per_layer_params:,} per layer",
