@@ -312,3 +312,28 @@ def test_an_eval_set_retry_keeps_the_successful_log(tmp_path):
     write_json_log(tmp_path / "4-a.json", "qa", "m/a", [_sample(1, 1, "I")])  # two successes: which one?
     with pytest.raises(InputError, match="a second log for task 'qa' and model 'm/a'"):
         read_inspect_tasks([tmp_path])
+
+
+def test_two_logs_of_one_model_compare_through_labels(tmp_path, cli):
+    # the same model and task run twice (two prompts): refused as a second log without labels, a paired
+    # comparison on the sample ids with them (a .json log against an .eval log)
+    a_vals = ["C", "I", "C", "C", "I", "C", "I", "I"] * 5
+    b_vals = ["C", "C", "C", "C", "I", "C", "C", "I"] * 5
+    a = [_sample(f"s{i}", 1, v) for i, v in enumerate(a_vals)]
+    b = [_sample(f"s{i}", 1, v) for i, v in enumerate(b_vals)]
+    write_json_log(tmp_path / "prompt1.json", "qa", "openai/gpt-x", a)
+    write_eval_log(tmp_path / "prompt2.eval", "qa", "openai/gpt-x", b)
+    res = cli("stats", "table", "--from", "inspect", str(tmp_path / "prompt1.json"), str(tmp_path / "prompt2.eval"))
+    assert res.exit_code == 2 and "a second log" in res.stderr
+    res = cli(
+        "stats", "table", "--from", "inspect", "-l", f"p1={tmp_path / 'prompt1.json'}",
+        "-l", f"p2={tmp_path / 'prompt2.eval'}:match", "--json",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    (tb,) = json.loads(res.stdout)["result"]["tables"]
+    assert [m["model"] for m in tb["models"]] == ["p1", "p2"]
+    c = tb["comparisons"][0]["comparison"]
+    # p2 right where p1 was wrong on items 1 and 6 of each block of 8: 10 discordant, all for B
+    assert c["paired"] and c["n_common"] == 40 and (c["a_only"], c["b_only"]) == (10, 0)
+    assert c["delta"] == pytest.approx(10 / 40)
+    assert c["p_value"] == pytest.approx(2 * 0.5**10)  # exact McNemar: binomial(10, 1/2), two-sided

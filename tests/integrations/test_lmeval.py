@@ -286,3 +286,66 @@ def test_model_name_from_model_args_given_as_a_dict(tmp_path):
     found = find_lmeval_runs([tmp_path])
     runs, _ = found.runs, found.notes
     assert sorted(r.model for r in runs) == ["org/a", "org/b"]
+
+
+def test_two_runs_of_one_model_compare_through_labels(tmp_path, cli):
+    # lm_eval run twice into one --output_path (0-shot, then 2-shot): the directory keeps the latest run
+    # per task, so one model is found; labelling each results file compares the two runs paired by doc_id
+    rng = np.random.default_rng(11)
+    zero = _gsm8k_scores(rng, 80, 0.4)
+    two = np.where(rng.random(80) < 0.7, zero, 1)  # 2-shot fixes some items
+    d0 = write_lmeval_run(tmp_path / "out", "org/base-1b", {"gsm8k": {"strict-match": {"exact_match": zero}}})
+    write_lmeval_run(
+        tmp_path / "out", "org/base-1b", {"gsm8k": {"strict-match": {"exact_match": two}}}, date="2026-12-01T09-00-00"
+    )
+    res = cli("stats", "table", "--from", "lm-eval", str(tmp_path / "out"))
+    assert res.exit_code == 2 and "a comparison needs two" in res.stderr and "NAME=PATH" in res.stderr
+    r0, r2 = d0 / f"results_{DATE}.json", d0 / "results_2026-12-01T09-00-00.json"
+    res = cli("stats", "table", "--from", "lm-eval", "-l", f"0-shot={r0}", "-l", f"2-shot={r2}", "--json")
+    assert res.exit_code == 0, res.stderr
+    (tb,) = json.loads(res.stdout)["result"]["tables"]
+    assert [m["model"] for m in tb["models"]] == ["0-shot", "2-shot"]
+    c = tb["comparisons"][0]["comparison"]
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    b01, b10 = int(np.sum((two == 1) & (zero == 0))), int(np.sum((two == 0) & (zero == 1)))
+    ref = mcnemar([[0, b01], [b10, 0]], exact=b01 + b10 <= 25, correction=True).pvalue
+    assert c["paired"] and c["n_common"] == 80
+    assert c["delta"] == pytest.approx(two.mean() - zero.mean(), abs=1e-12)  # B - A: 2-shot minus the baseline
+    assert c["p_value"] == pytest.approx(ref, rel=1e-9)  # statsmodels mcnemar, as in the test above
+
+
+def test_a_label_selector_picks_the_filter_of_each_run(two_models, cli):
+    _, dirs, truth = two_models
+    base = str(dirs[0] / "org__base-1b")
+    res = cli(
+        "stats", "table", "--from", "lm-eval", "-l", f"strict={base}:strict-match",
+        "-l", f"flex={base}:flexible-extract", "--task", "gsm8k", "--json",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr
+    (tb,) = json.loads(res.stdout)["result"]["tables"]
+    strict, flex = (m["score"] for m in tb["models"])
+    assert strict == pytest.approx(truth["gsm8k"][0].mean()) and flex == pytest.approx(truth["flex"][0].mean())
+    res = cli("stats", "table", "--from", "lm-eval", "-l", f"a={base}", "-l", f"a={base}")
+    assert res.exit_code == 2 and "label 'a' is given twice" in res.stderr
+    res = cli("stats", "table", "--from", "lm-eval", "-l", f"a={dirs[0].parent}", "-l", f"b={base}")
+    assert res.exit_code == 2 and "holds 2 models" in res.stderr
+
+
+def test_limit_runs_pair_on_the_shared_docs_and_say_what_was_dropped(tmp_path, cli):
+    # lm_eval --limit 60 for one model and the full 80 for the other: pair on the 60 shared doc_ids
+    rng = np.random.default_rng(3)
+    full = _gsm8k_scores(rng, 80, 0.5)
+    part = _gsm8k_scores(rng, 60, 0.5)
+    write_lmeval_run(tmp_path / "a", "org/a", {"gsm8k": {"strict-match": {"exact_match": full}}})
+    write_lmeval_run(tmp_path / "b", "org/b", {"gsm8k": {"strict-match": {"exact_match": part}}})
+    res = cli("stats", "table", "--from", "lm-eval", str(tmp_path / "a"), str(tmp_path / "b"), "--json")
+    assert res.exit_code == 0, res.stderr
+    (tb,) = json.loads(res.stdout)["result"]["tables"]
+    c = tb["comparisons"][0]["comparison"]
+    assert c["paired"] and c["n_common"] == 60
+    assert c["delta"] == pytest.approx(part.mean() - full[:60].mean(), abs=1e-12)
+    assert any("dropped 20 of 80 items only in org/a and 0 of 60 only in org/b" in n for n in tb["notes"])
+    res = cli("stats", "table", "--from", "lm-eval", str(tmp_path / "a"), str(tmp_path / "b"), "--unpaired", "--json")
+    c = json.loads(res.stdout)["result"]["tables"][0]["comparisons"][0]["comparison"]
+    assert not c["paired"] and (c["n_a"], c["n_b"]) == (60, 80)

@@ -40,14 +40,14 @@ def test_holm_does_not_round_small_p_to_zero() -> None:
 
 
 def test_unpaired_p_far_in_the_tail_is_not_zero() -> None:
-    # disjoint item sets take the unpaired (Welch) path: z = 1 / sqrt(2 * 0.01 / 400) ~ 141 is beyond any float,
+    # the unpaired (Welch) path, asked for: z = 1 / sqrt(2 * 0.01 / 400) ~ 141 is beyond any float,
     # so use a spread that puts z near 14.6, where 2 * (1 - cdf) printed 0 and the true p is ~3e-48
     from expkit.stats.paired import compare_models
 
     rng = np.random.default_rng(0)
     a = {f"a{i}": float(v) for i, v in enumerate(rng.normal(1.0, 1.0, 400))}
     b = {f"b{i}": float(v) for i, v in enumerate(rng.normal(0.0, 1.0, 400))}
-    res = compare_models(a, b)
+    res = compare_models(a, b, pairing="unpaired")
     assert res.method == "unpaired-welch"
     va, vb = np.var(list(a.values()), ddof=1), np.var(list(b.values()), ddof=1)
     z = abs(np.mean(list(a.values())) - np.mean(list(b.values()))) / math.sqrt(va / 400 + vb / 400)

@@ -144,13 +144,27 @@ def test_graded_scores_use_the_bootstrap():
     assert c.correlation == pytest.approx(1.0)
 
 
-def test_mismatched_item_sets_fall_back_to_unpaired_and_say_so():
+def test_partial_overlap_pairs_on_the_shared_items_and_counts_the_dropped():
+    a = {f"q{i}": float(i % 2) for i in range(100)}  # q0..q99
+    b = {f"q{i}": float(i % 3 == 0) for i in range(10, 115)}  # q10..q114
+    c = compare_models(a, b)
+    shared = [f"q{i}" for i in range(10, 100)]
+    ref = compare_paired([a[k] for k in shared], [b[k] for k in shared])
+    assert c.paired and c.n_common == 90 and (c.n_a, c.n_b) == (100, 105)
+    assert (c.delta, c.p_value, c.low, c.high) == (ref.delta, ref.p_value, ref.low, ref.high)
+    assert "paired on the 90 shared items; dropped 10 only in A (of 100) and 15 only in B (of 105)" in c.note
+
+
+def test_unpaired_only_when_asked_and_disjoint_items_are_refused():
     a = {f"q{i}": float(i % 2) for i in range(100)}
     b = {f"q{i}": float(i % 3 == 0) for i in range(10, 110)}
-    c = compare_models(a, b)
-    assert not c.paired and c.method == "unpaired-newcombe"
-    assert "item sets differ: 10 items only in A, 10 only in B, 90 shared" in c.note
-    assert c.correlation is None
+    c = compare_models(a, b, pairing="unpaired")
+    assert not c.paired and c.method == "unpaired-newcombe" and c.correlation is None
+    assert "unpaired as asked: all 100 items of A and 100 of B (90 shared)" in c.note
+    with pytest.raises(UsageError, match="share no item"):
+        compare_models({"x": 1.0}, {"y": 0.0})
+    with pytest.raises(UsageError, match="pairing 'bogus'"):
+        compare_models(a, b, pairing="bogus")  # type: ignore[arg-type]
 
 
 def test_same_item_sets_in_any_order_are_paired():

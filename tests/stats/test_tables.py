@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 
@@ -91,11 +93,19 @@ def test_unknown_baseline_lists_models(tmp_path):
         build_eval_table(read_item_results(f), baseline="c")
 
 
-def test_mismatched_items_are_compared_unpaired_with_a_note(tmp_path):
+def test_mismatched_items_pair_on_the_shared_ones_naming_both_sides(tmp_path):
+    # a: items 0..39, b: items 5..44 -> 35 shared; the baseline a and the model b named, not "A"/"B"
     f = _write_jsonl(tmp_path / "r.jsonl", _rows("a", [1, 0] * 20) + _rows("b", [1, 1] * 20, start=5))
     t = build_eval_table(read_item_results(f))
-    assert not t.comparisons[0].comparison.paired
-    assert any("item sets differ" in n for n in t.notes)
+    c = t.comparisons[0].comparison
+    assert c.paired and c.n_common == 35
+    assert (
+        "b vs baseline a: paired on the 35 shared items; dropped 5 of 40 items only in a and 5 of 40 only in b"
+        in t.notes
+    )
+    u = build_eval_table(read_item_results(f), pairing="unpaired")
+    assert not u.comparisons[0].comparison.paired
+    assert "b vs baseline a: unpaired as asked, over all 40 items of a and 40 of b" in u.notes
 
 
 def test_holm_applies_across_rows(tmp_path):
@@ -143,3 +153,31 @@ def test_model_interval_honours_clusters_with_the_design_effect(tmp_path):
     assert a.high - a.low > 1.8 * (plain_hi - plain_lo)  # 0.547 vs 0.296: the rows-as-items interval is too narrow
     b = t.models[1]  # every score 1: no spread, the plain Wilson bound at 40/40
     assert b.design_effect == 1.0 and b.high == 1.0
+
+
+def test_every_item_differing_by_the_same_amount_is_not_no_difference(tmp_path):
+    # 2 items, both right for a and wrong for b: -100 points, every paired difference -1; McNemar exact p = 0.5
+    f = _write_jsonl(tmp_path / "r.jsonl", _rows("a", [1, 1]) + _rows("b", [0, 0]))
+    (row,) = build_eval_table(read_item_results(f)).comparisons
+    assert row.comparison.delta == -1.0
+    assert "no difference" not in row.verdict
+    assert row.verdict == "inconclusive (every item differs by -1; 2 items are too few)"
+    # a delta of exactly 0 still says so
+    f = _write_jsonl(tmp_path / "s.jsonl", _rows("a", [1, 0, 1]) + _rows("b", [1, 0, 1]))
+    assert build_eval_table(read_item_results(f)).comparisons[0].verdict == "inconclusive (no difference observed)"
+
+
+def test_item_ids_beyond_64_bits_stay_distinct(tmp_path):
+    # 2**70 and 2**70 + 1 are one float64 (orjson reads them as floats): kept as exact integers, as strings
+    big = 2**70
+    rows = [{"model": m, "item": big + i, "score": s} for m, s in (("a", 1), ("b", 0)) for i in range(3)]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))  # orjson cannot write them
+    r = read_item_results(tmp_path / "r.jsonl")
+    assert sorted(r.scores["a"]) == [str(big), str(big + 1), str(big + 2)]
+
+
+def test_two_score_columns_are_refused_not_last_wins(tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text("model,item,score,score\na,q1,1,0\nb,q1,0,1\n")
+    with pytest.raises(InputError, match=r"names column 'score' twice"):
+        read_item_results(f)

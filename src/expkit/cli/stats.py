@@ -72,8 +72,8 @@ _QUERY_OPTIONS = {"tasks": "--task", "metric": "--metric", "filter_name": "--fil
 @app.command("table")
 def table(
     sources: list[str] = typer.Argument(
-        ...,
-        metavar="RESULTS...",
+        None,
+        metavar="[RESULTS]...",
         help=(
             "Per-item results (JSONL or CSV with model, item, score[, cluster]), or the logs the --from reader reads."
         ),
@@ -98,6 +98,18 @@ def table(
     filter_name: str = typer.Option(
         None, "--filter", help="lm-eval: the filter (strict-match, flexible-extract; default: the first logged)."
     ),
+    label: list[str] = typer.Option(
+        None,
+        "--label",
+        "-l",
+        help="NAME=PATH[:SELECTOR]: one run under a name, so two runs of one model compare like two models "
+        "(repeat; instead of RESULTS). SELECTOR: lm-eval's filter, Inspect's scorer, or the model of a rows file.",
+    ),
+    unpaired: bool = typer.Option(
+        False,
+        "--unpaired",
+        help="Compare all items unpaired (default: pair on the items both models scored, the rest counted).",
+    ),
     baseline: str = typer.Option(None, "--baseline", "-b", help="Model to compare against (default: the first)."),
     fmt: str = typer.Option("terminal", "--format", "-f", help="terminal, markdown, html or json."),
     level: float = typer.Option(0.95, "--level", help="Confidence level in (0, 1)."),
@@ -117,9 +129,11 @@ def table(
       expkit stats table --from lm-eval out/base out/tuned --task gsm8k --filter strict-match
 
       expkit stats table --from inspect logs/*.eval --metric match --json
+
+      expkit stats table --from lm-eval -l 0-shot=out/0shot -l 2-shot=out/2shot:strict-match
     """
     from expkit.errors import UsageError
-    from expkit.integrations.readers import EvalQuery, TableRequest, build_table_from, eval_reader
+    from expkit.integrations.readers import EvalQuery, TableRequest, build_table_from, eval_reader, parse_label
     from expkit.render.eval_table import render_table
 
     as_json = json_out or fmt == "json"  # --json is --format json
@@ -131,7 +145,16 @@ def table(
         if field not in reader.accepts:
             takers = [f"--from {r.name}" for r in eval_readers().values() if field in r.accepts]
             raise UsageError(f"{_QUERY_OPTIONS[field]} applies to {' or '.join(takers)}", hint=reader.description)
-    request = TableRequest(source_format, tuple(sources), query, baseline=baseline, level=level, seed=seed)
+    request = TableRequest(
+        source_format,
+        tuple(sources or ()),
+        query,
+        baseline=baseline,
+        level=level,
+        seed=seed,
+        labels=tuple(parse_label(x) for x in label or ()),
+        pairing="unpaired" if unpaired else "shared",
+    )
     emit(build_table_from(request), as_json, human=lambda t: render_table(t, fmt))
 
 

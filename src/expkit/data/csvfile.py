@@ -58,7 +58,8 @@ def iter_csv_rows(
         hint: what to tell the user when a required column is missing.
 
     Raises:
-        InputError: what ``iter_text_lines`` raises; a header without a required column; a row with
+        InputError: what ``iter_text_lines`` raises; a header without a required column or naming one
+            column twice; a row with
             more fields than the header has columns.
 
     Example:
@@ -72,6 +73,14 @@ def iter_csv_rows(
         fields = reader.fieldnames
         if fields is None:
             return
+        twice = sorted({f for f in fields if fields.count(f) > 1})
+        if twice:  # csv.DictReader keeps the last of two same-named columns without a word
+            raise InputError(
+                f"the header names column {twice[0]!r} twice (columns: {', '.join(fields)})",
+                path=p,
+                line=1,
+                hint="rename or drop one of them",
+            )
         missing = [f for f in required if f not in fields]
         if missing:
             raise InputError(

@@ -302,7 +302,7 @@ def iter_jsonl(
 
 
 def iter_jsonl_objects(
-    path: str | Path, *, on_error: OnError = "raise", tally: JsonlTally | None = None
+    path: str | Path, *, on_error: OnError = "raise", tally: JsonlTally | None = None, exact_ints: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, record)`` for a JSONL file whose every line must be a JSON object.
 
@@ -320,7 +320,7 @@ def iter_jsonl_objects(
         ...     score = float(row["score"])
     """
     t = tally if tally is not None else JsonlTally()
-    for record in iter_jsonl(path, on_error=on_error, tally=t):
+    for record in iter_jsonl(path, on_error=on_error, tally=t, exact_ints=exact_ints):
         if not isinstance(record, dict):
             err = InputError(
                 f"a JSON {type(record).__name__}, not an object",

@@ -248,7 +248,11 @@ def _expand_log_dirs(logs: Sequence[str | Path], notes: list[str]) -> list[Path]
 
 
 def read_inspect_tasks(
-    logs: Sequence[str | Path], *, tasks: Sequence[str] | None = None, metric: str | None = None
+    logs: Sequence[str | Path],
+    *,
+    tasks: Sequence[str] | None = None,
+    metric: str | None = None,
+    min_models: int = 2,
 ) -> EvalItems:
     """Per-task, per-model item scores from Inspect logs, ready for ``build_task_tables``.
 
@@ -261,6 +265,8 @@ def read_inspect_tasks(
         tasks: tasks to compare (default: all that every model has).
         metric: the scorer (``match``), or ``scorer.key`` for a dict-valued score (default: the first
             scorer of the first log).
+        min_models: a task logged for fewer models is a UsageError (1: one labelled run of a comparison
+            built by the caller).
 
     Raises:
         InputError: unreadable logs, two logs for one (task, model), a value Inspect cannot convert.
@@ -279,7 +285,7 @@ def read_inspect_tasks(
         left = [t for t in by_task if t not in chosen]
         if left:
             notes.append(f"tasks not logged for every model, left out: {', '.join(left)}")
-    out = [_task_results(task, by_task[task], metric, models, notes) for task in chosen]
+    out = [_task_results(task, by_task[task], metric, models, notes, min_models) for task in chosen]
     if not out:
         raise UsageError("no task has logs for every model", hint="pass one log per (task, model)")
     return EvalItems(tuple(out), tuple(notes))
@@ -324,10 +330,10 @@ def _one_log_per_task_and_model(logs: Sequence[str | Path], notes: list[str]) ->
 
 
 def _task_results(
-    task: str, per: dict[str, InspectLog], metric: str | None, models: list[str], notes: list[str]
+    task: str, per: dict[str, InspectLog], metric: str | None, models: list[str], notes: list[str], min_models: int
 ) -> TaskResults:
     """One task's item scores per model: an item is (sample id, epoch), the sample id its cluster."""
-    if len(per) < 2:
+    if len(per) < min_models:
         raise UsageError(
             f"task {task!r} has a log for one model only ({', '.join(per)})",
             hint="pass one log per model for each task",

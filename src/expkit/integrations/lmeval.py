@@ -95,6 +95,14 @@ def _read_results(path: Path) -> dict[str, Any]:
 _DATED_JSON = re.compile(r"_(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?)\.json$")
 
 
+def _results_date(path: Path) -> str | None:
+    """The date id of a results file named as lm-eval names it (``results_<date>.json``, ``NAME_<date>.json``)."""
+    if path.name.startswith("results_") and path.suffix == ".json":
+        return path.stem.removeprefix("results_")
+    m = _DATED_JSON.search(path.name)
+    return m.group(1) if m else None
+
+
 def _iter_results_files(root: Path) -> list[tuple[Path, str]]:
     """(results file, its date id) under ``root``: ``results_<date>.json``, and ``NAME_<date>.json`` with
     ``samples_*_<date>.jsonl`` beside it (what ``--output_path NAME.json`` writes)."""
@@ -116,26 +124,32 @@ class LmEvalRuns:
 
 
 def find_lmeval_runs(directories: Sequence[str | Path]) -> LmEvalRuns:
-    """Every model's lm-eval output under the directories (searched recursively). A model run several
+    """Every model's lm-eval output under the directories (searched recursively; a ``results_<date>.json``
+    given as a path is that one run, with the samples of its date beside it). A model run several
     times keeps, per task, its latest samples (by the date in the file name; said in the returned notes),
     so runs of different tasks on different days add up. One model name under two of the given
     directories is two configurations, labelled ``model [directory]``.
 
     Raises:
-        InputError: a path that is not a directory; a directory without ``results_*.json``; a run
+        InputError: a path that is neither a directory nor a results file; a directory without
+            ``results_*.json``; a run
             without ``samples_*.jsonl`` (it was run without ``--log_samples``).
     """
     # (arg, root, model, results, its date id, samples)
     found_runs: list[tuple[int, Path, str, Path, str, dict[str, str]]] = []
     for arg, d in enumerate(directories):
         root = Path(d)
-        if not root.is_dir():
+        if root.is_file() and (date := _results_date(root)) is not None:
+            found = [(root, date)]  # one run of a directory holding several (0-shot and 2-shot of one model)
+            root = root.parent
+        elif not root.is_dir():
             raise InputError(
                 "is not a directory",
                 path=root,
                 hint="pass lm_eval's --output_path directory (one per model, or one holding several)",
             )
-        found = _iter_results_files(root)
+        else:
+            found = _iter_results_files(root)
         if not found:
             raise InputError(
                 "holds no results_*.json (nor NAME_<date>.json beside samples_*.jsonl)",
@@ -257,6 +271,7 @@ def read_lmeval_tasks(
     tasks: Sequence[str] | None = None,
     metric: str | None = None,
     filter_name: str | None = None,
+    min_models: int = 2,
 ) -> EvalItems:
     """Per-task, per-model item scores from lm-eval output directories, ready for ``build_task_tables``.
 
@@ -265,6 +280,7 @@ def read_lmeval_tasks(
         tasks: tasks to compare (default: every task all models have; the others are named in a note).
         metric: the per-item metric (default: the first the harness lists for the task, e.g. ``acc``).
         filter_name: the harness filter (``strict-match``, ``flexible-extract``; default: the first).
+        min_models: fewer models found is a UsageError (1: one labelled run of a comparison built by the caller).
 
     Returns:
         EvalItems: one TaskResults per task, models in the order found (the first is the default
@@ -278,7 +294,7 @@ def read_lmeval_tasks(
     """
     found = find_lmeval_runs(directories)
     runs, notes = found.runs, list(found.notes)
-    if len(runs) < 2:
+    if len(runs) < min_models:
         raise UsageError(
             f"found one model ({runs[0].model}) in {', '.join(map(str, directories))}; a comparison needs two",
             hint="pass one lm_eval output directory per model",

@@ -1,13 +1,13 @@
 """Compare two models scored on the same items: McNemar for 0/1 scores, a seeded paired bootstrap for
-any score, clustered standard errors when items come in clusters, and an unpaired fallback (said out
-loud) when the item sets differ.
+any score, clustered standard errors when items come in clusters; partial item overlap pairs on the shared
+items (the dropped counts said), an unpaired comparison only when asked.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Literal, TypeVar
 
@@ -16,9 +16,11 @@ import numpy as np
 from expkit.errors import UsageError
 
 __all__ = [
+    "PAIRINGS",
     "BootstrapInterval",
     "McNemarResult",
     "PairedComparison",
+    "Pairing",
     "compare_models",
     "compare_paired",
     "max_safe_score",
@@ -255,8 +257,10 @@ def _verdict(
         return "better", None, "better"
     if high < 0.0:
         return "worse", None, "worse"
-    if delta == 0.0 or sd_d == 0.0:
+    if delta == 0.0:
         return "inconclusive", None, "inconclusive (no difference observed)"
+    if sd_d == 0.0:  # every item differs by delta: a difference seen on too few items, not no difference
+        return "inconclusive", None, f"inconclusive (every item differs by {delta:+.4g}; {n} items are too few)"
     z_beta = NormalDist().inv_cdf(_POWER_FOR_NEEDED_N)
     needed = math.ceil(((_z(level) + z_beta) * sd_d / abs(delta)) ** 2)
     return "inconclusive", needed, f"inconclusive (need ~{needed:,} items)"
@@ -433,6 +437,10 @@ def _compare_unpaired(a: np.ndarray, b: np.ndarray, level: float, note: str) -> 
     )
 
 
+Pairing = Literal["shared", "unpaired"]
+PAIRINGS: tuple[Pairing, ...] = ("shared", "unpaired")
+
+
 def compare_models(
     scores_a: Mapping[K, float],
     scores_b: Mapping[K, float],
@@ -441,38 +449,60 @@ def compare_models(
     level: float = 0.95,
     n_boot: int = N_BOOT,
     seed: int = 0,
+    pairing: Pairing = "shared",
 ) -> PairedComparison:
-    """Compare two models given ``{item_id: score}``: paired when both scored the same items, else an
-    unpaired comparison of all their items with ``note`` saying how the item sets differ.
+    """Compare two models given ``{item_id: score}`` (A = ``scores_a``, B = ``scores_b``; delta = A - B).
+
+    ``pairing="shared"`` (the default): a paired comparison on the items both scored; when the item sets
+    differ, ``note`` states how many items were dropped from each side. ``pairing="unpaired"``: an
+    unpaired comparison of all the items of each model (wider interval, no pairing assumed), only when
+    asked for.
 
     Raises:
-        UsageError: empty inputs; a cluster key missing for an item.
+        UsageError: empty inputs; a cluster key missing for an item; no shared item to pair on; an
+            unknown ``pairing``.
 
     Example:
-        >>> c = compare_models({"q1": 1, "q2": 0}, {"q1": 1, "q3": 1}); c.paired, c.note[:18]
-        (False, 'item sets differ: ')
+        >>> c = compare_models({"q1": 1, "q2": 0, "q3": 1}, {"q1": 1, "q2": 1, "q4": 0}); c.paired, c.n_common
+        (True, 2)
+        >>> c.note[:43]
+        'paired on the 2 shared items; dropped 1 onl'
     """
+    if pairing not in PAIRINGS:
+        raise UsageError(f"pairing {pairing!r} is not known", hint=f"one of: {', '.join(PAIRINGS)}")
     if not scores_a or not scores_b:
         raise UsageError("a model has no scored items", hint="each model needs at least one item")
-    keys_a, keys_b = set(scores_a), set(scores_b)
-    if keys_a == keys_b:
-        items = list(scores_a)
-        a = np.fromiter((scores_a[k] for k in items), dtype=np.float64, count=len(items))
-        b = np.fromiter((scores_b[k] for k in items), dtype=np.float64, count=len(items))
-        cl = None
+    keys_b = set(scores_b)
+    shared = [k for k in scores_a if k in keys_b]
+    only_a, only_b = len(scores_a) - len(shared), len(scores_b) - len(shared)
+    if pairing == "unpaired":
+        note = (
+            f"compared unpaired as asked: all {len(scores_a)} items of A and {len(scores_b)} of B "
+            f"({len(shared)} shared)"
+        )
         if clusters is not None:
-            missing = [k for k in items if k not in clusters]
-            if missing:
-                raise UsageError(f"item {missing[0]!r} has no cluster key ({len(missing)} items without one)")
-            cl = np.array([str(clusters[k]) for k in items])
-        return compare_paired(a, b, clusters=cl, level=level, n_boot=n_boot, seed=seed)
-    only_a, only_b = len(keys_a - keys_b), len(keys_b - keys_a)
-    note = (
-        f"item sets differ: {only_a} items only in A, {only_b} only in B, {len(keys_a & keys_b)} shared; "
-        "compared unpaired (wider interval); score both models on the same items to pair them"
-    )
+            note += "; cluster keys are not used by the unpaired comparison"
+        a = _as_scores(list(scores_a.values()), "scores_a")
+        b = _as_scores(list(scores_b.values()), "scores_b")
+        return _compare_unpaired(a, b, level, note)
+    if not shared:
+        raise UsageError(
+            f"the two models share no item ({len(scores_a)} and {len(scores_b)} items): nothing to pair",
+            hint="score both models on the same items, or ask for an unpaired comparison",
+        )
+    a = np.fromiter((scores_a[k] for k in shared), dtype=np.float64, count=len(shared))
+    b = np.fromiter((scores_b[k] for k in shared), dtype=np.float64, count=len(shared))
+    cl = None
     if clusters is not None:
-        note += "; cluster keys are not used by the unpaired fallback"
-    a = _as_scores(list(scores_a.values()), "scores_a")
-    b = _as_scores(list(scores_b.values()), "scores_b")
-    return _compare_unpaired(a, b, level, note)
+        missing = [k for k in shared if k not in clusters]
+        if missing:
+            raise UsageError(f"item {missing[0]!r} has no cluster key ({len(missing)} items without one)")
+        cl = np.array([str(clusters[k]) for k in shared])
+    c = compare_paired(a, b, clusters=cl, level=level, n_boot=n_boot, seed=seed)
+    if only_a or only_b:
+        dropped = (
+            f"paired on the {len(shared)} shared items; dropped {only_a} only in A (of {len(scores_a)}) "
+            f"and {only_b} only in B (of {len(scores_b)})"
+        )
+        c = replace(c, n_a=len(scores_a), n_b=len(scores_b), note="; ".join(x for x in (dropped, c.note) if x))
+    return c

@@ -16,7 +16,7 @@ import numpy as np
 from expkit.errors import InputError, UsageError
 from expkit.stats.intervals import wilson_interval
 from expkit.stats.multiplicity import holm_adjust
-from expkit.stats.paired import N_BOOT, PairedComparison, compare_models, max_safe_score
+from expkit.stats.paired import N_BOOT, PairedComparison, Pairing, compare_models, max_safe_score
 from expkit.stats.seeds import t_interval
 
 __all__ = [
@@ -57,7 +57,7 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
         return
     from expkit.data.jsonl import iter_jsonl_objects
 
-    yield from iter_jsonl_objects(path)
+    yield from iter_jsonl_objects(path, exact_ints=True)  # ids past 2**64 stay distinct
 
 
 def read_item_results(path: str | Path) -> ItemResults:
@@ -265,14 +265,37 @@ def _refuse_overflow(results: ItemResults) -> None:
         )
 
 
+def _overlap_note(model: str, base: str, c: PairedComparison) -> str | None:
+    """What the comparison of ``model`` with ``base`` did with items only one of them has, naming both sides
+    (the delta is model - baseline, as ``expkit compare`` takes B - A with A the baseline)."""
+    if c.paired and c.n_a == c.n_b == c.n_common:
+        return None
+    if c.paired:
+        return (
+            f"{model} vs baseline {base}: paired on the {c.n_common} shared items; dropped "
+            f"{c.n_b - c.n_common} of {c.n_b} items only in {base} and {c.n_a - c.n_common} of "
+            f"{c.n_a} only in {model}"
+        )
+    return f"{model} vs baseline {base}: unpaired as asked, over all {c.n_b} items of {base} and {c.n_a} of {model}"
+
+
 def build_eval_table(
-    results: ItemResults, *, baseline: str | None = None, level: float = 0.95, n_boot: int = N_BOOT, seed: int = 0
+    results: ItemResults,
+    *,
+    baseline: str | None = None,
+    level: float = 0.95,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    pairing: Pairing = "shared",
 ) -> EvalTable:
     """The table: a row per model, and every other model compared with ``baseline`` (default: the
-    first model in the file).
+    first model in the file). Each comparison is B - A with A the baseline (as ``expkit compare`` has it),
+    paired on the items both scored (the items dropped from each side noted), or unpaired over all the
+    items when ``pairing="unpaired"``.
 
     Raises:
-        UsageError: a baseline that is not in the results (the known models listed).
+        UsageError: a baseline that is not in the results (the known models listed); a model that shares
+            no item with the baseline (pairing="shared").
     """
     base = baseline if baseline is not None else results.models[0]
     if base not in results.scores:
@@ -284,13 +307,19 @@ def build_eval_table(
     others = [m for m in results.models if m != base]
     comps = [
         compare_models(
-            results.scores[m], results.scores[base], clusters=results.clusters, level=level, n_boot=n_boot, seed=seed
+            results.scores[m],
+            results.scores[base],
+            clusters=results.clusters,
+            level=level,
+            n_boot=n_boot,
+            seed=seed,
+            pairing=pairing,
         )
         for m in others
     ]
     p_holm = holm_adjust([c.p_value for c in comps]) if comps else ()
     out = [_comparison_row(m, base, c, ph, level) for m, c, ph in zip(others, comps, p_holm, strict=True)]
-    notes = [f"{c.model}: {c.comparison.note}" for c in out if not c.comparison.paired]
+    notes = [n for c in out if (n := _overlap_note(c.model, base, c.comparison)) is not None]
     if results.clusters is not None:
         notes.append(f"clustered standard errors over {len(set(results.clusters.values()))} clusters")
     if len(out) > 1:
@@ -333,6 +362,7 @@ def build_task_tables(
     n_boot: int = N_BOOT,
     seed: int = 0,
     notes: tuple[str, ...] = (),
+    pairing: Pairing = "shared",
 ) -> TaskTables:
     """A table per task (``build_eval_table``), then Holm over every comparison of every task.
 
@@ -346,7 +376,10 @@ def build_task_tables(
     if base not in models:
         raise UsageError(f"baseline {base!r} is not among the models", hint=f"models: {', '.join(models)}")
     tables = [
-        replace(build_eval_table(t.results, baseline=base, level=level, n_boot=n_boot, seed=seed), task=t.task)
+        replace(
+            build_eval_table(t.results, baseline=base, level=level, n_boot=n_boot, seed=seed, pairing=pairing),
+            task=t.task,
+        )
         for t in tasks
     ]
     flat = [(i, j) for i, tb in enumerate(tables) for j in range(len(tb.comparisons))]
