@@ -215,3 +215,18 @@ def test_named_rules_of_known_families(name: str, rules: tuple[str, ...]):
     fam = next(f for f in FAMILIES if f.name == name)
     assert fam.trl_template is not None
     assert compare_with_trl(fam.template, fam.trl_template, conversations()["one-turn"]).rules == rules
+
+
+@pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)
+def test_generation_config_stop_list_gets_the_family_end_of_turn(fam: Family):
+    """A base-checkpoint generation_config that stops on another token (bos here) gets the trained end of turn."""
+    from transformers import GenerationConfig
+
+    from expkit.finetune.contract import enforce_stop_contract
+
+    tok, _ = _tokenizer(fam.name)
+    eot = LabelBuilder(tok).end_of_turn
+    base = GenerationConfig(eos_token_id=tok.bos_token_id)
+    contract = enforce_stop_contract(base, end_of_turn=eot, fix=True)
+    assert contract.ok and eot.id in contract.eos_ids_after and tok.bos_token_id in contract.eos_ids_after
+    assert not enforce_stop_contract(GenerationConfig(eos_token_id=tok.bos_token_id), end_of_turn=eot, fix=False).ok
