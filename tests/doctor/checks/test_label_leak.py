@@ -1,0 +1,44 @@
+"""label_leak: an input column that is an affine copy of the target."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _train(*, leak: bool, regression: bool = False):
+    torch.manual_seed(0)
+    X = torch.randn(256, 5)
+    y = X[:, 0] * 2 + X[:, 1] if regression else (X[:, 0] > 0).long()
+    if leak:
+        X = torch.cat([X, (y.float()[:, None] - 0.5) * 3], dim=1)  # the target, shifted and scaled
+    model = nn.Linear(X.shape[1], 1 if regression else 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for i in range(2):
+            xb, yb = X[64 * i : 64 * i + 64], y[64 * i : 64 * i + 64]
+            out = model(xb)
+            loss = nn.functional.mse_loss(out[:, 0], yb) if regression else nn.functional.cross_entropy(out, yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "label_leak"]
+
+
+def test_label_column_in_the_features_is_found():
+    (f,) = _train(leak=True)
+    assert f.evidence["leaking_column"] == 5 and f.evidence["correlation"] == pytest.approx(1.0)
+    assert f.evidence["ln_classes"] == pytest.approx(0.6931, abs=1e-4)  # ln 2
+    (g,) = _train(leak=True, regression=True)
+    assert g.evidence["leaking_column"] == 5
+
+
+def test_features_that_only_predict_the_target_are_clean():
+    # column 0 decides the class exactly (y = x0 > 0) but is not the class itself: r is about 0.8, not 1
+    assert _train(leak=False) == []
+    assert _train(leak=False, regression=True) == []  # y = 2 x0 + x1: r(x0, y) = 0.89

@@ -1,0 +1,68 @@
+"""schedule_not_stepped: a schedule declared in optimizer steps that does not advance between two steps."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _train(make_sched, *, per_step: bool):
+    torch.manual_seed(0)
+    X, y = torch.randn(128, 8), torch.randint(0, 3, (128,))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, y), batch_size=16)
+    model = nn.Linear(8, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        sched = make_sched(opt, len(loader))  # built under the watch: the probe's hook registers it
+        for xb, yb in loader:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+            if per_step:
+                sched.step()
+        if not per_step:
+            sched.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "schedule_not_stepped"]
+
+
+def one_cycle(opt, batches):
+    return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10 * batches)
+
+
+def _linear_warmup(step, *, num_warmup_steps, num_training_steps):
+    # the shape of transformers.get_linear_schedule_with_warmup's lambda (optimization.py)
+    if step < num_warmup_steps:
+        return step / max(1, num_warmup_steps)
+    return max(0.0, (num_training_steps - step) / max(1, num_training_steps - num_warmup_steps))
+
+
+def hf_warmup(opt, batches):
+    fn = functools.partial(_linear_warmup, num_warmup_steps=20, num_training_steps=10 * batches)
+    return torch.optim.lr_scheduler.LambdaLR(opt, fn)
+
+
+def test_one_cycle_stepped_per_epoch_is_found_with_the_lr_used():
+    (f,) = _train(one_cycle, per_step=False)
+    assert f.evidence["total_steps"] == 80 and f.evidence["scheduler_steps_between"] == 0
+    assert f.evidence["lr_used_previous_step"] == f.evidence["lr_used_this_step"] == pytest.approx(0.1 / 25)
+
+
+def test_warmup_lambda_declared_in_steps_names_the_intended_lr():
+    (f,) = _train(hf_warmup, per_step=False)
+    assert (f.evidence["warmup_steps"], f.evidence["total_steps"]) == (20, 80)
+    assert f.evidence["lr_used_this_step"] == 0.0
+    assert f.evidence["lr_intended_this_step"] == pytest.approx(0.1 * 1 / 20)  # base lr x lambda(1)
+
+
+def test_stepped_per_step_or_a_per_epoch_kind_is_clean():
+    assert _train(one_cycle, per_step=True) == []
+    assert _train(hf_warmup, per_step=True) == []
+    # StepLR may well be meant per epoch: not judged
+    assert _train(lambda opt, _: torch.optim.lr_scheduler.StepLR(opt, step_size=3), per_step=False) == []
