@@ -59,3 +59,56 @@ def test_lab_c3_6_loop_lr_matches_the_drawn_schedule(tmp_path):
     assert "max |dL/dlogits| 0" in m["ignore_index"].detail
     assert res.figures and res.figures[0].endswith("c3_6_lr_schedule.png")
     _behaviours_demonstrated(res, ["schedule", "loss_fp32", "clip", "ignore_index", "set_to_none"])
+
+
+def test_lab_c3_3_an_eval_loop_that_frees_its_graphs_flips_the_verdict():
+    """The lab's measurement run on eval loops where the claim should fail: reading the loss with .item() frees
+    each graph and under no_grad nothing is saved, so memory does not grow one step per step; the loop that keeps
+    the loss tensor grows. Saved bytes count each storage once: the char LM's q, k, v are views of one qkv output."""
+    from expkit.labs.lab_c3_3_no_grad import GROWS, grows_one_step_per_step
+    from expkit.train import CharLMConfig
+    from expkit.train.probes import measure_eval_memory
+
+    cfg = CharLMConfig(n_layer=1, n_embd=64, n_head=2)
+    kw = dict(model_config=cfg, steps=3, batch_size=2, seq_len=16)
+    kept = measure_eval_memory(mode="grad_keep_loss", **kw).saved_bytes
+    item = measure_eval_memory(mode="grad_item", **kw).saved_bytes
+    nograd = measure_eval_memory(mode="no_grad", **kw).saved_bytes
+    assert GROWS.judge(grows_one_step_per_step(kept)).kind == "demonstrated"
+    assert GROWS.judge(grows_one_step_per_step(item)).kind == "not reproduced"
+    assert GROWS.judge(grows_one_step_per_step(nograd)).kind == "not reproduced"
+
+
+def test_c3_3_views_of_one_storage_count_once():
+    """One step of the 1-layer char LM, counted by hand: the qkv output (B, T, 3C) is saved once, although the
+    attention saves its q, k and v views; counting each view's whole storage would add it three times."""
+    import torch
+
+    from expkit.train import CharLMConfig
+    from expkit.train.probes import measure_eval_memory
+
+    cfg = CharLMConfig(n_layer=1, n_embd=64, n_head=2)
+    per_step = measure_eval_memory(model_config=cfg, mode="grad_keep_loss", steps=1, batch_size=2, seq_len=16)
+    storages: dict[int, int] = {}
+    views = 0
+
+    def pack(t):
+        nonlocal views
+        views += 1
+        storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t.detach()
+
+    from expkit.train import CharLM
+
+    torch.manual_seed(0)
+    model = CharLM(cfg).eval()
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    from expkit.train.probes import _batch, _loss
+
+    x, y = _batch(2, 16, 0, cfg.vocab_size)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = _loss(model, x, y)
+    by_hand = sum(n for ptr, n in storages.items() if ptr not in params)
+    assert per_step.saved_bytes[0] == by_hand
+    assert views > len(storages)  # some saved tensors were views of a storage already counted
+    del loss

@@ -14,6 +14,19 @@ SEED_EVAL = SeedFigure(
 )
 
 MIB = 2**20
+GROWS = Shown("intermediates kept for a backward that never comes grow with every eval step")
+
+
+def grows_one_step_per_step(saved_bytes: tuple[int, ...]) -> bool:
+    """Step ``i`` (from 1) holds ``i`` times the first step's saved bytes, within 1% of a step, and a step saved
+    something: every step's graph is still alive."""
+    per_step = saved_bytes[0]
+    return per_step > 0 and all(abs(b - (i + 1) * per_step) <= 0.01 * per_step for i, b in enumerate(saved_bytes))
+
+
+def stays_flat(saved_bytes: tuple[int, ...], per_step: int) -> bool:
+    """The saved bytes move by at most 1% of ``per_step`` over the steps: no graph outlives its step."""
+    return max(saved_bytes) - min(saved_bytes) <= 0.01 * per_step
 
 
 @lab(id="C3.3", title="Evaluation needs no_grad", claims=("C3.3",), seed=(SEED_EVAL,))
@@ -32,8 +45,8 @@ def run(ctx: LabContext) -> LabOutput:
     item = traces["grad_item"].saved_bytes
     nograd = traces["no_grad"].saved_bytes
     per_step = kept[0]
-    linear = all(abs(b - (i + 1) * per_step) <= 0.01 * per_step for i, b in enumerate(kept))
-    flat = max(nograd) == 0 and max(item) - min(item) <= 0.01 * per_step
+    linear = grows_one_step_per_step(kept)
+    flat = max(nograd) == 0 and stays_flat(item, per_step)
 
     fig, (ax,) = new_figure(1)
     labels = {
@@ -57,7 +70,7 @@ def run(ctx: LabContext) -> LabOutput:
             "without no_grad, memory kept grows one step's activations per step; under no_grad nothing is kept",
             linear and flat,
             "",
-            rule=Shown("intermediates kept for a backward that never comes grow with every eval step"),
+            rule=GROWS,
             seed=SEED_EVAL,
             detail=f"{per_step / MIB:.1f} MiB per step, within 1% of linear: "
             f"{'yes' if linear else 'no'}; no_grad and .item() flat: {'yes' if flat else 'no'}; process RSS grew "
@@ -80,7 +93,8 @@ def run(ctx: LabContext) -> LabOutput:
     )
     explanation = (
         f"Each eval forward of the char LM (batch 8 x 128) saves {per_step / MIB:.1f} MiB of activations for "
-        "backward, counted exactly with a saved_tensors hook (parameters excluded). Under torch.no_grad() "
+        "backward, counted with a saved_tensors hook, each storage once (q, k and v are views of one qkv output; "
+        "parameters excluded). Under torch.no_grad() "
         f"{max(nograd) / MIB:.1f} MiB was saved. Without it, summing the loss tensor (total += loss) chains every "
         f"step's graph to `total`: {kept[-1] / MIB:.0f} MiB after {steps} steps, "
         f"{'growing linearly, so a long enough eval ends in OOM (not provoked here)' if linear else 'not linear'}. "

@@ -159,15 +159,17 @@ def measure_eval_memory(
         raise ValueError(f"mode={mode!r} is not no_grad, grad_keep_loss or grad_item")
     torch.manual_seed(seed)
     model = CharLM(model_config).eval()
-    param_ptrs = {p.data_ptr() for p in model.parameters()}
+    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
     saved: list[tuple[weakref.ref, int, int]] = []
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         # keep a detached alias: returning ``t`` itself would tie it to its own grad_fn (a reference
-        # cycle that outlives the graph); the alias dies exactly when the graph lets go of it
+        # cycle that outlives the graph); the alias dies exactly when the graph lets go of it.
+        # Keyed by the storage, counted once: q, k, v views of one qkv storage are one allocation
         alias = t.detach()
-        if t.data_ptr() not in param_ptrs:
-            saved.append((weakref.ref(alias), t.data_ptr(), t.untyped_storage().nbytes()))
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in param_ptrs:
+            saved.append((weakref.ref(alias), storage.data_ptr(), storage.nbytes()))
         return alias
 
     def alive_bytes() -> int:
