@@ -349,3 +349,39 @@ def test_limit_runs_pair_on_the_shared_docs_and_say_what_was_dropped(tmp_path, c
     res = cli("stats", "table", "--from", "lm-eval", str(tmp_path / "a"), str(tmp_path / "b"), "--unpaired", "--json")
     c = json.loads(res.stdout)["result"]["tables"][0]["comparisons"][0]["comparison"]
     assert not c["paired"] and (c["n_a"], c["n_b"]) == (60, 80)
+
+
+def test_a_nan_item_score_as_lm_eval_writes_it_is_left_out_naming_file_and_line(tmp_path):
+    rng = np.random.default_rng(5)
+    a, b = _gsm8k_scores(rng, 40, 0.5), _gsm8k_scores(rng, 40, 0.5)
+    write_lmeval_run(tmp_path / "a", "org/a", {"gsm8k": {"none": {"exact_match": a}}})
+    db = write_lmeval_run(tmp_path / "b", "org/b", {"gsm8k": {"none": {"exact_match": b}}})
+    samples = db / f"samples_gsm8k_{DATE}.jsonl"
+    lines = samples.read_text().splitlines()
+    row = json.loads(lines[6])
+    row["exact_match"] = float("nan")
+    lines[6] = json.dumps(row)  # json.dumps writes NaN, as lm-eval's logger does
+    assert "NaN" in lines[6]
+    samples.write_text("\n".join(lines) + "\n")
+    found = read_lmeval_tasks([tmp_path / "a", tmp_path / "b"])
+    (t,) = found.tasks
+    assert len(t.results.scores["org/b"]) == 39 and "6" not in t.results.scores["org/b"]
+    assert any(f"is NaN at {samples}:7:" in n and "1 document(s) left out" in n for n in found.notes)
+    tb = build_task_tables(list(found.tasks), source="lm-eval").tables[0]
+    assert tb.comparisons[0].comparison.n_common == 39  # paired on the 39 shared documents
+
+
+def test_samples_that_contradict_the_results_file_get_a_note(tmp_path):
+    rng = np.random.default_rng(6)
+    a, b = _gsm8k_scores(rng, 50, 0.5), _gsm8k_scores(rng, 50, 0.5)
+    write_lmeval_run(tmp_path / "a", "org/a", {"gsm8k": {"none": {"exact_match": a}}})
+    db = write_lmeval_run(tmp_path / "b", "org/b", {"gsm8k": {"none": {"exact_match": b}}})
+    found = read_lmeval_tasks([tmp_path / "a", tmp_path / "b"])
+    assert not any("disagrees" in n for n in found.notes)  # the writer's aggregate is the samples' mean
+    res = db / f"results_{DATE}.json"
+    data = json.loads(res.read_text())
+    data["results"]["gsm8k"]["exact_match,none"] = 0.95
+    res.write_text(json.dumps(data))
+    found = read_lmeval_tasks([tmp_path / "a", tmp_path / "b"])
+    (note,) = [n for n in found.notes if "disagrees" in n]
+    assert note.startswith("org/b: gsm8k exact_match,none") and f"{b.mean():.4g}" in note and "0.95" in note

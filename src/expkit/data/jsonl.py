@@ -192,16 +192,30 @@ def dumps_record(record: Any) -> str:
 
 
 def _retry_or_note(
-    t: JsonlTally, name: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError, on_error: OnError
+    t: JsonlTally,
+    name: str,
+    lineno: int,
+    line: bytes,
+    exc: orjson.JSONDecodeError,
+    on_error: OnError,
+    nan_ok: bool = False,
 ) -> Any:
     """The slow path, off the per-line loop: a UTF-8 BOM on line 1 is stripped and the line parsed
-    again; anything else is noted (or raised) and ``_SKIP`` returned."""
+    again; with ``nan_ok`` the standard library's parser reads ``NaN``/``Infinity`` (as Python's json writes
+    them); anything else is noted (or raised) and ``_SKIP`` returned."""
     if lineno == 1 and line.startswith(_BOM):
         line = line[len(_BOM) :]
         try:
             return orjson.loads(line)
         except orjson.JSONDecodeError as exc2:
             exc = exc2
+    if nan_ok and line.strip():
+        import json
+
+        try:
+            return json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            pass
     _note_bad_line(t, name, lineno, line, exc, on_error)
     return _SKIP
 
@@ -225,6 +239,7 @@ def iter_jsonl(
     on_error: OnError = "raise",
     tally: JsonlTally | None = None,
     exact_ints: bool = False,
+    nan_ok: bool = False,
 ) -> Iterator[Any]:
     """Yield one parsed record per line of a JSONL file, holding one line in memory at a time.
 
@@ -237,6 +252,8 @@ def iter_jsonl(
         exact_ints: keep integers beyond 64 bits exact (orjson reads them as floats): a record holding
             a float of magnitude >= 2**63 is parsed again by ``loads_exact``. Off by default: the
             check walks every record.
+        nan_ok: read the ``NaN``, ``Infinity`` and ``-Infinity`` that Python's ``json.dumps`` writes (as
+            floats) instead of refusing the line; for logs written by Python tools (lm-eval's samples).
 
     A UTF-8 BOM, CRLF line ends and blank lines are accepted. A cut last line (no newline, incomplete
     JSON) is an error with its line number.
@@ -272,7 +289,7 @@ def iter_jsonl(
                     try:
                         record = loads(line)
                     except orjson.JSONDecodeError as exc:
-                        record = _retry_or_note(t, name, lineno, line, exc, on_error)
+                        record = _retry_or_note(t, name, lineno, line, exc, on_error, nan_ok)
                         if record is _SKIP:
                             continue
                     if exact_ints and _may_hold_big_int(record):
@@ -283,7 +300,7 @@ def iter_jsonl(
                     try:
                         record = loads(line)
                     except orjson.JSONDecodeError as exc:
-                        record = _retry_or_note(t, name, lineno, line, exc, on_error)
+                        record = _retry_or_note(t, name, lineno, line, exc, on_error, nan_ok)
                         if record is _SKIP:
                             continue
                     if exact_ints and _may_hold_big_int(record):
@@ -302,7 +319,12 @@ def iter_jsonl(
 
 
 def iter_jsonl_objects(
-    path: str | Path, *, on_error: OnError = "raise", tally: JsonlTally | None = None, exact_ints: bool = False
+    path: str | Path,
+    *,
+    on_error: OnError = "raise",
+    tally: JsonlTally | None = None,
+    exact_ints: bool = False,
+    nan_ok: bool = False,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, record)`` for a JSONL file whose every line must be a JSON object.
 
@@ -320,7 +342,7 @@ def iter_jsonl_objects(
         ...     score = float(row["score"])
     """
     t = tally if tally is not None else JsonlTally()
-    for record in iter_jsonl(path, on_error=on_error, tally=t, exact_ints=exact_ints):
+    for record in iter_jsonl(path, on_error=on_error, tally=t, exact_ints=exact_ints, nan_ok=nan_ok):
         if not isinstance(record, dict):
             err = InputError(
                 f"a JSON {type(record).__name__}, not an object",

@@ -12,6 +12,7 @@ no lm-eval install: the files are plain JSON.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -223,7 +224,7 @@ class _TaskFile:
 def _load_samples(path: str) -> _TaskFile:
     from expkit.data.jsonl import iter_jsonl_objects
 
-    rows = list(iter_jsonl_objects(path))
+    rows = list(iter_jsonl_objects(path, nan_ok=True))  # lm-eval writes samples with json.dumps: NaN as NaN
     if not rows:
         raise InputError(
             "no logged sample: nothing to compare item by item",
@@ -243,6 +244,80 @@ def _load_samples(path: str) -> _TaskFile:
         metrics.update(dict.fromkeys(str(n) for n in names))
         filters[str(row.get("filter", "none"))] = None
     return _TaskFile(list(metrics), list(filters), rows)
+
+
+def _item_scores(run: LmEvalRun, task: str, tf: _TaskFile, m: str, f: str, notes: list[str]) -> dict[str, float]:
+    """doc_id -> score of metric ``m`` under filter ``f`` in one model's samples. A NaN score (lm-eval writes
+    ``NaN`` when a metric fails on a document) is left out with a note naming file:line; a mean that disagrees
+    with the ``results_*.json`` of the same run is noted."""
+    path = run.samples[task]
+    seen: dict[str, int] = {}
+    per_item: dict[str, float] = {}
+    nan_lines: list[int] = []
+    for line, row in tf.rows:
+        if str(row.get("filter", "none")) != f:
+            continue
+        item = str(row["doc_id"])
+        if item in seen:
+            raise InputError(
+                f"doc_id {item} appears twice for filter {f!r} (first on line {seen[item]})",
+                path=path,
+                line=line,
+                hint="an older harness logs no 'filter' key, so a task with "
+                "two filters repeats each doc_id: re-run with a current lm_eval"
+                if "filter" not in row
+                else None,
+            )
+        seen[item] = line
+        if m not in row:
+            raise InputError(f"the sample has no value for metric {m!r}", path=path, line=line)
+        x = _score(row[m], m, path, line)
+        if math.isnan(x):
+            nan_lines.append(line)
+            continue
+        per_item[item] = x
+    if nan_lines:
+        more = f" (and {len(nan_lines) - 1} more)" if len(nan_lines) > 1 else ""
+        notes.append(
+            f"{run.model}: {task} {m} is NaN at {path}:{nan_lines[0]}{more}: "
+            f"{len(nan_lines)} document(s) left out, the others paired"
+        )
+    logged = _logged_aggregate(path, task, m, f)
+    if logged is not None and per_item:
+        mean = math.fsum(per_item.values()) / len(per_item)
+        value, results_file = logged
+        if math.isfinite(value) and abs(mean - value) > _AGGREGATE_TOLERANCE * max(1.0, abs(value)):
+            notes.append(
+                f"{run.model}: {task} {m},{f}: the samples' mean {mean:.4g} disagrees with {value:.4g} in "
+                f"{results_file}: the samples may be from another run (or the metric is not a per-item mean)"
+            )
+    return per_item
+
+
+# |samples' mean - logged aggregate| beyond this (relative to max(1, |aggregate|)) gets a note: lm-eval's own
+# aggregate of a per-item mean is that mean up to float rounding; 1e-6 leaves room for a rounded JSON value
+_AGGREGATE_TOLERANCE = 1e-6
+
+
+def _logged_aggregate(samples_path: str, task: str, metric: str, filt: str) -> tuple[float, str] | None:
+    """The ``"metric,filter"`` value lm-eval wrote for ``task`` in the results file of the samples' run (the
+    same date id, beside them), or None when there is none to check against."""
+    sp = Path(samples_path)
+    m = re.search(r"_(\d{4}-\d{2}-\d{2}T[^_]*)\.jsonl$", sp.name)
+    if m is None:
+        return None
+    for cand in sorted(sp.parent.glob(f"*_{m.group(1)}.json")):
+        try:
+            data = _read_results(cand)
+        except InputError:
+            return None
+        block = data.get("results")
+        value = block.get(task, {}).get(f"{metric},{filt}") if isinstance(block, dict) else None
+        if isinstance(block, dict) and isinstance(block.get(task), dict):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value), str(cand)
+            return None
+    return None
 
 
 def _choose_tasks(runs: Sequence[LmEvalRun], tasks: Sequence[str] | None, notes: list[str]) -> list[str]:
@@ -331,31 +406,8 @@ def read_lmeval_tasks(
                 f"{task}: filter {f} (also logged: {', '.join(x for x in first.filters if x != f)}; "
                 "choose the filter to compare another)"
             )
-        scores: dict[str, dict[str, float]] = {}
-        n_rows = 0
-        for r in runs:
-            seen: dict[str, int] = {}
-            per_item: dict[str, float] = {}
-            for line, row in files[r.model].rows:
-                if str(row.get("filter", "none")) != f:
-                    continue
-                item = str(row["doc_id"])
-                if item in seen:
-                    raise InputError(
-                        f"doc_id {item} appears twice for filter {f!r} (first on line {seen[item]})",
-                        path=r.samples[task],
-                        line=line,
-                        hint="an older harness logs no 'filter' key, so a task with "
-                        "two filters repeats each doc_id: re-run with a current lm_eval"
-                        if "filter" not in row
-                        else None,
-                    )
-                seen[item] = line
-                if m not in row:
-                    raise InputError(f"the sample has no value for metric {m!r}", path=r.samples[task], line=line)
-                per_item[item] = _score(row[m], m, r.samples[task], line)
-            scores[r.model] = per_item
-            n_rows += len(per_item)
+        scores = {r.model: _item_scores(r, task, files[r.model], m, f, notes) for r in runs}
+        n_rows = sum(map(len, scores.values()))
         results = ItemResults(f"lm-eval {task} ({m}, filter {f})", tuple(r.model for r in runs), scores, None, n_rows)
         out.append(TaskResults(task, results, tuple(r.samples[task] for r in runs)))
     return EvalItems(tuple(out), tuple(notes))
