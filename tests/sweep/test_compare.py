@@ -143,3 +143,68 @@ def test_the_trial_config_survives_a_command_that_records_its_own():
         extra={"sweep": {"config": {"lr_max": 0.003}}},
     )
     assert _config_of(rec)["lr_max"] == 0.003 and "train" in _config_of(rec)
+
+
+def _record_metrics(store, group, seed, lr, **metrics):
+    line = {"step": 1, **metrics}
+    code = f"import json; print(json.dumps({line!r}))"
+    res = execute(
+        ExecRequest([sys.executable, "-c", code], store=store, group=group, seed=seed, config={"lr": lr}, cwd=store)
+    )
+    assert res.status == "finished"
+
+
+def test_seeds_without_effect_give_no_verdict(tmp_path):
+    # the command ignores its seed: every seed of a config ends at the same loss (the case: a
+    # zero-width interval that used to be called "better")
+    for s in range(3):
+        _record_metrics(tmp_path, "noseed", s, 0.1, loss=0.9626)
+        _record_metrics(tmp_path, "noseed", s, 0.2, loss=0.92518)
+    cmp = compare_groups("noseed", by="lr", store=tmp_path)
+    (m,) = cmp.metrics
+    assert m.verdict == "no verdict: the seeds had no effect" and not m.judged and m.seeds_needed is None
+    assert any("seeds had no effect" in n and "lr=0.1 and of lr=0.2" in n for n in cmp.notes)
+
+
+def test_seeds_that_move_the_metric_are_judged(tmp_path):
+    # contrary measurement: the same means with seed-to-seed spread on one side flips to a verdict again
+    for s, noise in enumerate((-0.001, 0.0, 0.001)):
+        _record_metrics(tmp_path, "seeded", s, 0.1, loss=0.9626 + noise)
+        _record_metrics(tmp_path, "seeded", s, 0.2, loss=0.92518 + noise + 0.0001 * s)
+    (m,) = compare_groups("seeded", by="lr", store=tmp_path).metrics
+    assert m.judged and m.verdict == "better"
+
+
+def test_only_objective_metrics_are_judged_by_default(tmp_path):
+    for s in range(3):
+        _record_metrics(tmp_path, "obj", s, 0.1, loss=1.0 + 0.01 * s, lr_now=0.1, grad_norm=2.0 + 0.1 * s)
+        _record_metrics(tmp_path, "obj", s, 0.2, loss=0.5 + 0.012 * s, lr_now=0.2, grad_norm=3.0 + 0.1 * s)
+    cmp = compare_groups("obj", by="lr", store=tmp_path)
+    by_name = {m.metric: m for m in cmp.metrics}
+    assert [m.metric for m in cmp.metrics] == ["loss", "grad_norm", "lr_now"]  # judged first, then listed
+    assert by_name["loss"].judged and by_name["loss"].verdict == "better"
+    for name in ("grad_norm", "lr_now"):
+        assert not by_name[name].judged and by_name[name].verdict.startswith("not judged")
+    # naming a metric judges it, objective or not
+    (g,) = compare_groups("obj", by="lr", store=tmp_path, metrics=("grad_norm",)).metrics
+    assert g.judged and g.verdict in ("better", "worse")
+
+
+@pytest.mark.parametrize(
+    ("name", "objective"),
+    [
+        ("val_loss", True),
+        ("accuracy", True),
+        ("reward_mean", True),
+        ("perplexity", True),
+        ("eval/f1", True),
+        ("lr", False),
+        ("grad_norm", False),
+        ("tokens_per_s", False),
+        ("learning_rate", False),
+    ],
+)
+def test_objective_like_names(name, objective):
+    from expkit.sweep.compare import is_objective_like
+
+    assert is_objective_like(name) is objective

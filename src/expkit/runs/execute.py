@@ -173,6 +173,10 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
         for key, cls in (("seed", SeedRecord), ("environment", EnvironmentRecord), ("hardware", MachineInfo)):
             if key in extra:
                 changes[key] = typed(cls, extra[key], key)
+        handed, own = record.seed, changes.get("seed")
+        if handed is not None and own is not None and own.seed != handed.seed:
+            note = f"EXPKIT_SEED={handed.seed} was handed to the command, which recorded seed {own.seed} itself"
+            changes["seed"] = dataclasses.replace(own, note="; ".join(filter(None, (own.note, note))))
         changes["data"] = record.data + tuple(typed(DataFingerprint, d, "data") for d in extra.get("data", []))
         changes["checkpoints"] = record.checkpoints + tuple(
             typed(CheckpointEntry, c, "checkpoints") for c in extra.get("checkpoints", [])

@@ -68,11 +68,12 @@ def seed_process(seed: int | None, *, deterministic: bool) -> SeedRecord:
 
 def recorded_seed(seed: int | None, *, deterministic: bool, seeded_by: str) -> SeedRecord:
     """The seed record of a process that someone else seeds (``seeded_by``); nothing is seeded here."""
+    source = "argument" if seed is not None else None
     if seed is None and os.environ.get("EXPKIT_SEED", "").isdigit():
-        seed = int(os.environ["EXPKIT_SEED"])
+        seed, source = int(os.environ["EXPKIT_SEED"]), "EXPKIT_SEED"
     return SeedRecord(
         seed=seed,
-        source="argument" if seed is not None else None,
+        source=source,
         seeded=(),
         not_seeded={"all": f"seeded by {seeded_by}"},
         note=None,
@@ -139,6 +140,9 @@ class RunRequest:
     integration: str | None = None
 
 
+SEED_HANDED_TO_COMMAND = "handed to the command as EXPKIT_SEED; whether the command uses it is not known here"
+
+
 def _seed_record_for(request: RunRequest) -> SeedRecord:
     """Seed this process, or only record the seed someone else applies (see RunRequest)."""
     if request.seeded_by is not None:
@@ -149,7 +153,7 @@ def _seed_record_for(request: RunRequest) -> SeedRecord:
         seed=request.seed,
         source="argument" if request.seed is not None else None,
         seeded=(),
-        not_seeded={"all": "handed to the command as EXPKIT_SEED; the command seeds itself"},
+        not_seeded={"all": SEED_HANDED_TO_COMMAND},
         note=None,
         deterministic=request.deterministic,
     )
@@ -302,7 +306,7 @@ def describe_records(record: RunRecord | dict[str, Any], run_dir: Path) -> tuple
             "seed",
             seed.seed is not None,
             f"{seed.seed} ({seed.source}; "
-            + (f"seeded {', '.join(seed.seeded)})" if seed.seeded else "handed to the command as EXPKIT_SEED)"),
+            + (f"seeded {', '.join(seed.seeded)})" if seed.seeded else f"{_how_seeded(seed)})"),
         )
     else:
         seed_p = RecordPresence("seed", False, "not recorded")
@@ -329,3 +333,10 @@ def describe_records(record: RunRecord | dict[str, Any], run_dir: Path) -> tuple
         f"{len(rec.checkpoints)} checkpoints" + (f", output.log {out.stat().st_size} bytes" if out.exists() else ""),
     )
     return (code_p, data_p, cfg_p, env_p, seed_p, hw_p, logs_p)
+
+
+def _how_seeded(seed: SeedRecord) -> str:
+    """What the record says about who applied a seed expkit did not apply itself (a callback run: the
+    framework; ``runs exec``: the command, if it reads EXPKIT_SEED), never more than it knows."""
+    said = seed.not_seeded.get("all")
+    return said or "not applied by expkit"

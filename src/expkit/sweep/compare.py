@@ -30,6 +30,7 @@ __all__ = [
     "config_value",
     "curve_set_of",
     "is_loss_like",
+    "is_objective_like",
     "seeds_needed",
 ]
 
@@ -39,6 +40,26 @@ _LOSS_LIKE = re.compile(
     r"(loss|err|error|ppl|perplexity|nll|bpb|bpc|wer|cer|latency|time|_s$|_ms$|_bytes$)", re.IGNORECASE
 )
 _NOT_METRICS = {"step", "time", "epoch", "tokens"}
+# names that read as what a run is trying to get better at; anything else (lr, grad_norm, throughput ...) is
+# listed beside them without a verdict unless named with ``metrics=`` (issue 21 item 7)
+_OBJECTIVE_LIKE = re.compile(
+    r"(loss|acc|accuracy|reward|return|perplexity|ppl|nll|bpb|bpc|err|error|wer|cer|f1|bleu|rouge|"
+    r"exact_match|\bem\b|auc|auroc|precision|recall|score|pass@|win_rate|mse|mae|rmse|likelihood)",
+    re.IGNORECASE,
+)
+NOT_JUDGED = "not judged: not an objective by its name (name it with --metric to judge it)"
+NO_SEED_EFFECT = "no verdict: the seeds had no effect"
+
+
+def is_objective_like(metric: str) -> bool:
+    """Whether a metric reads as an objective (loss, accuracy, reward, perplexity, error, F1, BLEU, score
+    ...) and is judged by default; ``lr``, ``grad_norm``, ``tokens_per_s`` are not.
+
+    Example:
+        >>> [m for m in ["val_loss", "lr", "grad_norm", "accuracy", "reward_mean"] if is_objective_like(m)]
+        ['val_loss', 'accuracy', 'reward_mean']
+    """
+    return bool(_OBJECTIVE_LIKE.search(metric))
 
 
 def is_loss_like(metric: str) -> bool:
@@ -124,6 +145,7 @@ class MetricComparison:
     verdict: str
     seeds_needed: int | None
     left_out: int
+    judged: bool = True
 
 
 @dataclass(frozen=True)
@@ -305,6 +327,31 @@ def _compare_metric(
     )
 
 
+def _choose_metrics(shared: set[str], named: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The metrics to judge and those only listed: the ``named`` ones (every one must be shared), or by
+    default the shared ones that look like objectives, the others listed."""
+    for m in named:
+        if m not in shared:
+            raise UsageError(
+                f"metric {m!r} is not a final metric of every run compared",
+                hint=f"shared metrics: {', '.join(sorted(shared)) or 'none'}",
+            )
+    if not shared:
+        raise UsageError("the runs share no numeric final metric", hint="log metrics as JSON lines with a step")
+    if named:
+        return tuple(dict.fromkeys(named)), ()
+    judged = tuple(m for m in sorted(shared) if is_objective_like(m))
+    return judged, tuple(m for m in sorted(shared) if m not in judged)
+
+
+def _seeds_had_no_effect(side: Side, finals: list[dict[str, float]], metric: str) -> bool:
+    """Whether two or more distinct seeds of one side all ended at exactly the same value of ``metric``
+    (a command that never used its seed: the same run repeated, not a sample of seeds)."""
+    seeds = {s for s in side.seeds if s is not None}
+    values = {f[metric] for f in finals if math.isfinite(f[metric])}
+    return len(seeds) >= 2 and len(finals) >= 2 and len(values) == 1
+
+
 def compare_groups(
     a: str,
     b: str | None = None,
@@ -320,7 +367,11 @@ def compare_groups(
     Args:
         a, b: run groups (``expkit sweep --name``); ``b`` None with ``by``.
         by: a config key that splits group ``a`` into exactly two sides (sorted: the smaller value is A).
-        metrics: the metrics to compare (default: every numeric final metric all runs share).
+        metrics: the metrics to judge. Default: the numeric final metrics all runs share that look like
+            objectives (``is_objective_like``: loss, accuracy, reward, perplexity ...); the other shared
+            ones (lr, grad_norm ...) are listed with their numbers and ``judged=False``, no verdict. A metric
+            whose final value is the same for every seed of a side gets no verdict either (the seeds had
+            no effect; a note says so).
         lower_is_better: direction for every metric; None: lower for loss-like names (``is_loss_like``).
         level: of the intervals.
 
@@ -365,18 +416,12 @@ def compare_groups(
     fa = [numeric(r) for r in _by_seed(runs_a)]
     fb = [numeric(r) for r in _by_seed(runs_b)]
     shared = set.intersection(*(set(f) for f in fa + fb))
-    chosen = tuple(metrics) or tuple(sorted(shared))
-    for m in chosen:
-        if m not in shared:
-            raise UsageError(
-                f"metric {m!r} is not a final metric of every run compared",
-                hint=f"shared metrics: {', '.join(sorted(shared)) or 'none'}",
-            )
-    if not chosen:
-        raise UsageError("the runs share no numeric final metric", hint="log metrics as JSON lines with a step")
+    judged, listed = _choose_metrics(shared, metrics)
+    if not judged:
+        notes.append("no shared metric looks like an objective (loss, accuracy, reward ...): name one with --metric")
     stored = read_noise_floor(root, a) if by is None else None
     out = []
-    for m in chosen:
+    for m in (*judged, *listed):
         if lower_is_better is None:
             lower = is_loss_like(m)
             source = "default: " + ("loss-like name" if lower else "not a loss-like name")
@@ -384,8 +429,8 @@ def compare_groups(
             lower, source = lower_is_better, "as given"
         keys_a = side_a.seeds if paired else tuple(range(len(fa)))
         keys_b = side_b.seeds if paired else tuple(range(len(fb)))
-        out.append(
-            _compare_metric(
+        try:
+            mc = _compare_metric(
                 m,
                 dict(zip(keys_a, (f[m] for f in fa), strict=True)),
                 dict(zip(keys_b, (f[m] for f in fb), strict=True)),
@@ -395,7 +440,21 @@ def compare_groups(
                 direction_source=source,
                 stored_floor=None if stored is None else stored.get(m),
             )
-        )
+        except UsageError:
+            if m in judged:
+                raise
+            continue  # a metric only listed, without two finite values a side: nothing to list
+        unmoved = [side.label for side, fs in ((side_a, fa), (side_b, fb)) if _seeds_had_no_effect(side, fs, m)]
+        if m in listed:
+            mc = replace(mc, verdict=NOT_JUDGED, judged=False, seeds_needed=None)
+        elif unmoved:
+            mc = replace(mc, verdict=NO_SEED_EFFECT, judged=False, seeds_needed=None)
+            notes.append(
+                f"{m}: every seed of {' and of '.join(unmoved)} gave the same final value, so the seeds had no "
+                "effect (the command ignores EXPKIT_SEED? pass {seed} in the command or seed from it): the "
+                "interval is not a seed-to-seed spread and no verdict is given"
+            )
+        out.append(mc)
     return Comparison(side_a, side_b, str(root), split, tuple(out), tuple(notes))
 
 
