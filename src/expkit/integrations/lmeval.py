@@ -379,7 +379,7 @@ def read_lmeval_tasks(
     for task in chosen:
         files = {r.model: _load_samples(r.samples[task]) for r in runs}
         first = files[runs[0].model]
-        m = metric or (first.metrics[0] if first.metrics else None)
+        m = metric or (first.metrics[0] if first.metrics else "")  # "" is in no model's metrics: refused below
         f = filter_name or first.filters[0]
         if filter_name and filter_name not in first.filters and len(first.filters) == 1:
             f = first.filters[0]  # a task with a single filter ("none") takes it whatever --filter says
