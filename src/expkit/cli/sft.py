@@ -84,6 +84,12 @@ def train(
     no_eos_in_loss: bool = typer.Option(
         False, "--no-eos-in-loss", help="Mask the end-of-turn token out (reproduces a model that never stops)."
     ),
+    packing: bool = typer.Option(
+        False,
+        "--packing",
+        help="Pack whole conversations into --max-length rows (TRL's BFD), keeping expkit's labels and restarting "
+        "position ids at each conversation.",
+    ),
     fix_generation_config: bool = typer.Option(
         True,
         "--fix-generation-config/--no-fix-generation-config",
@@ -131,6 +137,7 @@ def train(
             max_length=max_length,
             loss=loss,
             eos_in_loss=not no_eos_in_loss,
+            packing=packing,
             seed=seed,
             fix_generation_config=fix_generation_config,
             merge=merge,

@@ -52,6 +52,7 @@ class SFTSettings:
     max_length: int | None = 512
     loss: str = "assistant"
     eos_in_loss: bool = True
+    packing: bool = False  # TRL's BFD packing of the labelled conversations (labels kept, position ids reset)
     seed: int = 0
     fix_generation_config: bool = True
     merge: bool = False
@@ -71,6 +72,8 @@ class SFTSettings:
             raise UsageError(f"learning_rate must be > 0, not {self.learning_rate}")
         if self.loss not in LOSS_MODES:
             raise UsageError(f"loss must be one of {', '.join(LOSS_MODES)}, not {self.loss!r}")
+        if self.packing and self.max_length is None:
+            raise UsageError("packing needs max_length (the packed row length), not None")
 
 
 @dataclass(frozen=True)
@@ -394,6 +397,10 @@ def _sft_trainer(plan: _Plan, model: Any, targets: list[str] | str, recorder: An
         use_cpu=True,
         seed=settings.seed,
         max_length=settings.max_length,
+        # packing: TRL's best-fit decreasing over expkit's input_ids + labels; its padding-free collator keeps the
+        # labels, masks each conversation's first label and restarts position ids (tests/finetune/test_packing.py)
+        packing=settings.packing,
+        packing_strategy="bfd",
         disable_tqdm=True,
         dataloader_num_workers=0,
         logging_nan_inf_filter=False,  # a NaN loss must reach the log, not be averaged away
