@@ -1,10 +1,12 @@
 """Benchmark: expkit doctor's recall on the bug suite, its false alarms on the clean programs, and the step-time
 overhead of its checks vs the same loop bare, measured in one run.
 
-    .venv/bin/python benchmarks/bench_doctor.py [--steps 40] [--repeats 5] [--skip-suite] [--quick] [--out DIR]
+    .venv/bin/python benchmarks/bench_doctor.py [--steps 40] [--repeats 5] [--workers 2] [--skip-suite] [--quick]
+        [--out DIR]
 
 Recall: a bug program counts as caught when the check it declares (``doctor-expect:``) fires within the first
-two optimizer steps (each program a real child process under ``expkit doctor``, stopped after the watch).
+two optimizer steps (each program a real child process under ``expkit doctor``, stopped after the watch; ``--workers``
+programs at a time, a DDP program under its own ``torchrun``).
 Overhead: one loop (a small causal transformer on CPU, one thread), timed per step three ways in
 interleaved repeats: bare, while watched (every check running), and after the watch (hooks removed).
 ``--quick`` (for CI): 2 bug + 2 clean programs, 6 steps, one repeat; its figures are not comparisons.
@@ -14,9 +16,10 @@ Writes benchmarks/results/doctor.json.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
-import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import torch
@@ -24,8 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from expkit.doctor import watch
-from expkit.doctor.runner import DoctorRequest, run_doctor
-from expkit.doctor.suite import iter_suite, outcome_of, score_outcomes
+from expkit.doctor.suite import ProgramOutcome, iter_suite, run_program, score_outcomes
 from timing import add_run_options, write_results  # benchmarks/timing.py
 
 SUITE = Path(__file__).resolve().parent.parent / "tests" / "doctor" / "suite"
@@ -91,18 +93,21 @@ def measure_overhead(steps: int, repeats: int, watched: int) -> dict[str, float]
     }
 
 
-def measure_suite(quick: bool) -> dict:
+def _run_and_show(path: Path) -> ProgramOutcome:
+    o = run_program(path)
+    print(f"  {o.program}: expected {o.expected}, found {list(o.checks_found)} ({o.elapsed_s:.1f} s)", flush=True)
+    return o
+
+
+def measure_suite(quick: bool, workers: int) -> dict:
     programs = list(iter_suite(SUITE))
     if quick:
         programs = [p for p in programs if p.parent.name == "bugs"][:2] + [
             p for p in programs if p.parent.name == "clean"
         ][:2]
-    outcomes = []
-    for path in programs:
-        req = DoctorRequest(command=(sys.executable, str(path)), stop_after_watch=True, cwd=str(path.parent))
-        outcomes.append(outcome_of(path, run_doctor(req)))
-        o = outcomes[-1]
-        print(f"  {o.program}: expected {o.expected}, found {list(o.checks_found)} ({o.elapsed_s:.1f} s)", flush=True)
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        outcomes = list(pool.map(_run_and_show, programs))
     score = score_outcomes(outcomes)
     return {
         "bug_programs": score.bugs,
@@ -111,6 +116,8 @@ def measure_suite(quick: bool) -> dict:
         "clean_programs": score.clean,
         "clean_with_findings": score.clean_with_findings,
         "did_not_run": score.did_not_run,
+        "workers": workers,
+        "suite_wall_s": time.perf_counter() - t0,
         "programs": [
             {"program": o.program, "expected": o.expected, "found": list(o.checks_found), "elapsed_s": o.elapsed_s}
             for o in score.outcomes
@@ -122,12 +129,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40, help="steps per timed loop (default 40)")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats (default 5)")
+    parser.add_argument("--workers", type=int, default=2, help="suite programs run at a time (default 2)")
     parser.add_argument("--skip-suite", action="store_true", help="only the overhead")
     add_run_options(parser)
     args = parser.parse_args()
     steps, repeats = (6, 1) if args.quick else (args.steps, args.repeats)
     torch.set_num_threads(1)  # the machine is shared: one thread times steadier
-    results: dict = {"threads": torch.get_num_threads(), "load_avg_1m": __import__("os").getloadavg()[0]}
+    results: dict = {"threads": torch.get_num_threads(), "load_avg_1m": os.getloadavg()[0]}
     results["overhead"] = measure_overhead(steps, repeats, watched=2)
     o = results["overhead"]
     print(
@@ -137,11 +145,11 @@ def main() -> None:
         f"({o['after_watch_over_bare']:.3f}x)"
     )
     if not args.skip_suite:
-        s = results["suite"] = measure_suite(args.quick)
+        s = results["suite"] = measure_suite(args.quick, args.workers)
         print(
             f"suite: caught {s['caught_within_2_steps']}/{s['bug_programs']} bugs within 2 steps; "
             f"{s['clean_with_findings']}/{s['clean_programs']} clean programs with a finding; "
-            f"{s['did_not_run']} did not run"
+            f"{s['did_not_run']} did not run ({s['suite_wall_s']:.0f} s with {s['workers']} workers)"
         )
     write_results(results, args.out, "doctor", quick=args.quick)
 

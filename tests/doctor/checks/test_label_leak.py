@@ -42,3 +42,20 @@ def test_features_that_only_predict_the_target_are_clean():
     # column 0 decides the class exactly (y = x0 > 0) but is not the class itself: r is about 0.8, not 1
     assert _train(leak=False) == []
     assert _train(leak=False, regression=True) == []  # y = 2 x0 + x1: r(x0, y) = 0.89
+
+
+def test_a_near_copy_that_is_not_the_target_is_clean():
+    # forecasting: the last value of a random walk vs the next one, r ~ 1 - 1e-4 over these rows; a good
+    # predictor, not a leak
+    torch.manual_seed(0)
+    walk = torch.randn(64, 2001).cumsum(dim=1)  # 64 walks: their spread (~45) dwarfs one step (1)
+    X, y = walk[:, -2:-1].clone(), walk[:, -1].clone()
+    r = torch.corrcoef(torch.stack([X[:, 0], y]))[0, 1]
+    assert 0.99 < float(r) < 1 - 1e-6
+    model = nn.Linear(1, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    with watch(model, opt, steps=1) as w:
+        loss = nn.functional.mse_loss(model(X)[:, 0], y)
+        loss.backward()
+        opt.step()
+    assert [f.check for f in w.findings if f.check == "label_leak"] == []

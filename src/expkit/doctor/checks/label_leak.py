@@ -14,7 +14,10 @@ from expkit.doctor.checks import Check, register
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
 
-LEAK_CORRELATION = 0.999  # |Pearson r| of a column with the target; a real feature is never this exact
+# |Pearson r| of a column with the target. A copy, standardized in float32, is off 1 by ~1e-12; a real
+# feature that predicts well stays far below 1 - 1e-6 (a random walk's last value vs its next one over 1000
+# steps: r ~ 1 - 5e-4), so only a copy of the target reaches this
+LEAK_CORRELATION = 1 - 1e-6
 MIN_ROWS = 8  # fewer rows can line up by chance
 MAX_FEATURES = 4096  # wider inputs are images or embeddings, not a table with a label column
 
@@ -22,7 +25,7 @@ MAX_FEATURES = 4096  # wider inputs are images or embeddings, not a table with a
 @register
 class LabelLeak(Check):
     """The last training forward's first input, when it is a float table ``(rows, features)``, against the
-    target of the loss that follows: a column that is an affine copy of the target (|r| >= 0.999) leaks it."""
+    target of the loss that follows: a column that is an affine copy of the target (|r| >= 1 - 1e-6) leaks it."""
 
     name = "label_leak"
 
