@@ -1,0 +1,217 @@
+"""Seed-aware early stopping: a config is stopped at a rung (a step count) only when its seed-paired interval
+against the current leader excludes it, never on one seed's point value; and the replay that measures a
+policy on a recorded grid of curves (how often it reaches the full grid's verdict, at what compute).
+
+The rule at a rung, for config C and the leader L (the best mean at that rung among configs with at least
+``min_pairs`` seeds there): d_s = C_s - L_s over the seeds both reached the rung; the t interval of mean(d)
+at ``level`` (``expkit.stats.seeds.t_interval``); stop C when the interval lies wholly on the worse side of 0.
+Plain (point-metric) asynchronous successive halving (Li et al. 2018, "Massively Parallel Hyperparameter
+Tuning", ASHA) is here too, as the baseline: a trial goes on past a rung only when its own value is in the top
+``1/eta`` of the values seen at that rung so far.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from expkit.errors import UsageError
+
+__all__ = [
+    "EarlyStopPolicy",
+    "RecordedGrid",
+    "ReplayOutcome",
+    "RungDecision",
+    "decide_at_rung",
+    "full_grid_verdict",
+    "replay_point_asha",
+    "replay_seed_aware",
+]
+
+
+@dataclass(frozen=True)
+class EarlyStopPolicy:
+    """When to look (``rungs``, in steps) and what to judge: ``metric``, its direction, the interval's
+    ``level``, and the fewest seeds paired with the leader before a stop is considered (``min_pairs``)."""
+
+    rungs: tuple[int, ...]
+    metric: str = "loss"
+    lower_is_better: bool = True
+    level: float = 0.95
+    min_pairs: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.rungs or any(r <= 0 for r in self.rungs) or list(self.rungs) != sorted(set(self.rungs)):
+            raise UsageError(f"rungs {list(self.rungs)} must be increasing positive steps", hint="e.g. 50,100,200")
+        if self.min_pairs < 2:
+            raise UsageError(f"min_pairs {self.min_pairs} must be >= 2 (an interval needs two paired seeds)")
+        if not 0 < self.level < 1:
+            raise UsageError(f"level {self.level} must be in (0, 1)")
+
+
+@dataclass(frozen=True)
+class RungDecision:
+    """What the rule said for ``config`` at ``rung``: the leader, the paired difference config - leader
+    over ``n_pairs`` seeds with its interval [low, high], and whether the config is stopped (``reason``)."""
+
+    config: str
+    rung: int
+    leader: str | None
+    n_pairs: int
+    delta: float | None
+    low: float | None
+    high: float | None
+    stop: bool
+    reason: str
+
+
+def decide_at_rung(
+    values: Mapping[str, Mapping[int, float]], config: str, *, rung: int, policy: EarlyStopPolicy
+) -> RungDecision:
+    """The decision for ``config`` at ``rung`` given every config's values there (config -> seed -> value).
+
+    Example:
+        >>> p = EarlyStopPolicy(rungs=(10,), min_pairs=3)
+        >>> v = {"a": {0: 1.0, 1: 1.1, 2: 0.9}, "b": {0: 2.0, 1: 2.2, 2: 1.9}}
+        >>> d = decide_at_rung(v, "b", rung=10, policy=p)
+        >>> d.leader, d.stop, round(d.delta, 3)
+        ('a', True, 1.033)
+    """
+    from expkit.stats.seeds import t_interval
+
+    sign = 1.0 if policy.lower_is_better else -1.0
+    ready = {c: v for c, v in values.items() if len(v) >= policy.min_pairs}
+    if not ready:
+        return RungDecision(config, rung, None, 0, None, None, None, False, "no config has enough seeds here yet")
+    leader = min(ready, key=lambda c: sign * float(np.mean(list(ready[c].values()))))
+    if leader == config:
+        return RungDecision(config, rung, leader, 0, None, None, None, False, "the leader")
+    common = sorted(set(values.get(config, {})) & set(ready[leader]))
+    if len(common) < policy.min_pairs:
+        return RungDecision(
+            config,
+            rung,
+            leader,
+            len(common),
+            None,
+            None,
+            None,
+            False,
+            f"{len(common)} paired seeds < {policy.min_pairs}",
+        )
+    d = np.array([values[config][s] - ready[leader][s] for s in common], dtype=np.float64)
+    iv = t_interval(d, level=policy.level)
+    worse = iv.low > 0 if policy.lower_is_better else iv.high < 0
+    reason = "interval excludes it: worse than the leader" if worse else "interval includes the leader's value"
+    return RungDecision(config, rung, leader, len(common), iv.estimate, iv.low, iv.high, worse, reason)
+
+
+@dataclass(frozen=True)
+class RecordedGrid:
+    """A full grid's curves: ``curves[(config, seed)]`` holds the metric at each of ``steps`` (the last one
+    is the final value); lower is better unless ``lower_is_better`` is False."""
+
+    configs: tuple[str, ...]
+    seeds: tuple[int, ...]
+    steps: tuple[int, ...]
+    curves: Mapping[tuple[str, int], Sequence[float]]
+    lower_is_better: bool = True
+
+    def value_at(self, config: str, seed: int, step: int) -> float:
+        return float(self.curves[(config, seed)][self.steps.index(step)])
+
+    def final(self, config: str) -> np.ndarray:
+        return np.array([self.curves[(config, s)][-1] for s in self.seeds], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    """One replay: the config picked, whether it agrees with the full grid (the same best config, or one the
+    full grid cannot tell from its best), and the steps run as a fraction of the full grid's."""
+
+    picked: str | None
+    agrees: bool
+    compute_fraction: float
+    stopped: tuple[str, ...]
+
+
+def full_grid_verdict(grid: RecordedGrid, *, level: float = 0.95) -> tuple[str, frozenset[str]]:
+    """The full grid's best config (best mean final value) and the configs it calls a tie with the best
+    (seed-paired t interval of config - best over all seeds includes 0), the best included."""
+    from expkit.stats.seeds import t_interval
+
+    sign = 1.0 if grid.lower_is_better else -1.0
+    best = min(grid.configs, key=lambda c: sign * float(grid.final(c).mean()))
+    ties = {best}
+    for c in grid.configs:
+        if c != best:
+            d = grid.final(c) - grid.final(best)
+            iv = t_interval(d, level=level) if np.ptp(d) > 0 else None
+            if iv is not None and iv.low <= 0 <= iv.high:
+                ties.add(c)
+    return best, frozenset(ties)
+
+
+def _pick(grid: RecordedGrid, finals: Mapping[str, list[float]]) -> str | None:
+    sign = 1.0 if grid.lower_is_better else -1.0
+    live = {c: v for c, v in finals.items() if v}
+    return min(live, key=lambda c: sign * float(np.mean(live[c]))) if live else None
+
+
+def replay_seed_aware(
+    grid: RecordedGrid, policy: EarlyStopPolicy, *, order: Sequence[tuple[str, int]], ties: frozenset[str]
+) -> ReplayOutcome:
+    """Replay the seed-aware rule: trials run one after another in ``order``; at each rung a trial's value
+    is added to that rung's table and its config judged (``decide_at_rung``); a stopped config's trial ends
+    there and its later trials never start. The pick is the best mean final among configs never stopped."""
+    table: dict[int, dict[str, dict[int, float]]] = {r: {} for r in policy.rungs}
+    stopped: set[str] = set()
+    finals: dict[str, list[float]] = {c: [] for c in grid.configs}
+    steps_run = 0
+    for config, seed in order:
+        if config in stopped:
+            continue
+        ended_at = grid.steps[-1]
+        for rung in policy.rungs:
+            table[rung].setdefault(config, {})[seed] = grid.value_at(config, seed, rung)
+            if decide_at_rung(table[rung], config, rung=rung, policy=policy).stop:
+                stopped.add(config)
+                ended_at = rung
+                break
+        steps_run += ended_at
+        if config not in stopped:
+            finals[config].append(grid.curves[(config, seed)][-1])
+    picked = _pick(grid, {c: v for c, v in finals.items() if c not in stopped})
+    total = len(grid.configs) * len(grid.seeds) * grid.steps[-1]
+    return ReplayOutcome(picked, picked in ties, steps_run / total, tuple(sorted(stopped)))
+
+
+def replay_point_asha(
+    grid: RecordedGrid, rungs: tuple[int, ...], *, eta: int, order: Sequence[tuple[str, int]], ties: frozenset[str]
+) -> ReplayOutcome:
+    """Replay plain ASHA on one value per trial: at each rung a trial goes on only when its value is in the
+    top ``ceil(n / eta)`` of the ``n`` values seen at that rung so far (itself included). The pick is the
+    config with the best mean final over its trials that ran to the end."""
+    sign = 1.0 if grid.lower_is_better else -1.0
+    seen: dict[int, list[float]] = {r: [] for r in rungs}
+    finals: dict[str, list[float]] = {c: [] for c in grid.configs}
+    steps_run = 0
+    for config, seed in order:
+        ended_at = grid.steps[-1]
+        for rung in rungs:
+            v = sign * grid.value_at(config, seed, rung)
+            seen[rung].append(v)
+            keep = math.ceil(len(seen[rung]) / eta)
+            if v > sorted(seen[rung])[keep - 1]:
+                ended_at = rung
+                break
+        steps_run += ended_at
+        if ended_at == grid.steps[-1]:
+            finals[config].append(grid.curves[(config, seed)][-1])
+    picked = _pick(grid, finals)
+    total = len(grid.configs) * len(grid.seeds) * grid.steps[-1]
+    stopped = tuple(c for c in grid.configs if not finals[c])
+    return ReplayOutcome(picked, picked in ties, steps_run / total, stopped)

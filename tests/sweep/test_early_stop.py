@@ -1,0 +1,89 @@
+"""Seed-aware early stopping: the rule at a rung (seed-paired interval vs the leader), and its replay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from expkit.errors import UsageError
+from expkit.sweep.early_stop import (
+    EarlyStopPolicy,
+    RecordedGrid,
+    decide_at_rung,
+    full_grid_verdict,
+    replay_point_asha,
+    replay_seed_aware,
+)
+
+POLICY = EarlyStopPolicy(rungs=(10,), min_pairs=3)
+
+
+def test_a_config_whose_paired_interval_excludes_it_is_stopped_with_the_interval():
+    v = {"lead": {0: 1.0, 1: 1.2, 2: 0.9}, "bad": {0: 1.5, 1: 1.6, 2: 1.45}}
+    d = decide_at_rung(v, "bad", rung=10, policy=POLICY)
+    diffs = np.array([0.5, 0.4, 0.55])
+    low, high = sps.t.interval(0.95, 2, loc=diffs.mean(), scale=sps.sem(diffs))  # scipy: paired t interval
+    assert d.stop and d.leader == "lead" and d.n_pairs == 3
+    assert (d.delta, d.low, d.high) == pytest.approx((diffs.mean(), low, high), rel=1e-12)
+
+
+def test_one_seed_worse_than_the_leader_is_not_enough():
+    # contrary measurement: the same mean gap with seed-to-seed spread that crosses 0 keeps the config
+    v = {"lead": {0: 1.0, 1: 1.2, 2: 0.9}, "noisy": {0: 2.4, 1: 0.8, 2: 0.75}}
+    d = decide_at_rung(v, "noisy", rung=10, policy=POLICY)
+    assert not d.stop and d.low < 0 < d.high
+    # and too few paired seeds never stop, however far behind the one seed is
+    far = {"lead": {0: 1.0, 1: 1.2, 2: 0.9}, "far": {0: 100.0, 1: 100.0}}
+    assert not decide_at_rung(far, "far", rung=10, policy=POLICY).stop
+
+
+def test_higher_is_better_flips_the_side():
+    v = {"lead": {0: 0.9, 1: 0.92, 2: 0.91}, "low": {0: 0.5, 1: 0.52, 2: 0.49}}
+    hib = EarlyStopPolicy(rungs=(10,), lower_is_better=False)
+    assert decide_at_rung(v, "low", rung=10, policy=hib).stop
+    assert decide_at_rung(v, "lead", rung=10, policy=POLICY).stop  # lower is better: "lead" is the worse one
+
+
+@pytest.mark.parametrize("rungs", [(), (0, 10), (20, 10)])
+def test_bad_rungs_are_refused(rungs):
+    with pytest.raises(UsageError, match="rungs"):
+        EarlyStopPolicy(rungs=rungs)
+
+
+def _grid() -> RecordedGrid:
+    # three configs x 5 seeds, curves at steps 10, 20, 40; "good" is best by a wide margin over seeds
+    rng = np.random.default_rng(0)
+    level = {"good": 0.2, "mid": 0.6, "bad": 1.5}
+    curves = {}
+    for c, base in level.items():
+        for s in range(5):
+            noise = 0.02 * rng.normal()
+            curves[(c, s)] = [base + 1.0 + noise, base + 0.5 + noise, base + noise]
+    return RecordedGrid(("good", "mid", "bad"), tuple(range(5)), (10, 20, 40), curves)
+
+
+def test_replay_stops_clear_losers_and_keeps_the_verdict():
+    grid = _grid()
+    best, ties = full_grid_verdict(grid)
+    assert best == "good" and ties == {"good"}
+    trials = [(c, s) for s in range(5) for c in grid.configs]  # seeds arrive round-robin
+    out = replay_seed_aware(grid, EarlyStopPolicy(rungs=(10, 20)), order=trials, ties=ties)
+    # seeds 0 and 1 of every config run to the end (6 x 40, no config has 3 seeds yet); seed 2: good, the
+    # leader, runs 40; mid and bad have 3 pairs at step 10 and stop there (2 x 10); seeds 3, 4 of mid and bad
+    # never start, good's run 40 each: 240 + 40 + 20 + 80 = 380 of 15 x 40 = 600 steps
+    assert out.picked == "good" and out.agrees and out.stopped == ("bad", "mid")
+    assert out.compute_fraction == pytest.approx(380 / 600)
+
+
+def test_point_asha_counts_its_steps_and_can_pick_the_wrong_config():
+    grid = _grid()
+    _, ties = full_grid_verdict(grid)
+    # "bad" arrives first everywhere: with eta 2, the first value at a rung always goes on
+    order = [("bad", 0), ("good", 0), ("mid", 0)]
+    out = replay_point_asha(grid, (10, 20), eta=2, order=order, ties=ties)
+    # bad: 40 steps; good: its value is the best so far, 40 steps; mid at rung 10: ceil(3/2) = 2 kept, it is 2nd,
+    # goes on; at rung 20 it is again 2nd of 3: 40 steps
+    assert out.compute_fraction == pytest.approx(120 / 600) and out.picked == "good"
+    lone = replay_point_asha(grid, (10, 20), eta=2, order=[("bad", 0)], ties=ties)
+    assert lone.picked == "bad" and not lone.agrees
