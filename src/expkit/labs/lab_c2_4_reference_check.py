@@ -24,7 +24,14 @@ SHAPES_FULL = ((2, 4, 64, 32), (1, 8, 128, 64), (4, 8, 256, 64), (1, 12, 512, 64
 T_SWEEP = (64, 128, 256, 512)  # sequence lengths at B = 1, H = 4, D = 64: does the float32 error grow with T?
 
 
-F32_RULE = AtMost(1e-6, source="the seed: 'correct' means ~1e-6 in float32")
+# the seed's "~1e-6" as an order of magnitude: the seed's own einsum code (seed_einsum_attention) measured
+# 0.46e-6 to 1.43e-6 max abs error against SDPA over SHAPES_FULL and seeds 0-4 here (issue 22), so a bar of exactly
+# 1e-6 fails the method the seed calls correct; 3e-6 passes it with room, and a wrong scale (1/D) misses by 1e5
+F32_RULE = AtMost(
+    3e-6,
+    source="the seed: 'correct' means ~1e-6 in float32, read as its order of magnitude (up to 3e-6): the seed's own "
+    "einsum code measures up to 1.4e-6 on these shapes",
+)
 F64_RULE = AtMost(1e-12, source="the seed: 'correct' means ~1e-12 in float64")
 
 
@@ -40,6 +47,22 @@ def attention_error(attention: Callable[..., Any], *, shape: tuple[int, ...], dt
     q, k, v = (rng.standard_normal(shape).astype(dtype) for _ in range(3))
     ref = sdpa_causal(*(torch.from_numpy(x) for x in (q, k, v)))
     return compare(attention(q, k, v), ref).max_abs_error
+
+
+def seed_einsum_attention(q, k, v):  # noqa: ANN001, ANN201 - numpy arrays (B, H, T, D)
+    """The seed's own code, verbatim but for folding (B, H) into its B: einsum scores, causal mask, max
+    subtracted, einsum with v."""
+    import numpy as np
+
+    shape = q.shape
+    t, d = shape[-2], shape[-1]
+    q, k, v = (x.reshape(-1, t, d) for x in (q, k, v))  # (B*H, T, D)
+    mask = np.tril(np.ones((t, t), dtype=bool))
+    scores = np.einsum("btd,bsd->bts", q, k) / np.sqrt(d)  # [B, T, S]
+    scores = np.where(mask, scores, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    return np.einsum("bts,bsd->btd", p, v).reshape(shape)  # (B, H, T, D)
 
 
 def describe_trend(xs: tuple[int, ...], ys: list[float]) -> str:
@@ -79,6 +102,9 @@ def run(ctx: LabContext) -> LabOutput:
             rep = check_attention(shape=shape, dtype=dtype, seed=ctx.seed)
             errs[dtype].append(rep.max_abs_error)
     e32, e64 = max(errs["float32"]), max(errs["float64"])
+    seed_code = [
+        attention_error(seed_einsum_attention, shape=shape, dtype="float32", seed=ctx.seed) for shape in shapes
+    ]
     n_sweep_seeds = 2 if ctx.quick else 5
     sweep = [
         statistics.median(
@@ -104,7 +130,8 @@ def run(ctx: LabContext) -> LabOutput:
     ax.bar(xs - 0.2, errs["float32"], 0.4, label="float32")
     ax.bar(xs + 0.2, errs["float64"], 0.4, label="float64")
     ax.axhline(SEED_F32.value, color="C3", lw=0.8, ls="--", label="seed: 2.65e-7")
-    ax.axhline(atol32, color="C0", lw=0.6, ls=":", label="float32 atol 1e-6")
+    ax.axhline(atol32, color="C0", lw=0.6, ls=":", label="float32 atol 1e-6 (expkit.check's default)")
+    ax.axhline(F32_RULE.limit, color="C2", lw=0.6, ls="-.", label="float32 bar of the verdict 3e-6")
     ax.axhline(atol64, color="C1", lw=0.6, ls=":", label="float64 atol 1e-12")
     ax.set(
         yscale="log",
@@ -145,6 +172,14 @@ def run(ctx: LabContext) -> LabOutput:
             "",
             detail=f"B = 1, H = 4, D = 64; median over {n_sweep_seeds} seeds per T: the error {trend}",
         ),
+        Measurement(
+            "seed_code_err_float32",
+            "the seed's own einsum attention vs SDPA, max abs error, float32",
+            max(seed_code),
+            "",
+            detail=f"per shape: {', '.join(f'{e:.2e}' for e in seed_code)}; the float32 bar is set so that the "
+            f"seed's own method passes it ({F32_RULE})",
+        ),
         Measurement("ratio_f32_f64", "float32 error / float64 error", e32 / e64 if e64 else float("inf"), "x"),
         Measurement(
             "naive_softmax_nan",
@@ -165,8 +200,10 @@ def run(ctx: LabContext) -> LabOutput:
         f"The numpy reference (softmax with the max subtracted, causal mask) matches torch's "
         f"scaled_dot_product_attention to {e32:.2e} in float32 and {e64:.2e} in float64 over "
         f"{len(shapes)} shapes, against the seed's 2.65e-7 for a shape it does not give; "
-        f"{'both within' if e32 <= atol32 and e64 <= atol64 else 'not both within'} what the seed calls correct "
-        f"(~1e-6 and ~1e-12). The float32 error is rounding (float32's epsilon is 1.2e-7); over T = "
+        f"{'both within' if F32_RULE.holds(e32) and F64_RULE.holds(e64) else 'not both within'} what the seed "
+        f"calls correct (~1e-6, read as at most 3e-6, and 1e-12); the seed's own einsum code measured "
+        f"{max(seed_code):.2e} on the same inputs. "
+        f"The float32 error is rounding (float32's epsilon is 1.2e-7); over T = "
         f"{', '.join(map(str, T_SWEEP))} at fixed B, H, D its median was {', '.join(f'{e:.2e}' for e in sweep)}: it "
         + (
             f"{trend}. It is {e32 / e64:.0e} times the float64 error, which is what 'correct to floating-point "
