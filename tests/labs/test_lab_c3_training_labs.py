@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
 
 from expkit.labs.registry import select_labs
@@ -135,3 +136,38 @@ def test_lab_c3_4_label_leak_run_flips_the_verdict():
     leaked = measure_first_losses(seed=0, n_inits=1, targets="same")[0]
     assert ABOUT_LN_V.judge(shifted / ln_v).kind == "reproduced"
     assert ABOUT_LN_V.judge(leaked / ln_v).kind == "not reproduced"
+
+
+def test_c3_8_bf16_wins_from_is_the_start_of_the_last_winning_run():
+    from expkit.labs.lab_c3_8_bf16_cpu import SizePoint, bf16_wins_from
+
+    # the issue's figures on a CPU with bf16 units: slower at 0.84M, faster at 3.2M and 12.8M
+    pts = (SizePoint(128, 837_888, 1.3), SizePoint(256, 3_248_640, 0.54), SizePoint(512, 12_788_736, 0.41))
+    assert bf16_wins_from(pts) == pts[1]
+    # this CPU (no bf16 instructions): slower and slower with size
+    here = (SizePoint(128, 837_888, 4.8), SizePoint(256, 3_248_640, 13.7), SizePoint(512, 12_788_736, 21.9))
+    assert bf16_wins_from(here) is None
+    # a win that does not last to the largest size is no crossover
+    assert bf16_wins_from((SizePoint(64, 1, 0.9), SizePoint(128, 2, 1.2))) is None
+
+
+def _cpu_has_bf16():
+    from expkit.train.probes import cpu_has_bf16_instructions
+
+    return bool(cpu_has_bf16_instructions())
+
+
+@pytest.mark.skipif(not _cpu_has_bf16(), reason="needs a CPU with bf16 instructions (avx512_bf16 or amx_bf16)")
+def test_c3_8_a_model_size_where_bf16_wins_flips_the_slower_verdict():
+    """On a CPU with bf16 units the lab's sweep, run up to a 12.8M char LM, finds a size where bf16 autocast is
+    faster than fp32, and the 'bf16 on a CPU is slow' rule, fed that size's measured ratio, fails. (On a CPU
+    without bf16 units, like the 2-core AMD EPYC this was written on, bf16 is slower at every size:
+    4.8x at 0.84M, 13.7x at 3.2M, 21.9x at 12.8M; no input there flips it.)"""
+    from expkit.hardware.threads import torch_threads
+    from expkit.labs.lab_c3_8_bf16_cpu import bf16_wins_from, slower_rule, sweep_model_sizes
+
+    with torch_threads(1):
+        pts = sweep_model_sizes((128, 512), seed=0, batch=4, seq=64)
+    wins = bf16_wins_from(pts)
+    assert wins is not None, pts
+    assert slower_rule(0.05).judge(wins.slowdown).kind == "not reproduced"

@@ -4,6 +4,7 @@ bf16 units. The CPU figures are measured here; the GPU side only when torch sees
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from expkit.labs.base import AtLeast, Cause, LabContext, LabOutput, Measurement, Needs, SeedFigure, Within, judged
 from expkit.labs.lab_c3_7_item_sync import spread_of
@@ -21,6 +22,40 @@ CUDA_RULE = AtLeast(
     2.0, source="our choice: tensor-core bf16 against non-TF32 fp32; datasheets give ~15x on H100, so 2x is a low bar"
 )
 GEMM_N_CPU, GEMM_N_CUDA = 512, 8192
+# char LM widths swept for where bf16 starts to win on this CPU (4 layers, B = 8, T = 128; 128 is the 840K model)
+SWEEP_WIDTHS_QUICK, SWEEP_WIDTHS_FULL = (64, 128, 192), (64, 128, 256, 512)
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    """One model size of the sweep: its parameters and bf16 autocast / fp32 step time (best of 2)."""
+
+    n_embd: int
+    params: int
+    slowdown: float
+
+
+def sweep_model_sizes(widths: tuple[int, ...], *, seed: int, batch: int = 8, seq: int = 128) -> tuple[SizePoint, ...]:
+    """bf16 autocast / fp32 forward + backward time of the 4-layer char LM at each width, on the CPU (the caller
+    sets the threads)."""
+    from expkit.train import CharLM, CharLMConfig, count_parameters
+    from expkit.train.probes import measure_autocast_slowdown
+
+    points = []
+    for d in widths:
+        cfg = CharLMConfig(n_embd=d)
+        timing = measure_autocast_slowdown(model_config=cfg, batch_size=batch, seq_len=seq, repeats=2, seed=seed)
+        points.append(SizePoint(d, count_parameters(CharLM(cfg)), timing.slowdown))
+    return tuple(points)
+
+
+def bf16_wins_from(points: tuple[SizePoint, ...]) -> SizePoint | None:
+    """The smallest swept size from which bf16 autocast is faster than fp32 at every larger size; None if it never
+    is at the largest."""
+    wins: SizePoint | None = None
+    for p in sorted(points, key=lambda p: p.params):
+        wins = (wins or p) if p.slowdown < 1.0 else None
+    return wins
 
 
 def slower_rule(spread: float) -> AtLeast:
@@ -134,6 +169,9 @@ def run(ctx: LabContext) -> LabOutput:
         steps = _step_slowdowns(device="cpu", runs=runs, batch=8, seq=128, seed=ctx.seed)
         g32 = measure_gemm(n=GEMM_N_CPU, dtype="float32", repeats=5)
         g16 = measure_gemm(n=GEMM_N_CPU, dtype="bfloat16", repeats=5)
+        sizes = sweep_model_sizes(SWEEP_WIDTHS_QUICK if ctx.quick else SWEEP_WIDTHS_FULL, seed=ctx.seed)
+    wins = bf16_wins_from(sizes)
+    sweep_text = ", ".join(f"{p.params / 1e6:.2f}M {p.slowdown:.2f}x" for p in sizes)
     slow = [s.slowdown for s in steps]
     med = statistics.median(slow)
     spread = spread_of(slow)
@@ -170,6 +208,13 @@ def run(ctx: LabContext) -> LabOutput:
             detail=f"fp32 {g32.best_flop_s / 1e9:.1f} GFLOP/s, bf16 {g16.best_flop_s / 1e9:.1f} GFLOP/s, best of 5",
         ),
         Measurement(
+            "bf16_wins_from_params",
+            "smallest char LM (of the sweep) from which bf16 autocast beats fp32 on this CPU",
+            wins.params if wins is not None else f"none up to {max(p.params for p in sizes):,}",
+            "params" if wins is not None else "",
+            detail=f"bf16 / fp32 step time by size (4 layers, B = 8, T = 128, 1 thread, best of 2): {sweep_text}",
+        ),
+        Measurement(
             "cpu_bf16_instructions",
             "bf16 instructions listed by /proc/cpuinfo",
             "n/a" if has_bf16 is None else has_bf16,
@@ -188,7 +233,14 @@ def run(ctx: LabContext) -> LabOutput:
         f"Forward + backward of the 840K char LM under torch.autocast(bfloat16) took {med:.2f}x the fp32 time "
         f"on this CPU (median of {runs}, median deviation {spread:.0%}), {verdict_text}; one bf16 "
         f"{GEMM_N_CPU}x{GEMM_N_CPU} matmul took {gemm_slow:.2f}x the fp32 one. /proc/cpuinfo {flags} bf16 "
-        f"instructions (avx512_bf16, amx_bf16); torch's CPU capability is {isa}. "
+        f"instructions (avx512_bf16, amx_bf16); torch's CPU capability is {isa}. The verdict holds for this model "
+        f"size on this CPU only: by model size the bf16 / fp32 step time was {sweep_text}, so "
+        + (
+            f"bf16 autocast wins here from {wins.params / 1e6:.2f}M parameters on. "
+            if wins is not None
+            else "bf16 autocast won at none of the sizes swept here (on a CPU with bf16 units it wins as the matmuls "
+            "grow). "
+        )
     )
     if torch.cuda.is_available():
         gain_row, step_row, gpu_text = gpu_rows(
