@@ -30,7 +30,9 @@ def test_lab_c4_2_validation(tmp_path):
     res = run_lab(_lab("C4.2v"), out_dir=tmp_path, quick=True)
     m = assert_verdicts_follow(res)
     cases = [x for k, x in m.items() if k.startswith("case") and k[4:].isdigit()]
-    assert len(cases) >= 2 and m["cases_within"].value == len(cases)
-    assert m["cases_within"].verdict.kind == "reproduced" and m["max_error"].value < 10
-    assert_flips(m["cases_within"], len(cases) - 1)  # one case off by more than 10% flips the lab
-    assert_flips(cases[0], 12.0)
+    assert len(cases) >= 2 and f"{len(cases)} of {len(cases)} cases" in m["cases_within"].label
+    # validations of the ledger, not seed figures: no case is a 'reproduced' verdict in the report's counts
+    assert all(c.verdict is None and c.seed is None for c in cases)
+    assert all(c.detail.endswith(": yes") for c in cases)
+    assert m["cases_within"].verdict.kind == "demonstrated" and m["max_error"].value < 10
+    assert not any(x.verdict is not None and x.verdict.kind == "reproduced" for x in res.measurements)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from expkit.labs.base import (
     Cause,
-    KOfN,
     LabContext,
     LabOutput,
     Measurement,
     SeedFigure,
+    Shown,
     Within,
     judged,
 )
@@ -298,28 +298,33 @@ def run_validation(ctx: LabContext) -> LabOutput:
     cases = cases or list(VALIDATION_CASES[:2])  # the named cases renamed: still measure two
     table = validate_ledger(cases, seed=ctx.seed, device=ctx.device)  # cuda: torch.cuda.max_memory_allocated
     tol = 100 * table.tolerance
-    case_rule = Within(0.0, abs=tol, source=f"+-{tol:g}%: expkit's tolerance for the ledger (memory.validation)")
+    # validations, not verdicts on a seed figure: each case is shown against the tolerance, and the one verdict
+    # is the behaviour "the ledger predicts every case" (demonstrated or not), never a 'reproduced' with no seed
+    case_ok = Within(0.0, abs=tol, source=f"+-{tol:g}%: expkit's tolerance for the ledger (memory.validation)")
     rows = tuple(
-        judged(
+        Measurement(
             f"case{i}",
             f"{r.case}, seq {r.seq}: predicted / measured - 1",
             100 * r.rel_error,
             "%",
-            rule=case_rule,
             detail=f"predicted {r.predicted_peak_bytes / 2**20:.2f} MiB, measured "
-            f"{r.measured_peak_bytes / 2**20:.2f} MiB; peak at {r.peak_phase}",
+            f"{r.measured_peak_bytes / 2**20:.2f} MiB; peak at {r.peak_phase}; {case_ok}: "
+            f"{'yes' if case_ok.holds(100 * r.rel_error) else 'NO'}",
         )
         for i, r in enumerate(table.rows)
     )
-    n_ok = sum(m.verdict is not None and m.verdict.kind == "reproduced" for m in rows)
+    n_ok = sum(case_ok.holds(m.value) for m in rows)
     ms = (
         *rows,
         judged(
             "cases_within",
-            "cases whose predicted peak is within the tolerance of the measured one",
-            n_ok,
-            "cases",
-            rule=KOfN(len(rows), len(rows), source="every case: one miss means the ledger is wrong there"),
+            f"the ledger's predicted peak within +-{tol:g}% of the measured one: {n_ok} of {len(rows)} cases",
+            n_ok == len(rows),
+            "",
+            rule=Shown(
+                f"the ledger predicts the measured peak of every case within +-{tol:g}%",
+                source="a validation of expkit's ledger, not a seed figure: one miss means the ledger is wrong there",
+            ),
             detail=f"{len(rows)} cases measured with {table.measurement}",
         ),
         Measurement("max_error", "largest |error| over the cases", 100 * table.max_abs_rel_error, "%"),
