@@ -68,3 +68,81 @@ def test_escape_sequences_from_data_never_reach_the_terminal(tmp_path: Path) -> 
         assert b"Traceback" not in res.stderr
     shown = subprocess.run([*EXPKIT, "data", "stats", str(data)], capture_output=True, timeout=120).stdout
     assert b"akey" in shown  # the key is shown, its escape removed
+
+
+def _one_line_exit_2(args: list[str], *, timeout: float = 120) -> str:
+    """Run expkit with ``args``; it must end (within ``timeout``) with exit 2 and one error line, no traceback."""
+    res = subprocess.run([*EXPKIT, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr and "MemoryError" not in res.stderr
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr[-2000:]
+    return lines[0]
+
+
+def test_inputs_that_never_end_stop_with_one_line(tmp_path: Path) -> None:
+    # /dev/zero has no line end: the line bound (data.sources.MAX_LINE_BYTES) stops it; `why` reads whole texts,
+    # stopped by MAX_TEXT_BYTES; a MemoryError traceback before
+    for args in (["data", "stats", "/dev/zero"], ["data", "head", "/dev/zero"], ["data", "validate", "/dev/zero"]):
+        assert "longer than 256 MiB without a line end" in _one_line_exit_2(args)
+    assert "more than 512 MiB of text" in _one_line_exit_2(["why", "/dev/zero"])
+
+
+def test_a_gzip_bomb_stops_at_the_line_bound(tmp_path: Path) -> None:
+    import zlib
+
+    bomb = tmp_path / "bomb.jsonl.gz"
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip stream
+    with open(bomb, "wb") as f:
+        chunk = b"\0" * (1 << 20)
+        for _ in range(300):  # 300 MiB of zeros, ~300 KiB on disk
+            f.write(co.compress(chunk))
+        f.write(co.flush())
+    assert bomb.stat().st_size < 2 << 20
+    assert "line 1 is longer than 256 MiB" in _one_line_exit_2(["data", "stats", str(bomb)])
+
+
+def test_a_zip_bomb_inside_an_eval_is_refused(tmp_path: Path) -> None:
+    # a sample member that claims 3 GiB: refused before a byte is inflated (inspect_logs.MAX_MEMBER_BYTES);
+    # the member that inflates past the bound whatever its header says is tested in tests/integrations/test_inspect.py
+    import struct
+    import zipfile
+
+    sample = {"id": 1, "epoch": 1, "scores": {"match": {"value": "C"}}}
+    header = {"status": "success", "eval": {"task": "qa", "model": "m/a"}}
+    logs = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.eval"
+        with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("header.json", json.dumps(header | {"eval": {"task": "qa", "model": f"m/{name}"}}))
+            zf.writestr("samples/1_epoch_1.json", json.dumps(sample))
+        logs.append(path)
+    buf = bytearray(logs[1].read_bytes())
+    at = buf.find(b"PK\x01\x02")
+    while at != -1:  # the central directory's uncompressed size of the sample member -> 3 GiB
+        n = struct.unpack_from("<H", buf, at + 28)[0]
+        if bytes(buf[at + 46 : at + 46 + n]) == b"samples/1_epoch_1.json":
+            struct.pack_into("<I", buf, at + 24, 3 * 2**30)
+        at = buf.find(b"PK\x01\x02", at + 4)
+    logs[1].write_bytes(bytes(buf))
+    line = _one_line_exit_2(["stats", "table", "--from", "inspect", *map(str, logs)])
+    assert "samples/1_epoch_1.json inflates to more than 1 GiB" in line and "b.eval" in line
+
+
+def test_runs_exec_with_a_device_or_fifo_as_data_does_not_hang(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for data in ("/dev/zero", str(fifo)):
+        res = subprocess.run(
+            [*EXPKIT, "runs", "exec", "--store", str(tmp_path / "store"), "--data", data, "--json", "--", "true"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert res.returncode == 0, res.stderr[-2000:]
+        run_dir = Path(json.loads(res.stdout)["result"]["run_dir"])
+        record = json.loads((run_dir / "run.json").read_text())
+        (fp,) = record["data"]
+        assert fp["hash"] is None and "not a regular file" in fp["reason"]

@@ -337,3 +337,24 @@ def test_two_logs_of_one_model_compare_through_labels(tmp_path, cli):
     assert c["paired"] and c["n_common"] == 40 and (c["a_only"], c["b_only"]) == (10, 0)
     assert c["delta"] == pytest.approx(10 / 40)
     assert c["p_value"] == pytest.approx(2 * 0.5**10)  # exact McNemar: binomial(10, 1/2), two-sided
+
+
+def test_a_deflate_bomb_member_is_refused_whatever_its_header_says(tmp_path, monkeypatch):
+    # a real deflate bomb (4 MiB of spaces in a few KiB): past the bound it is refused by name; a header that
+    # understates its size makes zipfile stop at the stated size (CRC error), an InputError too, never 4 MiB read
+    from expkit.integrations import inspect_logs
+
+    monkeypatch.setattr(inspect_logs, "MAX_MEMBER_BYTES", 1 << 20)  # 1 MiB here, 1 GiB in use
+    path = tmp_path / "bomb.eval"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("header.json", json.dumps(_header("qa", "m/a")))
+        zf.writestr("samples/1_epoch_1.json", b"{" + b" " * (4 << 20) + b"}")
+    assert path.stat().st_size < 64 << 10
+    with pytest.raises(InputError, match=r"samples/1_epoch_1.json inflates to more than 0 GiB \(4,194,306 bytes"):
+        read_inspect_log(path)
+    with zipfile.ZipFile(path) as zf:
+        crc = zf.getinfo("samples/1_epoch_1.json").CRC
+    lying = _with_method(path.read_bytes(), "samples/1_epoch_1.json", zipfile.ZIP_DEFLATED, size=100, crc=crc)
+    path.write_bytes(lying)
+    with pytest.raises(InputError, match=r"Bad CRC-32 for file 'samples/1_epoch_1.json'"):
+        read_inspect_log(path)

@@ -18,19 +18,14 @@ def iter_text_lines(path: str | Path) -> Iterator[str]:
     """The lines of a UTF-8 text file, decoded one at a time (line ends kept), a leading BOM dropped.
 
     Raises:
-        InputError: a missing file or directory; a line that is not UTF-8, with its line and column
+        InputError: a missing file or directory; a line past ``MAX_LINE_BYTES`` (data.sources); a line that
+            is not UTF-8, with its line and column
             and the byte found (``iconv -f latin1 -t utf-8`` is the usual fix).
     """
+    from expkit.data.sources import open_binary
+
     p = Path(path)
-    if p.is_dir():
-        raise InputError("is a directory, not a file", path=p)
-    if not p.is_file():
-        raise InputError("no such file", path=p)
-    try:
-        fh = p.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror or exc}", path=p) from exc
-    with fh:
+    with open_binary(p, kind="file", hint="give a CSV or text file") as fh:  # bounded lines for /dev/zero, FIFOs
         for lineno, raw in enumerate(fh, 1):
             if lineno == 1 and raw.startswith(_BOM):
                 raw = raw[len(_BOM) :]

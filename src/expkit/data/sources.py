@@ -16,10 +16,95 @@ from typing import IO, cast
 
 from expkit.errors import InputError
 
-__all__ = ["STDIN", "SourceText", "display_name", "open_binary", "read_source_text"]
+__all__ = [
+    "MAX_DECOMPRESSED_BYTES",
+    "MAX_LINE_BYTES",
+    "MAX_TEXT_BYTES",
+    "STDIN",
+    "BoundedLines",
+    "SourceText",
+    "display_name",
+    "open_binary",
+    "read_source_text",
+]
 
 STDIN = "-"
 """The path that means standard input."""
+
+# Bounds on inputs that never end (/dev/zero, a FIFO fed forever, a compression bomb): past one of these a
+# read stops with an InputError (exit 2) instead of filling memory. Each is far beyond a real file of its kind.
+MAX_LINE_BYTES = 256 * 2**20
+"""One line of a line-oriented file (JSONL, CSV, a log): 256 MiB, ~1000x a long chat example."""
+MAX_DECOMPRESSED_BYTES = 64 * 2**30
+"""What a ``.gz`` file may inflate to: 64 GiB (a gzip bomb of zeros inflates ~1000x)."""
+MAX_TEXT_BYTES = 512 * 2**20
+"""A text read whole (a log for ``why``, a traceback): 512 MiB."""
+
+
+class BoundedLines:
+    """A binary stream read line by line with the bounds above: a line past ``max_line_bytes`` or a stream
+    past ``max_total_bytes`` raises InputError naming ``where``. Iterating yields lines as ``for line in f``
+    does; ``read``, ``tell``, ``close`` and ``closed`` pass through (``read`` counted against the total)."""
+
+    def __init__(self, raw: IO[bytes], where: str, *, max_line_bytes: int, max_total_bytes: int | None) -> None:
+        self._raw, self._where = raw, where
+        self._max_line, self._max_total = max_line_bytes, max_total_bytes
+        self._total, self._lineno = 0, 0
+
+    def _count(self, n: int) -> None:
+        self._total += n
+        if self._max_total is not None and self._total > self._max_total:
+            raise InputError(
+                f"more than {self._max_total / 2**30:.0f} GiB read without an end (a compression bomb, or a "
+                "device like /dev/zero?)",
+                path=self._where,
+                hint="give a regular file of finite size",
+            )
+
+    def __iter__(self) -> BoundedLines:
+        return self
+
+    def __next__(self) -> bytes:
+        line = self._raw.readline(self._max_line + 1)
+        if not line:
+            raise StopIteration
+        self._lineno += 1
+        self._count(len(line))
+        if len(line) > self._max_line:
+            raise InputError(
+                f"line {self._lineno} is longer than {self._max_line / 2**20:.0f} MiB without a line end "
+                "(not a line-oriented text file: binary data, or a device like /dev/zero?)",
+                path=self._where,
+                line=self._lineno,
+                hint="give a JSONL/CSV/text file",
+            )
+        return line
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self._count(len(data))
+        return data
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def close(self) -> None:
+        self._raw.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._raw.closed
+
+
+def _needs_bounds(p: Path) -> bool:
+    """A regular file of at most MAX_LINE_BYTES cannot hold a longer line: only other sources are wrapped."""
+    try:
+        st = p.stat()
+    except OSError:
+        return True
+    import stat
+
+    return not stat.S_ISREG(st.st_mode) or st.st_size > MAX_LINE_BYTES or p.suffix == ".gz"
 
 
 def display_name(path: str | Path, stdin_name: str = "<stdin>") -> str:
@@ -31,7 +116,9 @@ def display_name(path: str | Path, stdin_name: str = "<stdin>") -> str:
 def open_binary(
     path: str | Path, *, kind: str = "JSONL file", hint: str = "give a .jsonl or .jsonl.gz file"
 ) -> Iterator[IO[bytes]]:
-    """Open ``path`` for reading bytes: ``-`` is standard input, ``*.gz`` is gunzipped on the fly.
+    """Open ``path`` for reading bytes: ``-`` is standard input, ``*.gz`` is gunzipped on the fly. A source
+    that may not end (standard input, a device, a FIFO, a ``.gz``, a file larger than one line's bound) is
+    read through :class:`BoundedLines`.
 
     Args:
         path: a file, or ``-``.
@@ -39,10 +126,14 @@ def open_binary(
         hint: what to give instead of a directory.
 
     Raises:
-        InputError: a missing file, a directory, or a file that cannot be read.
+        InputError: a missing file, a directory, or a file that cannot be read; while reading, a line longer
+            than MAX_LINE_BYTES or a ``.gz`` inflating past MAX_DECOMPRESSED_BYTES.
     """
     if str(path) == STDIN:
-        yield sys.stdin.buffer
+        yield cast(
+            IO[bytes],
+            BoundedLines(sys.stdin.buffer, "<stdin>", max_line_bytes=MAX_LINE_BYTES, max_total_bytes=None),
+        )
         return
     p = Path(path)
     if p.is_dir():
@@ -53,6 +144,9 @@ def open_binary(
         f = cast(IO[bytes], gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb"))  # noqa: SIM115
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror or exc}", path=p) from exc
+    if _needs_bounds(p):
+        total = MAX_DECOMPRESSED_BYTES if p.suffix == ".gz" else None
+        f = cast(IO[bytes], BoundedLines(f, str(p), max_line_bytes=MAX_LINE_BYTES, max_total_bytes=total))
     try:
         yield f
     finally:
@@ -72,10 +166,16 @@ def read_source_text(path: str | Path, *, kind: str = "text file", hint: str = "
     is not UTF-8 cannot stop the read.
 
     Raises:
-        InputError: see :func:`open_binary`.
+        InputError: see :func:`open_binary`; more than MAX_TEXT_BYTES of text.
     """
     if str(path) == STDIN and getattr(sys.stdin, "buffer", None) is None:  # a test's StringIO stdin
         return SourceText(sys.stdin.read(), "standard input")
     with open_binary(path, kind=kind, hint=hint) as f:
-        data = f.read()
+        data = f.read(MAX_TEXT_BYTES + 1)
+    if len(data) > MAX_TEXT_BYTES:
+        raise InputError(
+            f"more than {MAX_TEXT_BYTES / 2**20:.0f} MiB of text (a device like /dev/zero, or not a log?)",
+            path=display_name(path, "standard input"),
+            hint="give the part of the log that holds the error (tail -n 2000 LOG)",
+        )
     return SourceText(data.decode("utf-8", errors="replace"), display_name(path, "standard input"))

@@ -93,6 +93,17 @@ def _loads(data: bytes, path: str, member: str | None = None) -> Any:
         raise InputError(f"not valid JSON: {msg}", path=where, line=line, column=col) from None
 
 
+# A compression bomb inside an .eval (a member inflating to gigabytes) stops here with an InputError, not a
+# MemoryError: 1 GiB for one member, ~1000x the largest sample with a long transcript.
+MAX_MEMBER_BYTES = 2**30
+# members of one .eval read as samples: 10 million, far past any eval set
+MAX_SAMPLES = 10_000_000
+
+
+def _too_big(name: str, size: int) -> str:
+    return f"{name} inflates to more than {MAX_MEMBER_BYTES / 2**30:.0f} GiB ({size:,} bytes or more): not read"
+
+
 _ZIP_ZSTD = 93  # zip compression method Zstandard: what Inspect writes .eval members with (inspect_ai #4553)
 
 
@@ -100,11 +111,17 @@ def _read_member(zf: zipfile.ZipFile, name: str, path: str) -> bytes:
     """One member's bytes; a Zstandard member on a Python whose zipfile lacks zstd (before 3.14) is
     decompressed with the ``zstandard`` package when installed."""
     info = zf.getinfo(name)
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise InputError(_too_big(name, info.file_size), path=path, hint="an Inspect sample is kilobytes to megabytes")
     if info.compress_type != _ZIP_ZSTD or hasattr(zipfile, "ZIP_ZSTANDARD"):
         try:
-            return zf.read(name)
+            with zf.open(name) as member:  # read to the bound, whatever size the header claims
+                data = member.read(MAX_MEMBER_BYTES + 1)
         except (NotImplementedError, RuntimeError) as exc:  # a method this zipfile cannot decompress
             raise InputError(f"cannot decompress {name}: {exc}", path=path) from None
+        if len(data) > MAX_MEMBER_BYTES:
+            raise InputError(_too_big(name, len(data)), path=path, hint="the archive is damaged or hostile")
+        return data
     try:
         import zstandard
     except ImportError:
@@ -132,12 +149,14 @@ def _read_member(zf: zipfile.ZipFile, name: str, path: str) -> bytes:
 
 
 def _iter_zip_samples(zf: zipfile.ZipFile, path: str) -> Iterator[dict[str, Any]]:
-    for name in sorted(zf.namelist()):
-        if name.startswith("samples/") and name.endswith(".json"):
-            sample = _loads(_read_member(zf, name, path), path, name)
-            if not isinstance(sample, dict):
-                raise InputError("a sample is not a JSON object", path=f"{path}!{name}")
-            yield sample
+    names = [n for n in zf.namelist() if n.startswith("samples/") and n.endswith(".json")]
+    if len(names) > MAX_SAMPLES:
+        raise InputError(f"{len(names):,} sample members, more than {MAX_SAMPLES:,}: not read", path=path)
+    for name in sorted(names):
+        sample = _loads(_read_member(zf, name, path), path, name)
+        if not isinstance(sample, dict):
+            raise InputError("a sample is not a JSON object", path=f"{path}!{name}")
+        yield sample
 
 
 def _scores_of(sample: dict[str, Any]) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,7 +140,9 @@ def fingerprint_input(
                 if len(files) >= _DIR_FILE_CAP:
                     break
                 fp = Path(root) / name
-                files.append((fp, fp.stat()))
+                fst = fp.stat()
+                if stat.S_ISREG(fst.st_mode):  # a FIFO or device in the folder would never end: left out
+                    files.append((fp, fst))
         total = sum(st.st_size for _, st in files)
         chosen = _scheme_for(total, full_hash, scheme)
         h = hashlib.blake2b(digest_size=16)
@@ -160,6 +163,17 @@ def fingerprint_input(
             reason=reason,
         )
     st = path.stat()
+    if not stat.S_ISREG(st.st_mode):  # /dev/zero, a FIFO: reading it never ends (or blocks), so it is not hashed
+        return DataFingerprint(
+            source=text,
+            kind="file",
+            path=str(path),
+            size_bytes=None,
+            mtime_ns=None,
+            hash=None,
+            hash_scheme=None,
+            reason="not a regular file (a device or FIFO): its content is not hashed",
+        )
     chosen = _scheme_for(st.st_size, full_hash, scheme)
     return DataFingerprint(
         source=text,
