@@ -174,3 +174,47 @@ def test_runs_ls_shows_the_grid_keys_and_compare_takes_config_dot_key(cli, proj:
     by_key = json.loads(cli("compare", "cols", "--by", "lr", "--json").stdout)["result"]
     by_dotted = json.loads(cli("compare", "cols", "--by", "config.lr", "--json").stdout)["result"]
     assert by_dotted["metrics"] == by_key["metrics"] and by_dotted["a"]["label"] == "lr=0.001"
+
+
+def test_a_second_concurrent_resume_is_refused_and_nothing_runs_twice(proj: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("EXPKIT_STORE", None)
+    first = subprocess.Popen(
+        [
+            *EXPKIT,
+            "sweep",
+            "--name",
+            "lk",
+            "--seeds",
+            "2",
+            "-j",
+            "2",
+            "--",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(4)",
+        ],
+        cwd=proj,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    lock = proj / "runs" / "groups" / "lk.sweep.lock"
+    try:
+        assert _wait_for(lambda: lock.exists() and lock.read_text().startswith("pid"), 60)
+        second = subprocess.run(
+            [*EXPKIT, "sweep", "--resume", "lk"], cwd=proj, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert second.returncode == 2, second.stderr
+        assert f"sweep 'lk' is already running in {proj / 'runs'} (pid {first.pid})" in second.stderr
+    finally:
+        _out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    # the lock went with the first process: a resume now finds both trials finished and runs nothing
+    third = subprocess.run(
+        [*EXPKIT, "sweep", "--resume", "lk", "--json"], cwd=proj, env=env, capture_output=True, text=True, timeout=120
+    )
+    res = json.loads(third.stdout)["result"]
+    assert third.returncode == 0 and res["counts"] == {"done before": 2}
+    finished = [p for p in (proj / "runs").iterdir() if (p / "run.json").exists()]
+    assert len(finished) == 2

@@ -43,3 +43,22 @@ def test_a_dist_info_without_metadata_is_skipped_not_a_crash(monkeypatch):
     environment._PACKAGES_CACHE.clear()
     packages = environment.capture_environment().packages
     assert "numpy" in packages
+
+
+def test_hardware_record_is_described_once_per_sweep_window(monkeypatch):
+    calls = []
+    real = environment.describe_machine
+
+    def counting(**kw):
+        calls.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(environment, "describe_machine", counting)
+    monkeypatch.setattr(environment, "_HARDWARE_CACHE", {})
+    first = environment.capture_hardware()
+    assert environment.capture_hardware() is first and len(calls) == 1
+    # past the window the machine is described again (a GPU may have been added or taken)
+    clock = environment.time.monotonic() + environment.HARDWARE_CACHE_S + 1
+    monkeypatch.setattr(environment.time, "monotonic", lambda: clock)
+    environment.capture_hardware()
+    assert len(calls) == 2

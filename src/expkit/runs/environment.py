@@ -12,6 +12,7 @@ import os
 import platform
 import random
 import sys
+import time
 from dataclasses import dataclass, field
 from importlib import metadata, util
 from pathlib import Path
@@ -201,10 +202,24 @@ def capture_environment() -> EnvironmentRecord:
     )
 
 
+_HARDWARE_CACHE: dict[bool, tuple[float, MachineInfo]] = {}
+HARDWARE_CACHE_S = 60.0  # a sweep's trials started within this long of each other share one hardware record
+
+
 def capture_hardware() -> MachineInfo:
     """Record this machine: CPU, RAM, hostname and the GPUs (torch only if already imported, else
-    ``nvidia-smi``: starting a run does not pay for ``import torch``)."""
-    return describe_machine(import_torch=False)
+    ``nvidia-smi``: starting a run does not pay for ``import torch``). The record is kept for
+    HARDWARE_CACHE_S per process (and per whether torch is imported): ``expkit sweep`` starts many runs
+    from one process on one machine, and describing it (``nvidia-smi``, package metadata) cost ~30 ms a trial.
+    """
+    key = "torch" in sys.modules
+    now = time.monotonic()
+    hit = _HARDWARE_CACHE.get(key)
+    if hit is not None and now - hit[0] < HARDWARE_CACHE_S:
+        return hit[1]
+    info = describe_machine(import_torch=False)
+    _HARDWARE_CACHE[key] = (now, info)
+    return info
 
 
 class _SeedTorchOnImport:

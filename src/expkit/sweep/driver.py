@@ -352,6 +352,26 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old_term)
 
 
+@contextmanager
+def _index_kept_open(root: Path) -> Iterator[None]:
+    """Hold one connection to the store's SQLite index for the sweep: each trial's record write opens and
+    closes its own, and the close of the last connection checkpoints the WAL into the database (~20 ms a
+    write, twice a trial, measured); with this one open, those closes do not."""
+    import sqlite3
+
+    from expkit.runs.store import open_index
+
+    try:
+        con = open_index(root)
+    except (sqlite3.Error, OSError):  # the index is a cache: trials still write their records
+        yield
+        return
+    try:
+        yield
+    finally:
+        con.close()
+
+
 def run_sweep(request: SweepRequest, *, on_progress: Callable[[SweepProgress], None] | None = None) -> SweepResult:
     """Run every trial of ``request.plan`` (or, with ``request.resume=GROUP``, the unfinished trials of
     that sweep).
@@ -379,13 +399,51 @@ def run_sweep(request: SweepRequest, *, on_progress: Callable[[SweepProgress], N
     if request.max_retries < 0:
         raise UsageError(f"max_retries {request.max_retries} must be >= 0")
     root = resolve_store(request.store)
+    group = request.plan.group if request.plan is not None else str(request.resume)
+    with _sweep_lock(root, group):
+        return _run_locked(request, root, on_progress)
+
+
+@contextmanager
+def _sweep_lock(root: Path, group: str) -> Iterator[None]:
+    """One process at a time runs (or resumes) a sweep of ``group`` in a store: an exclusive ``flock`` on
+    ``<store>/groups/<group>.sweep.lock``, released when the process ends however it ends (two concurrent
+    ``--resume`` used to run every unfinished trial twice)."""
+    import fcntl
+
+    from expkit.errors import UsageError
+    from expkit.sweep.plan import plan_path
+
+    path = plan_path(root, group).with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise UsageError(
+                f"sweep {group!r} is already running in {root} ({holder})",
+                hint="wait for it to end, or stop it (Ctrl-C) and resume once",
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()}")
+        f.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _run_locked(request: SweepRequest, root: Path, on_progress: Callable[[SweepProgress], None] | None) -> SweepResult:
     plan, done = _open_plan(request, root)
     be = make_backend(request.backend, request.settings)
     loop = _SweepLoop(plan, root, be, request, on_progress)
     loop.skip_done(done)
     t0 = time.perf_counter()
     cancelled = False
-    with _sigterm_as_interrupt():
+    with _sigterm_as_interrupt(), _index_kept_open(root):
         try:
             loop.report(
                 f"{len(loop.queue)} trials to run ({len(loop.outcomes)} finished before) on the {be.name} backend, "
