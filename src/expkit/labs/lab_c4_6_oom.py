@@ -51,7 +51,10 @@ SCENARIOS = (
 )
 # the ledger is within 10% of measured peaks (lab C4.2v); a demand that close to a phase boundary may be either side
 LEDGER_TOL = 0.10
-# the ledger's block for the phase whose running total first covers the failed demand (memory.oom's phases)
+# the ledger's block for the phase whose running total first covers the failed demand (memory.oom's phases).
+# Shared assumption: this is the same phase-to-block order the seed's rule uses (weights while loading, activations
+# in forward, gradients in backward, optimizer state at the step); attribution (2) reads the measured bytes, not the
+# traceback's phase, but it is not independent of that order, and the lab says so
 LEDGER_BLOCK = {
     "loading": "weights",
     "forward": "activations",
@@ -151,8 +154,8 @@ def run(ctx: LabContext) -> LabOutput:
             rule=KOfN(len(rows), len(rows), source="every OOM of the sweep"),
             seed=SEED,
             cause=cause,
-            detail=f"{len(rows)} OOMs over {len(SCENARIOS)} x {grid} capacities (phases: {', '.join(phases)}); "
-            + "; ".join(lines),
+            detail=f"{len(rows)} OOMs over {len(SCENARIOS)} x {grid} capacities (phases: {', '.join(phases)}); both "
+            "attributions name blocks by one phase-to-block order (shared assumption); " + "; ".join(lines),
         ),
         Measurement(
             "ooms", "capacities that ran out of memory", len(rows), "OOMs", detail=f"of {len(SCENARIOS) * grid}"
@@ -172,6 +175,9 @@ def run(ctx: LabContext) -> LabOutput:
         "optimizer step -> gradients + optimizer state; a forward OOM is rerun with LoRA at the same capacity: "
         "still OOM -> activations); (2) the allocation the message reports (allocated + requested) placed on the "
         "ledger's running total (weights, + activations, + gradients, then optimizer state), within the ledger's "
-        f"+-{LEDGER_TOL:.0%} (lab C4.2v). They agree on {agree} of {len(rows)} OOMs.\n\n" + "\n".join(lines)
+        f"+-{LEDGER_TOL:.0%} (lab C4.2v). They agree on {agree} of {len(rows)} OOMs. The two are independent in "
+        "what they read (the traceback's frames vs the allocator's bytes) but not in how they name a block: both "
+        "use one phase-to-block order (weights while loading, activations in forward, gradients in backward, "
+        "optimizer state at the step), so an allocation order unlike it would fool both alike.\n\n" + "\n".join(lines)
     )
     return LabOutput(measurements=tuple(ms), explanation=explanation)
