@@ -58,7 +58,7 @@ def bench_capture(tmp: Path, repeats: int) -> dict:
 
 
 def bench_capture_big_repo(tmp: Path, n_files: int, repeats: int) -> dict:
-    from expkit.runs import start
+    from expkit.runs import Capture, start
 
     repo = tmp / "bigrepo"
     (repo / "src").mkdir(parents=True)
@@ -75,7 +75,7 @@ def bench_capture_big_repo(tmp: Path, n_files: int, repeats: int) -> dict:
     ids = []
 
     def ours() -> None:
-        with start(seed=0, store=store, code_dir=repo) as run:
+        with start(seed=0, store=store, capture=Capture(code_dir=repo)) as run:
             ids.append(run.id)
 
     s = median_wall_s(ours, repeats)

@@ -117,7 +117,7 @@ def test_runs_ls_table_on_a_terminal_fits_80_columns(tmp_path: Path) -> None:
             store=store,
             seed=seed,
             name=f"a-fairly-long-run-name-{seed}",
-            code_dir=tmp_path,
+            capture=expkit.runs.Capture(code_dir=tmp_path),
         ) as run:
             run.log(0, loss=2.5, accuracy=0.125, tokens_per_s=12345.678, val_loss=2.75, grad_norm=0.5)
     env = {**os.environ, "COLUMNS": "80", "TERM": "xterm"}

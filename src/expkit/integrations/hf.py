@@ -68,7 +68,7 @@ class ExpkitCallback(TrainerCallback if TrainerCallback is not None else object)
 
     # --- the run ------------------------------------------------------------------------------
     def _open(self, args: Any, model: Any) -> None:
-        from expkit.runs.run import coerce_config, start
+        from expkit.runs.run import Capture, coerce_config, start
 
         notes: list[str] = []
         cfg: dict[str, Any] = {**self.config, "training_args": coerce_config(args.to_dict(), "training_args", notes)}
@@ -82,7 +82,7 @@ class ExpkitCallback(TrainerCallback if TrainerCallback is not None else object)
             store=self.store,
             name=self.name,
             group=self.group,
-            seeded_by=_SEEDED_BY,
+            capture=Capture(seeded_by=_SEEDED_BY),
         )
         self.run.set_integration("hf-trainer")
         if getattr(args, "logging_nan_inf_filter", False):

@@ -63,7 +63,7 @@ class ExpkitLogger(Logger if Logger is not None else object):  # type: ignore[mi
     def experiment(self) -> Any:
         """The ``expkit.runs.Run`` (opened on first use)."""
         if self._run is None:
-            from expkit.runs.run import start
+            from expkit.runs.run import Capture, start
 
             seed = self._seed
             if seed is None and os.environ.get("PL_GLOBAL_SEED", "").isdigit():
@@ -75,7 +75,7 @@ class ExpkitLogger(Logger if Logger is not None else object):  # type: ignore[mi
                 store=self._store,
                 name=self._name,
                 group=self._group,
-                seeded_by=_SEEDED_BY,
+                capture=Capture(seeded_by=_SEEDED_BY),
             )
             self._run.set_integration("lightning")
         return self._run

@@ -184,7 +184,7 @@ def run(ctx: LabContext) -> LabOutput:
     import time
     from pathlib import Path
 
-    from expkit.runs import start
+    from expkit.runs import Capture, start
     from expkit.runs.diff import diff_runs
     from expkit.runs.records import describe_records
     from expkit.runs.store import read_run
@@ -212,7 +212,7 @@ def run(ctx: LabContext) -> LabOutput:
                 seed=ctx.seed,
                 store=store,
                 name="before",
-                code_dir=repo,
+                capture=Capture(code_dir=repo),
             ) as run_a:
                 start_s = time.perf_counter() - t0
                 _train(run_a, lr=0.1, steps=steps, seed=ctx.seed)
@@ -225,7 +225,7 @@ def run(ctx: LabContext) -> LabOutput:
                 seed=ctx.seed,
                 store=store,
                 name="after",
-                code_dir=repo,
+                capture=Capture(code_dir=repo),
             ) as run_b:
                 _train(run_b, lr=0.2, steps=steps, seed=ctx.seed)
         finally:

@@ -7,11 +7,12 @@ result came from.
 """
 
 from expkit.runs.machine import CodeRecord, CodeVersion, MachineInfo, describe_code_version, describe_machine
-from expkit.runs.run import Run, RunTerminated, start
+from expkit.runs.run import Capture, Run, RunTerminated, start
 from expkit.runs.runrecord import RunRecord
 from expkit.runs.store import list_runs, read_record
 
 __all__ = [
+    "Capture",
     "CodeRecord",
     "CodeVersion",
     "MachineInfo",

@@ -464,6 +464,24 @@ def _agent_start_time() -> float:
         return 0.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Capture:
+    """How ``start()`` takes the seven records.
+
+    Attributes:
+        full_hash: hash every byte of the data instead of sampled blocks.
+        deterministic: call ``torch.use_deterministic_algorithms(True)``; None reads ``$EXPKIT_DETERMINISTIC``.
+        code_dir: where to read the git state (default: the working directory).
+        seeded_by: who seeds the process instead of expkit (e.g. ``"the Hugging Face Trainer
+            (TrainingArguments.seed)"``): the seed is recorded, python/numpy/torch are left alone.
+    """
+
+    full_hash: bool = False
+    deterministic: bool | None = None
+    code_dir: str | os.PathLike[str] | None = None
+    seeded_by: str | None = None
+
+
 def start(
     config: Any = None,
     data: list[Any] | tuple[Any, ...] = (),
@@ -472,10 +490,7 @@ def start(
     name: str | None = None,
     *,
     group: str | None = None,
-    full_hash: bool = False,
-    deterministic: bool | None = None,
-    code_dir: str | os.PathLike[str] | None = None,
-    seeded_by: str | None = None,
+    capture: Capture | None = None,
 ) -> Run:
     """Start a run: capture the seven records, seed everything, and return a Run (a context manager).
 
@@ -487,12 +502,8 @@ def start(
         store: the store directory (default ``$EXPKIT_STORE`` or ``./runs``).
         name: a human name (letters, digits, ``. _ + -``); several runs may share one.
         group: runs compared against one noise floor (see ``expkit runs determinism``).
-        full_hash: hash every byte of the data instead of sampled blocks.
-        deterministic: call ``torch.use_deterministic_algorithms(True)``; None reads
-            ``$EXPKIT_DETERMINISTIC``.
-        code_dir: where to read the git state (default: the working directory).
-        seeded_by: who seeds the process instead of expkit (e.g. ``"the Hugging Face Trainer
-            (TrainingArguments.seed)"``): the seed is recorded, python/numpy/torch are left alone.
+        capture: how the records are taken (:class:`Capture`: full data hashes, deterministic
+            algorithms, where the git state is read, who seeds the process); the defaults fit a script.
 
     Returns:
         The Run; ``run.id``, ``run.dir``.
@@ -509,6 +520,8 @@ def start(
         validate_name(name)
     if group is not None:
         validate_name(group, what="group name")
+    cap = capture if capture is not None else Capture()
+    deterministic = cap.deterministic
     if deterministic is None:
         deterministic = os.environ.get("EXPKIT_DETERMINISTIC", "") not in ("", "0")
     rank = int(os.environ.get("RANK", "0"))
@@ -523,11 +536,11 @@ def start(
         seed=seed,
         name=name,
         group=group,
-        full_hash=full_hash,
+        full_hash=cap.full_hash,
         deterministic=deterministic,
         world_size=world,
-        seeded_by=seeded_by,
-        code_dir=Path(code_dir) if code_dir is not None else None,
+        seeded_by=cap.seeded_by,
+        code_dir=Path(cap.code_dir) if cap.code_dir is not None else None,
         config_notes=cfg_notes,
     )
     attach_dir = os.environ.get("EXPKIT_RUN_DIR")
