@@ -13,9 +13,17 @@ def compare(
     a: str = typer.Argument(..., help="Group A (the baseline), or the group to split with --by."),
     b: str = typer.Argument(None, help="Group B (compared with A)."),
     by: str = typer.Option(
-        None, "--by", help="Split group A by this config key (exactly two values; the smaller is A)."
+        None,
+        "--by",
+        help="Split group A by this config key, as lr or config.lr (exactly two values; the smaller is A).",
     ),
-    metric: list[str] = typer.Option([], "--metric", "-m", help="Metric to compare (repeat; default: all shared)."),
+    metric: list[str] = typer.Option(
+        [],
+        "--metric",
+        "-m",
+        help="Metric to judge (repeat). Default: the shared metrics that look like objectives (loss, accuracy, "
+        "reward, perplexity ...); the others (lr, grad_norm ...) are listed without a verdict.",
+    ),
     lower_is_better: bool = typer.Option(
         None,
         "--lower-is-better/--higher-is-better",
@@ -36,6 +44,7 @@ def compare(
     """Per metric: B - A over the final values of the finished runs, with its interval (paired t by seed
     when both sides ran the same seeds, Welch otherwise: the output says which), the seed-to-seed spread,
     and a verdict of B against A: better, worse, or inconclusive (need ~N seeds, a power estimate at 80%).
+    A metric whose final value is the same for every seed of a side gets no verdict: the seeds had no effect.
 
     Examples:
 

@@ -51,18 +51,21 @@ def sweep(
 ) -> None:
     """Run COMMAND for every config of the grid and every seed, each trial a recorded run of one group.
 
-    Each trial gets its config twice: as arguments `--config KEY=VALUE` appended to COMMAND (as
-    `expkit train charlm` takes them; --no-config-args drops them) and as environment variables
-    EXPKIT_CONFIG_<KEY>; its seed as EXPKIT_SEED. Locally each trial runs with OMP_NUM_THREADS =
-    MKL_NUM_THREADS = --cpus-per-trial (1). A failed trial does not stop the others; a trial whose process is
-    killed runs again (--max-retries); Ctrl-C stops the running trials (runs marked killed) and prints how to
-    resume. Exit 0 when every trial finished, 1 when some failed, 130 when interrupted.
+    Each trial gets its config: placeholders {KEY} and {seed} in COMMAND are filled per trial (then nothing
+    is appended); otherwise arguments `--config KEY=VALUE` are appended (as `expkit train charlm` takes them;
+    --no-config-args drops them); always environment variables EXPKIT_CONFIG_<KEY> and EXPKIT_SEED.
+    Locally each trial runs with OMP_NUM_THREADS = MKL_NUM_THREADS = --cpus-per-trial (1). A failed trial
+    does not stop the others; a trial whose process is killed runs again (--max-retries); Ctrl-C stops the
+    running trials (runs marked killed) and prints how to resume. Exit 0 when every trial finished, 1 when
+    some failed, 130 when interrupted.
 
     Examples:
 
       expkit sweep --grid lr_max=0.001,0.003 --seeds 4 --name lr -- expkit train charlm --minutes 0.1
 
       expkit sweep --grid lr=0.001,0.003 --seeds 4 --backend ray --address auto -- python train.py
+
+      expkit sweep --grid lr=0.001,0.003 --seeds 4 -- python train.py --lr {lr} --seed {seed}
 
       expkit sweep --resume lr
     """
