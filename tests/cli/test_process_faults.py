@@ -146,3 +146,24 @@ def test_runs_exec_with_a_device_or_fifo_as_data_does_not_hang(tmp_path: Path) -
         record = json.loads((run_dir / "run.json").read_text())
         (fp,) = record["data"]
         assert fp["hash"] is None and "not a regular file" in fp["reason"]
+
+
+def test_runs_exec_keeps_draining_when_output_log_cannot_be_written(tmp_path: Path) -> None:
+    # `ulimit -f 64k`: output.log (and our own stderr, a file here) refuse writes past 64 KiB; the copying
+    # thread died, the child blocked on a full pipe and the run stayed `running` forever
+    script = "for i in range(20000): print('x' * 100, i)\nprint('{\"step\": 5, \"loss\": 1.0}')\n"
+    with open(tmp_path / "err.txt", "wb") as err:
+        res = subprocess.run(
+            [*EXPKIT, "runs", "exec", "--store", str(tmp_path / "store"), "--json", "--", sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            preexec_fn=_limit_file_size(64 * 1024),
+            timeout=120,
+        )
+    assert res.returncode == 0
+    run_dir = Path(json.loads(res.stdout)["result"]["run_dir"])
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "finished" and record["exit_code"] == 0
+    assert record["status_reason"] == "could not write output.log (File too large): the rest of it was lost"
+    assert record["final_metrics"] == {"step": 5, "loss": 1.0}  # metrics.jsonl went on being written
+    assert (run_dir / "output.log").stat().st_size == 64 * 1024

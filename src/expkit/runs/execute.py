@@ -104,25 +104,49 @@ class _MetricsWriter:
         self.out.flush()
 
 
-def _pump(
-    stream: IO[bytes],
-    name: str,
-    log: IO[bytes],
-    log_lock: threading.Lock,
-    metrics: _MetricsWriter | None,
-    sink: OutputSink | None,
-    tail: list[bytes],
-) -> None:
+class _RecordFiles:
+    """``output.log`` and the metrics writer behind one lock. A file whose write fails (a full disk, ``ulimit
+    -f``, a read-only store) is written no more and the failure kept in ``errors``; the pumps go on draining
+    the child's pipes, so the child never blocks on a full pipe and the run still ends with its status."""
+
+    def __init__(self, log: IO[bytes], metrics: _MetricsWriter) -> None:
+        self.log, self.metrics = log, metrics
+        self.lock = threading.Lock()
+        self.errors: dict[str, str] = {}  # file name -> why it stopped being written
+
+    def write(self, line: bytes, *, parse_metrics: bool) -> None:
+        with self.lock:
+            if "output.log" not in self.errors:
+                try:
+                    self.log.write(line)
+                    self.log.flush()
+                except OSError as exc:
+                    self.errors["output.log"] = exc.strerror or str(exc)
+            if parse_metrics and "metrics.jsonl" not in self.errors:
+                try:
+                    self.metrics.feed(line)
+                except OSError as exc:
+                    self.errors["metrics.jsonl"] = exc.strerror or str(exc)
+
+    @property
+    def error(self) -> str | None:
+        """One line for the record, or None when every write went through."""
+        if not self.errors:
+            return None
+        return "could not write " + "; ".join(f"{f} ({why}): the rest of it was lost" for f, why in self.errors.items())
+
+
+def _pump(stream: IO[bytes], name: str, files: _RecordFiles, sink: OutputSink | None, tail: list[bytes]) -> None:
+    """Copy one of the child's pipes until it closes; a failing write (the log, or the caller's terminal)
+    stops that write, never the draining: a pump that died would leave the child blocked on a full pipe."""
     for line in iter(stream.readline, b""):
         if sink is not None:
-            sink(name, line)
-        with log_lock:
-            log.write(line)
-            log.flush()
-        if metrics is not None:
-            with log_lock:
-                metrics.feed(line)
-        else:
+            try:
+                sink(name, line)
+            except OSError:  # our own stdout/stderr refused (a full disk, a closed pipe): the run's log keeps it
+                sink = None
+        files.write(line, parse_metrics=name == "stdout")
+        if name == "stderr":
             tail.append(line)
             del tail[:-60]
 
@@ -233,6 +257,7 @@ class _ChildOutcome:
     received: tuple[int, ...]
     stderr_tail: bytes
     counted_lines: int
+    write_error: str | None = None  # output.log / metrics.jsonl could not be written (what was lost said)
 
 
 def _resolve_seed(seed: int | None) -> tuple[int, str]:
@@ -288,12 +313,12 @@ def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: Out
 
     (run_dir / "heartbeat").touch()
     tail: list[bytes] = []
-    lock = threading.Lock()
     with open(run_dir / "output.log", "ab") as log, open(run_dir / "metrics.jsonl", "ab") as metrics:
         writer = _MetricsWriter(metrics, run_dir / METRICS_CLAIM_FILE)
+        files = _RecordFiles(log, writer)
         threads = [
-            threading.Thread(target=_pump, args=(proc.stdout, "stdout", log, lock, writer, on_output, tail)),
-            threading.Thread(target=_pump, args=(proc.stderr, "stderr", log, lock, None, on_output, tail)),
+            threading.Thread(target=_pump, args=(proc.stdout, "stdout", files, on_output, tail)),
+            threading.Thread(target=_pump, args=(proc.stderr, "stderr", files, on_output, tail)),
             threading.Thread(target=beat, daemon=True),
         ]
         for t in threads:
@@ -305,9 +330,14 @@ def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: Out
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
+        for name, fh in (("output.log", log), ("metrics.jsonl", metrics)):
+            try:  # closing flushes: a full disk can refuse that too
+                fh.close()
+            except OSError as exc:
+                files.errors.setdefault(name, exc.strerror or str(exc))
     for signum, old in old_handlers.items():
         signal.signal(signum, old)
-    return _ChildOutcome(code, tuple(received), b"".join(tail), writer.counted_lines)
+    return _ChildOutcome(code, tuple(received), b"".join(tail), writer.counted_lines, files.error)
 
 
 def _finish_record(record: RunRecord, run_dir: Path, outcome: _ChildOutcome, elapsed_s: float) -> RunRecord:
@@ -323,6 +353,9 @@ def _finish_record(record: RunRecord, run_dir: Path, outcome: _ChildOutcome, ela
     else:
         status = "failed"
         changes["error"] = f"exit code {code}; last lines of stderr:\n" + outcome.stderr_tail.decode(errors="replace")
+    if outcome.write_error is not None:
+        changes["status_reason"] = outcome.write_error
+        changes["error"] = "\n".join(x for x in (outcome.write_error, changes.get("error")) if x)
     record = _merge_attached(record, run_dir)
     summary = summarize_metrics(run_dir)
     notes = list(record.metric_notes)
