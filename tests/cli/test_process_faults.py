@@ -167,3 +167,52 @@ def test_runs_exec_keeps_draining_when_output_log_cannot_be_written(tmp_path: Pa
     assert record["status_reason"] == "could not write output.log (File too large): the rest of it was lost"
     assert record["final_metrics"] == {"step": 5, "loss": 1.0}  # metrics.jsonl went on being written
     assert (run_dir / "output.log").stat().st_size == 64 * 1024
+
+
+def test_ctrl_c_during_sft_data_leaves_nothing_under_the_final_name(tmp_path: Path) -> None:
+    # the records went straight to the final name: 999 complete lines passed `data validate` as a finished file
+    import signal
+    import time
+
+    out = tmp_path / "train.jsonl"
+    proc = subprocess.Popen(
+        [*EXPKIT, "sft", "data", "--out", str(out), "-n", "300000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    part: list[Path] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        part = [p for p in tmp_path.glob(".train.jsonl.*.part") if p.stat().st_size > 0]
+        if part:
+            break
+        time.sleep(0.05)
+    assert part, "the writer never started a temporary file"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert not out.exists() and not list(tmp_path.glob(".train.jsonl.*"))
+
+
+def test_profile_out_that_cannot_be_written_says_so(tmp_path: Path) -> None:
+    # torch's (kineto's) trace writer drops write errors: a cut trace read as "no torch op was recorded", exit 0
+    import pytest
+
+    pytest.importorskip("torch")
+    res = subprocess.run(
+        [
+            *EXPKIT,
+            "profile",
+            "--out",
+            str(tmp_path / "t.json"),
+            "--",
+            "python",
+            "-c",
+            "import torch; torch.ones(64, 64) @ torch.ones(64, 64)",
+        ],
+        capture_output=True,
+        text=True,
+        preexec_fn=_limit_file_size(4096),
+        timeout=300,
+    )
+    assert res.returncode == 2, res.stdout[-1000:] + res.stderr[-2000:]
+    assert "no torch op was recorded" not in res.stdout + res.stderr
+    assert f"{tmp_path / 't.json'}: cannot write the trace: File too large" in res.stderr

@@ -5,6 +5,7 @@ synthetic conversations whose answers can be checked (arithmetic, string reversa
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -302,17 +303,26 @@ def generate_chat_examples(
 
 
 def write_chat_jsonl(examples: Sequence[ChatExample], path: str | Path) -> Path:
-    """Write examples as JSONL (``messages`` or ``prompt``/``completion`` per line); returns the path."""
+    """Write examples as JSONL (``messages`` or ``prompt``/``completion`` per line); returns the path.
+
+    The lines go to a temporary name beside ``path``, renamed to ``path`` once all are written: Ctrl-C or a
+    full disk midway leaves no file under the final name (a part-written file would pass ``data validate``)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    with p.open("w", encoding="utf-8") as fh:
-        for ex in examples:
-            obj = (
-                {"messages": list(ex.messages)}
-                if ex.conversational
-                else {"prompt": ex.prompt, "completion": ex.completion}
-            )
-            fh.write(json.dumps(obj) + "\n")
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.part")
+    try:
+        with tmp.open("w", encoding="utf-8") as fh:
+            for ex in examples:
+                obj = (
+                    {"messages": list(ex.messages)}
+                    if ex.conversational
+                    else {"prompt": ex.prompt, "completion": ex.completion}
+                )
+                fh.write(json.dumps(obj) + "\n")
+        os.replace(tmp, p)
+    except BaseException:  # KeyboardInterrupt included: the part-written file goes, the exception stays
+        tmp.unlink(missing_ok=True)
+        raise
     return p
 
 

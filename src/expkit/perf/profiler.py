@@ -8,6 +8,7 @@ when the script crashes the partial trace is still written and its traceback is 
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -179,7 +180,8 @@ def profile_script(
 
     Raises:
         UsageError: no script, a timeout that is not a finite number > 0, a trace path that is a directory.
-        InputError: the script file does not exist, the trace's folder cannot be created.
+        InputError: the script file does not exist, the trace's folder cannot be created or written, the
+            trace could not be written (a full disk).
     """
     args = _script_argv(argv)
     if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
@@ -194,6 +196,8 @@ def profile_script(
         trace.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create the folder for the trace ({exc.strerror})", path=trace.parent) from None
+    if not os.access(trace.parent, os.W_OK):  # a read-only folder: refused before the script runs
+        raise InputError("cannot write the trace here (the folder is not writable)", path=trace.parent)
     err_file = trace.with_suffix(".traceback.txt")
     err_file.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "expkit.perf.script_profiler", str(trace), str(err_file), "--", *args]
@@ -203,6 +207,11 @@ def profile_script(
     except subprocess.TimeoutExpired as exc:
         raise UsageError(f"the script ran longer than {timeout_s} s and was stopped") from exc
     elapsed = time.perf_counter() - t0
+    from expkit.perf.script_profiler import TRACE_WRITE_FAILED
+
+    for line in proc.stderr.splitlines():
+        if line.startswith(TRACE_WRITE_FAILED):  # the ops were recorded, the trace could not be kept
+            raise InputError(f"cannot write the trace: {line[len(TRACE_WRITE_FAILED) :]}", path=trace)
     tb = err_file.read_text(encoding="utf-8") if err_file.is_file() else None
     if proc.returncode != 0 and tb is None and "Traceback (most recent call last)" in proc.stderr:
         tb = proc.stderr[proc.stderr.rindex("Traceback (most recent call last)") :]  # died outside the runner

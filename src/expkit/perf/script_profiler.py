@@ -7,6 +7,7 @@ traceback text then goes to TRACEBACK.txt and the exit code is 1. ``SystemExit``
 
 from __future__ import annotations
 
+import os
 import runpy
 import sys
 import traceback
@@ -20,6 +21,10 @@ def _format_script_error(exc: BaseException) -> str:
         [f for f in te.stack if f.filename != __file__ and not f.filename.startswith("<frozen runpy")]
     )
     return "".join(te.format())
+
+
+# the line this runner prints on stderr when the trace cannot be written, followed by the OS's reason
+TRACE_WRITE_FAILED = "expkit-profile: cannot write the trace: "
 
 
 def main(argv: list[str]) -> int:
@@ -51,8 +56,34 @@ def main(argv: list[str]) -> int:
         code = 1
     finally:
         prof.stop()
-        prof.export_chrome_trace(trace_path)
+        problem = _export(prof, Path(trace_path))
+        if problem is not None:  # the parent says so instead of "no torch op was recorded"
+            print(f"{TRACE_WRITE_FAILED}{problem}", file=sys.stderr)
+            code = code or 1
     return code
+
+
+def _export(prof: object, path: Path) -> str | None:
+    """Write the Chrome trace; None when it was written whole, else why not. Kineto's C++ writer drops write
+    errors (a full disk or ``ulimit -f`` leaves a cut file and no exception): a trace that does not end in
+    the closing brace is cut, and one more write to it surfaces the OS's reason."""
+    try:
+        prof.export_chrome_trace(str(path))  # type: ignore[attr-defined]
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 64))
+            tail = fh.read().rstrip()
+        if tail.endswith(b"}"):
+            return None
+        with path.open("ab") as fh:  # the trace is cut: this write fails as the writer's did
+            fh.write(b" " * 4096)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return "the trace file was cut short"
 
 
 if __name__ == "__main__":
