@@ -15,8 +15,9 @@ def test_lab_c6_4_quick(tmp_path: Path) -> None:
     (lab,) = select_labs(["C6.4"])
     res = run_lab(lab, out_dir=tmp_path, quick=True)
     m = assert_verdicts_follow(res)
-    assert m["seven_records"].value == 7 and m["seven_records"].verdict.kind == "reproduced"
-    assert_flips(m["seven_records"], 6)
+    # the tool's own seven records: a demonstrated behaviour, not a reproduced seed figure
+    assert m["seven_records"].value is True and m["seven_records"].verdict.kind == "demonstrated"
+    assert "7 of 7" in m["seven_records"].label and "MISSING" not in m["seven_records"].detail
     # issue 12: "reproducible three months later" is tested by restoring and rerunning
     repro = m["repro_exact"]
     assert repro.value is True and repro.verdict.kind == "demonstrated"

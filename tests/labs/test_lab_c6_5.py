@@ -35,10 +35,13 @@ def test_lab_c6_5_quick(c6_5) -> None:
         "reproduced" if math.isclose(pair, 0.14, rel_tol=0.5) else "not reproduced"
     )
     assert f"{pair:.3f} nats" in res.explanation
+    # the method's effect rests on every seed, paired, not on the base seed alone
+    per_seed = [float(v) for v in m["lr_change_delta"].detail.removeprefix("per seed: ").split(", ")]
+    assert len(per_seed) == SEEDS and math.isclose(m["lr_change_delta"].value, sum(per_seed) / SEEDS, rel_tol=1e-3)
     assert (out / res.figures[0]).exists()
     # every run is a finished, recorded trial of the two sweeps
     store = out / "figures" / "C6.5" / "runs"
-    assert len(list_runs(store, where=["group=c6_5-seeds", "status=finished"]).runs) == SEEDS
+    assert len(list_runs(store, where=["group=c6_5-seeds", "status=finished"]).runs) == 2 * SEEDS  # plain + lr x1.2
     assert len(list_runs(store, where=["group=c6_5-checks", "status=finished"]).runs) == len(VARIANTS)
 
 
