@@ -216,3 +216,33 @@ def test_profile_out_that_cannot_be_written_says_so(tmp_path: Path) -> None:
     assert res.returncode == 2, res.stdout[-1000:] + res.stderr[-2000:]
     assert "no torch op was recorded" not in res.stdout + res.stderr
     assert f"{tmp_path / 't.json'}: cannot write the trace: File too large" in res.stderr
+
+
+def test_labs_in_the_light_install_mark_what_needs_torch(tmp_path: Path) -> None:
+    # a sitecustomize makes `import torch` fail as in `pip install expkit` (no second venv): the torch lab is
+    # `needs expkit[torch]`, the stats lab runs; 31 of 36 labs were raw tracebacks in the core install
+    import os
+
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _NoTorch:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _NoTorch())\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    out = tmp_path / "report"
+    res = subprocess.run(
+        [*EXPKIT, "labs", "run", "C2.1", "C2.2", "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "Traceback" not in res.stdout + res.stderr
+    assert "C2.1     not run: needs expkit[torch] (No module named 'torch')" in res.stdout
+    results = {r["id"]: r for r in json.loads((out / "results.json").read_text())["results"]}
+    assert results["C2.1"]["status"] == "needs" and not results["C2.1"]["measurements"]
+    assert results["C2.2"]["status"] == "ok" and results["C2.2"]["measurements"]

@@ -415,12 +415,13 @@ class LabContext:
 
 @dataclass(frozen=True)
 class LabResult:
-    """A lab as it ran: ``status`` is ``ok`` or ``failed`` (then ``error`` holds the traceback)."""
+    """A lab as it ran: ``status`` is ``ok``, ``failed`` (then ``error`` holds the traceback) or ``needs`` (an
+    optional extra is not installed: ``explanation`` names it; no measurement, no verdict)."""
 
     id: str
     title: str
     claims: tuple[str, ...]
-    status: Literal["ok", "failed"]
+    status: Literal["ok", "failed", "needs"]
     budget: Literal["quick", "full"]
     elapsed_s: float
     measurements: tuple[Measurement, ...] = ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from expkit import __version__
+from expkit.errors import MissingDependency
 from expkit.labs.base import Lab, LabContext, LabResult
 from expkit.runs.machine import CodeRecord, MachineInfo, describe_code_version, describe_machine
 
@@ -65,6 +67,18 @@ def check_lab_device(device: str) -> str:
     return device
 
 
+def _missing_extra(exc: ImportError | MissingDependency) -> str | None:
+    """The pip extra a lab lacks when ``exc`` says an optional package is not installed (the light install has
+    no torch); None for any other ImportError (our bug: it stays a failure with its traceback)."""
+    from expkit.errors import EXTRA_OF_PACKAGE
+
+    if isinstance(exc, MissingDependency):  # "needs torch ...: pip install 'expkit[torch]'"
+        named = re.search(r"expkit\[([\w,-]+)\]", str(exc))
+        return named.group(1) if named else "all"
+    top = (exc.name or "").split(".")[0]
+    return EXTRA_OF_PACKAGE.get(top)
+
+
 def run_lab(lab: Lab, *, out_dir: Path, quick: bool, seed: int = 0, device: str = "cpu") -> LabResult:
     """Run one lab; an exception becomes a ``failed`` result holding the traceback."""
     ctx = LabContext(quick=quick, out_dir=out_dir / "figures" / lab.id, seed=seed, device=device)
@@ -72,6 +86,20 @@ def run_lab(lab: Lab, *, out_dir: Path, quick: bool, seed: int = 0, device: str 
     t0 = time.perf_counter()
     try:
         out = lab.run(ctx)
+    except (ImportError, MissingDependency) as exc:
+        needed = _missing_extra(exc)
+        if needed is None:
+            raise
+        return LabResult(
+            id=lab.id,
+            title=lab.title,
+            claims=lab.claims,
+            status="needs",
+            budget=budget,
+            elapsed_s=time.perf_counter() - t0,
+            explanation=f"not run: needs expkit[{needed}] ({exc})",
+            seed_figures=lab.seed_figures,
+        )
     except Exception:  # noqa: BLE001 - a failed lab is reported, the others still run
         return LabResult(
             id=lab.id,

@@ -46,6 +46,9 @@ def render_lab_run(report: LabReportView, *, html_path: Path) -> None:
         if r.status == "failed":
             print(f"{r.id:8s} FAILED ({r.elapsed_s:.1f} s)")
             continue
+        if r.status == "needs":  # an extra not installed: no figure, no verdict
+            print(f"{r.id:8s} {r.explanation}")
+            continue
         for m in r.measurements:
             if m.seed is None and m.verdict is None:
                 continue

@@ -119,7 +119,11 @@ def describe_machine(*, probe_gpu: bool = True, import_torch: bool = True) -> Ma
     driver: str | None = None
     torch_mod = sys.modules.get("torch")
     if probe_gpu and torch_mod is None and import_torch and torch_version is not None:
-        import torch as torch_mod
+        try:
+            import torch as torch_mod
+        except ImportError as exc:  # installed but not importable (a broken build, a hidden torch): no GPU probe
+            missing["torch"] = f"torch {torch_version} is installed but does not import: {exc}"
+            torch_mod = None
     if not probe_gpu:
         missing["gpu"] = "not probed"
     elif torch_mod is not None:
