@@ -162,6 +162,19 @@ def make_file(kind: str, where: Path, suffix: str = ".jsonl") -> str:
     elif kind == "valid_csv":
         p = p.with_suffix(".csv")
         p.write_text(csv)
+    elif kind == "dev_zero":  # an input that never ends (issue 21): stopped by data.sources' bounds
+        return "/dev/zero"
+    elif kind == "two_score_columns":  # issue 21: the last of two same-named columns won silently
+        p = p.with_suffix(".csv")
+        p.write_text("model,item,score,score\n" + "".join(f"{m},{i},1,0\n" for m in "ab" for i in range(4)))
+    elif kind == "big_ids":  # issue 21: ids past 2**64 collapsed into one float and were refused as duplicates
+        p.write_text("".join(json.dumps({**r, "item": 2**70 + r["item"]}) + "\n" for r in _GOOD_ROWS))
+    elif kind == "same_difference":  # issue 21: every item differs by -1: "no difference observed"
+        p.write_text(
+            "".join(json.dumps({"model": m, "item": i, "score": int(m == "a")}) + "\n" for m in "ab" for i in range(2))
+        )
+    elif kind == "partial_overlap":  # issue 21: lm-eval --limit, errored samples: pair on the shared items
+        p.write_text("".join(json.dumps(r) + "\n" for r in _GOOD_ROWS if r["model"] == "a" or r["item"] > 1))
     elif kind == "directory":
         p.mkdir(exist_ok=True)
         (p / "inner.jsonl").write_text(jsonl)
@@ -302,10 +315,22 @@ def t_stats(d: Draw) -> list[str]:
             *d.maybe("--alpha", d.num()),
             *d.json(),
         ]
+    rows = [*FILE_KINDS, "two_score_columns", "big_ids", "same_difference", "partial_overlap"]
+    if d.draw(st.booleans()):  # labelled runs (issue 21): NAME=PATH[:SELECTOR], the selector a model of the file
+        first = d.file(d.draw(st.sampled_from([".jsonl", ".csv"])), kinds=rows)
+        sources = [
+            "--label",
+            f"{d.text()}={first}:a",
+            "--label",
+            f"b={d.draw(st.sampled_from([first, first + ':b', first + ':' + d.text(), d.text()]))}",
+        ]
+    else:
+        sources = [d.file(d.draw(st.sampled_from([".jsonl", ".csv", ".json", ""])), kinds=rows)]
     return [
         "stats",
         "table",
-        d.file(d.draw(st.sampled_from([".jsonl", ".csv", ".json", ""]))),
+        *sources,
+        *d.maybe("--unpaired"),
         *d.maybe("--level", d.num()),
         *d.maybe("--format", d.draw(st.sampled_from(["json", "html", d.text()]))),
         *d.json(),
@@ -314,7 +339,7 @@ def t_stats(d: Draw) -> list[str]:
 
 def t_data(d: Draw) -> list[str]:
     which = d.draw(st.sampled_from(["stats", "validate", "head", "sample"]))
-    args = ["data", which, d.file()]
+    args = ["data", which, d.file(kinds=[*FILE_KINDS, "dev_zero"])]
     if which == "validate":
         args += ["--schema", d.file(".json")]
     if which in ("head", "sample"):
@@ -325,7 +350,7 @@ def t_data(d: Draw) -> list[str]:
 
 
 def t_why(d: Draw) -> list[str]:
-    return ["why", d.file(".txt"), *d.json()]
+    return ["why", d.file(".txt", kinds=[*FILE_KINDS, "dev_zero"]), *d.json()]
 
 
 def t_plot(d: Draw) -> list[str]:
