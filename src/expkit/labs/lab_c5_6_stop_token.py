@@ -4,6 +4,8 @@ then the same SFT with and without ``<|im_end|>`` in the loss, and the does-it-s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, SeedFigure, Within, judged
 from expkit.labs.registry import lab
 
@@ -13,8 +15,17 @@ SEED_STOP = SeedFigure("stop_gap", "stopping without the end of turn in the loss
 SEED_RIGHT = SeedFigure(
     "answer_without_eos", "answers without the end of turn in the loss", None, "", "the answer is right"
 )
-LOSS_START_RULE = Within(5.3, abs=1.0, source="+-1.0 nats: our tolerance, the seed's model and data are not ours")
-LOSS_RULE = Within(1.7, abs=0.4, source="+-0.4 nats: our tolerance, the seed's model and data are not ours")
+SEED_LOSS_FALL = SeedFigure(
+    "loss_fall_20", "loss at step 1 / loss after 20 LoRA steps", 5.3 / 1.7, "x", "20 steps: loss 5.3 -> 1.7 (3.1x)"
+)
+# the trend, not the level: a 0.9M demo model and the seed's 0.5B model start from different losses on different
+# data, so only how far 20 steps bring the loss down compares
+LOSS_FALL_RULE = Within(
+    5.3 / 1.7,
+    rel=0.5,
+    source="our tolerance: the seed's 3.1x fall within +-50%; absolute losses of a 0.9M and a 0.5B model on "
+    "different data do not compare",
+)
 # "does not stop": stopping falls by at least half of the prompts when the end of turn leaves the loss
 STOP_RULE = AtLeast(0.5, source="our threshold: 50 points fewer stops without the end of turn in the loss")
 # "the answer is right": on at least 9 of 10 held-out prompts
@@ -25,11 +36,26 @@ BASE_NOTE = (
 )
 
 
+def stops_on_saved_eos(
+    generated: str, *, stopped: bool, eos_tokens: Sequence[str], other_special: Sequence[str]
+) -> bool:
+    """Whether a generation stops under the adapter's saved eos list: it stopped on the end of turn, or its text
+    (decoded with special tokens) holds one of ``eos_tokens`` before any other special token (a new turn header
+    first is a hallucinated turn, not a stop)."""
+    if stopped:
+        return True
+    found = [generated.find(t) for t in eos_tokens if t in generated]
+    if not found:
+        return False
+    first = min(found)
+    return not any(0 <= generated.find(t) < first for t in other_special)
+
+
 @lab(
     id="C5.6",
     title="The end-of-turn token must be in the loss",
     claims=("C5.6",),
-    seed=(SEED_LOSS_START, SEED_LOSS, SEED_STOP, SEED_RIGHT),
+    seed=(SEED_LOSS_START, SEED_LOSS, SEED_LOSS_FALL, SEED_STOP, SEED_RIGHT),
 )
 def run(ctx: LabContext) -> LabOutput:
     from expkit.finetune.chatdata import generate_chat_examples
@@ -92,43 +118,77 @@ def run(ctx: LabContext) -> LabOutput:
     ax2.legend()
     path = save_figure(fig, ctx.figure_path("c5_6_stop_token.png"))
 
-    contrast = w.stop_rate - wo.stop_rate
+    # stops counted under the adapter's saved eos list (generation_config.json after the contract fix), as a user's
+    # generate() would stop, not only on <|im_end|>
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(demo.path)
+    eos_tokens = [str(t) for t in tok.convert_ids_to_tokens(list(res.contract_after))]
+    other_special = [
+        str(t.content) for t in tok.added_tokens_decoder.values() if t.special and t.content not in eos_tokens
+    ]
+
+    def saved_rate(check) -> float:  # noqa: ANN001 - a StopCheck
+        n_stop = sum(
+            stops_on_saved_eos(c.generated, stopped=c.stopped, eos_tokens=eos_tokens, other_special=other_special)
+            for c in check.cases
+        )
+        return n_stop / len(check.cases)
+
+    w_saved, wo_saved = saved_rate(w), saved_rate(wo)
+    contrast = w_saved - wo_saved
+    contrast_im_end = w.stop_rate - wo.stop_rate
     longer = wo.mean_generated_tokens / max(w.mean_generated_tokens, 1e-9)
     sample = next((c for c in wo.cases if c.answer_correct), wo.cases[0])
     measurements = (
-        judged(
+        Measurement(
             "loss_step1",
             "loss at step 1",
             loss1,
             "nats",
-            rule=LOSS_START_RULE,
             seed=SEED_LOSS_START,
             detail=f"a {demo.parameters:,}-parameter demo model pre-trained on transcripts of these tasks, not "
-            "the seed's 0.5B model and data",
+            "the seed's 0.5B model and data: shown, not judged (the level does not compare; the fall is judged)",
         ),
-        judged(
+        Measurement(
             "loss_step20",
             "loss after 20 LoRA steps",
             loss20,
             "nats",
-            rule=LOSS_RULE,
             seed=SEED_LOSS,
-            detail=f"{loss1:.2f} -> {loss20:.2f} ({ratio:.1f}x; seed 5.3 -> 1.7, 3.1x)",
+            detail="shown, not judged: the fall over the 20 steps is",
+        ),
+        judged(
+            "loss_fall_20",
+            "loss at step 1 / loss after 20 LoRA steps",
+            ratio,
+            "x",
+            rule=LOSS_FALL_RULE,
+            seed=SEED_LOSS_FALL,
+            detail=f"{loss1:.2f} -> {loss20:.2f}; the seed 5.3 -> 1.7",
         ),
         judged(
             "stop_gap",
-            "stop rate with the end of turn in the loss minus without (stopping only)",
+            "stop rate with the end of turn in the loss minus without, a stop on any token of the saved eos list",
             contrast,
             "",
             rule=STOP_RULE,
             seed=SEED_STOP,
-            detail=f"{w.stop_rate:.0%} with vs {wo.stop_rate:.0%} without; generations {longer:.1f}x as long "
-            f"without (mean {wo.mean_generated_tokens:.1f} of {wo.max_new_tokens} tokens); e.g. expected "
-            f"{sample.expected!r}, got {sample.generated[:60]!r}. Note: {BASE_NOTE}",
+            detail=f"{w_saved:.0%} with vs {wo_saved:.0%} without under the adapter's saved eos list "
+            f"{eos_tokens}; on <|im_end|> alone {w.stop_rate:.0%} vs {wo.stop_rate:.0%} (gap {contrast_im_end:.2f}); "
+            f"generations {longer:.1f}x as long without (mean {wo.mean_generated_tokens:.1f} of "
+            f"{wo.max_new_tokens} tokens); e.g. expected {sample.expected!r}, got {sample.generated[:60]!r}. "
+            f"Note: {BASE_NOTE}",
+        ),
+        Measurement(
+            "stop_without_eos_saved_list",
+            "stop rate, end of turn masked out of the loss, a stop on any token of the saved eos list",
+            wo_saved,
+            "",
         ),
         Measurement(
             "stop_without_eos",
-            "stop rate, end of turn masked out of the loss",
+            "stop rate, end of turn masked out of the loss (<|im_end|> only)",
             wo.stop_rate,
             "",
             detail=f"mean {wo.mean_generated_tokens:.1f} generated tokens of {wo.max_new_tokens}",
@@ -159,8 +219,12 @@ def run(ctx: LabContext) -> LabOutput:
         "assistant answer, no system turn): once with "
         f"<|im_end|> in the loss (the template's generation markers include it), once with it masked "
         f"(--no-eos-in-loss). The loss goes {loss1:.2f} -> {loss20:.2f} in 20 steps (seed 5.3 -> 1.7; the "
-        "demo model is tiny and its data synthetic, so only the shape compares).\n\n"
-        f"Greedy generation on {w.n} held-out prompts: with the end of turn trained the model stops on "
+        f"demo model is tiny and its data synthetic, so only the fall, {ratio:.1f}x against the seed's 3.1x, is "
+        "judged).\n\n"
+        f"Counted as a user's generate() would stop under the adapter's saved eos list {eos_tokens}: "
+        f"{w_saved:.0%} with the end of turn in the loss vs {wo_saved:.0%} without. "
+        f"Greedy generation on {w.n} held-out prompts, on <|im_end|> alone: with the end of turn trained the model "
+        "stops on "
         f"{w.stop_rate:.0%} of them (mean {w.mean_generated_tokens:.1f} tokens); without it, on "
         f"{wo.stop_rate:.0%} (mean {wo.mean_generated_tokens:.1f} tokens of a {wo.max_new_tokens}-token budget): "
         f"after the answer it carries on (e.g. expected {sample.expected!r}, got {sample.generated[:60]!r}); "
