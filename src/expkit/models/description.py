@@ -434,14 +434,24 @@ def _int(raw: dict[str, Any], key: str, source: str, *, default: int | None = No
     return value
 
 
-def _hf_text_config(raw: dict[str, Any]) -> Any | None:
-    """transformers' config object for ``raw`` (its text part for multimodal models), None if unknown."""
+_NO_TRANSFORMERS = object()
+"""What ``_hf_text_config`` returns for a catalog entry in the light install: its own keys are read."""
+
+
+def _hf_text_config(raw: dict[str, Any], *, catalog: bool = False) -> Any | None:
+    """transformers' config object for ``raw`` (its text part for multimodal models), None if unknown.
+
+    Without transformers a user's config is refused (its defaults live in transformers), but a catalog entry is
+    read from its own keys: each entry is written complete, and tests/models/test_catalog_light.py checks that
+    every entry describes the same model with and without transformers (``_NO_TRANSFORMERS`` is returned)."""
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         return None
     try:
         from transformers import AutoConfig
     except ImportError as exc:
+        if catalog:
+            return _NO_TRANSFORMERS
         raise MissingDependency("reading a model config needs transformers", hint="pip install 'expkit[hf]'") from exc
     kwargs = {
         k: v
@@ -800,14 +810,18 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     _refuse_encoder_decoder(raw, source)
     towers = tuple(k.removesuffix("_config") for k in _TOWER_KEYS if isinstance(raw.get(k), dict))
     _check_values(_text_part(raw, None), source, required=False)
-    cfg = _hf_text_config(raw)
-    if cfg is not None and hasattr(cfg, "get_text_config"):
-        cfg = cfg.get_text_config()
+    cfg = _hf_text_config(raw, catalog=source.startswith("catalog:"))
     notes: list[str] = []
+    light = cfg is _NO_TRANSFORMERS
+    if light:
+        cfg = None
+        notes.append("transformers is not installed: the catalog entry's own keys are read (each entry is complete)")
+    elif cfg is not None and hasattr(cfg, "get_text_config"):
+        cfg = cfg.get_text_config()
     text_raw = _text_part(raw, cfg, notes)
     _check_values(text_raw, source, required=True)
     model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
-    if cfg is None:
+    if cfg is None and not light:
         notes.append(
             f"transformers does not know model_type {model_type!r}: a Llama-style block is assumed "
             "(q, k, v, o, SwiGLU gate/up/down, RMSNorm)"
