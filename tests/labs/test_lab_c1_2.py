@@ -45,3 +45,36 @@ def test_c1_2_rules_and_causes_come_from_measured_figures():
     assert "1.64 of them busy" in str(process_cause(0.83, cores=2, others_busy=1.64))
     # 8 idle cores: the cap is no excuse
     assert process_cause(1.9, cores=8, others_busy=0.0) is None
+
+
+def _wait(n: int) -> int:
+    """Work that releases the GIL (a sleep, like waiting on disk or network): the contrary input for C1.2."""
+    import time
+
+    time.sleep(0.05)
+    return n
+
+
+def test_c1_2_threads_rule_flips_on_work_that_releases_the_gil():
+    """The lab's measurement (serial vs a thread pool through parallel_map, the same workers) run on work that
+    releases the GIL: threads overlap the waits and speed it up ~N_WORKERS x, so 'threads give no speed-up' fails;
+    on the lab's pure-Python work under the same rule it holds. The rule is the one for 2 free cores."""
+    import time
+
+    from expkit.data import parallel_map
+    from expkit.labs.lab_c1_2_gil import N_WORKERS, _calibrate, thread_rule, tokenize_like
+
+    def speedup(fn, items):
+        t0 = time.perf_counter()
+        [fn(x) for x in items]
+        serial = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        list(parallel_map(fn, items, workers=N_WORKERS, chunksize=1, backend="thread"))
+        return serial / (time.perf_counter() - t0)
+
+    rule = thread_rule(2.0)
+    waits = speedup(_wait, [1] * (2 * N_WORKERS))
+    assert rule.judge(waits).kind == "not reproduced", waits
+    size = _calibrate(0.3)
+    cpu = speedup(tokenize_like, [size] * (2 * N_WORKERS))
+    assert rule.judge(cpu).kind == "reproduced", cpu
