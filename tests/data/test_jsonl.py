@@ -157,3 +157,24 @@ def test_iter_jsonl_objects_skips_bad_lines_and_non_objects_when_asked(tmp_path)
     # a caller that refuses a record itself counts it the same way
     tally.skip_line(5)
     assert tally.summary().skipped == 3 and tally.summary().records == 1
+
+
+def test_compressed_and_utf16_files_get_their_own_hint_not_iconv_latin1(tmp_path):
+    import gzip
+
+    from expkit.data.csvfile import iter_csv_rows
+    from expkit.errors import InputError
+
+    cases = {
+        "g.jsonl": (gzip.compress(b'{"a": 1}\n'), "gzip-compressed: rename it to \\*.gz"),
+        "z.jsonl": (b"\x28\xb5\x2f\xfd" + b"\x80" * 8 + b"\n", "Zstandard-compressed: zstd -d"),
+        "u.jsonl": ('{"a": 1}\n'.encode("utf-16"), "UTF-16 text: iconv -f utf-16"),
+        "l.jsonl": ('{"a": "h\u00e9"}\n'.encode("latin-1"), "iconv -f latin1"),
+    }
+    for name, (data, hint) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(InputError, match=hint):
+            list(iter_jsonl(tmp_path / name))
+    (tmp_path / "g.csv").write_bytes(gzip.compress(b"model,item,score\n"))
+    with pytest.raises(InputError, match="gzip-compressed"):
+        list(iter_csv_rows(tmp_path / "g.csv"))

@@ -22,7 +22,7 @@ def iter_text_lines(path: str | Path) -> Iterator[str]:
             is not UTF-8, with its line and column
             and the byte found (``iconv -f latin1 -t utf-8`` is the usual fix).
     """
-    from expkit.data.sources import open_binary
+    from expkit.data.sources import not_utf8_hint, open_binary
 
     p = Path(path)
     with open_binary(p, kind="file", hint="give a CSV or text file") as fh:  # bounded lines for /dev/zero, FIFOs
@@ -37,7 +37,9 @@ def iter_text_lines(path: str | Path) -> Iterator[str]:
                     path=p,
                     line=lineno,
                     column=exc.start + 1,
-                    hint="re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8 IN > OUT",
+                    hint=not_utf8_hint(raw)
+                    if lineno == 1
+                    else "re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8 IN > OUT",
                 ) from None
 
 

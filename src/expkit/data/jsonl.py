@@ -11,7 +11,7 @@ from typing import IO, Any, Literal
 
 import orjson
 
-from expkit.data.sources import display_name, open_binary
+from expkit.data.sources import display_name, not_utf8_hint, open_binary
 from expkit.errors import InputError, UsageError
 
 __all__ = [
@@ -118,7 +118,7 @@ def _line_error(path: str, lineno: int, line: bytes, exc: orjson.JSONDecodeError
             path=path,
             line=lineno,
             column=col,
-            hint="re-encode the file as UTF-8 (iconv -f latin1 -t utf-8)",
+            hint=not_utf8_hint(body) if lineno == 1 else "re-encode the file as UTF-8 (iconv -f latin1 -t utf-8)",
         )
     col = exc.colno if exc.colno else exc.pos + 1
     if "end of data" in exc.msg:  # orjson reports column 1 for input that stops early; point at the end

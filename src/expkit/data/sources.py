@@ -24,6 +24,7 @@ __all__ = [
     "BoundedLines",
     "SourceText",
     "display_name",
+    "not_utf8_hint",
     "open_binary",
     "read_source_text",
 ]
@@ -179,3 +180,20 @@ def read_source_text(path: str | Path, *, kind: str = "text file", hint: str = "
             hint="give the part of the log that holds the error (tail -n 2000 LOG)",
         )
     return SourceText(data.decode("utf-8", errors="replace"), display_name(path, "standard input"))
+
+
+def not_utf8_hint(head: bytes) -> str:
+    """What to do with a file whose first bytes ``head`` are not UTF-8 text: decompress a gzip or Zstandard
+    file, convert UTF-16, and only for other bytes re-encode from Latin-1 (``iconv -f latin1``).
+
+    Example:
+        >>> not_utf8_hint(b"\\x1f\\x8b\\x08")
+        'the file is gzip-compressed: rename it to *.gz (read directly), or gunzip it'
+    """
+    if head.startswith(b"\x1f\x8b"):
+        return "the file is gzip-compressed: rename it to *.gz (read directly), or gunzip it"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "the file is Zstandard-compressed: zstd -d FILE first"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(head) >= 4 and head[1::2].count(0) > len(head) // 4):
+        return "the file is UTF-16 text: iconv -f utf-16 -t utf-8 IN > OUT"
+    return "re-encode the file as UTF-8, e.g. iconv -f latin1 -t utf-8 IN > OUT"
