@@ -6,6 +6,8 @@ between), run on the demo model, each line timed, and each line checked to do th
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from expkit.labs.base import LabContext, LabOutput, Measurement, SeedFigure, Shown, judged
 from expkit.labs.registry import lab
@@ -49,12 +51,29 @@ SIX_LINES = (
 MAPPED = Shown("each of the six lines did the job of the loop line it maps to, checked in this run")
 
 
-def check_mapping(
-    *, tok, model, trainer, batch, steps: int, optimizer_steps: int, base_before, lora_before, losses: list[float]
-) -> list[tuple[bool, str]]:  # noqa: ANN001
+@dataclass(frozen=True)
+class SixLinesRun:
+    """What the six lines' run left to check: the tokenizer, the trainer (its model is the peft model), one batch
+    of its loader, the steps asked and the optimizer steps counted, the weights before training (base and LoRA,
+    by name) and the logged losses."""
+
+    tok: Any
+    trainer: Any
+    batch: Any
+    steps: int
+    optimizer_steps: int
+    base_before: dict[str, Any]
+    lora_before: dict[str, Any]
+    losses: list[float]
+
+
+def check_mapping(run: SixLinesRun) -> list[tuple[bool, str]]:
     """For each of the six lines, whether its object did the job of the loop line it maps to, and what was seen."""
     import torch
     import torch.nn.functional as F
+
+    tok, trainer, batch, steps, losses = run.tok, run.trainer, run.batch, run.steps, run.losses
+    optimizer_steps, base_before, lora_before = run.optimizer_steps, run.base_before, run.lora_before
 
     ids = tok("what is 2 + 3?")["input_ids"]
     enc_ok = bool(ids) and all(isinstance(i, int) for i in ids) and "2 + 3" in tok.decode(ids)
@@ -175,15 +194,16 @@ def run(ctx: LabContext) -> LabOutput:
     first_labels = trainer.train_dataset[0]["labels"]
     trained_first = sum(1 for x in first_labels if x != -100)
     checks = check_mapping(
-        tok=tok,
-        model=model,
-        trainer=trainer,
-        batch=batch,
-        steps=steps,
-        optimizer_steps=step_calls[0],
-        base_before=base_before,
-        lora_before=lora_before,
-        losses=losses,
+        SixLinesRun(
+            tok=tok,
+            trainer=trainer,
+            batch=batch,
+            steps=steps,
+            optimizer_steps=step_calls[0],
+            base_before=base_before,
+            lora_before=lora_before,
+            losses=losses,
+        )
     )
     n_ok = sum(ok for ok, _ in checks)
     table = "; ".join(
