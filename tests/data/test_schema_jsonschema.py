@@ -130,3 +130,20 @@ def test_cli_head_and_sample_print_big_integers_exactly(cli, tmp_path, command):
     res = cli("data", command, str(p), "-n", "2", "--json")
     assert res.exit_code == 0, res.stderr
     assert [r["record"] for r in json.loads(res.stdout)["result"]["records"]] == BIG
+
+
+def test_a_schema_that_refers_to_itself_without_end_is_an_input_error(tmp_path):
+    schema = tmp_path / "ref.json"
+    schema.write_text('{"$ref": "#"}')
+    data = tmp_path / "d.jsonl"
+    data.write_text('{"a": 1}\n')
+    with pytest.raises(InputError, match=r"refers to itself without end"):
+        validate_jsonl(data, schema=str(schema))
+
+
+def test_a_300_deep_record_is_written_back():
+    # orjson refuses to write past 254 levels ("Recursion limit reached", a traceback in `data head`)
+    rec: dict = {"a": 1}
+    for _ in range(300):
+        rec = {"x": rec}
+    assert json.loads(dumps_record(rec)) == rec

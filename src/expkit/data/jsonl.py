@@ -184,11 +184,15 @@ def dumps_record(record: Any) -> str:
     try:
         return orjson.dumps(record).decode()
     except orjson.JSONEncodeError as exc:
-        if "64-bit" not in str(exc):
+        # orjson writes neither integers past 64 bits nor records nested deeper than 254 levels
+        if "64-bit" not in str(exc) and "Recursion limit" not in str(exc):
             raise
         import json
 
-        return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        try:
+            return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:
+            raise InputError(f"a record nested too deep to write back as JSON ({exc})") from None
 
 
 def _retry_or_note(

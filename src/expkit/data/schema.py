@@ -203,6 +203,12 @@ def _load_schema_file(path: Path) -> Checker:
                 "relative $ref names a file beside the schema)",
                 path=path,
             ) from None
+        except RecursionError:  # {"$ref": "#"}: a schema that refers to itself with nothing else to check
+            raise InputError(
+                'the schema refers to itself without end (a $ref cycle such as {"$ref": "#"})',
+                path=path,
+                hint="give each $ref a subschema that checks something before it refers back",
+            ) from None
 
     return check
 
