@@ -58,8 +58,8 @@ def main(argv: list[str]) -> int:
         prof.stop()
         problem = _export(prof, Path(trace_path))
         if problem is not None:  # the parent says so instead of "no torch op was recorded"
-            print(f"{TRACE_WRITE_FAILED}{problem}", file=sys.stderr)
-            code = code or 1
+            # the child's exit message (stderr, exit 1) is the protocol: it needs no disk, which may be full
+            raise SystemExit(f"{TRACE_WRITE_FAILED}{problem}")
     return code
 
 
