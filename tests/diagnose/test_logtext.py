@@ -140,3 +140,23 @@ def test_an_ipython_traceback_is_read_as_python_prints_it():
         ("~/proj/model.py", 42, "forward", "yours"),
     ]
     assert tb.chosen_frame.file == "~/proj/model.py" and tb.chosen_frame.code == "return self.proj(x)"
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "2026-12-01 10:00:00,123 - root - ERROR - ",  # logging's "%(asctime)s - %(name)s - %(levelname)s - "
+        "ERROR:root:",  # logging.basicConfig()
+        "[2026-12-01 10:00:00,123][__main__][ERROR] - ",  # Hydra's job logging (issue 21: not recognised)
+    ],
+)
+def test_python_logging_prefixes_are_removed_before_the_traceback_is_read(prefix):
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 3, in <module>',
+        "    x = y @ z",
+        "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 4x8)",
+    ]
+    tb = parse_traceback(clean_log_text("\n".join(prefix + x for x in lines)).text)
+    assert tb.exceptions[-1].type == "RuntimeError" and tb.chosen_frame is not None
+    assert (tb.chosen_frame.file, tb.chosen_frame.line, tb.chosen_frame.code) == ("train.py", 3, "x = y @ z")

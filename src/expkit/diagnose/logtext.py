@@ -43,7 +43,8 @@ _PREFIX_SHAPES = tuple(
         r"\[[IWEF] [\w./<>-]+:\d+\]\s*",  # older glog: [E ProcessGroupNCCL.cpp:737]
         r"(?:stdout|stderr) [FP] ",  # Kubernetes CRI log lines after their timestamp
         _LEVEL + r":[\w.<>-]*:",  # logging.basicConfig: INFO:root:, ERROR:__main__:
-        r"\[" + _LEVEL + r"(?:\|[^\]]*)?\]\s*(?:>>\s*)?",  # [INFO], [INFO|trainer.py:2345] (transformers)
+        r"\[" + _LEVEL + r"(?:\|[^\]]*)?\]\s*(?:>>\s*|-\s+)?",  # [INFO], [INFO|trainer.py:2345] (transformers)
+        r"\[[\w.<>-]+\](?=\[)",  # Hydra's job logging: [2026-...][__main__][ERROR] - (the logger name)
         r"-?\s*(?:[\w.<>]+\s+-\s+)?"
         + _LEVEL
         + r"\s+-\s+(?:[\w.<>]+\s+-\s+)?",  # - root - ERROR - / - INFO - __main__ -
