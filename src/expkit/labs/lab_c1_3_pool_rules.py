@@ -38,11 +38,16 @@ def _pool_map_outcome(fn, items: list[int]) -> tuple[bool, str]:  # noqa: ANN001
     """Hand ``fn`` to ``multiprocessing.Pool.map`` itself; (ran, the result or the error it raised)."""
     import multiprocessing as mp
 
-    with mp.Pool(2) as pool:
-        try:
-            return True, repr(pool.map(fn, items))
-        except Exception as exc:  # noqa: BLE001 - the error is the measurement
-            return False, f"{type(exc).__module__}.{type(exc).__name__}: {exc}".split("\n")[0][:200]
+    # close() + join(), not the context manager's terminate(): terminate kills workers, and one killed while it
+    # holds the task queue's lock leaves the other blocked on it forever (seen once in a full test run)
+    pool = mp.Pool(2)
+    try:
+        return True, repr(pool.map(fn, items))
+    except Exception as exc:  # noqa: BLE001 - the error is the measurement
+        return False, f"{type(exc).__module__}.{type(exc).__name__}: {exc}".split("\n")[0][:200]
+    finally:
+        pool.close()
+        pool.join()
 
 
 def _globals_in_pool(n: int) -> tuple[int, int]:
@@ -50,8 +55,12 @@ def _globals_in_pool(n: int) -> tuple[int, int]:
     worker saw)."""
     import multiprocessing as mp
 
-    with mp.Pool(2) as pool:
+    pool = mp.Pool(2)
+    try:
         per_item = pool.map(count_in_worker, range(n), chunksize=5)
+    finally:
+        pool.close()
+        pool.join()
     return SEEN, max(per_item)
 
 
