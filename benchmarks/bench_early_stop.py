@@ -7,16 +7,14 @@ validation MSE is kept every ``EVAL_EVERY`` steps (the curves). Then each policy
 with shuffled arrival orders of the 60 trials: how often it picks the full grid's best config (or one the full
 grid calls a tie with it: seed-paired t interval including 0), and the steps it ran as a fraction of the grid's.
 
-    python benchmarks/bench_early_stop.py --replays 200 --out bench_early_stop.json
+    python benchmarks/bench_early_stop.py --replays 200 [--out DIR]   (writes DIR/early_stop.json)
     python benchmarks/bench_early_stop.py --quick
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +25,7 @@ from expkit.sweep.early_stop import (
     replay_point_asha,
     replay_seed_aware,
 )
+from timing import add_run_options, write_results  # benchmarks/timing.py
 
 LRS = (0.01, 0.03, 0.1, 0.3)
 HIDDEN = (4, 16, 64)
@@ -89,8 +88,7 @@ def record_grid() -> RecordedGrid:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replays", type=int, default=200, help="shuffled arrival orders per policy")
-    ap.add_argument("--quick", action="store_true", help="20 replays (a smoke run)")
-    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    add_run_options(ap)  # --quick (20 replays) and --out DIR, as every benchmark takes them
     args = ap.parse_args()
     n_replays = 20 if args.quick else args.replays
 
@@ -140,13 +138,12 @@ def main() -> None:
             f"{name:58s} {100 * r['agreement']:9.1f}% {100 * r['compute_fraction_mean']:8.1f}% "
             f"{100 * r['compute_fraction_p95']:6.1f}%"
         )
-    if args.out:
-        args.out.write_text(
-            json.dumps(
-                {"grid": {"best": best, "ties": sorted(ties), "final_means": finals, "rungs": RUNGS}, "policies": rows},
-                indent=2,
-            )
-        )
+    write_results(
+        {"grid": {"best": best, "ties": sorted(ties), "final_means": finals, "rungs": RUNGS}, "policies": rows},
+        args.out,
+        "early_stop",
+        quick=args.quick,
+    )
 
 
 if __name__ == "__main__":
