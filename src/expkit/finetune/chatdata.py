@@ -4,6 +4,7 @@ synthetic conversations whose answers can be checked (arithmetic, string reversa
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import random
@@ -309,6 +310,8 @@ def write_chat_jsonl(examples: Sequence[ChatExample], path: str | Path) -> Path:
     full disk midway leaves no file under the final name (a part-written file would pass ``data validate``)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    if p.is_dir():  # say so before writing: the rename would fail naming the temporary file, not the user's path
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(p))
     tmp = p.with_name(f".{p.name}.{os.getpid()}.part")
     try:
         with tmp.open("w", encoding="utf-8") as fh:
