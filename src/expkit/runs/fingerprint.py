@@ -82,6 +82,20 @@ def _scheme_for(total_bytes: int, full_hash: bool, scheme: str | None) -> str:
     return "full" if full_hash or total_bytes <= FULL_HASH_MAX_BYTES else "sampled+mtime"
 
 
+def _unhashed_file(text: str, path: Path, reason: str) -> DataFingerprint:
+    """A file input that is recorded but not hashed, and why."""
+    return DataFingerprint(
+        source=text,
+        kind="file",
+        path=str(path),
+        size_bytes=None,
+        mtime_ns=None,
+        hash=None,
+        hash_scheme=None,
+        reason=reason,
+    )
+
+
 def fingerprint_input(
     source: str | os.PathLike[str],
     *,
@@ -122,16 +136,7 @@ def fingerprint_input(
         )
     path = (base_dir / text if base_dir is not None else Path(text)).resolve()
     if not path.exists():
-        return DataFingerprint(
-            source=text,
-            kind="file",
-            path=str(path),
-            size_bytes=None,
-            mtime_ns=None,
-            hash=None,
-            hash_scheme=None,
-            reason="the path does not exist",
-        )
+        return _unhashed_file(text, path, "the path does not exist")
     if path.is_dir():
         files: list[tuple[Path, os.stat_result]] = []
         for root, dirs, names in os.walk(path):
@@ -164,16 +169,7 @@ def fingerprint_input(
         )
     st = path.stat()
     if not stat.S_ISREG(st.st_mode):  # /dev/zero, a FIFO: reading it never ends (or blocks), so it is not hashed
-        return DataFingerprint(
-            source=text,
-            kind="file",
-            path=str(path),
-            size_bytes=None,
-            mtime_ns=None,
-            hash=None,
-            hash_scheme=None,
-            reason="not a regular file (a device or FIFO): its content is not hashed",
-        )
+        return _unhashed_file(text, path, "not a regular file (a device or FIFO): its content is not hashed")
     chosen = _scheme_for(st.st_size, full_hash, scheme)
     return DataFingerprint(
         source=text,
