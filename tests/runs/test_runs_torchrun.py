@@ -30,9 +30,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
-    script = tmp_path / "ddp.py"
-    script.write_text(SCRIPT)
+def _torchrun_2(source: str, tmp_path: Path) -> None:
+    """Run ``source`` under ``torchrun --nproc_per_node=2`` with the store ``tmp_path/s``; it must exit 0."""
+    script = tmp_path / "script.py"
+    script.write_text(source)
     torchrun = Path(sys.executable).with_name("torchrun")
     res = subprocess.run(
         [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "s")],
@@ -42,6 +43,10 @@ def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
+    _torchrun_2(SCRIPT, tmp_path)
     (run,) = list_runs(tmp_path / "s").runs
     assert run.status == "finished" and run.name == "ddp"
     run_dir = tmp_path / "s" / run.id
@@ -130,17 +135,7 @@ SLOW_RANK = textwrap.dedent("""
 
 def test_rank0_reads_the_other_ranks_after_they_flushed(tmp_path: Path) -> None:
     # issue 21 item 2: rank 0 summarized rank 1's file before it was flushed (step 15 of 30 in the record)
-    script = tmp_path / "slow.py"
-    script.write_text(SLOW_RANK)
-    torchrun = Path(sys.executable).with_name("torchrun")
-    res = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "s")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
+    _torchrun_2(SLOW_RANK, tmp_path)
     (run,) = list_runs(tmp_path / "s").runs
     rec = json.loads((tmp_path / "s" / run.id / "run.json").read_text())
     assert rec["final_metrics_by_rank"]["1"]["step"] == 29
