@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from expkit import __version__
 from expkit.errors import MissingDependency
@@ -80,49 +80,35 @@ def _missing_extra(exc: ImportError | MissingDependency) -> str | None:
 
 
 def run_lab(lab: Lab, *, out_dir: Path, quick: bool, seed: int = 0, device: str = "cpu") -> LabResult:
-    """Run one lab; an exception becomes a ``failed`` result holding the traceback."""
+    """Run one lab; an exception becomes a ``failed`` result holding the traceback, a missing optional extra a
+    ``needs`` result naming it (an ImportError of any other package is a failure, not a crash of the run)."""
     ctx = LabContext(quick=quick, out_dir=out_dir / "figures" / lab.id, seed=seed, device=device)
     budget: Literal["quick", "full"] = "quick" if quick else "full"
     t0 = time.perf_counter()
     try:
         out = lab.run(ctx)
-    except (ImportError, MissingDependency) as exc:
-        needed = _missing_extra(exc)
-        if needed is None:
-            raise
-        return LabResult(
-            id=lab.id,
-            title=lab.title,
-            claims=lab.claims,
-            status="needs",
-            budget=budget,
-            elapsed_s=time.perf_counter() - t0,
-            explanation=f"not run: needs expkit[{needed}] ({exc})",
-            seed_figures=lab.seed_figures,
-        )
-    except Exception:  # noqa: BLE001 - a failed lab is reported, the others still run
-        return LabResult(
-            id=lab.id,
-            title=lab.title,
-            claims=lab.claims,
-            status="failed",
-            budget=budget,
-            elapsed_s=time.perf_counter() - t0,
-            error=traceback.format_exc(),
-            seed_figures=lab.seed_figures,
-        )
+    except Exception as exc:  # noqa: BLE001 - a failed lab is reported, the others still run
+        needed = _missing_extra(exc) if isinstance(exc, ImportError | MissingDependency) else None
+        if needed is not None:
+            return _result(lab, budget, t0, "needs", explanation=f"not run: needs expkit[{needed}] ({exc})")
+        return _result(lab, budget, t0, "failed", error=traceback.format_exc())
     figures = tuple(str(Path(f).resolve().relative_to(out_dir.resolve())) for f in out.figures)
+    return _result(lab, budget, t0, "ok", measurements=out.measurements, explanation=out.explanation, figures=figures)
+
+
+def _result(
+    lab: Lab, budget: Literal["quick", "full"], t0: float, status: Literal["ok", "failed", "needs"], **fields: Any
+) -> LabResult:
+    """The lab's result with its identity, budget and time since ``t0`` filled in."""
     return LabResult(
         id=lab.id,
         title=lab.title,
         claims=lab.claims,
-        status="ok",
+        status=status,
         budget=budget,
         elapsed_s=time.perf_counter() - t0,
-        measurements=out.measurements,
-        explanation=out.explanation,
-        figures=figures,
         seed_figures=lab.seed_figures,
+        **fields,
     )
 
 
