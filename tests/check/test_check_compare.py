@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from expkit.check import DEFAULT_TOLERANCES, ShapeError, compare
+from expkit.check import DEFAULT_TOLERANCES, Float64Copy, ShapeError, Tolerance, compare, default_tolerance, to_numpy
 from expkit.errors import UsageError
 
 
@@ -82,3 +82,13 @@ def test_bad_tolerance_and_dtype():
         compare(np.zeros(2), np.zeros(2), rtol=-1.0)
     with pytest.raises(UsageError, match=r"cannot compare values of dtype"):
         compare(np.array(["a"]), np.array(["a"]))
+
+
+def test_tolerance_and_float64_copy_are_named_results():
+    tol = default_tolerance("float16")
+    assert isinstance(tol, Tolerance) and (tol.rtol, tol.atol) == (1e-3, 1e-5)
+    copy = to_numpy(torch.tensor([1.5, 2.0], dtype=torch.bfloat16))
+    assert isinstance(copy, Float64Copy) and copy.dtype == "bfloat16" and copy.values.dtype == np.float64
+    assert copy.values.tolist() == [1.5, 2.0]
+    with pytest.raises(UsageError, match="no default tolerance for dtype 'int8'"):
+        default_tolerance("int8")

@@ -2,7 +2,15 @@
 
 from expkit.check.against import AgainstQuery, AgainstReport, CaseReport, against, check_op, load_callable
 from expkit.check.attention import AttentionCheck, check_attention, sdpa_causal
-from expkit.check.compare import DEFAULT_TOLERANCES, CompareReport, compare, default_tolerance
+from expkit.check.compare import (
+    DEFAULT_TOLERANCES,
+    CompareReport,
+    Float64Copy,
+    Tolerance,
+    compare,
+    default_tolerance,
+    to_numpy,
+)
 from expkit.check.reference import causal_attention, cross_entropy, layer_norm, rms_norm, softmax
 from expkit.check.shapes import Dims, ShapeError, expect_shape
 
@@ -14,7 +22,9 @@ __all__ = [
     "CaseReport",
     "CompareReport",
     "Dims",
+    "Float64Copy",
     "ShapeError",
+    "Tolerance",
     "against",
     "causal_attention",
     "check_attention",
@@ -28,4 +38,5 @@ __all__ = [
     "rms_norm",
     "sdpa_causal",
     "softmax",
+    "to_numpy",
 ]

@@ -9,28 +9,50 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from expkit.check.shapes import ShapeError
 from expkit.errors import UsageError
 
-__all__ = ["DEFAULT_TOLERANCES", "CompareReport", "compare", "default_tolerance", "to_numpy"]
+__all__ = [
+    "DEFAULT_TOLERANCES",
+    "CompareReport",
+    "Float64Copy",
+    "Tolerance",
+    "compare",
+    "default_tolerance",
+    "to_numpy",
+]
 
-# dtype name -> (rtol, atol)
-DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
-    "float64": (1e-12, 1e-12),
-    "float32": (1e-6, 1e-6),
-    "float16": (1e-3, 1e-5),
-    "bfloat16": (1.6e-2, 1e-5),
+
+class Tolerance(NamedTuple):
+    """An element passes when |actual - expected| <= atol + rtol |expected|."""
+
+    rtol: float
+    atol: float
+
+
+class Float64Copy(NamedTuple):
+    """A value widened to float64 for comparison, and the dtype name it had."""
+
+    values: np.ndarray
+    dtype: str
+
+
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "float64": Tolerance(rtol=1e-12, atol=1e-12),
+    "float32": Tolerance(rtol=1e-6, atol=1e-6),
+    "float16": Tolerance(rtol=1e-3, atol=1e-5),
+    "bfloat16": Tolerance(rtol=1.6e-2, atol=1e-5),
 }
 # the least precise dtype decides when two differ (float32 actual vs float64 reference -> float32)
 _PRECISION_ORDER = ("bfloat16", "float16", "float32", "float64")
 
 
-def to_numpy(x: Any) -> tuple[np.ndarray, str]:
-    """(float64 numpy copy, original dtype name) for a numpy array, a torch tensor or a number.
+def to_numpy(x: Any) -> Float64Copy:
+    """A float64 numpy copy and the original dtype name, for a numpy array, a torch tensor or a number.
 
     bfloat16 tensors are widened to float32 first (numpy has no bfloat16); integer and bool inputs
     are compared as float64 with the float64 tolerance unless one is given.
@@ -40,18 +62,18 @@ def to_numpy(x: Any) -> tuple[np.ndarray, str]:
         t = x.detach().cpu()
         if name in ("bfloat16", "float16"):
             t = t.float()
-        return t.numpy().astype(np.float64), name
+        return Float64Copy(t.numpy().astype(np.float64), name)
     arr = np.asarray(x)
     if arr.dtype.kind == "c":
         raise UsageError(f"complex dtype {arr.dtype} is not supported; compare real and imaginary parts apart")
     if arr.dtype.kind not in "fiub":
         raise UsageError(f"cannot compare values of dtype {arr.dtype}; pass numbers")
     name = arr.dtype.name if arr.dtype.kind == "f" else "float64"
-    return arr.astype(np.float64), name
+    return Float64Copy(arr.astype(np.float64), name)
 
 
-def default_tolerance(dtype: str) -> tuple[float, float]:
-    """(rtol, atol) for a dtype name; unknown float dtypes raise with the known names."""
+def default_tolerance(dtype: str) -> Tolerance:
+    """The rtol and atol for a dtype name; unknown float dtypes raise with the known names."""
     if dtype not in DEFAULT_TOLERANCES:
         raise UsageError(
             f"no default tolerance for dtype {dtype!r}",
@@ -106,8 +128,8 @@ def compare(actual: Any, expected: Any, *, rtol: float | None = None, atol: floa
         >>> r = compare(np.float32([1.0, 2.0]), np.float64([1.0, 2.0000001])); r.ok, r.tolerance_source
         (True, 'float32 default')
     """
-    a, a_dtype = to_numpy(actual)
-    e, e_dtype = to_numpy(expected)
+    actual_64, expected_64 = to_numpy(actual), to_numpy(expected)
+    a, e, a_dtype, e_dtype = actual_64.values, expected_64.values, actual_64.dtype, expected_64.dtype
     if a.shape != e.shape:
         raise ShapeError(
             f"actual has shape {tuple(a.shape)} but expected has shape {tuple(e.shape)}",
@@ -118,9 +140,9 @@ def compare(actual: Any, expected: Any, *, rtol: float | None = None, atol: floa
         rtol, atol = default_tolerance(dtype)
         source = f"{dtype} default"
     else:
-        d_rtol, d_atol = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
-        rtol = d_rtol if rtol is None else rtol
-        atol = d_atol if atol is None else atol
+        fallback = DEFAULT_TOLERANCES.get(dtype, Tolerance(rtol=0.0, atol=0.0))
+        rtol = fallback.rtol if rtol is None else rtol
+        atol = fallback.atol if atol is None else atol
         source = "given"
     if rtol < 0 or atol < 0 or math.isnan(rtol) or math.isnan(atol):
         raise UsageError(f"rtol={rtol} and atol={atol} must be non-negative numbers")
