@@ -80,8 +80,8 @@ def _marks(ok_today: bool, why: str) -> tuple:
 # each is xfail(strict) with why. The prefill's transient terms, the QLoRA recipe's fp32 non-4-bit parameters
 # and residual stream (issue 19 item 4) brought every other point within its tolerance.
 AWQ_PREFILL = (
-    "Qwen3-8B-AWQ grows 504 MiB more than its KV cache from input 1 to 30,720 (about 16 KiB per prompt token on average; "
-    "72 and 216 MiB at 6,144 and 14,336), a term of the AWQ path that the bf16 run of the same table does not "
+    "Qwen3-8B-AWQ grows 504 MiB more than its KV cache from input 1 to 30,720 (16.4 KiB per prompt token on average;"
+    " 72 and 216 MiB at 6,144 and 14,336), a term of the AWQ path that the bf16 run of the same table does not "
     "show: 18 KiB x (n - 2,048) at all three lengths; AutoAWQ's prefill dequantization is a per-layer constant, "
     "not per token; cause not established, see README.md (-5.2 %)"
 )
