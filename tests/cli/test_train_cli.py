@@ -60,6 +60,14 @@ def test_unknown_config_key_exits_2_with_the_closest_key(cli, tmp_path):
     assert "learning_rate: no such config key" in res.stderr and "did you mean 'lr_max'?" in res.stderr
 
 
+def test_config_errors_name_the_flag(cli, tmp_path):
+    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--config", "lr_max=abc")
+    assert res.exit_code == 2 and "--config lr_max=abc: not float" in res.stderr
+    res = cli("train", "charlm", "--corpus", str(_corpus(tmp_path)), "--config", "lr_max")
+    assert res.exit_code == 2 and "--config 'lr_max' is not KEY=VALUE" in res.stderr
+    assert "e.g. --config lr_max=1e-3" in res.stderr
+
+
 def test_empty_corpus_exits_2(cli, tmp_path):
     f = tmp_path / "empty.txt"
     f.write_text("")

@@ -55,3 +55,17 @@ def test_bad_value_type_is_named():
 def test_invalid_model_shape_is_a_usage_error():
     with pytest.raises(UsageError, match="not divisible"):
         apply_overrides(["n_embd=30"], CharLMConfig(), TrainConfig())
+
+
+@pytest.mark.parametrize(
+    "item, says",
+    [
+        ("lr_max=abc", "config key lr_max=abc: not float"),
+        ("lr_max", "config override 'lr_max' is not KEY=VALUE"),
+        ("n_embd=30", "config overrides n_embd=30: "),
+    ],
+)
+def test_override_errors_name_the_config_key_not_a_cli_flag(item, says):
+    with pytest.raises(UsageError) as exc:
+        apply_overrides([item], CharLMConfig(), TrainConfig())
+    assert exc.value.message.startswith(says) and "--" not in str(exc.value)

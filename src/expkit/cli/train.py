@@ -3,14 +3,38 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from expkit.cli.output import emit
 
+if TYPE_CHECKING:
+    from expkit.train import CharLMConfig, TrainConfig
+
 app = typer.Typer(
     help="Train something small: the char LM, the visible loop, sanity checks, DDP via torchrun.", no_args_is_help=True
 )
+
+
+# the library names its config keys ("config key lr_max=abc: ..."); the user typed --config
+_CONFIG_PREFIXES = ("config key ", "config overrides ", "config override ")
+
+
+def _apply_config_flags(config: list[str]) -> tuple[CharLMConfig, TrainConfig]:
+    """``--config KEY=VALUE`` onto the default model and training configs; errors name the flag."""
+    from expkit.errors import UsageError
+    from expkit.train import CharLMConfig, TrainConfig, apply_overrides
+
+    try:
+        mcfg, tcfg = apply_overrides(config, CharLMConfig(), TrainConfig())
+    except UsageError as exc:
+        rest = next((exc.message.removeprefix(p) for p in _CONFIG_PREFIXES if exc.message.startswith(p)), exc.message)
+        hint = exc.hint
+        if hint and hint.startswith("e.g. "):
+            hint = "e.g. --config " + hint.removeprefix("e.g. ")
+        raise UsageError(f"--config {rest}", hint=hint) from None
+    return mcfg, tcfg
 
 
 @app.command("charlm")
@@ -64,11 +88,11 @@ def charlm(
     require("torch")  # the light install: one line naming the extra, before expkit.train imports torch
     from expkit.render.schedule import draw_lr_schedule
     from expkit.render.training import TrainProgress, describe_check, render_train_result
-    from expkit.train import CharLMConfig, TrainConfig, TrainRequest, apply_overrides, train_charlm
+    from expkit.train import TrainRequest, train_charlm
 
     if device not in ("cpu", "cuda"):
         raise UsageError(f"--device {device!r} is not cpu or cuda")
-    mcfg, tcfg = apply_overrides(config or [], CharLMConfig(), TrainConfig())
+    mcfg, tcfg = _apply_config_flags(config or [])
     request = TrainRequest(
         model_config=mcfg,
         train_config=tcfg,

@@ -157,14 +157,14 @@ def _parse(raw: str, current: Any, key: str) -> Any:
             value = kind(raw)
     except (ValueError, OverflowError):
         want = "true/false" if isinstance(current, bool) else ("an integer" if current is None else kind.__name__)
-        raise UsageError(f"--config {key}={raw}: not {want}") from None
+        raise UsageError(f"config key {key}={raw}: not {want}") from None
     if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
         raise UsageError(
-            f"--config {key}={raw}: {value} is outside the 64-bit integer range",
+            f"config key {key}={raw}: {value} is outside the 64-bit integer range",
             hint="a count this large cannot be stored or run; give a realistic value",
         )
     if isinstance(value, float) and not math.isfinite(value):
-        raise UsageError(f"--config {key}={raw}: not a finite number")
+        raise UsageError(f"config key {key}={raw}: not a finite number")
     return value
 
 
@@ -187,10 +187,10 @@ def apply_overrides(overrides: list[str] | tuple[str, ...], *configs: Any) -> tu
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep:
-            raise UsageError(f"--config {item!r} is not KEY=VALUE", hint="e.g. --config lr_max=1e-3")
+            raise UsageError(f"config override {item!r} is not KEY=VALUE", hint="e.g. lr_max=1e-3")
         if key not in keys:
             raise UsageError(
-                f"--config {key}: no such config key",
+                f"config key {key}: no such config key",
                 hint=f"did you mean {closest_key(key, keys)!r}? (valid keys: {', '.join(keys)})",
             )
         i = next(i for i, cfg in enumerate(configs) if key in asdict(cfg))
@@ -204,5 +204,5 @@ def apply_overrides(overrides: list[str] | tuple[str, ...], *configs: Any) -> tu
         try:
             out[i] = replace(cfg, **changes[i])
         except ValueError as exc:  # CharLMConfig validates with ValueError
-            raise UsageError(f"--config {' '.join(given[i])}: {exc}") from None
+            raise UsageError(f"config overrides {' '.join(given[i])}: {exc}") from None
     return tuple(out)
