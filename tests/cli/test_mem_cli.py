@@ -221,3 +221,64 @@ def test_huge_config_is_exit_2(cli, tmp_path):
 def test_measure_refuses_a_model_with_several_layer_kinds(cli):
     res = cli("mem", "deepseek-v3", "--measure")
     assert res.exit_code == 2 and "2 layer kinds" in res.stderr
+
+
+# --- --oom reads through the library's bounded reader (issue 21: /dev/zero was a MemoryError traceback) ------
+
+_OOM_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/home/me/train.py", line 88, in <module>\n'
+    "    loss.backward()\n"
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.16 GiB. GPU 0 has a total capacity of "
+    "23.64 GiB of which 301.56 MiB is free.\n"
+)
+
+
+def test_oom_from_dev_zero_is_one_line_exit_2_in_a_real_process():
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "expkit", "mem", "qwen2.5-1.5b", "--oom", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert res.returncode == 2, res.stderr[-2000:]
+    lines = [x for x in res.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: /dev/zero: more than 512 MiB of text"), res.stderr[-2000:]
+
+
+def test_oom_from_a_fifo_is_read_like_a_file(tmp_path):
+    # process substitution (`--oom <(kubectl logs ...)`) hands a pipe: it is read to its end, not refused
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    fifo = tmp_path / "crash.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "w") as f:
+            f.write(_OOM_TRACEBACK)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    res = subprocess.run(
+        [sys.executable, "-m", "expkit", "mem", "qwen2.5-1.5b", "--seq", "4096", "--oom", str(fifo), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    writer.join(timeout=10)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert json.loads(res.stdout)["result"]["oom"]["phase"] == "backward"
+
+
+def test_oom_file_without_a_traceback_names_it(cli, tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("step 1 loss 2.3\nstep 2 loss 2.1\n")
+    res = cli("mem", "qwen2.5-1.5b", "--oom", str(log))
+    assert res.exit_code == 2 and "no Python traceback found in" in res.stderr and "train.log" in res.stderr

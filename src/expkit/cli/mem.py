@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -33,21 +32,12 @@ def fields_as_flags() -> Iterator[None]:
 
 
 def _read_oom(source: str) -> Any:
-    import sys
-
+    """The OOM record of a traceback file (``-``: standard input), read through the library's bounded reader:
+    /dev/zero, a FIFO fed forever or a huge file stop with one InputError line instead of filling memory."""
+    from expkit.diagnose import diagnose_source
     from expkit.errors import InputError
 
-    if source == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            text = Path(source).read_text(errors="replace")
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path=source) from exc
-    from expkit.diagnose import diagnose_text
-
-    diag = diagnose_text(text)
-    info = diag.explanation.oom
+    info = diagnose_source(source).explanation.oom
     if info is None:
         raise InputError(
             "no out-of-memory error in this traceback",
