@@ -277,7 +277,7 @@ def params(
 
       expkit sft params ./demo --lora-r 8 --targets q_proj,v_proj --json
 
-      expkit sft params deepseek-v3 --lora-r 16     # 671B total, 37.6B active, LoRA on every layer kind
+      expkit sft params deepseek-v3 --lora-r 16     # 671B total, 37.6B active; says which linears peft leaves out
     """
     from expkit.memory.params import count_parameters
     from expkit.render.sft import render_parameter_count
