@@ -12,9 +12,24 @@ from dataclasses import dataclass
 
 from expkit.memory.architecture import ModelSpec, spec_from_dict
 
-__all__ = ["MOE_CASES", "VALIDATION_CASES", "ValidationCase", "ValidationRow", "ValidationTable", "validate_ledger"]
+__all__ = [
+    "MOE_CASES",
+    "OPTIMIZER_CASE",
+    "OPTIMIZER_TOLERANCE",
+    "VALIDATION_CASES",
+    "OptimizerPeakRow",
+    "OptimizerPeakTable",
+    "ValidationCase",
+    "ValidationRow",
+    "ValidationTable",
+    "validate_ledger",
+    "validate_optimizer_impls",
+]
 
 TOLERANCE = 0.10  # the issue's +-10% acceptance band
+# AdamW's implementations (foreach, for-loop, fused) move the optimizer-step peak by 13-25% on the optimizer case
+# below; a band of 1% tells them apart (10% would not), and the CPU allocator events are exact to the byte
+OPTIMIZER_TOLERANCE = 0.01
 
 
 @dataclass(frozen=True)
@@ -265,4 +280,110 @@ def validate_ledger(
         measurement=method,
         all_within=all(r.within_tolerance for r in rows),
         max_abs_rel_error=worst,
+    )
+
+
+# 7.3M parameters, 2.1M of them in the untied LM head; at 1 x 32 tokens the optimizer step is the peak, so the step
+# peak is the training state plus AdamW's temporaries (what optimizer_impl changes)
+OPTIMIZER_CASE = ValidationCase("qwen2-h256-L4 AdamW step", "qwen2", 256, 4, 4, 2, 768, 8192, 32, tied=False)
+
+
+@dataclass(frozen=True)
+class OptimizerPeakRow:
+    """One AdamW implementation: the ledger's step peak for it, the measured one, and the prediction nearest to the
+    measurement (``nearest_impl``: the implementation the measurement would be taken for)."""
+
+    impl: str
+    predicted_peak_bytes: int
+    measured_peak_bytes: int
+    rel_error: float
+    within_tolerance: bool
+    nearest_impl: str
+    peak_phase: str
+
+
+@dataclass(frozen=True)
+class OptimizerPeakTable:
+    """The three implementations on one replica. ``all_within``: every measured peak within ``tolerance`` of its
+    own prediction; ``all_told_apart``: every measured peak nearest its own implementation's prediction.
+    ``foreach_extra_bytes_per_param``: measured foreach peak - fused peak, per parameter."""
+
+    case: str
+    params: int
+    batch: int
+    seq: int
+    rows: tuple[OptimizerPeakRow, ...]
+    tolerance: float
+    device: str
+    measurement: str
+    all_within: bool
+    all_told_apart: bool
+    foreach_extra_bytes_per_param: float | None
+
+
+def validate_optimizer_impls(
+    case: ValidationCase = OPTIMIZER_CASE,
+    impls: Sequence[str] = ("foreach", "for-loop", "fused"),
+    *,
+    device: str | None = None,
+    seed: int = 0,
+) -> OptimizerPeakTable:
+    """Measure one fp32 AdamW training step of ``case``'s replica with each implementation of ``impls``
+    (``torch.optim.AdamW(foreach=True)``, ``foreach=False``, ``fused=True``) and compare each step peak with the
+    ledger's (``TrainingQuery.optimizer_impl``). CPU: allocator events; CUDA: ``torch.cuda.max_memory_allocated``
+    (without the ledger's runtime-overhead line).
+
+    Returns:
+        OptimizerPeakTable (relative error = predicted / measured - 1).
+    """
+    import torch
+
+    from expkit.memory.ledger import OPTIMIZER_IMPLS, estimate_training_memory
+    from expkit.memory.replica import build_replica, measure_step_peak
+
+    unknown = [i for i in impls if i not in OPTIMIZER_IMPLS]
+    if unknown or not impls:
+        raise ValueError(f"impls {list(impls)!r}: each must be one of {', '.join(OPTIMIZER_IMPLS)}")
+    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    spec = case.spec()
+    options = dict(batch=case.batch, seq=case.seq, method=case.method, precision=case.precision, device=dev)
+    ledgers = {impl: estimate_training_memory(spec, optimizer_impl=impl, **options) for impl in impls}
+    predicted = {i: led.peak_bytes - led.bytes_of("runtime overhead") for i, led in ledgers.items()}
+    model = build_replica(spec, method=case.method, precision=case.precision, seed=seed, device=dev)
+    params = sum(p.numel() for p in model.parameters())
+    measured, method = {}, ""
+    for impl in impls:
+        peak = measure_step_peak(
+            model, batch=case.batch, seq=case.seq, precision=case.precision, optimizer_impl=impl, seed=seed
+        )
+        measured[impl], method = peak.peak_bytes, peak.method
+    del model
+    rows = []
+    for impl in impls:
+        rel = predicted[impl] / measured[impl] - 1
+        nearest = min(impls, key=lambda other: abs(predicted[other] - measured[impl]))
+        rows.append(
+            OptimizerPeakRow(
+                impl,
+                predicted[impl],
+                measured[impl],
+                rel,
+                abs(rel) <= OPTIMIZER_TOLERANCE,
+                nearest,
+                ledgers[impl].peak_phase,
+            )
+        )
+    extra = (measured["foreach"] - measured["fused"]) / params if {"foreach", "fused"} <= set(impls) else None
+    return OptimizerPeakTable(
+        case=case.name,
+        params=params,
+        batch=case.batch,
+        seq=case.seq,
+        rows=tuple(rows),
+        tolerance=OPTIMIZER_TOLERANCE,
+        device=dev,
+        measurement=method,
+        all_within=all(r.within_tolerance for r in rows),
+        all_told_apart=all(r.nearest_impl == r.impl for r in rows),
+        foreach_extra_bytes_per_param=extra,
     )
