@@ -48,6 +48,10 @@ def test_c5_5_masked_fraction_judged_on_the_data_set(tmp_path):
             assert "answer length" in m["masked_all"].verdict.reason
     assert m["mostly_masked"].value == 500 and m["mostly_masked"].verdict.kind == "reproduced"
     assert_flips(m["mostly_masked"], 499)
+    # a shipped data set with written answers beside the synthetic sweep (or 'n/a' naming why there is none)
+    shipped = [x for k, x in m.items() if k.startswith("masked_shipped")]
+    assert shipped and all(x.verdict is None for x in shipped)
+    assert "A real chat data set" in res.explanation or "No chat data set" in res.explanation
 
 
 def test_c5_5_long_answers_flip_both_verdicts(chat):
@@ -75,3 +79,25 @@ def test_c5_5_cause_comes_from_the_sweep_not_the_figure(chat):
         assert cause is None
     only_long = {w: s for w, s in sweep.items() if w >= 60}
     assert answer_length_cause(only_long, data_words=1.0) is None
+
+
+def test_c5_5_shipped_chat_data_is_audited_beside_the_sweep(chat):
+    """mlflow's demo traces (the one chat data set with written answers in this environment) are audited with the
+    same tokenizer: the longer improved answers leave less masked than the short reference answers; a session's
+    turns are one conversation."""
+    pytest.importorskip("mlflow")
+    from expkit.labs.lab_c5_5_masked_fraction import shipped_chat, shipped_rows
+
+    tok, _ = chat
+    shipped = shipped_chat()
+    assert shipped is not None and "mlflow/demo/data.py" in shipped.source
+    assert len(shipped.reference) == len(shipped.improved) and any(len(e.messages) > 2 for e in shipped.reference)
+    real = {
+        "reference": measure_masked_share(tok, shipped.reference),
+        "improved": measure_masked_share(tok, shipped.improved),
+    }
+    assert 0 < real["improved"].masked_pct < real["reference"].masked_pct < 100
+    rows = shipped_rows(shipped, real)
+    assert [r.key for r in rows] == ["masked_shipped_reference", "masked_shipped_improved"]
+    assert all(r.verdict is None and "mlflow" in r.detail for r in rows)
+    assert shipped_rows(None, None)[0].value == "n/a"

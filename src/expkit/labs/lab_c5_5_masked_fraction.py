@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from expkit.labs.base import Cause, KOfN, LabContext, LabOutput, Measurement, SeedFigure, Within, judged
@@ -63,6 +64,52 @@ def measure_masked_share(tokenizer: Any, examples: Sequence[ChatExample]) -> Mas
     )
 
 
+@dataclass(frozen=True)
+class ShippedChat:
+    """Written (not generated) question-answer conversations that ship inside an installed package: ``reference``
+    and ``improved`` are the same conversations with the two answers the package wrote for each question."""
+
+    source: str
+    reference: tuple[ChatExample, ...]
+    improved: tuple[ChatExample, ...]
+
+
+def shipped_chat() -> ShippedChat | None:
+    """The one chat data set with written assistant answers found in this project's environment: mlflow's demo
+    traces (``mlflow/demo/data.py``, ``ALL_DEMO_TRACES``): hand-written questions, each with a reference answer
+    (``expected_response``) and an improved agent answer (``v2_response``); traces of one ``session_id`` are one
+    multi-turn conversation in ``turn_index`` order, a trace with a prompt template is its rendered prompt. None
+    when mlflow (the ``mlflow`` extra) is not installed. No other package of the venv (trl, datasets,
+    transformers) ships a chat data set on disk; the Hub cannot be reached here."""
+    try:
+        import mlflow
+        from mlflow.demo import data as demo
+    except ImportError:
+        return None
+    from expkit.finetune.chatdata import ChatExample
+
+    groups: dict[str, list[Any]] = {}
+    for i, trace in enumerate(demo.ALL_DEMO_TRACES):
+        groups.setdefault(trace.session_id or f"trace-{i}", []).append(trace)
+
+    def conversations(answer: str) -> tuple[ChatExample, ...]:
+        out = []
+        for traces in groups.values():
+            msgs: list[dict[str, str]] = []
+            for t in sorted(traces, key=lambda t: t.turn_index or 0):
+                question = t.prompt_template.render() if t.prompt_template else t.query
+                msgs += [{"role": "user", "content": question}, {"role": "assistant", "content": getattr(t, answer)}]
+            out.append(ChatExample(messages=tuple(msgs)))
+        return tuple(out)
+
+    return ShippedChat(
+        source=f"mlflow {mlflow.__version__}, {Path(demo.__file__).relative_to(Path(mlflow.__file__).parents[1])} "
+        f"(ALL_DEMO_TRACES: {len(demo.ALL_DEMO_TRACES)} traces)",
+        reference=conversations("expected_response"),
+        improved=conversations("v2_response"),
+    )
+
+
 def mostly_masked_rule(n: int) -> KOfN:
     return KOfN(n, n, source="'most of a conversation': every conversation of the data set")
 
@@ -111,6 +158,15 @@ def run(ctx: LabContext) -> LabOutput:
     sweep = {w: measure_masked_share(tok, with_answer_words(sub, w)) for w in ANSWER_WORDS}
     data_words = sum(len(answer_of(ex).split()) for ex in data) / n
     cause = answer_length_cause(sweep, data_words)
+    shipped = shipped_chat()  # written answers of a package's demo data, audited beside the synthetic sweep
+    real = (
+        None
+        if shipped is None
+        else {
+            name: measure_masked_share(tok, ex)
+            for name, ex in (("reference", shipped.reference), ("improved", shipped.improved))
+        }
+    )
 
     fig, (ax, ax2) = new_figure(2)
     ax.hist(per, bins=30, color="C0", alpha=0.8, label="with a system prompt")
@@ -169,6 +225,7 @@ def run(ctx: LabContext) -> LabOutput:
             )
             for w, share in sweep.items()
         ),
+        *shipped_rows(shipped, real),
         Measurement("answer_words", "mean answer length of the data set", data_words, "words"),
         Measurement("audit_s", f"label audit of {n} conversations", audit.elapsed_s, "s"),
     )
@@ -183,6 +240,56 @@ def run(ctx: LabContext) -> LabOutput:
         + ", ".join(f"{w} words are {s.masked_pct:.0f}%" for w, s in sweep.items())
         + f" masked ({sweep[ANSWER_WORDS[-1]].mostly_masked} of {len(sub)} mostly masked at {ANSWER_WORDS[-1]} "
         f"words). This data set's answers average {data_words:.1f} words, so 'most of a conversation is masked' "
-        "holds for short answers and fails for long ones."
+        "holds for short answers and fails for long ones.\n\n" + shipped_text(shipped, real)
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))
+
+
+def _answer_words(examples: Sequence[ChatExample]) -> float:
+    answers = [m["content"] for ex in examples for m in ex.messages if m["role"] == "assistant"]
+    return sum(len(a.split()) for a in answers) / max(len(answers), 1)
+
+
+def shipped_rows(shipped: ShippedChat | None, real: dict[str, MaskedShare] | None) -> tuple[Measurement, ...]:
+    """The masked share of the shipped conversations with each of their two answers (not judged: a demo set of a
+    dozen conversations is not the data a claim about conversations in general is judged on)."""
+    if shipped is None or real is None:
+        return (
+            Measurement(
+                "masked_shipped",
+                "masked share of a shipped chat data set with written answers",
+                "n/a",
+                "",
+                detail="mlflow (expkit[mlflow]) is not installed; no other installed package ships one",
+            ),
+        )
+    return tuple(
+        Measurement(
+            f"masked_shipped_{name}",
+            f"masked share of mlflow's demo conversations, {name} answers ({_answer_words(ex):.0f} words on average)",
+            real[name].masked_pct,
+            "%",
+            detail=f"{real[name].examples} conversations ({sum(len(e.messages) // 2 for e in ex)} turns), "
+            f"{real[name].mostly_masked} more than half masked; no system prompt; {shipped.source}",
+        )
+        for name, ex in (("reference", shipped.reference), ("improved", shipped.improved))
+    )
+
+
+def shipped_text(shipped: ShippedChat | None, real: dict[str, MaskedShare] | None) -> str:
+    if shipped is None or real is None:
+        return (
+            "No chat data set with written answers could be audited: mlflow (whose demo traces are the only one "
+            "found in this environment) is not installed, and the Hub cannot be reached."
+        )
+    ref, imp = real["reference"], real["improved"]
+    return (
+        "A real chat data set: none ships with the packages installed here (trl, datasets and transformers carry "
+        "none on disk) except mlflow's demo traces, hand-written questions with two written answers each "
+        f"({shipped.source}). On its {ref.examples} conversations the share masked is {ref.masked_pct:.1f}% with "
+        f"the reference answers ({_answer_words(shipped.reference):.0f} words on average; {ref.mostly_masked} of "
+        f"{ref.examples} mostly masked) and {imp.masked_pct:.1f}% with the longer improved answers "
+        f"({_answer_words(shipped.improved):.0f} words; {imp.mostly_masked} of {imp.examples}). A dozen demo "
+        "conversations of one product, with no system prompt, illustrate written answer lengths; they are not a "
+        "corpus, so they are shown, not judged."
+    )
