@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -162,9 +162,38 @@ class Comparison:
     curves: str | None = None
 
 
-def _runs_of_group(root: Path, group: str) -> list[RunRecord]:
-    listing = list_runs(root, where=[f"group={group}", "status=finished"])
-    return [read_record(root / r.id) for r in listing.runs]
+@dataclass(frozen=True)
+class _GroupRuns:
+    """A group's finished runs of the configs that were not stopped early, and a line per stopped config."""
+
+    runs: list[RunRecord]
+    stopped: dict[str, str]
+
+
+def _runs_of_group(root: Path, group: str) -> _GroupRuns:
+    """Finished runs only; a config that ``expkit sweep --early-stop`` stopped is left out whole (its runs that
+    had finished before the stop too: they would make its side look complete), and named."""
+    runs: list[RunRecord] = []
+    stopped: dict[str, str] = {}
+    for r in list_runs(root, where=[f"group={group}"]).runs:
+        if r.status not in ("finished", "stopped"):
+            continue
+        rec = read_record(root / r.id)
+        stop = rec.extra.get("early_stop") or {}
+        if stop.get("stop"):
+            stopped.setdefault(
+                str(stop.get("config")),
+                f"at rung {stop.get('rung')} of {(stop.get('policy') or {}).get('metric')}: minus leader "
+                f"{stop.get('leader')} over {stop.get('n_pairs')} paired seeds in [{stop.get('low'):.4g}, "
+                f"{stop.get('high'):.4g}]",
+            )
+        elif r.status == "finished":
+            runs.append(rec)
+    return _GroupRuns(runs, stopped)
+
+
+def _stopped_note(group: str, stopped: dict[str, str]) -> str:
+    return f"stopped early in group {group}, not compared: " + "; ".join(f"{c} ({w})" for c, w in stopped.items())
 
 
 def _config_of(rec: RunRecord) -> dict[str, Any]:
@@ -211,8 +240,8 @@ def _value_text(v: Any) -> str:
 _SideRuns = tuple[str, list[RunRecord]]
 
 
-def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
-    runs = _runs_of_group(root, group)
+def _split(root: Path, group: str, of_group: _GroupRuns, by: str) -> tuple[_SideRuns, _SideRuns]:
+    runs = of_group.runs
     if not runs:
         raise UsageError(f"group {group!r} has no finished runs in {root}", hint="list them with `expkit runs ls`")
     by_value: dict[Any, list[RunRecord]] = {}
@@ -230,7 +259,8 @@ def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
     if len(by_value) != 2:
         raise UsageError(
             f"by={by!r} splits group {group!r} into {len(by_value)} values "
-            f"({', '.join(_value_text(v) for v in by_value)}); compare needs exactly 2",
+            f"({', '.join(_value_text(v) for v in by_value)}); compare needs exactly 2"
+            + (f"; {_stopped_note(group, of_group.stopped)}" if of_group.stopped else ""),
             hint="compare two groups instead, or sweep two values of the key",
         )
     try:
@@ -238,6 +268,37 @@ def _split(root: Path, group: str, by: str) -> tuple[_SideRuns, _SideRuns]:
     except TypeError:
         keys = list(by_value)
     return tuple((f"{by}={_value_text(k)}", by_value[k]) for k in keys)  # type: ignore[return-value]
+
+
+class _Sides(NamedTuple):
+    a: _SideRuns
+    b: _SideRuns
+    split: str
+    notes: list[str]
+
+
+def _sides(root: Path, a: str, b: str | None, by: str | None) -> _Sides:
+    """The runs of both sides (two groups, or one group split by config key ``by``), what the split is, and
+    a note per group with configs stopped early (left out)."""
+    if by is not None:
+        found_a = _runs_of_group(root, a)
+        side_a, side_b = _split(root, a, found_a, by)
+        stopped = {a: found_a.stopped}
+        split = f"group {a} split by config key {by}"
+    else:
+        assert b is not None
+        found = {a: _runs_of_group(root, a), b: _runs_of_group(root, b)}
+        for g, rs in found.items():
+            if not rs.runs:
+                raise UsageError(
+                    f"group {g!r} has no finished runs in {root}"
+                    + (f" ({_stopped_note(g, rs.stopped)})" if rs.stopped else ""),
+                    hint="list them with `expkit runs ls`",
+                )
+        side_a, side_b = (a, found[a].runs), (b, found[b].runs)
+        stopped = {g: rs.stopped for g, rs in found.items()}
+        split = f"groups {a} and {b}"
+    return _Sides(side_a, side_b, split, [_stopped_note(g, st) for g, st in stopped.items() if st])
 
 
 def _side(label: str, runs: list[RunRecord]) -> Side:
@@ -387,19 +448,9 @@ def compare_groups(
     root = resolve_store(store)
     if (b is None) == (by is None):
         raise UsageError("compare two groups (a and b) or one group split by a config key (by)")
-    if by is not None:
-        (la, runs_a), (lb, runs_b) = _split(root, a, by)
-        split = f"group {a} split by config key {by}"
-    else:
-        assert b is not None
-        runs_a, runs_b = _runs_of_group(root, a), _runs_of_group(root, b)
-        for g, rs in ((a, runs_a), (b, runs_b)):
-            if not rs:
-                raise UsageError(f"group {g!r} has no finished runs in {root}", hint="list them with `expkit runs ls`")
-        la, lb, split = a, b, f"groups {a} and {b}"
+    (la, runs_a), (lb, runs_b), split, notes = _sides(root, a, b, by)
     side_a, side_b = _side(la, runs_a), _side(lb, runs_b)
     paired = _pairable(side_a, side_b)
-    notes = []
     if not paired:
         notes.append("Welch (unpaired): the two sides did not run the same set of distinct seeds")
     else:

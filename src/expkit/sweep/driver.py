@@ -8,8 +8,15 @@ Faults, and what the sweep does about each:
   dies: that run is ``killed`` (or ``lost``) and the trial runs again, up to ``max_retries`` more times;
 - Ctrl-C (SIGINT) or SIGTERM to the sweep: no new trial starts, running ones get SIGTERM (SIGKILL after
   10 s) and their runs are marked ``killed``; the result says how to resume;
-- ``resume``: trials whose run (by name, ``<group>-tNNN``) finished are skipped; the rest run. Nothing that
-  finished runs twice.
+- ``resume``: trials whose run (by name, ``<group>-tNNN``) finished or was stopped early are skipped; the rest
+  run. Nothing that finished runs twice.
+
+Early stopping (``SweepRequest.early_stop``, an ``EarlyStopPolicy``): the driver reads each running trial's
+metrics as it logs them (``expkit.sweep.stopper``) and applies the seed-aware rule at each rung; a config the
+rule stops has its running trials cancelled (the backend's ``cancel``) and its other seeds never started.
+Their runs say ``stopped`` (not failed) with the decision (rung, metric, interval, leader) in
+``extra["early_stop"]``; runs of that config that had already finished keep ``finished`` and get the
+decision too (``config_stopped``), so ``compare`` leaves the whole config out.
 """
 
 from __future__ import annotations
@@ -27,21 +34,33 @@ from pathlib import Path
 from typing import Any
 
 from expkit.errors import ExpkitError
-from expkit.runs.store import list_runs, read_record, resolve_store, write_record
+from expkit.runs.store import RunSummary, list_runs, read_record, resolve_store, write_json_atomic, write_record
 from expkit.sweep.backends import AttemptOutcome, BackendSettings, SweepBackend, TrialJob, make_backend
-from expkit.sweep.plan import SweepPlan, Trial, read_plan, write_plan
+from expkit.sweep.early_stop import EarlyStopPolicy, RungDecision
+from expkit.sweep.plan import SweepPlan, Trial, plan_path, read_plan, write_plan
+from expkit.sweep.stopper import EarlyStopper, config_key, decision_record
 
-__all__ = ["SweepInterrupted", "SweepProgress", "SweepRequest", "SweepResult", "TrialOutcome", "run_sweep"]
+__all__ = [
+    "EarlyStopSummary",
+    "SweepInterrupted",
+    "SweepProgress",
+    "SweepRequest",
+    "SweepResult",
+    "TrialOutcome",
+    "run_sweep",
+]
 
 POLL_S = 0.25  # how often the driver looks at running trials (and notices Ctrl-C)
 CANCEL_REASON = "cancelled: the sweep was interrupted (Ctrl-C or SIGTERM)"
+DONE = ("finished", "done before", "stopped")  # a trial in one of these states is not run again
 
 
 @dataclass(frozen=True)
 class TrialOutcome:
     """How a trial ended after all its attempts. ``status``: finished, failed, killed (cancelled), lost
     (killed by a signal or a dead worker on every attempt), done before (finished in an earlier sweep of
-    this group; ``resume``), or not started (cancelled before its turn)."""
+    this group; ``resume``), stopped (its config was stopped early: cancelled, or never started, then
+    ``attempts`` is 0; ``error`` says why), or not started (cancelled before its turn)."""
 
     index: int
     label: str
@@ -69,6 +88,14 @@ class SweepProgress:
 
 
 @dataclass(frozen=True)
+class EarlyStopSummary:
+    """The early-stopping rule of a sweep and the decision that stopped each stopped config."""
+
+    policy: EarlyStopPolicy
+    stopped: tuple[RungDecision, ...]
+
+
+@dataclass(frozen=True)
 class SweepResult:
     group: str
     store: str
@@ -81,6 +108,7 @@ class SweepResult:
     elapsed_s: float
     resume_command: str
     config_passing: str
+    early_stop: EarlyStopSummary | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -91,8 +119,8 @@ class SweepResult:
 
     @property
     def complete(self) -> bool:
-        """Every trial has a finished run (now or before)."""
-        return all(o.status in ("finished", "done before") for o in self.outcomes)
+        """Every trial has a finished run (now or before) or was stopped early."""
+        return all(o.status in DONE for o in self.outcomes)
 
     def __json__(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -108,7 +136,7 @@ class SweepResult:
             raise SweepInterrupted(
                 "interrupted: running trials were stopped and marked killed", hint=f"resume with: {self.resume_command}"
             )
-        bad = [o for o in self.outcomes if o.status not in ("finished", "done before")]
+        bad = [o for o in self.outcomes if o.status not in DONE]
         if bad:
             kinds = ", ".join(sorted({o.status for o in bad}))
             raise CheckFailed(
@@ -124,10 +152,11 @@ class SweepInterrupted(ExpkitError):
     exit_code = 130
 
 
-def _finished_names(root: Path, group: str) -> dict[str, str]:
-    """Run name -> run id of the finished runs of ``group`` (listing also turns dead ``running`` into lost)."""
-    listing = list_runs(root, where=[f"group={group}", "status=finished"])
-    return {r.name: r.id for r in listing.runs if r.name}
+def _done_runs(root: Path, group: str) -> dict[str, RunSummary]:
+    """Run name -> the finished (or stopped early) run of ``group`` under that name (listing also turns
+    dead ``running`` into lost)."""
+    listing = list_runs(root, where=[f"group={group}"])
+    return {r.name: r for r in listing.runs if r.name and r.status in ("finished", "stopped")}
 
 
 def _mark_killed(run_dir: str | None, reason: str) -> None:
@@ -173,6 +202,8 @@ class SweepRequest:
         settings: parallelism, cluster address and per-trial CPUs/GPUs (see BackendSettings); the
             per-trial CPUs are also each trial's ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``.
         max_retries: extra attempts for a trial whose process was killed or whose worker died.
+        early_stop: the seed-aware early-stopping rule to apply at its rungs (None: every trial runs to its
+            end). Kept beside the plan; a resume without one continues with the sweep's own.
     """
 
     plan: SweepPlan | None = None
@@ -181,22 +212,46 @@ class SweepRequest:
     backend: str = "local"
     settings: BackendSettings = dataclasses.field(default_factory=BackendSettings)
     max_retries: int = 1
+    early_stop: EarlyStopPolicy | None = None
+
+
+def _policy_path(root: Path, group: str) -> Path:
+    return plan_path(root, group).with_suffix(".early_stop.json")
+
+
+def _policy_of(request: SweepRequest, root: Path, group: str) -> EarlyStopPolicy | None:
+    """The request's early-stopping rule, written beside the plan; on a resume without one, the one there."""
+    import orjson
+
+    path = _policy_path(root, group)
+    if request.early_stop is not None:
+        write_json_atomic(path, dataclasses.asdict(request.early_stop))
+        return request.early_stop
+    if request.resume is None or not path.exists():
+        path.unlink(missing_ok=True)  # a new sweep without the rule: no earlier sweep's rule applies to it
+        return None
+    obj = orjson.loads(path.read_bytes())
+    return EarlyStopPolicy(**{**obj, "rungs": tuple(obj["rungs"])})
+
+
+_DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(RungDecision))
 
 
 def _not_started(trial: Trial) -> TrialOutcome:
     return TrialOutcome(trial.index, trial.label, trial.config, trial.seed, "not started", 0, None, None, 0.0, {}, None)
 
 
-def _open_plan(request: SweepRequest, root: Path) -> tuple[SweepPlan, dict[str, str]]:
-    """The plan to run and the run ids of its trials that finished before (a resume), by run name."""
+def _open_plan(request: SweepRequest, root: Path) -> tuple[SweepPlan, dict[str, RunSummary]]:
+    """The plan to run and the runs of its trials that finished (or were stopped) before (a resume), by
+    run name."""
     from expkit.errors import UsageError
 
     if request.plan is None:
         assert request.resume is not None
         plan = read_plan(root, request.resume)
-        return plan, _finished_names(root, plan.group)
+        return plan, _done_runs(root, plan.group)
     plan = request.plan
-    done = _finished_names(root, plan.group) if root.exists() else {}
+    done = _done_runs(root, plan.group) if root.exists() else {}
     if done:
         raise UsageError(
             f"group {plan.group!r} already has {len(done)} finished runs in {root}",
@@ -217,8 +272,10 @@ class _SweepLoop:
         backend: SweepBackend,
         request: SweepRequest,
         on_progress: Callable[[SweepProgress], None] | None,
+        policy: EarlyStopPolicy | None = None,
     ) -> None:
         self.plan, self.root, self.be, self.on_progress = plan, root, backend, on_progress
+        self.stopper = EarlyStopper(policy, root, plan.group) if policy is not None else None
         self.max_retries = request.max_retries
         self.threads = max(1, int(request.settings.cpus_per_trial))
         self.base_env = {"OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads)}
@@ -229,14 +286,26 @@ class _SweepLoop:
         self.counts = {"finished": 0, "failed": 0, "retried": 0}
         self.unreported: set[str] = set()  # cancelled trials whose run id never came back
 
-    def skip_done(self, done: dict[str, str]) -> None:
-        """Trials that finished in an earlier sweep are ``done before``; the rest are queued."""
+    def skip_done(self, done: dict[str, RunSummary]) -> None:
+        """Trials that finished in an earlier sweep are ``done before``, those stopped early ``stopped``
+        (their config stays stopped); the rest are queued. With early stopping, the finished trials' values
+        at the rungs go back into the rule's table."""
+        stopped_configs: dict[str, RungDecision] = {}
         for t in self.plan.trials:
-            rid = done.get(t.run_name(self.plan.group))
-            if rid is not None:
-                self.outcomes[t.index] = TrialOutcome(
-                    t.index, t.label, t.config, t.seed, "done before", 0, rid, 0, 0.0, {}, None
-                )
+            run = done.get(t.run_name(self.plan.group))
+            if run is None:
+                continue
+            status = "done before" if run.status == "finished" else "stopped"
+            self.outcomes[t.index] = TrialOutcome(
+                t.index, t.label, t.config, t.seed, status, 0, run.id, 0, 0.0, {}, run.status_reason
+            )
+            if self.stopper is not None and run.status == "finished":
+                self.stopper.add_finished(t, self.root / run.id)
+            elif self.stopper is not None:
+                found = read_record(self.root / run.id).extra.get("early_stop") or {}
+                stopped_configs[config_key(t)] = RungDecision(**{k: found.get(k) for k in _DECISION_FIELDS})  # type: ignore[arg-type]
+        if self.stopper is not None:
+            self.stopper.table.stopped.update(stopped_configs)
         self.queue.extend((t, 1) for t in self.plan.trials if t.index not in self.outcomes)
 
     def report(self, event: str) -> None:
@@ -311,16 +380,88 @@ class _SweepLoop:
         self.report(f"{trial.label}: {status}")
 
     def run_queue(self) -> None:
-        """Keep ``max_parallel`` attempts in flight until the queue is empty and every attempt ended."""
+        """Keep ``max_parallel`` attempts in flight until the queue is empty and every attempt ended; with
+        early stopping, stop each config the rule stops as soon as it does."""
         be = self.be
         while self.queue or self.inflight:
             while self.queue and len(self.inflight) < be.max_parallel:
                 trial, attempt = self.queue.popleft()
+                if self.stopper is not None and config_key(trial) in self.stopper.stopped:
+                    self.skip_stopped(trial)
+                    continue
                 self.inflight[be.submit(self.job_of(trial, attempt))] = (trial, attempt)
+                if self.stopper is not None:
+                    self.stopper.start(trial)
                 self.report(f"{trial.label}: started" + (f" (attempt {attempt})" if attempt > 1 else ""))
-            for h in be.wait(list(self.inflight), POLL_S):
+            newly: list[str] = []
+            for h in be.wait(list(self.inflight), POLL_S) if self.inflight else []:
                 trial, attempt = self.inflight.pop(h)
-                self.settle(trial, attempt, be.outcome(h), cancelled=False)
+                res = be.outcome(h)
+                if self.stopper is not None:
+                    newly += self.stopper.end(trial, res.run_dir)
+                self.settle(trial, attempt, res, cancelled=False)
+            if self.stopper is not None:
+                for key in dict.fromkeys(newly + self.stopper.poll()):
+                    self.stop_config(key)
+
+    def stop_config(self, key: str) -> None:
+        """The rule stopped config ``key``: cancel its running trials (their runs marked ``stopped`` with the
+        decision), give its finished runs the decision too; its queued trials are skipped as they come up."""
+        assert self.stopper is not None
+        decision = self.stopper.stopped[key]
+        self.report(f"{key}: stopped early at {self.stopper.policy.rung_text(decision.rung)} ({decision.reason})")
+        handles = [h for h, (t, _) in self.inflight.items() if config_key(t) == key]
+        self.be.cancel(handles)
+        for h in handles:
+            trial, attempt = self.inflight.pop(h)
+            res = self.be.outcome(h)
+            known = self.stopper.run_dir_of(trial)
+            run_dir = res.run_dir or (str(known) if known is not None else None)
+            self.stopper.end(trial, None)
+            if res.status == "finished":  # it ended on its own before the cancel reached it
+                self.settle(trial, attempt, res, cancelled=False)
+                continue
+            self.outcomes[trial.index] = TrialOutcome(
+                trial.index, trial.label, trial.config, trial.seed, "stopped", attempt, res.run_id,
+                res.exit_code, res.elapsed_s, res.final_metrics, self.stopped_reason(decision),
+            )  # fmt: skip
+            self.mark_stopped(run_dir, decision)
+        for o in list(self.outcomes.values()):
+            trial = self.plan.trials[o.index]
+            if config_key(trial) == key and o.status in ("finished", "done before") and o.run_id:
+                self.mark_stopped(str(self.root / o.run_id), decision)
+
+    def stopped_reason(self, d: RungDecision) -> str:
+        assert self.stopper is not None
+        policy = self.stopper.policy
+        return (
+            f"stopped early at {policy.rung_text(d.rung)}: {policy.metric} minus the leader's ({d.leader}) over "
+            f"{d.n_pairs} paired seeds {d.delta:.4g} [{d.low:.4g}, {d.high:.4g}] ({100 * policy.level:g}% t "
+            "interval) excludes 0"
+        )
+
+    def mark_stopped(self, run_dir: str | None, decision: RungDecision) -> None:
+        """The run's record gets the decision; a run that had not finished says ``stopped``."""
+        assert self.stopper is not None
+        if not run_dir:
+            return
+        path = Path(run_dir)
+        rec = read_record(path)
+        stopped = rec.status != "finished"
+        extra = {**rec.extra, "early_stop": decision_record(decision, self.stopper.policy, stopped=stopped)}
+        changes: dict[str, Any] = {"extra": extra}
+        if stopped:
+            changes.update(status="stopped", status_reason=self.stopped_reason(decision))
+        write_record(path.parent, dataclasses.replace(rec, **changes))
+
+    def skip_stopped(self, trial: Trial) -> None:
+        """A queued trial of a stopped config: never started."""
+        assert self.stopper is not None
+        why = "not started: " + self.stopped_reason(self.stopper.stopped[config_key(trial)])
+        self.outcomes[trial.index] = TrialOutcome(
+            trial.index, trial.label, trial.config, trial.seed, "stopped", 0, None, None, 0.0, {}, why
+        )
+        self.report(f"{trial.label}: stopped (not started)")
 
     def cancel_all(self) -> None:
         """Stop what runs (their runs marked killed) and mark the queued trials not started."""
@@ -438,8 +579,9 @@ def _sweep_lock(root: Path, group: str) -> Iterator[None]:
 
 def _run_locked(request: SweepRequest, root: Path, on_progress: Callable[[SweepProgress], None] | None) -> SweepResult:
     plan, done = _open_plan(request, root)
+    policy = _policy_of(request, root, plan.group)
     be = make_backend(request.backend, request.settings)
-    loop = _SweepLoop(plan, root, be, request, on_progress)
+    loop = _SweepLoop(plan, root, be, request, on_progress, policy)
     loop.skip_done(done)
     t0 = time.perf_counter()
     cancelled = False
@@ -468,6 +610,9 @@ def _run_locked(request: SweepRequest, root: Path, on_progress: Callable[[SweepP
         elapsed_s=time.perf_counter() - t0,
         resume_command=_resume_command(plan.group, request.store, root),
         config_passing=_config_passing(plan),
+        early_stop=None
+        if loop.stopper is None
+        else EarlyStopSummary(loop.stopper.policy, tuple(loop.stopper.stopped.values())),
     )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "RecordedGrid",
     "ReplayOutcome",
     "RungDecision",
+    "RungTable",
     "decide_at_rung",
     "full_grid_verdict",
     "replay_point_asha",
@@ -34,22 +35,61 @@ __all__ = [
 
 @dataclass(frozen=True)
 class EarlyStopPolicy:
-    """When to look (``rungs``, in steps) and what to judge: ``metric``, its direction, the interval's
-    ``level``, and the fewest seeds paired with the leader before a stop is considered (``min_pairs``)."""
+    """When to look (``rungs``, in ``unit``: ``steps`` of the logged ``step``, or ``seconds`` since the trial
+    started) and what to judge: ``metric``, its direction, the interval's ``level``, and the fewest seeds
+    paired with the leader before a stop is considered (``min_pairs``).
 
-    rungs: tuple[int, ...]
+    Ray Tune's ASHA takes ``grace_period``, ``reduction_factor`` and ``max_t`` and derives its rungs
+    (grace_period x reduction_factor^k below max_t); here the rungs are written out: ``10,30,90`` is
+    grace_period 10, reduction_factor 3, max_t above 90.
+    """
+
+    rungs: tuple[float, ...]
     metric: str = "loss"
     lower_is_better: bool = True
     level: float = 0.95
     min_pairs: int = 3
+    unit: str = "steps"
 
     def __post_init__(self) -> None:
         if not self.rungs or any(r <= 0 for r in self.rungs) or list(self.rungs) != sorted(set(self.rungs)):
-            raise UsageError(f"rungs {list(self.rungs)} must be increasing positive steps", hint="e.g. 50,100,200")
+            raise UsageError(f"rungs {list(self.rungs)} must be increasing positive numbers", hint="e.g. 50,100,200")
         if self.min_pairs < 2:
             raise UsageError(f"min_pairs {self.min_pairs} must be >= 2 (an interval needs two paired seeds)")
         if not 0 < self.level < 1:
             raise UsageError(f"level {self.level} must be in (0, 1)")
+        if self.unit not in ("steps", "seconds"):
+            raise UsageError(f"unit {self.unit!r} must be steps or seconds")
+        if self.unit == "steps" and any(r != int(r) for r in self.rungs):
+            raise UsageError(f"rungs {list(self.rungs)} in steps must be whole numbers")
+        if not self.metric:
+            raise UsageError("metric is empty: name the logged metric to judge, e.g. loss")
+
+    @classmethod
+    def from_text(cls, rungs: str, **fields: object) -> EarlyStopPolicy:
+        """A policy from rungs written ``10,30,90`` (steps) or ``5s,15s,45s`` (seconds); ``fields`` as the
+        class takes them.
+
+        Example:
+            >>> EarlyStopPolicy.from_text("5s,15s").rungs, EarlyStopPolicy.from_text("5s,15s").unit
+            ((5.0, 15.0), 'seconds')
+        """
+        items = [x.strip() for x in rungs.split(",") if x.strip()]
+        in_seconds = [x.endswith("s") for x in items]
+        if not items or (any(in_seconds) and not all(in_seconds)):
+            raise UsageError(
+                f"rungs {rungs!r} must be all steps (10,30,90) or all seconds (5s,15s,45s)", hint="e.g. 10,30,90"
+            )
+        try:
+            values = tuple(float(x.removesuffix("s")) for x in items)
+        except ValueError:
+            raise UsageError(f"rungs {rungs!r} are not numbers", hint="e.g. 10,30,90 or 5s,15s,45s") from None
+        unit = "seconds" if all(in_seconds) else "steps"
+        return cls(rungs=values, unit=unit, **fields)  # type: ignore[arg-type]
+
+    def rung_text(self, rung: float) -> str:
+        """``rung 30`` / ``rung 5 s``: a rung as output names it."""
+        return f"rung {rung:g}" + (" s" if self.unit == "seconds" else "")
 
 
 @dataclass(frozen=True)
@@ -58,7 +98,7 @@ class RungDecision:
     over ``n_pairs`` seeds with its interval [low, high], and whether the config is stopped (``reason``)."""
 
     config: str
-    rung: int
+    rung: float
     leader: str | None
     n_pairs: int
     delta: float | None
@@ -69,7 +109,7 @@ class RungDecision:
 
 
 def decide_at_rung(
-    values: Mapping[str, Mapping[int, float]], config: str, *, rung: int, policy: EarlyStopPolicy
+    values: Mapping[str, Mapping[int, float]], config: str, *, rung: float, policy: EarlyStopPolicy
 ) -> RungDecision:
     """The decision for ``config`` at ``rung`` given every config's values there (config -> seed -> value).
 
@@ -107,6 +147,25 @@ def decide_at_rung(
     worse = iv.low > 0 if policy.lower_is_better else iv.high < 0
     reason = "interval excludes it: worse than the leader" if worse else "interval includes the leader's value"
     return RungDecision(config, rung, leader, len(common), iv.estimate, iv.low, iv.high, worse, reason)
+
+
+class RungTable:
+    """The values seen so far at each rung (rung -> config -> seed -> value) and the configs stopped: the
+    state of the rule while a sweep runs, the same for the driver and for the replays. ``add`` records one
+    trial's value at a rung and judges that trial's config there (``decide_at_rung``); the first stop of a
+    config is kept in ``stopped``."""
+
+    def __init__(self, policy: EarlyStopPolicy) -> None:
+        self.policy = policy
+        self.values: dict[float, dict[str, dict[int, float]]] = {r: {} for r in policy.rungs}
+        self.stopped: dict[str, RungDecision] = {}
+
+    def add(self, config: str, seed: int, rung: float, value: float) -> RungDecision:
+        self.values[rung].setdefault(config, {})[seed] = value
+        decision = decide_at_rung(self.values[rung], config, rung=rung, policy=self.policy)
+        if decision.stop:
+            self.stopped.setdefault(config, decision)
+        return decision
 
 
 @dataclass(frozen=True)
@@ -167,8 +226,8 @@ def replay_seed_aware(
     """Replay the seed-aware rule: trials run one after another in ``order``; at each rung a trial's value
     is added to that rung's table and its config judged (``decide_at_rung``); a stopped config's trial ends
     there and its later trials never start. The pick is the best mean final among configs never stopped."""
-    table: dict[int, dict[str, dict[int, float]]] = {r: {} for r in policy.rungs}
-    stopped: set[str] = set()
+    table = RungTable(policy)
+    stopped = table.stopped
     finals: dict[str, list[float]] = {c: [] for c in grid.configs}
     steps_run = 0
     for config, seed in order:
@@ -176,10 +235,8 @@ def replay_seed_aware(
             continue
         ended_at = grid.steps[-1]
         for rung in policy.rungs:
-            table[rung].setdefault(config, {})[seed] = grid.value_at(config, seed, rung)
-            if decide_at_rung(table[rung], config, rung=rung, policy=policy).stop:
-                stopped.add(config)
-                ended_at = rung
+            if table.add(config, seed, rung, grid.value_at(config, seed, int(rung))).stop:
+                ended_at = int(rung)
                 break
         steps_run += ended_at
         if config not in stopped:

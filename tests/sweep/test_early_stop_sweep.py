@@ -1,0 +1,112 @@
+"""``--early-stop asha`` in a real sweep: trials print a curve as metrics lines (``expkit runs exec`` records
+them in the run's ``metrics.jsonl``, which the driver reads as they come); the config that is
+clearly worse is stopped at a rung with the decision in its runs' records, the two that tie both finish, and
+``compare`` leaves the stopped config out and says so."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from expkit.runs.metrics import iter_metric_records
+from expkit.runs.store import list_runs, read_record
+from expkit.sweep import SweepRequest, compare_groups, plan_sweep, run_sweep
+from expkit.sweep.backends import BackendSettings
+from expkit.sweep.early_stop import EarlyStopPolicy
+
+STEPS = 40
+# loss = base + 1/step + pattern[seed]: "a" and "b" differ by +0.02, -0.02, 0 over seeds 0, 1, 2 (mean 0: any
+# two or three of those paired seeds give an interval around 0: a tie); "c" is a + 1 + 0.01 * seed (worse
+# by ~1 on every seed: two paired seeds already exclude 0 at a t interval with 1 degree of freedom)
+CURVE = textwrap.dedent(
+    f"""
+    import json, os, time
+    config = os.environ["EXPKIT_CONFIG_CFG"]
+    seed = int(os.environ["EXPKIT_SEED"])
+    a = [0.0, 0.1, 0.2][seed]
+    offset = {{"a": a, "b": a + [0.02, -0.02, 0.0][seed], "c": a + 1.0 + 0.01 * seed}}[config]
+    for step in range(1, {STEPS} + 1):
+        print(json.dumps({{"step": step, "loss": 1.0 + offset + 1.0 / step}}), flush=True)
+        time.sleep(0.03)
+    """
+)
+
+
+@pytest.fixture(autouse=True)
+def _outside_the_checkout(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
+def _last_step(run_dir: Path) -> int:
+    steps = [rec["step"] for _, rec in iter_metric_records(run_dir) if type(rec.get("step")) is int]
+    return max(steps, default=0)
+
+
+def test_the_clearly_worse_config_is_stopped_at_a_rung_and_the_tie_runs_to_the_end(tmp_path):
+    (tmp_path / "curve.py").write_text(CURVE)
+    store = tmp_path / "store"
+    plan = plan_sweep([sys.executable, str(tmp_path / "curve.py")], group="es", grid=["cfg=a,b,c"], seeds=3)
+    policy = EarlyStopPolicy(rungs=(5, 20), min_pairs=2)
+    res = run_sweep(
+        SweepRequest(plan, store=store, settings=BackendSettings(max_parallel=2), early_stop=policy, max_retries=0)
+    )
+    by_cfg: dict[str, list] = {}
+    for o in res.outcomes:
+        by_cfg.setdefault(o.config["cfg"], []).append(o)
+    assert res.complete and not res.cancelled
+    # the tie: both configs ran every seed to the end, and no run of theirs carries a stop
+    for cfg in ("a", "b"):
+        assert [o.status for o in by_cfg[cfg]] == ["finished"] * 3
+        for o in by_cfg[cfg]:
+            assert "early_stop" not in read_record(store / o.run_id).extra
+            assert _last_step(store / o.run_id) == STEPS
+    # the bad config: stopped, with the decision and its interval; not every seed ran to the end
+    assert res.early_stop is not None and [d.config for d in res.early_stop.stopped] == ["cfg=c"]
+    decision = res.early_stop.stopped[0]
+    assert decision.rung in (5, 20) and decision.leader in ("cfg=a", "cfg=b") and decision.n_pairs >= 2
+    assert 0 < decision.low <= decision.delta <= decision.high and decision.delta == pytest.approx(1.0, abs=0.1)
+    statuses = [o.status for o in by_cfg["c"]]
+    assert "stopped" in statuses and set(statuses) <= {"stopped", "finished"}
+    c_runs = [r for r in list_runs(store, where=["group=es", "config.cfg=c"]).runs]
+    assert c_runs and {r.status for r in c_runs} <= {"stopped", "finished"}
+    for r in c_runs:
+        rec = read_record(store / r.id)
+        stop = rec.extra["early_stop"]
+        assert stop["config"] == "cfg=c" and stop["stop"] and stop["low"] > 0 and stop["rung"] == decision.rung
+        assert stop["config_stopped"] == (rec.status == "stopped")
+        if rec.status == "stopped":
+            assert "stopped early at rung" in rec.status_reason and _last_step(store / r.id) < STEPS
+    steps_c = sum(_last_step(store / r.id) for r in c_runs)
+    assert steps_c < 3 * STEPS  # compute was saved on the stopped config
+    # compare: a vs b from the finished configs only, c named as stopped
+    cmp = compare_groups("es", by="cfg", store=store)
+    assert (cmp.a.label, cmp.b.label) == ("cfg=a", "cfg=b") and len(cmp.a.run_ids) == len(cmp.b.run_ids) == 3
+    assert any("stopped early" in n and "cfg=c" in n for n in cmp.notes)
+    loss = next(m for m in cmp.metrics if m.metric == "loss")
+    assert loss.low <= 0 <= loss.high  # the tie the rule kept, still a tie at the end
+
+    # a resume does not run the stopped config's seeds again, nor anything that finished
+    before = {r.id: r.status for r in list_runs(store, where=["group=es"]).runs}
+    again = run_sweep(SweepRequest(resume="es", store=store, settings=BackendSettings(max_parallel=2)))
+    assert {o.status for o in again.outcomes} <= {"done before", "stopped"}
+    assert {r.id: r.status for r in list_runs(store, where=["group=es"]).runs} == before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--early-stop", "asha"], "--rungs"),
+        (["--early-stop", "median", "--rungs", "10"], "'median'"),
+        (["--early-stop", "asha", "--rungs", "10,5"], "increasing"),
+        (["--early-stop", "asha", "--rungs", "10,5s"], "all steps"),
+        (["--early-stop", "asha", "--rungs", "10", "--min-seeds", "1"], "min_pairs 1"),
+    ],
+)
+def test_bad_early_stop_options_are_exit_2_naming_the_value(cli, tmp_path, args, message):
+    res = cli("sweep", "--store", str(tmp_path / "s"), "--grid", "x=1,2", *args, "--", sys.executable, "-c", "0")
+    assert res.exit_code == 2, res.stderr
+    assert message in res.stderr
+    assert not (tmp_path / "s").exists() or not list_runs(tmp_path / "s").runs
