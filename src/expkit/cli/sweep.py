@@ -47,6 +47,23 @@ def sweep(
         help="Pass the config only as EXPKIT_CONFIG_<KEY> environment variables, not as --config KEY=VALUE arguments.",
     ),
     store: Path = typer.Option(None, "--store", help="Run store directory (default $EXPKIT_STORE or ./runs)."),
+    early_stop: str = typer.Option(
+        None,
+        "--early-stop",
+        help="asha: stop a config at a rung when its seed-paired interval against the leader excludes it "
+        "(its running trials cancelled, its other seeds not started; runs marked stopped with the decision).",
+    ),
+    rungs: str = typer.Option(
+        None,
+        "--rungs",
+        help="Where --early-stop looks: logged steps 10,30,90 or seconds 5s,15s,45s (Ray Tune's "
+        "grace_period x reduction_factor^k, written out).",
+    ),
+    stop_metric: str = typer.Option("loss", "--stop-metric", help="The logged metric --early-stop judges."),
+    stop_mode: str = typer.Option("min", "--stop-mode", help="min or max: which way --stop-metric is better."),
+    min_seeds: int = typer.Option(
+        3, "--min-seeds", help="Seeds paired with the leader at a rung before --early-stop may stop a config."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the sweep result as JSON."),
 ) -> None:
     """Run COMMAND for every config of the grid and every seed, each trial a recorded run of one group.
@@ -56,8 +73,10 @@ def sweep(
     --no-config-args drops them); always environment variables EXPKIT_CONFIG_<KEY> and EXPKIT_SEED.
     Locally each trial runs with OMP_NUM_THREADS = MKL_NUM_THREADS = --cpus-per-trial (1). A failed trial
     does not stop the others; a trial whose process is killed runs again (--max-retries); Ctrl-C stops the
-    running trials (runs marked killed) and prints how to resume. Exit 0 when every trial finished, 1 when
-    some failed, 130 when interrupted.
+    running trials (runs marked killed) and prints how to resume. With --early-stop asha --rungs, the
+    sweep reads each trial's logged metrics and stops a config at a rung only when its interval against the
+    leader, paired by seed, excludes it; `expkit compare` leaves stopped configs out and names them. Exit 0
+    when every trial finished or was stopped early, 1 when some failed, 130 when interrupted.
 
     Examples:
 
@@ -67,6 +86,8 @@ def sweep(
 
       expkit sweep --grid lr=0.001,0.003 --seeds 4 -- python train.py --lr {lr} --seed {seed}
 
+      expkit sweep --grid lr=0.001,0.01,0.1 --seeds 4 --early-stop asha --rungs 10,30,90 -- python train.py
+
       expkit sweep --resume lr
     """
     from expkit.errors import UsageError
@@ -74,6 +95,7 @@ def sweep(
     from expkit.sweep import plan_sweep, run_sweep
     from expkit.sweep.backends import BackendSettings
     from expkit.sweep.driver import SweepRequest
+    from expkit.sweep.early_stop import EarlyStopPolicy
 
     plan = None
     if resume is not None:
@@ -83,6 +105,16 @@ def sweep(
         raise UsageError("no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
     else:
         plan = plan_sweep(list(command), group=name, grid=grid, seeds=seeds, config_args=not no_config_args)
+    policy = None
+    if early_stop is not None or rungs is not None:
+        if early_stop != "asha" or rungs is None or stop_mode not in ("min", "max"):
+            raise UsageError(
+                f"--early-stop {early_stop!r} --rungs {rungs!r} --stop-mode {stop_mode!r}: give --early-stop asha "
+                "with --rungs (steps 10,30,90 or seconds 5s,15s,45s) and --stop-mode min or max"
+            )
+        policy = EarlyStopPolicy.from_text(
+            rungs, metric=stop_metric, lower_is_better=stop_mode == "min", min_pairs=min_seeds
+        )
     request = SweepRequest(
         plan=plan,
         resume=resume,
@@ -92,6 +124,7 @@ def sweep(
             max_parallel=max_parallel, address=address, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial
         ),
         max_retries=max_retries,
+        early_stop=policy,
     )
     with sweep_progress(len(plan.trials) if plan is not None else 1, announce=not json_out) as update:
         res = run_sweep(request, on_progress=update)
