@@ -14,7 +14,7 @@ PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 # predefines LINT (= lint, for C's lint), so `?=` would keep that and never lint.
 LINT = 1
 
-.PHONY: demo test lint venv venv-dev browser clean
+.PHONY: demo test lint venv venv-dev browser slurm clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,18 @@ browser:
 	      || echo "warning: chromium could not be installed; browser tests will be skipped"; \
 	  else echo "note: no chromium and not root; browser tests will be skipped"; fi; }
 
+# The Slurm backend is tested on a real one-node Slurm that tests/sweep/test_slurm.py starts and stops
+# (munged, slurmctld, slurmd in a temporary directory). Debian's packages (3.5 MB to download, no recommends) are
+# installed when missing and we are root (CI is); otherwise those tests say they were skipped and why.
+slurm:
+	@{ command -v slurmctld && command -v slurmd && command -v munged && command -v sbatch; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian slurmctld, slurmd and munge for the Slurm backend's test"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      slurmctld slurmd slurm-client munge >/dev/null) \
+	      || echo "warning: Slurm could not be installed; the Slurm backend's tests will be skipped"; \
+	  else echo "note: no Slurm and not root; the Slurm backend's tests will be skipped"; fi; }
+
 demo: venv
 	$(VENV)/bin/expkit labs run --out report
 	@echo "report: $(CURDIR)/report/index.html"
@@ -52,7 +64,7 @@ lint: venv-dev
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
 
-test: venv-dev browser
+test: venv-dev browser slurm
 	@if [ "$(LINT)" = 1 ]; then $(MAKE) --no-print-directory lint; fi
 	$(PY) -m pytest
 

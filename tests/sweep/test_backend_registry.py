@@ -59,7 +59,7 @@ def _fresh(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
 
 
 def test_the_built_in_backends_are_in_the_table() -> None:
-    assert backend_names()[:2] == ("local", "ray") and set(BACKENDS) >= {"local", "ray"}
+    assert backend_names()[:3] == ("local", "ray", "slurm") and set(BACKENDS) >= {"local", "ray", "slurm"}
 
 
 def test_a_registered_backend_runs_the_sweep(tmp_path) -> None:
@@ -86,9 +86,9 @@ def test_the_cli_takes_a_backend_registered_after_it_was_imported(cli) -> None:
     assert res["backend"] == "inline" and res["counts"] == {"finished": 2}
     assert [o["final_metrics"]["loss"] for o in res["outcomes"]] == [pytest.approx(3.0), pytest.approx(4.0)]
     r = cli("sweep", "--backend", "inline", "--", sys.executable, "-c", "pass")
-    assert r.exit_code == 2 and "backend 'inline' is not one of local, ray" in r.stderr
+    assert r.exit_code == 2 and "backend 'inline' is not one of local, ray, slurm" in r.stderr
 
 
 def test_an_unknown_backend_names_the_table() -> None:
-    with pytest.raises(UsageError, match="backend 'slurm' is not one of local, ray"):
-        make_backend("slurm", BackendSettings())
+    with pytest.raises(UsageError, match="backend 'pbs' is not one of local, ray, slurm"):
+        make_backend("pbs", BackendSettings())

@@ -1,4 +1,4 @@
-"""``expkit sweep``: configs x seeds as recorded runs, on a local pool of processes or on Ray."""
+"""``expkit sweep``: configs x seeds as recorded runs, on a local pool of processes, on Ray or on Slurm."""
 
 from __future__ import annotations
 
@@ -39,7 +39,14 @@ def sweep(
         "--cpus-per-trial",
         help="CPUs per trial (Ray num_cpus; locally the trial's OMP_NUM_THREADS/MKL_NUM_THREADS).",
     ),
-    gpus_per_trial: float = typer.Option(0.0, "--gpus-per-trial", help="GPUs per trial (Ray backend)."),
+    gpus_per_trial: float = typer.Option(0.0, "--gpus-per-trial", help="GPUs per trial (Ray; Slurm: whole GPUs)."),
+    partition: str = typer.Option(None, "--partition", help="Slurm partition (default: the cluster's default)."),
+    time_limit: str = typer.Option(
+        None,
+        "--time",
+        help="Slurm time limit per trial, as sbatch takes it (00:10:00; default 01:00:00). Near it the trial "
+        "is stopped, requeued and started again with EXPKIT_RESUME_DIR = its previous run directory.",
+    ),
     resume: str = typer.Option(None, "--resume", help="Continue the sweep of this group: run what did not finish."),
     no_config_args: bool = typer.Option(
         False,
@@ -86,6 +93,8 @@ def sweep(
 
       expkit sweep --grid lr=0.001,0.003 --seeds 4 -- python train.py --lr {lr} --seed {seed}
 
+      expkit sweep -g lr=0.001,0.003 -s 4 --backend slurm --partition gpu --time 00:10:00 -- python train.py
+
       expkit sweep --grid lr=0.001,0.01,0.1 --seeds 4 --early-stop asha --rungs 10,30,90 -- python train.py
 
       expkit sweep --resume lr
@@ -121,7 +130,12 @@ def sweep(
         store=store,
         backend=backend,
         settings=BackendSettings(
-            max_parallel=max_parallel, address=address, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus_per_trial
+            max_parallel=max_parallel,
+            address=address,
+            cpus_per_trial=cpus_per_trial,
+            gpus_per_trial=gpus_per_trial,
+            partition=partition,
+            time_limit=time_limit,
         ),
         max_retries=max_retries,
         early_stop=policy,

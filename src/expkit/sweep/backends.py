@@ -1,4 +1,5 @@
-"""Where trials run: a local pool of processes, or Ray tasks (a local instance or a cluster).
+"""Where trials run: a local pool of processes, Ray tasks (a local instance or a cluster), or a Slurm job
+array (``expkit.sweep.slurm``, through submitit).
 
 A backend is a ``SweepBackend`` (the protocol below) made by a factory registered under its name in
 ``BACKENDS`` (``@register_backend("name")``); ``expkit sweep --backend`` offers the names in that table, so a
@@ -310,12 +311,15 @@ class RayBackend:
 @dataclass(frozen=True)
 class BackendSettings:
     """How big a backend is: ``max_parallel`` trials at once (None: as many as the CPUs allow at
-    ``cpus_per_trial`` each), a cluster ``address`` (Ray), and each trial's CPU and GPU share."""
+    ``cpus_per_trial`` each), a cluster ``address`` (Ray), each trial's CPU and GPU share, and for Slurm
+    the ``partition`` and each trial's ``time_limit`` (sbatch's ``--time`` forms, e.g. ``00:10:00``)."""
 
     max_parallel: int | None = None
     address: str | None = None
     cpus_per_trial: float = 1.0
     gpus_per_trial: float = 0.0
+    partition: str | None = None
+    time_limit: str | None = None
 
 
 class SweepBackend(Protocol):
@@ -375,9 +379,17 @@ def registered_backend(name: str, factory: BackendFactory) -> Iterator[None]:
             BACKENDS[name] = previous
 
 
+def _no_slurm_settings(name: str, settings: BackendSettings) -> None:
+    for field_name in ("partition", "time_limit"):
+        value = getattr(settings, field_name)
+        if value is not None:
+            raise UsageError(f"{field_name} {value!r} is for the slurm backend; the {name} backend takes none")
+
+
 @register_backend("local")
 def make_local_backend(settings: BackendSettings) -> LocalBackend:
     """Processes on this machine: ``max_parallel`` or CPUs // cpus_per_trial at once; no GPUs, no address."""
+    _no_slurm_settings("local", settings)
     if settings.address:
         raise UsageError(f"address {settings.address!r} is for a cluster; the local backend takes none")
     if settings.gpus_per_trial:
@@ -388,6 +400,7 @@ def make_local_backend(settings: BackendSettings) -> LocalBackend:
 @register_backend("ray")
 def make_ray_backend(settings: BackendSettings) -> RayBackend:
     """Ray tasks on the cluster at ``address`` or on a local instance sized to ``max_parallel`` or the CPUs."""
+    _no_slurm_settings("ray", settings)
     backend = RayBackend(
         address=settings.address,
         num_cpus=None if settings.address else (settings.max_parallel or cpu_count()),
@@ -399,13 +412,22 @@ def make_ray_backend(settings: BackendSettings) -> RayBackend:
     return backend
 
 
+@register_backend("slurm")
+def make_slurm_backend(settings: BackendSettings) -> SweepBackend:
+    """A Slurm job array through submitit (``expkit.sweep.slurm``, imported when asked for)."""
+    from expkit.sweep.slurm import make_slurm_backend as make
+
+    return make(settings)
+
+
 def make_backend(name: str, settings: BackendSettings) -> SweepBackend:
     """The backend registered as ``name``, sized by ``settings``.
 
     Raises:
         UsageError: an unknown name (the registered ones listed), max_parallel < 1, cpus_per_trial <= 0,
             gpus_per_trial < 0, or settings the backend cannot use (GPUs or an address for ``local``).
-        MissingDependency: the backend's library is not installed (``pip install 'expkit[ray]'``).
+        MissingDependency: the backend's library is not installed (``pip install 'expkit[ray]'``,
+            ``'expkit[slurm]'``).
     """
     factory = BACKENDS.get(name)
     if factory is None:

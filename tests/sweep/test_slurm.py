@@ -1,0 +1,238 @@
+"""The Slurm backend on a real single-node Slurm: munged, slurmctld and slurmd from Debian's packages
+(``make slurm`` installs them when root), configured for this machine in a temporary directory, started
+here and stopped after. Skipped, with the reason, when the programs are missing, we are not root (slurmd
+starts jobs as their user) or the cluster does not come up.
+
+- a 2-config x 2-seed sweep through ``expkit sweep --backend slurm`` ends with 4 finished runs, one job
+  array, their records like any backend's;
+- a trial longer than its 1-minute time limit is signalled by Slurm, requeued, and resumes from the
+  progress it saved in its run directory (``EXPKIT_RESUME_DIR``) in a new run of the same name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from expkit.errors import UsageError
+from expkit.runs.store import list_runs, read_record
+from expkit.sweep.backends import BackendSettings, make_backend
+from expkit.sweep.slurm import parse_time_limit
+
+PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "srun", "sinfo")
+START_TIMEOUT_S = 60.0
+
+SLURM_CONF = """\
+ClusterName=expkit-test
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={d}/munge-run/munge.sock,cred_expire=10
+SlurmctldPort={ctld_port}
+SlurmdPort={d_port}
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SwitchType=switch/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SlurmdParameters=config_overrides
+ReturnToService=2
+MinJobAge=300
+KillWait=5
+InactiveLimit=0
+NodeName=localhost NodeHostname=localhost CPUs={cpus} RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+"""
+
+# A trial that counts to TOTAL, one step a second, saving its step in its run directory; started again
+# with EXPKIT_RESUME_DIR, it continues from the step saved there. Prints {"step", "resumed_at"}.
+RESUMABLE = """\
+import json, os, pathlib, time
+run = pathlib.Path(os.environ["EXPKIT_RUN_DIR"])
+resume = os.environ.get("EXPKIT_RESUME_DIR")
+step = json.loads((pathlib.Path(resume) / "progress.json").read_text())["step"] if resume else 0
+start = step
+while step < {total}:
+    time.sleep(1)
+    step += 1
+    (run / "progress.json").write_text(json.dumps({{"step": step}}))
+    print(json.dumps({{"step": step, "resumed_at": start}}), flush=True)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _log_tail(d: Path) -> str:
+    out = []
+    for name in ("munged.log", "slurmctld.log", "slurmd.log", "slurmctld.out", "slurmd.out"):
+        p = d / name
+        if p.exists():
+            out.append(f"{name}: " + " | ".join(p.read_text(errors="replace").strip().splitlines()[-3:]))
+    return "; ".join(out)
+
+
+def _node_idle(env: dict[str, str]) -> bool:
+    r = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=env, timeout=30, check=False)
+    return r.returncode == 0 and r.stdout.strip() == "idle"
+
+
+def _start(d: Path, env: dict[str, str]) -> list[subprocess.Popen[bytes]]:
+    """munged, slurmctld, slurmd in the foreground (ours to stop); their output in ``d/*.out``."""
+    key_dir, run_dir = d / "munge-key", d / "munge-run"
+    key_dir.mkdir(mode=0o700)
+    run_dir.mkdir(mode=0o755)
+    key = key_dir / "munge.key"
+    key.write_bytes(os.urandom(1024))  # munge's key is any 1024 random bytes (mungekey writes the same)
+    key.chmod(0o400)
+    (d / "state").mkdir()
+    (d / "spool").mkdir()
+    conf = d / "slurm.conf"
+    conf.write_text(
+        SLURM_CONF.format(d=d, ctld_port=_free_port(), d_port=_free_port(), cpus=min(2, os.cpu_count() or 1))
+    )
+    commands = [
+        ("munged", ["munged", "-F", "-f", f"--key-file={key}", f"--socket={run_dir / 'munge.sock'}",
+                    f"--pid-file={run_dir / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
+                    f"--seed-file={key_dir / 'seed'}"]),
+        ("slurmctld", ["slurmctld", "-D", "-f", str(conf)]),
+        ("slurmd", ["slurmd", "-D", "-f", str(conf), "-N", "localhost"]),
+    ]  # fmt: skip
+    procs = []
+    for name, cmd in commands:
+        with open(d / f"{name}.out", "wb") as out:
+            procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env))
+        if name == "munged":
+            deadline = time.monotonic() + 10
+            while not (run_dir / "munge.sock").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+    return procs
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in reversed(procs):  # slurmd, slurmctld, munged
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A one-node Slurm started in a temporary directory; SLURM_CONF points at it while the module runs."""
+    pytest.importorskip("submitit", reason="the Slurm backend needs submitit (pip install 'expkit[slurm]')")
+    missing = [p for p in PROGRAMS if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"no {', '.join(missing)} on PATH (Debian: `make slurm` installs slurmctld slurmd munge as root)")
+    if os.geteuid() != 0:
+        pytest.skip("a local Slurm is started as root here (slurmd starts each job as its user)")
+    d = tmp_path_factory.mktemp("slurm")
+    env = {**os.environ, "SLURM_CONF": str(d / "slurm.conf")}
+    procs = _start(d, env)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _node_idle(env):
+            dead = [p.args[0] for p in procs if p.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                why = f"{', '.join(map(str, dead))} exited" if dead else f"no idle node within {START_TIMEOUT_S:g} s"
+                pytest.skip(f"the local Slurm did not start ({why}): {_log_tail(d)}")
+            time.sleep(0.5)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("SLURM_CONF", str(d / "slurm.conf"))
+            yield d
+    finally:
+        _stop(procs)
+
+
+def test_a_2x2_sweep_runs_as_one_job_array_with_the_same_records(slurm_cluster, cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(Path(__file__).with_name("trial_program.py"), tmp_path / "trial.py")
+    store = tmp_path / "store"
+    r = cli(
+        "sweep", "--backend", "slurm", "--partition", "debug", "--time", "00:10:00", "--grid", "lr=0.1,0.2",
+        "--seeds", "2", "--name", "sl", "--store", str(store), "--json", "--", sys.executable, "trial.py",
+    )  # fmt: skip
+    assert r.exit_code == 0, (r.stdout, r.stderr, _log_tail(slurm_cluster))
+    res = json.loads(r.stdout)["result"]
+    assert res["backend"] == "slurm" and res["counts"] == {"finished": 4}
+    runs = list_runs(store, where=["group=sl"]).runs
+    assert sorted(r.status for r in runs) == ["finished"] * 4
+    records = [read_record(store / r.id) for r in runs]
+    jobs = sorted(rec.extra["slurm"]["job_id"] for rec in records)
+    arrays = {j.split("_")[0] for j in jobs}
+    assert len(arrays) == 1 and sorted(j.split("_")[1] for j in jobs) == ["0", "1", "2", "3"], jobs
+    for rec in records:
+        assert rec.extra["sweep"]["backend"] == "slurm" and rec.extra["slurm"]["partition"] == "debug"
+        lr, seed = rec.config["lr"], rec.seed.seed if rec.seed else None
+        assert rec.final_metrics["loss"] == pytest.approx(0.5 + 10 * lr + 0.01 * seed)  # its own config and seed
+        assert rec.environment is not None and rec.hardware is not None and rec.code is not None
+        assert (store / rec.id / "output.log").exists() and (store / rec.id / "metrics.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_a_trial_past_its_time_limit_is_requeued_and_resumes(slurm_cluster, cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    total = 50  # steps of 1 s: Slurm signals a 1-minute task 15 s before its limit at the latest (or earlier)
+    (tmp_path / "count.py").write_text(RESUMABLE.format(total=total))
+    store = tmp_path / "store"
+    r = cli(
+        "sweep", "--backend", "slurm", "--time", "1", "--seeds", "1", "--name", "rq", "--store", str(store),
+        "--json", "--", sys.executable, "count.py",
+    )  # fmt: skip
+    assert r.exit_code == 0, (r.stdout, r.stderr, _log_tail(slurm_cluster))
+    res = json.loads(r.stdout)["result"]
+    assert res["counts"] == {"finished": 1}
+    runs = sorted(list_runs(store, where=["group=rq"]).runs, key=lambda r: r.created_at)
+    records = [read_record(store / r.id) for r in runs]
+    assert len(records) >= 2 and {rec.name for rec in records} == {"rq-t000"}  # one trial, requeued
+    *requeued, last = records
+    assert last.status == "finished" and last.final_metrics["step"] == total
+    for before, after in itertools.pairwise(records):
+        assert before.status == "killed" and "requeued" in (before.status_reason or "")
+        assert after.extra["slurm"]["resumed_from"] == str(store / before.id)
+    # the last run continued from the step its predecessor saved: it did not count from 0 again
+    saved = json.loads((store / requeued[-1].id / "progress.json").read_text())["step"]
+    assert 0 < saved < total and last.final_metrics["resumed_at"] == saved
+    assert last.extra["slurm"]["requeues"] == len(requeued)
+
+
+def test_slurm_settings_are_checked_before_anything_is_submitted():
+    pytest.importorskip("submitit")
+    assert parse_time_limit("00:10:00") == 10 and parse_time_limit("1-00") == 1440 and parse_time_limit("5:30") == 6
+    with pytest.raises(UsageError, match="time limit '10 minutes' is not a Slurm time"):
+        make_backend("slurm", BackendSettings(time_limit="10 minutes"))
+    with pytest.raises(UsageError, match=r"gpus_per_trial 0\.5 must be a whole number"):
+        make_backend("slurm", BackendSettings(gpus_per_trial=0.5))
+    with pytest.raises(UsageError, match="address 'auto' is for Ray"):
+        make_backend("slurm", BackendSettings(address="auto"))
+    with pytest.raises(UsageError, match="partition 'gpu' is for the slurm backend; the local backend takes none"):
+        make_backend("local", BackendSettings(partition="gpu"))
