@@ -1,6 +1,8 @@
 """The bug suite through ``expkit doctor``: every program a real child process, stopped after the two
 watched steps, two at a time. The targets are the issue's (>= 19 of 20 bugs, 0 findings on >= 14 of 15 clean
 programs), scaled to the suite's size; the figures are printed (benchmarks/bench_doctor.py writes them as JSON).
+The whole suite is ``slow`` (run by ``make test`` and CI, skipped by ``-m 'not slow'``); the default run keeps
+a representative subset: an HF loop, Lightning, DDP under torchrun and a plain table, bug and clean.
 
     .venv/bin/python -m pytest tests/doctor/test_suite.py -m slow -s -p no:cacheprovider
 """
@@ -12,11 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from expkit.doctor.suite import expected_check, iter_suite, program_command, run_suite
+from expkit.doctor.suite import expected_check, iter_suite, program_command, run_programs, run_suite
 
 pytest.importorskip("torch")
 
 SUITE = Path(__file__).parent / "suite"
+# the default run's sample (the CLI tests add a plain bug and a plain clean program): each kind of program once
+SUBSET = (
+    "bugs/hf_pad_in_loss.py",  # HF causal LM in a plain loop: the loss-mask check
+    "bugs/lightning_softmax_before_ce.py",  # Lightning
+    "bugs/ddp_sampler_without_set_epoch.py",  # DDP, gloo, two processes under torchrun
+    "bugs/tabular_one_hot_label_leak.py",  # a plain loop on a table
+    "clean/hf_sft_masked_right.py",  # the loss-mask bugs' clean twin
+    "clean/hf_trainer_tiny_gpt2.py",  # HF Trainer
+)
 
 
 def test_every_bug_program_declares_one_registered_check():
@@ -55,12 +66,25 @@ def test_a_program_names_its_launcher():
 @pytest.mark.slow
 def test_suite_recall_and_false_alarms():
     score = run_suite(SUITE, workers=2)  # the cost is interpreter start + import torch per program
-    report = "\n".join(
-        f"{o.program}: expected {o.expected}, found {list(o.checks_found)}, steps {o.steps_watched}, exit {o.exit_code}"
-        for o in score.outcomes
-    )
+    report = _report(score)
     print(report)
     assert score.did_not_run == 0, report
     assert score.bugs >= 20 and score.clean >= 15, report
     assert score.caught >= score.bugs - max(1, score.bugs // 20), report  # the issue: >= 19 of 20
     assert score.clean_with_findings <= max(1, score.clean // 15), report  # the issue: <= 1 of 15
+
+
+def _report(score):
+    return "\n".join(
+        f"{o.program}: expected {o.expected}, found {list(o.checks_found)}, steps {o.steps_watched}, exit {o.exit_code}"
+        for o in score.outcomes
+    )
+
+
+def test_subset_bugs_caught_and_clean_programs_silent():
+    score = run_programs([SUITE / p for p in SUBSET], workers=2)
+    report = _report(score)
+    print(report)
+    assert score.did_not_run == 0, report
+    assert (score.bugs, score.clean) == (4, 2), report
+    assert score.caught == score.bugs and score.clean_with_findings == 0, report

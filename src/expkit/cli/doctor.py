@@ -24,7 +24,8 @@ def doctor(
     optimizer or get NaN/inf; a step that changes no weight; softmax before cross_entropy (and sigmoid
     before BCE-with-logits, logits into nll_loss); the first loss far above ln(classes); evaluation that
     keeps its graph, evaluation in train mode, training in eval mode; the same batch every step; labels
-    not shifted; a label column in the features; gradient accumulation without dividing the loss; a
+    not shifted, or shifted twice; padding in the loss, the eos or the answer masked, nothing trained; a
+    label column (or the one-hot label) in the features; gradient accumulation without dividing the loss; a
     per-step lr schedule not stepped per step; clip_grad_norm_ before GradScaler's unscale_; a
     DistributedSampler without set_epoch; .item() syncs on a GPU (a performance finding). Exit 0, or 1
     with --strict and findings; the program's own exit code is in the report (result.exit_code). Under

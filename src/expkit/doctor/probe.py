@@ -185,6 +185,11 @@ class Probe:
     def optimizer_param_ids(self) -> set[int]:
         return {id(p) for opt in list(self.optimizers) for g in opt.param_groups for p in g["params"]}
 
+    @property
+    def inside_forward(self) -> bool:
+        """A module's forward is running (a loss computed now is the model's own, as an HF causal LM's)."""
+        return self._depth > 0
+
     def trained_roots(self) -> list[nn.Module]:
         """Top-level modules whose parameters some optimizer holds."""
         held = self.optimizer_param_ids()

@@ -21,6 +21,7 @@ __all__ = [
     "iter_suite",
     "program_command",
     "run_program",
+    "run_programs",
     "run_suite",
     "score_outcomes",
 ]
@@ -126,12 +127,16 @@ def run_program(path: Path, request: DoctorRequest | None = None) -> ProgramOutc
     return outcome_of(path, run_doctor(replace(base, command=program_command(path), cwd=str(path.parent))))
 
 
-def run_suite(root: Path, *, request: DoctorRequest | None = None, workers: int = 1) -> SuiteScore:
-    """Run every suite program through doctor, ``workers`` at a time (each is its own process tree; the
+def run_programs(paths: list[Path], *, request: DoctorRequest | None = None, workers: int = 1) -> SuiteScore:
+    """Run these suite programs through doctor, ``workers`` at a time (each is its own process tree; the
     cost is mostly interpreter start and ``import torch``), and score the findings."""
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
-    paths = list(iter_suite(root.resolve()))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = list(pool.map(lambda p: run_program(p, request), paths))
+        outcomes = list(pool.map(lambda p: run_program(p, request), [p.resolve() for p in paths]))
     return score_outcomes(outcomes)
+
+
+def run_suite(root: Path, *, request: DoctorRequest | None = None, workers: int = 1) -> SuiteScore:
+    """Run every program of the suite under ``root`` (:func:`iter_suite`) and score the findings."""
+    return run_programs(list(iter_suite(root.resolve())), request=request, workers=workers)

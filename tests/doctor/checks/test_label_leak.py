@@ -59,3 +59,27 @@ def test_a_near_copy_that_is_not_the_target_is_clean():
         loss.backward()
         opt.step()
     assert [f.check for f in w.findings if f.check == "label_leak"] == []
+
+
+def test_a_one_hot_encoded_label_is_found_and_a_one_hot_feature_is_not():
+    torch.manual_seed(0)
+    n = 256
+    X = torch.randn(n, 4)
+    y = (X[:, 0] > 0.5).long() + (X[:, 1] > 0).long()  # three classes
+    region = torch.randint(0, 3, (n,))
+    for leak in (False, True):
+        cats = [region, y] if leak else [region]
+        Z = torch.cat([X] + [nn.functional.one_hot(c, 3).float() for c in cats], dim=1)
+        model = nn.Linear(Z.shape[1], 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with watch(model, opt, steps=1) as w:
+            loss = nn.functional.cross_entropy(model(Z[:64]), y[:64])
+            loss.backward()
+            opt.step()
+        found = [f for f in w.findings if f.check == "label_leak"]
+        if not leak:
+            assert found == []
+            continue
+        (f,) = found
+        assert f.evidence["leaking_column"] in (7, 8, 9) and "one-hot indicator of class" in f.evidence["leaks"]
+        assert f.evidence["correlation"] == pytest.approx(1.0)

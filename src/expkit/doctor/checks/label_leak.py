@@ -1,6 +1,7 @@
 """A label leak: the target is one of the input features (a label column left in the feature matrix, raw
-or standardized), so the model can read the answer. Measured on the batch the loss actually saw: the
-correlation of each input column with the target."""
+or standardized, or one-hot encoded with the other categorical columns), so the model can read the answer.
+Measured on the batch the loss actually saw: the correlation of each input column with the target and, for a
+class target, with each class's indicator (1 where the row is that class)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,41 @@ if TYPE_CHECKING:
 LEAK_CORRELATION = 1 - 1e-6
 MIN_ROWS = 8  # fewer rows can line up by chance
 MAX_FEATURES = 4096  # wider inputs are images or embeddings, not a table with a label column
+MAX_ONE_HOT_CLASSES = 256  # class indicators compared column by column (a (features x classes) correlation)
+# an indicator is compared only when it has this many rows of each value: a class seen once in the batch lines up
+# with any binary feature that happens to be 1 in that row alone
+MIN_INDICATOR_ROWS = 4
+
+
+def _correlations(cols: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Pearson r of every column of ``cols`` (rows, d) with every column of ``targets`` (rows, k): (d, k);
+    0 where either is constant."""
+    xc, yc = cols - cols.mean(dim=0), targets - targets.mean(dim=0)
+    denom = xc.norm(dim=0)[:, None] * yc.norm(dim=0)[None, :]
+    return torch.where(denom > 0, (xc.T @ yc) / denom.clamp_min(1e-300), torch.zeros_like(denom))
+
+
+def _targets(y: torch.Tensor, function: str, classes: int | None) -> tuple[torch.Tensor, list[str]]:
+    """The target as a column, then (for an integer class target) one indicator column per class present in
+    the batch in at least ``MIN_INDICATOR_ROWS`` rows and absent from as many; with each column's name."""
+    target = y.detach().reshape(-1).double()
+    cols, names = [target], ["the target"]
+    if function in ("cross_entropy", "nll_loss") and not y.is_floating_point() and classes is not None:
+        present = torch.unique(target)
+        if 2 < present.numel() <= MAX_ONE_HOT_CLASSES:  # two classes: an indicator is the target itself
+            for c in present:
+                ind = (target == c).double()
+                if MIN_INDICATOR_ROWS <= int(ind.sum()) <= ind.numel() - MIN_INDICATOR_ROWS:
+                    cols.append(ind)
+                    names.append(f"the one-hot indicator of class {int(c)}")
+    return torch.stack(cols, dim=1), names
 
 
 @register
 class LabelLeak(Check):
     """The last training forward's first input, when it is a float table ``(rows, features)``, against the
-    target of the loss that follows: a column that is an affine copy of the target (|r| >= 1 - 1e-6) leaks it."""
+    target of the loss that follows: a column that is an affine copy of the target, or of one class's indicator
+    (a one-hot encoded label), leaks it (|r| >= 1 - 1e-6)."""
 
     name = "label_leak"
 
@@ -45,26 +75,27 @@ class LabelLeak(Check):
             self.first_loss = float(ev.value.detach())
         if x is None or not isinstance(y, torch.Tensor) or y.shape[0] != x.shape[0] or y.numel() != x.shape[0]:
             return
-        target = y.detach().reshape(-1).double()
-        if int(torch.unique(target).numel()) < 2:
+        if int(torch.unique(y).numel()) < 2:
             return
-        cols = x.detach().double()
-        xc, yc = cols - cols.mean(dim=0), target - target.mean()
-        denom = xc.norm(dim=0) * yc.norm()
-        r = torch.where(denom > 0, (xc * yc[:, None]).sum(dim=0) / denom.clamp_min(1e-300), torch.zeros_like(denom))
-        best = int(r.abs().argmax())
-        if float(r[best].abs()) < LEAK_CORRELATION:
+        is_class = ev.function in ("cross_entropy", "nll_loss") and ev.input.dim() == 2
+        classes = int(ev.input.shape[1]) if is_class else None
+        targets, names = _targets(y, ev.function, classes)
+        r = _correlations(x.detach().double(), targets)
+        flat = int(r.abs().argmax())
+        best, which = divmod(flat, r.shape[1])
+        corr = float(r[best, which])
+        if abs(corr) < LEAK_CORRELATION:
             return
-        classes = int(ev.input.shape[1]) if ev.function == "cross_entropy" and ev.input.dim() == 2 else None
         probe.report(
             kind="bug",
             check=self.name,
-            message=f"input column {best} of {x.shape[1]} is the target itself (correlation {float(r[best]):.4f} over "
+            message=f"input column {best} of {x.shape[1]} is {names[which]} (correlation {corr:.4f} over "
             f"{x.shape[0]} rows): the label leaks into the features, the model reads the answer and the "
             "validation score means nothing",
             evidence={
                 "leaking_column": best,
-                "correlation": float(r[best]),
+                "leaks": names[which],
+                "correlation": corr,
                 "rows": int(x.shape[0]),
                 "features": int(x.shape[1]),
                 "first_loss": self.first_loss,

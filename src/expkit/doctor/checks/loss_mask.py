@@ -1,0 +1,258 @@
+"""Loss masks on the batch a causal-LM loss actually saw: pad positions counted, nothing trained, the stop token
+or the answer masked, labels shifted by the user and again by the model.
+
+Two places are read. A Hugging Face causal LM called with ``labels=`` (its own loss shifts them by one and skips
+``-100``): the ``input_ids``, ``attention_mask`` and ``labels`` of that forward. A hand-written loop: the target of
+``cross_entropy`` (skipping ``ignore_index``) against the token ids of the forward before it. The rules are the
+SFT label audit's (``expkit.finetune.labels``): ``-100`` is the skipped label, every trained span must end with
+its stop token, and a pad id equal to the stop id makes a collator that masks padding mask every real stop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from expkit.doctor.checks import Check, register
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
+
+SHIFTED_AGREEMENT = 0.98  # share of trained labels equal to the *next* input token: a random LM gets ~1/V
+MIN_TRAINED = 8  # fewer trained labels can line up with the next token by chance
+# a padding guess without a pad id: >= 2 rows end with a run (>= 2 long) of one id that is not in the loss mask
+MIN_PAD_ROWS = 2
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One batch as the loss saw it: ``labels[b, t]`` is the target for token ``ids[b, t]`` (unshifted, HF style),
+    ``attended`` the real (non-pad) positions, ``stops`` the stop-token ids, ``pad_id`` the configured pad."""
+
+    ids: torch.Tensor
+    labels: torch.Tensor
+    attended: torch.Tensor | None
+    stops: tuple[int, ...]
+    pad_id: int | None
+    ignore: int
+
+
+def _ids_of(value: Any) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, int):
+        return (value,)
+    return tuple(int(v) for v in value if isinstance(v, int))
+
+
+def _config_ids(module: Any) -> tuple[tuple[int, ...], int | None]:
+    """(stop ids, pad id) from a Hugging Face model's config and generation config (none for a plain module)."""
+    stops: tuple[int, ...] = ()
+    pad = None
+    for cfg in (getattr(module, "config", None), getattr(module, "generation_config", None)):
+        if cfg is None:
+            continue
+        stops += tuple(i for i in _ids_of(getattr(cfg, "eos_token_id", None)) if i not in stops)
+        pad = pad if pad is not None else getattr(cfg, "pad_token_id", None)
+    return stops, pad if isinstance(pad, int) else None
+
+
+def _is_causal_lm(module: Any) -> bool:
+    """A Hugging Face (or peft) causal LM: its forward shifts ``labels`` by one itself."""
+    config = getattr(module, "config", None)
+    name = type(module).__name__
+    causal = "CausalLM" in name or "LMHead" in name
+    return causal and config is not None and not getattr(config, "is_encoder_decoder", False)
+
+
+def _trailing_run(x: torch.Tensor) -> torch.Tensor:
+    """Per row, the positions of the run of equal values that ends the row."""
+    same = (x == x[:, -1:]).int()
+    return torch.flip(torch.cumprod(torch.flip(same, [1]), dim=1), [1]).bool()
+
+
+def _padding(b: _Batch) -> torch.Tensor:
+    """Where the padding is: ``attention_mask == 0``; else, read on the labels themselves, the trailing run of
+    the pad id, or with no pad id a trailing run (>= 2 long) of one id that ends at least ``MIN_PAD_ROWS`` rows
+    and occurs nowhere else. Without a mask the run's first token is kept when it may be the real stop token
+    (pad is the stop id, or the pad id is a guess)."""
+    if b.attended is not None:
+        return ~b.attended
+    labels = b.labels
+    last = labels[:, -1:]
+    run = _trailing_run(labels) & (last != b.ignore)
+    if b.pad_id is not None:
+        run &= last == b.pad_id
+    else:
+        long_run = run.sum(dim=1) >= 2
+        ends = torch.unique(last[long_run])
+        if int(long_run.sum()) < MIN_PAD_ROWS or ends.numel() != 1 or bool(((labels == ends[0]) & ~run).any()):
+            return torch.zeros_like(run)
+        run &= long_run[:, None]
+    if b.pad_id is None or b.pad_id in b.stops:
+        run &= torch.nn.functional.pad(run[:, :-1], (1, 0), value=False)  # drop each run's first token
+    return run
+
+
+def _masked_stops(b: _Batch) -> tuple[int, int, int]:
+    """(rows whose trained span is followed by a masked stop token, of which the stop alone is masked (the answer
+    trained), rows with a trained span). The audit's rule: a trained span ends with the stop token."""
+    trained = b.labels != b.ignore
+    real = torch.ones_like(trained) if b.attended is None else b.attended
+    stop = torch.zeros_like(trained)
+    for s in b.stops:
+        stop |= b.ids == s
+    masked_stop_rows = eos_only_rows = spans = 0
+    for r in range(trained.shape[0]):
+        pos = torch.nonzero(trained[r] & real[r]).reshape(-1)
+        if pos.numel() == 0:
+            continue
+        spans += 1
+        tail = torch.arange(int(pos[-1]) + 1, trained.shape[1])
+        tail = tail[real[r, tail]]  # the real tokens after the last trained one
+        hits = torch.nonzero(stop[r, tail]).reshape(-1)
+        if hits.numel():
+            masked_stop_rows += 1
+            eos_only_rows += int(hits[0]) == 0
+    return masked_stop_rows, eos_only_rows, spans
+
+
+@register
+class LossMask(Check):
+    """What a causal-LM loss counted, from the labels of an HF model's forward or a hand-written cross-entropy."""
+
+    name = "loss_mask"
+
+    def __init__(self) -> None:
+        self.last: tuple[torch.Tensor, torch.Tensor | None, tuple[int, ...], int | None] | None = None
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        if not (ev.training and ev.grad_enabled):
+            return
+        ids = ev.kwargs.get("input_ids", ev.first_tensor())
+        if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.dim() != 2 or ids.shape[1] <= 2:
+            self.last = None
+            return
+        mask = ev.kwargs.get("attention_mask")
+        attended = mask.detach().bool() if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else None
+        stops, pad = _config_ids(ev.module)
+        self.last = (ids.detach(), attended, stops, pad)
+        labels = ev.kwargs.get("labels")
+        if isinstance(labels, torch.Tensor) and labels.shape == ids.shape and _is_causal_lm(ev.module):
+            from expkit.finetune.labels import IGNORE
+
+            batch = _Batch(ids.detach(), labels.detach(), attended, stops, pad, IGNORE)
+            self._judge(probe, batch, hf=True)
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        if probe.inside_forward or ev.function != "cross_entropy" or self.last is None:
+            return  # a loss inside a forward is the model's own (an HF causal LM's), judged at its forward
+        y = ev.target
+        if not isinstance(y, torch.Tensor) or y.is_floating_point():
+            return
+        ids, attended, stops, pad = self.last
+        rows, width = ids.shape
+        ignore = int(ev.kwargs.get("ignore_index", -100))
+        if y.numel() == rows * (width - 1):  # logits[:, :-1] vs ids[:, 1:]: label t is for token t + 1
+            ids, attended = ids[:, 1:], None if attended is None else attended[:, 1:]
+            y = y.reshape(rows, width - 1)
+        elif y.numel() == rows * width:
+            y = y.reshape(rows, width)
+        else:
+            return
+        self._judge(probe, _Batch(ids, y.detach().to(ids.device), attended, stops, pad, ignore), hf=False)
+
+    def _judge(self, probe: Probe, b: _Batch, *, hf: bool) -> None:
+        trained = b.labels != b.ignore
+        if hf:  # the model's loss shifts: the first label of each row is never a target
+            trained[:, 0] = False
+        total, n_trained = int(trained[:, int(hf) :].numel()), int(trained.sum())
+        where = "the `labels` given to the model" if hf else "the cross_entropy target"
+        if n_trained == 0:
+            probe.report(
+                kind="bug",
+                check="no_trained_label",
+                message=f"every one of the {total} label positions in {where} is {b.ignore}: nothing is trained "
+                "(the loss is NaN or 0 and no gradient reaches the model)",
+                evidence={"label_positions": total, "trained_positions": 0, "ignore_index": b.ignore},
+                fix="mask only the prompt and the padding; keep the answer's tokens (and its stop token) in the labels",
+            )
+            return
+        if hf and self._shifted_twice(probe, b, trained):
+            return  # the labels are misaligned: the pad and stop rules would misread them
+        self._pad_counted(probe, b, trained, where, total)
+        self._stop_masked(probe, b, where)
+
+    def _shifted_twice(self, probe: Probe, b: _Batch, trained: torch.Tensor) -> bool:
+        head = trained[:, :-1]
+        n = int(head.sum())
+        if n < MIN_TRAINED:
+            return False
+        next_agree = float((b.labels[:, :-1] == b.ids[:, 1:])[head].float().mean())
+        same_agree = float((b.labels == b.ids)[trained].float().mean())
+        if next_agree < SHIFTED_AGREEMENT or same_agree > 0.5:
+            return False
+        probe.report(
+            kind="bug",
+            check="labels_shifted_twice",
+            message=f"{next_agree:.0%} of the {n} trained labels equal the next input token, and the model shifts "
+            "labels itself: the loss trains token t to predict token t + 2",
+            evidence={"trained_labels": n, "equal_to_next_token": next_agree, "equal_to_same_token": same_agree},
+            fix="pass labels=input_ids (with -100 where masked): a Hugging Face causal LM shifts them by one itself",
+        )
+        return True
+
+    def _pad_counted(self, probe: Probe, b: _Batch, trained: torch.Tensor, where: str, total: int) -> None:
+        pad = _padding(b)
+        counted = int((pad & trained).sum())
+        if counted == 0:
+            return
+        probe.report(
+            kind="bug",
+            check="pad_in_loss",
+            message=f"{counted} of {total} label positions in {where} are padding and are trained: the model "
+            "learns to predict pad tokens and the loss is averaged over them",
+            evidence={
+                "pad_positions_trained": counted,
+                "pad_positions": int(pad.sum()),
+                "label_positions": total,
+                "trained_positions": int(trained.sum()),
+                "pad_token_id": b.pad_id,
+                "from_attention_mask": b.attended is not None,
+            },
+            fix="set labels to -100 where attention_mask == 0 (not where input_ids == pad_token_id when pad is "
+            "also the eos)",
+        )
+
+    def _stop_masked(self, probe: Probe, b: _Batch, where: str) -> None:
+        if not b.stops:
+            return
+        rows, eos_only, spans = _masked_stops(b)
+        if rows == 0:
+            return
+        pad_is_stop = b.pad_id is not None and b.pad_id in b.stops
+        why = f" (pad_token_id {b.pad_id} is the stop token: masking pad ids masks every stop)" if pad_is_stop else ""
+        answer = rows - eos_only
+        stop_only = eos_only >= answer
+        what = (
+            "the stop token right after the trained tokens is masked: the model is never taught to stop"
+            if stop_only
+            else "the end of each sequence (the answer and its stop token) is masked while earlier tokens are "
+            "trained: the mask is inverted, the model learns the prompt"
+        )
+        probe.report(
+            kind="bug",
+            check="eos_masked" if stop_only else "answer_masked",
+            message=f"in {rows} of {spans} rows of {where}, {what}{why}",
+            evidence={
+                "rows_with_masked_stop": rows,
+                "rows_only_stop_masked": eos_only,
+                "rows_trained": spans,
+                "stop_token_ids": list(b.stops),
+                "pad_token_id": b.pad_id,
+            },
+            fix="mask the prompt and the padding only (labels = -100 where attention_mask == 0), and keep the "
+            "answer and its stop token in the labels",
+        )

@@ -1,0 +1,131 @@
+"""loss_mask: what a causal-LM loss counted, read from the labels a tiny GPT-2 (built from a config, no download)
+was given and from a hand-written cross_entropy's target. Each bug draws its finding with the measured count,
+the same batch masked right draws none."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+V, EOS, PAD = 40, 1, 0
+LENGTHS = (12, 9, 7, 12, 5, 10)  # real tokens per row, the last of them the eos; the rest is padding
+
+
+def _batch(pad=PAD):
+    g = torch.Generator().manual_seed(0)
+    ids = torch.full((len(LENGTHS), max(LENGTHS)), pad)
+    mask = torch.zeros_like(ids)
+    for r, n in enumerate(LENGTHS):
+        ids[r, : n - 1] = torch.randint(3, V, (n - 1,), generator=g)
+        ids[r, n - 1] = EOS
+        mask[r, :n] = 1
+    return ids, mask
+
+
+def _hf(labels_of, *, pad=PAD, shift_inputs=False):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=V, n_positions=16, n_embd=16, n_layer=1, n_head=2, eos_token_id=EOS, pad_token_id=pad)
+    model = GPT2LMHeadModel(cfg)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    ids, mask = _batch(pad)
+    labels = labels_of(ids, mask)
+    if shift_inputs:
+        ids, mask = ids[:, :-1], mask[:, :-1]
+    with watch(model, opt, steps=1) as w:
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        opt.zero_grad()
+        if torch.isfinite(loss):
+            loss.backward()
+        opt.step()
+    assert not w.check_errors, w.check_errors
+    return {f.check: f for f in w.findings}
+
+
+def _right(ids, mask):
+    return ids.masked_fill(mask == 0, -100)
+
+
+def test_pad_positions_in_the_labels_are_counted_and_masked_ones_are_not():
+    found = _hf(lambda ids, mask: ids.clone())
+    f = found["pad_in_loss"]
+    pads = sum(max(LENGTHS) - n for n in LENGTHS)  # right padding: no pad sits in column 0, which is never a target
+    assert f.evidence["pad_positions_trained"] == pads and f.evidence["from_attention_mask"] is True
+    assert f.evidence["label_positions"] == len(LENGTHS) * (max(LENGTHS) - 1)
+    assert f"{pads} of" in f.message and f.fix
+    assert _hf(_right) == {}
+
+
+def test_labels_shifted_by_hand_and_again_by_the_model():
+    f = _hf(lambda ids, mask: ids[:, 1:].masked_fill(mask[:, 1:] == 0, -100), shift_inputs=True)
+    assert set(f) == {"labels_shifted_twice"}  # the pad and stop rules are not applied to misaligned labels
+    assert f["labels_shifted_twice"].evidence["equal_to_next_token"] == pytest.approx(1.0)
+    # compared: label t (t >= 1: the model never uses label 0) against input token t + 1, in the 11 - 1 columns
+    # that have a next token; a row of n tokens has n - 1 labels trained, the first at t = 0
+    assert f["labels_shifted_twice"].evidence["trained_labels"] == sum(min(n - 2, max(LENGTHS) - 3) for n in LENGTHS)
+
+
+def test_stop_token_masked_when_pad_is_the_eos_and_padding_is_masked_by_id():
+    f = _hf(lambda ids, mask: ids.masked_fill(ids == EOS, -100), pad=EOS)
+    g = f["eos_masked"]
+    assert set(f) == {"eos_masked"}
+    assert g.evidence["rows_with_masked_stop"] == len(LENGTHS) == g.evidence["rows_only_stop_masked"]
+    assert "pad_token_id 1 is the stop token" in g.message
+    assert _hf(_right, pad=EOS) == {}  # masked by the attention mask: the real eos stays trained
+
+
+def test_inverted_mask_trains_the_prompt_and_masks_the_answer():
+    def inverted(ids, mask):
+        labels = ids.clone()
+        for r, n in enumerate(LENGTHS):
+            labels[r, n // 2 :] = -100  # the answer (second half) and the padding masked, the prompt trained
+        return labels
+
+    f = _hf(inverted)
+    assert set(f) == {"answer_masked"} and f["answer_masked"].evidence["rows_with_masked_stop"] == len(LENGTHS)
+
+    def prompt_masked(ids, mask):
+        labels = _right(ids, mask)
+        for r, n in enumerate(LENGTHS):
+            labels[r, : n // 2] = -100
+        return labels
+
+    assert _hf(prompt_masked) == {}
+
+
+def test_nothing_trained():
+    f = _hf(lambda ids, mask: torch.full_like(ids, -100))
+    # no gradient at all, so step_update also reports the step that changed nothing
+    assert f["no_trained_label"].evidence["trained_positions"] == 0 and "pad_in_loss" not in f
+
+
+def test_hand_written_loss_counting_padding_without_a_pad_id():
+    """A plain embedding LM (no config, so no pad id): the padding is read as a trailing run of one id that
+    occurs nowhere else; the same loop with ignore_index on it is clean."""
+    ids, mask = _batch(pad=PAD)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(V, 16), nn.Linear(16, V))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for masked in (False, True):
+        with watch(model, opt, steps=1) as w:
+            x, y = ids[:, :-1], ids[:, 1:]
+            if masked:
+                y = y.masked_fill(mask[:, 1:] == 0, -100)
+            loss = nn.functional.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        assert not w.check_errors
+        found = {f.check: f for f in w.findings}
+        if masked:
+            assert "pad_in_loss" not in found
+        else:
+            # rows padded by >= 2: the first pad of each run is given the benefit of the doubt (it may be a stop)
+            runs = [max(LENGTHS) - n for n in LENGTHS if max(LENGTHS) - n >= 2]
+            assert found["pad_in_loss"].evidence["pad_positions_trained"] == sum(r - 1 for r in runs)

@@ -1,0 +1,54 @@
+"""Causal-LM fine-tune of a tiny GPT-2 (built from a config, with a word-level tokenizer trained here) on padded
+batches: the labels are a copy of input_ids, so every pad position is trained as a target.
+
+doctor-expect: pad_in_loss
+"""
+
+import random
+
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers
+from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+random.seed(0)
+torch.manual_seed(0)
+WORDS = [
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "bird",
+    "sat",
+    "ran",
+    "flew",
+    "on",
+    "under",
+    "over",
+    "mat",
+    "log",
+    "tree",
+    "quickly",
+    "slowly",
+    "today",
+]
+texts = [" ".join(random.choices(WORDS, k=random.randint(4, 14))) for _ in range(256)]
+
+raw = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+raw.pre_tokenizer = pre_tokenizers.Whitespace()
+raw.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=["[PAD]", "[EOS]", "[UNK]"]))
+raw.post_processor = processors.TemplateProcessing(single="$A [EOS]", special_tokens=[("[EOS]", 1)])
+tok = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token="[PAD]", eos_token="[EOS]", unk_token="[UNK]")
+
+config = GPT2Config(
+    vocab_size=len(tok), n_positions=32, n_embd=32, n_layer=2, n_head=2,
+    bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+)  # fmt: skip
+model = GPT2LMHeadModel(config)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for start in range(0, len(texts), 16):
+    batch = tok(texts[start : start + 16], padding=True, return_tensors="pt")
+    labels = batch["input_ids"].clone()  # bug: pad positions stay in the labels (should be -100)
+    loss = model(**batch, labels=labels).loss
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
