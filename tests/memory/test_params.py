@@ -8,7 +8,8 @@ import pytest
 
 from expkit.errors import InputError, UsageError
 from expkit.memory import count_parameters, load_model_spec
-from expkit.memory.params import _analytic_counts
+from expkit.memory.params import _analytic_count
+from expkit.models.counting import ParameterCount
 
 
 def test_qwen25_05b_base_count_is_exact():
@@ -35,14 +36,16 @@ def test_qwen25_05b_lora_r16_all_linear():
 @pytest.mark.parametrize("name", ["qwen2.5-0.5b", "qwen2.5-7b", "llama-2-7b", "llama-3-8b"])
 def test_analytic_fallback_agrees_with_meta_instantiation(name):
     spec = load_model_spec(name)
-    base, adapters, per_layer, lm_head, _ = _analytic_counts(spec, 8, ("all-linear",))
+    analytic = _analytic_count(spec, 8, 16.0, ("all-linear",))
     c = count_parameters(name, lora_r=8)
-    assert (base, adapters, per_layer, lm_head) == (
-        c.total_params,
-        c.adapter_params,
-        c.per_layer_params,
-        c.lm_head_params,
-    )
+    assert type(analytic) is type(c) is ParameterCount  # one count type, whichever way it was counted
+    assert analytic.model_class is None and c.model_class is not None
+    same = [
+        "total_params", "adapter_params", "trainable_params", "training_state_bytes", "per_layer_params",
+        "lm_head_params", "embedding_params", "decoder_layer_params", "head_matmul_params", "other_params",
+        "active_params", "active_params_with_embedding", "lora_alpha", "method",
+    ]  # fmt: skip
+    assert {k: getattr(analytic, k) for k in same} == {k: getattr(c, k) for k in same}
 
 
 def test_llama2_7b_count():

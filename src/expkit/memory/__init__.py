@@ -14,7 +14,8 @@ from expkit.memory.ledger import (
     ledger_for_query,
 )
 from expkit.memory.oom import OomExplanation, Remedy, attribute_oom, rank_remedies
-from expkit.memory.params import ParameterCount, count_parameters
+from expkit.memory.params import count_parameters
+from expkit.models.counting import ParameterCount
 
 __all__ = [
     "ActivationEstimate",

@@ -15,7 +15,8 @@ from typing import Any
 from expkit.errors import UsageError
 from expkit.memory.activations import PRECISIONS, ActivationEstimate, ActivationQuery, estimate_activations
 from expkit.memory.architecture import ModelSpec
-from expkit.memory.params import ParameterCount, count_parameters, resolve_spec
+from expkit.memory.params import count_parameters, resolve_spec
+from expkit.models.counting import ParameterCount
 from expkit.models.quantization import NF4, WeightParams
 
 __all__ = [

@@ -5,64 +5,15 @@ Llama-style count for model types transformers does not know (flagged in ``count
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from expkit.errors import UsageError
 from expkit.memory.architecture import ModelSpec, load_model_spec
-from expkit.models.counting import ACTIVE_CONVENTION, LayerKindCount, count_model
+from expkit.models.counting import ALL_LINEAR, ParameterCount, count_model, training_fields
 
-__all__ = [
-    "ADAMW_MIXED_BYTES_PER_PARAM",
-    "ParameterCount",
-    "build_meta_model",
-    "count_parameters",
-    "resolve_spec",
-]
-
-# fp32 master 4 + fp32 grad 4 + Adam m 4 + Adam v 4 = 16 B per trainable parameter (seed C4.1;
-# ZeRO paper, Rajbhandari et al. 2020, sec. 3.1 counts 2 + 2 + 12 = 16 with a bf16 weight and grad).
-ADAMW_MIXED_BYTES_PER_PARAM = 16
-ALL_LINEAR = "all-linear"
-
-
-@dataclass(frozen=True)
-class ParameterCount:
-    """Parameter counts of a model, and of its LoRA adapters when ``lora_r`` is set.
-
-    ``trainable_fraction`` is trainable / base parameters (peft's ``print_trainable_parameters`` divides
-    by base + adapters instead: that is ``trainable_fraction_of_all``).
-    ``training_state_bytes`` = trainable * 16 (fp32 master, grad, Adam m, Adam v).
-    """
-
-    model: str
-    method: str
-    total_params: int
-    trainable_params: int
-    adapter_params: int
-    trainable_fraction: float
-    trainable_fraction_of_all: float
-    training_state_bytes: int
-    embedding_params: int
-    lm_head_params: int
-    per_layer_params: int
-    num_layers: int
-    tied_embeddings: bool
-    lora_r: int | None
-    lora_alpha: float | None
-    lora_targets: tuple[str, ...]
-    counted_by: str
-    linear_module_names: tuple[str, ...]
-    active_params: int = 0
-    active_params_with_embedding: int = 0
-    tower_params: int = 0
-    layer_kinds: tuple[LayerKindCount, ...] = ()
-    approximations: tuple[str, ...] = ()
-    active_convention: str = ACTIVE_CONVENTION
+__all__ = ["build_meta_model", "count_parameters", "resolve_spec"]
 
 
 def resolve_spec(model: ModelSpec | str | Path | dict[str, Any]) -> ModelSpec:
@@ -101,12 +52,12 @@ def _normalize_targets(lora_targets: str | Sequence[str]) -> tuple[str, ...]:
     else:
         parts = tuple(lora_targets)
     if not parts:
-        raise UsageError("--lora-targets is empty", hint=f"give module names like q_proj,v_proj or {ALL_LINEAR}")
+        raise UsageError("lora_targets is empty", hint=f"give module names like q_proj,v_proj or {ALL_LINEAR}")
     return parts
 
 
-def _analytic_counts(spec: ModelSpec, r: int | None, targets: tuple[str, ...]) -> tuple[int, int, int, int, list[str]]:
-    """(base, adapters, per_layer, lm_head, linear names) from the standard fields, Llama-style block."""
+def _analytic_count(spec: ModelSpec, r: int | None, alpha: float | None, targets: tuple[str, ...]) -> ParameterCount:
+    """The count from the standard config fields, Llama-style block, for a model_type transformers lacks."""
     h, d_q, d_kv, inter = spec.hidden_size, spec.num_heads * spec.head_dim, spec.kv_dim, spec.intermediate_size
     shapes = {
         "q_proj": (h, d_q),
@@ -128,63 +79,28 @@ def _analytic_counts(spec: ModelSpec, r: int | None, targets: tuple[str, ...]) -
         if targets != (ALL_LINEAR,):
             _check_targets(targets, list(shapes), list(shapes))
         adapters = spec.num_layers * sum(r * (i + o) for i, o in chosen.values())
-    return base, adapters, per_layer, lm_head, sorted(shapes)
-
-
-@functools.lru_cache(maxsize=64)
-def _count_cached(
-    raw_json: str, name: str, source: str, r: int | None, alpha: float | None, targets: tuple[str, ...]
-) -> ParameterCount:
-    from expkit.memory.architecture import spec_from_dict
-
-    spec = spec_from_dict(json.loads(raw_json), name=name, source=source)
-    desc = spec.desc
-    counts = count_model(desc, lora_r=r, lora_alpha=alpha, lora_targets=targets)
-    kinds: tuple[LayerKindCount, ...]
-    if counts is None:
-        base, adapters, per_layer, lm_head, linear_names = _analytic_counts(spec, r, targets)
-        embed = spec.vocab_size * spec.hidden_size
-        counted_by = (
-            f"analytic from the standard config fields: transformers does not know "
-            f"model_type {spec.model_type!r} (Llama-style block assumed)"
-        )
-        active, active_emb, tower, kinds = base - embed + (embed if spec.tied_embeddings else 0), base, 0, ()
-    else:
-        base, adapters, embed, lm_head = (
-            counts.total_params,
-            counts.adapter_params,
-            counts.embedding_params,
-            counts.lm_head_params,
-        )
-        per_layer = counts.layer_kinds[0].params_per_layer if counts.layer_kinds else 0
-        linear_names = list(counts.linear_module_names)
-        counted_by, active, active_emb = counts.counted_by, counts.active_params, counts.active_params_with_embedding
-        tower, kinds = counts.tower_params, counts.layer_kinds
-    trainable = adapters if r is not None else base
+    active = base - embed + (embed if spec.tied_embeddings else 0)
     return ParameterCount(
-        model=name,
-        method="lora" if r is not None else "full",
-        total_params=base,
-        trainable_params=trainable,
-        adapter_params=adapters,
-        trainable_fraction=trainable / base,
-        trainable_fraction_of_all=trainable / (base + adapters),
-        training_state_bytes=trainable * ADAMW_MIXED_BYTES_PER_PARAM,
+        model=spec.name,
+        **training_fields(base, adapters, r, alpha, targets),
         embedding_params=embed,
         lm_head_params=lm_head,
         per_layer_params=per_layer,
         num_layers=spec.num_layers,
         tied_embeddings=spec.tied_embeddings,
-        lora_r=r,
-        lora_alpha=alpha if r is not None else None,
-        lora_targets=targets if r is not None else (),
-        counted_by=counted_by,
-        linear_module_names=tuple(linear_names),
+        counted_by=(
+            f"analytic from the standard config fields: transformers does not know "
+            f"model_type {spec.model_type!r} (Llama-style block assumed)"
+        ),
+        linear_module_names=tuple(sorted(shapes)),
         active_params=active,
-        active_params_with_embedding=active_emb,
-        tower_params=tower,
-        layer_kinds=kinds,
-        approximations=desc.approximations,
+        active_params_with_embedding=base,
+        tower_params=0,
+        head_matmul_params=spec.vocab_size * h,
+        decoder_layer_params=spec.num_layers * per_layer,
+        other_params=h,  # the final norm
+        model_class=None,
+        approximations=spec.desc.approximations,
     )
 
 
@@ -226,4 +142,5 @@ def count_parameters(
     spec = resolve_spec(config_or_path)
     targets = _normalize_targets(lora_targets)
     alpha = float(lora_alpha) if lora_alpha is not None else (2.0 * lora_r if lora_r is not None else None)
-    return _count_cached(json.dumps(spec.raw, sort_keys=True), spec.name, spec.source, lora_r, alpha, targets)
+    counted = count_model(spec.desc, lora_r=lora_r, lora_alpha=alpha, lora_targets=targets)
+    return counted if counted is not None else _analytic_count(spec, lora_r, alpha, targets)

@@ -16,7 +16,8 @@ from expkit.memory.conventions import ConventionComparison, compare_conventions,
 from expkit.memory.inference import InferenceQuery, ledger_for_inference
 from expkit.memory.ledger import Ledger, TrainingQuery, ledger_for_query
 from expkit.memory.oom import OomExplanation, attribute_oom
-from expkit.memory.params import ParameterCount, count_parameters
+from expkit.memory.params import count_parameters
+from expkit.models.counting import ParameterCount
 
 __all__ = ["MemoryReport", "MemoryRequest", "build_memory_report"]
 

@@ -20,9 +20,21 @@ from typing import Any
 from expkit.errors import MissingDependency, UsageError
 from expkit.models.description import ModelDescription, describe_config
 
-__all__ = ["ACTIVE_CONVENTION", "LayerKindCount", "ModelCounts", "build_meta_model", "count_model"]
+__all__ = [
+    "ACTIVE_CONVENTION",
+    "ADAMW_MIXED_BYTES_PER_PARAM",
+    "ALL_LINEAR",
+    "LayerKindCount",
+    "ParameterCount",
+    "build_meta_model",
+    "count_model",
+    "training_fields",
+]
 
 ALL_LINEAR = "all-linear"
+# fp32 master 4 + fp32 grad 4 + Adam m 4 + Adam v 4 = 16 B per trainable parameter (seed C4.1;
+# ZeRO paper, Rajbhandari et al. 2020, sec. 3.1 counts 2 + 2 + 12 = 16 with a bf16 weight and grad).
+ADAMW_MIXED_BYTES_PER_PARAM = 16
 ACTIVE_CONVENTION = (
     "active_params: weights a text token's forward pass multiplies by: per layer the attention, the dense MLP "
     "or the top-k routed experts + shared experts + router, the norms, and the output head (even when tied). "
@@ -51,28 +63,65 @@ class LayerKindCount:
 
 
 @dataclass(frozen=True)
-class ModelCounts:
-    """Parameter counts of a model built on the meta device; ``adapter_params`` 0 without LoRA."""
+class ParameterCount:
+    """Parameter counts of a model, and of its LoRA adapters when ``lora_r`` is set: the one count type of
+    the memory ledger, ``sft params`` and ``count_model``.
+
+    ``trainable_fraction`` is trainable / base parameters (peft's ``print_trainable_parameters`` divides
+    by base + adapters instead: that is ``trainable_fraction_of_all``).
+    ``training_state_bytes`` = trainable * 16 (fp32 master, grad, Adam m, Adam v).
+    ``model_class`` is the transformers class built on the meta device, None for an analytic count
+    (``counted_by`` says why). ``adapter_params`` is 0 without LoRA.
+    """
 
     model: str
-    model_class: str
+    method: str
     total_params: int
-    active_params: int
-    active_params_with_embedding: int
+    trainable_params: int
+    adapter_params: int
+    trainable_fraction: float
+    trainable_fraction_of_all: float
+    training_state_bytes: int
     embedding_params: int
     lm_head_params: int
-    head_matmul_params: int
+    per_layer_params: int
+    num_layers: int
+    tied_embeddings: bool
+    lora_r: int | None
+    lora_alpha: float | None
+    lora_targets: tuple[str, ...]
+    counted_by: str
+    linear_module_names: tuple[str, ...]
+    active_params: int
+    active_params_with_embedding: int
     tower_params: int
+    head_matmul_params: int
     decoder_layer_params: int
     other_params: int
-    tied_embeddings: bool
-    layer_kinds: tuple[LayerKindCount, ...]
-    adapter_params: int
-    lora_r: int | None
-    lora_targets: tuple[str, ...]
-    linear_module_names: tuple[str, ...]
-    counted_by: str
+    model_class: str | None
+    layer_kinds: tuple[LayerKindCount, ...] = ()
+    approximations: tuple[str, ...] = ()
     active_convention: str = ACTIVE_CONVENTION
+
+
+def training_fields(
+    total: int, adapters: int, lora_r: int | None, lora_alpha: float | None, lora_targets: tuple[str, ...]
+) -> dict[str, Any]:
+    """The ParameterCount fields that follow from the base count and the LoRA setting (method, total,
+    trainable, the two fractions, training-state bytes, the LoRA fields): one rule for every way of counting."""
+    trainable = adapters if lora_r is not None else total
+    return {
+        "method": "lora" if lora_r is not None else "full",
+        "total_params": total,
+        "trainable_params": trainable,
+        "adapter_params": adapters,
+        "trainable_fraction": trainable / total,
+        "trainable_fraction_of_all": trainable / (total + adapters),
+        "training_state_bytes": trainable * ADAMW_MIXED_BYTES_PER_PARAM,
+        "lora_r": lora_r,
+        "lora_alpha": (lora_alpha if lora_alpha is not None else 2.0 * lora_r) if lora_r is not None else None,
+        "lora_targets": lora_targets if lora_r is not None else (),
+    }
 
 
 def _model_classes(desc: ModelDescription) -> list[Any]:
@@ -242,10 +291,35 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
     )
 
 
+def _layer_kinds(desc: ModelDescription, layers: Any, lora: _LoraKinds) -> list[LayerKindCount]:
+    """One LayerKindCount per group of identical decoder layers, with its active and adapter parameters."""
+    kinds = []
+    groups = _group_layers(layers)
+    for (rep, idx), adapters, adapted, left_out in zip(groups, lora.per_rep, lora.adapted, lora.left_out, strict=True):
+        layer = layers[rep]
+        params = sum(p.numel() for p in layer.parameters())
+        routed = sum(p.numel() for n, p in layer.named_parameters() if _routed(n))
+        spec = desc.layers[rep]
+        kinds.append(
+            LayerKindCount(
+                label=spec.label,
+                layers=len(idx),
+                params_per_layer=params,
+                active_params_per_layer=params - routed + spec.mlp.active_routed(routed),
+                routed_expert_params_per_layer=routed,
+                adapter_params_per_layer=adapters,
+                matmul_params_per_layer=sum(p.numel() for p in layer.parameters() if p.dim() >= 2),
+                lora_adapted=adapted,
+                lora_left_out=left_out,
+            )
+        )
+    return kinds
+
+
 @functools.lru_cache(maxsize=64)
 def _count_cached(
     raw_json: str, name: str, source: str, r: int | None, alpha: float | None, targets: tuple[str, ...]
-) -> ModelCounts | None:
+) -> ParameterCount | None:
     desc = describe_config(json.loads(raw_json), name=name, source=source)
     model = build_meta_model(desc)
     if model is None:
@@ -265,54 +339,22 @@ def _count_cached(
         tower -= embed
     decoder = sum(p.numel() for p in layers.parameters())
     other = total - tower - decoder - embed - lm_head
-    groups = _group_layers(layers)
-    lora = _LoraKinds(0, [0] * len(groups), [()] * len(groups), [()] * len(groups))
+    n_groups = len(_group_layers(layers))
+    lora = _LoraKinds(0, [0] * n_groups, [()] * n_groups, [()] * n_groups)
     if r is not None:
         _check_targets(targets, model)
         lora = _lora_per_kind(desc, r, alpha if alpha is not None else 2.0 * r, targets)
-    adapters_fixed = lora.outside
-    kinds = []
-    active_layers = 0
-    for (rep, idx), adapters, adapted, left_out in zip(groups, lora.per_rep, lora.adapted, lora.left_out, strict=True):
-        layer = layers[rep]
-        params = sum(p.numel() for p in layer.parameters())
-        routed = sum(p.numel() for n, p in layer.named_parameters() if _routed(n))
-        spec = desc.layers[rep]
-        active = params - routed + spec.mlp.active_routed(routed)
-        active_layers += active * len(idx)
-        kinds.append(
-            LayerKindCount(
-                label=spec.label,
-                layers=len(idx),
-                params_per_layer=params,
-                active_params_per_layer=active,
-                routed_expert_params_per_layer=routed,
-                adapter_params_per_layer=adapters,
-                matmul_params_per_layer=sum(p.numel() for p in layer.parameters() if p.dim() >= 2),
-                lora_adapted=adapted,
-                lora_left_out=left_out,
-            )
-        )
-    active = active_layers + other + head_matmul
-    adapters_total = adapters_fixed + sum(k.adapter_params_per_layer * k.layers for k in kinds)
-    return ModelCounts(
+    kinds = _layer_kinds(desc, layers, lora)
+    active = sum(k.active_params_per_layer * k.layers for k in kinds) + other + head_matmul
+    adapters_total = lora.outside + sum(k.adapter_params_per_layer * k.layers for k in kinds)
+    return ParameterCount(
         model=name,
-        model_class=type(model).__name__,
-        total_params=total,
-        active_params=active,
-        active_params_with_embedding=active + (0 if tied else embed),
+        **training_fields(total, adapters_total, r, alpha, targets),
         embedding_params=embed,
         lm_head_params=lm_head,
-        head_matmul_params=head_matmul,
-        tower_params=tower,
-        decoder_layer_params=decoder,
-        other_params=other,
+        per_layer_params=kinds[0].params_per_layer if kinds else 0,
+        num_layers=desc.num_layers,
         tied_embeddings=tied,
-        layer_kinds=tuple(kinds),
-        adapter_params=adapters_total,
-        lora_r=r,
-        lora_targets=targets if r is not None else (),
-        linear_module_names=tuple(_leaf_linear_names(model)),
         counted_by=(
             f"meta-device {type(model).__name__} (transformers, ties kept); "
             + (
@@ -321,6 +363,16 @@ def _count_cached(
                 else "no adapters"
             )
         ),
+        linear_module_names=tuple(_leaf_linear_names(model)),
+        active_params=active,
+        active_params_with_embedding=active + (0 if tied else embed),
+        tower_params=tower,
+        head_matmul_params=head_matmul,
+        decoder_layer_params=decoder,
+        other_params=other,
+        model_class=type(model).__name__,
+        layer_kinds=tuple(kinds),
+        approximations=desc.approximations,
     )
 
 
@@ -330,13 +382,14 @@ def count_model(
     lora_r: int | None = None,
     lora_alpha: float | None = None,
     lora_targets: tuple[str, ...] = (ALL_LINEAR,),
-) -> ModelCounts | None:
+) -> ParameterCount | None:
     """Exact counts of ``desc`` (None when transformers does not know its model_type).
 
     Args:
         desc: the model description.
-        lora_r: LoRA rank (None: no adapters); lora_alpha: recorded only; lora_targets: ``("all-linear",)``
-            (peft's: every nn.Linear but the output head, as the installed peft treats fused experts) or names.
+        lora_r: LoRA rank (None: no adapters); lora_alpha: recorded only (default 2 * r);
+        lora_targets: ``("all-linear",)`` (peft's: every nn.Linear but the output head, as the installed peft
+            treats fused experts) or names.
 
     Raises:
         UsageError: a LoRA target that matches no module (lists the model's linear modules).

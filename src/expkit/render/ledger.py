@@ -10,8 +10,8 @@ if TYPE_CHECKING:
     from expkit.memory.conventions import ConventionComparison
     from expkit.memory.ledger import Ledger
     from expkit.memory.oom import OomExplanation
-    from expkit.memory.params import ParameterCount
     from expkit.memory.report import MemoryReport
+    from expkit.models.counting import ParameterCount
 
 __all__ = ["render_memory_report"]
 

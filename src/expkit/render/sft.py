@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from expkit.finetune.labels import FileAudit, LabelAudit
     from expkit.finetune.stopping import StopCheck
     from expkit.finetune.training import SFTResult
-    from expkit.memory.params import ParameterCount
+    from expkit.models.counting import ParameterCount
 
 __all__ = [
     "audit_html",
