@@ -1,5 +1,6 @@
 """The package list of the environment record is read once per process while sys.path is unchanged
-(expkit sweep records many trials from one process), and read again when a package directory changes."""
+(expkit sweep records many trials from one process), and read again when a package directory changes; the
+whole environment record is made once while the packages and the numerics variables are unchanged."""
 
 from __future__ import annotations
 
@@ -41,8 +42,24 @@ def test_a_dist_info_without_metadata_is_skipped_not_a_crash(monkeypatch):
     real = environment.metadata.distributions
     monkeypatch.setattr(environment.metadata, "distributions", lambda: [HalfInstalled(), *real()])
     environment._PACKAGES_CACHE.clear()
+    environment._ENVIRONMENT_CACHE.clear()
     packages = environment.capture_environment().packages
     assert "numpy" in packages
+
+
+def test_the_environment_record_is_made_once_while_nothing_it_records_changed(monkeypatch):
+    """A sweep's trials share one environment record (made once per process); a numerics variable that
+    changes (OMP_NUM_THREADS here) gives a new record that says so."""
+    if "torch" in sys.modules:  # with torch imported the record is read afresh every time (its flags move)
+        monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    environment._ENVIRONMENT_CACHE.clear()
+    first = environment.capture_environment()
+    assert environment.capture_environment() is first and "OMP_NUM_THREADS" not in first.env_vars
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    changed = environment.capture_environment()
+    assert changed is not first and changed.env_vars["OMP_NUM_THREADS"] == "3"
+    assert changed.packages == first.packages
 
 
 def test_hardware_record_is_described_once_per_sweep_window(monkeypatch):

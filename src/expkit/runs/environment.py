@@ -156,9 +156,29 @@ def _installed_packages() -> dict[str, str]:
     return dict(cached)
 
 
+_ENVIRONMENT_CACHE: dict[tuple[Any, ...], EnvironmentRecord] = {}
+
+
 def capture_environment() -> EnvironmentRecord:
-    """Record the software environment of this process (the package list is read once per process while
-    ``sys.path`` is unchanged, see ``_installed_packages``)."""
+    """Record the software environment of this process. The package list is read once per process while
+    ``sys.path`` is unchanged (see ``_installed_packages``); while torch is not imported, the whole record is
+    made once per process and handed out again while the packages and the numerics variables are unchanged:
+    ``expkit sweep`` records every trial of a sweep from one process, and they share one environment."""
+    if "torch" in sys.modules:  # its determinism flags can change at any time: read them now
+        return _environment_now()
+    key = (
+        tuple((p, _mtime_ns(p)) for p in sys.path),
+        tuple((k, os.environ[k]) for k in NUMERICS_ENV_VARS if k in os.environ),
+    )
+    cached = _ENVIRONMENT_CACHE.get(key)
+    if cached is None:
+        cached = _environment_now()
+        _ENVIRONMENT_CACHE.clear()
+        _ENVIRONMENT_CACHE[key] = cached
+    return cached
+
+
+def _environment_now() -> EnvironmentRecord:
     missing: dict[str, str] = {}
     packages = _installed_packages()
     torch_mod = sys.modules.get("torch")
