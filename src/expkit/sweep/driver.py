@@ -6,6 +6,8 @@ Faults, and what the sweep does about each:
   traceback); the other trials go on; not retried (a failing command fails again);
 - a trial's process is killed by a signal the sweep did not send (SIGKILL, the OOM killer), or a Ray worker
   dies: that run is ``killed`` (or ``lost``) and the trial runs again, up to ``max_retries`` more times;
+  the retry's run lists the attempts before it (``extra["sweep"]["earlier_attempts"]``: attempt, status,
+  run id, error), also when the dead attempt left no run behind;
 - Ctrl-C (SIGINT) or SIGTERM to the sweep: no new trial starts, running ones get SIGTERM (SIGKILL after
   10 s) and their runs are marked ``killed``; the result says how to resume;
 - ``resume``: trials whose run (by name, ``<group>-tNNN``) finished or was stopped early are skipped; the rest
@@ -285,6 +287,7 @@ class _SweepLoop:
         self.inflight: dict[Hashable, tuple[Trial, int]] = {}
         self.counts = {"finished": 0, "failed": 0, "retried": 0}
         self.unreported: set[str] = set()  # cancelled trials whose run id never came back
+        self.earlier: dict[int, list[dict[str, Any]]] = {}  # trial index -> its attempts that were retried
 
     def skip_done(self, done: dict[str, RunSummary]) -> None:
         """Trials that finished in an earlier sweep are ``done before``, those stopped early ``stopped``
@@ -333,6 +336,7 @@ class _SweepLoop:
             "backend": self.be.name,
             "config": trial.config,
             "seed_passing": plan.seed_passing,
+            "earlier_attempts": self.earlier.get(trial.index, []),
         }
         return TrialJob(
             command=tuple(plan.command_of(trial)),
@@ -357,6 +361,9 @@ class _SweepLoop:
         elif status in ("killed", "lost"):
             if attempt <= self.max_retries:
                 self.counts["retried"] += 1
+                self.earlier.setdefault(trial.index, []).append(
+                    {"attempt": attempt, "status": status, "run_id": res.run_id, "error": res.error}
+                )
                 self.queue.append((trial, attempt + 1))
                 why = res.error or "no result"
                 self.report(f"{trial.label}: {status} ({why}), retry {attempt}/{self.max_retries}")
