@@ -15,6 +15,7 @@ import dataclasses
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -298,6 +299,34 @@ def _forward_signals(proc: subprocess.Popen[bytes], received: list[int]) -> dict
     return old_handlers
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """Linux: a ``preexec_fn`` by which the kernel SIGKILLs the command when the thread that started it
+    dies (``prctl(PR_SET_PDEATHSIG)``, as Ray starts its workers), so a SIGKILLed ``runs exec`` or
+    ``expkit sweep`` leaves no orphan running on beside the trial a resume starts again. None elsewhere.
+    The libc function is looked up here, in the parent: the child only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    parent, kill = os.getpid(), int(signal.SIGKILL)
+
+    def set_in_child() -> None:
+        prctl(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the prctl: no signal would ever come
+            os.kill(os.getpid(), kill)
+
+    return set_in_child
+
+
 def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: OutputSink | None) -> _ChildOutcome:
     """Tee the child's output to ``output.log`` (metrics to ``metrics.jsonl``), touch the heartbeat
     every second, and wait for it to end."""
@@ -439,6 +468,7 @@ def execute(
             env=_child_env(request, run_dir, seed),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            preexec_fn=_dies_with_parent(),  # only a libc call in the child, looked up in the parent
         )
     except OSError as exc:
         record = dataclasses.replace(
