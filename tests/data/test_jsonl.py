@@ -178,3 +178,46 @@ def test_compressed_and_utf16_files_get_their_own_hint_not_iconv_latin1(tmp_path
     (tmp_path / "g.csv").write_bytes(gzip.compress(b"model,item,score\n"))
     with pytest.raises(InputError, match="gzip-compressed"):
         list(iter_csv_rows(tmp_path / "g.csv"))
+
+
+# --- a key given twice in one record (issue 21: json and orjson keep the last silently) ----------------------
+
+
+def test_a_key_given_twice_is_refused_naming_the_key_and_line(tmp_path):
+    from expkit.data.jsonl import iter_jsonl_objects
+
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"model": "a", "item": 1, "score": 1}\n{"model": "a", "item": 2, "score": 1, "score": 0}\n')
+    assert [r for _, r in iter_jsonl_objects(p)][1]["score"] == 0  # without the check: the last one, silently
+    with pytest.raises(InputError, match=r"key 'score' appears twice") as info:
+        list(iter_jsonl_objects(p, distinct_keys=True))
+    assert info.value.line == 2
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"model": "a", "meta": {"score": 2}, "score": 1}',  # the same name at another level
+        '{"text": "say \\"score\\": 1", "score": 1}',  # inside a string
+        '{"score" : 1, "model" : "a"}',  # spacing the cheap test does not count
+        '{"a": {"b": 1, "c": {"d": [1, {"e": 2}]}}, "score": 1}',  # nested objects
+    ],
+)
+def test_records_that_only_look_like_duplicates_are_kept(tmp_path, line):
+    from expkit.data.jsonl import iter_jsonl_objects
+
+    p = tmp_path / "r.jsonl"
+    p.write_text(line + "\n")
+    assert [r for _, r in iter_jsonl_objects(p, distinct_keys=True)] == [orjson.loads(line)]
+
+
+def test_a_nested_duplicate_or_a_spaced_one_is_found(tmp_path):
+    from expkit.data.jsonl import JsonlTally, iter_jsonl_objects
+
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"score" : 1, "score" : 0}\n{"m": {"x": 1}, "m": {"x": 2}}\n{"ok": 1}\n')
+    tally = JsonlTally()
+    kept = [r for _, r in iter_jsonl_objects(p, distinct_keys=True, on_error="collect", tally=tally)]
+    assert kept == [{"ok": 1}] and tally.skipped == 2
+    assert [e.line for e in tally.errors] == [1, 2]
+    assert "key 'score' appears twice" in str(tally.errors[0]) and "key 'm' appears twice" in str(tally.errors[1])

@@ -181,3 +181,29 @@ def test_two_score_columns_are_refused_not_last_wins(tmp_path):
     f.write_text("model,item,score,score\na,q1,1,0\nb,q1,0,1\n")
     with pytest.raises(InputError, match=r"names column 'score' twice"):
         read_item_results(f)
+
+
+def test_two_score_keys_in_one_line_are_refused(tmp_path):
+    # issue 21: the last of two "score" keys won silently (json and orjson both keep it)
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"model": "a", "item": "q1", "score": 1}\n{"model": "b", "item": "q1", "score": 1, "score": 0}\n')
+    with pytest.raises(InputError, match=r"key 'score' appears twice in one record") as info:
+        read_item_results(p)
+    assert info.value.line == 2 and str(info.value.path).endswith("r.jsonl")
+
+
+def test_two_score_keys_exit_2_from_stats_table_with_file_and_line(tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "r.jsonl"
+    p.write_text('{"model": "a", "item": "q1", "score": 1, "score": 0}\n{"model": "b", "item": "q1", "score": 1}\n')
+    res = subprocess.run(
+        [sys.executable, "-m", "expkit", "stats", "table", str(p)], capture_output=True, text=True, timeout=300
+    )
+    assert res.returncode == 2
+    expected = (
+        f"error: {p}:1: key 'score' appears twice in one record (a JSON reader keeps the last one silently); "
+        "keep one 'score' per line"
+    )
+    assert res.stderr.strip() == expected

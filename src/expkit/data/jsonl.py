@@ -237,6 +237,48 @@ def _note_bad_line(
     t.skip_line(lineno, err if on_error == "collect" else None)
 
 
+def _duplicate_key_error(name: str, lineno: int, line: bytes) -> InputError | None:
+    """The error for a record that gives one key twice at its top level, None otherwise. Both orjson and json
+    keep the last of two equal keys silently (``{"score": 1, "score": 0}`` reads as 0). Called only for a line
+    whose count of ``":`` differs from its record's key count (a flat record without duplicates never gets
+    here); such a line is parsed again with the standard library's ``object_pairs_hook``."""
+    import json
+
+    top_twice: list[str] = []  # the hook runs innermost object first: the last call is the record itself
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        top_twice[:] = [k for k, _ in items if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+        return dict(items)
+
+    try:
+        json.loads(line.removeprefix(_BOM), object_pairs_hook=pairs)
+    except (ValueError, RecursionError):  # orjson read it; a line json cannot read holds no duplicate we can name
+        return None
+    if not top_twice:
+        return None
+    return InputError(
+        f"key {top_twice[0]!r} appears twice in one record (a JSON reader keeps the last one silently)",
+        path=name,
+        line=lineno,
+        hint=f"keep one {top_twice[0]!r} per line",
+    )
+
+
+def _keep_distinct(t: JsonlTally, name: str, lineno: int, line: bytes, on_error: OnError) -> bool:
+    """Whether to keep the record of ``line``: False when it gives a key twice and is skipped (``skip``,
+    ``collect``); raises for ``raise``. The loop's cheap test (one ``bytes.count`` per line) sends here only
+    lines whose ``":`` count differs from the record's key count: duplicates, nested objects, ``":`` inside a
+    string, ``"k" :`` spacing."""
+    err = _duplicate_key_error(name, lineno, line)
+    if err is None:
+        return True
+    if on_error == "raise":
+        raise err
+    t.skip_line(lineno, err if on_error == "collect" else None)
+    return False
+
+
 def iter_jsonl(
     path: str | Path,
     *,
@@ -244,6 +286,7 @@ def iter_jsonl(
     tally: JsonlTally | None = None,
     exact_ints: bool = False,
     nan_ok: bool = False,
+    distinct_keys: bool = False,
 ) -> Iterator[Any]:
     """Yield one parsed record per line of a JSONL file, holding one line in memory at a time.
 
@@ -258,13 +301,16 @@ def iter_jsonl(
             check walks every record.
         nan_ok: read the ``NaN``, ``Infinity`` and ``-Infinity`` that Python's ``json.dumps`` writes (as
             floats) instead of refusing the line; for logs written by Python tools (lm-eval's samples).
+        distinct_keys: refuse a record that gives one key twice (``{"score": 1, "score": 0}``; JSON readers
+            keep the last silently): an error naming the key, raised or skipped per ``on_error``. Costs one
+            ``bytes.count`` per line on flat records.
 
     A UTF-8 BOM, CRLF line ends and blank lines are accepted. A cut last line (no newline, incomplete
     JSON) is an error with its line number.
 
     Raises:
         InputError: a bad line (``file:line:column: invalid JSON ... near '...'``), a missing file, a
-            directory.
+            directory, (``distinct_keys``) a key twice in one record.
         UsageError: an unknown ``on_error``, or ``collect`` without a tally.
 
     Example:
@@ -298,6 +344,13 @@ def iter_jsonl(
                             continue
                     if exact_ints and _may_hold_big_int(record):
                         record = loads_exact(line.removeprefix(_BOM) if lineno == 1 else line)
+                    if (
+                        distinct_keys  # the cheap test first; the slow parse only for the lines it flags
+                        and type(record) is dict
+                        and line.count(b'":') != len(record)
+                        and not _keep_distinct(t, name, lineno, line, on_error)
+                    ):
+                        continue
                     yield record
             else:
                 for lineno, line in enumerate(f, 1):
@@ -309,6 +362,13 @@ def iter_jsonl(
                             continue
                     if exact_ints and _may_hold_big_int(record):
                         record = loads_exact(line.removeprefix(_BOM) if lineno == 1 else line)
+                    if (
+                        distinct_keys  # the cheap test first; the slow parse only for the lines it flags
+                        and type(record) is dict
+                        and line.count(b'":') != len(record)
+                        and not _keep_distinct(t, name, lineno, line, on_error)
+                    ):
+                        continue
                     yield record
         except (OSError, EOFError) as exc:  # gzip: a corrupt or cut archive
             raise InputError(f"cannot read after line {lineno}: {exc}", path=name, line=lineno + 1) from exc
@@ -329,6 +389,7 @@ def iter_jsonl_objects(
     tally: JsonlTally | None = None,
     exact_ints: bool = False,
     nan_ok: bool = False,
+    distinct_keys: bool = False,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, record)`` for a JSONL file whose every line must be a JSON object.
 
@@ -346,7 +407,10 @@ def iter_jsonl_objects(
         ...     score = float(row["score"])
     """
     t = tally if tally is not None else JsonlTally()
-    for record in iter_jsonl(path, on_error=on_error, tally=t, exact_ints=exact_ints, nan_ok=nan_ok):
+    records = iter_jsonl(
+        path, on_error=on_error, tally=t, exact_ints=exact_ints, nan_ok=nan_ok, distinct_keys=distinct_keys
+    )
+    for record in records:
         if not isinstance(record, dict):
             err = InputError(
                 f"a JSON {type(record).__name__}, not an object",

@@ -57,7 +57,8 @@ def _iter_rows(path: Path) -> Iterator[tuple[int, Mapping[str, object]]]:
         return
     from expkit.data.jsonl import iter_jsonl_objects
 
-    yield from iter_jsonl_objects(path, exact_ints=True)  # ids past 2**64 stay distinct
+    # ids past 2**64 stay distinct; two "score" keys in one line are refused (json would keep the last)
+    yield from iter_jsonl_objects(path, exact_ints=True, distinct_keys=True)
 
 
 def read_item_results(path: str | Path) -> ItemResults:
