@@ -236,3 +236,41 @@ def test_slurm_settings_are_checked_before_anything_is_submitted():
         make_backend("slurm", BackendSettings(address="auto"))
     with pytest.raises(UsageError, match="partition 'gpu' is for the slurm backend; the local backend takes none"):
         make_backend("local", BackendSettings(partition="gpu"))
+
+
+@pytest.mark.slow
+def test_a_trial_scancelled_outside_the_sweep_runs_again(slurm_cluster, tmp_path, monkeypatch):
+    """A job ended by Slurm (here `scancel` from outside: SIGTERM to the job step, SIGKILL after KillWait)
+    is a killed or lost attempt, and the trial runs again (max_retries); its second run finishes."""
+    import threading
+
+    from expkit.sweep import SweepRequest, plan_sweep, run_sweep
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trial.py").write_text(
+        "import json, pathlib, time\n"
+        "first = pathlib.Path('first-started')\n"
+        "if not first.exists():\n"
+        "    first.touch()\n"
+        "    time.sleep(300)\n"
+        "print(json.dumps({'step': 1, 'loss': 0.5}))\n"
+    )
+    store = tmp_path / "store"
+    plan = plan_sweep([sys.executable, "trial.py"], group="sc", seeds=1, config_args=False)
+    out: list = []
+    runner = threading.Thread(target=lambda: out.append(run_sweep(SweepRequest(plan, store=store, backend="slurm"))))
+    runner.start()
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "first-started").exists():
+        assert time.monotonic() < deadline and runner.is_alive(), _log_tail(slurm_cluster)
+        time.sleep(0.5)
+    jobs = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, check=True).stdout.split()
+    assert len(jobs) == 1, jobs
+    subprocess.run(["scancel", jobs[0]], check=True)
+    runner.join(timeout=240)
+    assert not runner.is_alive() and out, _log_tail(slurm_cluster)
+    (res,) = out
+    (trial,) = res.outcomes
+    assert trial.status == "finished" and trial.attempts == 2, trial
+    statuses = sorted(r.status for r in list_runs(store, where=["group=sc"]).runs)
+    assert statuses in (["finished", "killed"], ["finished", "lost"]), statuses  # one run per attempt

@@ -42,6 +42,7 @@ STOP_GRACE_S = 10.0  # after SIGTERM, the trial's command has this long to save 
 # Slurm keeps an ended job in squeue for MinJobAge (300 s by default); a job gone from squeue (or in an end
 # state there) whose result file has not appeared within this long was ended by Slurm itself: lost.
 RESULT_GRACE_S = 20.0
+SQUEUE_EVERY_S = 5.0
 _END_STATES = {
     "BOOT_FAIL",
     "CANCELLED",
@@ -240,6 +241,8 @@ class SlurmBackend:
         self.max_parallel = array_parallelism
         self._pending: list[_Handle] = []
         self._executor: Any = None
+        self._states: dict[str, str] | None = None
+        self._states_at = 0.0
 
     def _executor_for(self, store: str) -> Any:
         """submitit's executor, its folder ``<store>/slurm/<job id>`` (on the store's shared filesystem)."""
@@ -259,6 +262,7 @@ class SlurmBackend:
         """Submit what was handed over since the last flush as one array (sbatch)."""
         if not self._pending:
             return
+        self._states = None  # new jobs: ask squeue afresh
         pending, self._pending = self._pending, []
         try:
             executor = self._executor_for(pending[0].trial.job.store)
@@ -272,27 +276,40 @@ class SlurmBackend:
         for h, j in zip(pending, jobs, strict=True):
             h.job = j
 
-    def _squeue_states(self, handles: list[_Handle]) -> dict[str, str]:
+    def _squeue_states(self, handles: list[_Handle]) -> dict[str, str] | None:
+        """Job id -> Slurm state of the handles' jobs (``squeue``, at most once per SQUEUE_EVERY_S: a
+        cluster's controller is shared); None when squeue did not answer (then nothing is judged gone)."""
+        now = time.monotonic()
+        if self._states is not None and now - self._states_at < SQUEUE_EVERY_S:
+            return self._states
         ids = sorted({str(h.job.job_id).split("_")[0] for h in handles})
         try:
-            out = subprocess.run(
+            res = subprocess.run(
                 ["squeue", "-h", "-r", "-o", "%i %T", "-j", ",".join(ids)],
                 capture_output=True,
                 text=True,
                 timeout=60,
                 check=False,
-            ).stdout
+            )
         except (OSError, subprocess.TimeoutExpired):
-            return {}
-        return dict(line.split()[:2] for line in out.splitlines() if len(line.split()) >= 2)
+            return None
+        # squeue exits 1 for ids it no longer knows (past MinJobAge): those are gone, not a failure
+        if res.returncode != 0 and "Invalid job id" not in res.stderr:
+            return None
+        self._states = dict(line.split()[:2] for line in res.stdout.splitlines() if len(line.split()) >= 2)
+        self._states_at = now
+        return self._states
 
     def _ended(self, handles: list[_Handle]) -> list[_Handle]:
-        live = [h for h in handles if not isinstance(h.job, _Refused)]
+        """Handles whose result file is there, or whose job left squeue (or ended there) RESULT_GRACE_S ago
+        without one (Slurm ended it: out of memory, node failure, cancelled, out of requeues)."""
         done = [h for h in handles if isinstance(h.job, _Refused) or h.job.paths.result_pickle.exists()]
-        waiting = [h for h in live if h not in done]
+        waiting = [h for h in handles if h not in done]
         if not waiting:
             return done
         states = self._squeue_states(waiting)
+        if states is None:
+            return done
         now = time.monotonic()
         for h in waiting:
             state = states.get(str(h.job.job_id))
