@@ -198,7 +198,10 @@ def run(ctx: LabContext) -> LabOutput:
             "x",
             rule=slower_rule(spread),
             seed=SEED_SLOW,
-            detail="the direction of the claim; its size is judged in the row above",
+            detail="the direction of the claim at the 840K char LM; its size is judged in the row above. Measured "
+            f"beside it: /proc/cpuinfo {flags} bf16 instructions (torch CPU capability {isa}); bf16 / fp32 step time "
+            f"by size {sweep_text}: bf16 wins "
+            + (f"from {wins.params / 1e6:.2f}M parameters" if wins is not None else "at no size swept here"),
         ),
         Measurement(
             "bf16_gemm_slowdown_cpu",
