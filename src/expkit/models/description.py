@@ -354,7 +354,33 @@ def _read_json(path: Path) -> dict[str, Any]:
         ) from exc
     if not isinstance(data, dict):
         raise InputError(f"config is a JSON {type(data).__name__}, not an object", path=path)
+    for where in (data, data.get("text_config")):
+        if isinstance(where, dict):
+            _check_dtype(where, path)
     return data
+
+
+# The dtype names torch 2.13 defines (transformers reads a config's dtype as getattr(torch, name)), and "auto".
+_DTYPE_NAMES = frozenset((
+    "bfloat16", "float16", "float32", "float64", "half", "float", "double", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2", "complex32", "complex64", "complex128",
+    "chalf", "cfloat", "cdouble", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "short", "int", "long", "qint8", "qint32", "quint8", "quint4x2", "quint2x4", "auto",
+))  # fmt: skip
+
+
+def _check_dtype(config: dict[str, Any], path: Path) -> None:
+    """A ``torch_dtype``/``dtype`` that torch does not define (``float128``) is refused by name: transformers
+    raised an AttributeError traceback from ``getattr(torch, ...)`` (issue 21)."""
+    for key in ("torch_dtype", "dtype"):
+        value = config.get(key)
+        if value is not None and (not isinstance(value, str) or value not in _DTYPE_NAMES):
+            raise InputError(
+                f"{key} {value!r} is not a torch dtype",
+                path=path,
+                hint="use one of float32, float16, bfloat16, float64, float8_e4m3fn, float8_e5m2, auto "
+                "(or another torch dtype name)",
+            )
 
 
 def _from_hf_cache(repo_id: str) -> Path | None:
