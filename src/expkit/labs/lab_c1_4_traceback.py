@@ -100,6 +100,8 @@ def _crash(script: Path) -> str:
 
     try:
         runpy.run_path(str(script), run_name="__main__")
+    except ImportError:  # torch missing (the light install): no traceback to read, so no verdict; `needs`
+        raise
     except Exception as exc:  # noqa: BLE001 - the traceback is the material of this lab
         return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     raise RuntimeError("the user script was expected to fail")
@@ -107,6 +109,11 @@ def _crash(script: Path) -> str:
 
 @lab(id="C1.4", title="Reading a traceback: the last frame of yours", claims=("C1.4",), seed=(SEED_RULE,))
 def run(ctx: LabContext) -> LabOutput:
+    # The user's model is an nn.Module: without torch the script dies on its import, a traceback that is not
+    # this lab's material (the light install judged that one "not reproduced"). The runner marks the lab
+    # `needs expkit[torch]` on this ImportError.
+    import torch  # noqa: F401
+
     from expkit.diagnose import collapse_frames, diagnose_text, format_report
 
     with tempfile.TemporaryDirectory(prefix="expkit-c1_4-") as tmp:

@@ -118,6 +118,10 @@ def run(ctx: LabContext) -> LabOutput:
 
     import numpy as np
 
+    # each trial trains a torch model in its own process: without torch every trial would fail in the child and
+    # the lab with them; the runner marks the lab `needs expkit[torch]` on this ImportError instead
+    import torch  # noqa: F401
+
     from expkit.render.curves import draw_curves
     from expkit.stats.seeds import summarize_seeds
     from expkit.sweep import SweepRequest, compare_groups, plan_sweep, run_sweep

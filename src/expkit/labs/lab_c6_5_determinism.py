@@ -126,6 +126,10 @@ def run(ctx: LabContext) -> LabOutput:
     import statistics
     import sys
 
+    # each trial trains a torch model in its own process: without torch every trial would fail in the child and
+    # the lab with them; the runner marks the lab `needs expkit[torch]` on this ImportError instead
+    import torch  # noqa: F401
+
     from expkit.render.figures import new_figure, save_figure
     from expkit.runs.store import list_runs
     from expkit.stats.curves import load_curves
