@@ -26,7 +26,7 @@ from expkit.models.quantization import (
     QuantizationSpec,
     WeightParams,
 )
-from expkit.models.recurrent import GatedDeltaNet, MambaMixer
+from expkit.models.recurrent import GatedDeltaNet, MambaMixer, RecurrentMixer
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
 __all__ = [
@@ -863,6 +863,7 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     mixers = _mixers(cfg, text_raw, base_att, model_type, source, notes)
     mlps = _mlps(cfg, text_raw, model_type, inter, source, notes)
     layers = tuple(LayerSpec(a, m) for a, m in zip(mixers, mlps, strict=True))
+    notes += dict.fromkeys(a.activation_note for a in mixers if isinstance(a, RecurrentMixer))
     quant = _quantization(raw, source)
     notes += [n for n in (quant.note(),) if n]
     notes += _field_notes(raw, towers)

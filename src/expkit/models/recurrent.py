@@ -21,6 +21,7 @@ from expkit.models.saved import ActivationTerm, SavedActivationContext
 __all__ = ["STATE_BYTES", "GatedDeltaNet", "MambaMixer", "RecurrentMixer"]
 
 STATE_BYTES = 4  # fp32 recurrent state: transformers' Jamba/Qwen3-Next mixers keep it in float32
+DELTA_CHUNK = 64  # transformers' torch_chunk_gated_delta_rule: chunk_size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,28 +89,21 @@ class RecurrentMixer(AttentionSpec):
             f"{self.kind} layers: a fixed state per sequence (conv state in the cache dtype + fp32 recurrent "
             "state, as transformers keeps them), read once per decode step; prefill and training update it "
             "once per token (linear in the context)",
+            self.activation_note,
         )
 
-    def _projection_terms(self, ctx: SavedActivationContext, hidden: int) -> list[ActivationTerm]:
-        """The projections' saved inputs and the scan's saved tensors, per token: the input projections read
-        the normed hidden state, the output projection the mixer's output; the scan keeps its inputs."""
-        shapes = self.linear_shapes(hidden)
-        n_in = sum(1 for i, _ in shapes if i == hidden)
-        b_in, f_in = ctx.linear_inputs(n_in if ctx.full else 0, hidden, "h")
-        out_w = shapes[-1][0]
-        scan = ctx.act * sum(o for i, o in shapes if i == hidden)
-        return [
-            ActivationTerm(f"{self.kind} input projections' inputs", b_in, f_in),
-            ActivationTerm(
-                f"{self.kind} scan inputs (approximate)",
-                scan,
-                f"{ctx.act} * the input projections' outputs ({scan // max(ctx.act, 1)} per token)",
-            ),
-            ActivationTerm(f"{self.kind} output projection input", ctx.act * out_w, f"{ctx.act} * {out_w}"),
-        ]
+    @property
+    def activation_note(self) -> str:
+        """What the training activations assume about the mixer's kernels (an entry of the approximations)."""
+        return (
+            f"{self.kind} training activations: what transformers' PyTorch path saves (it runs when "
+            "mamba_ssm / causal_conv1d / fla are not installed, and always on the CPU), measured on the CPU; the "
+            "fused CUDA kernels of those packages save less (they recompute the scan's intermediates in backward)"
+        )
 
     def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
-        return self._projection_terms(ctx, ctx.hidden_size)
+        """Saved-for-backward bytes per token of one mixer; each kind reads its transformers code path."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,6 +146,43 @@ class MambaMixer(RecurrentMixer):
 
     def cache_form(self) -> str:
         return f"ssm state {self.inner} * d_state {self.d_state}"
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        """What transformers' ``JambaMambaMixer`` saves for backward per token on its PyTorch path (the one that
+        runs without mamba_ssm/causal_conv1d, i.e. on the CPU), read from ``mamba_selective_scan`` and checked
+        exactly with ``saved_tensors_hooks`` (tests/models/test_recurrent_saved.py). The sequential scan keeps
+        the discretized A and B and every step's state: 12 d_state bytes per channel and token in fp32, which
+        the fused CUDA kernel (``mamba_inner_fn``) does not store (it recomputes them in backward). Per
+        sequence, besides: A (twice), the initial state and the conv padding, a few KB per layer, not counted.
+        Measured exact for a full fine-tune in fp32 and under bf16 autocast; with a frozen base (LoRA) the same
+        terms are used, marked approximate (not measured)."""
+        d, n, r, a, c = self.inner, self.d_state, self.dt_rank, ctx.act, ctx.cast_bytes
+        tag = "" if ctx.full else " (approximate)"
+        up = 4 if ctx.autocast else 0  # under autocast: fp32 copies the PyTorch path makes of 16-bit tensors
+        b_in, f_in = ctx.linear_inputs(1, ctx.hidden_size, "h")
+        return [
+            ActivationTerm("mamba in_proj input", b_in, f_in),
+            ActivationTerm(f"mamba in_proj output (x and gate z){tag}", a * 2 * d, f"{a} * 2 * inner {d}"),
+            ActivationTerm(f"mamba conv input (16-bit cast){tag}", up // 2 * d, "2 * inner under autocast, else 0"),
+            ActivationTerm(f"mamba conv output, x_proj input{tag}", 2 * a * d, f"2 * {a} * inner"),
+            ActivationTerm(
+                "mamba dt/B/C RMSNorms",
+                (4 + a) * (r + 2 * n) + 12,
+                f"(4 + {a}) * (dt_rank {r} + 2 * d_state {n}) + 3 rsqrt 4",
+            ),
+            ActivationTerm("mamba dt_proj input", c * r, f"{c} * dt_rank"),
+            ActivationTerm(f"mamba softplus(dt) input and output{tag}", 2 * a * d, f"2 * {a} * inner"),
+            ActivationTerm(f"mamba discretized A and B (fp32){tag}", 8 * d * n, f"2 * 4 * inner {d} * d_state {n}"),
+            ActivationTerm("mamba B, C", (4 + a) * n, f"(4 + {a}) * d_state"),
+            ActivationTerm("mamba x in fp32", up * d, "4 * inner under autocast (x.float()), else a view"),
+            ActivationTerm(
+                f"mamba scan states{tag}",
+                (4 + up // 2) * d * n,
+                "4 * inner * d_state per step" + (" + its 16-bit copy 2 * inner * d_state" if up else ""),
+            ),
+            ActivationTerm(f"mamba y + D x (fp32), silu(z){tag}", (4 + a) * d, f"(4 + {a}) * inner"),
+            ActivationTerm("mamba out_proj input", c * d, f"{c} * inner"),
+        ]
 
     @property
     def label(self) -> str:
@@ -202,6 +233,39 @@ class GatedDeltaNet(RecurrentMixer):
 
     def cache_form(self) -> str:
         return f"state {self.num_heads} heads * {self.head_dim} * {self.v_head_dim}"
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        """What transformers' ``Qwen3NextGatedDeltaNet`` saves for backward per token on its PyTorch path
+        (``torch_chunk_gated_delta_rule``, the one that runs without fla, i.e. on the CPU). The rule works in
+        fp32 on chunks of ``DELTA_CHUNK`` tokens (the sequence padded to a multiple) and keeps, per value head
+        and token: 5 chunk-wide rows (decays, k k^T, the UT system, q k^T, the intra-chunk attention), 12
+        key-wide and 8 value-wide tensors (the gated norm's among them), 10 scalars, and one state per chunk;
+        out_proj's input comes on top. Measured with ``saved_tensors_hooks``: exact for a full fine-tune in fp32
+        on 8 shapes whose key heads are shared by 2 or more value heads (2 of them in
+        tests/models/test_recurrent_saved.py).
+        Under autocast, with a frozen base (LoRA), or with as many key as value heads the same terms are used
+        and marked approximate (measured: +640 B/token with equal heads on one shape; under autocast the
+        per-token bytes are not linear in the tokens at these sizes). fla's fused CUDA kernels save far less:
+        they recompute the chunk matrices in backward."""
+        hv, dk, dv, c_len = self.num_heads, self.head_dim, self.v_head_dim, DELTA_CHUNK
+        exact = ctx.full and not ctx.autocast and self.num_kv_heads < hv
+        tag = "" if exact else " (approximate)"
+        a, cb = ctx.act, ctx.cast_bytes
+        pad = -(-ctx.seq // c_len) * c_len / ctx.seq  # the rule pads the sequence to whole chunks
+        b_in, f_in = ctx.linear_inputs(2, ctx.hidden_size, "h")
+        conv = 2 * self.key_dim + self.value_dim
+        rule = 4 * hv * (12 * dk + 8 * dv + 10 + 5 * c_len) + 4 * hv * (dk * dv + 1) / c_len
+        return [
+            ActivationTerm("gated-deltanet in_proj_qkvz/ba input", b_in, f_in),
+            ActivationTerm(f"gated-deltanet conv input and output{tag}", 2 * a * conv, f"2 * {a} * (2 key + value)"),
+            ActivationTerm(
+                f"gated-deltanet chunked rule (fp32){tag}",
+                rule * pad,
+                f"4 * {hv} heads * (12 dk + 8 dv + 10 + 5 chunk {c_len}) + 4 * heads * (dk dv + 1) / chunk"
+                + (f", padded x {pad:.3f}" if pad != 1 else ""),
+            ),
+            ActivationTerm("gated-deltanet out_proj input", cb * self.value_dim, f"{cb} * value"),
+        ]
 
     @property
     def label(self) -> str:
