@@ -236,7 +236,7 @@ def test_resume_with_random_weights_names_the_file(cli, tmp_path):
     from pathlib import Path
 
     ckpt = Path(_checkpoint(cli, tmp_path))
-    (ckpt / "model.safetensors").write_bytes(os.urandom(256))
+    (ckpt / "tensors.safetensors").write_bytes(os.urandom(256))
     _retarget_manifest(ckpt)
     res = cli(
         "train",
@@ -249,7 +249,7 @@ def test_resume_with_random_weights_names_the_file(cli, tmp_path):
         str(ckpt),
         *TINY,
     )
-    assert "model.safetensors" in _one_line_error(res)
+    assert "tensors.safetensors" in _one_line_error(res)
 
 
 @pytest.mark.parametrize("manifest", ["[]", '{"files": 3}', "\xff\xfe not utf-8"])

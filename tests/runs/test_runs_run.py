@@ -112,18 +112,20 @@ def test_checkpoint_round_trip_weights_only(tmp_path: Path) -> None:
     net(torch.randn(4, 3)).sum().backward()
     opt.step()
     with start(store=tmp_path, seed=0) as run:
-        files = run.save_checkpoint(
+        path = run.save_checkpoint(
             {"model": net.state_dict(), "optim": opt.state_dict(), "rng": capture_rng_state(), "step": 3}, "step3"
         )
-    assert sorted(f.suffix for f in files) == [".pt", ".safetensors"]
-    state = load_checkpoint(run.dir / "checkpoints", "step3")
+    assert path == run.dir / "checkpoints" / "step3"
+    assert sorted(f.name for f in path.iterdir()) == ["manifest.json", "state.pt", "tensors.safetensors"]
+    state = load_checkpoint(path)
     torch.testing.assert_close(state["model"]["weight"], net.weight.detach(), rtol=0, atol=0)
     assert state["step"] == 3 and state["optim"]["state"][0]["step"] == opt.state_dict()["state"][0]["step"]
     restore_rng_state(state["rng"])
     a = torch.rand(3)
     restore_rng_state(state["rng"])
     assert torch.equal(a, torch.rand(3))
-    assert read_run(run.dir)["checkpoints"][0]["name"] == "step3"
+    entry = read_run(run.dir)["checkpoints"][0]
+    assert entry["name"] == "step3" and "step3/tensors.safetensors" in entry["files"]
 
 
 def test_artifact_is_copied_and_hashed(tmp_path: Path) -> None:

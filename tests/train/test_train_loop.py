@@ -7,10 +7,12 @@ import json
 from dataclasses import replace
 
 import pytest
+import torch
 from train_fixtures import TINY_MODEL, tiny_train
 
 from expkit.errors import CheckFailed, InputError, UsageError
-from expkit.train import TrainRequest, find_checkpoints, load_checkpoint, train_charlm
+from expkit.runs.checkpoint import find_checkpoints, load_checkpoint
+from expkit.train import TrainRequest, open_train_checkpoint, train_charlm
 
 
 def test_training_lowers_val_loss_and_reports_checks(small_corpus, tmp_path):
@@ -62,6 +64,12 @@ def test_resume_gives_the_same_losses_as_an_uninterrupted_run(small_corpus, tmp_
     assert rest.start_step == 4
     assert half.losses + rest.losses == full.losses  # bitwise: same batches, same states, same order
     assert rest.final_val_loss == full.final_val_loss
+    # and the same weights and optimizer state at step 8, read through the one checkpoint format
+    a, b = load_checkpoint(full.checkpoint), load_checkpoint(rest.checkpoint)
+    assert full.checkpoint.endswith("step-0000008") and rest.checkpoint.endswith("step-0000008")
+    assert a["model"].keys() == b["model"].keys() and all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    sa, sb = a["optimizer"]["state"], b["optimizer"]["state"]
+    assert sa.keys() == sb.keys() and all(torch.equal(sa[k]["exp_avg"], sb[k]["exp_avg"]) for k in sa)
 
 
 def test_checkpoint_from_another_config_is_refused_with_the_difference(small_corpus, tmp_path):
@@ -95,14 +103,14 @@ def test_truncated_checkpoint_is_refused_and_the_previous_good_one_kept(small_co
         )
     )
     good, last = find_checkpoints(tmp_path)
-    weights = last / "model.safetensors"
+    weights = last / "tensors.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])  # a crash mid-copy, a full disk
     with pytest.raises(InputError, match="truncated") as exc:
         train_charlm(
             TrainRequest(model_config=TINY_MODEL, train_config=cfg, corpus=small_corpus, record=False, resume=last)
         )
     assert str(good) in exc.value.hint
-    assert load_checkpoint(good).step == 2  # still there and still valid
+    assert open_train_checkpoint(good).step == 2  # still there and still valid
 
 
 def test_nan_guard_stops_and_names_the_module(small_corpus):

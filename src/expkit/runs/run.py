@@ -237,18 +237,18 @@ class Run:
                 next_beat = time.monotonic() + 1.0
 
     # --- files --------------------------------------------------------------------------------
-    def save_checkpoint(self, state: dict[str, Any], name: str) -> list[Path]:
-        """Save ``state`` under ``checkpoints/`` (see ``expkit.runs.checkpoint.save_checkpoint``).
-
-        Under torchrun only rank 0 writes (returns [] elsewhere).
+    def save_checkpoint(self, state: dict[str, Any], name: str) -> Path | None:
+        """Save ``state`` as ``checkpoints/NAME/`` (see ``expkit.runs.checkpoint.save_checkpoint``); returns
+        that directory. Under torchrun only rank 0 writes (None elsewhere).
         """
         from expkit.runs.checkpoint import save_checkpoint
 
         if self.mode == "rank":
-            return []
-        files = save_checkpoint(state, self.dir / "checkpoints", name)
-        self.note_checkpoint(CheckpointEntry(name=name, files=tuple(f.name for f in files), step=self._last_step))
-        return files
+            return None
+        info = save_checkpoint(state, self.dir / "checkpoints", name)
+        files = tuple(f"{name}/{f}" for f in (*info.files, "manifest.json"))
+        self.note_checkpoint(CheckpointEntry(name=name, files=files, step=self._last_step))
+        return info.path
 
     def note_checkpoint(self, entry: CheckpointEntry) -> None:
         """Record a checkpoint written elsewhere (a Trainer's ``checkpoint-500/``, Lightning's ``.ckpt``)."""

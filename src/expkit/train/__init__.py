@@ -5,7 +5,12 @@ Importing this package imports torch; the CLI and the labs import it inside thei
 """
 
 from expkit.train.budget import Calibration
-from expkit.train.checkpoint import Checkpoint, find_checkpoints, load_checkpoint, save_checkpoint
+from expkit.train.checkpoint import (
+    TrainCheckpoint,
+    open_train_checkpoint,
+    restore_train_checkpoint,
+    save_train_checkpoint,
+)
 from expkit.train.config import TrainConfig, TrainRequest, apply_overrides
 from expkit.train.corpus import Corpus, encode_ascii, load_corpus
 from expkit.train.events import CheckReported, Evaluated, RunPlanned, StepLogged, TrainEvent
@@ -28,7 +33,6 @@ __all__ = [
     "CharLM",
     "CharLMConfig",
     "CheckReported",
-    "Checkpoint",
     "Corpus",
     "CorpusInfo",
     "Evaluated",
@@ -39,6 +43,7 @@ __all__ = [
     "RunPlanned",
     "StepLogged",
     "StepOutput",
+    "TrainCheckpoint",
     "TrainConfig",
     "TrainEvent",
     "TrainRequest",
@@ -50,15 +55,15 @@ __all__ = [
     "count_parameters",
     "encode_ascii",
     "estimate_val_loss",
-    "find_checkpoints",
     "find_params_without_grad",
     "find_stale_grads",
     "flops_per_token",
-    "load_checkpoint",
     "load_corpus",
     "locate_first_nonfinite",
     "measure_mfu",
-    "save_checkpoint",
+    "open_train_checkpoint",
+    "restore_train_checkpoint",
+    "save_train_checkpoint",
     "setup_training",
     "train_charlm",
     "train_step",

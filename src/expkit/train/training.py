@@ -19,7 +19,12 @@ import torch
 from expkit.errors import CheckFailed, InputError, UsageError
 from expkit.hardware.threads import torch_threads
 from expkit.train.budget import Calibration, calibrate, over_budget
-from expkit.train.checkpoint import Checkpoint, load_checkpoint, restore_checkpoint, save_checkpoint
+from expkit.train.checkpoint import (
+    TrainCheckpoint,
+    open_train_checkpoint,
+    restore_train_checkpoint,
+    save_train_checkpoint,
+)
 from expkit.train.config import TrainConfig, TrainRequest
 from expkit.train.corpus import Corpus, load_corpus
 from expkit.train.distributed import DistContext, all_reduce_mean, init_distributed
@@ -195,7 +200,7 @@ def train_charlm(
             last_step = min(request.stop_at_step, last_step)
         with _open_run(request, setup, corpus, ckpt) as run:
             if ckpt is not None:
-                restore_checkpoint(ckpt, model=setup.module, optimizer=setup.optimizer)
+                restore_train_checkpoint(ckpt, model=setup.module, optimizer=setup.optimizer)
             rec = _Records(request, setup, corpus, dist, run, on_event if dist.is_main else None, start_step)
             rec.plan(calibration, last_step, _draw(draw_schedule, setup.schedule, run, dist))
             initial_val = rec.evaluate(start_step)
@@ -276,11 +281,11 @@ def _checked_corpus(corpus: Corpus | str | Path | None, tcfg: TrainConfig) -> Co
     return corpus
 
 
-def _resume_point(request: TrainRequest, mcfg: CharLMConfig, dist: DistContext) -> Checkpoint | None:
+def _resume_point(request: TrainRequest, mcfg: CharLMConfig, dist: DistContext) -> TrainCheckpoint | None:
     """The checkpoint to resume from, verified against this run's model config, seed and world size."""
     if request.resume is None:
         return None
-    ckpt = load_checkpoint(request.resume, model_config=asdict(mcfg))
+    ckpt = open_train_checkpoint(request.resume, model_config=asdict(mcfg))
     if ckpt.extra.get("world_size", 1) != dist.world_size or ckpt.extra.get("seed") != request.seed:
         raise InputError(
             f"checkpoint was written with seed {ckpt.extra.get('seed')} and world size "
@@ -293,7 +298,7 @@ def _resume_point(request: TrainRequest, mcfg: CharLMConfig, dist: DistContext) 
 
 
 def _plan_schedule(
-    request: TrainRequest, setup: TrainingSetup, corpus: Corpus, ckpt: Checkpoint | None, wall0: float
+    request: TrainRequest, setup: TrainingSetup, corpus: Corpus, ckpt: TrainCheckpoint | None, wall0: float
 ) -> tuple[WarmupCosine, Calibration | None]:
     """The whole schedule, fixed before step 1: the checkpoint's, ``max_steps``, or what fits the budget."""
     tcfg = setup.train_config
@@ -317,7 +322,7 @@ def _plan_schedule(
 
 
 def _open_run(
-    request: TrainRequest, setup: TrainingSetup, corpus: Corpus, ckpt: Checkpoint | None
+    request: TrainRequest, setup: TrainingSetup, corpus: Corpus, ckpt: TrainCheckpoint | None
 ) -> contextlib.AbstractContextManager[Any]:
     """The run record (``expkit.runs``) with this run's config, or nothing with ``record=False``."""
     if not request.record:
@@ -461,7 +466,7 @@ class _Records:
             "world_size": self.dist.world_size,
             "corpus_fingerprint": self.corpus.fingerprint,
         }
-        path = save_checkpoint(
+        path = save_train_checkpoint(
             folder,
             model=self.setup.module,
             optimizer=self.setup.optimizer,
