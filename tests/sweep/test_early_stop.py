@@ -87,3 +87,36 @@ def test_point_asha_counts_its_steps_and_can_pick_the_wrong_config():
     assert out.compute_fraction == pytest.approx(120 / 600) and out.picked == "good"
     lone = replay_point_asha(grid, (10, 20), eta=2, order=[("bad", 0)], ties=ties)
     assert lone.picked == "bad" and not lone.agrees
+
+
+def test_pooled_spread_judges_a_config_with_one_seed_by_the_spread_of_the_others():
+    # "far" has one seed; the spread pooled over "lead" (3 seeds) and "mid" (2 seeds): df = 2 + 1 = 3
+    v = {"lead": {0: 1.0, 1: 1.2, 2: 0.9}, "mid": {0: 1.1, 1: 1.3}, "far": {0: 2.0}}
+    pooled = EarlyStopPolicy(rungs=(10,), min_pairs=3, pool_spread=True)
+    d = decide_at_rung(v, "far", rung=10, policy=pooled)
+    lead, mid = np.array([1.0, 1.2, 0.9]), np.array([1.1, 1.3])
+    sd = np.sqrt((((lead - lead.mean()) ** 2).sum() + ((mid - mid.mean()) ** 2).sum()) / 3)
+    delta = 2.0 - lead.mean()
+    half = sps.t.ppf(0.975, 3) * sd * np.sqrt(1 / 1 + 1 / 3)  # scipy: pooled-variance t, by hand
+    assert d.stop and d.leader == "lead" and d.n_pairs == 0 and "pooled" in d.reason
+    assert (d.delta, d.low, d.high) == pytest.approx((delta, delta - half, delta + half), rel=1e-12)
+    # the same one seed, closer than the pooled spread resolves: kept
+    near = {**v, "far": {0: 1.3}}
+    assert not decide_at_rung(near, "far", rung=10, policy=pooled).stop
+    # without pool_spread one seed is never enough (the paired rule)
+    assert not decide_at_rung(v, "far", rung=10, policy=POLICY).stop
+
+
+def test_log_scale_judges_ratios_and_leaves_values_it_cannot_log_unjudged():
+    from expkit.sweep.early_stop import RungTable
+
+    table = RungTable(EarlyStopPolicy(rungs=(10,), min_pairs=2, log_scale=True))
+    for s, x in enumerate([1.0, 1.1]):
+        table.add("lead", s, 10, x)
+    d0 = table.add("bad", 0, 10, 3.0)
+    d = table.add("bad", 1, 10, 3.3)
+    # log ratios: log(3/1) and log(3.3/1.1) are both log 3: a zero-width paired interval at log 3
+    assert not d0.stop and d.stop and d.delta == pytest.approx(np.log(3.0)) and d.low == pytest.approx(np.log(3.0))
+    assert table.values[10]["bad"] == {0: pytest.approx(np.log(3.0)), 1: pytest.approx(np.log(3.3))}
+    bad = table.add("zero", 0, 10, 0.0)
+    assert not bad.stop and "log scale" in bad.reason and "zero" not in table.values[10]

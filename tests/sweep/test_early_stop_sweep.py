@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from expkit.runs.metrics import iter_metric_records
@@ -45,11 +46,16 @@ def _last_step(run_dir: Path) -> int:
     return max(steps, default=0)
 
 
-def test_the_clearly_worse_config_is_stopped_at_a_rung_and_the_tie_runs_to_the_end(tmp_path):
+@pytest.mark.parametrize(
+    "rule",
+    [{"min_pairs": 2}, {"min_pairs": 2, "pool_spread": True, "log_scale": True}],
+    ids=["paired", "pooled-log"],
+)
+def test_the_clearly_worse_config_is_stopped_at_a_rung_and_the_tie_runs_to_the_end(tmp_path, rule):
     (tmp_path / "curve.py").write_text(CURVE)
     store = tmp_path / "store"
     plan = plan_sweep([sys.executable, str(tmp_path / "curve.py")], group="es", grid=["cfg=a,b,c"], seeds=3)
-    policy = EarlyStopPolicy(rungs=(5, 20), min_pairs=2)
+    policy = EarlyStopPolicy(rungs=(5, 20), **rule)
     res = run_sweep(
         SweepRequest(plan, store=store, settings=BackendSettings(max_parallel=2), early_stop=policy, max_retries=0)
     )
@@ -66,8 +72,12 @@ def test_the_clearly_worse_config_is_stopped_at_a_rung_and_the_tie_runs_to_the_e
     # the bad config: stopped, with the decision and its interval; not every seed ran to the end
     assert res.early_stop is not None and [d.config for d in res.early_stop.stopped] == ["cfg=c"]
     decision = res.early_stop.stopped[0]
-    assert decision.rung in (5, 20) and decision.leader in ("cfg=a", "cfg=b") and decision.n_pairs >= 2
-    assert 0 < decision.low <= decision.delta <= decision.high and decision.delta == pytest.approx(1.0, abs=0.1)
+    assert decision.rung in (5, 20) and decision.leader in ("cfg=a", "cfg=b")
+    assert 0 < decision.low <= decision.delta <= decision.high
+    if policy.log_scale:  # log(c / a) at step 5: log((2.2 + offset) / (1.2 + offset)), offset in [0, 0.2]
+        assert np.log(2.4 / 1.4) - 0.05 < decision.delta < np.log(2.2 / 1.2) + 0.05
+    else:  # c - a = 1 + 0.01 * seed, over >= 2 paired seeds
+        assert decision.n_pairs >= 2 and decision.delta == pytest.approx(1.0, abs=0.1)
     statuses = [o.status for o in by_cfg["c"]]
     assert "stopped" in statuses and set(statuses) <= {"stopped", "finished"}
     c_runs = [r for r in list_runs(store, where=["group=es", "config.cfg=c"]).runs]
@@ -103,6 +113,7 @@ def test_the_clearly_worse_config_is_stopped_at_a_rung_and_the_tie_runs_to_the_e
         (["--early-stop", "asha", "--rungs", "10,5"], "increasing"),
         (["--early-stop", "asha", "--rungs", "10,5s"], "all steps"),
         (["--early-stop", "asha", "--rungs", "10", "--min-seeds", "1"], "min_pairs 1"),
+        (["--early-stop", "asha", "--rungs", "10", "--stop-test", "fast"], "--stop-test 'fast'"),
     ],
 )
 def test_bad_early_stop_options_are_exit_2_naming_the_value(cli, tmp_path, args, message):

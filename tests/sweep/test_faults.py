@@ -148,7 +148,11 @@ def test_a_sigkilled_ray_worker_running_a_trial_is_retried_once_and_recorded(tmp
     marks.mkdir()
     monkeypatch.setenv("TRIAL_S", "2.0")  # the workers inherit it from the Ray instance started below
     t0 = time.monotonic()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as exc:  # noqa: BLE001 - ray raises Exception itself when its node times out starting
+        ray.shutdown()
+        pytest.skip(f"a local Ray instance did not start here in {time.monotonic() - t0:.0f} s: {exc}")
     started_s = time.monotonic() - t0
     if started_s > RAY_START_BUDGET_S:
         ray.shutdown()

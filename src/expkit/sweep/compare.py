@@ -181,11 +181,12 @@ def _runs_of_group(root: Path, group: str) -> _GroupRuns:
         rec = read_record(root / r.id)
         stop = rec.extra.get("early_stop") or {}
         if stop.get("stop"):
+            policy = stop.get("policy") or {}
+            judged = f"log({policy.get('metric')})" if policy.get("log_scale") else policy.get("metric")
             stopped.setdefault(
                 str(stop.get("config")),
-                f"at rung {stop.get('rung')} of {(stop.get('policy') or {}).get('metric')}: minus leader "
-                f"{stop.get('leader')} over {stop.get('n_pairs')} paired seeds in [{stop.get('low'):.4g}, "
-                f"{stop.get('high'):.4g}]",
+                f"at rung {stop.get('rung'):g}: {judged} minus leader {stop.get('leader')} in "
+                f"[{stop.get('low'):.4g}, {stop.get('high'):.4g}], {stop.get('reason')}",
             )
         elif r.status == "finished":
             runs.append(rec)

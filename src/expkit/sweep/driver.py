@@ -442,9 +442,8 @@ class _SweepLoop:
         assert self.stopper is not None
         policy = self.stopper.policy
         return (
-            f"stopped early at {policy.rung_text(d.rung)}: {policy.metric} minus the leader's ({d.leader}) over "
-            f"{d.n_pairs} paired seeds {d.delta:.4g} [{d.low:.4g}, {d.high:.4g}] ({100 * policy.level:g}% t "
-            "interval) excludes 0"
+            f"stopped early at {policy.rung_text(d.rung)}: {policy.judged} minus the leader's ({d.leader}) "
+            f"{d.delta:.4g} [{d.low:.4g}, {d.high:.4g}] ({100 * policy.level:g}% t interval; {d.reason})"
         )
 
     def mark_stopped(self, run_dir: str | None, decision: RungDecision) -> None:
