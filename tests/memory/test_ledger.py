@@ -131,5 +131,5 @@ def test_unknown_convention_is_named():
     # conventions are views applied by the caller (expkit.memory.conventions), not options of the ledger
     from expkit.memory.conventions import ledger_for_convention
 
-    with pytest.raises(UsageError, match=r"--convention 'megatron'"):
+    with pytest.raises(UsageError, match=r"^convention 'megatron' is not one of"):
         ledger_for_convention(estimate_training_memory("qwen2.5-0.5b"), "megatron")

@@ -37,6 +37,7 @@ def doctor(
 
       expkit doctor --steps 2 --strict --json -- torchrun --nproc-per-node 2 train.py
     """
+    from expkit.cli.flags import fields_as_flags
     from expkit.cli.output import emit
     from expkit.doctor.runner import DEFAULT_WATCH_STEPS, DoctorRequest, run_doctor
     from expkit.errors import CheckFailed
@@ -48,7 +49,8 @@ def doctor(
         stop_after_watch=steps is not None,
         stdout_to_stderr=json_out,
     )
-    result = run_doctor(request)
+    with fields_as_flags({"watch_steps": "--steps"}):
+        result = run_doctor(request)
     emit(result, json_out, human=render_doctor)
     if strict and result.findings:
         raise CheckFailed(f"doctor: {len(result.findings)} finding(s) in the watched steps")

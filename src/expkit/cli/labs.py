@@ -58,12 +58,14 @@ def run(
     # the labs profile many steps. Level 6 silences them (set KINETO_LOG_LEVEL yourself to see them).
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
+    from expkit.cli.flags import fields_as_flags
     from expkit.labs.registry import select_labs
     from expkit.labs.runner import check_lab_device, run_labs
     from expkit.render.console import progress_steps
     from expkit.render.labs import render_lab_run
 
-    check_lab_device(device)  # before any lab runs: a refusal writes no report
+    with fields_as_flags({"device": "--device"}):
+        check_lab_device(device)  # before any lab runs: a refusal writes no report
     labs = select_labs(ids or [])
     with progress_steps(len(labs), "labs") as advance:
         report = run_labs(

@@ -14,6 +14,7 @@ from expkit.models.description import catalog_names
 _FLAG_FIELDS = (
     "batch", "seq", "method", "lora_r", "lora_targets", "optimizer", "precision", "grad_ckpt", "attention",
     "gpus", "shard", "context", "phase", "weight_bits", "mode", "prompt", "explain", "oom", "optimizer_impl",
+    "convention",
 )  # fmt: skip
 
 

@@ -66,6 +66,7 @@ def profile(
         rep = bucket_trace(load_trace(args[0]), top=max(top, 1))
         emit(rep, json_out, human=lambda r: render_profile_report(r, top=top))
         return
+    from expkit.cli.flags import fields_as_flags
     from expkit.errors import require
     from expkit.perf.profiler import profile_script
     from expkit.render.profile import render_script_profile
@@ -73,7 +74,8 @@ def profile(
     require("torch")  # the script runs under torch.profiler; reading a trace needs no torch
     if timeout_s is not None and not 0 < timeout_s < float("inf"):  # the library says timeout_s; name the option
         raise UsageError(f"--timeout {timeout_s} must be a finite number of seconds > 0", hint="e.g. --timeout 600")
-    res = profile_script(args, trace_path=out, timeout_s=timeout_s)
+    with fields_as_flags({"trace_path": "--out"}):
+        res = profile_script(args, trace_path=out, timeout_s=timeout_s)
     emit(res, json_out, human=lambda r: render_script_profile(r, top=top))
     res.raise_if_failed()
 

@@ -139,7 +139,7 @@ def run_doctor(request: DoctorRequest) -> DoctorResult:
     if not request.command:
         raise UsageError("no command given", hint="write it after --, e.g. expkit doctor -- python train.py")
     if request.watch_steps < 1:
-        raise UsageError(f"--steps {request.watch_steps} is not a positive number of steps", hint="e.g. --steps 2")
+        raise UsageError(f"watch_steps {request.watch_steps} is not a positive number of steps", hint="e.g. 2")
     with tempfile.TemporaryDirectory(prefix="expkit-doctor-") as tmp:
         out = Path(tmp) / "events.jsonl"
         t0 = time.perf_counter()

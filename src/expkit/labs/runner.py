@@ -49,20 +49,20 @@ def check_lab_device(device: str) -> str:
     from expkit.errors import UsageError
 
     if device not in DEVICES:
-        raise UsageError(f"--device {device!r} is not one of {', '.join(DEVICES)}")
+        raise UsageError(f"device {device!r} is not one of {', '.join(DEVICES)}")
     if device == "cuda":
         try:
             import torch
         except ImportError as exc:
             raise UsageError(
-                "--device cuda needs torch with CUDA; torch is not installed",
-                hint="install expkit[torch] with a CUDA build, or run with --device cpu",
+                "device cuda needs torch with CUDA; torch is not installed",
+                hint="install expkit[torch] with a CUDA build, or run the labs on the CPU",
             ) from exc
         if not torch.cuda.is_available():
             raise UsageError(
-                f"--device cuda: torch {torch.__version__} sees no CUDA GPU on this machine "
+                f"device cuda: torch {torch.__version__} sees no CUDA GPU on this machine "
                 f"(torch.version.cuda = {torch.version.cuda})",
-                hint="run on a machine with an NVIDIA GPU and a CUDA build of torch, or use --device cpu",
+                hint="run on a machine with an NVIDIA GPU and a CUDA build of torch, or run the labs on the CPU",
             )
     return device
 

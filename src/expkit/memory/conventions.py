@@ -124,7 +124,7 @@ def ledger_for_convention(base: Ledger, convention: str, *, largest_layer_params
         UsageError: unknown convention (lists them).
     """
     if convention not in CONVENTIONS:
-        raise UsageError(f"--convention {convention!r} is not one of {', '.join(CONVENTIONS)}")
+        raise UsageError(f"convention {convention!r} is not one of {', '.join(CONVENTIONS)}")
     if convention == "expkit":
         return base
     if convention == "zero":

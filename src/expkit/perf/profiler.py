@@ -189,8 +189,8 @@ def profile_script(
     trace = Path(trace_path)
     if trace.is_dir():
         raise UsageError(
-            f"--out {trace} is a directory; give the trace file to write",
-            hint=f"e.g. --out {trace / 'profile_trace.json'}",
+            f"trace_path {trace} is a directory; give the trace file to write",
+            hint=f"e.g. {trace / 'profile_trace.json'}",
         )
     try:
         trace.parent.mkdir(parents=True, exist_ok=True)
