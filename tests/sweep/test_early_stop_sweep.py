@@ -5,6 +5,7 @@ clearly worse is stopped at a rung with the decision in its runs' records, the t
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -121,3 +122,17 @@ def test_bad_early_stop_options_are_exit_2_naming_the_value(cli, tmp_path, args,
     assert res.exit_code == 2, res.stderr
     assert message in res.stderr
     assert not (tmp_path / "s").exists() or not list_runs(tmp_path / "s").runs
+
+
+def test_rung_values_take_the_first_logged_step_at_or_past_a_rung_or_the_last_value_at_a_time(tmp_path):
+    from expkit.sweep.stopper import rung_values
+
+    lines = [{"step": 1, "loss": 3.0}, {"step": 4, "acc": 0.1}, {"step": 6, "loss": 2.0}, {"step": 12, "loss": 1.5}]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{torn")
+    (tmp_path / "metrics.rank1.jsonl").write_text('{"step": 5, "loss": 99.0}\n')  # another rank: not judged
+    steps = EarlyStopPolicy(rungs=(5, 10, 20))
+    # rung 5: step 6 is the first at or past it that logged loss (step 4 logged none); rung 10: step 12; 20: not yet
+    assert rung_values(tmp_path, steps) == {5: 2.0, 10: 1.5}
+    seconds = EarlyStopPolicy(rungs=(1, 3), unit="seconds")
+    assert rung_values(tmp_path, seconds, elapsed_s=2.0) == {1: 1.5}  # the last value logged by then
+    assert rung_values(tmp_path, seconds) == {}  # no age, no rung in seconds
