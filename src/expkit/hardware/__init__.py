@@ -121,7 +121,7 @@ def get_gpu(name: str) -> GPUSpec:
     if len(partial) > 1:
         raise UsageError(
             f"GPU {name!r} matches {len(partial)} registry entries: {', '.join(g.name for g in partial)}",
-            hint=f"name one, e.g. --gpu {(partial[0].aliases or (partial[0].name,))[0]!r}",
+            hint=f"name one of them, e.g. {(partial[0].aliases or (partial[0].name,))[0]!r}",
         )
     raise UsageError(
         f"unknown GPU {name!r}",

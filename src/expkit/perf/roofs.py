@@ -89,7 +89,7 @@ def _check_device(device: str) -> None:
     import torch
 
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UsageError(f"device {device!r} asked for, but CUDA is not available here", hint="use --device cpu")
+        raise UsageError(f"device {device!r} asked for, but CUDA is not available here", hint="measure on the CPU")
     if not (device == "cpu" or device.startswith("cuda")):
         raise UsageError(f"device {device!r} is not 'cpu' or 'cuda[:N]'")
 
