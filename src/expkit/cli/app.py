@@ -133,8 +133,40 @@ class _ErrorBoundary(TyperGroup):
 
         self._argv = tuple(sys.argv[1:] if args is None else args)
         set_command_name(self._command_from_argv())
+        standalone = kw.pop("standalone_mode", True)
         with terminal_safe_streams():  # nothing read from outside reaches the terminal as an escape sequence
-            return super().main(args, *a, **kw)
+            try:  # click's own handling (a 5-line usage box on a bad option) is replaced by ours below
+                rv = super().main(args, *a, standalone_mode=False, **kw)
+                code = rv if isinstance(rv, int) else 0  # with standalone_mode=False, an Exit's code is returned
+            except Exception as exc:
+                if not _is_click_control(exc):
+                    raise
+                code = self._click_error(exc)
+        if not standalone:
+            return code
+        sys.exit(code)
+
+    def _click_error(self, exc: Any) -> int:
+        """A usage error click raised while parsing (a bad option value, a missing argument, an unknown option
+        or command) as one line on stderr, ``error: <what> (try `expkit CMD --help`)``, and in the --json error
+        envelope; exit 2. ``Abort`` (Ctrl-D at a prompt) is ``Aborted!``, exit 1."""
+        if not hasattr(exc, "format_message"):  # Abort
+            print("Aborted!", file=sys.stderr)
+            return 1
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `expkit stats` alone: typer printed its help already
+            return int(exc.exit_code)
+        from expkit.cli.output import command_name
+
+        message = " ".join(str(exc.format_message()).split())
+        ctx = getattr(exc, "ctx", None)
+        names = [] if ctx is not None else [command_name()]  # no context (an option's missing value): the argv's
+        while ctx is not None and ctx.parent is not None:  # the command path without the program's own name
+            names.append(ctx.info_name)
+            ctx = ctx.parent
+        command = " ".join(["expkit", *reversed([n for n in names if n])])
+        self._emit_error("UsageError", message, None)
+        print(f"error: {message} (try `{command} --help`)", file=sys.stderr)
+        return int(exc.exit_code)
 
     def _emit_error(self, kind: str, message: str, where: str | None) -> None:
         from expkit.cli.output import result_emitted
@@ -194,9 +226,7 @@ class _ErrorBoundary(TyperGroup):
             print("\ninterrupted", file=sys.stderr)
             ctx.exit(EXIT_INTERRUPTED)
         except Exception as exc:  # the boundary: anything not ours is our bug
-            if _is_click_control(exc):  # --help, typer.Exit, a bad option: click's own exit codes
-                if getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message"):
-                    self._emit_error("UsageError", exc.format_message(), None)
+            if _is_click_control(exc):  # --help, typer.Exit, a bad option: handled in main()
                 raise
             self._internal(ctx, exc)
 
