@@ -36,6 +36,8 @@ def test_lab_c4_6_capacity_sweep_attributed_two_ways(tmp_path):
     assert "without activations: " in m["attribution"].detail and "ledger: gradients" in m["attribution"].detail
     assert m["attribution"].value >= n - 1 and m["attribution_exact"].value <= m["attribution"].value
     assert m["ledger_agree"].verdict is None  # the ledger placement shares the seed's phase order: not judged
+    if m["attribution"].value < n:
+        assert "they disagree on" in res.explanation
     assert_flips(m["attribution"], n if m["attribution"].value < n else n - 2)
 
 

@@ -198,7 +198,7 @@ def run(ctx: LabContext) -> LabOutput:
     from expkit.memory.capacity import run_step_capped
 
     grid = 5 if ctx.quick else 10
-    rows, lines, peaks = [], [], []
+    rows, lines, peaks, disagree = [], [], [], []
     for scenario, raw, seq in SCENARIOS:
         spec = spec_from_dict(raw, name=f"qwen2-h{raw['hidden_size']}-L{raw['num_hidden_layers']}", source="lab C4.6")
         led = estimate_training_memory(spec, seq=seq, method="full", precision="fp32", device="cpu")
@@ -221,6 +221,8 @@ def run(ctx: LabContext) -> LabOutput:
             block, at = ledger_block(led, demand)
             near = ledger_blocks(led, demand)
             rows.append((oom.phase, bool(named & ablated), named == ablated, bool(named & near)))
+            if not named & ablated:
+                disagree.append(f"{scenario} at {cap / MIB:.1f} MiB, OOM in {oom.phase}")
             lines.append(
                 f"{scenario}, {cap / MIB:.1f} MiB: OOM in {oom.phase}"
                 + ("" if lora_oom is None else f" (LoRA rerun: {'still OOM' if lora_oom else 'fits'})")
@@ -278,7 +280,14 @@ def run(ctx: LabContext) -> LabOutput:
         "taking it out gets the step past the phase of the OOM (it fits, or runs out later); if neither alone does "
         "but both together do, all three; if nothing does, the weights. The ablation reads no phase-to-block map: "
         "it names the block whose removal cures the OOM. They name a common block on "
-        f"{agree} of {len(rows)} OOMs (exactly the same blocks on {sum(r[2] for r in rows)}). The allocation the "
+        f"{agree} of {len(rows)} OOMs (exactly the same blocks on {sum(r[2] for r in rows)})"
+        + (
+            f"; they disagree on {'; '.join(disagree)}: there the blocks the seed's rule names (as this lab reads "
+            "it, a backward OOM is 'after the first backward') are not the ones whose removal cures the OOM. "
+            if disagree
+            else ". "
+        )
+        + "The allocation the "
         "message reports, placed on the ledger's running total (weights, + activations, + gradients, then optimizer "
         f"state, within +-{LEDGER_TOL:.0%}), agrees with the seed's rule on {sum(r[3] for r in rows)}; it is shown "
         "but not judged, as it names blocks by the same phase order as the seed's rule.\n\n" + "\n".join(lines)
