@@ -358,3 +358,51 @@ def test_a_deflate_bomb_member_is_refused_whatever_its_header_says(tmp_path, mon
     path.write_bytes(lying)
     with pytest.raises(InputError, match=r"Bad CRC-32 for file 'samples/1_epoch_1.json'"):
         read_inspect_log(path)
+
+
+def _failed_log(path, task, model, *, status="error", message=None):
+    # as Inspect writes a failed eval's log: status "error", EvalLog.error = EvalError(message, traceback,
+    # traceback_ansi), no samples; inspect_ai is not installed here, so the JSON is written by hand
+    log = _header(task, model, status) | {"samples": []}
+    log["results"] = None
+    if message is not None:
+        tb = f'Traceback (most recent call last):\n  File "task.py", line 3, in solve\nRuntimeError: {message}\n'
+        log["error"] = {"message": message, "traceback": tb, "traceback_ansi": tb}
+    path.write_text(json.dumps(log))
+    return path
+
+
+def test_a_failed_eval_says_it_failed_with_inspects_message(tmp_path, cli):
+    # issue 21: a failed eval's log was told to "re-run with samples logged"
+    bad = _failed_log(tmp_path / "a.json", "qa", "m/a", message="RateLimitError('429: quota\nexceeded')")
+    good = write_json_log(tmp_path / "b.json", "qa", "m/b", [_sample(1, 1, "C")])
+    with pytest.raises(InputError, match=r"the eval failed before any sample was scored") as info:
+        read_inspect_tasks([bad, good])
+    message = str(info.value)
+    assert "status 'error': RateLimitError('429: quota exceeded')" in message
+    assert "samples logged" not in message and "samples logged" not in (info.value.hint or "")
+    res = cli("stats", "table", "--from", "inspect", str(bad), str(good))
+    assert res.exit_code == 2 and "the eval failed" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_failed_or_cancelled_eval_without_a_message_and_a_sampleless_success(tmp_path):
+    good = write_json_log(tmp_path / "b.json", "qa", "m/b", [_sample(1, 1, "C")])
+    for status, what in (("error", "failed"), ("cancelled", "was cancelled")):
+        bad = _failed_log(tmp_path / f"{status}.json", "qa", "m/a", status=status)
+        with pytest.raises(InputError, match=rf"the eval {what} before any sample was scored \(status '{status}'\)"):
+            read_inspect_tasks([bad, good])
+    empty = write_json_log(tmp_path / "empty.json", "qa", "m/a", [])  # a success logged without samples
+    with pytest.raises(InputError, match="holds no scored samples") as info:
+        read_inspect_tasks([empty, good])
+    assert "samples logged" in (info.value.hint or "")
+
+
+def test_a_failed_eval_with_samples_is_read_and_its_error_noted(tmp_path):
+    part = _failed_log(tmp_path / "a.json", "qa", "m/a", message="killed after 2 samples")
+    log = json.loads(part.read_text())
+    log["samples"] = [_sample(1, 1, "C"), _sample(2, 1, "I")]
+    part.write_text(json.dumps(log))
+    good = write_json_log(tmp_path / "b.json", "qa", "m/b", [_sample(1, 1, "C"), _sample(2, 1, "C")])
+    found = read_inspect_tasks([part, good])
+    assert found.tasks[0].results.scores["m/a"] == {"1#1": 1.0, "2#1": 0.0}
+    assert any("status 'error': killed after 2 samples (read what it holds)" in n for n in found.notes)

@@ -74,6 +74,7 @@ class InspectLog:
     status: str
     samples: tuple[tuple[str, int, dict[str, Any]], ...]  # (id, epoch, {scorer: value})
     n_unscored: int
+    error: str | None = None  # the EvalLog's error.message when the eval failed (status "error")
 
 
 def _loads(data: bytes, path: str, member: str | None = None) -> Any:
@@ -214,8 +215,17 @@ def read_inspect_log(path: str | Path) -> InspectLog:
         if isinstance(epoch, bool) or not isinstance(epoch, int):
             raise InputError(f"sample {s['id']!r} has epoch {epoch!r}, not a whole number", path=p)
         samples.append((str(s["id"]), epoch, scores))
+    failure = header.get("error")  # EvalLog.error: EvalError(message, traceback, traceback_ansi) or null
+    message = failure.get("message") if isinstance(failure, dict) else None
+    error = " ".join(str(message).split()) if message else ""  # one line: the terminal error line stays one
     return InspectLog(
-        str(p), str(ev["task"]), str(ev["model"]), str(header.get("status", "unknown")), tuple(samples), unscored
+        str(p),
+        str(ev["task"]),
+        str(ev["model"]),
+        str(header.get("status", "unknown")),
+        tuple(samples),
+        unscored,
+        error=error or None,
     )
 
 
@@ -333,19 +343,34 @@ def _one_log_per_task_and_model(logs: Sequence[str | Path], notes: list[str]) ->
                 f"task {task_name!r}, model {model_name!r}: used {log.path} (success), not "
                 + ", ".join(f"{g.path} ({g.status})" for g in found if g is not log)
             )
-        if not log.samples:  # e.g. a header-only .json, or a log written with --no-log-samples
-            raise InputError(
-                f"the log holds no scored samples ({log.n_unscored} without a score)",
-                path=log.path,
-                hint="per-item scores need the samples: pass the .eval log, or re-run with samples "
-                "logged (not --no-log-samples)",
-            )
+        if not log.samples:
+            raise _no_samples(log)
         by_task.setdefault(task_name, {})[model_name] = log
         if log.status != "success":
-            notes.append(f"{log.path}: status {log.status!r} (read what it holds)")
+            why = f": {log.error}" if log.error else ""
+            notes.append(f"{log.path}: status {log.status!r}{why} (read what it holds)")
         if log.n_unscored:
             notes.append(f"{log.path}: {log.n_unscored} samples without a score (errored?) left out")
     return by_task
+
+
+def _no_samples(log: InspectLog) -> InputError:
+    """Why a log holds no scored sample: the eval failed or was cancelled (said with Inspect's own error
+    message), or it was written without samples (a header-only .json, ``--no-log-samples``)."""
+    if log.status in ("error", "cancelled"):
+        what = "failed" if log.status == "error" else "was cancelled"
+        why = f": {log.error}" if log.error else ""
+        return InputError(
+            f"the eval {what} before any sample was scored (status {log.status!r}{why})",
+            path=log.path,
+            hint="fix the cause and run the eval again (inspect eval-retry LOG), then pass the new log",
+        )
+    return InputError(
+        f"the log holds no scored samples ({log.n_unscored} without a score)",
+        path=log.path,
+        hint="per-item scores need the samples: pass the .eval log, or re-run with samples "
+        "logged (not --no-log-samples)",
+    )
 
 
 def _task_results(
