@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from expkit.runs.diff import RunDiff
     from expkit.runs.execute import ExecResult
     from expkit.runs.export import ExportBatch
+    from expkit.runs.findings import RecordedFindings
     from expkit.runs.records import RunView
     from expkit.runs.repro import ReproReport
     from expkit.runs.store import RunListing
@@ -151,10 +152,24 @@ def render_run(view: RunView) -> None:
         print(f"note: {note}")
     if rec.checkpoints:
         print("checkpoints: " + ", ".join(f"{c.name} (step {c.step})" for c in rec.checkpoints))
+    if view.doctor is not None:
+        _render_doctor(view.doctor)
     if rec.status_reason:
         print(f"status reason: {rec.status_reason}")
     if rec.error:
         print("error:\n" + rec.error.rstrip())
+
+
+def _render_doctor(doc: RecordedFindings) -> None:
+    """The findings of ``expkit doctor`` recorded in the run (doctor.json): a count, then one line each."""
+    if doc.problem:
+        print(f"doctor: {doc.problem}")
+        return
+    print(f"doctor ({doc.source}, {doc.steps_watched} optimizer step(s) watched): {len(doc.findings)} finding(s)")
+    for f in doc.findings:
+        where = f" at {f.file}:{f.line}" if f.file and f.line is not None else (f" at {f.file}" if f.file else "")
+        step = f" (step {f.step})" if f.step else ""
+        print(f"  {'PERF' if f.kind == 'performance' else 'BUG'} [{f.check}]{where}{step}: {f.message}")
 
 
 def render_diff(d: RunDiff, *, top: int = 20) -> None:

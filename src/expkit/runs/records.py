@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from expkit.runs.codestate import capture_code
 from expkit.runs.environment import SeedRecord, capture_environment, capture_hardware, seed_everything
+from expkit.runs.findings import RecordedFindings, read_recorded_findings
 from expkit.runs.fingerprint import fingerprint_data
 from expkit.runs.runrecord import SCHEMA_VERSION, LogsRecord, RunRecord
 from expkit.runs.store import validate_name, write_json_atomic, write_record
@@ -239,9 +240,13 @@ class RunView:
 
     record: RunRecord
     records: tuple[RecordPresence, ...]
+    doctor: RecordedFindings | None = None  # doctor.json: what `expkit doctor` found while the run ran
 
     def __json__(self) -> dict[str, Any]:
-        return self.record.to_json()
+        out = self.record.to_json()
+        if self.doctor is not None:  # run.json's form, plus the doctor record when the run has one
+            out["doctor"] = dataclasses.asdict(self.doctor)
+        return out
 
 
 def describe_run(ref: str, *, store: str | os.PathLike[str] | None = None) -> RunView:
@@ -256,7 +261,7 @@ def describe_run(ref: str, *, store: str | os.PathLike[str] | None = None) -> Ru
     root = resolve_store(store)
     run_dir = find_run_dir(root, ref)
     record = resolve_status(root, read_record(run_dir))
-    return RunView(record, describe_records(record, run_dir))
+    return RunView(record, describe_records(record, run_dir), doctor=read_recorded_findings(run_dir))
 
 
 def describe_records(record: RunRecord | dict[str, Any], run_dir: Path) -> tuple[RecordPresence, ...]:
