@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from expkit.errors import InputError
-from expkit.models.description import _DTYPE_NAMES, catalog_names, read_model_config
+from expkit.models.config_file import DTYPE_NAMES, catalog_names, read_model_config
 
 _LLAMA = {
     "architectures": ["LlamaForCausalLM"],
@@ -46,7 +46,7 @@ def test_a_text_config_dtype_is_checked_too(tmp_path):
 
 def test_the_accepted_names_are_torch_dtypes_and_catalog_entries_pass():
     torch = pytest.importorskip("torch")
-    assert all(isinstance(getattr(torch, n, None), torch.dtype) for n in _DTYPE_NAMES - {"auto"})
+    assert all(isinstance(getattr(torch, n, None), torch.dtype) for n in DTYPE_NAMES - {"auto"})
     for name in catalog_names():  # every published config's dtype is accepted
         read_model_config(name)
 

@@ -1,6 +1,7 @@
 """A model as its config.json describes it, below every stage that needs one (memory, perf, finetune).
 
-``description`` reads a config (a file, a model directory, a Hugging Face cache entry or the shipped catalog)
+``description`` reads a config (a file, a model directory, a Hugging Face cache entry or the shipped catalog;
+``config_file``, ``config_fields``, ``nested`` and ``layer_specs`` are its steps)
 into a ``ModelDescription``: per layer its attention (MHA/GQA/MQA/MLA, sliding window) and MLP (dense or
 mixture-of-experts), the towers of a multimodal model, the weight bits of a quantized checkpoint, and
 ``approximations``: what was assumed or left out. ``counting`` counts parameters exactly on the meta device

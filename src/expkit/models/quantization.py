@@ -10,6 +10,9 @@ stored weights and the roofline's bytes read per step both ask ``bytes_of``, so 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from expkit.errors import InputError
 
 __all__ = [
     "NF4",
@@ -20,6 +23,7 @@ __all__ = [
     "QuantizationSpec",
     "Unquantized",
     "WeightParams",
+    "scheme_from_config",
 ]
 
 
@@ -146,3 +150,38 @@ class Mxfp4Quantized(QuantizationSpec):
 # bitsandbytes NF4 with double quantization: 4 bits + 8-bit absmax per 64 + fp32 per 256 blocks
 # (QLoRA paper, Dettmers et al. 2023, sec. 3: 0.127 bits/param of constants); QLoRA's frozen base.
 NF4 = BitsAndBytesQuantized("bitsandbytes", 4 + 0.127)
+
+
+def scheme_from_config(raw: dict[str, Any], source: str) -> QuantizationSpec:
+    """The storage scheme ``quantization_config`` names (16-bit when there is none)."""
+    q = raw.get("quantization_config")
+    if q is None:
+        return QuantizationSpec()
+    if not isinstance(q, dict):
+        raise InputError(f"quantization_config must be an object, got {type(q).__name__}", path=source)
+    method = str(q.get("quant_method", "")).lower()
+    if method == "fp8":
+        block = q.get("weight_block_size")
+        if block:
+            return Fp8Quantized(method, 8 + 32 / (block[0] * block[1]), block=(int(block[0]), int(block[1])))
+        return Fp8Quantized(method, 8)
+    if method in ("gptq", "awq"):
+        bits = q.get("bits", q.get("w_bit"))
+        group = q.get("group_size", q.get("q_group_size", 128))
+        if not isinstance(bits, int) or bits not in (2, 3, 4, 8):
+            raise InputError(f"quantization_config.bits = {bits!r} is not 2, 3, 4 or 8", path=source)
+        extra = 0.0 if not isinstance(group, int) or group <= 0 else (16 + bits) / group  # fp16 scale + zero
+        return GroupQuantized(method, bits + extra, weight_bits=bits, group_size=group if isinstance(group, int) else 0)
+    if method == "mxfp4":
+        return Mxfp4Quantized(method, 4 + 8 / 32)  # e2m1 values + one e8m0 scale per 32 (OCP MX spec v1.0)
+    if method == "bitsandbytes":
+        if q.get("load_in_4bit"):
+            return BitsAndBytesQuantized(method, 4.127)  # NF4 + double quantization (QLoRA paper, sec. 3)
+        if q.get("load_in_8bit"):
+            return BitsAndBytesQuantized(method, 8)
+    raise InputError(
+        f"quantization_config.quant_method = {method or None!r} is not modeled "
+        "(fp8, gptq, awq, mxfp4 and bitsandbytes are)",
+        path=source,
+        hint="remove quantization_config to count the model at 16 bits",
+    )

@@ -1,0 +1,241 @@
+"""Building the per-layer specs of a config: each layer's attention (or recurrent mixer) and MLP kind, read from
+the config's fields and transformers' per-layer lists (layer types, MoE placement)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from expkit.errors import InputError
+from expkit.models.attention import AttentionSpec, GroupedQueryAttention, LatentAttention
+from expkit.models.config_fields import attr, int_field
+from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp
+from expkit.models.quantization import WeightParams
+from expkit.models.recurrent import GatedDeltaNet, MambaMixer
+from expkit.models.saved import ActivationTerm, SavedActivationContext
+
+__all__ = ["LayerSpec", "base_attention", "layer_mixers", "layer_mlps"]
+
+_MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One decoder layer: its attention and its MLP, and what follows from the two."""
+
+    attention: AttentionSpec
+    mlp: MlpSpec
+
+    @property
+    def label(self) -> str:
+        return f"{self.attention.label}, {self.mlp.label}"
+
+    def linear_params(self, hidden: int) -> int:
+        """Matmul weights of the layer (all experts)."""
+        return self.attention.linear_params(hidden) + self.mlp.linear_params(hidden)
+
+    def active_linear_params(self, hidden: int) -> int:
+        """Matmul weights one token multiplies by."""
+        return self.attention.linear_params(hidden) + self.mlp.active_linear_params(hidden)
+
+    def matmul_io_per_token(self, hidden: int) -> int:
+        return self.attention.matmul_io_per_token(hidden) + self.mlp.matmul_io_per_token(hidden)
+
+    def weight_params_read(self, hidden: int, tokens: float) -> WeightParams:
+        """Weights a step routing ``tokens`` tokens reads in this layer, split by storage."""
+        return WeightParams(linear=self.attention.linear_params(hidden)) + self.mlp.weight_params_read(hidden, tokens)
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        """Saved-for-backward bytes per token of this layer, term by term: its two norms, its attention, its
+        MLP and the LoRA adapters' r-wide intermediates."""
+        norm_b, norm_f = ctx.norm_bytes(ctx.hidden_size)
+        terms = [ActivationTerm("2 RMSNorm", 2 * norm_b, f"2 * ({norm_f})")]
+        terms += self.attention.saved_terms(ctx)
+        terms += self.mlp.saved_terms(ctx)
+        if not ctx.full:
+            n_lora, ra = len(ctx.targeted), ctx.cast_bytes
+            terms.append(
+                ActivationTerm("LoRA A outputs", n_lora * ra * ctx.lora_r, f"{n_lora} adapters * {ra} * r={ctx.lora_r}")
+            )
+        return terms
+
+
+_QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text")  # RMSNorm on q and k per head
+_GATED_OUTPUT_TYPES = ("qwen3_next",)  # q_proj also yields a sigmoid gate on the attention output
+
+
+def base_attention(text_raw: dict[str, Any], cfg: Any, model_type: str | None, source: str) -> AttentionSpec:
+    heads = int_field(text_raw, "num_attention_heads", source)
+    kv_heads = int(text_raw.get("num_key_value_heads") or heads)
+    head_dim = attr(cfg, text_raw, "head_dim")
+    head_dim = int(head_dim) if head_dim is not None else int_field(text_raw, "hidden_size", source) // heads
+    if model_type in _MLA_TYPES or text_raw.get("kv_lora_rank"):
+        rope = int_field(text_raw, "qk_rope_head_dim", source)
+        nope = int_field(text_raw, "qk_nope_head_dim", source)
+        return LatentAttention(
+            num_heads=heads,
+            num_kv_heads=heads,
+            head_dim=rope + nope,
+            v_head_dim=int_field(text_raw, "v_head_dim", source, default=head_dim),
+            q_lora_rank=text_raw.get("q_lora_rank"),
+            kv_lora_rank=int_field(text_raw, "kv_lora_rank", source),
+            qk_rope_head_dim=rope,
+            qk_nope_head_dim=nope,
+        )
+    return GroupedQueryAttention(
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        v_head_dim=head_dim,
+        qk_norm=model_type in _QK_NORM_TYPES,
+        output_gate=model_type in _GATED_OUTPUT_TYPES,
+    )
+
+
+def _layer_types(cfg: Any, text_raw: dict[str, Any], num_layers: int, source: str) -> list[str] | None:
+    """``layer_types`` as transformers derives it (Gemma's pattern, Llama-4's chunked/NoPE, hybrids'
+    linear layers), or the config's own list; None when neither has one."""
+    layer_types = getattr(cfg, "layer_types", None) if cfg is not None else text_raw.get("layer_types")
+    if not layer_types:
+        return None
+    if len(layer_types) != num_layers:
+        raise InputError(
+            f"layer_types has {len(layer_types)} entries for {num_layers} layers",
+            path=source,
+            hint="give one layer type per num_hidden_layers",
+        )
+    return [str(t) for t in layer_types]
+
+
+def _recurrent_mixer(cfg: Any, text_raw: dict[str, Any], model_type: str | None, hidden: int) -> AttentionSpec | None:
+    """The mixer of a hybrid model's ``linear_attention`` layers (Jamba: Mamba; Qwen3-Next: gated DeltaNet),
+    None for a model_type whose mixer is not modelled."""
+    if model_type == "jamba":
+        inner = int(attr(cfg, text_raw, "mamba_expand")) * hidden
+        return MambaMixer(
+            num_heads=1,
+            num_kv_heads=1,
+            head_dim=inner,
+            v_head_dim=inner,
+            inner=inner,
+            d_state=int(attr(cfg, text_raw, "mamba_d_state")),
+            dt_rank=int(attr(cfg, text_raw, "mamba_dt_rank")),
+            conv_channels=inner,
+            conv_kernel=int(attr(cfg, text_raw, "mamba_d_conv")),
+        )
+    if model_type == "qwen3_next":
+        heads, kheads = (
+            int(attr(cfg, text_raw, "linear_num_value_heads")),
+            int(attr(cfg, text_raw, "linear_num_key_heads")),
+        )
+        dk, dv = int(attr(cfg, text_raw, "linear_key_head_dim")), int(attr(cfg, text_raw, "linear_value_head_dim"))
+        return GatedDeltaNet(
+            num_heads=heads,
+            num_kv_heads=kheads,
+            head_dim=dk,
+            v_head_dim=dv,
+            conv_channels=2 * kheads * dk + heads * dv,  # the conv runs over q, k and v
+            conv_kernel=int(attr(cfg, text_raw, "linear_conv_kernel_dim")),
+        )
+    return None
+
+
+def layer_mixers(
+    cfg: Any, text_raw: dict[str, Any], base: AttentionSpec, model_type: str | None, source: str, notes: list[str]
+) -> list[AttentionSpec]:
+    """Each layer's attention (or recurrent mixer), from ``layer_types``, ``sliding_window`` and
+    ``attention_chunk_size``: full, sliding (window), chunked (chunk) or a hybrid's linear-attention layer."""
+    num_layers = int(text_raw["num_hidden_layers"])
+    window = attr(cfg, {} if cfg is not None else text_raw, "sliding_window")
+    if cfg is None and text_raw.get("use_sliding_window") is False:
+        window = None
+    window = window if isinstance(window, int) and window > 0 else None
+    chunk = attr(cfg, text_raw, "attention_chunk_size")
+    chunk = chunk if isinstance(chunk, int) and chunk > 0 else None
+    layer_types = _layer_types(cfg, text_raw, num_layers, source)
+    if layer_types is None:
+        return [replace(base, window=window)] * num_layers
+    spans = {
+        "sliding_attention": replace(base, window=window) if window else None,
+        "chunked_attention": replace(base, chunk=chunk) if chunk else None,
+    }
+    recurrent = _recurrent_mixer(cfg, text_raw, model_type, int(text_raw["hidden_size"]))
+    out: list[AttentionSpec] = []
+    unknown: set[str] = set()
+    for t in layer_types:
+        spanned = spans.get(t)
+        if spanned is not None:
+            out.append(spanned)
+        elif t == "linear_attention" and recurrent is not None:
+            out.append(recurrent)
+        else:
+            if t not in ("full_attention", *spans):
+                unknown.add(t)
+            out.append(base)
+    if unknown:
+        notes.append(f"layer types {sorted(unknown)} are treated as full attention")
+    return out
+
+
+_ALWAYS_SHARED_TYPES = ("llama4_text", "llama4")  # one shared expert of intermediate_size in every MoE layer
+
+
+def _moe_layer_flags(cfg: Any, text_raw: dict[str, Any], num_layers: int, notes: list[str]) -> list[bool]:
+    """Which layers are mixture-of-experts: transformers' own per-layer list where the config class derives
+    one (Llama-4's ``moe_layers`` from ``interleave_moe_layer_step``, Jamba's ``layers_num_experts`` from
+    ``expert_layer_period``/``offset``), else the DeepSeek/Qwen rules (``first_k_dense_replace``,
+    ``decoder_sparse_step``, ``mlp_only_layers``, ``moe_layer_freq``)."""
+    moe_layers = getattr(cfg, "moe_layers", None) if cfg is not None else None
+    if isinstance(moe_layers, list) and all(isinstance(i, int) for i in moe_layers):
+        return [i in set(moe_layers) for i in range(num_layers)]
+    per_layer = getattr(cfg, "layers_num_experts", None) if cfg is not None else None
+    if isinstance(per_layer, list) and len(per_layer) == num_layers:
+        return [int(e) > 1 for e in per_layer]
+    first_dense = int(text_raw.get("first_k_dense_replace") or 0)
+    step = int(text_raw.get("decoder_sparse_step") or 1)
+    only_dense = set(text_raw.get("mlp_only_layers") or [])
+    freq = int(text_raw.get("moe_layer_freq") or 1)
+    if freq != 1 and text_raw.get("model_type", "") in ("deepseek_v3",):
+        notes.append(
+            f"moe_layer_freq = {freq} is ignored by transformers' DeepseekV3 (every layer from "
+            "first_k_dense_replace on is MoE), as here"
+        )
+        freq = 1
+    return [
+        i >= first_dense and i not in only_dense and (i + 1) % step == 0 and i % freq == 0 for i in range(num_layers)
+    ]
+
+
+def layer_mlps(
+    cfg: Any, text_raw: dict[str, Any], model_type: str | None, inter: int, source: str, notes: list[str]
+) -> list[MlpSpec]:
+    """Each layer's MLP: dense, or mixture-of-experts on the layers the config's pattern routes."""
+    num_layers = int(text_raw["num_hidden_layers"])
+    experts = attr(cfg, text_raw, "num_local_experts", "num_experts", "n_routed_experts")
+    top_k = attr(cfg, text_raw, "num_experts_per_tok", "moe_topk", "experts_per_token")
+    # Llama-4: the dense layers between MoE layers are intermediate_size_mlp wide
+    dense_width = (
+        int(attr(cfg, text_raw, "intermediate_size_mlp") or inter) if model_type in _ALWAYS_SHARED_TYPES else inter
+    )
+    dense = DenseMlp(intermediate_size=dense_width)
+    if not (isinstance(experts, int) and experts > 0):
+        return [dense] * num_layers
+    if not isinstance(top_k, int) or not 0 < top_k <= experts:
+        raise InputError(f"num_experts_per_tok = {top_k!r} must be an integer in 1..{experts}", path=source)
+    width = int(text_raw.get("moe_intermediate_size") or inter)
+    shared = 0
+    if text_raw.get("n_shared_experts"):
+        shared = int(text_raw["n_shared_experts"]) * width
+    elif text_raw.get("shared_expert_intermediate_size"):
+        shared = int(text_raw["shared_expert_intermediate_size"])
+    elif model_type in _ALWAYS_SHARED_TYPES:
+        shared = inter  # Llama4TextMoe: shared_expert = Llama4TextMLP(config), intermediate_size wide
+    moe = MoeMlp(
+        intermediate_size=inter,
+        experts=experts,
+        k=top_k,
+        expert_intermediate_size=width,
+        shared_intermediate_size=shared,
+    )
+    flags = _moe_layer_flags(cfg, {**text_raw, "model_type": model_type}, num_layers, notes)
+    return [moe if is_moe else dense for is_moe in flags]
