@@ -180,7 +180,6 @@ def create_run_record(request: RunRequest) -> RunRecord:
     t0 = time.perf_counter()
     root = request.root
     workdir = request.cwd.resolve() if request.cwd is not None else Path.cwd()
-    run_id, run_dir = new_run_dir(root)
     # git (subprocesses) runs in a thread while this one reads packages, hardware and data
     from concurrent.futures import ThreadPoolExecutor
 
@@ -190,6 +189,9 @@ def create_run_record(request: RunRequest) -> RunRecord:
         hardware = capture_hardware()
         data_records = fingerprint_data(list(request.data), full_hash=request.full_hash, base_dir=workdir)
         code = code_future.result()
+    # the directory only once the records are taken (~1 s): a process killed while taking them (a SIGKILLed
+    # `expkit sweep`) left a run directory without run.json, listed as broken for good
+    run_id, run_dir = new_run_dir(root)
     _write_patch(run_dir, code.patch)
     code = dataclasses.replace(code, patch=None, patch_file="code.patch" if code.patch else None)
     proc = psutil.Process()
