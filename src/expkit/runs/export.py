@@ -39,6 +39,7 @@ _MLFLOW_STATUS = {
     "finished": "FINISHED",
     "failed": "FAILED",
     "killed": "KILLED",
+    "stopped": "KILLED",  # stopped early by expkit sweep --early-stop (MLflow has no such status)
     "lost": "FAILED",
     "running": "RUNNING",
 }
