@@ -27,7 +27,7 @@ def _batch(pad=PAD):
     return ids, mask
 
 
-def _hf(labels_of, *, pad=PAD, shift_inputs=False):
+def _hf(labels_of, *, pad=PAD, shift_inputs=False, with_mask=True):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
@@ -39,7 +39,7 @@ def _hf(labels_of, *, pad=PAD, shift_inputs=False):
     if shift_inputs:
         ids, mask = ids[:, :-1], mask[:, :-1]
     with watch(model, opt, steps=1) as w:
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss = model(input_ids=ids, attention_mask=mask if with_mask else None, labels=labels).loss
         opt.zero_grad()
         if torch.isfinite(loss):
             loss.backward()
@@ -78,6 +78,9 @@ def test_stop_token_masked_when_pad_is_the_eos_and_padding_is_masked_by_id():
     assert g.evidence["rows_with_masked_stop"] == len(LENGTHS) == g.evidence["rows_only_stop_masked"]
     assert "pad_token_id 1 is the stop token" in g.message
     assert _hf(_right, pad=EOS) == {}  # masked by the attention mask: the real eos stays trained
+    # no attention_mask given: the padding is the trailing run of the pad (= eos) id, its first token the real eos
+    assert set(_hf(lambda ids, mask: ids.masked_fill(ids == EOS, -100), pad=EOS, with_mask=False)) == {"eos_masked"}
+    assert _hf(_right, pad=EOS, with_mask=False) == {}
 
 
 def test_inverted_mask_trains_the_prompt_and_masks_the_answer():
@@ -129,3 +132,30 @@ def test_hand_written_loss_counting_padding_without_a_pad_id():
             # rows padded by >= 2: the first pad of each run is given the benefit of the doubt (it may be a stop)
             runs = [max(LENGTHS) - n for n in LENGTHS if max(LENGTHS) - n >= 2]
             assert found["pad_in_loss"].evidence["pad_positions_trained"] == sum(r - 1 for r in runs)
+
+
+def test_hand_written_loss_on_an_hf_model_with_next_token_targets_from_the_data():
+    """x = seq[:-1], y = seq[1:] (the targets already next-token): the label at the input's last real position is
+    the first pad (masked) and must not read as a masked eos; masking the eos by id must."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=V, n_positions=16, n_embd=16, n_layer=1, n_head=2, eos_token_id=EOS, pad_token_id=EOS)
+    model = GPT2LMHeadModel(cfg)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    seq, mask = _batch(pad=EOS)
+    for eos_masked in (False, True):
+        y = (
+            seq[:, 1:].masked_fill(seq[:, 1:] == EOS, -100)
+            if eos_masked
+            else seq[:, 1:].masked_fill(mask[:, 1:] == 0, -100)
+        )
+        with watch(model, opt, steps=1) as w:
+            logits = model(input_ids=seq[:, :-1], attention_mask=mask[:, :-1]).logits
+            loss = nn.functional.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        assert not w.check_errors, w.check_errors
+        found = {f.check for f in w.findings}
+        assert found == ({"eos_masked"} if eos_masked else set()), found

@@ -96,11 +96,32 @@ def _padding(b: _Batch) -> torch.Tensor:
     return run
 
 
+def _agreement(labels: torch.Tensor, ids: torch.Tensor, ignore: int) -> float:
+    """Share of the trained labels equal to the token at their position (nan: none trained)."""
+    trained = labels != ignore
+    return float((labels == ids)[trained].float().mean()) if bool(trained.any()) else float("nan")
+
+
+def _real_tokens(b: _Batch) -> torch.Tensor:
+    """The real (not padding) tokens: the attention mask; without one, all but the trailing run of the pad id or
+    of a stop id (``pad_token = eos_token`` with no ``pad_token_id`` in the config), whose first token is kept
+    when it is a stop id (the real end)."""
+    if b.attended is not None:
+        return b.attended
+    last = b.ids[:, -1:]
+    stop_end = torch.zeros_like(last, dtype=torch.bool)
+    for s in b.stops:
+        stop_end |= last == s
+    run = _trailing_run(b.ids) & (stop_end | (last == b.pad_id if b.pad_id is not None else stop_end))
+    first = run & ~torch.nn.functional.pad(run[:, :-1], (1, 0), value=False)
+    return ~(run & ~(first & stop_end))
+
+
 def _masked_stops(b: _Batch) -> tuple[int, int, int]:
     """(rows whose trained span is followed by a masked stop token, of which the stop alone is masked (the answer
     trained), rows with a trained span). The audit's rule: a trained span ends with the stop token."""
     trained = b.labels != b.ignore
-    real = torch.ones_like(trained) if b.attended is None else b.attended
+    real = _real_tokens(b)
     stop = torch.zeros_like(trained)
     for s in b.stops:
         stop |= b.ids == s
@@ -160,9 +181,18 @@ class LossMask(Check):
             y = y.reshape(rows, width - 1)
         elif y.numel() == rows * width:
             y = y.reshape(rows, width)
+            if _agreement(y, ids, ignore) < SHIFTED_AGREEMENT and _agreement(y[:, :-1], ids[:, 1:], ignore) >= (
+                SHIFTED_AGREEMENT
+            ):  # targets made next-token by the data (x = seq[:-1], y = seq[1:]): label t is for token t + 1, and
+                # the token after the last input is the last target itself
+                ids = torch.cat([ids[:, 1:], y[:, -1:].to(ids.device)], dim=1)
+                attended = None if attended is None else torch.cat([attended[:, 1:], attended[:, -1:]], dim=1)
         else:
             return
-        self._judge(probe, _Batch(ids, y.detach().to(ids.device), attended, stops, pad, ignore), hf=False)
+        y = y.detach().to(ids.device)
+        if _agreement(y, ids, ignore) < SHIFTED_AGREEMENT:  # targets that are not these tokens (a seq2seq target):
+            attended, stops = None, ()  # only the rules read on the labels alone apply
+        self._judge(probe, _Batch(ids, y, attended, stops, pad, ignore), hf=False)
 
     def _judge(self, probe: Probe, b: _Batch, *, hf: bool) -> None:
         trained = b.labels != b.ignore
