@@ -133,10 +133,11 @@ class _ErrorBoundary(TyperGroup):
 
         self._argv = tuple(sys.argv[1:] if args is None else args)
         set_command_name(self._command_from_argv())
-        standalone = kw.pop("standalone_mode", True)
+        standalone = kw.get("standalone_mode", True)
+        kw["standalone_mode"] = False  # click raises its usage errors to us instead of printing its box
         with terminal_safe_streams():  # nothing read from outside reaches the terminal as an escape sequence
             try:  # click's own handling (a 5-line usage box on a bad option) is replaced by ours below
-                rv = super().main(args, *a, standalone_mode=False, **kw)
+                rv = super().main(args, *a, **kw)
                 code = rv if isinstance(rv, int) else 0  # with standalone_mode=False, an Exit's code is returned
             except Exception as exc:
                 if not _is_click_control(exc):
