@@ -321,7 +321,10 @@ class LabelBuilder:
             raise InputError(exc.message, line=ex.line or None, hint=exc.hint) from None
         enc = self.tokenizer(derived.text, add_special_tokens=False, return_offsets_mapping=True)
         chars = derived.trained_chars()
-        mask = [a < len(chars) and chars[a] for a, _ in enc["offset_mapping"]]
+        # a token is trained when any of its characters is (as transformers' assistant mask does): a token that
+        # merges the template's separator with the content (Mistral's "[/INST]" + " 5" -> " 5") is the model's
+        # first output token, not template text
+        mask = [any(chars[a:b]) or (a == b and a < len(chars) and chars[a]) for a, b in enc["offset_mapping"]]
         return enc["input_ids"], mask
 
     def _trl_mask(self, messages: Sequence[dict[str, str]]) -> tuple[list[int], list[bool]]:

@@ -240,11 +240,15 @@ def _generate(gen: Generator, batch: Sequence[ChatExample], eot_id: int, query: 
     cases = []
     for row, prompt, ex in zip(out[:, width:].tolist(), prompts, batch, strict=True):
         # a stop ends the assistant's own turn: an end of turn after a new turn header
-        # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop
+        # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop; the special tokens the
+        # template itself renders in this turn before the answer (gpt-oss' <|channel|>final<|message|>) are not
+        header = _turn_header(tok, ex, prompt)
+        own = set(tok(header, add_special_tokens=False)["input_ids"]) if header else set()
         first_eot = row.index(eot_id) if eot_id in row else len(row)
         produced = row[: first_eot + 1]  # generate() ends a row at its first end of turn; then padding
-        stopped = first_eot < len(row) and not any(t in special for t in row[:first_eot])
+        stopped = first_eot < len(row) and not any(t in special - own for t in row[:first_eot])
         text = tok.decode(row[:first_eot] if stopped else produced, skip_special_tokens=False)
+        text = text[len(header) :] if header and text.startswith(header) else text
         expected = answer_of(ex)
         cases.append(
             StopCase(
@@ -258,6 +262,25 @@ def _generate(gen: Generator, batch: Sequence[ChatExample], eot_id: int, query: 
             )
         )
     return cases
+
+
+def _turn_header(tok: Any, ex: ChatExample, prompt: str) -> str:
+    """What the template renders between the generation prompt and the expected answer (gpt-oss:
+    ``<|channel|>final<|message|>``; Qwen3: an empty think block): the model's own output in this turn. "" when
+    there is none, or when the rendered turn does not continue the prompt (nothing is then allowed)."""
+    answer = answer_of(ex)
+    if not ex.conversational or not answer:
+        return ""
+    last = max(i for i, m in enumerate(ex.messages) if m["role"] == "assistant")
+    try:
+        full = tok.apply_chat_template(list(ex.messages[: last + 1]), tokenize=False)
+    except Exception:  # noqa: BLE001 - a template that cannot render the answered turn: nothing to allow
+        return ""
+    if not full.startswith(prompt):
+        return ""
+    rest = full[len(prompt) :]
+    cut = rest.find(answer)
+    return rest[:cut] if cut > 0 else ""
 
 
 @dataclass(frozen=True)
