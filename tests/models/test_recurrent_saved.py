@@ -105,7 +105,9 @@ def test_mamba_terms_equal_what_the_torch_scan_saves(precision):
     assert 0 < rest[0] <= 4 * (3 * d * n + d * k)
 
 
-@pytest.mark.parametrize("heads", [(4, 2, 16, 24), (8, 4, 8, 16)], ids=["hv4-hk2", "hv8-hk4"])
+@pytest.mark.parametrize(
+    "heads", [(4, 2, 16, 24), (8, 4, 8, 16), (4, 4, 16, 24)], ids=["hv4-hk2", "hv8-hk4", "hv4-hk4-unshared"]
+)
 def test_gated_deltanet_terms_equal_what_the_torch_chunk_rule_saves(heads):
     # two and three chunks of 64 (transformers' chunk size): the per-token slope, past the first chunk
     cfg = _qwen3_next(*heads)
@@ -120,10 +122,10 @@ def test_gated_deltanet_terms_equal_what_the_torch_chunk_rule_saves(heads):
 
 
 def test_unmeasured_settings_stay_marked_approximate():
-    spec = spec_from_dict(_qwen3_next(4, 4, 16, 24), name="tiny", source="test")  # as many key as value heads
-    mixer = spec.desc.layers[0].attention
+    mixer = spec_from_dict(_qwen3_next(4, 2, 16, 24), name="tiny", source="test").desc.layers[0].attention
     ctx = ActivationQuery(batch=1, seq=128, precision="fp32", device="cpu").context(64)
-    assert any("approximate" in t.name for t in mixer.saved_terms(ctx))
+    autocast = ActivationQuery(batch=1, seq=128, precision="bf16-mixed", device="cpu").context(64)
+    assert any("approximate" in t.name for t in mixer.saved_terms(autocast))  # not linear in the tokens there
     lora = ActivationQuery(batch=1, seq=128, precision="fp32", method="lora", device="cpu").context(64)
     jamba = spec_from_dict(_jamba(), name="tiny", source="test").desc.layers[0].attention
     assert any("approximate" in t.name for t in jamba.saved_terms(lora))

@@ -240,29 +240,30 @@ class GatedDeltaNet(RecurrentMixer):
         fp32 on chunks of ``DELTA_CHUNK`` tokens (the sequence padded to a multiple) and keeps, per value head
         and token: 5 chunk-wide rows (decays, k k^T, the UT system, q k^T, the intra-chunk attention), 12
         key-wide and 8 value-wide tensors (the gated norm's among them), 10 scalars, and one state per chunk;
-        out_proj's input comes on top. Measured with ``saved_tensors_hooks``: exact for a full fine-tune in fp32
-        on 8 shapes whose key heads are shared by 2 or more value heads (2 of them in
-        tests/models/test_recurrent_saved.py).
-        Under autocast, with a frozen base (LoRA), or with as many key as value heads the same terms are used
-        and marked approximate (measured: +640 B/token with equal heads on one shape; under autocast the
-        per-token bytes are not linear in the tokens at these sizes). fla's fused CUDA kernels save far less:
+        out_proj's input comes on top. With as many key as value heads (no key head shared) it keeps 2 more
+        key-wide and 2 more value-wide fp32 tensors per head (measured, not traced to a line). Measured with
+        ``saved_tensors_hooks``: exact for a full fine-tune in fp32 on 8 shapes with shared key heads and 4 with
+        equal heads (3 of them in tests/models/test_recurrent_saved.py). Under autocast or with a frozen base
+        (LoRA) the same terms are used and marked approximate (under autocast the per-token bytes are not
+        linear in the tokens at these sizes). fla's fused CUDA kernels save far less:
         they recompute the chunk matrices in backward."""
         hv, dk, dv, c_len = self.num_heads, self.head_dim, self.v_head_dim, DELTA_CHUNK
-        exact = ctx.full and not ctx.autocast and self.num_kv_heads < hv
+        exact = ctx.full and not ctx.autocast
+        unshared = 2 if self.num_kv_heads == hv else 0  # fp32 key/value copies kept when no key head is shared
         tag = "" if exact else " (approximate)"
         a, cb = ctx.act, ctx.cast_bytes
         pad = -(-ctx.seq // c_len) * c_len / ctx.seq  # the rule pads the sequence to whole chunks
         b_in, f_in = ctx.linear_inputs(2, ctx.hidden_size, "h")
         conv = 2 * self.key_dim + self.value_dim
-        rule = 4 * hv * (12 * dk + 8 * dv + 10 + 5 * c_len) + 4 * hv * (dk * dv + 1) / c_len
+        rule = 4 * hv * ((12 + unshared) * dk + (8 + unshared) * dv + 10 + 5 * c_len) + 4 * hv * (dk * dv + 1) / c_len
         return [
             ActivationTerm("gated-deltanet in_proj_qkvz/ba input", b_in, f_in),
             ActivationTerm(f"gated-deltanet conv input and output{tag}", 2 * a * conv, f"2 * {a} * (2 key + value)"),
             ActivationTerm(
                 f"gated-deltanet chunked rule (fp32){tag}",
                 rule * pad,
-                f"4 * {hv} heads * (12 dk + 8 dv + 10 + 5 chunk {c_len}) + 4 * heads * (dk dv + 1) / chunk"
-                + (f", padded x {pad:.3f}" if pad != 1 else ""),
+                f"4 * {hv} heads * ({12 + unshared} dk + {8 + unshared} dv + 10 + 5 chunk {c_len})"
+                f" + 4 * heads * (dk dv + 1) / chunk" + (f", padded x {pad:.3f}" if pad != 1 else ""),
             ),
             ActivationTerm("gated-deltanet out_proj input", cb * self.value_dim, f"{cb} * value"),
         ]
