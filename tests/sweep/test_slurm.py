@@ -274,3 +274,23 @@ def test_a_trial_scancelled_outside_the_sweep_runs_again(slurm_cluster, tmp_path
     assert trial.status == "finished" and trial.attempts == 2, trial
     statuses = sorted(r.status for r in list_runs(store, where=["group=sc"]).runs)
     assert statuses in (["finished", "killed"], ["finished", "lost"]), statuses  # one run per attempt
+
+
+def test_a_signal_after_the_trial_finished_hands_back_its_outcome_not_a_rerun():
+    """Slurm's SIGUSR2 can come as the command ends: the requeued task must return the finished outcome,
+    not run the command (and make a second finished run) again."""
+    import threading
+
+    pytest.importorskip("submitit")
+    from expkit.sweep.backends import AttemptOutcome, TrialJob
+    from expkit.sweep.slurm import SlurmTrial
+
+    job = TrialJob(("true",), store="/nonexistent", group="g", name="g-t000", seed=0, config={}, env={}, cwd=".")
+    trial = SlurmTrial(job)
+    done = AttemptOutcome("finished", "r1", "/nonexistent/r1", 0, 1.0, {"loss": 0.5})
+    trial._result.append(done)
+    trial._thread = threading.Thread(target=lambda: None)
+    trial._thread.start()
+    trial._thread.join()
+    again = trial.checkpoint()
+    assert again.function() == done  # the requeued task's callable returns the outcome, runs nothing

@@ -169,12 +169,25 @@ class SlurmTrial:
                 sent.add(sig)
             self._thread.join(timeout=0.5)
         res = self._result[0] if self._result else None
+        if res is not None and res.status == "finished":  # it ended before the signal: hand back its outcome
+            return submitit.helpers.DelayedSubmission(_Finished(res))
         run_dir = res.run_dir if res is not None else None
         if self.requeues >= MAX_REQUEUES:
             return None  # submitit then ends the task (UncompletedJobError): the driver sees it lost
         if run_dir is not None:
             _mark_requeued(Path(run_dir), self.requeues + 1)
         return submitit.helpers.DelayedSubmission(SlurmTrial(self.job, self.requeues + 1, run_dir or self.resume_dir))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Finished:
+    """What a requeued task runs when its trial had finished as Slurm's signal came: its outcome, not the
+    command again (submitit can only requeue from the signal handler)."""
+
+    outcome: AttemptOutcome
+
+    def __call__(self) -> AttemptOutcome:
+        return self.outcome
 
 
 def _mark_requeued(run_dir: Path, next_attempt: int) -> None:
