@@ -761,6 +761,8 @@ def run_case(argv: list[str], *, json_flag: bool) -> Outcome:
         problems.append(f"exit {res.exit_code}")
     if _TRACEBACK.search(out):
         problems.append("traceback")
+    if res.exit_code == 2 and ("╭" in res.stderr or "Try '" in res.stderr):  # issue 21: click's usage box
+        problems.append("usage error not one line (click's usage box)")
     if elapsed > CASE_DEADLINE_S:
         problems.append(f"slow: {elapsed:.1f} s")
     if json_flag and res.exit_code in (0, 1, 2):
