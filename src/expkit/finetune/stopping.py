@@ -1,7 +1,8 @@
 """Does it stop: greedy generation on held-out prompts; stop rate, answer accuracy, generated length.
 
 "Stopped" means the model emitted the end-of-turn token of the chat template within ``max_new_tokens``
-and before any other special token (an ``<|im_end|>`` that closes a hallucinated next turn is no stop).
+and before any other special token (an ``<|im_end|>`` that closes a hallucinated next turn is no stop), except
+those the template renders in the answer's own turn before its content (gpt-oss' ``<|channel|>final<|message|>``).
 Checked on the token ids, whatever ``generation_config`` says; the saved contract is reported beside.
 """
 
