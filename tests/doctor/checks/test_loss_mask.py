@@ -159,3 +159,30 @@ def test_hand_written_loss_on_an_hf_model_with_next_token_targets_from_the_data(
         assert not w.check_errors, w.check_errors
         found = {f.check for f in w.findings}
         assert found == ({"eos_masked"} if eos_masked else set()), found
+
+
+def test_hand_written_loss_that_shifts_next_token_targets_again():
+    """The data gives y = seq[1:] and the loss compares logits[:, :-1] with y[:, 1:]: token t is trained on
+    token t + 2. Shifting once (either way) is clean."""
+    torch.manual_seed(0)
+    seq = torch.randint(0, V, (8, 17))
+    model = nn.Sequential(nn.Embedding(V, 16), nn.Linear(16, V))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for twice in (False, True):
+        with watch(model, opt, steps=1) as w:
+            x, y = seq[:, :-1], seq[:, 1:]
+            logits = model(x)
+            if twice:
+                loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V), y[:, 1:].reshape(-1))
+            else:
+                loss = nn.functional.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        assert not w.check_errors, w.check_errors
+        found = {f.check: f for f in w.findings}
+        if not twice:
+            assert found == {}
+            continue
+        f = found["labels_shifted_twice"]
+        assert f.evidence["equal_to_token_two_ahead"] == 1.0 and f.evidence["trained_labels"] == 8 * 14

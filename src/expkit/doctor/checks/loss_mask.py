@@ -102,6 +102,21 @@ def _agreement(labels: torch.Tensor, ids: torch.Tensor, ignore: int) -> float:
     return float((labels == ids)[trained].float().mean()) if bool(trained.any()) else float("nan")
 
 
+def _lead(y: torch.Tensor, ids: torch.Tensor, ignore: int) -> int | None:
+    """How many positions the targets run ahead of the input tokens: the ``k`` in 0, 1, 2 for which target t equals
+    token t + k at >= ``SHIFTED_AGREEMENT`` of the trained positions (1 is a next-token loss), None: neither."""
+    for k in (1, 0, 2):
+        n = min(y.shape[1], ids.shape[1] - k)
+        trained = y[:, :n] != ignore
+        if (
+            n > 0
+            and int(trained.sum()) >= MIN_TRAINED
+            and _agreement(y[:, :n], ids[:, k : k + n], ignore) >= (SHIFTED_AGREEMENT)
+        ):
+            return k
+    return None
+
+
 def _real_tokens(b: _Batch) -> torch.Tensor:
     """The real (not padding) tokens: the attention mask; without one, all but the trailing run of the pad id or
     of a stop id (``pad_token = eos_token`` with no ``pad_token_id`` in the config), whose first token is kept
@@ -175,24 +190,40 @@ class LossMask(Check):
             return
         ids, attended, stops, pad = self.last
         rows, width = ids.shape
-        ignore = int(ev.kwargs.get("ignore_index", -100))
-        if y.numel() == rows * (width - 1):  # logits[:, :-1] vs ids[:, 1:]: label t is for token t + 1
-            ids, attended = ids[:, 1:], None if attended is None else attended[:, 1:]
-            y = y.reshape(rows, width - 1)
-        elif y.numel() == rows * width:
-            y = y.reshape(rows, width)
-            if _agreement(y, ids, ignore) < SHIFTED_AGREEMENT and _agreement(y[:, :-1], ids[:, 1:], ignore) >= (
-                SHIFTED_AGREEMENT
-            ):  # targets made next-token by the data (x = seq[:-1], y = seq[1:]): label t is for token t + 1, and
-                # the token after the last input is the last target itself
-                ids = torch.cat([ids[:, 1:], y[:, -1:].to(ids.device)], dim=1)
-                attended = None if attended is None else torch.cat([attended[:, 1:], attended[:, -1:]], dim=1)
-        else:
+        if y.numel() not in (rows * width, rows * (width - 1)):
             return
-        y = y.detach().to(ids.device)
-        if _agreement(y, ids, ignore) < SHIFTED_AGREEMENT:  # targets that are not these tokens (a seq2seq target):
-            attended, stops = None, ()  # only the rules read on the labels alone apply
+        ignore = int(ev.kwargs.get("ignore_index", -100))
+        y = y.detach().reshape(rows, -1).to(ids.device)
+        lead = _lead(y, ids, ignore)
+        if lead == 2:
+            self._two_ahead(probe, y, ids, ignore)
+            return
+        if lead == 1 and y.shape[1] == width:  # next-token targets from the data (x = seq[:-1], y = seq[1:]); the
+            ids = torch.cat([ids[:, 1:], y[:, -1:]], dim=1)  # token after the last input is the last target itself
+            attended = None if attended is None else torch.cat([attended[:, 1:], attended[:, -1:]], dim=1)
+        elif lead == 1:  # logits[:, :-1] against ids[:, 1:]
+            ids, attended = ids[:, 1:], None if attended is None else attended[:, 1:]
+        if lead is None or y.shape != ids.shape:  # targets that are not these tokens (a seq2seq target): only the
+            ids, attended, stops = y, None, ()  # rules read on the labels alone apply
         self._judge(probe, _Batch(ids, y, attended, stops, pad, ignore), hf=False)
+
+    def _two_ahead(self, probe: Probe, y: torch.Tensor, ids: torch.Tensor, ignore: int) -> None:
+        n = min(y.shape[1], ids.shape[1] - 2)
+        trained = y[:, :n] != ignore
+        probe.report(
+            kind="bug",
+            check="labels_shifted_twice",
+            message=f"the cross_entropy targets are the input token two positions ahead at {int(trained.sum())} "
+            "trained positions: targets already shifted by one were shifted again, so token t learns to predict "
+            "token t + 2",
+            evidence={
+                "trained_labels": int(trained.sum()),
+                "equal_to_token_two_ahead": _agreement(y[:, :n], ids[:, 2 : 2 + n], ignore),
+                "equal_to_next_token": _agreement(y[:, : ids.shape[1] - 1], ids[:, 1 : 1 + y.shape[1]], ignore),
+            },
+            fix="shift once: either the data gives y = seq[1:] and the loss compares logits with y as they are, or "
+            "the loss compares logits[:, :-1] with ids[:, 1:]",
+        )
 
     def _judge(self, probe: Probe, b: _Batch, *, hf: bool) -> None:
         trained = b.labels != b.ignore
