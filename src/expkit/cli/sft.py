@@ -4,13 +4,12 @@ parameter accounting, and the offline demo model and synthetic chat data.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import typer
 
+from expkit.cli.flags import fields_as_flags
 from expkit.cli.output import emit
 from expkit.errors import CheckFailed, UsageError
 
@@ -35,20 +34,13 @@ _FLAGS = {
     "min_stop_rate": "--min-stop-rate",
     "show": "--show",
     "threads": "--threads",
+    "lora_targets": "--targets",
 }
 
 
-@contextmanager
-def _flag_names() -> Iterator[None]:
+def _flag_names() -> AbstractContextManager[None]:
     """A UsageError whose message starts with a field name (``steps must be >= 1``) names the flag instead."""
-    try:
-        yield
-    except UsageError as exc:
-        field = re.match(r"(\w+)[ =]", exc.message)
-        if field is None or field.group(1) not in _FLAGS:
-            raise
-        flag = _FLAGS[field.group(1)]
-        raise UsageError(flag + exc.message[len(field.group(1)) :], hint=exc.hint) from None
+    return fields_as_flags(_FLAGS)
 
 
 def _quiet_hf() -> None:
@@ -282,7 +274,8 @@ def params(
     from expkit.memory.params import count_parameters
     from expkit.render.sft import render_parameter_count
 
-    counts = count_parameters(model, lora_r=lora_r, lora_alpha=lora_alpha, lora_targets=targets)
+    with _flag_names():
+        counts = count_parameters(model, lora_r=lora_r, lora_alpha=lora_alpha, lora_targets=targets)
     emit(counts, json_out, human=render_parameter_count)
 
 
