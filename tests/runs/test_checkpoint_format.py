@@ -80,3 +80,11 @@ def test_the_earlier_training_format_is_named_not_read(tmp_path):
     with pytest.raises(InputError, match=r"earlier training format .*manifest format 1") as exc:
         read_checkpoint(old)
     assert "start a new run" in exc.value.message
+
+
+@pytest.mark.parametrize("where", [".", "/"])
+def test_a_path_without_a_name_is_not_a_checkpoint_error_not_a_traceback(tmp_path, monkeypatch, where):
+    # `expkit train charlm --resume .` in a folder without checkpoints was a ValueError traceback (exit 3)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="not a checkpoint"):
+        read_checkpoint(where)

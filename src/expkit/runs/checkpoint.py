@@ -227,7 +227,9 @@ def find_checkpoints(directory: str | os.PathLike[str], prefix: str = "") -> lis
 
 def _old_format(path: Path) -> str | None:
     """What an expkit checkpoint of an earlier format at ``path`` is, or None."""
-    flat = [p for p in (path.with_name(path.name + ".safetensors"), path.with_name(path.name + ".pt")) if p.exists()]
+    # "." and "/" have no name, so no flat NAME.safetensors beside them (with_name would raise ValueError)
+    siblings = (path.with_name(path.name + ".safetensors"), path.with_name(path.name + ".pt")) if path.name else ()
+    flat = [p for p in siblings if p.exists()]
     if flat and not path.exists():
         return (
             f"{' and '.join(p.name for p in flat)}: a checkpoint of expkit's earlier flat format "
