@@ -51,6 +51,13 @@ def test_bad_rungs_are_refused(rungs):
         EarlyStopPolicy(rungs=rungs)
 
 
+@pytest.mark.parametrize("text", ["nan", "inf", "10,nan", "nans", "5s,infs"])
+def test_rungs_that_are_not_finite_are_refused(text):
+    # nan/inf in steps were a ValueError/OverflowError traceback from int(); in seconds a rung never reached
+    with pytest.raises(UsageError, match="finite"):
+        EarlyStopPolicy.from_text(text)
+
+
 def _grid() -> RecordedGrid:
     # three configs x 5 seeds, curves at steps 10, 20, 40; "good" is best by a wide margin over seeds
     rng = np.random.default_rng(0)

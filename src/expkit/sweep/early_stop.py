@@ -62,8 +62,14 @@ class EarlyStopPolicy:
     log_scale: bool = False
 
     def __post_init__(self) -> None:
-        if not self.rungs or any(r <= 0 for r in self.rungs) or list(self.rungs) != sorted(set(self.rungs)):
-            raise UsageError(f"rungs {list(self.rungs)} must be increasing positive numbers", hint="e.g. 50,100,200")
+        if (
+            not self.rungs
+            or any(not math.isfinite(r) or r <= 0 for r in self.rungs)  # nan passed r <= 0 and the order test
+            or list(self.rungs) != sorted(set(self.rungs))
+        ):
+            raise UsageError(
+                f"rungs {list(self.rungs)} must be increasing positive finite numbers", hint="e.g. 50,100,200"
+            )
         if self.min_pairs < 2:
             raise UsageError(f"min_pairs {self.min_pairs} must be >= 2 (an interval needs two paired seeds)")
         if not 0 < self.level < 1:
