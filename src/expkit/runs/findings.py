@@ -74,5 +74,7 @@ def read_recorded_findings(run_dir: Path) -> RecordedFindings | None:
             steps_watched=steps if isinstance(steps, int) and not isinstance(steps, bool) else 0,
             findings=findings,
         )
-    except (OSError, UnicodeDecodeError, ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
+    # JSONDecodeError is a ValueError; OverflowError: int() of a step of 1e400 (inf); RecursionError: JSON
+    # nested deeper than json's recursion limit
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         return RecordedFindings(source="", steps_watched=0, findings=(), problem=f"{DOCTOR_RECORD} unreadable: {exc}")
