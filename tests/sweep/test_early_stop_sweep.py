@@ -136,3 +136,35 @@ def test_rung_values_take_the_first_logged_step_at_or_past_a_rung_or_the_last_va
     seconds = EarlyStopPolicy(rungs=(1, 3), unit="seconds")
     assert rung_values(tmp_path, seconds, elapsed_s=2.0) == {1: 1.5}  # the last value logged by then
     assert rung_values(tmp_path, seconds) == {}  # no age, no rung in seconds
+
+
+def test_a_trial_is_read_until_its_last_rung_and_not_after(tmp_path, monkeypatch):
+    # its metrics file keeps growing after the last rung; each read parses it whole (~0.2 CPU-s at 100k lines
+    # here), so the driver stops reading it once every rung has its value
+    from expkit.sweep import stopper as stopper_mod
+
+    plan = plan_sweep([sys.executable, "-c", "pass"], group="g", grid=["cfg=a,b"], seeds=1)
+    trial = plan.trials[0]
+    st = stopper_mod.EarlyStopper(EarlyStopPolicy(rungs=(5, 10)), tmp_path, "g")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    metrics = run_dir / "metrics.jsonl"
+    metrics.write_text(json.dumps({"step": 6, "loss": 2.0}) + "\n")
+    st.start(trial)
+    st.watched[trial.index].run_dir = run_dir
+    reads: list[Path] = []
+    real = stopper_mod.rung_values
+    monkeypatch.setattr(stopper_mod, "rung_values", lambda d, *a, **k: reads.append(d) or real(d, *a, **k))
+    monkeypatch.setattr(stopper_mod, "READ_EVERY_S", 0.0)
+    st.poll()
+    assert len(reads) == 1 and st.watched[trial.index].rungs_seen == {5}
+    with metrics.open("a") as f:
+        f.write(json.dumps({"step": 12, "loss": 1.5}) + "\n")
+    st.poll()
+    assert len(reads) == 2 and st.watched[trial.index].rungs_seen == {5, 10}
+    with metrics.open("a") as f:
+        f.write(json.dumps({"step": 20, "loss": 1.0}) + "\n")
+    st.poll()
+    st.poll()
+    assert st.end(trial, str(run_dir)) == [] and len(reads) == 2  # past its last rung: not read again
+    assert [(d.rung, d.config) for d in st.decisions[trial.index]] == [(5, "cfg=a"), (10, "cfg=a")]

@@ -51,6 +51,8 @@ def rung_values(run_dir: Path, policy: EarlyStopPolicy, *, elapsed_s: float | No
             for r in policy.rungs:
                 if r not in out and step >= r:
                     out[r] = last
+            if len(out) == len(policy.rungs):  # every rung has its value: the rest of the file is not parsed
+                break
     if policy.unit == "seconds" and elapsed_s is not None and last is not None:
         out = {r: last for r in policy.rungs if elapsed_s >= r}
     return out
@@ -105,7 +107,7 @@ class EarlyStopper:
             return []
         if run_dir is not None:
             w.run_dir = Path(run_dir)
-        if w.run_dir is None:
+        if w.run_dir is None or self._past_rungs(w):
             return []
         return self._take(w, rung_values(w.run_dir, self.policy, elapsed_s=time.monotonic() - w.started))
 
@@ -122,9 +124,13 @@ class EarlyStopper:
         self._find_runs(now)
         newly: list[str] = []
         for w in list(self.watched.values()):
-            if w.run_dir is not None and config_key(w.trial) not in self.stopped:
+            # a trial past its last rung has nothing left to judge: its file (which keeps growing) is not re-read
+            if w.run_dir is not None and config_key(w.trial) not in self.stopped and not self._past_rungs(w):
                 newly += self._take(w, rung_values(w.run_dir, self.policy, elapsed_s=now - w.started))
         return newly
+
+    def _past_rungs(self, w: _Watched) -> bool:
+        return len(w.rungs_seen) == len(self.policy.rungs)
 
     def _find_runs(self, now: float) -> None:
         missing = {w.trial.run_name(self.group): w for w in self.watched.values() if w.run_dir is None}
