@@ -126,8 +126,8 @@ def test_a_new_sweep_refuses_a_group_that_has_finished_runs(tmp_path):
 
 def test_bad_options_are_refused_before_anything_runs(tmp_path):
     plan = plan_sweep(["true"], group="g")
-    with pytest.raises(UsageError, match="backend 'slurm' is not one of local, ray"):
-        run_sweep(SweepRequest(plan, store=tmp_path, backend="slurm"))
+    with pytest.raises(UsageError, match="backend 'nosuch' is not one of local, ray, slurm"):
+        run_sweep(SweepRequest(plan, store=tmp_path, backend="nosuch"))
     with pytest.raises(UsageError, match="does not hand out GPUs"):
         run_sweep(SweepRequest(plan, store=tmp_path, settings=BackendSettings(gpus_per_trial=1)))
     with pytest.raises(UsageError, match="max_parallel 0"):
@@ -164,3 +164,11 @@ def test_a_trial_that_records_its_own_config_keeps_the_grid_keys(tmp_path):
     assert cfg == {"lr": 0.5, "bs": 16, "epochs": 3}
     rec = orjson.loads((store / run.id / "run.json").read_bytes())
     assert any("'lr' was given as 0.001 but the command recorded 0.5" in n for n in rec["config_notes"])
+
+
+def test_no_slurm_on_path_is_refused_before_anything_is_submitted(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch, no sinfo
+    plan = plan_sweep(["true"], group="g")
+    with pytest.raises(UsageError, match="no Slurm here: sbatch and sinfo are not on PATH"):
+        run_sweep(SweepRequest(plan, store=tmp_path / "store", backend="slurm"))
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("run.json"))

@@ -23,6 +23,7 @@ import dataclasses
 import math
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -392,12 +393,41 @@ class _Refused:
     error: str
 
 
+def check_slurm_reachable(partition: str | None, *, timeout_s: float = 15.0) -> None:
+    """Refuse before anything is submitted when no Slurm controller answers here, or the partition is not one
+    of the cluster's (``sinfo`` lists them, the default with a ``*``).
+
+    Raises:
+        UsageError: ``sbatch``/``sinfo`` are not on PATH, ``sinfo`` fails or does not answer, or the partition
+            is unknown.
+    """
+    if shutil.which("sbatch") is None or shutil.which("sinfo") is None:
+        raise UsageError(
+            "no Slurm here: sbatch and sinfo are not on PATH",
+            hint="submit from a login node of the cluster (or one whose slurm.conf points at its controller)",
+        )
+    try:
+        r = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"no Slurm controller answered sinfo within {timeout_s:.0f} s") from None
+    if r.returncode != 0:
+        said = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        raise UsageError(
+            f"no Slurm controller answers here: sinfo said {said!r}",
+            hint="check SLURM_CONF / slurm.conf and that slurmctld runs (scontrol ping)",
+        )
+    partitions = [p.rstrip("*") for p in r.stdout.split()]
+    if partition is not None and partition not in partitions:
+        raise UsageError(f"partition {partition!r} is not one of this cluster's: {', '.join(partitions) or 'none'}")
+
+
 def make_slurm_backend(settings: BackendSettings) -> SlurmBackend:
     """Slurm array tasks (submitit): ``partition`` (default: the cluster's), ``time_limit`` per trial
     (default 01:00:00), ``max_parallel`` trials handed to Slurm at once (default 256), CPUs and whole GPUs per
     trial. No ``address``: the cluster is the one ``sbatch`` here submits to."""
     if settings.address:
         raise UsageError(f"address {settings.address!r} is for Ray; the slurm backend submits with sbatch")
+    check_slurm_reachable(settings.partition)
     return SlurmBackend(
         partition=settings.partition,
         time_limit=settings.time_limit,
