@@ -41,9 +41,10 @@ def test_match_trl_gives_trls_labels_and_expkit_trains_content_and_end_of_turn(q
     ours = LabelBuilder(tok).build(ex)
     theirs = LabelBuilder(tok, match="trl").build(ex)
     decode = lambda lab: tok.decode([t for t, x in zip(lab.input_ids, lab.labels, strict=True) if x != IGNORE])  # noqa: E731
-    # expkit: each answer and its <|im_end|>; TRL (its qwen3_training.jinja markers): the empty think block
-    # before the answer and the newline after <|im_end|> too
-    assert decode(ours) == "5<|im_end|>8<|im_end|>"
+    # expkit: what follows the generation prompt "<|im_start|>assistant\n" through <|im_end|>: the answer, and the
+    # empty think block the stock template renders before the final one; TRL (its qwen3_training.jinja markers):
+    # the empty think block before every answer and the newline after <|im_end|> too
+    assert decode(ours) == "5<|im_end|><think>\n\n</think>\n\n8<|im_end|>"
     assert decode(theirs) == "<think>\n\n</think>\n\n5<|im_end|>\n<think>\n\n</think>\n\n8<|im_end|>\n"
     trl_text, mask = trl_spans((trl_template_dir() / "qwen3_training.jinja").read_text(), msgs)
     assert decode(theirs) == "".join(c for c, m in zip(trl_text, mask, strict=True) if m)  # what TRL trains
@@ -54,16 +55,18 @@ def test_audit_names_the_rules_and_the_cli_flag_switches(qwen3_dir, tmp_path, cl
     audit = audit_labels(tokenizer=_tok(qwen3_dir), examples=examples)
     assert audit.ok and audit.match == "expkit" and audit.trl is not None
     assert audit.trl.trl_template == "TRL training template"
-    assert audit.trl.rules == {"empty think block": 6, "trailing newline after end-of-turn": 6}
+    # one-turn conversations: both train the empty think block the stock render opens after the generation prompt
+    assert audit.trl.rules == {"trailing newline after end-of-turn": 6}
     data = write_chat_jsonl(examples, tmp_path / "d.jsonl")
     res = cli("sft", "audit", "--model", str(qwen3_dir), "--data", str(data), "--show", "0")
     assert res.exit_code == 0, res.stderr
-    assert "empty think block: 6 conversations" in res.stdout and "labels: expkit convention" in res.stdout
+    assert "trailing newline after end-of-turn: 6 conversations" in res.stdout
+    assert "labels: expkit convention" in res.stdout
     res = cli("sft", "audit", "--model", str(qwen3_dir), "--data", str(data), "--match", "trl", "--json")
     assert res.exit_code == 0, res.stderr
     got = json.loads(res.stdout)["result"]["audit"]
     assert got["match"] == "trl" and got["span_source"] == "TRL training template"
-    assert got["trained_tokens"] > audit.trained_tokens  # TRL trains the think block and newline on top
+    assert got["trained_tokens"] > audit.trained_tokens  # TRL trains the newline after <|im_end|> on top
 
 
 def test_match_trl_without_a_trl_template_is_refused_with_the_reason(tmp_path):

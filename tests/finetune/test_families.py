@@ -19,8 +19,8 @@ from families.catalog import Family, build_tokenizer, conversations, families, t
 from expkit.errors import InputError
 from expkit.finetune.chatdata import ChatExample
 from expkit.finetune.conventions import RULES, compare_with_trl, render_template
-from expkit.finetune.labels import IGNORE, LabelBuilder
-from expkit.finetune.spans import derive_assistant_spans, strip_generation_markers
+from expkit.finetune.labels import IGNORE, LabelBuilder, audit_labels
+from expkit.finetune.spans import DerivedSpans, derive_assistant_spans, strip_generation_markers
 
 DOCS = Path(__file__).parents[2] / "docs" / "finetune.md"
 # not "BEGIN GENERATED" (expkit.cli.docs owns those blocks): this table comes from a test, not from the CLI
@@ -69,14 +69,19 @@ def _cell(name: str, kind: str) -> tuple[str, str]:
         if fam.trl_template is None:
             plain = strip_generation_markers(fam.template)
             spans = derive_assistant_spans(partial(render_template, plain), msgs)
-            return "expkit only", f"ends with {spans.spans[-1].end_of_turn}"
+            return "expkit only", f"ends with {spans.spans[-1].end_of_turn}" + _unprompted(spans)
         result = compare_with_trl(fam.template, fam.trl_template, msgs)
     except InputError as exc:
         return "refused", exc.message
     end = result.expkit.spans[-1].end_of_turn
     if result.equal:
-        return "equal", f"ends with {end}"
-    return "differs", "; ".join(result.rules)
+        return "equal", f"ends with {end}" + _unprompted(result.expkit)
+    return "differs", "; ".join(result.rules) + _unprompted(result.expkit)
+
+
+def _unprompted(spans: DerivedSpans) -> str:
+    """The rule a cell names when the render does not continue the generation prompt before some turn."""
+    return "; generation prompt not in training render" if any(s.unprompted for s in spans.spans) else ""
 
 
 def _table() -> str:
@@ -100,8 +105,11 @@ def _table() -> str:
     rules = "\n".join(f"- **{rule}**: {meaning}" for rule, meaning in RULES.items())
     return (
         f"{len(FAMILIES)} families x {{one-turn, multi-turn (system + two turns), tool call}}: {summary}.\n"
-        "expkit trains each assistant content through the family's own end-of-turn token (and a tool call between "
-        "them); `differs` names the rules by which TRL's `{% generation %}` spans (`--match trl`) train more:\n\n"
+        "expkit trains everything the model generates after the generation prompt: what the template renders between "
+        "the prompt and the content, the content (and a tool call after it) and the family's own end-of-turn token; "
+        "`differs` names the rules by which TRL's `{% generation %}` spans (`--match trl`) train more, or less "
+        "(`after generation prompt`), and a cell names `generation prompt not in training render` where the "
+        "rendered turn does not continue the generation prompt:\n\n"
         f"{rules}\n\n" + "\n".join(lines)
     )
 
@@ -111,8 +119,8 @@ def test_no_family_is_refused_and_differences_are_named(fam: Family):
     for kind in KINDS:
         status, detail = _cell(fam.name, kind)
         assert status != "refused", f"{fam.name} {kind}: {detail}"
-        if status == "differs":
-            assert all(rule.strip() in RULES for rule in detail.split(";")), detail
+        rules = detail.split(";") if status == "differs" else detail.split(";")[1:]
+        assert all(rule.strip() in RULES for rule in rules), detail
 
 
 @pytest.mark.parametrize(("name", "template"), trl_training_templates(), ids=lambda v: v if len(v) < 60 else "")
@@ -131,7 +139,7 @@ def test_trl_training_templates_without_markers_are_not_refused(name: str, templ
 
 
 def test_the_table_counts_are_what_the_issue_asks():
-    """refused = 0, and TRL trains more than expkit, never less, where both train."""
+    """refused = 0, and where expkit trains what TRL does not, the rule is named (no bare 'less than expkit')."""
     statuses = [_cell(f.name, k) for f in FAMILIES for k in KINDS]
     assert not [s for s in statuses if s[0] == "refused"]
     assert not [s for s in statuses if "less than expkit" in s[1]]
@@ -203,10 +211,13 @@ def test_glm4_appends_the_end_of_turn_its_template_renders_only_in_history():
 
 @pytest.mark.parametrize(
     ("name", "rules"),
-    [  # read off the templates: Qwen3's generation prompt opens an empty think block TRL trains, and TRL's
-        # markers close after the newline following <|im_end|>; gpt-oss' markers start at <|start|>assistant
-        ("qwen3", ("empty think block", "trailing newline after end-of-turn")),
+    [  # read off the templates: Qwen3's stock render opens the final turn with an empty think block after the
+        # generation prompt (both train it), and TRL's markers close after the newline following <|im_end|>;
+        # gpt-oss' markers start at <|start|>assistant, the generation prompt ends there; GLM-4.5's prompt ends at
+        # <|assistant|>, the render goes on with "\n<think></think>\n", which both train
+        ("qwen3", ("trailing newline after end-of-turn",)),
         ("gptoss", ("role header",)),
+        ("glm4moe", ()),
         ("llama3", ()),
         ("phi3", ("token after end-of-turn",)),
     ],
@@ -230,3 +241,31 @@ def test_generation_config_stop_list_gets_the_family_end_of_turn(fam: Family):
     contract = enforce_stop_contract(base, end_of_turn=eot, fix=True)
     assert contract.ok and eot.id in contract.eos_ids_after and tok.bos_token_id in contract.eos_ids_after
     assert not enforce_stop_contract(GenerationConfig(eos_token_id=tok.bos_token_id), end_of_turn=eot, fix=False).ok
+
+
+@pytest.mark.parametrize(
+    ("name", "trained", "unprompted"),
+    [  # what the model must emit after the generation prompt, read off the templates' add_generation_prompt branches
+        ("glm4_chat", "\n5<|user|>", ""),  # the prompt ends at <|assistant|>, the turn goes on with a newline
+        ("gptoss", "<|channel|>final<|message|>5<|return|>", ""),  # the prompt ends at <|start|>assistant
+        ("qwen3", "<think>\n\n</think>\n\n5<|im_end|>", ""),  # the stock render's empty think block
+        ("llama3", "5<|eot_id|>", ""),
+        ("deepseekv3", "5<\uff5cend\u2581of\u2581sentence\uff5c>", "<think>\n"),  # the prompt opens a think block
+    ],
+)
+def test_the_trained_span_starts_where_the_generation_prompt_ends(name: str, trained: str, unprompted: str):
+    fam = next(f for f in FAMILIES if f.name == name)
+    render = partial(render_template, strip_generation_markers(fam.template))
+    msgs = conversations()["one-turn"]
+    d = derive_assistant_spans(render, msgs)
+    s = d.spans[-1]
+    assert d.text[s.start : s.end] == trained and s.unprompted == unprompted
+    ask = render(msgs[:-1], add_generation_prompt=True)
+    if not unprompted:  # the prompt plus the trained span is the training text: nothing untrained in between
+        assert d.text.startswith(ask) and s.start == len(ask)
+    else:  # the prompt is not continued: the model is asked for a prefix it never saw, and the audit says so
+        assert not d.text.startswith(ask) and ask.endswith(unprompted) and s.start == s.content_start
+        tok, _ = _tokenizer(name)
+        audit = audit_labels(tokenizer=tok, examples=[ChatExample(messages=tuple(msgs))])
+        named = [n for n in audit.notes if n.startswith("generation prompt not in training render")]
+        assert named and repr(unprompted) in named[0], audit.notes

@@ -37,6 +37,12 @@ RULES: dict[str, str] = {
     "token after end-of-turn": "a token after the end of turn (Phi-3's eos, GLM-4's appended <|user|>)",
     "empty think block": "the <think></think> block the template (or the generation prompt) opens",
     "role header": "the assistant header before the content (<|start|>assistant<|channel|>final<|message|>)",
+    "after generation prompt": "what the template renders between the generation prompt and the content (Gemma 4's "
+    "<|turn>model\\n after a tool response, GLM-4's newline after <|assistant|>): the model must emit it, expkit "
+    "trains it and TRL's markers leave it out",
+    "generation prompt not in training render": "the generation prompt ends with text the rendered turn lacks "
+    "before the content (DeepSeek's <think>\\n): the model is asked to continue a prefix it was never shown; the "
+    "audit notes it, neither convention trains it",
     "tool-call turns": "an assistant turn that calls a tool is trained differently",
     "multi-turn history": "a turn before the last is rendered or trained differently",
     "less than expkit": "TRL leaves out part of what expkit trains (content or end of turn)",
@@ -118,9 +124,9 @@ def _classify_before(extra: str) -> list[str]:
     if not extra:
         return []
     rules = []
-    if "<think>" in extra and _THINK.search(extra):
+    if "<think>" in extra or "</think>" in extra:  # the block, or the part of it the generation prompt opens
         rules.append("empty think block")
-    if _THINK.sub("", extra).strip():
+    if _THINK.sub("", extra).replace("<think>", "").replace("</think>", "").strip():
         rules.append("role header")
     return rules
 
@@ -144,8 +150,13 @@ def _turn_differences(
     lo, cs, ce, hi = where
     found: list[SpanDifference] = []
     before = _run_before(trl_mask, trl_text, lo, cs)
-    for rule in _classify_before(before):
-        found.append(SpanDifference(i, rule, "trl trains more", before))
+    mine = ours.text[span.start : span.content_start]  # what expkit trains after the generation prompt
+    if before.endswith(mine):
+        extra = before[: len(before) - len(mine)]
+        for rule in _classify_before(extra):
+            found.append(SpanDifference(i, rule, "trl trains more", extra))
+    else:
+        found.append(SpanDifference(i, "after generation prompt", "expkit trains more", mine))
     if not all(trl_mask[cs:ce]):
         found.append(SpanDifference(i, "less than expkit", "expkit trains more", trl_text[cs:ce]))
     after = _classify_after(ours.text[span.content_end : span.end], _run_after(trl_mask, trl_text, ce, hi))

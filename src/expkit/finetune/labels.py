@@ -265,9 +265,9 @@ class LabelBuilder:
         eos_in_loss: keep the end-of-turn token in the loss (False reproduces the does-not-stop bug).
         max_length: truncate to this many tokens (None: no truncation), as SFTConfig.max_length does.
         match: ``expkit`` (default): the template's own ``{% generation %}`` markers when it has them, else
-            expkit's strict derived spans (content + end-of-turn token); ``trl``: TRL's labels, from the markers
-            or from the training template TRL swaps in for a known stock template (``conventions.RULES`` names
-            what TRL trains beyond expkit's spans).
+            expkit's derived spans (from the end of the generation prompt through the end-of-turn token); ``trl``:
+            TRL's labels, from the markers or from the training template TRL swaps in for a known stock template
+            (``conventions.RULES`` names where the two differ).
     """
 
     def __init__(
@@ -300,6 +300,8 @@ class LabelBuilder:
         added = tokenizer.get_added_vocab()
         others = sorted({added[t] for t in END_OF_TURN_STRINGS if t in added} - {self.end_of_turn.id})
         self.end_of_turn = replace(self.end_of_turn, others=tuple(others))
+        # generation-prompt text the training renders lack before an assistant turn -> turns seen (TurnSpan.unprompted)
+        self.unprompted: dict[str, int] = {}
 
     def _render(self, messages: Sequence[dict[str, str]], *, gen_prompt: bool = False) -> str:
         return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=gen_prompt)
@@ -310,15 +312,18 @@ class LabelBuilder:
         )
 
     def _derived_mask(self, messages: Sequence[dict[str, str]], ex: ChatExample, only_last: bool):
-        """expkit's strict spans (``spans.derive_assistant_spans``): each assistant content through its end of turn,
-        located by rendering the turn with sentinel content, so templates that do not render turns as prefixes
-        of each other (DeepSeek, Phi-3 with a system prompt, gpt-oss) are handled too."""
+        """expkit's spans (``spans.derive_assistant_spans``): from the end of the generation prompt through each
+        assistant turn's end of turn, located by rendering the turn with sentinel content, so templates that do
+        not render turns as prefixes of each other (DeepSeek, Phi-3 with a system prompt, gpt-oss) are handled too."""
         try:
             derived = derive_assistant_spans(
                 self._render_for_spans, messages, end_of_turn_strings=self.end_strings, only_last=only_last
             )
         except InputError as exc:
             raise InputError(exc.message, line=ex.line or None, hint=exc.hint) from None
+        for s in derived.spans:
+            if s.unprompted:
+                self.unprompted[s.unprompted] = self.unprompted.get(s.unprompted, 0) + 1
         enc = self.tokenizer(derived.text, add_special_tokens=False, return_offsets_mapping=True)
         chars = derived.trained_chars()
         # a token is trained when any of its characters is (as transformers' assistant mask does): a token that
@@ -528,6 +533,12 @@ def audit_labels(
         notes.append(
             "the chat template has no {% generation %} markers: expkit derived the assistant spans "
             "from the rendered turns (TRL's assistant_only_loss needs the markers)"
+        )
+    for tail, n in b.unprompted.items():
+        notes.append(
+            f"generation prompt not in training render: the generation prompt ends with {tail!r}, which the "
+            f"rendered training text never has before the assistant's content ({n} turn(s)): the model is asked at "
+            "inference to continue a prefix it was never shown"
         )
     if not b.eos_in_loss:
         notes.append(f"--no-eos-in-loss: {eot.token} is masked out on purpose; expect a model that does not stop")

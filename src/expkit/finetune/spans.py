@@ -5,8 +5,14 @@ For assistant turn ``i`` the conversation is rendered twice, once as is and once
 replaced by a sentinel; the text before the sentinel is a prefix of the real render and the text after it a
 suffix, so the real content lies between them (templates that drop reasoning from history, or render a
 system prompt only when a later turn exists, still agree on the text around one turn). The trained span of
-the turn is expkit's strict convention: the content, what the template renders between it and the end of turn
-(tool calls), and the family's own end-of-turn token, nothing before the content and nothing after the token.
+the turn is expkit's default convention: everything the model must generate after the generation prompt - what
+the template renders between the end of ``render(messages[:i], add_generation_prompt=True)`` and the content
+(GLM-4's newline after ``<|assistant|>``, gpt-oss' ``<|channel|>final<|message|>``, Qwen3's empty think block),
+the content, what it renders between the content and the end of turn (tool calls), and the family's own
+end-of-turn token; nothing after the token. Where the training render does not continue the generation prompt
+(DeepSeek-V3's prompt opens ``<think>\n``, which its rendered turns never contain), the span starts at the
+content and ``TurnSpan.unprompted`` names the prompt text the model is asked to continue at inference but is
+never shown in training.
 """
 
 from __future__ import annotations
@@ -69,17 +75,22 @@ def strip_generation_markers(template: str) -> str:
 class TurnSpan:
     """One assistant turn in the rendered text (character offsets, end exclusive).
 
-    ``content_start``/``content_end``: the message content as rendered. ``end``: the end of the trained span
-    (just after ``end_of_turn``). ``appended``: the template renders no end of turn after this (final) turn, so
+    ``start``: the start of the trained span (the end of the generation prompt when the render continues it, else
+    ``content_start``). ``content_start``/``content_end``: the message content as rendered. ``end``: the end of the
+    trained span (just after ``end_of_turn``). ``unprompted``: the text the generation prompt ends with that the
+    training render does not have before this turn's content ("": it has it).
+    ``appended``: the template renders no end of turn after this (final) turn, so
     ``end_of_turn`` - the one it renders after the same turn when a user turn follows - was appended to the text.
     """
 
     turn: int
+    start: int
     content_start: int
     content_end: int
     end: int
     end_of_turn: str
     appended: bool = False
+    unprompted: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,7 +105,7 @@ class DerivedSpans:
         """Per character of ``text``: inside a trained span."""
         mask = [False] * len(self.text)
         for s in self.spans:
-            mask[s.content_start : s.end] = [True] * (s.end - s.content_start)
+            mask[s.start : s.end] = [True] * (s.end - s.start)
         return mask
 
 
@@ -137,6 +148,33 @@ def _tool_call_start(render: Render, messages: Sequence[Message], full: str, i: 
     if not full.startswith(ask):
         return None
     return len(ask), len(ask)
+
+
+def _after_prompt(
+    render: Render, messages: Sequence[Message], full: str, i: int, content_start: int, prev: tuple[int, int] | None
+) -> tuple[int, str]:
+    """(start of turn ``i``'s trained span, the generation prompt's text the render lacks before the content).
+
+    The render continues the generation prompt when ``render(messages[:i], add_generation_prompt=True)`` is a
+    prefix of it; a template that renders the history differently (Mistral moves the system prompt) still
+    continues it when the prompt's text after the previous message's content is what the render has there."""
+    try:
+        ask = render(messages[:i], add_generation_prompt=True)
+    except Exception:  # noqa: BLE001 - a template that cannot end on this turn: train from the content
+        return content_start, ""
+    if full.startswith(ask) and len(ask) <= content_start:
+        return len(ask), ""
+    before = messages[i - 1].get("content") if i else None
+    if prev is None or not isinstance(before, str) or not before or before not in ask:
+        return content_start, ""
+    tail = ask[ask.rindex(before) + len(before) :]
+    here = full[prev[1] : content_start]
+    if here.startswith(tail):
+        return prev[1] + len(tail), ""
+    same = 0
+    while same < min(len(tail), len(here)) and tail[same] == here[same]:
+        same += 1
+    return content_start, tail[same:]
 
 
 def _first_end_of_turn(text: str, start: int, stop: int, ends: Sequence[str]) -> tuple[int, str] | None:
@@ -193,6 +231,11 @@ def derive_assistant_spans(
     for i in range(len(messages)):
         if i in turns or (i - 1) in turns:
             located[i] = _locate(render, messages, full, i)
+        elif (i + 1) in turns:  # the message before a turn: where the generation prompt's tail starts, if found
+            try:
+                located[i] = _locate(render, messages, full, i)
+            except Exception:  # noqa: BLE001 - a template that rejects this message with sentinel content
+                located[i] = None
     spans, appended = [], ""
     for i in turns:
         where = _tool_call_start(render, messages, full, i) or located[i]
@@ -202,11 +245,12 @@ def derive_assistant_spans(
                 "span cannot be located",
                 hint="check that the template renders message['content'] of every assistant turn",
             )
+        start, unprompted = _after_prompt(render, messages, full, i, where[0], located.get(i - 1))
         nxt = located.get(i + 1)
         stop = nxt[0] if nxt is not None else len(full)
         hit = _first_end_of_turn(full, where[1], stop, end_of_turn_strings)
         if hit is not None:
-            spans.append(TurnSpan(i, where[0], where[1], hit[0] + len(hit[1]), hit[1]))
+            spans.append(TurnSpan(i, start, where[0], where[1], hit[0] + len(hit[1]), hit[1], unprompted=unprompted))
             continue
         tail = _end_after_final_turn(render, messages, i, end_of_turn_strings) if i == len(messages) - 1 else None
         if tail is None or full[where[1] :].strip():
@@ -216,5 +260,7 @@ def derive_assistant_spans(
                 hint="end assistant turns with the family's end-of-turn token in the template",
             )
         appended = tail[1]
-        spans.append(TurnSpan(i, where[0], where[1], len(full) + len(appended), appended, appended=True))
+        spans.append(
+            TurnSpan(i, start, where[0], where[1], len(full) + len(appended), appended, True, unprompted=unprompted)
+        )
     return DerivedSpans(text=full + appended, spans=tuple(spans))
