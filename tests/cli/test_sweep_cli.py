@@ -125,8 +125,8 @@ def test_ctrl_c_kills_running_trials_and_resume_finishes_the_rest(proj: Path) ->
 @pytest.mark.parametrize(
     ("address", "message"),
     [
-        ("127.0.0.1:1", "no Ray cluster at --address '127.0.0.1:1'"),
-        ("ray://127.0.0.1:1", "no Ray cluster at --address 'ray://127.0.0.1:1'"),
+        ("127.0.0.1:1", "--address '127.0.0.1:1': no Ray cluster there"),
+        ("ray://127.0.0.1:1", "--address 'ray://127.0.0.1:1': no Ray cluster there"),
         ("not an address", "--address 'not an address' is not a Ray cluster address"),
     ],
 )
@@ -141,7 +141,9 @@ def test_an_unreachable_or_malformed_address_is_exit_2_naming_it(cli, proj: Path
 
 def test_cpus_per_trial_nan_is_exit_2(cli, proj: Path) -> None:
     r = cli("sweep", "--cpus-per-trial", "nan", "--name", "nan1", "--", sys.executable, "trial.py")
-    assert r.exit_code == 2 and "cpus_per_trial nan" in r.stderr
+    assert r.exit_code == 2 and "--cpus-per-trial nan must be a finite number > 0" in r.stderr
+    r = cli("sweep", "--gpus-per-trial", "inf", "--name", "inf1", "--", sys.executable, "trial.py")
+    assert r.exit_code == 2 and "--gpus-per-trial inf must be a finite number >= 0" in r.stderr
 
 
 def test_runs_ls_shows_the_grid_keys_and_compare_takes_config_dot_key(cli, proj: Path) -> None:

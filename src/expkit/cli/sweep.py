@@ -6,10 +6,21 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.flags import fields_as_flags
 from expkit.cli.output import emit
 from expkit.sweep.backends import backend_names
 
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+# the library names the fields of BackendSettings and SweepRequest; this command names the flags that set them
+_FLAGS = {
+    "address": "--address",
+    "backend": "--backend",
+    "max_parallel": "--max-parallel",
+    "cpus_per_trial": "--cpus-per-trial",
+    "gpus_per_trial": "--gpus-per-trial",
+    "partition": "--partition",
+    "max_retries": "--max-retries",
+}
 
 
 def sweep(
@@ -154,7 +165,10 @@ def sweep(
         max_retries=max_retries,
         early_stop=policy,
     )
-    with sweep_progress(len(plan.trials) if plan is not None else 1, announce=not json_out) as update:
+    with (
+        fields_as_flags(_FLAGS),
+        sweep_progress(len(plan.trials) if plan is not None else 1, announce=not json_out) as update,
+    ):
         res = run_sweep(request, on_progress=update)
     emit(res, json_out, human=print_sweep_result)
     res.raise_unless_complete()

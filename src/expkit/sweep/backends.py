@@ -213,15 +213,15 @@ def check_ray_address(address: str, *, timeout_s: float = ADDRESS_CONNECT_TIMEOU
     rest = address.removeprefix("ray://")
     host, sep, port_text = rest.rpartition(":")
     if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536 or "/" in host:
-        raise UsageError(f"--address {address!r} is not a Ray cluster address", hint=hint)
+        raise UsageError(f"address {address!r} is not a Ray cluster address", hint=hint)
     try:
         with socket.create_connection((host.strip("[]"), int(port_text)), timeout=timeout_s):
             pass
     except OSError as exc:
         why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
         raise UsageError(
-            f"no Ray cluster at --address {address!r} ({why} within {timeout_s:g} s)",
-            hint="start one with `ray start --head`, check host and port, or leave --address out for a local Ray",
+            f"address {address!r}: no Ray cluster there ({why} within {timeout_s:g} s)",
+            hint="start one with `ray start --head`, check host and port, or give no address for a local Ray",
         ) from None
 
 
@@ -249,9 +249,9 @@ class RayBackend:
                     ray.init(address=address, **kwargs)
                 except Exception as exc:  # noqa: BLE001 - ray raises ConnectionError, RuntimeError, ValueError ...
                     raise UsageError(
-                        f"no Ray cluster could be joined at --address {address!r}: {type(exc).__name__}: "
+                        f"address {address!r}: no Ray cluster could be joined there: {type(exc).__name__}: "
                         + (str(exc).strip().splitlines() or [""])[0][:200],
-                        hint="start one with `ray start --head`, or leave --address out for a local Ray instance",
+                        hint="start one with `ray start --head`, or give no address for a local Ray instance",
                     ) from None
             else:
                 ray.init(num_cpus=num_cpus, **kwargs)
@@ -434,10 +434,8 @@ def make_backend(name: str, settings: BackendSettings) -> SweepBackend:
         raise UsageError(f"backend {name!r} is not one of {', '.join(BACKENDS)}")
     if settings.max_parallel is not None and settings.max_parallel < 1:
         raise UsageError(f"max_parallel {settings.max_parallel} must be at least 1")
-    if not (math.isfinite(settings.cpus_per_trial) and math.isfinite(settings.gpus_per_trial)) or (
-        settings.cpus_per_trial <= 0 or settings.gpus_per_trial < 0
-    ):
-        raise UsageError(
-            f"cpus_per_trial {settings.cpus_per_trial} must be > 0 and gpus_per_trial {settings.gpus_per_trial} >= 0"
-        )
+    if not (math.isfinite(settings.cpus_per_trial) and settings.cpus_per_trial > 0):
+        raise UsageError(f"cpus_per_trial {settings.cpus_per_trial} must be a finite number > 0")
+    if not (math.isfinite(settings.gpus_per_trial) and settings.gpus_per_trial >= 0):
+        raise UsageError(f"gpus_per_trial {settings.gpus_per_trial} must be a finite number >= 0")
     return factory(settings)
