@@ -88,15 +88,15 @@ PASSING = (
     "phi3",
     "phi4",
     "smollm3",
+    "glm4_chat",  # passes since the span starts at the end of the generation prompt (the newline after <|assistant|>)
 )
 KNOWN_FAILING = {
-    "glm4_chat": "the generation prompt ends at <|assistant|> but the turn goes on with a newline that expkit's "
-    "spans leave untrained, so the model has never seen what it must emit first",
     "deepseekv3": "the generation prompt opens a think block (<think> and a newline) that the rendered training "
-    "turns never contain, so "
-    "held-out prompts are off the trained distribution",
-    "gptoss": "expkit's spans leave the harmony header <|channel|>final<|message|> untrained, so the model emits "
-    "<|return|> at once: it stops on every prompt with an empty answer",
+    "turns never contain, so held-out prompts are off the trained distribution (the audit names it: generation "
+    "prompt not in training render)",
+    "gptoss": "expkit now trains the harmony header <|channel|>final<|message|> that follows the generation prompt, "
+    "and every answer is non-empty (it was empty on every prompt), but 60 steps leave a few prompts going on with "
+    "<|channel|> after the answer instead of <|return|>: stops on fewer than 99%",
 }
 ALL = (*PASSING, *KNOWN_FAILING)
 _BY_NAME = {f.name: f for f in families()}
