@@ -35,6 +35,7 @@ _FLAGS = {
     "show": "--show",
     "threads": "--threads",
     "lora_targets": "--targets",
+    "match": "--match",
 }
 
 
@@ -165,7 +166,8 @@ def audit(
     match: str = typer.Option(
         "expkit",
         "--match",
-        help="Label convention: expkit (content + end-of-turn token) or trl (TRL's {% generation %} spans).",
+        help="Label convention: expkit (all the model generates after the generation prompt, through the "
+        "end-of-turn token) or trl (TRL's {% generation %} spans).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the audit as JSON (masked_fraction, problems ...)."),
 ) -> None:

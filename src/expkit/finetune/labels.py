@@ -110,7 +110,7 @@ class LabelAudit:
     problems: tuple[LabelProblem, ...]
     shown: tuple[TokenView, ...]
     elapsed_s: float
-    match: str = "expkit"  # the convention of the labels: expkit's (default) or TRL's (--match trl)
+    match: str = "expkit"  # the convention of the labels: expkit's (default) or TRL's ('trl')
     trl: TrlDifferences | None = None  # where expkit's derived labels differ from TRL's, rule by rule
 
     @property
@@ -245,8 +245,8 @@ def _trl_training_template(tokenizer: Any) -> str:
     template, reason = trl_training_template(tokenizer)
     if template is None:
         raise UsageError(
-            f"--match trl: {reason}, so TRL's assistant_only_loss cannot train it",
-            hint="use expkit's default convention (--match expkit), which derives the spans",
+            f"match 'trl': {reason}, so TRL's assistant_only_loss cannot train it",
+            hint="use expkit's default convention (match 'expkit'), which derives the spans",
         )
     return template
 
