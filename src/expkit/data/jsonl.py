@@ -279,6 +279,12 @@ def _keep_distinct(t: JsonlTally, name: str, lineno: int, line: bytes, on_error:
     return False
 
 
+# A key written with space before its colon is not counted by the cheap test (b'":'), and a nested object adds
+# to the count: the two can cancel and hide a duplicate, so such lines always take the exact parse.
+_SPACED_COLON = b'" :'
+_TAB_COLON = b'"\t:'
+
+
 def iter_jsonl(
     path: str | Path,
     *,
@@ -347,7 +353,7 @@ def iter_jsonl(
                     if (
                         distinct_keys  # the cheap test first; the slow parse only for the lines it flags
                         and type(record) is dict
-                        and line.count(b'":') != len(record)
+                        and (line.count(b'":') != len(record) or _SPACED_COLON in line or _TAB_COLON in line)
                         and not _keep_distinct(t, name, lineno, line, on_error)
                     ):
                         continue
@@ -365,7 +371,7 @@ def iter_jsonl(
                     if (
                         distinct_keys  # the cheap test first; the slow parse only for the lines it flags
                         and type(record) is dict
-                        and line.count(b'":') != len(record)
+                        and (line.count(b'":') != len(record) or _SPACED_COLON in line or _TAB_COLON in line)
                         and not _keep_distinct(t, name, lineno, line, on_error)
                     ):
                         continue
