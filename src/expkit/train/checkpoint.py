@@ -6,6 +6,7 @@ are kept.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +71,16 @@ def save_train_checkpoint(
     state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "rng": capture_rng_state(), "step": step}
     meta = {"step": step, "model_config": model_config, "train_config": train_config, "extra": extra or {}}
     info = save_checkpoint(state, directory, f"{_PREFIX}{step:07d}", meta=meta)
-    for old in find_checkpoints(directory, _PREFIX)[:-keep] if keep >= 1 else []:
+    for old in _step_checkpoints(directory)[:-keep] if keep >= 1 else []:
         shutil.rmtree(old, ignore_errors=True)
     return info.path
+
+
+def _step_checkpoints(directory: str | os.PathLike[str]) -> list[Path]:
+    """The ``step-N`` checkpoints under ``directory``, oldest first by their step number (past step 9,999,999
+    the zero-padded names no longer sort by step)."""
+    steps = [p for p in find_checkpoints(directory, _PREFIX) if p.name[len(_PREFIX) :].isdigit()]
+    return sorted(steps, key=lambda p: int(p.name[len(_PREFIX) :]))
 
 
 def _config_diff(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
@@ -94,8 +102,8 @@ def open_train_checkpoint(path: str | Path, *, model_config: dict[str, Any] | No
             message lists each differing key).
     """
     path = Path(path)
-    if path.is_dir() and not (path / "manifest.json").exists() and find_checkpoints(path, _PREFIX):
-        path = find_checkpoints(path, _PREFIX)[-1]  # a run's checkpoint folder: take its newest
+    if path.is_dir() and not (path / "manifest.json").exists() and _step_checkpoints(path):
+        path = _step_checkpoints(path)[-1]  # a run's checkpoint folder: take its newest
     info = read_checkpoint(path)
     meta = info.meta
     if not (
