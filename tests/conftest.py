@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass
 
 # The Hugging Face Hub cannot be reached here: every test runs offline, as CI does.
@@ -11,6 +12,13 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import pytest
+
+# A suite started as a background job of a non-interactive shell (`make test &`, nohup) inherits SIGINT
+# ignored, and so would every process it starts: the Ctrl-C tests would then see commands that cannot be
+# interrupted. A Python handler here is reset to the default at exec, so the commands under test get the
+# SIGINT a terminal gives them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True)
