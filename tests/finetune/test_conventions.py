@@ -73,7 +73,7 @@ def test_match_trl_without_a_trl_template_is_refused_with_the_reason(tmp_path):
     plain = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     texts = [render_template(plain, m) for m in conversations().values()]
     tok = build_tokenizer(plain, texts, eos="<|im_end|>")
-    with pytest.raises(UsageError, match="^match 'trl': TRL has no training template") as refused:
+    with pytest.raises(UsageError, match=r"^match 'trl': TRL has no training template") as refused:
         LabelBuilder(tok, match="trl")
     assert "--" not in refused.value.message + (refused.value.hint or "")  # the library names no CLI flag
     with pytest.raises(UsageError, match="match must be expkit or trl"):
