@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass
 
 # The Hugging Face Hub cannot be reached here: every test runs offline, as CI does.
@@ -44,3 +45,47 @@ def cli():
         return CliResult(res.exit_code, res.stdout, res.stderr, exc)
 
     return invoke
+
+
+# One local Ray instance for the tests that take `local_ray` (the Ray backend's and the worker-kill fault
+# test), started by the first of them and stopped after the last, so no later test finds Ray running in this
+# process (RayBackend uses an instance it finds and would not look at an --address). Starting one costs
+# ~11 s on an idle 2-core machine and ~9 CPU-s: seven Python processes (autoscaler monitor, API server, log
+# monitor, dashboard and runtime-env agents, two workers) import ray at ~1.4 s each; measured here, neither
+# RAY_USAGE_STATS_ENABLED=0, RAY_AUTH_MODE=disabled nor enable_worker_prestart=False changed that. Ray gives
+# its raylet a fixed 30 s to register (ray/_private/node.py, raylet_start_wait_time_s), which a machine
+# loaded 5x over can miss once, so a failed start is tried again; only a Ray that fails twice is skipped.
+RAY_START_ATTEMPTS = 2
+
+
+def _start_local_ray():
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        return ray
+    failures = []
+    for _ in range(RAY_START_ATTEMPTS):
+        t0 = time.monotonic()
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            return ray
+        except Exception as exc:  # noqa: BLE001 - ray raises Exception itself when its node times out starting
+            ray.shutdown()
+            failures.append(f"{time.monotonic() - t0:.0f} s: {type(exc).__name__}: {str(exc)[:200]}")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    pytest.skip(f"a local Ray instance did not start in {RAY_START_ATTEMPTS} tries (load {load}): {failures}")
+
+
+@pytest.fixture
+def local_ray():
+    """The ``ray`` module with a local instance of 2 CPUs running (shared; stopped after its last user)."""
+    return _start_local_ray()
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if "local_ray" not in getattr(item, "fixturenames", ()):
+        return
+    rest = item.session.items[item.session.items.index(item) + 1 :] if nextitem is not None else []
+    if not any("local_ray" in getattr(i, "fixturenames", ()) for i in rest):
+        import ray
+
+        ray.shutdown()

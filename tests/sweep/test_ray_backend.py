@@ -1,4 +1,4 @@
-"""The Ray backend on a real local Ray instance (num_cpus=2, started and stopped here): trials as Ray
+"""The Ray backend on a real local Ray instance (num_cpus=2, the ``local_ray`` of tests/conftest.py): trials as Ray
 tasks writing into the shared store, a failing trial, a SIGKILLed trial retried, resume."""
 
 from __future__ import annotations
@@ -15,13 +15,6 @@ from expkit.sweep import SweepRequest, plan_sweep, run_sweep
 ray = pytest.importorskip("ray")
 
 TRIAL_PROGRAM = Path(__file__).with_name("trial_program.py")
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 def test_ray_backend_runs_retries_and_resumes(local_ray, tmp_path, monkeypatch):
