@@ -168,3 +168,57 @@ def test_a_trial_is_read_until_its_last_rung_and_not_after(tmp_path, monkeypatch
     st.poll()
     assert st.end(trial, str(run_dir)) == [] and len(reads) == 2  # past its last rung: not read again
     assert [(d.rung, d.config) for d in st.decisions[trial.index]] == [(5, "cfg=a"), (10, "cfg=a")]
+
+
+# A flat curve for rungs in seconds: one line every 0.1 s for ~4.5 s, the loss the config's and seed's from the
+# first line on, so the value at a rung does not hang on how far a loaded machine let the trial get by then.
+# "a" and "b" tie as above (paired differences +0.02, -0.02); "c" is worse by 1.00 and 1.01 (2 pairs: the t
+# interval with 1 degree of freedom is 1.005 +- 12.71 * 0.0071 / sqrt(2) = [0.94, 1.07], clear of 0).
+FLAT_LINES = 45
+FLAT = textwrap.dedent(
+    f"""
+    import json, os, time
+    config = os.environ["EXPKIT_CONFIG_CFG"]
+    seed = int(os.environ["EXPKIT_SEED"])
+    a = [0.0, 0.1][seed]
+    loss = 1.0 + {{"a": a, "b": a + [0.02, -0.02][seed], "c": a + 1.0 + 0.01 * seed}}[config]
+    for step in range(1, {FLAT_LINES} + 1):
+        print(json.dumps({{"step": step, "loss": loss}}), flush=True)
+        time.sleep(0.1)
+    """
+)
+
+
+def test_rungs_in_seconds_through_the_cli_stop_the_worse_config_and_record_the_rung_in_seconds(cli, tmp_path):
+    (tmp_path / "flat.py").write_text(FLAT)
+    store = tmp_path / "store"
+    # config-major order, 2 at a time: a's seeds, then b's, then c's two seeds side by side; c's second pair at
+    # the 2 s rung stops it
+    res = cli(
+        "sweep", "--store", str(store), "--grid", "cfg=a,b,c", "--seeds", "2", "-j", "2", "--name", "sec",
+        "--early-stop", "asha", "--rungs", "2s,4s", "--min-seeds", "2", "--max-retries", "0", "--json",
+        "--", sys.executable, str(tmp_path / "flat.py"),
+    )  # fmt: skip
+    assert res.exit_code == 0, res.stderr  # every trial finished or was stopped early
+    outcomes = json.loads(res.stdout)["result"]["outcomes"]
+    status = {(o["config"]["cfg"], o["seed"]): o["status"] for o in outcomes}
+    assert status == {("a", 0): "finished", ("a", 1): "finished", ("b", 0): "finished", ("b", 1): "finished",
+                      ("c", 0): "stopped", ("c", 1): "stopped"}  # fmt: skip
+    records = [read_record(store / r.id) for r in list_runs(store, where=["group=sec"]).runs]
+    runs = {(r.config["cfg"], r.seed.seed): r for r in records}
+    assert len(records) == len(runs)
+    assert sorted(runs) == sorted(status)  # one run each (a stopped trial is not retried)
+    # the tie ran to its end and its runs carry no stop
+    for cfg in ("a", "b"):
+        for seed in (0, 1):
+            assert "early_stop" not in runs[cfg, seed].extra and _last_step(store / runs[cfg, seed].id) == FLAT_LINES
+    # c: stopped at a rung in seconds, the decision and its interval in each run's record
+    for seed in (0, 1):
+        rec = runs["c", seed]
+        stop = rec.extra["early_stop"]
+        assert rec.status == "stopped" and stop["config_stopped"] and stop["config"] == "cfg=c"
+        assert stop["policy"]["unit"] == "seconds" and tuple(stop["policy"]["rungs"]) == (2.0, 4.0)
+        assert stop["rung"] in (2.0, 4.0) and f"rung {stop['rung']:g} s" in rec.status_reason
+        assert stop["leader"] in ("cfg=a", "cfg=b") and stop["n_pairs"] == 2
+        assert 0.9 < stop["low"] <= stop["delta"] <= stop["high"] < 1.1  # the interval around 1.005, clear of 0
+        assert _last_step(store / rec.id) < FLAT_LINES  # cut short
