@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import orjson
 
@@ -327,6 +328,58 @@ def _dies_with_parent() -> Callable[[], None] | None:
     return set_in_child
 
 
+class ChildStart(NamedTuple):
+    """How the command is started: the argv given to ``Popen`` and its ``preexec_fn`` (None: none)."""
+
+    argv: list[str]
+    preexec_fn: Callable[[], None] | None
+
+
+def _resolves(program: str, cwd: Path, env: dict[str, str]) -> bool:
+    """Whether ``program`` names an executable file as ``Popen`` would look it up (``env``'s PATH, or
+    ``cwd`` for a path with a directory part)."""
+    if os.path.dirname(program):
+        path = cwd / program
+        return path.is_file() and os.access(path, os.X_OK)
+    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+
+
+def child_start(command: list[str], cwd: Path, env: dict[str, str]) -> ChildStart:
+    """Start ``command`` so that the kernel SIGKILLs it when the thread that started it dies.
+
+    On Linux with util-linux's ``setpriv`` on PATH, through ``setpriv --pdeathsig KILL -- command``: setpriv
+    sets the signal and execs the command in the same process (same pid, same argv), and Popen may start
+    it with vfork. A ``preexec_fn`` (``_dies_with_parent``) does the same from inside the child, but forces
+    a fork of this whole process: measured here, 20 ms wall and 6 ms CPU per trial in a Ray worker (128 MiB,
+    21 threads), 4-6 ms wall in the sweep driver, against 1-4 ms without. The preexec_fn is kept where
+    setpriv is missing or the program does not resolve (so that Popen still raises the OSError that names
+    it). The one difference: a parent SIGKILLed in the ~1 ms before setpriv's prctl leaves the command
+    running (the preexec_fn checks the parent after its prctl; setpriv does not).
+    """
+    if sys.platform.startswith("linux") and command and _resolves(command[0], cwd, env):
+        setpriv = _setpriv()
+        if setpriv is not None:
+            return ChildStart([setpriv, "--pdeathsig", "KILL", "--", *command], None)
+    return ChildStart(list(command), _dies_with_parent())
+
+
+_SETPRIV: list[str | None] = []
+
+
+def _setpriv() -> str | None:
+    """util-linux's ``setpriv`` (with ``--pdeathsig``, util-linux >= 2.33), looked up once per process."""
+    if not _SETPRIV:
+        exe = shutil.which("setpriv")
+        if exe is not None:
+            try:
+                ok = subprocess.run([exe, "--help"], capture_output=True, timeout=10).stdout
+                exe = exe if b"--pdeathsig" in ok else None
+            except (OSError, subprocess.TimeoutExpired):
+                exe = None
+        _SETPRIV.append(exe)
+    return _SETPRIV[0]
+
+
 def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: OutputSink | None) -> _ChildOutcome:
     """Tee the child's output to ``output.log`` (metrics to ``metrics.jsonl``), touch the heartbeat
     every second, and wait for it to end."""
@@ -461,14 +514,16 @@ def execute(
         record = dataclasses.replace(record, seed=dataclasses.replace(record.seed, source=seed_source))
     run_dir = root / record.id
     t0 = time.perf_counter()
+    env = _child_env(request, run_dir, seed)
+    start = child_start(command, workdir, env)
     try:
         proc = subprocess.Popen(
-            command,
+            start.argv,
             cwd=workdir,
-            env=_child_env(request, run_dir, seed),
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            preexec_fn=_dies_with_parent(),  # only a libc call in the child, looked up in the parent
+            preexec_fn=start.preexec_fn,  # None where setpriv sets the parent-death signal (vfork possible)
         )
     except OSError as exc:
         record = dataclasses.replace(
