@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from dataclasses import dataclass
 
@@ -85,7 +86,6 @@ def pytest_runtest_teardown(item, nextitem):
     if "local_ray" not in getattr(item, "fixturenames", ()):
         return
     rest = item.session.items[item.session.items.index(item) + 1 :] if nextitem is not None else []
-    if not any("local_ray" in getattr(i, "fixturenames", ()) for i in rest):
-        import ray
-
+    ray = sys.modules.get("ray")  # None where ray is not installed (the fixture skipped)
+    if ray is not None and not any("local_ray" in getattr(i, "fixturenames", ()) for i in rest):
         ray.shutdown()
