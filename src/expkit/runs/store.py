@@ -13,12 +13,13 @@ import dataclasses
 import os
 import re
 import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -193,19 +194,70 @@ def _row_of(record: RunRecord, mtime_ns: int) -> tuple[Any, ...]:
     )
 
 
+class _KeptIndex(NamedTuple):
+    pid: int
+    file_id: tuple[int, int]  # (st_dev, st_ino) of index.sqlite: a replaced or deleted file is opened again
+    con: sqlite3.Connection
+    lock: threading.Lock
+
+
+# Store root -> the connection this process writes index rows through. Opening one costs ~1 ms CPU and
+# ~2 ms wall (connect, pragmas, schema check), twice a sweep trial; kept for the last KEPT_INDEXES stores.
+_KEPT: dict[Path, _KeptIndex] = {}
+_KEPT_LOCK = threading.Lock()
+KEPT_INDEXES = 4
+
+
+def _kept_index(root: Path) -> _KeptIndex:
+    """This process's open connection to ``root``'s index, opened (or opened again) when there is none for
+    this pid or the index file is not the one it was opened on (rebuilt after corruption, store deleted)."""
+    st = os.stat(root / INDEX_NAME) if (root / INDEX_NAME).exists() else None
+    with _KEPT_LOCK:
+        kept = _KEPT.get(root)
+        if kept is not None and kept.pid == os.getpid() and st is not None and kept.file_id == (st.st_dev, st.st_ino):
+            return kept
+        if kept is not None:
+            _KEPT.pop(root)
+            if kept.pid == os.getpid():
+                with kept.lock, contextlib.suppress(sqlite3.Error):
+                    kept.con.close()
+        con = open_index(root)
+        con.close()  # opened once to create or repair it; the kept one may be used from any thread
+        con = sqlite3.connect(root / INDEX_NAME, timeout=30.0, isolation_level=None, check_same_thread=False)
+        con.execute("PRAGMA busy_timeout=30000")
+        st = os.stat(root / INDEX_NAME)
+        kept = _KeptIndex(os.getpid(), (st.st_dev, st.st_ino), con, threading.Lock())
+        _KEPT[root] = kept
+        while len(_KEPT) > KEPT_INDEXES:
+            old = _KEPT.pop(next(iter(_KEPT)))
+            if old.pid == os.getpid():
+                with old.lock, contextlib.suppress(sqlite3.Error):
+                    old.con.close()
+        return kept
+
+
 def index_run(root: Path, record: RunRecord | dict[str, Any], *, con: sqlite3.Connection | None = None) -> None:
-    """Insert or replace one run's row (``run.json`` must already be written). An index that cannot
-    be written is left as is: it is a cache, and the next listing reconciles it by ``run.json`` mtime."""
+    """Insert or replace one run's row (``run.json`` must already be written), through ``con`` or this
+    process's kept connection to the store's index. An index that cannot be written is left as is: it is
+    a cache, and the next listing reconciles it by ``run.json`` mtime."""
     rec = record if isinstance(record, RunRecord) else RunRecord.from_json(record)
-    own = con is None
+    sql = f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * _N_COLS)})"
     try:
-        con = con or open_index(root)
+        mtime = (root / rec.id / "run.json").stat().st_mtime_ns
+        if con is not None:
+            con.execute(sql, _row_of(rec, mtime))
+            return
+        kept = _kept_index(root)
         try:
-            mtime = (root / rec.id / "run.json").stat().st_mtime_ns
-            con.execute(f"INSERT OR REPLACE INTO runs VALUES ({','.join('?' * _N_COLS)})", _row_of(rec, mtime))
-        finally:
-            if own:
-                con.close()
+            with kept.lock:
+                kept.con.execute(sql, _row_of(rec, mtime))
+        except sqlite3.Error:  # overwritten in place, locked for 30 s ...: the next write opens (and repairs) it
+            with _KEPT_LOCK:
+                if _KEPT.get(root) is kept:
+                    _KEPT.pop(root)
+            with kept.lock, contextlib.suppress(sqlite3.Error):
+                kept.con.close()
+            raise
     except (sqlite3.Error, OSError):
         return
 
