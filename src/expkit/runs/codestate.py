@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,6 +160,10 @@ def capture_code(
 ) -> CodeRecord:
     """Record the git state of the work tree holding ``path``.
 
+    The record is kept per process and handed out again while nothing git would read for it changed (see
+    ``expkit.runs.codecache``): ``expkit sweep`` records every trial's code, and six git processes a trial
+    cost ~11 ms CPU here; a changed file, a commit or a new untracked file makes it read again.
+
     Args:
         path: a directory inside the work tree (the run's working directory).
         exclude: directories whose untracked files never enter the patch (the run store itself).
@@ -171,7 +176,21 @@ def capture_code(
         >>> capture_code(".").commit  # doctest: +SKIP
         '756b1c2f...'
     """
+    from expkit.runs import codecache
+
     cwd = Path(path).resolve()
+    key = (str(cwd), tuple(str(Path(e).resolve()) for e in exclude), patch_cap_bytes)
+    kept = codecache.kept_record(key)
+    if kept is not None:
+        return kept
+    started_ns = time.time_ns()
+    record = _capture_code_now(cwd, exclude, patch_cap_bytes)
+    codecache.keep_record(key, record, cwd=cwd, exclude=exclude, started_ns=started_ns)
+    return record
+
+
+def _capture_code_now(cwd: Path, exclude: tuple[str | Path, ...], patch_cap_bytes: int) -> CodeRecord:
+    """``capture_code`` without the kept record: git asked now."""
     empty: dict[str, Any] = dict(
         branch=None,
         remote=None,
