@@ -225,6 +225,7 @@ def _kept_index(root: Path) -> _KeptIndex:
         con.close()  # opened once to create or repair it; the kept one may be used from any thread
         con = sqlite3.connect(root / INDEX_NAME, timeout=30.0, isolation_level=None, check_same_thread=False)
         con.execute("PRAGMA busy_timeout=30000")
+        con.execute("PRAGMA synchronous=NORMAL")  # as open_index: WAL commits without an fsync each
         st = os.stat(root / INDEX_NAME)
         kept = _KeptIndex(os.getpid(), (st.st_dev, st.st_ino), con, threading.Lock())
         _KEPT[root] = kept
