@@ -221,11 +221,30 @@ def _policy_path(root: Path, group: str) -> Path:
     return plan_path(root, group).with_suffix(".early_stop.json")
 
 
+def _stopped_path(root: Path, group: str) -> Path:
+    """Config -> the decision that stopped it, written when the rule stops a config: a resume keeps the config
+    stopped even when none of its runs could be marked (a trial cancelled before its run was found)."""
+    return plan_path(root, group).with_suffix(".stopped.json")
+
+
+def _read_stopped(root: Path, group: str) -> dict[str, RungDecision]:
+    import orjson
+
+    path = _stopped_path(root, group)
+    if not path.exists():
+        return {}
+    return {
+        k: RungDecision(**{f: d.get(f) for f in _DECISION_FIELDS}) for k, d in orjson.loads(path.read_bytes()).items()
+    }
+
+
 def _policy_of(request: SweepRequest, root: Path, group: str) -> EarlyStopPolicy | None:
     """The request's early-stopping rule, written beside the plan; on a resume without one, the one there."""
     import orjson
 
     path = _policy_path(root, group)
+    if request.resume is None:
+        _stopped_path(root, group).unlink(missing_ok=True)  # a new sweep: no earlier sweep's stops apply to it
     if request.early_stop is not None:
         write_json_atomic(path, dataclasses.asdict(request.early_stop))
         return request.early_stop
@@ -308,7 +327,7 @@ class _SweepLoop:
                 found = read_record(self.root / run.id).extra.get("early_stop") or {}
                 stopped_configs[config_key(t)] = RungDecision(**{k: found.get(k) for k in _DECISION_FIELDS})  # type: ignore[arg-type]
         if self.stopper is not None:
-            self.stopper.table.stopped.update(stopped_configs)
+            self.stopper.table.stopped.update(stopped_configs | _read_stopped(self.root, self.plan.group))
         self.queue.extend((t, 1) for t in self.plan.trials if t.index not in self.outcomes)
 
     def report(self, event: str) -> None:
@@ -416,6 +435,10 @@ class _SweepLoop:
         decision), give its finished runs the decision too; its queued trials are skipped as they come up."""
         assert self.stopper is not None
         decision = self.stopper.stopped[key]
+        write_json_atomic(
+            _stopped_path(self.root, self.plan.group),
+            {k: dataclasses.asdict(d) for k, d in self.stopper.stopped.items()},
+        )
         self.report(f"{key}: stopped early at {self.stopper.policy.rung_text(decision.rung)} ({decision.reason})")
         handles = [h for h, (t, _) in self.inflight.items() if config_key(t) == key]
         self.be.cancel(handles)
