@@ -15,7 +15,8 @@ from expkit.sweep import SweepRequest, plan_sweep, run_sweep
 from expkit.sweep.backends import BackendSettings
 from expkit.sweep.early_stop import EarlyStopPolicy
 
-# "c" is worse than "a" by ~1 on every seed: two paired seeds exclude 0 at the first rung
+# "c" is worse than "a" by ~1 on every seed: two paired seeds exclude 0 at the first rung; its second seed
+# waits at step 5 until the rule stops it (cancelled mid-run, whatever the load)
 CURVE = textwrap.dedent(
     """
     import json, os, time
@@ -23,7 +24,9 @@ CURVE = textwrap.dedent(
     offset = {"a": 0.1 * seed, "c": 1.0 + 0.11 * seed}[os.environ["EXPKIT_CONFIG_CFG"]]
     for step in range(1, 41):
         print(json.dumps({"step": step, "loss": 1.0 + offset + 1.0 / step}), flush=True)
-        time.sleep(0.1)
+        time.sleep(0.03)
+        if step == 5 and seed > 0 and offset > 1:  # "c" past its first seed waits here to be stopped
+            time.sleep(60)
     """
 )
 
