@@ -11,8 +11,13 @@
   records) and the minimum 200 x 0.5 / 2 = 50 s (no process start, no records): target <= 10% over it.
   Each trial prints the wall time of its own busy loop, so a trial's overhead in ms is the time it held its
   slot (submitted -> settled, seen by the driver) minus its busy loop: the process start and the seven
-  records; medians over the trials. The 1,000 x 1 s figure is projected from that median:
-  minimum + 1,000 x overhead / 2.
+  records; medians over the trials; expkit's own part is that minus the plain pool's median (the process
+  start alone). The 1,000 x 1 s figure is projected from the median: minimum + 1,000 x overhead / 2.
+  CPU per trial is reported beside it (the load does not inflate it as it does wall time): the driver, the
+  trials beyond their loop (process start, git) and, for Ray, its workers (task handling + expkit's
+  records) and Ray's own processes (gcs, raylet, agents), read with psutil before and after the sweep. Their
+  sum over the trial's CPU is "CPU-bound on idle cores": how far over the minimum the sweep would be on
+  cores nobody else uses (the measured wall figures carry the load of whoever else shares the machine).
 
 Each trial is CPU-bound for a fixed amount of *CPU* time (2 s; 0.2 s with --quick), so the work per
 trial does not depend on how busy the machine is; the wall time does. The machine is shared: the load
@@ -23,6 +28,7 @@ Usage: .venv/bin/python benchmarks/bench_sweep.py [--quick] [--only bookkeeping]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -116,6 +122,48 @@ def _cpu_ms_per_trial(before: tuple[float, float], n: int, cpu_s: float) -> dict
     }
 
 
+def _ray_process_cpu_s() -> dict[int, tuple[str, float, float]]:
+    """pid -> (role, own CPU-s, reaped children's CPU-s) of every process below this one that Ray started:
+    ``worker`` (a ``ray::`` task process: Ray's task handling and expkit's ``execute``; its reaped children
+    are the trials and git) or ``ray system`` (gcs_server, raylet, the agents: Ray's own bookkeeping)."""
+    import psutil
+
+    procs = psutil.Process().children(recursive=True)
+    workers = set()
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if proc.name().startswith("ray::") or "default_worker.py" in " ".join(proc.cmdline()):
+                workers.add(proc.pid)
+    out: dict[int, tuple[str, float, float]] = {}
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if proc.pid not in workers and proc.ppid() in workers:
+                continue  # a trial still running: counted by its worker once reaped
+            t = proc.cpu_times()
+            role = "worker" if proc.pid in workers else "ray system"
+            out[proc.pid] = (role, t.user + t.system, t.children_user + t.children_system)
+    return out
+
+
+def _ray_cpu_ms_per_trial(before: dict[int, tuple[str, float, float]], n: int, cpu_s: float) -> dict:
+    """CPU per trial in Ray's processes over a sweep (``_ray_process_cpu_s`` before and after): Ray's own
+    (gcs, raylet, agents), the workers' own (task handling + expkit's records and output pump), and the
+    trials beyond their busy loop (process start, git), reaped by the workers. A worker that ended during
+    the sweep is not counted."""
+    after = _ray_process_cpu_s()
+    sums = {"ray system": 0.0, "worker": 0.0, "children": 0.0}
+    for pid, (role, own, children) in after.items():
+        _, own0, children0 = before.get(pid, (role, 0.0, 0.0))
+        sums[role] += own - own0
+        if role == "worker":
+            sums["children"] += children - children0
+    return {
+        "ray_system_cpu_ms_per_trial": 1000 * sums["ray system"] / n,
+        "ray_worker_cpu_ms_per_trial": 1000 * sums["worker"] / n,
+        "children_cpu_ms_per_trial_beyond_loop": 1000 * (sums["children"] / n - cpu_s),
+    }
+
+
 def _plain_pool(n: int, cpu_s: float) -> dict:
     """The same commands, PARALLEL at a time from a thread pool, with subprocess.run and nothing recorded;
     per trial, its subprocess.run wall time minus its busy loop: what starting the process costs."""
@@ -158,12 +206,13 @@ def _timed_sweep(store: Path, n: int, cpu_s: float, backend: str, tag: str) -> d
                 settled[label] = time.perf_counter()
 
     settings = BackendSettings(max_parallel=PARALLEL)
+    ray_before = _ray_process_cpu_s() if backend == "ray" else {}
     t0, c0 = time.perf_counter(), _cpu()
     res = run_sweep(SweepRequest(plan, store=store, backend=backend, settings=settings), on_progress=on_progress)
     wall = time.perf_counter() - t0
     cpu = _cpu_ms_per_trial(c0, n, cpu_s)
     if backend == "ray":  # the trials ran in Ray's workers, not in children of this process
-        cpu.pop("children_cpu_ms_per_trial_beyond_loop")
+        cpu.update(_ray_cpu_ms_per_trial(ray_before, n, cpu_s))
     assert res.counts == {"finished": n}, res.counts
     overhead_ms = [
         1000 * (settled[o.label] - started[o.label] - float(o.final_metrics["busy_wall_s"])) for o in res.outcomes
@@ -200,7 +249,27 @@ def _bookkeeping(store: Path, quick: bool, trials: int | None) -> dict:
         projected = 1000 * 1.0 / PARALLEL + 1000 * r["overhead_ms_median"] / 1000 / PARALLEL
         r["projected_1000x1s_s"] = projected
         r["projected_1000x1s_over_minimum"] = projected / (1000 * 1.0 / PARALLEL) - 1
+        # expkit's own part: the slot overhead beyond what starting the same process costs in the plain pool
+        r["own_overhead_ms_median"] = r["overhead_ms_median"] - out["plain_pool"]["overhead_ms_median"]
+    for r in (out["plain_pool"], out["local"], out["ray"]):
+        r["cpu_bound_over_minimum"] = _cpu_bound_over_minimum(r, cpu_s)
     return out
+
+
+def _cpu_bound_over_minimum(r: dict, cpu_s: float) -> float:
+    """What the measured CPU per trial beyond the busy loop (this process, the trials' process start and git,
+    Ray's workers and its own processes) adds to the minimum on cores nobody else uses: the most the sweep
+    could approach, whatever the load was during the measurement (wall time is inflated by it, CPU is not)."""
+    extra_ms = sum(
+        r.get(k, 0.0)
+        for k in (
+            "driver_cpu_ms_per_trial",
+            "children_cpu_ms_per_trial_beyond_loop",
+            "ray_worker_cpu_ms_per_trial",
+            "ray_system_cpu_ms_per_trial",
+        )
+    )
+    return extra_ms / 1000 / cpu_s
 
 
 def _print_bookkeeping(b: dict) -> None:
@@ -212,7 +281,8 @@ def _print_bookkeeping(b: dict) -> None:
     print(
         f"    plain pool (subprocess.run, no records) {plain['wall_s']:.1f} s: {100 * plain['over_minimum']:+.1f}% "
         f"over the minimum; per trial {plain['overhead_ms_median']:.0f} ms median (process start); CPU per trial "
-        f"beyond the loop {plain['children_cpu_ms_per_trial_beyond_loop']:.0f} ms"
+        f"beyond the loop {plain['children_cpu_ms_per_trial_beyond_loop']:.0f} ms; CPU-bound on idle cores "
+        f"{100 * plain['cpu_bound_over_minimum']:+.1f}%"
     )
     for name in ("local", "ray"):
         r = b[name]
@@ -220,13 +290,17 @@ def _print_bookkeeping(b: dict) -> None:
             f"    {name:<5} sweep {r['wall_s']:.1f} s: {100 * r['over_minimum']:+.1f}% over the minimum; per trial "
             f"{r['overhead_ms_median']:.0f} ms median (p90 {r['overhead_ms_p90']:.0f}, from the total "
             f"{r['overhead_ms_from_total']:.0f}); 1,000 x 1 s projected {r['projected_1000x1s_s']:.0f} s "
-            f"({100 * r['projected_1000x1s_over_minimum']:+.1f}%); CPU per trial: driver "
+            f"({100 * r['projected_1000x1s_over_minimum']:+.1f}%); beyond the plain pool's process start "
+            f"{r['own_overhead_ms_median']:.0f} ms; CPU per trial: driver "
             f"{r['driver_cpu_ms_per_trial']:.0f} ms"
+            + f", children beyond the loop {r['children_cpu_ms_per_trial_beyond_loop']:.0f} ms"
             + (
-                f", children beyond the loop {r['children_cpu_ms_per_trial_beyond_loop']:.0f} ms"
-                if "children_cpu_ms_per_trial_beyond_loop" in r
+                f", Ray's workers {r['ray_worker_cpu_ms_per_trial']:.0f} ms (task + execute), Ray's own processes "
+                f"{r['ray_system_cpu_ms_per_trial']:.0f} ms (gcs, raylet, agents)"
+                if "ray_system_cpu_ms_per_trial" in r
                 else ""
             )
+            + f"; CPU-bound on idle cores {100 * r['cpu_bound_over_minimum']:+.1f}% over the minimum"
         )
 
 
