@@ -83,6 +83,19 @@ def test_replay_stops_clear_losers_and_keeps_the_verdict():
     assert out.compute_fraction == pytest.approx(380 / 600)
 
 
+def test_replay_with_every_trial_at_once_judges_all_seeds_at_the_first_rung():
+    grid = _grid()
+    _, ties = full_grid_verdict(grid)
+    trials = [(c, s) for s in range(5) for c in grid.configs]
+    out = replay_seed_aware(grid, EarlyStopPolicy(rungs=(10, 20)), order=trials, ties=ties, workers=15)
+    # all 15 trials reach step 10 together; good has 3 seeds there by its seed 2, so mid and bad stop at their
+    # seed 2's value and their other running seeds end with them: 15 x 10 steps, then good's 5 seeds x 30
+    assert out.stopped == ("bad", "mid") and out.picked == "good"
+    assert out.compute_fraction == pytest.approx((15 * 10 + 5 * 30) / 600)
+    one_at_a_time = replay_seed_aware(grid, EarlyStopPolicy(rungs=(10, 20)), order=trials, ties=ties, workers=1)
+    assert one_at_a_time.compute_fraction == pytest.approx(380 / 600)  # the sequential count above
+
+
 def test_point_asha_counts_its_steps_and_can_pick_the_wrong_config():
     grid = _grid()
     _, ties = full_grid_verdict(grid)
