@@ -16,7 +16,8 @@ The seed-aware rows differ in how a config with few seeds is judged (``EarlyStop
 the same for every policy and both grids (50, 100, 200 of 400 steps); a second set with an earlier first
 rung (25) shows how the verdicts depend on it (curves that cross after step 25 are stopped too early).
 Trials run one at a time, then 12 and 60 at a time (``workers``: every running trial advances at the same
-speed; on a cluster the seeds of a config reach a rung together, so the paired rule has its pairs sooner).
+speed; on a cluster the seeds of a config reach a rung together, so the paired rule has its pairs sooner),
+and 5 at a time in the order ``expkit sweep`` starts a plan (a config's seeds in a row, configs shuffled).
 
     python benchmarks/bench_early_stop.py --replays 200 [--grid charlm|mlp|both] [--record] [--out DIR]
     python benchmarks/bench_early_stop.py --quick   (20 replays; the char LM grid only from its recording)
@@ -176,13 +177,25 @@ def record_grid() -> RecordedGrid:
     return RecordedGrid(tuple(configs), SEEDS, steps, curves)
 
 
-def replay_policies(grid: RecordedGrid, rungs: tuple[int, ...], workers: int, n_replays: int) -> dict[str, dict]:
-    """Each policy on the same ``n_replays`` shuffled arrival orders of the grid's trials, ``workers`` at a
-    time."""
-    _, ties = full_grid_verdict(grid)
+def shuffled_orders(grid: RecordedGrid, n_replays: int, *, config_major: bool) -> list[list[tuple[str, int]]]:
+    """``n_replays`` arrival orders: every trial shuffled, or (``config_major``, the order ``expkit sweep``
+    starts a plan's trials in) the configs shuffled with each config's seeds in a row."""
     rng = np.random.default_rng(0)
+    if config_major:
+        return [
+            [(grid.configs[i], s) for i in rng.permutation(len(grid.configs)) for s in grid.seeds]
+            for _ in range(n_replays)
+        ]
     trials = [(c, s) for c in grid.configs for s in grid.seeds]
-    orders = [[trials[i] for i in rng.permutation(len(trials))] for _ in range(n_replays)]
+    return [[trials[i] for i in rng.permutation(len(trials))] for _ in range(n_replays)]
+
+
+def replay_policies(
+    grid: RecordedGrid, rungs: tuple[int, ...], workers: int, n_replays: int, *, config_major: bool = False
+) -> dict[str, dict]:
+    """Each policy on the same ``n_replays`` arrival orders of the grid's trials, ``workers`` at a time."""
+    _, ties = full_grid_verdict(grid)
+    orders = shuffled_orders(grid, n_replays, config_major=config_major)
 
     def seed_aware(**fields: object):
         policy = EarlyStopPolicy(rungs=rungs, **fields)  # type: ignore[arg-type]
@@ -217,11 +230,15 @@ def report_grid(name: str, grid: RecordedGrid, n_replays: int) -> dict:
     print(f"\n== {name}: {len(grid.configs)} configs x {len(grid.seeds)} seeds x {grid.steps[-1]} steps")
     print(f"best {best} (mean final {finals[best]}); ties with it: {sorted(ties - {best}) or 'none'}")
     out: dict = {"best": best, "ties": sorted(ties), "final_means": finals, "rungs": {}}
-    for rungs, workers in ((RUNGS, 1), (EARLY_RUNGS, 1), (RUNGS, 12), (RUNGS, 60)):
-        rows = replay_policies(grid, rungs, workers, n_replays)
-        out["rungs"][f"{','.join(map(str, rungs))} workers={workers}"] = rows
+    setups = [(RUNGS, 1, False), (EARLY_RUNGS, 1, False), (RUNGS, 12, False), (RUNGS, 60, False), (RUNGS, 5, True)]
+    for rungs, workers, config_major in setups:
+        rows = replay_policies(grid, rungs, workers, n_replays, config_major=config_major)
+        order = "a config's seeds in a row (expkit sweep's order)" if config_major else "every trial shuffled"
+        out["rungs"][f"{','.join(map(str, rungs))} workers={workers} order={'config' if config_major else 'trial'}"] = (
+            rows
+        )
         print(
-            f"\n{n_replays} replays, rungs {list(rungs)}, {workers} trial(s) at a time; "
+            f"\n{n_replays} replays, rungs {list(rungs)}, {workers} trial(s) at a time, {order}; "
             "agreement = same best config or a full-grid tie"
         )
         print(f"{'policy':54s} {'agreement':>10s} {'compute':>9s} {'p95':>7s}")
