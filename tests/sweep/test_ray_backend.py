@@ -49,6 +49,24 @@ def test_ray_backend_runs_retries_and_resumes(local_ray, tmp_path, monkeypatch):
     assert again.complete and [o.status for o in again.outcomes].count("done before") == 4
 
 
+def test_an_address_other_than_the_running_instance_is_refused(local_ray, tmp_path, monkeypatch):
+    """Ray already running in this process (the user's ray.init): an address elsewhere is refused, naming both,
+    instead of the sweep running silently on the instance here (it was: ray.init is skipped when initialized)."""
+    from expkit.errors import UsageError
+    from expkit.sweep.backends import BackendSettings
+
+    monkeypatch.chdir(tmp_path)
+    plan = plan_sweep([sys.executable, "-c", "pass"], group="addr", seeds=1)
+    here = ray.get_runtime_context().gcs_address
+    with pytest.raises(UsageError, match=r"127\.0\.0\.1:1.*already running in this process, connected to"):
+        run_sweep(
+            SweepRequest(plan, store=tmp_path / "s", backend="ray", settings=BackendSettings(address="127.0.0.1:1"))
+        )
+    assert not list_runs(tmp_path / "s", where=["group=addr"]).runs
+    same = run_sweep(SweepRequest(plan, store=tmp_path / "s", backend="ray", settings=BackendSettings(address=here)))
+    assert same.counts == {"finished": 1}
+
+
 @pytest.mark.slow
 def test_ctrl_c_on_a_ray_sweep_marks_killed_and_resume_finishes(tmp_path):
     """SIGINT to a real `expkit sweep --backend ray` process (its own Ray instance): the running trials'

@@ -241,6 +241,13 @@ class RayBackend:
             raise MissingDependency("the Ray backend needs ray", hint="pip install 'expkit[ray]'") from None
         self._ray = ray
         self._started = False
+        if ray.is_initialized() and address and address != "auto" and not address.startswith("ray://"):
+            here = ray.get_runtime_context().gcs_address  # a Ray Client (ray://) session cannot be compared
+            if address != here:
+                raise UsageError(
+                    f"address {address!r}: Ray is already running in this process, connected to {here}",
+                    hint="call ray.shutdown() first to join another cluster, or give no address to use this one",
+                )
         if not ray.is_initialized():
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if address:
