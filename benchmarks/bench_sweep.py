@@ -164,6 +164,21 @@ def _ray_cpu_ms_per_trial(before: dict[int, tuple[str, float, float]], n: int, c
     }
 
 
+RAY_IDLE_S = 5.0  # how long Ray's processes are watched doing nothing before the Ray sweep
+
+
+def _ray_idle_cpu_ms_per_s(seconds: float) -> dict[str, float]:
+    """CPU ms per second of wall time that Ray's processes use with no task running, by role (``worker``:
+    the task processes' own threads; ``ray system``: gcs, raylet, agents), over ``seconds``."""
+    before = _ray_process_cpu_s()
+    time.sleep(seconds)
+    after = _ray_process_cpu_s()
+    rates = {"worker": 0.0, "ray system": 0.0}
+    for pid, (role, own, _) in after.items():
+        rates[role] += 1000 * (own - before.get(pid, (role, own, 0.0))[1]) / seconds
+    return rates
+
+
 def _plain_pool(n: int, cpu_s: float) -> dict:
     """The same commands, PARALLEL at a time from a thread pool, with subprocess.run and nothing recorded;
     per trial, its subprocess.run wall time minus its busy loop: what starting the process costs."""
@@ -241,7 +256,11 @@ def _bookkeeping(store: Path, quick: bool, trials: int | None) -> dict:
     ray.init(num_cpus=PARALLEL, include_dashboard=False, log_to_driver=False)
     try:
         _plain_ray_s(0.01)  # start both workers before the sweep is timed
+        idle = _ray_idle_cpu_ms_per_s(RAY_IDLE_S)
         out["ray"] = _timed_sweep(store, n, cpu_s, "ray", "0")
+        # what Ray's processes burn doing nothing, over the sweep's wall time, per trial: Ray's, not expkit's
+        out["ray"]["ray_idle_cpu_ms_per_s"] = idle
+        out["ray"]["ray_idle_cpu_ms_per_trial"] = {role: rate * out["ray"]["wall_s"] / n for role, rate in idle.items()}
     finally:
         ray.shutdown()
     for name in ("local", "ray"):  # 1,000 trials x 1 s, 2 at a time, from the measured median per-trial overhead
@@ -302,6 +321,12 @@ def _print_bookkeeping(b: dict) -> None:
             )
             + f"; CPU-bound on idle cores {100 * r['cpu_bound_over_minimum']:+.1f}% over the minimum"
         )
+        if "ray_idle_cpu_ms_per_trial" in r:
+            idle = r["ray_idle_cpu_ms_per_trial"]
+            print(
+                f"          of Ray's CPU per trial, spent with no task running (measured idle for {RAY_IDLE_S:.0f} s "
+                f"before): workers {idle['worker']:.0f} ms, Ray's own processes {idle['ray system']:.0f} ms"
+            )
 
 
 def _peers(store: Path, tmp: Path, cpu_s: float, repeats: int, quick: bool) -> dict:
