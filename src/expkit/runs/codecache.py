@@ -18,7 +18,7 @@ from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_WATCHED_PATHS", "RACY_NS", "keep_record", "kept_record"]
+__all__ = ["MAX_WATCHED_PATHS", "RACY_NS", "forget_kept_records", "keep_record", "kept_record"]
 
 MAX_WATCHED_PATHS = 20_000
 # A path modified less than this before the capture started may have changed while git read it; mtimes
@@ -53,6 +53,13 @@ def _stat(path: str) -> Stat:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode)
+
+
+def forget_kept_records() -> None:
+    """Drop every kept record: the next capture asks git (what a fresh process pays; benchmarks of one run's
+    start that repeat it in one process call this between repeats)."""
+    with _LOCK:
+        _KEPT.clear()
 
 
 def _full_key(key: Hashable) -> Hashable:
