@@ -103,7 +103,10 @@ def _global_git_files() -> list[str]:
         os.path.join(home, ".gitconfig"),
         os.path.join(xdg, "git", "config"),
         os.path.join(xdg, "git", "ignore"),
+        os.path.join(xdg, "git", "attributes"),
         "/etc/gitconfig",
+        # the config files git reads instead where these are set (GIT_ENV keys the record on them)
+        *(os.environ[k] for k in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") if os.environ.get(k)),
     ]
 
 
@@ -130,13 +133,21 @@ def _watched_paths(record: Any, cwd: Path, exclude: tuple[str | Path, ...]) -> t
             capture_output=True,
             timeout=_GIT_TIMEOUT_S,
         )
+        # the ignore and attributes files named in the config (any path): they change what git lists and diffs
+        named = subprocess.run(
+            ["git", "config", "-z", "--path", "--get-regexp", r"^core\.(excludesfile|attributesfile)$"],
+            cwd=top,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if dirs.returncode != 0 or ignored.returncode != 0:
+    if dirs.returncode != 0 or ignored.returncode != 0 or named.returncode not in (0, 1):
         return None
     git_dir, common_dir = (top / d for d in dirs.stdout.decode().split("\n")[:2])
-    watched = [str(git_dir / n) for n in ("HEAD", "index", "info/exclude")]
-    watched += [str(common_dir / n) for n in ("config", "packed-refs", "info/exclude")]
+    watched = [str(git_dir / n) for n in ("HEAD", "index", "info/exclude", "info/attributes")]
+    watched += [str(common_dir / n) for n in ("config", "packed-refs", "info/exclude", "info/attributes")]
+    watched += [str(top / e.split("\n", 1)[1]) for e in named.stdout.decode(errors="replace").split("\0") if "\n" in e]
     if record.branch:
         watched.append(str(common_dir / "refs" / "heads" / record.branch))
     watched += _global_git_files()

@@ -1,0 +1,104 @@
+"""Review findings on the kept code record (codecache), the setpriv start (execute) and the kept index
+connection (store): each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from expkit.runs import codecache, codestate
+from expkit.runs.codestate import capture_code
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    monkeypatch.setattr(codecache, "RACY_NS", 0)
+    monkeypatch.setattr(codecache, "_KEPT", {})
+    calls = []
+    real = codestate._capture_code_now
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(codestate, "_capture_code_now", counting)
+    return calls
+
+
+def _age(*dirs: Path) -> None:
+    old = time.time_ns() - 10_000_000_000
+    for d in dirs:
+        for root, _dirs, files in os.walk(d):
+            for path in [root, *(os.path.join(root, f) for f in files)]:
+                os.utime(path, ns=(old, old))
+
+
+def _settled(repo: Path) -> object:
+    for _ in range(3):
+        first = capture_code(repo)
+        if capture_code(repo) is first:
+            return first
+    raise AssertionError("the code record was never kept")
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@t")
+    _git(repo, "config", "user.name", "t")
+    (repo / "train.py").write_text("lr = 0.1\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "init")
+    return repo
+
+
+def test_kept_record_sees_an_edit_of_core_excludesfile(tmp_path: Path, counted, monkeypatch) -> None:
+    """core.excludesFile may name any file: unignoring a file there makes it untracked, as git sees it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    (home / "my-ignore").write_text("secret.py\n")
+    (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home / 'my-ignore'}\n")
+    repo = _repo(tmp_path)
+    (repo / "secret.py").write_text("key = 1\n")
+    _age(repo, home)
+    assert _settled(repo).untracked_files == 0  # type: ignore[attr-defined]
+    (home / "my-ignore").write_text("")
+    assert capture_code(repo).untracked_files == 1
+
+
+def test_kept_record_sees_an_edit_of_git_config_global(tmp_path: Path, counted, monkeypatch) -> None:
+    """GIT_CONFIG_GLOBAL names the global config git reads instead of ~/.gitconfig: it is watched too."""
+    cfg = tmp_path / "global.cfg"
+    (tmp_path / "ign").write_text("secret.py\n")
+    cfg.write_text(f"[core]\n\texcludesFile = {tmp_path / 'ign'}\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
+    repo = _repo(tmp_path)
+    (repo / "secret.py").write_text("key = 1\n")
+    _age(tmp_path)
+    assert _settled(repo).untracked_files == 0  # type: ignore[attr-defined]
+    cfg.write_text("")
+    assert capture_code(repo).untracked_files == 1
+
+
+def test_kept_record_sees_an_edit_of_info_attributes(tmp_path: Path, counted) -> None:
+    """$GIT_DIR/info/attributes changes what git diff prints (here: -diff makes the change 'binary')."""
+    repo = _repo(tmp_path)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("*.py -diff\n")
+    (repo / "train.py").write_text("lr = 0.3\n")
+    _age(repo)
+    assert "+lr = 0.3" not in (_settled(repo).patch or "")  # type: ignore[attr-defined]
+    (repo / ".git" / "info" / "attributes").write_text("")
+    assert "+lr = 0.3" in (capture_code(repo).patch or "")
