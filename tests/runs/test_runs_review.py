@@ -102,3 +102,19 @@ def test_kept_record_sees_an_edit_of_info_attributes(tmp_path: Path, counted) ->
     assert "+lr = 0.3" not in (_settled(repo).patch or "")  # type: ignore[attr-defined]
     (repo / ".git" / "info" / "attributes").write_text("")
     assert "+lr = 0.3" in (capture_code(repo).patch or "")
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/setpriv"), reason="the setpriv start needs setpriv")
+@pytest.mark.parametrize("first_line", ["#!/nonexistent/interpreter\n", "echo ran-through-sh\n"])
+def test_a_program_the_kernel_cannot_exec_is_refused_as_before(tmp_path: Path, first_line: str) -> None:
+    """An executable file the kernel cannot exec (a missing interpreter; no #! line at all) raised Popen's
+    OSError naming it; through setpriv it became a 'failed' run (setpriv's exit 127), or, without a #! line,
+    ran through /bin/sh (setpriv's execvp falls back to it, Popen does not)."""
+    from expkit.errors import UsageError
+    from expkit.runs import execute as ex
+
+    script = tmp_path / "job.sh"
+    script.write_text(first_line)
+    script.chmod(0o755)
+    with pytest.raises(UsageError, match=r"job\.sh"):
+        ex.execute(ex.ExecRequest(("./job.sh",), store=tmp_path / "runs", cwd=tmp_path))

@@ -339,9 +339,28 @@ def _resolves(program: str, cwd: Path, env: dict[str, str]) -> bool:
     """Whether ``program`` names an executable file as ``Popen`` would look it up (``env``'s PATH, or
     ``cwd`` for a path with a directory part)."""
     if os.path.dirname(program):
-        path = cwd / program
-        return path.is_file() and os.access(path, os.X_OK)
-    return shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+        given = str(cwd / program)
+        return os.path.isfile(given) and os.access(given, os.X_OK) and _kernel_execs(given)
+    path = shutil.which(program, path=env.get("PATH", os.defpath))
+    return path is not None and _kernel_execs(path)
+
+
+def _kernel_execs(path: str) -> bool:
+    """Whether execve runs ``path`` itself: an ELF file, or a ``#!`` script whose interpreter is an executable
+    file. Anything else (no ``#!`` line, a missing interpreter) Popen refuses with the OSError naming it,
+    where setpriv's execvp would run it through /bin/sh or exit 127 as a 'failed' run."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return False
+    if head.startswith(b"\x7fELF"):
+        return True
+    if not head.startswith(b"#!"):
+        return False
+    words = head[2:].split(b"\n", 1)[0].split()
+    interp = os.fsdecode(words[0]) if words else ""
+    return os.path.isabs(interp) and os.path.isfile(interp) and os.access(interp, os.X_OK)
 
 
 def child_start(command: list[str], cwd: Path, env: dict[str, str]) -> ChildStart:
