@@ -118,3 +118,26 @@ def test_a_program_the_kernel_cannot_exec_is_refused_as_before(tmp_path: Path, f
     script.chmod(0o755)
     with pytest.raises(UsageError, match=r"job\.sh"):
         ex.execute(ex.ExecRequest(("./job.sh",), store=tmp_path / "runs", cwd=tmp_path))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
+def test_a_forked_child_indexes_while_a_thread_held_the_store_lock(tmp_path: Path) -> None:
+    """A fork (multiprocessing) taken while another thread held the kept-index lock: the child must not hang."""
+    from expkit.runs import store
+
+    with store._KEPT_LOCK:
+        pid = os.fork()
+        if pid == 0:  # the child: the lock it inherited is held by a thread that does not exist here
+            try:
+                store._kept_index(tmp_path / "runs")
+            finally:
+                os._exit(0)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    raise AssertionError("the forked child hung on the inherited store lock")

@@ -208,6 +208,20 @@ _KEPT_LOCK = threading.Lock()
 KEPT_INDEXES = 4
 
 
+def _forget_kept_in_child() -> None:
+    """After a fork: the lock may have been held by a thread the child does not have, and the connections are
+    the parent's (kept referenced, never used or closed here); the child opens its own."""
+    global _KEPT_LOCK, _INHERITED
+    _KEPT_LOCK = threading.Lock()
+    _INHERITED = list(_KEPT.values())
+    _KEPT.clear()
+
+
+_INHERITED: list[_KeptIndex] = []
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_kept_in_child)
+
+
 def _kept_index(root: Path) -> _KeptIndex:
     """This process's open connection to ``root``'s index, opened (or opened again) when there is none for
     this pid or the index file is not the one it was opened on (rebuilt after corruption, store deleted)."""
