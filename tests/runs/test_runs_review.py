@@ -141,3 +141,25 @@ def test_a_forked_child_indexes_while_a_thread_held_the_store_lock(tmp_path: Pat
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     raise AssertionError("the forked child hung on the inherited store lock")
+
+
+def test_a_forked_child_keeps_code_records_while_a_thread_held_the_cache_lock() -> None:
+    """The same for the code-record cache's lock: a child forked while it was held must not hang on it."""
+    from expkit.runs import codecache
+
+    with codecache._LOCK:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                codecache.forget_kept_records()
+            finally:
+                os._exit(0)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    raise AssertionError("the forked child hung on the inherited code-record cache lock")

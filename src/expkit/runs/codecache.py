@@ -44,6 +44,18 @@ _GIT_TIMEOUT_S = 60
 Stat = tuple[int, int, int, int] | None
 _KEPT: dict[Hashable, tuple[tuple[str, ...], tuple[Stat, ...], Any]] = {}
 _LOCK = threading.Lock()
+
+
+def _new_lock_in_child() -> None:
+    """A fork while another thread held ``_LOCK`` (multiprocessing from the threaded sweep driver) would leave
+    the child's copy held forever: the child starts with a fresh one."""
+    global _LOCK
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
 KEPT_RECORDS = 8  # (directory, excluded dirs, cap) combinations kept per process
 
 
