@@ -163,3 +163,20 @@ def test_a_forked_child_keeps_code_records_while_a_thread_held_the_cache_lock() 
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     raise AssertionError("the forked child hung on the inherited code-record cache lock")
+
+
+def test_a_repo_whose_config_includes_another_file_is_not_kept(tmp_path: Path, counted, monkeypatch) -> None:
+    """[include] path = FILE: git reads FILE too, which is not watched, so the record is taken every time (an
+    excludesFile set in the included file and then dropped makes a file untracked)."""
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    repo = _repo(tmp_path)
+    (tmp_path / "ign").write_text("secret.py\n")
+    extra = tmp_path / "extra.gitconfig"
+    extra.write_text(f"[core]\n\texcludesFile = {tmp_path / 'ign'}\n")
+    _git(repo, "config", "include.path", str(extra))
+    (repo / "secret.py").write_text("key = 1\n")
+    _age(tmp_path)
+    assert [capture_code(repo).untracked_files for _ in range(3)] == [0, 0, 0]
+    assert len(counted) == 3  # git was asked every time (a kept record is reused from the third capture on)
+    extra.write_text("")
+    assert capture_code(repo).untracked_files == 1

@@ -108,6 +108,10 @@ def keep_record(key: Hashable, record: Any, *, cwd: Path, exclude: tuple[str | P
             _KEPT.pop(next(iter(_KEPT)))
 
 
+# the ignore and attributes files a config names, and its includes (which make the record uncacheable)
+_NAMED_IN_CONFIG = r"^(core\.(excludesfile|attributesfile)|include(if)?\..*)$"
+
+
 def _global_git_files() -> list[str]:
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
@@ -147,7 +151,7 @@ def _watched_paths(record: Any, cwd: Path, exclude: tuple[str | Path, ...]) -> t
         )
         # the ignore and attributes files named in the config (any path): they change what git lists and diffs
         named = subprocess.run(
-            ["git", "config", "-z", "--path", "--get-regexp", r"^core\.(excludesfile|attributesfile)$"],
+            ["git", "config", "-z", "--path", "--get-regexp", _NAMED_IN_CONFIG],
             cwd=top,
             capture_output=True,
             timeout=_GIT_TIMEOUT_S,
@@ -157,9 +161,12 @@ def _watched_paths(record: Any, cwd: Path, exclude: tuple[str | Path, ...]) -> t
     if dirs.returncode != 0 or ignored.returncode != 0 or named.returncode not in (0, 1):
         return None
     git_dir, common_dir = (top / d for d in dirs.stdout.decode().split("\n")[:2])
+    entries = [e for e in named.stdout.decode(errors="replace").split("\0") if "\n" in e]
+    if (common_dir / "reftable").is_dir() or any(e.startswith("include") for e in entries):
+        return None  # reftable refs and included config files are not watched here: take the record each time
     watched = [str(git_dir / n) for n in ("HEAD", "index", "info/exclude", "info/attributes")]
     watched += [str(common_dir / n) for n in ("config", "packed-refs", "info/exclude", "info/attributes")]
-    watched += [str(top / e.split("\n", 1)[1]) for e in named.stdout.decode(errors="replace").split("\0") if "\n" in e]
+    watched += [str(top / e.split("\n", 1)[1]) for e in entries]
     if record.branch:
         watched.append(str(common_dir / "refs" / "heads" / record.branch))
     watched += _global_git_files()
