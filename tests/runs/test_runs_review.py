@@ -180,3 +180,17 @@ def test_a_repo_whose_config_includes_another_file_is_not_kept(tmp_path: Path, c
     assert len(counted) == 3  # git was asked every time (a kept record is reused from the third capture on)
     extra.write_text("")
     assert capture_code(repo).untracked_files == 1
+
+
+def test_config_given_in_the_environment_is_part_of_the_key(tmp_path: Path, counted, monkeypatch) -> None:
+    """GIT_CONFIG_COUNT/KEY_n/VALUE_n set config without a file: an excludesFile given that way, then dropped."""
+    repo = _repo(tmp_path)
+    (tmp_path / "ign").write_text("secret.py\n")
+    (repo / "secret.py").write_text("key = 1\n")
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.excludesFile")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(tmp_path / "ign"))
+    _age(tmp_path)
+    assert _settled(repo).untracked_files == 0  # type: ignore[attr-defined]
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "0")
+    assert capture_code(repo).untracked_files == 1

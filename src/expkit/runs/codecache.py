@@ -24,21 +24,9 @@ MAX_WATCHED_PATHS = 20_000
 # A path modified less than this before the capture started may have changed while git read it; mtimes
 # are ns fields but the kernel sets them from a clock ticking every few ms: 2 s is far past both.
 RACY_NS = 2_000_000_000
-# The environment variables that change what git finds or reads (a key of the kept record).
-GIT_ENV = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_CONFIG_SYSTEM",
-    "GIT_CONFIG_NOSYSTEM",
-    "HOME",
-    "XDG_CONFIG_HOME",
-    "PATH",
-)
+# The environment that changes what git finds or reads (a key of the kept record): every GIT_* variable
+# (GIT_DIR, GIT_CONFIG_GLOBAL, GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT/KEY_n/VALUE_n ...) and these.
+GIT_ENV = ("HOME", "XDG_CONFIG_HOME", "PATH")
 _GIT_TIMEOUT_S = 60
 
 Stat = tuple[int, int, int, int] | None
@@ -75,7 +63,8 @@ def forget_kept_records() -> None:
 
 
 def _full_key(key: Hashable) -> Hashable:
-    return (key, tuple(os.environ.get(k) for k in GIT_ENV))
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith("GIT_") or k in GIT_ENV)
+    return (key, tuple(env))
 
 
 def kept_record(key: Hashable) -> Any | None:
