@@ -22,8 +22,9 @@ __all__ = ["MAX_WATCHED_PATHS", "RACY_NS", "forget_kept_records", "keep_record",
 
 MAX_WATCHED_PATHS = 20_000
 # A path modified less than this before the capture started may have changed while git read it; mtimes
-# are ns fields but the kernel sets them from a clock ticking every few ms: 2 s is far past both.
-RACY_NS = 2_000_000_000
+# are ns fields but the kernel sets them from a clock ticking every few ms, and FAT/exFAT store them rounded
+# down to 2 s: 3 s is past all of these (not past a network filesystem whose clock lags by more).
+RACY_NS = 3_000_000_000
 # The environment that changes what git finds or reads (a key of the kept record): every GIT_* variable
 # (GIT_DIR, GIT_CONFIG_GLOBAL, GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT/KEY_n/VALUE_n ...) and these.
 GIT_ENV = ("HOME", "XDG_CONFIG_HOME", "PATH")
