@@ -6,7 +6,9 @@ instead of asking git six times a trial; an edit, a commit or a new untracked fi
 
 Not kept (taken anew each time): a tree with submodules (their state is not in these files), one past
 MAX_WATCHED_PATHS (stat-ing it costs about what git does), a capture during which a watched path changed
-(within RACY_NS of its start), and a record taken where git could not be run.
+(within RACY_NS of its start), a repo whose git config has includes or whose refs are a reftable (git reads
+files there that are not watched), and a record taken where git could not be run. The key holds every GIT_*
+variable, HOME, XDG_CONFIG_HOME and PATH. Locks are new in a forked child.
 """
 
 from __future__ import annotations
