@@ -121,15 +121,14 @@ def test_a_program_the_kernel_cannot_exec_is_refused_as_before(tmp_path: Path, f
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX's")
-def test_a_forked_child_indexes_while_a_thread_held_the_store_lock(tmp_path: Path) -> None:
-    """A fork (multiprocessing) taken while another thread held the kept-index lock: the child must not hang."""
-    from expkit.runs import store
-
-    with store._KEPT_LOCK:
+def _forked_child_ends(lock, work, what: str) -> None:
+    """Fork while ``lock`` is held (as another thread of a multiprocessing parent would hold it); the child runs
+    ``work``, which takes the lock: it must end, not hang on the copy it inherited."""
+    with lock:
         pid = os.fork()
         if pid == 0:  # the child: the lock it inherited is held by a thread that does not exist here
             try:
-                store._kept_index(tmp_path / "runs")
+                work()
             finally:
                 os._exit(0)
     deadline = time.monotonic() + 10
@@ -140,29 +139,17 @@ def test_a_forked_child_indexes_while_a_thread_held_the_store_lock(tmp_path: Pat
         time.sleep(0.05)
     os.kill(pid, 9)
     os.waitpid(pid, 0)
-    raise AssertionError("the forked child hung on the inherited store lock")
+    raise AssertionError(f"the forked child hung on the inherited {what} lock")
+
+
+def test_a_forked_child_indexes_while_a_thread_held_the_store_lock(tmp_path: Path) -> None:
+    from expkit.runs import store
+
+    _forked_child_ends(store._KEPT_LOCK, lambda: store._kept_index(tmp_path / "runs"), "store")
 
 
 def test_a_forked_child_keeps_code_records_while_a_thread_held_the_cache_lock() -> None:
-    """The same for the code-record cache's lock: a child forked while it was held must not hang on it."""
-    from expkit.runs import codecache
-
-    with codecache._LOCK:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                codecache.forget_kept_records()
-            finally:
-                os._exit(0)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        done, _status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return
-        time.sleep(0.05)
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    raise AssertionError("the forked child hung on the inherited code-record cache lock")
+    _forked_child_ends(codecache._LOCK, codecache.forget_kept_records, "code-record cache")
 
 
 def test_a_repo_whose_config_includes_another_file_is_not_kept(tmp_path: Path, counted, monkeypatch) -> None:
