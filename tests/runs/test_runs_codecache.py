@@ -9,31 +9,12 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
-from expkit.runs import codecache, codestate
+from expkit.runs import codecache
 from expkit.runs.codestate import capture_code
 
 
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    """How many records were taken from git (``_capture_code_now`` calls); racy window off: files here are
-    written milliseconds before the capture, and each change below moves its mtime on by a second itself."""
-    monkeypatch.setattr(codecache, "RACY_NS", 0)
-    monkeypatch.setattr(codecache, "_KEPT", {})
-    calls = []
-    real = codestate._capture_code_now
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(codestate, "_capture_code_now", counting)
-    return calls
 
 
 def _age(repo: Path) -> None:

@@ -10,27 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from expkit.runs import codecache, codestate
+from expkit.runs import codecache
 from expkit.runs.codestate import capture_code
 
 
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
-@pytest.fixture
-def counted(monkeypatch):
-    monkeypatch.setattr(codecache, "RACY_NS", 0)
-    monkeypatch.setattr(codecache, "_KEPT", {})
-    calls = []
-    real = codestate._capture_code_now
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(codestate, "_capture_code_now", counting)
-    return calls
 
 
 def _age(*dirs: Path) -> None:
