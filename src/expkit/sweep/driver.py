@@ -233,9 +233,12 @@ def _read_stopped(root: Path, group: str) -> dict[str, RungDecision]:
     path = _stopped_path(root, group)
     if not path.exists():
         return {}
-    return {
-        k: RungDecision(**{f: d.get(f) for f in _DECISION_FIELDS}) for k, d in orjson.loads(path.read_bytes()).items()
-    }
+    return {k: _decision_of(d) for k, d in orjson.loads(path.read_bytes()).items()}
+
+
+def _decision_of(saved: dict[str, Any]) -> RungDecision:
+    """A decision back from its JSON (``<group>.sweep.stopped.json`` or a run's ``extra.early_stop``)."""
+    return RungDecision(**{f: saved.get(f) for f in _DECISION_FIELDS})  # type: ignore[arg-type]  # JSON values
 
 
 def _policy_of(request: SweepRequest, root: Path, group: str) -> EarlyStopPolicy | None:
@@ -243,8 +246,6 @@ def _policy_of(request: SweepRequest, root: Path, group: str) -> EarlyStopPolicy
     import orjson
 
     path = _policy_path(root, group)
-    if request.resume is None:
-        _stopped_path(root, group).unlink(missing_ok=True)  # a new sweep: no earlier sweep's stops apply to it
     if request.early_stop is not None:
         write_json_atomic(path, dataclasses.asdict(request.early_stop))
         return request.early_stop
@@ -279,6 +280,7 @@ def _open_plan(request: SweepRequest, root: Path) -> tuple[SweepPlan, dict[str, 
             hint=f"continue it with resume={plan.group!r} or choose another group name",
         )
     write_plan(root, plan)
+    _stopped_path(root, plan.group).unlink(missing_ok=True)  # a new sweep: no earlier sweep's stops apply to it
     return plan, done
 
 
@@ -325,7 +327,7 @@ class _SweepLoop:
                 self.stopper.add_finished(t, self.root / run.id)
             elif self.stopper is not None:
                 found = read_record(self.root / run.id).extra.get("early_stop") or {}
-                stopped_configs[config_key(t)] = RungDecision(**{k: found.get(k) for k in _DECISION_FIELDS})  # type: ignore[arg-type]
+                stopped_configs[config_key(t)] = _decision_of(found)
         if self.stopper is not None:
             self.stopper.table.stopped.update(stopped_configs | _read_stopped(self.root, self.plan.group))
         self.queue.extend((t, 1) for t in self.plan.trials if t.index not in self.outcomes)
