@@ -12,6 +12,7 @@ metrics. A NaN/inf loss or gradient norm marks the run ``diverged``. If the comm
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 import signal
@@ -382,21 +383,17 @@ def child_start(command: list[str], cwd: Path, env: dict[str, str]) -> ChildStar
     return ChildStart(list(command), _dies_with_parent())
 
 
-_SETPRIV: list[str | None] = []
-
-
+@functools.cache
 def _setpriv() -> str | None:
     """util-linux's ``setpriv`` (with ``--pdeathsig``, util-linux >= 2.33), looked up once per process."""
-    if not _SETPRIV:
-        exe = shutil.which("setpriv")
-        if exe is not None:
-            try:
-                ok = subprocess.run([exe, "--help"], capture_output=True, timeout=10).stdout
-                exe = exe if b"--pdeathsig" in ok else None
-            except (OSError, subprocess.TimeoutExpired):
-                exe = None
-        _SETPRIV.append(exe)
-    return _SETPRIV[0]
+    exe = shutil.which("setpriv")
+    if exe is None:
+        return None
+    try:
+        usage = subprocess.run([exe, "--help"], capture_output=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return exe if b"--pdeathsig" in usage else None
 
 
 def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: OutputSink | None) -> _ChildOutcome:
