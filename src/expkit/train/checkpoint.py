@@ -102,8 +102,9 @@ def open_train_checkpoint(path: str | Path, *, model_config: dict[str, Any] | No
             message lists each differing key).
     """
     path = Path(path)
-    if path.is_dir() and not (path / "manifest.json").exists() and _step_checkpoints(path):
-        path = _step_checkpoints(path)[-1]  # a run's checkpoint folder: take its newest
+    steps = _step_checkpoints(path) if path.is_dir() and not (path / "manifest.json").exists() else []
+    if steps:
+        path = steps[-1]  # a run's checkpoint folder: take its newest
     info = read_checkpoint(path)
     meta = info.meta
     if not (
