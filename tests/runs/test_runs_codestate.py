@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
+
+from gitrepo import git, make_repo
 
 from expkit.runs.codestate import capture_code
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 def _repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@t")
-    _git(repo, "config", "user.name", "t")
-    (repo / "train.py").write_text("lr = 0.1\n")
-    (repo / "staged.py").write_text("a = 1\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "init")
-    _git(repo, "remote", "add", "origin", "https://example.org/x.git")
+    repo = make_repo(tmp_path, {"train.py": "lr = 0.1\n", "staged.py": "a = 1\n"})
+    git(repo, "remote", "add", "origin", "https://example.org/x.git")
     return repo
 
 
@@ -30,7 +19,7 @@ def test_patch_rebuilds_staged_unstaged_and_untracked(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     (repo / "train.py").write_text("lr = 0.2\n")  # unstaged
     (repo / "staged.py").write_text("a = 2\n")
-    _git(repo, "add", "staged.py")  # staged
+    git(repo, "add", "staged.py")  # staged
     (repo / "new_module.py").write_text("x = 1\ny = 2")  # untracked, no final newline
     (repo / "sub").mkdir()
     (repo / "sub" / "empty.txt").write_text("")
@@ -38,16 +27,16 @@ def test_patch_rebuilds_staged_unstaged_and_untracked(tmp_path: Path) -> None:
     (repo / "runs").mkdir()
     (repo / "runs" / "old.json").write_text("{}")  # the store: never in the patch
     rec = capture_code(repo, exclude=(repo / "runs",))
-    assert rec.commit == _git(repo, "rev-parse", "HEAD").strip() and rec.branch == "main"
+    assert rec.commit == git(repo, "rev-parse", "HEAD").strip() and rec.branch == "main"
     assert rec.remote == "https://example.org/x.git" and rec.dirty is True
     assert rec.changed_files == 2 and rec.untracked_files == 3 and rec.left_out == ("blob.bin",)
     assert "runs/old.json" not in rec.patch
     # rebuild in a clean worktree and compare every file
     wt = tmp_path / "wt"
-    _git(repo, "worktree", "add", "--detach", str(wt), rec.commit)
+    git(repo, "worktree", "add", "--detach", str(wt), rec.commit)
     patch = tmp_path / "p.patch"
     patch.write_text(rec.patch)
-    _git(wt, "apply", str(patch))
+    git(wt, "apply", str(patch))
     for rel in ("train.py", "staged.py", "new_module.py", "sub/empty.txt"):
         assert (wt / rel).read_bytes() == (repo / rel).read_bytes(), rel
 

@@ -4,46 +4,18 @@ connection (store): each test fails on the code before its fix."""
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from gitrepo import age, git, make_repo, settled
 
 from expkit.runs import codecache
 from expkit.runs.codestate import capture_code
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
-def _age(*dirs: Path) -> None:
-    old = time.time_ns() - 10_000_000_000
-    for d in dirs:
-        for root, _dirs, files in os.walk(d):
-            for path in [root, *(os.path.join(root, f) for f in files)]:
-                os.utime(path, ns=(old, old))
-
-
-def _settled(repo: Path) -> object:
-    for _ in range(3):
-        first = capture_code(repo)
-        if capture_code(repo) is first:
-            return first
-    raise AssertionError("the code record was never kept")
-
-
 def _repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@t")
-    _git(repo, "config", "user.name", "t")
-    (repo / "train.py").write_text("lr = 0.1\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "init")
-    return repo
+    return make_repo(tmp_path, {"train.py": "lr = 0.1\n"})
 
 
 def test_kept_record_sees_an_edit_of_core_excludesfile(tmp_path: Path, counted, monkeypatch) -> None:
@@ -57,8 +29,8 @@ def test_kept_record_sees_an_edit_of_core_excludesfile(tmp_path: Path, counted, 
     (home / ".gitconfig").write_text(f"[core]\n\texcludesFile = {home / 'my-ignore'}\n")
     repo = _repo(tmp_path)
     (repo / "secret.py").write_text("key = 1\n")
-    _age(repo, home)
-    assert _settled(repo).untracked_files == 0  # type: ignore[attr-defined]
+    age(repo, home)
+    assert settled(repo).untracked_files == 0  # type: ignore[attr-defined]
     (home / "my-ignore").write_text("")
     assert capture_code(repo).untracked_files == 1
 
@@ -71,8 +43,8 @@ def test_kept_record_sees_an_edit_of_git_config_global(tmp_path: Path, counted, 
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(cfg))
     repo = _repo(tmp_path)
     (repo / "secret.py").write_text("key = 1\n")
-    _age(tmp_path)
-    assert _settled(repo).untracked_files == 0  # type: ignore[attr-defined]
+    age(tmp_path)
+    assert settled(repo).untracked_files == 0  # type: ignore[attr-defined]
     cfg.write_text("")
     assert capture_code(repo).untracked_files == 1
 
@@ -83,8 +55,8 @@ def test_kept_record_sees_an_edit_of_info_attributes(tmp_path: Path, counted) ->
     (repo / ".git" / "info").mkdir(exist_ok=True)
     (repo / ".git" / "info" / "attributes").write_text("*.py -diff\n")
     (repo / "train.py").write_text("lr = 0.3\n")
-    _age(repo)
-    assert "+lr = 0.3" not in (_settled(repo).patch or "")  # type: ignore[attr-defined]
+    age(repo)
+    assert "+lr = 0.3" not in (settled(repo).patch or "")  # type: ignore[attr-defined]
     (repo / ".git" / "info" / "attributes").write_text("")
     assert "+lr = 0.3" in (capture_code(repo).patch or "")
 
@@ -145,9 +117,9 @@ def test_a_repo_whose_config_includes_another_file_is_not_kept(tmp_path: Path, c
     (tmp_path / "ign").write_text("secret.py\n")
     extra = tmp_path / "extra.gitconfig"
     extra.write_text(f"[core]\n\texcludesFile = {tmp_path / 'ign'}\n")
-    _git(repo, "config", "include.path", str(extra))
+    git(repo, "config", "include.path", str(extra))
     (repo / "secret.py").write_text("key = 1\n")
-    _age(tmp_path)
+    age(tmp_path)
     assert [capture_code(repo).untracked_files for _ in range(3)] == [0, 0, 0]
     assert len(counted) == 3  # git was asked every time (a kept record is reused from the third capture on)
     extra.write_text("")
@@ -162,7 +134,7 @@ def test_config_given_in_the_environment_is_part_of_the_key(tmp_path: Path, coun
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "core.excludesFile")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", str(tmp_path / "ign"))
-    _age(tmp_path)
-    assert _settled(repo).untracked_files == 0  # type: ignore[attr-defined]
+    age(tmp_path)
+    assert settled(repo).untracked_files == 0  # type: ignore[attr-defined]
     monkeypatch.setenv("GIT_CONFIG_COUNT", "0")
     assert capture_code(repo).untracked_files == 1
