@@ -53,6 +53,26 @@ def test_setpriv_only_for_a_program_that_resolves(tmp_path: Path, monkeypatch) -
     assert missing.argv == ["no-such-program-xyz"] and missing.preexec_fn is not None
 
 
+@linux
+def test_a_relative_path_entry_is_looked_up_from_the_commands_directory(tmp_path: Path, monkeypatch) -> None:
+    """The child searches PATH from its own directory (Popen's cwd), so the choice of setpriv must too: a
+    program in ``<cwd>/bin`` with ``PATH=bin:...`` resolves, wherever the driver itself runs."""
+    monkeypatch.setattr(ex, "_setpriv", lambda: "/usr/bin/setpriv")
+    workdir, elsewhere = tmp_path / "work", tmp_path / "driver"
+    (workdir / "bin").mkdir(parents=True)
+    elsewhere.mkdir()
+    prog = workdir / "bin" / "train-xyz"
+    prog.write_text('#!/bin/sh\necho \'{"step": 1, "ok": 1}\'\n')
+    prog.chmod(0o755)
+    monkeypatch.chdir(elsewhere)
+    env = {"PATH": "bin" + os.pathsep + os.environ.get("PATH", os.defpath)}
+    assert ex.child_start(["train-xyz"], workdir, env).argv[-1] == "train-xyz"
+    assert ex.child_start(["train-xyz"], workdir, env).preexec_fn is None
+    monkeypatch.setenv("PATH", env["PATH"])
+    res = ex.execute(ex.ExecRequest(("train-xyz",), store=tmp_path / "runs", cwd=str(workdir)))
+    assert res.status == "finished" and res.final_metrics["ok"] == 1
+
+
 def test_a_program_that_does_not_exist_is_still_named(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="could not start 'no-such-program-xyz'"):
         ex.execute(ex.ExecRequest(("no-such-program-xyz",), store=tmp_path / "runs"))

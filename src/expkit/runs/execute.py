@@ -342,7 +342,9 @@ def _resolves(program: str, cwd: Path, env: dict[str, str]) -> bool:
     if os.path.dirname(program):
         given = str(cwd / program)
         return os.path.isfile(given) and os.access(given, os.X_OK) and _kernel_execs(given)
-    path = shutil.which(program, path=env.get("PATH", os.defpath))
+    # the child looks PATH up from ``cwd``: a relative entry (and an empty one, which is ``.``) is relative to it
+    dirs = [str(cwd / d) for d in env.get("PATH", os.defpath).split(os.pathsep)]
+    path = shutil.which(program, path=os.pathsep.join(dirs))
     return path is not None and _kernel_execs(path)
 
 
