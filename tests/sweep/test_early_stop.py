@@ -140,3 +140,113 @@ def test_log_scale_judges_ratios_and_leaves_values_it_cannot_log_unjudged():
     assert table.values[10]["bad"] == {0: pytest.approx(np.log(3.0)), 1: pytest.approx(np.log(3.3))}
     bad = table.add("zero", 0, 10, 0.0)
     assert not bad.stop and "log scale" in bad.reason and "zero" not in table.values[10]
+
+
+# the paired rule with the variance of the paired differences pooled over configs (seeds the blocks of a
+# randomized complete block design): "lead" has 4 seeds, "x" 3 and "y" 2 of them, "one" a single seed
+BLOCKS = {
+    "lead": {0: 1.0, 1: 1.3, 2: 0.8, 3: 1.1},
+    "x": {0: 1.2, 1: 1.45, 2: 1.05},
+    "y": {1: 1.5, 3: 1.2},
+    "one": {2: 1.4},
+}
+PAIRED_POOLED = EarlyStopPolicy(rungs=(10,), min_pairs=3, pool_pairs=True, min_pooled_df=3)
+
+
+def _pooled_by_hand(values, config, level=0.95):
+    # by hand: d = config - lead per common seed; s^2 = sum((n_X - 1) var_X(d)) / sum(n_X - 1) over every
+    # config X != lead with >= 2 common seeds (numpy's ddof=1 variances, weighted; not the module's loop)
+    lead = values["lead"]
+    diffs = {
+        c: np.array([v[s] - lead[s] for s in sorted(set(v) & set(lead))]) for c, v in values.items() if c != "lead"
+    }
+    pooled = [d for d in diffs.values() if d.size >= 2]
+    df = sum(d.size - 1 for d in pooled)
+    s2 = sum((d.size - 1) * np.var(d, ddof=1) for d in pooled) / df
+    mine = diffs[config]
+    half = sps.t.ppf(0.5 + level / 2, df) * np.sqrt(s2 / mine.size)
+    return df, mine.mean(), mine.mean() - half, mine.mean() + half
+
+
+def test_paired_pooled_interval_matches_a_hand_computation():
+    df, delta, low, high = _pooled_by_hand(BLOCKS, "one")
+    assert df == 3  # x: 3 pairs (2 df), y: 2 pairs (1 df); "one" has a single pair: no df of its own
+    d = decide_at_rung(BLOCKS, "one", rung=10, policy=PAIRED_POOLED)
+    assert d.leader == "lead" and d.n_pairs == 1 and d.stop and low > 0
+    assert (d.delta, d.low, d.high) == pytest.approx((delta, low, high), rel=1e-12)
+    assert "pooled over 3 df" in d.reason
+    # "y" has 2 pairs (< min_pairs 3): judged the same way, its own 2 pairs inside the pool
+    _, delta_y, low_y, high_y = _pooled_by_hand(BLOCKS, "y")
+    dy = decide_at_rung(BLOCKS, "y", rung=10, policy=PAIRED_POOLED)
+    assert dy.n_pairs == 2 and (dy.delta, dy.low, dy.high) == pytest.approx((delta_y, low_y, high_y), rel=1e-12)
+    # "x" has 3 pairs: its own paired t interval (2 df), as without pooling
+    plain = decide_at_rung(BLOCKS, "x", rung=10, policy=EarlyStopPolicy(rungs=(10,), min_pairs=3))
+    dx = decide_at_rung(BLOCKS, "x", rung=10, policy=PAIRED_POOLED)
+    assert (dx.delta, dx.low, dx.high, dx.stop) == (plain.delta, plain.low, plain.high, plain.stop)
+
+
+def test_a_config_with_one_seed_is_judged_only_when_the_pooled_df_suffice():
+    assert decide_at_rung(BLOCKS, "one", rung=10, policy=PAIRED_POOLED).stop  # 3 df >= 3
+    four = EarlyStopPolicy(rungs=(10,), min_pairs=3, pool_pairs=True)  # the default: >= 4 df
+    d = decide_at_rung(BLOCKS, "one", rung=10, policy=four)
+    assert not d.stop and d.delta is None and d.n_pairs == 1 and "3 df < 4" in d.reason
+    # y's second seed gone: 2 df < 3, the same one seed is not judged
+    fewer = {**BLOCKS, "y": {1: 1.5}}
+    assert not decide_at_rung(fewer, "one", rung=10, policy=PAIRED_POOLED).stop
+    # a seed the leader has not reached is no pair: nothing to judge (the unpaired pooled rule would judge it)
+    unpaired = {**BLOCKS, "one": {4: 5.0}}
+    d = decide_at_rung(unpaired, "one", rung=10, policy=PAIRED_POOLED)
+    assert not d.stop and d.n_pairs == 0
+    assert decide_at_rung(unpaired, "one", rung=10, policy=EarlyStopPolicy(rungs=(10,), pool_spread=True)).stop
+
+
+def test_seed_effects_shared_with_the_leader_cancel_in_the_paired_pooled_rule():
+    # little seed-to-seed spread; then every config's seed s shifted by the same offset b_s (a seed effect,
+    # shared with the leader): the paired differences, and so the decisions, are exactly what they were; the
+    # unpaired pooled-spread rule reads the offsets as seed-to-seed spread and no longer stops "one"
+    flat = {
+        "lead": {0: 1.0, 1: 1.02, 2: 0.99, 3: 1.01},
+        "x": {0: 1.1, 1: 1.13, 2: 1.09},
+        "y": {1: 1.15, 3: 1.12},
+        "one": {2: 1.3},
+    }
+    b = {0: 0.0, 1: 0.9, 2: -0.7, 3: 0.4}
+    shifted = {c: {s: x + b[s] for s, x in v.items()} for c, v in flat.items()}
+    for config in ("one", "y", "x"):
+        d0 = decide_at_rung(flat, config, rung=10, policy=PAIRED_POOLED)
+        d1 = decide_at_rung(shifted, config, rung=10, policy=PAIRED_POOLED)
+        assert d1.stop == d0.stop and d1.leader == d0.leader == "lead" and d1.reason == d0.reason
+        assert (d1.delta, d1.low, d1.high) == pytest.approx((d0.delta, d0.low, d0.high), abs=1e-12)
+    assert decide_at_rung(shifted, "one", rung=10, policy=PAIRED_POOLED).stop
+    spread = EarlyStopPolicy(rungs=(10,), min_pairs=3, pool_spread=True)
+    assert decide_at_rung(flat, "one", rung=10, policy=spread).stop
+    assert not decide_at_rung(shifted, "one", rung=10, policy=spread).stop
+
+
+def test_paired_pooled_and_pooled_spread_are_not_both_taken():
+    with pytest.raises(UsageError, match="pool_spread and pool_pairs"):
+        EarlyStopPolicy(rungs=(10,), pool_spread=True, pool_pairs=True)
+    with pytest.raises(UsageError, match="min_pooled_df"):
+        EarlyStopPolicy(rungs=(10,), pool_pairs=True, min_pooled_df=0)
+
+
+@pytest.mark.parametrize(
+    ("test", "fields"),
+    [
+        ("paired-pooled", {"pool_pairs": True, "pool_spread": False, "log_scale": False}),
+        ("paired-pooled-log", {"pool_pairs": True, "pool_spread": False, "log_scale": True}),
+        ("pooled-log", {"pool_pairs": False, "pool_spread": True, "log_scale": True}),
+        ("paired", {"pool_pairs": False, "pool_spread": False, "log_scale": False}),
+    ],
+)
+def test_stop_test_choices_map_to_the_policy(cli, tmp_path, monkeypatch, test, fields):
+    import json
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "s"
+    args = ["--early-stop", "asha", "--rungs", "10", "--stop-test", test, "--name", "g", "--seeds", "1"]
+    res = cli("sweep", "--store", str(store), "--grid", "x=1", *args, "--", sys.executable, "-c", "0")
+    assert res.exit_code == 0, res.stderr
+    saved = json.loads((store / "groups" / "g.sweep.early_stop.json").read_text())
+    assert {k: saved[k] for k in fields} == fields

@@ -86,9 +86,11 @@ def sweep(
         "paired",
         "--stop-test",
         help="paired: only the seed-paired interval (--min-seeds pairs); pooled: with fewer pairs, the mean "
-        "against the seed spread pooled over configs; pooled-log: the same on log(metric), for a positive loss "
+        "against the seed spread pooled over configs; pooled-log: the same on log(metric), for a positive loss; "
+        "paired-pooled: with 1 to --min-seeds - 1 pairs, the paired differences' interval with their variance "
+        "pooled over configs (still paired by seed; >= 4 pooled df); paired-pooled-log: the same on log(metric) "
         "(benchmarks/bench_early_stop.py, char LM grid, trials one at a time: pooled-log 58% of the grid's compute "
-        "at 99% agreement, paired 78%).",
+        "at 99% agreement, paired-pooled 65% at 100%, paired 78%).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the sweep result as JSON."),
 ) -> None:
@@ -135,7 +137,7 @@ def sweep(
         plan = plan_sweep(list(command), group=name, grid=grid, seeds=seeds, config_args=not no_config_args)
     policy = None
     if early_stop is not None or rungs is not None:
-        tests = ("paired", "pooled", "pooled-log")
+        tests = ("paired", "pooled", "pooled-log", "paired-pooled", "paired-pooled-log")
         if early_stop != "asha" or rungs is None or stop_mode not in ("min", "max") or stop_test not in tests:
             raise UsageError(
                 f"--early-stop {early_stop!r} --rungs {rungs!r} --stop-mode {stop_mode!r} --stop-test {stop_test!r}: "
@@ -147,8 +149,9 @@ def sweep(
             metric=stop_metric,
             lower_is_better=stop_mode == "min",
             min_pairs=min_seeds,
-            pool_spread=stop_test != "paired",
-            log_scale=stop_test == "pooled-log",
+            pool_spread=stop_test in ("pooled", "pooled-log"),
+            pool_pairs=stop_test in ("paired-pooled", "paired-pooled-log"),
+            log_scale=stop_test.endswith("-log"),
         )
     request = SweepRequest(
         plan=plan,
