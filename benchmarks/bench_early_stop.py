@@ -12,7 +12,7 @@ t interval including 0), and the steps it ran as a fraction of the grid's. Two g
 - ``mlp``: a numpy two-layer MLP fitted by minibatch SGD to a fixed regression set (recorded in seconds).
 
 The seed-aware rows differ in how a config with few seeds is judged (``EarlyStopPolicy``: ``min_pairs``,
-``pool_spread``, ``pool_pairs``, ``min_pooled_df``, ``log_scale``); the issue's bar is >= 95% agreement at
+``few_pairs``, ``min_pooled_df``, ``log_scale``); the issue's bar is >= 95% agreement at
 <= 50% of the compute. The oracle rows are bounds, not rules (``replay_oracle``): the least compute a rule
 that needs k seed pairs at a rung (with any config, or with the final best) could reach keeping the verdict.
 The rungs are the same for every policy and both grids (50, 100, 200 of 400 steps); a second set with an
@@ -243,20 +243,22 @@ def replay_policies(
     best, ties = full_grid_verdict(grid)
     orders = shuffled_orders(grid, n_replays, config_major=config_major)
 
+    pp = "pooled-pairs"
+
     def seed_aware(**fields: object):
         policy = EarlyStopPolicy(rungs=rungs, **fields)  # type: ignore[arg-type]
         return lambda o: replay_seed_aware(grid, policy, order=o, ties=ties, workers=workers)
 
     policies = {
-        "seed-aware: paired 95% interval vs leader, >=2 pairs": seed_aware(min_pairs=2),
-        "seed-aware: paired, >=3 pairs": seed_aware(min_pairs=3),
-        "seed-aware: paired >=3, else pooled seed spread": seed_aware(min_pairs=3, pool_spread=True),
-        "seed-aware: paired >=3, else pooled, log": seed_aware(min_pairs=3, pool_spread=True, log_scale=True),
-        "seed-aware: paired >=2, else pooled, log": seed_aware(min_pairs=2, pool_spread=True, log_scale=True),
-        "seed-aware: paired >=3, else paired-pooled (df>=4)": seed_aware(min_pairs=3, pool_pairs=True),
-        "seed-aware: paired >=3, else paired-pooled, log": seed_aware(min_pairs=3, pool_pairs=True, log_scale=True),
-        "seed-aware: paired >=2, else paired-pooled, log": seed_aware(min_pairs=2, pool_pairs=True, log_scale=True),
-        "seed-aware: paired >=3, else paired-pooled, df>=2": seed_aware(min_pairs=3, pool_pairs=True, min_pooled_df=2),
+        "seed-aware: paired 95% interval vs leader, >=2 pairs": seed_aware(min_pairs=2, few_pairs="wait"),
+        "seed-aware: paired, >=3 pairs": seed_aware(min_pairs=3, few_pairs="wait"),
+        "seed-aware: paired >=3, else pooled seed spread": seed_aware(min_pairs=3, few_pairs="pooled-spread"),
+        "seed-aware: paired >=3, else pooled, log": seed_aware(min_pairs=3, few_pairs="pooled-spread", log_scale=True),
+        "seed-aware: paired >=2, else pooled, log": seed_aware(min_pairs=2, few_pairs="pooled-spread", log_scale=True),
+        "seed-aware: paired >=3, else paired-pooled (df>=4)": seed_aware(min_pairs=3, few_pairs="pooled-pairs"),
+        "seed-aware: paired >=3, else paired-pooled, log": seed_aware(min_pairs=3, few_pairs=pp, log_scale=True),
+        "seed-aware: paired >=2, else paired-pooled, log": seed_aware(min_pairs=2, few_pairs=pp, log_scale=True),
+        "seed-aware: paired >=3, else paired-pooled, df>=2": seed_aware(min_pairs=3, few_pairs=pp, min_pooled_df=2),
         f"plain ASHA (point metric, eta={ETA})": lambda o: replay_point_asha(
             grid, rungs, eta=ETA, order=o, ties=ties, workers=workers
         ),

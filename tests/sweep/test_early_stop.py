@@ -16,7 +16,7 @@ from expkit.sweep.early_stop import (
     replay_seed_aware,
 )
 
-POLICY = EarlyStopPolicy(rungs=(10,), min_pairs=3)
+POLICY = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="wait")  # the paired rule alone
 
 
 def test_a_config_whose_paired_interval_excludes_it_is_stopped_with_the_interval():
@@ -112,7 +112,7 @@ def test_point_asha_counts_its_steps_and_can_pick_the_wrong_config():
 def test_pooled_spread_judges_a_config_with_one_seed_by_the_spread_of_the_others():
     # "far" has one seed; the spread pooled over "lead" (3 seeds) and "mid" (2 seeds): df = 2 + 1 = 3
     v = {"lead": {0: 1.0, 1: 1.2, 2: 0.9}, "mid": {0: 1.1, 1: 1.3}, "far": {0: 2.0}}
-    pooled = EarlyStopPolicy(rungs=(10,), min_pairs=3, pool_spread=True)
+    pooled = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="pooled-spread")
     d = decide_at_rung(v, "far", rung=10, policy=pooled)
     lead, mid = np.array([1.0, 1.2, 0.9]), np.array([1.1, 1.3])
     sd = np.sqrt((((lead - lead.mean()) ** 2).sum() + ((mid - mid.mean()) ** 2).sum()) / 3)
@@ -123,7 +123,7 @@ def test_pooled_spread_judges_a_config_with_one_seed_by_the_spread_of_the_others
     # the same one seed, closer than the pooled spread resolves: kept
     near = {**v, "far": {0: 1.3}}
     assert not decide_at_rung(near, "far", rung=10, policy=pooled).stop
-    # without pool_spread one seed is never enough (the paired rule)
+    # paired only (few_pairs wait), one seed is never enough
     assert not decide_at_rung(v, "far", rung=10, policy=POLICY).stop
 
 
@@ -150,7 +150,7 @@ BLOCKS = {
     "y": {1: 1.5, 3: 1.2},
     "one": {2: 1.4},
 }
-PAIRED_POOLED = EarlyStopPolicy(rungs=(10,), min_pairs=3, pool_pairs=True, min_pooled_df=3)
+PAIRED_POOLED = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="pooled-pairs", min_pooled_df=3)
 
 
 def _pooled_by_hand(values, config, level=0.95):
@@ -187,7 +187,7 @@ def test_paired_pooled_interval_matches_a_hand_computation():
 
 def test_a_config_with_one_seed_is_judged_only_when_the_pooled_df_suffice():
     assert decide_at_rung(BLOCKS, "one", rung=10, policy=PAIRED_POOLED).stop  # 3 df >= 3
-    four = EarlyStopPolicy(rungs=(10,), min_pairs=3, pool_pairs=True)  # the default: >= 4 df
+    four = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="pooled-pairs")  # the default: >= 4 df
     d = decide_at_rung(BLOCKS, "one", rung=10, policy=four)
     assert not d.stop and d.delta is None and d.n_pairs == 1 and "3 df < 4" in d.reason
     # y's second seed gone: 2 df < 3, the same one seed is not judged
@@ -197,7 +197,7 @@ def test_a_config_with_one_seed_is_judged_only_when_the_pooled_df_suffice():
     unpaired = {**BLOCKS, "one": {4: 5.0}}
     d = decide_at_rung(unpaired, "one", rung=10, policy=PAIRED_POOLED)
     assert not d.stop and d.n_pairs == 0
-    assert decide_at_rung(unpaired, "one", rung=10, policy=EarlyStopPolicy(rungs=(10,), pool_spread=True)).stop
+    assert decide_at_rung(unpaired, "one", rung=10, policy=EarlyStopPolicy(rungs=(10,), few_pairs="pooled-spread")).stop
 
 
 def test_seed_effects_shared_with_the_leader_cancel_in_the_paired_pooled_rule():
@@ -218,25 +218,27 @@ def test_seed_effects_shared_with_the_leader_cancel_in_the_paired_pooled_rule():
         assert d1.stop == d0.stop and d1.leader == d0.leader == "lead" and d1.reason == d0.reason
         assert (d1.delta, d1.low, d1.high) == pytest.approx((d0.delta, d0.low, d0.high), abs=1e-12)
     assert decide_at_rung(shifted, "one", rung=10, policy=PAIRED_POOLED).stop
-    spread = EarlyStopPolicy(rungs=(10,), min_pairs=3, pool_spread=True)
+    spread = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="pooled-spread")
     assert decide_at_rung(flat, "one", rung=10, policy=spread).stop
     assert not decide_at_rung(shifted, "one", rung=10, policy=spread).stop
 
 
-def test_paired_pooled_and_pooled_spread_are_not_both_taken():
-    with pytest.raises(UsageError, match="pool_spread and pool_pairs"):
-        EarlyStopPolicy(rungs=(10,), pool_spread=True, pool_pairs=True)
+def test_an_unknown_few_pairs_rule_is_refused_by_name():
+    with pytest.raises(UsageError, match="few_pairs 'pooled'"):
+        EarlyStopPolicy(rungs=(10,), few_pairs="pooled")
     with pytest.raises(UsageError, match="min_pooled_df"):
-        EarlyStopPolicy(rungs=(10,), pool_pairs=True, min_pooled_df=0)
+        EarlyStopPolicy(rungs=(10,), few_pairs="pooled-pairs", min_pooled_df=0)
 
 
 @pytest.mark.parametrize(
     ("test", "fields"),
     [
-        ("paired-pooled", {"pool_pairs": True, "pool_spread": False, "log_scale": False}),
-        ("paired-pooled-log", {"pool_pairs": True, "pool_spread": False, "log_scale": True}),
-        ("pooled-log", {"pool_pairs": False, "pool_spread": True, "log_scale": True}),
-        ("paired", {"pool_pairs": False, "pool_spread": False, "log_scale": False}),
+        (None, {"few_pairs": "pooled-pairs", "log_scale": False}),  # the default
+        ("paired-pooled", {"few_pairs": "pooled-pairs", "log_scale": False}),
+        ("paired-pooled-log", {"few_pairs": "pooled-pairs", "log_scale": True}),
+        ("pooled", {"few_pairs": "pooled-spread", "log_scale": False}),
+        ("pooled-log", {"few_pairs": "pooled-spread", "log_scale": True}),
+        ("paired", {"few_pairs": "wait", "log_scale": False}),
     ],
 )
 def test_stop_test_choices_map_to_the_policy(cli, tmp_path, monkeypatch, test, fields):
@@ -245,8 +247,22 @@ def test_stop_test_choices_map_to_the_policy(cli, tmp_path, monkeypatch, test, f
 
     monkeypatch.chdir(tmp_path)
     store = tmp_path / "s"
-    args = ["--early-stop", "asha", "--rungs", "10", "--stop-test", test, "--name", "g", "--seeds", "1"]
+    args = ["--early-stop", "asha", "--rungs", "10", "--name", "g", "--seeds", "1"]
+    args += ["--stop-test", test] if test else []
     res = cli("sweep", "--store", str(store), "--grid", "x=1", *args, "--", sys.executable, "-c", "0")
     assert res.exit_code == 0, res.stderr
     saved = json.loads((store / "groups" / "g.sweep.early_stop.json").read_text())
     assert {k: saved[k] for k in fields} == fields
+
+
+def test_a_policy_written_before_few_pairs_reads_back_as_the_rule_it_was():
+    """A sweep recorded by an expkit before ``few_pairs`` is resumed with the rule it ran: no pool flag meant
+    the paired rule alone then (the default has since become pooled-pairs)."""
+    import dataclasses
+
+    old = {k: v for k, v in dataclasses.asdict(POLICY).items() if k != "few_pairs"}
+    assert EarlyStopPolicy.from_record({**old, "pool_spread": False}).few_pairs == "wait"
+    assert EarlyStopPolicy.from_record({**old, "pool_spread": True, "log_scale": True}).few_pairs == "pooled-spread"
+    assert EarlyStopPolicy.from_record({**old, "pool_spread": False, "pool_pairs": True}).few_pairs == "pooled-pairs"
+    now = EarlyStopPolicy(rungs=(10, 20), min_pairs=2)
+    assert EarlyStopPolicy.from_record(dataclasses.asdict(now)) == now

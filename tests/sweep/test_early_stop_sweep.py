@@ -49,7 +49,7 @@ def _last_step(run_dir: Path) -> int:
 
 @pytest.mark.parametrize(
     "rule",
-    [{"min_pairs": 2}, {"min_pairs": 2, "pool_spread": True, "log_scale": True}],
+    [{"min_pairs": 2, "few_pairs": "wait"}, {"min_pairs": 2, "few_pairs": "pooled-spread", "log_scale": True}],
     ids=["paired", "pooled-log"],
 )
 def test_the_clearly_worse_config_is_stopped_at_a_rung_and_the_tie_runs_to_the_end(tmp_path, rule):

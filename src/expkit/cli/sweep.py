@@ -83,14 +83,14 @@ def sweep(
         3, "--min-seeds", help="Seeds paired with the leader at a rung before the paired interval is used."
     ),
     stop_test: str = typer.Option(
-        "paired",
+        "paired-pooled",
         "--stop-test",
-        help="paired: only the seed-paired interval (--min-seeds pairs); pooled: with fewer pairs, the mean "
-        "against the seed spread pooled over configs; pooled-log: the same on log(metric), for a positive loss; "
-        "paired-pooled: with 1 to --min-seeds - 1 pairs, the paired differences' interval with their variance "
-        "pooled over configs (still paired by seed; >= 4 pooled df); paired-pooled-log: the same on log(metric) "
-        "(benchmarks/bench_early_stop.py, char LM grid, trials one at a time: pooled-log 58% of the grid's compute "
-        "at 99% agreement, paired-pooled 65% at 100%, paired 78%).",
+        help="How a config with fewer than --min-seeds pairs is judged. paired-pooled: by the interval of its "
+        "seed-paired differences from the leader, their variance pooled over configs (>= 4 pooled df; else it "
+        "waits); paired: not before it has --min-seeds pairs; pooled: its mean against the seed spread pooled "
+        "over configs (not paired); -log: the same on log(metric), for a positive loss "
+        "(benchmarks/bench_early_stop.py, char LM grid, trials one at a time: paired-pooled 65% of the grid's "
+        "compute at 100% agreement, paired 78%, pooled-log 58% at 99%).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the sweep result as JSON."),
 ) -> None:
@@ -125,7 +125,7 @@ def sweep(
     from expkit.sweep import plan_sweep, run_sweep
     from expkit.sweep.backends import BackendSettings
     from expkit.sweep.driver import SweepRequest
-    from expkit.sweep.early_stop import EarlyStopPolicy
+    from expkit.sweep.early_stop import STOP_TESTS, EarlyStopPolicy
 
     plan = None
     if resume is not None:
@@ -137,7 +137,7 @@ def sweep(
         plan = plan_sweep(list(command), group=name, grid=grid, seeds=seeds, config_args=not no_config_args)
     policy = None
     if early_stop is not None or rungs is not None:
-        tests = ("paired", "pooled", "pooled-log", "paired-pooled", "paired-pooled-log")
+        tests = tuple(STOP_TESTS)
         if early_stop != "asha" or rungs is None or stop_mode not in ("min", "max") or stop_test not in tests:
             raise UsageError(
                 f"--early-stop {early_stop!r} --rungs {rungs!r} --stop-mode {stop_mode!r} --stop-test {stop_test!r}: "
@@ -149,9 +149,7 @@ def sweep(
             metric=stop_metric,
             lower_is_better=stop_mode == "min",
             min_pairs=min_seeds,
-            pool_spread=stop_test in ("pooled", "pooled-log"),
-            pool_pairs=stop_test in ("paired-pooled", "paired-pooled-log"),
-            log_scale=stop_test.endswith("-log"),
+            **STOP_TESTS[stop_test],
         )
     request = SweepRequest(
         plan=plan,

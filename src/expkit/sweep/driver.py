@@ -252,8 +252,7 @@ def _policy_of(request: SweepRequest, root: Path, group: str) -> EarlyStopPolicy
     if request.resume is None or not path.exists():
         path.unlink(missing_ok=True)  # a new sweep without the rule: no earlier sweep's rule applies to it
         return None
-    obj = orjson.loads(path.read_bytes())
-    return EarlyStopPolicy(**{**obj, "rungs": tuple(obj["rungs"])})
+    return EarlyStopPolicy.from_record(orjson.loads(path.read_bytes()))
 
 
 _DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(RungDecision))

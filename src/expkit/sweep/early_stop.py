@@ -15,12 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from expkit.errors import UsageError
 
 __all__ = [
+    "STOP_TESTS",
     "EarlyStopPolicy",
     "RecordedGrid",
     "ReplayOutcome",
@@ -33,25 +35,39 @@ __all__ = [
 ]
 
 
+# How a config with fewer than min_pairs seeds paired with the leader is judged (EarlyStopPolicy.few_pairs).
+FEW_PAIRS = ("pooled-pairs", "wait", "pooled-spread")
+# ``expkit sweep --stop-test``'s names for the policy fields they set; the first is the default.
+STOP_TESTS: dict[str, dict[str, Any]] = {
+    "paired-pooled": {"few_pairs": "pooled-pairs", "log_scale": False},
+    "paired-pooled-log": {"few_pairs": "pooled-pairs", "log_scale": True},
+    "paired": {"few_pairs": "wait", "log_scale": False},
+    "pooled": {"few_pairs": "pooled-spread", "log_scale": False},
+    "pooled-log": {"few_pairs": "pooled-spread", "log_scale": True},
+}
+
+
 @dataclass(frozen=True)
 class EarlyStopPolicy:
     """When to look (``rungs``, in ``unit``: ``steps`` of the logged ``step``, or ``seconds`` since the trial
     started) and what to judge: ``metric``, its direction, the interval's ``level``, and the fewest seeds
     paired with the leader before the paired interval is used (``min_pairs``).
 
-    ``pool_spread``: a config with fewer paired seeds than that is judged too, by the difference of its mean
-    from the leader's against the seed-to-seed spread pooled over every config with two or more seeds at the
-    rung (a pooled-variance t interval: not paired, but still the seeds' spread, not one value). ``pool_pairs``
-    (the analysis of a randomized complete block design, seeds the blocks): a config with 1 to ``min_pairs - 1``
-    seeds paired with the leader is judged by its paired differences d_s = C_s - L_s, their mean's interval
-    taking the variance of the paired differences pooled over every config with two or more seeds paired with
-    the leader there (df = sum of n - 1, at least ``min_pooled_df``): still seed-paired, seed effects cancel.
-    ``log_scale``: judge log(metric) (a positive loss, MSE or perplexity: differences become ratios, so configs
-    whose losses differ tenfold have comparable spreads, which pooling assumes); a value <= 0 is not judged.
+    ``few_pairs``: how a config with fewer seeds paired with the leader than ``min_pairs`` is judged.
+    ``pooled-pairs`` (the default; the analysis of a randomized complete block design, seeds the blocks): a
+    config with 1 to ``min_pairs - 1`` paired seeds is judged by its paired differences d_s = C_s - L_s, their
+    mean's interval taking the variance of the paired differences pooled over every config with two or more
+    seeds paired with the leader there (df = sum of n - 1, at least ``min_pooled_df``): still seed-paired, seed
+    effects cancel; with fewer pooled df it waits. ``wait``: not judged before it has ``min_pairs`` pairs.
+    ``pooled-spread``: by the difference of its mean from the leader's against the seed-to-seed spread pooled
+    over every config with two or more seeds at the rung (a pooled-variance t interval: not paired, but still
+    the seeds' spread, not one value). ``log_scale``: judge log(metric) (a positive loss, MSE or perplexity:
+    differences become ratios, so configs whose losses differ tenfold have comparable spreads, which pooling
+    assumes); a value <= 0 is not judged. ``STOP_TESTS`` names the combinations ``--stop-test`` offers.
     Measured by ``benchmarks/bench_early_stop.py`` (200 replays, trials one at a time, rungs 50/100/200 of
     400 steps): paired only (min_pairs 2) ran 72% of the char LM grid's compute (67% of the MLP grid's) at
     100% (99%) agreement with the full grid's verdict; pooled on the log scale (min_pairs 3) 58% (47%) at 99%
-    (98%); paired with pooled paired differences (``pool_pairs``, min_pairs 3, >= 4 df) 65% (60%) at 100%
+    (98%); paired with pooled paired differences (``pooled-pairs``, min_pairs 3, >= 4 df) 65% (60%) at 100%
     (98%); with every trial running at once, paired only ran 49% (34%). An oracle that knows the verdict and
     stops a losing config once it has one seed paired with any config at a rung runs 32% (25%); with three
     pairs 63% (59%): no rule needing three pairs reaches half the compute with trials one at a time.
@@ -67,9 +83,8 @@ class EarlyStopPolicy:
     level: float = 0.95
     min_pairs: int = 3
     unit: str = "steps"
-    pool_spread: bool = False
+    few_pairs: str = "pooled-pairs"
     log_scale: bool = False
-    pool_pairs: bool = False
     min_pooled_df: int = 4
 
     def __post_init__(self) -> None:
@@ -83,8 +98,8 @@ class EarlyStopPolicy:
             )
         if self.min_pairs < 2:
             raise UsageError(f"min_pairs {self.min_pairs} must be >= 2 (an interval needs two paired seeds)")
-        if self.pool_spread and self.pool_pairs:
-            raise UsageError("pool_spread and pool_pairs are two ways to judge a config with few pairs: give one")
+        if self.few_pairs not in FEW_PAIRS:
+            raise UsageError(f"few_pairs {self.few_pairs!r} must be one of {', '.join(FEW_PAIRS)}")
         if self.min_pooled_df < 1:
             raise UsageError(f"min_pooled_df {self.min_pooled_df} must be >= 1")
         if not 0 < self.level < 1:
@@ -117,6 +132,17 @@ class EarlyStopPolicy:
             raise UsageError(f"rungs {rungs!r} are not numbers", hint="e.g. 10,30,90 or 5s,15s,45s") from None
         unit = "seconds" if all(in_seconds) else "steps"
         return cls(rungs=values, unit=unit, **fields)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_record(cls, obj: Mapping[str, Any]) -> EarlyStopPolicy:
+        """A policy from its JSON (``dataclasses.asdict``), also as written before ``few_pairs`` existed: then
+        ``pool_spread``/``pool_pairs`` said it, and neither meant paired only (``wait``, the default then)."""
+        fields = {k: v for k, v in obj.items() if k not in ("pool_spread", "pool_pairs")}
+        if "few_pairs" not in fields:
+            fields["few_pairs"] = (
+                "pooled-spread" if obj.get("pool_spread") else "pooled-pairs" if obj.get("pool_pairs") else "wait"
+            )
+        return cls(**{**fields, "rungs": tuple(fields["rungs"])})
 
     @property
     def judged(self) -> str:
@@ -166,9 +192,9 @@ def decide_at_rung(
     if leader == config:
         return RungDecision(config, rung, leader, 0, None, None, None, False, "the leader")
     common = sorted(set(values.get(config, {})) & set(ready[leader]))
-    if len(common) < policy.min_pairs and policy.pool_spread:
+    if len(common) < policy.min_pairs and policy.few_pairs == "pooled-spread":
         return _decide_pooled(values, config, leader, rung=rung, policy=policy)
-    if 0 < len(common) < policy.min_pairs and policy.pool_pairs:
+    if 0 < len(common) < policy.min_pairs and policy.few_pairs == "pooled-pairs":
         return _decide_paired_pooled(values, config, leader, common, rung=rung, policy=policy)
     if len(common) < policy.min_pairs:
         return RungDecision(
