@@ -255,7 +255,9 @@ def replay_policies(
         "seed-aware: paired >=3, else pooled seed spread": seed_aware(min_pairs=3, few_pairs="pooled-spread"),
         "seed-aware: paired >=3, else pooled, log": seed_aware(min_pairs=3, few_pairs="pooled-spread", log_scale=True),
         "seed-aware: paired >=2, else pooled, log": seed_aware(min_pairs=2, few_pairs="pooled-spread", log_scale=True),
-        "seed-aware: paired >=3, else paired-pooled (df>=4)": seed_aware(min_pairs=3, few_pairs="pooled-pairs"),
+        "seed-aware: paired >=3, else paired-pooled (df>=4; the default)": seed_aware(
+            min_pairs=3, few_pairs="pooled-pairs"
+        ),
         "seed-aware: paired >=3, else paired-pooled, log": seed_aware(min_pairs=3, few_pairs=pp, log_scale=True),
         "seed-aware: paired >=2, else paired-pooled, log": seed_aware(min_pairs=2, few_pairs=pp, log_scale=True),
         "seed-aware: paired >=3, else paired-pooled, df>=2": seed_aware(min_pairs=3, few_pairs=pp, min_pooled_df=2),
