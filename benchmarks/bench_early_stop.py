@@ -261,6 +261,8 @@ def replay_policies(
         "seed-aware: paired >=3, else paired-pooled, log": seed_aware(min_pairs=3, few_pairs=pp, log_scale=True),
         "seed-aware: paired >=2, else paired-pooled, log": seed_aware(min_pairs=2, few_pairs=pp, log_scale=True),
         "seed-aware: paired >=3, else paired-pooled, df>=2": seed_aware(min_pairs=3, few_pairs=pp, min_pooled_df=2),
+        "seed-aware: paired-rcbd (config+seed fit, df>=4; else >=3)": seed_aware(min_pairs=3, few_pairs="rcbd"),
+        "seed-aware: paired-rcbd, log": seed_aware(min_pairs=3, few_pairs="rcbd", log_scale=True),
         f"plain ASHA (point metric, eta={ETA})": lambda o: replay_point_asha(
             grid, rungs, eta=ETA, order=o, ties=ties, workers=workers
         ),

@@ -223,6 +223,107 @@ def test_seed_effects_shared_with_the_leader_cancel_in_the_paired_pooled_rule():
     assert not decide_at_rung(shifted, "one", rung=10, policy=spread).stop
 
 
+# the randomized complete block analysis (few_pairs "rcbd"): the additive config + seed fit over every cell at
+# the rung gives the residual variance; d over the seeds shared with the leader, se sqrt(2 s^2 / n)
+RCBD = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="rcbd", min_pooled_df=3)
+
+
+def test_rcbd_interval_matches_the_closed_form_of_a_balanced_block_design():
+    # 4 configs x 4 seeds, every cell: SS_res = sum (y_cs - ybar_c. - ybar_.s + ybar..)^2, df = (C-1)(S-1) = 9
+    y = np.array(
+        [
+            [1.00, 1.30, 0.80, 1.10],  # lead
+            [1.20, 1.45, 1.05, 1.25],  # b
+            [1.02, 1.40, 0.78, 1.12],  # c
+            [2.00, 2.40, 1.70, 2.10],  # d
+        ]
+    )
+    names = ["lead", "b", "c", "d"]
+    values = {c: {s: float(y[i, s]) for s in range(4)} for i, c in enumerate(names)}
+    resid = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
+    df = 3 * 3
+    s2 = float((resid**2).sum()) / df
+    four = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="rcbd")  # min_pooled_df 4 <= 9
+    for i, c in enumerate(names[1:], 1):
+        d = y[i] - y[0]
+        half = sps.t.ppf(0.975, df) * np.sqrt(2 * s2 / 4)
+        got = decide_at_rung(values, c, rung=10, policy=four)
+        assert got.leader == "lead" and got.n_pairs == 4 and "over 9 df" in got.reason
+        assert (got.delta, got.low, got.high) == pytest.approx((d.mean(), d.mean() - half, d.mean() + half), rel=1e-10)
+        assert got.stop == (d.mean() - half > 0)
+    # b (0.19 behind) and d are excluded; c's gap (0.03) is inside the interval (half width 0.089): kept
+    assert [decide_at_rung(values, c, rung=10, policy=four).stop for c in ("b", "c", "d")] == [True, False, True]
+
+
+def _backfit(values, sweeps=5000):
+    # an independent two-way additive fit of the cells present: alternate config and seed means of the
+    # residuals until they stop moving (Gauss-Seidel on the normal equations), then residual SS
+    cells = [(c, s, x) for c, v in values.items() for s, x in v.items()]
+    a = {c: 0.0 for c in values}
+    b = {s: 0.0 for _, s, _ in cells}
+    mu = np.mean([x for *_, x in cells])
+    for _ in range(sweeps):
+        for c in a:
+            a[c] = np.mean([x - mu - b[s] for cc, s, x in cells if cc == c])
+        for s in b:
+            b[s] = np.mean([x - mu - a[c] for c, ss, x in cells if ss == s])
+    ss = sum((x - mu - a[c] - b[s]) ** 2 for c, s, x in cells)
+    return ss, a
+
+
+def test_rcbd_on_unbalanced_cells_matches_an_independent_fit_and_judges_one_seed():
+    # BLOCKS: 10 cells, 4 configs, 4 seeds, connected: df = 10 - 4 - 4 + 1 = 3
+    ss, effect = _backfit(BLOCKS)
+    s2, df = ss / 3, 3
+    assert min(("lead", "x", "y"), key=effect.get) == "lead"
+    for config in ("one", "y", "x"):
+        common = sorted(set(BLOCKS[config]) & set(BLOCKS["lead"]))
+        d = np.mean([BLOCKS[config][s] - BLOCKS["lead"][s] for s in common])
+        half = sps.t.ppf(0.975, df) * np.sqrt(2 * s2 / len(common))
+        got = decide_at_rung(BLOCKS, config, rung=10, policy=RCBD)
+        assert got.leader == "lead" and got.n_pairs == len(common)
+        assert (got.delta, got.low, got.high) == pytest.approx((d, d - half, d + half), rel=1e-8)
+    # one seed paired with the leader is judged once the residual df suffice, and here it is excluded
+    assert decide_at_rung(BLOCKS, "one", rung=10, policy=RCBD).stop
+
+
+def test_rcbd_needs_min_pooled_df_residual_df_else_waits_for_min_pairs():
+    four = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="rcbd")  # min_pooled_df 4; BLOCKS has 3 df
+    d = decide_at_rung(BLOCKS, "one", rung=10, policy=four)
+    assert not d.stop and d.delta is None and "1 paired seeds < 3" in d.reason
+    # x has 3 pairs: below the df threshold it is the paired t interval alone, as with few_pairs wait
+    wait = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="wait")
+    assert decide_at_rung(BLOCKS, "x", rung=10, policy=four) == decide_at_rung(BLOCKS, "x", rung=10, policy=wait)
+    # one more cell (y's seed 0): 11 cells, df 4: the same single seed is now judged
+    more = {**BLOCKS, "y": {**BLOCKS["y"], 0: 1.3}}
+    d = decide_at_rung(more, "one", rung=10, policy=four)
+    assert d.stop and d.n_pairs == 1 and "over 4 df" in d.reason
+    # without any pair with the leader there is nothing to judge
+    assert not decide_at_rung({**BLOCKS, "one": {4: 9.0}}, "one", rung=10, policy=RCBD).stop
+
+
+def test_seed_effects_cancel_in_the_rcbd_rule_and_the_leader_is_seed_adjusted():
+    # per-seed offsets added to every config leave the residuals, the paired differences and the leader alone.
+    # "y" has only seeds 1 and 3: with the offsets its raw mean is the best at the rung, but its seed-adjusted
+    # effect is not (a rule choosing the leader by raw means would change leader, and decisions, here)
+    flat = {
+        "lead": {0: 1.0, 1: 1.02, 2: 0.99, 3: 1.01},
+        "x": {0: 1.1, 1: 1.13, 2: 1.09},
+        "y": {1: 1.15, 3: 1.12},
+        "one": {2: 1.3},
+        "z": {0: 1.2, 2: 1.22},
+    }
+    b = {0: 0.9, 1: -0.7, 2: 0.8, 3: -0.6}
+    shifted = {c: {s: x + b[s] for s, x in v.items()} for c, v in flat.items()}
+    assert min(shifted, key=lambda c: np.mean(list(shifted[c].values()))) == "y"
+    for config in flat:
+        d0 = decide_at_rung(flat, config, rung=10, policy=RCBD)
+        d1 = decide_at_rung(shifted, config, rung=10, policy=RCBD)
+        assert d1.stop == d0.stop and d1.leader == d0.leader == "lead" and d1.reason == d0.reason
+        assert (d1.delta, d1.low, d1.high) == pytest.approx((d0.delta, d0.low, d0.high), abs=1e-9)
+    assert decide_at_rung(shifted, "one", rung=10, policy=RCBD).stop
+
+
 def test_an_unknown_few_pairs_rule_is_refused_by_name():
     with pytest.raises(UsageError, match="few_pairs 'pooled'"):
         EarlyStopPolicy(rungs=(10,), few_pairs="pooled")
@@ -239,6 +340,8 @@ def test_an_unknown_few_pairs_rule_is_refused_by_name():
         ("pooled", {"few_pairs": "pooled-spread", "log_scale": False}),
         ("pooled-log", {"few_pairs": "pooled-spread", "log_scale": True}),
         ("paired", {"few_pairs": "wait", "log_scale": False}),
+        ("paired-rcbd", {"few_pairs": "rcbd", "log_scale": False}),
+        ("paired-rcbd-log", {"few_pairs": "rcbd", "log_scale": True}),
     ],
 )
 def test_stop_test_choices_map_to_the_policy(cli, tmp_path, monkeypatch, test, fields):

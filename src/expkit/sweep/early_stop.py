@@ -36,7 +36,7 @@ __all__ = [
 
 
 # How a config with fewer than min_pairs seeds paired with the leader is judged (EarlyStopPolicy.few_pairs).
-FEW_PAIRS = ("pooled-pairs", "wait", "pooled-spread")
+FEW_PAIRS = ("pooled-pairs", "wait", "pooled-spread", "rcbd")
 # ``expkit sweep --stop-test``'s names for the policy fields they set; the first is the default.
 STOP_TESTS: dict[str, dict[str, Any]] = {
     "paired-pooled": {"few_pairs": "pooled-pairs", "log_scale": False},
@@ -44,6 +44,8 @@ STOP_TESTS: dict[str, dict[str, Any]] = {
     "paired": {"few_pairs": "wait", "log_scale": False},
     "pooled": {"few_pairs": "pooled-spread", "log_scale": False},
     "pooled-log": {"few_pairs": "pooled-spread", "log_scale": True},
+    "paired-rcbd": {"few_pairs": "rcbd", "log_scale": False},
+    "paired-rcbd-log": {"few_pairs": "rcbd", "log_scale": True},
 }
 
 
@@ -184,6 +186,10 @@ def decide_at_rung(
     """
     from expkit.stats.seeds import t_interval
 
+    if policy.few_pairs == "rcbd":
+        rcbd = _rcbd_fit(values)
+        if rcbd.df >= policy.min_pooled_df:
+            return _decide_rcbd(values, config, rcbd, rung=rung, policy=policy)
     sign = 1.0 if policy.lower_is_better else -1.0
     ready = {c: v for c, v in values.items() if len(v) >= policy.min_pairs}
     if not ready:
@@ -275,6 +281,75 @@ def _decide_paired_pooled(
     reason = (
         f"paired interval over {n} seeds, sd of the paired differences pooled over {df} df ({len(groups)} configs), "
         + ("excludes it: worse than the leader" if worse else "includes the leader's value")
+    )
+    return RungDecision(config, rung, leader, n, delta, low, high, worse, reason)
+
+
+@dataclass(frozen=True)
+class RcbdFit:
+    """The two-way additive fit value[c, s] = mu + config_c + seed_s + e over the cells present at a rung
+    (least squares): the residual variance ``sigma2`` on ``df`` = cells - rank of the design (cells - configs -
+    seeds + 1 when the configs and seeds are connected), and each config's seed-adjusted ``effect`` (comparable
+    between configs only when ``connected``)."""
+
+    sigma2: float
+    df: int
+    effect: Mapping[str, float]
+    connected: bool
+
+
+def _rcbd_fit(values: Mapping[str, Mapping[int, float]]) -> RcbdFit:
+    """Least squares of the additive config + seed model on the cells present (numpy lstsq on indicators)."""
+    configs = [c for c, v in values.items() if v]
+    seeds = sorted({s for c in configs for s in values[c]})
+    cells = [(i, seeds.index(s), x) for i, c in enumerate(configs) for s, x in values[c].items()]
+    if not cells:
+        return RcbdFit(math.nan, 0, {}, False)
+    design = np.zeros((len(cells), 1 + len(configs) + len(seeds)))
+    design[:, 0] = 1.0
+    for row, (i, j, _) in enumerate(cells):
+        design[row, 1 + i] = design[row, 1 + len(configs) + j] = 1.0
+    y = np.array([x for _, _, x in cells], dtype=np.float64)
+    beta, _, rank, _ = np.linalg.lstsq(design, y, rcond=None)
+    df = len(cells) - int(rank)
+    resid = y - design @ beta
+    sigma2 = float(resid @ resid) / df if df > 0 else math.nan
+    connected = int(rank) == len(configs) + len(seeds) - 1  # one component: every config contrast estimable
+    return RcbdFit(sigma2, df, {c: float(beta[1 + i]) for i, c in enumerate(configs)}, connected)
+
+
+def _decide_rcbd(
+    values: Mapping[str, Mapping[int, float]], config: str, fit: RcbdFit, *, rung: float, policy: EarlyStopPolicy
+) -> RungDecision:
+    """The randomized complete block analysis at the rung (seeds the blocks), used once its residual df reach
+    ``min_pooled_df``: the leader is the best seed-adjusted config effect (the best mean when the cells are not
+    connected) among configs with two or more seeds there; C is judged by d = mean over the seeds C and the
+    leader share of C_s - L_s (seed effects cancel), with standard error sqrt(2 sigma^2 / n) and the t quantile
+    on the residual df: sigma^2 pooled over every config and seed present, not only the pairs with the leader."""
+    from scipy.stats import t
+
+    sign = 1.0 if policy.lower_is_better else -1.0
+    ready = [c for c, v in values.items() if len(v) >= 2]
+    if not ready:
+        return RungDecision(config, rung, None, 0, None, None, None, False, "no config has two seeds here yet")
+
+    def score(c: str) -> float:
+        return sign * (fit.effect[c] if fit.connected else float(np.mean(list(values[c].values()))))
+
+    leader = min(ready, key=score)
+    if leader == config:
+        return RungDecision(config, rung, leader, 0, None, None, None, False, "the leader")
+    lead = values[leader]
+    common = sorted(set(values.get(config, {})) & set(lead))
+    n = len(common)
+    if n == 0:
+        return RungDecision(config, rung, leader, 0, None, None, None, False, "no seed paired with the leader")
+    delta = float(np.mean([values[config][s] - lead[s] for s in common]))
+    half = float(t.ppf(0.5 + policy.level / 2, fit.df)) * math.sqrt(2 * fit.sigma2 / n)
+    low, high = delta - half, delta + half
+    worse = low > 0 if policy.lower_is_better else high < 0
+    reason = f"paired interval over {n} seeds, residual variance of the config + seed fit over {fit.df} df, " + (
+        "excludes it: worse than the leader" if worse else "includes the leader's value"
     )
     return RungDecision(config, rung, leader, n, delta, low, high, worse, reason)
 
