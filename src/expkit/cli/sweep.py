@@ -88,7 +88,9 @@ def sweep(
         help="How a config with fewer than --min-seeds pairs is judged. paired-pooled: by the interval of its "
         "seed-paired differences from the leader, their variance pooled over configs (>= 4 pooled df; else it "
         "waits); paired: not before it has --min-seeds pairs; pooled: its mean against the seed spread pooled "
-        "over configs (not paired); -log: the same on log(metric), for a positive loss "
+        "over configs (not paired); paired-rcbd: every config by its paired differences, their variance from the "
+        "config + seed fit over every config and seed at the rung (>= 4 df); -log: the same on log(metric), for a "
+        "positive loss "
         "(benchmarks/bench_early_stop.py, char LM grid, trials one at a time: paired-pooled 65% of the grid's "
         "compute at 100% agreement, paired 78%, pooled-log 58% at 99%).",
     ),
