@@ -200,18 +200,25 @@ def test_a_config_with_one_seed_is_judged_only_when_the_pooled_df_suffice():
     assert decide_at_rung(unpaired, "one", rung=10, policy=EarlyStopPolicy(rungs=(10,), few_pairs="pooled-spread")).stop
 
 
+# little seed-to-seed spread: the seed-effect tests shift every config's seed s by one offset b_s
+FLAT = {
+    "lead": {0: 1.0, 1: 1.02, 2: 0.99, 3: 1.01},
+    "x": {0: 1.1, 1: 1.13, 2: 1.09},
+    "y": {1: 1.15, 3: 1.12},
+    "one": {2: 1.3},
+}
+
+
+def _shifted(values: dict[str, dict[int, float]], b: dict[int, float]) -> dict[str, dict[int, float]]:
+    return {c: {s: x + b[s] for s, x in v.items()} for c, v in values.items()}
+
+
 def test_seed_effects_shared_with_the_leader_cancel_in_the_paired_pooled_rule():
     # little seed-to-seed spread; then every config's seed s shifted by the same offset b_s (a seed effect,
     # shared with the leader): the paired differences, and so the decisions, are exactly what they were; the
     # unpaired pooled-spread rule reads the offsets as seed-to-seed spread and no longer stops "one"
-    flat = {
-        "lead": {0: 1.0, 1: 1.02, 2: 0.99, 3: 1.01},
-        "x": {0: 1.1, 1: 1.13, 2: 1.09},
-        "y": {1: 1.15, 3: 1.12},
-        "one": {2: 1.3},
-    }
-    b = {0: 0.0, 1: 0.9, 2: -0.7, 3: 0.4}
-    shifted = {c: {s: x + b[s] for s, x in v.items()} for c, v in flat.items()}
+    flat = FLAT
+    shifted = _shifted(flat, {0: 0.0, 1: 0.9, 2: -0.7, 3: 0.4})
     for config in ("one", "y", "x"):
         d0 = decide_at_rung(flat, config, rung=10, policy=PAIRED_POOLED)
         d1 = decide_at_rung(shifted, config, rung=10, policy=PAIRED_POOLED)
@@ -306,15 +313,8 @@ def test_seed_effects_cancel_in_the_rcbd_rule_and_the_leader_is_seed_adjusted():
     # per-seed offsets added to every config leave the residuals, the paired differences and the leader alone.
     # "y" has only seeds 1 and 3: with the offsets its raw mean is the best at the rung, but its seed-adjusted
     # effect is not (a rule choosing the leader by raw means would change leader, and decisions, here)
-    flat = {
-        "lead": {0: 1.0, 1: 1.02, 2: 0.99, 3: 1.01},
-        "x": {0: 1.1, 1: 1.13, 2: 1.09},
-        "y": {1: 1.15, 3: 1.12},
-        "one": {2: 1.3},
-        "z": {0: 1.2, 2: 1.22},
-    }
-    b = {0: 0.9, 1: -0.7, 2: 0.8, 3: -0.6}
-    shifted = {c: {s: x + b[s] for s, x in v.items()} for c, v in flat.items()}
+    flat = {**FLAT, "z": {0: 1.2, 2: 1.22}}
+    shifted = _shifted(flat, {0: 0.9, 1: -0.7, 2: 0.8, 3: -0.6})
     assert min(shifted, key=lambda c: np.mean(list(shifted[c].values()))) == "y"
     for config in flat:
         d0 = decide_at_rung(flat, config, rung=10, policy=RCBD)
