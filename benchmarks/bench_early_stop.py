@@ -41,6 +41,7 @@ from expkit.sweep.early_stop import (
     EarlyStopPolicy,
     RecordedGrid,
     ReplayOutcome,
+    _pick,
     _simulate,
     full_grid_verdict,
     replay_point_asha,
@@ -229,10 +230,7 @@ def replay_oracle(
         return config in stopped
 
     fraction, finals = _simulate(grid, order, rungs, workers, at_rung=at_rung, dropped=lambda c: c in stopped)
-    picked = max(
-        (c for c in grid.configs if finals[c] and c not in stopped),
-        key=lambda c: (-1 if grid.lower_is_better else 1) * float(np.mean(finals[c])),
-    )
+    picked = _pick(grid, {c: v for c, v in finals.items() if c not in stopped})
     return ReplayOutcome(picked, picked in ties, fraction, tuple(sorted(stopped)))
 
 

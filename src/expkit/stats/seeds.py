@@ -19,6 +19,7 @@ __all__ = [
     "iqm_interval",
     "summarize_seeds",
     "t_interval",
+    "t_quantile",
     "welch_interval",
 ]
 
@@ -38,7 +39,8 @@ def _values(values: Sequence[float] | np.ndarray, name: str = "values", min_n: i
     return arr
 
 
-def _t(level: float, df: float) -> float:
+def t_quantile(level: float, df: float) -> float:
+    """The two-sided Student-t critical value: ``t.ppf(0.5 + level / 2, df)``; a level outside (0, 1) is refused."""
     if not 0.0 < level < 1.0:
         raise UsageError(f"level={level} is not in (0, 1)")
     from scipy.stats import t
@@ -76,7 +78,7 @@ def t_interval(values: Sequence[float] | np.ndarray, *, level: float = 0.95) -> 
     x = _values(values)
     n = x.size
     se = float(x.std(ddof=1)) / math.sqrt(n)
-    h = _t(level, n - 1) * se
+    h = t_quantile(level, n - 1) * se
     m = float(x.mean())
     return MeanInterval(m, m - h, m + h, se, float(n - 1), n, level, "t")
 
@@ -94,7 +96,7 @@ def welch_interval(
     if se == 0.0:
         return MeanInterval(d, d, d, 0.0, math.inf, a.size + b.size, level, "welch")
     df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
-    h = _t(level, df) * se
+    h = t_quantile(level, df) * se
     return MeanInterval(d, d - h, d + h, se, float(df), a.size + b.size, level, "welch")
 
 
@@ -148,7 +150,7 @@ def summarize_seeds(values: Sequence[float] | np.ndarray, *, level: float = 0.95
     x = _values(values)
     n = x.size
     sd = float(x.std(ddof=1))
-    floor = _t(level, 2 * (n - 1)) * sd * math.sqrt(2.0 / n)
+    floor = t_quantile(level, 2 * (n - 1)) * sd * math.sqrt(2.0 / n)
     return SeedSummary(
         n,
         t_interval(x, level=level),

@@ -230,23 +230,34 @@ def decide_at_rung(
     return RungDecision(config, rung, leader, len(common), iv.estimate, iv.low, iv.high, worse, reason)
 
 
+def _pooled_sd(groups: Sequence[np.ndarray]) -> tuple[int, float]:
+    """The standard deviation pooled over ``groups``, each around its own mean, and its df (sum of n - 1);
+    nan with no df."""
+    df = sum(g.size - 1 for g in groups)
+    return df, math.sqrt(sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / df) if df > 0 else math.nan
+
+
+def _judge(delta: float, se: float, df: float, policy: EarlyStopPolicy) -> tuple[float, float, bool]:
+    """The t interval delta +- t(level, df) * se, and whether it lies wholly on the worse side of 0."""
+    from expkit.stats.seeds import t_quantile
+
+    half = t_quantile(policy.level, df) * se
+    low, high = delta - half, delta + half
+    return low, high, low > 0 if policy.lower_is_better else high < 0
+
+
 def _decide_pooled(
     values: Mapping[str, Mapping[int, float]], config: str, leader: str, *, rung: float, policy: EarlyStopPolicy
 ) -> RungDecision:
     """Too few paired seeds: mean(config) - mean(leader) against the seed-to-seed spread pooled over every
     config with two or more seeds at the rung (pooled-variance t interval, df = sum of n_c - 1)."""
-    from scipy.stats import t
-
     spread = [np.asarray(list(v.values()), dtype=np.float64) for v in values.values() if len(v) >= 2]
-    df = sum(x.size - 1 for x in spread)
+    df, sd = _pooled_sd(spread)
     mine, lead = list(values[config].values()), list(values[leader].values())
     if df < 2:
         return RungDecision(config, rung, leader, 0, None, None, None, False, f"pooled spread has {df} df < 2")
-    sd = math.sqrt(sum(float(((x - x.mean()) ** 2).sum()) for x in spread) / df)
     delta = float(np.mean(mine) - np.mean(lead))
-    half = float(t.ppf(0.5 + policy.level / 2, df)) * sd * math.sqrt(1 / len(mine) + 1 / len(lead))
-    low, high = delta - half, delta + half
-    worse = low > 0 if policy.lower_is_better else high < 0
+    low, high, worse = _judge(delta, sd * math.sqrt(1 / len(mine) + 1 / len(lead)), df, policy)
     reason = ("pooled interval excludes it" if worse else "pooled interval includes the leader's value") + (
         f" ({len(mine)} vs {len(lead)} seeds, seed sd {sd:.3g} pooled over {df} df)"
     )
@@ -266,25 +277,20 @@ def _decide_paired_pooled(
     the paired differences pooled over every config X != leader with two or more seeds paired with the leader
     at the rung (each X's squared deviations of its d from its own mean; df = sum of n_X - 1): the interval
     mean(d) +- t(level, df) * s_pooled / sqrt(n). The block (seed) effects cancel in d, as in the paired rule."""
-    from scipy.stats import t
-
     lead = values[leader]
     groups = []
     for other, v in values.items():
         seeds = sorted(set(v) & set(lead))
         if other != leader and len(seeds) >= 2:
             groups.append(np.array([v[s] - lead[s] for s in seeds], dtype=np.float64))
-    df = sum(g.size - 1 for g in groups)
+    df, sd = _pooled_sd(groups)
     n = len(common)
     if df < policy.min_pooled_df:
         why = f"{n} paired seeds < {policy.min_pairs}; pooled paired differences have {df} df < {policy.min_pooled_df}"
         return RungDecision(config, rung, leader, n, None, None, None, False, why)
-    sd = math.sqrt(sum(float(((g - g.mean()) ** 2).sum()) for g in groups) / df)
     d = np.array([values[config][s] - lead[s] for s in common], dtype=np.float64)
     delta = float(d.mean())
-    half = float(t.ppf(0.5 + policy.level / 2, df)) * sd / math.sqrt(n)
-    low, high = delta - half, delta + half
-    worse = low > 0 if policy.lower_is_better else high < 0
+    low, high, worse = _judge(delta, sd / math.sqrt(n), df, policy)
     reason = (
         f"paired interval over {n} seeds, sd of the paired differences pooled over {df} df ({len(groups)} configs), "
         + ("excludes it: worse than the leader" if worse else "includes the leader's value")
@@ -333,8 +339,6 @@ def _decide_rcbd(
     connected) among configs with two or more seeds there; C is judged by d = mean over the seeds C and the
     leader share of C_s - L_s (seed effects cancel), with standard error sqrt(2 sigma^2 / n) and the t quantile
     on the residual df: sigma^2 pooled over every config and seed present, not only the pairs with the leader."""
-    from scipy.stats import t
-
     sign = 1.0 if policy.lower_is_better else -1.0
     ready = [c for c, v in values.items() if len(v) >= 2]
     if not ready:
@@ -352,9 +356,7 @@ def _decide_rcbd(
     if n == 0:
         return RungDecision(config, rung, leader, 0, None, None, None, False, "no seed paired with the leader")
     delta = float(np.mean([values[config][s] - lead[s] for s in common]))
-    half = float(t.ppf(0.5 + policy.level / 2, fit.df)) * math.sqrt(2 * fit.sigma2 / n)
-    low, high = delta - half, delta + half
-    worse = low > 0 if policy.lower_is_better else high < 0
+    low, high, worse = _judge(delta, math.sqrt(2 * fit.sigma2 / n), fit.df, policy)
     reason = f"paired interval over {n} seeds, residual variance of the config + seed fit over {fit.df} df, " + (
         "excludes it: worse than the leader" if worse else "includes the leader's value"
     )
