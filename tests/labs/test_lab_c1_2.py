@@ -15,18 +15,17 @@ def test_c1_2_reports_speedups(tmp_path):
     res = run_lab(lab, out_dir=tmp_path, quick=True)
     assert res.status == "ok", res.error
     m = {x.key: x for x in res.measurements}
-    assert 0.1 < m["serial_s"].value < 5  # calibrated to ~0.5 s; a loaded machine stretches it
+    assert m["serial_s"].value > 0  # calibrated to ~0.5 s; how far a loaded machine stretches it is no test
     judged = judged_measurements(res)
     assert set(judged) == {"thread_speedup", "process_speedup"}
     for key in judged:
         assert_verdict_follows(judged[key])
     if judged["thread_speedup"].unit == "x":  # enough cores free of other work: threads judged
-        assert 0.2 < m["thread_speedup"].value < 1.8
         assert_flips(judged["thread_speedup"], 8.0)  # threads running truly in parallel on 8 cores
     else:  # busy cores, measured: the claim could not be tested
         assert judged["thread_speedup"].verdict.kind == "not measured here"
     proc = judged["process_speedup"]
-    assert 0.2 < proc.value < 8
+    assert proc.value > 0
     assert_flips(proc, 1.0 if proc.verdict.kind == "reproduced" else 3.1)
     if proc.verdict.kind == "differs":  # the cause names a figure measured in this run
         assert "cores free of other work during the run" in proc.verdict.reason
@@ -51,30 +50,46 @@ def _wait(n: int) -> int:
     """Work that releases the GIL (a sleep, like waiting on disk or network): the contrary input for C1.2."""
     import time
 
-    time.sleep(0.05)
+    time.sleep(0.1)
     return n
 
 
-def test_c1_2_threads_rule_flips_on_work_that_releases_the_gil():
-    """The lab's measurement (serial vs a thread pool through parallel_map, the same workers) run on work that
-    releases the GIL: threads overlap the waits and speed it up ~N_WORKERS x, so 'threads give no speed-up' fails;
-    on the lab's pure-Python work under the same rule it holds. The rule is the one for 2 free cores."""
+def _thread_pool_wall_s(fn, items) -> float:  # noqa: ANN001 - a callable
+    """Wall time of the lab's thread pool (parallel_map, the lab's workers) over ``items``."""
     import time
 
     from expkit.data import parallel_map
+    from expkit.labs.lab_c1_2_gil import N_WORKERS
+
+    t0 = time.perf_counter()
+    list(parallel_map(fn, items, workers=N_WORKERS, chunksize=1, backend="thread"))
+    return time.perf_counter() - t0
+
+
+def test_c1_2_threads_rule_flips_on_work_that_releases_the_gil():
+    """The lab's thread pool run on work that releases the GIL overlaps the waits, so 'threads give no speed-up'
+    fails; on the lab's pure-Python work under the same rule (the one for 2 free cores) it holds.
+
+    Load-proof (issue 36): no speed-up threshold on two wall clocks that other processes stretch unevenly. The
+    pure-Python run is compared with its measured reference in the same process, the serial work's own CPU time
+    (time.process_time, which other processes do not stretch): a pool that ran on one core at a time can finish no
+    faster than that, and load only slows it further. The waits are compared with their serial wall time: sleeps
+    overlap whatever the load (8 workers, 16 waits of 0.1 s: 8x when idle, against the rule's 1.5x)."""
+    import time
+
     from expkit.labs.lab_c1_2_gil import N_WORKERS, _calibrate, thread_rule, tokenize_like
 
-    def speedup(fn, items):
-        t0 = time.perf_counter()
-        [fn(x) for x in items]
-        serial = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        list(parallel_map(fn, items, workers=N_WORKERS, chunksize=1, backend="thread"))
-        return serial / (time.perf_counter() - t0)
-
     rule = thread_rule(2.0)
-    waits = speedup(_wait, [1] * (2 * N_WORKERS))
-    assert rule.judge(waits).kind == "not reproduced", waits
-    size = _calibrate(0.3)
-    cpu = speedup(tokenize_like, [size] * (2 * N_WORKERS))
+    waits = [1] * (2 * N_WORKERS)
+    t0 = time.perf_counter()
+    [_wait(x) for x in waits]
+    serial_wall = time.perf_counter() - t0
+    overlap = serial_wall / _thread_pool_wall_s(_wait, waits)
+    assert rule.judge(overlap).kind == "not reproduced", overlap
+
+    items = [_calibrate(0.3)] * (2 * N_WORKERS)
+    c0 = time.process_time()
+    [tokenize_like(x) for x in items]
+    serial_cpu = time.process_time() - c0
+    cpu = serial_cpu / _thread_pool_wall_s(tokenize_like, items)
     assert rule.judge(cpu).kind == "reproduced", cpu
