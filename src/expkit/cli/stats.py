@@ -158,5 +158,76 @@ def table(
     emit(build_table_from(request), as_json, human=lambda t: render_table(t, fmt))
 
 
+@app.command("leaderboard")
+def leaderboard(
+    sources: list[str] = typer.Argument(
+        None, metavar="[PATH]...", help="One per-item output file per model (JSON list or JSONL, .gz/.zip), or logs."
+    ),
+    label: list[str] = typer.Option(
+        None, "--label", "-l", help="NAME=PATH[:MODEL]: a model under a name (repeat; instead of PATH)."
+    ),
+    source_format: str = typer.Option(
+        None, "--from", help="Reader: mmlu-pro, fields, items, lm-eval or inspect (default: by the files)."
+    ),
+    item: str = typer.Option(None, "--item", help="Field mapping: the item id field (dotted for nesting)."),
+    score: str = typer.Option(None, "--score", help="Field mapping: the item's score (null: unparsed)."),
+    pred: str = typer.Option(None, "--pred", help="Field mapping: the prediction (null: unparsed), with --answer."),
+    answer: str = typer.Option(None, "--answer", help="Field mapping: the correct answer, with --pred."),
+    cluster: str = typer.Option(None, "--cluster", help="Field holding the item's cluster (e.g. category)."),
+    task: list[str] = typer.Option(None, "--task", "-t", help="lm-eval/inspect: the one task to rank."),
+    metric: str = typer.Option(None, "--metric", "-m", help="lm-eval: the metric; inspect: the scorer."),
+    unparsed: str = typer.Option("wrong", "--unparsed", help="Unparsed answers: wrong, drop or chance:K."),
+    adjust: str = typer.Option("holm", "--adjust", help="Over all pairs: holm, bh or none."),
+    published: str = typer.Option(None, "--published", help="CSV model,score (percent or fraction) to check."),
+    level: float = typer.Option(0.95, "--level", help="Confidence level in (0, 1)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the rank bootstrap and the split halves."),
+    n_boot: int = typer.Option(1000, "--boot", help="Bootstrap resamples for the rank intervals."),
+    plot: str = typer.Option(None, "--plot", help="Write a forest plot of the scores (PNG or SVG) here."),
+    fmt: str = typer.Option("terminal", "--format", "-f", help="terminal, markdown, html or json."),
+    json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
+) -> None:
+    """Leaderboard of N models from their per-item outputs: scores with intervals, rank intervals, rank
+    upper bounds, tiers, every pair tested (Holm), the unparsed-answer policy, published figures checked.
+
+    Examples:
+
+      expkit stats leaderboard data/mmlu-pro/model_outputs_*.json.gz
+
+      expkit stats leaderboard out/*.json.gz --unparsed chance:10 --published published.csv --json
+
+      expkit stats leaderboard a.jsonl b.jsonl --item id --pred prediction --answer target --cluster passage
+
+      expkit stats leaderboard -l base=runs/base.jsonl -l tuned=runs/tuned.jsonl --item id --score correct
+    """
+    from pathlib import Path
+
+    from expkit.errors import UsageError
+    from expkit.integrations.item_files import field_map
+    from expkit.integrations.leaderboard_sources import LeaderboardRequest, build_leaderboard_from
+    from expkit.integrations.readers import EvalQuery, parse_label
+    from expkit.render.leaderboard import render_leaderboard, save_forest_plot
+
+    if fmt not in _FORMATS:
+        raise UsageError(f"--format {fmt!r} is not known", hint=f"use one of {', '.join(_FORMATS)}")
+    request = LeaderboardRequest(
+        paths=tuple(sources or ()),
+        labels=tuple(parse_label(x) for x in label or ()),
+        reader=source_format,
+        fields=field_map(item=item, score=score, pred=pred, answer=answer, cluster=cluster),
+        cluster=cluster,
+        query=EvalQuery(tasks=tuple(task) if task else None, metric=metric),
+        unparsed=unparsed,
+        adjust=adjust,
+        level=level,
+        seed=seed,
+        n_boot=n_boot,
+        published=published,
+    )
+    board = build_leaderboard_from(request)
+    if plot:
+        save_forest_plot(board, Path(plot))
+    emit(board, json_out or fmt == "json", human=lambda b: render_leaderboard(b, fmt))
+
+
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="stats")

@@ -377,5 +377,7 @@ class InspectReader:
 
 
 def _register_builtin() -> None:
-    for reader in (ItemRowsReader(), LmEvalReader(), InspectReader()):
+    from expkit.integrations.item_files import MmluProReader  # it imports this module's EvalItems
+
+    for reader in (ItemRowsReader(), LmEvalReader(), InspectReader(), MmluProReader()):
         _READERS.setdefault(reader.name, reader)
