@@ -46,9 +46,101 @@ def test_strict_exits_1_with_findings_and_0_on_a_clean_program(tmp_path):
 def test_program_exit_code_is_kept_and_a_program_without_torch_is_reported(tmp_path):
     res = RUNNER.invoke(app, ["doctor", "--json", "--", sys.executable, "-c", "import sys; sys.exit(7)"])
     out = _json(res)
-    assert res.exit_code == 0 and out["exit_code"] == 7 and out["armed"] is False and out["steps_watched"] == 0
+    assert res.exit_code == 7 and out["exit_code"] == 7 and out["armed"] is False and out["steps_watched"] == 0
+
+
+CRASH_BEFORE_STEP = """
+import torch
+model = torch.nn.Linear(3, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(4, 5)
+loss = model(x).sum()  # shapes do not match: the program dies before its first step
+"""
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_crash_before_the_first_step_is_the_programs_own_exit_code(tmp_path, strict):
+    prog = tmp_path / "crash.py"
+    prog.write_text(CRASH_BEFORE_STEP)
+    res = RUNNER.invoke(app, ["doctor", *(["--strict"] if strict else []), "--", sys.executable, str(prog)])
+    assert res.exit_code == 1, res.output
+    assert "failed (exit 1) before its first optimizer step" in res.stdout
+    code = "import torch, sys; sys.exit(5)"
+    res = RUNNER.invoke(app, ["doctor", "--json", *(["--strict"] if strict else []), "--", sys.executable, "-c", code])
+    assert res.exit_code == 5 and _json(res)["exit_code"] == 5 and _json(res)["armed"] is True
+
+
+NEVER_STEPS = """
+import signal, time
+import torch
+if {ignore_term}:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+model = torch.nn.Linear(3, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+time.sleep(120)  # never steps
+"""
+
+
+@pytest.mark.parametrize("ignore_term", [False, True])
+def test_max_wait_stops_a_program_that_never_steps(tmp_path, ignore_term):
+    prog = tmp_path / "never.py"
+    prog.write_text(NEVER_STEPS.format(ignore_term=ignore_term))
+    res = RUNNER.invoke(app, ["doctor", "--max-wait", "1", "--json", "--", sys.executable, str(prog)])
+    out = _json(res)
+    assert res.exit_code == 1 and out["timed_out"] is True and out["steps_watched"] == 0, res.output
+    assert out["elapsed_s"] < 60  # stopped by doctor, not by the program's own 120 s sleep
+    res = RUNNER.invoke(app, ["doctor", "--max-wait", "1", "--", sys.executable, str(prog)])
+    assert res.exit_code == 1 and "no optimizer step in 1 s" in res.stdout
+
+
+def test_max_wait_stops_a_program_that_is_not_python():
+    res = RUNNER.invoke(app, ["doctor", "--max-wait", "0.5", "--json", "--", "sleep", "120"])
+    out = _json(res)
+    assert res.exit_code == 1 and out["timed_out"] is True and out["armed"] is False and out["elapsed_s"] < 60
+
+
+STEPS_THEN_RUNS_ON = """
+import time
+import torch
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    model(torch.randn(8, 3)).pow(2).mean().backward()
+    opt.step()
+time.sleep({sleep})  # after the watch: the rest of a training run, not doctor's to time
+"""
+
+
+def test_max_wait_does_not_stop_a_program_after_its_watch(tmp_path):
+    import subprocess
+    import time
+
+    t0 = time.perf_counter()  # the limit adapts to this machine's load: 3x its torch start-up, then 2 s more
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    max_wait = round(3 * (time.perf_counter() - t0) + 2, 1)
+    prog = tmp_path / "runs_on.py"
+    prog.write_text(STEPS_THEN_RUNS_ON.format(sleep=max_wait + 1.5))
+    res = RUNNER.invoke(app, ["doctor", "--max-wait", str(max_wait), "--json", "--", sys.executable, str(prog)])
+    out = _json(res)
+    assert res.exit_code == 0 and out["timed_out"] is False and out["steps_watched"] == 2, res.output
+
+
+def test_strict_exit_codes_for_no_step_and_a_broken_check():
+    from expkit.doctor.runner import DoctorResult, doctor_exit_code
+
+    base = DoctorResult(("p",), 0, 2, 2, True, False, 0.1, ())
+    assert doctor_exit_code(base, strict=True) == 0
+    no_step = DoctorResult(("p",), 0, 2, 0, True, False, 0.1, ())
+    assert doctor_exit_code(no_step, strict=False) == 0 and doctor_exit_code(no_step, strict=True) == 1
+    broken = DoctorResult(("p",), 0, 2, 2, True, False, 0.1, (), check_errors=("grads: KeyError",))
+    assert doctor_exit_code(broken, strict=True) == 3 and doctor_exit_code(broken, strict=False) == 0
+    failed = DoctorResult(("p",), 139, 2, 2, True, False, 0.1, (), check_errors=("x: y",))
+    assert doctor_exit_code(failed, strict=True) == 139
 
 
 def test_bad_usage_exits_2():
     assert RUNNER.invoke(app, ["doctor", "--steps", "0", "--", sys.executable, "-c", "pass"]).exit_code == 2
     assert RUNNER.invoke(app, ["doctor", "--", "/no/such/program"]).exit_code == 2
+    res = RUNNER.invoke(app, ["doctor", "--max-wait", "-1", "--", sys.executable, "-c", "pass"])
+    assert res.exit_code == 2 and "--max-wait" in res.output

@@ -12,7 +12,14 @@ def doctor(
     steps: int = typer.Option(
         None, "--steps", help="Watch this many optimizer steps, then stop the program (default: watch 2, run on)."
     ),
-    strict: bool = typer.Option(False, "--strict", help="Exit 1 when there is any finding."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Exit 1 when there is any finding or no optimizer step was watched (3: a check broke)."
+    ),
+    max_wait: float = typer.Option(
+        600.0,
+        "--max-wait",
+        help="Stop the program when this many seconds pass with no optimizer step during the watch (0: no limit).",
+    ),
     json_out: bool = typer.Option(
         False, "--json", help="Print the findings as JSON (the program's own stdout goes to stderr)."
     ),
@@ -27,20 +34,25 @@ def doctor(
     not shifted, or shifted twice; padding in the loss, the eos or the answer masked, nothing trained; a
     label column (or the one-hot label) in the features; gradient accumulation without dividing the loss; a
     per-step lr schedule not stepped per step; clip_grad_norm_ before GradScaler's unscale_; a
-    DistributedSampler without set_epoch; .item() syncs on a GPU (a performance finding). Exit 0, or 1
-    with --strict and findings; the program's own exit code is in the report (result.exit_code). Under
-    `expkit runs exec` the findings are also written to the run directory's doctor.json.
+    DistributedSampler without set_epoch; .item() syncs on a GPU (a performance finding).
+
+    Exit codes: the program's own code when it failed (a crash before its first step included), whatever
+    the findings; 1 when no optimizer step came within --max-wait seconds (doctor stops the program), or
+    with --strict on any finding or when no step was watched; 3 when doctor itself failed (with --strict,
+    a check that broke); else 0. Under `expkit runs exec` the findings are also written to the run
+    directory's doctor.json.
 
     Examples:
 
       expkit doctor -- python train.py --lr 3e-4
 
       expkit doctor --steps 2 --strict --json -- torchrun --nproc-per-node 2 train.py
+
+      expkit doctor --max-wait 120 -- python slow_start.py
     """
     from expkit.cli.flags import fields_as_flags
     from expkit.cli.output import emit
-    from expkit.doctor.runner import DEFAULT_WATCH_STEPS, DoctorRequest, run_doctor
-    from expkit.errors import CheckFailed
+    from expkit.doctor.runner import DEFAULT_WATCH_STEPS, DoctorRequest, doctor_exit_code, run_doctor
     from expkit.render.doctor import render_doctor
 
     request = DoctorRequest(
@@ -48,12 +60,14 @@ def doctor(
         watch_steps=DEFAULT_WATCH_STEPS if steps is None else steps,
         stop_after_watch=steps is not None,
         stdout_to_stderr=json_out,
+        max_wait_s=max_wait,
     )
-    with fields_as_flags({"watch_steps": "--steps"}):
+    with fields_as_flags({"watch_steps": "--steps", "max_wait_s": "--max-wait"}):
         result = run_doctor(request)
     emit(result, json_out, human=render_doctor)
-    if strict and result.findings:
-        raise CheckFailed(f"doctor: {len(result.findings)} finding(s) in the watched steps")
+    code = doctor_exit_code(result, strict=strict)
+    if code:
+        raise typer.Exit(code)
 
 
 def register(root: typer.Typer) -> None:

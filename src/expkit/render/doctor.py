@@ -33,6 +33,15 @@ def doctor_lines(result: DoctorResult) -> list[str]:
         + (" after doctor stopped it (--steps)" if result.stopped else "")
     )
     lines = [head]
+    if result.timed_out:
+        lines.append(
+            f"  no optimizer step in {result.max_wait_s:g} s: doctor stopped the program "
+            "(a program that never steps, or a slow start: raise --max-wait)"
+        )
+    elif result.program_failed and result.steps_watched == 0:
+        lines.append(f"  the program failed (exit {result.exit_code}) before its first optimizer step")
+    elif result.program_failed:
+        lines.append(f"  the program failed (exit {result.exit_code}) after {result.steps_watched} watched step(s)")
     if not result.armed:
         lines.append("  the program never imported torch: nothing was watched")
     elif result.steps_watched == 0:
