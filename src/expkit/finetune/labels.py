@@ -18,6 +18,7 @@ from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, prompt_of
 from expkit.finetune.conventions import Convention, TrlDifferences, compare_dataset_with_trl, trl_training_template
 from expkit.finetune.spans import END_OF_TURN_STRINGS, derive_assistant_spans
+from expkit.finetune.templating import TemplateBudgetExceeded, template_budget
 
 __all__ = [
     "EndOfTurn",
@@ -118,6 +119,7 @@ class LabelAudit:
         return not self.problems
 
 
+@template_budget()
 def load_chat_tokenizer(model_dir: str | Path) -> Any:
     """``AutoTokenizer.from_pretrained(model_dir)`` with the checks SFT needs.
 
@@ -179,6 +181,8 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
         tok.apply_chat_template(
             [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], tokenize=False
         )
+    except TemplateBudgetExceeded:
+        raise
     except Exception as exc:  # noqa: BLE001 - jinja2's TemplateError and whatever the user's template raises
         where = p / "chat_template.jinja" if (p / "chat_template.jinja").is_file() else p / "tokenizer_config.json"
         line = getattr(exc, "lineno", None)
@@ -191,6 +195,7 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
     return tok
 
 
+@template_budget()
 def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
     """The family's end-of-turn token: the first of ``spans.END_OF_TURN_STRINGS`` the template renders after an
     assistant's content when it is one token (``<|im_end|>`` for ChatML, ``<end_of_turn>`` for Gemma, ``<|eot_id|>``
@@ -270,6 +275,7 @@ class LabelBuilder:
             (``conventions.RULES`` names where the two differ).
     """
 
+    @template_budget()
     def __init__(
         self,
         tokenizer: Any,
@@ -359,6 +365,7 @@ class LabelBuilder:
         c = tok(ex.completion or "", add_special_tokens=False)["input_ids"] + [self.end_of_turn.id]
         return p + c, [self.loss == "all"] * len(p) + [True] * len(c)
 
+    @template_budget()
     def build(self, ex: ChatExample, index: int = 0) -> ExampleLabels:
         """Tokenize one example and build its labels (then drop the end of turn if asked, then truncate)."""
         ids, mask = self._conversation(ex) if ex.conversational else self._prompt_completion(ex)
@@ -460,6 +467,7 @@ def _check(
     return problems
 
 
+@template_budget()
 def audit_labels(
     *,
     tokenizer: Any,
@@ -575,6 +583,7 @@ def _trl_differences(b: LabelBuilder, examples: Sequence[ChatExample]) -> TrlDif
     return compare_dataset_with_trl(b.tokenizer, chats)
 
 
+@template_budget()
 def prompt_text(tokenizer: Any, ex: ChatExample) -> str:
     """The generation prompt of an example: the rendered context plus the assistant header."""
     p = prompt_of(ex)

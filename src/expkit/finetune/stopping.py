@@ -19,6 +19,7 @@ from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, answer_of
 from expkit.finetune.contract import StopContract, read_stop_contract
 from expkit.finetune.labels import find_end_of_turn, load_chat_tokenizer, prompt_text
+from expkit.finetune.templating import template_budget
 
 if TYPE_CHECKING:
     from expkit.finetune.training import SFTSettings
@@ -147,6 +148,7 @@ def _answer_correct(text: str, expected: str) -> bool:
     return re.match(rf"\s*{re.escape(expected.strip())}(?![0-9A-Za-z])", text) is not None
 
 
+@template_budget()
 def check_stopping(
     *,
     model_dir: str | Path,
