@@ -1,7 +1,7 @@
 """The import direction of ARCHITECTURE.md, checked by parsing every module's imports.
 
 errors <- models, hardware <- stages (data stats check train memory perf finetune runs diagnose)
-       <- sweep, doctor <- render <- cli, labs
+       <- sweep, doctor <- render <- cli, labs, ui
 
 ``models`` (the model description read from config.json) and ``hardware`` (the GPU registry) sit below every
 stage that needs them, so memory and perf share them without importing each other.
@@ -17,7 +17,7 @@ import expkit
 
 SRC = Path(expkit.__file__).parent
 STAGES = {"data", "stats", "check", "train", "memory", "perf", "finetune", "runs", "diagnose"}
-TOP = {"cli", "labs"}
+TOP = {"cli", "labs", "ui"}  # ui: the web view (`expkit ui`), beside the CLI
 BASE = {"models", "hardware"}  # below the stages, above errors: what memory and perf both read
 MANY_RUNS = "sweep"  # above the stages (it runs `runs` and judges with `stats`), below render
 LOOP_CHECKS = "doctor"  # above the stages (it reads tracebacks with `diagnose`, the first loss with `train`)

@@ -108,6 +108,9 @@ EXTRA_OF_PACKAGE = {
     "tensorboard": "tensorboard",
     "ray": "ray",
     "lightning": "lightning",
+    "starlette": "ui",
+    "uvicorn": "ui",
+    "jinja2": "ui",
 }
 
 

@@ -173,11 +173,11 @@ class _ErrorBoundary(TyperGroup):
         from expkit.cli.output import result_emitted
 
         if _wants_json(self._argv) and not result_emitted():
-            from expkit.cli.output import command_name
+            from expkit.cli.output import command_name, print_json
             from expkit.render.jsonout import error_envelope
 
             try:
-                print(error_envelope(command_name(), kind=kind, message=message, where=where), flush=True)
+                print_json(error_envelope(command_name(), kind=kind, message=message, where=where))
             except OSError:  # stdout itself is what failed (a full disk): the stderr line and exit code remain
                 _silence_stdout()
 
@@ -294,6 +294,7 @@ _COMMAND_MODULES = (
     "expkit.cli.sweep",
     "expkit.cli.compare",
     "expkit.cli.doctor",
+    "expkit.cli.ui",
 )
 
 
