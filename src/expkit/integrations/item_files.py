@@ -34,7 +34,7 @@ __all__ = [
     "read_model_outputs",
 ]
 
-_EXTENSIONS = (".gz", ".zip", ".json", ".jsonl", ".csv", ".tsv")
+_EXTENSIONS = (".gz", ".zip", ".json", ".jsonl", ".csv", ".tsv", ".eval")
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,10 @@ def load_entries(path: str | Path) -> list[Any]:
         except orjson.JSONDecodeError as e:
             raise InputError(f"invalid JSON ({e})", path=p) from None
         return list(doc)
+    try:  # one JSON object (an Inspect .json log, a one-line JSONL file)
+        return [orjson.loads(text)]
+    except orjson.JSONDecodeError:
+        pass
     entries = []
     for lineno, line in enumerate(text.split(b"\n"), 1):
         if line.strip():

@@ -104,6 +104,8 @@ def _read_one(path: str, request: LeaderboardRequest) -> list[tuple[str, ModelOu
         first = next((e for e in entries if isinstance(e, dict)), {})
         if fmt == "auto" and all(k in first for k in ("model", "item", "score")):
             return _outputs_of_items(read_eval_items("items", [p], request.query).tasks, path, "items")
+        if fmt == "auto" and "eval" in first and "samples" in first:  # an Inspect .json log
+            return _outputs_of_items(read_eval_items("inspect", [p], request.query).tasks, path, "inspect")
         if not is_mmlu_pro(entries) and entries and first:
             raise InputError(
                 f"no reader knows these records (fields: {', '.join(list(first)[:8])})",

@@ -375,12 +375,18 @@ def build_leaderboard(
         n_items=int(scores.shape[1]),
         binary=binary,
         clustered=matrix.clusters is not None,
-        split_half_tau=float(np.nanmedian(taus)),
-        split_half_low=float(np.nanquantile(taus, alpha / 2.0)),
-        split_half_high=float(np.nanquantile(taus, 1.0 - alpha / 2.0)),
+        split_half_tau=_quantile(taus, 0.5),
+        split_half_low=_quantile(taus, alpha / 2.0),
+        split_half_high=_quantile(taus, 1.0 - alpha / 2.0),
         n_splits=N_SPLITS,
         notes=matrix.notes,
     )
+
+
+def _quantile(values: np.ndarray, q: float) -> float:
+    """The q-quantile of the defined values (NaN when none is: every split tied every pair)."""
+    finite = values[~np.isnan(values)]
+    return float(np.quantile(finite, q)) if finite.size else math.nan
 
 
 def _reordered(matrix: ScoreMatrix, order: list[int]) -> ScoreMatrix:
