@@ -111,6 +111,7 @@ EXTRA_OF_PACKAGE = {
     "starlette": "ui",
     "uvicorn": "ui",
     "jinja2": "ui",
+    "tsdownsample": "ui",
 }
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from headless import chrome
 
 from expkit.labs.base import Lab, LabContext, LabOutput, Measurement, SeedFigure, Verdict
 from expkit.labs.runner import run_labs
@@ -62,32 +62,9 @@ def test_results_json_holds_the_same_data(report_dir):
     assert data["machine"]["cpu_cores_logical"] >= 1
 
 
-def _chrome():
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
-        pytest.skip("headless Chromium/chromedriver not installed (make test installs them as root)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-    ):
-        opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(executable_path=driver), options=opts)
-
-
 @pytest.mark.browser
 def test_report_renders_in_a_real_browser(report_dir):
-    browser = _chrome()
+    browser = chrome()
     try:
         browser.get((report_dir / "index.html").as_uri())
         assert browser.title == "expkit lab report"

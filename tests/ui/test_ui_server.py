@@ -139,21 +139,26 @@ def test_series_reads_afresh_when_the_file_is_replaced(tmp_path):
 @given(
     ys=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=3000),
     buckets=st.integers(1, 200),
+    nans=st.lists(st.integers(0, 2999), max_size=5),
 )
-def test_decimation_keeps_every_bucket_extreme(ys, buckets):
+def test_decimation_keeps_the_extremes_and_marks_where_the_curve_breaks(ys, buckets, nans):
     y = np.array(ys)
     x = np.arange(y.size, dtype=float)
+    for i in nans:
+        if i < y.size:
+            y[i] = np.nan
     d = decimate_minmax(x, y, buckets=buckets)
-    assert d.n_out <= max(2 * buckets, y.size if y.size <= 2 * buckets else 0) or d.n_out <= 2 * buckets
     assert np.all(np.diff(d.x) > 0)  # step order, no point twice
-    assert d.y.min() == y.min() and d.y.max() == y.max()  # the global extremes survive
-    if y.size > 2 * buckets:  # and each bucket's own extremes (the spikes a chart must show)
-        per = -(-y.size // buckets)
-        kept = set(d.x.astype(int).tolist())
-        for b in range(buckets):
-            seg = y[b * per : (b + 1) * per]
-            if seg.size:
-                assert b * per + int(seg.argmin()) in kept and b * per + int(seg.argmax()) in kept
+    finite = np.isfinite(y)
+    if finite.any():  # the global extremes of the finite points survive
+        assert np.nanmin(d.y) == y[finite].min() and np.nanmax(d.y) == y[finite].max()
+    runs_of_nan = int((~finite & ~np.concatenate([[False], ~finite[:-1]])).sum())
+    if y.size > 2 * buckets:
+        assert d.n_out <= 2 * buckets + runs_of_nan
+        starts = np.flatnonzero(~finite & ~np.concatenate([[False], ~finite[:-1]]))
+        assert set(starts.tolist()) <= set(d.x.astype(int).tolist())  # every break is shown
+    else:
+        assert d.n_out == y.size
 
 
 def test_a_one_step_spike_in_a_million_points_survives():
