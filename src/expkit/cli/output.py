@@ -8,10 +8,11 @@ boundary in :mod:`expkit.cli.app` prints the ``error`` form. A script parses std
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["command_name", "emit", "emit_json", "set_command_name"]
+__all__ = ["command_name", "emit", "emit_json", "print_json", "set_command_name"]
 
 T = TypeVar("T")
 
@@ -38,8 +39,21 @@ def emit_json(result: Any) -> None:
     """Print ``result`` (a dataclass, or any nesting of them) in the ``--json`` envelope."""
     from expkit.render.jsonout import envelope
 
-    print(envelope(command_name(), result), flush=True)
+    print_json(envelope(command_name(), result))
     _current["emitted"] = True
+
+
+def print_json(text: str) -> None:
+    """Write JSON text (from :mod:`expkit.render.jsonout`) to stdout as it is: past the terminal sanitizer,
+    whose ``\\x7f`` would be an invalid JSON escape (issue 35), since JSON escaping already keeps a terminal
+    safe; escaped to ASCII where stdout cannot encode UTF-8."""
+    from expkit.render.jsonout import ascii_json
+
+    stream = getattr(sys.stdout, "unsanitized", sys.stdout)
+    encoding = str(getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+    if encoding not in ("utf-8", "utf8"):
+        text = ascii_json(text)
+    print(text, file=stream, flush=True)
 
 
 def emit(result: T, as_json: bool, *, human: Callable[[T], None]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -60,7 +61,7 @@ class _PipeAwareConsole(Console):
     other expkit command and like coreutils (issue 21: ``expkit ... | head -1`` exited 1 for every table)."""
 
     def render_str(self, text: str, *args: Any, **kwargs: Any) -> Any:
-        return super().render_str(sanitize_for_terminal(text), *args, **kwargs)
+        return super().render_str(_surrogates_shown(sanitize_for_terminal(text)), *args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -72,20 +73,36 @@ class _PipeAwareConsole(Console):
         raise SystemExit(EXIT_BROKEN_PIPE)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogates_shown(text: str) -> str:
+    """Lone surrogates (bytes of a file name that are not UTF-8, as Python's surrogateescape reads them;
+    they cannot be encoded) shown as the byte, ``\\xff``, or as ``\\ud800``."""
+    if not _SURROGATE.search(text):
+        return text
+
+    def shown(m: re.Match[str]) -> str:
+        code = ord(m.group())
+        return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+    return _SURROGATE.sub(shown, text)
+
+
 class TerminalSafeStream(io.TextIOBase):
     """stdout or stderr for the length of one command: every string written through ``print`` has terminal
     escape sequences removed and other control characters shown as ``\\xNN`` (newlines and tabs kept), so a
     key, a model name, a chat turn or a path read from outside cannot retitle, recolour or rewrite the user's
     terminal (issue 21: 12 places echoed them). rich consoles write to ``unsanitized`` (their own colours are
     escapes) and sanitize the strings they are given instead (``_PipeAwareConsole.render_str``). JSON output
-    is unchanged: JSON already escapes control characters."""
+    is written past it (``cli.output.print_json``): JSON escaping alone keeps it safe and strict."""
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
         self.unsanitized = stream
 
     def write(self, text: str) -> int:
-        self.unsanitized.write(sanitize_for_terminal(text))
+        self.unsanitized.write(_surrogates_shown(sanitize_for_terminal(text)))
         return len(text)
 
     def flush(self) -> None:

@@ -71,9 +71,10 @@ def render_validation(rep: ValidationReport) -> None:
 def render_records(sample: RecordSample) -> None:
     """The records as JSONL on stdout; skipped invalid lines noted on stderr."""
     from expkit.data.jsonl import dumps_record
+    from expkit.render.jsonout import json_safe
 
-    for r in sample.records:
-        print(dumps_record(r.record))
+    for r in sample.records:  # strict JSON lines, safe on a terminal by JSON escaping alone (issue 35)
+        print(json_safe(dumps_record(r.record)))
     if sample.read.skipped:
         lines = ", ".join(map(str, sample.read.first_skipped_lines[:10]))
         print(f"note: skipped {sample.read.skipped} invalid line(s), first at line(s) {lines}", file=sys.stderr)

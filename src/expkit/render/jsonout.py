@@ -4,18 +4,34 @@ Success: ``{"command": "stats ci", "version": "0.1.0", "result": {...}}``.
 Failure: ``{"command": "stats ci", "version": "0.1.0", "error": {"kind": ..., "message": ..., "where": ...}}``
 with the same exit code as the plain-text run (1 a failed check, 2 bad input, 3 an internal error).
 An object may say how it is written by a ``__json__()`` method (a lab rule writes its text).
+
+Strict JSON for any text (issue 35): the output of :func:`dumps` parses with a strict parser (Python's
+``json.loads(strict=True)``, orjson, jq) whatever strings the result holds. It is never passed through the
+terminal sanitizer (``\\x7f`` written by the sanitizer is an invalid JSON escape); JSON escaping alone keeps
+it safe: orjson escapes U+0000-U+001F (ESC included), and DEL and the C1 controls U+007F-U+009F, which JSON
+allows raw but some terminals obey, are written as ``\\u007f``...``\\u009f``. A lone surrogate (a file name
+with undecodable bytes, read with Python's surrogateescape; a ``\\ud800`` in a record) is not a Unicode
+character, cannot be encoded as UTF-8, and orjson refuses a ``\\ud800`` escape when it reads one back: each is
+replaced by U+FFFD, the replacement character (the human output shows the byte instead, ``\\xff``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "envelope", "error_envelope", "to_jsonable"]
+__all__ = ["ascii_json", "dumps", "envelope", "error_envelope", "json_safe", "to_jsonable"]
+
+# Characters JSON allows raw in a string that a terminal may act on (DEL, the C1 controls) or that a
+# JavaScript reader breaks lines at (U+2028/9): outside strings JSON text is ASCII, so every match is in one.
+_RAW_CONTROL = re.compile("[\x7f-\x9f\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_NON_ASCII = re.compile("[^\x00-\x7f]")
 
 
 def _default(obj: Any) -> Any:
@@ -49,19 +65,61 @@ def to_jsonable(obj: Any) -> Any:
     return orjson.loads(orjson.dumps(_finite(obj), default=_default, option=opt))
 
 
+def json_safe(text: str) -> str:
+    r"""JSON text (as written by orjson or ``json.dumps(ensure_ascii=False)``) with DEL, the C1 controls and
+    U+2028/9 escaped and lone surrogates replaced by U+FFFD: the same JSON, strict for every parser.
+
+    Example:
+        >>> json_safe('{"t": "a\x7fb"}')
+        '{"t": "a\\u007fb"}'
+    """
+    text = _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def ascii_json(text: str) -> str:
+    r"""JSON text with every non-ASCII character escaped (astral ones as a surrogate pair), for a stdout
+    whose encoding is not UTF-8 (``PYTHONIOENCODING=ascii``, a Latin-1 locale).
+
+    Example:
+        >>> ascii_json('{"t": "é😀"}')
+        '{"t": "\\u00e9\\ud83d\\ude00"}'
+    """
+
+    def escape(m: re.Match[str]) -> str:
+        code = ord(m.group())
+        if code < 0x10000:
+            return f"\\u{code:04x}"
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+    return _NON_ASCII.sub(escape, text)
+
+
 def dumps(obj: Any, *, indent: bool = True) -> str:
-    """JSON text for a dataclass (or any nesting of them), NaN/inf kept as strings. Integers beyond
-    64 bits (a user's record holding 2**70) are written exactly by the standard library's encoder,
-    which orjson refuses."""
+    """Strict JSON text for a dataclass (or any nesting of them), NaN/inf kept as strings (see the module
+    docstring for control characters and lone surrogates). Integers beyond 64 bits (a user's record
+    holding 2**70), strings with lone surrogates and nesting past orjson's 254 levels are written by the
+    standard library's encoder, which orjson refuses."""
     opt = orjson.OPT_INDENT_2 if indent else 0
     try:
-        return orjson.dumps(to_jsonable(obj), option=opt | orjson.OPT_NON_STR_KEYS).decode()
-    except orjson.JSONEncodeError as exc:
-        if "64-bit" not in str(exc):
+        return json_safe(orjson.dumps(to_jsonable(obj), option=opt | orjson.OPT_NON_STR_KEYS).decode())
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        if not any(why in str(exc) for why in ("64-bit", "surrogates", "Recursion limit")):
             raise
-        import json
+    import json
 
-        return json.dumps(_finite(obj), default=_default, indent=2 if indent else None, ensure_ascii=False)
+    try:
+        text = json.dumps(
+            _finite(obj), default=_default, indent=2 if indent else None, ensure_ascii=False, allow_nan=False
+        )
+    except RecursionError:
+        from expkit.errors import InputError
+
+        raise InputError(
+            "the result is nested too deep to write as JSON", hint="run without --json, or flatten the input"
+        ) from None
+    return json_safe(text)
 
 
 def envelope(command: str, result: Any) -> str:
