@@ -7,10 +7,13 @@ the process is killed and the test fails naming the command.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -57,3 +60,94 @@ def test_nested_quantifier_patterns_do_not_backtrack(tmp_path: Path) -> None:
     report = json.loads(res.stdout)["result"]
     # every pattern refuses the evil line 1 and accepts the plain run of a's on line 2 (the same answers re gives)
     assert sorted((v["line"], v["where"]) for v in report["violations"]) == sorted((1, k) for k in props)
+
+
+# --- daemons and forks that keep the command's stdout open ----------------------------------------------
+# A command that exits at once but leaves a descendant holding its stdout: `depth` forks deep, with or without
+# setsid (a daemon leaves the process group), quiet or writing every 0.1 s. `runs exec` waited for the pipe to
+# close, i.e. forever. The descendant writes its pid so the test can end it.
+_LEAVER = """
+import os, sys, time
+depth, setsid, chatty, pidfile = int(sys.argv[1]), sys.argv[2] == "1", sys.argv[3] == "1", sys.argv[4]
+print("started", flush=True)
+for level in range(depth):
+    if os.fork():
+        os._exit(0)  # each parent exits: the last descendant is left behind
+    if setsid and level == 0:
+        os.setsid()
+with open(pidfile, "w") as fh:
+    fh.write(str(os.getpid()))
+for _ in range(3000):
+    if chatty:
+        print("still here", flush=True)
+    time.sleep(0.1)
+"""
+LEAVERS = list(itertools.product((1, 3), (False, True), (False, True)))  # depth, setsid, chatty
+
+
+def _end_pid_in(path: Path) -> None:
+    import signal
+
+    with contextlib.suppress(OSError, ValueError):  # already gone (killed with its group), or never written
+        os.kill(int(path.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.slow  # eight runs exec at once, each waiting its 5 s grace: ~35 s on 2 loaded cores
+def test_a_command_that_leaves_a_stdout_holder_does_not_hang_runs_exec(tmp_path: Path) -> None:
+    script = tmp_path / "leaver.py"
+    script.write_text(_LEAVER)
+    procs = []
+    for depth, setsid, chatty in LEAVERS:
+        tag = f"d{depth}-s{int(setsid)}-c{int(chatty)}"
+        argv = [*EXPKIT, "runs", "exec", "--store", str(tmp_path / "store"), "--name", tag, "--json", "--"]
+        argv += [sys.executable, str(script), str(depth), str(int(setsid)), str(int(chatty)), str(tmp_path / tag)]
+        procs.append((tag, argv, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+    try:
+        for tag, argv, proc in procs:  # all at once: each waits its grace period in parallel
+            try:
+                out, err = proc.communicate(timeout=HANG_S * 2)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"hung: {' '.join(argv)} still ran after {HANG_S * 2} s")
+            assert proc.returncode == 0, (tag, err[-2000:])
+            rec = json.loads(out)["result"]
+            assert rec["status"] == "finished", (tag, rec)
+            run_json = json.loads((Path(rec["run_dir"]) / "run.json").read_text())
+            assert "kept its stdout/stderr open" in run_json["status_reason"], (tag, run_json["status_reason"])
+            assert (Path(rec["run_dir"]) / "output.log").read_text().startswith("started\n"), tag
+    finally:
+        for tag, _, proc in procs:
+            proc.kill()
+            _end_pid_in(tmp_path / tag)
+
+
+_IGNORES_TERM = """
+import pathlib, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+pathlib.Path(sys.argv[1]).write_text("ready")
+time.sleep(300)
+"""
+
+
+def test_a_command_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
+    import signal
+
+    script = tmp_path / "stubborn.py"
+    script.write_text(_IGNORES_TERM)
+    ready = tmp_path / "ready"
+    argv = [*EXPKIT, "runs", "exec", "--store", str(tmp_path / "store"), "--json", "--"]
+    argv += [sys.executable, str(script), str(ready)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(HANG_S * 10):  # the command ignores SIGTERM from here on (runs exec forwards it by then)
+        if ready.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, _ = proc.communicate(timeout=HANG_S * 2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("runs exec never escalated to SIGKILL after SIGTERM")
+    rec = json.loads(out)["result"]
+    assert rec["status"] == "killed", rec
+    run_json = json.loads((Path(rec["run_dir"]) / "run.json").read_text())
+    assert "got SIGKILL" in run_json["status_reason"], run_json

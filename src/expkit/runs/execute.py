@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -38,6 +39,12 @@ __all__ = ["ExecRequest", "ExecResult", "execute", "final_metrics_of", "parse_me
 OutputSink = Callable[[str, bytes], None]
 # The seed reaches numpy and torch, whose generators take [0, 2**32) (numpy.random.seed's bound).
 SEED_MAX = 2**32 - 1
+# A command sent SIGTERM (by a SIGTERM to ``runs exec`` or a sweep's cancel) gets SIGKILL after this many seconds.
+KILL_GRACE_S = 10.0
+# After the command exited, how long processes it left behind may keep its stdout/stderr open before they are
+# killed (its process group) and the pipes are no longer read: ``cmd & disown`` or a daemon must not hang the run.
+OUTPUT_GRACE_S = 5.0
+_POLL_S = 0.25  # how often a pump looks at its stop flag while the pipe is quiet
 
 
 @dataclass(frozen=True)
@@ -139,19 +146,49 @@ class _RecordFiles:
         return "could not write " + "; ".join(f"{f} ({why}): the rest of it was lost" for f, why in self.errors.items())
 
 
-def _pump(stream: IO[bytes], name: str, files: _RecordFiles, sink: OutputSink | None, tail: list[bytes]) -> None:
-    """Copy one of the child's pipes until it closes; a failing write (the log, or the caller's terminal)
-    stops that write, never the draining: a pump that died would leave the child blocked on a full pipe."""
-    for line in iter(stream.readline, b""):
-        if sink is not None:
-            try:
-                sink(name, line)
-            except OSError:  # our own stdout/stderr refused (a full disk, a closed pipe): the run's log keeps it
-                sink = None
-        files.write(line, parse_metrics=name == "stdout")
-        if name == "stderr":
-            tail.append(line)
-            del tail[:-60]
+def _pump(
+    stream: IO[bytes], name: str, files: _RecordFiles, sink: OutputSink | None, tail: list[bytes], stop: threading.Event
+) -> None:
+    """Copy one of the child's pipes until it closes, or until ``stop`` is set (a process the command left
+    behind holds the pipe open after the command exited). A failing write (the log, or the caller's
+    terminal) stops that write, never the draining: a pump that died would leave the child blocked on a
+    full pipe."""
+    fd = stream.fileno()
+    parts: list[bytes] = []  # the line being read, in pieces (a long line is joined once)
+    while not stop.is_set():
+        ready, _, _ = select.select([fd], [], [], _POLL_S)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            parts.append(chunk[start : end + 1])
+            sink = _copy_line(b"".join(parts), name, files, sink, tail)
+            parts.clear()
+            start = end + 1
+        if start < len(chunk):
+            parts.append(chunk[start:])
+    if parts:
+        _copy_line(b"".join(parts), name, files, sink, tail)
+
+
+def _copy_line(
+    line: bytes, name: str, files: _RecordFiles, sink: OutputSink | None, tail: list[bytes]
+) -> OutputSink | None:
+    """One line to the caller (``sink``), ``output.log`` and, for stdout, the metrics; the sink to use next
+    (None once the caller's own stdout/stderr refused a write: the run's log keeps the output)."""
+    if sink is not None:
+        try:
+            sink(name, line)
+        except OSError:
+            sink = None
+    files.write(line, parse_metrics=name == "stdout")
+    if name == "stderr":
+        tail.append(line)
+        del tail[:-60]
+    return sink
 
 
 def _config_with_given_keys(given: dict[str, Any], attached: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -235,6 +272,9 @@ class ExecRequest:
         config: the run's config record (``config.json``), e.g. a sweep trial's ``{"lr": 0.001}``.
         env: variables added to the command's environment (on top of this process's).
         extra_record: fields kept under ``run.json``'s ``extra`` (e.g. ``repro_of``).
+        kill_grace_s: after a SIGTERM reaches the command, SIGKILL when it still runs this much later.
+        output_grace_s: after the command exited, how long what it left running may hold its stdout/stderr
+            before its process group is killed and the output no longer read.
     """
 
     command: tuple[str, ...]
@@ -249,6 +289,8 @@ class ExecRequest:
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     env: dict[str, str] = dataclasses.field(default_factory=dict)
     extra_record: dict[str, Any] = dataclasses.field(default_factory=dict)
+    kill_grace_s: float = KILL_GRACE_S
+    output_grace_s: float = OUTPUT_GRACE_S
 
 
 @dataclass(frozen=True)
@@ -261,6 +303,7 @@ class _ChildOutcome:
     stderr_tail: bytes
     counted_lines: int
     write_error: str | None = None  # output.log / metrics.jsonl could not be written (what was lost said)
+    ending: str | None = None  # SIGKILL after an ignored SIGTERM, output cut after the exit (said in words)
 
 
 def _resolve_seed(seed: int | None) -> tuple[int, str]:
@@ -285,20 +328,44 @@ def _child_env(request: ExecRequest, run_dir: Path, seed: int) -> dict[str, str]
     return child_env
 
 
-def _forward_signals(proc: subprocess.Popen[bytes], received: list[int]) -> dict[int, Any]:
-    """In the main thread, send SIGTERM/SIGINT on to the child (noted in ``received``); returns the
-    handlers to put back. Other threads cannot install handlers and leave them alone."""
+def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
+    """``signum`` to the command's process group (the command leads it: ``start_new_session``); to the
+    command alone where the group is gone."""
+    try:
+        os.killpg(proc.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+
+def _forward_signals(
+    proc: subprocess.Popen[bytes], received: list[int], kill_grace_s: float
+) -> tuple[dict[int, Any], list[threading.Timer]]:
+    """In the main thread, send SIGTERM/SIGINT on to the command's process group (noted in ``received``);
+    a SIGTERM is followed by SIGKILL when the command still runs ``kill_grace_s`` seconds later. Returns the
+    handlers to put back and the SIGKILL timers to cancel. Other threads cannot install handlers and leave
+    them alone."""
     old_handlers: dict[int, Any] = {}
+    timers: list[threading.Timer] = []
     if threading.current_thread() is not threading.main_thread():
-        return old_handlers
+        return old_handlers, timers
+
+    def kill_if_running() -> None:
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGKILL)
 
     def forward(signum: int, frame: Any) -> None:
         received.append(signum)
-        proc.send_signal(signum)
+        _signal_group(proc, signum)
+        if signum == signal.SIGTERM:
+            timer = threading.Timer(kill_grace_s, kill_if_running)
+            timer.daemon = True
+            timer.start()
+            timers.append(timer)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         old_handlers[sig] = signal.signal(sig, forward)
-    return old_handlers
+    return old_handlers, timers
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -398,14 +465,39 @@ def _setpriv() -> str | None:
     return exe if b"--pdeathsig" in usage else None
 
 
-def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: OutputSink | None) -> _ChildOutcome:
+def _drain_after_exit(
+    proc: subprocess.Popen[bytes], pumps: list[threading.Thread], stop: threading.Event, grace_s: float
+) -> str | None:
+    """Once the command exited: wait up to ``grace_s`` for its pipes to close; then SIGKILL its process
+    group (what it left running, e.g. ``cmd &``) and, if a process outside the group (a daemon that called
+    setsid) still holds them, stop reading. Returns a note for the record when the output was cut short."""
+    deadline = time.monotonic() + grace_s
+    for t in pumps:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if not any(t.is_alive() for t in pumps):
+        return None
+    _signal_group(proc, signal.SIGKILL)
+    for t in pumps:
+        t.join(1.0)
+    stop.set()
+    for t in pumps:
+        t.join()
+    return (
+        f"the command exited, but processes it started kept its stdout/stderr open for {grace_s:g} s more: "
+        "its process group was killed and the output after that is not recorded"
+    )
+
+
+def _wait_for_child(
+    proc: subprocess.Popen[bytes], run_dir: Path, on_output: OutputSink | None, request: ExecRequest
+) -> _ChildOutcome:
     """Tee the child's output to ``output.log`` (metrics to ``metrics.jsonl``), touch the heartbeat
-    every second, and wait for it to end."""
+    every second, and wait for it to end (and for its pipes, ``request.output_grace_s`` at most)."""
     from expkit.runs.run import METRICS_CLAIM_FILE
 
     received: list[int] = []
-    old_handlers = _forward_signals(proc, received)
-    stop = threading.Event()
+    old_handlers, timers = _forward_signals(proc, received, request.kill_grace_s)
+    stop, stop_pumps = threading.Event(), threading.Event()
 
     def beat() -> None:
         while not stop.wait(1.0):
@@ -416,17 +508,17 @@ def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: Out
     with open(run_dir / "output.log", "ab") as log, open(run_dir / "metrics.jsonl", "ab") as metrics:
         writer = _MetricsWriter(metrics, run_dir / METRICS_CLAIM_FILE)
         files = _RecordFiles(log, writer)
-        threads = [
-            threading.Thread(target=_pump, args=(proc.stdout, "stdout", files, on_output, tail)),
-            threading.Thread(target=_pump, args=(proc.stderr, "stderr", files, on_output, tail)),
-            threading.Thread(target=beat, daemon=True),
+        pumps = [
+            threading.Thread(target=_pump, args=(pipe, name, files, on_output, tail, stop_pumps), daemon=True)
+            for pipe, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr"))
         ]
-        for t in threads:
+        for t in [*pumps, threading.Thread(target=beat, daemon=True)]:
             t.start()
         code = proc.wait()
-        for t in threads[:2]:
-            t.join()
+        cut = _drain_after_exit(proc, pumps, stop_pumps, request.output_grace_s)
         stop.set()
+        for timer in timers:
+            timer.cancel()
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
@@ -437,7 +529,13 @@ def _wait_for_child(proc: subprocess.Popen[bytes], run_dir: Path, on_output: Out
                 files.errors.setdefault(name, exc.strerror or str(exc))
     for signum, old in old_handlers.items():
         signal.signal(signum, old)
-    return _ChildOutcome(code, tuple(received), b"".join(tail), writer.counted_lines, files.error)
+    killed = (
+        f"it did not end within {request.kill_grace_s:g} s of SIGTERM and got SIGKILL"
+        if code == -signal.SIGKILL and signal.SIGTERM in received
+        else None
+    )
+    reason = "; ".join(x for x in (killed, cut) if x) or None
+    return _ChildOutcome(code, tuple(received), b"".join(tail), writer.counted_lines, files.error, reason)
 
 
 def _finish_record(record: RunRecord, run_dir: Path, outcome: _ChildOutcome, elapsed_s: float) -> RunRecord:
@@ -453,8 +551,9 @@ def _finish_record(record: RunRecord, run_dir: Path, outcome: _ChildOutcome, ela
     else:
         status = "failed"
         changes["error"] = f"exit code {code}; last lines of stderr:\n" + outcome.stderr_tail.decode(errors="replace")
+    if outcome.write_error is not None or outcome.ending is not None:
+        changes["status_reason"] = "; ".join(x for x in (outcome.ending, outcome.write_error) if x)
     if outcome.write_error is not None:
-        changes["status_reason"] = outcome.write_error
         changes["error"] = "\n".join(x for x in (outcome.write_error, changes.get("error")) if x)
     record = _merge_attached(record, run_dir)
     summary = summarize_metrics(run_dir)
@@ -541,6 +640,7 @@ def execute(
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: a signal reaches all of it, a leftover is killed
             preexec_fn=start.preexec_fn,  # None where setpriv sets the parent-death signal (vfork possible)
         )
     except OSError as exc:
@@ -553,7 +653,7 @@ def execute(
         ) from None
     if on_start is not None:
         on_start(proc.pid)
-    outcome = _wait_for_child(proc, run_dir, on_output)
+    outcome = _wait_for_child(proc, run_dir, on_output, request)
     elapsed = time.perf_counter() - t0
     record = _finish_record(record, run_dir, outcome, elapsed)
     write_record(root, record)
