@@ -192,3 +192,19 @@ def test_labs_page_has_contents_counts_linked_and_figures_first(make_server, sto
 def test_ui_refuses_a_public_host_without_expose(cli, tmp_path):
     res = cli("ui", "--store", str(tmp_path), "--host", "0.0.0.0")
     assert res.exit_code == 2 and "--expose" in res.stderr
+
+
+def test_the_kept_listing_sees_a_new_run_and_a_finished_one(tmp_path):
+    import expkit.runs as runs
+    from expkit.ui.views import ListingCache, RunsQuery, runs_page
+
+    root = tmp_path / "runs"
+    write_store(root)
+    cache = ListingCache(ttl_s=3600)  # only the store's own changes can refresh it here
+    assert runs_page(root, RunsQuery(), cache=cache).total == 5
+    with runs.start(config={}, store=root, name="late", seed=0) as run:
+        page = runs_page(root, RunsQuery(), cache=cache)
+        assert page.total == 6 and page.running == 1
+        run.log(1, loss=1.0)
+    page = runs_page(root, RunsQuery(text="late"), cache=cache)
+    assert page.total == 1 and page.rows[0]["status"] == "finished"

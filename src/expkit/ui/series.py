@@ -25,12 +25,32 @@ _SKIP_KEYS = ("step", "rank", "time")
 
 
 @dataclass
+class _Points:
+    """One metric's points as arrays (grown by concatenation as lines arrive) and, once asked for, the same
+    with one value per step (kept until more points arrive)."""
+
+    x: np.ndarray = field(default_factory=lambda: np.empty(0))
+    y: np.ndarray = field(default_factory=lambda: np.empty(0))
+    by_step: tuple[np.ndarray, np.ndarray, int] | None = None
+
+    def extend(self, xs: list[float], ys: list[float]) -> None:
+        self.x = np.concatenate([self.x, np.array(xs, dtype=np.float64)])
+        self.y = np.concatenate([self.y, np.array(ys, dtype=np.float64)])
+        self.by_step = None
+
+    def one_per_step(self) -> tuple[np.ndarray, np.ndarray, int]:
+        if self.by_step is None:
+            self.by_step = _last_per_step(self.x, self.y)
+        return self.by_step
+
+
+@dataclass
 class _RunCurves:
     """What has been read of one run's ``metrics.jsonl``: up to ``offset`` bytes, as points per metric."""
 
     offset: int = 0
     inode: int | None = None
-    points: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+    points: dict[str, _Points] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -49,12 +69,33 @@ class Series:
 
 
 def _last_per_step(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Sort by step (stable) and keep the last value logged at each step."""
+    """Sort by step (stable) and keep the last value logged at each step (no copy when steps only rise)."""
+    if x.size < 2 or bool(np.all(x[1:] > x[:-1])):
+        return x, y, 0
     order = np.argsort(x, kind="stable")
     x, y = x[order], y[order]
     last = np.ones(x.size, dtype=bool)
     last[:-1] = x[1:] != x[:-1]
     return x[last], y[last], int(x.size - last.sum())
+
+
+def _add_line(new: dict[str, tuple[list[float], list[float]]], line: bytes) -> None:
+    """Add one metrics line's numeric values to ``new`` (metric -> steps, values); other lines are passed over."""
+    try:
+        rec = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return
+    if not isinstance(rec, dict) or type(rec.get("step")) is not int:
+        return
+    step = float(rec["step"])
+    for key, value in rec.items():
+        if key in _SKIP_KEYS or not isinstance(key, str):
+            continue
+        num = metric_value(value)
+        if num is not None:
+            xs, ys = new.setdefault(key, ([], []))
+            xs.append(step)
+            ys.append(float(num))
 
 
 class SeriesCache:
@@ -82,28 +123,12 @@ class SeriesCache:
             chunk = f.read(st.st_size - state.offset)
         end = chunk.rfind(b"\n") + 1  # complete lines only; a torn last line waits for its newline
         state.offset += end
+        new: dict[str, tuple[list[float], list[float]]] = {}
         for line in chunk[:end].splitlines():
-            self._add_line(state, line)
+            _add_line(new, line)
+        for key, (xs, ys) in new.items():
+            state.points.setdefault(key, _Points()).extend(xs, ys)
         return state
-
-    @staticmethod
-    def _add_line(state: _RunCurves, line: bytes) -> None:
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(rec, dict) or type(rec.get("step")) is not int:
-            return
-        step = float(rec["step"])
-        for key, value in rec.items():
-            if key in _SKIP_KEYS or not isinstance(key, str):
-                continue
-            num = metric_value(value)
-            if num is None:
-                continue
-            xs, ys = state.points.setdefault(key, ([], []))
-            xs.append(step)
-            ys.append(float(num))
 
     def metrics_of(self, run_dir: Path) -> tuple[str, ...]:
         """The metric names logged so far, in the order first seen."""
@@ -114,10 +139,8 @@ class SeriesCache:
         """``metric`` of the run in ``run_dir``, last value per step, min-max decimated to ``buckets``."""
         with self._lock:
             state = self._refresh(run_dir)
-            xs, ys = state.points.get(metric, ([], []))
-            x, y = np.array(xs, dtype=np.float64), np.array(ys, dtype=np.float64)
+            x, y, repeats = state.points.get(metric, _Points()).one_per_step()
             names = tuple(state.points)
-        x, y, repeats = _last_per_step(x, y)
         d = decimate_minmax(x, y, buckets=buckets)
         others = tuple(sorted(p.name for p in run_dir.glob("metrics.rank*.jsonl")))
         return Series(

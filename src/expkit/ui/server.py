@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from expkit.errors import ExpkitError, UsageError
 from expkit.ui.evals import EvalSources, eval_page
 from expkit.ui.labs import labs_page
 from expkit.ui.series import SeriesCache
-from expkit.ui.views import RunsQuery, run_page, runs_page, sweep_page, sweeps_of
+from expkit.ui.views import ListingCache, RunsQuery, run_page, runs_page, sweep_page, sweeps_of
 
 __all__ = ["ASSETS", "UiConfig", "create_app"]
 
@@ -83,6 +84,7 @@ class _App:
     def __init__(self, config: UiConfig) -> None:
         self.config = config
         self.series = SeriesCache()
+        self.listings = ListingCache()
         self.env = Environment(
             loader=PackageLoader("expkit.ui", "templates"),
             autoescape=select_autoescape(default=True, default_for_string=True),
@@ -132,7 +134,7 @@ class _App:
 
     # --- data the pages poll -------------------------------------------------------------------------------
     async def api_runs(self, request: Request) -> Response:
-        return _json(runs_page(self.config.store, _runs_query(request)))
+        return _json(runs_page(self.config.store, _runs_query(request), cache=self.listings))
 
     async def api_series(self, request: Request) -> Response:
         view = run_page(self.config.store, request.path_params["ref"])
@@ -255,9 +257,12 @@ class _GetOnly:
         await self.inner(scope, receive, send)
 
 
-def create_app(config: UiConfig) -> Any:
-    """The ASGI app serving ``config``'s store (read-only; see the module's note on safety)."""
+def create_app(config: UiConfig, *, warm: bool = True) -> Any:
+    """The ASGI app serving ``config``'s store (read-only; see the module's note on safety). ``warm``: list the
+    store once in a background thread now, so the first runs page does not wait for a 10,000-run listing."""
     app = _App(config)
+    if warm and config.store.is_dir():
+        threading.Thread(target=app.listings.listed, args=(config.store, ()), daemon=True).start()
 
     async def home(request: Request) -> Response:
         return RedirectResponse("/runs")

@@ -6,6 +6,8 @@ page is the number the terminal prints. Nothing here renders HTML; ``ui.server``
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +18,12 @@ import orjson
 from expkit.errors import ExpkitError, UsageError
 from expkit.runs.columns import differing_keys, flatten_config
 from expkit.runs.records import RunView, describe_run
-from expkit.runs.store import BrokenRun, RunSummary, find_run_dir, list_runs
+from expkit.runs.store import BrokenRun, RunListing, RunSummary, find_run_dir, list_runs
 
 __all__ = [
     "LOG_TAIL_BYTES",
     "MAX_PAGE",
+    "ListingCache",
     "RunPage",
     "RunsPage",
     "RunsQuery",
@@ -105,15 +108,76 @@ def _row(r: RunSummary, config: dict[str, Any], columns: tuple[str, ...], metric
     }
 
 
-def runs_page(store: Path, query: RunsQuery) -> RunsPage:
-    """The runs matching ``query``, sorted and cut to one page (see ``RunsQuery``)."""
-    listing = list_runs(store, where=list(query.where))
-    runs = list(listing.runs)
-    if query.text:
-        needle = query.text.lower()
-        runs = [r for r in runs if any(needle in (v or "").lower() for v in (r.id, r.name, r.group, r.status))]
-    flat = {r.id: flatten_config(r.config) for r in runs}
-    columns = differing_keys([flat[r.id] for r in runs])
+@dataclass(frozen=True)
+class _Listed:
+    """A listing and what every page of it needs: each run's flattened config, and per text filter the runs
+    and the keys that differ between them."""
+
+    listing: RunListing
+    flat: dict[str, dict[str, Any]]
+    filtered: dict[str, tuple[list[RunSummary], tuple[str, ...]]]
+
+
+class ListingCache:
+    """``list_runs`` for the pages that poll it, kept while the store looks unchanged.
+
+    ``list_runs`` stats every run's ``run.json`` (1-2 s for 10,000 runs here), too slow for a page polled
+    every two seconds. A listing is kept while the store folder and its index (``index.sqlite`` and its WAL,
+    which every run write updates) keep their modification times and sizes, and for ``ttl_s`` at most: a
+    run whose process died without writing, or a writer that could not index, shows within ``ttl_s``.
+    """
+
+    def __init__(self, *, ttl_s: float = 10.0, keep: int = 16) -> None:
+        self.ttl_s = ttl_s
+        self.keep = keep
+        self._kept: dict[tuple[str, ...], tuple[tuple[int, ...], float, _Listed]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _fingerprint(store: Path) -> tuple[int, ...]:
+        out: list[int] = []
+        for path in (store, store / "index.sqlite", store / "index.sqlite-wal"):
+            try:
+                st = path.stat()
+                out += [st.st_mtime_ns, st.st_size]
+            except OSError:
+                out += [0, 0]
+        return tuple(out)
+
+    def listed(self, store: Path, where: tuple[str, ...]) -> _Listed:
+        key = self._fingerprint(store)
+        now = time.monotonic()
+        with self._lock:
+            kept = self._kept.get(where)
+            if kept is not None and kept[0] == key and now - kept[1] < self.ttl_s:
+                return kept[2]
+        listing = list_runs(store, where=list(where))
+        listed = _Listed(listing, {r.id: flatten_config(r.config) for r in listing.runs}, {})
+        with self._lock:
+            if len(self._kept) >= self.keep:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[where] = (self._fingerprint(store), now, listed)
+        return listed
+
+
+def _filtered(listed: _Listed, text: str) -> tuple[list[RunSummary], tuple[str, ...]]:
+    """The runs whose id, name, group or status holds ``text`` and the config keys that differ among them."""
+    if text not in listed.filtered:
+        runs = list(listed.listing.runs)
+        if text:
+            needle = text.lower()
+            runs = [r for r in runs if any(needle in (v or "").lower() for v in (r.id, r.name, r.group, r.status))]
+        listed.filtered[text] = (runs, differing_keys([listed.flat[r.id] for r in runs]))
+    runs, columns = listed.filtered[text]
+    return list(runs), columns
+
+
+def runs_page(store: Path, query: RunsQuery, *, cache: ListingCache | None = None) -> RunsPage:
+    """The runs matching ``query``, sorted and cut to one page (see ``RunsQuery``); ``cache`` keeps the
+    listing between the calls of a page that polls."""
+    listed = (cache or ListingCache(ttl_s=0.0)).listed(store, query.where)
+    listing, flat = listed.listing, listed.flat
+    runs, columns = _filtered(listed, query.text)
     counts = Counter(k for r in runs for k in r.final_metrics if k != "step")
     metrics = tuple(k for k, _ in counts.most_common(MAX_METRIC_COLUMNS))
     if query.sort != "created":
