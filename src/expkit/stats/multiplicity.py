@@ -12,6 +12,17 @@ from expkit.errors import UsageError
 __all__ = ["bh_adjust", "holm_adjust"]
 
 
+def _probabilities(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """The p-values as a flat float array, each checked to lie in [0, 1] (a NaN does not)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise UsageError(f"p_values has shape {p.shape}; pass a flat list")
+    bad = np.flatnonzero(~((p >= 0.0) & (p <= 1.0)))
+    if bad.size:
+        raise UsageError(f"p_values[{bad[0]}] = {p[bad[0]]} is not a probability in [0, 1]")
+    return p
+
+
 def holm_adjust(p_values: Sequence[float] | np.ndarray) -> tuple[float, ...]:
     """Holm-adjusted p-values, in the input order: sort ascending, multiply the i-th smallest
     (0-based) by m - i, take the running maximum, cap at 1. Reject where adjusted p <= alpha; this
@@ -26,12 +37,7 @@ def holm_adjust(p_values: Sequence[float] | np.ndarray) -> tuple[float, ...]:
         >>> [round(p, 12) for p in holm_adjust([0.01, 0.04, 0.03])]
         [0.03, 0.06, 0.06]
     """
-    p = np.asarray(p_values, dtype=np.float64)
-    if p.ndim != 1:
-        raise UsageError(f"p_values has shape {p.shape}; pass a flat list")
-    bad = np.flatnonzero(~((p >= 0.0) & (p <= 1.0)))
-    if bad.size:
-        raise UsageError(f"p_values[{bad[0]}] = {p[bad[0]]} is not a probability in [0, 1]")
+    p = _probabilities(p_values)
     m = p.size
     if m == 0:
         return ()
@@ -56,12 +62,7 @@ def bh_adjust(p_values: Sequence[float] | np.ndarray) -> tuple[float, ...]:
         >>> [round(p, 12) for p in bh_adjust([0.01, 0.04, 0.03])]
         [0.03, 0.04, 0.04]
     """
-    p = np.asarray(p_values, dtype=np.float64)
-    if p.ndim != 1:
-        raise UsageError(f"p_values has shape {p.shape}; pass a flat list")
-    bad = np.flatnonzero(~((p >= 0.0) & (p <= 1.0)))
-    if bad.size:
-        raise UsageError(f"p_values[{bad[0]}] = {p[bad[0]]} is not a probability in [0, 1]")
+    p = _probabilities(p_values)
     m = p.size
     if m == 0:
         return ()
