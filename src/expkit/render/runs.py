@@ -84,22 +84,41 @@ def _status(status: str, reason: str | None, diverged: bool) -> str:
 
 
 MAX_CONFIG_COLUMNS = 6  # config columns in ``runs ls`` at most (the rest stay in --json)
+MAX_CELL_CHARS = 24  # a config cell longer than this is cut at a whole character with an ellipsis
+MAX_METRICS_CHARS = 80  # the final-metrics cell keeps whole ``name=value`` items up to this width
+
+
+def _clip_cell(text: str, limit: int = MAX_CELL_CHARS) -> str:
+    """``text`` cut to ``limit`` characters with an ellipsis; a number is never cut (it is formatted short)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _metrics_cell(final_metrics: dict[str, object], limit: int = MAX_METRICS_CHARS) -> str:
+    """``loss=0.0649783, acc=0.5`` with whole items only; what does not fit is counted (``… +3 more``)."""
+    items = [f"{k}={format_metric(v)}" for k, v in final_metrics.items() if k != "step"]
+    shown: list[str] = []
+    for item in items:
+        if shown and len(", ".join([*shown, item])) > limit:
+            break
+        shown.append(item)
+    rest = len(items) - len(shown)
+    return ", ".join(shown) + (f", … +{rest} more" if rest else "")
 
 
 def render_listing(listing: RunListing) -> None:
-    """``runs ls``: the runs, then the broken run directories and index notes on stderr."""
+    """``runs ls``: the runs, then the broken run directories and index notes on stderr. Config columns are
+    the flattened keys (``training_args.learning_rate``) whose values differ between the runs listed."""
     from rich.table import Column
 
     from expkit.render.console import err_console, fitted_table, out_console
+    from expkit.runs.columns import differing_keys, flatten_config
 
-    # the config keys that tell a group's runs apart (a sweep's grid keys), one column each
-    varying = list(dict.fromkeys(k for keys in listing.varying_config.values() for k in keys))[:MAX_CONFIG_COLUMNS]
+    flat = [flatten_config(r.config) for r in listing.runs]
+    varying = list(differing_keys(flat))[:MAX_CONFIG_COLUMNS]
     headers = ("id", "name", "status", "created", "commit", "seed", *varying, "final metrics")
     rows = []
-    for r in listing.runs:
-        metrics = ", ".join(f"{k}={format_metric(v)}" for k, v in r.final_metrics.items() if k != "step")
+    for r, config in zip(listing.runs, flat, strict=True):
         commit = (r.commit or "-")[:8] + ("+" if r.dirty else "")
-        shown = listing.varying_config.get(r.group or "", ())
         rows.append(
             (
                 r.id,
@@ -108,8 +127,8 @@ def render_listing(listing: RunListing) -> None:
                 (r.created_at or "")[:19],
                 commit,
                 format_metric(r.seed),
-                *(format_metric(r.config.get(k)) if k in shown else "-" for k in varying),
-                metrics[:80],
+                *(_clip_cell(format_metric(config[k])) if k in config else "-" for k in varying),
+                _metrics_cell(r.final_metrics),
             )
         )
     if sys.stdout.isatty():
