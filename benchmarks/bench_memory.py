@@ -2,7 +2,7 @@
 against the measured peak of one training step (small configs, CPU allocator), and the time to count
 parameters (expkit meta device vs accelerate's init_empty_weights). Prints ratios, writes JSON.
 
-    .venv/bin/python benchmarks/bench_memory.py [--quick]
+    .venv/bin/python benchmarks/bench_memory.py [--quick] [--check] [--out DIR]
 
 ``--quick`` (CI): two small cases (one dense, one mixture-of-experts) and the 0.5B count, seconds in all.
 Both forms also time the LoRA count of a 235B-class MoE config (Qwen3-235B-A22B), which must stay < 30 s.
@@ -13,16 +13,17 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 import warnings
 
-from timing import add_run_options, write_results  # benchmarks/timing.py
+from timing import Goal, add_run_options, finish  # benchmarks/timing.py
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto's USDT lines off, as `labs run` has them
 warnings.filterwarnings("ignore")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_options(parser)  # --quick (two small cases) and --out DIR, as every benchmark takes them
     args = parser.parse_args()
@@ -116,8 +117,13 @@ def main() -> None:
         f"(limit 30 s: {'met' if t_moe < 30 else 'NOT met'})"
     )
     print("(median of 3; the machine was shared with other work)" if not args.quick else "(quick: one run)")
-    write_results({"peak_ratios": rows, "count_timing": timing}, args.out, "memory", quick=args.quick)
+    goals = [
+        Goal("Qwen3-235B-A22B LoRA count (s)", t_moe, 30.0, "<=", quick=True),  # the same count in both forms
+        Goal(f"{big.name} params, expkit - accelerate", abs(n_ours - n_acc), 0, "<=", quick=True),
+        Goal("Qwen2.5-0.5B params, expkit - accelerate", abs(n_ours_small - n_acc_small), 0, "<=", quick=True),
+    ]
+    return finish({"peak_ratios": rows, "count_timing": timing}, goals, args, "memory")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

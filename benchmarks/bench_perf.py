@@ -21,10 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
-from timing import add_run_options, write_results  # benchmarks/timing.py
+from timing import Goal, add_run_options, finish  # benchmarks/timing.py
 
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")  # kineto's USDT lines off, as `labs run` has them
 
@@ -103,7 +104,7 @@ def bench_profiler(repeats: int, threads: int | None) -> dict:
     }
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
@@ -131,8 +132,13 @@ def main() -> None:
     ratio = prof["profiling_overhead_ratio"]
     print(f"  profiled / plain step time:                 {ratio:.2f}  {prof['overhead_ratios']}")
     print(f"  expkit GEMM self time / key_averages:       {prof['gemm_self_time_vs_key_averages']:.3f}")
-    write_results({"load_average": load, "roofs": roofs, "profiler": prof}, args.out, "perf", quick=args.quick)
+    goals = [
+        Goal("expkit GEMM / torch.matmul n=4096", roofs["gemm_vs_torch_matmul_4096"], 0.70, ">="),
+        Goal("expkit copy / numpy copy (low side)", roofs["bandwidth_vs_numpy_copy_1gib"], 0.80, ">="),
+        Goal("expkit copy / numpy copy (high side)", roofs["bandwidth_vs_numpy_copy_1gib"], 1.20, "<="),
+    ]
+    return finish({"load_average": load, "roofs": roofs, "profiler": prof}, goals, args, "perf")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

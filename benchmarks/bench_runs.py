@@ -8,7 +8,7 @@
   the sampled scheme, which sets FULL_HASH_MAX_BYTES in expkit/runs/fingerprint.py.
 
 The machine is shared with other jobs: ratios are medians, not guarantees.
-Usage: .venv/bin/python benchmarks/bench_runs.py [--quick] [--out DIR] [--only hash]
+Usage: .venv/bin/python benchmarks/bench_runs.py [--quick] [--check] [--out DIR] [--only hash]
 (``--quick``: tiny sizes, one repeat, seconds: CI checks that every peer still runs; the figures mean nothing)
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 import torch  # noqa: F401  - a training script has torch imported before start()
 
-from timing import add_run_options, median_cpu_s, median_wall_s, write_results  # benchmarks/timing.py
+from timing import Goal, add_run_options, finish, median_cpu_s, median_wall_s, write_results  # benchmarks/timing.py
 
 
 def bench_capture(tmp: Path, repeats: int) -> dict:
@@ -193,7 +193,7 @@ def bench_hash(tmp: Path, size_mb: int, repeats: int) -> dict:
     }
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser()
     add_run_options(parser)
     parser.add_argument("--only", choices=("hash",), help="run one part only")
@@ -216,7 +216,7 @@ def main() -> None:
         )
         if args.only == "hash":
             write_results(res, args.out, "runs-hash", quick=args.quick)
-            return
+            return 0
         res["capture"] = bench_capture(tmp, reps)
         print(
             f"capture: expkit start() {res['capture']['expkit_start_s']:.3f} s wall, "
@@ -252,8 +252,14 @@ def main() -> None:
     finally:
         os.chdir(cwd)
         shutil.rmtree(tmp, ignore_errors=True)
-    write_results(res, args.out, "runs", quick=args.quick)
+    goals = [
+        Goal("expkit start() CPU (s)", res["capture"]["expkit_start_cpu_s"], 0.5, "<="),
+        Goal("start() CPU with changed files, incl. git (s)", b["expkit_start_big_repo_cpu_s"], 1.0, "<="),
+        Goal("mlflow.log_metric / run.log per call", lg["ratio"], 50.0, ">="),
+        Goal(f"list_runs warm over {ls['runs']} runs (s)", ls["list_runs_warm_s"], 0.5, "<="),
+    ]
+    return finish(res, goals, args, "runs")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,7 +2,7 @@
 and validation PPL after 60 s of training on the default corpus.
 
     .venv/bin/python benchmarks/bench_train.py [--steps 30] [--repeats 3] [--seconds 60] [--skip-quality] [--threads N]
-        [--quick] [--out DIR]
+        [--quick] [--check] [--out DIR]
 
 ``--quick`` (for CI): 3 steps, one repeat, 3 s of quality training, one thread; train.quick.json.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ import torch.nn.functional as F
 
 from expkit.train import CharLM, CharLMConfig, TrainConfig, TrainRequest, load_corpus, train_charlm
 from expkit.train.data import make_loader
-from timing import add_run_options, write_results  # benchmarks/timing.py
+from timing import Goal, add_run_options, finish  # benchmarks/timing.py
 
 MCFG = CharLMConfig()
 
@@ -118,7 +119,7 @@ def bench_hf(corpus, steps: int, out: Path) -> float:
     return steps * cfg.batch_size * cfg.seq_len / (times["end"] - times["start"])
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=None, help="timed steps per side (default 30; --quick: 3)")
     ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats (default 3; --quick: 1)")
@@ -195,8 +196,12 @@ def main() -> None:
             f"quality: val PPL {r.initial_val_ppl:.1f} -> {r.final_val_ppl:.2f} after {r.train_s:.0f} s "
             f"({r.steps} steps, {r.tokens_per_s:,.0f} tokens/s, load {os.getloadavg()[0]:.1f}); seed 9.6"
         )
-    write_results(out, a.out, "train", quick=a.quick)
+    goals = [
+        Goal("our overhead vs the bare loop", out["overhead_vs_bare"], 0.05, "<="),
+        Goal("ours / HF Trainer (tokens/s)", out["ours_vs_hf_trainer"], 1.0, ">="),
+    ]
+    return finish(out, goals, a, "train")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
