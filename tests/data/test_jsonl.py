@@ -225,3 +225,76 @@ def test_a_nested_duplicate_or_a_spaced_one_is_found(tmp_path):
     assert kept == [{"ok": 1}] and tally.skipped == 3
     assert [e.line for e in tally.errors] == [1, 2, 4]
     assert "key 'score' appears twice" in str(tally.errors[0]) and "key 'm' appears twice" in str(tally.errors[1])
+
+
+# issue 36: the reader's fast path reads a regular file without numbering its lines, and the checked readers look
+# at 64 KiB of lines at a time; a line that needs attention anywhere in a long file must still be found and named
+_FILLER = b'{"id": 0, "text": "a short record of filler"}\n'
+
+
+def _long_file(tmp_path, bad: bytes, at: int, n: int = 5000):
+    """``n`` flat records (~240 KB: several chunks) with ``bad`` as line ``at``."""
+    lines = [_FILLER] * n
+    lines[at - 1] = bad
+    p = tmp_path / "long.jsonl"
+    p.write_bytes(b"".join(lines))
+    return p
+
+
+@pytest.mark.parametrize("at", [1, 2, 1500, 4999, 5000])
+def test_a_bad_line_deep_in_a_long_file_is_named_at_its_line(tmp_path, at):
+    p = _long_file(tmp_path, b'{"id": 1, "text": oops}\n', at)
+    seen = []
+    with pytest.raises(InputError, match=rf"long.jsonl:{at}:"):
+        for rec in iter_jsonl(p):
+            seen.append(rec)
+    assert len(seen) == at - 1  # the records before it came out first
+    tally = JsonlTally()
+    assert sum(1 for _ in iter_jsonl(p, on_error="skip", tally=tally)) == 4999
+    assert tally.first_skipped_lines == [at] and tally.lines == 5000
+    tally = JsonlTally()  # exact_ints reads 64 KiB chunks: a chunk without a 19-digit run is parsed line by line
+    lines = [tally.lines for _ in iter_jsonl(p, on_error="skip", tally=tally, exact_ints=True)]
+    assert lines == [n for n in range(1, 5001) if n != at] and tally.first_skipped_lines == [at]
+    with pytest.raises(InputError, match=rf"long.jsonl:{at}:"):
+        sum(1 for _ in iter_jsonl(p, exact_ints=True))
+
+
+def test_blank_lines_and_a_late_bom_line_keep_their_numbers_in_the_fast_path(tmp_path):
+    p = _long_file(tmp_path, b"\n", 1200)  # a blank line ends the fast loop; the rest is read line by line
+    with p.open("ab") as f:
+        f.write(b'{"id": 1, "text": oops}\n')
+    with pytest.raises(InputError, match=r"long.jsonl:5001:"):
+        sum(1 for _ in iter_jsonl(p))
+    with pytest.warns(UserWarning, match=r"first at line\(s\) 5001"):
+        assert sum(1 for _ in iter_jsonl(p, on_error="skip")) == 4999
+
+
+@pytest.mark.parametrize("at", [3, 3000, 5000])
+def test_checks_find_their_line_in_any_chunk(tmp_path, at):
+    """distinct_keys and exact_ints test 64 KiB of lines at once; the line they flag is still the one named."""
+    p = _long_file(tmp_path, b'{"id": 1, "id": 2, "text": "x"}\n', at)
+    with pytest.raises(InputError, match=rf"long.jsonl:{at}: key 'id' appears twice"):
+        sum(1 for _ in iter_jsonl(p, distinct_keys=True))
+    big = _long_file(tmp_path, b'{"id": 1180591620717411303424, "text": "x"}\n', at)
+    tally = JsonlTally()
+    ids = [(tally.lines, r["id"]) for r in iter_jsonl(big, exact_ints=True, distinct_keys=True, tally=tally)]
+    assert ids[at - 1] == (at, 2**70) and type(ids[at - 1][1]) is int and ids[0] == (1, 0)
+    assert [r["id"] for r in iter_jsonl(big)][at - 1] == float(2**70)  # without exact_ints: orjson's float
+
+
+def test_a_record_900_deep_is_read_and_one_past_orjsons_limit_is_one_line_error(tmp_path):
+    """issue 36: a 900-deep record stopped `data head` with a RecursionError in the big-integer walk; orjson reads
+    1024 levels, past that the line is refused at file:line."""
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text(
+        '{"a": 1}\n' + "[" * 900 + "12345678901234567890123" + "]" * 900 + "\n" + '{"x":' * 900 + "1" + "}" * 900 + "\n"
+    )
+    recs = list(iter_jsonl(deep, exact_ints=True, tally=JsonlTally()))
+    inner = recs[1]
+    for _ in range(900 - 1):
+        inner = inner[0]
+    assert inner == [12345678901234567890123]
+    deeper = tmp_path / "deeper.jsonl"
+    deeper.write_text('{"a": 1}\n' + "[" * 1100 + "]" * 1100 + "\n")
+    with pytest.raises(InputError, match=r"deeper.jsonl:2:.*depth"):
+        list(iter_jsonl(deeper, exact_ints=True, tally=JsonlTally()))

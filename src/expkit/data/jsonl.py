@@ -3,8 +3,11 @@ say ``file:line:column``, and a tally that makes skipped lines visible (claim C1
 
 from __future__ import annotations
 
+import io
+import operator
+import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -147,13 +150,31 @@ _BIG = float(2**63)
 
 
 def _may_hold_big_int(obj: Any) -> bool:
-    if isinstance(obj, float):
-        return abs(obj) >= _BIG
-    if isinstance(obj, dict):
-        return any(_may_hold_big_int(v) for v in obj.values())
-    if isinstance(obj, list):
-        return any(_may_hold_big_int(v) for v in obj)
+    """Whether a parsed record holds a float of magnitude >= 2**63 (maybe an integer orjson could not keep
+    exact), at any depth: walked with a stack, so a record nested as deep as orjson reads (1024) is no
+    RecursionError (issue 36: a 900-deep record stopped ``data head``)."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if type(x) is float:
+            if abs(x) >= _BIG:
+                return True
+        elif type(x) is dict:
+            stack.extend(x.values())
+        elif type(x) is list:
+            stack.extend(x)
     return False
+
+
+# Only text holding a run of 19 digits can be an integer outside [-2**63, 2**64) (2**63 has 19): other lines
+# never need the walk above. The test maps every digit to b"0" and the rest to b" " (one C pass) and looks for
+# 19 zeros; a 19-digit run in a string or a float's digits only costs a needless walk.
+_DIGITS_TO_ZERO = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_NINETEEN_DIGITS = b"0" * 19
+
+
+def _may_hold_big_int_text(text: bytes) -> bool:
+    return _NINETEEN_DIGITS in text.translate(_DIGITS_TO_ZERO)
 
 
 def _refuse_constant(name: str) -> Any:
@@ -285,6 +306,134 @@ _SPACED_COLON = b'" :'
 _TAB_COLON = b'"\t:'
 
 
+@dataclass(frozen=True)
+class _Checks:
+    """What ``iter_jsonl`` was asked to check, for its loops."""
+
+    name: str
+    on_error: OnError
+    nan_ok: bool
+    exact_ints: bool
+    distinct_keys: bool
+    track: bool  # keep tally.lines on the line of the record being consumed (a caller passed a tally)
+
+
+def _rewind_to_refused_line(f: io.BufferedReader) -> int:
+    """After orjson refused the line just read from ``f``, seek ``f`` back to that line's start and return how
+    many lines come before it: the fast loop in ``iter_jsonl`` counts no lines, so they are counted here, once
+    (newlines before the line, read with ``os.pread`` in 1 MiB blocks, C speed)."""
+    end = f.tell() - 1  # the refused line's own last byte (its newline) is not one before it
+    fd, offset, lines_before, start = f.fileno(), 0, 0, 0
+    while offset < end:
+        block = os.pread(fd, min(1 << 20, end - offset), offset)
+        if not block:
+            break
+        lines_before += block.count(b"\n")
+        last = block.rfind(b"\n")
+        if last >= 0:
+            start = offset + last + 1
+        offset += len(block)
+    f.seek(start)
+    return lines_before
+
+
+_CHUNK_BYTES = 1 << 16  # whole lines read at once when a check needs a look ahead: 64 KiB
+
+
+def _plain_chunk(lines: list[bytes], text: bytes) -> list[Any] | None:
+    """The records of a chunk of lines for ``distinct_keys`` when no line can give a key twice, else None (then
+    each line is tested on its own). Every line parses to a dict, none writes ``"k" :``, and the chunk's ``":``
+    count equals its records' key count: that count minus the keys is >= 0 on each line (nested keys, ``":`` in
+    a string and a key given twice add to it), so equal totals mean no line the per-line test would flag."""
+    if _SPACED_COLON in text or _TAB_COLON in text:
+        return None
+    try:
+        records = list(map(orjson.loads, lines))
+    except orjson.JSONDecodeError:
+        return None
+    if set(map(type, records)) != {dict} or text.count(b'":') != sum(map(len, records)):
+        return None
+    return records
+
+
+def _iter_chunked(f: IO[bytes], t: JsonlTally, c: _Checks) -> Iterator[Any]:
+    """Records of a regular file for a reader asked for ``exact_ints`` or ``distinct_keys``: ``_CHUNK_BYTES`` of
+    lines at a time, the cheap tests run once over the chunk (one C pass each), and only a chunk they flag read
+    line by line with the per-line tests (``_iter_lines``). So a file without a 19-digit run never walks a
+    record, and a file of flat records without duplicate keys never pays a count per line (issue 36)."""
+    base = 0  # lines before this chunk
+    for lines in iter(lambda: f.readlines(_CHUNK_BYTES), []):
+        text = b"".join(lines)
+        exact = c.exact_ints and _may_hold_big_int_text(text)
+        records = _plain_chunk(lines, text) if c.distinct_keys and not exact else None
+        if records is None and not (exact or c.distinct_keys):  # nothing to check: parse line by line here
+            it = iter(lines)
+            try:
+                for lineno, line in enumerate(it, base + 1):
+                    t.lines = lineno
+                    yield orjson.loads(line)
+            except orjson.JSONDecodeError:  # numbered, retried or reported by _iter_lines from that line on
+                bad = len(lines) - operator.length_hint(it) - 1
+                yield from _iter_lines(lines[bad:], base + bad, t, c, exact=False, distinct=False)
+        elif records is None:
+            yield from _iter_lines(lines, base, t, c, exact=exact, distinct=c.distinct_keys)
+        elif c.track:
+            for lineno, record in enumerate(records, base + 1):
+                t.lines = lineno  # while a record is consumed, the tally names its line
+                yield record
+        else:
+            yield from records
+        base += len(lines)
+        t.lines = base
+
+
+def _iter_lines(
+    lines: Iterable[bytes], base: int, t: JsonlTally, c: _Checks, *, exact: bool, distinct: bool
+) -> Iterator[Any]:
+    """Records of ``lines`` (numbered from ``base + 1``) one at a time, each check on its own line: errors with
+    file:line, the BOM, ``nan_ok``, and the cheap per-line tests before the slow checks: ``exact`` (the
+    ``exact_ints`` walk, only for a line with a 19-digit run) and ``distinct_keys`` (the exact parse, only for a
+    line whose ``":`` count differs from its record's key count)."""
+    loads = orjson.loads
+    lineno = base
+    try:
+        for lineno, line in enumerate(lines, base + 1):
+            if c.track:
+                t.lines = lineno  # while a record is consumed, the tally names its line
+            try:
+                record = loads(line)
+            except orjson.JSONDecodeError as exc:
+                record = _retry_or_note(t, c.name, lineno, line, exc, c.on_error, c.nan_ok)
+                if record is _SKIP:
+                    continue
+            if exact and _may_hold_big_int_text(line) and _may_hold_big_int(record):
+                record = _loads_exact_line(c.name, lineno, line.removeprefix(_BOM) if lineno == 1 else line)
+            if (
+                distinct  # the cheap test first; the slow parse only for the lines it flags
+                and type(record) is dict
+                and (line.count(b'":') != len(record) or _SPACED_COLON in line or _TAB_COLON in line)
+                and not _keep_distinct(t, c.name, lineno, line, c.on_error)
+            ):
+                continue
+            yield record
+    finally:
+        t.lines = lineno
+
+
+def _loads_exact_line(name: str, lineno: int, line: bytes) -> Any:
+    """``loads_exact`` on one line; a line nested too deep for the standard library's parser is an InputError
+    at file:line (orjson read it, up to its own 1024 levels)."""
+    try:
+        return loads_exact(line)
+    except RecursionError:
+        raise InputError(
+            "a record nested too deep to keep its large integers exact",
+            path=name,
+            line=lineno,
+            hint="flatten the record, or read it without exact integers",
+        ) from None
+
+
 def iter_jsonl(
     path: str | Path,
     *,
@@ -303,13 +452,13 @@ def iter_jsonl(
             no tally is given; ``collect`` is ``skip`` that also keeps each error in ``tally.errors``.
         tally: filled in while reading (lines, blank, skipped, errors). Needed for ``collect``.
         exact_ints: keep integers beyond 64 bits exact (orjson reads them as floats): a record holding
-            a float of magnitude >= 2**63 is parsed again by ``loads_exact``. Off by default: the
-            check walks every record.
+            a float of magnitude >= 2**63 is parsed again by ``loads_exact``. Costs one pass over
+            each 64 KiB of text, and a walk of the records only where a run of 19 digits occurs.
         nan_ok: read the ``NaN``, ``Infinity`` and ``-Infinity`` that Python's ``json.dumps`` writes (as
             floats) instead of refusing the line; for logs written by Python tools (lm-eval's samples).
         distinct_keys: refuse a record that gives one key twice (``{"score": 1, "score": 0}``; JSON readers
-            keep the last silently): an error naming the key, raised or skipped per ``on_error``. Costs one
-            ``bytes.count`` per line on flat records.
+            keep the last silently): an error naming the key, raised or skipped per ``on_error``. Flat records
+            cost one count per 64 KiB of lines; a record with nested objects a count per line.
 
     A UTF-8 BOM, CRLF line ends and blank lines are accepted. A cut last line (no newline, incomplete
     JSON) is an error with its line number.
@@ -330,56 +479,31 @@ def iter_jsonl(
     name = display_name(path)
     t = tally if tally is not None else JsonlTally()
     t.path = name
+    checks = _Checks(name, on_error, nan_ok, exact_ints, distinct_keys, track=tally is not None)
     loads = orjson.loads
-    lineno = 0
     with open_binary(path) as f:
         t._source = f
         plain = str(path) != "-" and not str(path).endswith(".gz")
         t.total_bytes = Path(path).stat().st_size if plain else None
         try:
-            # two copies of the loop: keeping tally.lines current costs ~8% on short records, so only
-            # a caller who passed a tally (and may read it per record) pays for it
-            if tally is not None:
-                for lineno, line in enumerate(f, 1):
-                    t.lines = lineno  # while a record is consumed, the tally names its line
-                    try:
-                        record = loads(line)
-                    except orjson.JSONDecodeError as exc:
-                        record = _retry_or_note(t, name, lineno, line, exc, on_error, nan_ok)
-                        if record is _SKIP:
-                            continue
-                    if exact_ints and _may_hold_big_int(record):
-                        record = loads_exact(line.removeprefix(_BOM) if lineno == 1 else line)
-                    if (
-                        distinct_keys  # the cheap test first; the slow parse only for the lines it flags
-                        and type(record) is dict
-                        and (line.count(b'":') != len(record) or _SPACED_COLON in line or _TAB_COLON in line)
-                        and not _keep_distinct(t, name, lineno, line, on_error)
-                    ):
-                        continue
-                    yield record
+            base = 0
+            if type(f) is io.BufferedReader and not (tally is not None or exact_ints or distinct_keys):
+                # the fast path (issue 36: the parse floor's loop, one yield more): a regular file, no check
+                # asked for; a line orjson refuses (blank, BOM, bad JSON, NaN) ends it, and that line and the
+                # rest go through _iter_lines, which numbers, retries or reports them
+                try:
+                    for line in f:
+                        yield loads(line)
+                except orjson.JSONDecodeError:
+                    base = _rewind_to_refused_line(f)
+                else:
+                    return
+            if type(f) is io.BufferedReader and (exact_ints or distinct_keys):
+                yield from _iter_chunked(f, t, checks)
             else:
-                for lineno, line in enumerate(f, 1):
-                    try:
-                        record = loads(line)
-                    except orjson.JSONDecodeError as exc:
-                        record = _retry_or_note(t, name, lineno, line, exc, on_error, nan_ok)
-                        if record is _SKIP:
-                            continue
-                    if exact_ints and _may_hold_big_int(record):
-                        record = loads_exact(line.removeprefix(_BOM) if lineno == 1 else line)
-                    if (
-                        distinct_keys  # the cheap test first; the slow parse only for the lines it flags
-                        and type(record) is dict
-                        and (line.count(b'":') != len(record) or _SPACED_COLON in line or _TAB_COLON in line)
-                        and not _keep_distinct(t, name, lineno, line, on_error)
-                    ):
-                        continue
-                    yield record
+                yield from _iter_lines(f, base, t, checks, exact=exact_ints, distinct=distinct_keys)
         except (OSError, EOFError) as exc:  # gzip: a corrupt or cut archive
-            raise InputError(f"cannot read after line {lineno}: {exc}", path=name, line=lineno + 1) from exc
-        finally:
-            t.lines = lineno
+            raise InputError(f"cannot read after line {t.lines}: {exc}", path=name, line=t.lines + 1) from exc
     if t.skipped and tally is None:
         warnings.warn(
             f"{name}: skipped {t.skipped} invalid line(s), first at line(s) "
