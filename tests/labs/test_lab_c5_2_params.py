@@ -9,7 +9,15 @@ def test_lab_c5_2_param_accounting(tmp_path):
     m = assert_verdicts_follow(res)
     assert m["total_params"].value == 494_032_768 and m["trainable"].value == 8_798_208
     assert m["untied"].value == 494_032_768 + 151_936 * 896  # the lost tie counts the head again
-    assert all(m[k].verdict.kind == "reproduced" for k in ("arch", "total_params", "trainable", "fraction", "state"))
+    counts = ("arch", "total_params", "trainable", "fraction", "state")
+    assert all(m[k].verdict.kind == "reproduced" for k in counts)
+    # issue 36: arithmetic on a typed-in config.json is computed, not measured, and counted apart at the report's top
+    assert all(m[k].provenance == "computed" and "computed" in m[k].verdict.reason for k in counts)
+    assert m["lora_fits_full_does_not"].provenance == "measured"  # the capped steps were run
+    from expkit.render.report import verdict_counts_by_provenance
+
+    by_source = verdict_counts_by_provenance([res])
+    assert by_source["computed"]["reproduced"] == 5 and by_source["measured"]["reproduced"] == 0
     assert_flips(m["arch"], 3)
     assert_flips(m["total_params"], m["untied"].value)  # counting under init_empty_weights would not be 494M
     assert_flips(m["fraction"], 1.77)  # peft's own print (of base + adapters) is 1.75%

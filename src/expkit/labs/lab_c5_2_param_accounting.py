@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from expkit.labs.base import KOfN, LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged
+from expkit.labs.base import KOfN, LabContext, LabOutput, Measurement, SeedFigure, Shown, Within, judged, not_measured
 from expkit.labs.registry import lab
 
 SEED_ARCH = SeedFigure(
@@ -104,7 +104,9 @@ def run(ctx: LabContext) -> LabOutput:
     capped = run_full_vs_lora_capped(ctx.seed)
     full_oom, lora_oom, cap = capped.full_oom, capped.lora_oom, capped.cap_bytes
     full_peak, lora_peak, possible = capped.full_peak_bytes, capped.lora_peak_bytes, capped.possible
-    ms = (
+    # the five counts are arithmetic on config.json's numbers (a meta-device model, peft's formula, 16 B per
+    # parameter): computed, not measured on this machine (issue 36); the capped step below was run
+    counts = (
         judged(
             "arch",
             "of layers 24, hidden 896, vocab 151936, tied: values the meta-device model has",
@@ -156,6 +158,9 @@ def run(ctx: LabContext) -> LabOutput:
             detail="fp32 master 4 + grad 4 + Adam m 4 + v 4; the frozen 16-bit base adds "
             f"{2 * full.total_params / 1e9:.2f} GB",
         ),
+    )
+    ms = (
+        *(not_measured(m, "computed") for m in counts),
         Measurement(
             "untied",
             "same config under accelerate's init_empty_weights()",
