@@ -56,6 +56,17 @@ def test_rows_file_gives_every_model(tmp_path):
     assert m.names == ("p", "q") and m.scores.tolist() == [[0, 1, 0, 1], [1, 0, 1, 0]]
 
 
+def test_rows_csv_as_stats_table_reads_it(tmp_path):
+    rows = tmp_path / "rows.csv"
+    rows.write_text(
+        "model,item,score,cluster\n"
+        + "".join(f"{m},q{i},{(i + k) % 2},c{i // 2}\n" for k, m in enumerate("pq") for i in range(4))
+    )
+    m = read_score_matrix(LeaderboardRequest(paths=(str(rows),)))
+    assert m.names == ("p", "q") and m.scores.tolist() == [[0, 1, 0, 1], [1, 0, 1, 0]]
+    assert m.clusters.tolist() == [0, 0, 1, 1]
+
+
 def test_lm_eval_directories(tmp_path):
     a = write_lmeval_run(tmp_path / "base", "org/base", {"gsm8k": {"strict-match": {"exact_match": [1, 0, 1]}}})
     b = write_lmeval_run(tmp_path / "tuned", "org/tuned", {"gsm8k": {"strict-match": {"exact_match": [1, 1, 1]}}})

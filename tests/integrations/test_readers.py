@@ -96,7 +96,7 @@ def test_a_new_reader_is_picked_up_by_stats_table_without_touching_the_cli(cli, 
 def test_an_unknown_reader_lists_the_registered_ones(cli, registry, tmp_path):
     register_reader(TsvScoresReader())
     res = cli("stats", "table", "--from", "nope", str(tmp_path / "x"))
-    assert res.exit_code == 2 and "items, lm-eval, inspect, tsv-scores" in res.stderr
+    assert res.exit_code == 2 and "items, lm-eval, inspect, mmlu-pro, tsv-scores" in res.stderr
 
 
 def test_stats_table_help_lists_the_builtin_readers(cli):

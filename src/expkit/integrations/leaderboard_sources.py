@@ -86,6 +86,8 @@ def _format_of(p: Path, request: LeaderboardRequest) -> str:
             return name
     if p.is_dir():
         raise InputError("a directory holding no lm-eval results or Inspect logs", path=p)
+    if p.suffix.lower() in (".csv", ".tsv"):  # stats table's rows: model, item, score[, cluster]
+        return "items"
     return "auto"
 
 
