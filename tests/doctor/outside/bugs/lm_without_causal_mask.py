@@ -1,0 +1,37 @@
+"""A next-token transformer LM whose attention has no causal mask: position t reads token t+1, the answer.
+
+Source: https://lynx-cortex.pages.dev/phase-17-mini-gpt/break/00-break-forget-causal-mask/
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+torch.manual_seed(0)
+V, T, D = 32, 12, 32
+
+
+class TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(V, D)
+        self.pos = nn.Parameter(torch.zeros(T, D))
+        self.block = nn.TransformerEncoderLayer(D, 4, 64, dropout=0.0, batch_first=True)
+        self.out = nn.Linear(D, V)
+
+    def forward(self, x):
+        h = self.emb(x) + self.pos[: x.shape[1]]
+        h = self.block(h)  # BUG-LINE
+        return self.out(h)
+
+
+model = TinyLM()
+opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+data = torch.randint(0, V, (16, T + 1))
+x, y = data[:, :-1], data[:, 1:]
+for _step in range(3):
+    opt.zero_grad()
+    logits = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
+    loss.backward()
+    opt.step()

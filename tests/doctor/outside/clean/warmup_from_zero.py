@@ -1,0 +1,20 @@
+"""LambdaLR(step / warmup): lr is 0 at step 0, then rises; only the first step moves nothing.
+
+Source: https://karpathy.github.io/2019/04/25/recipe/
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, s / 10))
+X, y = torch.randn(40, 8), torch.randint(0, 2, (40,))
+for _step in range(4):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(X), y)
+    loss.backward()
+    opt.step()
+    sched.step()
