@@ -5,7 +5,8 @@ The callback opens a run when training begins (the seven records; the config is 
 every ``on_log`` dict at the trainer's ``global_step`` (strings such as ``'2.31'`` read as numbers, NaN
 kept: a NaN loss marks the run diverged), records each saved ``checkpoint-N/`` directory, and closes
 the record when training ends but keeps the run open until the process exits, so a later
-``trainer.evaluate()`` lands in it at its step. Under ``torchrun`` rank 0 owns the record and each other rank writes
+``trainer.evaluate()`` lands in it at its step; an ``evaluate()`` before ``train()`` opens the run and lands
+at step 0. Under ``torchrun`` rank 0 owns the record and each other rank writes
 ``metrics.rank<R>.jsonl`` beside it. Under ``expkit runs exec`` it attaches to the exec's run.
 
 transformers 5 has no way for a package to add a ``report_to`` name (``INTEGRATION_TO_CALLBACK`` in
@@ -100,8 +101,10 @@ class ExpkitCallback(TrainerCallback if TrainerCallback is not None else object)
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         from expkit.runs.metrics import metric_value
 
-        if self.run is None or not logs:
+        if not logs:
             return
+        if self.run is None:  # trainer.evaluate() before train(): the run opens here, the metrics land at step 0
+            self._open(args, kwargs.get("model"))
         metrics = {k: v for k, v in ((k, metric_value(v)) for k, v in logs.items()) if v is not None}
         if metrics:
             self.run.log(int(state.global_step), **metrics)
