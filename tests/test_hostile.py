@@ -31,6 +31,30 @@ def _expkit(*args: str | Path, cwd: Path | None = None, timeout: float = HANG_S)
         pytest.fail(f"hung: {' '.join(argv)} still ran after {timeout} s")
 
 
+def _expkit_all(*argvs: list[str | Path], timeout: float = HANG_S * 2) -> list[subprocess.CompletedProcess[str]]:
+    """``expkit ARGS`` for each ARGS, all started at once (the family ends in the time of its slowest)."""
+    started = []
+    for args in argvs:
+        argv = [*EXPKIT, *map(str, args)]
+        popen = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+        )
+        started.append((argv, popen))
+    done = []
+    try:
+        for argv, popen in started:
+            try:
+                out, err = popen.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"hung: {' '.join(argv)} still ran after {timeout} s")
+            done.append(subprocess.CompletedProcess(argv, popen.returncode, out, err))
+    finally:
+        for _, popen in started:
+            popen.kill()
+            popen.wait()
+    return done
+
+
 def _no_traceback(res: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in res.stderr and "RecursionError" not in res.stderr, res.stderr[-3000:]
 
@@ -151,3 +175,43 @@ def test_a_command_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:
     assert rec["status"] == "killed", rec
     run_json = json.loads((Path(rec["run_dir"]) / "run.json").read_text())
     assert "got SIGKILL" in run_json["status_reason"], run_json
+
+
+# --- FIFOs in a run store -------------------------------------------------------------------------------
+# A store file replaced by a FIFO with no writer: opening it for reading blocks until a writer comes, i.e.
+# for ever. Every (file, command) pair of the family must end, with the run listed as broken where its
+# run.json is the FIFO.
+FIFO_FILES = ("run.json", "metrics.jsonl", "code.patch")
+FIFO_COMMANDS = (("runs", "ls"), ("runs", "show", "{run}"), ("runs", "diff", "{run}", "{other}"))
+
+
+def _two_runs(store: Path) -> tuple[Path, Path]:
+    for name in ("first", "second"):
+        res = _expkit("runs", "exec", "--store", store, "--name", name, "--", sys.executable, "-c", "print('{}')")
+        assert res.returncode == 0, res.stderr[-2000:]
+    first, second = sorted(p for p in store.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return first, second
+
+
+@pytest.mark.slow  # nine expkit processes plus two runs: ~40 s on 2 loaded cores
+def test_fifos_in_a_run_store_never_block(tmp_path: Path) -> None:
+    template = tmp_path / "template"
+    first, second = _two_runs(template)
+    cases, argvs = [], []
+    for fifo_name, command in itertools.product(FIFO_FILES, FIFO_COMMANDS):
+        store = tmp_path / f"{fifo_name}-{command[1]}"
+        subprocess.run(["cp", "-a", str(template), str(store)], check=True)
+        target = store / first.name / fifo_name
+        target.unlink(missing_ok=True)
+        os.mkfifo(target)
+        args = [a.format(run=first.name, other=second.name) for a in command]
+        cases.append((fifo_name, args))
+        argvs.append([*args, "--store", store])
+    for (fifo_name, args), res in zip(cases, _expkit_all(*argvs), strict=True):
+        _no_traceback(res)
+        if fifo_name == "run.json":
+            # ls lists the other run and names the broken one; show/diff of it is one line, exit 2
+            assert res.returncode == (0 if args[1] == "ls" else 2), (fifo_name, args, res.stderr[-2000:])
+            assert "not a regular file (a FIFO)" in res.stderr, (fifo_name, args, res.stderr[-2000:])
+        else:
+            assert res.returncode == 0, (fifo_name, args, res.stderr[-2000:])

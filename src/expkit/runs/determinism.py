@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from expkit.errors import UsageError
+from expkit.errors import InputError, UsageError
+from expkit.runs.files import read_regular_bytes
 from expkit.runs.store import resolve_store, validate_name, write_json_atomic
 
 __all__ = ["DeterminismReport", "probe_command", "probe_function", "read_noise_floor", "write_noise_floor"]
@@ -215,4 +216,8 @@ def read_noise_floor(root: Path, group: str) -> dict[str, float] | None:
     path = root / "groups" / f"{validate_name(group, what='group name')}.json"
     if not path.exists():
         return None
-    return orjson.loads(path.read_bytes()).get("noise_floor")
+    try:
+        raw = read_regular_bytes(path)
+    except OSError as exc:
+        raise InputError(f"the group's noise floor cannot be read ({exc.strerror})", path=path) from None
+    return orjson.loads(raw).get("noise_floor")

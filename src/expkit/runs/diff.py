@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from expkit.runs.files import is_regular_file, read_regular_bytes
 from expkit.runs.metrics import metric_value
 from expkit.runs.records import RecordPresence, describe_records
 from expkit.runs.runrecord import RunRecord
@@ -105,7 +106,7 @@ def _flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
 
 def _patch_digest(run_dir: Path) -> str | None:
     p = run_dir / "code.patch"
-    return hashlib.sha256(p.read_bytes()).hexdigest()[:12] if p.exists() else None
+    return hashlib.sha256(read_regular_bytes(p)).hexdigest()[:12] if is_regular_file(p) else None
 
 
 def _compare_maps(category: str, a: dict[str, Any], b: dict[str, Any], score_of: Any, why: str) -> list[Difference]:

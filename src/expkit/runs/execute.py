@@ -29,6 +29,7 @@ from typing import IO, Any, NamedTuple
 import orjson
 
 from expkit.errors import InputError, UsageError
+from expkit.runs.files import read_regular_bytes
 from expkit.runs.metrics import jsonable_metrics, parse_metrics_line, summarize_metrics
 from expkit.runs.records import RunRequest, create_run_record, now_iso
 from expkit.runs.runrecord import ArtifactEntry, CheckpointEntry, RunRecord, from_jsonable
@@ -219,7 +220,7 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
     if not path.exists():
         return record
     try:
-        extra = orjson.loads(path.read_bytes())
+        extra = orjson.loads(read_regular_bytes(path))
         if not isinstance(extra, dict):
             raise InputError("attached.json is not an object", path=path)
         changes: dict[str, Any] = {"attached": True}
@@ -250,7 +251,7 @@ def _merge_attached(record: RunRecord, run_dir: Path) -> RunRecord:
         )
         if isinstance(extra.get("integration"), str):
             changes["integration"] = extra["integration"]
-    except (orjson.JSONDecodeError, InputError) as exc:
+    except (orjson.JSONDecodeError, InputError, OSError) as exc:
         return dataclasses.replace(record, attached_error=f"attached.json could not be merged: {exc}")
     record = dataclasses.replace(record, **changes)
     write_json_atomic(run_dir / "config.json", record.config)

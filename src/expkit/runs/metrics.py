@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from expkit.runs.files import read_regular_bytes
+
 __all__ = [
     "MetricsSummary",
     "is_divergence_metric",
@@ -179,8 +181,8 @@ def iter_metric_records(run_dir: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     an unreadable file or a line that is not a JSON object (a torn last line) is passed over."""
     for path in sorted(run_dir.glob("metrics*.jsonl")):
         try:
-            raw = path.read_bytes()
-        except OSError:
+            raw = read_regular_bytes(path)
+        except OSError:  # a FIFO or device too (NotRegularFileError): reading it could block for ever
             continue
         for line in raw.splitlines():
             try:

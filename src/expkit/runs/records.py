@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from expkit.runs.codestate import capture_code
 from expkit.runs.environment import SeedRecord, capture_environment, capture_hardware, seed_everything
+from expkit.runs.files import is_regular_file
 from expkit.runs.findings import RecordedFindings, read_recorded_findings
 from expkit.runs.fingerprint import fingerprint_data
 from expkit.runs.runrecord import SCHEMA_VERSION, LogsRecord, RunRecord
@@ -330,8 +331,9 @@ def describe_records(record: RunRecord | dict[str, Any], run_dir: Path) -> tuple
     n_lines = 0
     metric_files = sorted(run_dir.glob("metrics*.jsonl"))
     for path in metric_files:
-        with open(path, "rb") as f:
-            n_lines += sum(1 for _ in f)
+        if is_regular_file(path):  # a FIFO put there would block the open for ever
+            with open(path, "rb") as f:
+                n_lines += sum(1 for _ in f)
     out = run_dir / "output.log"
     logs_p = RecordPresence(
         "logs",

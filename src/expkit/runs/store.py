@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from expkit.errors import InputError, UsageError
+from expkit.runs.files import NotRegularFileError, read_regular_bytes
 from expkit.runs.runrecord import RunRecord
 
 __all__ = [
@@ -298,12 +299,18 @@ def read_record(run_dir: Path) -> RunRecord:
     """
     path = run_dir / "run.json"
     try:
-        raw = path.read_bytes()
+        raw = read_regular_bytes(path)
     except FileNotFoundError:
         raise InputError(
             "run.json is missing",
             path=path,
             hint="the run directory holds no record; restore run.json or delete the directory",
+        ) from None
+    except NotRegularFileError as exc:
+        raise InputError(
+            f"run.json is {exc.strerror}: reading it could block for ever",
+            path=path,
+            hint="the run is listed as broken; replace it by the run's record or delete the run directory",
         ) from None
     except OSError as exc:
         raise InputError(
