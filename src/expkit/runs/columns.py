@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["differing_keys", "flatten_config"]
+__all__ = ["config_labels", "differing_keys", "flatten_config"]
 
 _MAX_DEPTH = 32  # deeper nesting stays one value (a config is not a tree of unbounded depth)
 
@@ -55,3 +55,19 @@ def differing_keys(configs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
     flat = [flatten_config(c) for c in configs]
     keys = dict.fromkeys(k for f in flat for k in f)
     return tuple(k for k in keys if len({_canonical(f[k]) if k in f else b"\0" for f in flat}) > 1)
+
+
+def config_labels(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Run -> the label of its config by the keys that differ between the runs (``lr=0.1``), so runs of one
+    config group together as seeds and runs of two configs never do; ``all`` when no key differs.
+
+    Example:
+        >>> config_labels({"a": {"lr": 0.1, "bs": 8}, "b": {"lr": 0.2, "bs": 8}, "c": {"lr": 0.1, "bs": 8}})
+        {'a': 'lr=0.1', 'b': 'lr=0.2', 'c': 'lr=0.1'}
+    """
+    keys = differing_keys(list(configs.values()))
+    out = {}
+    for run, config in configs.items():
+        flat = flatten_config(config)
+        out[run] = ",".join(f"{k}={flat.get(k, '-')}" for k in keys) or "all"
+    return out

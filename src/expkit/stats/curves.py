@@ -6,8 +6,8 @@ difference between two groups at every x (where it excludes 0, the groups differ
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ class Curve:
     x: np.ndarray
     y: np.ndarray
     source: str
+    repeated: int = 0  # x values logged more than once in a run directory (the last value is kept)
 
 
 def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -117,17 +118,20 @@ def _curves_from_rows(
     x: str,
     group_by: str | None,
     config: dict[str, Any] | None,
+    keep_last: bool = False,
 ) -> list[Curve]:
     """One curve per run of a file: a long-format file holds several runs, told apart by their group
     (``group`` or the ``group_by`` column) and their ``run``/``run_id``/``seed`` column, so two groups that
     reuse seed values stay two runs. Rows tagged with a ``rank`` other than 0 (per-rank metrics under
     torchrun) are left out: rank 0's rows are the run's curve. A (run, x) logged twice is refused, naming
-    both lines."""
+    both lines, unless ``keep_last`` (a run directory is one run: a final ``evaluate()`` logs the last training
+    step again): then the last value is kept and counted in ``Curve.repeated``."""
     keys = X_KEYS[x]
     by_run: dict[str, dict[float, float]] = {}
     line_of: dict[tuple[str, float], int] = {}
     groups: dict[str, str] = {}
     t0: dict[str, float] = {}
+    repeats: dict[str, int] = {}
     for line, row in rows:
         if row.get(metric) in (None, ""):
             continue  # rows of other metrics (eval rows, lr rows) share the file
@@ -156,7 +160,9 @@ def _curves_from_rows(
             xv -= t0.setdefault(rid, xv)
         yv = _number(row[metric], metric, path, line)
         points = by_run.setdefault(rid, {})
-        if xv in points:
+        if xv in points and keep_last:
+            repeats[rid] = repeats.get(rid, 0) + 1
+        elif xv in points:
             raise InputError(
                 f"run {rid!r} has {metric!r} at {xkey} {xv:g} twice (first on line {line_of[(rid, xv)]})",
                 path=path,
@@ -171,18 +177,25 @@ def _curves_from_rows(
     for rid, points in by_run.items():
         xs = np.array(sorted(points), dtype=np.float64)
         ys = np.array([points[v] for v in xs], dtype=np.float64)
-        out.append(Curve(rid, groups[rid], xs, ys, str(path)))
+        out.append(Curve(rid, groups[rid], xs, ys, str(path), repeated=repeats.get(rid, 0)))
     return out
 
 
 def load_curves(
-    sources: Sequence[str | Path], *, metric: str = "loss", x: str = "step", group_by: str | None = None
+    sources: Sequence[str | Path],
+    *,
+    metric: str = "loss",
+    x: str = "step",
+    group_by: str | None = None,
+    group_of: Mapping[str, str] | None = None,
 ) -> list[Curve]:
     """Curves of ``metric`` from run directories (``metrics.jsonl`` + ``run.json`` config) or files.
 
     A file is one run, unless it has a ``run``/``run_id``/``seed`` column, which splits it. The group
     of a run: its ``group_by`` value (``config.lr`` from the run's config, or a column), else a
-    ``group`` column, else ``all``. In a long-format file a run is keyed by its group and its
+    ``group`` column, else ``group_of[run directory name]`` (the label of its config, so two learning rates are
+    never averaged as seeds), else ``all``. A run directory's step logged twice keeps its last value (counted
+    in ``Curve.repeated``; ``summarize_curves`` notes it). In a long-format file a run is keyed by its group and its
     run/seed value together (``seeds.csv:lr=0.1:seed=0``), so groups that reuse seeds do not merge.
 
     Raises:
@@ -201,9 +214,19 @@ def load_curves(
             mfile = p / "metrics.jsonl"
             if not mfile.is_file():
                 raise InputError("run directory has no metrics.jsonl", path=p)
-            curves += _curves_from_rows(
-                _read_rows(mfile), path=mfile, run=p.name, metric=metric, x=x, group_by=group_by, config=_run_config(p)
+            found = _curves_from_rows(
+                _read_rows(mfile),
+                path=mfile,
+                run=p.name,
+                metric=metric,
+                x=x,
+                group_by=group_by,
+                config=_run_config(p),
+                keep_last=True,
             )
+            if group_by is None and group_of and p.name in group_of:
+                found = [replace(c, group=group_of[p.name]) if c.group == "all" else c for c in found]
+            curves += found
         elif p.is_file():
             curves += _curves_from_rows(
                 _read_rows(p), path=p, run=p.stem, metric=metric, x=x, group_by=group_by, config=None
@@ -379,6 +402,9 @@ def summarize_curves(
         groups.setdefault(c.group, []).append(c)
     bands = tuple(aggregate_band(g, ema=ema, level=level) for g in groups.values())
     notes = [f"{b.group}: 1 seed, no band (run >= 2 seeds)" for b in bands if b.n_seeds < 2]
+    notes += [
+        f"{c.run}: {c.repeated} step(s) logged twice; the last value of each is drawn" for c in curves if c.repeated
+    ]
     diff = None
     names = list(groups)
     pair: tuple[str, str] | None
