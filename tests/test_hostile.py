@@ -215,3 +215,30 @@ def test_fifos_in_a_run_store_never_block(tmp_path: Path) -> None:
             assert "not a regular file (a FIFO)" in res.stderr, (fifo_name, args, res.stderr[-2000:])
         else:
             assert res.returncode == 0, (fifo_name, args, res.stderr[-2000:])
+
+
+# --- many distinct keys ---------------------------------------------------------------------------------
+# `data stats` printed one table row per distinct key: 100,000 keys did not finish in 90 s. The table lists
+# the most frequent (MAX_KEYS), says how many more, and --json carries the full count.
+@pytest.mark.parametrize("distinct", [150, 100_000])
+def test_data_stats_lists_the_top_keys_and_counts_the_rest(tmp_path: Path, distinct: int) -> None:
+    from expkit.data.profile import MAX_KEYS
+
+    per_record = 10
+    data = tmp_path / "wide.jsonl"
+    with data.open("w") as fh:
+        for r in range(distinct // per_record):
+            fh.write(json.dumps({"text": "hi", **{f"k{r * per_record + j}": j for j in range(per_record)}}) + "\n")
+    human, as_json = _expkit_all(["data", "stats", data], ["data", "stats", data, "--json"])
+    _no_traceback(human)
+    assert human.returncode == 0, human.stderr[-2000:]
+    more = distinct + 1 - MAX_KEYS
+    assert f"and {more:,} more keys ({distinct + 1:,} distinct in all" in human.stdout, human.stdout[-2000:]
+    result = json.loads(as_json.stdout)["result"]
+    assert result["key_count"] == distinct + 1
+    assert len(result["keys"]) == MAX_KEYS
+    assert result["keys"][0] == {
+        "name": "text",
+        "count": distinct // per_record,
+        "types": {"string": distinct // per_record},
+    }

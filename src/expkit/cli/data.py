@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 from expkit.cli.output import emit
+from expkit.data.profile import MAX_KEYS
 
 if TYPE_CHECKING:
     from expkit.data.jsonl import OnError
@@ -45,6 +46,9 @@ def stats(
         None, "--tokenizer", help="Local tokenizer directory (tokenizer.json) to count tokens."
     ),
     on_error: str = typer.Option("raise", "--on-error", help=_ON_ERROR_HELP),
+    max_keys: int = typer.Option(
+        MAX_KEYS, "--keys", help="List at most this many keys, the most frequent (0: all); every key is counted."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the profile as JSON."),
 ) -> None:
     """Record count, keys and their JSON types, and length percentiles of a text field (characters,
@@ -57,14 +61,27 @@ def stats(
       expkit data stats train.jsonl.gz --tokenizer ./my-tokenizer --json
 
       zcat big.jsonl.gz | expkit data stats - --on-error skip
+
+      expkit data stats wide.jsonl --keys 0
     """
     from expkit.data.profile import profile_jsonl
     from expkit.render.console import byte_progress
     from expkit.render.data import render_profile
 
     mode = _on_error(on_error)
+    if max_keys < 0:
+        from expkit.errors import UsageError
+
+        raise UsageError(f"--keys {max_keys} is negative", hint="give the number of keys to list, or 0 for all")
     with byte_progress(file, f"data stats {file}") as on_progress:
-        prof = profile_jsonl(file, field=field, tokenizer_dir=tokenizer, on_error=mode, on_progress=on_progress)
+        prof = profile_jsonl(
+            file,
+            field=field,
+            tokenizer_dir=tokenizer,
+            on_error=mode,
+            on_progress=on_progress,
+            max_keys=max_keys or None,
+        )
     emit(prof, json_out, human=render_profile)
 
 

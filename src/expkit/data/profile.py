@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from expkit.data.jsonl import JsonlSummary, JsonlTally, OnError, iter_jsonl
-from expkit.errors import InputError, MissingDependency
+from expkit.errors import InputError, MissingDependency, UsageError
 
 __all__ = ["DatasetProfile", "KeyStats", "LengthStats", "json_type", "profile_jsonl", "text_of"]
 
@@ -61,9 +61,15 @@ class LengthStats:
     exact: bool
 
 
+MAX_KEYS = 100
+"""How many top-level keys ``profile_jsonl`` lists by default: the most frequent (a file with 100,000 distinct
+keys printed a table of 100,000 rows, for minutes); ``key_count`` counts them all."""
+
+
 @dataclass(frozen=True)
 class DatasetProfile:
-    """The result of ``profile_jsonl``."""
+    """The result of ``profile_jsonl``. ``keys`` lists the ``max_keys`` most frequent top-level keys (ties
+    in the order first seen); ``key_count`` is the number of distinct keys, listed or not."""
 
     read: JsonlSummary
     non_object_records: int
@@ -73,6 +79,21 @@ class DatasetProfile:
     chars: LengthStats | None
     tokens: LengthStats | None
     tokens_reason: str | None
+    key_count: int = 0
+
+    @property
+    def keys_not_listed(self) -> int:
+        """Distinct keys left out of ``keys`` (beyond ``max_keys``)."""
+        return self.key_count - len(self.keys)
+
+
+def _top_keys(keys: dict[str, Counter[str]], max_keys: int | None) -> tuple[KeyStats, ...]:
+    """The ``max_keys`` most frequent keys (all when None), most frequent first, ties in first-seen order."""
+    import heapq
+
+    counted = ((sum(c.values()), -i, k) for i, (k, c) in enumerate(keys.items()))
+    top = heapq.nlargest(max_keys, counted) if max_keys is not None else sorted(counted, reverse=True)
+    return tuple(KeyStats(name=k, count=n, types=dict(keys[k].most_common())) for n, _, k in top)
 
 
 def json_type(value: Any) -> str:
@@ -178,6 +199,7 @@ def profile_jsonl(
     reservoir_size: int = 100_000,
     seed: int = 0,
     on_progress: Callable[[int, int], None] | None = None,
+    max_keys: int | None = MAX_KEYS,
 ) -> DatasetProfile:
     """Profile a JSONL file in one pass and constant memory.
 
@@ -191,13 +213,17 @@ def profile_jsonl(
         reservoir_size: percentiles are exact up to this many records, sampled beyond.
         seed: seeds the reservoir sample.
         on_progress: called as ``(bytes_read, total_bytes)`` every 65,536 records of a plain file.
+        max_keys: list at most this many keys, the most frequent (None: all); every key is counted.
 
     Returns:
         A DatasetProfile.
 
     Raises:
         InputError: an invalid line (with ``on_error="raise"``), a missing file or tokenizer.
+        UsageError: a negative ``max_keys``.
     """
+    if max_keys is not None and max_keys < 0:
+        raise UsageError(f"max_keys {max_keys} is negative", hint="give 0 or more (None lists every key)")
     tok = _load_tokenizer(Path(tokenizer_dir)) if tokenizer_dir is not None else None
     tally = JsonlTally()
     keys: dict[str, Counter[str]] = {}
@@ -237,7 +263,6 @@ def profile_jsonl(
                 pending.clear()
     if tok is not None and pending:
         flush(pending)
-    key_stats = tuple(KeyStats(name=k, count=sum(c.values()), types=dict(c.most_common())) for k, c in keys.items())
     if tok is None:
         reason = "no tokenizer given"
     elif present == 0:
@@ -247,7 +272,8 @@ def profile_jsonl(
     return DatasetProfile(
         read=tally.summary(),
         non_object_records=non_object,
-        keys=key_stats,
+        keys=_top_keys(keys, max_keys),
+        key_count=len(keys),
         field=chosen,
         field_present=present,
         chars=chars.stats("characters"),

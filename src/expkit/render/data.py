@@ -33,6 +33,11 @@ def render_profile(prof: DatasetProfile) -> None:
     for k in prof.keys:
         keys.add_row(k.name, f"{k.count:,}", ", ".join(f"{t} ({c:,})" for t, c in k.types.items()))
     con.print(keys)
+    if prof.keys_not_listed:
+        con.print(
+            f"and {prof.keys_not_listed:,} more keys ({prof.key_count:,} distinct in all; the most frequent are "
+            "listed: --keys N for more, --keys 0 for all)"
+        )
     if prof.field is None:
         con.print("no text field found (use --field)")
         return
