@@ -31,7 +31,7 @@ from expkit.errors import ExpkitError, UsageError
 from expkit.ui.evals import EvalSources, eval_page
 from expkit.ui.labs import labs_page
 from expkit.ui.series import SeriesCache
-from expkit.ui.views import ListingCache, RunsQuery, run_page, runs_page, sweep_page, sweeps_of
+from expkit.ui.views import ListingCache, RunsQuery, run_dir_status, run_page, runs_page, sweep_page, sweeps_of
 
 __all__ = ["ASSETS", "UiConfig", "create_app"]
 
@@ -137,13 +137,13 @@ class _App:
         return _json(runs_page(self.config.store, _runs_query(request), cache=self.listings))
 
     async def api_series(self, request: Request) -> Response:
-        view = run_page(self.config.store, request.path_params["ref"])
+        run_dir, status = run_dir_status(self.config.store, request.path_params["ref"])
         metric = request.query_params.get("metric") or ""
         buckets = _int(request.query_params.get("buckets"), CHART_BUCKETS, "buckets")
         if not 1 <= buckets <= 10 * CHART_BUCKETS:
             raise UsageError(f"buckets {buckets} out of range", hint=f"use 1 to {10 * CHART_BUCKETS}")
-        s = self.series.series(Path(view.run_dir), metric, buckets=buckets)
-        return _json({**dataclasses.asdict(s), "status": view.view.record.status})
+        s = self.series.series(run_dir, metric, buckets=buckets)
+        return _json({**dataclasses.asdict(s), "status": status})
 
     async def api_compare_curves(self, request: Request) -> Response:
         from expkit.sweep.compare import compare_groups, curve_set_of

@@ -18,7 +18,15 @@ import orjson
 from expkit.errors import ExpkitError, UsageError
 from expkit.runs.columns import differing_keys, flatten_config
 from expkit.runs.records import RunView, describe_run
-from expkit.runs.store import BrokenRun, RunListing, RunSummary, find_run_dir, list_runs
+from expkit.runs.store import (
+    BrokenRun,
+    RunListing,
+    RunSummary,
+    find_run_dir,
+    list_runs,
+    read_record,
+    resolve_status,
+)
 
 __all__ = [
     "LOG_TAIL_BYTES",
@@ -28,6 +36,7 @@ __all__ = [
     "RunsPage",
     "RunsQuery",
     "SweepPage",
+    "run_dir_status",
     "run_page",
     "runs_page",
     "sweep_page",
@@ -233,6 +242,13 @@ def run_page(store: Path, ref: str) -> RunPage:
     run_dir = find_run_dir(store, view.record.id)
     tail, skipped = _log_tail(run_dir / (view.record.logs.output or "output.log"))
     return RunPage(view=view, run_dir=str(run_dir), log_tail=tail, log_skipped_bytes=skipped)
+
+
+def run_dir_status(store: Path, ref: str) -> tuple[Path, str]:
+    """The directory and the status (a dead ``running`` run reads ``lost``) of run ``ref``: what a polling
+    curve needs, without ``run_page``'s check of the seven records."""
+    run_dir = find_run_dir(store, ref)
+    return run_dir, resolve_status(store, read_record(run_dir)).status
 
 
 @dataclass(frozen=True)
