@@ -65,6 +65,8 @@ def test_rows_csv_as_stats_table_reads_it(tmp_path):
     m = read_score_matrix(LeaderboardRequest(paths=(str(rows),)))
     assert m.names == ("p", "q") and m.scores.tolist() == [[0, 1, 0, 1], [1, 0, 1, 0]]
     assert m.clusters.tolist() == [0, 0, 1, 1]
+    with pytest.raises(UsageError, match="--cluster applies to per-model JSON files, not to items input"):
+        read_score_matrix(LeaderboardRequest(paths=(str(rows),), cluster="cluster"))
 
 
 def test_lm_eval_directories(tmp_path):

@@ -96,6 +96,11 @@ def _read_one(path: str, request: LeaderboardRequest) -> list[tuple[str, ModelOu
     p = Path(path)
     fmt = _format_of(p, request)
     if fmt in _LOG_READERS:
+        if request.cluster is not None:
+            raise UsageError(
+                f"--cluster applies to per-model JSON files, not to {fmt} input ({path})",
+                hint="rows files carry a cluster column; lm-eval and Inspect logs their own",
+            )
         return _outputs_of_items(read_eval_items(fmt, [p], request.query).tasks, path, fmt)
     if fmt not in ("auto", "fields", "mmlu-pro"):
         known = ", ".join(["mmlu-pro", "fields", *_LOG_READERS])
