@@ -46,6 +46,12 @@ def test_table_terminal_markdown_html_json(cli, tmp_path):
     assert md.exit_code == 0 and "| new | 200 | 80.0 |" in md.stdout
     html = cli("stats", "table", str(f), "--format", "html", "--baseline", "new")
     assert html.exit_code == 0 and "<table>" in html.stdout and "<code>new</code>" in html.stdout
+    # a standalone, styled page (issue 37): it opens as it is in a browser
+    assert (
+        html.stdout.startswith("<!doctype html>")
+        and "<style>" in html.stdout
+        and html.stdout.rstrip().endswith("</html>")
+    )
     js = cli("stats", "table", str(f), "--json")
     data = json.loads(js.stdout)["result"]
     (comp,) = data["comparisons"]

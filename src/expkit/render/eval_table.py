@@ -174,7 +174,9 @@ def print_task_tables(tt: TaskTables) -> None:
 
 
 def render_table(table: EvalTable | TaskTables, fmt: str) -> None:
-    """``expkit stats table`` without --json: the table(s) as ``terminal`` (rich), ``markdown`` or ``html``."""
+    """``expkit stats table`` without --json: the table(s) as ``terminal`` (rich), ``markdown`` or ``html`` (a
+    standalone styled page)."""
+    from expkit.render.htmlpage import standalone_page
     from expkit.stats.tables import EvalTable
 
     if isinstance(table, EvalTable):
@@ -182,10 +184,12 @@ def render_table(table: EvalTable | TaskTables, fmt: str) -> None:
         if single is None:
             print_eval_table(table)
         else:
-            print(single(table))
+            text = single(table)
+            print(standalone_page(f"Eval table: {table.path}", text) if fmt == "html" else text)
         return
     multi = {"markdown": render_task_tables_markdown, "html": render_task_tables_html}.get(fmt)
     if multi is None:
         print_task_tables(table)
     else:
-        print(multi(table))
+        text = multi(table)
+        print(standalone_page(f"Eval tables: {table.source}", text) if fmt == "html" else text)
