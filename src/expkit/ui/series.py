@@ -89,13 +89,16 @@ def _add_line(new: dict[str, tuple[list[float], list[float]]], line: bytes) -> N
         return
     step = float(rec["step"])
     for key, value in rec.items():
-        if key in _SKIP_KEYS or not isinstance(key, str):
+        kind = type(value)
+        if kind is float or kind is int:  # the common case, without metric_value's checks
+            num: float | int | None = value
+        else:
+            num = metric_value(value)
+        if num is None or key in _SKIP_KEYS:
             continue
-        num = metric_value(value)
-        if num is not None:
-            xs, ys = new.setdefault(key, ([], []))
-            xs.append(step)
-            ys.append(float(num))
+        xs, ys = new.setdefault(key, ([], []))
+        xs.append(step)
+        ys.append(float(num))
 
 
 class SeriesCache:
