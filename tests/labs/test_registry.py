@@ -39,3 +39,26 @@ def test_a_failing_lab_is_reported_and_the_others_still_run(tmp_path):
     assert "ValueError: lab broke <here>" in report.results[0].error
     html = (tmp_path / "index.html").read_text()
     assert "lab broke &lt;here&gt;" in html and "lab failed" in html
+
+
+def test_rule_changes_carry_when_why_and_which_rule_judges():
+    """issue 36: a lab whose rule changed after its first run says when (date, commit), why, and judges by the rule
+    as first stated unless the seed's own words argue for the change; the report prints it under the lab."""
+    from expkit.labs.base import LabResult
+    from expkit.render.report import rule_history_lines
+
+    for lab_id, key, seed_argued in (
+        ("C6.5", "seed_spread_20", True),
+        ("C6.2", "int8_decode_speedup", False),
+        ("C6.2", "weight_free_train_bound", True),
+    ):
+        (lab,) = select_labs([lab_id])
+        change = next(c for c in lab.rule_history if c.key == key)
+        assert change.date.startswith("2026-") and len(change.commit) >= 7 and change.first and change.changed
+        assert bool(change.seed_text) is seed_argued
+        assert change.judged_by.startswith("the changed rule" if seed_argued else "the rule as first stated")
+        res = LabResult(lab.id, lab.title, lab.claims, "ok", "quick", 0.0, rule_history=lab.rule_history)
+        lines = rule_history_lines(res)
+        assert any(change.commit in line and change.why in line for line in lines)
+    unchanged = LabResult("C2.2", "t", ("C2.2",), "ok", "quick", 0.0)
+    assert rule_history_lines(unchanged) == ["rules as first stated (no change after the lab first ran)"]

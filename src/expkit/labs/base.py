@@ -29,6 +29,7 @@ __all__ = [
     "Predicted",
     "Provenance",
     "Rule",
+    "RuleChange",
     "SameSign",
     "SeedFigure",
     "Shown",
@@ -414,6 +415,31 @@ class LabContext:
 
 
 @dataclass(frozen=True)
+class RuleChange:
+    """One change to a lab's rule after the lab first ran (issue 36), shown in the report with the verdicts.
+
+    ``key`` is the judged figure; ``date`` and ``commit`` say when; ``first`` and ``changed`` are the rule as first
+    stated and after the change; ``why`` is the reason given then. ``seed_text`` quotes the seed's own words that
+    argue for the change; a change without it does not judge: the lab judges by the rule as first stated and shows
+    the changed one beside it (``judged_by``)."""
+
+    key: str
+    date: str
+    commit: str
+    first: str
+    changed: str
+    why: str
+    seed_text: str = ""
+
+    @property
+    def judged_by(self) -> str:
+        """Which rule the verdict uses: the changed one only when the seed's text argues for it."""
+        if self.seed_text:
+            return f"the changed rule, argued from the seed's text: {self.seed_text}"
+        return "the rule as first stated (the change is not argued from the seed's text; shown beside it)"
+
+
+@dataclass(frozen=True)
 class LabResult:
     """A lab as it ran: ``status`` is ``ok``, ``failed`` (then ``error`` holds the traceback) or ``needs`` (an
     optional extra is not installed: ``explanation`` names it; no measurement, no verdict)."""
@@ -429,6 +455,7 @@ class LabResult:
     figures: tuple[str, ...] = ()
     error: str | None = None
     seed_figures: tuple[SeedFigure, ...] = ()
+    rule_history: tuple[RuleChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -441,6 +468,7 @@ class Lab:
     seed_figures: tuple[SeedFigure, ...]
     run: Callable[[LabContext], LabOutput] = field(repr=False)
     module: str = ""
+    rule_history: tuple[RuleChange, ...] = ()
 
     def __json__(self) -> dict[str, object]:
         """``labs list --json``: what a lab declares (its ``run`` is code, not data)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from expkit.labs.base import AtLeast, AtMost, LabContext, LabOutput, Measurement, SeedFigure, judged
+from expkit.labs.base import AtLeast, AtMost, LabContext, LabOutput, Measurement, RuleChange, SeedFigure, judged
 from expkit.labs.registry import lab
 
 SEED_DECODE = SeedFigure(
@@ -29,6 +29,33 @@ GPU = "H100"
 
 DECODE_RULE = AtLeast(1.1, source="our margin: 'helps' = at least 10% faster than fp32 weights")
 TRAIN_RULE = AtMost(1.1, source="our margin: 'hardly' = at most 10% faster, even if weights cost no time")
+
+# issue 36: when and why the rules changed after the lab first ran (0623d0b, 2026-11-30), from `git log -p`
+SEED_WORDS = "量化对推理有效、对训练用处不大，根本原因就是 decode 在 ridge 左边、训练在右边"  # noqa: RUF001 - the seed's own punctuation
+RULE_HISTORY = (
+    RuleChange(
+        "int8_decode_speedup",
+        "2026-12-01",
+        "168fbd7",
+        first="fp32 time / int8 weight-only time (torch._weight_int8pack_mm), decode GEMV, at least 1.1x",
+        changed="fp32 time / stock int8 time (quantize_dynamic: int8 weights and int8 activations), at least 1.1x",
+        why="the weight-only kernel measured 0.19x, and its 'differs' cause (the weight-read rate, the speed-up / 4) "
+        "restated the figure; the stock path was judged instead. That argues about a cause, not from the seed: the "
+        "seed's reason (decode left of the ridge: fewer weight bytes, less time) is about weight-only quantization",
+    ),
+    RuleChange(
+        "weight_free_train_bound",
+        "2026-12-01",
+        "bdd0ec8",
+        first="fp32 time / int8 weight-only time on a 512-token GEMM, at most 1.1x",
+        changed="GEMM time / (GEMM time - the weight-streaming GEMV's time), at most 1.1x",
+        why="the CPU int8 kernel is slower at every size, so 'hardly helps training' held whatever training's place "
+        "on the roofline: a rule that could not fail",
+        seed_text=f"'{SEED_WORDS}' (quantization helps inference, hardly training; the root cause is that decode "
+        "sits left of the ridge and training right): the bound measures how much of a training GEMM is weight "
+        "streaming, the seed's stated cause",
+    ),
+)
 
 
 def _best_s(fn: Callable[[], object], reps: int) -> float:
@@ -107,6 +134,7 @@ def probe_fp32_gemm(seed: int, *, n: int = 4096, tokens: int = 512, reps: int = 
     title="Weight-only quantization on the roofline: decode vs training",
     claims=("C6.2",),
     seed=(SEED_DECODE, SEED_TRAIN),
+    rule_history=RULE_HISTORY,
 )
 def run(ctx: LabContext) -> LabOutput:
     from expkit.perf.roofline import estimate_roofline, load_model_shape, roof_for_gpu
@@ -176,23 +204,25 @@ def run(ctx: LabContext) -> LabOutput:
     measurements = (
         judged(
             "int8_decode_speedup",
-            "decode GEMV (1 token, 4096 x 4096 Linear): fp32 time / stock int8 time "
-            "(torch.ao.quantization.quantize_dynamic), measured here",
-            stock_meas,
+            "decode GEMV (1 token, 4096 x 4096): fp32 time / int8 weight-only time "
+            "(torch._weight_int8pack_mm: int8 weights, fp32 activations), measured here",
+            dec_meas,
             "x",
             rule=DECODE_RULE,
             seed=SEED_DECODE,
-            detail=f"fp32 {d32 * 1e3:.2f} ms, int8 {d8 * 1e3:.2f} ms, 1 thread, best of {4 if ctx.quick else 10}; "
-            f"max relative error {derr:.3g} (int8 weights, per-tensor scale; activations quantized too)",
+            detail=f"fp32 {t32 * 1e3:.2f} ms, int8 {t8 * 1e3:.2f} ms, 1 thread, best of {4 if ctx.quick else 10}; "
+            f"max relative error {err:.3g}. Weight-only quantization is what the seed's reason (fewer weight bytes "
+            "left of the ridge) is about; judged by the rule as first stated (rule history)",
         ),
         Measurement(
-            "int8pack_decode_speedup",
-            "decode GEMV (1 token, 4096 x 4096): fp32 time / int8 weight-only time with "
-            "torch._weight_int8pack_mm (one private kernel), measured here",
-            dec_meas,
+            "dynamic_int8_decode_speedup",
+            "decode GEMV (1 token, 4096 x 4096 Linear): fp32 time / stock int8 time "
+            "(torch.ao.quantization.quantize_dynamic: int8 weights and int8 activations), measured here",
+            stock_meas,
             "x",
-            detail=f"fp32 {t32 * 1e3:.2f} ms, int8 {t8 * 1e3:.2f} ms, 1 thread; max relative error {err:.3g}. "
-            "No verdict: one kernel's speed, not quantization's; the stock path above judges the claim",
+            detail=f"fp32 {d32 * 1e3:.2f} ms, int8 {d8 * 1e3:.2f} ms, 1 thread; max relative error {derr:.3g}. "
+            f"Shown, not judged: it quantizes the activations too, which the claim is not about; under the changed "
+            f"rule it would be {DECODE_RULE.judge(stock_meas).kind}",
         ),
         judged(
             "weight_free_train_bound",
@@ -252,11 +282,11 @@ def run(ctx: LabContext) -> LabOutput:
         f"{train[16].parts[0].intensity_flop_per_byte:.0f} FLOP/byte, right of the ridge, where the time is FLOPs; "
         f"4-bit weights change it by {100 * (1 / train_speedup - 1):+.1f}%.\n\n"
         "These figures come from the roofline model with datasheet roofs, not from a GPU, and cannot come out "
-        "otherwise; the verdicts are on what was measured here. On this CPU, the stock int8 path "
-        f"(quantize_dynamic's int8 Linear) runs a batch-1 GEMV in {d8 / d32:.2f}x the fp32 time "
-        f"({stock_meas:.2f}x faster). The speed depends on the kernel, not on the CPU: the weight-only kernel "
-        f"torch._weight_int8pack_mm on the same weights takes {t8 / t32:.2f}x the fp32 time, and "
-        f"{tt8 / tt32:.2f}x on a {train_tokens}-token GEMM. Fewer bytes pay off only when the kernel that reads them "
-        "keeps up with memory."
+        "otherwise; the verdicts are on what was measured here. On this CPU the weight-only int8 kernel "
+        f"(torch._weight_int8pack_mm), the quantization the claim is about, runs a batch-1 GEMV in {t8 / t32:.2f}x "
+        f"the fp32 time ({dec_meas:.2f}x faster), and {tt8 / tt32:.2f}x on a {train_tokens}-token GEMM. The stock "
+        f"int8 path (quantize_dynamic, which quantizes the activations too) runs the same GEMV in {d8 / d32:.2f}x the "
+        "fp32 time: the speed depends on the kernel. Fewer bytes pay off only when the kernel that reads them keeps "
+        "up with memory."
     )
     return LabOutput(measurements=measurements, explanation=explanation, figures=(path,))

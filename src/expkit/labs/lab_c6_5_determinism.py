@@ -12,7 +12,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, Needs, SeedFigure, Shown, Within, judged
+from expkit.labs.base import (
+    AtLeast,
+    LabContext,
+    LabOutput,
+    Measurement,
+    Needs,
+    RuleChange,
+    SeedFigure,
+    Shown,
+    Within,
+    judged,
+)
 from expkit.labs.registry import lab
 
 SEED_IDENTICAL = SeedFigure(
@@ -120,7 +131,35 @@ def mean_pair_difference(values: list[float]) -> float:
     return round(sum(abs(a - b) for a, b in pairs) / len(pairs), 12)
 
 
-@lab(id="C6.5", title="Determinism and seed spread", claims=("C6.5",), seed=(SEED_IDENTICAL, SEED_SPREAD))
+# issue 36: the spread statistic changed after the lab first ran (c8990d2, 2026-11-29), from `git log -p`
+SPREAD_TOLERANCE = "within +-50% of 0.14"
+SPREAD_RULE = Within(
+    SEED_SPREAD_NATS,
+    rel=0.5,
+    source="our tolerance: the seed gives one figure for an unstated model, data and lr; same size within +-50%",
+)
+_FIRST_SPREAD_RULE = SPREAD_RULE  # the first rule had the same tolerance, on the max - min range
+RULE_HISTORY = (
+    RuleChange(
+        "seed_spread_20",
+        "2026-11-30",
+        "47feb89",
+        first=f"max - min final loss over {SEEDS} seeds after 20 steps, {SPREAD_TOLERANCE}",
+        changed=f"mean |final loss difference| between two of {SEEDS} seeds after 20 steps, {SPREAD_TOLERANCE}",
+        why="the range grows with the number of seeds run: it measures the lab's choice of five, not one seed's effect",
+        seed_text="'换个 seed 差 0.14' (change the seed and it differs by 0.14): a difference between one seed and "
+        "another, which the mean over pairs of seeds estimates; a range over five seeds is a different quantity",
+    ),
+)
+
+
+@lab(
+    id="C6.5",
+    title="Determinism and seed spread",
+    claims=("C6.5",),
+    seed=(SEED_IDENTICAL, SEED_SPREAD),
+    rule_history=RULE_HISTORY,
+)
 def run(ctx: LabContext) -> LabOutput:
     import shutil
     import statistics
@@ -240,12 +279,7 @@ def run(ctx: LabContext) -> LabOutput:
             f"mean |final loss difference| between two of {SEEDS} seeds after {STEPS} steps",
             pair_mean,
             "nats",
-            rule=Within(
-                SEED_SPREAD_NATS,
-                rel=0.5,
-                source="our tolerance: the seed gives one figure for an "
-                "unstated model, data and lr; same size within +-50%",
-            ),
+            rule=SPREAD_RULE,
             seed=SEED_SPREAD,
             detail="per seed: " + ", ".join(f"{v:.4f}" for v in finals),
         ),
@@ -254,7 +288,8 @@ def run(ctx: LabContext) -> LabOutput:
             f"max - min final loss over {SEEDS} seeds",
             spread,
             "nats",
-            detail="grows with the number of seeds; not the seed's statistic",
+            detail="grows with the number of seeds; not the seed's statistic. Under the rule as first stated "
+            f"({SPREAD_TOLERANCE}) it would be {_FIRST_SPREAD_RULE.judge(spread).kind} (rule history)",
         ),
         Measurement("seed_std_20", f"seed-to-seed std of final loss ({SEEDS} seeds, n-1)", std, "nats"),
         Measurement(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from expkit.errors import UsageError
-from expkit.labs.base import Lab, LabContext, LabOutput, SeedFigure
+from expkit.labs.base import Lab, LabContext, LabOutput, RuleChange, SeedFigure
 
 __all__ = ["CLAIMS", "all_labs", "claim_text", "lab", "select_labs"]
 
@@ -131,15 +131,27 @@ def claim_text(claim_id: str) -> str:
 
 
 def lab(
-    *, id: str, title: str, claims: Sequence[str], seed: Sequence[SeedFigure] = ()
+    *,
+    id: str,
+    title: str,
+    claims: Sequence[str],
+    seed: Sequence[SeedFigure] = (),
+    rule_history: Sequence[RuleChange] = (),
 ) -> Callable[[Callable[[LabContext], LabOutput]], Callable[[LabContext], LabOutput]]:
-    """Register ``run`` as the lab ``id`` covering ``claims``, with the seed's figures."""
+    """Register ``run`` as the lab ``id`` covering ``claims``, with the seed's figures and the history of its
+    rules (each change after the lab first ran: when, why, and which rule judges)."""
 
     def register(run: Callable[[LabContext], LabOutput]) -> Callable[[LabContext], LabOutput]:
         if id in _REGISTRY and _REGISTRY[id].module != run.__module__:
             raise RuntimeError(f"lab id {id} registered twice ({_REGISTRY[id].module}, {run.__module__})")
         _REGISTRY[id] = Lab(
-            id=id, title=title, claims=tuple(claims), seed_figures=tuple(seed), run=run, module=run.__module__
+            id=id,
+            title=title,
+            claims=tuple(claims),
+            seed_figures=tuple(seed),
+            run=run,
+            module=run.__module__,
+            rule_history=tuple(rule_history),
         )
         return run
 

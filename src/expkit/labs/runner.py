@@ -108,6 +108,7 @@ def _result(
         budget=budget,
         elapsed_s=time.perf_counter() - t0,
         seed_figures=lab.seed_figures,
+        rule_history=lab.rule_history,
         **fields,
     )
 

@@ -11,7 +11,13 @@ from pathlib import Path
 from typing import Protocol
 
 from expkit.render.console import fitted_table, out_console
-from expkit.render.report import LabReportView, SeedFigureView, format_value, verdict_counts_by_provenance
+from expkit.render.report import (
+    LabReportView,
+    SeedFigureView,
+    format_value,
+    rule_history_lines,
+    verdict_counts_by_provenance,
+)
 
 __all__ = ["LabView", "render_lab_list", "render_lab_run"]
 
@@ -59,6 +65,9 @@ def render_lab_run(report: LabReportView, *, html_path: Path) -> None:
             rule = f" [rule: {m.rule}]" if m.rule is not None else ""
             source = "" if m.provenance == "measured" else f" ({m.provenance})"
             print(f"{r.id:8s} {m.label}: {format_value(m.value, m.unit)}{source}{seed_text}{verdict}{rule}")
+        if r.rule_history:  # a lab whose rules changed after its first run says when, why and which one judges
+            for line in rule_history_lines(r):
+                print(f"{r.id:8s} rule history: {line}")
     for provenance, counts in verdict_counts_by_provenance(report.results).items():
         if provenance == "measured" or any(counts.values()):
             print(f"verdicts on {provenance} figures: " + ", ".join(f"{v} {k}" for k, v in counts.items()))

@@ -74,6 +74,37 @@ class MeasurementView(Protocol):
     def provenance(self) -> str: ...
 
 
+class RuleChangeView(Protocol):
+    """A change to a lab's rule (``expkit.labs.base.RuleChange``)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def date(self) -> str: ...
+    @property
+    def commit(self) -> str: ...
+    @property
+    def first(self) -> str: ...
+    @property
+    def changed(self) -> str: ...
+    @property
+    def why(self) -> str: ...
+    @property
+    def judged_by(self) -> str: ...
+
+
+def rule_history_lines(r: LabResultView) -> list[str]:
+    """One line per change to the lab's rules: when, the rule before and after, why, and which rule judges;
+    a lab whose rules never changed after its first run says so."""
+    if not r.rule_history:
+        return ["rules as first stated (no change after the lab first ran)"]
+    return [
+        f"{c.key}, changed {c.date} ({c.commit}): first '{c.first}'; then '{c.changed}'. Why: {c.why}. "
+        f"Judged by {c.judged_by}"
+        for c in r.rule_history
+    ]
+
+
 class LabResultView(Protocol):
     """A lab as it ran (``expkit.labs.base.LabResult``)."""
 
@@ -99,6 +130,8 @@ class LabResultView(Protocol):
     def error(self) -> str | None: ...
     @property
     def seed_figures(self) -> Sequence[SeedFigureView]: ...
+    @property
+    def rule_history(self) -> Sequence[RuleChangeView]: ...
 
 
 class LabReportView(Protocol):
@@ -255,6 +288,8 @@ def _lab_section(r: LabResultView) -> str:
             f"<td>{seed}</td><td>{_verdict_html(m)}</td><td>{escape(m.detail)}</td></tr>"
         )
     parts.append("</table>")
+    history = "".join(f"<li>{escape(line)}</li>" for line in rule_history_lines(r))
+    parts.append(f'<p class="muted">Rule history:</p><ul class="muted">{history}</ul>')
     for para in r.explanation.split("\n\n"):
         if para.strip():
             parts.append(f"<p>{escape(para.strip())}</p>")
