@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -89,7 +91,7 @@ def load_callable(spec: str) -> Callable[..., Any]:
 
     Raises:
         UsageError: no colon, an empty name, a module that cannot be imported (or that raises or calls
-            ``sys.exit`` while importing), a missing attribute.
+            ``sys.exit``/``os._exit`` while importing), a missing attribute.
         InputError: the module has a syntax error (file and line).
     """
     if ":" not in spec:
@@ -101,7 +103,13 @@ def load_callable(spec: str) -> Callable[..., Any]:
             hint="e.g. torch.nn.functional:softmax",
         )
     try:
-        obj: Any = importlib.import_module(mod_name)
+        with _exits_caught():
+            obj: Any = importlib.import_module(mod_name)
+    except _ProcessExit as exc:
+        raise UsageError(
+            f"importing module {mod_name!r} called os._exit({exc.code!r})",
+            hint="guard the module's script code with `if __name__ == '__main__':`",
+        ) from None
     except ImportError as exc:
         raise UsageError(f"cannot import module {mod_name!r} ({exc})", hint="check PYTHONPATH and the name") from None
     except SyntaxError as exc:  # the user's module does not parse: point at the line
@@ -138,12 +146,39 @@ def _to_backend(arrays: Sequence[np.ndarray], dtype: str, backend: Backend, requ
     return [torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=requires_grad) for a in arrays]
 
 
+class _ProcessExit(BaseException):
+    """``os._exit(code)`` called by the user's code while :func:`_exits_caught` holds: the process goes on."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@contextmanager
+def _exits_caught() -> Iterator[None]:
+    """``os._exit`` raises :class:`_ProcessExit` in this block instead of ending the process at once: an
+    operator that called it ended ``expkit check op`` with exit 0 and no output (issue 36), a check that
+    passed for a CI gate. ``sys.exit`` raises ``SystemExit`` already."""
+    real = os._exit
+
+    def refuse(code: int) -> None:
+        raise _ProcessExit(code)
+
+    os._exit = refuse  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
 def _call(f: Callable[..., Any], xs: list[Any], shapes: tuple[tuple[int, ...], ...], role: str) -> Any:
     try:
-        return f(*xs)
-    except SystemExit:  # sys.exit() inside the operator would end expkit silently with its code
-        raise UsageError(
-            f"{role} {_name(f)} called sys.exit() (inputs of shapes {shapes})",
+        with _exits_caught():
+            return f(*xs)
+    except (SystemExit, _ProcessExit) as exc:  # the operator ended the process: a failed check, never a pass
+        how = "os._exit" if isinstance(exc, _ProcessExit) else "sys.exit"
+        raise CheckFailed(
+            f"{role} {_name(f)} ended the process: it called {how}({exc.code!r}) on inputs of shapes {shapes}",
             hint="an operator must return its result, not exit",
         ) from None
     except Exception as exc:  # the user's operator failed on our inputs: say which and how
@@ -178,7 +213,8 @@ def against(fn: Callable[..., Any], reference: Callable[..., Any], query: Agains
     Raises:
         UsageError: no shapes, a shape with a size <= 0, more than ``MAX_DIMS`` dimensions or more than
             ``MAX_ELEMENTS`` elements, an unknown dtype or backend, grad with a numpy side, an operator that
-            raises or calls ``sys.exit``.
+            raises.
+        CheckFailed: an operator that ends the process (``sys.exit``, ``os._exit``).
 
     Example:
         >>> import torch.nn.functional as F

@@ -129,7 +129,7 @@ class _ErrorBoundary(TyperGroup):
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         from expkit.cli.output import set_command_name
-        from expkit.render.console import terminal_safe_streams
+        from expkit.render.console import pipe_closed, terminal_safe_streams
 
         self._argv = tuple(sys.argv[1:] if args is None else args)
         set_command_name(self._command_from_argv())
@@ -140,9 +140,15 @@ class _ErrorBoundary(TyperGroup):
                 rv = super().main(args, *a, **kw)
                 code = rv if isinstance(rv, int) else 0  # with standalone_mode=False, an Exit's code is returned
             except Exception as exc:
-                if not _is_click_control(exc):
+                if not _is_click_control(exc) or pipe_closed():
                     raise
                 code = self._click_error(exc)
+            except SystemExit:  # rich and click exit 1 when the pipe closes under them (`--help | head -1`)
+                if not pipe_closed():
+                    raise
+        if pipe_closed():
+            _silence_stdout()
+            code = EXIT_BROKEN_PIPE
         if not standalone:
             return code
         sys.exit(code)
@@ -315,14 +321,26 @@ def main() -> None:
     """Console-script entry point.
 
     A reader that stops early (``expkit runs ls --json | head``) closes the pipe: that is not an error
-    of ours, so we stop quietly with the shell's code for SIGPIPE (141), as ``git`` and coreutils do.
+    of ours, so we stop quietly with the shell's code for SIGPIPE (141), as ``git`` and coreutils do,
+    ``--help`` included. stdout is flushed here, where a closed pipe is still ours to report: in the
+    interpreter's final flush it printed "Exception ignored ... BrokenPipeError" and exited 120.
     """
-    import os
+    from expkit.render.console import pipe_closed
 
     try:
         app()
+        code: Any = 0
+    except SystemExit as exc:
+        code = exc.code
     except BrokenPipeError:
-        # Python would complain again while flushing stdout at exit; point it at devnull first.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(141)
+        code = EXIT_BROKEN_PIPE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = EXIT_BROKEN_PIPE
+    except (OSError, ValueError):  # a closed or failing stdout: the exit code already says what happened
+        pass
+    if code == EXIT_BROKEN_PIPE or pipe_closed():
+        _silence_stdout()  # Python would complain again while flushing stdout at exit
+        code = EXIT_BROKEN_PIPE
+    sys.exit(code)

@@ -29,7 +29,9 @@ __all__ = [
     "console_width",
     "err_console",
     "fitted_table",
+    "note_pipe_closed",
     "out_console",
+    "pipe_closed",
     "progress_steps",
 ]
 
@@ -56,6 +58,20 @@ EXIT_BROKEN_PIPE = 141
 """128 + SIGPIPE: what a shell reports for a writer whose reader went away (``| head -1``), as git does."""
 
 
+_PIPE = {"closed": False}
+
+
+def pipe_closed() -> bool:
+    """Whether a write to stdout or stderr found its reader gone (``| head -1``) during this command: the
+    error boundary then exits 141 whatever code the writer chose (click exits 1 on EPIPE, rich 1 too)."""
+    return _PIPE["closed"]
+
+
+def note_pipe_closed() -> None:
+    """Record that the reader of stdout (or stderr) went away, for :func:`pipe_closed`."""
+    _PIPE["closed"] = True
+
+
 class _PipeAwareConsole(Console):
     """rich exits with 1 when the reader of stdout goes away; a closed pipe is not a failure: 141, like every
     other expkit command and like coreutils (issue 21: ``expkit ... | head -1`` exited 1 for every table)."""
@@ -64,6 +80,7 @@ class _PipeAwareConsole(Console):
         return super().render_str(_surrogates_shown(sanitize_for_terminal(text)), *args, **kwargs)
 
     def on_broken_pipe(self) -> None:
+        note_pipe_closed()
         self.quiet = True
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -102,11 +119,19 @@ class TerminalSafeStream(io.TextIOBase):
         self.unsanitized = stream
 
     def write(self, text: str) -> int:
-        self.unsanitized.write(_surrogates_shown(sanitize_for_terminal(text)))
+        try:
+            self.unsanitized.write(_surrogates_shown(sanitize_for_terminal(text)))
+        except BrokenPipeError:
+            note_pipe_closed()
+            raise
         return len(text)
 
     def flush(self) -> None:
-        self.unsanitized.flush()
+        try:
+            self.unsanitized.flush()
+        except BrokenPipeError:
+            note_pipe_closed()
+            raise
 
     def isatty(self) -> bool:
         return self.unsanitized.isatty()
