@@ -11,6 +11,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -242,3 +243,73 @@ def test_data_stats_lists_the_top_keys_and_counts_the_rest(tmp_path: Path, disti
         "count": distinct // per_record,
         "types": {"string": distinct // per_record},
     }
+
+
+# --- deep nesting ---------------------------------------------------------------------------------------
+# Documents nested past what a recursive reader takes: a RecursionError traceback (exit 3) before. Each is
+# read or refused with one line (exit 2) naming the file and its depth. Depths straddle orjson's 1024 and
+# Python's 1000-frame limit.
+DEPTHS = (900, 1100, 5000)
+ALLOF_DEPTHS = (40, 60, 100, 500)  # JSON depth 2d+1: 81 and 121 are read, 201 and 1001 refused (limit 128)
+DATE = "2026-01-01T00-00-00"
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _lmeval_dir(root: Path, model: str, filters: tuple[str, ...] = ("none",), extra: str = "{}") -> Path:
+    d = root / model
+    d.mkdir(parents=True)
+    rows = [
+        {"doc_id": i, "filter": f, "metrics": ["acc"], "acc": float(i % 2), "doc": {}, "target": "x"}
+        for i in range(6)
+        for f in filters
+    ]
+    (d / f"samples_boolq_{DATE}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    head = {"results": {"boolq": {"acc,none": 0.5}}, "model_name": model, "config": {"model": "hf"}}
+    (d / f"results_{DATE}.json").write_text(json.dumps(head)[:-1] + f', "extra": {extra}}}')
+    return d
+
+
+def _trace(events: list[dict[str, object]], extra: str = "[]") -> str:
+    return json.dumps({"traceEvents": events})[:-1] + f', "extra": {extra}}}'
+
+
+_OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1}
+
+
+@pytest.mark.slow  # 13 expkit processes: ~50 s on 2 loaded cores
+def test_deep_documents_are_read_or_refused_in_one_line(tmp_path: Path) -> None:
+    argvs, expect = [], []
+    for depth in DEPTHS:
+        base = tmp_path / f"d{depth}"
+        a = _lmeval_dir(base, "a", extra=_nested(depth))
+        b = _lmeval_dir(base, "b")
+        argvs.append(["stats", "table", "--from", "lm-eval", a, b])
+        expect.append((f"results_{DATE}.json", depth, depth > 1000))
+        log = base / "deep.json"
+        log.write_text('{"version": 2, "status": "success", "eval": {"task": "t", "model": "m", "x": ')
+        with log.open("a") as fh:
+            fh.write(_nested(depth) + '}, "results": {}}')
+        argvs.append(["stats", "table", "--from", "inspect", log, log])
+        expect.append(("deep.json", depth, depth > 1000))
+        trace = base / "trace.json"
+        trace.write_text(_trace([{**_OP, "ts": 0, "dur": 5}], extra=_nested(depth)))
+        argvs.append(["profile", trace])
+        expect.append(("trace.json", depth, depth > 1000))
+    for d in ALLOF_DEPTHS:
+        schema = tmp_path / f"allof{d}.json"
+        schema.write_text('{"allOf": [' * d + '{"type": "object"}' + "]}" * d)
+        (tmp_path / "one.jsonl").write_text('{"a": 1}\n')
+        argvs.append(["data", "validate", tmp_path / "one.jsonl", "--schema", schema])
+        expect.append((schema.name, 2 * d + 1, 2 * d + 1 > 128))
+    for (name, depth, refused), res in zip(expect, _expkit_all(*argvs), strict=True):
+        _no_traceback(res)
+        if not refused:  # read: whatever the reader then says of the file (exit 0, 1 or 2), never exit 3
+            assert res.returncode in (0, 1, 2) and "levels deep" not in res.stderr, (name, depth, res.stderr[-2000:])
+            continue
+        assert res.returncode == 2, (name, depth, res.stdout[-1000:], res.stderr[-2000:])
+        said = re.search(r"nested ([\d,]+) levels deep", res.stderr)  # the depth of the whole file: the wrapping too
+        assert name in res.stderr and said is not None, (name, depth, res.stderr[-2000:])
+        assert depth <= int(said.group(1).replace(",", "")) <= depth + 2, (name, depth, res.stderr[-2000:])

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from expkit.data.jsonl import JsonlSummary, JsonlTally, iter_jsonl
+from expkit.data.nesting import json_nesting_depth, too_deep
 from expkit.data.patterns import pattern_search, re2_patterns
 from expkit.data.profile import PROGRESS_EVERY_MASK, _report_progress, json_type
 from expkit.errors import CheckFailed, InputError, UsageError
@@ -109,6 +110,9 @@ def _where(path: Any) -> str:
 
 
 _MAX_MESSAGE_CHARS = 240
+# A schema nested deeper than this (JSON levels) is refused before jsonschema recurses through it: 60 nested
+# properties (121 levels) check in ~300 frames, 100 nested allOf (201 levels) exhaust Python's 1000.
+MAX_SCHEMA_DEPTH = 128
 
 
 def _schema_retriever(base_dir: Path) -> Callable[[str], Any]:
@@ -144,8 +148,12 @@ def _load_schema_file(path: Path) -> Checker:
     Patterns are matched by RE2 where it accepts them (``expkit.data.patterns`` says what differs)."""
     if not path.is_file():
         raise UsageError(f"schema {str(path)!r} is neither {' nor '.join(BUILTIN_SCHEMAS)} nor a JSON Schema file")
+    raw = path.read_bytes()
+    depth = json_nesting_depth(raw)
+    if depth > MAX_SCHEMA_DEPTH:
+        raise too_deep(path, depth, MAX_SCHEMA_DEPTH, what="the schema is")
     try:
-        schema = orjson.loads(path.read_bytes())
+        schema = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InputError(
             f"the schema is not valid JSON: {exc.msg}", path=path, line=exc.lineno, column=exc.colno
@@ -161,6 +169,12 @@ def _load_schema_file(path: Path) -> Checker:
     try:
         cls = validator_for(schema, default=Draft202012Validator)
         cls.check_schema(schema)
+    except RecursionError:  # jsonschema recurses per level: ~50 nested allOf exhaust Python's 1000 frames
+        raise InputError(
+            f"the schema is nested {depth:,} levels deep: too deep for the validator (Python's recursion limit)",
+            path=path,
+            hint="flatten the nesting (e.g. merge nested allOf), or split the schema into $ref'd definitions",
+        ) from None
     except SchemaError as exc:
         at = _where(exc.path) or "the top level"
         raise InputError(

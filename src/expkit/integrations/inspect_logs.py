@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from expkit.data.nesting import ORJSON_MAX_DEPTH, json_nesting_depth, too_deep
 from expkit.errors import InputError, UsageError
 from expkit.integrations.readers import EvalItems
 from expkit.stats.tables import ItemResults, TaskResults
@@ -87,6 +88,8 @@ def _loads(data: bytes, path: str, member: str | None = None) -> Any:
         pass
     try:
         return json.loads(data)
+    except RecursionError:  # past orjson's depth limit, the standard parser recurses per level
+        raise too_deep(where, json_nesting_depth(data), ORJSON_MAX_DEPTH, what="the log is") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         msg, line, col = (
             (exc.msg, exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (str(exc), None, None)

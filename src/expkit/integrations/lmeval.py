@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from expkit.data.nesting import ORJSON_MAX_DEPTH, json_nesting_depth, too_deep
 from expkit.errors import InputError, UsageError
 from expkit.integrations.readers import EvalItems
 from expkit.stats.tables import ItemResults, TaskResults
@@ -87,6 +88,8 @@ def _read_results(path: Path) -> dict[str, Any]:
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             line, col = (exc.lineno, exc.colno) if isinstance(exc, json.JSONDecodeError) else (None, None)
             raise InputError(f"not valid JSON: {exc}", path=path, line=line, column=col) from None
+        except RecursionError:  # past orjson's depth limit, the standard parser recurses per level
+            raise too_deep(path, json_nesting_depth(raw), ORJSON_MAX_DEPTH, what="the results file is") from None
     if not isinstance(data, dict):
         raise InputError("an lm-eval results file holds a JSON object", path=path)
     return data
@@ -340,6 +343,21 @@ def _choose_tasks(runs: Sequence[LmEvalRun], tasks: Sequence[str] | None, notes:
     return chosen
 
 
+def _refuse_unknown_filter(filter_name: str, loaded: dict[str, dict[str, _TaskFile]]) -> None:
+    """A UsageError listing the filters present when no task of any model logs ``filter_name`` (a typo such as
+    ``strict_match`` was taken as the single filter ``none`` of each task, exit 0). A filter some task logs is
+    kept: a task with the single filter ``none`` then takes ``none`` (said in a note)."""
+    present: dict[str, None] = {}
+    for files in loaded.values():
+        for tf in files.values():
+            present.update(dict.fromkeys(tf.filters))
+    if filter_name not in present:
+        raise UsageError(
+            f"no filter {filter_name!r} in any task's samples (--filter)",
+            hint=f"filters present: {', '.join(present) or 'none'}",
+        )
+
+
 def read_lmeval_tasks(
     directories: Sequence[str | Path],
     *,
@@ -375,9 +393,12 @@ def read_lmeval_tasks(
             hint="pass one lm_eval output directory per model",
         )
     chosen = _choose_tasks(runs, tasks, notes)
+    loaded = {task: {r.model: _load_samples(r.samples[task]) for r in runs} for task in chosen}
+    if filter_name is not None:
+        _refuse_unknown_filter(filter_name, loaded)
     out = []
     for task in chosen:
-        files = {r.model: _load_samples(r.samples[task]) for r in runs}
+        files = loaded[task]
         first = files[runs[0].model]
         m = metric or (first.metrics[0] if first.metrics else "")  # "" is in no model's metrics: refused below
         f = filter_name or first.filters[0]

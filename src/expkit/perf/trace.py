@@ -7,11 +7,13 @@ or a bare list of events. Only complete events (``"ph": "X"``, ``ts`` and ``dur`
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from expkit.data.nesting import json_nesting_depth
 from expkit.errors import InputError
 
 __all__ = [
@@ -78,7 +80,8 @@ def parse_trace(data: object, *, source: str = "<trace>") -> Trace:
     """Build a Trace from decoded JSON (a dict with ``traceEvents`` or a list of events).
 
     Raises:
-        InputError: no ``traceEvents`` list, or no complete op/kernel event in it.
+        InputError: no ``traceEvents`` list, no complete op/kernel event in it, or an event with a negative
+            or non-finite duration or start (an edited or corrupt trace: every share would be wrong).
     """
     if isinstance(data, dict):
         events = data.get("traceEvents")
@@ -92,6 +95,9 @@ def parse_trace(data: object, *, source: str = "<trace>") -> Trace:
             hint="export one with prof.export_chrome_trace(path)",
         )
     host, runtime, device, steps = [], [], [], []
+    # a negative or non-finite duration or start: kineto guards against negative ones since 2022
+    # (pytorch/kineto#646, from a zero end time stamp); every share computed with one would be wrong
+    invalid: list[TraceEvent] = []
     for e in events:
         if not isinstance(e, dict) or e.get("ph") != "X" or "dur" not in e or "ts" not in e:
             continue
@@ -106,6 +112,9 @@ def parse_trace(data: object, *, source: str = "<trace>") -> Trace:
             )
         except (TypeError, ValueError):
             continue
+        if not (math.isfinite(ev.ts_us) and math.isfinite(ev.dur_us) and ev.dur_us >= 0):
+            invalid.append(ev)
+            continue
         if ev.cat in HOST_OP_CATS:
             host.append(ev)
         elif ev.cat in RUNTIME_CATS:
@@ -114,6 +123,14 @@ def parse_trace(data: object, *, source: str = "<trace>") -> Trace:
             device.append(ev)
         elif ev.cat == "user_annotation" and ev.cat in ANNOTATION_CATS and ev.name.startswith("ProfilerStep#"):
             steps.append(ev)
+    if invalid:
+        first = invalid[0]
+        raise InputError(
+            f"invalid trace: {len(invalid):,} event(s) with a negative or non-finite duration or start (first: "
+            f"{first.name[:80]!r}, ts {first.ts_us:g} us, dur {first.dur_us:g} us); no time shares are given",
+            path=source,
+            hint="pass the file written by prof.export_chrome_trace(path), unedited",
+        )
     if not host and not device:
         raise InputError(
             f"has no profiler events ({len(events)} entries, none an op or a kernel)",
@@ -174,7 +191,7 @@ def load_trace(path: str | Path) -> Trace:
         ) from exc
     except RecursionError:
         raise InputError(
-            "JSON nested too deeply to be a Chrome trace",
+            f"JSON nested {json_nesting_depth(text):,} levels deep: too deeply to be a Chrome trace",
             path=p,
             hint="pass the file written by prof.export_chrome_trace(path)",
         ) from None
