@@ -313,3 +313,33 @@ def test_deep_documents_are_read_or_refused_in_one_line(tmp_path: Path) -> None:
         said = re.search(r"nested ([\d,]+) levels deep", res.stderr)  # the depth of the whole file: the wrapping too
         assert name in res.stderr and said is not None, (name, depth, res.stderr[-2000:])
         assert depth <= int(said.group(1).replace(",", "")) <= depth + 2, (name, depth, res.stderr[-2000:])
+
+
+# --- escapes and silent answers -------------------------------------------------------------------------
+# Each of these was accepted with exit 0 and a confident answer.
+BAD_GROUPS = ("/abs", "/tmp/x", "..", "../up", "a/../b", "a/b", "")
+BAD_DURATIONS = (-5, -1e-9, float("nan"), float("inf"), float("-inf"))
+
+
+@pytest.mark.slow  # 14 expkit processes: ~50 s on 2 loaded cores
+def test_escapes_and_silent_answers_are_exit_2(tmp_path: Path) -> None:
+    argvs, expect = [], []
+    for g in BAD_GROUPS:  # a group names groups/<group>.json: refused like a run name
+        argvs.append(["runs", "exec", "--store", tmp_path / "store", "--group", g, "--", sys.executable, "-c", "0"])
+        expect.append(("group name", g))
+    for filt in ("strict_match", "nonee"):  # a typo of a logged filter; each task logs only "none"
+        root = tmp_path / f"lm-{filt}"
+        argvs.append(["stats", "table", "--from", "lm-eval", _lmeval_dir(root, "a"), _lmeval_dir(root, "b")])
+        argvs[-1] += ["--filter", filt]
+        expect.append(("filters present: none", filt))
+    for i, dur in enumerate(BAD_DURATIONS):  # one corrupt event among sound ones
+        trace = tmp_path / f"trace{i}.json"
+        events = [{**_OP, "ts": 10 * k, "dur": 4} for k in range(5)] + [{**_OP, "ts": 60, "dur": dur}]
+        trace.write_text(json.dumps({"traceEvents": events}))  # NaN/Infinity as Python's json writes them
+        argvs.append(["profile", trace])
+        expect.append(("invalid trace", dur))
+    for (said, value), res in zip(expect, _expkit_all(*argvs), strict=True):
+        _no_traceback(res)
+        assert res.returncode == 2, (said, value, res.stdout[-1000:], res.stderr[-2000:])
+        assert said in res.stderr, (said, value, res.stderr[-2000:])
+    assert not (tmp_path / "tmp").exists() and not any(tmp_path.glob("store/*/groups"))

@@ -178,6 +178,8 @@ def create_run_record(request: RunRequest) -> RunRecord:
 
     if request.name is not None:
         validate_name(request.name)
+    if request.group is not None:  # a group names groups/<group>.json: no '/', no '..', as a run name
+        validate_name(request.group, what="group name")
     t0 = time.perf_counter()
     root = request.root
     workdir = request.cwd.resolve() if request.cwd is not None else Path.cwd()
