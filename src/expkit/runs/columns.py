@@ -43,8 +43,10 @@ def _canonical(value: Any) -> bytes:
 
 
 def differing_keys(configs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
-    """The flattened keys whose values are not the same in every config (a key missing from some config
-    differs), in the order first seen; none for fewer than two configs.
+    """The flattened keys that take two or more values among the configs that have them, in the order first
+    seen; none for fewer than two configs. A key that some configs lack but that is the same wherever it is
+    set tells nothing apart (a sweep's runs beside Trainer runs would otherwise show every TrainingArguments
+    key), so it is not listed.
 
     Example:
         >>> differing_keys([{"a": {"lr": 0.1, "bs": 8}}, {"a": {"lr": 0.2, "bs": 8}}])
@@ -54,7 +56,7 @@ def differing_keys(configs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         return ()
     flat = [flatten_config(c) for c in configs]
     keys = dict.fromkeys(k for f in flat for k in f)
-    return tuple(k for k in keys if len({_canonical(f[k]) if k in f else b"\0" for f in flat}) > 1)
+    return tuple(k for k in keys if len({_canonical(f[k]) for f in flat if k in f}) > 1)
 
 
 def config_labels(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:

@@ -90,6 +90,10 @@ class _App:
             autoescape=select_autoescape(default=True, default_for_string=True),
         )
         self.env.filters["num"] = _format_number
+        # JSON shown as text in a <pre>: autoescaped like any string (tojson is for <script> data blocks)
+        self.env.filters["pretty_json"] = lambda v: orjson.dumps(
+            _jsonable(v), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+        ).decode()
 
     def page(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         nav = {"evals": self.config.evals.present(), "labs": self.config.report is not None}
