@@ -343,3 +343,37 @@ def test_escapes_and_silent_answers_are_exit_2(tmp_path: Path) -> None:
         assert res.returncode == 2, (said, value, res.stdout[-1000:], res.stderr[-2000:])
         assert said in res.stderr, (said, value, res.stderr[-2000:])
     assert not (tmp_path / "tmp").exists() and not any(tmp_path.glob("store/*/groups"))
+
+
+def _fifo_inputs(tmp_path: Path, role: str) -> list[str | Path]:
+    """The command whose input of the ``role`` is a FIFO with no writer."""
+    base = tmp_path / role
+    base.mkdir()
+    fifo = base / "fifo.json"
+    if role in ("lm-eval results", "lm-eval samples"):
+        a, b = _lmeval_dir(base, "a"), _lmeval_dir(base, "b")
+        target = a / (f"results_{DATE}.json" if role == "lm-eval results" else f"samples_boolq_{DATE}.jsonl")
+        target.unlink()
+        os.mkfifo(target)
+        return ["stats", "table", "--from", "lm-eval", a, b]
+    os.mkfifo(fifo)
+    one = base / "one.jsonl"
+    one.write_text('{"a": 1}\n')
+    return {
+        "inspect log": ["stats", "table", "--from", "inspect", fifo, fifo],
+        "inspect log dir": ["stats", "table", "--from", "inspect", base, base],
+        "trace": ["profile", fifo],
+        "schema": ["data", "validate", one, "--schema", fifo],
+    }[role]
+
+
+FIFO_ROLES = ("lm-eval results", "lm-eval samples", "inspect log", "inspect log dir", "trace", "schema")
+
+
+@pytest.mark.slow  # six expkit processes: ~25 s on 2 loaded cores
+def test_fifos_given_as_input_files_never_block(tmp_path: Path) -> None:
+    argvs = [_fifo_inputs(tmp_path, role) for role in FIFO_ROLES]
+    for role, res in zip(FIFO_ROLES, _expkit_all(*argvs), strict=True):
+        _no_traceback(res)
+        assert res.returncode == 2, (role, res.stdout[-1000:], res.stderr[-2000:])
+        assert res.stderr.count("\n") <= 2, (role, res.stderr[-2000:])  # one line (and a note at most)

@@ -24,6 +24,7 @@ import orjson
 from expkit.data.nesting import ORJSON_MAX_DEPTH, json_nesting_depth, too_deep
 from expkit.errors import InputError, UsageError
 from expkit.integrations.readers import EvalItems
+from expkit.runs.files import is_regular_file
 from expkit.stats.tables import ItemResults, TaskResults
 
 __all__ = ["LmEvalRun", "LmEvalRuns", "find_lmeval_runs", "read_lmeval_tasks"]
@@ -76,9 +77,21 @@ def _model_name(results: dict[str, Any], path: Path) -> str:
     return path.parent.name
 
 
+def _refuse_non_regular(path: Path) -> None:
+    """An InputError for a FIFO or device found where lm-eval writes its files: opening a FIFO with no writer
+    blocks for ever (a directory is searched with rglob, so such a file is not given by hand)."""
+    if not is_regular_file(path):
+        raise InputError(
+            "not a regular file (a FIFO or device?): lm-eval writes its results and samples as files",
+            path=path,
+            hint="move it out of the output directory",
+        )
+
+
 def _read_results(path: Path) -> dict[str, Any]:
     """The results file; lm-eval writes it with ``json.dumps``, which spells a NaN stderr ``NaN`` (refused by
     orjson, read by the standard library's parser)."""
+    _refuse_non_regular(path)
     raw = path.read_bytes()
     try:
         data = orjson.loads(raw)
@@ -227,6 +240,7 @@ class _TaskFile:
 def _load_samples(path: str) -> _TaskFile:
     from expkit.data.jsonl import iter_jsonl_objects
 
+    _refuse_non_regular(Path(path))
     rows = list(iter_jsonl_objects(path, nan_ok=True))  # lm-eval writes samples with json.dumps: NaN as NaN
     if not rows:
         raise InputError(
