@@ -208,3 +208,26 @@ def test_the_kept_listing_sees_a_new_run_and_a_finished_one(tmp_path):
         run.log(1, loss=1.0)
     page = runs_page(root, RunsQuery(text="late"), cache=cache)
     assert page.total == 1 and page.rows[0]["status"] == "finished"
+
+
+MMLU_PRO = Path(__file__).resolve().parents[3] / "shared" / "data" / "mmlu-pro"  # TIGER-AI-Lab/MMLU-Pro eval_results
+
+
+def test_evals_page_ranks_published_outputs_and_lists_the_disagreements(make_server, store):
+    """Three of MMLU-Pro's published per-question outputs (Apache-2.0, TIGER-AI-Lab/MMLU-Pro's eval_results),
+    through `stats leaderboard`'s reader: the page's ranks are the library's, the disagreements are counted
+    on the items both models answered."""
+    from expkit.integrations.leaderboard_sources import LeaderboardRequest, build_leaderboard_from
+    from expkit.ui.evals import EvalSources
+
+    files = sorted(str(p) for p in MMLU_PRO.glob("model_outputs_*.json.gz"))[:3]
+    if len(files) < 3:
+        pytest.skip(f"the MMLU-Pro files are not at {MMLU_PRO}")
+    srv = make_server(UiConfig(store=store[0], evals=EvalSources("leaderboard", tuple(files))))
+    status, body = srv.get("/evals")
+    text = body.decode()
+    assert status == 200, text[:2000]
+    board = build_leaderboard_from(LeaderboardRequest(paths=tuple(files)))
+    for m in board.models:
+        assert f"<td>{m.rank}</td><td>{m.name}</td>" in text
+    assert 'id="disagree"' in text and "items both scored are scored differently" in text

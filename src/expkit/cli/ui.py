@@ -18,7 +18,12 @@ def ui(
     ),
     open_browser: bool = typer.Option(False, "--open", help="Open the runs page in the default browser."),
     evals: list[str] = typer.Option(None, "--evals", help="Eval result files for the evals page (repeat)."),
-    evals_from: str = typer.Option("items", "--evals-from", help="Reader of --evals, as `stats table --from`."),
+    evals_from: str = typer.Option(
+        "items",
+        "--evals-from",
+        help="Reader of --evals, as `stats table --from`; or leaderboard: one per-item file per model, read and "
+        "ranked as `stats leaderboard` does (MMLU-Pro's files need nothing else).",
+    ),
     report: Path = typer.Option(None, "--report", help="A labs report folder (expkit labs run --out DIR)."),
 ) -> None:
     """Serve a read-only web view: runs (sortable, filtered, paged), a run's records, curves, doctor findings
@@ -32,6 +37,8 @@ def ui(
       expkit ui --store runs --port 0 --open
 
       expkit ui --evals results.jsonl --report report
+
+      expkit ui --evals-from leaderboard --evals outputs/*.json.gz
 
       expkit ui --host 0.0.0.0 --expose           # a shared machine: anyone on the network can read the store
     """

@@ -191,6 +191,7 @@ def read_score_matrix(request: LeaderboardRequest) -> ScoreMatrix:
         tuple(o.skipped for _, o in named),
         len(answers) if len(answers) >= 2 else None,
         tuple(notes),
+        items=tuple(index),
     )
 
 
@@ -228,8 +229,9 @@ def read_published(path: str, models: Sequence[str]) -> dict[str, float]:
     return {m: v / 100.0 if percent else v for m, v in values.items()}
 
 
-def build_leaderboard_from(request: LeaderboardRequest) -> Leaderboard:
-    """Read the models' outputs and the published table, and build the leaderboard.
+def build_leaderboard_from(request: LeaderboardRequest, *, matrix: ScoreMatrix | None = None) -> Leaderboard:
+    """Read the models' outputs and the published table, and build the leaderboard. ``matrix``: the outputs
+    already read with :func:`read_score_matrix` for this request (a caller that also needs the items).
 
     Raises:
         UsageError, InputError: what :func:`read_score_matrix`, :func:`read_published` and
@@ -238,7 +240,7 @@ def build_leaderboard_from(request: LeaderboardRequest) -> Leaderboard:
     from expkit.stats.leaderboard import build_leaderboard, parse_unparsed_policy
 
     policy = parse_unparsed_policy(request.unparsed)
-    matrix = read_score_matrix(request)
+    matrix = read_score_matrix(request) if matrix is None else matrix
     published = read_published(request.published, matrix.names) if request.published else None
     return build_leaderboard(
         matrix,

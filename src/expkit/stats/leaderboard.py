@@ -94,6 +94,7 @@ class ScoreMatrix:
     skipped: tuple[int, ...] = ()
     n_choices: int | None = None
     notes: tuple[str, ...] = ()
+    items: tuple[str, ...] = ()  # the item id of each column, when the reader knows them
 
 
 def policy_scores(matrix: ScoreMatrix, policy: UnparsedPolicy) -> np.ndarray:
@@ -398,4 +399,5 @@ def _reordered(matrix: ScoreMatrix, order: list[int]) -> ScoreMatrix:
         tuple(matrix.skipped[k] for k in order) if matrix.skipped else (),
         matrix.n_choices,
         matrix.notes,
+        matrix.items,
     )
