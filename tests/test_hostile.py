@@ -32,13 +32,20 @@ def _expkit(*args: str | Path, cwd: Path | None = None, timeout: float = HANG_S)
         pytest.fail(f"hung: {' '.join(argv)} still ran after {timeout} s")
 
 
-def _expkit_all(*argvs: list[str | Path], timeout: float = HANG_S * 2) -> list[subprocess.CompletedProcess[str]]:
+def _expkit_all(
+    *argvs: list[str | Path], timeout: float = HANG_S * 2, env: dict[str, str] | None = None
+) -> list[subprocess.CompletedProcess[str]]:
     """``expkit ARGS`` for each ARGS, all started at once (the family ends in the time of its slowest)."""
     started = []
     for args in argvs:
         argv = [*EXPKIT, *map(str, args)]
         popen = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, **(env or {})},
         )
         started.append((argv, popen))
     done = []
@@ -85,6 +92,30 @@ def test_nested_quantifier_patterns_do_not_backtrack(tmp_path: Path) -> None:
     report = json.loads(res.stdout)["result"]
     # every pattern refuses the evil line 1 and accepts the plain run of a's on line 2 (the same answers re gives)
     assert sorted((v["line"], v["where"]) for v in report["violations"]) == sorted((1, k) for k in props)
+
+
+# Patterns RE2 cannot run (lookaround) go to the `regex` module with a time limit: the family's nested
+# alternations under each lookaround end as one line naming the pattern (exit 2), not a hang.
+_LOOKAROUNDS = ("(?<=x)", "(?<!y)", "(?=[xa])")
+_ALTERNATIONS = ("(a|a)*$", "(a|aa)+$")
+LOOKAROUND_PATTERNS = [pre + body for pre, body in itertools.product(_LOOKAROUNDS, _ALTERNATIONS)]
+
+
+@pytest.mark.slow  # six expkit processes: ~35 s on 2 loaded cores
+def test_lookaround_patterns_run_out_of_time_in_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"s": "x" + "a" * 40 + "!"}) + "\n")
+    argvs = []
+    for i, pattern in enumerate(LOOKAROUND_PATTERNS):
+        schema = tmp_path / f"schema{i}.json"
+        schema.write_text(json.dumps({"properties": {"s": {"type": "string", "pattern": pattern}}}))
+        argvs.append(["data", "validate", data, "--schema", schema])
+    # a short limit (CPU seconds): the families' matches would run for ever, any limit ends them
+    results = _expkit_all(*argvs, env={"EXPKIT_PATTERN_TIMEOUT_S": "0.2"})
+    for pattern, res in zip(LOOKAROUND_PATTERNS, results, strict=True):
+        _no_traceback(res)
+        assert res.returncode == 2, (pattern, res.stderr[-2000:])
+        assert f"schema pattern {pattern!r} did not finish within" in res.stderr, (pattern, res.stderr[-2000:])
 
 
 # --- daemons and forks that keep the command's stdout open ----------------------------------------------

@@ -10,34 +10,65 @@ RE2 each differ from ECMA-262 in places, and here is how they differ from each o
 - ``\\s`` in RE2 is ``[\\t\\n\\f\\r ]``: no vertical tab, no Unicode spaces (both are ``\\s`` in ECMA-262
   and in ``re``).
 - Lookaround (``(?=``, ``(?!``, ``(?<=``) and backreferences (``\\1``) do not exist in RE2: a pattern with
-  them is matched by Python's ``re``, as before, and is not protected against backtracking.
+  them is matched by the ``regex`` module (``re``'s syntax and semantics), whose ``timeout`` stops a match
+  after PATTERN_TIMEOUT_S; the validation then ends with an InputError naming the pattern (exit 2).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 import threading
 from typing import Any
 
-__all__ = ["pattern_search", "re2_patterns"]
+from expkit.errors import InputError
+
+__all__ = ["PATTERN_TIMEOUT_S", "pattern_search", "re2_patterns"]
+
+PATTERN_TIMEOUT_S = 2.0
+"""How long one match of a pattern RE2 cannot run (lookaround, backreferences) may take (``regex`` counts it
+in CPU time; ``EXPKIT_PATTERN_TIMEOUT_S`` sets another): a backtracking match of a 50-character value ends in
+microseconds, a catastrophic one never."""
+
+
+class _Timed:
+    """A pattern RE2 refused, matched by ``regex`` with a time limit (``search`` as ``re``'s)."""
+
+    def __init__(self, pattern: str) -> None:
+        import regex
+
+        self.pattern, self.program = pattern, regex.compile(pattern)
+
+    def search(self, text: str) -> Any:
+        limit_s = float(os.environ.get("EXPKIT_PATTERN_TIMEOUT_S") or PATTERN_TIMEOUT_S)
+        try:
+            return self.program.search(text, timeout=limit_s)
+        except TimeoutError:
+            raise InputError(
+                f"schema pattern {self.pattern!r} did not finish within {limit_s:g} s on a "
+                f"{len(text):,}-character value (catastrophic backtracking)",
+                hint="RE2 runs patterns in linear time but has no lookaround or backreferences: "
+                "write the pattern without them",
+            ) from None
+
 
 _active = threading.local()
 
 
 @functools.lru_cache(maxsize=1024)
 def _compiled(pattern: str) -> Any:
-    """The RE2 program for ``pattern``, or Python's when RE2 refuses it (lookaround, backreferences)."""
-    try:
-        import re2  # google-re2
-    except ImportError:  # pragma: no cover - a dependency; kept for an install without its wheel
-        return re.compile(pattern)
+    """The RE2 program for ``pattern``, or a timed ``regex`` one when RE2 refuses it (lookaround,
+    backreferences). A pattern neither accepts raises ``re.error``, as ``re.search`` would."""
+    import re2  # google-re2
+
     options = re2.Options()
     options.log_errors = False  # a refused pattern falls back below; RE2 would print its parse error
     try:
         return re2.compile(pattern, options)
     except re2.error:
-        return re.compile(pattern)
+        re.compile(pattern)  # re's error for a pattern that is not a regex at all (jsonschema checks them first)
+        return _Timed(pattern)
 
 
 def pattern_search(pattern: str, text: str) -> bool:
