@@ -142,10 +142,9 @@ def _extra_properties(instance: dict[str, Any], schema: dict[str, Any]) -> list[
     return [k for k in instance if k not in props and not any(pattern_search(p, k) for p in patterns)]
 
 
-def _load_schema_file(path: Path) -> Checker:
-    """A checker backed by the ``jsonschema`` library: the draft the schema's ``$schema`` names, else
-    Draft 2020-12, every keyword (``pattern``, ``anyOf``, ``$ref``, ``if``/``then`` ...), ``format`` checked.
-    Patterns are matched by RE2 where it accepts them (``expkit.data.patterns`` says what differs)."""
+def _read_schema_json(path: Path) -> tuple[Any, int]:
+    """The schema file's JSON (an object or a boolean) and its nesting depth; one past MAX_SCHEMA_DEPTH is
+    refused before the validator recurses through it."""
     if not path.is_file():
         raise UsageError(f"schema {str(path)!r} is neither {' nor '.join(BUILTIN_SCHEMAS)} nor a JSON Schema file")
     raw = path.read_bytes()
@@ -160,6 +159,14 @@ def _load_schema_file(path: Path) -> Checker:
         ) from exc
     if not isinstance(schema, (dict, bool)):
         raise InputError("a JSON Schema must be an object (or true/false)", path=path)
+    return schema, depth
+
+
+def _load_schema_file(path: Path) -> Checker:
+    """A checker backed by the ``jsonschema`` library: the draft the schema's ``$schema`` names, else
+    Draft 2020-12, every keyword (``pattern``, ``anyOf``, ``$ref``, ``if``/``then`` ...), ``format`` checked.
+    Patterns are matched by RE2 where it accepts them (``expkit.data.patterns`` says what differs)."""
+    schema, depth = _read_schema_json(path)
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import validator_for
