@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
+from hftiny import tiny_trainer  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from expkit.cli.app import app  # noqa: E402
@@ -23,31 +24,8 @@ pytestmark = pytest.mark.slow  # two real Trainer runs: ~25 s on 2 cores
 
 
 def _train(tmp: Path, store: Path, *, lr: float, name: str, steps: int = 4) -> ExpkitCallback:
-    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-    torch.manual_seed(0)
-    cfg = GPT2Config(
-        vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2, id2label={0: "NEG", 1: "POS"}
-    )  # int keys, as real configs have
-    model = GPT2LMHeadModel(cfg)
-    ids = torch.randint(0, 64, (16, 8))
-    data = [{"input_ids": row, "labels": row} for row in ids]
-    args = TrainingArguments(
-        output_dir=str(tmp / name),
-        max_steps=steps,
-        per_device_train_batch_size=4,
-        learning_rate=lr,
-        logging_steps=1,
-        save_steps=2,
-        save_strategy="steps",
-        report_to="none",
-        use_cpu=True,
-        disable_tqdm=True,
-        seed=7,
-        dataloader_num_workers=0,
-    )
     cb = ExpkitCallback(store=store, name=name, config={"purpose": "test"})
-    Trainer(model=model, args=args, train_dataset=data, callbacks=[cb]).train()
+    tiny_trainer(tmp / name, callbacks=[cb], steps=steps, lr=lr, save_steps=2, save_strategy="steps", seed=7).train()
     return cb
 
 
@@ -114,24 +92,8 @@ def test_show_diff_and_mlflow_export_handle_trainer_runs(trained, tmp_path: Path
 
 def test_evaluate_after_train_lands_in_the_same_run(tmp_path: Path) -> None:
     # issue 21 item 1: the run closed at on_train_end and a later trainer.evaluate() went nowhere, silently
-    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
-    rows = [{"input_ids": r, "labels": r} for r in torch.randint(0, 64, (16, 8))]
-    args = TrainingArguments(
-        output_dir=str(tmp_path / "out"),
-        max_steps=3,
-        per_device_train_batch_size=4,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
     cb = ExpkitCallback(store=tmp_path / "runs", name="late-eval")
-    trainer = Trainer(model=model, args=args, train_dataset=rows, eval_dataset=rows[:8], callbacks=[cb])
+    trainer = tiny_trainer(tmp_path / "out", callbacks=[cb], steps=3, eval_rows=8)
     trainer.train()
     assert read_record(cb.run.dir).status == "finished"  # settled at the end of training
     trainer.evaluate()

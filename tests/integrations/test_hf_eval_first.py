@@ -10,31 +10,16 @@ import pytest
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
+from hftiny import tiny_trainer  # noqa: E402
+
 from expkit.integrations.hf import ExpkitCallback  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a real Trainer: ~10 s on 2 cores
 
 
 def test_an_evaluation_before_training_lands_at_step_0(tmp_path):
-    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
-    data = [{"input_ids": row, "labels": row} for row in torch.randint(0, 64, (8, 8))]
-    args = TrainingArguments(
-        output_dir=str(tmp_path / "out"),
-        max_steps=2,
-        per_device_train_batch_size=4,
-        per_device_eval_batch_size=4,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
     cb = ExpkitCallback(store=tmp_path / "runs", name="eval-first")
-    trainer = Trainer(model=model, args=args, train_dataset=data, eval_dataset=data, callbacks=[cb])
+    trainer = tiny_trainer(tmp_path / "out", callbacks=[cb], steps=2, eval_rows=8)
     trainer.evaluate()
     trainer.train()
     lines = [json.loads(x) for x in (cb.run.dir / "metrics.jsonl").read_text().splitlines()]

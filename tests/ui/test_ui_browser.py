@@ -33,29 +33,14 @@ TRIAL = textwrap.dedent(
 
 
 def _hf_run(tmp: Path, store: Path, *, lr: float, name: str) -> None:
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+    from hftiny import tiny_trainer
 
     from expkit.integrations.hf import ExpkitCallback
 
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2))
-    data = [{"input_ids": row, "labels": row} for row in torch.randint(0, 64, (16, 8))]
-    args = TrainingArguments(
-        output_dir=str(tmp / name),
-        max_steps=4,
-        per_device_train_batch_size=4,
-        learning_rate=lr,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
     cb = ExpkitCallback(store=store, name=name)
-    Trainer(model=model, args=args, train_dataset=data, callbacks=[cb]).train()
+    tiny_trainer(tmp / name, callbacks=[cb], lr=lr).train()
     cb.run.finish("finished")  # the callback keeps the run open for a later evaluate(); this test has none
 
 
