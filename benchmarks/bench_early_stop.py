@@ -22,8 +22,16 @@ Trials run one at a time, then 12 and 60 at a time (``workers``: every running t
 speed; on a cluster the seeds of a config reach a rung together, so the paired rule has its pairs sooner),
 and 5 at a time in the order ``expkit sweep`` starts a plan (a config's seeds in a row, configs shuffled).
 
-    python benchmarks/bench_early_stop.py --replays 200 [--grid charlm|mlp|both] [--record] [--out DIR]
+    python benchmarks/bench_early_stop.py --replays 200 [--grid charlm|mlp|crossing|all] [--record] [--check]
     python benchmarks/bench_early_stop.py --quick   (20 replays; the char LM grid only from its recording)
+
+Issue 34 adds ``crossing``: 6 learning rates x 2 widths x 5 seeds of a numpy MLP whose high learning rates are
+behind at the first rungs and end best (``recordings/crossing_trial.py``, run through ``expkit sweep`` by
+``--record-crossing``, kept in ``recordings/early_stop_crossing.json``), and per policy the false stops
+(stopped configs the full grid does not call significantly worse, over all stops) and best kept (replays in
+which the full grid's best config ran to the end). ``--check`` exits 1 when the default rule misses the
+issue's bars (false stops <= 5%, best kept >= 95% on every grid; compute <= 60% on the crossing grid) in
+expkit sweep's start order (round-robin by seed), one and five trials at a time.
 """
 
 from __future__ import annotations
@@ -47,7 +55,7 @@ from expkit.sweep.early_stop import (
     replay_point_asha,
     replay_seed_aware,
 )
-from timing import add_run_options, write_results  # benchmarks/timing.py
+from timing import Goal, add_run_options, check_goals, write_results  # benchmarks/timing.py
 
 LRS = (0.01, 0.03, 0.1, 0.3)
 HIDDEN = (4, 16, 64)
@@ -170,6 +178,74 @@ def charlm_grid(*, record: bool, quick: bool) -> RecordedGrid | None:
     return RecordedGrid(configs, SEEDS, tuple(range(EVAL_EVERY, STEPS + 1, EVAL_EVERY)), curves)
 
 
+CROSSING_LRS = ("0.01", "0.03", "0.1", "0.2", "0.3", "0.5")
+CROSSING_WIDTHS = ("16", "64")
+CROSSING_TRIAL = Path(__file__).parent / "recordings" / "crossing_trial.py"
+CROSSING_RECORDING = Path(__file__).parent / "recordings" / "early_stop_crossing.json"
+CROSSING_SPEC = {
+    "trial": "benchmarks/recordings/crossing_trial.py",
+    "lrs": list(CROSSING_LRS),
+    "widths": list(CROSSING_WIDTHS),
+    "seeds": list(SEEDS),
+    "steps": STEPS,
+    "eval_every": EVAL_EVERY,
+}
+
+
+def record_crossing(path: Path) -> dict:
+    """Run the crossing grid as a real sweep (``expkit sweep`` into a temporary store, two trials at a time)
+    and keep each run's logged validation loss curve in ``path``."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from expkit.runs.store import list_runs, read_record
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store"
+        cmd = [
+            sys.executable, "-m", "expkit", "sweep", "--name", "crossing", "--store", str(store), "-j", "2",
+            "--grid", "lr=" + ",".join(CROSSING_LRS), "--grid", "hidden=" + ",".join(CROSSING_WIDTHS),
+            "--seeds", str(len(SEEDS)), "--", sys.executable, str(CROSSING_TRIAL),
+            "--lr", "{lr}", "--hidden", "{hidden}", "--seed", "{seed}",
+        ]  # fmt: skip
+        subprocess.run(cmd, check=True)
+        curves: dict[str, list[float]] = {}
+        for r in list_runs(store, where=["group=crossing"]).runs:
+            rec = read_record(store / r.id)
+            cfg = rec.extra["sweep"]["config"]
+            rows = [json.loads(line) for line in (store / r.id / "metrics.jsonl").read_text().splitlines()]
+            curves[f"lr={cfg['lr']:g},h={cfg['hidden']}|{rec.seed.seed}"] = [x["loss"] for x in rows if "loss" in x]
+    rec_out = {
+        "spec": CROSSING_SPEC,
+        "made_by": "benchmarks/bench_early_stop.py --record-crossing (expkit sweep of recordings/crossing_trial.py)",
+        "numpy": np.__version__,
+        "machine": platform.platform(),
+        "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "curves": dict(sorted(curves.items())),
+    }
+    path.write_text(json.dumps(rec_out, indent=1))
+    return rec_out
+
+
+def recorded(path: Path, rec: dict) -> RecordedGrid:
+    """A grid back from its recording (``config|seed`` -> curve), configs in the recording's order."""
+    print(f"{path.name}: recorded {rec['recorded_at']} in {rec['seconds']} s")
+    curves = {(k.split("|")[0], int(k.split("|")[1])): v for k, v in rec["curves"].items()}
+    configs = tuple(dict.fromkeys(c for c, _ in curves))
+    return RecordedGrid(configs, SEEDS, tuple(range(EVAL_EVERY, STEPS + 1, EVAL_EVERY)), curves)
+
+
+def crossing_grid(*, record: bool) -> RecordedGrid:
+    rec = json.loads(CROSSING_RECORDING.read_text()) if CROSSING_RECORDING.exists() else None
+    if record or rec is None or rec.get("spec") != CROSSING_SPEC:
+        print(f"recording the crossing grid (60 trials through expkit sweep) into {CROSSING_RECORDING} ...")
+        rec = record_crossing(CROSSING_RECORDING)
+    return recorded(CROSSING_RECORDING, rec)
+
+
 def record_grid() -> RecordedGrid:
     data = regression_set()
     configs, curves = [], {}
@@ -183,15 +259,17 @@ def record_grid() -> RecordedGrid:
     return RecordedGrid(tuple(configs), SEEDS, steps, curves)
 
 
-def shuffled_orders(grid: RecordedGrid, n_replays: int, *, config_major: bool) -> list[list[tuple[str, int]]]:
-    """``n_replays`` arrival orders: every trial shuffled, or (``config_major``, the order ``expkit sweep``
-    starts a plan's trials in) the configs shuffled with each config's seeds in a row."""
+def shuffled_orders(grid: RecordedGrid, n_replays: int, *, order: str) -> list[list[tuple[str, int]]]:
+    """``n_replays`` arrival orders: ``trial`` every trial shuffled; ``config`` the configs shuffled with each
+    config's seeds in a row (expkit sweep's order before issue 34); ``round-robin`` the configs shuffled, every
+    config's first seed, then every config's second ... (``SweepPlan.start_order``, expkit sweep's order now)."""
     rng = np.random.default_rng(0)
-    if config_major:
-        return [
-            [(grid.configs[i], s) for i in rng.permutation(len(grid.configs)) for s in grid.seeds]
-            for _ in range(n_replays)
-        ]
+    n = len(grid.configs)
+    if order == "config":
+        return [[(grid.configs[i], s) for i in rng.permutation(n) for s in grid.seeds] for _ in range(n_replays)]
+    if order == "round-robin":
+        perms = [rng.permutation(n) for _ in range(n_replays)]
+        return [[(grid.configs[i], s) for s in grid.seeds for i in perm] for perm in perms]
     trials = [(c, s) for c in grid.configs for s in grid.seeds]
     return [[trials[i] for i in rng.permutation(len(trials))] for _ in range(n_replays)]
 
@@ -234,12 +312,17 @@ def replay_oracle(
     return ReplayOutcome(picked, picked in ties, fraction, tuple(sorted(stopped)))
 
 
+DEFAULT_ROW = "seed-aware: paired-pooled, log, catch-up (the default)"
+
+
 def replay_policies(
-    grid: RecordedGrid, rungs: tuple[int, ...], workers: int, n_replays: int, *, config_major: bool = False
+    grid: RecordedGrid, rungs: tuple[int, ...], workers: int, n_replays: int, *, order: str = "trial"
 ) -> dict[str, dict]:
-    """Each policy on the same ``n_replays`` arrival orders of the grid's trials, ``workers`` at a time."""
+    """Each policy on the same ``n_replays`` arrival orders of the grid's trials, ``workers`` at a time: how
+    often it stopped a config the full grid does not call significantly worse (false stops, over all stops),
+    how often the full grid's best ran to the end (best kept), the agreement and the compute."""
     best, ties = full_grid_verdict(grid)
-    orders = shuffled_orders(grid, n_replays, config_major=config_major)
+    orders = shuffled_orders(grid, n_replays, order=order)
 
     pp = "pooled-pairs"
 
@@ -248,38 +331,33 @@ def replay_policies(
         return lambda o: replay_seed_aware(grid, policy, order=o, ties=ties, workers=workers)
 
     policies = {
-        "seed-aware: paired 95% interval vs leader, >=2 pairs": seed_aware(min_pairs=2, few_pairs="wait"),
-        "seed-aware: paired, >=3 pairs": seed_aware(min_pairs=3, few_pairs="wait"),
-        "seed-aware: paired >=3, else pooled seed spread": seed_aware(min_pairs=3, few_pairs="pooled-spread"),
-        "seed-aware: paired >=3, else pooled, log": seed_aware(min_pairs=3, few_pairs="pooled-spread", log_scale=True),
-        "seed-aware: paired >=2, else pooled, log": seed_aware(min_pairs=2, few_pairs="pooled-spread", log_scale=True),
-        "seed-aware: paired >=3, else paired-pooled (df>=4; the default)": seed_aware(
-            min_pairs=3, few_pairs="pooled-pairs"
-        ),
-        "seed-aware: paired >=3, else paired-pooled, log": seed_aware(min_pairs=3, few_pairs=pp, log_scale=True),
-        "seed-aware: paired >=2, else paired-pooled, log": seed_aware(min_pairs=2, few_pairs=pp, log_scale=True),
-        "seed-aware: paired >=3, else paired-pooled, df>=2": seed_aware(min_pairs=3, few_pairs=pp, min_pooled_df=2),
-        "seed-aware: paired-rcbd (config+seed fit, df>=4; else >=3)": seed_aware(min_pairs=3, few_pairs="rcbd"),
-        "seed-aware: paired-rcbd, log": seed_aware(min_pairs=3, few_pairs="rcbd", log_scale=True),
+        DEFAULT_ROW: seed_aware(few_pairs=pp, log_scale=True, catch_up=True),
+        "seed-aware: paired-pooled, catch-up": seed_aware(few_pairs=pp, catch_up=True),
+        "seed-aware: paired-rcbd, log, catch-up": seed_aware(few_pairs="rcbd", log_scale=True, catch_up=True),
+        "seed-aware: paired-pooled (the default before issue 34)": seed_aware(few_pairs=pp, catch_up=False),
+        "seed-aware: paired-pooled, log": seed_aware(few_pairs=pp, log_scale=True, catch_up=False),
+        "seed-aware: paired only, >=3 pairs": seed_aware(few_pairs="wait", catch_up=False),
+        "seed-aware: pooled seed spread, log": seed_aware(few_pairs="pooled-spread", log_scale=True, catch_up=False),
         f"plain ASHA (point metric, eta={ETA})": lambda o: replay_point_asha(
             grid, rungs, eta=ETA, order=o, ties=ties, workers=workers
         ),
         "oracle bound, no pair needed": lambda o: replay_oracle(
             grid, rungs, k=0, partner=None, order=o, ties=ties, workers=workers
         ),
-        **{
-            f"oracle bound, >={k} pair{'s' * (k > 1)} with {'any config' if p is None else 'the final best'}": (
-                lambda o, k=k, p=p: replay_oracle(grid, rungs, k=k, partner=p, order=o, ties=ties, workers=workers)
-            )
-            for p in (None, best)
-            for k in (1, 2, 3)
-        },
+        "oracle bound, >=3 pairs with any config": lambda o: replay_oracle(
+            grid, rungs, k=3, partner=None, order=o, ties=ties, workers=workers
+        ),
     }
     rows = {}
     for name, replay in policies.items():
         outs = [replay(o) for o in orders]
         frac = np.array([o.compute_fraction for o in outs])
+        stops = sum(len(o.stopped) for o in outs)
+        false = sum(len(set(o.stopped) & ties) for o in outs)
         rows[name] = {
+            "false_stops": false / stops if stops else 0.0,
+            "stops": stops,
+            "best_kept": float(np.mean([best not in o.stopped for o in outs])),
             "agreement": float(np.mean([o.agrees for o in outs])),
             "compute_fraction_mean": float(frac.mean()),
             "compute_fraction_p95": float(np.quantile(frac, 0.95)),
@@ -288,53 +366,88 @@ def replay_policies(
     return rows
 
 
+SETUPS = (  # (rungs, trials at a time, start order); the first two are the headline (expkit sweep's order)
+    (RUNGS, 1, "round-robin"),
+    (RUNGS, 5, "round-robin"),
+    (EARLY_RUNGS, 1, "round-robin"),
+    (RUNGS, 1, "trial"),
+    (RUNGS, 5, "config"),
+)
+
+
 def report_grid(name: str, grid: RecordedGrid, n_replays: int) -> dict:
     best, ties = full_grid_verdict(grid)
     finals = {c: round(float(grid.final(c).mean()), 5) for c in grid.configs}
     print(f"\n== {name}: {len(grid.configs)} configs x {len(grid.seeds)} seeds x {grid.steps[-1]} steps")
     print(f"best {best} (mean final {finals[best]}); ties with it: {sorted(ties - {best}) or 'none'}")
     out: dict = {"best": best, "ties": sorted(ties), "final_means": finals, "rungs": {}}
-    setups = [(RUNGS, 1, False), (EARLY_RUNGS, 1, False), (RUNGS, 12, False), (RUNGS, 60, False), (RUNGS, 5, True)]
-    for rungs, workers, config_major in setups:
-        rows = replay_policies(grid, rungs, workers, n_replays, config_major=config_major)
-        order = "a config's seeds in a row (expkit sweep's order)" if config_major else "every trial shuffled"
-        out["rungs"][f"{','.join(map(str, rungs))} workers={workers} order={'config' if config_major else 'trial'}"] = (
-            rows
-        )
+    for rungs, workers, order in SETUPS:
+        rows = replay_policies(grid, rungs, workers, n_replays, order=order)
+        out["rungs"][f"{','.join(map(str, rungs))} workers={workers} order={order}"] = rows
         print(
-            f"\n{n_replays} replays, rungs {list(rungs)}, {workers} trial(s) at a time, {order}; "
-            "agreement = same best config or a full-grid tie"
+            f"\n{n_replays} replays, rungs {list(rungs)}, {workers} trial(s) at a time, start order {order}; false "
+            "stops: stopped configs the full grid does not call worse, over all stops; best kept: replays where "
+            "the full grid's best ran to the end"
         )
-        print(f"{'policy':58s} {'agreement':>10s} {'compute':>9s} {'p95':>7s}")
+        print(f"{'policy':56s} {'false stops':>11s} {'best kept':>9s} {'agree':>6s} {'compute':>8s} {'p95':>6s}")
         for policy, r in rows.items():
             print(
-                f"{policy:58s} {100 * r['agreement']:9.1f}% {100 * r['compute_fraction_mean']:8.1f}% "
-                f"{100 * r['compute_fraction_p95']:6.1f}%"
+                f"{policy:56s} {100 * r['false_stops']:10.1f}% {100 * r['best_kept']:8.1f}% "
+                f"{100 * r['agreement']:5.1f}% {100 * r['compute_fraction_mean']:7.1f}% "
+                f"{100 * r['compute_fraction_p95']:5.1f}%"
             )
+    return out
+
+
+BARS = {"false_stops": 0.05, "best_kept": 0.95, "compute": 0.60}  # issue 34; compute on the crossing grid
+
+
+def goals(results: dict) -> list[Goal]:
+    """The default rule against the issue's bars in the headline setups (expkit sweep's start order, rungs
+    50/100/200, one and five trials at a time): false stops <= 5% and best kept >= 95% on every grid, compute
+    <= 60% on the crossing grid."""
+    out = []
+    headline = ",".join(map(str, RUNGS)) + " "
+    for grid, res in results["grids"].items():
+        for setup, rows in res["rungs"].items():
+            if "order=round-robin" not in setup or not setup.startswith(headline):
+                continue
+            r, where = rows[DEFAULT_ROW], f"{grid} {setup.split(' ', 1)[1]}"
+            out.append(Goal(f"{where}: false stops", r["false_stops"], BARS["false_stops"], "<="))
+            out.append(Goal(f"{where}: best kept", r["best_kept"], BARS["best_kept"], ">="))
+            if grid == "crossing":
+                out.append(Goal(f"{where}: compute", r["compute_fraction_mean"], BARS["compute"], "<="))
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replays", type=int, default=200, help="shuffled arrival orders per policy")
-    ap.add_argument("--grid", choices=("charlm", "mlp", "both"), default="both", help="which recorded grid(s)")
+    ap.add_argument("--grid", choices=("charlm", "mlp", "crossing", "all"), default="all", help="which grid(s)")
     ap.add_argument("--record", action="store_true", help="train the char LM grid again (~4-8 min on 2 cores)")
+    ap.add_argument("--record-crossing", action="store_true", help="run the crossing grid's sweep again (~1 min)")
     add_run_options(ap)  # --quick (20 replays) and --out DIR, as every benchmark takes them
     args = ap.parse_args()
     n_replays = 20 if args.quick else args.replays
-    results: dict = {"grids": {}}
-    if args.grid in ("charlm", "both"):
+    results: dict = {"grids": {}, "bars": BARS}
+    if args.grid in ("charlm", "all"):
         grid = charlm_grid(record=args.record, quick=args.quick)
         if grid is None:
             print(f"char LM grid: skipped under --quick (no recording matching this spec at {RECORDING})")
         else:
             results["grids"]["charlm"] = report_grid("char LM", grid, n_replays)
-    if args.grid in ("mlp", "both"):
+    if args.grid in ("mlp", "all"):
         t0 = time.perf_counter()
         grid = record_grid()
         print(f"\nnumpy MLP grid recorded in {time.perf_counter() - t0:.1f} s")
         results["grids"]["mlp"] = report_grid("numpy MLP", grid, n_replays)
+    if args.grid in ("crossing", "all"):
+        grid = crossing_grid(record=args.record_crossing)
+        results["grids"]["crossing"] = report_grid("crossing (high lr starts slow, ends best)", grid, n_replays)
+    found = goals(results)
+    results["goals"] = [{"name": g.name, "measured": g.measured, "goal": g.goal, "met": g.met} for g in found]
     write_results(results, args.out, "early_stop", quick=args.quick)
+    raise SystemExit(check_goals(found, check=args.check, quick=args.quick))
 
 
 if __name__ == "__main__":

@@ -220,3 +220,20 @@ def test_a_second_concurrent_resume_is_refused_and_nothing_runs_twice(proj: Path
     assert third.returncode == 0 and res["counts"] == {"done before": 2}
     finished = [p for p in (proj / "runs").iterdir() if (p / "run.json").exists()]
     assert len(finished) == 2
+
+
+def test_a_placeholder_naming_no_grid_key_and_an_expkit_subcommand_as_the_command_are_exit_2(
+    cli, tmp_path, monkeypatch
+):
+    """Issue 34 item 6: ``{lrr}`` reached the script literally; ``expkit sweep compare NAME`` ran ``compare`` as
+    every trial's program."""
+    monkeypatch.chdir(tmp_path)
+    r = cli("sweep", "--grid", "lr=0.1,0.2", "--name", "p", "--", "python", "t.py", "--lr", "{lrr}")
+    assert (
+        r.exit_code == 2 and "placeholder {lrr} in argument '{lrr}' names no grid key (did you mean {lr}?)" in r.stderr
+    )
+    r = cli("sweep", "compare", "kx")
+    assert r.exit_code == 2
+    err = " ".join(r.stderr.split())
+    assert "starts with 'compare', an expkit command, not a program" in err and "expkit compare kx" in err
+    assert not (tmp_path / "runs").exists()  # nothing ran

@@ -72,7 +72,8 @@ def test_a_registered_backend_runs_the_sweep(tmp_path) -> None:
     assert res.backend == "inline" and res.max_parallel == 2 and res.counts == {"finished": 4}
     # lr 0.2, seed 1: 0.2 * 10 + 1 = 3.0, as InlineBackend.outcome computes it from the job it was handed
     assert res.outcomes[3].final_metrics == {"loss": pytest.approx(3.0)}
-    assert [(j.config["lr"], j.seed) for j in backend.jobs] == [(0.1, 0), (0.1, 1), (0.2, 0), (0.2, 1)]
+    jobs = [(j.config["lr"], j.seed) for j in backend.jobs]  # round-robin by seed (SweepPlan.start_order)
+    assert sorted(jobs) == [(0.1, 0), (0.1, 1), (0.2, 0), (0.2, 1)] and [s for _, s in jobs] == [0, 0, 1, 1]
     assert {j.extra_record["sweep"]["backend"] for j in backend.jobs} == {"inline"}
 
 

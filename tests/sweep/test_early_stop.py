@@ -16,7 +16,7 @@ from expkit.sweep.early_stop import (
     replay_seed_aware,
 )
 
-POLICY = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="wait")  # the paired rule alone
+POLICY = EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3, few_pairs="wait")  # the paired rule alone
 
 
 def test_a_config_whose_paired_interval_excludes_it_is_stopped_with_the_interval():
@@ -40,7 +40,7 @@ def test_one_seed_worse_than_the_leader_is_not_enough():
 
 def test_higher_is_better_flips_the_side():
     v = {"lead": {0: 0.9, 1: 0.92, 2: 0.91}, "low": {0: 0.5, 1: 0.52, 2: 0.49}}
-    hib = EarlyStopPolicy(rungs=(10,), lower_is_better=False)
+    hib = EarlyStopPolicy(catch_up=False, rungs=(10,), lower_is_better=False)
     assert decide_at_rung(v, "low", rung=10, policy=hib).stop
     assert decide_at_rung(v, "lead", rung=10, policy=POLICY).stop  # lower is better: "lead" is the worse one
 
@@ -48,7 +48,7 @@ def test_higher_is_better_flips_the_side():
 @pytest.mark.parametrize("rungs", [(), (0, 10), (20, 10)])
 def test_bad_rungs_are_refused(rungs):
     with pytest.raises(UsageError, match="rungs"):
-        EarlyStopPolicy(rungs=rungs)
+        EarlyStopPolicy(catch_up=False, rungs=rungs)
 
 
 @pytest.mark.parametrize("text", ["nan", "inf", "10,nan", "nans", "5s,infs"])
@@ -75,7 +75,7 @@ def test_replay_stops_clear_losers_and_keeps_the_verdict():
     best, ties = full_grid_verdict(grid)
     assert best == "good" and ties == {"good"}
     trials = [(c, s) for s in range(5) for c in grid.configs]  # seeds arrive round-robin
-    out = replay_seed_aware(grid, EarlyStopPolicy(rungs=(10, 20)), order=trials, ties=ties)
+    out = replay_seed_aware(grid, EarlyStopPolicy(catch_up=False, rungs=(10, 20)), order=trials, ties=ties)
     # seeds 0 and 1 of every config run to the end (6 x 40, no config has 3 seeds yet); seed 2: good, the
     # leader, runs 40; mid and bad have 3 pairs at step 10 and stop there (2 x 10); seeds 3, 4 of mid and bad
     # never start, good's run 40 each: 240 + 40 + 20 + 80 = 380 of 15 x 40 = 600 steps
@@ -87,12 +87,14 @@ def test_replay_with_every_trial_at_once_judges_all_seeds_at_the_first_rung():
     grid = _grid()
     _, ties = full_grid_verdict(grid)
     trials = [(c, s) for s in range(5) for c in grid.configs]
-    out = replay_seed_aware(grid, EarlyStopPolicy(rungs=(10, 20)), order=trials, ties=ties, workers=15)
+    out = replay_seed_aware(grid, EarlyStopPolicy(catch_up=False, rungs=(10, 20)), order=trials, ties=ties, workers=15)
     # all 15 trials reach step 10 together; good has 3 seeds there by its seed 2, so mid and bad stop at their
     # seed 2's value and their other running seeds end with them: 15 x 10 steps, then good's 5 seeds x 30
     assert out.stopped == ("bad", "mid") and out.picked == "good"
     assert out.compute_fraction == pytest.approx((15 * 10 + 5 * 30) / 600)
-    one_at_a_time = replay_seed_aware(grid, EarlyStopPolicy(rungs=(10, 20)), order=trials, ties=ties, workers=1)
+    one_at_a_time = replay_seed_aware(
+        grid, EarlyStopPolicy(catch_up=False, rungs=(10, 20)), order=trials, ties=ties, workers=1
+    )
     assert one_at_a_time.compute_fraction == pytest.approx(380 / 600)  # the sequential count above
 
 
@@ -112,7 +114,7 @@ def test_point_asha_counts_its_steps_and_can_pick_the_wrong_config():
 def test_pooled_spread_judges_a_config_with_one_seed_by_the_spread_of_the_others():
     # "far" has one seed; the spread pooled over "lead" (3 seeds) and "mid" (2 seeds): df = 2 + 1 = 3
     v = {"lead": {0: 1.0, 1: 1.2, 2: 0.9}, "mid": {0: 1.1, 1: 1.3}, "far": {0: 2.0}}
-    pooled = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="pooled-spread")
+    pooled = EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3, few_pairs="pooled-spread")
     d = decide_at_rung(v, "far", rung=10, policy=pooled)
     lead, mid = np.array([1.0, 1.2, 0.9]), np.array([1.1, 1.3])
     sd = np.sqrt((((lead - lead.mean()) ** 2).sum() + ((mid - mid.mean()) ** 2).sum()) / 3)
@@ -130,7 +132,7 @@ def test_pooled_spread_judges_a_config_with_one_seed_by_the_spread_of_the_others
 def test_log_scale_judges_ratios_and_leaves_values_it_cannot_log_unjudged():
     from expkit.sweep.early_stop import RungTable
 
-    table = RungTable(EarlyStopPolicy(rungs=(10,), min_pairs=2, log_scale=True))
+    table = RungTable(EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=2, log_scale=True))
     for s, x in enumerate([1.0, 1.1]):
         table.add("lead", s, 10, x)
     d0 = table.add("bad", 0, 10, 3.0)
@@ -150,7 +152,7 @@ BLOCKS = {
     "y": {1: 1.5, 3: 1.2},
     "one": {2: 1.4},
 }
-PAIRED_POOLED = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="pooled-pairs", min_pooled_df=3)
+PAIRED_POOLED = EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3, few_pairs="pooled-pairs", min_pooled_df=3)
 
 
 def _pooled_by_hand(values, config, level=0.95):
@@ -180,14 +182,14 @@ def test_paired_pooled_interval_matches_a_hand_computation():
     dy = decide_at_rung(BLOCKS, "y", rung=10, policy=PAIRED_POOLED)
     assert dy.n_pairs == 2 and (dy.delta, dy.low, dy.high) == pytest.approx((delta_y, low_y, high_y), rel=1e-12)
     # "x" has 3 pairs: its own paired t interval (2 df), as without pooling
-    plain = decide_at_rung(BLOCKS, "x", rung=10, policy=EarlyStopPolicy(rungs=(10,), min_pairs=3))
+    plain = decide_at_rung(BLOCKS, "x", rung=10, policy=EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3))
     dx = decide_at_rung(BLOCKS, "x", rung=10, policy=PAIRED_POOLED)
     assert (dx.delta, dx.low, dx.high, dx.stop) == (plain.delta, plain.low, plain.high, plain.stop)
 
 
 def test_a_config_with_one_seed_is_judged_only_when_the_pooled_df_suffice():
     assert decide_at_rung(BLOCKS, "one", rung=10, policy=PAIRED_POOLED).stop  # 3 df >= 3
-    four = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="pooled-pairs")  # the default: >= 4 df
+    four = EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3, few_pairs="pooled-pairs")  # the default: >= 4 df
     d = decide_at_rung(BLOCKS, "one", rung=10, policy=four)
     assert not d.stop and d.delta is None and d.n_pairs == 1 and "3 df < 4" in d.reason
     # y's second seed gone: 2 df < 3, the same one seed is not judged
@@ -197,7 +199,9 @@ def test_a_config_with_one_seed_is_judged_only_when_the_pooled_df_suffice():
     unpaired = {**BLOCKS, "one": {4: 5.0}}
     d = decide_at_rung(unpaired, "one", rung=10, policy=PAIRED_POOLED)
     assert not d.stop and d.n_pairs == 0
-    assert decide_at_rung(unpaired, "one", rung=10, policy=EarlyStopPolicy(rungs=(10,), few_pairs="pooled-spread")).stop
+    assert decide_at_rung(
+        unpaired, "one", rung=10, policy=EarlyStopPolicy(catch_up=False, rungs=(10,), few_pairs="pooled-spread")
+    ).stop
 
 
 # little seed-to-seed spread: the seed-effect tests shift every config's seed s by one offset b_s
@@ -225,14 +229,14 @@ def test_seed_effects_shared_with_the_leader_cancel_in_the_paired_pooled_rule():
         assert d1.stop == d0.stop and d1.leader == d0.leader == "lead" and d1.reason == d0.reason
         assert (d1.delta, d1.low, d1.high) == pytest.approx((d0.delta, d0.low, d0.high), abs=1e-12)
     assert decide_at_rung(shifted, "one", rung=10, policy=PAIRED_POOLED).stop
-    spread = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="pooled-spread")
+    spread = EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3, few_pairs="pooled-spread")
     assert decide_at_rung(flat, "one", rung=10, policy=spread).stop
     assert not decide_at_rung(shifted, "one", rung=10, policy=spread).stop
 
 
 # the randomized complete block analysis (few_pairs "rcbd"): the additive config + seed fit over every cell at
 # the rung gives the residual variance; d over the seeds shared with the leader, se sqrt(2 s^2 / n)
-RCBD = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="rcbd", min_pooled_df=3)
+RCBD = EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3, few_pairs="rcbd", min_pooled_df=3)
 
 
 def test_rcbd_interval_matches_the_closed_form_of_a_balanced_block_design():
@@ -250,7 +254,7 @@ def test_rcbd_interval_matches_the_closed_form_of_a_balanced_block_design():
     resid = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0, keepdims=True) + y.mean()
     df = 3 * 3
     s2 = float((resid**2).sum()) / df
-    four = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="rcbd")  # min_pooled_df 4 <= 9
+    four = EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3, few_pairs="rcbd")  # min_pooled_df 4 <= 9
     for i, c in enumerate(names[1:], 1):
         d = y[i] - y[0]
         half = sps.t.ppf(0.975, df) * np.sqrt(2 * s2 / 4)
@@ -295,11 +299,13 @@ def test_rcbd_on_unbalanced_cells_matches_an_independent_fit_and_judges_one_seed
 
 
 def test_rcbd_needs_min_pooled_df_residual_df_else_waits_for_min_pairs():
-    four = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="rcbd")  # min_pooled_df 4; BLOCKS has 3 df
+    four = EarlyStopPolicy(
+        catch_up=False, rungs=(10,), min_pairs=3, few_pairs="rcbd"
+    )  # min_pooled_df 4; BLOCKS has 3 df
     d = decide_at_rung(BLOCKS, "one", rung=10, policy=four)
     assert not d.stop and d.delta is None and "1 paired seeds < 3" in d.reason
     # x has 3 pairs: below the df threshold it is the paired t interval alone, as with few_pairs wait
-    wait = EarlyStopPolicy(rungs=(10,), min_pairs=3, few_pairs="wait")
+    wait = EarlyStopPolicy(catch_up=False, rungs=(10,), min_pairs=3, few_pairs="wait")
     assert decide_at_rung(BLOCKS, "x", rung=10, policy=four) == decide_at_rung(BLOCKS, "x", rung=10, policy=wait)
     # one more cell (y's seed 0): 11 cells, df 4: the same single seed is now judged
     more = {**BLOCKS, "y": {**BLOCKS["y"], 0: 1.3}}
@@ -326,15 +332,15 @@ def test_seed_effects_cancel_in_the_rcbd_rule_and_the_leader_is_seed_adjusted():
 
 def test_an_unknown_few_pairs_rule_is_refused_by_name():
     with pytest.raises(UsageError, match="few_pairs 'pooled'"):
-        EarlyStopPolicy(rungs=(10,), few_pairs="pooled")
+        EarlyStopPolicy(catch_up=False, rungs=(10,), few_pairs="pooled")
     with pytest.raises(UsageError, match="min_pooled_df"):
-        EarlyStopPolicy(rungs=(10,), few_pairs="pooled-pairs", min_pooled_df=0)
+        EarlyStopPolicy(catch_up=False, rungs=(10,), few_pairs="pooled-pairs", min_pooled_df=0)
 
 
 @pytest.mark.parametrize(
     ("test", "fields"),
     [
-        (None, {"few_pairs": "pooled-pairs", "log_scale": False}),  # the default
+        (None, {"few_pairs": "pooled-pairs", "log_scale": True, "catch_up": True}),  # the default (issue 34)
         ("paired-pooled", {"few_pairs": "pooled-pairs", "log_scale": False}),
         ("paired-pooled-log", {"few_pairs": "pooled-pairs", "log_scale": True}),
         ("pooled", {"few_pairs": "pooled-spread", "log_scale": False}),
@@ -367,5 +373,5 @@ def test_a_policy_written_before_few_pairs_reads_back_as_the_rule_it_was():
     assert EarlyStopPolicy.from_record({**old, "pool_spread": False}).few_pairs == "wait"
     assert EarlyStopPolicy.from_record({**old, "pool_spread": True, "log_scale": True}).few_pairs == "pooled-spread"
     assert EarlyStopPolicy.from_record({**old, "pool_spread": False, "pool_pairs": True}).few_pairs == "pooled-pairs"
-    now = EarlyStopPolicy(rungs=(10, 20), min_pairs=2)
+    now = EarlyStopPolicy(catch_up=False, rungs=(10, 20), min_pairs=2)
     assert EarlyStopPolicy.from_record(dataclasses.asdict(now)) == now

@@ -40,7 +40,7 @@ def test_a_resume_keeps_a_stopped_config_stopped_when_its_runs_lost_the_decision
     (tmp_path / "curve.py").write_text(CURVE)
     store = tmp_path / "store"
     plan = plan_sweep([sys.executable, str(tmp_path / "curve.py")], group="es", grid=["cfg=a,c"], seeds=4)
-    policy = EarlyStopPolicy(rungs=(5, 20), min_pairs=2)
+    policy = EarlyStopPolicy(catch_up=False, rungs=(5, 20), min_pairs=2)
     first = run_sweep(SweepRequest(plan, store=store, settings=BackendSettings(max_parallel=1), early_stop=policy))
     assert [d.config for d in first.early_stop.stopped] == ["cfg=c"]
     assert "stopped" in [o.status for o in first.outcomes if o.config["cfg"] == "c"]
@@ -73,5 +73,7 @@ def test_a_new_sweep_of_the_same_group_name_does_not_inherit_stops(tmp_path):
         '"low": 0.5, "high": 1.5, "stop": true, "reason": "stale"}}'
     )
     plan = plan_sweep([sys.executable, str(tmp_path / "curve.py")], group="es", grid=["cfg=a"], seeds=2)
-    res = run_sweep(SweepRequest(plan, store=store, early_stop=EarlyStopPolicy(rungs=(5,), min_pairs=2)))
+    res = run_sweep(
+        SweepRequest(plan, store=store, early_stop=EarlyStopPolicy(catch_up=False, rungs=(5,), min_pairs=2))
+    )
     assert res.counts == {"finished": 2} and not stale.exists()

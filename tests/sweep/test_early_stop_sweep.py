@@ -56,7 +56,7 @@ def test_the_clearly_worse_config_is_stopped_at_a_rung_and_the_tie_runs_to_the_e
     (tmp_path / "curve.py").write_text(CURVE)
     store = tmp_path / "store"
     plan = plan_sweep([sys.executable, str(tmp_path / "curve.py")], group="es", grid=["cfg=a,b,c"], seeds=3)
-    policy = EarlyStopPolicy(rungs=(5, 20), **rule)
+    policy = EarlyStopPolicy(catch_up=False, rungs=(5, 20), **rule)
     res = run_sweep(
         SweepRequest(plan, store=store, settings=BackendSettings(max_parallel=2), early_stop=policy, max_retries=0)
     )
@@ -130,10 +130,10 @@ def test_rung_values_take_the_first_logged_step_at_or_past_a_rung_or_the_last_va
     lines = [{"step": 1, "loss": 3.0}, {"step": 4, "acc": 0.1}, {"step": 6, "loss": 2.0}, {"step": 12, "loss": 1.5}]
     (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{torn")
     (tmp_path / "metrics.rank1.jsonl").write_text('{"step": 5, "loss": 99.0}\n')  # another rank: not judged
-    steps = EarlyStopPolicy(rungs=(5, 10, 20))
+    steps = EarlyStopPolicy(catch_up=False, rungs=(5, 10, 20))
     # rung 5: step 6 is the first at or past it that logged loss (step 4 logged none); rung 10: step 12; 20: not yet
     assert rung_values(tmp_path, steps) == {5: 2.0, 10: 1.5}
-    seconds = EarlyStopPolicy(rungs=(1, 3), unit="seconds")
+    seconds = EarlyStopPolicy(catch_up=False, rungs=(1, 3), unit="seconds")
     assert rung_values(tmp_path, seconds, elapsed_s=2.0) == {1: 1.5}  # the last value logged by then
     assert rung_values(tmp_path, seconds) == {}  # no age, no rung in seconds
 
@@ -145,7 +145,7 @@ def test_a_trial_is_read_until_its_last_rung_and_not_after(tmp_path, monkeypatch
 
     plan = plan_sweep([sys.executable, "-c", "pass"], group="g", grid=["cfg=a,b"], seeds=1)
     trial = plan.trials[0]
-    st = stopper_mod.EarlyStopper(EarlyStopPolicy(rungs=(5, 10)), tmp_path, "g")
+    st = stopper_mod.EarlyStopper(EarlyStopPolicy(catch_up=False, rungs=(5, 10)), tmp_path, "g")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     metrics = run_dir / "metrics.jsonl"
@@ -196,7 +196,7 @@ def test_rungs_in_seconds_through_the_cli_stop_the_worse_config_and_record_the_r
     # the 2 s rung stops it
     res = cli(
         "sweep", "--store", str(store), "--grid", "cfg=a,b,c", "--seeds", "2", "-j", "2", "--name", "sec",
-        "--early-stop", "asha", "--rungs", "2s,4s", "--min-seeds", "2", "--max-retries", "0", "--json",
+        "--early-stop", "asha", "--rungs", "2s,4s", "--min-seeds", "2", "--max-retries", "0", "--json", "--no-catch-up",
         "--", sys.executable, str(tmp_path / "flat.py"),
     )  # fmt: skip
     assert res.exit_code == 0, res.stderr  # every trial finished or was stopped early

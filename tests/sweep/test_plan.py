@@ -80,15 +80,15 @@ def test_plan_file_round_trips(tmp_path):
 
 def test_placeholders_are_filled_per_trial_and_replace_the_config_arguments():
     p = plan_sweep(
-        ["python", "t.py", "--lr", "{lr}", "--seed={seed}", "--fmt", "{{lr}}", "{other}"],
+        ["python", "t.py", "--lr", "{lr}", "--seed={seed}", "--fmt", "{{lr}}"],
         group="g",
         grid=["lr=0.1,0.2"],
         seeds=2,
     )
     assert p.placeholders == ("lr", "seed")
     t = p.trials[3]  # lr 0.2, seed 1
-    # {other} is no grid key: kept as written; {{lr}} in an argument without a placeholder stays as it is
-    assert p.command_of(t) == ["python", "t.py", "--lr", "0.2", "--seed=1", "--fmt", "{{lr}}", "{other}"]
+    # {{lr}} in an argument without a placeholder stays as it is
+    assert p.command_of(t) == ["python", "t.py", "--lr", "0.2", "--seed=1", "--fmt", "{{lr}}"]
     assert p.seed_passing == "placeholder {seed} and EXPKIT_SEED"
     assert p.env_of(t) == {"EXPKIT_CONFIG_LR": "0.2"}  # the environment still carries it
 
@@ -104,3 +104,26 @@ def test_a_command_without_placeholders_gets_config_arguments():
     p = plan_sweep(["python", "t.py"], group="g", grid=["lr=0.1"], seeds=1)
     assert p.placeholders == () and p.seed_passing == "EXPKIT_SEED"
     assert p.command_of(p.trials[0]) == ["python", "t.py", "--config", "lr=0.1"]
+
+
+def test_a_placeholder_naming_no_grid_key_is_refused_with_the_close_name():
+    """Issue 34 item 6: ``{lrr}`` used to reach the script as the text ``{lrr}``."""
+    with pytest.raises(
+        UsageError, match=r"placeholder \{lrr\} in argument '\{lrr\}' names no grid key \(did you mean \{lr\}\?\)"
+    ):
+        plan_sweep(["python", "t.py", "--lr", "{lrr}"], group="g", grid=["lr=0.1,0.2"], seeds=2)
+    # a literal brace is still possible
+    plan_sweep(["python", "t.py", "--lr", "{lr}", "{{lrr}}"], group="g", grid=["lr=0.1,0.2"], seeds=2)
+
+
+def test_trials_start_round_robin_by_seed_in_a_recorded_shuffle_of_the_configs():
+    """Issue 34 item 5: trials started in the order the grid was written, a config's seeds in a row."""
+    p = plan_sweep(["t"], group="g", grid=["lr=1,2,3,4,5,6"], seeds=3, order_seed=7)
+    order = p.start_order()
+    assert sorted(t.index for t in order) == list(range(18))
+    assert [t.seed for t in order] == [0] * 6 + [1] * 6 + [2] * 6  # every config's first seed first
+    configs = [t.config["lr"] for t in order[:6]]
+    assert configs != [1, 2, 3, 4, 5, 6] and [t.config["lr"] for t in order[6:12]] == configs
+    again = SweepPlan.from_json(p.to_json())
+    assert again.order_seed == 7 and again.start_order() == order  # the plan file keeps the order
+    assert plan_sweep(["t"], group="g", grid=["lr=1,2,3,4,5,6"], seeds=3, order_seed=8).start_order() != order

@@ -294,3 +294,83 @@ def test_a_signal_after_the_trial_finished_hands_back_its_outcome_not_a_rerun():
     trial._thread.join()
     again = trial.checkpoint()
     assert again.function() == done  # the requeued task's callable returns the outcome, runs nothing
+
+
+# A trial that notes each start (one file per start, so a trial run twice leaves two) and takes a few seconds.
+COUNTED = """\
+import json, os, pathlib, time
+here = pathlib.Path(__file__).parent
+key = f"{os.environ['EXPKIT_CONFIG_LR']}-{os.environ['EXPKIT_SEED']}"
+(here / "starts").mkdir(exist_ok=True)
+(here / "starts" / f"{key}-{time.time_ns()}").touch()
+time.sleep(6)
+lr, seed = float(os.environ["EXPKIT_CONFIG_LR"]), int(os.environ["EXPKIT_SEED"])
+print(json.dumps({"step": 1, "loss": 1.0 + lr + 0.01 * seed}))
+"""
+
+
+@pytest.mark.slow
+def test_a_driver_killed_with_sigkill_is_resumed_without_running_any_trial_twice(
+    slurm_cluster, cli, tmp_path, monkeypatch
+):
+    """Issue 34 items 1-3: ``kill -9`` of the driver while its array runs, then ``--resume`` with no backend flag:
+    the resume runs on Slurm (recorded in the plan), adopts the tasks still queued or running instead of
+    submitting them again, and every (config, seed) ends with exactly one start and one finished run; ``runs ls``
+    lists no broken run (submitit's folder is outside the runs' namespace)."""
+    import signal
+
+    from expkit.sweep.driver import read_backend
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trial.py").write_text(COUNTED)
+    store = tmp_path / "store"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "expkit", "sweep", "--backend", "slurm", "--partition", "debug", "--time", "00:10:00",
+         "--grid", "lr=0.03,0.1", "--seeds", "3", "--name", "kx", "--store", str(store), "--", sys.executable,
+         "trial.py"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    jobs = store / "groups" / "kx.sweep.jobs.jsonl"
+    deadline = time.monotonic() + 120
+    while not (jobs.exists() and len(jobs.read_text().splitlines()) == 6 and (tmp_path / "starts").exists()):
+        assert time.monotonic() < deadline and driver.poll() is None, _log_tail(slurm_cluster)
+        time.sleep(0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    assert read_backend(store, "kx")[0] == "slurm"
+    r = cli("sweep", "--resume", "kx", "--store", str(store), "--json")
+    assert r.exit_code == 0, (r.stdout, r.stderr, _log_tail(slurm_cluster))
+    res = json.loads(r.stdout)["result"]
+    assert res["backend"] == "slurm" and res["complete"]
+    starts = sorted(p.name.rsplit("-", 1)[0] for p in (tmp_path / "starts").iterdir())
+    assert starts == sorted(f"{lr}-{s}" for lr in ("0.03", "0.1") for s in range(3)), starts  # each started once
+    finished = [r for r in list_runs(store, where=["group=kx"]).runs if r.status == "finished"]
+    assert sorted(r.name for r in finished) == [f"kx-t{i:03d}" for i in range(6)]
+    listing = list_runs(store)
+    assert listing.broken == () and (store / ".backends" / "slurm").is_dir() and not (store / "slurm").exists()
+    r = cli("compare", "kx", "--by", "lr", "--store", str(store), "--json")
+    assert r.exit_code == 0, r.stderr
+
+
+def test_a_resume_refuses_a_backend_or_setting_that_conflicts_with_the_recorded_one(cli, tmp_path, monkeypatch):
+    """Issue 34 item 2: the plan file records the backend and its settings; resume uses them."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(Path(__file__).with_name("trial_program.py"), tmp_path / "trial.py")
+    (tmp_path / "fail-1").touch()  # seed 1 fails: the sweep is left to resume
+    store = tmp_path / "store"
+    r = cli("sweep", "--grid", "lr=0.1", "--seeds", "2", "--name", "rb", "--store", str(store), "--cpus-per-trial",
+            "2", "--", sys.executable, "trial.py")  # fmt: skip
+    assert r.exit_code == 1
+    from expkit.sweep.driver import read_backend
+
+    name, settings = read_backend(store, "rb")
+    assert name == "local" and settings.cpus_per_trial == 2.0
+    r = cli("sweep", "--resume", "rb", "--store", str(store), "--backend", "slurm")
+    assert r.exit_code == 2 and "--backend 'slurm' conflicts with the backend sweep 'rb' ran on: 'local'" in r.stderr
+    r = cli("sweep", "--resume", "rb", "--store", str(store), "--cpus-per-trial", "4")
+    assert r.exit_code == 2 and "--cpus-per-trial 4.0 conflicts with the cpus_per_trial sweep 'rb' ran with" in r.stderr
+    (tmp_path / "fail-1").unlink()
+    r = cli("sweep", "--resume", "rb", "--store", str(store), "--json")
+    assert r.exit_code == 0, r.stderr
+    res = json.loads(r.stdout)["result"]
+    assert res["backend"] == "local" and res["threads_per_trial"] == 2  # the recorded settings, not the defaults

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from expkit.cli.flags import level_option
 from expkit.cli.output import emit
 
 
@@ -15,7 +16,8 @@ def compare(
     by: str = typer.Option(
         None,
         "--by",
-        help="Split group A by this config key, as lr or config.lr (exactly two values; the smaller is A).",
+        help="Split group A by this config key, as lr or config.lr (two values: the smaller is A; three or more: "
+        "every value against the best, Holm over the comparisons).",
     ),
     metric: list[str] = typer.Option(
         [],
@@ -30,7 +32,7 @@ def compare(
         help="Direction of every metric (default: lower for loss-like names: "
         "loss, error, ppl, nll, bpb, time, latency, *_s; higher otherwise).",
     ),
-    level: float = typer.Option(0.95, "--level", help="Confidence level of the intervals."),
+    level: float = level_option(help="Confidence level of the intervals, in (0, 1)."),
     curves: Path = typer.Option(
         None,
         "--curves",
@@ -50,15 +52,29 @@ def compare(
 
       expkit compare lr --by lr_max
 
+      expkit compare grid3x3 --by lr --metric loss     (3 values: each against the best, with Holm)
+
       expkit compare baseline new --metric val_loss --curves cmp.png --json
     """
     from expkit.errors import UsageError
-    from expkit.render.sweep import draw_comparison_curves, print_comparison
-    from expkit.sweep.compare import compare_groups
+    from expkit.render.sweep import draw_comparison_curves, print_best_comparison, print_comparison
+    from expkit.sweep.compare import BestComparison, compare_by, compare_groups
 
     if curves is not None and curves.suffix.lower() not in (".png", ".svg"):
         raise UsageError(f"--curves {curves} must end in .png or .svg")
-    cmp = compare_groups(a, b, by=by, store=store, metrics=tuple(metric), lower_is_better=lower_is_better, level=level)
+    if by is not None and b is not None:
+        raise UsageError("compare two groups (a and b) or one group split by a config key (by)")
+    ask = {"store": store, "metrics": tuple(metric), "lower_is_better": lower_is_better, "level": level}
+    if by is not None:
+        found = compare_by(a, by, **ask)
+        if isinstance(found, BestComparison):
+            if curves is not None:
+                raise UsageError(f"--curves draws two sides; --by {by} has {len(found.sides)} values")
+            emit(found, json_out, human=print_best_comparison)
+            return
+        cmp = found
+    else:
+        cmp = compare_groups(a, b, **ask)
     if curves is not None:
         cmp = draw_comparison_curves(cmp, curves, ema=ema, level=level)
     emit(cmp, json_out, human=print_comparison)

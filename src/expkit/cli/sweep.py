@@ -19,6 +19,7 @@ _FLAGS = {
     "cpus_per_trial": "--cpus-per-trial",
     "gpus_per_trial": "--gpus-per-trial",
     "partition": "--partition",
+    "time_limit": "--time",
     "max_retries": "--max-retries",
 }
 
@@ -29,11 +30,11 @@ def sweep(
     seeds: int = typer.Option(1, "--seeds", "-s", help="Seeds per config: 0..N-1, handed over as EXPKIT_SEED."),
     name: str = typer.Option(None, "--name", "-n", help="The sweep's group name (default sweep-<time>)."),
     backend: str = typer.Option(
-        "local",
+        None,
         "--backend",
         help="Where trials run, a name in expkit.sweep.backends.BACKENDS: "
         + ", ".join(backend_names())
-        + " (local: processes here).",
+        + " (default local: processes here; with --resume, the backend and settings the sweep recorded).",
     ),
     address: str = typer.Option(
         None,
@@ -83,7 +84,7 @@ def sweep(
         3, "--min-seeds", help="Seeds paired with the leader at a rung before the paired interval is used."
     ),
     stop_test: str = typer.Option(
-        "paired-pooled",
+        "paired-pooled-log",
         "--stop-test",
         help="How a config with fewer than --min-seeds pairs is judged. paired-pooled: by the interval of its "
         "seed-paired differences from the leader, their variance pooled over configs (>= 4 pooled df; else it "
@@ -91,8 +92,14 @@ def sweep(
         "over configs (not paired); paired-rcbd: every config by its paired differences, their variance from the "
         "config + seed fit over every config and seed at the rung (>= 4 df); -log: the same on log(metric), for a "
         "positive loss "
-        "(benchmarks/bench_early_stop.py, char LM grid, trials one at a time: paired-pooled 65% of the grid's "
-        "compute at 100% agreement, paired 78%, pooled-log 58% at 99%).",
+        "(benchmarks/bench_early_stop.py; docs/sweep.md has the figures on three recorded grids).",
+    ),
+    catch_up: bool = typer.Option(
+        True,
+        "--catch-up/--no-catch-up",
+        help="Judge each seed's value at a rung projected to the end by how much the config's finished seeds "
+        "still gained after that rung (a config with no finished seed is not stopped): curves that cross are "
+        "not stopped on their early values. --no-catch-up judges the values at the rung as they are.",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the sweep result as JSON."),
 ) -> None:
@@ -121,6 +128,10 @@ def sweep(
       expkit sweep --grid lr=0.001,0.01,0.1 --seeds 4 --early-stop asha --rungs 10,30,90 -- python train.py
 
       expkit sweep --resume lr
+
+    A resume runs on the backend and settings the sweep recorded (a conflicting --backend or setting is exit 2)
+    and adopts the trials a killed driver left queued or running on Slurm instead of submitting them again.
+    Trials start round-robin by seed, the configs in a seeded shuffle the plan file records.
     """
     from expkit.errors import UsageError
     from expkit.render.sweep import print_sweep_result, sweep_progress
@@ -136,6 +147,7 @@ def sweep(
     elif not command:
         raise UsageError("no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
     else:
+        _refuse_expkit_subcommand(list(command))
         plan = plan_sweep(list(command), group=name, grid=grid, seeds=seeds, config_args=not no_config_args)
     policy = None
     if early_stop is not None or rungs is not None:
@@ -151,6 +163,7 @@ def sweep(
             metric=stop_metric,
             lower_is_better=stop_mode == "min",
             min_pairs=min_seeds,
+            catch_up=catch_up,
             **STOP_TESTS[stop_test],
         )
     request = SweepRequest(
@@ -176,6 +189,24 @@ def sweep(
         res = run_sweep(request, on_progress=update)
     emit(res, json_out, human=print_sweep_result)
     res.raise_unless_complete()
+
+
+def _refuse_expkit_subcommand(command: list[str]) -> None:
+    """``expkit sweep compare kx`` runs ``compare`` as every trial's program: refuse a command whose program is
+    one of expkit's own subcommand names and no program on PATH, and say what was probably meant."""
+    import shutil
+
+    from expkit.cli.app import app
+    from expkit.errors import UsageError
+
+    names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    program = command[0]
+    if program in names and shutil.which(program) is None:
+        raise UsageError(
+            f"the trial command {' '.join(command)!r} starts with {program!r}, an expkit command, not a program",
+            hint=f"to run it once: expkit {' '.join(command)}; to sweep it: expkit sweep ... -- expkit "
+            + " ".join(command),
+        )
 
 
 def register(root: typer.Typer) -> None:

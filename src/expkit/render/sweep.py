@@ -12,10 +12,16 @@ from typing import TYPE_CHECKING
 from expkit.render.console import err_console, fitted_table, out_console
 
 if TYPE_CHECKING:
-    from expkit.sweep.compare import Comparison
+    from expkit.sweep.compare import BestComparison, Comparison
     from expkit.sweep.driver import SweepProgress, SweepResult
 
-__all__ = ["draw_comparison_curves", "print_comparison", "print_sweep_result", "sweep_progress"]
+__all__ = [
+    "draw_comparison_curves",
+    "print_best_comparison",
+    "print_comparison",
+    "print_sweep_result",
+    "sweep_progress",
+]
 
 
 @contextmanager
@@ -117,6 +123,26 @@ def print_comparison(cmp: Comparison) -> None:
     )
     if cmp.curves:
         con.print(f"curves: {cmp.curves}")
+
+
+def print_best_comparison(cmp: BestComparison) -> None:
+    """One row per (metric, value): the value against the best one, its interval, raw and Holm p, verdict."""
+    con = out_console()
+    sizes = ", ".join(f"{s.label} ({len(s.run_ids)} runs)" for s in cmp.sides)
+    table = fitted_table(
+        "metric", "best", "value", "mean", "minus best (interval)", "method", "p", "p Holm", "verdict",
+        title=f"group {cmp.group} by {cmp.by}: every value against the best: {sizes}",
+    )  # fmt: skip
+    for r in cmp.rows:
+        m = r.comparison
+        table.add_row(
+            r.metric, f"{r.best} ({m.mean_a:.4g})", r.other, f"{m.mean_b:.4g}",
+            f"{m.delta:+.4g} \\[{m.low:+.4g}, {m.high:+.4g}]", f"{m.method} (n {m.n_a}/{m.n_b})",
+            f"{m.p_value:.3g}", f"{r.p_holm:.3g}", r.verdict,
+        )  # fmt: skip
+    con.print(table)
+    if cmp.rows:
+        con.print(f"{round(100 * cmp.rows[0].comparison.level)}% intervals; {'; '.join(cmp.notes)}")
 
 
 def draw_comparison_curves(cmp: Comparison, path: Path, *, ema: float = 0.0, level: float = 0.95) -> Comparison:

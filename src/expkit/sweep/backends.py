@@ -270,6 +270,12 @@ class RayBackend:
     def submit(self, job: TrialJob) -> Hashable:
         return self._task.remote(job)
 
+    def ref_of(self, handle: Hashable) -> str | None:
+        """The task's object id, recorded in the sweep's jobs file. There is nothing to adopt on a resume: a
+        Ray task dies with the driver that owns it, and its command with it (``execute``'s parent-death
+        signal), so its trial runs again."""
+        return str(handle.hex())  # type: ignore[attr-defined]
+
     def wait(self, handles: list[Hashable], timeout_s: float) -> list[Hashable]:
         ready, _ = self._ray.wait(handles, num_returns=1, timeout=timeout_s)
         if ready:  # take whatever else is ready too, without waiting

@@ -23,9 +23,12 @@ from expkit.runs.runrecord import RunRecord
 from expkit.runs.store import list_runs, read_record, resolve_store
 
 __all__ = [
+    "AgainstBest",
+    "BestComparison",
     "Comparison",
     "MetricComparison",
     "Side",
+    "compare_by",
     "compare_groups",
     "config_value",
     "curve_set_of",
@@ -49,6 +52,9 @@ _OBJECTIVE_LIKE = re.compile(
 )
 NOT_JUDGED = "not judged: not an objective by its name (name it with --metric to judge it)"
 NO_SEED_EFFECT = "no verdict: the seeds had no effect"
+# Seed-to-seed spreads at or under this fraction of the values' size are numerical noise (unordered GPU
+# reductions, threads summing in another order: ~1e-9 relative in float64, ~1e-7 in float32), not a seed effect.
+SEED_NOISE_REL = 1e-7
 
 
 def is_objective_like(metric: str) -> bool:
@@ -190,7 +196,29 @@ def _runs_of_group(root: Path, group: str) -> _GroupRuns:
             )
         elif r.status == "finished":
             runs.append(rec)
+    _refuse_duplicates(group, runs)
     return _GroupRuns(runs, stopped)
+
+
+def _refuse_duplicates(group: str, runs: list[RunRecord]) -> None:
+    """Two finished runs of one (config, seed) are one seed run twice (a sweep resumed after its driver was
+    killed, on a backend that kept running its trials), not two seeds: refuse, naming them."""
+    import orjson
+
+    seen: dict[tuple[bytes, int | None], list[str]] = {}
+    for rec in runs:
+        key = (orjson.dumps(_config_of(rec), option=orjson.OPT_SORT_KEYS), _seed_of(rec))
+        seen.setdefault(key, []).append(rec.id)
+    dups = [(k, ids) for k, ids in seen.items() if len(ids) > 1 and k[1] is not None]
+    if dups:
+        (config, seed), ids = dups[0]
+        raise UsageError(
+            f"group {group!r} has {len(ids)} finished runs of config {config.decode()} seed {seed}: "
+            f"{', '.join(sorted(ids))}"
+            + (f" (and {len(dups) - 1} more such (config, seed))" if len(dups) > 1 else "")
+            + "; they are one seed run twice, not two seeds",
+            hint="keep one run of each (config, seed): move the others out of the group or the store",
+        )
 
 
 def _stopped_note(group: str, stopped: dict[str, str]) -> str:
@@ -241,7 +269,9 @@ def _value_text(v: Any) -> str:
 _SideRuns = tuple[str, list[RunRecord]]
 
 
-def _split(root: Path, group: str, of_group: _GroupRuns, by: str) -> tuple[_SideRuns, _SideRuns]:
+def _split_all(root: Path, group: str, of_group: _GroupRuns, by: str) -> list[_SideRuns]:
+    """The group's finished runs by the value of config key ``by``, one side per value (sorted when the
+    values sort), labelled ``key=value``."""
     runs = of_group.runs
     if not runs:
         raise UsageError(f"group {group!r} has no finished runs in {root}", hint="list them with `expkit runs ls`")
@@ -256,19 +286,24 @@ def _split(root: Path, group: str, of_group: _GroupRuns, by: str) -> tuple[_Side
                 hint=f"its keys: {', '.join(sorted(cfg)) or 'none'}",
             )
         by_value.setdefault(value, []).append(rec)
-    by = key
-    if len(by_value) != 2:
-        raise UsageError(
-            f"by={by!r} splits group {group!r} into {len(by_value)} values "
-            f"({', '.join(_value_text(v) for v in by_value)}); compare needs exactly 2"
-            + (f"; {_stopped_note(group, of_group.stopped)}" if of_group.stopped else ""),
-            hint="compare two groups instead, or sweep two values of the key",
-        )
     try:
         keys = sorted(by_value)
     except TypeError:
         keys = list(by_value)
-    return tuple((f"{by}={_value_text(k)}", by_value[k]) for k in keys)  # type: ignore[return-value]
+    return [(f"{key}={_value_text(k)}", by_value[k]) for k in keys]
+
+
+def _split(root: Path, group: str, of_group: _GroupRuns, by: str) -> tuple[_SideRuns, _SideRuns]:
+    sides = _split_all(root, group, of_group, by)
+    if len(sides) != 2:
+        raise UsageError(
+            f"by={by.removeprefix('config.')!r} splits group {group!r} into {len(sides)} values "
+            f"({', '.join(label.partition('=')[2] for label, _ in sides)}); compare needs exactly 2"
+            + (f"; {_stopped_note(group, of_group.stopped)}" if of_group.stopped else ""),
+            hint="compare two groups instead, or sweep two values of the key"
+            + (" (compare_by / `expkit compare GROUP --by KEY` gives every value against the best)" if sides else ""),
+        )
+    return sides[0], sides[1]
 
 
 class _Sides(NamedTuple):
@@ -406,12 +441,32 @@ def _choose_metrics(shared: set[str], named: tuple[str, ...]) -> tuple[tuple[str
     return judged, tuple(m for m in sorted(shared) if m not in judged)
 
 
-def _seeds_had_no_effect(side: Side, finals: list[dict[str, float]], metric: str) -> bool:
-    """Whether two or more distinct seeds of one side all ended at exactly the same value of ``metric``
-    (a command that never used its seed: the same run repeated, not a sample of seeds)."""
+def _seeds_had_no_effect(side: Side, finals: list[dict[str, float]], metric: str, stored: float | None) -> bool:
+    """Whether two or more distinct seeds of one side all ended within numerical noise of each other on
+    ``metric`` (a command that never used its seed: the same run repeated, not a sample of seeds). The noise:
+    SEED_NOISE_REL of the values' size, or ``stored`` (twice the difference between two runs of one seed that
+    ``expkit runs determinism`` stored for the group), whichever is larger; exact equality missed float jitter
+    (issue 34 item 4)."""
     seeds = {s for s in side.seeds if s is not None}
-    values = {f[metric] for f in finals if math.isfinite(f[metric])}
-    return len(seeds) >= 2 and len(finals) >= 2 and len(values) == 1
+    values = [f[metric] for f in finals if math.isfinite(f[metric])]
+    if len(seeds) < 2 or len(values) < 2:
+        return False
+    floor = max(SEED_NOISE_REL * max(abs(v) for v in values), stored or 0.0)
+    return max(values) - min(values) <= floor
+
+
+def _repeat_floor(root: Path, group: str) -> dict[str, float]:
+    """Metric -> the largest difference between two runs of one seed that ``expkit runs determinism`` stored
+    for ``group`` (its nondeterminism: the floor under which seeds cannot be told from jitter); {} when none."""
+    import orjson
+
+    from expkit.runs.store import validate_name
+
+    path = root / "groups" / f"{validate_name(group, what='group name')}.json"
+    if not path.exists():
+        return {}
+    found = orjson.loads(path.read_bytes()).get("repeat_max_abs_diff") or {}
+    return {str(k): float(v) for k, v in found.items() if isinstance(v, (int, float)) and math.isfinite(v)}
 
 
 def compare_groups(
@@ -458,20 +513,14 @@ def compare_groups(
         common_seeds = sorted(s for s in side_a.seeds if s is not None)
         notes.append(f"paired by seed: both sides ran seeds {', '.join(map(str, common_seeds))}")
 
-    def numeric(rec: RunRecord) -> dict[str, float]:
-        return {
-            k: float(v)
-            for k, v in rec.final_metrics.items()
-            if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
-        }
-
-    fa = [numeric(r) for r in _by_seed(runs_a)]
-    fb = [numeric(r) for r in _by_seed(runs_b)]
+    fa = [_numeric(r) for r in _by_seed(runs_a)]
+    fb = [_numeric(r) for r in _by_seed(runs_b)]
     shared = set.intersection(*(set(f) for f in fa + fb))
     judged, listed = _choose_metrics(shared, metrics)
     if not judged:
         notes.append("no shared metric looks like an objective (loss, accuracy, reward ...): name one with --metric")
     stored = read_noise_floor(root, a) if by is None else None
+    repeat = _repeat_floor(root, a)
     out = []
     for m in (*judged, *listed):
         if lower_is_better is None:
@@ -496,18 +545,128 @@ def compare_groups(
             if m in judged:
                 raise
             continue  # a metric only listed, without two finite values a side: nothing to list
-        unmoved = [side.label for side, fs in ((side_a, fa), (side_b, fb)) if _seeds_had_no_effect(side, fs, m)]
+        floor = 2 * repeat[m] if m in repeat else None
+        unmoved = [side.label for side, fs in ((side_a, fa), (side_b, fb)) if _seeds_had_no_effect(side, fs, m, floor)]
         if m in listed:
             mc = replace(mc, verdict=NOT_JUDGED, judged=False, seeds_needed=None)
         elif unmoved:
             mc = replace(mc, verdict=NO_SEED_EFFECT, judged=False, seeds_needed=None)
             notes.append(
-                f"{m}: every seed of {' and of '.join(unmoved)} gave the same final value, so the seeds had no "
+                f"{m}: every seed of {' and of '.join(unmoved)} gave the same final value (within numerical noise: "
+                f"{SEED_NOISE_REL:g} relative"
+                + (f" or twice the same-seed difference {floor:.3g} `runs determinism` stored" if floor else "")
+                + "), so the seeds had no "
                 "effect (the command ignores EXPKIT_SEED? pass {seed} in the command or seed from it): the "
                 "interval is not a seed-to-seed spread and no verdict is given"
             )
         out.append(mc)
     return Comparison(side_a, side_b, str(root), split, tuple(out), tuple(notes))
+
+
+@dataclass(frozen=True)
+class AgainstBest:
+    """One value of the split key against the best one for one metric: ``comparison`` has A = the best
+    (``best``), B = this one (``other``); ``p_holm`` is its p-value adjusted by Holm over the family of every
+    value against the best for this metric; ``verdict``: ``worse than the best`` when ``p_holm`` is under
+    1 - level (and B is on the worse side), else ``not told apart from the best``."""
+
+    metric: str
+    best: str
+    other: str
+    comparison: MetricComparison
+    p_holm: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class BestComparison:
+    """Group ``group`` split by config key ``by`` into three or more values: per judged metric, every value
+    against the best (the best mean), Holm over the comparisons of each metric."""
+
+    group: str
+    by: str
+    store: str
+    sides: tuple[Side, ...]
+    rows: tuple[AgainstBest, ...]
+    notes: tuple[str, ...]
+
+
+def compare_by(
+    a: str,
+    by: str,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    metrics: tuple[str, ...] = (),
+    lower_is_better: bool | None = None,
+    level: float = 0.95,
+) -> Comparison | BestComparison:
+    """Group ``a`` split by config key ``by``: two values -> ``compare_groups`` (B against A); three or more ->
+    every value against the best one per metric, with Holm's correction over those comparisons (a 3 x 3
+    sweep gets its verdict in one call).
+
+    Example:
+        >>> compare_by("lr", "lr", metrics=("loss",))  # doctest: +SKIP
+    """
+    from expkit.stats.multiplicity import holm_adjust
+
+    root = resolve_store(store)
+    of_group = _runs_of_group(root, a)
+    sides = _split_all(root, a, of_group, by)
+    if len(sides) <= 2:
+        return compare_groups(a, by=by, store=store, metrics=metrics, lower_is_better=lower_is_better, level=level)
+    notes = [_stopped_note(a, of_group.stopped)] if of_group.stopped else []
+    finals = {label: [_numeric(r) for r in _by_seed(runs)] for label, runs in sides}
+    side_of = {label: _side(label, runs) for label, runs in sides}
+    shared = set.intersection(*(set(f) for fs in finals.values() for f in fs))
+    judged, _ = _choose_metrics(shared, metrics)
+    if not judged:
+        notes.append("no shared metric looks like an objective (loss, accuracy, reward ...): name one with --metric")
+    repeat = _repeat_floor(root, a)
+    rows: list[AgainstBest] = []
+    for m in judged:
+        lower = is_loss_like(m) if lower_is_better is None else lower_is_better
+        source = (
+            ("default: " + ("loss-like name" if lower else "not a loss-like name"))
+            if lower_is_better is None
+            else "as given"
+        )
+        sign = 1.0 if lower else -1.0
+        best = min(finals, key=lambda lab: sign * float(np.mean([f[m] for f in finals[lab]])))
+        pairs = []
+        for label in finals:
+            if label == best:
+                continue
+            paired = _pairable(side_of[best], side_of[label])
+            ka = side_of[best].seeds if paired else tuple(range(len(finals[best])))
+            kb = side_of[label].seeds if paired else tuple(range(len(finals[label])))
+            mc = _compare_metric(
+                m,
+                dict(zip(ka, (f[m] for f in finals[best]), strict=True)),
+                dict(zip(kb, (f[m] for f in finals[label]), strict=True)),
+                paired=paired, level=level, lower_is_better=lower, direction_source=source, stored_floor=None,
+            )  # fmt: skip
+            pairs.append((label, mc))
+        unmoved = [lab for lab in finals if _seeds_had_no_effect(side_of[lab], finals[lab], m, 2 * repeat.get(m, 0.0))]
+        if unmoved:
+            notes.append(f"{m}: every seed of {', '.join(unmoved)} gave the same final value: no verdicts on {m}")
+        adjusted = holm_adjust([mc.p_value for _, mc in pairs])
+        for (label, mc), p_holm in zip(pairs, adjusted, strict=True):
+            worse = p_holm < 1 - level and (mc.delta > 0) == lower
+            verdict = NO_SEED_EFFECT if unmoved else "worse than the best" if worse else "not told apart from the best"
+            rows.append(AgainstBest(m, best, label, mc, float(p_holm), verdict))
+    notes.append(
+        f"every value against the best per metric; Holm over the {len(sides) - 1} comparisons of each metric; "
+        "intervals unadjusted"
+    )
+    return BestComparison(a, by.removeprefix("config."), str(root), tuple(side_of.values()), tuple(rows), tuple(notes))
+
+
+def _numeric(rec: RunRecord) -> dict[str, float]:
+    return {
+        k: float(v)
+        for k, v in rec.final_metrics.items()
+        if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
 
 
 def curve_set_of(cmp: Comparison, *, metric: str, ema: float | None = None, level: float = 0.95) -> Any:

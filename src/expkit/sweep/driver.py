@@ -11,7 +11,15 @@ Faults, and what the sweep does about each:
 - Ctrl-C (SIGINT) or SIGTERM to the sweep: no new trial starts, running ones get SIGTERM (SIGKILL after
   10 s) and their runs are marked ``killed``; the result says how to resume;
 - ``resume``: trials whose run (by name, ``<group>-tNNN``) finished or was stopped early are skipped; the rest
-  run. Nothing that finished runs twice.
+  run. Nothing that finished runs twice. The backend and its settings come from the sweep's plan file (a
+  conflicting backend or setting is refused). A trial handed to a backend whose jobs outlive the driver
+  (Slurm) is in ``<group>.sweep.jobs.jsonl`` with its job id from the moment it was submitted: a resume after
+  the driver was killed (``kill -9``) adopts the jobs still queued or running (waits for them and takes their
+  result) and submits only the trials that never ran or ended unfinished. Ray's task ids are recorded too; a
+  Ray task dies with the driver that owns it (and its command with it: ``execute``'s parent-death signal), so
+  its trial runs again.
+- trials start round-robin by seed, the configs in a seeded shuffle recorded in the plan
+  (``SweepPlan.start_order``): early stopping sees every config at a rung before a second seed of any.
 
 Early stopping (``SweepRequest.early_stop``, an ``EarlyStopPolicy``): the driver reads each running trial's
 metrics as it logs them (``expkit.sweep.stopper``) and applies the seed-aware rule at each rung; a config the
@@ -34,6 +42,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from expkit.errors import ExpkitError
 from expkit.runs.store import RunSummary, list_runs, read_record, resolve_store, write_json_atomic, write_record
@@ -200,9 +210,12 @@ class SweepRequest:
         plan: from ``plan_sweep``; written to ``<store>/groups/<group>.sweep.json`` for a later resume.
         resume: the group of an earlier sweep in this store; its plan is read back.
         store: the run store (default ``$EXPKIT_STORE`` or ``./runs``); with Ray, on a shared filesystem.
-        backend: a name in ``expkit.sweep.backends.BACKENDS`` (``local``: processes here; ``ray``).
+        backend: a name in ``expkit.sweep.backends.BACKENDS`` (``local``: processes here; ``ray``; ``slurm``);
+            None: ``local`` for a new sweep, the recorded one on a resume (another name is refused).
         settings: parallelism, cluster address and per-trial CPUs/GPUs (see BackendSettings); the
-            per-trial CPUs are also each trial's ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``.
+            per-trial CPUs are also each trial's ``OMP_NUM_THREADS``/``MKL_NUM_THREADS``. Recorded in the plan
+            file; on a resume the fields left at their defaults take the recorded values, ``max_parallel`` may
+            change, and any other field set to a value that differs from the recorded one is refused.
         max_retries: extra attempts for a trial whose process was killed or whose worker died.
         early_stop: the seed-aware early-stopping rule to apply at its rungs (None: every trial runs to its
             end). Kept beside the plan; a resume without one continues with the sweep's own.
@@ -211,8 +224,8 @@ class SweepRequest:
     plan: SweepPlan | None = None
     resume: str | None = None
     store: str | os.PathLike[str] | None = None
-    backend: str = "local"
-    settings: BackendSettings = dataclasses.field(default_factory=BackendSettings)
+    backend: str | None = None
+    settings: BackendSettings | None = None
     max_retries: int = 1
     early_stop: EarlyStopPolicy | None = None
 
@@ -258,6 +271,83 @@ def _policy_of(request: SweepRequest, root: Path, group: str) -> EarlyStopPolicy
 _DECISION_FIELDS = tuple(f.name for f in dataclasses.fields(RungDecision))
 
 
+def _backend_of(request: SweepRequest, root: Path, group: str) -> tuple[str, BackendSettings]:
+    """The backend and settings to run on: the request's for a new sweep; on a resume the ones the plan file
+    recorded, with ``max_parallel`` and unset fields from the request (issue 34 item 2: a Slurm sweep resumed
+    without ``--backend`` ran on the local machine).
+
+    Raises:
+        UsageError: a resume whose backend or a setting conflicts with the recorded one.
+    """
+    from expkit.errors import UsageError
+
+    given = request.settings or BackendSettings()
+    recorded = read_backend(root, group) if request.resume is not None else None
+    if recorded is None:  # a new sweep, or a plan written before backends were recorded
+        return request.backend or "local", given
+    name, saved = recorded
+    where = plan_path(root, group)
+    if request.backend is not None and request.backend != name:
+        raise UsageError(
+            f"backend {request.backend!r} conflicts with the backend sweep {group!r} ran on: {name!r} ({where})",
+            hint="resume without a backend to continue where it ran, or start a new sweep under another name",
+        )
+    default = BackendSettings()
+    merged: dict[str, Any] = {}
+    for f in dataclasses.fields(BackendSettings):
+        mine, theirs = getattr(given, f.name), getattr(saved, f.name)
+        if f.name == "max_parallel" or mine == getattr(default, f.name) or mine == theirs:
+            merged[f.name] = theirs if mine == getattr(default, f.name) else mine
+            continue
+        raise UsageError(
+            f"{f.name} {mine!r} conflicts with the {f.name} sweep {group!r} ran with: {theirs!r} ({where})",
+            hint="resume without it to keep the recorded value, or start a new sweep under another name",
+        )
+    return name, BackendSettings(**merged)
+
+
+def read_backend(root: Path, group: str) -> tuple[str, BackendSettings] | None:
+    """The backend name and settings a sweep of ``group`` recorded in its plan file (None: none recorded)."""
+    import orjson
+
+    path = plan_path(root, group)
+    saved = orjson.loads(path.read_bytes()).get("backend") if path.exists() else None
+    if not saved:
+        return None
+    known = {f.name for f in dataclasses.fields(BackendSettings)}
+    return str(saved["name"]), BackendSettings(**{k: v for k, v in saved["settings"].items() if k in known})
+
+
+def _record_backend(root: Path, plan: SweepPlan, name: str, settings: BackendSettings) -> None:
+    write_json_atomic(
+        plan_path(root, plan.group),
+        {**plan.to_json(), "backend": {"name": name, "settings": dataclasses.asdict(settings)}},
+    )
+
+
+def _jobs_path(root: Path, group: str) -> Path:
+    """``<group>.sweep.jobs.jsonl``: one line per attempt handed to a backend that names it (Slurm job id, Ray
+    task id), written as soon as the backend has the id."""
+    return plan_path(root, group).with_suffix(".jobs.jsonl")
+
+
+def _read_jobs(root: Path, group: str) -> dict[int, dict[str, Any]]:
+    """Trial index -> its last recorded job (a torn last line from a killed driver is skipped)."""
+    import orjson
+
+    path = _jobs_path(root, group)
+    out: dict[int, dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    for line in path.read_bytes().splitlines():
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        out[int(row["trial"])] = row
+    return out
+
+
 def _not_started(trial: Trial) -> TrialOutcome:
     return TrialOutcome(trial.index, trial.label, trial.config, trial.seed, "not started", 0, None, None, 0.0, {}, None)
 
@@ -280,6 +370,7 @@ def _open_plan(request: SweepRequest, root: Path) -> tuple[SweepPlan, dict[str, 
         )
     write_plan(root, plan)
     _stopped_path(root, plan.group).unlink(missing_ok=True)  # a new sweep: no earlier sweep's stops apply to it
+    _jobs_path(root, plan.group).unlink(missing_ok=True)
     return plan, done
 
 
@@ -299,7 +390,7 @@ class _SweepLoop:
         self.plan, self.root, self.be, self.on_progress = plan, root, backend, on_progress
         self.stopper = EarlyStopper(policy, root, plan.group) if policy is not None else None
         self.max_retries = request.max_retries
-        self.threads = max(1, int(request.settings.cpus_per_trial))
+        self.threads = max(1, int((request.settings or BackendSettings()).cpus_per_trial))
         self.base_env = {"OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads)}
         self.cwd = str(Path.cwd())
         self.outcomes: dict[int, TrialOutcome] = {}
@@ -308,6 +399,7 @@ class _SweepLoop:
         self.counts = {"finished": 0, "failed": 0, "retried": 0}
         self.unreported: set[str] = set()  # cancelled trials whose run id never came back
         self.earlier: dict[int, list[dict[str, Any]]] = {}  # trial index -> its attempts that were retried
+        self.unjournaled: list[Hashable] = []  # submitted handles whose job id is not in the jobs file yet
 
     def skip_done(self, done: dict[str, RunSummary]) -> None:
         """Trials that finished in an earlier sweep are ``done before``, those stopped early ``stopped``
@@ -329,7 +421,51 @@ class _SweepLoop:
                 stopped_configs[config_key(t)] = _decision_of(found)
         if self.stopper is not None:
             self.stopper.table.stopped.update(stopped_configs | _read_stopped(self.root, self.plan.group))
-        self.queue.extend((t, 1) for t in self.plan.trials if t.index not in self.outcomes)
+        self.queue.extend((t, 1) for t in self.plan.start_order() if t.index not in self.outcomes)
+
+    def adopt_submitted(self) -> None:
+        """A resume: the queued trials whose job (from the jobs file) the backend still has queued or running are
+        put in flight again, not submitted a second time (issue 34 item 1)."""
+        adopt = getattr(self.be, "adopt", None)
+        jobs = _read_jobs(self.root, self.plan.group)
+        if adopt is None or not jobs:
+            return
+        kept: deque[tuple[Trial, int]] = deque()
+        for trial, attempt in self.queue:
+            row = jobs.get(trial.index)
+            handle = adopt(row["ref"], self.job_of(trial, attempt)) if row and row["backend"] == self.be.name else None
+            if row is None or handle is None:
+                kept.append((trial, attempt))
+                continue
+            self.inflight[handle] = (trial, int(row["attempt"]))
+            if self.stopper is not None:
+                self.stopper.start(trial)
+            self.report(f"{trial.label}: adopted {self.be.name} job {row['ref']} (submitted before the resume)")
+        self.queue = kept
+
+    def journal(self) -> None:
+        """Append the job ids the backend now has for the submitted handles to the jobs file."""
+        ref_of = getattr(self.be, "ref_of", None)
+        if ref_of is None or not self.unjournaled:
+            return
+        lines, waiting = [], []
+        for h in self.unjournaled:
+            if h not in self.inflight:
+                continue
+            ref = ref_of(h)
+            if ref is None:
+                waiting.append(h)
+                continue
+            trial, attempt = self.inflight[h]
+            lines.append(
+                orjson.dumps({"trial": trial.index, "attempt": attempt, "backend": self.be.name, "ref": ref}) + b"\n"
+            )
+        self.unjournaled = waiting
+        if lines:
+            with open(_jobs_path(self.root, self.plan.group), "ab") as f:
+                f.write(b"".join(lines))
+                f.flush()
+                os.fsync(f.fileno())
 
     def report(self, event: str) -> None:
         if self.on_progress is None:
@@ -416,16 +552,20 @@ class _SweepLoop:
                 if self.stopper is not None and config_key(trial) in self.stopper.stopped:
                     self.skip_stopped(trial)
                     continue
-                self.inflight[be.submit(self.job_of(trial, attempt))] = (trial, attempt)
+                handle = be.submit(self.job_of(trial, attempt))
+                self.inflight[handle] = (trial, attempt)
+                self.unjournaled.append(handle)
                 if self.stopper is not None:
                     self.stopper.start(trial)
                 self.report(f"{trial.label}: started" + (f" (attempt {attempt})" if attempt > 1 else ""))
             newly: list[str] = []
-            for h in be.wait(list(self.inflight), POLL_S) if self.inflight else []:
+            ended = be.wait(list(self.inflight), POLL_S) if self.inflight else []
+            self.journal()  # the backend has submitted what was handed over: its job ids go to the jobs file
+            for h in ended:
                 trial, attempt = self.inflight.pop(h)
                 res = be.outcome(h)
                 if self.stopper is not None:
-                    newly += self.stopper.end(trial, res.run_dir)
+                    newly += self.stopper.end(trial, res.run_dir, finished=res.status == "finished")
                 self.settle(trial, attempt, res, cancelled=False)
             if self.stopper is not None:
                 for key in dict.fromkeys(newly + self.stopper.poll()):
@@ -609,10 +749,16 @@ def _sweep_lock(root: Path, group: str) -> Iterator[None]:
 
 def _run_locked(request: SweepRequest, root: Path, on_progress: Callable[[SweepProgress], None] | None) -> SweepResult:
     plan, done = _open_plan(request, root)
+    name, settings = _backend_of(request, root, plan.group)
+    request = dataclasses.replace(request, backend=name, settings=settings)
+    be = make_backend(name, settings)
+    _record_backend(root, plan, name, settings)
     policy = _policy_of(request, root, plan.group)
-    be = make_backend(request.backend, request.settings)
+    if policy is not None:
+        _warm_imports()  # the first stop decision must not wait for scipy's first import (issue 34 item 5)
     loop = _SweepLoop(plan, root, be, request, on_progress, policy)
     loop.skip_done(done)
+    loop.adopt_submitted()
     t0 = time.perf_counter()
     cancelled = False
     with _sigterm_as_interrupt(), _index_kept_open(root):
@@ -644,6 +790,14 @@ def _run_locked(request: SweepRequest, root: Path, on_progress: Callable[[SweepP
         if loop.stopper is None
         else EarlyStopSummary(loop.stopper.policy, tuple(loop.stopper.stopped.values())),
     )
+
+
+def _warm_imports() -> None:
+    """Import what a stop decision uses (scipy's t quantile, behind ``expkit.stats.seeds``) before the first
+    trial starts: a first import of scipy took 5 s under load, and the trials ran on meanwhile."""
+    from expkit.stats.seeds import t_quantile
+
+    t_quantile(0.95, 4)
 
 
 def _config_passing(plan: SweepPlan) -> str:

@@ -12,6 +12,7 @@ Tuning", ASHA) is here too, as the baseline: a trial goes on past a rung only wh
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,8 +40,8 @@ __all__ = [
 FEW_PAIRS = ("pooled-pairs", "wait", "pooled-spread", "rcbd")
 # ``expkit sweep --stop-test``'s names for the policy fields they set; the first is the default.
 STOP_TESTS: dict[str, dict[str, Any]] = {
-    "paired-pooled": {"few_pairs": "pooled-pairs", "log_scale": False},
     "paired-pooled-log": {"few_pairs": "pooled-pairs", "log_scale": True},
+    "paired-pooled": {"few_pairs": "pooled-pairs", "log_scale": False},
     "paired": {"few_pairs": "wait", "log_scale": False},
     "pooled": {"few_pairs": "pooled-spread", "log_scale": False},
     "pooled-log": {"few_pairs": "pooled-spread", "log_scale": True},
@@ -81,6 +82,13 @@ class EarlyStopPolicy:
     4 only after ~18 of the 60 trials reached the first rung, and one noisy config inflates the pooled
     variance (MLP, rung 50: sqrt(2 s^2) 0.156 against a median per-config paired sd of 0.039).
 
+    ``catch_up`` (the default since issue 34): the rule judges each seed's value at the rung projected to the
+    end, value minus the mean gain after that rung of the config's seeds that ran to the end (the grid shows
+    how much a config still improves after a rung: a high learning rate behind at the first rungs gains more);
+    the leader is the best projected config. A config with no finished seed is not judged and leads nothing.
+    Trials start round-robin by seed (``SweepPlan.start_order``), so every config has a finished seed after
+    the first round. ``RungTable.finish`` takes the finals and judges every config again.
+
     Ray Tune's ASHA takes ``grace_period``, ``reduction_factor`` and ``max_t`` and derives its rungs
     (grace_period x reduction_factor^k below max_t); here the rungs are written out: ``10,30,90`` is
     grace_period 10, reduction_factor 3, max_t above 90.
@@ -95,6 +103,7 @@ class EarlyStopPolicy:
     few_pairs: str = "pooled-pairs"
     log_scale: bool = False
     min_pooled_df: int = 4
+    catch_up: bool = True
 
     def __post_init__(self) -> None:
         if (
@@ -147,6 +156,7 @@ class EarlyStopPolicy:
         """A policy from its JSON (``dataclasses.asdict``), also as written before ``few_pairs`` existed: then
         ``pool_spread``/``pool_pairs`` said it, and neither meant paired only (``wait``, the default then)."""
         fields = {k: v for k, v in obj.items() if k not in ("pool_spread", "pool_pairs")}
+        fields.setdefault("catch_up", False)  # a policy written before catch_up existed judged without it
         if "few_pairs" not in fields:
             fields["few_pairs"] = (
                 "pooled-spread" if obj.get("pool_spread") else "pooled-pairs" if obj.get("pool_pairs") else "wait"
@@ -180,17 +190,53 @@ class RungDecision:
 
 
 def decide_at_rung(
-    values: Mapping[str, Mapping[int, float]], config: str, *, rung: float, policy: EarlyStopPolicy
+    values: Mapping[str, Mapping[int, float]],
+    config: str,
+    *,
+    rung: float,
+    policy: EarlyStopPolicy,
+    gains: Mapping[str, Sequence[float]] | None = None,
 ) -> RungDecision:
-    """The decision for ``config`` at ``rung`` given every config's values there (config -> seed -> value).
+    """The decision for ``config`` at ``rung`` given every config's values there (config -> seed -> value) and,
+    for ``policy.catch_up``, each config's finished seeds' gains after the rung (``RungTable.finish``).
 
     Example:
         >>> p = EarlyStopPolicy(rungs=(10,), min_pairs=3)
         >>> v = {"a": {0: 1.0, 1: 1.1, 2: 0.9}, "b": {0: 2.0, 1: 2.2, 2: 1.9}}
-        >>> d = decide_at_rung(v, "b", rung=10, policy=p)
+        >>> d = decide_at_rung(v, "b", rung=10, policy=p, gains={"a": [0.2], "b": [0.3]})
         >>> d.leader, d.stop, round(d.delta, 3)
         ('a', True, 1.033)
     """
+    if not policy.catch_up:
+        return _decide(values, config, rung=rung, policy=policy)
+    return _decide_projected(values, config, gains or {}, rung=rung, policy=policy)
+
+
+def _decide_projected(
+    values: Mapping[str, Mapping[int, float]],
+    config: str,
+    gains: Mapping[str, Sequence[float]],
+    *,
+    rung: float,
+    policy: EarlyStopPolicy,
+) -> RungDecision:
+    """``catch_up``: the rule on each seed's projected final value, value at the rung minus the mean gain after
+    the rung of the config's finished seeds (improvement-signed); configs without a finished seed are neither
+    judged nor leaders (their gain is unknown: a curve that crosses later is not stopped on its early value)."""
+    sign = 1.0 if policy.lower_is_better else -1.0
+    projected = {
+        c: {s: v - sign * float(np.mean(gains[c])) for s, v in vs.items()} for c, vs in values.items() if gains.get(c)
+    }
+    if config not in projected:
+        why = "not judged: no finished seed of it shows how much it still gains after this rung"
+        return RungDecision(config, rung, None, 0, None, None, None, False, why)
+    d = _decide(projected, config, rung=rung, policy=policy)
+    return dataclasses.replace(d, reason=f"projected to the end by its finished seeds' gain after here: {d.reason}")
+
+
+def _decide(
+    values: Mapping[str, Mapping[int, float]], config: str, *, rung: float, policy: EarlyStopPolicy
+) -> RungDecision:
     from expkit.stats.seeds import t_interval
 
     if policy.few_pairs == "rcbd":
@@ -372,17 +418,47 @@ class RungTable:
     def __init__(self, policy: EarlyStopPolicy) -> None:
         self.policy = policy
         self.values: dict[float, dict[str, dict[int, float]]] = {r: {} for r in policy.rungs}
+        self.gains: dict[float, dict[str, list[float]]] = {r: {} for r in policy.rungs}
         self.stopped: dict[str, RungDecision] = {}
 
-    def add(self, config: str, seed: int, rung: float, value: float) -> RungDecision:
+    def _judged(self, value: float) -> float | None:
         if not math.isfinite(value) or (self.policy.log_scale and value <= 0):
+            return None
+        return math.log(value) if self.policy.log_scale else value
+
+    def add(self, config: str, seed: int, rung: float, value: float) -> RungDecision:
+        judged = self._judged(value)
+        if judged is None:
             why = f"{self.policy.metric} = {value:g} is not judged" + (" on a log scale" if value <= 0 else "")
             return RungDecision(config, rung, None, 0, None, None, None, False, why)
-        self.values[rung].setdefault(config, {})[seed] = math.log(value) if self.policy.log_scale else value
-        decision = decide_at_rung(self.values[rung], config, rung=rung, policy=self.policy)
+        self.values[rung].setdefault(config, {})[seed] = judged
+        decision = decide_at_rung(self.values[rung], config, rung=rung, policy=self.policy, gains=self.gains[rung])
         if decision.stop:
             self.stopped.setdefault(config, decision)
         return decision
+
+    def finish(self, config: str, seed: int, final: float) -> list[str]:
+        """A seed of ``config`` ran to its end with value ``final``: its gain after each rung it was seen at
+        joins the table, and every config not stopped is judged again at each rung (what it can still catch up
+        is now known). Returns the configs this stopped."""
+        judged = self._judged(final)
+        if judged is None:
+            return []
+        sign = 1.0 if self.policy.lower_is_better else -1.0
+        for rung in self.policy.rungs:
+            at = self.values[rung].get(config, {}).get(seed)
+            if at is not None:
+                self.gains[rung].setdefault(config, []).append(sign * (at - judged))
+        newly = []
+        for rung in self.policy.rungs:
+            for other in list(self.values[rung]):
+                if other in self.stopped:
+                    continue
+                d = decide_at_rung(self.values[rung], other, rung=rung, policy=self.policy, gains=self.gains[rung])
+                if d.stop:
+                    self.stopped[other] = d
+                    newly.append(other)
+        return newly
 
 
 @dataclass(frozen=True)
@@ -445,12 +521,14 @@ def _simulate(
     *,
     at_rung: Callable[[str, int, int], bool],
     dropped: Callable[[str], bool],
+    at_end: Callable[[str, int], object] | None = None,
 ) -> tuple[float, dict[str, list[float]]]:
     """Run the grid's trials in ``order``, ``workers`` at a time, every running trial advancing the same
     number of steps per tick (the trials are equally fast; a tick is the gcd of the logged steps and rungs).
     At each rung ``at_rung(config, seed, step)`` says whether that trial ends there; a trial whose config is
     ``dropped`` ends at once and a queued one never starts. Returns the steps run as a fraction of the full
-    grid's and the final values of the trials that ran to the end, by config."""
+    grid's and the final values of the trials that ran to the end, by config; ``at_end(config, seed)`` is told
+    of each trial that ran to its end."""
     unit, last, rung_steps = math.gcd(*grid.steps, *map(int, rungs)), grid.steps[-1], {int(r) for r in rungs}
     queue = list(order)
     running: list[tuple[str, int, int]] = []  # (config, seed, step reached)
@@ -468,6 +546,8 @@ def _simulate(
                 continue
             if step == last:
                 finals[config].append(float(grid.curves[(config, seed)][-1]))
+                if at_end is not None:
+                    at_end(config, seed)
             else:
                 going_on.append((config, seed, step))
         running = [t for t in going_on if not dropped(t[0])]
@@ -491,8 +571,11 @@ def replay_seed_aware(
     def at_rung(config: str, seed: int, step: int) -> bool:
         return table.add(config, seed, step, grid.value_at(config, seed, step)).stop
 
+    def at_end(config: str, seed: int) -> None:
+        table.finish(config, seed, float(grid.curves[(config, seed)][-1]))
+
     fraction, finals = _simulate(
-        grid, order, policy.rungs, workers, at_rung=at_rung, dropped=lambda c: c in table.stopped
+        grid, order, policy.rungs, workers, at_rung=at_rung, dropped=lambda c: c in table.stopped, at_end=at_end
     )
     picked = _pick(grid, {c: v for c, v in finals.items() if c not in table.stopped})
     return ReplayOutcome(picked, picked in ties, fraction, tuple(sorted(table.stopped)))

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from expkit.errors import InputError, UsageError
@@ -35,6 +36,7 @@ __all__ = [
     "PLAN_VERSION",
     "SweepPlan",
     "Trial",
+    "check_placeholders",
     "fill_placeholders",
     "parse_grid",
     "placeholders_in",
@@ -96,6 +98,7 @@ class SweepPlan:
     grid: tuple[tuple[str, tuple[str, ...]], ...]
     seeds: tuple[int, ...]
     config_args: bool = True
+    order_seed: int = 0
 
     @property
     def trials(self) -> tuple[Trial, ...]:
@@ -107,6 +110,16 @@ class SweepPlan:
                 out.append(Trial(i, tuple(zip(keys, combo, strict=True)), seed))
                 i += 1
         return tuple(out)
+
+    def start_order(self) -> tuple[Trial, ...]:
+        """The order the trials start in: round-robin by seed (every config's first seed, then every config's
+        second ...), the configs in a shuffle drawn from ``order_seed`` (recorded in the plan file). A grid
+        written worst-first or best-first starts the same way, and early stopping has one seed of every config
+        at a rung before it has a second of any (issue 34 item 5)."""
+        n_seeds = len(self.seeds)
+        n_configs = len(self.trials) // n_seeds
+        shuffled = np.random.default_rng(self.order_seed).permutation(n_configs)
+        return tuple(self.trials[int(c) * n_seeds + k] for k in range(n_seeds) for c in shuffled)
 
     @property
     def placeholders(self) -> tuple[str, ...]:
@@ -144,6 +157,7 @@ class SweepPlan:
             "grid": [[k, list(v)] for k, v in self.grid],
             "seeds": list(self.seeds),
             "config_args": self.config_args,
+            "order_seed": self.order_seed,
         }
 
     @classmethod
@@ -155,6 +169,7 @@ class SweepPlan:
                 grid=tuple((str(k), tuple(str(v) for v in vals)) for k, vals in obj["grid"]),
                 seeds=tuple(int(s) for s in obj["seeds"]),
                 config_args=bool(obj.get("config_args", True)),
+                order_seed=int(obj.get("order_seed", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"the sweep plan is incomplete ({type(exc).__name__}: {exc})", path=path) from None
@@ -174,6 +189,31 @@ def placeholders_in(command: Sequence[str], *, known: frozenset[str]) -> tuple[s
             if name in known and name not in found:
                 found.append(name)
     return tuple(found)
+
+
+def check_placeholders(command: Sequence[str], *, known: frozenset[str]) -> None:
+    """Refuse a ``{name}`` in ``command`` that names no grid key and not ``seed``: it would reach the command
+    as written (``--lr {lrr}``: the script parses the text ``{lrr}``). ``{{name}}`` is a literal brace.
+
+    Raises:
+        UsageError: naming the placeholder, the argument and the names it could be.
+    """
+    import difflib
+
+    for arg in command:
+        for m in _PLACEHOLDER_RE.finditer(arg):
+            name = m.group(1)
+            if name is not None and name not in known:
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                raise UsageError(
+                    f"placeholder {{{name}}} in argument {arg!r} names no grid key"
+                    + (f" (did you mean {{{close[0]}}}?)" if close else ""),
+                    hint="placeholders: "
+                    + ", ".join("{" + k + "}" for k in sorted(known))
+                    + "; write {{"
+                    + name
+                    + "}} for literal braces",
+                )
 
 
 def fill_placeholders(arg: str, values: dict[str, str]) -> str:
@@ -229,9 +269,11 @@ def plan_sweep(
     grid: Sequence[str] = (),
     seeds: int | Sequence[int] = 1,
     config_args: bool = True,
+    order_seed: int | None = None,
 ) -> SweepPlan:
     """The plan for ``command`` over ``grid`` (``KEY=V1,V2`` items) and ``seeds`` (a count: 0..N-1, or a list);
-    ``group`` names the sweep (default ``sweep-<UTC time>``).
+    ``group`` names the sweep (default ``sweep-<UTC time>``); ``order_seed`` draws the shuffle of the configs in
+    ``start_order`` (default: a fresh one, recorded in the plan).
 
     Example:
         >>> p = plan_sweep(["python", "t.py"], group="g", grid=["lr=0.1,0.2"], seeds=2)
@@ -239,7 +281,8 @@ def plan_sweep(
         ['lr=0.1 seed=0', 'lr=0.1 seed=1', 'lr=0.2 seed=0', 'lr=0.2 seed=1']
 
     Raises:
-        UsageError: no command, a bad group name, seeds < 1 or repeated, a bad grid item.
+        UsageError: no command, a bad group name, seeds < 1 or repeated, a bad grid item, a ``{placeholder}``
+            naming no grid key.
     """
     if not command:
         raise UsageError(
@@ -262,13 +305,23 @@ def plan_sweep(
     if bad:
         raise UsageError(f"seed {bad[0]} is outside 0..2**63-1", hint="torch.manual_seed and numpy take seeds there")
     parsed = parse_grid(grid)
+    check_placeholders(command, known=frozenset([*(k for k, _ in parsed), "seed"]))
     n_trials = math.prod(len(vals) for _, vals in parsed) * len(seed_list)
     if n_trials > MAX_TRIALS:
         raise UsageError(
             f"the sweep has {n_trials:,} trials (configs x seeds), more than {MAX_TRIALS:,}",
             hint="narrow the grid or the seeds; a sweep that large is a typo more often than a plan",
         )
-    return SweepPlan(group=group, command=tuple(command), grid=parsed, seeds=seed_list, config_args=config_args)
+    if order_seed is None:  # drawn once and written into the plan file: a resume starts trials in the same order
+        order_seed = int(np.random.default_rng().integers(2**31))
+    return SweepPlan(
+        group=group,
+        command=tuple(command),
+        grid=parsed,
+        seeds=seed_list,
+        config_args=config_args,
+        order_seed=order_seed,
+    )
 
 
 def plan_path(root: Path, group: str) -> Path:

@@ -2,7 +2,8 @@
 
 Each trial is one array task that runs ``expkit.runs.execute.execute`` on the node Slurm chose (the same
 seven records as the other backends), in the store the driver resolved: the store, submitit's folder
-(``<store>/slurm/``) and the Python environment must be on a filesystem every node mounts at the same
+(``<store>/.backends/slurm/``: a dot folder, outside the runs' namespace, so ``runs ls`` does not take it for a
+run) and the Python environment must be on a filesystem every node mounts at the same
 path. The driver keeps ``max_parallel`` trials (default 256) handed to Slurm; the trials handed over
 before it next waits become one array (``sbatch --array``): a sweep of up to ``max_parallel`` trials is
 one array, a larger one tops up with a small array as trials end. Slurm decides where and when each runs.
@@ -14,6 +15,11 @@ task (``scontrol requeue``), at most ``max_requeues`` times. The requeued task r
 new run of the same name, with ``EXPKIT_RESUME_DIR`` = the run directory of the attempt before: a command
 that saves its progress into ``EXPKIT_RUN_DIR`` resumes from there. Each run records its Slurm job id and
 how many times it was requeued under ``extra.slurm``.
+
+A driver killed while its trials run (``kill -9``) leaves them in Slurm: the driver records each task's job id
+in the sweep's jobs file as soon as sbatch returns, and a resume ``adopt``s the tasks squeue still lists
+(pending or running): it waits for them and takes their result from submitit's folder instead of submitting
+them again.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ _END_STATES = {
     "PREEMPTED",
     "TIMEOUT",
 }
+BACKEND_FOLDER = (".backends", "slurm")  # under the store; a dot folder is no run (expkit.runs.store skips them)
 _TIME_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
@@ -258,12 +265,17 @@ class SlurmBackend:
         self._states: dict[str, str] | None = None
         self._states_at = 0.0
 
+    @staticmethod
+    def folder_of(store: str) -> Path:
+        """submitit's folder pattern ``<store>/.backends/slurm/%j`` (on the store's shared filesystem)."""
+        return Path(store).joinpath(*BACKEND_FOLDER) / "%j"
+
     def _executor_for(self, store: str) -> Any:
-        """submitit's executor, its folder ``<store>/slurm/<job id>`` (on the store's shared filesystem)."""
+        """submitit's executor, its folder ``folder_of(store)``."""
         import submitit
 
         if self._executor is None:
-            self._executor = submitit.SlurmExecutor(folder=Path(store) / "slurm" / "%j", max_num_timeout=MAX_REQUEUES)
+            self._executor = submitit.SlurmExecutor(folder=self.folder_of(store), max_num_timeout=MAX_REQUEUES)
             self._executor.update_parameters(**self.params)
         return self._executor
 
@@ -290,29 +302,43 @@ class SlurmBackend:
         for h, j in zip(pending, jobs, strict=True):
             h.job = j
 
+    def ref_of(self, handle: Hashable) -> str | None:
+        """The Slurm job id of a submitted trial (``123_4`` for an array task); None before its array went to
+        sbatch, or when sbatch refused it."""
+        job = handle.job if isinstance(handle, _Handle) else None
+        return None if job is None or isinstance(job, _Refused) else str(job.job_id)
+
+    def adopt(self, ref: str, job: TrialJob) -> Hashable | None:
+        """A handle on job ``ref`` that an earlier driver submitted, when squeue still lists it pending or running
+        (its result will appear in submitit's folder); None when it has ended or Slurm forgot it (then the
+        trial is submitted again: one that finished has a finished run, and is not asked about).
+
+        Raises:
+            UsageError: squeue did not answer, so whether the job still runs is unknown.
+        """
+        import submitit
+
+        states = _squeue([ref.split("_")[0]])
+        if states is None:
+            raise UsageError(
+                f"cannot tell whether Slurm job {ref} of this sweep still runs: squeue did not answer",
+                hint="resume when the controller answers (scontrol ping); resuming blind would run trials twice",
+            )
+        state = states.get(ref)
+        if state is None or state in _END_STATES:
+            return None
+        return _Handle(SlurmTrial(job), job=submitit.SlurmJob(folder=self.folder_of(job.store), job_id=ref))
+
     def _squeue_states(self, handles: list[_Handle]) -> dict[str, str] | None:
         """Job id -> Slurm state of the handles' jobs (``squeue``, at most once per SQUEUE_EVERY_S: a
         cluster's controller is shared); None when squeue did not answer (then nothing is judged gone)."""
         now = time.monotonic()
         if self._states is not None and now - self._states_at < SQUEUE_EVERY_S:
             return self._states
-        ids = sorted({str(h.job.job_id).split("_")[0] for h in handles})
-        try:
-            res = subprocess.run(
-                ["squeue", "-h", "-r", "-o", "%i %T", "-j", ",".join(ids)],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        # squeue exits 1 for ids it no longer knows (past MinJobAge): those are gone, not a failure
-        if res.returncode != 0 and "Invalid job id" not in res.stderr:
-            return None
-        self._states = dict(line.split()[:2] for line in res.stdout.splitlines() if len(line.split()) >= 2)
-        self._states_at = now
-        return self._states
+        states = _squeue(sorted({str(h.job.job_id).split("_")[0] for h in handles}))
+        if states is not None:
+            self._states, self._states_at = states, now
+        return states
 
     def _ended(self, handles: list[_Handle]) -> list[_Handle]:
         """Handles whose result file is there, or whose job left squeue (or ended there) RESULT_GRACE_S ago
@@ -384,6 +410,24 @@ class SlurmBackend:
 
     def close(self) -> None:
         self._pending = []
+
+
+def _squeue(ids: list[str]) -> dict[str, str] | None:
+    """Job id (``123_4`` for array tasks) -> Slurm state of the jobs ``ids``; None when squeue did not answer."""
+    try:
+        res = subprocess.run(
+            ["squeue", "-h", "-r", "-o", "%i %T", "-j", ",".join(ids)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    # squeue exits 1 for ids it no longer knows (past MinJobAge): those are gone, not a failure
+    if res.returncode != 0 and "Invalid job id" not in res.stderr:
+        return None
+    return dict(line.split()[:2] for line in res.stdout.splitlines() if len(line.split()) >= 2)
 
 
 @dataclasses.dataclass(frozen=True)

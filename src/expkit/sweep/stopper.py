@@ -98,18 +98,34 @@ class EarlyStopper:
         steps go into the table (a rung in seconds cannot be read back afterwards)."""
         if self.policy.unit == "steps":
             self._take(_Watched(trial, 0.0, run_dir), rung_values(run_dir, self.policy))
+            self._finish(trial, run_dir)
 
-    def end(self, trial: Trial, run_dir: str | None) -> list[str]:
+    def end(self, trial: Trial, run_dir: str | None, *, finished: bool = False) -> list[str]:
         """The trial's attempt ended: read what it logged once more (it may have passed rungs between two
-        reads) and stop watching it. Returns the configs this stopped."""
+        reads) and stop watching it; a ``finished`` one's final value tells the rule how much its config gains
+        after each rung (``RungTable.finish``). Returns the configs this stopped."""
         w = self.watched.pop(trial.index, None)
         if w is None:
             return []
         if run_dir is not None:
             w.run_dir = Path(run_dir)
-        if w.run_dir is None or self._past_rungs(w):
+        if w.run_dir is None:
             return []
-        return self._take(w, rung_values(w.run_dir, self.policy, elapsed_s=time.monotonic() - w.started))
+        newly = []
+        if not self._past_rungs(w):
+            newly = self._take(w, rung_values(w.run_dir, self.policy, elapsed_s=time.monotonic() - w.started))
+        if finished and config_key(trial) not in self.stopped:
+            newly += self._finish(trial, w.run_dir)
+        return newly
+
+    def _finish(self, trial: Trial, run_dir: Path) -> list[str]:
+        """The last value of the judged metric the run logged goes to the table as the seed's final."""
+        last = None
+        for path, rec in iter_metric_records(run_dir):
+            value = metric_value(rec.get(self.policy.metric)) if path.name == "metrics.jsonl" else None
+            if value is not None:
+                last = float(value)
+        return [] if last is None else self.table.finish(config_key(trial), trial.seed, last)
 
     def run_dir_of(self, trial: Trial) -> Path | None:
         w = self.watched.get(trial.index)
