@@ -152,3 +152,17 @@ def test_hostile_values_and_traversal(world, tmp_path):
     finally:
         for _ in served:
             pass
+
+
+def test_the_sweep_page_shows_its_grid_and_verdict(world, cli):
+    srv, browser, store = world
+    browser.get(srv.url + "/sweeps")
+    _wait(browser, "return document.querySelectorAll('#sweeps a').length === 1")
+    browser.get(srv.url + "/sweep/sw")
+    cells = _wait(browser, "return Array.from(document.querySelectorAll('#grid tbody tr')).map(r => r.cells.length)")
+    assert cells == [5, 5]  # two configs x (label, three seeds, stopped early)
+    statuses = browser.execute_script("return Array.from(document.querySelectorAll('#grid a')).map(a => a.textContent)")
+    assert statuses == ["finished"] * 6
+    res = cli("compare", "sw", "--by", "lr", "--store", str(store), "--json")
+    verdict = json.loads(res.stdout)["result"]["metrics"][0]["verdict"]
+    assert verdict in browser.find_element("tag name", "body").text
