@@ -41,12 +41,12 @@ def test_c2_3_trains_seeds_through_the_sweep_and_compares(c2_3):
 def test_c2_3_rules_are_declared_and_judge_what_was_measured(c2_3):
     res, _ = c2_3
     m = {x.key: x for x in res.measurements}
+    # issue 36: 'where the bands are apart the difference counts' cannot fail (the difference's interval is never
+    # wider than the two half-widths added), so it is shown unjudged, with the reason
     apart = m["rule_nonoverlap"]
-    n_apart = apart.rule.n
-    if n_apart:  # where the bands are apart the difference counts: k of n
-        assert apart.verdict.kind == ("reproduced" if apart.value == n_apart else "not reproduced")
-    else:
-        assert apart.value is None and apart.verdict.kind == "not reproduced"
+    assert apart.verdict is None and apart.rule is None and "cannot fail" in apart.detail
+    if isinstance(apart.value, int):  # every point apart is significant: the identity the row shows
+        assert f"bands apart at {apart.value}" in apart.detail
     missed = m["missed_by_rule"]
     assert missed.verdict.kind == ("reproduced" if missed.value == 0 else "not reproduced")
     assert str(missed.value) in res.explanation
@@ -62,9 +62,6 @@ def test_c2_3_each_rule_flips_on_the_contrary_measurement(c2_3):
     # 'log x': a run whose drop is spread evenly (10% in the first 10% of steps) does not need it
     assert m["early_drop_share"].rule.judge(10.0).kind == "not reproduced"
     assert m["early_drop_share"].rule.judge(80.0).kind == "reproduced"
-    rule = m["rule_nonoverlap"].rule
-    if rule.n:
-        assert rule.judge(rule.n).kind == "reproduced" and rule.judge(rule.n - 1).kind == "not reproduced"
 
 
 def test_c2_3_verdicts_follow_their_rules_and_flip(c2_3):
@@ -72,12 +69,10 @@ def test_c2_3_verdicts_follow_their_rules_and_flip(c2_3):
 
     res, _ = c2_3
     m = judged_measurements(res)
-    assert set(m) == {"early_drop_share", "rule_nonoverlap", "missed_by_rule"}
+    assert set(m) == {"early_drop_share", "missed_by_rule"}
     holds = {k: x.verdict.kind == "reproduced" for k, x in m.items()}
-    n_apart = m["rule_nonoverlap"].rule.n
     contrary = {
         "early_drop_share": 10.0 if holds["early_drop_share"] else 80.0,
-        "rule_nonoverlap": (n_apart - 1) if holds["rule_nonoverlap"] and n_apart else n_apart,
         "missed_by_rule": 1 if holds["missed_by_rule"] else 0,
     }
     for key, x in m.items():

@@ -43,13 +43,12 @@ def test_lab_c3_5_a_few_seconds_already_lower_ppl(tmp_path):
     assert set(judged) == {"ppl_end"} and judged["ppl_end"].verdict.kind == "not measured here"
     assert "60 s" in judged["ppl_end"].verdict.reason
     assert m["tokens_per_s"].value > 0
+    # issue 36: the full budget's rule fed this run's real output: 4 s of training do not reach the seed's 9.6
+    # (+10%), the seed's own one-minute figure does; the rule crosses between them
+    from expkit.labs.lab_c3_5_one_minute import END_RULE, SEED_END
 
-
-def test_lab_c3_5_full_budget_rule_flips():
-    from expkit.labs.lab_c3_5_one_minute import END_RULE
-
-    assert END_RULE.judge(9.2).kind == "reproduced"
-    assert END_RULE.judge(13.6).kind == "not reproduced"  # what 4 s of training reach
+    assert END_RULE.judge(m["ppl_after_budget"].value).kind == "not reproduced", m["ppl_after_budget"].value
+    assert END_RULE.judge(SEED_END.value).kind == "reproduced"
 
 
 def test_lab_c3_7_needs_cuda_and_shows_the_cpu_with_its_spread(tmp_path):

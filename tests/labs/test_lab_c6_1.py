@@ -28,5 +28,9 @@ def test_lab_c6_1_quick(tmp_path):
         "reproduced" if m["decode_speedup_b64"].value >= 1.2 else "not reproduced"
     )
     assert_flips(m["decode_speedup_b64"], 0.9 if m["decode_speedup_b64"].value >= 1.2 else 5.0)
+    # issue 36: how much of the batch speed-up is per-step overhead, measured on the same decoder without weights
+    over = m["decode_step_overhead_share"]
+    assert over.verdict is None and 0 < over.value <= 100 and "ms per step" in over.detail
+    assert "faster per token" in over.detail and "per-step overhead" in res.explanation
     assert "gpu_ridge" not in m  # the CUDA rows only with --device cuda
     assert (tmp_path / res.figures[0]).stat().st_size > 10_000

@@ -56,17 +56,59 @@ def test_flag_needed_is_judged_on_the_runs_without_the_flag(c6_5) -> None:
         assert "not shown on this machine" in res.explanation
 
 
+def _recorded_runs(out) -> dict:
+    """(variant, seed) -> (losses per step, params sha256) of the trials the lab recorded in its store."""
+    from pathlib import Path
+
+    from expkit.labs.lab_c6_5_determinism import _config_of
+    from expkit.stats.curves import load_curves
+
+    store = Path(out) / "figures" / "C6.5" / "runs"
+    runs = {}
+    for group in ("c6_5-seeds", "c6_5-checks"):
+        for r in list_runs(store, where=[f"group={group}", "status=finished"]).runs:
+            (curve,) = load_curves([store / r.id], metric="loss")
+            runs[(_config_of(store / r.id)["variant"], r.seed)] = (
+                curve.y.tolist(),
+                (store / r.id / "params.sha256").read_text(),
+            )
+    return runs
+
+
 def test_each_verdict_flips_on_the_contrary_measurement(c6_5) -> None:
-    res, _ = c6_5
+    """issue 36: the contrary inputs are the lab's own recorded runs, not constants: two different seeds for
+    'identical', and the same seed run twice (the flag_repeat trial) as a seed 'difference' or as a 'method' that
+    changes nothing."""
+    from verdict_checks import assert_flips
+
+    res, out = c6_5
     m = {x.key: x for x in res.measurements}
-    assert m["same_seed_identical"].rule.judge(False).kind == "not reproduced"
+    runs = _recorded_runs(out)
+    base = min(s for v, s in runs if v == "seed")
+    plain, repeat, other = runs[("seed", base)], runs[("flag_repeat", base)], runs[("seed", base + 1)]
+    # 'the same seed gives identical runs', fed two different seeds' runs: they are not identical
+    assert_flips(m["same_seed_identical"], plain == other)
     if m["flag_needed"].verdict.kind != "not measured here":
-        assert m["flag_needed"].rule.judge(True).kind == "demonstrated"
-        assert m["flag_needed"].rule.judge(False).kind == "not reproduced"
-    assert m["seed_spread_20"].rule.judge(0.14).kind == "reproduced"
-    assert m["seed_spread_20"].rule.judge(0.32).kind == "not reproduced"  # issue 12: the old max-min range
-    assert m["seed_vs_method"].rule.judge(0.5).kind == "not reproduced"
-    assert m["seed_vs_method"].rule.judge(2.0).kind == "reproduced"
+        assert_flips(m["flag_needed"], not m["flag_needed"].value)
+    # a seed 'difference' measured between the same seed's two runs (0), and the first-stated statistic (the range)
+    same_seed_diff = abs(plain[0][-1] - repeat[0][-1])
+    assert same_seed_diff == 0.0
+    spread = m["seed_spread_20"]
+    crossing = [
+        x
+        for x in (same_seed_diff, m["seed_range_20"].value, m["seed_std_20"].value)
+        if (spread.rule.judge(x).kind == "reproduced") != (spread.verdict.kind == "reproduced")
+    ]
+    assert crossing, "no measured figure of this run crosses the spread rule"
+    assert_flips(spread, crossing[0])
+    # seed effect vs a method: fed the same seed as the 'seed effect' (0) or a 'method' that changed nothing (ratio inf)
+    ratio = m["seed_vs_method"]
+    contrary = (
+        same_seed_diff / m["lr_change_delta"].value
+        if ratio.verdict.kind == "reproduced"
+        else (m["seed_spread_20"].value / same_seed_diff if same_seed_diff else float("inf"))
+    )
+    assert_flips(ratio, contrary)
 
 
 def test_mean_pair_difference_by_hand() -> None:
