@@ -7,7 +7,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Finding", "FindingKind", "user_frame"]
+__all__ = ["Finding", "FindingKind", "RawStack", "raw_stack", "user_frame", "user_line_of"]
+
+RawStack = tuple[tuple[str, int], ...]  # (file, line) innermost first, not yet classified
+RAW_DEPTH = 24  # frames kept per recorded site
 
 FindingKind = Literal["bug", "performance"]
 
@@ -78,4 +81,25 @@ def user_frame(skip: int = 1) -> tuple[str | None, int | None]:
         if not path.startswith("<frozen") and classify_frame(path) == "yours":
             return path, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
+    return None, None
+
+
+def raw_stack(skip: int = 1) -> RawStack:
+    """The current stack as ``(file, line)`` pairs, innermost first, without classifying them (cheap enough to
+    record at every module attribute set while the probe is armed; :func:`user_line_of` classifies later)."""
+    frame = sys._getframe(skip)
+    out: list[tuple[str, int]] = []
+    while frame is not None and len(out) < RAW_DEPTH:
+        out.append((frame.f_code.co_filename, frame.f_lineno))
+        frame = frame.f_back  # type: ignore[assignment]
+    return tuple(out)
+
+
+def user_line_of(stack: RawStack | None) -> tuple[str | None, int | None]:
+    """The innermost of ``stack``'s frames that is the user's own code (the rule of :func:`user_frame`)."""
+    from expkit.diagnose.tracebacks import classify_frame
+
+    for path, line in stack or ():
+        if not path.startswith("<frozen") and classify_frame(path) == "yours":
+            return path, line
     return None, None

@@ -25,7 +25,7 @@ from torch import nn
 
 from expkit.doctor.checks import Check, all_checks
 from expkit.doctor.child import DEFAULT_WATCH_STEPS
-from expkit.doctor.findings import Finding, FindingKind, user_frame
+from expkit.doctor.findings import Finding, FindingKind, RawStack, raw_stack, user_frame
 
 __all__ = ["DEFAULT_WATCH_STEPS", "BackwardEvent", "CallEvent", "ForwardEvent", "LossEvent", "Probe", "StepEvent"]
 
@@ -132,6 +132,8 @@ class Probe:
         self.step = 0  # steps of the leading optimizer
         self.lead: Any = None
         self.optimizers: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
+        self.modules_made: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        self.softmax_nodes: dict[int, nn.Module] = {}  # id(grad_fn of a Softmax/LogSoftmax module's output)
         self.dataloaders: weakref.WeakSet[Any] = weakref.WeakSet()
         self.schedulers: weakref.WeakSet[Any] = weakref.WeakSet()
         self.roots: weakref.WeakValueDictionary[int, nn.Module] = weakref.WeakValueDictionary()
@@ -141,6 +143,19 @@ class Probe:
         self._depth = 0
         self._in_check = False
         self._seen: set[tuple[str, str | None, int | None]] = set()
+        # provenance (checks/provenance.py): where objects were made or assigned, where the graph was cut
+        self.origins: dict[int, tuple[int, RawStack]] = {}  # id -> (order, stack) of a module attribute set
+        self.made_at: dict[int, tuple[int, RawStack]] = {}  # id -> (order, stack): optimizer, scheduler
+        self.call_sites: dict[int, RawStack] = {}  # id(module not under its root) -> where it was called
+        self.owner: dict[int, nn.Module] = {}  # id(param) -> the unregistered module that holds it
+        self.ran_modules: set[int] = set()  # modules with parameters that ran since the last step
+        self.ran_without_grad: dict[int, RawStack | None] = {}  # ... under no_grad: where it was entered
+        self.cut_sites: list[RawStack] = []  # detach()/item() on a grad-carrying tensor inside a forward
+        self.nograd_site: RawStack | None = None
+        self.apply_site: RawStack | None = None  # the last Module.apply(...) after the first step
+        self._order = 0
+        self._registered: dict[int, set[int]] = {}  # id(root) -> ids of its modules
+        self._root_modules: set[int] | None = None
         self._handles: list[Any] = []
         self._restore: list[tuple[Any, str, Any]] = []
         self._t0 = time.perf_counter()
@@ -221,9 +236,14 @@ class Probe:
         ]
         self._patch(torch.Tensor, "backward", self._wrap_backward)
         self._patch(torch.Tensor, "item", self._wrap_item)
-        self._patch(torch.optim.Optimizer, "__init__", self._wrap_init(self.optimizers))
+        self._patch(torch.optim.Optimizer, "__init__", self._wrap_init(self.optimizers, record=True))
         self._patch(torch.utils.data.DataLoader, "__init__", self._wrap_init(self.dataloaders))
-        self._patch(torch.optim.lr_scheduler.LRScheduler, "__init__", self._wrap_init(self.schedulers))
+        self._patch(torch.optim.lr_scheduler.LRScheduler, "__init__", self._wrap_init(self.schedulers, record=True))
+        self._patch(nn.Module, "__setattr__", self._wrap_setattr)
+        self._patch(nn.Module, "__init__", self._wrap_init(self.modules_made, record=True))
+        self._patch(torch.Tensor, "detach", self._wrap_cut)
+        self._patch(torch.autograd.grad_mode.no_grad, "__enter__", self._wrap_no_grad)
+        self._patch(nn.Module, "apply", self._wrap_apply)
         for name in LOSS_FUNCTIONS:
             self._patch(F, name, self._wrap_loss(name))
         for call, (owner, attr) in _watched_calls().items():
@@ -253,15 +273,73 @@ class Probe:
         self._restore.append((owner, name, original))
         setattr(owner, name, make(original))
 
-    def _wrap_init(self, registry: weakref.WeakSet[Any]) -> Callable[[Any], Any]:
+    def _wrap_init(self, registry: weakref.WeakSet[Any], record: bool = False) -> Callable[[Any], Any]:
+        probe = self
+
         def make(original: Any) -> Any:
             def __init__(obj: Any, *args: Any, **kwargs: Any) -> None:
                 original(obj, *args, **kwargs)
                 registry.add(obj)
+                if record and probe.active:
+                    probe._order += 1
+                    probe.made_at[id(obj)] = (probe._order, raw_stack(2))
 
             return __init__
 
         return make
+
+    def _wrap_setattr(self, original: Any) -> Any:
+        """Record where a module, a tensor, or a list/tuple/dict of them was assigned to a module attribute
+        (the line that keeps layers in a plain list, or replaces a head after the optimizer was built)."""
+        probe = self
+        kinds = (nn.Module, torch.Tensor)
+
+        def __setattr__(module: nn.Module, name: str, value: Any) -> None:
+            original(module, name, value)
+            if not probe.active or probe._in_check:
+                return
+            items = list(value.values()) if isinstance(value, dict) else value
+            if isinstance(value, kinds):
+                items = [value]
+            elif not isinstance(items, (list, tuple)) or not any(isinstance(v, kinds) for v in items):
+                return
+            probe._order += 1
+            where = (probe._order, raw_stack(2))
+            for v in items:
+                if isinstance(v, kinds):
+                    probe.origins[id(v)] = where
+
+        return __setattr__
+
+    def _wrap_cut(self, original: Any) -> Any:
+        probe = self
+
+        def detach(tensor: torch.Tensor) -> torch.Tensor:
+            if probe.active and probe._depth > 0 and tensor.requires_grad and not probe._in_check:
+                probe.cut_sites.append(raw_stack(2))
+            return original(tensor)
+
+        return detach
+
+    def _wrap_apply(self, original: Any) -> Any:
+        probe = self
+
+        def apply(module: nn.Module, fn: Any) -> Any:
+            if probe.active and probe.lead is not None and not probe._in_check:
+                probe.apply_site = raw_stack(2)
+            return original(module, fn)
+
+        return apply
+
+    def _wrap_no_grad(self, original: Any) -> Any:
+        probe = self
+
+        def __enter__(ctx: Any) -> None:
+            if probe.active and not probe._in_check and torch.is_grad_enabled():
+                probe.nograd_site = raw_stack(2)
+            return original(ctx)
+
+        return __enter__
 
     def _wrap_backward(self, original: Any) -> Any:
         probe = self
@@ -279,6 +357,8 @@ class Probe:
         probe = self
 
         def item(tensor: torch.Tensor) -> Any:
+            if probe.active and not probe._in_check and probe._depth > 0 and tensor.requires_grad:
+                probe.cut_sites.append(raw_stack(2))
             if probe.active and not probe._in_check and tensor.device.type != "cpu":
                 probe._dispatch("on_item", tensor)
             return original(tensor)
@@ -322,13 +402,35 @@ class Probe:
         return make
 
     def _forward_pre(self, module: nn.Module, inputs: Any) -> None:
+        if self._depth == 0 and not self._in_check:
+            known = self._registered.get(id(module))
+            if known is None:
+                known = self._registered[id(module)] = {id(m) for m in module.modules()}
+            self._root_modules = known
         self._depth += 1
+
+    def _note_module(self, module: nn.Module, grad: bool) -> None:
+        """Which modules with parameters ran since the last step, under no_grad or outside their root."""
+        if not module._parameters:
+            return
+        self.ran_modules.add(id(module))
+        if not grad:
+            self.ran_without_grad[id(module)] = self.nograd_site
+        if self._depth > 0 and self._root_modules is not None and id(module) not in self._root_modules:
+            if id(module) not in self.call_sites:
+                self.call_sites[id(module)] = raw_stack(3)
+            for p in module._parameters.values():
+                if p is not None:
+                    self.owner[id(p)] = module
 
     def _forward_post(self, module: nn.Module, inputs: Any, kwargs: Any, output: Any) -> None:
         self._depth = max(0, self._depth - 1)
         if self._in_check:
             return
         grad = torch.is_grad_enabled()
+        self._note_module(module, grad)
+        if isinstance(module, (nn.Softmax, nn.LogSoftmax)) and isinstance(output, torch.Tensor):
+            self.softmax_nodes[id(output.grad_fn)] = module
         if grad:
             self.called_with_grad.add(id(module))
         if self._depth == 0 and next(module.parameters(), None) is not None:
@@ -353,8 +455,19 @@ class Probe:
         self._dispatch("on_step_post", StepEvent(opt, n, self._params_of(opt)))
         self.backwards_since_step = 0
         self.called_with_grad = set()
+        self.ran_modules = set()
+        self.ran_without_grad = {}
+        self.cut_sites = []
         if self.lead is not None and self.lead() is opt:
             self.step = n
             self.sink({"event": "step", "step": n})
-            if n >= self.watch_steps:
-                self.finish()
+        if self._watch_over():
+            self.finish()
+
+    def _watch_over(self) -> bool:
+        """The leading optimizer took its watched steps, and so did every other optimizer that stepped (a GAN's
+        second optimizer is watched too), or the leader took four times as many (one that steps rarely)."""
+        if self.step < self.watch_steps:
+            return False
+        others = all(k >= self.watch_steps for k in self.steps_by_optimizer.values())
+        return others or self.step >= 4 * self.watch_steps

@@ -1,5 +1,7 @@
 """What the loss was fed: probabilities where it expects logits (softmax before ``cross_entropy``, a
-sigmoid before ``binary_cross_entropy_with_logits``), logits where ``nll_loss`` expects log-probabilities."""
+sigmoid before ``binary_cross_entropy_with_logits``), logits where ``nll_loss`` expects log-probabilities.
+The sigmoid is found by the tensor's provenance (a ``SigmoidBackward`` node just above the loss input), not by
+its values: logits of a zero-initialised logistic regression or a fresh discriminator all lie in [0, 1]."""
 
 from __future__ import annotations
 
@@ -14,6 +16,24 @@ if TYPE_CHECKING:
 
 PROB_SUM_ATOL = 1e-3  # rows of a softmax sum to 1 within float32 rounding; raw logits essentially never do
 MIN_VALUES = 8  # fewer values in [0, 1] can happen by chance
+
+
+SHAPE_NODES = ("View", "Reshape", "Squeeze", "Unsqueeze", "Permute", "Transpose", "Clone", "Slice", "Select", "ToCopy")
+
+
+def made_by(t: torch.Tensor, op: str, hops: int = 4) -> bool:
+    """``t`` is the output of ``op`` (``SigmoidBackward0``), seen through up to ``hops`` shape-only ops."""
+    node = t.grad_fn
+    for _ in range(hops + 1):
+        if node is None:
+            return False
+        name = type(node).__name__
+        if name == op:
+            return True
+        if not name.startswith(SHAPE_NODES):
+            return False
+        node = next((n for n, _ in node.next_functions if n is not None), None)
+    return False
 
 
 def _class_dim(x: torch.Tensor) -> int:
@@ -42,12 +62,12 @@ class ProbabilitiesIntoLogitLoss(Check):
                     fix="pass the raw logits to CrossEntropyLoss / F.cross_entropy; drop the softmax "
                     "(keep it only for reporting probabilities)",
                 )
-        elif ev.function == "binary_cross_entropy_with_logits" and lo >= 0 and hi <= 1:
+        elif ev.function == "binary_cross_entropy_with_logits" and made_by(ev.input, "SigmoidBackward0"):
             probe.report(
                 kind="bug",
                 check="sigmoid_before_bce_with_logits",
-                message=f"binary_cross_entropy_with_logits was given {x.numel()} values all in [0, 1]: "
-                "they look like sigmoid outputs, and the loss applies sigmoid again",
+                message=f"binary_cross_entropy_with_logits was given the output of a sigmoid ({x.numel()} values "
+                f"in [{lo:.3g}, {hi:.3g}]): the loss applies sigmoid again",
                 evidence={"input_min": lo, "input_max": hi, "values": x.numel()},
                 fix="pass the raw logits to BCEWithLogitsLoss (or use BCELoss on probabilities)",
             )

@@ -1,0 +1,165 @@
+"""Checks of a measured property of the loss's inputs and of the schedule (issue 32): a regression loss whose
+prediction and target differ in shape (they broadcast, every row fit to other rows' targets); a softmax or
+log-softmax over the batch axis feeding a classification loss (found by the tensor's ``grad_fn``, not by its
+values); a learning-rate schedule that is zero for a stretch of the planned steps (projected from the scheduler
+object, not waited for)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import user_line_of
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import LossEvent, Probe, StepEvent
+
+REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits")
+CLASSIFICATION = ("cross_entropy", "nll_loss")
+SOFTMAX_NODES = ("SoftmaxBackward0", "LogSoftmaxBackward0")
+WALK = 8  # graph nodes followed up from a loss input to its softmax
+PROJECTED_STEPS = 200  # steps of the schedule projected from the first step
+ZERO_RUN = 10  # consecutive projected steps at lr 0 that make a finding
+
+
+@register
+class LossBroadcast(Check):
+    """A regression or binary loss given a prediction and a target of different shapes (PyTorch only warns):
+    the loss broadcasts them to a shape the prediction does not have."""
+
+    name = "loss_broadcast"
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        t = ev.target
+        if ev.function not in REGRESSION or not isinstance(t, torch.Tensor) or t.shape == ev.input.shape:
+            return
+        if t.dim() == 0:
+            return  # a scalar target (fit everything to one value) is what it says
+        try:
+            shape = torch.broadcast_shapes(ev.input.shape, t.shape)
+        except RuntimeError:
+            return  # the loss raises on its own
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=(
+                f"{ev.function} got a prediction of shape {list(ev.input.shape)} and a target of shape "
+                f"{list(t.shape)}: they broadcast to {list(shape)}, so each prediction is compared with other "
+                "rows' targets"
+            ),
+            evidence={"input_shape": list(ev.input.shape), "target_shape": list(t.shape), "broadcast": list(shape)},
+            fix="give the target the prediction's shape (target.view_as(pred), unsqueeze(1) or squeeze(-1))",
+        )
+
+
+def _softmax_over_batch(t: torch.Tensor) -> Any:
+    """The Softmax/LogSoftmax node a few steps above ``t`` that normalised over dim 0 of a batch, or None."""
+    node, steps = t.grad_fn, 0
+    while node is not None and steps < WALK:
+        if type(node).__name__ in SOFTMAX_NODES:
+            dim = int(getattr(node, "_saved_dim", 1))
+            result = getattr(node, "_saved_result", None)
+            ndim = result.dim() if isinstance(result, torch.Tensor) else t.dim()
+            return node if ndim >= 2 and dim in (0, -ndim) else None
+        nxt = [n for n, _ in node.next_functions if n is not None and type(n).__name__ != "AccumulateGrad"]
+        node, steps = (nxt[0] if nxt else None), steps + 1
+    return None
+
+
+@register
+class SoftmaxOverBatch(Check):
+    """A classification loss whose input comes from a softmax/log-softmax over dim 0, the batch axis: each class
+    is normalised across the samples instead of each sample across the classes."""
+
+    name = "softmax_over_batch"
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        if ev.function not in CLASSIFICATION or ev.input.dim() < 2 or ev.input.shape[0] < 2:
+            return
+        node = _softmax_over_batch(ev.input)
+        if node is None:
+            return
+        module = probe.softmax_nodes.get(id(node))
+        made = probe.made_at.get(id(module)) if module is not None else None
+        file, line = user_line_of(made[1]) if made else (None, None)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=(
+                f"the input of {ev.function} comes from a {type(node).__name__[:-9].lower()} over dim 0, the batch "
+                f"axis (batch {ev.input.shape[0]}): each class is normalised across samples"
+            ),
+            evidence={"batch": int(ev.input.shape[0]), "classes": int(ev.input.shape[1])},
+            fix="normalise over the class axis (dim=-1 or dim=1)",
+            where=(file, line) if file is not None else None,
+        )
+
+
+def _projected_lrs(sched: Any, opt: torch.optim.Optimizer) -> list[float] | None:
+    """The lr of the first param group over the first PROJECTED_STEPS steps, from the scheduler's own rule
+    (LambdaLR, MultiplicativeLR-free closed forms: StepLR, MultiStepLR, ExponentialLR); None for others."""
+    lr_sched = torch.optim.lr_scheduler
+    base = float(sched.base_lrs[0])
+    ks = range(PROJECTED_STEPS)
+    if isinstance(sched, lr_sched.LambdaLR):
+        return [base * float(sched.lr_lambdas[0](k)) for k in ks]
+    if isinstance(sched, lr_sched.StepLR):
+        return [base * sched.gamma ** (k // sched.step_size) for k in ks]
+    if isinstance(sched, lr_sched.ExponentialLR):
+        return [base * sched.gamma**k for k in ks]
+    if isinstance(sched, lr_sched.MultiStepLR):
+        marks = sorted(sched.milestones.elements())
+        return [base * sched.gamma ** sum(k >= m for m in marks) for k in ks]
+    return None
+
+
+@register
+class LrScheduleZero(Check):
+    """A scheduler whose learning rate, projected over the planned steps from its own rule, is zero for
+    ZERO_RUN or more consecutive steps (a gamma of 0, a warm-up factor with integer division)."""
+
+    name = "lr_schedule_zero"
+
+    def __init__(self) -> None:
+        self.done: set[int] = set()
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        for sched in list(probe.schedulers):
+            if id(sched) in self.done or getattr(sched, "optimizer", None) is not ev.optimizer:
+                continue
+            self.done.add(id(sched))
+            try:
+                lrs = _projected_lrs(sched, ev.optimizer)
+            except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+                continue
+            if not lrs or not lrs[0] >= 0:
+                continue
+            start = _zero_run(lrs, float(sched.base_lrs[0]))
+            if start is None:
+                continue
+            made = probe.made_at.get(id(sched))
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=(
+                    f"{type(sched).__name__} projects lr 0 from step {start} for {ZERO_RUN}+ steps "
+                    f"(base lr {sched.base_lrs[0]:g}): those steps change nothing"
+                ),
+                evidence={"zero_from_step": start, "base_lr": float(sched.base_lrs[0]), "projected": PROJECTED_STEPS},
+                fix="check the schedule's factor (a gamma of 0, an integer division in a warm-up lambda)",
+                where=user_line_of(made[1]) if made else None,
+            )
+
+
+def _zero_run(lrs: list[float], base: float) -> int | None:
+    """The first step of ZERO_RUN consecutive projected steps at lr 0 (or 1e-12 of the base), or None."""
+    tiny = abs(base) * 1e-12
+    run = 0
+    for k, lr in enumerate(lrs):
+        run = run + 1 if math.isfinite(lr) and abs(lr) <= tiny else 0
+        if run >= ZERO_RUN and base > 0:
+            return k - ZERO_RUN + 1
+    return None

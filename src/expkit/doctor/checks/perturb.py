@@ -1,0 +1,204 @@
+"""Checks that measure the trained model by replaying its first training forward with one input changed
+(issue 32): a sample's outputs must not change when another sample of the batch changes (batch-first data in
+a time-first RNN, a softmax over the batch axis, a reshape across the batch), and a model trained on next
+tokens must not change its output at position t when tokens after t change (a causal mask left out or built
+the wrong way, a convolution padded on both sides). The replays run without grad, with the same random
+state (dropout masks match) and batch norm on its running statistics; the module that first shows the
+change, with inputs that do not, names the line."""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import raw_stack, user_line_of
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
+
+REL_TOL = 1e-4  # a change smaller than this share of the output's scale is rounding
+SHIFT_MATCH = 0.9  # share of targets equal to the next input token that marks next-token training
+BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
+
+
+def _first(x: Any) -> torch.Tensor | None:
+    if isinstance(x, torch.Tensor):
+        return x
+    if isinstance(x, dict):
+        x = [x["logits"]] if "logits" in x else list(x.values())
+    if isinstance(x, (list, tuple)):
+        return next((t for t in (_first(v) for v in x) if t is not None), None)
+    return None
+
+
+def _changed(a: torch.Tensor, b: torch.Tensor) -> bool:
+    scale = float(a.detach().abs().max()) if a.numel() else 0.0
+    return a.shape == b.shape and bool(((a - b).abs() > REL_TOL * max(scale, 1e-6)).any())
+
+
+class _Replay:
+    """Run ``module`` again on given inputs: no grad, the same RNG state each time, batch norm in eval, and a
+    record of every submodule's first-tensor input and output (and its call site) in execution order."""
+
+    def __init__(self, module: nn.Module, kwargs: dict[str, Any]) -> None:
+        self.module, self.kwargs = module, kwargs
+        self.seed = int(torch.randint(0, 2**31 - 1, (1,)))
+
+    def __call__(self, inputs: tuple[Any, ...]) -> tuple[torch.Tensor | None, list[tuple[nn.Module, Any, Any, Any]]]:
+        trace: list[tuple[nn.Module, Any, Any, Any]] = []
+
+        def hook(mod: nn.Module, args: Any, out: Any) -> None:
+            trace.append((mod, _first(args), _first(out), raw_stack(3)))
+
+        norms = [m for m in self.module.modules() if isinstance(m, BATCH_NORMS) and m.training]
+        handles = [m.register_forward_hook(hook) for m in self.module.modules() if m is not self.module]
+        try:
+            for m in norms:
+                m.eval()
+            with torch.no_grad(), torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.seed)
+                out = _first(self.module(*inputs, **self.kwargs))
+        finally:
+            for h in handles:
+                h.remove()
+            for m in norms:
+                m.train()
+        return out, trace
+
+
+def _culprit(
+    probe: Probe, a: list[Any], b: list[Any], differs: Any, fallback: tuple[str | None, int | None] | None
+) -> tuple[str | None, int | None] | None:
+    """The line of the first submodule whose output differs between the replays while its input does not:
+    its call site when its forward takes a mask (the mask was left out there), else where it was built."""
+    for (mod, ia, oa, site), (_, ib, ob, _) in zip(a, b, strict=False):
+        if oa is None or ob is None or not differs(oa, ob):
+            continue
+        if ia is not None and ib is not None and differs(ia, ib):
+            continue
+        params = inspect.signature(mod.forward).parameters
+        if any("mask" in p or "causal" in p for p in params):
+            file, line = user_line_of(site)
+        else:
+            made = probe.made_at.get(id(mod))
+            file, line = user_line_of(made[1]) if made else user_line_of(site)
+        if file is not None:
+            return file, line
+    return fallback
+
+
+@register
+class SamplesMixed(Check):
+    """The first training forward of each model, replayed with the batch's last sample changed: the other
+    samples' outputs must stay the same."""
+
+    name = "samples_mixed"
+
+    def __init__(self) -> None:
+        self.tested: set[int] = set()
+        self.pending: dict[int, ForwardEvent] = {}
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        if not (ev.training and ev.grad_enabled) or id(ev.module) in self.tested:
+            return
+        self.tested.add(id(ev.module))
+        self.pending[0] = ev
+        x, out = ev.first_tensor(), _first(ev.output)
+        if x is None or out is None or x.dim() < 1 or x.shape[0] < 3 or out.dim() < 1 or out.shape[0] != x.shape[0]:
+            return
+        where = x is ev.inputs[0] if ev.inputs else False
+        changed = x.clone()  # the first sample changes: a recurrence run across the batch carries it forward
+        changed[0] = x[-1] if not x.is_floating_point() else torch.randn_like(x[0]) * (x.std() + 1) + x.mean()
+        if not where:
+            return
+        replay = _Replay(ev.module, ev.kwargs)
+        oa, ta = replay(ev.inputs)
+        ob, tb = replay((changed, *ev.inputs[1:]))
+        if oa is None or ob is None:
+            return
+
+        def differs(p: torch.Tensor, q: torch.Tensor) -> bool:
+            n = p.shape[0] if p.dim() else 0
+            return n == x.shape[0] and _changed(p[1:], q[1:])
+
+        if differs(oa, ob):
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=(
+                    f"the outputs of samples 1..{x.shape[0] - 1} change when only sample 0 of the batch changes: "
+                    "the model mixes samples (batch and time/feature axes swapped, a softmax or "
+                    "reshape across the batch)"
+                ),
+                evidence={"batch": int(x.shape[0]), "output_shape": list(oa.shape)},
+                fix="keep the batch axis apart: batch_first=True for batch-first data, permute instead of view, "
+                "softmax over the class/time axis",
+                where=_culprit(probe, ta, tb, differs, None),
+            )
+
+
+@register
+class FutureTokensSeen(Check):
+    """A model trained on next tokens (the loss target equals its input shifted by one) replayed with the
+    second half of every sequence changed: its outputs over the first half must stay the same."""
+
+    name = "future_tokens_seen"
+
+    def __init__(self) -> None:
+        self.pending: ForwardEvent | None = None
+        self.done = False
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        x = ev.first_tensor()
+        if not self.done and ev.training and ev.grad_enabled and x is not None and not x.is_floating_point():
+            self.pending = ev
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        fwd, self.pending = self.pending, None
+        if self.done or fwd is None or ev.function != "cross_entropy" or not isinstance(ev.target, torch.Tensor):
+            return
+        x = fwd.first_tensor()
+        if x is None or x.dim() != 2 or x.shape[1] < 4 or ev.target.numel() != x.shape[0] * (x.shape[1]):
+            return
+        nxt = ev.target.reshape(x.shape)[:, :-1]
+        if float((nxt == x[:, 1:]).float().mean()) < SHIFT_MATCH:
+            return
+        self.done = True
+        cut = x.shape[1] // 2
+        changed = x.clone()
+        changed[:, cut:] = x.roll(1, dims=0)[:, cut:]
+        if not bool((changed != x).any()) or not fwd.inputs or fwd.inputs[0] is not x:
+            return
+        replay = _Replay(fwd.module, fwd.kwargs)
+        oa, ta = replay(fwd.inputs)
+        ob, tb = replay((changed, *fwd.inputs[1:]))
+
+        def differs(p: torch.Tensor, q: torch.Tensor) -> bool:
+            if p.dim() >= 2 and p.shape[:2] == x.shape:
+                return _changed(p[:, :cut], q[:, :cut])
+            # channels first (a Conv1d's (batch, channels, time))
+            return (
+                p.dim() >= 3
+                and p.shape[0] == x.shape[0]
+                and p.shape[-1] == x.shape[1]
+                and _changed(p[..., :cut], q[..., :cut])
+            )
+
+        if oa is not None and ob is not None and differs(oa, ob):
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=(
+                    f"a model trained to predict the next token changes its outputs at positions 0..{cut - 1} when "
+                    f"only tokens {cut}.. change: it sees the future (a causal mask left out or reversed, a "
+                    "convolution padded on the right)"
+                ),
+                evidence={"sequence": int(x.shape[1]), "changed_from": cut},
+                fix="mask attention to earlier positions (a causal mask, is_causal=True), pad convolutions on the "
+                "left only",
+                where=_culprit(probe, ta, tb, differs, None),
+            )

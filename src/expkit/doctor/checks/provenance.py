@@ -1,0 +1,203 @@
+"""Checks that follow the autograd graph and where things were made (issue 32): every tensor that requires grad
+and reaches the loss is updated by some optimizer (registered parameter or not); trainable parameters of modules
+that ran get a gradient (a ``no_grad``/``detach``/``.item()`` in the forward cuts them off); each parameter is held
+once. Each finding names the line that caused it (the list assignment, the module's call site, the ``no_grad``,
+the ``detach``, the optimizer's construction) and the step where it showed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import RawStack, user_line_of
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import BackwardEvent, Probe, StepEvent
+
+MAX_GRAPH_NODES = 200_000  # a bound on the graph walk of one backward
+
+
+def graph_leaves(tensor: torch.Tensor) -> dict[int, torch.Tensor]:
+    """Every leaf tensor that requires grad and that ``tensor``'s autograd graph reaches (the variables of
+    its AccumulateGrad nodes), by id."""
+    leaves: dict[int, torch.Tensor] = {}
+    start = tensor.grad_fn
+    if start is None:
+        return leaves
+    seen = {start}
+    todo = [start]
+    while todo and len(seen) < MAX_GRAPH_NODES:
+        node = todo.pop()
+        var = getattr(node, "variable", None)
+        if isinstance(var, torch.Tensor):
+            leaves[id(var)] = var
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return leaves
+
+
+def _where(stack: RawStack | None) -> tuple[str | None, int | None] | None:
+    file, line = user_line_of(stack)
+    return None if file is None else (file, line)
+
+
+def _origin(probe: Probe, t: torch.Tensor) -> tuple[str | None, int | None] | None:
+    """Where an unregistered trainable tensor came from: its own assignment, its module's assignment (a plain
+    list attribute), or the line that called its module."""
+    for key in (id(t), id(probe.owner[id(t)]) if id(t) in probe.owner else None):
+        if key is not None and key in probe.origins:
+            return _where(probe.origins[key][1])
+    owner = probe.owner.get(id(t))
+    if owner is not None and id(owner) in probe.made_at:
+        return _where(probe.made_at[id(owner)][1])
+    return _where(probe.call_sites.get(id(owner))) if owner is not None else None
+
+
+def _registered_ids(probe: Probe) -> dict[int, Any]:
+    """Parameters of the top-level modules that ran in training, by id -> (root, name)."""
+    return {id(p): (root, n) for root in list(probe.roots.values()) for n, p in root.named_parameters()}
+
+
+@register
+class TrainableNotUpdated(Check):
+    """A tensor that requires grad reaches the loss and gets a gradient, yet no optimizer of the program holds
+    it: layers kept in a plain list, a tensor attribute that is not an ``nn.Parameter``, a layer built inside
+    ``forward``, a head swapped in after the optimizer was built, an optimizer built over part of the model."""
+
+    name = "trainable_not_updated"
+
+    def __init__(self) -> None:
+        self.leaves: dict[int, torch.Tensor] = {}
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        if ev.tensor.requires_grad:
+            self.leaves.update(graph_leaves(ev.tensor))
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        if self.leaves:  # a closure optimizer (Lightning): the backward ran inside step()
+            self.judge(probe, ev)
+        self.leaves = {}
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        if self.leaves:
+            self.judge(probe, ev)
+            self.leaves = {}
+
+    def judge(self, probe: Probe, ev: StepEvent) -> None:
+        held = probe.optimizer_param_ids()
+        stray = [t for i, t in self.leaves.items() if i not in held and t.grad is not None and t.requires_grad]
+        if not stray:
+            return
+        registered = _registered_ids(probe)
+        loose = [t for t in stray if id(t) not in registered]
+        if loose:
+            where = next((w for w in (_origin(probe, t) for t in loose) if w is not None), None)
+            self._report(probe, loose, "are not registered with any module (a plain list or attribute)", where)
+        kept = [t for t in stray if id(t) in registered]
+        if kept:
+            self._report(probe, kept, "belong to the model but no optimizer holds them", self._why_kept(probe, kept))
+
+    def _why_kept(self, probe: Probe, kept: list[torch.Tensor]) -> tuple[str | None, int | None] | None:
+        """A module assigned after the optimizer was built (a swapped head), else the optimizer's line."""
+        first_opt = min((probe.made_at[id(o)][0] for o in list(probe.optimizers) if id(o) in probe.made_at), default=0)
+        for root in list(probe.roots.values()):
+            for mod in root.modules():
+                rec = probe.origins.get(id(mod))
+                own = {id(p) for p in mod.parameters()}
+                if rec and rec[0] > first_opt and any(id(t) in own for t in kept):
+                    return _where(rec[1])
+        made = [probe.made_at[id(o)] for o in list(probe.optimizers) if id(o) in probe.made_at]
+        return _where(max(made)[1]) if made else None
+
+    def _report(self, probe: Probe, ts: list[torch.Tensor], why: str, where: Any) -> None:
+        values = sum(t.numel() for t in ts)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=(
+                f"{len(ts)} tensor(s) ({values:,} values) reach the loss and get gradients but {why}: "
+                "no optimizer updates them, they never change"
+            ),
+            evidence={"tensors": len(ts), "values": values, "shapes": [list(t.shape) for t in ts[:4]]},
+            fix="register them (nn.ModuleList / nn.ParameterList / nn.Parameter, layers built in __init__) and "
+            "build the optimizer after the model is final, from model.parameters()",
+            where=where,
+        )
+
+
+@register
+class GradientCut(Check):
+    """Trainable parameters of the stepping optimizer, in modules that ran since the last step, with no gradient:
+    the module ran under ``no_grad``, or its output was detached (``detach``, ``.item()``, NumPy) before the loss.
+    Names the ``no_grad`` or ``detach`` line."""
+
+    name = "gradient_cut"
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        self.judged = probe.backwards_since_step > 0
+        if self.judged:
+            self.judge(probe, ev)
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        if not getattr(self, "judged", True) and probe.backwards_since_step > 0:
+            self.judge(probe, ev)  # a closure optimizer (Lightning): the backward ran inside step()
+
+    def judge(self, probe: Probe, ev: StepEvent) -> None:
+        if not any(p.grad is not None for p in ev.params):
+            return
+        held = {id(p) for p in ev.params if p.requires_grad and p.grad is None}
+        if not held:
+            return
+        nograd: list[Any] = []
+        detached: list[Any] = []
+        for root in list(probe.roots.values()) + [m for m in probe.owner.values()]:
+            for mod in root.modules():
+                if id(mod) not in probe.ran_modules or not any(id(p) in held for p in mod.parameters(recurse=False)):
+                    continue
+                (nograd if id(mod) in probe.ran_without_grad else detached).append(mod)
+        if nograd:
+            site = probe.ran_without_grad[id(nograd[0])]
+            self._report(probe, nograd, "ran under torch.no_grad()", _where(site))
+        if detached and probe.cut_sites:
+            self._report(probe, detached, "feed the loss only through a detach()/.item()", _where(probe.cut_sites[0]))
+
+    def _report(self, probe: Probe, mods: list[Any], how: str, where: Any) -> None:
+        names = sorted({type(m).__name__ for m in mods})
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{len(mods)} trained module(s) ({', '.join(names)}) {how}: their weights get no gradient",
+            evidence={"modules": len(mods)},
+            fix="keep the graph between these modules and the loss (no torch.no_grad()/detach()/.item()/NumPy "
+            "on the training path), or freeze them with requires_grad_(False) and leave them out of the optimizer",
+            where=where,
+        )
+
+
+@register
+class ParamsListedTwice(Check):
+    """A parameter listed twice in one optimizer (a list concatenated with a part of itself): it is updated
+    twice per step."""
+
+    name = "params_listed_twice"
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        # one optimizer at a time: a wrapper (accelerate's AcceleratedOptimizer) shows its inner one's groups
+        counts = Counter(id(p) for g in ev.optimizer.param_groups for p in g["params"])
+        twice = [i for i, k in counts.items() if k > 1]
+        if not twice:
+            return
+        opt_at = probe.made_at.get(id(ev.optimizer))
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{len(twice)} parameter(s) are listed more than once in the optimizers: each is updated twice",
+            evidence={"params_listed_twice": len(twice), "params": len(counts)},
+            fix="build the parameter list once (set(...) or named_parameters() deduplicated)",
+            where=_where(opt_at[1]) if opt_at else None,
+        )

@@ -1,0 +1,158 @@
+"""Checks of what the optimizer steps on and what happens to the weights between steps (issue 32): an embedding
+handed to the optimizer while frozen (``from_pretrained`` freezes by default); fp16 gradients that flush to zero
+without loss scaling; a trained parameter whose gradient is exactly zero at every watched step while the others'
+are not (a dead output, a dropout of 1, a loss term weighted by 0); weights changed between steps by something
+other than the optimizer (re-initialised or reloaded inside the loop)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import user_line_of
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import CallEvent, Probe, StepEvent
+
+FP16_ZERO_SHARE = 0.5  # share of fp16 gradient values exactly zero that marks an underflow
+SAMPLE = 16  # values of each parameter compared between steps
+
+
+def _made(probe: Probe, obj: Any) -> tuple[str | None, int | None] | None:
+    rec = probe.made_at.get(id(obj))
+    return user_line_of(rec[1]) if rec else None
+
+
+def _modules_of(probe: Probe) -> list[nn.Module]:
+    return [m for root in list(probe.roots.values()) for m in root.modules()]
+
+
+@register
+class FrozenInOptimizer(Check):
+    """An embedding whose weight an optimizer holds but that does not require grad: frozen by its loader's
+    default (``nn.Embedding.from_pretrained(..., freeze=True)``) while the program meant to train it."""
+
+    name = "frozen_embedding_in_optimizer"
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        held = {id(p) for p in ev.params}
+        for root in list(probe.roots.values()) + list(probe.modules_made):
+            if not isinstance(root, (nn.Embedding, nn.EmbeddingBag)):
+                continue
+            w = root.weight
+            if id(w) in held and not w.requires_grad:
+                probe.report(
+                    kind="bug",
+                    check=self.name,
+                    message=f"an embedding ({tuple(w.shape)}) is in the optimizer but frozen (requires_grad=False), "
+                    "e.g. by from_pretrained's default freeze=True: it never trains",
+                    evidence={"shape": list(w.shape)},
+                    fix="nn.Embedding.from_pretrained(vectors, freeze=False), or leave it out of the optimizer",
+                    where=_made(probe, root),
+                )
+                return
+
+
+@register
+class Fp16Underflow(Check):
+    """Half-precision gradients of which most values are exactly zero, with no GradScaler scaling the loss."""
+
+    name = "fp16_grad_underflow"
+
+    def __init__(self) -> None:
+        self.scaled = False
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        self.scaled = self.scaled or ev.name == "scaler.scale"
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        grads = [p.grad for p in ev.params if p.grad is not None and p.grad.dtype == torch.float16]
+        if self.scaled or not grads:
+            return
+        total = sum(g.numel() for g in grads)
+        zeros = sum(int((g == 0).sum()) for g in grads)
+        if zeros / total < FP16_ZERO_SHARE:
+            return
+        root = next(
+            (m for m in list(probe.roots.values()) if any(id(p) in {id(q) for q in ev.params} for p in m.parameters())),
+            None,
+        )
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{zeros:,} of {total:,} fp16 gradient values are exactly 0 and no GradScaler scales the loss: "
+            "small gradients underflow in half precision",
+            evidence={"zero_share": zeros / total, "fp16_values": total},
+            fix="train in fp32 with torch.autocast(dtype=torch.float16) and a torch.amp.GradScaler, or use bf16",
+            where=_made(probe, root) if root is not None else None,
+        )
+
+
+@register
+class DeadGradient(Check):
+    """A trained module whose weight gradient is exactly zero at two watched steps in a row while other
+    parameters of the same optimizer get non-zero gradients."""
+
+    name = "zero_gradient"
+
+    def __init__(self) -> None:
+        self.zero_before: set[int] = set()
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        with_grad = [p for p in ev.params if p.grad is not None and p.requires_grad]
+        if probe.lead is None or probe.lead() is not ev.optimizer or not with_grad:
+            return
+        zero = {id(p) for p in with_grad if p.dim() >= 2 and p.grad is not None and not bool(p.grad.any())}
+        if len(zero) == len(with_grad) or not zero:
+            self.zero_before = set()
+            return
+        twice = zero & self.zero_before
+        self.zero_before = zero
+        mods = [m for m in _modules_of(probe) if any(id(p) in twice for p in m.parameters(recurse=False))]
+        if mods:
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"{len(mods)} trained module(s) ({type(mods[0]).__name__}) get an all-zero gradient at "
+                "every watched step while others do not: nothing reaches them (a dead output, dropout 1, a loss "
+                "weight of 0)",
+                evidence={"modules": len(mods)},
+                fix="check what sits between these modules and the loss (activation on the output, dropout "
+                "probability, loss weights)",
+                where=_made(probe, mods[0]),
+            )
+
+
+@register
+class WeightsChangedOutsideStep(Check):
+    """Weights an optimizer holds that change between its steps without it (a re-initialisation or a reload
+    inside the loop undoes training)."""
+
+    name = "weights_changed_outside_step"
+
+    def __init__(self) -> None:
+        self.after: dict[int, torch.Tensor] = {}
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        self.after = {id(p): p.detach().flatten()[:SAMPLE].clone() for p in ev.params}
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        moved = [
+            p
+            for p in ev.params
+            if id(p) in self.after and not torch.equal(self.after[id(p)], p.detach().flatten()[:SAMPLE])
+        ]
+        if not moved or not self.after:
+            return
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{len(moved)} parameter(s) changed between two optimizer steps without the optimizer: "
+            "something re-initialises or reloads the weights inside the loop",
+            evidence={"params_changed": len(moved), "params": len(ev.params)},
+            fix="initialise (model.apply(init), load_state_dict) once, before the training loop",
+            where=user_line_of(probe.apply_site) if probe.apply_site else None,
+        )

@@ -1,0 +1,50 @@
+"""The doctor on programs written from outside reports (tests/doctor/outside, issue 32). The default run takes
+four development programs (each a real child process under doctor): a layer list, a causal LM whose mask is
+built the wrong way round, a softmax over the batch axis, and a clean GAN with two optimizers. The whole
+development half is ``slow``; the held-out half is scored only by ``benchmarks/bench_doctor.py`` (never tuned on).
+
+    .venv/bin/python -m pytest tests/doctor/test_outside.py -m slow -s -p no:cacheprovider
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from expkit.doctor.outside import load_manifest, run_outside, score_split
+
+pytest.importorskip("torch")
+
+OUTSIDE = Path(__file__).parent / "outside"
+ENTRIES = {e["program"]: e for e in load_manifest(OUTSIDE / "manifest.json")}
+SAMPLE = {
+    "bugs/layers_in_python_list.py": "trainable_not_updated",
+    "bugs/lm_causal_mask_transposed.py": "future_tokens_seen",
+    "bugs/softmax_layer_over_batch_axis.py": "softmax_over_batch",
+    "clean/gan_two_optimizers.py": None,
+}
+
+
+def test_sample_of_the_development_half():
+    entries = [ENTRIES[name] for name in SAMPLE]
+    assert all(e["split"] == "dev" for e in entries)
+    outcomes = {o.program: o for o in run_outside(OUTSIDE, entries, workers=2)}
+    for name, check in SAMPLE.items():
+        o = outcomes[name]
+        assert o.steps_watched == 2, name
+        if check is None:
+            assert o.checks == (), (name, o.checks)
+        else:
+            assert check in o.checks, (name, o.checks)
+    assert outcomes["bugs/layers_in_python_list.py"].at_line
+    assert outcomes["bugs/softmax_layer_over_batch_axis.py"].at_line
+
+
+@pytest.mark.slow
+def test_development_half():
+    entries = [e for e in ENTRIES.values() if e["split"] == "dev"]
+    score = score_split(run_outside(OUTSIDE, entries, workers=2), "dev")
+    print(score)
+    assert score.clean_with_findings <= 1, score.alarms
+    assert score.recall >= 0.75, score.missed
