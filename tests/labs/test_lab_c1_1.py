@@ -16,7 +16,10 @@ def test_c1_1_list_grows_generator_stays_flat(tmp_path):
     m = {x.key: x for x in res.measurements}
     # short records: a dict + small strs per line cost several times the bytes on disk
     assert 2.5 < m["list_ratio_above"].value < m["list_ratio"].value < 9
-    assert 1.0 < m["list_ratio_chat"].value < m["list_ratio_above"].value  # long strings cost ~1 byte/char
+    # issue 36: judged across record sizes: long chat turns cost ~1 byte/char above the interpreter, so the
+    # whole-process ratio on a file of the seed's size is far under short records' (and the seed's 5.3x)
+    assert m["list_ratio_chat"].value < m["list_ratio"].value
+    assert "above the interpreter's baseline" in m["list_ratio_chat"].detail
     assert 5 < m["generator_peak"].value < 60  # a whole interpreter: MB, not the pipeline's few KB
     # the probe's interpreter carries expkit's imports; the seed's bare generator does not
     assert m["generator_peak"].value < m["generator_peak_probe"].value
@@ -25,11 +28,18 @@ def test_c1_1_list_grows_generator_stays_flat(tmp_path):
     assert (tmp_path / res.figures[0]).stat().st_size > 10_000
 
     judged = judged_measurements(res)
-    assert set(judged) == {"list_ratio", "generator_peak", "generator_flat"}
+    assert set(judged) == {"list_ratio", "list_ratio_chat", "generator_peak", "generator_flat"}
     for key in judged:
         assert_verdict_follows(judged[key])
-    lst = judged["list_ratio"]  # contrary: a list costing little more than the file, or the seed's 5.3x
-    assert_flips(lst, 1.2 if lst.verdict.kind == "reproduced" else 5.3)
+    # contrary: the other record size's ratio measured in this run (short vs long records), when the two differ
+    lst, chat = judged["list_ratio"], judged["list_ratio_chat"]
+    if lst.verdict.kind != chat.verdict.kind:
+        assert_flips(lst, chat.value)
+        assert_flips(chat, lst.value)
+    elif lst.verdict.kind == "reproduced":  # the generator, measured in this run, is a reader that holds no list
+        assert_flips(lst, m["generator_peak"].value / 19.4)
+    else:  # neither record size reproduces here; the seed's own figure would
+        assert_flips(lst, 5.3)
     gen = judged["generator_peak"]
     # the contrary of what was found: a "generator" holding the whole file, or a process as small as the seed's
     assert_flips(gen, 200.0 if gen.verdict.kind == "reproduced" else 11.0)

@@ -31,7 +31,7 @@ def test_c5_5_masked_fraction_judged_on_the_data_set(tmp_path):
     (lab,) = select_labs(["C5.5"])
     res = run_lab(lab, out_dir=tmp_path, quick=True)
     m = assert_verdicts_follow(res)
-    one, all_, no_sys = m["masked_one"].value, m["masked_all"].value, m["masked_no_system"].value
+    one, all_, no_sys = m["masked_one"].value, m["synthetic_masked_all"].value, m["masked_no_system"].value
     assert 50 < one < 100 and 50 < all_ < 100
     assert no_sys < all_  # dropping the system prompt leaves a larger share trained
     assert m["masked_one"].verdict is None  # one example is shown, not judged
@@ -39,18 +39,32 @@ def test_c5_5_masked_fraction_judged_on_the_data_set(tmp_path):
     # the sweep over answer lengths is measured: longer answers, less masked
     sweep = [m[f"masked_{w}w"].value for w in (1, 5, 20, 60, 200)]
     assert sweep == sorted(sweep, reverse=True) and sweep[-1] < 50 < sweep[0]
-    # the verdict follows from the data set's fraction; 'differs' only with the sweep's answer length as cause
-    if abs(all_ - 85.0) <= 5.0:
-        assert m["masked_all"].verdict.kind == "reproduced"
+    # issue 36: judged on written conversations (mlflow's demo, reference answers), not on the generated ones whose
+    # answers of a few words make the verdict hold; those are shown unjudged
+    assert m["synthetic_mostly_masked"].value == 500 and m["synthetic_mostly_masked"].verdict is None
+    assert m["synthetic_masked_all"].verdict is None and 50 < m["synthetic_masked_all"].value < 100
+    written = m["mostly_masked"]
+    if written.verdict.kind == "not measured here":  # mlflow not installed: no written data set here
+        assert "mlflow" in written.verdict.reason
     else:
-        assert m["masked_all"].verdict.kind in ("differs", "not reproduced")
+        assert "written reference answers" in written.label and "written reference answers" in m["masked_all"].label
+        assert 0 < m["masked_all"].value < 100 and written.value <= written.rule.n
         if m["masked_all"].verdict.kind == "differs":
             assert "answer length" in m["masked_all"].verdict.reason
-    assert m["mostly_masked"].value == 500 and m["mostly_masked"].verdict.kind == "reproduced"
-    assert_flips(m["mostly_masked"], 499)
+        # the contrary measurement: the same written conversations audited with one-word answers
+        from expkit.finetune.demomodel import ensure_demo_model
+        from expkit.finetune.labels import load_chat_tokenizer
+        from expkit.labs.lab_c5_5_masked_fraction import shipped_chat
+
+        tok = load_chat_tokenizer(ensure_demo_model(quick=True).path)
+        terse = measure_masked_share(tok, with_answer_words(shipped_chat().reference, 1))
+        if written.verdict.kind != "reproduced":
+            assert_flips(written, terse.mostly_masked)
     # a shipped data set with written answers beside the synthetic sweep (or 'n/a' naming why there is none)
     shipped = [x for k, x in m.items() if k.startswith("masked_shipped")]
     assert shipped and all(x.verdict is None for x in shipped)
+    if written.verdict.kind != "not measured here":  # the written set's figure is the judged masked_all
+        assert m["masked_shipped_reference"].value == m["masked_all"].value
     assert "A real chat data set" in res.explanation or "No chat data set" in res.explanation
 
 

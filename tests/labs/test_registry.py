@@ -51,10 +51,15 @@ def test_rule_changes_carry_when_why_and_which_rule_judges():
         ("C6.5", "seed_spread_20", True),
         ("C6.2", "int8_decode_speedup", False),
         ("C6.2", "weight_free_train_bound", True),
+        ("C1.1", "generator_peak", True),
+        ("C1.1", "list_ratio", True),
+        ("C1.2", "thread_speedup", True),
+        ("C5.6", "loss_fall_20", True),
     ):
         (lab,) = select_labs([lab_id])
         change = next(c for c in lab.rule_history if c.key == key)
         assert change.date.startswith("2026-") and len(change.commit) >= 7 and change.first and change.changed
+        assert change.key in {f.key for f in lab.seed_figures} | {"weight_free_train_bound", "list_ratio_chat"}
         assert bool(change.seed_text) is seed_argued
         assert change.judged_by.startswith("the changed rule" if seed_argued else "the rule as first stated")
         res = LabResult(lab.id, lab.title, lab.claims, "ok", "quick", 0.0, rule_history=lab.rule_history)

@@ -6,7 +6,19 @@ from __future__ import annotations
 import statistics
 import time
 
-from expkit.labs.base import AtLeast, AtMost, Cause, LabContext, LabOutput, Measurement, Needs, Rule, SeedFigure, judged
+from expkit.labs.base import (
+    AtLeast,
+    AtMost,
+    Cause,
+    LabContext,
+    LabOutput,
+    Measurement,
+    Needs,
+    Rule,
+    RuleChange,
+    SeedFigure,
+    judged,
+)
 from expkit.labs.registry import lab
 
 SEED_SERIAL = SeedFigure("serial_s", "serial preprocessing time", 0.46, "s", "serial 0.46 s")
@@ -104,11 +116,30 @@ def _time(fn) -> float:
     return time.perf_counter() - t0
 
 
+# issue 36: when and why the rule changed after the lab first ran (fdc79e0, 2026-11-29), from `git log -p`
+RULE_HISTORY = (
+    RuleChange(
+        "thread_speedup",
+        "2026-11-30",
+        "2969f62",
+        first="at most halfway between 1x and min(8, the machine's cores)x; 'needs at least 2 cores' below that",
+        changed="at most halfway between 1x and the cores free of other work (measured); 'needs at least 1.5 free "
+        "cores' below that",
+        why="on cores busy with other work threads cannot outrun serial whatever the GIL does, so the first rule "
+        "gave 'reproduced' where no measurement could have refuted it",
+        seed_text="'8 线程 0.46 s（GIL）'"  # noqa: RUF001 - the seed's own words
+        " (8 threads 0.46 s, the GIL): the seed names the GIL as why threads gain "
+        "nothing, which a run can only show where free cores would have let them gain",
+    ),
+)
+
+
 @lab(
     id="C1.2",
     title="GIL: threads vs processes on CPU-bound work",
     claims=("C1.2",),
     seed=(SEED_SERIAL, SEED_THREADS, SEED_PROCS),
+    rule_history=RULE_HISTORY,
 )
 def run(ctx: LabContext) -> LabOutput:
     from expkit.data import default_workers, parallel_map

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, SeedFigure, Within, judged
+from expkit.labs.base import AtLeast, LabContext, LabOutput, Measurement, RuleChange, SeedFigure, Within, judged
 from expkit.labs.registry import lab
 
 SEED_LOSS = SeedFigure("loss_step20", "loss after 20 LoRA steps", 1.7, "nats", "20 steps: loss 5.3 -> 1.7")
@@ -51,11 +51,30 @@ def stops_on_saved_eos(
     return not any(0 <= generated.find(t) < first for t in other_special)
 
 
+# issue 36: when and why the rule changed after the lab first ran (cca5f68, 2026-11-29), from `git log -p`
+RULE_HISTORY = (
+    RuleChange(
+        "loss_fall_20",
+        "2026-12-01",
+        "591c5fe",
+        first="loss at step 1 within +-1.0 of 5.3 nats and after 20 steps within +-0.4 of 1.7 nats",
+        changed="loss at step 1 / loss after 20 steps within +-50% of 5.3 / 1.7 = 3.1x (the levels shown unjudged)",
+        why="a 0.9M demo model and the seed's 0.5B model start from different losses on different data: the levels "
+        "do not compare, the fall does",
+        seed_text="'20 步 loss 5.3 → 1.7，答案对了却不会停'"  # noqa: RUF001 - the seed's own words
+        " (20 steps: loss 5.3 -> 1.7, the answer is right yet it does not stop): the seed gives the loss as a "
+        "fall over 20 steps, the evidence that training worked before it "
+        "says that stopping did not",
+    ),
+)
+
+
 @lab(
     id="C5.6",
     title="The end-of-turn token must be in the loss",
     claims=("C5.6",),
     seed=(SEED_LOSS_START, SEED_LOSS, SEED_LOSS_FALL, SEED_STOP, SEED_RIGHT),
+    rule_history=RULE_HISTORY,
 )
 def run(ctx: LabContext) -> LabOutput:
     from expkit.finetune.chatdata import generate_chat_examples
