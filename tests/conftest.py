@@ -89,3 +89,26 @@ def pytest_runtest_teardown(item, nextitem):
     ray = sys.modules.get("ray")  # None where ray is not installed (the fixture skipped)
     if ray is not None and not any("local_ray" in getattr(i, "fixturenames", ()) for i in rest):
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def _mlflow_db_template(tmp_path_factory):
+    """An MLflow SQLite database with mlflow's tables made, once per session. Making them runs mlflow's
+    alembic migrations: 15 s of a test at load 30 (measured here with mlflow 3.17), paid once instead of by
+    every export test."""
+    pytest.importorskip("mlflow")
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()  # the client makes the tables
+    return path
+
+
+@pytest.fixture
+def mlflow_sqlite_db(tmp_path, _mlflow_db_template):
+    """A new MLflow database file for one test (``tmp_path/mlflow.db``), a copy of the session's template:
+    the tables are mlflow's own, the runs and experiments are this test's. tests/cli/test_runs_cli.py still
+    exports to a file MLflow has to create."""
+    import shutil
+
+    return shutil.copyfile(_mlflow_db_template, tmp_path / "mlflow.db")

@@ -83,7 +83,7 @@ def test_a_nan_loss_marks_the_lightning_run_diverged(fitted) -> None:
     assert rec.diverged and "train_loss=" in rec.diverged_at and rec.final_metrics["train_loss"] in ("nan", "inf")
 
 
-def test_show_diff_export(fitted, tmp_path: Path) -> None:
+def test_show_diff_export(fitted, request: pytest.FixtureRequest) -> None:
     store, _, _ = fitted
     show = runner.invoke(app, ["runs", "show", "pl-b", "--store", str(store)])
     assert show.exit_code == 0 and "DIVERGED" in show.output and "lightning" in show.output, show.output
@@ -91,7 +91,7 @@ def test_show_diff_export(fitted, tmp_path: Path) -> None:
     keys = {(d["category"], d["key"]) for d in json.loads(diff.stdout)["result"]["differences"]}
     assert ("config", "hparams.lr") in keys and ("metrics", "diverged") in keys
     pytest.importorskip("mlflow")
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = f"sqlite:///{request.getfixturevalue('mlflow_sqlite_db')}"  # a new database with mlflow's tables made
     res = runner.invoke(app, ["runs", "export", "pl-a", "--store", str(store), "--mlflow", uri, "--json"])
     assert res.exit_code == 0, res.output
     (e,) = json.loads(res.stdout)["result"]
