@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from families.catalog import Family, build_tokenizer, conversations, families, trl_training_templates
+from families.catalog import Family, build_tokenizer, conversations, families, render_any, trl_training_templates
 
 from expkit.errors import InputError
 from expkit.finetune.chatdata import ChatExample
@@ -43,7 +43,7 @@ def _conversation(template: str, kind: str) -> list[dict[str, Any]] | str:
         candidates = [msgs] if kind != "multi-turn" else [msgs, msgs[1:]]  # Gemma 1/2 has no system role
         for m in candidates:
             try:
-                text = render_template(strip_generation_markers(template), m)
+                text = render_any(strip_generation_markers(template), m)
             except Exception as exc:  # noqa: BLE001 - the template's own raise_exception / jinja errors
                 why = why or f"{type(exc).__name__}: {str(exc)[:70]}"
                 continue
@@ -68,7 +68,7 @@ def _cell(name: str, kind: str) -> tuple[str, str]:
     try:
         if fam.trl_template is None:
             plain = strip_generation_markers(fam.template)
-            spans = derive_assistant_spans(partial(render_template, plain), msgs)
+            spans = derive_assistant_spans(partial(render_any, plain), msgs)
             return "expkit only", f"ends with {spans.spans[-1].end_of_turn}" + _unprompted(spans)
         result = compare_with_trl(fam.template, fam.trl_template, msgs)
     except InputError as exc:
@@ -84,10 +84,45 @@ def _unprompted(spans: DerivedSpans) -> str:
     return "; generation prompt not in training render" if any(s.unprompted for s in spans.spans) else ""
 
 
+_REASONING = [
+    {"role": "user", "content": "What is 6*7?"},
+    {"role": "assistant", "reasoning_content": "Six sevens.", "content": "42"},
+    {"role": "user", "content": "And 6*8?"},
+    {"role": "assistant", "reasoning_content": "One more six.", "content": "48"},
+]
+
+
+@cache
+def _extras(name: str) -> tuple[str, str, str]:
+    """(tool call dropped?, where reasoning_content is rendered, check-stop's turn openers) of one family."""
+    from expkit.finetune.dropped import find_dropped_fields
+    from expkit.finetune.stopping import turn_openers
+
+    fam = next(f for f in FAMILIES if f.name == name)
+    plain = strip_generation_markers(fam.template)
+    tool = _conversation(fam.template, "tool call")
+    if isinstance(tool, str):
+        drops = "not rendered"
+    else:
+        found = find_dropped_fields(partial(render_any, plain), tool, [1])
+        drops = "drops " + ", ".join(sorted({d.field.split(".")[0] for d in found})) if found else "kept"
+    try:
+        gone = {d.turn for d in find_dropped_fields(partial(render_any, plain), _REASONING, [1, 3])}
+        reasoning = (
+            f"last turn {'dropped' if 3 in gone else 'rendered'}, earlier {'dropped' if 1 in gone else 'rendered'}"
+        )
+    except Exception as exc:  # noqa: BLE001 - a template that cannot render the reasoning conversation
+        reasoning = f"not rendered ({type(exc).__name__})"
+    tok, _ = _tokenizer(name)
+    openers = " ".join(f"`{t}`" for t in tok.convert_ids_to_tokens(list(turn_openers(tok))))
+    return drops, reasoning, openers
+
+
 def _table() -> str:
     lines = [
-        "| family | template | " + " | ".join(KINDS) + " |",
-        "|---|---|" + "---|" * len(KINDS),
+        "| family | template | " + " | ".join(KINDS) + " | tool call fields | reasoning_content | "
+        "check-stop: stops at, before |",
+        "|---|---|" + "---|" * (len(KINDS) + 3),
     ]
     for fam in FAMILIES:
         cells = []
@@ -95,6 +130,11 @@ def _table() -> str:
             status, detail = _cell(fam.name, kind)
             detail = detail.replace("|", "\\|")
             cells.append(f"{status}: {detail}" if status != "not rendered" else f"not rendered ({detail})")
+        drops, reasoning, openers = _extras(fam.name)
+        tok, _ = _tokenizer(fam.name)
+        eot = LabelBuilder(tok).end_of_turn.token
+        stop = f"`{eot}`, before {openers or 'any turn opener'}".replace("|", "\\|")
+        cells += [drops, reasoning, stop]
         lines.append(f"| {fam.name} | `{fam.source}` | " + " | ".join(cells) + " |")
     counts: dict[str, int] = {}
     for fam in FAMILIES:
@@ -109,7 +149,12 @@ def _table() -> str:
         "the prompt and the content, the content (and a tool call after it) and the family's own end-of-turn token; "
         "`differs` names the rules by which TRL's `{% generation %}` spans (`--match trl`) train more, or less "
         "(`after generation prompt`), and a cell names `generation prompt not in training render` where the "
-        "rendered turn does not continue the generation prompt:\n\n"
+        "rendered turn does not continue the generation prompt. `tool call fields`: whether the template renders a "
+        "tool call's name and arguments (a template that drops them fails `sft audit` with `dropped_content`, "
+        "`--allow-dropped` accepts it); `reasoning_content`: where the template renders it (a dropped one is named "
+        "the same way; a template that renders earlier turns differently from the last one gets a `history differs` "
+        "note); `check-stop`: the end-of-turn token a generation must reach before any token that opens a new "
+        "turn (special tokens inside the turn, such as Command-R's `<|END_RESPONSE|>`, do not count):\n\n"
         f"{rules}\n\n" + "\n".join(lines)
     )
 
@@ -171,7 +216,7 @@ def _tokenizer(name: str) -> tuple[Any, dict[str, list[dict[str, Any]]]]:
     plain = strip_generation_markers(fam.template)
     texts, ends = [], []
     for msgs in convs.values():
-        d = derive_assistant_spans(partial(render_template, plain), msgs)
+        d = derive_assistant_spans(partial(render_any, plain), msgs)
         texts.append(d.text)
         ends.append(d.spans[-1].end_of_turn)
     tok = build_tokenizer(plain, texts, eos=ends[0])

@@ -21,6 +21,9 @@ app = typer.Typer(
 
 _LOSS_HELP = "Which tokens count: assistant (every assistant turn), completion (the last one), all."
 _ON_ERROR_HELP = "Bad data lines: raise (exit 2) or skip (and count)."
+_DROPPED_HELP = (
+    "Accept a chat template that drops part of an assistant turn (a tool call, reasoning): a note, not exit 1."
+)
 
 # the library names its fields; these commands name the flags that set them
 _FLAGS = {
@@ -32,6 +35,7 @@ _FLAGS = {
     "n": "-n",
     "max_new_tokens": "--max-new-tokens",
     "min_stop_rate": "--min-stop-rate",
+    "min_accuracy": "--min-accuracy",
     "show": "--show",
     "threads": "--threads",
     "lora_targets": "--targets",
@@ -94,6 +98,7 @@ def train(
     no_record: bool = typer.Option(False, "--no-record", help="Do not record the run in the run store."),
     seed: int = typer.Option(0, "--seed", help="Seed for LoRA init and data order."),
     threads: int = typer.Option(None, "--threads", help="torch threads (default: torch's choice)."),
+    allow_dropped: bool = typer.Option(False, "--allow-dropped", help=_DROPPED_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Train LoRA adapters with TRL's SFTTrainer on a local model, after auditing the labels.
@@ -135,6 +140,7 @@ def train(
             fix_generation_config=fix_generation_config,
             merge=merge,
             num_threads=threads,
+            allow_dropped=allow_dropped,
         )
         settings.validate()
         with progress_steps(steps, "sft") as advance:
@@ -169,12 +175,15 @@ def audit(
         help="Label convention: expkit (all the model generates after the generation prompt, through the "
         "end-of-turn token) or trl (TRL's {% generation %} spans).",
     ),
+    allow_dropped: bool = typer.Option(False, "--allow-dropped", help=_DROPPED_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the audit as JSON (masked_fraction, problems ...)."),
 ) -> None:
     """Check which tokens count in the loss, before any training.
 
     Exit 1 when a hard check fails: an assistant turn not ending in a trained stop token, pad == end of
-    turn, an example with no trained token, truncation that cuts the stop token.
+    turn, an example with no trained token, truncation that cuts the stop token, a chat template that drops
+    part of an assistant turn (a tool call, reasoning_content; --allow-dropped accepts it). Conversations may
+    carry a top-level "tools" list, assistant "tool_calls" with null content, and "tool"/"ipython" messages.
 
     Examples:
 
@@ -193,12 +202,13 @@ def audit(
         result = audit_label_file(
             model_dir=model,
             data_path=data,
-            loss=loss,  # type: ignore[arg-type]  # typer passes a str; audit_labels validates it
+            loss=loss,  # LabelBuilder validates it
             eos_in_loss=not no_eos_in_loss,
             max_length=max_length,
             show=show,
             on_error=on_error,  # type: ignore[arg-type]  # typer passes a str; the reader validates it
-            match=match,  # type: ignore[arg-type]  # typer passes a str; LabelBuilder validates it
+            match=match,  # LabelBuilder validates it
+            allow_dropped=allow_dropped,
         )
     if html is not None:
         write_audit_html(result, html, title=str(data))
@@ -218,20 +228,27 @@ def check_stop(
     n: int = typer.Option(20, "-n", help="Prompts to generate from."),
     max_new_tokens: int = typer.Option(32, "--max-new-tokens", help="Generation budget per prompt."),
     min_stop_rate: float = typer.Option(0.9, "--min-stop-rate", help="Exit 1 below this stop rate."),
+    min_accuracy: float = typer.Option(
+        None, "--min-accuracy", help="Exit 1 below this answer accuracy too (default: reported, not judged)."
+    ),
     show: int = typer.Option(3, "--show", help="Generations to print."),
     threads: int = typer.Option(None, "--threads", help="torch threads (default: torch's choice)."),
     json_out: bool = typer.Option(False, "--json", help="Print the check as JSON."),
 ) -> None:
     """Does the fine-tuned model stop? Greedy generation on held-out prompts.
 
-    Reports the stop rate (the end-of-turn token was emitted), answer accuracy, exact-match rate and mean
-    generated length, and whether the saved generation_config stops on the end-of-turn token.
+    Reports the stop rate (the end-of-turn token was emitted before any token that starts a new turn; special
+    tokens inside the turn, such as Command-R's <|END_RESPONSE|>, are part of it), answer accuracy, exact-match
+    rate and mean generated length, and whether the saved generation_config stops on the end-of-turn token.
+    Exit 1 below --min-stop-rate, or below --min-accuracy when given; the verdict names which failed.
 
     Examples:
 
       expkit sft check-stop --model demo --adapter sft-out/adapter --data held_out.jsonl -n 20
 
       expkit sft check-stop --model sft-out/merged --data held_out.jsonl --json
+
+      expkit sft check-stop --model demo --adapter sft-out/adapter --data held_out.jsonl --min-accuracy 0.5
     """
     _quiet_hf()
     from expkit.finetune.chatdata import read_chat_file
@@ -239,15 +256,25 @@ def check_stop(
     from expkit.render.sft import render_stop_check
 
     with _flag_names():
-        query = StopQuery(n=n, max_new_tokens=max_new_tokens, min_stop_rate=min_stop_rate, num_threads=threads)
+        query = StopQuery(
+            n=n,
+            max_new_tokens=max_new_tokens,
+            min_stop_rate=min_stop_rate,
+            num_threads=threads,
+            min_accuracy=min_accuracy,
+        )
         result = check_stopping(
             model_dir=model, adapter_dir=adapter, examples=read_chat_file(data).examples, query=query
         )
     emit(result, json_out, human=lambda r: render_stop_check(r, show=show))
     if not result.passed:
+        from expkit.render.sft import stop_verdict
+
         raise CheckFailed(
-            f"the model stops on {result.stop_rate:.0%} of prompts, below --min-stop-rate {result.min_stop_rate:.0%}",
-            hint="train with the end-of-turn token in the loss (see `expkit sft audit`)",
+            stop_verdict(result),
+            hint="train with the end-of-turn token in the loss (see `expkit sft audit`)"
+            if "stop rate" in result.failed
+            else "the model stops but answers wrong: train longer or check the data",
         )
 
 

@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from expkit.errors import InputError, UsageError
 
@@ -30,7 +30,7 @@ __all__ = [
     "write_synthetic_chat",
 ]
 
-ROLES = ("system", "user", "assistant", "tool")
+ROLES = ("system", "user", "assistant", "tool", "ipython")  # ipython: Llama 3.x's name for a tool result
 TASKS = ("add", "reverse", "km_to_m")
 OnError = Literal["raise", "skip"]
 # One short system prompt, as many real SFT sets carry (it is masked out of the loss, like the user turn).
@@ -41,13 +41,21 @@ SYSTEM_PROMPT = "You are a helpful assistant. Answer with the result only."
 class ChatExample:
     """One training example: either ``messages`` (conversational) or ``prompt`` + ``completion`` text.
 
-    ``line`` is the 1-based line of the JSONL file it came from (0 when built in memory).
+    ``line`` is the 1-based line of the JSONL file it came from (0 when built in memory). ``tools``: the
+    conversation's top-level tool schemas, passed to the chat template as ``tools=`` (None: none). Messages keep
+    every key they were given (``tool_calls`` with null content, ``reasoning_content``, ``tool_call_id`` ...).
     """
 
-    messages: tuple[dict[str, str], ...] = ()
+    messages: tuple[dict[str, Any], ...] = ()
     prompt: str | None = None
     completion: str | None = None
     line: int = 0
+    tools: tuple[dict[str, Any], ...] | None = None
+
+    @property
+    def tool_list(self) -> list[dict[str, Any]] | None:
+        """``tools`` as the list ``apply_chat_template(tools=...)`` takes."""
+        return list(self.tools) if self.tools is not None else None
 
     @property
     def conversational(self) -> bool:
@@ -76,27 +84,73 @@ def _check_encodable(text: str, what: str, *, path: Path, line: int) -> None:
         ) from None
 
 
-def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict[str, str], ...]:
-    if not isinstance(messages, list) or not messages:
-        raise InputError("'messages' must be a non-empty list of {role, content}", path=path, line=line)
-    out = []
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or "role" not in msg or "content" not in msg:
-            raise InputError(f"message {i} must be an object with 'role' and 'content'", path=path, line=line)
-        role, content = msg["role"], msg["content"]
-        if role not in ROLES:
+def _check_tool_calls(calls: object, i: int, *, path: Path, line: int) -> None:
+    """OpenAI/HF-style ``tool_calls``: a non-empty list of ``{"function": {"name": str, "arguments": dict | str}}``."""
+    if not isinstance(calls, list) or not calls:
+        raise InputError(f"message {i} (assistant): 'tool_calls' must be a non-empty list", path=path, line=line)
+    for k, call in enumerate(calls):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str) or not fn["name"]:
             raise InputError(
-                f"message {i} has unknown role {role!r}", path=path, line=line, hint=f"use one of {', '.join(ROLES)}"
-            )
-        if not isinstance(content, str) or not content.strip():
-            raise InputError(
-                f"message {i} ({role}) has empty content",
+                f"message {i} (assistant): tool call {k} needs a 'function' with a 'name'",
                 path=path,
                 line=line,
-                hint="drop the example or fill the turn; on_error='skip' skips and counts it",
+                hint='write {"type": "function", "function": {"name": ..., "arguments": {...}}}',
             )
+        if not isinstance(fn.get("arguments", {}), dict | str):
+            raise InputError(
+                f"message {i} (assistant): tool call {k}'s 'arguments' must be an object or a JSON string",
+                path=path,
+                line=line,
+            )
+        _check_encodable(json.dumps(call, ensure_ascii=False), f"message {i} tool call {k}", path=path, line=line)
+
+
+def _validate_message(msg: object, i: int, *, path: Path, line: int) -> dict[str, Any]:
+    if not isinstance(msg, dict) or "role" not in msg:
+        raise InputError(f"message {i} must be an object with 'role' and 'content'", path=path, line=line)
+    role, content, calls = msg["role"], msg.get("content"), msg.get("tool_calls")
+    if role not in ROLES:
+        raise InputError(
+            f"message {i} has unknown role {role!r}", path=path, line=line, hint=f"use one of {', '.join(ROLES)}"
+        )
+    if calls is not None:
+        if role != "assistant":
+            raise InputError(
+                f"message {i} ({role}) has 'tool_calls': only assistant turns call tools", path=path, line=line
+            )
+        _check_tool_calls(calls, i, path=path, line=line)
+    if calls and (content is None or content == ""):  # a tool-call turn: null or empty content is the usual form
+        pass
+    elif "content" not in msg:
+        raise InputError(f"message {i} must be an object with 'role' and 'content'", path=path, line=line)
+    elif not isinstance(content, str) or not content.strip():
+        raise InputError(
+            f"message {i} ({role}) has empty content",
+            path=path,
+            line=line,
+            hint="drop the example or fill the turn (an assistant turn may have null content with 'tool_calls'); "
+            "on_error='skip' skips and counts it",
+        )
+    else:
         _check_encodable(content, f"message {i} ({role})", path=path, line=line)
-        out.append({"role": role, "content": content})
+    reasoning = msg.get("reasoning_content")
+    if reasoning is not None and (role != "assistant" or not isinstance(reasoning, str)):
+        raise InputError(
+            f"message {i} ({role}): 'reasoning_content' must be a string on an assistant turn", path=path, line=line
+        )
+    if isinstance(reasoning, str):
+        _check_encodable(reasoning, f"message {i} reasoning_content", path=path, line=line)
+    out = dict(msg)  # the other keys (tool_call_id, name, tool_plan ...) go to the template as they are
+    if calls and not content:  # null or missing: "" renders in every template (Granite's `+ content` fails on null)
+        out["content"] = ""
+    return out
+
+
+def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict[str, Any], ...]:
+    if not isinstance(messages, list) or not messages:
+        raise InputError("'messages' must be a non-empty list of {role, content}", path=path, line=line)
+    out = [_validate_message(msg, i, path=path, line=line) for i, msg in enumerate(messages)]
     if out[0]["role"] == "assistant":
         raise InputError(
             "conversation starts with an assistant turn: there is no prompt for it to answer",
@@ -114,16 +168,31 @@ def _validate_messages(messages: object, *, path: Path, line: int) -> tuple[dict
     return tuple(out)
 
 
+def _validate_tools(tools: object, *, path: Path, line: int) -> tuple[dict[str, Any], ...] | None:
+    """A top-level ``tools`` list (JSON schemas, as ``apply_chat_template(tools=...)`` takes them)."""
+    if tools is None:
+        return None
+    if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+        raise InputError(
+            "'tools' must be a list of tool schemas (objects)",
+            path=path,
+            line=line,
+            hint='e.g. [{"type": "function", "function": {"name": "get_weather", "parameters": {...}}}]',
+        )
+    return tuple(tools)
+
+
 def _parse_example(obj: object, *, path: Path, line: int) -> ChatExample:
     if not isinstance(obj, dict):
         raise InputError("each line must be a JSON object", path=path, line=line)
+    tools = _validate_tools(obj.get("tools"), path=path, line=line)
     if "messages" in obj:
-        return ChatExample(messages=_validate_messages(obj["messages"], path=path, line=line), line=line)
+        return ChatExample(messages=_validate_messages(obj["messages"], path=path, line=line), line=line, tools=tools)
     if "prompt" in obj and "completion" in obj:
         prompt, completion = obj["prompt"], obj["completion"]
         if isinstance(prompt, list) and isinstance(completion, list):  # conversational prompt-completion
             msgs = _validate_messages(list(prompt) + list(completion), path=path, line=line)
-            return ChatExample(messages=msgs, line=line)
+            return ChatExample(messages=msgs, line=line, tools=tools)
         if not isinstance(prompt, str) or not isinstance(completion, str):
             raise InputError(
                 "'prompt' and 'completion' must both be strings (or both message lists)", path=path, line=line
@@ -316,11 +385,13 @@ def write_chat_jsonl(examples: Sequence[ChatExample], path: str | Path) -> Path:
     try:
         with tmp.open("w", encoding="utf-8") as fh:
             for ex in examples:
-                obj = (
+                obj: dict[str, Any] = (
                     {"messages": list(ex.messages)}
                     if ex.conversational
                     else {"prompt": ex.prompt, "completion": ex.completion}
                 )
+                if ex.tools is not None:
+                    obj["tools"] = list(ex.tools)
                 fh.write(json.dumps(obj) + "\n")
         os.replace(tmp, p)
     except BaseException:  # KeyboardInterrupt included: the part-written file goes, the exception stays
@@ -329,7 +400,7 @@ def write_chat_jsonl(examples: Sequence[ChatExample], path: str | Path) -> Path:
     return p
 
 
-def prompt_of(example: ChatExample) -> tuple[dict[str, str], ...] | str:
+def prompt_of(example: ChatExample) -> tuple[dict[str, Any], ...] | str:
     """The context before the last assistant turn (messages), or the prompt text."""
     if not example.conversational:
         return example.prompt or ""
@@ -341,7 +412,7 @@ def answer_of(example: ChatExample) -> str:
     """The expected answer: the last assistant turn, or the completion."""
     if not example.conversational:
         return example.completion or ""
-    return [m for m in example.messages if m["role"] == "assistant"][-1]["content"]
+    return [m for m in example.messages if m["role"] == "assistant"][-1].get("content") or ""
 
 
 @dataclass(frozen=True)

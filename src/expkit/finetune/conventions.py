@@ -247,6 +247,8 @@ def trl_training_template(tokenizer: Any) -> tuple[str | None, str]:
         swapped = get_training_chat_template(tokenizer)
     except ValueError:  # TRL: "not training-compatible ... patching is not supported for this template"
         swapped = None
+    except Exception as exc:  # noqa: BLE001 - TRL renders the template without tools; Hermes 3 tool use needs them
+        return None, f"TRL cannot render this template to look for a training template ({type(exc).__name__})"
     if swapped is None:
         return None, "TRL has no training template for this chat template and it has no {% generation %} markers"
     return str(swapped), "TRL training template"
@@ -256,7 +258,11 @@ _MARKERS = re.compile(r"\{%-?\s*generation\s*-?%\}")
 
 
 def compare_dataset_with_trl(
-    tokenizer: Any, conversations: Sequence[Sequence[dict[str, Any]]], *, limit: int = 20
+    tokenizer: Any,
+    conversations: Sequence[Sequence[dict[str, Any]]],
+    *,
+    limit: int = 20,
+    tools: Sequence[list[dict[str, Any]] | None] | None = None,
 ) -> TrlDifferences:
     """``compare_with_trl`` on the first ``limit`` conversations, with the tokenizer's template and tokens.
 
@@ -272,9 +278,10 @@ def compare_dataset_with_trl(
     first: list[SpanDifference] = []
     picked = list(conversations[:limit])
     failed = 0
-    for msgs in picked:
+    for k, msgs in enumerate(picked):
+        extra: dict[str, Any] = {"tools": tools[k]} if tools is not None and tools[k] is not None else {}
         try:
-            found = compare_with_trl(tokenizer.chat_template, trl_template, list(msgs), **context)
+            found = compare_with_trl(tokenizer.chat_template, trl_template, list(msgs), **context, **extra)
         except Exception:  # noqa: BLE001 - TRL's template refusing this conversation is counted, not fatal
             failed += 1
             continue

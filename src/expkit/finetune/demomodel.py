@@ -20,10 +20,12 @@ import os
 import random
 import sysconfig
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from expkit.errors import UsageError
+from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import SYSTEM_PROMPT, TASKS, plain_task_text
 
 __all__ = [
@@ -372,11 +374,41 @@ def provide_demo_model(*, out: str | Path | None = None, quick: bool = False, re
 
     spec = demo_model_spec(quick=quick)
     if rebuild and out is not None:
-        return build_demo_model(out=out, spec=spec)
+        with _space_checked(Path(out)):
+            return build_demo_model(out=out, spec=spec)
     if rebuild:
         shutil.rmtree(expkit_cache_dir() / "demo-model" / spec.digest(), ignore_errors=True)
-    built = ensure_demo_model(quick=quick)
+    with _space_checked(expkit_cache_dir()):
+        built = ensure_demo_model(quick=quick)
     if out is None:
         return built
-    shutil.copytree(built.path, out, dirs_exist_ok=True)
+    with _space_checked(Path(out)):
+        shutil.copytree(built.path, out, dirs_exist_ok=True)
     return replace(built, path=Path(out))
+
+
+_FULL_DISK = ("[Errno 28]", "[Errno 122]", "[Errno 27]", "No space left", "Disk quota", "File too large")
+
+
+@contextmanager
+def _space_checked(out: Path) -> Iterator[None]:
+    """A write of the model under ``out`` that the disk refused (full, quota, ``ulimit -f``) as one line naming
+    the path and the space left (issue 36: ``shutil.copytree`` gathers its ENOSPCs into a ``shutil.Error``
+    without an errno, a traceback, exit 3). Other errors pass."""
+    try:
+        yield
+    except Exception as exc:
+        if not any(text in str(exc) for text in _FULL_DISK):
+            raise
+        import shutil
+
+        probe = out
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        free = shutil.disk_usage(probe).free
+        raise InputError(
+            f"could not write the demo model: no space left on the device ({free / 1e6:.2f} MB free there; "
+            "the quick model takes about 0.6 MB, the full one a few MB)",
+            path=out,
+            hint="free space, or give --out a folder on another disk",
+        ) from None

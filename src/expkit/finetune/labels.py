@@ -11,12 +11,14 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, prompt_of
 from expkit.finetune.conventions import Convention, TrlDifferences, compare_dataset_with_trl, trl_training_template
+from expkit.finetune.dropped import DroppedField, family_of, find_dropped_fields, rendered_messages
 from expkit.finetune.spans import END_OF_TURN_STRINGS, derive_assistant_spans
 from expkit.finetune.templating import TemplateBudgetExceeded, template_budget
 
@@ -33,6 +35,7 @@ __all__ = [
     "audit_labels",
     "find_end_of_turn",
     "load_chat_tokenizer",
+    "render_chat",
 ]
 
 LossMode = Literal["assistant", "completion", "all"]
@@ -63,6 +66,7 @@ class ExampleLabels:
     input_ids: tuple[int, ...]
     labels: tuple[int, ...]
     truncated_tokens: int
+    dropped: tuple[DroppedField, ...] = ()  # fields of assistant turns the template does not render
 
     @property
     def trained_tokens(self) -> int:
@@ -178,9 +182,7 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
             hint="set tokenizer.chat_template (e.g. ChatML) and save it, or use prompt/completion data",
         )
     try:  # render one turn now: a template that does not parse or render fails here, named, not mid-audit
-        tok.apply_chat_template(
-            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], tokenize=False
-        )
+        _render_bare(tok, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}])
     except TemplateBudgetExceeded:
         raise
     except Exception as exc:  # noqa: BLE001 - jinja2's TemplateError and whatever the user's template raises
@@ -196,6 +198,30 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
 
 
 @template_budget()
+def render_chat(
+    tokenizer: Any, messages: Sequence[Any], *, tools: Any = None, add_generation_prompt: bool = False, **kw: Any
+) -> Any:
+    """``tokenizer.apply_chat_template(messages, tools=tools, ...)`` (text unless ``tokenize=True`` is passed); a
+    conversation without tools on a template that needs a list (Hermes 3 tool use iterates it) gets an empty one."""
+    kw.setdefault("tokenize", False)
+    try:
+        return tokenizer.apply_chat_template(
+            list(messages), tools=tools, add_generation_prompt=add_generation_prompt, **kw
+        )
+    except TemplateBudgetExceeded:
+        raise
+    except Exception:
+        if tools is not None:
+            raise
+        return tokenizer.apply_chat_template(
+            list(messages), tools=[], add_generation_prompt=add_generation_prompt, **kw
+        )
+
+
+def _render_bare(tokenizer: Any, messages: Sequence[Any], *, add_generation_prompt: bool = False) -> str:
+    return render_chat(tokenizer, messages, add_generation_prompt=add_generation_prompt)
+
+
 def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
     """The family's end-of-turn token: the first of ``spans.END_OF_TURN_STRINGS`` the template renders after an
     assistant's content when it is one token (``<|im_end|>`` for ChatML, ``<end_of_turn>`` for Gemma, ``<|eot_id|>``
@@ -208,10 +234,10 @@ def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
     if known is not None:
         return known
     msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": _SENTINEL}]
-    text = tokenizer.apply_chat_template(msgs, tokenize=False)
+    text = _render_bare(tokenizer, msgs)
     if _SENTINEL not in text:  # a template that reads text blocks only (Idefics3, SmolVLM)
         blocks = [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in msgs]
-        text = tokenizer.apply_chat_template(blocks, tokenize=False)
+        text = _render_bare(tokenizer, blocks)
     end = text.rfind(_SENTINEL) + len(_SENTINEL)
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     for tid, (start, stop) in zip(enc["input_ids"], enc["offset_mapping"], strict=True):
@@ -229,9 +255,7 @@ def _known_end_of_turn(tokenizer: Any) -> EndOfTurn | None:
     """The end of turn of a one-turn conversation from the derived spans, when it is a single token."""
 
     def render(messages: Sequence[Any], *, add_generation_prompt: bool = False) -> str:
-        return tokenizer.apply_chat_template(
-            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
-        )
+        return _render_bare(tokenizer, messages, add_generation_prompt=add_generation_prompt)
 
     for content in ("hi", [{"type": "text", "text": "hi"}]):
         msgs = [{"role": "user", "content": content}, {"role": "assistant", "content": content}]
@@ -284,6 +308,7 @@ class LabelBuilder:
         eos_in_loss: bool = True,
         max_length: int | None = None,
         match: Convention = "expkit",
+        allow_dropped: bool = False,
     ) -> None:
         if loss not in LOSS_MODES:
             raise UsageError(f"loss must be one of {', '.join(LOSS_MODES)}, not {loss!r}")
@@ -308,28 +333,36 @@ class LabelBuilder:
         self.end_of_turn = replace(self.end_of_turn, others=tuple(others))
         # generation-prompt text the training renders lack before an assistant turn -> turns seen (TurnSpan.unprompted)
         self.unprompted: dict[str, int] = {}
+        self.allow_dropped = allow_dropped  # a dropped field is a note, not a problem, in the audit
+        # (turn, trained text in history, the text as the last turn) -> conversations (``_compare_history``)
+        self.history_differs: dict[tuple[int, str, str], int] = {}
 
-    def _render(self, messages: Sequence[dict[str, str]], *, gen_prompt: bool = False) -> str:
-        return self.tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=gen_prompt)
+    def _render(self, messages: Sequence[dict[str, Any]], *, gen_prompt: bool = False, tools: Any = None) -> str:
+        return render_chat(self.tokenizer, messages, add_generation_prompt=gen_prompt, tools=tools)
 
-    def _render_for_spans(self, messages: Sequence[Any], *, add_generation_prompt: bool = False) -> str:
-        return self.tokenizer.apply_chat_template(
-            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
-        )
+    def _render_for_spans(
+        self, messages: Sequence[Any], *, add_generation_prompt: bool = False, tools: Any = None
+    ) -> str:
+        return render_chat(self.tokenizer, messages, add_generation_prompt=add_generation_prompt, tools=tools)
 
-    def _derived_mask(self, messages: Sequence[dict[str, str]], ex: ChatExample, only_last: bool):
+    def _derived_mask(self, messages: Sequence[dict[str, Any]], ex: ChatExample, only_last: bool):
         """expkit's spans (``spans.derive_assistant_spans``): from the end of the generation prompt through each
         assistant turn's end of turn, located by rendering the turn with sentinel content, so templates that do
         not render turns as prefixes of each other (DeepSeek, Phi-3 with a system prompt, gpt-oss) are handled too."""
         try:
             derived = derive_assistant_spans(
-                self._render_for_spans, messages, end_of_turn_strings=self.end_strings, only_last=only_last
+                partial(self._render_for_spans, tools=ex.tool_list),
+                messages,
+                end_of_turn_strings=self.end_strings,
+                only_last=only_last,
             )
         except InputError as exc:
             raise InputError(exc.message, line=ex.line or None, hint=exc.hint) from None
         for s in derived.spans:
             if s.unprompted:
                 self.unprompted[s.unprompted] = self.unprompted.get(s.unprompted, 0) + 1
+        for s in derived.spans[:-1]:
+            self._compare_history(messages, ex, s.turn, derived.text[s.start : s.end])
         enc = self.tokenizer(derived.text, add_special_tokens=False, return_offsets_mapping=True)
         chars = derived.trained_chars()
         # a token is trained when any of its characters is (as transformers' assistant mask does): a token that
@@ -338,10 +371,29 @@ class LabelBuilder:
         mask = [any(chars[a:b]) or (a == b and a < len(chars) and chars[a]) for a, b in enc["offset_mapping"]]
         return enc["input_ids"], mask
 
-    def _trl_mask(self, messages: Sequence[dict[str, str]]) -> tuple[list[int], list[bool]]:
+    def _compare_history(self, messages: Sequence[dict[str, Any]], ex: ChatExample, turn: int, trained: str) -> None:
+        """A turn before the last is trained as the template renders it in history; when the template renders it
+        otherwise as the last turn (Qwen3's empty think block, stripped reasoning), the model is trained on one
+        text and asked at inference for another: recorded for the audit's note (``history_differs``)."""
+        render = partial(self._render, tools=ex.tool_list)
+        ask, last = render(messages[:turn], gen_prompt=True), render(messages[: turn + 1])
+        if not last.startswith(ask):
+            return
+        ends = [(p, e) for e in self.end_strings if (p := last.find(e, len(ask))) >= 0]
+        if not ends:
+            return
+        p, e = min(ends)
+        as_last = last[len(ask) : p + len(e)]
+        if as_last != trained:
+            key = (turn, trained, as_last)
+            self.history_differs[key] = self.history_differs.get(key, 0) + 1
+
+    def _trl_mask(self, messages: Sequence[dict[str, Any]], tools: Any = None) -> tuple[list[int], list[bool]]:
         """TRL's labels: the assistant mask of the template's own markers, or of TRL's training template."""
-        out = self.tokenizer.apply_chat_template(
-            list(messages),
+        out = render_chat(
+            self.tokenizer,
+            messages,
+            tools=tools,
             tokenize=True,
             return_dict=True,
             return_assistant_tokens_mask=True,
@@ -349,15 +401,23 @@ class LabelBuilder:
         )
         return list(out["input_ids"]), [bool(b) for b in out["assistant_masks"]]
 
-    def _conversation(self, ex: ChatExample) -> tuple[list[int], list[bool]]:
-        msgs = list(ex.messages)
+    def dropped_fields(self, ex: ChatExample) -> list[DroppedField]:
+        """The fields of the trained assistant turns that the template leaves out (``dropped.find_dropped_fields``)."""
+        turns = [i for i, m in enumerate(ex.messages) if m.get("role") == "assistant"]
+        if self.loss == "completion":
+            turns = turns[-1:]
+        return find_dropped_fields(partial(self._render, tools=ex.tool_list), list(ex.messages), turns)
+
+    def _conversation(self, ex: ChatExample) -> tuple[list[int], list[bool], list[DroppedField]]:
+        dropped = self.dropped_fields(ex)
+        msgs = rendered_messages(ex.messages, dropped)
         if self.loss == "all":
-            ids = self.tokenizer(self._render(msgs), add_special_tokens=False)["input_ids"]
-            return ids, [True] * len(ids)
+            ids = self.tokenizer(self._render(msgs, tools=ex.tool_list), add_special_tokens=False)["input_ids"]
+            return ids, [True] * len(ids), dropped
         only_last = self.loss == "completion"
         if (self.markers or self.match == "trl") and not only_last:
-            return self._trl_mask(msgs)
-        return self._derived_mask(msgs, ex, only_last)
+            return (*self._trl_mask(msgs, ex.tool_list), dropped)
+        return (*self._derived_mask(msgs, ex, only_last), dropped)
 
     def _prompt_completion(self, ex: ChatExample) -> tuple[list[int], list[bool]]:
         tok = self.tokenizer
@@ -368,7 +428,16 @@ class LabelBuilder:
     @template_budget()
     def build(self, ex: ChatExample, index: int = 0) -> ExampleLabels:
         """Tokenize one example and build its labels (then drop the end of turn if asked, then truncate)."""
-        ids, mask = self._conversation(ex) if ex.conversational else self._prompt_completion(ex)
+        from jinja2 import TemplateError  # comes with transformers, which a LabelBuilder's tokenizer needs
+
+        try:
+            ids, mask, dropped = self._conversation(ex) if ex.conversational else (*self._prompt_completion(ex), [])
+        except TemplateError as exc:  # the template's own raise_exception (roles must alternate, no tool role ...)
+            raise InputError(
+                f"the chat template refuses this conversation: {exc}",
+                line=ex.line or None,
+                hint="this family cannot render it (drop the example, or --on-error skip in the reader)",
+            ) from None
         labels = [t if m else IGNORE for t, m in zip(ids, mask, strict=True)]
         if not self.eos_in_loss:
             labels = [IGNORE if t == self.end_of_turn.id else lab for t, lab in zip(ids, labels, strict=True)]
@@ -377,7 +446,12 @@ class LabelBuilder:
             cut = len(ids) - self.max_length
         keep = len(ids) - cut
         return ExampleLabels(
-            index=index, line=ex.line, input_ids=tuple(ids[:keep]), labels=tuple(labels[:keep]), truncated_tokens=cut
+            index=index,
+            line=ex.line,
+            input_ids=tuple(ids[:keep]),
+            labels=tuple(labels[:keep]),
+            truncated_tokens=cut,
+            dropped=tuple(dropped),
         )
 
     @property
@@ -507,6 +581,8 @@ def audit_labels(
     untruncated = None
     eos = b.tokenizer.eos_token_id
     trailing = None if b.match == "expkit" else frozenset(() if eos is None else (int(eos),))
+    dropped: dict[tuple[str, int], int] = {}
+    family = family_of(b.tokenizer.chat_template or "")
     for i, ex in enumerate(examples):
         lab = b.build(ex, index=i)
         if lab.truncated_tokens:
@@ -526,6 +602,10 @@ def audit_labels(
             allow_trailing=trailing,
         )
         pad_reported = pad_reported or any(p.check == "pad_is_eos" for p in found)
+        for d in lab.dropped:
+            dropped[(d.field, d.turn)] = dropped.get((d.field, d.turn), 0) + 1
+            if not b.allow_dropped:
+                found.append(LabelProblem("dropped_content", i, ex.line, _dropped_message(family, d)))
         problems += found
         per.append(lab.masked_fraction)
         total += len(lab.labels)
@@ -536,20 +616,7 @@ def audit_labels(
             shown.append(TokenView(i, tuple((s, label != IGNORE) for s, label in zip(text, lab.labels, strict=True))))
     if not per:
         raise InputError("no example to audit")
-    notes = []
-    if not b.markers and any(ex.conversational for ex in examples):
-        notes.append(
-            "the chat template has no {% generation %} markers: expkit derived the assistant spans "
-            "from the rendered turns (TRL's assistant_only_loss needs the markers)"
-        )
-    for tail, n in b.unprompted.items():
-        notes.append(
-            f"generation prompt not in training render: the generation prompt ends with {tail!r}, which the "
-            f"rendered training text never has before the assistant's content ({n} turn(s)): the model is asked at "
-            "inference to continue a prefix it was never shown"
-        )
-    if not b.eos_in_loss:
-        notes.append(f"--no-eos-in-loss: {eot.token} is masked out on purpose; expect a model that does not stop")
+    notes = _audit_notes(b, examples, dropped, family)
     source = "prompt/completion" if not any(ex.conversational for ex in examples) else b.span_source
     return LabelAudit(
         examples=len(per),
@@ -571,16 +638,59 @@ def audit_labels(
     )
 
 
+def _audit_notes(
+    b: LabelBuilder, examples: Sequence[ChatExample], dropped: dict[tuple[str, int], int], family: str
+) -> list[str]:
+    """What the audit says beside its problems: derived spans, prompts not in the render, history that differs,
+    dropped fields accepted with --allow-dropped, a masked end of turn."""
+    notes = []
+    if not b.markers and any(ex.conversational for ex in examples):
+        notes.append(
+            "the chat template has no {% generation %} markers: expkit derived the assistant spans "
+            "from the rendered turns (TRL's assistant_only_loss needs the markers)"
+        )
+    for tail, n in b.unprompted.items():
+        notes.append(
+            f"generation prompt not in training render: the generation prompt ends with {tail!r}, which the "
+            f"rendered training text never has before the assistant's content ({n} turn(s)): the model is asked at "
+            "inference to continue a prefix it was never shown"
+        )
+    for (turn, trained_text, as_last), n in sorted(b.history_differs.items())[:5]:
+        notes.append(
+            f"history differs from the last turn: the template renders message {turn} (assistant) in history as "
+            f"{trained_text!r}, which is trained, and as {as_last!r} when it is the last turn, which is what the "
+            f"model is asked for at inference ({n} conversation(s)); --loss completion trains last turns only"
+        )
+    if b.allow_dropped and dropped:
+        notes += [
+            f"--allow-dropped: {_dropped_message(family, DroppedField(turn, field))} ({n} conversation(s))"
+            for (field, turn), n in sorted(dropped.items())
+        ]
+    if not b.eos_in_loss:
+        notes.append(
+            f"--no-eos-in-loss: {b.end_of_turn.token} is masked out on purpose; expect a model that does not stop"
+        )
+    return notes
+
+
+def _dropped_message(family: str, d: DroppedField) -> str:
+    return (
+        f"the {family} chat template drops {d.field} of message {d.turn} (assistant): that turn is trained "
+        "without it (what went in is not what is rendered)"
+    )
+
+
 def _trl_differences(b: LabelBuilder, examples: Sequence[ChatExample]) -> TrlDifferences | None:
     """TRL's labels against expkit's derived ones on the conversations (None: nothing conversational)."""
     chats = [ex.messages for ex in examples if ex.conversational]
+    tools = [ex.tool_list for ex in examples if ex.conversational]
     if not chats or b.loss == "all":
         return None
     if b.markers:
         return TrlDifferences(
             "template markers", "the template's own markers: expkit and TRL train the same", 0, {}, ()
         )
-    return compare_dataset_with_trl(b.tokenizer, chats)
+    return compare_dataset_with_trl(b.tokenizer, chats, tools=tools)
 
 
 @template_budget()
@@ -589,7 +699,7 @@ def prompt_text(tokenizer: Any, ex: ChatExample) -> str:
     p = prompt_of(ex)
     if isinstance(p, str):
         return p
-    return tokenizer.apply_chat_template(list(p), tokenize=False, add_generation_prompt=True)
+    return render_chat(tokenizer, p, add_generation_prompt=True, tools=ex.tool_list)
 
 
 @dataclass(frozen=True)
@@ -604,14 +714,12 @@ def audit_label_file(
     *,
     model_dir: str | Path,
     data_path: str | Path,
-    loss: LossMode = "assistant",
-    eos_in_loss: bool = True,
-    max_length: int | None = None,
     show: int = 2,
     on_error: Literal["raise", "skip"] = "raise",
-    match: Convention = "expkit",
+    **options: Any,
 ) -> FileAudit:
-    """``audit_labels`` on the examples of a JSONL file with the chat tokenizer of ``model_dir``.
+    """``audit_labels`` on the examples of a JSONL file with the chat tokenizer of ``model_dir``; ``options`` go
+    to the ``LabelBuilder`` (``loss``, ``eos_in_loss``, ``max_length``, ``match``, ``allow_dropped``).
 
     Raises:
         UsageError: ``show`` < 0, an unknown ``loss``.
@@ -622,13 +730,6 @@ def audit_label_file(
     if show < 0:
         raise UsageError(f"show must be >= 0, not {show}")
     chat = read_chat_file(data_path, on_error=on_error)
-    audit = audit_labels(
-        tokenizer=load_chat_tokenizer(model_dir),
-        examples=chat.examples,
-        loss=loss,
-        eos_in_loss=eos_in_loss,
-        max_length=max_length,
-        show=show,
-        match=match,
-    )
+    tok = load_chat_tokenizer(model_dir)
+    audit = audit_labels(tokenizer=tok, examples=chat.examples, show=show, builder=LabelBuilder(tok, **options))
     return FileAudit(audit=audit, skipped_lines=dict(chat.skipped))

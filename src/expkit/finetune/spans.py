@@ -57,6 +57,7 @@ END_OF_TURN_STRINGS: tuple[str, ...] = (
     "<|END_OF_TURN_TOKEN|>",  # Cohere, Cohere2
     "<end_of_utterance>",  # Idefics3, SmolVLM
     "<|tool_response>",  # Gemma 4: a tool call ends the model's turn (<tool_call|> then the response opens)
+    "<|end_of_text|>",  # Granite 3.x (ibm-granite/granite-3.3-2b-instruct)
     "</s>",  # Mistral (v3, tekken), Llama 2
     "<|user|>",  # GLM-4: generation stops at the next role header (its generation_config eos list)
     "<|observation|>",  # GLM-4: after a tool call
@@ -151,18 +152,26 @@ def _tool_call_start(render: Render, messages: Sequence[Message], full: str, i: 
 
 
 def _after_prompt(
-    render: Render, messages: Sequence[Message], full: str, i: int, content_start: int, prev: tuple[int, int] | None
+    render: Render,
+    messages: Sequence[Message],
+    full: str,
+    i: int,
+    content: tuple[int, int],
+    prev: tuple[int, int] | None,
 ) -> tuple[int, str]:
     """(start of turn ``i``'s trained span, the generation prompt's text the render lacks before the content).
 
     The render continues the generation prompt when ``render(messages[:i], add_generation_prompt=True)`` is a
     prefix of it; a template that renders the history differently (Mistral moves the system prompt) still
-    continues it when the prompt's text after the previous message's content is what the render has there."""
+    continues it when the prompt's text after the previous message's content is what the render has there. A
+    prompt that supplies the start of the content (QwQ's ``<think>\n``, which the content opens with) is continued:
+    the span starts after it, so what the prompt gives is not trained."""
+    content_start, content_end = content
     try:
         ask = render(messages[:i], add_generation_prompt=True)
     except Exception:  # noqa: BLE001 - a template that cannot end on this turn: train from the content
         return content_start, ""
-    if full.startswith(ask) and len(ask) <= content_start:
+    if full.startswith(ask) and len(ask) <= max(content_start, content_end):
         return len(ask), ""
     before = messages[i - 1].get("content") if i else None
     if prev is None or not isinstance(before, str) or not before or before not in ask:
@@ -245,7 +254,7 @@ def derive_assistant_spans(
                 "span cannot be located",
                 hint="check that the template renders message['content'] of every assistant turn",
             )
-        start, unprompted = _after_prompt(render, messages, full, i, where[0], located.get(i - 1))
+        start, unprompted = _after_prompt(render, messages, full, i, where, located.get(i - 1))
         nxt = located.get(i + 1)
         stop = nxt[0] if nxt is not None else len(full)
         hit = _first_end_of_turn(full, where[1], stop, end_of_turn_strings)

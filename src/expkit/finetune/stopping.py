@@ -1,8 +1,9 @@
 """Does it stop: greedy generation on held-out prompts; stop rate, answer accuracy, generated length.
 
 "Stopped" means the model emitted the end-of-turn token of the chat template within ``max_new_tokens``
-and before any other special token (an ``<|im_end|>`` that closes a hallucinated next turn is no stop), except
-those the template renders in the answer's own turn before its content (gpt-oss' ``<|channel|>final<|message|>``).
+and before any token that starts a new turn (``turn_openers``: an ``<|im_end|>`` that closes a hallucinated
+``<|im_start|>user`` turn is no stop); special tokens the template renders inside the assistant's own turn
+(Command-R's ``<|END_RESPONSE|>``, gpt-oss' ``<|channel|>final<|message|>``) are part of the turn.
 Checked on the token ids, whatever ``generation_config`` says; the saved contract is reported beside.
 """
 
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, answer_of
 from expkit.finetune.contract import StopContract, read_stop_contract
-from expkit.finetune.labels import find_end_of_turn, load_chat_tokenizer, prompt_text
+from expkit.finetune.labels import find_end_of_turn, load_chat_tokenizer, prompt_text, render_chat
 from expkit.finetune.templating import template_budget
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ __all__ = [
     "check_stopping",
     "compare_eos_in_loss",
     "load_for_generation",
+    "turn_openers",
 ]
 
 
@@ -54,6 +56,8 @@ class StopCheck:
     """``stop_rate``: share of prompts whose generation emitted the end-of-turn token.
     ``answer_accuracy``: share whose output starts with the expected answer (stopped or not).
     ``exact_match_rate``: share that gave exactly the answer and then stopped.
+    ``passed``: the stop rate reaches ``min_stop_rate`` and, when ``min_accuracy`` is set, the answer accuracy
+    reaches it; ``failed`` names the verdicts that did not.
     """
 
     n: int
@@ -67,6 +71,8 @@ class StopCheck:
     contract: StopContract
     elapsed_s: float
     cases: tuple[StopCase, ...]
+    min_accuracy: float | None = None  # the answer-accuracy pass mark (None: accuracy is reported, not judged)
+    failed: tuple[str, ...] = ()  # the verdicts that failed: "stop rate", "answer accuracy"
 
 
 # An upper bound checked before the model loads (the model's own context is checked after).
@@ -77,11 +83,12 @@ _MAX_NEW_TOKENS = 2**20
 class StopQuery:
     """How to run the does-it-stop test: ``n`` prompts, greedy, ``max_new_tokens`` each, ``batch_size``
     prompts per ``generate`` call (left-padded), on ``num_threads`` torch threads (None: torch's default);
-    it passes when ``stop_rate >= min_stop_rate``.
+    it passes when ``stop_rate >= min_stop_rate`` and, when ``min_accuracy`` is set, ``answer_accuracy >=
+    min_accuracy`` (a model that stops but answers wrong fails).
 
     Raises:
-        UsageError: n < 1, max_new_tokens outside [1, 2**20], min_stop_rate outside [0, 1], batch_size < 1
-            (the message names the field).
+        UsageError: n < 1, max_new_tokens outside [1, 2**20], min_stop_rate or min_accuracy outside [0, 1],
+            batch_size < 1 (the message names the field).
     """
 
     n: int = 20
@@ -89,6 +96,7 @@ class StopQuery:
     min_stop_rate: float = 0.9
     batch_size: int = 32
     num_threads: int | None = None
+    min_accuracy: float | None = None
 
     def __post_init__(self) -> None:
         if self.n < 1:
@@ -99,6 +107,8 @@ class StopQuery:
             raise UsageError(f"min_stop_rate must be in [0, 1], not {self.min_stop_rate}")
         if self.batch_size < 1:
             raise UsageError(f"batch_size must be >= 1, not {self.batch_size}")
+        if self.min_accuracy is not None and not 0.0 <= self.min_accuracy <= 1.0:
+            raise UsageError(f"min_accuracy must be in [0, 1], not {self.min_accuracy}")
 
 
 @dataclass(frozen=True)
@@ -204,18 +214,24 @@ def check_stopping(
         ]
     k = len(cases)
     stop_rate = sum(c.stopped for c in cases) / k
+    accuracy = sum(c.answer_correct for c in cases) / k
+    failed: tuple[str, ...] = ("stop rate",) if stop_rate < query.min_stop_rate else ()
+    if query.min_accuracy is not None and accuracy < query.min_accuracy:
+        failed += ("answer accuracy",)
     return StopCheck(
         n=k,
         stop_rate=stop_rate,
-        answer_accuracy=sum(c.answer_correct for c in cases) / k,
+        answer_accuracy=accuracy,
         exact_match_rate=sum(c.exact for c in cases) / k,
         mean_generated_tokens=sum(c.generated_tokens for c in cases) / k,
         max_new_tokens=query.max_new_tokens,
         min_stop_rate=query.min_stop_rate,
-        passed=stop_rate >= query.min_stop_rate,
+        passed=not failed,
         contract=contract,
         elapsed_s=time.perf_counter() - t0,
         cases=tuple(cases),
+        min_accuracy=query.min_accuracy,
+        failed=failed,
     )
 
 
@@ -226,7 +242,7 @@ def _generate(gen: Generator, batch: Sequence[ChatExample], eot_id: int, query: 
     tok = gen.tokenizer
     prompts = [prompt_text(tok, ex) for ex in batch]
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else eot_id
-    special = {i for i, t in tok.added_tokens_decoder.items() if t.special} - {eot_id}
+    openers = set(turn_openers(tok)) - {eot_id}
     enc = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
     width = max(len(e) for e in enc)
     ids = torch.tensor([[pad_id] * (width - len(e)) + e for e in enc])  # (B, T) left-padded
@@ -246,10 +262,9 @@ def _generate(gen: Generator, batch: Sequence[ChatExample], eot_id: int, query: 
         # (<|im_start|>user ... <|im_end|>) is a hallucinated next turn, not a stop; the special tokens the
         # template itself renders in this turn before the answer (gpt-oss' <|channel|>final<|message|>) are not
         header = _turn_header(tok, ex, prompt)
-        own = set(tok(header, add_special_tokens=False)["input_ids"]) if header else set()
         first_eot = row.index(eot_id) if eot_id in row else len(row)
         produced = row[: first_eot + 1]  # generate() ends a row at its first end of turn; then padding
-        stopped = first_eot < len(row) and not any(t in special - own for t in row[:first_eot])
+        stopped = first_eot < len(row) and not any(t in openers for t in row[:first_eot])
         text = tok.decode(row[:first_eot] if stopped else produced, skip_special_tokens=False)
         text = text[len(header) :] if header and text.startswith(header) else text
         expected = answer_of(ex)
@@ -267,6 +282,57 @@ def _generate(gen: Generator, batch: Sequence[ChatExample], eot_id: int, query: 
     return cases
 
 
+_PROBE = ("Zq1uQ", "Zq2aQ", "Zq3uQ", "Zq4aQ")
+
+
+def turn_openers(tok: Any) -> tuple[int, ...]:
+    """The special tokens that start a new turn: the first special token the template renders after each turn's
+    content (ChatML's ``<|im_start|>``, Llama 3's ``<|start_header_id|>``, Command-R's ``<|START_OF_TURN_TOKEN|>``,
+    Mistral's ``[INST]``), found by rendering a two-round conversation. Special tokens the template renders inside
+    the assistant's turn (Command-R's ``<|END_RESPONSE|>``, gpt-oss' ``<|channel|>``) are not among them: a model
+    that emits them before its end of turn still stops."""
+    a, b, c, d = _PROBE
+    msgs = [
+        {"role": "user", "content": a},
+        {"role": "assistant", "content": b},
+        {"role": "user", "content": c},
+        {"role": "assistant", "content": d},
+    ]
+    blocks = [{**m, "content": [{"type": "text", "text": m["content"]}]} for m in msgs]
+    text = None
+    for probe in (msgs, blocks):  # text blocks for the templates that read only those (Idefics3, LLaVA-NeXT)
+        try:
+            text = render_chat(tok, probe)
+            break
+        except Exception:  # noqa: BLE001 - a template that cannot render this form of the probe: try the next
+            continue
+    if text is None:  # nothing renders the probe: every special token opens a turn
+        return tuple(i for i, t in tok.added_tokens_decoder.items() if t.special)
+    specials = {t.content: i for i, t in tok.added_tokens_decoder.items() if t.special}
+    end_ids = _end_ids(tok)
+    out = set()
+    for before, after in ((a, b), (b, c), (c, d)):
+        if before not in text or after not in text:
+            continue
+        gap = text[text.index(before) + len(before) : text.index(after)]
+        found = sorted((gap.find(s), s) for s in specials if s in gap)
+        ends = [k for k, (_, s) in enumerate(found) if specials[s] in end_ids]
+        # the first special after the content's end of turn (or after the content when nothing closes it)
+        rest = found[ends[-1] + 1 :] if ends else found
+        if rest:
+            out.add(specials[rest[0][1]])
+    return tuple(sorted(out))
+
+
+def _end_ids(tok: Any) -> set[int]:
+    """The family's end of turn, the other end-of-turn strings it has as tokens (gpt-oss' <|end|>) and the eos."""
+    from expkit.finetune.spans import END_OF_TURN_STRINGS
+
+    added = tok.get_added_vocab()
+    ids = {find_end_of_turn(tok).id} | {added[t] for t in END_OF_TURN_STRINGS if t in added}
+    return ids | ({tok.eos_token_id} if tok.eos_token_id is not None else set())
+
+
 def _turn_header(tok: Any, ex: ChatExample, prompt: str) -> str:
     """What the template renders between the generation prompt and the expected answer (gpt-oss:
     ``<|channel|>final<|message|>``; Qwen3: an empty think block): the model's own output in this turn. "" when
@@ -276,7 +342,7 @@ def _turn_header(tok: Any, ex: ChatExample, prompt: str) -> str:
         return ""
     last = max(i for i, m in enumerate(ex.messages) if m["role"] == "assistant")
     try:
-        full = tok.apply_chat_template(list(ex.messages[: last + 1]), tokenize=False)
+        full = render_chat(tok, ex.messages[: last + 1], tools=ex.tool_list)
     except Exception:  # noqa: BLE001 - a template that cannot render the answered turn: nothing to allow
         return ""
     if not full.startswith(prompt):

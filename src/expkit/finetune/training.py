@@ -59,6 +59,7 @@ class SFTSettings:
     num_threads: int | None = None
     lr_scheduler: str = "linear"
     allow_audit_problems: bool = False  # train even when the label audit fails
+    allow_dropped: bool = False  # train although the template drops a field of an assistant turn (tool call ...)
 
     def validate(self) -> None:
         """Raises UsageError naming the field (``steps must be >= 1, not 0``); the CLI names its flag."""
@@ -243,6 +244,7 @@ def train_lora_sft(
         loss=cast(LossMode, settings.loss),  # settings.validate() above checked it is one of LOSS_MODES
         eos_in_loss=settings.eos_in_loss,
         max_length=settings.max_length,
+        allow_dropped=settings.allow_dropped,
     )
     audit = audit_labels(tokenizer=tok, examples=examples, builder=builder, show=0)
     expected = {"stop_token_not_trained"} if not settings.eos_in_loss else set()

@@ -24,6 +24,7 @@ __all__ = [
     "render_parameter_count",
     "render_sft_result",
     "render_stop_check",
+    "stop_verdict",
     "write_audit_html",
 ]
 
@@ -165,10 +166,25 @@ def render_stop_check(result: StopCheck, *, show: int = 3) -> None:
         f"exact match {result.exact_match_rate:.0%}; mean generated {result.mean_generated_tokens:.1f} tokens "
         f"(budget {result.max_new_tokens})"
     )
+    print(stop_verdict(result))
     print(
         f"generation_config.eos_token_id {list(c.eos_ids_after)} "
         f"{'includes' if c.ok else 'does NOT include'} {c.end_of_turn.token} ({c.end_of_turn.id})"
     )
+
+
+def stop_verdict(result: StopCheck) -> str:
+    """One line: each judged figure against its mark, and which failed."""
+    def mark(name: str, value: float, flag: str, limit: float) -> str:
+        side = "below" if name in result.failed else "at or above"
+        return f"{name} {value:.0%} ({side} {flag} {limit:.0%})"
+
+    parts = [mark("stop rate", result.stop_rate, "--min-stop-rate", result.min_stop_rate)]
+    if result.min_accuracy is not None:
+        parts.append(mark("answer accuracy", result.answer_accuracy, "--min-accuracy", result.min_accuracy))
+    if not result.failed:
+        return "check-stop passed: " + "; ".join(parts)
+    return f"check-stop failed on {' and '.join(result.failed)}: " + "; ".join(parts)
 
 
 def render_parameter_count(c: ParameterCount) -> None:

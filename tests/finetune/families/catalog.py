@@ -107,3 +107,16 @@ def build_tokenizer(template: str, texts: list[str], eos: str) -> Any:
     fast.add_special_tokens({"additional_special_tokens": specials})
     fast.chat_template = template
     return fast
+
+
+def render_any(template: str, messages: list[dict[str, Any]], **context: Any) -> str:
+    """``render_template``, and with an empty ``tools`` list when the template needs one (Hermes 3 tool use
+    iterates ``tools``; passing [] to every template would change Llama 3.2's, which tests ``tools is not none``)."""
+    from expkit.finetune.conventions import render_template
+
+    try:
+        return render_template(template, messages, **context)
+    except Exception:
+        if "tools" in context:
+            raise
+        return render_template(template, messages, tools=[], **context)

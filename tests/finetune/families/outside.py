@@ -75,7 +75,8 @@ def conversation(kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]] 
             {"role": "assistant", "content": "8"},
         ], None
     if kind == "tool call":
-        call = {"type": "function", "id": "call00001", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}
+        fn = {"name": "get_weather", "arguments": {"city": "Oslo"}}
+        call = {"type": "function", "id": "call00001", "function": fn}
         return [
             {"role": "user", "content": "Weather in Oslo?"},
             {"role": "assistant", "content": None, "tool_calls": [call]},

@@ -1,0 +1,261 @@
+"""Issue 35 on real chat templates (``families/outside.py``: published templates and TRL's copies, 52 cases split
+26 dev / 26 held-out before the code was written): tool calls go through the reader and the audit with ``tools=``,
+each trained assistant turn is exactly what an independent computation says the model generates there, and every
+field a template drops is named.
+
+The independent computation: for assistant turn ``i``, the text the template adds between
+``render(messages[:i], add_generation_prompt=True)`` and ``render(messages[:i + 1])``, through the first end-of-turn
+string (the model's output at that point), compared with the tokens the audit trains for that turn. A dropped field
+is found by rendering the conversation with the field's value changed to another real value: the same text means
+the template drops it (the audit finds drops with sentinels inside the render, a different computation).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from functools import cache
+from typing import Any
+
+import pytest
+from families.catalog import build_tokenizer
+from families.outside import conversation, split, template_text
+
+from expkit.errors import InputError
+from expkit.finetune.chatdata import ChatExample, read_chat_file
+from expkit.finetune.conventions import render_template
+from expkit.finetune.labels import IGNORE, audit_labels
+from expkit.finetune.spans import END_OF_TURN_STRINGS, strip_generation_markers
+
+SPLIT = split()
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+
+
+def _example(kind: str, tmp_path) -> ChatExample:
+    msgs, tools = conversation(kind)
+    path = tmp_path / f"{kind}.jsonl"
+    path.write_text(json.dumps({"messages": msgs, **({"tools": tools} if tools else {})}) + "\n")
+    return read_chat_file(path).examples[0]  # the CLI's reader: null content of a tool call becomes ""
+
+
+def _render(template: str, messages: list[dict[str, Any]], tools: Any, gen: bool = False) -> str:
+    try:
+        return render_template(template, messages, tools=tools, add_generation_prompt=gen)
+    except Exception:
+        if tools is not None:
+            raise
+        return render_template(template, messages, tools=[], add_generation_prompt=gen)
+
+
+def _changed(msg: dict[str, Any], field: str) -> dict[str, Any]:
+    """The message with a field's value changed to another real value."""
+    if field == "reasoning_content":
+        return {**msg, "reasoning_content": "A different line of thought."}
+    call = dict(msg["tool_calls"][0])
+    fn = dict(call["function"])
+    if field == "tool_calls.name":
+        fn["name"] = "get_time"
+    else:
+        fn["arguments"] = {"city": "Bergen"}
+    return {**msg, "tool_calls": [{**call, "function": fn}]}
+
+
+def expected_drops(template: str, ex: ChatExample) -> set[tuple[int, str]]:
+    msgs, tools = [dict(m) for m in ex.messages], ex.tool_list
+    base = _render(template, msgs, tools)
+    out = set()
+    for i, m in enumerate(msgs):
+        fields = (["reasoning_content"] if m.get("reasoning_content") else []) + (
+            ["tool_calls.name", "tool_calls.arguments"] if m.get("tool_calls") else []
+        )
+        for field in fields:
+            if _render(template, [*msgs[:i], _changed(m, field), *msgs[i + 1 :]], tools) == base:
+                out.add((i, field))
+    return out
+
+
+def expected_turn_text(template: str, ex: ChatExample, i: int) -> str | None:
+    """What the model generates for assistant turn i after the generation prompt, through the end of turn
+    (None: the render of the turn does not continue the prompt, no independent answer)."""
+    msgs, tools = [dict(m) for m in ex.messages], ex.tool_list
+    ask = _render(template, msgs[:i], tools, gen=True)
+    full = _render(template, msgs[: i + 1], tools)
+    if not full.startswith(ask):
+        return None
+    ends = [(p, e) for e in END_OF_TURN_STRINGS if (p := full.find(e, len(ask))) >= 0]
+    if not ends:
+        return None
+    p, e = min(ends)
+    return full[len(ask) : p + len(e)]
+
+
+def _trained_runs(tok: Any, lab: Any) -> list[str]:
+    runs, cur = [], []
+    for t, y in zip(lab.input_ids, lab.labels, strict=True):
+        if y != IGNORE:
+            cur.append(t)
+        elif cur:
+            runs.append(tok.decode(cur))
+            cur = []
+    if cur:
+        runs.append(tok.decode(cur))
+    return runs
+
+
+@cache
+def _tokenizer(name: str, texts: tuple[str, ...]) -> Any:
+    return build_tokenizer(strip_generation_markers(template_text(name)), list(texts), eos="</s>")
+
+
+def judge(case: str, tmp_path) -> tuple[bool, str]:
+    """(passed, why) for one outside case."""
+    from expkit.finetune.labels import LabelBuilder
+
+    name, kind = case.split("/")
+    template = strip_generation_markers(template_text(name))
+    ex = _example(kind, tmp_path)
+    try:
+        texts = [_render(template, list(ex.messages), ex.tool_list)]
+    except Exception as exc:  # noqa: BLE001 - the template's own refusal: the audit must refuse with exit 2
+        tok = _tokenizer(name, (_render(template, conversation("one-turn")[0], None),))
+        with pytest.raises(InputError, match="refuses this conversation"):
+            audit_labels(tokenizer=tok, examples=[ex])
+        return True, f"refused by the template ({str(exc)[:40]})"
+    assistant = [i for i, m in enumerate(ex.messages) if m["role"] == "assistant"]
+    texts += [_render(template, list(ex.messages[:i]), ex.tool_list, gen=True) for i in assistant]
+    tok = _tokenizer(name, tuple(texts))
+    audit = audit_labels(tokenizer=tok, examples=[ex])
+    want_drops = expected_drops(template, ex)
+    got = {
+        (int(p.message.split("of message ")[1].split(" ")[0]), p.message.split(" drops ")[1].split(" of message")[0])
+        for p in audit.problems
+        if p.check == "dropped_content"
+    }
+    got = {
+        (t, "tool_calls.name" if ".name" in f else "tool_calls.arguments" if ".arguments" in f else f) for t, f in got
+    }
+    if got != want_drops:
+        return False, f"drops named {sorted(got)} != {sorted(want_drops)}"
+    others = [p for p in audit.problems if p.check != "dropped_content"]
+    if others:
+        return False, f"problems {[p.check for p in others]}"
+    lab = LabelBuilder(tok).build(ex)
+    runs = _trained_runs(tok, lab)
+    if len(runs) != len(assistant):
+        return False, f"{len(runs)} trained runs for {len(assistant)} assistant turns"
+    unchecked = 0
+    for k, i in enumerate(assistant):
+        want = expected_turn_text(template, ex, i)
+        unchecked += want is None
+        if want is not None and runs[k] != want and not _history_named(audit, i):
+            return False, f"turn {i}: trained {runs[k]!r} != {want!r}"
+    checked = f"exact on {len(assistant) - unchecked}/{len(assistant)} turns"
+    return True, checked + (f"; drops named {sorted(want_drops)}" if want_drops else "")
+
+
+def _history_named(audit: Any, turn: int) -> bool:
+    return any(n.startswith("history differs") and f"message {turn} " in n for n in audit.notes)
+
+
+@pytest.mark.parametrize("case", SPLIT["dev"])
+def test_outside_dev_case(case, tmp_path):
+    ok, why = judge(case, tmp_path)
+    assert ok, why
+
+
+# --- through the CLI: `sft audit` on tool-call conversations, with the real templates --------------------------
+
+TOOL_FAMILIES = ("llama3_2_3b_tools", "hermes3_tool_use", "trl_qwen2_5", "trl_qwen3", "mistral_small3_2")
+TOOL_FAMILIES += ("command_r7b_tool_use",)
+DROPPING = {  # the templates that render a tool-call turn as its end of turn alone, and the family the audit names
+    "granite3_3_2b": "Granite",
+    "smollm2": "ChatML (Qwen, SmolLM, Hermes)",
+    "olmo2": "Tulu (OLMo 2, Zephyr)",
+    "phi4_mini": "Phi-3/Phi-4-mini",
+}
+
+
+def _model_and_data(name: str, tmp_path) -> tuple[str, str, ChatExample]:
+    template = strip_generation_markers(template_text(name))
+    ex = _example("tool call", tmp_path)
+    assistant = [i for i, m in enumerate(ex.messages) if m["role"] == "assistant"]
+    texts = [_render(template, list(ex.messages), ex.tool_list)]
+    texts += [_render(template, list(ex.messages[:i]), ex.tool_list, gen=True) for i in assistant]
+    tok = _tokenizer(name, tuple(texts))
+    tok.save_pretrained(tmp_path / "model")
+    return str(tmp_path / "model"), str(tmp_path / "tool call.jsonl"), ex
+
+
+@pytest.mark.parametrize("name", TOOL_FAMILIES)
+def test_tool_calls_go_through_sft_audit_and_their_tokens_are_exact(name, tmp_path, cli):
+    """Before: a tool-call turn with null content was refused (exit 2) and `tools` was ignored."""
+    model, data, ex = _model_and_data(name, tmp_path)
+    res = cli("sft", "audit", "--model", model, "--data", data, "--max-length", "8192", "--show", "1", "--json")
+    assert res.exit_code == 0, res.stdout + res.stderr
+    audit = json.loads(res.stdout)["result"]["audit"]
+    assert audit["problems"] == []
+    tokens = audit["shown"][0]["tokens"]
+    runs, cur = [], ""
+    for text, trained in tokens:
+        if trained:
+            cur += text
+        elif cur:
+            runs.append(cur)
+            cur = ""
+    runs += [cur] if cur else []
+    template = strip_generation_markers(template_text(name))
+    want = expected_turn_text(template, ex, 1)  # the tool-call turn, from the renders with and without it
+    assert want is not None and "get_weather" in want and "Oslo" in want
+    history_note = any(n.startswith("history differs") and "message 1 " in n for n in audit["notes"])
+    assert runs[0] == want or history_note, (runs[0], want)
+    final = expected_turn_text(template, ex, 3)  # None: the render before the last turn is not its prefix (Hermes)
+    assert len(runs) == 2 and final in (None, runs[1])
+
+
+@pytest.mark.parametrize("name", sorted(DROPPING))
+def test_a_template_that_drops_the_tool_call_fails_the_audit_naming_family_field_turn(name, tmp_path, cli):
+    """Before: the turn was trained as its end-of-turn token alone, and the audit said nothing."""
+    model, data, _ = _model_and_data(name, tmp_path)
+    res = cli("sft", "audit", "--model", model, "--data", data, "--max-length", "8192")
+    assert res.exit_code == 1, res.stdout + res.stderr
+    line = next(x for x in res.stdout.splitlines() if x.startswith("FAIL dropped_content"))
+    assert f"the {DROPPING[name]} chat template drops tool_calls[0].function.name of message 1" in line
+    assert "dropped_content" in res.stderr
+    res = cli("sft", "audit", "--model", model, "--data", data, "--max-length", "8192", "--allow-dropped")
+    assert res.exit_code == 0 and "note: --allow-dropped: the" in res.stdout, res.stdout
+
+
+def test_match_trl_and_packing_pass_the_tools(tmp_path, cli):
+    """TRL's training template for Qwen 2.5 (its {% generation %} markers) trains the tool call too, and packing
+    keeps each conversation's trained tokens."""
+    from expkit.finetune.labels import LabelBuilder, load_chat_tokenizer
+    from expkit.finetune.packing import pack_labelled, trained_tokens_per_conversation
+
+    model, data, ex = _model_and_data("trl_qwen2_5", tmp_path)
+    res = cli(
+        "sft",
+        "audit",
+        "--model",
+        model,
+        "--data",
+        data,
+        "--max-length",
+        "8192",
+        "--match",
+        "trl",
+        "--show",
+        "1",
+        "--json",
+    )
+    assert res.exit_code == 0, res.stdout + res.stderr
+    trained = "".join(t for t, k in json.loads(res.stdout)["result"]["audit"]["shown"][0]["tokens"] if k)
+    assert '"name": "get_weather", "arguments": {"city": "Oslo"}' in trained
+    builder = LabelBuilder(load_chat_tokenizer(model))
+    labelled = [builder.build(ex, index=i) for i in range(3)]
+    rows = pack_labelled(labelled, max_length=4 * len(labelled[0].input_ids))
+    want = sorted(t for t, y in zip(labelled[0].input_ids, labelled[0].labels, strict=True) if y != IGNORE)
+    assert trained_tokens_per_conversation(rows)[0] == want
