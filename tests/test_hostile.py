@@ -281,7 +281,7 @@ def test_data_stats_lists_the_top_keys_and_counts_the_rest(tmp_path: Path, disti
 # read or refused with one line (exit 2) naming the file and its depth. Depths straddle orjson's 1024 and
 # Python's 1000-frame limit.
 DEPTHS = (900, 1100, 5000)
-ALLOF_DEPTHS = (40, 60, 100, 500)  # JSON depth 2d+1: 81 and 121 are read, 201 and 1001 refused (limit 128)
+ALLOF_DEPTHS = (60, 100, 500)  # JSON depth 2d+1: 121 is read, 201 and 1001 are refused (limit 128)
 DATE = "2026-01-01T00-00-00"
 
 
@@ -310,7 +310,7 @@ def _trace(events: list[dict[str, object]], extra: str = "[]") -> str:
 _OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1}
 
 
-@pytest.mark.slow  # 13 expkit processes: ~50 s on 2 loaded cores
+@pytest.mark.slow  # 12 expkit processes: ~50 s on 2 loaded cores
 def test_deep_documents_are_read_or_refused_in_one_line(tmp_path: Path) -> None:
     argvs, expect = [], []
     for depth in DEPTHS:
@@ -348,11 +348,11 @@ def test_deep_documents_are_read_or_refused_in_one_line(tmp_path: Path) -> None:
 
 # --- escapes and silent answers -------------------------------------------------------------------------
 # Each of these was accepted with exit 0 and a confident answer.
-BAD_GROUPS = ("/abs", "/tmp/x", "..", "../up", "a/../b", "a/b", "")
-BAD_DURATIONS = (-5, -1e-9, float("nan"), float("inf"), float("-inf"))
+BAD_GROUPS = ("/abs", "..", "../up", "a/b")
+BAD_DURATIONS = (-5, float("nan"), float("inf"))
 
 
-@pytest.mark.slow  # 14 expkit processes: ~50 s on 2 loaded cores
+@pytest.mark.slow  # 9 expkit processes: ~40 s on 2 loaded cores
 def test_escapes_and_silent_answers_are_exit_2(tmp_path: Path) -> None:
     argvs, expect = [], []
     for g in BAD_GROUPS:  # a group names groups/<group>.json: refused like a run name
