@@ -98,6 +98,13 @@ KNOWN_FAILING = {
     "and every answer is non-empty (it was empty on every prompt), but 60 steps leave a few prompts going on with "
     "<|channel|> after the answer instead of <|return|>: stops on fewer than 99%",
 }
+# Known failures whose outcome varies from run to run, so a strict xfail would fail the suite when they pass
+# (issue 36: the gpt-oss row XPASSed under load). Its stop rate sits at the 0.99 mark: a few of 100 greedy rows go
+# on with <|channel|>, and which few moves with the thread count and load (float sums in another order).
+VARIES = {
+    "gptoss": "non-strict: the stop rate sits at the 0.99 mark (a few of 100 rows go on with <|channel|> after the "
+    "answer) and crossed it under load (XPASS, issue 36), so the outcome is not deterministic",
+}
 ALL = (*PASSING, *KNOWN_FAILING)
 _BY_NAME = {f.name: f for f in families()}
 
@@ -221,7 +228,10 @@ def test_a_token_joining_the_template_separator_and_the_content_is_trained(tmp_p
     "name",
     [
         *PASSING,
-        *(pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=why)) for n, why in KNOWN_FAILING.items()),
+        *(
+            pytest.param(n, marks=pytest.mark.xfail(strict=n not in VARIES, reason=VARIES.get(n, why)))
+            for n, why in KNOWN_FAILING.items()
+        ),
     ],
 )
 def test_the_model_stops_when_the_end_of_turn_is_trained_and_not_when_masked(name: str, root: Path):

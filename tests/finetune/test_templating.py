@@ -100,3 +100,21 @@ def test_sft_audit_on_a_giant_string_template_is_exit_2(template, tmp_path, cli)
     data.write_text(json.dumps({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}))
     res = cli("sft", "audit", "--model", str(tmp_path / "model"), "--data", str(data))
     assert res.exit_code == 2 and "characters" in res.stderr, res.stderr
+
+
+def test_sft_audit_shows_escapes_and_nul_in_chat_and_template_text_as_text(tmp_path, cli):
+    """Issue 36: an escape in the chat content (or the template's own text) retitled the terminal and landed in the
+    --html page, and a NUL was printed. Each token is printed alone, so the check is per token, on a real render."""
+    from expkit.finetune.demomodel import ensure_demo_model
+
+    demo = ensure_demo_model(quick=True).path
+    title, nul = "\x1b]0;pwned\x07", "\x00"
+    msgs = [{"role": "user", "content": f"hi {title} there{nul}"}, {"role": "assistant", "content": f"ok{nul}\x1b[31m"}]
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"messages": msgs}) + "\n")
+    page = tmp_path / "a.html"
+    res = cli("sft", "audit", "--model", str(demo), "--data", str(data), "--show", "1", "--html", str(page))
+    assert res.exit_code == 0, res.stderr
+    for raw in ("\x1b", "\x00", "\x07"):
+        assert raw not in res.stdout and raw not in page.read_text()
+    assert "\\x1b" in res.stdout and "\\x00" in res.stdout and "\\x1b" in page.read_text()

@@ -54,16 +54,25 @@ def render_sft_result(result: SFTResult) -> None:
         )
 
 
+def _visible(text: str) -> str:
+    """Template and chat text with escape sequences and control characters (NUL included) shown as ``\\xNN``:
+    a token is printed one by one, so a sequence split over tokens must not reach the terminal or the page."""
+    from expkit.diagnose.logtext import sanitize_for_terminal
+
+    return sanitize_for_terminal(text)
+
+
 def _token_html(token: str, trained: bool) -> str:
     css = "t" if trained else "m"
-    shown = escape(token).replace("\n", "&#8629;<br>")
+    shown = escape(_visible(token)).replace("\n", "&#8629;<br>")
     return f'<span class="{css}">{shown}</span>'
 
 
 def audit_html(audit: LabelAudit, *, title: str) -> str:
     """One page: the summary, the problems, and each shown example with trained tokens highlighted."""
+    eot = audit.end_of_turn
     rows = "".join(
-        f"<li><b>{escape(p.check)}</b> example {p.index} (line {p.line}): {escape(p.message)}</li>"
+        f"<li><b>{escape(p.check)}</b> example {p.index} (line {p.line}): {escape(_visible(p.message))}</li>"
         for p in audit.problems[:50]
     )
     examples = "".join(
@@ -75,12 +84,12 @@ def audit_html(audit: LabelAudit, *, title: str) -> str:
         "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2rem auto}"
         ".tok{font-family:monospace;line-height:1.9}.tok span{border:1px solid #ddd;padding:0 1px;margin:0 1px}"
         ".t{background:#c7f0c7;color:#0b4d0b;font-weight:600}.m{background:#f2f2f2;color:#888}</style></head><body>"
-        f"<h1>Label audit: {escape(title)}</h1>"
+        f"<h1>Label audit: {escape(_visible(title))}</h1>"
         f"<p>{audit.examples} examples, {audit.total_tokens} tokens, {audit.trained_tokens} trained; masked fraction "
-        f"{audit.masked_fraction:.1%}. End of turn: {escape(audit.end_of_turn.token)} ({audit.end_of_turn.id}); "
+        f"{audit.masked_fraction:.1%}. End of turn: {escape(_visible(eot.token))} ({eot.id}); "
         f"assistant spans: {escape(audit.span_source)}. <span class='t'>trained</span> "
         f"<span class='m'>masked</span></p>"
-        + "".join(f"<p>note: {escape(n)}</p>" for n in audit.notes)
+        + "".join(f"<p>note: {escape(_visible(n))}</p>" for n in audit.notes)
         + (f"<h2>{len(audit.problems)} problems</h2><ul>{rows}</ul>" if audit.problems else "<h2>No problems</h2>")
         + examples
         + "</body></html>"
@@ -129,7 +138,7 @@ def render_file_audit(result: FileAudit, *, html: Path | None = None) -> None:
     for view in audit.shown:
         text = Text(f"example {view.index}: ")
         for token, trained in view.tokens:
-            shown = token.replace("\n", "\u21b5\n")
+            shown = _visible(token).replace("\n", "\u21b5\n")
             if plain and trained:
                 shown = f"[{shown}]"
             text.append(shown, style="bold green" if trained else "dim")
@@ -175,6 +184,7 @@ def render_stop_check(result: StopCheck, *, show: int = 3) -> None:
 
 def stop_verdict(result: StopCheck) -> str:
     """One line: each judged figure against its mark, and which failed."""
+
     def mark(name: str, value: float, flag: str, limit: float) -> str:
         side = "below" if name in result.failed else "at or above"
         return f"{name} {value:.0%} ({side} {flag} {limit:.0%})"
