@@ -27,7 +27,14 @@ def test_lab_c6_1_quick(tmp_path):
     assert m["decode_speedup_b64"].verdict.kind == (
         "reproduced" if m["decode_speedup_b64"].value >= 1.2 else "not reproduced"
     )
-    assert_flips(m["decode_speedup_b64"], 0.9 if m["decode_speedup_b64"].value >= 1.2 else 5.0)
+    # issue 36: the contrary input is measured, not typed in. 'Larger batches are faster per token' fed batch 1
+    # against batch 1 (sequences decoded one at a time share no weight reads: ~1x, fastest steps of each), or, when
+    # this run's batch 64 fell short, batch 64 measured again
+    from expkit.perf.decode import measure_decode_throughput
+
+    fast = m["decode_speedup_b64"].verdict.kind == "reproduced"
+    a, b = measure_decode_throughput(batch_sizes=(1, 1) if fast else (1, 64), new_tokens=8, threads=1)
+    assert_flips(m["decode_speedup_b64"], b.tokens_per_s / a.tokens_per_s)
     # issue 36: how much of the batch speed-up is per-step overhead, measured on the same decoder without weights
     over = m["decode_step_overhead_share"]
     assert over.verdict is None and 0 < over.value <= 100 and "ms per step" in over.detail
