@@ -172,3 +172,26 @@ def test_no_slurm_on_path_is_refused_before_anything_is_submitted(tmp_path, monk
     with pytest.raises(UsageError, match="no Slurm here: sbatch and sinfo are not on PATH"):
         run_sweep(SweepRequest(plan, store=tmp_path / "store", backend="slurm"))
     assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("run.json"))
+
+
+def test_with_early_stopping_scipy_is_imported_before_the_first_trial_starts(tmp_path):
+    """Issue 34 item 5: the first stop decision imported scipy (5 s under load) while the trials ran on."""
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from expkit.sweep import SweepRequest, plan_sweep, run_sweep\n"
+        "from expkit.sweep.backends import LocalBackend, registered_backend\n"
+        "from expkit.sweep.early_stop import EarlyStopPolicy\n"
+        "seen = []\n"
+        "class Spy(LocalBackend):\n"
+        "    def submit(self, job):\n"
+        "        seen.append('scipy.stats' in sys.modules)\n"
+        "        return super().submit(job)\n"
+        "plan = plan_sweep([sys.executable, '-c', 'pass'], group='g', seeds=2, config_args=False)\n"
+        "with registered_backend('spy', lambda s: Spy(max_parallel=1)):\n"
+        "    run_sweep(SweepRequest(plan, store=sys.argv[1], backend='spy', early_stop=EarlyStopPolicy(rungs=(5,))))\n"
+        "print(seen)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[True, True]", out.stderr

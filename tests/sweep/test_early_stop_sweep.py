@@ -192,11 +192,12 @@ FLAT = textwrap.dedent(
 def test_rungs_in_seconds_through_the_cli_stop_the_worse_config_and_record_the_rung_in_seconds(cli, tmp_path):
     (tmp_path / "flat.py").write_text(FLAT)
     store = tmp_path / "store"
-    # config-major order, 2 at a time: a's seeds, then b's, then c's two seeds side by side; c's second pair at
-    # the 2 s rung stops it
+    # the grid's order (--start-order grid), 2 at a time: a's seeds, then b's, then c's two seeds side by side;
+    # c's second pair at the 2 s rung stops it
     res = cli(
         "sweep", "--store", str(store), "--grid", "cfg=a,b,c", "--seeds", "2", "-j", "2", "--name", "sec",
-        "--early-stop", "asha", "--rungs", "2s,4s", "--min-seeds", "2", "--max-retries", "0", "--json", "--no-catch-up",
+        "--early-stop", "asha", "--rungs", "2s,4s", "--min-seeds", "2", "--max-retries", "0", "--json",
+        "--no-catch-up", "--stop-test", "paired-pooled", "--start-order", "grid",
         "--", sys.executable, str(tmp_path / "flat.py"),
     )  # fmt: skip
     assert res.exit_code == 0, res.stderr  # every trial finished or was stopped early

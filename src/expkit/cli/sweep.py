@@ -101,6 +101,12 @@ def sweep(
         "still gained after that rung (a config with no finished seed is not stopped): curves that cross are "
         "not stopped on their early values. --no-catch-up judges the values at the rung as they are.",
     ),
+    start_order: str = typer.Option(
+        "round-robin",
+        "--start-order",
+        help="round-robin: every config's first seed, then every config's second ..., the configs in a seeded "
+        "shuffle recorded in the plan; grid: the grid's order, a config's seeds in a row.",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the sweep result as JSON."),
 ) -> None:
     """Run COMMAND for every config of the grid and every seed, each trial a recorded run of one group.
@@ -148,7 +154,9 @@ def sweep(
         raise UsageError("no command given", hint="write it after --, e.g. expkit sweep --seeds 4 -- python train.py")
     else:
         _refuse_expkit_subcommand(list(command))
-        plan = plan_sweep(list(command), group=name, grid=grid, seeds=seeds, config_args=not no_config_args)
+        plan = plan_sweep(
+            list(command), group=name, grid=grid, seeds=seeds, config_args=not no_config_args, start=start_order
+        )
     policy = None
     if early_stop is not None or rungs is not None:
         tests = tuple(STOP_TESTS)

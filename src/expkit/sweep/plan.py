@@ -99,6 +99,7 @@ class SweepPlan:
     seeds: tuple[int, ...]
     config_args: bool = True
     order_seed: int = 0
+    start: str = "round-robin"
 
     @property
     def trials(self) -> tuple[Trial, ...]:
@@ -113,9 +114,12 @@ class SweepPlan:
 
     def start_order(self) -> tuple[Trial, ...]:
         """The order the trials start in: round-robin by seed (every config's first seed, then every config's
-        second ...), the configs in a shuffle drawn from ``order_seed`` (recorded in the plan file). A grid
+        second ...), the configs in a shuffle drawn from ``order_seed`` (recorded in the plan file); ``start="grid"``:
+        the grid's order, a config's seeds in a row. A grid
         written worst-first or best-first starts the same way, and early stopping has one seed of every config
         at a rung before it has a second of any (issue 34 item 5)."""
+        if self.start == "grid":  # the grid's own order, a config's seeds in a row (before issue 34)
+            return self.trials
         n_seeds = len(self.seeds)
         n_configs = len(self.trials) // n_seeds
         shuffled = np.random.default_rng(self.order_seed).permutation(n_configs)
@@ -158,6 +162,7 @@ class SweepPlan:
             "seeds": list(self.seeds),
             "config_args": self.config_args,
             "order_seed": self.order_seed,
+            "start": self.start,
         }
 
     @classmethod
@@ -170,6 +175,7 @@ class SweepPlan:
                 seeds=tuple(int(s) for s in obj["seeds"]),
                 config_args=bool(obj.get("config_args", True)),
                 order_seed=int(obj.get("order_seed", 0)),
+                start=str(obj.get("start", "grid" if "order_seed" not in obj else "round-robin")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"the sweep plan is incomplete ({type(exc).__name__}: {exc})", path=path) from None
@@ -270,6 +276,7 @@ def plan_sweep(
     seeds: int | Sequence[int] = 1,
     config_args: bool = True,
     order_seed: int | None = None,
+    start: str = "round-robin",
 ) -> SweepPlan:
     """The plan for ``command`` over ``grid`` (``KEY=V1,V2`` items) and ``seeds`` (a count: 0..N-1, or a list);
     ``group`` names the sweep (default ``sweep-<UTC time>``); ``order_seed`` draws the shuffle of the configs in
@@ -312,6 +319,8 @@ def plan_sweep(
             f"the sweep has {n_trials:,} trials (configs x seeds), more than {MAX_TRIALS:,}",
             hint="narrow the grid or the seeds; a sweep that large is a typo more often than a plan",
         )
+    if start not in ("round-robin", "grid"):
+        raise UsageError(f"start {start!r} must be round-robin or grid")
     if order_seed is None:  # drawn once and written into the plan file: a resume starts trials in the same order
         order_seed = int(np.random.default_rng().integers(2**31))
     return SweepPlan(
@@ -321,6 +330,7 @@ def plan_sweep(
         seeds=seed_list,
         config_args=config_args,
         order_seed=order_seed,
+        start=start,
     )
 
 
