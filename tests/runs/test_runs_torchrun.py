@@ -12,44 +12,64 @@ import pytest
 
 from expkit.runs import list_runs
 
-SCRIPT = textwrap.dedent("""
-    import os, sys
-    import torch
-    import torch.distributed as dist
-    from expkit.runs import start
+_HEAD = """\
+import sys, time
+import torch
+import torch.distributed as dist
+from expkit.runs import start
 
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    with start(config={"world": dist.get_world_size()}, seed=3, store=sys.argv[1], name="ddp") as run:
-        t = torch.tensor([float(rank + 1)])
-        for step in range(3):
-            dist.all_reduce(t)
-            run.log(step, value=t.item(), rank=rank)
-        print(f"rank {rank} run {run.id}", flush=True)
-    dist.destroy_process_group()
-""")
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+"""
+_DDP_RUN = """\
+with start(config={"world": dist.get_world_size()}, seed=3, store=sys.argv[1], name="ddp") as run:
+    t = torch.tensor([float(rank + 1)])
+    for step in range(3):
+        dist.all_reduce(t)
+        run.log(step, value=t.item(), rank=rank)
+    print(f"rank {rank} run {run.id}", flush=True)
+"""
+_SLOW_RANK_RUN = """\
+with start(config={}, seed=3, store=sys.argv[2], name="slow-rank") as run:
+    for step in range(15):
+        run.log(step, loss=float(step))
+    dist.barrier()
+    if rank == 1:  # rank 0 closes first; rank 1 logs its second half a second later, then closes
+        time.sleep(1.0)
+        for step in range(15, 30):
+            run.log(step, loss=float(step))
+"""
+_TAIL = "dist.destroy_process_group()\n"
+SCRIPT = _HEAD + _DDP_RUN + _TAIL
+# One torchrun job (~7 CPU-s of three interpreters importing torch at load 20) gives both tests their run, each in
+# its own store (rank 1 finds rank 0's run through a pointer file per store)
+BOTH = _HEAD + _DDP_RUN + _SLOW_RANK_RUN + _TAIL
 
 
-def _torchrun_2(source: str, tmp_path: Path) -> None:
-    """Run ``source`` under ``torchrun --nproc_per_node=2`` with the store ``tmp_path/s``; it must exit 0."""
-    script = tmp_path / "script.py"
-    script.write_text(source)
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """BOTH run once under ``torchrun --nproc_per_node=2`` (it must exit 0): the "ddp" run's store and the
+    "slow-rank" run's."""
+    tmp = tmp_path_factory.mktemp("torchrun")
+    script = tmp / "script.py"
+    script.write_text(BOTH)
     torchrun = Path(sys.executable).with_name("torchrun")
     res = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp_path / "s")],
+        [str(torchrun), "--standalone", "--nproc_per_node=2", str(script), str(tmp / "s"), str(tmp / "slow")],
         capture_output=True,
         text=True,
-        timeout=120,
-        cwd=tmp_path,
+        timeout=240,
+        cwd=tmp,
     )
     assert res.returncode == 0, res.stderr[-3000:]
+    return tmp / "s", tmp / "slow"
 
 
-def test_two_process_torchrun_shares_one_record(tmp_path: Path) -> None:
-    _torchrun_2(SCRIPT, tmp_path)
-    (run,) = list_runs(tmp_path / "s").runs
+def test_two_process_torchrun_shares_one_record(stores: tuple[Path, Path]) -> None:
+    store = stores[0]
+    (run,) = list_runs(store).runs
     assert run.status == "finished" and run.name == "ddp"
-    run_dir = tmp_path / "s" / run.id
+    run_dir = store / run.id
     rec = json.loads((run_dir / "run.json").read_text())
     assert rec["world_size"] == 2 and rec["config"] == {"world": 2}
     rank0 = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -114,29 +134,11 @@ def test_exec_of_torchrun_tags_printed_metrics_with_their_rank(tmp_path: Path, m
     assert rec["final_metrics_by_rank"] == {"1": {"step": 2, "loss": pytest.approx(1 + 1 / 3)}}
 
 
-SLOW_RANK = textwrap.dedent("""
-    import sys, time
-    import torch.distributed as dist
-    from expkit.runs import start
-
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    with start(config={}, seed=3, store=sys.argv[1], name="slow-rank") as run:
-        for step in range(15):
-            run.log(step, loss=float(step))
-        dist.barrier()
-        if rank == 1:  # rank 0 closes first; rank 1 logs its second half a second later, then closes
-            time.sleep(1.0)
-            for step in range(15, 30):
-                run.log(step, loss=float(step))
-    dist.destroy_process_group()
-""")
-
-
-def test_rank0_reads_the_other_ranks_after_they_flushed(tmp_path: Path) -> None:
+def test_rank0_reads_the_other_ranks_after_they_flushed(stores: tuple[Path, Path]) -> None:
     # issue 21 item 2: rank 0 summarized rank 1's file before it was flushed (step 15 of 30 in the record)
-    _torchrun_2(SLOW_RANK, tmp_path)
-    (run,) = list_runs(tmp_path / "s").runs
-    rec = json.loads((tmp_path / "s" / run.id / "run.json").read_text())
+    store = stores[1]
+    (run,) = list_runs(store).runs
+    assert run.name == "slow-rank"
+    rec = json.loads((store / run.id / "run.json").read_text())
     assert rec["final_metrics_by_rank"]["1"]["step"] == 29
     assert not any("no flush marker" in n for n in rec["metric_notes"])
