@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from expkit.cli.flags import level_option
 from expkit.cli.output import emit
 from expkit.integrations.readers import eval_readers
 from expkit.stats.intervals import METHODS
@@ -18,7 +19,7 @@ def ci(
     correct: int = typer.Option(..., "--correct", "-k", help="Number of correct items."),
     n: int = typer.Option(..., "--n", "-n", help="Number of items."),
     method: str = typer.Option("wilson", "--method", "-m", help=f"One of: {', '.join(METHODS)}."),
-    level: float = typer.Option(0.95, "--level", help="Confidence level in (0, 1)."),
+    level: float = level_option(),
     json_out: bool = typer.Option(False, "--json", help="Print the interval as JSON."),
 ) -> None:
     """Confidence interval for an accuracy of CORRECT out of N.
@@ -112,7 +113,7 @@ def table(
     ),
     baseline: str = typer.Option(None, "--baseline", "-b", help="Model to compare against (default: the first)."),
     fmt: str = typer.Option("terminal", "--format", "-f", help="terminal, markdown, html or json."),
-    level: float = typer.Option(0.95, "--level", help="Confidence level in (0, 1)."),
+    level: float = level_option(),
     seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap (graded scores)."),
     json_out: bool = typer.Option(False, "--json", help="Same as --format json."),
 ) -> None:
@@ -179,7 +180,7 @@ def leaderboard(
     unparsed: str = typer.Option("wrong", "--unparsed", help="Unparsed answers: wrong, drop or chance:K."),
     adjust: str = typer.Option("holm", "--adjust", help="Over all pairs: holm, bh or none."),
     published: str = typer.Option(None, "--published", help="CSV model,score (percent or fraction) to check."),
-    level: float = typer.Option(0.95, "--level", help="Confidence level in (0, 1)."),
+    level: float = level_option(),
     seed: int = typer.Option(0, "--seed", help="Seed of the rank bootstrap and the split halves."),
     n_boot: int = typer.Option(1000, "--boot", help="Bootstrap resamples for the rank intervals."),
     plot: str = typer.Option(None, "--plot", help="Write a forest plot of the scores (PNG or SVG) here."),

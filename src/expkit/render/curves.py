@@ -17,8 +17,19 @@ __all__ = ["draw_curves", "render_curve_summary"]
 def draw_curves(cs: CurveSet, path: Path, *, log_x: bool = True, log_y: bool = False, title: str | None = None) -> Path:
     """Write the figure to ``path`` (PNG or SVG by suffix) and return it.
 
-    With ``log_x``, points at x <= 0 cannot be drawn and are left out (step 0, time 0).
+    With ``log_x``, points at x <= 0 cannot be drawn and are left out (step 0, time 0). Values whose
+    transform overflows (x near 1e308 on a log axis) are not drawn, without numpy's warnings on stderr.
     """
+    import warnings
+
+    import numpy as np
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _draw(cs, path, log_x=log_x, log_y=log_y, title=title)
+
+
+def _draw(cs: CurveSet, path: Path, *, log_x: bool, log_y: bool, title: str | None) -> Path:
     from matplotlib.figure import Figure
 
     has_diff = cs.difference is not None

@@ -64,11 +64,28 @@ def _read_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return list(iter_jsonl_objects(path))
 
 
-def _number(value: Any, what: str, path: Path, line: int) -> float:
+MAX_CURVE_VALUE = 1e150
+"""Largest |value| of a metric drawn over seeds: the bands square deviations and differences of values, which
+overflow float64 past about 1e154 (``plot curves`` on +-1e308 was a traceback, issue 36)."""
+
+
+def _number(value: Any, what: str, path: Path, line: int, *, limit: float = math.inf) -> float:
     try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{what} {value!r} is not a number", path=path, line=line) from None
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past float64 (10**400)
+        raise InputError(f"{what} {value!r} is not a number (or not one float64 holds)", path=path, line=line) from None
+    if not math.isfinite(number):
+        raise InputError(
+            f"{what} {value!r} is not a finite number", path=path, line=line, hint="a diverged run? leave it out"
+        )
+    if abs(number) > limit:
+        raise InputError(
+            f"{what} {number:g} is too large to draw over seeds: bands overflow float64 past |{limit:g}|",
+            path=path,
+            line=line,
+            hint="a diverged run? leave it out, or rescale the metric",
+        )
+    return number
 
 
 def _lookup(mapping: dict[str, Any], dotted: str) -> Any:
@@ -158,7 +175,7 @@ def _curves_from_rows(
         xv = _number(row[xkey], xkey, path, line)
         if x == "time":
             xv -= t0.setdefault(rid, xv)
-        yv = _number(row[metric], metric, path, line)
+        yv = _number(row[metric], metric, path, line, limit=MAX_CURVE_VALUE)
         points = by_run.setdefault(rid, {})
         if xv in points and keep_last:
             repeats[rid] = repeats.get(rid, 0) + 1
@@ -303,7 +320,7 @@ def _on_grid(c: Curve, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
 def _t_quantile(level: float, df: np.ndarray | float) -> np.ndarray:
     from scipy.stats import t
 
-    return t.ppf(0.5 + level / 2.0, df)
+    return t.isf((1.0 - level) / 2.0, df)  # finite for a level just below 1 (0.5 + level / 2 rounds to 1.0)
 
 
 def aggregate_band(

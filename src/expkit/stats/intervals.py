@@ -25,8 +25,10 @@ __all__ = [
     "min_detectable_difference",
     "newcombe_interval",
     "proportion_interval",
+    "short_int",
     "wald_interval",
     "wilson_interval",
+    "z_two_sided",
 ]
 
 
@@ -48,12 +50,24 @@ class ProportionInterval:
     level: float
 
 
+MAX_COUNT = 10**15
+"""Largest item count an interval is computed for (float64 holds every integer up to 9e15)."""
+
+
+def short_int(n: int) -> str:
+    """An integer for a one-line message: a 400-digit one as its first digits and its length."""
+    text = str(n)
+    return text if len(text) <= 20 else f"{text[:6]}...({len(text)} digits)"
+
+
 def _validate(k: int, n: int, level: float) -> None:
     for name, value in (("correct", k), ("n", n)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise UsageError(f"{name}={value!r} is not an integer count", hint="pass a whole number")
     if n <= 0:
         raise UsageError(f"n={n} must be a positive number of items", hint="pass n >= 1")
+    if n > MAX_COUNT:  # past float64's exact integers the interval is arithmetic on rounded counts (10**400: inf)
+        raise UsageError(f"n={short_int(n)} is more items than any eval has (at most {MAX_COUNT:.0e})")
     if k < 0:
         raise UsageError(f"correct={k} is negative", hint="pass a count between 0 and n")
     if k > n:
@@ -62,9 +76,19 @@ def _validate(k: int, n: int, level: float) -> None:
         raise UsageError(f"level={level} is not in (0, 1)", hint="pass e.g. 0.95 for a 95% interval")
 
 
-def _z(level: float) -> float:
-    """Two-sided normal quantile: 1.959964 for level 0.95."""
-    return NormalDist().inv_cdf(0.5 + level / 2.0)
+def z_two_sided(level: float) -> float:
+    """Two-sided normal quantile: 1.959964 for level 0.95, from the tail ``(1 - level) / 2`` so that a level
+    just below 1 (``0.9999999999999999``, 8.29) stays finite: ``0.5 + level / 2`` rounded to 1.0 there and
+    the quantile raised (issue 36: a traceback, exit 3).
+
+    Example:
+        >>> round(z_two_sided(0.95), 6), round(z_two_sided(0.9999999999999999), 2)
+        (1.959964, 8.29)
+    """
+    return -NormalDist().inv_cdf((1.0 - level) / 2.0)
+
+
+_z = z_two_sided
 
 
 def _make(k: int, n: int, low: float, high: float, method: str, level: float) -> ProportionInterval:
@@ -133,7 +157,8 @@ def clopper_pearson_interval(k: int, n: int, *, level: float = 0.95) -> Proporti
 
     alpha = 1.0 - level
     low = 0.0 if k == 0 else float(betaincinv(k, n - k + 1, alpha / 2.0))
-    high = 1.0 if k == n else float(betaincinv(k + 1, n - k, 1.0 - alpha / 2.0))
+    # the upper quantile by the symmetry 1 - Beta(b, a): 1 - alpha / 2 rounds to 1.0 for a level just below 1
+    high = 1.0 if k == n else 1.0 - float(betaincinv(n - k, k + 1, alpha / 2.0))
     return _make(k, n, low, high, "exact", level)
 
 

@@ -43,7 +43,9 @@ K = TypeVar("K", bound=Hashable)  # an item id
 
 
 def _z(level: float) -> float:
-    return NormalDist().inv_cdf(0.5 + level / 2.0)
+    from expkit.stats.intervals import z_two_sided
+
+    return z_two_sided(level)  # finite for a level just below 1, where 0.5 + level / 2 rounds to 1.0
 
 
 def max_safe_score(n: int) -> float:
@@ -75,7 +77,7 @@ def _as_scores(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
 
 
 def _check_level(level: float) -> None:
-    if not 0.0 < level < 1.0:
+    if not 0.0 < level < 1.0:  # NaN fails the comparison too
         raise UsageError(f"level={level} is not in (0, 1)", hint="pass e.g. 0.95")
 
 

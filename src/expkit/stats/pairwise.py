@@ -17,7 +17,9 @@ TARGET_POWER = 0.8
 
 
 def _z(level: float) -> float:
-    return NormalDist().inv_cdf(0.5 + level / 2.0)
+    from expkit.stats.intervals import z_two_sided
+
+    return z_two_sided(level)  # finite for a level just below 1, where 0.5 + level / 2 rounds to 1.0
 
 
 @dataclass(frozen=True, eq=False)

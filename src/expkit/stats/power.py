@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from expkit.errors import UsageError
+from expkit.stats.intervals import short_int
 
 __all__ = [
     "PowerAnalysis",
@@ -97,7 +98,7 @@ def _sd_diff(baseline: float, delta: float, paired_corr: float | None) -> float:
 def _power(delta: float, sd: float, n: float, alpha: float) -> float:
     if sd == 0.0:
         return 1.0
-    z = _ND.inv_cdf(1 - alpha / 2)
+    z = -_ND.inv_cdf(alpha / 2)  # 1 - alpha / 2 rounds to 1.0 for alpha below 2.2e-16: the quantile raised
     shift = abs(delta) * math.sqrt(n) / sd
     return _ND.cdf(shift - z) + _ND.cdf(-shift - z)
 
@@ -111,12 +112,16 @@ def power_at(*, baseline: float, delta: float, n: int, paired_corr: float | None
     """
     if n < 1:
         raise UsageError(f"n={n} must be at least 1 item")
+    if n > MAX_ITEMS:
+        raise UsageError(f"n={short_int(n)} is more items than any eval has (at most {MAX_ITEMS:.0e})")
     return _power(delta, _sd_diff(baseline, delta, paired_corr), n, alpha)
 
 
 def _check_levels(alpha: float, power: float) -> None:
     if not 0.0 < alpha < 1.0 or math.isnan(alpha):
         raise UsageError(f"alpha={alpha} must be in (0, 1)", hint="pass e.g. 0.05")
+    if alpha / 2 == 0.0:  # 5e-324: the two-sided tail underflows and has no normal quantile
+        raise UsageError(f"alpha={alpha} is too small: alpha / 2 underflows to 0", hint="pass e.g. 0.05")
     if not 0.0 < power < 1.0 or math.isnan(power):
         raise UsageError(f"power={power} must be in (0, 1)", hint="pass e.g. 0.8")
     if power <= alpha:
@@ -149,7 +154,7 @@ def required_items(
     sd = _sd_diff(baseline, delta, paired_corr)
     if sd == 0.0:
         return 1
-    z_a, z_b = _ND.inv_cdf(1 - alpha / 2), _ND.inv_cdf(power)
+    z_a, z_b = -_ND.inv_cdf(alpha / 2), _ND.inv_cdf(power)
     ratio = (z_a + z_b) * sd / abs(delta)  # may be inf for a denormal delta; squaring it could overflow
     guess = ratio * ratio if ratio <= math.sqrt(MAX_ITEMS) else math.inf
     if not guess <= MAX_ITEMS:
@@ -238,6 +243,8 @@ def analyze_power(
     n_eval = n_req if n is None else n
     if n_eval < 1:
         raise UsageError(f"n={n} must be at least 1 item")
+    if n_eval > MAX_ITEMS:
+        raise UsageError(f"n={short_int(n_eval)} is more items than any eval has (at most {MAX_ITEMS:.0e})")
     sd = _sd_diff(baseline, delta, paired_corr)
     return PowerAnalysis(
         baseline=baseline,

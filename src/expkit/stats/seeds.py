@@ -40,12 +40,13 @@ def _values(values: Sequence[float] | np.ndarray, name: str = "values", min_n: i
 
 
 def t_quantile(level: float, df: float) -> float:
-    """The two-sided Student-t critical value: ``t.ppf(0.5 + level / 2, df)``; a level outside (0, 1) is refused."""
+    """The two-sided Student-t critical value, ``t.isf((1 - level) / 2, df)`` (finite for a level just below 1,
+    where ``t.ppf(0.5 + level / 2)`` read 1.0 and gave inf); a level outside (0, 1), NaN included, is refused."""
     if not 0.0 < level < 1.0:
         raise UsageError(f"level={level} is not in (0, 1)")
     from scipy.stats import t
 
-    return float(t.ppf(0.5 + level / 2.0, df))
+    return float(t.isf((1.0 - level) / 2.0, df))
 
 
 @dataclass(frozen=True)
