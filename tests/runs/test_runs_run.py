@@ -156,10 +156,20 @@ def _spawn(tmp_path: Path, steps: int, sleep: float, tail: str = "run.finish()")
     return subprocess.Popen([PY, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _wait_for_metrics(run_dir: Path, lines: int, timeout: float = 120.0) -> None:
+    """Until ``lines`` metrics lines are on disk (flushed every FLUSH_INTERVAL_S): a fixed sleep was too short
+    on a loaded machine and too long on an idle one."""
+    deadline = time.monotonic() + timeout
+    metrics = run_dir / "metrics.jsonl"
+    while not (metrics.exists() and metrics.read_bytes().count(b"\n") >= lines):
+        assert time.monotonic() < deadline, f"fewer than {lines} metrics lines in {timeout:.0f} s"
+        time.sleep(0.05)
+
+
 def test_sigkill_shows_lost_and_keeps_flushed_metrics(tmp_path: Path) -> None:
     proc = _spawn(tmp_path, steps=10_000, sleep=0.01)
     run_id = proc.stdout.readline().strip()
-    time.sleep(2.0)
+    _wait_for_metrics(tmp_path / "s" / run_id, 60)  # mid-run, several flushes in
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     listing = list_runs(tmp_path / "s")
@@ -174,7 +184,7 @@ def test_sigkill_shows_lost_and_keeps_flushed_metrics(tmp_path: Path) -> None:
 def test_sigterm_marks_killed(tmp_path: Path) -> None:
     proc = _spawn(tmp_path, steps=10_000, sleep=0.01)
     run_id = proc.stdout.readline().strip()
-    time.sleep(1.0)
+    _wait_for_metrics(tmp_path / "s" / run_id, 1)  # in the training loop
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=20)
     rec = read_run(tmp_path / "s" / run_id)
