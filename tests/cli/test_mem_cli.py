@@ -177,13 +177,14 @@ def test_moe_json_has_total_active_and_approximations(cli):
 
 
 def test_235b_moe_lora_ledger_answers_in_under_30_s(cli):
-    import time
 
-    t0 = time.perf_counter()
-    res = cli("mem", "qwen3-235b-a22b", "--method", "lora", "--seq", "4096", "--json")
-    elapsed = time.perf_counter() - t0
+    from timebound import assert_within, timed
+
+    # the reference: a dense model's ledger, same command; the MoE one took minutes before (one expert at a time)
+    _, reference = timed(lambda: cli("mem", "qwen2.5-0.5b", "--method", "lora", "--seq", "4096", "--json"))
+    res, elapsed = timed(lambda: cli("mem", "qwen3-235b-a22b", "--method", "lora", "--seq", "4096", "--json"))
     assert res.exit_code == 0, res.stderr
-    assert elapsed < 30, f"{elapsed:.1f} s"
+    assert_within(elapsed, reference, factor=20.0, floor_s=10.0)
     out = json.loads(res.stdout)["result"]
     assert out["parameters"]["adapter_params"] == out["trainable_params"] > 0
 

@@ -173,7 +173,12 @@ def test_time_budget_calibrates_max_steps(small_corpus):
         )
     )
     assert r.calibration is not None and r.calibration.max_steps == r.schedule.max_steps
-    assert r.steps <= r.schedule.max_steps and r.train_s < 3 * 0.05 * 60
+    # the count follows from the measured step time (budget / step_s, at least warm-up + 2); wall time is not
+    # compared with the budget: a machine whose load changes after calibration overshoots it (issue 36)
+    cal = r.calibration
+    assert cal.budget_s <= 0.05 * 60 and cal.step_s > 0  # what is left of the 3 s after the setup
+    assert cal.max_steps == max(tiny_train(max_steps=None).warmup_steps + 2, int(cal.budget_s / cal.step_s))
+    assert r.steps <= r.schedule.max_steps
 
 
 def test_num_threads_is_restored_after_training(small_corpus):
