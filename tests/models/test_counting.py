@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import pytest
@@ -122,8 +121,10 @@ def test_lora_counts_moe_layers_not_only_the_dense_ones():
 
 
 def test_235b_moe_lora_count_under_30_s():
-    t0 = time.perf_counter()
-    c = count_model(load_model_description("qwen3-235b-a22b"), lora_r=16)
-    assert time.perf_counter() - t0 < 30
+    from timebound import assert_within, timed
+
+    _, reference = timed(lambda: count_model(load_model_description("qwen2.5-0.5b"), lora_r=16))  # dense
+    c, seconds = timed(lambda: count_model(load_model_description("qwen3-235b-a22b"), lora_r=16))
+    assert_within(seconds, reference, factor=20.0, floor_s=10.0)  # issue 36: no fixed seconds at load 10
     assert c.total_params == pytest.approx(235e9, rel=0.003)
     assert c.active_params_with_embedding == pytest.approx(22e9, rel=0.03)
