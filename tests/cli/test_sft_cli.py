@@ -177,3 +177,38 @@ def test_data_writes_checkable_conversations(cli, tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 7
     assert all([m["role"] for m in r["messages"]] == ["user", "assistant"] for r in rows)
+
+
+@pytest.mark.slow  # 12 commands that load the demo model: ~75 s on 2 loaded cores
+def test_audit_and_check_stop_json_parse_strictly_for_any_chat_text(cli, demo_dir, tmp_path):
+    """Issue 35 item 5 for sft: generated chat text (control characters, escapes, lone surrogates, which the reader
+    refuses with exit 2 in an error envelope) goes into the --json of sft audit and sft check-stop; every output
+    parses with a strict parser. Generated with hypothesis, derandomized (the same cases each run)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    hostile = ["\x7f", "\x1b]0;t\x07", "\x9b31m", "\x00", "\ud800", "\u2028", "\x85", '"\\', "😀"]
+    text = st.lists(st.one_of(st.characters(exclude_categories=()), st.sampled_from(hostile)), min_size=1, max_size=20)
+    seen = {"ok": 0, "refused": 0}
+
+    @settings(
+        max_examples=6,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(user=text.map("".join), answer=text.map("".join))
+    def run(user: str, answer: str) -> None:
+        data = tmp_path / "d.jsonl"
+        msgs = [{"role": "user", "content": "q " + user}, {"role": "assistant", "content": "a " + answer}]
+        data.write_text(json.dumps({"messages": msgs}) + "\n", encoding="utf-8")
+        for args in (("audit", "--show", "1"), ("check-stop", "-n", "1", "--max-new-tokens", "3", "--threads", "1")):
+            res = cli("sft", *args, "--model", demo_dir, "--data", str(data), "--json")
+            out = json.loads(res.stdout, strict=True)  # the envelope, or the error envelope on exit 2
+            assert res.exit_code in (0, 1, 2) and out["command"].startswith("sft"), res.stdout
+            assert not any(0x7F <= ord(c) <= 0x9F for c in res.stdout)
+            seen["ok" if res.exit_code != 2 else "refused"] += 1
+
+    run()
+    assert seen["ok"] and seen["refused"]  # both texts that train and texts the reader refuses were drawn
