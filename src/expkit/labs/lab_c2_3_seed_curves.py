@@ -69,6 +69,43 @@ def _train_one(corpus, lr: float, seed: int, steps: int, eval_steps: set[int], e
     return rows
 
 
+def train_curves(lr: float, seeds: range, steps: int, group: str) -> list:
+    """In-process seeds of the lab's model: one ``Curve`` of per-step train loss per seed, on one thread. The
+    flip tests measure their contrary configurations with it (no sweep, no store: seconds, not minutes)."""
+    import textwrap
+
+    import numpy as np
+
+    from expkit.hardware.threads import torch_threads
+    from expkit.stats.curves import Curve
+    from expkit.train import load_corpus
+
+    corpus = load_corpus(textwrap.__file__)
+    out = []
+    with torch_threads(1):
+        for s in seeds:
+            rows = _train_one(corpus, lr, s, steps, set(), 1)
+            x = np.array([r[0] for r in rows], dtype=float)
+            out.append(Curve(f"{group}-s{s}", group, x, np.array([r[1] for r in rows]), f"lr={lr:g} seed={s}"))
+    return out
+
+
+def early_drop_share(mean_loss, steps: int) -> float:  # noqa: ANN001
+    """The share of the whole drop of a mean loss curve (one value per step) that falls in the first 10% of
+    steps; NaN when the loss did not fall."""
+    drop = mean_loss[0] - mean_loss[-1]
+    early = mean_loss[0] - mean_loss[max(0, steps // 10 - 1)]
+    return float(early / drop) if drop > 0 else float("nan")
+
+
+def missed_points(d) -> int:  # noqa: ANN001
+    """Points of a ``DifferenceBand`` where the interval of the difference excludes 0 although the two bands
+    overlap: what 'a difference counts ONLY where bands do not overlap' would miss."""
+    import numpy as np
+
+    return int(np.sum(d.excludes_zero & d.bands_overlap))
+
+
 def _eval_steps(steps: int, points: int) -> set[int]:
     import numpy as np
 
@@ -173,12 +210,10 @@ def run(ctx: LabContext) -> LabOutput:
     # raw mean over seeds: an EMA lags the early drop and would shrink the share
     raw_cs = curve_set_of(cmp, metric="loss")
     mean_train = {b.group: b for b in raw_cs.bands}[cmp.b.label].mean
-    drop = mean_train[0] - mean_train[-1]
-    early = mean_train[0] - mean_train[max(0, steps // 10 - 1)]
-    early_share = float(early / drop) if drop > 0 else float("nan")
+    early_share = early_drop_share(mean_train, steps)
     n_apart = int(apart.sum())
     both = int(np.sum(apart & sig))
-    extra = int(np.sum(sig & ~apart))
+    extra = missed_points(d)
 
     measurements = (
         judged(
