@@ -272,7 +272,8 @@ def _root(
     """expkit: tools for your own data, evals, models and runs; labs that measure each claim of the field guide.
 
     Exit codes: 0 ok, 1 a check ran and failed, 2 bad usage or input, 3 internal error (a bug: please
-    report it), 130 interrupted. With --json every command prints one envelope:
+    report it), 130 interrupted, 141 stdout's reader went away (| head). With --json every command prints
+    one envelope, strict JSON for any text:
     {"command", "version", "result"} or {"command", "version", "error": {"kind", "message", "where"}}.
 
     Examples:
