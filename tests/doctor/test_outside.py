@@ -48,3 +48,26 @@ def test_development_half():
     print(score)
     assert score.clean_with_findings <= 1, score.alarms
     assert score.recall >= 0.75, score.missed
+
+
+def test_the_replays_leave_the_programs_random_stream_alone():
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from expkit.doctor import watch
+
+    def run(watched: bool) -> float:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.2), nn.ReLU(), nn.Linear(8, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch.randn(16, 4), torch.randint(0, 2, (16,))
+        w = watch(model, opt) if watched else None
+        for _ in range(3):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+        assert w is None or (w.done and not w.findings and not w.check_errors)
+        return float(torch.rand(1))
+
+    assert run(True) == run(False)

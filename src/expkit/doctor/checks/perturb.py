@@ -46,7 +46,8 @@ class _Replay:
 
     def __init__(self, module: nn.Module, kwargs: dict[str, Any]) -> None:
         self.module, self.kwargs = module, kwargs
-        self.seed = int(torch.randint(0, 2**31 - 1, (1,)))
+        with torch.random.fork_rng(devices=[]):  # the program's own random stream is left as it was
+            self.seed = int(torch.randint(0, 2**31 - 1, (1,)))
 
     def __call__(self, inputs: tuple[Any, ...]) -> tuple[torch.Tensor | None, list[tuple[nn.Module, Any, Any, Any]]]:
         trace: list[tuple[nn.Module, Any, Any, Any]] = []
@@ -100,21 +101,19 @@ class SamplesMixed(Check):
 
     def __init__(self) -> None:
         self.tested: set[int] = set()
-        self.pending: dict[int, ForwardEvent] = {}
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if not (ev.training and ev.grad_enabled) or id(ev.module) in self.tested:
             return
         self.tested.add(id(ev.module))
-        self.pending[0] = ev
         x, out = ev.first_tensor(), _first(ev.output)
         if x is None or out is None or x.dim() < 1 or x.shape[0] < 3 or out.dim() < 1 or out.shape[0] != x.shape[0]:
             return
-        where = x is ev.inputs[0] if ev.inputs else False
+        if not ev.inputs or ev.inputs[0] is not x:
+            return  # the batch came as a keyword (an HF model's input_ids=): not replayed
         changed = x.clone()  # the first sample changes: a recurrence run across the batch carries it forward
-        changed[0] = x[-1] if not x.is_floating_point() else torch.randn_like(x[0]) * (x.std() + 1) + x.mean()
-        if not where:
-            return
+        with torch.random.fork_rng(devices=[]):
+            changed[0] = x[-1] if not x.is_floating_point() else torch.randn_like(x[0]) * (x.std() + 1) + x.mean()
         replay = _Replay(ev.module, ev.kwargs)
         oa, ta = replay(ev.inputs)
         ob, tb = replay((changed, *ev.inputs[1:]))
