@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -62,6 +63,11 @@ NUMBERS = [
     "1e-7",
     "0x10",
     "",
+    # issue 36's numeric edges: 0.5 + x / 2 rounds to 1.0, the smallest subnormal, past 64 bits, past float64
+    "0.9999999999999999",
+    "5e-324",
+    str(2**64 + 1),
+    "1" + "0" * 400,
 ]
 STRINGS = [
     "",
@@ -69,6 +75,7 @@ STRINGS = [
     "../../../etc/passwd",
     "x" * 5000,
     "é\u202eü",
+    "a\x7fb\x9b31m\udcff",  # issue 35: DEL, an 8-bit CSI, a lone surrogate (an undecodable file name byte)
     ":",
     "a:b",
     "-x",
@@ -767,11 +774,14 @@ def run_case(argv: list[str], *, json_flag: bool) -> Outcome:
         problems.append(f"slow: {elapsed:.1f} s")
     if json_flag and res.exit_code in (0, 1, 2):
         try:
-            env = json.loads(res.stdout)
+            env = json.loads(res.stdout, strict=True)
+            orjson.loads(res.stdout.encode("utf-8"))  # issue 35: strict for every parser, lone surrogates too
             if not isinstance(env, dict) or "command" not in env or not ({"result", "error"} & set(env)):
                 problems.append("--json: not the {command, version, result|error} envelope")
-        except ValueError:
-            problems.append("--json: stdout is not one JSON document")
+            if any(0x7F <= ord(c) <= 0x9F for c in res.stdout):
+                problems.append("--json: DEL or a C1 control written raw")
+        except (ValueError, UnicodeEncodeError):
+            problems.append("--json: stdout is not one strict JSON document")
     return Outcome(res.exit_code, tuple(problems), out)
 
 

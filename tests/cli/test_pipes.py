@@ -21,6 +21,7 @@ from expkit_procs import run_many
 
 EXIT_BROKEN_PIPE = 141
 
+
 def _command_paths() -> list[list[str]]:
     """Every group and command of ``expkit``, the root included, read from the app itself."""
     import typer
@@ -89,3 +90,12 @@ def test_head_one_in_a_shell_is_141_or_0_and_quiet(tmp_path: Path, pipeline: str
     assert "Exception ignored" not in res.stderr and "Traceback" not in res.stderr
     if "data head" in pipeline:  # 5000 records do not fit a pipe's buffer: the writer always sees the close
         assert status == EXIT_BROKEN_PIPE
+
+
+def test_a_closed_pipe_is_forgotten_by_the_next_command_in_the_same_process(cli) -> None:
+    # the flag that turns click's and rich's exit 1 into 141 is per command: a test process runs many
+    from expkit.render.console import note_pipe_closed
+
+    note_pipe_closed()
+    res = cli("stats", "ci", "-k", "1", "-n", "2")
+    assert res.exit_code == 0 and "1/2" in res.stdout

@@ -129,8 +129,9 @@ class _ErrorBoundary(TyperGroup):
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         from expkit.cli.output import set_command_name
-        from expkit.render.console import pipe_closed, terminal_safe_streams
+        from expkit.render.console import note_pipe_closed, pipe_closed, terminal_safe_streams
 
+        note_pipe_closed(False)  # a new command (a test runs many in one process)
         self._argv = tuple(sys.argv[1:] if args is None else args)
         set_command_name(self._command_from_argv())
         standalone = kw.get("standalone_mode", True)
@@ -140,9 +141,9 @@ class _ErrorBoundary(TyperGroup):
                 rv = super().main(args, *a, **kw)
                 code = rv if isinstance(rv, int) else 0  # with standalone_mode=False, an Exit's code is returned
             except Exception as exc:
-                if not _is_click_control(exc) or pipe_closed():
+                if not _is_click_control(exc):
                     raise
-                code = self._click_error(exc)
+                code = EXIT_BROKEN_PIPE if pipe_closed() else self._click_error(exc)
             except SystemExit:  # rich and click exit 1 when the pipe closes under them (`--help | head -1`)
                 if not pipe_closed():
                     raise

@@ -67,9 +67,10 @@ def pipe_closed() -> bool:
     return _PIPE["closed"]
 
 
-def note_pipe_closed() -> None:
-    """Record that the reader of stdout (or stderr) went away, for :func:`pipe_closed`."""
-    _PIPE["closed"] = True
+def note_pipe_closed(closed: bool = True) -> None:
+    """Record that the reader of stdout (or stderr) went away, for :func:`pipe_closed` (``False``: a new
+    command starts)."""
+    _PIPE["closed"] = closed
 
 
 class _PipeAwareConsole(Console):
