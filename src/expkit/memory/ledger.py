@@ -18,6 +18,7 @@ from expkit.memory.architecture import ModelSpec
 from expkit.memory.params import count_parameters, resolve_spec
 from expkit.models.counting import ParameterCount
 from expkit.models.quantization import NF4, WeightParams
+from expkit.models.sanity import check_non_negative
 
 __all__ = [
     "CUDA_OVERHEAD_BYTES",
@@ -51,6 +52,9 @@ class LedgerLine:
     bytes: int
     formula: str
     estimate: bool = False
+
+    def __post_init__(self) -> None:
+        check_non_negative(f"ledger line {self.name!r}", [("bytes", self.bytes)])
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,10 @@ class Ledger:
     active_params: int = 0
     query: TrainingQuery | None = None  # the query this training ledger answers (None for inference ledgers)
     assumptions: tuple[str, ...] = ()  # what the figures assume about the framework's kernels, in words
+
+    def __post_init__(self) -> None:
+        figures = ("total_params", "trainable_params", "per_gpu_bytes", "total_bytes", "peak_bytes", "active_params")
+        check_non_negative(f"{self.model} {self.mode} ledger", [(f, getattr(self, f)) for f in figures])
 
     def line(self, name: str) -> LedgerLine:
         """The line called ``name`` (KeyError listing the names if absent)."""

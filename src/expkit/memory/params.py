@@ -56,48 +56,67 @@ def _normalize_targets(lora_targets: str | Sequence[str]) -> tuple[str, ...]:
     return parts
 
 
+def _analytic_adapters(spec: ModelSpec, r: int, targets: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+    """LoRA adapter parameters of the analytic count, and the linear module names: every layer's attention
+    projections and its dense MLP (gate, up, down), r * (in + out) each. A routed-expert layer is refused:
+    which of its matmuls peft would adapt depends on the class transformers does not have."""
+    desc = spec.desc
+    if any(layer.mlp.num_experts for layer in desc.layers):
+        raise UsageError(
+            f"LoRA on model_type {spec.model_type!r}: transformers does not know it and its experts' modules "
+            "cannot be named, so peft's choice cannot be counted",
+            hint="give architectures a transformers class (e.g. DeepseekV3ForCausalLM), or count --method full",
+        )
+    att_names = ("q_proj", "k_proj", "v_proj", "o_proj")
+    names = (*att_names, "gate_proj", "up_proj", "down_proj")
+    if targets != (ALL_LINEAR,):
+        _check_targets(targets, list(names), list(names))
+    adapters, h = 0, desc.hidden_size
+    for layer in desc.layers:
+        att = layer.attention.linear_shapes(h)
+        named = dict(zip(att_names, att, strict=False)) if len(att) == 4 else {f"attn{i}": s for i, s in enumerate(att)}
+        inter = layer.mlp.intermediate_size
+        named |= {"gate_proj": (h, inter), "up_proj": (h, inter), "down_proj": (inter, h)}
+        chosen = named.values() if targets == (ALL_LINEAR,) else [v for k, v in named.items() if k in targets]
+        adapters += sum(r * (i + o) for i, o in chosen)
+    return adapters, names
+
+
 def _analytic_count(spec: ModelSpec, r: int | None, alpha: float | None, targets: tuple[str, ...]) -> ParameterCount:
-    """The count from the standard config fields, Llama-style block, for a model_type transformers lacks."""
-    h, d_q, d_kv, inter = spec.hidden_size, spec.num_heads * spec.head_dim, spec.kv_dim, spec.intermediate_size
-    shapes = {
-        "q_proj": (h, d_q),
-        "k_proj": (h, d_kv),
-        "v_proj": (h, d_kv),
-        "o_proj": (d_q, h),
-        "gate_proj": (h, inter),
-        "up_proj": (h, inter),
-        "down_proj": (inter, h),
-    }
+    """The count of a model_type transformers lacks, from the one description every other figure reads:
+    each layer's matmuls as its attention and MLP kinds give them (a Llama-style block unless the fields say
+    MLA or experts), two RMSNorm weights per layer, the q/k/v biases, the embedding, the head and the final
+    norm."""
+    desc, h = spec.desc, spec.hidden_size
+    d_q, d_kv = spec.num_heads * spec.head_dim, spec.kv_dim
     bias = (d_q + 2 * d_kv) if spec.qkv_bias else 0
-    per_layer = sum(i * o for i, o in shapes.values()) + bias + 2 * h  # + two RMSNorm weights
+    per_layer = [layer.linear_params(h) + bias + 2 * h + layer.attention.norm_params for layer in desc.layers]
+    active_layers = sum(
+        layer.active_linear_params(h) + bias + 2 * h + layer.attention.norm_params for layer in desc.layers
+    )
     embed = spec.vocab_size * h
     lm_head = 0 if spec.tied_embeddings else spec.vocab_size * h
-    base = embed + spec.num_layers * per_layer + h + lm_head
-    adapters = 0
-    if r is not None:
-        chosen = shapes if targets == (ALL_LINEAR,) else {k: v for k, v in shapes.items() if k in targets}
-        if targets != (ALL_LINEAR,):
-            _check_targets(targets, list(shapes), list(shapes))
-        adapters = spec.num_layers * sum(r * (i + o) for i, o in chosen.values())
-    active = base - embed + (embed if spec.tied_embeddings else 0)
+    base = embed + sum(per_layer) + h + lm_head
+    adapters, names = _analytic_adapters(spec, r, targets) if r is not None else (0, ())
+    active = active_layers + h + spec.vocab_size * h
     return ParameterCount(
         model=spec.name,
         **training_fields(base, adapters, r, alpha, targets),
         embedding_params=embed,
         lm_head_params=lm_head,
-        per_layer_params=per_layer,
+        per_layer_params=per_layer[0],
         num_layers=spec.num_layers,
         tied_embeddings=spec.tied_embeddings,
         counted_by=(
-            f"analytic from the standard config fields: transformers does not know "
-            f"model_type {spec.model_type!r} (Llama-style block assumed)"
+            f"analytic from the config fields: transformers does not know model_type {spec.model_type!r} "
+            f"(layers as described: {'; '.join(f'{n} x {layer.label}' for layer, n in desc.layer_groups())})"
         ),
-        linear_module_names=tuple(sorted(shapes)),
+        linear_module_names=tuple(sorted(names)),
         active_params=active,
-        active_params_with_embedding=base,
+        active_params_with_embedding=active + (0 if spec.tied_embeddings else embed),
         tower_params=0,
         head_matmul_params=spec.vocab_size * h,
-        decoder_layer_params=spec.num_layers * per_layer,
+        decoder_layer_params=sum(per_layer),
         other_params=h,  # the final norm
         model_class=None,
         approximations=spec.desc.approximations,

@@ -36,6 +36,7 @@ class AttentionSpec:
     chunk: int | None = None
     qk_norm: bool = False
     output_gate: bool = False
+    kv_shared: bool = False  # attends to an earlier layer's cache and holds none (Gemma-3n's shared KV layers)
 
     @property
     def kind(self) -> str:
@@ -84,6 +85,11 @@ class AttentionSpec:
         """Weights of the projection matmuls (biases and norms left out)."""
         return sum(i * o for i, o in self.linear_shapes(hidden))
 
+    @property
+    def norm_params(self) -> int:
+        """Weights of the mixer's own norms (q/k RMSNorm per head; MLA's norms on its two low-rank latents)."""
+        return 2 * self.head_dim if self.qk_norm else 0
+
     def matmul_io_per_token(self, hidden: int) -> int:
         """Activation elements the projections read and write per token (in + out features)."""
         return sum(i + o for i, o in self.linear_shapes(hidden))
@@ -100,8 +106,14 @@ class AttentionSpec:
         return context if span is None else min(context, span)
 
     def cache_elements(self, context: int) -> int:
-        """Cached elements of one sequence at ``context`` tokens in this layer."""
-        return self.kv_cache_elements_per_token * self.cached_tokens(context)
+        """Cached elements of one sequence at ``context`` tokens this layer holds (none when it shares an
+        earlier layer's cache)."""
+        return 0 if self.kv_shared else self.kv_cache_elements_per_token * self.cached_tokens(context)
+
+    def cache_read_bytes(self, context: int, dtype_bytes: int) -> int:
+        """Cache bytes a decode step of one sequence reads in this layer: the cache it attends to, its own or
+        the one it shares."""
+        return self.kv_cache_elements_per_token * self.cached_tokens(context) * dtype_bytes
 
     def cache_bytes(self, context: int, dtype_bytes: int) -> int:
         """Cache bytes of one sequence at ``context`` tokens, every element at ``dtype_bytes``."""
@@ -196,6 +208,8 @@ class GroupedQueryAttention(AttentionSpec):
             self.num_kv_heads * self.v_head_dim,
         )
         q_out = 2 * hq if self.output_gate else hq  # the gate rides on q_proj (Qwen3-Next)
+        if self.kv_shared:  # no k/v projection of its own: it attends to an earlier layer's keys and values
+            return ((hidden, q_out), (self.num_heads * self.v_head_dim, hidden))
         return ((hidden, q_out), (hidden, hk), (hidden, hv), (self.num_heads * self.v_head_dim, hidden))
 
     def cache_form(self) -> str:
@@ -270,6 +284,10 @@ class LatentAttention(AttentionSpec):
     @property
     def rope_dim(self) -> int:
         return self.qk_rope_head_dim
+
+    @property
+    def norm_params(self) -> int:
+        return (self.q_lora_rank or 0) + self.kv_lora_rank  # q_a_layernorm, kv_a_layernorm
 
     def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
         h, heads, qk, v = hidden, self.num_heads, self.head_dim, self.v_head_dim

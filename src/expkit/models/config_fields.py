@@ -18,6 +18,7 @@ __all__ = [
     "check_values",
     "hf_text_config",
     "int_field",
+    "per_layer_widths",
     "unmodelled",
 ]
 
@@ -32,6 +33,8 @@ BOUNDS = {
     "head_dim": 2**16,
     "moe_intermediate_size": 2**22,
     "num_experts": 2**16,
+    "num_local_experts": 2**16,  # 0 experts is refused: transformers builds an MoE block with none (no MLP)
+    "n_routed_experts": 2**16,
     "kv_lora_rank": 2**20,
     "q_lora_rank": 2**20,
     "qk_rope_head_dim": 2**16,
@@ -195,6 +198,19 @@ def int_field(raw: dict[str, Any], key: str, source: str, *, default: int | None
     return value
 
 
+def per_layer_widths(value: Any, num_layers: int, source: str) -> list[int] | None:
+    """``intermediate_size`` given as one width per layer (Gemma-3n), checked; None when it is one number."""
+    if not isinstance(value, list):
+        return None
+    if len(value) != num_layers:
+        raise InputError(
+            f"intermediate_size has {len(value)} entries for {num_layers} layers",
+            path=source,
+            hint="give one width per num_hidden_layers, or one number",
+        )
+    return [int_field({"intermediate_size": w}, "intermediate_size", source) for w in value]
+
+
 NO_TRANSFORMERS = object()
 """What ``hf_text_config`` returns for a catalog entry in the light install: its own keys are read."""
 
@@ -247,16 +263,28 @@ def attr(cfg: Any, raw: dict[str, Any], *names: str) -> Any:
     return None
 
 
-def check_values(text_raw: dict[str, Any], source: str, *, required: bool) -> None:
+def check_values(
+    text_raw: dict[str, Any], source: str, *, required: bool, attention_free: bool = False, zero_ok: bool = False
+) -> None:
     """Every number the description reads is a positive integer within bounds, and heads divide evenly;
     ``required``: the fields without which nothing can be counted are present (checked once transformers'
-    defaults are filled in)."""
+    defaults are filled in); ``attention_free``: the family needs no attention heads (Mamba-2);
+    ``zero_ok``: 0 routed experts means a dense model in this family (Granite-4.0-H), else it is refused."""
     if required:
         for key in REQUIRED:
+            if attention_free and key == "num_attention_heads":
+                continue
             if key not in text_raw:
                 raise InputError(f"missing key {key!r}", path=source, hint=f"a config.json needs {', '.join(REQUIRED)}")
+    for key in REQUIRED:
+        if key in text_raw and text_raw[key] is None:
+            raise InputError(f"{key} is null", path=source, hint=f"give {key} as a positive integer in config.json")
     for key in BOUNDS:
-        if key in text_raw and text_raw[key] is not None:
+        if zero_ok and key in ("num_local_experts", "num_experts", "n_routed_experts") and text_raw.get(key) == 0:
+            continue
+        if key == "intermediate_size" and isinstance(text_raw.get(key), list):
+            per_layer_widths(text_raw[key], len(text_raw[key]), source)
+        elif key in text_raw and text_raw[key] is not None:
             int_field(text_raw, key, source)
     if "num_attention_heads" not in text_raw or "hidden_size" not in text_raw:
         return
@@ -278,9 +306,14 @@ def check_values(text_raw: dict[str, Any], source: str, *, required: bool) -> No
 
 def unmodelled(fields: dict[str, Any], where: str) -> list[str]:
     """A note for each field that may change a figure and is not modelled (``where``: its place)."""
+    from expkit.models.families import modeled_fields  # the families import this module
+
+    modeled = modeled_fields()
     notes = []
     for k in sorted(fields):
-        if k in NEUTRAL or k.endswith("_token_id") or k in ("auto_map", "architectures") or k.startswith("_"):
+        if k in NEUTRAL or k in modeled or k.endswith("_token_id") or k in ("auto_map", "architectures"):
+            continue
+        if k.startswith("_"):
             continue
         notes.append(f"config field {where}{k!r} = {json.dumps(fields[k])[:40]} is not modeled (ignored)")
     return notes

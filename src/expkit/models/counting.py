@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from expkit.errors import MissingDependency, UsageError
 from expkit.models.description import ModelDescription, describe_config
+from expkit.models.sanity import check_at_least, check_non_negative
 
 __all__ = [
     "ACTIVE_CONVENTION",
@@ -103,6 +105,13 @@ class ParameterCount:
     approximations: tuple[str, ...] = ()
     active_convention: str = ACTIVE_CONVENTION
 
+    def __post_init__(self) -> None:
+        what = f"{self.model} parameter count"
+        ints = [(f.name, v) for f in fields(self) if type(v := getattr(self, f.name)) is int]
+        check_non_negative(what, ints)
+        check_at_least(what, "total_params", self.total_params, "embedding_params", self.embedding_params)
+        check_at_least(what, "embedding_params", self.embedding_params, "1", 1)
+
 
 def training_fields(
     total: int, adapters: int, lora_r: int | None, lora_alpha: float | None, lora_targets: tuple[str, ...]
@@ -164,7 +173,24 @@ def build_meta_model(desc: ModelDescription) -> Any | None:
                     return cls(cfg)
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue
+            except ImportError as exc:
+                raise _missing_backend(exc, desc) from exc
     return None
+
+
+def _missing_backend(exc: ImportError, desc: ModelDescription) -> Exception:
+    """The MissingDependency (exit 2) for an optional package transformers needs to build this model
+    (``TimmWrapperModel requires the timm library``: Gemma-3n's vision tower), naming the package; any other
+    ImportError is returned as it is (a bug stays a bug)."""
+    match = re.search(r"requires the (\S+) librar", str(exc))
+    package = exc.name or (match.group(1) if match else None)
+    if package is None:
+        return exc
+    return MissingDependency(
+        f"transformers needs the optional package {package!r} to build {desc.name} "
+        f"({desc.architecture or desc.model_type}), and it is not installed",
+        hint=f"pip install {package}",
+    )
 
 
 def _decoder_layers(model: Any, num_layers: int) -> tuple[str, Any]:
@@ -400,6 +426,8 @@ def count_model(
         >>> c.total_params, round(c.active_params_with_embedding / 1e9, 1)
         (46702792704, 12.9)
     """
-    return _count_cached(
+    counted = _count_cached(
         json.dumps(desc.raw, sort_keys=True), desc.name, desc.source, lora_r, lora_alpha, tuple(lora_targets)
     )
+    # desc.raw carries the resolved model_type: the notes of the description as read (a renamed copy) stay
+    return None if counted is None else replace(counted, approximations=desc.approximations)

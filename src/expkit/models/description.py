@@ -14,16 +14,24 @@ spec, and ``quantization.scheme_from_config`` reads ``quantization_config``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from expkit.errors import InputError
 from expkit.models.attention import AttentionSpec
-from expkit.models.config_fields import NO_TRANSFORMERS, attr, check_values, hf_text_config, int_field
+from expkit.models.config_fields import (
+    NO_TRANSFORMERS,
+    attr,
+    check_values,
+    hf_text_config,
+    int_field,
+    per_layer_widths,
+)
 from expkit.models.config_file import CATALOG_DIR, catalog_names, read_model_config
+from expkit.models.families import Family, family_of, resolve_model_type
 from expkit.models.layer_specs import LayerSpec, base_attention, layer_mixers, layer_mlps
-from expkit.models.mlp import MlpSpec
+from expkit.models.mlp import DenseMlp, MlpSpec
 from expkit.models.nested import TOWER_KEYS, field_notes, refuse_encoder_decoder, text_part
 from expkit.models.quantization import QuantizationSpec, WeightParams, scheme_from_config
 from expkit.models.recurrent import RecurrentMixer
@@ -64,6 +72,7 @@ class ModelDescription:
     quantization: QuantizationSpec
     approximations: tuple[str, ...]
     raw: dict[str, Any] = field(repr=False, compare=False)
+    extra_params: int = 0  # a family's matmul weights outside the layers and the head (Gemma-3n's AltUp ...)
 
     @property
     def weight_bits(self) -> float:
@@ -108,7 +117,7 @@ class ModelDescription:
 
     def weight_params_read(self, tokens: float) -> WeightParams:
         """Matmul weights a step that routes ``tokens`` tokens reads once (the head in ``other``)."""
-        total = WeightParams(other=self.head_params)
+        total = WeightParams(linear=self.extra_params, other=self.head_params)
         for layer, n in self.layer_groups():
             r = layer.weight_params_read(self.hidden_size, tokens)
             total = total + WeightParams(n * r.linear, n * r.experts, n * r.other)
@@ -133,11 +142,15 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     if not isinstance(raw, dict):
         raise InputError("config is not a JSON object", path=source)
     raw = {k: v for k, v in raw.items() if not k.startswith("_")}
+    raw, resolved_note = resolve_model_type(raw)
     refuse_encoder_decoder(raw, source)
     towers = tuple(k.removesuffix("_config") for k in TOWER_KEYS if isinstance(raw.get(k), dict))
-    check_values(text_part(raw, None), source, required=False)
+    model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
+    family = family_of(model_type)
+    checks = {"attention_free": family.attention_free, "zero_ok": family.zero_experts_dense}
+    check_values(text_part(raw, None), source, required=False, **checks)
     cfg = hf_text_config(raw, catalog=source.startswith("catalog:"))
-    notes: list[str] = []
+    notes: list[str] = [resolved_note] if resolved_note else []
     light = cfg is NO_TRANSFORMERS
     if light:
         cfg = None
@@ -145,29 +158,22 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     elif cfg is not None and hasattr(cfg, "get_text_config"):
         cfg = cfg.get_text_config()
     text_raw = text_part(raw, cfg, notes)
-    check_values(text_raw, source, required=True)
-    model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
+    check_values(text_raw, source, required=True, **checks)
     if cfg is None and not light:
         notes.append(
-            f"transformers does not know model_type {model_type!r}: a Llama-style block is assumed "
-            "(q, k, v, o, SwiGLU gate/up/down, RMSNorm)"
+            f"transformers does not know model_type {model_type!r} and architectures names none of its classes: "
+            "a Llama-style block is assumed (q, k, v, o, SwiGLU gate/up/down, RMSNorm), with latent attention "
+            "or experts where kv_lora_rank or expert fields are given; counts, cache and roofline read these layers"
         )
     hidden = int_field(text_raw, "hidden_size", source)
     num_layers = int_field(text_raw, "num_hidden_layers", source)
-    inter = text_raw.get("intermediate_size")
-    if inter is None:
-        inter = 4 * hidden
-        notes.append("intermediate_size = 4 * hidden_size (absent from config)")
-    inter = int_field({"intermediate_size": inter}, "intermediate_size", source)
-    base_att = base_attention(text_raw, cfg, model_type, source)
-    mixers = layer_mixers(cfg, text_raw, base_att, model_type, source, notes)
-    mlps = layer_mlps(cfg, text_raw, model_type, inter, source, notes)
-    layers = tuple(LayerSpec(a, m) for a, m in zip(mixers, mlps, strict=True))
-    notes += dict.fromkeys(a.activation_note for a in mixers if isinstance(a, RecurrentMixer))
+    layers = _layer_kinds(cfg, text_raw, family, source, notes)
+    notes += dict.fromkeys(ly.attention.activation_note for ly in layers if isinstance(ly.attention, RecurrentMixer))
+    model_extras = family.model_extras(cfg, text_raw, hidden) if family.model_extras else ()
     quant = scheme_from_config(raw, source)
     notes += [n for n in (quant.note(),) if n]
     notes += field_notes(raw, towers)
-    qkv_bias = bool(text_raw.get("attention_bias", False)) or model_type in ("qwen2", "qwen2_vl", "qwen2_moe")
+    qkv_bias = bool(text_raw.get("attention_bias", False)) or family.qkv_bias
     archs = raw.get("architectures")
     return ModelDescription(
         name=name,
@@ -184,7 +190,33 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
         quantization=quant,
         approximations=tuple(notes),
         raw=raw,
+        extra_params=sum(i * o for i, o in model_extras),
     )
+
+
+def _layer_kinds(
+    cfg: Any, text_raw: dict[str, Any], family: Family, source: str, notes: list[str]
+) -> tuple[LayerSpec, ...]:
+    """Each layer as ``family`` reads it: its mixer, its MLP (``intermediate_size`` one width or one per layer;
+    4 * hidden when absent, said), the family's other matmuls, and which layers share an earlier cache."""
+    hidden, num_layers = int(text_raw["hidden_size"]), int(text_raw["num_hidden_layers"])
+    inter = text_raw.get("intermediate_size")
+    widths = per_layer_widths(inter, num_layers, source)
+    if inter is None and not family.mlp_free:
+        inter = 4 * hidden
+        notes.append("intermediate_size = 4 * hidden_size (absent from config)")
+    inter = int_field({"intermediate_size": max(widths) if widths else inter or 1}, "intermediate_size", source)
+    base_att = base_attention(text_raw, cfg, family, source)
+    mixers = layer_mixers(cfg, text_raw, base_att, family, source, notes)
+    mlps = layer_mlps(cfg, text_raw, family, inter, source, notes)
+    if widths:
+        mlps = [
+            replace(m, intermediate_size=w) if isinstance(m, DenseMlp) else m for m, w in zip(mlps, widths, strict=True)
+        ]
+    shared = int(attr(cfg, text_raw, family.kv_shared_field) or 0) if family.kv_shared_field else 0
+    mixers = mixers[: num_layers - shared] + [replace(m, kv_shared=True) for m in mixers[num_layers - shared :]]
+    extras = family.layer_extras(cfg, text_raw, hidden) if family.layer_extras else ()
+    return tuple(LayerSpec(a, m, extras) for a, m in zip(mixers, mlps, strict=True))
 
 
 def load_model_description(model: str | Path) -> ModelDescription:

@@ -9,14 +9,12 @@ from typing import Any
 from expkit.errors import InputError
 from expkit.models.attention import AttentionSpec, GroupedQueryAttention, LatentAttention
 from expkit.models.config_fields import attr, int_field
-from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp
+from expkit.models.families import Family
+from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp, NoMlp
 from expkit.models.quantization import WeightParams
-from expkit.models.recurrent import GatedDeltaNet, MambaMixer
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
 __all__ = ["LayerSpec", "base_attention", "layer_mixers", "layer_mlps"]
-
-_MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2")
 
 
 @dataclass(frozen=True)
@@ -25,25 +23,32 @@ class LayerSpec:
 
     attention: AttentionSpec
     mlp: MlpSpec
+    extra_shapes: tuple[tuple[int, int], ...] = ()  # a family's other matmuls in the layer (Gemma-3n's LAuReL ...)
 
     @property
     def label(self) -> str:
         return f"{self.attention.label}, {self.mlp.label}"
 
+    @property
+    def extra_params(self) -> int:
+        return sum(i * o for i, o in self.extra_shapes)
+
     def linear_params(self, hidden: int) -> int:
         """Matmul weights of the layer (all experts)."""
-        return self.attention.linear_params(hidden) + self.mlp.linear_params(hidden)
+        return self.attention.linear_params(hidden) + self.mlp.linear_params(hidden) + self.extra_params
 
     def active_linear_params(self, hidden: int) -> int:
         """Matmul weights one token multiplies by."""
-        return self.attention.linear_params(hidden) + self.mlp.active_linear_params(hidden)
+        return self.attention.linear_params(hidden) + self.mlp.active_linear_params(hidden) + self.extra_params
 
     def matmul_io_per_token(self, hidden: int) -> int:
-        return self.attention.matmul_io_per_token(hidden) + self.mlp.matmul_io_per_token(hidden)
+        extra = sum(i + o for i, o in self.extra_shapes)
+        return self.attention.matmul_io_per_token(hidden) + self.mlp.matmul_io_per_token(hidden) + extra
 
     def weight_params_read(self, hidden: int, tokens: float) -> WeightParams:
         """Weights a step routing ``tokens`` tokens reads in this layer, split by storage."""
-        return WeightParams(linear=self.attention.linear_params(hidden)) + self.mlp.weight_params_read(hidden, tokens)
+        own = WeightParams(linear=self.attention.linear_params(hidden) + self.extra_params)
+        return own + self.mlp.weight_params_read(hidden, tokens)
 
     def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
         """Saved-for-backward bytes per token of this layer, term by term: its two norms, its attention, its
@@ -60,16 +65,15 @@ class LayerSpec:
         return terms
 
 
-_QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text")  # RMSNorm on q and k per head
-_GATED_OUTPUT_TYPES = ("qwen3_next",)  # q_proj also yields a sigmoid gate on the attention output
-
-
-def base_attention(text_raw: dict[str, Any], cfg: Any, model_type: str | None, source: str) -> AttentionSpec:
+def base_attention(text_raw: dict[str, Any], cfg: Any, family: Family, source: str) -> AttentionSpec | None:
+    """The attention of the model's attention layers (None for an attention-free family: Mamba-2)."""
+    if family.attention_free and "num_attention_heads" not in text_raw:
+        return None
     heads = int_field(text_raw, "num_attention_heads", source)
     kv_heads = int(text_raw.get("num_key_value_heads") or heads)
     head_dim = attr(cfg, text_raw, "head_dim")
     head_dim = int(head_dim) if head_dim is not None else int_field(text_raw, "hidden_size", source) // heads
-    if model_type in _MLA_TYPES or text_raw.get("kv_lora_rank"):
+    if family.latent_attention or text_raw.get("kv_lora_rank"):
         rope = int_field(text_raw, "qk_rope_head_dim", source)
         nope = int_field(text_raw, "qk_nope_head_dim", source)
         return LatentAttention(
@@ -87,8 +91,8 @@ def base_attention(text_raw: dict[str, Any], cfg: Any, model_type: str | None, s
         num_kv_heads=kv_heads,
         head_dim=head_dim,
         v_head_dim=head_dim,
-        qk_norm=model_type in _QK_NORM_TYPES,
-        output_gate=model_type in _GATED_OUTPUT_TYPES,
+        qk_norm=family.qk_norm,
+        output_gate=family.output_gate,
     )
 
 
@@ -107,44 +111,12 @@ def _layer_types(cfg: Any, text_raw: dict[str, Any], num_layers: int, source: st
     return [str(t) for t in layer_types]
 
 
-def _recurrent_mixer(cfg: Any, text_raw: dict[str, Any], model_type: str | None, hidden: int) -> AttentionSpec | None:
-    """The mixer of a hybrid model's ``linear_attention`` layers (Jamba: Mamba; Qwen3-Next: gated DeltaNet),
-    None for a model_type whose mixer is not modelled."""
-    if model_type == "jamba":
-        inner = int(attr(cfg, text_raw, "mamba_expand")) * hidden
-        return MambaMixer(
-            num_heads=1,
-            num_kv_heads=1,
-            head_dim=inner,
-            v_head_dim=inner,
-            inner=inner,
-            d_state=int(attr(cfg, text_raw, "mamba_d_state")),
-            dt_rank=int(attr(cfg, text_raw, "mamba_dt_rank")),
-            conv_channels=inner,
-            conv_kernel=int(attr(cfg, text_raw, "mamba_d_conv")),
-        )
-    if model_type == "qwen3_next":
-        heads, kheads = (
-            int(attr(cfg, text_raw, "linear_num_value_heads")),
-            int(attr(cfg, text_raw, "linear_num_key_heads")),
-        )
-        dk, dv = int(attr(cfg, text_raw, "linear_key_head_dim")), int(attr(cfg, text_raw, "linear_value_head_dim"))
-        return GatedDeltaNet(
-            num_heads=heads,
-            num_kv_heads=kheads,
-            head_dim=dk,
-            v_head_dim=dv,
-            conv_channels=2 * kheads * dk + heads * dv,  # the conv runs over q, k and v
-            conv_kernel=int(attr(cfg, text_raw, "linear_conv_kernel_dim")),
-        )
-    return None
-
-
 def layer_mixers(
-    cfg: Any, text_raw: dict[str, Any], base: AttentionSpec, model_type: str | None, source: str, notes: list[str]
+    cfg: Any, text_raw: dict[str, Any], base: AttentionSpec | None, family: Family, source: str, notes: list[str]
 ) -> list[AttentionSpec]:
     """Each layer's attention (or recurrent mixer), from ``layer_types``, ``sliding_window`` and
-    ``attention_chunk_size``: full, sliding (window), chunked (chunk) or a hybrid's linear-attention layer."""
+    ``attention_chunk_size``: full, sliding (window), chunked (chunk) or a hybrid's linear-attention layer
+    (the family's mixer)."""
     num_layers = int(text_raw["num_hidden_layers"])
     window = attr(cfg, {} if cfg is not None else text_raw, "sliding_window")
     if cfg is None and text_raw.get("use_sliding_window") is False:
@@ -153,13 +125,15 @@ def layer_mixers(
     chunk = attr(cfg, text_raw, "attention_chunk_size")
     chunk = chunk if isinstance(chunk, int) and chunk > 0 else None
     layer_types = _layer_types(cfg, text_raw, num_layers, source)
+    recurrent = family.mixer(cfg, text_raw, int(text_raw["hidden_size"])) if family.mixer is not None else None
     if layer_types is None:
+        if base is None:
+            raise InputError("no attention heads and no layer_types: no layer can be read", path=source)
         return [replace(base, window=window)] * num_layers
     spans = {
-        "sliding_attention": replace(base, window=window) if window else None,
-        "chunked_attention": replace(base, chunk=chunk) if chunk else None,
+        "sliding_attention": replace(base, window=window) if window and base else None,
+        "chunked_attention": replace(base, chunk=chunk) if chunk and base else None,
     }
-    recurrent = _recurrent_mixer(cfg, text_raw, model_type, int(text_raw["hidden_size"]))
     out: list[AttentionSpec] = []
     unknown: set[str] = set()
     for t in layer_types:
@@ -168,6 +142,8 @@ def layer_mixers(
             out.append(spanned)
         elif t == "linear_attention" and recurrent is not None:
             out.append(recurrent)
+        elif base is None:
+            raise InputError(f"layer type {t!r} needs attention heads, and the config gives none", path=source)
         else:
             if t not in ("full_attention", *spans):
                 unknown.add(t)
@@ -177,10 +153,9 @@ def layer_mixers(
     return out
 
 
-_ALWAYS_SHARED_TYPES = ("llama4_text", "llama4")  # one shared expert of intermediate_size in every MoE layer
-
-
-def _moe_layer_flags(cfg: Any, text_raw: dict[str, Any], num_layers: int, notes: list[str]) -> list[bool]:
+def _moe_layer_flags(
+    cfg: Any, text_raw: dict[str, Any], num_layers: int, family: Family, notes: list[str]
+) -> list[bool]:
     """Which layers are mixture-of-experts: transformers' own per-layer list where the config class derives
     one (Llama-4's ``moe_layers`` from ``interleave_moe_layer_step``, Jamba's ``layers_num_experts`` from
     ``expert_layer_period``/``offset``), else the DeepSeek/Qwen rules (``first_k_dense_replace``,
@@ -195,7 +170,7 @@ def _moe_layer_flags(cfg: Any, text_raw: dict[str, Any], num_layers: int, notes:
     step = int(text_raw.get("decoder_sparse_step") or 1)
     only_dense = set(text_raw.get("mlp_only_layers") or [])
     freq = int(text_raw.get("moe_layer_freq") or 1)
-    if freq != 1 and text_raw.get("model_type", "") in ("deepseek_v3",):
+    if freq != 1 and family.moe_layer_freq_ignored:
         notes.append(
             f"moe_layer_freq = {freq} is ignored by transformers' DeepseekV3 (every layer from "
             "first_k_dense_replace on is MoE), as here"
@@ -207,28 +182,29 @@ def _moe_layer_flags(cfg: Any, text_raw: dict[str, Any], num_layers: int, notes:
 
 
 def layer_mlps(
-    cfg: Any, text_raw: dict[str, Any], model_type: str | None, inter: int, source: str, notes: list[str]
+    cfg: Any, text_raw: dict[str, Any], family: Family, inter: int, source: str, notes: list[str]
 ) -> list[MlpSpec]:
-    """Each layer's MLP: dense, or mixture-of-experts on the layers the config's pattern routes."""
+    """Each layer's MLP: dense, or mixture-of-experts on the layers the config's pattern routes; none in a
+    family without MLPs; the family's shared MLP beside the experts (or alone when there are none)."""
     num_layers = int(text_raw["num_hidden_layers"])
+    if family.mlp_free:
+        return [NoMlp()] * num_layers
     experts = attr(cfg, text_raw, "num_local_experts", "num_experts", "n_routed_experts")
     top_k = attr(cfg, text_raw, "num_experts_per_tok", "moe_topk", "experts_per_token")
-    # Llama-4: the dense layers between MoE layers are intermediate_size_mlp wide
-    dense_width = (
-        int(attr(cfg, text_raw, "intermediate_size_mlp") or inter) if model_type in _ALWAYS_SHARED_TYPES else inter
-    )
-    dense = DenseMlp(intermediate_size=dense_width)
+    shared_mlp = int(attr(cfg, text_raw, family.shared_mlp_field) or 0) if family.shared_mlp_field else 0
+    dense_width = int(attr(cfg, text_raw, family.dense_width_field) or inter) if family.dense_width_field else inter
+    dense = DenseMlp(intermediate_size=shared_mlp or dense_width)
     if not (isinstance(experts, int) and experts > 0):
         return [dense] * num_layers
     if not isinstance(top_k, int) or not 0 < top_k <= experts:
         raise InputError(f"num_experts_per_tok = {top_k!r} must be an integer in 1..{experts}", path=source)
     width = int(text_raw.get("moe_intermediate_size") or inter)
-    shared = 0
+    shared = shared_mlp
     if text_raw.get("n_shared_experts"):
         shared = int(text_raw["n_shared_experts"]) * width
     elif text_raw.get("shared_expert_intermediate_size"):
         shared = int(text_raw["shared_expert_intermediate_size"])
-    elif model_type in _ALWAYS_SHARED_TYPES:
+    elif family.always_shared_expert:
         shared = inter  # Llama4TextMoe: shared_expert = Llama4TextMLP(config), intermediate_size wide
     moe = MoeMlp(
         intermediate_size=inter,
@@ -237,5 +213,5 @@ def layer_mlps(
         expert_intermediate_size=width,
         shared_intermediate_size=shared,
     )
-    flags = _moe_layer_flags(cfg, {**text_raw, "model_type": model_type}, num_layers, notes)
+    flags = _moe_layer_flags(cfg, text_raw, num_layers, family, notes)
     return [moe if is_moe else dense for is_moe in flags]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from expkit.models.quantization import WeightParams
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
-__all__ = ["DenseMlp", "MlpSpec", "MoeMlp"]
+__all__ = ["DenseMlp", "MlpSpec", "MoeMlp", "NoMlp"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,3 +228,33 @@ class MoeMlp(MlpSpec):
                 )
             )
         return terms
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoMlp(MlpSpec):
+    """A layer without an MLP (Mamba-2: the mixer is the whole block)."""
+
+    intermediate_size: int = 0
+
+    @property
+    def kind(self) -> str:
+        return "none"
+
+    @property
+    def label(self) -> str:
+        return "no MLP"
+
+    def linear_params(self, hidden: int) -> int:
+        return 0
+
+    def active_linear_params(self, hidden: int) -> int:
+        return 0
+
+    def matmul_io_per_token(self, hidden: int) -> int:
+        return 0
+
+    def weight_params_read(self, hidden: int, tokens: float) -> WeightParams:
+        return WeightParams()
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        return []

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from expkit.models.attention import AttentionSpec
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
-__all__ = ["STATE_BYTES", "GatedDeltaNet", "MambaMixer", "RecurrentMixer"]
+__all__ = ["STATE_BYTES", "GatedDeltaNet", "Mamba2Mixer", "MambaMixer", "RecurrentMixer"]
 
 STATE_BYTES = 4  # fp32 recurrent state: transformers' Jamba/Qwen3-Next mixers keep it in float32
 DELTA_CHUNK = 64  # transformers' torch_chunk_gated_delta_rule: chunk_size
@@ -62,6 +62,9 @@ class RecurrentMixer(AttentionSpec):
 
     def cache_bytes(self, context: int, dtype_bytes: int) -> int:
         return self.conv_state_elements * dtype_bytes + self.state_elements * STATE_BYTES
+
+    def cache_read_bytes(self, context: int, dtype_bytes: int) -> int:
+        return self.cache_bytes(context, dtype_bytes)
 
     def causal_pairs(self, context: int) -> float:
         return float(context)  # one state update per token: linear in the context
@@ -271,3 +274,75 @@ class GatedDeltaNet(RecurrentMixer):
     @property
     def label(self) -> str:
         return f"gated-deltanet {self.num_heads} heads {self.head_dim}x{self.v_head_dim}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mamba2Mixer(RecurrentMixer):
+    """Mamba-2's SSD layer (Dao & Gu 2024; transformers' ``Mamba2Mixer`` and ``GraniteMoeHybridMambaLayer``):
+    ``in_proj`` (hidden -> inner z + conv_dim xBC + heads dt), a depthwise conv over xBC (conv_dim = inner +
+    2 n_groups d_state), a gated RMSNorm over inner, ``out_proj`` (inner -> hidden). ``num_heads`` heads of
+    ``head_dim``; the state per sequence is heads x head_dim x d_state (fp32) and the conv state conv_dim x
+    d_conv in the activations' dtype, as transformers' cache holds them (measured on the meta device,
+    tests/models/test_families.py)."""
+
+    inner: int
+    d_state: int
+    n_groups: int
+
+    @property
+    def kind(self) -> str:
+        return "mamba2"
+
+    @property
+    def state_elements(self) -> int:
+        return self.num_heads * self.head_dim * self.d_state
+
+    @property
+    def state_update_flop(self) -> int:
+        # per head channel and state: decay, dt B x, h = dA h + dBx, y += C h (~7, as Mamba-1) + D x and the gate
+        return 7 * self.state_elements + 4 * self.inner
+
+    @property
+    def qkvo_elements_per_token(self) -> int:
+        return 2 * self.inner + 2 * self.n_groups * self.d_state + self.num_heads + self.inner  # x z B C dt; y
+
+    @property
+    def norm_params(self) -> int:
+        # gated RMSNorm (inner) + dt_bias, A_log, D per head + the depthwise conv's weight and bias
+        return self.inner + 3 * self.num_heads + self.conv_channels * (self.conv_kernel + 1)
+
+    def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        return ((hidden, self.inner + self.conv_channels + self.num_heads), (self.inner, hidden))
+
+    def cache_form(self) -> str:
+        return f"ssm state {self.num_heads} heads * {self.head_dim} * d_state {self.d_state}"
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        """Saved-for-backward bytes per token, approximate (not measured): the projections' inputs, the conv's
+        input and output, the gate, the chunked scan's fp32 intermediates per head and the out_proj input."""
+        a, c, d = ctx.act, ctx.cast_bytes, self.inner
+        b_in, f_in = ctx.linear_inputs(1, ctx.hidden_size, "h")
+        return [
+            ActivationTerm("mamba2 in_proj input", b_in, f_in),
+            ActivationTerm(
+                "mamba2 conv input and output (approximate)", 2 * a * self.conv_channels, f"2 * {a} * conv_dim"
+            ),
+            ActivationTerm(
+                "mamba2 scan intermediates, fp32 (approximate)",
+                4 * (2 * d + self.num_heads * self.d_state),
+                "4 * (2 * inner + heads * d_state)",
+            ),
+            ActivationTerm("mamba2 gated norm and out_proj input (approximate)", (a + c) * d, f"({a} + {c}) * inner"),
+        ]
+
+    @property
+    def activation_note(self) -> str:
+        return (
+            "mamba2 training activations: an estimate of what transformers' PyTorch path saves (projection "
+            "inputs, conv, gate, the chunked scan's fp32 intermediates), not measured; the fused kernels of "
+            "mamba_ssm save less"
+        )
+
+    @property
+    def label(self) -> str:
+        return f"mamba2 {self.num_heads} heads x {self.head_dim} state {self.d_state}"

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from expkit.errors import UsageError
 from expkit.models.attention import AttentionSpec, GroupedQueryAttention
 from expkit.models.description import ModelDescription
+from expkit.models.sanity import check_non_negative
 
 __all__ = [
     "AttentionGroup",
@@ -166,9 +167,11 @@ class ModelShape:
             intermediate_size=desc.layers[0].mlp.intermediate_size,
             vocab_size=desc.vocab_size,
             tie_word_embeddings=desc.tied_embeddings,
-            linear_params=sum(layer.linear_params(h) for layer in desc.layers) + desc.head_params,
+            linear_params=sum(layer.linear_params(h) for layer in desc.layers) + desc.head_params + desc.extra_params,
             matmul_io_per_token=sum(layer.matmul_io_per_token(h) for layer in desc.layers) + h + desc.vocab_size,
-            active_linear_params=sum(layer.active_linear_params(h) for layer in desc.layers) + desc.head_params,
+            active_linear_params=sum(layer.active_linear_params(h) for layer in desc.layers)
+            + desc.head_params
+            + desc.extra_params,
             moe_layers=len(routed),
             num_experts=first.num_experts,
             top_k=first.top_k,
@@ -236,6 +239,9 @@ class RooflinePart:
     time_s: float
     note: str = ""
 
+    def __post_init__(self) -> None:
+        check_non_negative(f"roofline part {self.name!r}", [("flops", self.flops), ("bytes", self.bytes)])
+
 
 @dataclass(frozen=True)
 class RooflineEstimate:
@@ -266,6 +272,10 @@ class RooflineEstimate:
     linear_params: int = 0
     assumptions: tuple[str, ...] = ()
     approximations: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        figures = ("flops", "bytes", "step_time_s", "tokens_per_s", "weight_bytes", "active_params", "linear_params")
+        check_non_negative(f"{self.model} {self.phase} roofline", [(f, getattr(self, f)) for f in figures])
 
 
 def _part(name: str, flops: float, nbytes: float, roof: Roof, note: str = "") -> RooflinePart:
@@ -407,7 +417,7 @@ class _Step:
 
 def _decode_parts(step: _Step, batch: int, context: int) -> tuple[RooflinePart, ...]:
     m = step.model
-    kv_read = batch * sum(g.layers * g.spec.cache_bytes(context, KV_BYTES) for g in m.attention)
+    kv_read = batch * sum(g.layers * g.spec.cache_read_bytes(context, KV_BYTES) for g in m.attention)
     attn_flops = batch * sum(
         g.layers * g.spec.decode_flop_per_cached_token * g.spec.cached_tokens(context) for g in m.attention
     )

@@ -88,6 +88,11 @@ def routing(name: str) -> Routing | None:
         h, i = t["hidden_size"], t["intermediate_size"]
         n = len(range(t["expert_layer_offset"], t["num_hidden_layers"], t["expert_layer_period"]))
         return Routing(n, t["num_experts"], t["num_experts_per_tok"], 3 * h * i)
+    if name == "granite-4.0-h-small":
+        # every layer: shared MLP (not routed) + num_local_experts experts of intermediate_size (input_linear
+        # 2 inter x hidden, output_linear hidden x inter)
+        h, i = t["hidden_size"], t["intermediate_size"]
+        return Routing(t["num_hidden_layers"], t["num_local_experts"], t["num_experts_per_tok"], 3 * h * i)
     if name == "qwen3-next-80b-a3b-instruct":
         # decoder_sparse_step 1, no mlp_only_layers: every layer MoE; the shared expert is not routed
         h, i = t["hidden_size"], t["moe_intermediate_size"]
@@ -187,8 +192,8 @@ def _attention_kv_shape(text: Any) -> tuple[int, int]:
 
 
 def _linear_mixer(model: Any, layer_idx: int) -> Any:
-    layer = model.model.layers[layer_idx]
-    for attr in ("mamba", "linear_attn"):
+    layer = (model.model if hasattr(model, "model") else model.backbone).layers[layer_idx]  # Mamba-2: backbone
+    for attr in ("mamba", "linear_attn", "mixer"):
         if hasattr(layer, attr):
             return getattr(layer, attr)
     raise LookupError(f"layer {layer_idx} of {type(model).__name__} has no mamba / linear_attn mixer")
@@ -210,7 +215,6 @@ def cache_bytes(name: str, context: int) -> int:
     cfg = hf_config(name)
     text = cfg.get_text_config(decoder=True)
     cache = DynamicCache(config=cfg)
-    kv, head_dim = _attention_kv_shape(text)
     model = None
     for i, layer in enumerate(cache.layers):
         if isinstance(layer, LinearAttentionCacheLayerMixin):
@@ -221,6 +225,7 @@ def cache_bytes(name: str, context: int) -> int:
                 warnings.simplefilter("ignore")
                 _linear_mixer(model, i)(x, cache=cache)
         else:
+            kv, head_dim = _attention_kv_shape(text)
             k = torch.empty(1, kv, context, head_dim, dtype=KV_DTYPE, device="meta")
             layer.update(k, k.clone())
     return _held_bytes(cache)

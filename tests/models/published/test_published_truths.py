@@ -35,8 +35,16 @@ DECODER_MODELS = (
     "qwen2.5-7b-instruct-gptq-int4",
     "jamba-v0.1",
     "qwen3-next-80b-a3b-instruct",
+    "mamba-codestral-7b",  # issue 31: attention-free, once refused for its missing num_attention_heads
+    "granite-4.0-h-small",  # issue 31: Mamba-2 + attention hybrid with a shared MLP in every layer
 )
-MOE_MODELS = ("gpt-oss-20b", "llama-4-scout-17b-16e", "jamba-v0.1", "qwen3-next-80b-a3b-instruct")
+MOE_MODELS = (
+    "gpt-oss-20b",
+    "llama-4-scout-17b-16e",
+    "jamba-v0.1",
+    "qwen3-next-80b-a3b-instruct",
+    "granite-4.0-h-small",
+)
 QUANTIZED = ("gpt-oss-20b", "qwen2.5-7b-instruct-awq", "qwen2.5-7b-instruct-gptq-int4")
 
 # Published totals, to show the fixtures are the published models (sources: the model cards; the value is
@@ -194,7 +202,11 @@ KV_CASES = [
     pytest.param("qwen2.5-7b-instruct-awq", 32768),
     pytest.param("qwen2.5-7b-instruct-gptq-int4", 32768),
     # hybrids: the Mamba / gated-DeltaNet layers hold a fixed state, the attention layers a KV cache
-    *(pytest.param(name, ctx) for name in ("jamba-v0.1", "qwen3-next-80b-a3b-instruct") for ctx in (4096, 32768)),
+    *(
+        pytest.param(name, ctx)
+        for name in ("jamba-v0.1", "qwen3-next-80b-a3b-instruct", "mamba-codestral-7b", "granite-4.0-h-small")
+        for ctx in (4096, 32768)
+    ),
 ]
 
 
@@ -212,6 +224,8 @@ def test_kv_cache_bytes_mem_infer(name, context):
         "qwen2.5-7b-instruct-awq",
         "jamba-v0.1",
         "qwen3-next-80b-a3b-instruct",
+        "mamba-codestral-7b",
+        "granite-4.0-h-small",
     ],
 )
 def test_kv_bytes_read_by_roofline_decode(name):
@@ -230,6 +244,8 @@ def test_kv_bytes_read_by_roofline_decode(name):
         "qwen2.5-7b-instruct-gptq-int4",
         "jamba-v0.1",
         "qwen3-next-80b-a3b-instruct",
+        "mamba-codestral-7b",
+        "granite-4.0-h-small",
     ],
 )
 def test_decode_weight_bytes_roofline(name):

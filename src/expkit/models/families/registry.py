@@ -1,0 +1,93 @@
+"""The family registry: what each family of configs is, which model types and architectures it reads, and
+which config fields it models. The modules of this package register one family each; the readers
+(``layer_specs``, ``description``, ``config_fields``) ask ``family_of`` and never compare a model_type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from expkit.models.attention import AttentionSpec
+
+__all__ = ["LLAMA_LIKE", "Family", "family_of", "modeled_fields", "register", "registered"]
+
+MixerBuilder = Callable[[Any, dict[str, Any], int], AttentionSpec]
+ExtraShapes = Callable[[Any, dict[str, Any], int], tuple[tuple[int, int], ...]]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family of configs and how its layers are read.
+
+    ``model_types`` and ``architectures``: the configs it builds. ``fields``: the config fields it models
+    besides the common ones (a field no family models is listed as ignored). ``latent_attention``: MLA;
+    ``qk_norm``/``output_gate``/``qkv_bias``: attention details; ``always_shared_expert``: every MoE layer has
+    one shared expert of ``intermediate_size`` (Llama-4), ``dense_width_field`` the field of its dense layers'
+    width; ``shared_mlp_field``: a dense MLP of that width in every layer beside the experts (Granite-4.0-H);
+    ``zero_experts_dense``: 0 routed experts means a dense model (transformers builds no expert block);
+    ``moe_layer_freq_ignored``: transformers ignores moe_layer_freq (DeepSeek-V3); ``attention_free``: no
+    attention fields are needed (every layer is the ``mixer``); ``mlp_free``: layers have no MLP (Mamba-2);
+    ``mixer``: builds the recurrent mixer of the ``linear_attention`` layers from (config, fields, hidden);
+    ``kv_shared_field``: the field counting the last layers that attend to an earlier layer's cache and hold
+    none (Gemma-3n); ``layer_extras``/``model_extras``: the (in, out) shapes of the family's other matmuls per
+    layer and outside the layers (Gemma-3n's LAuReL, per-layer inputs, AltUp projections)."""
+
+    name: str
+    model_types: tuple[str, ...]
+    architectures: tuple[str, ...] = ()
+    fields: tuple[str, ...] = ()
+    latent_attention: bool = False
+    qk_norm: bool = False
+    output_gate: bool = False
+    qkv_bias: bool = False
+    always_shared_expert: bool = False
+    dense_width_field: str | None = None
+    shared_mlp_field: str | None = None
+    zero_experts_dense: bool = False
+    moe_layer_freq_ignored: bool = False
+    attention_free: bool = False
+    mlp_free: bool = False
+    mixer: MixerBuilder | None = None
+    kv_shared_field: str | None = None
+    layer_extras: ExtraShapes | None = None
+    model_extras: ExtraShapes | None = None
+
+
+LLAMA_LIKE = Family(name="llama-like", model_types=())
+"""Every model type no module registers: a Llama-style block (q, k, v, o, SwiGLU MLP or experts, RMSNorm),
+with latent attention when ``kv_lora_rank`` is given."""
+
+_BY_TYPE: dict[str, Family] = {}
+_BY_ARCH: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add ``family`` to the registry (a model type or architecture registered twice is a bug)."""
+    for t in family.model_types:
+        if t in _BY_TYPE:
+            raise ValueError(f"model_type {t!r} registered by {_BY_TYPE[t].name} and {family.name}")
+        _BY_TYPE[t] = family
+    for a in family.architectures:
+        _BY_ARCH.setdefault(a, family)
+    return family
+
+
+def family_of(model_type: str | None) -> Family:
+    """The family registered for ``model_type``; the Llama-like family for any other."""
+    return _BY_TYPE.get(model_type or "", LLAMA_LIKE)
+
+
+def registered() -> tuple[Family, ...]:
+    return tuple(dict.fromkeys(_BY_TYPE.values()))
+
+
+def model_type_of_architecture(arch: str) -> str | None:
+    """The first model_type of the family that registers ``arch`` (None if none does)."""
+    fam = _BY_ARCH.get(arch)
+    return fam.model_types[0] if fam is not None and fam.model_types else None
+
+
+def modeled_fields() -> frozenset[str]:
+    """Every config field some family models."""
+    return frozenset(f for fam in registered() for f in fam.fields)
