@@ -185,6 +185,10 @@ def _sized_filter(f: Any) -> Any:
     return sized
 
 
+# compiled once per template text for the process (each block reuses them; the budgets are per render, not here)
+_compiled = functools.lru_cache(maxsize=64)(_compile)
+
+
 @contextmanager
 def template_budget(budget: RenderBudget | None = None) -> Iterator[None]:
     """Render chat templates under ``budget`` (default ``RenderBudget()``) until the block ends; nests.
@@ -194,8 +198,6 @@ def template_budget(budget: RenderBudget | None = None) -> Iterator[None]:
         ...     tokenizer.apply_chat_template(messages, tokenize=False)  # TemplateBudgetExceeded on a runaway
     """
     global _depth, _original
-    from functools import lru_cache
-
     from transformers.utils import chat_template_utils as ctu
 
     previous = getattr(_local, "budget", None)
@@ -203,7 +205,7 @@ def template_budget(budget: RenderBudget | None = None) -> Iterator[None]:
     with _lock:
         if _depth == 0:
             _original = ctu._compile_jinja_template
-            ctu._compile_jinja_template = lru_cache(maxsize=64)(_compile)
+            ctu._compile_jinja_template = _compiled
         _depth += 1
     try:
         yield
