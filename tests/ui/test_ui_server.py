@@ -231,3 +231,18 @@ def test_evals_page_ranks_published_outputs_and_lists_the_disagreements(make_ser
     for m in board.models:
         assert f"<td>{m.rank}</td><td>{m.name}</td>" in text
     assert 'id="disagree"' in text and "items both scored are scored differently" in text
+
+
+def test_a_port_in_use_and_a_host_name_are_one_line_exit_2(cli, tmp_path):
+    import socket
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    try:
+        res = cli("ui", "--store", str(tmp_path), "--port", str(held.getsockname()[1]))
+        assert res.exit_code == 2 and "cannot listen on 127.0.0.1 port" in res.stderr
+    finally:
+        held.close()
+    res = cli("ui", "--store", str(tmp_path), "--host", "example.invalid")  # no name is looked up
+    assert res.exit_code == 2 and "not an IP address" in res.stderr

@@ -6,7 +6,22 @@ from pathlib import Path
 
 import typer
 
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+def _is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback IP literal; anything else that is not an IP literal is refused (no name is
+    looked up: a bind address is given as an address)."""
+    import ipaddress
+
+    from expkit.errors import UsageError
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        raise UsageError(
+            f"--host {host!r} is not an IP address", hint="give an address such as 127.0.0.1, ::1 or 0.0.0.0"
+        ) from None
 
 
 def ui(
@@ -50,7 +65,8 @@ def ui(
     require("uvicorn", extra="ui")
     from expkit.ui import UiConfig, serve
 
-    if host not in _LOOPBACK and not expose:
+    loopback = _is_loopback(host)
+    if not loopback and not expose:
         raise UsageError(
             f"--host {host} would let other machines read the run store",
             hint="add --expose to serve beyond this machine, or leave --host at 127.0.0.1",
@@ -63,7 +79,7 @@ def ui(
 
     config = UiConfig(store=resolve_store(store), evals=EvalSources(evals_from, tuple(evals or ())), report=report)
     err = err_console()
-    if host not in _LOOPBACK:
+    if not loopback:
         err.print(f"warning: serving on {host}: anyone on that network can read {config.store}", markup=False)
     serve(
         config,

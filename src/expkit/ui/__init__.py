@@ -26,12 +26,25 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``config`` with uvicorn until interrupted. ``port=0`` takes any free port; ``on_ready`` gets the
-    URL once the socket is bound (before the first request can arrive)."""
+    URL once the socket is bound (before the first request can arrive).
+
+    Raises:
+        UsageError: the address cannot be bound (the port is in use, the address is not this machine's).
+    """
     import uvicorn
+
+    from expkit.errors import UsageError
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host} port {port}: {exc.strerror or exc}",
+            hint="choose another --port (0: any free port) or an address of this machine",
+        ) from None
     bound = sock.getsockname()[1]
     url = f"http://{'[' + host + ']' if ':' in host else host}:{bound}/runs"
     if on_ready is not None:
