@@ -71,3 +71,30 @@ def test_the_replays_leave_the_programs_random_stream_alone():
         return float(torch.rand(1))
 
     assert run(True) == run(False)
+
+
+def test_a_module_that_cannot_be_hashed_half_built_is_left_alone():
+    # torchmetrics' Metric (built by Lightning's self.log) hashes state that exists only after its own __init__
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from expkit.doctor import watch
+
+    class Metricish(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.defaults = {"total": 0}
+
+        def __hash__(self) -> int:
+            return hash(tuple(self.defaults))
+
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt) as w:
+        for _ in range(2):
+            Metricish()  # built while the probe is armed
+            opt.zero_grad()
+            F.cross_entropy(model(torch.randn(8, 4)), torch.randint(0, 2, (8,))).backward()
+            opt.step()
+    assert w.done and not w.check_errors

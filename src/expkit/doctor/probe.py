@@ -132,7 +132,8 @@ class Probe:
         self.step = 0  # steps of the leading optimizer
         self.lead: Any = None
         self.optimizers: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
-        self.modules_made: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        # embeddings built while armed, by id (a WeakValueDictionary: a module is never hashed mid-construction)
+        self.embeddings: weakref.WeakValueDictionary[int, nn.Module] = weakref.WeakValueDictionary()
         self.softmax_nodes: dict[int, nn.Module] = {}  # id(grad_fn of a Softmax/LogSoftmax module's output)
         self.dataloaders: weakref.WeakSet[Any] = weakref.WeakSet()
         self.schedulers: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -240,7 +241,7 @@ class Probe:
         self._patch(torch.utils.data.DataLoader, "__init__", self._wrap_init(self.dataloaders))
         self._patch(torch.optim.lr_scheduler.LRScheduler, "__init__", self._wrap_init(self.schedulers, record=True))
         self._patch(nn.Module, "__setattr__", self._wrap_setattr)
-        self._patch(nn.Module, "__init__", self._wrap_init(self.modules_made, record=True))
+        self._patch(nn.Module, "__init__", self._wrap_module_init)
         self._patch(torch.Tensor, "detach", self._wrap_cut)
         self._patch(torch.autograd.grad_mode.no_grad, "__enter__", self._wrap_no_grad)
         self._patch(nn.Module, "apply", self._wrap_apply)
@@ -287,6 +288,21 @@ class Probe:
             return __init__
 
         return make
+
+    def _wrap_module_init(self, original: Any) -> Any:
+        """Record where each module was built. Nothing here may hash or inspect the half-built object beyond
+        its type (torchmetrics' Metric hashes its state, which does not exist yet when nn.Module.__init__ returns)."""
+        probe = self
+
+        def __init__(obj: Any, *args: Any, **kwargs: Any) -> None:
+            original(obj, *args, **kwargs)
+            if probe.active:
+                probe._order += 1
+                probe.made_at[id(obj)] = (probe._order, raw_stack(2))
+                if isinstance(obj, (nn.Embedding, nn.EmbeddingBag)):
+                    probe.embeddings[id(obj)] = obj
+
+        return __init__
 
     def _wrap_setattr(self, original: Any) -> Any:
         """Record where a module, a tensor, or a list/tuple/dict of them was assigned to a module attribute

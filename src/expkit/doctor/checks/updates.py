@@ -39,7 +39,7 @@ class FrozenInOptimizer(Check):
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         held = {id(p) for p in ev.params}
-        for root in list(probe.roots.values()) + list(probe.modules_made):
+        for root in list(probe.roots.values()) + list(probe.embeddings.values()):
             if not isinstance(root, (nn.Embedding, nn.EmbeddingBag)):
                 continue
             w = root.weight
