@@ -12,6 +12,7 @@ epochs, DataLoader batches).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import weakref
@@ -300,7 +301,8 @@ class Probe:
                 probe._order += 1
                 probe.made_at[id(obj)] = (probe._order, raw_stack(2))
                 if isinstance(obj, (nn.Embedding, nn.EmbeddingBag)):
-                    probe.embeddings[id(obj)] = obj
+                    with contextlib.suppress(Exception):  # recording must never break the program
+                        probe.embeddings[id(obj)] = obj
 
         return __init__
 
@@ -308,24 +310,27 @@ class Probe:
         """Record where a module, a tensor, or a list/tuple/dict of them was assigned to a module attribute
         (the line that keeps layers in a plain list, or replaces a head after the optimizer was built)."""
         probe = self
-        kinds = (nn.Module, torch.Tensor)
 
         def __setattr__(module: nn.Module, name: str, value: Any) -> None:
             original(module, name, value)
-            if not probe.active or probe._in_check:
-                return
-            items = list(value.values()) if isinstance(value, dict) else value
-            if isinstance(value, kinds):
-                items = [value]
-            elif not isinstance(items, (list, tuple)) or not any(isinstance(v, kinds) for v in items):
-                return
-            probe._order += 1
-            where = (probe._order, raw_stack(2))
-            for v in items:
-                if isinstance(v, kinds):
-                    probe.origins[id(v)] = where
+            if probe.active and not probe._in_check:
+                with contextlib.suppress(Exception):  # recording must never break the program
+                    probe._record_assignment(value)
 
         return __setattr__
+
+    def _record_assignment(self, value: Any) -> None:
+        kinds = (nn.Module, torch.Tensor)
+        items = list(value.values()) if isinstance(value, dict) else value
+        if isinstance(value, kinds):
+            items = [value]
+        elif not isinstance(items, (list, tuple)) or not any(isinstance(v, kinds) for v in items):
+            return
+        self._order += 1
+        where = (self._order, raw_stack(3))
+        for v in items:
+            if isinstance(v, kinds):
+                self.origins[id(v)] = where
 
     def _wrap_cut(self, original: Any) -> Any:
         probe = self
