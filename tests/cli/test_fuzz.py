@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -669,6 +670,49 @@ def t_compare(d: Draw) -> list[str]:
     ]
 
 
+_HELD_PORT: list[socket.socket] = []
+
+
+def _held_port() -> str:
+    """A loopback port this process listens on (opened once): a fuzzed ``expkit ui`` is either refused before
+    it binds or fails to bind (exit 2), and never starts serving."""
+    if not _HELD_PORT:
+        held = socket.socket()
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        _HELD_PORT.append(held)
+    return str(_HELD_PORT[0].getsockname()[1])
+
+
+def _not_an_address(text: str) -> str:
+    """``text``, unless it is an IP literal (which could bind a free port and serve): then a name."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return text or "h"
+    return "not-an-address"
+
+
+def t_ui(d: Draw) -> list[str]:
+    # ports are the held one or invalid (never 0 or a free one); hosts are loopback, any, or not an address
+    port = d.draw(st.sampled_from([_held_port(), "-1", "65536", "http"]))
+    host = d.draw(st.sampled_from(["127.0.0.1", "localhost", "0.0.0.0", _not_an_address(d.text())]))
+    return [
+        "ui",
+        "--store",
+        d.draw(st.sampled_from([str(d.where / "store"), make_file("binary", d.where, "")])),
+        "--port",
+        port,
+        "--host",
+        host,
+        *d.maybe("--expose"),
+        *d.maybe("--report", d.out_path("")),
+        *d.maybe("--evals", d.file()),
+    ]
+
+
 # family -> (template, max_examples). Cheap families get more cases; each case of train/sft/runs exec
 # starts real work (2 training steps, a model load, a subprocess).
 FAMILIES: dict[str, tuple[Callable[[Draw], list[str]], int]] = {
@@ -687,6 +731,7 @@ FAMILIES: dict[str, tuple[Callable[[Draw], list[str]], int]] = {
     "sweep": (t_sweep, 10),
     "compare": (t_compare, 15),
     "doctor": (t_doctor, 6),
+    "ui": (t_ui, 15),
 }
 
 # ---- known defects in other owners' files (issue 15): (family, why + owner, predicate on argv and outcome) --
