@@ -49,14 +49,30 @@ def _default(obj: Any) -> Any:
 
 
 def _finite(obj: Any) -> Any:
-    """orjson writes NaN/inf as null silently; we keep them visible as strings ("nan", "inf")."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
+    """orjson writes NaN/inf as null silently; we keep them visible as strings ("nan", "inf"). Dicts, lists and
+    tuples are copied with an explicit stack, not recursion: a user's record may nest ~1,000 levels deep."""
+
+    def leaf(value: Any) -> Any:
+        return str(value) if isinstance(value, float) and not math.isfinite(value) else value
+
+    if not isinstance(obj, (dict, list, tuple)):
+        return leaf(obj)
+    top: dict[Any, Any] | list[Any] = {} if isinstance(obj, dict) else []
+    stack: list[tuple[Any, dict[Any, Any] | list[Any]]] = [(obj, top)]
+    while stack:
+        source, copy = stack.pop()
+        for key, value in source.items() if isinstance(source, dict) else enumerate(source):
+            child: Any = value
+            if isinstance(value, (dict, list, tuple)):
+                child = {} if isinstance(value, dict) else []
+                stack.append((value, child))
+            else:
+                child = leaf(value)
+            if isinstance(copy, dict):
+                copy[key] = child
+            else:
+                copy.append(child)
+    return top
 
 
 def to_jsonable(obj: Any) -> Any:
