@@ -39,9 +39,7 @@ def _outside_the_checkout(tmp_path, monkeypatch):
 def test_a_resume_keeps_a_stopped_config_stopped_when_its_runs_lost_the_decision(tmp_path):
     (tmp_path / "curve.py").write_text(CURVE)
     store = tmp_path / "store"
-    plan = plan_sweep(
-        [sys.executable, str(tmp_path / "curve.py")], group="es", grid=["cfg=a,c"], seeds=4, start="grid"
-    )
+    plan = plan_sweep([sys.executable, str(tmp_path / "curve.py")], group="es", grid=["cfg=a,c"], seeds=4, start="grid")
     policy = EarlyStopPolicy(catch_up=False, rungs=(5, 20), min_pairs=2)
     first = run_sweep(SweepRequest(plan, store=store, settings=BackendSettings(max_parallel=1), early_stop=policy))
     assert [d.config for d in first.early_stop.stopped] == ["cfg=c"]
