@@ -28,6 +28,7 @@ from expkit.finetune.labels import IGNORE, audit_labels
 from expkit.finetune.spans import END_OF_TURN_STRINGS, strip_generation_markers
 
 SPLIT = split()
+SPLIT_2 = split(second=True)  # the second round's split, committed before that round's code changes
 
 
 @pytest.fixture(autouse=True)
@@ -174,6 +175,13 @@ def test_outside_dev_case(case, tmp_path):
 @pytest.mark.parametrize("case", SPLIT["held_out"])
 def test_outside_held_out_case(case, tmp_path):
     """Scored once after the code was written on dev (26/26 at the first run); kept as a regression test."""
+    ok, why = judge(case, tmp_path)
+    assert ok, why
+
+
+@pytest.mark.parametrize("case", SPLIT_2["dev"])
+def test_second_round_dev_case(case, tmp_path):
+    """The second round's dev half (12 more published templates): what the code was fixed on."""
     ok, why = judge(case, tmp_path)
     assert ok, why
 

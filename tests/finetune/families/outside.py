@@ -4,6 +4,10 @@ system turn, a tool call with a top-level ``tools`` list and null content, reaso
 
 The cases were split at random (``random.Random(35)``) into a dev half and a held-out half, written to
 ``outside_split.json`` and committed before the code they check was written; the checks were tuned on dev only.
+
+The second round (``SECOND``: 12 more published templates, in ``templates/second_round/``, each naming its source in
+its first line) is a fresh held-out check after the first held-out half was scored: its cases were split with
+``random.Random(3502)`` into ``outside_split_2.json`` and committed before any code change of that round.
 """
 
 from __future__ import annotations
@@ -36,8 +40,27 @@ OUTSIDE = {
     "trl_llama3_2": Path("trl") / "llama3_2.jinja",
     "trl_cohere2": Path("trl") / "cohere2.jinja",
 }
+# the second round: templates no test had used, from llama.cpp's copies of the Hub files (ye-NX/llama.cpp@1eeb523c)
+SECOND = {
+    n: HERE / "second_round" / f"{n}.jinja"
+    for n in (
+        "command_r_plus_tool_use",
+        "deepseek_v3_1",
+        "devstral_small_2507",
+        "firefunction_v2",
+        "functionary_v3_2",
+        "hermes2_pro_tool_use",
+        "kimi_k2",
+        "llama3_3_70b",
+        "mistral_nemo",
+        "nemotron_nano_v2",
+        "qwen3_0_6b",
+        "seed_oss",
+    )
+}
 KINDS = ("one-turn", "multi-turn", "tool call", "reasoning")
 SPLIT_FILE = Path(__file__).parent / "outside_split.json"
+SPLIT_FILE_2 = Path(__file__).parent / "outside_split_2.json"
 
 TOOLS = [
     {
@@ -56,7 +79,7 @@ TOOLS = [
 
 
 def template_text(name: str) -> str:
-    path = OUTSIDE[name]
+    path = OUTSIDE[name] if name in OUTSIDE else SECOND[name]
     if path.parts[0] == "trl":
         return (trl_template_dir() / path.name).read_text()
     return path.read_text()
@@ -93,20 +116,25 @@ def conversation(kind: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]] 
     raise ValueError(kind)
 
 
-def all_cases() -> list[str]:
-    return [f"{name}/{kind}" for name in OUTSIDE for kind in KINDS]
+def all_cases(names: Any = OUTSIDE) -> list[str]:
+    return [f"{name}/{kind}" for name in names for kind in KINDS]
 
 
-def make_split(seed: int = 35) -> dict[str, list[str]]:
-    cases = sorted(all_cases())
+def make_split(seed: int = 35, names: Any = OUTSIDE) -> dict[str, list[str]]:
+    cases = sorted(all_cases(names))
     random.Random(seed).shuffle(cases)
     half = len(cases) // 2
     return {"seed": seed, "dev": sorted(cases[:half]), "held_out": sorted(cases[half:])}  # type: ignore[dict-item]
 
 
-def split() -> dict[str, list[str]]:
-    return json.loads(SPLIT_FILE.read_text())
+def split(second: bool = False) -> dict[str, list[str]]:
+    return json.loads((SPLIT_FILE_2 if second else SPLIT_FILE).read_text())
 
 
-if __name__ == "__main__":
-    SPLIT_FILE.write_text(json.dumps(make_split(), indent=1) + "\n")
+if __name__ == "__main__":  # writes the split files (the first round's is committed: do not rewrite it)
+    import sys
+
+    if sys.argv[1:] == ["second"]:
+        SPLIT_FILE_2.write_text(json.dumps(make_split(3502, SECOND), indent=1) + "\n")
+    else:
+        SPLIT_FILE.write_text(json.dumps(make_split(), indent=1) + "\n")
