@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
+from verdict_checks import assert_computed, assert_flips, assert_verdict_follows, judged_measurements
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
@@ -26,6 +26,9 @@ def test_c2_2_measures_half_width_and_resolution(tmp_path):
     assert res.figures and (tmp_path / res.figures[0]).stat().st_size > 10_000
     judged = judged_measurements(res)
     assert set(judged) == {"half_width_n80", "mdd_n80"}
+    # issue 36: the formulas and the binomial simulations measure nothing on this machine
+    assert_computed(by_key, "wilson_half_width_n80", "n_for_5pt", "power_5pt_n80")
+    assert_computed(by_key, "power_n80_analytic", "item_corr", "n_unpaired_5pt", "n_paired_5pt", "paired_saving")
     for key in judged:
         assert_verdict_follows(judged[key])
     assert_flips(judged["half_width_n80"], 100 * 1.959964 * (0.25 / 60) ** 0.5)  # n = 60: 12.65 points

@@ -1,4 +1,4 @@
-from verdict_checks import assert_flips, assert_verdicts_follow
+from verdict_checks import assert_computed, assert_flips, assert_verdicts_follow
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
@@ -12,6 +12,9 @@ def test_lab_c4_1_sixteen_bytes(tmp_path):
     assert_flips(m["bytes_per_param"], 18.0)  # the HF docs' 18 (a 16-bit copy kept) would not be the seed's 16
     assert m["ledger_zero"].value == 16 and m["ledger_hf"].value == 18
     assert 1.0 < m["autocast_copies"].value < 2.0
+    # issue 36: the conventions are the ledger's arithmetic on Llama-2-7B's config, not a run
+    assert_computed(m, "ledger_expkit", "ledger_zero", "ledger_hf", "ledger_accelerate")
+    assert m["autocast_copies"].provenance == "measured"
 
 
 class _AdamW8bit:

@@ -1,4 +1,4 @@
-from verdict_checks import assert_flips, assert_verdicts_follow
+from verdict_checks import assert_computed, assert_flips, assert_verdicts_follow
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
@@ -24,6 +24,7 @@ def test_lab_c4_2_activations(tmp_path):
     assert m["act_7b"].verdict.kind == "differs" and "per token per layer" in m["act_7b"].verdict.reason
     assert m["ckpt_bytes"].verdict.kind == "differs" and "fp32 residual" in m["ckpt_bytes"].verdict.reason
     assert res.figures
+    assert_computed(m, "ledger_7b", "korthikanti_7b", "ckpt_ledger")  # issue 36: formulas beside the replicas
     # issue 36: the cause is a second probe (saved-tensor hooks by op on the 1-layer replica), not the figure
     # restated: its text names the blocks and ops it measured and their shares, and no typed-in explanation
     why = m["act_7b"].verdict.reason

@@ -1,4 +1,4 @@
-from verdict_checks import assert_flips, assert_verdicts_follow
+from verdict_checks import assert_computed, assert_flips, assert_verdicts_follow
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
@@ -14,6 +14,7 @@ def test_lab_c5_2_param_accounting(tmp_path):
     # issue 36: arithmetic on a typed-in config.json is computed, not measured, and counted apart at the report's top
     assert all(m[k].provenance == "computed" and "computed" in m[k].verdict.reason for k in counts)
     assert m["lora_fits_full_does_not"].provenance == "measured"  # the capped steps were run
+    assert_computed(m, "untied")  # issue 36: a meta-device count like the five above
     from expkit.render.report import verdict_counts_by_provenance
 
     by_source = verdict_counts_by_provenance([res])

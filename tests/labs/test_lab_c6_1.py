@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from verdict_checks import assert_flips, assert_verdicts_follow
+from verdict_checks import assert_computed, assert_flips, assert_verdicts_follow
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
@@ -18,6 +18,7 @@ def test_lab_c6_1_quick(tmp_path):
     assert m["decode_intensity_b1"].value == pytest.approx(1.0, abs=0.01)
     assert_flips(m["decode_intensity_b1"], 64.0)  # batch 64's intensity is not "~1"
     assert m["decode_intensity_b64"].value > 50
+    assert_computed(m, "decode_intensity_b64")  # issue 36: the roofline model's arithmetic, like batch 1's
     assert m["cpu_peak"].value > 0 and m["cpu_bandwidth"].value > 0
     assert m["cpu_ridge"].value == pytest.approx(m["cpu_peak"].value / m["cpu_bandwidth"].value)
     assert m["decode_tps_b1"].value > 0 and m["decode_speedup_b64"].value > 0

@@ -3,7 +3,7 @@ blocks match a measured step of small models."""
 
 from __future__ import annotations
 
-from verdict_checks import assert_flips, assert_verdicts_follow
+from verdict_checks import assert_computed, assert_flips, assert_verdicts_follow
 
 from expkit.labs.lab_c6_3_memory_blocks import SETUPS, SHARE_RULE, block_of, four_block_share, ledger_blocks
 from expkit.labs.registry import select_labs
@@ -42,6 +42,7 @@ def test_lab_c6_3_quick(tmp_path):
     assert_flips(m["blocks_measured"], 7)
     assert "state-bound) optimizer state: measured" in m["blocks_measured"].detail
     assert "optimizer state" in m["blocks_0.5B_full"].value
+    assert_computed(m, *(k for k in m if k.startswith("blocks_") and k != "blocks_measured"))  # the ledger's
     assert (tmp_path / res.figures[0]).is_file()
 
 

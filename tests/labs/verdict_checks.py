@@ -61,3 +61,10 @@ def assert_flips(m: Measurement, contrary: Value) -> None:
     assert (flipped.kind in _HOLDS) != (before.kind in _HOLDS), (
         f"{m.key}: {m.value!r} gives {before.kind} and {contrary!r} gives {flipped.kind} under '{m.rule}'"
     )
+
+
+def assert_computed(measurements: dict[str, Measurement], *keys: str, provenance: str = "computed") -> None:
+    """Each figure of ``keys`` is labelled ``provenance`` (issue 36): a formula, the memory ledger, the roofline model
+    or a meta-device count was run on nothing, so the report must not show it as "measured here"."""
+    wrong = {k: measurements[k].provenance for k in keys if measurements[k].provenance != provenance}
+    assert not wrong, f"figures not labelled {provenance}: {wrong}"

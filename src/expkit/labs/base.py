@@ -51,8 +51,10 @@ VERDICT_KINDS: tuple[VerdictKind, ...] = (
 )
 Value = float | int | str | bool | None
 
-# Where a judged figure comes from: ``measured`` (run on this machine), ``computed`` (a formula or the memory
-# ledger, nothing run), ``datasheet`` (a vendor's number). The verdict text and the report's counts keep them apart.
+# Where a figure comes from: ``measured`` (run on this machine), ``computed`` (a formula, the memory ledger, the
+# roofline model, a meta-device count or a simulation from assumed inputs: nothing of this machine or the world
+# measured), ``datasheet`` (a vendor's number). The verdict text and the report's counts keep them apart; the report
+# marks every unjudged figure that is not measured too.
 Provenance = Literal["measured", "computed", "datasheet"]
 PROVENANCES: tuple[Provenance, ...] = ("measured", "computed", "datasheet")
 _VALUE_WORD = {"measured": "measured", "computed": "computed (predicted, not run)", "datasheet": "datasheet"}

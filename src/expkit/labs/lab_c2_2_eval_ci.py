@@ -179,6 +179,7 @@ def run(ctx: LabContext) -> LabOutput:
             100 * wilson80.half_width,
             "points",
             detail=f"interval [{wilson80.low:.4f}, {wilson80.high:.4f}]",
+            provenance="computed",
         ),
         not_measured(
             judged(
@@ -201,8 +202,11 @@ def run(ctx: LabContext) -> LabOutput:
             100 * power,
             "%",
             detail=f"{sims} simulated evals, Newcombe 95% interval excludes 0",
+            provenance="computed",  # binomial draws from assumed accuracies: nothing on this machine is measured
         ),
-        Measurement("n_for_5pt", "items per model to resolve 5 points (Wald, p = 0.5)", n_for_5, "items"),
+        Measurement(
+            "n_for_5pt", "items per model to resolve 5 points (Wald, p = 0.5)", n_for_5, "items", provenance="computed"
+        ),
     )
     explanation = (
         f"At 80 questions and 50% accuracy the Wald interval is +-{half_points:.2f} points "
@@ -269,6 +273,7 @@ def _paired_vs_unpaired(ctx: LabContext):  # noqa: ANN202 - (measurements, expla
             "power at 80 items, 70% vs 75%, unpaired (formula)",
             100 * power_at(baseline=P_BASE, delta=P_NEW - P_BASE, n=80),
             "%",
+            provenance="computed",
         ),
         Measurement(
             "item_corr",
@@ -276,6 +281,7 @@ def _paired_vs_unpaired(ctx: LabContext):  # noqa: ANN202 - (measurements, expla
             rho,
             "",
             detail=f"item difficulty logit sd {DIFFICULTY_SD}",
+            provenance="computed",  # a simulated eval, not one run here
         ),
         Measurement(
             "n_unpaired_5pt",
@@ -283,6 +289,7 @@ def _paired_vs_unpaired(ctx: LabContext):  # noqa: ANN202 - (measurements, expla
             n_unpaired,
             "items",
             detail=f"simulated: {n_unpaired_sim:.0f} ({sims} evals per n)",
+            provenance="computed",
         ),
         Measurement(
             "n_paired_5pt",
@@ -290,6 +297,7 @@ def _paired_vs_unpaired(ctx: LabContext):  # noqa: ANN202 - (measurements, expla
             n_paired,
             "items",
             detail=f"simulated McNemar: {n_paired_sim:.0f} ({sims} evals per n)",
+            provenance="computed",
         ),
         Measurement(
             "paired_saving",
@@ -297,6 +305,7 @@ def _paired_vs_unpaired(ctx: LabContext):  # noqa: ANN202 - (measurements, expla
             n_unpaired / n_paired,
             "x",
             detail="unpaired / paired items, formula",
+            provenance="computed",
         ),
     )
     text = (

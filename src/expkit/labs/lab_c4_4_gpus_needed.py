@@ -61,7 +61,7 @@ def run(ctx: LabContext) -> LabOutput:
     for m in MODELS:
         for meth in METHODS:
             cells = ", ".join(f"{get_gpu(g).memory_gb:.0f} GB: {table[(m, meth, g)] or '>64'}" for g in GPUS)
-            ms.append(Measurement(f"{m}_{meth}", f"{m} {meth}", cells, "GPUs"))
+            ms.append(Measurement(f"{m}_{meth}", f"{m} {meth}", cells, "GPUs", provenance="computed"))  # the ledger
     fig, axes = new_figure(len(MODELS), width_in=3.6)
     for ax, m in zip(axes, MODELS, strict=True):
         grid = [[table[(m, meth, g)] or 128 for g in GPUS] for meth in METHODS]

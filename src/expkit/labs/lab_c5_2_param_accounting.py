@@ -167,6 +167,7 @@ def run(ctx: LabContext) -> LabOutput:
             untied_count,
             "params",
             detail=f"the tie is lost there (lm_head counted again); torch.device('meta') keeps it: tied = {tied_now}",
+            provenance="computed",  # a count on meta tensors, like the five above
         ),
         judged(
             "lora_fits_full_does_not",

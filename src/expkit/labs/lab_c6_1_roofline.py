@@ -211,6 +211,7 @@ def run(ctx: LabContext) -> LabOutput:
             "FLOP/byte",
             detail=f"still left of the H100 ridge; decode turns compute-bound at batch "
             f"{dec[1].critical_batch:.0f} (weights alone: {h100.ridge_flop_per_byte / ai1:.0f})",
+            provenance="computed",
         ),
         Measurement(
             "cpu_peak",

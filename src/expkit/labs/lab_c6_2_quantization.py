@@ -253,6 +253,7 @@ def run(ctx: LabContext) -> LabOutput:
             "x",
             detail=f"training step (4 x 2048 tokens): {train_speedup:.3f}x; decode b=64: {dec64_speedup:.2f}x; "
             "arithmetic from datasheet roofs, which cannot come out otherwise: not a verdict",
+            provenance="computed",
         ),
         *(
             Measurement(
@@ -261,6 +262,7 @@ def run(ctx: LabContext) -> LabOutput:
                 dec[b].parts[0].intensity_flop_per_byte,
                 "FLOP/byte",
                 detail=f"best case {dec[b].tokens_per_s:.0f} tokens/s; ridge {roof.ridge_flop_per_byte:.0f}",
+                provenance="computed",
             )
             for b in bits
         ),
@@ -270,6 +272,7 @@ def run(ctx: LabContext) -> LabOutput:
             train[16].parts[0].intensity_flop_per_byte,
             "FLOP/byte",
             detail=f"{train[16].bound}-bound; 4-bit changes the step time by {100 * (1 / train_speedup - 1):+.1f}%",
+            provenance="computed",
         ),
     )
     explanation = (

@@ -213,6 +213,7 @@ def run(ctx: LabContext) -> LabOutput:
                 "",
                 detail=f"sum {led.per_gpu_bytes / GIB:.2f} GiB, predicted peak {led.peak_bytes / GIB:.2f} GiB "
                 f"({led.peak_phase}); other {blocks['other'] / GIB:.2f} GiB",
+                provenance="computed",
             )
         )
     lines0 = "; ".join(f"{line.name} -> {block_of(line.name, led0.peak_phase)}" for line in led0.lines)
