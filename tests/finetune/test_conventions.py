@@ -41,10 +41,19 @@ def test_match_trl_gives_trls_labels_and_expkit_trains_content_and_end_of_turn(q
     ours = LabelBuilder(tok).build(ex)
     theirs = LabelBuilder(tok, match="trl").build(ex)
     decode = lambda lab: tok.decode([t for t, x in zip(lab.input_ids, lab.labels, strict=True) if x != IGNORE])  # noqa: E731
-    # expkit: what follows the generation prompt "<|im_start|>assistant\n" through <|im_end|>: the answer, and the
-    # empty think block the stock template renders before the final one; TRL (its qwen3_training.jinja markers):
-    # the empty think block before every answer and the newline after <|im_end|> too
-    assert decode(ours) == "5<|im_end|><think>\n\n</think>\n\n8<|im_end|>"
+    # expkit: what follows the generation prompt "<|im_start|>assistant\n" through <|im_end|>, for every turn as the
+    # model generates it: the stock template renders the empty think block only in the last turn, so the first
+    # answer is trained in a row of its own (the conversation up to it) and masked in the whole conversation's row;
+    # TRL (its qwen3_training.jinja markers): the empty think block before every answer, in place, and the newline
+    # after <|im_end|> too
+    assert [r.turn for r in ours.rows] == [2, None]
+    assert [decode(r) for r in ours.rows] == [
+        "<think>\n\n</think>\n\n5<|im_end|>",
+        "<think>\n\n</think>\n\n8<|im_end|>",
+    ]
+    assert tok.decode(list(ours.turn_rows[0].input_ids)).endswith(
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n5<|im_end|>\n"
+    )
     assert decode(theirs) == "<think>\n\n</think>\n\n5<|im_end|>\n<think>\n\n</think>\n\n8<|im_end|>\n"
     trl_text, mask = trl_spans((trl_template_dir() / "qwen3_training.jinja").read_text(), msgs)
     assert decode(theirs) == "".join(c for c, m in zip(trl_text, mask, strict=True) if m)  # what TRL trains

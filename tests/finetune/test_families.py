@@ -118,11 +118,39 @@ def _extras(name: str) -> tuple[str, str, str]:
     return drops, reasoning, openers
 
 
+@cache
+def _earlier_turns(name: str) -> str:
+    """How an earlier assistant turn is trained: expkit's choice (in place, or in a row of its own where the template
+    renders it otherwise as the last turn, in the multi-turn and the reasoning conversation) and TRL's."""
+    from expkit.finetune.history import generated_text
+    from expkit.finetune.spans import END_OF_TURN_STRINGS
+
+    fam = next(f for f in FAMILIES if f.name == name)
+    tok, convs = _tokenizer(name)
+    builder, own = LabelBuilder(tok), []
+    for label, msgs in (("multi-turn", convs.get("multi-turn")), ("reasoning", _REASONING)):
+        try:
+            if msgs is not None and builder.build(ChatExample(messages=tuple(msgs))).turn_rows:
+                own.append(label)
+        except InputError:  # a template that cannot render this conversation: nothing to train
+            continue
+    if not own:
+        return "in place"
+    cell = f"own row ({', '.join(own)})"
+    if fam.trl_template is not None:  # TRL trains every turn in place, with its own training template
+        stock = partial(render_any, strip_generation_markers(fam.template))
+        trl = render_any(strip_generation_markers(fam.trl_template), _REASONING)
+        as_last = generated_text(stock, _REASONING, 1, END_OF_TURN_STRINGS)
+        kept = as_last is not None and as_last in trl
+        cell += "; TRL: in place, " + ("as generated, earlier reasoning kept in context" if kept else "as in history")
+    return cell
+
+
 def _table() -> str:
     lines = [
-        "| family | template | " + " | ".join(KINDS) + " | tool call fields | reasoning_content | "
+        "| family | template | " + " | ".join(KINDS) + " | tool call fields | reasoning_content | earlier turns | "
         "check-stop: stops at, before |",
-        "|---|---|" + "---|" * (len(KINDS) + 3),
+        "|---|---|" + "---|" * (len(KINDS) + 4),
     ]
     for fam in FAMILIES:
         cells = []
@@ -134,7 +162,7 @@ def _table() -> str:
         tok, _ = _tokenizer(fam.name)
         eot = LabelBuilder(tok).end_of_turn.token
         stop = f"`{eot}`, before {openers or 'any turn opener'}".replace("|", "\\|")
-        cells += [drops, reasoning, stop]
+        cells += [drops, reasoning, _earlier_turns(fam.name), stop]
         lines.append(f"| {fam.name} | `{fam.source}` | " + " | ".join(cells) + " |")
     counts: dict[str, int] = {}
     for fam in FAMILIES:
@@ -152,9 +180,12 @@ def _table() -> str:
         "rendered turn does not continue the generation prompt. `tool call fields`: whether the template renders a "
         "tool call's name and arguments (a template that drops them fails `sft audit` with `dropped_content`, "
         "`--allow-dropped` accepts it); `reasoning_content`: where the template renders it (a dropped one is named "
-        "the same way; a template that renders earlier turns differently from the last one gets a `history differs` "
-        "note); `check-stop`: the end-of-turn token a generation must reach before any token that opens a new "
-        "turn (special tokens inside the turn, such as Command-R's `<|END_RESPONSE|>`, do not count):\n\n"
+        "the same way); `earlier turns`: how expkit trains an assistant turn before the last: `in place` in the "
+        "conversation's row when the template renders it as the model generates it, else `own row` (in a row of the "
+        "conversation up to it, rendered as inference renders it, as Qwen's maintainers advise for multi-turn "
+        "reasoning data; masked in the whole row), and where that differs, what TRL's training template does "
+        "(`--match trl`); `check-stop`: the end-of-turn token a generation must reach before any token that opens "
+        "a new turn (special tokens inside the turn, such as Command-R's `<|END_RESPONSE|>`, do not count):\n\n"
         f"{rules}\n\n" + "\n".join(lines)
     )
 
@@ -230,13 +261,16 @@ def test_end_of_turn_token_is_trained_at_token_level(fam: Family):
     assert len(tok.tokenize(builder.end_of_turn.token)) == 1
     for kind, msgs in convs.items():
         lab = builder.build(ChatExample(messages=tuple(msgs)))
-        trained = [i for i, x in enumerate(lab.labels) if x != IGNORE]
-        assert trained, f"{kind}: nothing trained"
-        run_ends = [i for i in trained if i + 1 == len(lab.labels) or lab.labels[i + 1] == IGNORE]
-        assert len(run_ends) == sum(m["role"] == "assistant" for m in msgs), kind
-        for i in run_ends:  # every assistant turn's last trained token is one of the family's end-of-turn ids
-            assert lab.input_ids[i] in builder.end_of_turn.ids, (kind, tok.convert_ids_to_tokens(lab.input_ids[i]))
-        assert lab.input_ids[run_ends[-1]] == builder.end_of_turn.id, kind
+        n_runs = 0
+        for row in lab.rows:  # an earlier turn rendered otherwise as the last turn has a row of its own
+            trained = [i for i, x in enumerate(row.labels) if x != IGNORE]
+            assert trained, f"{kind}: nothing trained in the row of {row.turn}"
+            run_ends = [i for i in trained if i + 1 == len(row.labels) or row.labels[i + 1] == IGNORE]
+            n_runs += len(run_ends)
+            for i in run_ends:  # every assistant turn's last trained token is one of the family's end-of-turn ids
+                assert row.input_ids[i] in builder.end_of_turn.ids, (kind, tok.convert_ids_to_tokens(row.input_ids[i]))
+            assert row.turn is not None or row.input_ids[run_ends[-1]] == builder.end_of_turn.id, kind
+        assert n_runs == sum(m["role"] == "assistant" for m in msgs), kind
 
 
 def test_a_template_that_never_ends_a_turn_is_refused_with_the_reason():

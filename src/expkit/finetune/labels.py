@@ -19,7 +19,8 @@ from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import ChatExample, prompt_of
 from expkit.finetune.conventions import Convention, TrlDifferences, compare_dataset_with_trl, trl_training_template
 from expkit.finetune.dropped import DroppedField, family_of, find_dropped_fields, rendered_messages
-from expkit.finetune.spans import END_OF_TURN_STRINGS, derive_assistant_spans
+from expkit.finetune.history import find_history_turns
+from expkit.finetune.spans import END_OF_TURN_STRINGS, DerivedSpans, derive_assistant_spans
 from expkit.finetune.templating import TemplateBudgetExceeded, template_budget
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
 LossMode = Literal["assistant", "completion", "all"]
 LOSS_MODES = ("assistant", "completion", "all")
 IGNORE = -100  # the label PyTorch's cross_entropy skips (ignore_index default)
+_Row = tuple[list[int], list[bool], int | None]  # token ids, trained flags, the assistant message of its own row
 _SENTINEL = "Zq7Zq"
 
 
@@ -59,7 +61,12 @@ class EndOfTurn:
 
 @dataclass(frozen=True)
 class ExampleLabels:
-    """One example, tokenized: ``labels[i]`` is ``input_ids[i]`` when trained, -100 when masked."""
+    """One example, tokenized: ``labels[i]`` is ``input_ids[i]`` when trained, -100 when masked.
+
+    ``turn_rows``: the earlier assistant turns the template renders otherwise in history than as the last turn
+    (``finetune.history``), each trained in a row of its own (``turn``: that assistant message; the row is the
+    conversation up to it, rendered as inference renders it); this row leaves them masked. ``rows`` lists all.
+    """
 
     index: int
     line: int
@@ -67,6 +74,13 @@ class ExampleLabels:
     labels: tuple[int, ...]
     truncated_tokens: int
     dropped: tuple[DroppedField, ...] = ()  # fields of assistant turns the template does not render
+    turn: int | None = None  # a row of its own for this assistant message (None: the whole conversation)
+    turn_rows: tuple[ExampleLabels, ...] = ()
+
+    @property
+    def rows(self) -> tuple[ExampleLabels, ...]:
+        """The rows the trainer gets for this example: the earlier turns' own rows, then the whole conversation."""
+        return (*self.turn_rows, self)
 
     @property
     def trained_tokens(self) -> int:
@@ -89,10 +103,11 @@ class LabelProblem:
 
 @dataclass(frozen=True)
 class TokenView:
-    """One example as (token text, trained?) pairs, for colouring."""
+    """One example as (token text, trained?) pairs, for colouring (``turn``: the row of that assistant message)."""
 
     index: int
     tokens: tuple[tuple[str, bool], ...]
+    turn: int | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +240,8 @@ def _render_bare(tokenizer: Any, messages: Sequence[Any], *, add_generation_prom
 def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
     """The family's end-of-turn token: the first of ``spans.END_OF_TURN_STRINGS`` the template renders after an
     assistant's content when it is one token (``<|im_end|>`` for ChatML, ``<end_of_turn>`` for Gemma, ``<|eot_id|>``
-    for Llama 3, not their ``eos_token``), else the first token rendered after the content.
+    for Llama 3, not their ``eos_token``), else the first special token rendered after the content (a family the
+    list does not know: Nemotron Nano v2's ``<SPECIAL_12>`` after a newline), else the first token.
 
     Raises:
         InputError: the template renders nothing after the assistant content.
@@ -240,9 +256,10 @@ def find_end_of_turn(tokenizer: Any) -> EndOfTurn:
         text = _render_bare(tokenizer, blocks)
     end = text.rfind(_SENTINEL) + len(_SENTINEL)
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    for tid, (start, stop) in zip(enc["input_ids"], enc["offset_mapping"], strict=True):
-        if start >= end and stop > start:
-            return EndOfTurn(token=tokenizer.convert_ids_to_tokens(tid), id=int(tid))
+    after = [int(t) for t, (a, b) in zip(enc["input_ids"], enc["offset_mapping"], strict=True) if a >= end and b > a]
+    special = {i for i, t in getattr(tokenizer, "added_tokens_decoder", {}).items() if t.special}
+    for tid in [t for t in after if t in special] + after[:1]:
+        return EndOfTurn(token=tokenizer.convert_ids_to_tokens(tid), id=tid)
     if tokenizer.eos_token_id is not None:
         return EndOfTurn(token=tokenizer.eos_token, id=int(tokenizer.eos_token_id))
     raise InputError(
@@ -334,8 +351,8 @@ class LabelBuilder:
         # generation-prompt text the training renders lack before an assistant turn -> turns seen (TurnSpan.unprompted)
         self.unprompted: dict[str, int] = {}
         self.allow_dropped = allow_dropped  # a dropped field is a note, not a problem, in the audit
-        # (turn, trained text in history, the text as the last turn) -> conversations (``_compare_history``)
-        self.history_differs: dict[tuple[int, str, str], int] = {}
+        # (turn, its text in history, the text as the last turn) -> conversations: trained in a row of its own
+        self.history_rows: dict[tuple[int, str, str], int] = {}
 
     def _render(self, messages: Sequence[dict[str, Any]], *, gen_prompt: bool = False, tools: Any = None) -> str:
         return render_chat(self.tokenizer, messages, add_generation_prompt=gen_prompt, tools=tools)
@@ -345,7 +362,7 @@ class LabelBuilder:
     ) -> str:
         return render_chat(self.tokenizer, messages, add_generation_prompt=add_generation_prompt, tools=tools)
 
-    def _derived_mask(self, messages: Sequence[dict[str, Any]], ex: ChatExample, only_last: bool):
+    def _derive(self, messages: Sequence[dict[str, Any]], ex: ChatExample, only_last: bool) -> DerivedSpans:
         """expkit's spans (``spans.derive_assistant_spans``): from the end of the generation prompt through each
         assistant turn's end of turn, located by rendering the turn with sentinel content, so templates that do
         not render turns as prefixes of each other (DeepSeek, Phi-3 with a system prompt, gpt-oss) are handled too."""
@@ -361,32 +378,45 @@ class LabelBuilder:
         for s in derived.spans:
             if s.unprompted:
                 self.unprompted[s.unprompted] = self.unprompted.get(s.unprompted, 0) + 1
-        for s in derived.spans[:-1]:
-            self._compare_history(messages, ex, s.turn, derived.text[s.start : s.end])
+        return derived
+
+    def _derived_mask(self, derived: DerivedSpans, skip: Sequence[int] = ()) -> tuple[list[int], list[bool]]:
+        """Token ids and trained flags of a derivation, the assistant messages ``skip`` left masked."""
         enc = self.tokenizer(derived.text, add_special_tokens=False, return_offsets_mapping=True)
-        chars = derived.trained_chars()
+        chars = [False] * len(derived.text)
+        for s in derived.spans:
+            if s.turn not in skip:
+                chars[s.start : s.end] = [True] * (s.end - s.start)
         # a token is trained when any of its characters is (as transformers' assistant mask does): a token that
         # merges the template's separator with the content (Mistral's "[/INST]" + " 5" -> " 5") is the model's
         # first output token, not template text
         mask = [any(chars[a:b]) or (a == b and a < len(chars) and chars[a]) for a, b in enc["offset_mapping"]]
         return enc["input_ids"], mask
 
-    def _compare_history(self, messages: Sequence[dict[str, Any]], ex: ChatExample, turn: int, trained: str) -> None:
-        """A turn before the last is trained as the template renders it in history; when the template renders it
-        otherwise as the last turn (Qwen3's empty think block, stripped reasoning), the model is trained on one
-        text and asked at inference for another: recorded for the audit's note (``history_differs``)."""
+    def _history_rows(
+        self, ex: ChatExample, derived: DerivedSpans, messages: Sequence[dict[str, Any]]
+    ) -> list[tuple[int, list[dict[str, Any]], list[DroppedField]]]:
+        """(turn, the conversation up to it as rendered when it is the last turn, the fields dropped there) of each
+        earlier turn the template renders otherwise in history than as the last turn (``finetune.history``)."""
         render = partial(self._render, tools=ex.tool_list)
-        ask, last = render(messages[:turn], gen_prompt=True), render(messages[: turn + 1])
-        if not last.startswith(ask):
-            return
-        ends = [(p, e) for e in self.end_strings if (p := last.find(e, len(ask))) >= 0]
-        if not ends:
-            return
-        p, e = min(ends)
-        as_last = last[len(ask) : p + len(e)]
-        if as_last != trained:
-            key = (turn, trained, as_last)
-            self.history_differs[key] = self.history_differs.get(key, 0) + 1
+        drops: dict[int, list[DroppedField]] = {}
+        rows: dict[int, list[dict[str, Any]]] = {}
+
+        def as_last(turn: int) -> list[dict[str, Any]]:
+            if turn not in rows:
+                row = [dict(m) for m in ex.messages[: turn + 1]]
+                drops[turn] = find_dropped_fields(render, row, [turn])
+                rows[turn] = rendered_messages(row, drops[turn])
+            return rows[turn]
+
+        def render_gen(messages: Sequence[Any], *, add_generation_prompt: bool = False) -> str:
+            return render(messages, gen_prompt=add_generation_prompt)
+
+        moved = find_history_turns(render_gen, messages, derived, self.end_strings, as_last_messages=as_last)
+        for h in moved:
+            key = (h.turn, h.in_history, h.as_last)
+            self.history_rows[key] = self.history_rows.get(key, 0) + 1
+        return [(h.turn, as_last(h.turn), drops[h.turn]) for h in moved]
 
     def _trl_mask(self, messages: Sequence[dict[str, Any]], tools: Any = None) -> tuple[list[int], list[bool]]:
         """TRL's labels: the assistant mask of the template's own markers, or of TRL's training template."""
@@ -408,16 +438,24 @@ class LabelBuilder:
             turns = turns[-1:]
         return find_dropped_fields(partial(self._render, tools=ex.tool_list), list(ex.messages), turns)
 
-    def _conversation(self, ex: ChatExample) -> tuple[list[int], list[bool], list[DroppedField]]:
+    def _conversation(self, ex: ChatExample) -> tuple[list[_Row], list[DroppedField]]:
+        """The rows of one conversation (the whole conversation last) and the fields the template drops from the
+        turns they train."""
         dropped = self.dropped_fields(ex)
         msgs = rendered_messages(ex.messages, dropped)
         if self.loss == "all":
             ids = self.tokenizer(self._render(msgs, tools=ex.tool_list), add_special_tokens=False)["input_ids"]
-            return ids, [True] * len(ids), dropped
+            return [(ids, [True] * len(ids), None)], dropped
         only_last = self.loss == "completion"
         if (self.markers or self.match == "trl") and not only_last:
-            return (*self._trl_mask(msgs, ex.tool_list), dropped)
-        return (*self._derived_mask(msgs, ex, only_last), dropped)
+            return [(*self._trl_mask(msgs, ex.tool_list), None)], dropped
+        derived = self._derive(msgs, ex, only_last)
+        moved = [] if only_last else self._history_rows(ex, derived, msgs)
+        rows: list[_Row] = [(*self._derived_mask(self._derive(m, ex, True)), turn) for turn, m, _ in moved]
+        turns = {turn for turn, _, _ in moved}
+        rows.append((*self._derived_mask(derived, skip=tuple(turns)), None))
+        dropped = [d for d in dropped if d.turn not in turns] + [d for _, _, ds in moved for d in ds]
+        return rows, sorted(dropped, key=lambda d: d.turn)
 
     def _prompt_completion(self, ex: ChatExample) -> tuple[list[int], list[bool]]:
         tok = self.tokenizer
@@ -427,17 +465,27 @@ class LabelBuilder:
 
     @template_budget()
     def build(self, ex: ChatExample, index: int = 0) -> ExampleLabels:
-        """Tokenize one example and build its labels (then drop the end of turn if asked, then truncate)."""
+        """Tokenize one example and build its labels (then drop the end of turn if asked, then truncate); earlier
+        turns trained in rows of their own are in ``turn_rows`` (``ExampleLabels.rows`` lists every row)."""
         from jinja2 import TemplateError  # comes with transformers, which a LabelBuilder's tokenizer needs
 
         try:
-            ids, mask, dropped = self._conversation(ex) if ex.conversational else (*self._prompt_completion(ex), [])
+            if ex.conversational:
+                rows, dropped = self._conversation(ex)
+            else:
+                rows, dropped = [(*self._prompt_completion(ex), None)], []
         except TemplateError as exc:  # the template's own raise_exception (roles must alternate, no tool role ...)
             raise InputError(
                 f"the chat template refuses this conversation: {exc}",
                 line=ex.line or None,
                 hint="this family cannot render it (drop the example, or --on-error skip in the reader)",
             ) from None
+        *own, whole = [self._labelled(index, ex, row) for row in rows]
+        return replace(whole, dropped=tuple(dropped), turn_rows=tuple(own))
+
+    def _labelled(self, index: int, ex: ChatExample, row: _Row) -> ExampleLabels:
+        """One row's labels: the end of turn masked if asked, then truncated to ``max_length``."""
+        ids, mask, turn = row
         labels = [t if m else IGNORE for t, m in zip(ids, mask, strict=True)]
         if not self.eos_in_loss:
             labels = [IGNORE if t == self.end_of_turn.id else lab for t, lab in zip(ids, labels, strict=True)]
@@ -451,7 +499,7 @@ class LabelBuilder:
             input_ids=tuple(ids[:keep]),
             labels=tuple(labels[:keep]),
             truncated_tokens=cut,
-            dropped=tuple(dropped),
+            turn=turn,
         )
 
     @property
@@ -585,35 +633,41 @@ def audit_labels(
     family = family_of(b.tokenizer.chat_template or "")
     for i, ex in enumerate(examples):
         lab = b.build(ex, index=i)
-        if lab.truncated_tokens:
+        fulls: tuple[ExampleLabels | None, ...] = (None,) * len(lab.rows)
+        if any(r.truncated_tokens for r in lab.rows):
             if untruncated is None:
                 untruncated = LabelBuilder(b.tokenizer, loss=b.loss, eos_in_loss=b.eos_in_loss, max_length=None)
-            full = untruncated.build(ex, index=i)
-        else:
-            full = None
-        found = _check(
-            lab,
-            full,
-            eot,
-            pad_id,
-            pad_reported,
-            b.loss,
-            names=lambda t: b.tokenizer.decode([t]),
-            allow_trailing=trailing,
-        )
-        pad_reported = pad_reported or any(p.check == "pad_is_eos" for p in found)
+            whole = untruncated.build(ex, index=i).rows
+            fulls = tuple(f if r.truncated_tokens else None for r, f in zip(lab.rows, whole, strict=True))
+        found = []
+        for row, full in zip(lab.rows, fulls, strict=True):  # each row the trainer gets is checked
+            found += _check(
+                row,
+                full,
+                eot,
+                pad_id,
+                pad_reported,
+                b.loss,
+                names=lambda t: b.tokenizer.decode([t]),
+                allow_trailing=trailing,
+            )
+            pad_reported = pad_reported or any(p.check == "pad_is_eos" for p in found)
         for d in lab.dropped:
             dropped[(d.field, d.turn)] = dropped.get((d.field, d.turn), 0) + 1
             if not b.allow_dropped:
                 found.append(LabelProblem("dropped_content", i, ex.line, _dropped_message(family, d)))
         problems += found
-        per.append(lab.masked_fraction)
-        total += len(lab.labels)
-        trained += lab.trained_tokens
+        n_tokens = sum(len(r.labels) for r in lab.rows)
+        n_trained = sum(r.trained_tokens for r in lab.rows)
+        per.append(1.0 - n_trained / n_tokens if n_tokens else 1.0)
+        total += n_tokens
+        trained += n_trained
         if i < show:
-            toks = b.tokenizer.convert_ids_to_tokens(list(lab.input_ids))
-            text = [b.tokenizer.convert_tokens_to_string([t]) for t in toks]
-            shown.append(TokenView(i, tuple((s, label != IGNORE) for s, label in zip(text, lab.labels, strict=True))))
+            for row in lab.rows:
+                toks = b.tokenizer.convert_ids_to_tokens(list(row.input_ids))
+                text = [b.tokenizer.convert_tokens_to_string([t]) for t in toks]
+                pairs = tuple((s, label != IGNORE) for s, label in zip(text, row.labels, strict=True))
+                shown.append(TokenView(i, pairs, row.turn))
     if not per:
         raise InputError("no example to audit")
     notes = _audit_notes(b, examples, dropped, family)
@@ -650,16 +704,18 @@ def _audit_notes(
             "from the rendered turns (TRL's assistant_only_loss needs the markers)"
         )
     for tail, n in b.unprompted.items():
+        tail = tail if len(tail) <= 120 else "..." + tail[-117:]  # a whole instruction turn (Command R+ tool use)
         notes.append(
             f"generation prompt not in training render: the generation prompt ends with {tail!r}, which the "
             f"rendered training text never has before the assistant's content ({n} turn(s)): the model is asked at "
             "inference to continue a prefix it was never shown"
         )
-    for (turn, trained_text, as_last), n in sorted(b.history_differs.items())[:5]:
+    for (turn, in_history, as_last), n in sorted(b.history_rows.items())[:5]:
         notes.append(
-            f"history differs from the last turn: the template renders message {turn} (assistant) in history as "
-            f"{trained_text!r}, which is trained, and as {as_last!r} when it is the last turn, which is what the "
-            f"model is asked for at inference ({n} conversation(s)); --loss completion trains last turns only"
+            f"history turn in its own row: the template renders message {turn} (assistant) in history as "
+            f"{in_history!r} but as {as_last!r} when it is the last turn, which is what the model generates at "
+            f"inference: it is trained so, in a row of the conversation up to it, and masked in the whole "
+            f"conversation's row ({n} conversation(s); --match trl trains it in place with TRL's template)"
         )
     if b.allow_dropped and dropped:
         notes += [

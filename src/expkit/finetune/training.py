@@ -100,6 +100,7 @@ class SFTResult:
     run_dir: Path | None
     settings: SFTSettings = field(default_factory=SFTSettings)
     skipped_lines: dict[int, str] = field(default_factory=dict)  # data file line -> why it was skipped
+    rows: int = 0  # rows the trainer got: one per example, plus one per earlier turn trained in a row of its own
 
 
 def lora_target_modules(model: Any, targets: str) -> list[str] | str:
@@ -256,7 +257,8 @@ def train_lora_sft(
             f"label audit failed at {where}: {p.check}: {p.message} ({len(real)} problems in all)",
             hint="audit the labels (`expkit sft audit`) to see which tokens are trained",
         )
-    labelled = [builder.build(ex, index=i) for i, ex in enumerate(examples)]
+    # every row: an earlier turn the template renders otherwise as the last turn has a row of its own (labels.py)
+    labelled = [row for i, ex in enumerate(examples) for row in builder.build(ex, index=i).rows]
     from expkit.hardware.threads import torch_threads  # imports torch inside the function
 
     with torch_threads(settings.num_threads), quiet_progress(), warnings.catch_warnings():
@@ -357,6 +359,7 @@ def _train(
         total_params=saved.total_params,
         trainable_params=saved.trainable_params,
         examples=plan.audit.examples,
+        rows=len(plan.labelled),
         masked_fraction=plan.audit.masked_fraction,
         audit_problems=len(plan.audit.problems),
         contract=saved.contract,

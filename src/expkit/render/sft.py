@@ -35,6 +35,11 @@ def render_sft_result(result: SFTResult) -> None:
         f"trained {result.steps} steps on {result.examples} examples ({len(result.skipped_lines)} lines skipped) "
         f"in {result.train_s:.1f} s ({result.s_per_step:.3f} s/step)"
     )
+    if result.rows > result.examples:
+        print(
+            f"{result.rows} rows: {result.rows - result.examples} earlier assistant turns the template renders "
+            "otherwise as the last turn were trained in rows of their own (see `expkit sft audit`)"
+        )
     print(
         f"loss {result.first_loss:.3f} -> {result.last_loss:.3f}; trainable {result.trainable_params:,} of "
         f"{result.total_params:,} parameters; masked fraction {result.masked_fraction:.1%}"
@@ -68,6 +73,11 @@ def _token_html(token: str, trained: bool) -> str:
     return f'<span class="{css}">{shown}</span>'
 
 
+def _row_of(turn: int | None) -> str:
+    """How a shown row is named: an earlier turn's own row (labels.ExampleLabels.turn_rows) says which turn."""
+    return "" if turn is None else f", row of message {turn} (an earlier turn trained as the last turn)"
+
+
 def audit_html(audit: LabelAudit, *, title: str) -> str:
     """One page: the summary, the problems, and each shown example with trained tokens highlighted."""
     eot = audit.end_of_turn
@@ -76,7 +86,8 @@ def audit_html(audit: LabelAudit, *, title: str) -> str:
         for p in audit.problems[:50]
     )
     examples = "".join(
-        f"<h3>example {v.index}</h3><p class='tok'>{''.join(_token_html(t, k) for t, k in v.tokens)}</p>"
+        f"<h3>example {v.index}{escape(_row_of(v.turn))}</h3>"
+        f"<p class='tok'>{''.join(_token_html(t, k) for t, k in v.tokens)}</p>"
         for v in audit.shown
     )
     return (
@@ -136,7 +147,7 @@ def render_file_audit(result: FileAudit, *, html: Path | None = None) -> None:
     if audit.shown:
         print("trained tokens " + ("in [brackets]" if plain else "in green") + ", masked ones plain")
     for view in audit.shown:
-        text = Text(f"example {view.index}: ")
+        text = Text(f"example {view.index}{_row_of(view.turn)}: ")
         for token, trained in view.tokens:
             shown = _visible(token).replace("\n", "\u21b5\n")
             if plain and trained:

@@ -81,7 +81,7 @@ def conversations(blocks: bool = False, json_args: bool = False) -> dict[str, li
 
 _SPECIAL = re.compile(
     r"<\|[^<>\s]{1,40}?\|>|<\|[a-z_\"]{1,20}>|<[a-z_\"]{1,20}\|>|<\uff5c[^<>]{1,40}?\uff5c>|<[a-z_]{3,30}>|</s>|<s>"
-    r"|\[/?INST\]|\[/?TOOL_[A-Z]+\]|\[gMASK\]|<sop>"
+    r"|\[/?INST\]|\[/?TOOL_[A-Z]+\]|\[gMASK\]|<sop>|<SPECIAL_\d{1,3}>|<seed:[a-z_]{2,20}>"  # Nemotron Nano v2, Seed-OSS
 )
 
 
