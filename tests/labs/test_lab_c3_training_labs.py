@@ -81,6 +81,26 @@ def test_spread_is_robust_to_one_disturbed_run():
     assert spread_of([1.0, 1.0, 1.0]) == 0.0
 
 
+def test_c3_7_and_c3_8_judge_by_the_spread_first_stated():
+    """issue 36: the spread changed from (max - min) / median to the median deviation after the run below flipped
+    C3.8's verdict, and no words of the seed argue for it: the rules judge by the range, the other is shown."""
+    import statistics
+
+    from expkit.labs.lab_c3_7_item_sync import MAD, RULE_HISTORY, cuda_rule, range_spread_of, spread_of
+    from expkit.labs.lab_c3_8_bf16_cpu import RULE_HISTORY as C38_HISTORY
+    from expkit.labs.lab_c3_8_bf16_cpu import slower_rule
+
+    runs = [4.12, 4.09, 3.79, 3.86, 10.39, 4.56, 4.12]  # C3.8's full run with one run disturbed by other work
+    med = statistics.median(runs)
+    assert range_spread_of(runs) == pytest.approx((10.39 - 3.79) / 4.12)
+    assert slower_rule(range_spread_of(runs)).judge(med).kind == "not reproduced"  # as first stated
+    assert slower_rule(spread_of(runs), MAD).judge(med).kind == "reproduced"  # the changed rule, shown beside
+    assert "(max - min) / median" in str(slower_rule(0.1)) and "(max - min) / median" in str(cuda_rule(0.1))
+    for history in (RULE_HISTORY, C38_HISTORY):
+        (change,) = history
+        assert change.commit == "ed5c74c" and change.judged_by.startswith("the rule as first stated")
+
+
 def test_lab_c3_8_cpu_slowdown_judged_on_the_seeds_figure(tmp_path):
     import torch
 
@@ -98,6 +118,9 @@ def test_lab_c3_8_cpu_slowdown_judged_on_the_seeds_figure(tmp_path):
     assert (slow.verdict.kind == "differs") == (has_bf16 and not math.isclose(slow.value, 30.0, rel_tol=0.5))
     assert_flips(slow, 30.0 if slow.verdict.kind != "reproduced" else 4.0)
     assert_flips(judged["bf16_slower"], 0.9 if judged["bf16_slower"].verdict.kind == "reproduced" else 3.0)
+    # issue 36: judged by the spread as first stated, the range; the median deviation's verdict in the detail
+    assert "(max - min) / median" in str(judged["bf16_slower"].rule)
+    assert "under the changed rule" in judged["bf16_slower"].detail
     assert cpu_cause(False, 3.7) is None and cpu_cause(True, 3.7) is not None
     gain = judged["bf16_gain_cuda"]
     if not torch.cuda.is_available():

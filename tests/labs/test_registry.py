@@ -55,6 +55,16 @@ def test_rule_changes_carry_when_why_and_which_rule_judges():
         ("C1.1", "list_ratio", True),
         ("C1.2", "thread_speedup", True),
         ("C5.6", "loss_fall_20", True),
+        # a later reading of `git log -p` (issue 36): rules changed after issue 12 declared them, with no history
+        ("C2.3", "rule_nonoverlap", True),
+        ("C2.4", "max_err_float32", True),
+        ("C3.7", "item_sync_cuda", False),
+        ("C3.8", "bf16_slower", False),
+        ("C4.3", "peak_per_gpu", True),
+        ("C4.6", "attribution", True),
+        ("C5.5", "masked_all", True),
+        ("C5.5", "mostly_masked", True),
+        ("C5.6", "stop_gap", True),
     ):
         (lab,) = select_labs([lab_id])
         change = next(c for c in lab.rule_history if c.key == key)

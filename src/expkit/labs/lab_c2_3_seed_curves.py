@@ -9,7 +9,7 @@ recorded run) and are judged with ``expkit compare``'s library call: the lab mea
 
 from __future__ import annotations
 
-from expkit.labs.base import AtLeast, AtMost, LabContext, LabOutput, Measurement, SeedFigure, judged
+from expkit.labs.base import AtLeast, AtMost, LabContext, LabOutput, Measurement, RuleChange, SeedFigure, judged
 from expkit.labs.registry import lab
 
 SEED_LOGX = SeedFigure(
@@ -25,6 +25,21 @@ SEED_RULE = SeedFigure(
     None,
     "",
     "a difference counts only where bands do not overlap",
+)
+# issue 36: when and why the rule changed after the lab first declared it (issue 12), from `git log -p`
+RULE_HISTORY = (
+    RuleChange(
+        "rule_nonoverlap",
+        "2026-12-03",
+        "caed984",
+        first="of the eval points where the two configs' 95% bands are apart, every one has the interval of the "
+        "difference excluding 0 (judged, at least k of k)",
+        changed="the same count shown, not judged; the seed's rule is judged by its 'only where' half (missed_by_rule)",
+        why="bands apart imply the Welch interval excludes 0 (sqrt(a^2 + b^2) <= a + b): no measurement could refute "
+        "the first half (issue 36)",
+        seed_text="'不重叠才算差别' (only where the bands do not overlap does a difference count): the seed's words "
+        "state the 'only where' half, which missed_by_rule judges; the other half was the lab's own reading",
+    ),
 )
 LRS = (3e-3, 1.5e-3)  # the two configs compared; lr_min = lr_max / 10
 WARMUP_STEPS = 2
@@ -148,6 +163,7 @@ def trial_main() -> None:
     title="Loss curves over seeds: log x, bands, and when a difference counts",
     claims=("C2.3",),
     seed=(SEED_LOGX, SEED_RULE),
+    rule_history=RULE_HISTORY,
 )
 def run(ctx: LabContext) -> LabOutput:
     import shutil

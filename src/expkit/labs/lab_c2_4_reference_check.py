@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from expkit.labs.base import AtMost, LabContext, LabOutput, Measurement, SeedFigure, judged
+from expkit.labs.base import AtMost, LabContext, LabOutput, Measurement, RuleChange, SeedFigure, judged
 from expkit.labs.registry import lab
 
 SEED_F32 = SeedFigure(
@@ -33,6 +33,23 @@ F32_RULE = AtMost(
     "einsum code measures up to 1.4e-6 on these shapes",
 )
 F64_RULE = AtMost(1e-12, source="the seed: 'correct' means ~1e-12 in float64")
+FIRST_F32_RULE = AtMost(1e-6, source="the seed: 'correct' means ~1e-6 in float32 (expkit.check's float32 atol)")
+
+# issue 36: when and why the rule changed after the lab first declared it (issue 12), from `git log -p`
+RULE_HISTORY = (
+    RuleChange(
+        "max_err_float32",
+        "2026-12-01",
+        "6a34581",
+        first=f"max abs error {FIRST_F32_RULE}",
+        changed="max abs error at most 3e-6 ('~1e-6' read as its order of magnitude)",
+        why="the seed's own einsum attention measured 0.46e-6 to 1.43e-6 against SDPA on the lab's shapes over seeds "
+        "0-4 and failed the 1e-6 bar",
+        seed_text="'与 F.scaled_dot_product_attention 最大误差 2.65 × 10⁻⁷：float32 约 1e-6、float64 约 1e-12 才叫"  # noqa: RUF001 - the seed's own words
+        "「对了」' (max error against SDPA 2.65e-7: about 1e-6 in float32, about 1e-12 in float64 is 'correct'), under "
+        "the seed's own einsum code: 'about' is an order of magnitude, and the code the seed calls correct must pass",
+    ),
+)
 
 
 def attention_error(attention: Callable[..., Any], *, shape: tuple[int, ...], dtype: str, seed: int) -> float:
@@ -87,7 +104,13 @@ def _naive_attention(q, k, v):  # noqa: ANN001, ANN202 - the bug: softmax withou
         return (e / e.sum(-1, keepdims=True)) @ v
 
 
-@lab(id="C2.4", title="Check an operator against the reference", claims=("C2.4",), seed=(SEED_F32, SEED_F64))
+@lab(
+    id="C2.4",
+    title="Check an operator against the reference",
+    claims=("C2.4",),
+    seed=(SEED_F32, SEED_F64),
+    rule_history=RULE_HISTORY,
+)
 def run(ctx: LabContext) -> LabOutput:
     import numpy as np
     import torch
@@ -154,7 +177,8 @@ def run(ctx: LabContext) -> LabOutput:
             rule=F32_RULE,
             seed=SEED_F32,
             detail=f"worst of {len(shapes)} shapes: {', '.join(f'{e:.2e}' for e in errs['float32'])}; the seed's "
-            "2.65e-7 is one shape it does not give, so it is shown, not judged on",
+            f"2.65e-7 is one shape it does not give, so it is shown, not judged on. Under the rule as first stated "
+            f"({FIRST_F32_RULE.text()}) it would be {FIRST_F32_RULE.judge(e32).kind} (rule history)",
         ),
         judged(
             "max_err_float64",

@@ -6,8 +6,19 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from expkit.labs.base import AtLeast, Cause, LabContext, LabOutput, Measurement, Needs, SeedFigure, Within, judged
-from expkit.labs.lab_c3_7_item_sync import spread_of
+from expkit.labs.base import (
+    AtLeast,
+    Cause,
+    LabContext,
+    LabOutput,
+    Measurement,
+    Needs,
+    RuleChange,
+    SeedFigure,
+    Within,
+    judged,
+)
+from expkit.labs.lab_c3_7_item_sync import MAD, RANGE, range_spread_of, spread_of
 from expkit.labs.registry import lab
 
 BF16_SLOWDOWN = 30.0  # seed: ~30x slower on CPU
@@ -58,13 +69,28 @@ def bf16_wins_from(points: tuple[SizePoint, ...]) -> SizePoint | None:
     return wins
 
 
-def slower_rule(spread: float) -> AtLeast:
-    """bf16 slower than fp32 by more than the timing noise: twice the measured run-to-run spread (median absolute
-    deviation / median), at least 5%."""
+def slower_rule(spread: float, statistic: str = RANGE) -> AtLeast:
+    """bf16 slower than fp32 by more than the timing noise: twice the measured run-to-run ``spread`` (``statistic``:
+    the range (max - min) / median, as first stated, :func:`range_spread_of`), at least 5%."""
     return AtLeast(
         1 + max(0.05, 2 * spread),
-        source=f"our choice: over 1 by twice the runs' median deviation measured here ({spread:.0%}), at least 5%",
+        source=f"our choice: over 1 by twice the runs' {statistic} measured here ({spread:.0%}), at least 5%",
     )
+
+
+# issue 36: when and why the rule changed after the lab first ran (bc4ede5, 2026-11-29), from `git log -p`
+RULE_HISTORY = (
+    RuleChange(
+        "bf16_slower",
+        "2026-11-30",
+        "ed5c74c",
+        first=f"bf16 / fp32 step time at least 1 + max(5%, 2 x the runs' {RANGE})",
+        changed=f"the same with 2 x the runs' {MAD}",
+        why="in a full run one of 7 runs disturbed by other work (10.39x among 3.8-4.6x) made max - min 160%, "
+        "which raised the bar over the measured 4.1x and flipped the verdict; the median deviation ignores one such "
+        "run",
+    ),
+)
 
 
 def cpu_cause(has_bf16: bool | None, slowdown: float) -> Cause | None:
@@ -155,7 +181,13 @@ def gpu_rows(
     return judged_row, step_row, text
 
 
-@lab(id="C3.8", title="bf16 autocast on a CPU", claims=("C3.8",), seed=(SEED_BF16, SEED_SLOW, SEED_HW))
+@lab(
+    id="C3.8",
+    title="bf16 autocast on a CPU",
+    claims=("C3.8",),
+    seed=(SEED_BF16, SEED_SLOW, SEED_HW),
+    rule_history=RULE_HISTORY,
+)
 def run(ctx: LabContext) -> LabOutput:
     import torch
 
@@ -174,7 +206,7 @@ def run(ctx: LabContext) -> LabOutput:
     sweep_text = ", ".join(f"{p.params / 1e6:.2f}M {p.slowdown:.2f}x" for p in sizes)
     slow = [s.slowdown for s in steps]
     med = statistics.median(slow)
-    spread = spread_of(slow)
+    spread, mad = range_spread_of(slow), spread_of(slow)  # the range judges: the rule as first stated
     has_bf16 = steps[0].cpu_bf16_instructions
     gemm_slow = g32.best_flop_s / g16.best_flop_s
     flags = {True: "lists", False: "does not list", None: "could not be read for"}[has_bf16]
@@ -187,7 +219,7 @@ def run(ctx: LabContext) -> LabOutput:
             rule=CPU_RULE,
             seed=SEED_BF16,
             cause=cpu_cause(has_bf16, med),
-            detail=f"{runs} runs: {', '.join(f'{v:.2f}' for v in slow)} (median deviation {spread:.0%}); fp32 "
+            detail=f"{runs} runs: {', '.join(f'{v:.2f}' for v in slow)} (spread {spread:.0%}); fp32 "
             f"{statistics.median(s.fp32_s for s in steps) * 1e3:.1f} ms, bf16 "
             f"{statistics.median(s.bf16_s for s in steps) * 1e3:.1f} ms; forward + backward, 1 thread",
         ),
@@ -198,7 +230,9 @@ def run(ctx: LabContext) -> LabOutput:
             "x",
             rule=slower_rule(spread),
             seed=SEED_SLOW,
-            detail="the direction of the claim at the 840K char LM; its size is judged in the row above. Measured "
+            detail=f"the direction of the claim at the 840K char LM; its size is judged in the row above. Spread "
+            f"{RANGE} {spread:.0%}, median deviation {mad:.0%}: under the changed rule '{slower_rule(mad, MAD)}' it "
+            f"would be {slower_rule(mad, MAD).judge(med).kind} (rule history). Measured "
             f"beside it: /proc/cpuinfo {flags} bf16 instructions (torch CPU capability {isa}); bf16 / fp32 step time "
             f"by size {sweep_text}: bf16 wins "
             + (f"from {wins.params / 1e6:.2f}M parameters" if wins is not None else "at no size swept here"),
@@ -234,7 +268,7 @@ def run(ctx: LabContext) -> LabOutput:
     verdict_text = f"{'slower' if slower else 'not slower'} than fp32 beyond the noise and {size_text}"
     text = (
         f"Forward + backward of the 840K char LM under torch.autocast(bfloat16) took {med:.2f}x the fp32 time "
-        f"on this CPU (median of {runs}, median deviation {spread:.0%}), {verdict_text}; one bf16 "
+        f"on this CPU (median of {runs}, spread {spread:.0%}), {verdict_text}; one bf16 "
         f"{GEMM_N_CPU}x{GEMM_N_CPU} matmul took {gemm_slow:.2f}x the fp32 one. /proc/cpuinfo {flags} bf16 "
         f"instructions (avx512_bf16, amx_bf16); torch's CPU capability is {isa}. The verdict holds for this model "
         f"size on this CPU only: by model size the bf16 / fp32 step time was {sweep_text}, so "

@@ -11,6 +11,7 @@ from expkit.labs.base import (
     LabOutput,
     Measurement,
     Predicted,
+    RuleChange,
     SeedFigure,
     Within,
     judged,
@@ -29,6 +30,22 @@ FITS_RULE = AtMost(16.0)
 STATE = ("fp32 master weights", "bf16 weights", "gradients", "Adam m", "Adam v")
 STEP_PHASE = "optimizer step (all gradients + step temporaries)"
 NEEDS = "8 GPUs with 16 GB each to run the FSDP step (this lab only computes it)"
+# issue 36: when and why the rule changed after the lab first declared it (issue 12), from `git log -p`
+RULE_HISTORY = (
+    RuleChange(
+        "peak_per_gpu",
+        "2026-12-01",
+        "168fbd7",
+        first="the ledger's predicted peak per GPU (foreach AdamW) at most 16 GB: 'not reproduced' at 18.25 GB",
+        changed="the same prediction 'not measured here', with the fused-AdamW prediction beside it as the deciding "
+        "assumption",
+        why="the computed peak crosses 16 GB with the AdamW implementation (foreach 18.25 GB, fused 14.88 GB), which "
+        "a computation cannot choose; only the step run on 8 GPUs decides (issue 22)",
+        seed_text="'FSDP 8 卡切状态：每卡 16 GB 放得下全量'"  # noqa: RUF001 - the seed's own words
+        " (FSDP over 8 cards shards the state: 16 GB per card holds a full fine-tune): the seed names no optimizer "
+        "implementation, and the computed peak fits under one and not the other",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +82,13 @@ def fits_rule(pred: PeakPrediction) -> Predicted:
     )
 
 
-@lab(id="C4.3", title="FSDP over 8 GPUs: the 7B training state per GPU", claims=("C4.3",), seed=(SEED_16GB,))
+@lab(
+    id="C4.3",
+    title="FSDP over 8 GPUs: the 7B training state per GPU",
+    claims=("C4.3",),
+    seed=(SEED_16GB,),
+    rule_history=RULE_HISTORY,
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.memory import estimate_training_memory
     from expkit.render.figures import new_figure, save_figure

@@ -6,7 +6,7 @@ total is shown beside them, unjudged (it names blocks by the same phase order as
 
 from __future__ import annotations
 
-from expkit.labs.base import KOfN, LabContext, LabOutput, Measurement, SeedFigure, judged
+from expkit.labs.base import KOfN, LabContext, LabOutput, Measurement, RuleChange, SeedFigure, judged
 from expkit.labs.registry import lab
 
 SEED = SeedFigure(
@@ -76,6 +76,25 @@ GRAD_STATE = frozenset({"gradients", "optimizer state"})
 
 
 PHASE_ORDER = ("loading", "forward", "backward", "optimizer step")
+
+# issue 36: when and why the rule changed after the lab first declared it (issue 12), from `git log -p`
+RULE_HISTORY = (
+    RuleChange(
+        "attribution",
+        "2026-12-02",
+        "155c8ac",
+        first="OOMs where the seed's phase rule and the allocation placed on the ledger's running total (+-10%) name "
+        "a common block: every OOM of the sweep",
+        changed="OOMs where the seed's phase rule and an ablation (the step rerun at the same capacity with the "
+        "activations, or the gradients and optimizer state, taken out) name a common block: every OOM of the sweep",
+        why="the ledger's placement names blocks by the same phase order as the seed's rule, so their agreement was "
+        "no independent evidence (issue 22); the first count is shown beside the judged one (ledger_agree)",
+        seed_text="'OOM 按爆的时机归因：加载后 → 权重；第一步 backward 后 → 梯度 + 状态；加了 LoRA 还 OOM → 看激活' "  # noqa: RUF001 - the seed's own words
+        "(attribute an OOM by when it blows up: after loading -> weights; after the first backward -> gradients + "
+        "state; still OOM with LoRA added -> look at the activations): the seed itself attributes by rerunning with "
+        "blocks taken out (LoRA removes the gradients and optimizer state), which the ablation does for every OOM",
+    ),
+)
 
 
 def run_step_ablated(spec, *, cap_bytes: int, seq: int, ablate: frozenset[str], seed: int = 0) -> str | None:  # noqa: ANN001
@@ -190,7 +209,7 @@ def ledger_block(led, demand_bytes: int) -> tuple[str, str]:  # noqa: ANN001 - a
     return "beyond the ledger", "none"
 
 
-@lab(id="C4.6", title="Attribute an OOM by when it happens", claims=("C4.6",), seed=(SEED,))
+@lab(id="C4.6", title="Attribute an OOM by when it happens", claims=("C4.6",), seed=(SEED,), rule_history=RULE_HISTORY)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.diagnose import diagnose_text
     from expkit.memory import estimate_training_memory
@@ -257,7 +276,9 @@ def run(ctx: LabContext) -> LabOutput:
             "OOMs where the allocation placed on the ledger's running total names a block of the seed's rule",
             sum(r[3] for r in rows),
             "OOMs",
-            detail="not judged: the ledger placement names blocks by the same phase order as the seed's rule",
+            detail="not judged: the ledger placement names blocks by the same phase order as the seed's rule. Under "
+            f"the rule as first stated (this count, every OOM) it would be "
+            f"{KOfN(len(rows), len(rows)).judge(sum(r[3] for r in rows)).kind} (rule history)",
         ),
         Measurement(
             "ooms", "capacities that ran out of memory", len(rows), "OOMs", detail=f"of {len(SCENARIOS) * grid}"

@@ -14,7 +14,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from expkit.labs.base import Cause, KOfN, LabContext, LabOutput, Measurement, Needs, SeedFigure, Within, judged
+from expkit.labs.base import (
+    Cause,
+    KOfN,
+    LabContext,
+    LabOutput,
+    Measurement,
+    Needs,
+    RuleChange,
+    SeedFigure,
+    Within,
+    judged,
+)
 from expkit.labs.registry import lab
 
 SEED_MASKED = SeedFigure(
@@ -24,6 +35,30 @@ SEED_MOST = SeedFigure(
     "mostly_masked", "most of a conversation is masked", None, "", "most of a conversation is masked out of the loss"
 )
 FRACTION_RULE = Within(85.0, abs=5.0, source="+-5 points: our tolerance for one conversation's 85% as typical")
+
+# issue 36: when and why the rule changed after the lab first declared it (issue 12), from `git log -p`
+_WRITTEN = dict(
+    date="2026-12-03",
+    commit="815a255",
+    why="issue 36: generated answers of a few words make 'most of a conversation is masked' hold by construction "
+    "(the input was chosen so the verdict holds); the generated conversations are shown unjudged",
+    seed_text="'一条对话 85% 的 token 被 mask' (85% of the tokens of a conversation are masked): a conversation as "
+    "people write it; answers generated a few words long are no such conversation",
+)
+RULE_HISTORY = (
+    RuleChange(
+        "masked_all",
+        first="masked fraction of 500 (quick) or 10,000 generated conversations within +-5 points of 85%",
+        changed="the same rule on mlflow's demo conversations with their written reference answers",
+        **_WRITTEN,
+    ),
+    RuleChange(
+        "mostly_masked",
+        first="every generated conversation more than half masked",
+        changed="every one of mlflow's demo conversations with written answers more than half masked",
+        **_WRITTEN,
+    ),
+)
 
 
 if TYPE_CHECKING:
@@ -136,7 +171,13 @@ def answer_length_cause(sweep: dict[int, MaskedShare], data_words: float) -> Cau
     )
 
 
-@lab(id="C5.5", title="Most of a conversation is masked out of the loss", claims=("C5.5",), seed=(SEED_MASKED,))
+@lab(
+    id="C5.5",
+    title="Most of a conversation is masked out of the loss",
+    claims=("C5.5",),
+    seed=(SEED_MASKED, SEED_MOST),
+    rule_history=RULE_HISTORY,
+)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.finetune.chatdata import answer_of, generate_chat_examples
     from expkit.finetune.demomodel import ensure_demo_model

@@ -66,6 +66,18 @@ RULE_HISTORY = (
         "fall over 20 steps, the evidence that training worked before it "
         "says that stopping did not",
     ),
+    RuleChange(
+        "stop_gap",
+        "2026-12-01",
+        "591c5fe",
+        first="stop rate with the end of turn in the loss minus without, a stop on <|im_end|>, at least 0.5",
+        changed="the same with a stop on any token of the adapter's saved eos list (generation_config.json); the "
+        "<|im_end|>-only gap shown beside it",
+        why="a user's generate() stops on every eos token the saved generation_config lists, not only on <|im_end|> "
+        "(issue 22)",
+        seed_text="'答案对了却不会停' (the answer is right yet it does not stop): stopping is what generate() does, "
+        "and it stops on the eos tokens the saved generation_config lists",
+    ),
 )
 
 
@@ -197,7 +209,8 @@ def run(ctx: LabContext) -> LabOutput:
             f"{eos_tokens}; on <|im_end|> alone {w.stop_rate:.0%} vs {wo.stop_rate:.0%} (gap {contrast_im_end:.2f}); "
             f"generations {longer:.1f}x as long without (mean {wo.mean_generated_tokens:.1f} of "
             f"{wo.max_new_tokens} tokens); e.g. expected {sample.expected!r}, got {sample.generated[:60]!r}. "
-            f"Note: {BASE_NOTE}",
+            f"Under the rule as first stated (the <|im_end|> gap) it would be "
+            f"{STOP_RULE.judge(contrast_im_end).kind} (rule history). Note: {BASE_NOTE}",
         ),
         Measurement(
             "stop_without_eos_saved_list",
