@@ -22,7 +22,14 @@ def test_lab_c4_2_activations(tmp_path):
     assert_flips(m["ckpt_bytes"], 1.05)
     assert_flips(m["ckpt_time"], 1.30 if m["ckpt_time"].verdict.kind != "reproduced" else 1.05)
     assert m["act_7b"].verdict.kind == "differs" and "per token per layer" in m["act_7b"].verdict.reason
-    assert m["ckpt_bytes"].verdict.kind == "differs" and "fp32 residual" in m["ckpt_bytes"].verdict.reason
+    assert (
+        m["ckpt_bytes"].verdict.kind == "differs"
+        and "(the residual stream) is float32" in m["ckpt_bytes"].verdict.reason
+    )
+    # issue 36: the checkpointing cause is the dtype read off the layer's input, not the stored bytes per token per
+    # layer that the judged figure is extrapolated from
+    assert "float32: 4 B per hidden unit per token" in m["ckpt_bytes"].verdict.reason
+    assert "bytes per element of a decoder layer's input" in m["ckpt_bytes"].verdict.reason
     assert res.figures
     assert_computed(m, "ledger_7b", "korthikanti_7b", "ckpt_ledger")  # issue 36: formulas beside the replicas
     # issue 36: the cause is a second probe (saved-tensor hooks by op on the 1-layer replica), not the figure
@@ -91,3 +98,19 @@ def test_lab_c4_2_validation(tmp_path):
     assert 3.5 < m["foreach_extra"].value < 4.5
     # its run-based flip (a prediction for another implementation misses the band) is in
     # tests/memory/test_optimizer_temporaries.py::test_a_wrong_implementation_is_told_apart
+
+
+def test_layer_input_dtype_reads_what_checkpointing_keeps():
+    """The C4.2 checkpointing cause: under bf16 autocast an fp32 model's residual stream, the input each decoder
+    layer keeps for its recomputation, stays float32 (4 B per hidden unit, twice the seed's 2 B); a model cast to
+    bf16, the contrary input, keeps bfloat16, and the cause would not explain a figure over the seed's."""
+    import torch
+
+    from expkit.labs.lab_c4_2_activations import layer_input_dtype
+    from expkit.memory.architecture import spec_from_dict
+    from expkit.memory.replica import build_replica
+
+    spec = spec_from_dict(TINY_LLAMA, name="tiny-llama", source="test")
+    model = build_replica(spec, num_layers=1, precision="bf16-mixed", seed=0)
+    assert layer_input_dtype(model, seq=16, precision="bf16-mixed", seed=0) == "float32"
+    assert layer_input_dtype(model.to(torch.bfloat16), seq=16, precision="fp32", seed=0) == "bfloat16"

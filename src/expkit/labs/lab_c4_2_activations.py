@@ -125,12 +125,35 @@ def saved_parts_text(parts: tuple[SavedPart, ...], seq: int, top: int = 4) -> tu
     return 100 * ranked[0][1] / per_layer, ranked[0][0], text
 
 
+def layer_input_dtype(model, *, seq: int, precision: str, seed: int) -> str:  # noqa: ANN001 - a HF causal LM
+    """The dtype of the first decoder layer's input (the residual stream) in one forward under ``precision``, read
+    by a forward pre-hook: what gradient checkpointing keeps per layer, apart from how many bytes it keeps."""
+    import torch
+
+    from expkit.memory.replica import _autocast
+
+    seen: list[torch.dtype] = []
+
+    def grab(_m, args, kwargs) -> None:  # noqa: ANN001 - returns None: the inputs stay as they were
+        seen.append((args[0] if args else kwargs["hidden_states"]).dtype)
+
+    hook = model.model.layers[0].register_forward_pre_hook(grab, with_kwargs=True)
+    ids = torch.randint(0, model.config.vocab_size, (1, seq), generator=torch.Generator().manual_seed(seed))
+    try:
+        with torch.no_grad(), _autocast(precision, "cpu"):
+            model(input_ids=ids)
+    finally:
+        hook.remove()
+    return str(seen[0]).removeprefix("torch.")
+
+
 def measure_llama_activations(spec, *, replica_seq: int, seed: int):
     """Saved-for-backward bytes of 1- and 2-layer replicas at real width, without and with checkpointing
     (the same model, checkpointing switched on), extrapolated to ``spec``'s depth at B = 1, T = 4096.
 
     Returns a dict: ``act`` and ``ckpt`` (bytes at T = 4096), ``per_layer`` and ``ckpt_per_layer``
-    (bytes per token per layer, measured), ``replica_seq``.
+    (bytes per token per layer, measured), ``replica_seq``, ``parts`` (:func:`saved_bytes_by_op` of one layer) and
+    ``layer_input_dtype`` (:func:`layer_input_dtype`).
     """
     import contextlib
 
@@ -155,8 +178,9 @@ def measure_llama_activations(spec, *, replica_seq: int, seed: int):
         model.config.num_hidden_layers = n
         model.gradient_checkpointing_disable()
         plain[n - 1] = measure_saved_bytes(model, batch=1, seq=replica_seq, precision="bf16-mixed").activation_bytes
-        if n == 1:  # which ops hold one layer's bytes: a probe apart from the extrapolated figure
+        if n == 1:  # which ops hold one layer's bytes, and the layer input's dtype: probes apart from the figures
             parts = saved_bytes_by_op(model, seq=replica_seq, precision="bf16-mixed", seed=seed)
+            input_dtype = layer_input_dtype(model, seq=replica_seq, precision="bf16-mixed", seed=seed)
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         ckpt[n - 1] = measure_saved_bytes(model, batch=1, seq=replica_seq, precision="bf16-mixed").activation_bytes
     del model
@@ -172,6 +196,7 @@ def measure_llama_activations(spec, *, replica_seq: int, seed: int):
         "ckpt_per_layer": cslope / replica_seq,
         "replica_seq": replica_seq,
         "parts": parts,
+        "layer_input_dtype": input_dtype,
     }
 
 
@@ -215,6 +240,8 @@ def time_checkpointing(spec, *, num_layers: int, seq: int, repeats: int, seed: i
     seed=(SEED_ACT, SEED_CKPT, SEED_CKPT_TIME),
 )
 def run(ctx: LabContext) -> LabOutput:
+    import torch
+
     from expkit.memory import ActivationQuery, estimate_activations, load_model_spec
     from expkit.memory.activation_fit import fit_activations
     from expkit.render.figures import new_figure, save_figure
@@ -259,14 +286,19 @@ def run(ctx: LabContext) -> LabOutput:
         "autograd op and dtype",
     )
     ck_tok = meas["ckpt_per_layer"]
+    in_dtype = meas["layer_input_dtype"]
+    in_bytes = torch.empty((), dtype=getattr(torch, in_dtype)).element_size()
+    # issue 36: the cause is the dtype of what checkpointing keeps, read off the layer's input, not the bytes per
+    # token per layer the judged figure is extrapolated from
     ckpt_cause = Cause(
-        "stored bytes per token per layer with checkpointing (measured)",
-        ck_tok,
-        f"{ck_tok / h:.1f} B per hidden unit: the stored layer input is the fp32 residual stream under "
-        f"autocast, not the 2 B (16-bit) the seed's 1 GiB = 32 x 4096 x 4096 x 2 B assumes; backward "
-        f"also rebuilds one full layer ({per_tok * 4096 / GIB:.2f} GiB) at a time",
+        "bytes per element of a decoder layer's input under bf16 autocast (its dtype, measured)",
+        in_bytes,
+        f"the layer input that checkpointing keeps (the residual stream) is {in_dtype}: {in_bytes} B per hidden unit "
+        f"per token, not the 2 B (16-bit) the seed's 1 GiB = 32 x 4096 x 4096 x 2 B assumes; the replicas stored "
+        f"{ck_tok:,.0f} B per token per layer ({ck_tok / h:.1f} B per hidden unit), and backward also rebuilds one "
+        f"full layer ({per_tok * 4096 / GIB:.2f} GiB) at a time",
         unit="B",
-        measured_by="saved-tensor hooks on the same replicas with checkpointing on",
+        measured_by="a forward pre-hook on the first decoder layer of the 1-layer replica, reading its input's dtype",
     )
     # a recomputed forward adds at most the forward's share of a step; the seed's 30% is that share on a GPU
     time_cause = (
