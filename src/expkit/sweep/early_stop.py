@@ -23,6 +23,7 @@ import numpy as np
 from expkit.errors import UsageError
 
 __all__ = [
+    "END",
     "STOP_TESTS",
     "EarlyStopPolicy",
     "RecordedGrid",
@@ -36,6 +37,8 @@ __all__ = [
 ]
 
 
+# The rung of the finished seeds' final values (EarlyStopPolicy.judge_finals): after every rung, never projected.
+END = math.inf
 # How a config with fewer than min_pairs seeds paired with the leader is judged (EarlyStopPolicy.few_pairs).
 FEW_PAIRS = ("pooled-pairs", "wait", "pooled-spread", "rcbd")
 # ``expkit sweep --stop-test``'s names for the policy fields they set; the first is the default.
@@ -89,6 +92,13 @@ class EarlyStopPolicy:
     Trials start round-robin by seed (``SweepPlan.start_order``), so every config has a finished seed after
     the first round. ``RungTable.finish`` takes the finals and judges every config again.
 
+    ``judge_finals`` (the default since issue 34's second round): the finished seeds' final values are judged as
+    one more rung, the end (``END``), by the same test (paired, ``few_pairs``, ``log_scale``) and with no
+    projection: there the values are what the full grid judges, not a forecast of it. A config whose finished
+    seeds are already significantly worse at the end than the leader's (the best mean final among configs with
+    ``min_pairs`` finished seeds) is stopped before its next seed runs. A rung's projection carries the spread
+    of the values at the rung (a high learning rate is noisy early, its finals tight), the end does not.
+
     Ray Tune's ASHA takes ``grace_period``, ``reduction_factor`` and ``max_t`` and derives its rungs
     (grace_period x reduction_factor^k below max_t); here the rungs are written out: ``10,30,90`` is
     grace_period 10, reduction_factor 3, max_t above 90.
@@ -104,6 +114,7 @@ class EarlyStopPolicy:
     log_scale: bool = False
     min_pooled_df: int = 4
     catch_up: bool = True
+    judge_finals: bool = True
 
     def __post_init__(self) -> None:
         if (
@@ -157,6 +168,7 @@ class EarlyStopPolicy:
         ``pool_spread``/``pool_pairs`` said it, and neither meant paired only (``wait``, the default then)."""
         fields = {k: v for k, v in obj.items() if k not in ("pool_spread", "pool_pairs")}
         fields.setdefault("catch_up", False)  # a policy written before catch_up existed judged without it
+        fields.setdefault("judge_finals", False)  # nor did one written before judge_finals judge the finals
         if "few_pairs" not in fields:
             fields["few_pairs"] = (
                 "pooled-spread" if obj.get("pool_spread") else "pooled-pairs" if obj.get("pool_pairs") else "wait"
@@ -168,8 +180,11 @@ class EarlyStopPolicy:
         """What the intervals are of: ``loss`` or ``log(loss)``."""
         return f"log({self.metric})" if self.log_scale else self.metric
 
-    def rung_text(self, rung: float) -> str:
-        """``rung 30`` / ``rung 5 s``: a rung as output names it."""
+    def rung_text(self, rung: float | None) -> str:
+        """``rung 30`` / ``rung 5 s`` / ``the end``: a rung as output names it (the end, ``END``, is None once
+        read back from JSON)."""
+        if rung is None or rung == END:
+            return "the end (the finished seeds' final values)"
         return f"rung {rung:g}" + (" s" if self.unit == "seconds" else "")
 
 
@@ -198,7 +213,8 @@ def decide_at_rung(
     gains: Mapping[str, Sequence[float]] | None = None,
 ) -> RungDecision:
     """The decision for ``config`` at ``rung`` given every config's values there (config -> seed -> value) and,
-    for ``policy.catch_up``, each config's finished seeds' gains after the rung (``RungTable.finish``).
+    for ``policy.catch_up``, each config's finished seeds' gains after the rung (``RungTable.finish``). At
+    ``END`` the values are the finished seeds' finals and are judged as they are (nothing is left to gain).
 
     Example:
         >>> p = EarlyStopPolicy(rungs=(10,), min_pairs=3)
@@ -207,7 +223,7 @@ def decide_at_rung(
         >>> d.leader, d.stop, round(d.delta, 3)
         ('a', True, 1.033)
     """
-    if not policy.catch_up:
+    if not policy.catch_up or rung == END:
         return _decide(values, config, rung=rung, policy=policy)
     return _decide_projected(values, config, gains or {}, rung=rung, policy=policy)
 
@@ -419,6 +435,7 @@ class RungTable:
         self.policy = policy
         self.values: dict[float, dict[str, dict[int, float]]] = {r: {} for r in policy.rungs}
         self.gains: dict[float, dict[str, list[float]]] = {r: {} for r in policy.rungs}
+        self.finals: dict[str, dict[int, float]] = {}  # config -> seed -> judged final value (the rung END)
         self.stopped: dict[str, RungDecision] = {}
 
     def _judged(self, value: float) -> float | None:
@@ -439,8 +456,9 @@ class RungTable:
 
     def finish(self, config: str, seed: int, final: float) -> list[str]:
         """A seed of ``config`` ran to its end with value ``final``: its gain after each rung it was seen at
-        joins the table, and every config not stopped is judged again at each rung (what it can still catch up
-        is now known). Returns the configs this stopped."""
+        joins the table, and every config not stopped is judged again, on the finished seeds' finals
+        (``judge_finals``, the rung ``END``) and at each rung (what it can still catch up is now known).
+        Returns the configs this stopped."""
         judged = self._judged(final)
         if judged is None:
             return []
@@ -449,12 +467,17 @@ class RungTable:
             at = self.values[rung].get(config, {}).get(seed)
             if at is not None:
                 self.gains[rung].setdefault(config, []).append(sign * (at - judged))
+        self.finals.setdefault(config, {})[seed] = judged
+        tables: list[tuple[float, dict[str, dict[int, float]], dict[str, list[float]] | None]] = []
+        if self.policy.judge_finals:
+            tables.append((END, self.finals, None))
+        tables += [(r, self.values[r], self.gains[r]) for r in self.policy.rungs]
         newly = []
-        for rung in self.policy.rungs:
-            for other in list(self.values[rung]):
+        for rung, values, gains in tables:
+            for other in list(values):
                 if other in self.stopped:
                     continue
-                d = decide_at_rung(self.values[rung], other, rung=rung, policy=self.policy, gains=self.gains[rung])
+                d = decide_at_rung(values, other, rung=rung, policy=self.policy, gains=gains)
                 if d.stop:
                     self.stopped[other] = d
                     newly.append(other)
