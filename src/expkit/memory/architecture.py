@@ -93,7 +93,8 @@ def spec_from_dict(raw: dict[str, Any], *, name: str, source: str) -> ModelSpec:
     text_raw = raw
     if isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw:
         text_raw = raw["text_config"]
-    assumed = [] if text_raw.get("num_key_value_heads") else ["num_key_value_heads = num_attention_heads (no GQA)"]
+    gqa_given = text_raw.get("num_key_value_heads") or desc.is_encoder_decoder  # T5, BART, Whisper: no GQA field
+    assumed = [] if gqa_given else ["num_key_value_heads = num_attention_heads (no GQA)"]
     return ModelSpec(
         name=name,
         source=source,

@@ -21,6 +21,7 @@ from expkit.models.quantization import NF4, WeightParams
 __all__ = ["InferenceQuery", "estimate_inference_memory", "ledger_for_inference"]
 
 PREFILL_LINES = ("prefill: prompt logits", "prefill: attention workspace", "prefill: largest intermediate")
+ENCODER_LINE = "prefill: encoder output"
 DECODE_LINES = ("weights", "KV cache", "logits / loss")
 # What the prefill terms assume about the framework (transformers' generate, eager PyTorch, no_grad).
 PREFILL_ASSUMPTIONS = (
@@ -31,6 +32,9 @@ PREFILL_ASSUMPTIONS = (
     "prefill largest intermediate: the MLP of one layer over the whole prompt, with the embedding output, the "
     "layer's input, its residual and the MLP's input alive (transformers' decoder loop holds them), and the "
     "MLP's intermediate-width tensors (gated MLP: SiLU(gate), up, their product), in the compute dtype",
+    "encoder-decoder: the prefill is the encoder's pass over the source tokens (its output is kept for the "
+    "cross-attention); the KV cache line holds every decoder layer's self-attention K/V over the context and "
+    "its cross-attention K/V over the source tokens",
     "peak = the larger of prefill (prompt KV cache + the prefill terms) and the end of decoding (full KV cache "
     "+ one step's logits); the runtime-overhead line is an estimate added to both",
 )
@@ -95,16 +99,31 @@ def _intermediate_per_token(spec: ModelSpec) -> tuple[int, str]:
     width tensors and the MLP's intermediate-width ones (its matmul inputs and outputs, as the model spec
     counts them on the active path, less the 3 hidden-width ends), the widest layer's."""
     desc, h = spec.desc, spec.desc.hidden_size
-    widest = max(layer.mlp.matmul_io_per_token(h) for layer in desc.layers) - 3 * h
+    widest = max(layer.mlp.matmul_io_per_token(h) for layer in (*desc.layers, *desc.encoder_layers)) - 3 * h
     return 4 * h + widest, f"(4 * hidden {h:,} + MLP intermediate-width {widest:,})"
 
 
 def _prefill_lines(q: InferenceQuery, b: int) -> list[LedgerLine]:
-    """The prefill's transient terms over ``prompt`` tokens (see PREFILL_ASSUMPTIONS)."""
-    spec, T, B = q.model, q.prompt_tokens, q.batch
-    heads = max(layer.attention.num_heads for layer in spec.desc.layers)
+    """The prefill's transient terms over ``prompt`` tokens (see PREFILL_ASSUMPTIONS); an encoder-decoder's
+    prefill is its encoder's pass over the source tokens, whose output the decoder keeps."""
+    spec, B = q.model, q.batch
+    S = spec.desc.source_tokens(q.prompt_tokens)
+    T = max(q.prompt_tokens, S)
+    heads = max(layer.attention.num_heads for layer in (*spec.desc.layers, *spec.desc.encoder_layers))
     per_token, what = _intermediate_per_token(spec)
+    encoder = (
+        [
+            LedgerLine(
+                "prefill: encoder output",
+                B * S * spec.desc.hidden_size * b // q.gpus,
+                f"{b} B * {B} * {S:,} encoder tokens * hidden {spec.desc.hidden_size:,} (kept for the cross-attention)",
+            )
+        ]
+        if S
+        else []
+    )
     return [
+        *encoder,
         LedgerLine(
             PREFILL_LINES[0],
             B * spec.vocab_size * (b + 4),
@@ -156,7 +175,7 @@ def ledger_for_inference(query: InferenceQuery) -> Ledger:
         )
     prompt_kv = desc.cache_bytes(q.prompt_tokens, b) * q.batch // q.gpus
     at_prefill = weights.bytes + prompt_kv + sum(ln.bytes for ln in prefill)
-    at_decode = weights.bytes + kv.bytes + logits.bytes
+    at_decode = weights.bytes + kv.bytes + logits.bytes + sum(ln.bytes for ln in prefill if ln.name == ENCODER_LINE)
     per_gpu = sum(ln.bytes for ln in lines)
     count = count_parameters(spec)
     led = Ledger(

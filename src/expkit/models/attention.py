@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
-__all__ = ["AttentionSpec", "GroupedQueryAttention", "LatentAttention"]
+__all__ = ["AttentionSpec", "CrossAttention", "EncoderAttention", "GroupedQueryAttention", "LatentAttention"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,8 +81,25 @@ class AttentionSpec:
 
     # -- answered from the above, the same for every kind --
 
+    def source_linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        """(in, out) of the matmuls that run over the encoder's tokens instead of each decoder token (an
+        encoder's whole attention, a cross-attention's k and v); none for a decoder's own attention."""
+        return ()
+
+    def sequence_tokens(self, context: int) -> int:
+        """Tokens the queries of this attention run over in a prefill or training step of ``context`` tokens."""
+        return context
+
+    def qkvo_elements(self, context: int) -> int:
+        """Q, K, V and output elements of one sequence of ``context`` tokens that a flash-style kernel moves."""
+        return self.qkvo_elements_per_token * self.sequence_tokens(context)
+
     def linear_params(self, hidden: int) -> int:
-        """Weights of the projection matmuls (biases and norms left out)."""
+        """Weights of the projection matmuls (biases and norms left out), the per-token and per-source ones."""
+        return sum(i * o for i, o in (*self.linear_shapes(hidden), *self.source_linear_shapes(hidden)))
+
+    def token_linear_params(self, hidden: int) -> int:
+        """Weights one decoder token multiplies by (the per-source matmuls left out)."""
         return sum(i * o for i, o in self.linear_shapes(hidden))
 
     @property
@@ -355,4 +372,118 @@ class LatentAttention(AttentionSpec):
             )
         else:
             terms.append(ActivationTerm("attention logsumexp", 4 * heads, f"4*{heads}"))
+        return terms
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncoderAttention(GroupedQueryAttention):
+    """An encoder's bidirectional self-attention (T5, BART, Whisper): every token sees every token of the
+    ``source_tokens``-long input (None: as many as the context), and the encoder runs once per input, so it
+    keeps no cache. Its layer's matmuls run over the source tokens (the description keeps encoder layers apart)."""
+
+    source_tokens: int | None = None
+
+    @property
+    def kind(self) -> str:
+        return "encoder " + super().kind
+
+    def source_len(self, context: int) -> int:
+        return self.source_tokens or context
+
+    def cache_elements(self, context: int) -> int:
+        return 0
+
+    def cache_read_bytes(self, context: int, dtype_bytes: int) -> int:
+        return 0
+
+    def cached_tokens(self, context: int) -> int:
+        return 0
+
+    def causal_pairs(self, context: int) -> float:
+        s = self.source_len(context)
+        return float(s * s)  # bidirectional: every (query, key) pair of the source
+
+    def sequence_tokens(self, context: int) -> int:
+        return self.source_len(context)
+
+    def cache_formula(self, layers: int, context: int) -> str:
+        return f"{layers} {self.kind} layers hold no cache"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrossAttention(GroupedQueryAttention):
+    """A decoder layer's attention over the encoder's output (T5's EncDecAttention, BART's and Whisper's
+    encoder_attn). q and o run per decoder token (``linear_shapes``); k and v once over the
+    ``source_tokens`` encoder outputs (``source_linear_shapes``; None: as many as the context), and their
+    result is the layer's cross-attention cache, fixed by the encoder's length however many tokens are
+    generated (transformers' EncoderDecoderCache.cross_attention_cache)."""
+
+    source_tokens: int | None = None
+
+    @property
+    def kind(self) -> str:
+        return "cross-attention " + super().kind
+
+    def source_len(self, context: int) -> int:
+        return self.source_tokens or context
+
+    def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        hq = self.num_heads * self.head_dim
+        return ((hidden, hq), (self.num_heads * self.v_head_dim, hidden))
+
+    def source_linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        return ((hidden, self.num_kv_heads * self.head_dim), (hidden, self.num_kv_heads * self.v_head_dim))
+
+    def cached_tokens(self, context: int) -> int:
+        return self.source_len(context)
+
+    def causal_pairs(self, context: int) -> float:
+        return float(context * self.source_len(context))  # every decoder token sees every encoder output
+
+    def qkvo_elements(self, context: int) -> int:
+        qo = self.num_heads * (self.head_dim + self.v_head_dim) * context
+        return qo + self.num_kv_heads * (self.head_dim + self.v_head_dim) * self.source_len(context)
+
+    def cache_formula(self, layers: int, context: int) -> str:
+        src = f"{self.source_tokens:,} encoder positions" if self.source_tokens else f"{context:,} encoder tokens"
+        return f"{layers} {self.kind} layers * {self.cache_form()} * {src}"
+
+    def assumptions(self) -> tuple[str, ...]:
+        return (
+            "encoder-decoder: the encoder runs once per input (its matmuls and the cross-attention k/v "
+            "projections over the source tokens are in prefill and train, not in decode); each decoder layer "
+            "keeps a self-attention cache that grows with the generated tokens and a cross-attention cache "
+            "fixed by the encoder's length",
+        )
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        a, heads, h = ctx.act, self.num_heads, ctx.hidden_size
+        hq, kv = heads * self.head_dim, self.num_kv_heads * self.head_dim
+        per_src = ctx.source / ctx.seq if ctx.seq else 1.0  # encoder outputs per decoder token
+        bq, fq = ctx.linear_inputs(ctx.savers("attn_in") and 1, h, "h")
+        bkv, fkv = ctx.linear_inputs(2 if ctx.savers("attn_in") else 0, h, "h")
+        terms = [
+            ActivationTerm("cross q input", bq, fq),
+            ActivationTerm("cross k, v inputs (encoder output)", bkv * per_src, f"({fkv}) * {per_src:g} source/token"),
+        ]
+        if ctx.attention == "sdpa":
+            terms.append(
+                ActivationTerm(
+                    "cross-attention (sdpa)",
+                    a * 2 * hq + 4 * heads + a * 2 * kv * per_src,
+                    f"q, out {a}*{hq} each + logsumexp 4*{heads} + k, v {a}*{kv} per source token",
+                )
+            )
+        else:
+            probs = (4 + (a if a != 4 else 0)) * heads * ctx.source
+            terms.append(
+                ActivationTerm(
+                    "cross-attention (eager)",
+                    a * 2 * hq + probs + a * 2 * kv * per_src,
+                    f"q, out {a}*{hq} each + probs over {ctx.source} sources + k, v per source token",
+                )
+            )
+        n_o = ctx.savers("o_in")
+        o_extra = (n_o * 2 * hq) if (ctx.autocast and not ctx.full) else 0
+        terms.append(ActivationTerm("cross o input", o_extra, "a view of the attention output (0)"))
         return terms

@@ -211,6 +211,34 @@ def _decoder_layers(model: Any, num_layers: int) -> tuple[str, Any]:
     return found[0]
 
 
+def _layer_lists(model: Any, desc: ModelDescription) -> list[tuple[str, Any, tuple[Any, ...]]]:
+    """(dotted path, ModuleList, the description's layers) of each stack: the text decoder's layers, or an
+    encoder-decoder's encoder and decoder stacks (the ModuleLists of ``block``/``layers`` under ``encoder`` and
+    ``decoder``)."""
+    import torch
+
+    if not desc.is_encoder_decoder:
+        path, layers = _decoder_layers(model, desc.num_layers)
+        return [(path, layers, desc.layers)]
+    out = []
+    for part, specs in (("encoder", desc.encoder_layers), ("decoder", desc.layers)):
+        found = [
+            (n, m)
+            for n, m in model.named_modules()
+            if isinstance(m, torch.nn.ModuleList)
+            and len(m) == len(specs)
+            and n.split(".")[-1] in ("block", "layers")
+            and part in n.split(".")
+        ]
+        if not found:
+            raise UsageError(
+                f"no {part} layer list of length {len(specs)} in {type(model).__name__}",
+                hint="report this model's config.json: expkit cannot find its layers",
+            )
+        out.append((found[0][0], found[0][1], specs))
+    return out
+
+
 def _signature(layer: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
     return tuple((n, tuple(p.shape)) for n, p in layer.named_parameters())
 
@@ -290,10 +318,12 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
     model = build_meta_model(desc)
     if model is None:
         raise UsageError(f"transformers cannot build model_type {desc.model_type!r}: no LoRA count")
-    path, layers = _decoder_layers(model, desc.num_layers)
-    reps = [layers[i] for i, _ in _group_layers(layers)]
-    parent = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
-    setattr(parent, path.rsplit(".", 1)[-1], torch.nn.ModuleList(reps))
+    reps = []
+    for path, layers, _ in _layer_lists(model, desc):
+        stack_reps = [layers[i] for i, _ in _group_layers(layers)]
+        parent = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
+        setattr(parent, path.rsplit(".", 1)[-1], torch.nn.ModuleList(stack_reps))
+        reps += stack_reps
     matmuls = [_matmul_modules(rep) for rep in reps]
     target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
     with warnings.catch_warnings():
@@ -317,15 +347,20 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
     )
 
 
-def _layer_kinds(desc: ModelDescription, layers: Any, lora: _LoraKinds) -> list[LayerKindCount]:
-    """One LayerKindCount per group of identical decoder layers, with its active and adapter parameters."""
+def _layer_kinds(
+    desc: ModelDescription, stacks: list[tuple[str, Any, tuple[Any, ...]]], lora: _LoraKinds
+) -> list[LayerKindCount]:
+    """One LayerKindCount per group of identical layers of each stack, with its active and adapter
+    parameters (an encoder's kinds are labelled ``encoder``)."""
     kinds = []
-    groups = _group_layers(layers)
-    for (rep, idx), adapters, adapted, left_out in zip(groups, lora.per_rep, lora.adapted, lora.left_out, strict=True):
+    groups = [(layers, specs, rep, idx) for _, layers, specs in stacks for rep, idx in _group_layers(layers)]
+    for (layers, specs, rep, idx), adapters, adapted, left_out in zip(
+        groups, lora.per_rep, lora.adapted, lora.left_out, strict=True
+    ):
         layer = layers[rep]
         params = sum(p.numel() for p in layer.parameters())
         routed = sum(p.numel() for n, p in layer.named_parameters() if _routed(n))
-        spec = desc.layers[rep]
+        spec = specs[rep]
         kinds.append(
             LayerKindCount(
                 label=spec.label,
@@ -357,20 +392,22 @@ def _count_cached(
     tied = out is not None and out.weight is embed_mod.weight
     lm_head = 0 if (out is None or tied) else out.weight.numel()
     head_matmul = 0 if out is None else out.weight.numel()
-    path, layers = _decoder_layers(model, desc.num_layers)
-    text_root = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
-    text_params = sum(p.numel() for p in text_root.parameters())
-    tower = total - text_params - lm_head
-    if embed_mod.weight not in set(text_root.parameters()):
-        tower -= embed
-    decoder = sum(p.numel() for p in layers.parameters())
+    stacks = _layer_lists(model, desc)
+    tower = 0
+    if not desc.is_encoder_decoder:  # an encoder-decoder's encoder is its text model's, not a tower
+        path = stacks[0][0]
+        text_root = model.get_submodule(path.rsplit(".", 1)[0]) if "." in path else model
+        tower = total - sum(p.numel() for p in text_root.parameters()) - lm_head
+        if embed_mod.weight not in set(text_root.parameters()):
+            tower -= embed
+    decoder = sum(p.numel() for _, layers, _ in stacks for p in layers.parameters())
     other = total - tower - decoder - embed - lm_head
-    n_groups = len(_group_layers(layers))
+    n_groups = sum(len(_group_layers(layers)) for _, layers, _ in stacks)
     lora = _LoraKinds(0, [0] * n_groups, [()] * n_groups, [()] * n_groups)
     if r is not None:
         _check_targets(targets, model)
         lora = _lora_per_kind(desc, r, alpha if alpha is not None else 2.0 * r, targets)
-    kinds = _layer_kinds(desc, layers, lora)
+    kinds = _layer_kinds(desc, stacks, lora)
     active = sum(k.active_params_per_layer * k.layers for k in kinds) + other + head_matmul
     adapters_total = lora.outside + sum(k.adapter_params_per_layer * k.layers for k in kinds)
     return ParameterCount(

@@ -73,6 +73,43 @@ class ModelDescription:
     approximations: tuple[str, ...]
     raw: dict[str, Any] = field(repr=False, compare=False)
     extra_params: int = 0  # a family's matmul weights outside the layers and the head (Gemma-3n's AltUp ...)
+    encoder_layers: tuple[LayerSpec, ...] = ()  # an encoder-decoder's encoder (``layers`` is its decoder)
+    encoder_extra_params: int = 0  # matmuls the encoder runs outside its layers per position (Whisper's convs)
+    encoder_extra_io: int = 0
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return bool(self.encoder_layers)
+
+    def source_tokens(self, context: int) -> int:
+        """Tokens the encoder reads per sequence when the decoder holds ``context`` (0 without an encoder):
+        a fixed length (Whisper's 1500 positions) or the context itself."""
+        if not self.encoder_layers:
+            return 0
+        return self.encoder_layers[0].attention.sequence_tokens(context)
+
+    def encoder_params_read(self) -> int:
+        """Matmul weights the encoder's pass multiplies each source token by: its layers, the matmuls outside
+        them, and every decoder layer's cross-attention k and v (0 without an encoder)."""
+        if not self.encoder_layers:
+            return 0
+        h = self.hidden_size
+        own = sum(layer.linear_params(h) for layer in self.encoder_layers) + self.encoder_extra_params
+        return own + sum(layer.source_linear_params(h) for layer in self.layers)
+
+    def encoder_matmul_io_per_token(self) -> int:
+        """Activation elements the encoder pass's matmuls read and write per source token."""
+        if not self.encoder_layers:
+            return 0
+        h = self.hidden_size
+        own = sum(layer.matmul_io_per_token(h) for layer in self.encoder_layers) + self.encoder_extra_io
+        return own + sum(layer.source_matmul_io(h) for layer in self.layers)
+
+    def encoder_layer_groups(self) -> tuple[tuple[LayerSpec, int], ...]:
+        counts: dict[LayerSpec, int] = {}
+        for layer in self.encoder_layers:
+            counts[layer] = counts.get(layer, 0) + 1
+        return tuple(counts.items())
 
     @property
     def weight_bits(self) -> float:
@@ -100,20 +137,27 @@ class ModelDescription:
         return tuple(counts.items())
 
     def kv_cache_elements(self, context: int) -> int:
-        """Cached elements of one sequence at ``context`` tokens, summed over layers (windows cap)."""
-        return sum(layer.attention.cache_elements(context) for layer in self.layers)
+        """Cached elements of one sequence at ``context`` tokens, summed over layers (windows cap; a
+        cross-attention's cache is fixed by the encoder's length)."""
+        return sum(m.cache_elements(context) for layer in self.layers for m in layer.mixers)
 
     def cache_bytes(self, context: int, dtype_bytes: int) -> int:
         """Cache bytes of one sequence at ``context`` tokens, summed over layers: K/V (or latents) at
-        ``dtype_bytes`` (windows and chunks cap them), a recurrent mixer's fixed state at its own bytes."""
-        return sum(layer.attention.cache_bytes(context, dtype_bytes) for layer in self.layers)
+        ``dtype_bytes`` (windows and chunks cap them), a recurrent mixer's fixed state at its own bytes, a
+        cross-attention's K/V over the encoder's tokens."""
+        return sum(m.cache_bytes(context, dtype_bytes) for layer in self.layers for m in layer.mixers)
+
+    def attention_groups(self) -> tuple[tuple[AttentionSpec, int], ...]:
+        """Each distinct attention of the decoder (self and cross) and how many layers have it."""
+        counts: dict[AttentionSpec, int] = {}
+        for layer in self.layers:
+            for m in layer.mixers:
+                counts[m] = counts.get(m, 0) + 1
+        return tuple(counts.items())
 
     def cache_formula(self, context: int) -> str:
         """The cache of one sequence at ``context`` tokens, per group of layers, in words."""
-        counts: dict[AttentionSpec, int] = {}
-        for layer in self.layers:
-            counts[layer.attention] = counts.get(layer.attention, 0) + 1
-        return " + ".join(dict.fromkeys(a.cache_formula(n, context) for a, n in counts.items()))
+        return " + ".join(dict.fromkeys(a.cache_formula(n, context) for a, n in self.attention_groups()))
 
     def weight_params_read(self, tokens: float) -> WeightParams:
         """Matmul weights a step that routes ``tokens`` tokens reads once (the head in ``other``)."""
@@ -126,8 +170,8 @@ class ModelDescription:
     def assumptions(self) -> tuple[str, ...]:
         """What the speed model assumes about this model's kinds, once per statement."""
         out: dict[str, None] = {}
-        for layer, _ in self.layer_groups():
-            out.update(dict.fromkeys((*layer.mlp.assumptions(), *layer.attention.assumptions())))
+        for layer, _ in (*self.layer_groups(), *self.encoder_layer_groups()):
+            out.update(dict.fromkeys((*layer.mlp.assumptions(), *(a for m in layer.mixers for a in m.assumptions()))))
         return tuple(out)
 
 
@@ -143,10 +187,12 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
         raise InputError("config is not a JSON object", path=source)
     raw = {k: v for k, v in raw.items() if not k.startswith("_")}
     raw, resolved_note = resolve_model_type(raw)
-    refuse_encoder_decoder(raw, source)
-    towers = tuple(k.removesuffix("_config") for k in TOWER_KEYS if isinstance(raw.get(k), dict))
     model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
     family = family_of(model_type)
+    if family.stacks is not None:
+        return _describe_stacks(raw, family, name=name, source=source, notes=[resolved_note] if resolved_note else [])
+    refuse_encoder_decoder(raw, source)
+    towers = tuple(k.removesuffix("_config") for k in TOWER_KEYS if isinstance(raw.get(k), dict))
     checks = {"attention_free": family.attention_free, "zero_ok": family.zero_experts_dense}
     check_values(text_part(raw, None), source, required=False, **checks)
     cfg = hf_text_config(raw, catalog=source.startswith("catalog:"))
@@ -191,6 +237,42 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
         approximations=tuple(notes),
         raw=raw,
         extra_params=sum(i * o for i, o in model_extras),
+    )
+
+
+def _describe_stacks(
+    raw: dict[str, Any], family: Family, *, name: str, source: str, notes: list[str]
+) -> ModelDescription:
+    """An encoder-decoder config (T5, BART, Whisper) as its family reads the two stacks: ``layers`` are the
+    decoder's (self-attention, cross-attention, MLP), ``encoder_layers`` the encoder's."""
+    cfg = hf_text_config(raw, catalog=source.startswith("catalog:"))
+    if cfg is NO_TRANSFORMERS:
+        cfg = None
+    assert family.stacks is not None
+    st = family.stacks(cfg, raw, source)
+    enc = LayerSpec(st.encoder_attention, st.encoder_mlp, encoder=True)
+    dec = LayerSpec(st.decoder_attention, st.decoder_mlp, cross_attention=st.cross_attention)
+    quant = scheme_from_config(raw, source)
+    notes += [*st.notes, *(n for n in (quant.note(),) if n), *field_notes(raw, ())]
+    archs = raw.get("architectures")
+    return ModelDescription(
+        name=name,
+        source=source,
+        model_type=raw.get("model_type"),
+        architecture=archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None,
+        hidden_size=st.hidden_size,
+        vocab_size=st.vocab_size,
+        num_layers=st.decoder_layers,
+        layers=(dec,) * st.decoder_layers,
+        tied_embeddings=st.tied_embeddings,
+        qkv_bias=False,
+        towers=(),
+        quantization=quant,
+        approximations=tuple(notes),
+        raw=raw,
+        encoder_layers=(enc,) * st.encoder_layers,
+        encoder_extra_params=sum(i * o for i, o in st.encoder_extras),
+        encoder_extra_io=sum(i + o for i, o in st.encoder_extras),
     )
 
 

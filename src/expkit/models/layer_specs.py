@@ -9,7 +9,7 @@ from typing import Any
 from expkit.errors import InputError
 from expkit.models.attention import AttentionSpec, GroupedQueryAttention, LatentAttention
 from expkit.models.config_fields import attr, int_field
-from expkit.models.families import Family
+from expkit.models.families.registry import Family
 from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp, NoMlp
 from expkit.models.quantization import WeightParams
 from expkit.models.saved import ActivationTerm, SavedActivationContext
@@ -19,43 +19,66 @@ __all__ = ["LayerSpec", "base_attention", "layer_mixers", "layer_mlps"]
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """One decoder layer: its attention and its MLP, and what follows from the two."""
+    """One layer: its attention and its MLP, and what follows from the two. An encoder-decoder's decoder
+    layers add a ``cross_attention`` over the encoder's output; its encoder layers are ``encoder`` layers
+    (they run over the source tokens, once per input)."""
 
     attention: AttentionSpec
     mlp: MlpSpec
     extra_shapes: tuple[tuple[int, int], ...] = ()  # a family's other matmuls in the layer (Gemma-3n's LAuReL ...)
+    cross_attention: AttentionSpec | None = None
+    encoder: bool = False
 
     @property
     def label(self) -> str:
-        return f"{self.attention.label}, {self.mlp.label}"
+        cross = f", {self.cross_attention.label}" if self.cross_attention is not None else ""
+        return f"{self.attention.label}{cross}, {self.mlp.label}"
+
+    @property
+    def mixers(self) -> tuple[AttentionSpec, ...]:
+        """The layer's attentions: its own, and its cross-attention when it has one."""
+        return (self.attention,) if self.cross_attention is None else (self.attention, self.cross_attention)
 
     @property
     def extra_params(self) -> int:
         return sum(i * o for i, o in self.extra_shapes)
 
     def linear_params(self, hidden: int) -> int:
-        """Matmul weights of the layer (all experts)."""
-        return self.attention.linear_params(hidden) + self.mlp.linear_params(hidden) + self.extra_params
+        """Matmul weights of the layer (all experts, the cross-attention's k and v included)."""
+        return sum(m.linear_params(hidden) for m in self.mixers) + self.mlp.linear_params(hidden) + self.extra_params
 
     def active_linear_params(self, hidden: int) -> int:
-        """Matmul weights one token multiplies by."""
-        return self.attention.linear_params(hidden) + self.mlp.active_linear_params(hidden) + self.extra_params
+        """Matmul weights one token of the layer's own stream multiplies by (the cross-attention's k and v run
+        over the encoder's tokens instead: ``source_linear_params``)."""
+        own = sum(m.token_linear_params(hidden) for m in self.mixers)
+        return own + self.mlp.active_linear_params(hidden) + self.extra_params
+
+    def source_linear_params(self, hidden: int) -> int:
+        """Matmul weights this layer runs over each encoder token (a cross-attention's k and v; 0 otherwise)."""
+        return sum(i * o for m in self.mixers for i, o in m.source_linear_shapes(hidden))
+
+    def source_matmul_io(self, hidden: int) -> int:
+        return sum(i + o for m in self.mixers for i, o in m.source_linear_shapes(hidden))
 
     def matmul_io_per_token(self, hidden: int) -> int:
         extra = sum(i + o for i, o in self.extra_shapes)
-        return self.attention.matmul_io_per_token(hidden) + self.mlp.matmul_io_per_token(hidden) + extra
+        att = sum(m.matmul_io_per_token(hidden) for m in self.mixers)
+        return att + self.mlp.matmul_io_per_token(hidden) + extra
 
     def weight_params_read(self, hidden: int, tokens: float) -> WeightParams:
-        """Weights a step routing ``tokens`` tokens reads in this layer, split by storage."""
-        own = WeightParams(linear=self.attention.linear_params(hidden) + self.extra_params)
+        """Weights a step routing ``tokens`` tokens reads in this layer, split by storage (the cross-attention's
+        k and v are read by the encoder's pass, not here)."""
+        own = WeightParams(linear=sum(m.token_linear_params(hidden) for m in self.mixers) + self.extra_params)
         return own + self.mlp.weight_params_read(hidden, tokens)
 
     def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
-        """Saved-for-backward bytes per token of this layer, term by term: its two norms, its attention, its
-        MLP and the LoRA adapters' r-wide intermediates."""
+        """Saved-for-backward bytes per token of this layer, term by term: its norms, its attention (and
+        cross-attention), its MLP and the LoRA adapters' r-wide intermediates."""
         norm_b, norm_f = ctx.norm_bytes(ctx.hidden_size)
-        terms = [ActivationTerm("2 RMSNorm", 2 * norm_b, f"2 * ({norm_f})")]
-        terms += self.attention.saved_terms(ctx)
+        n_norms = 1 + len(self.mixers)
+        terms = [ActivationTerm(f"{n_norms} norms", n_norms * norm_b, f"{n_norms} * ({norm_f})")]
+        for m in self.mixers:
+            terms += m.saved_terms(ctx)
         terms += self.mlp.saved_terms(ctx)
         if not ctx.full:
             n_lora, ra = len(ctx.targeted), ctx.cast_bytes

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from expkit.models.quantization import WeightParams
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
-__all__ = ["DenseMlp", "MlpSpec", "MoeMlp", "NoMlp"]
+__all__ = ["DenseMlp", "MlpSpec", "MoeMlp", "NoMlp", "PlainMlp"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,3 +258,40 @@ class NoMlp(MlpSpec):
 
     def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
         return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlainMlp(MlpSpec):
+    """Ungated MLP: up (hidden -> intermediate), an activation (GELU, ReLU), down (intermediate -> hidden):
+    BART's and Whisper's fc1/fc2, the original T5's wi/wo."""
+
+    @property
+    def kind(self) -> str:
+        return "plain"
+
+    @property
+    def label(self) -> str:
+        return f"MLP {self.intermediate_size}"
+
+    def linear_params(self, hidden: int) -> int:
+        return 2 * hidden * self.intermediate_size
+
+    def active_linear_params(self, hidden: int) -> int:
+        return self.linear_params(hidden)
+
+    def matmul_io_per_token(self, hidden: int) -> int:
+        return 2 * hidden + 2 * self.intermediate_size
+
+    def weight_params_read(self, hidden: int, tokens: float) -> WeightParams:
+        return WeightParams(linear=self.linear_params(hidden))
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        a, inter = ctx.act, self.intermediate_size
+        b, f = ctx.linear_inputs(1 if ctx.savers("mlp_in") else 0, ctx.hidden_size, "h")
+        n_d = ctx.savers("down_in")
+        down = (n_d * 2 * inter) if (ctx.autocast and not ctx.full) else (a * inter if n_d else 0)
+        return [
+            ActivationTerm("mlp_in linear input", b, f),
+            ActivationTerm("activation input", a * inter, f"up output {a} * {inter}"),
+            ActivationTerm("down input", down, f"{'saved' if n_d else 'not saved'} activation output {a}*{inter}"),
+        ]

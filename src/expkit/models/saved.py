@@ -38,7 +38,8 @@ class SavedActivationContext:
     ``resid``: bytes of the residual stream (fp32 under full mixed precision, 2 with a 16-bit frozen base);
     ``act``: bytes of a matmul output (2 under autocast); ``full``: every weight trained (else LoRA);
     ``targeted``: the block linears LoRA adapts; ``experts_targeted``: peft wraps the fused expert
-    parameters; ``attention``: ``sdpa`` or ``eager``; ``device``: ``cuda`` or ``cpu``.
+    parameters; ``attention``: ``sdpa`` or ``eager``; ``device``: ``cuda`` or ``cpu``; ``source``: the encoder's
+    tokens per sequence that cross-attention reads (encoder-decoder models).
     """
 
     hidden_size: int
@@ -53,6 +54,7 @@ class SavedActivationContext:
     lora_r: int
     attention: str
     device: str
+    source: int = 0  # encoder tokens a decoder layer's cross-attention reads (0: no encoder)
 
     @property
     def cast_bytes(self) -> int:

@@ -94,6 +94,12 @@ class ModelShape:
     expert_params: int = 0
     attention: tuple[AttentionGroup, ...] = ()
     stored_weight_bits: float = 16  # the checkpoint's own (quantization_config), scales included
+    # an encoder-decoder's encoder pass (run once per input, over its source tokens: prefill and train only):
+    # the weights each source token multiplies by (encoder layers, convolutions, every cross-attention's k
+    # and v), the activation elements they move per source token, and the encoder's attention
+    encoder_linear_params: int = 0
+    encoder_matmul_io_per_token: int = 0
+    encoder_attention: tuple[AttentionGroup, ...] = ()
     approximations: tuple[str, ...] = field(default=(), compare=False)
     description: ModelDescription | None = field(default=None, compare=False, repr=False)
 
@@ -151,9 +157,9 @@ class ModelShape:
     def from_description(cls, desc: ModelDescription) -> ModelShape:
         """A ModelShape from an ``expkit.models.ModelDescription``: each layer's specs give its numbers."""
         h = desc.hidden_size
-        groups: dict[AttentionSpec, int] = {}
-        for layer in desc.layers:
-            groups[layer.attention] = groups.get(layer.attention, 0) + 1
+        groups = dict(desc.attention_groups())
+        encoder_groups = {layer.attention: n for layer, n in desc.encoder_layer_groups()}
+        encoder_own = sum(layer.linear_params(h) for layer in desc.encoder_layers) + desc.encoder_extra_params
         routed = [layer.mlp for layer in desc.layers if layer.mlp.num_experts]
         first = routed[0] if routed else desc.layers[0].mlp
         a0 = desc.layers[0].attention
@@ -167,7 +173,10 @@ class ModelShape:
             intermediate_size=desc.layers[0].mlp.intermediate_size,
             vocab_size=desc.vocab_size,
             tie_word_embeddings=desc.tied_embeddings,
-            linear_params=sum(layer.linear_params(h) for layer in desc.layers) + desc.head_params + desc.extra_params,
+            linear_params=sum(layer.linear_params(h) for layer in desc.layers)
+            + desc.head_params
+            + desc.extra_params
+            + encoder_own,
             matmul_io_per_token=sum(layer.matmul_io_per_token(h) for layer in desc.layers) + h + desc.vocab_size,
             active_linear_params=sum(layer.active_linear_params(h) for layer in desc.layers)
             + desc.head_params
@@ -178,9 +187,16 @@ class ModelShape:
             expert_params=first.expert_params(h),
             attention=tuple(AttentionGroup(spec, n) for spec, n in groups.items()),
             stored_weight_bits=desc.weight_bits,
+            encoder_linear_params=desc.encoder_params_read(),
+            encoder_matmul_io_per_token=desc.encoder_matmul_io_per_token(),
+            encoder_attention=tuple(AttentionGroup(spec, n) for spec, n in encoder_groups.items()),
             approximations=desc.approximations,
             description=desc,
         )
+
+    def source_tokens(self, context: int) -> int:
+        """Tokens the encoder reads per sequence (0 without an encoder)."""
+        return self.description.source_tokens(context) if self.description is not None else 0
 
 
 def load_model_shape(model: str | Path) -> ModelShape:
@@ -385,7 +401,8 @@ def estimate_roofline(
         tokens_per_s=tokens / step_s,
         critical_batch=critical,
         critical_batch_note=note,
-        weight_bytes=m.weight_bytes_read(tokens, weight_bits),
+        weight_bytes=m.weight_bytes_read(tokens, weight_bits)
+        + (m.encoder_linear_params * (weight_bits or m.stored_weight_bits) / 8 if phase != "decode" else 0),
         active_params=m.active_linear_params,
         linear_params=m.linear_params,
         assumptions=m.assumptions(),
@@ -437,13 +454,23 @@ def _decode_parts(step: _Step, batch: int, context: int) -> tuple[RooflinePart, 
 def _sequence_parts(step: _Step, phase: str, batch: int, context: int) -> tuple[RooflinePart, ...]:
     """Prefill or training: ``batch`` x ``context`` tokens at once."""
     m, tokens = step.model, batch * context
-    qkvo = batch * context * sum(g.layers * g.spec.qkvo_elements_per_token for g in m.attention) * KV_BYTES
-    attn_flops = batch * sum(g.layers * g.spec.pair_flop * g.spec.causal_pairs(context) for g in m.attention)
+    groups = (*m.attention, *m.encoder_attention)
+    qkvo = batch * sum(g.layers * g.spec.qkvo_elements(context) for g in groups) * KV_BYTES
+    attn_flops = batch * sum(g.layers * g.spec.pair_flop * g.spec.causal_pairs(context) for g in groups)
     mult = 3 if phase == "train" else 1  # backward = 2x forward (Kaplan et al. 2020, 6N per token)
-    parts = [
-        step.matmul_part(tokens, mult, f"{tokens} tokens share each weight read"),
-        _part("attention", mult * attn_flops, mult * qkvo, step.roof, "flash-style: Q, K, V, O read once"),
-    ]
+    parts = [step.matmul_part(tokens, mult, f"{tokens} tokens share each weight read")]
+    if m.encoder_linear_params:
+        parts.append(_encoder_part(step, batch * m.source_tokens(context), mult))
+    parts.append(
+        _part(
+            "attention",
+            mult * attn_flops,
+            mult * qkvo,
+            step.roof,
+            "flash-style: Q, K, V, O read once"
+            + ("; encoder, decoder and cross-attention" if m.encoder_attention else ""),
+        )
+    )
     if phase == "train":
         parts.append(
             _part(
@@ -455,6 +482,20 @@ def _sequence_parts(step: _Step, phase: str, batch: int, context: int) -> tuple[
             )
         )
     return tuple(parts)
+
+
+def _encoder_part(step: _Step, source_tokens: int, mult: int) -> RooflinePart:
+    """The encoder's matmuls over ``source_tokens`` tokens (its layers, convolutions and every decoder layer's
+    cross-attention k and v), each weight read once: an encoder-decoder's prefill and training only."""
+    m = step.model
+    wbytes = m.encoder_linear_params * (step.weight_bits or m.stored_weight_bits) / 8
+    return _part(
+        "encoder matmuls",
+        mult * 2 * m.encoder_linear_params * source_tokens,
+        mult * (wbytes + source_tokens * m.encoder_matmul_io_per_token * KV_BYTES),
+        step.roof,
+        f"{source_tokens} encoder tokens share each weight read (the encoder runs once per input)",
+    )
 
 
 def _critical_and_note(step: _Step, kv: RooflinePart) -> tuple[float | None, str]:

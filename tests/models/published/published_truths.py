@@ -261,3 +261,74 @@ def whisper_cache_bytes(name: str, decoder_tokens: int) -> int:
         x = torch.empty(1, heads, cfg.max_source_positions, head_dim, dtype=KV_DTYPE, device="meta")
         cache.cross_attention_cache.update(x, x.clone(), i)
     return _held_bytes(cache.self_attention_cache) + _held_bytes(cache.cross_attention_cache)
+
+
+# --- encoder-decoder models (T5, BART, Whisper) -------------------------------------------------------------
+
+
+def encdec_shape(name: str) -> tuple[int, int, int, int]:
+    """(decoder layers, decoder heads, head dim, encoder positions or 0 for a text encoder), from the config
+    as each family's modeling code reads it (T5: num_heads x d_kv; BART, Whisper: d_model / heads)."""
+    cfg = hf_config(name)
+    if cfg.model_type == "t5":
+        return cfg.num_decoder_layers, cfg.num_heads, cfg.d_kv, 0
+    heads = cfg.decoder_attention_heads
+    return cfg.decoder_layers, heads, cfg.d_model // heads, getattr(cfg, "max_source_positions", 0)
+
+
+def encdec_cache_bytes(name: str, decoder_tokens: int, encoder_tokens: int) -> int:
+    """transformers' EncoderDecoderCache after ``decoder_tokens`` decoder tokens over ``encoder_tokens``
+    encoder outputs: per decoder layer self-attention K, V over the decoder tokens and cross-attention K, V
+    over the encoder's outputs (bf16)."""
+    from transformers import DynamicCache, EncoderDecoderCache
+
+    layers, heads, head_dim, _ = encdec_shape(name)
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    for i in range(layers):
+        k = torch.empty(1, heads, decoder_tokens, head_dim, dtype=KV_DTYPE, device="meta")
+        cache.self_attention_cache.update(k, k.clone(), i)
+        x = torch.empty(1, heads, encoder_tokens, head_dim, dtype=KV_DTYPE, device="meta")
+        cache.cross_attention_cache.update(x, x.clone(), i)
+    return _held_bytes(cache.self_attention_cache) + _held_bytes(cache.cross_attention_cache)
+
+
+CROSS_KV = ("encoder_attn.k_proj", "encoder_attn.v_proj", "EncDecAttention.k", "EncDecAttention.v")
+
+
+def encdec_active_params(name: str) -> int:
+    """Every parameter but the input embedding (a row lookup), with the output head when the class has one
+    (counted even when tied): no routing in these models."""
+    model = meta_model(name)
+    embed = model.get_input_embeddings().weight
+    head = model.get_output_embeddings()
+    return total_params(name) - embed.numel() + (0 if head is None else head.weight.numel())
+
+
+def encdec_decode_weight_bytes(name: str) -> float:
+    """Weight bytes one decode step at batch 1 reads (bf16): the decoder stack's parameters (norms and biases
+    in) except the cross-attention k and v projections (transformers applies them once, to the encoder output,
+    and caches the result), the decoder's final norm, and the LM head vocab x d_model. Embedding rows and
+    position rows are lookups, left out; the encoder does not run."""
+    model = meta_model(name)
+    total = 0
+    for n, p in model.named_parameters():
+        parts = n.split(".")
+        if "decoder" not in parts or "embed_tokens" in parts or "embed_positions" in parts:
+            continue
+        if any(c in n for c in CROSS_KV):
+            continue
+        total += p.numel()
+    cfg = hf_config(name)
+    return 2.0 * (total + cfg.vocab_size * cfg.d_model)
+
+
+def peft_trainable(name: str, r: int, targets: Any) -> int:
+    """Trainable parameters of real peft's LoRA on the full meta model (``targets``: a list, ``all-linear``,
+    or None for peft's default for the model type)."""
+    from peft import LoraConfig, get_peft_model
+
+    model = meta_model.__wrapped__(name)  # a fresh build: peft modifies the model in place
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets))
+    return peft_model.get_nb_trainable_parameters()[0]

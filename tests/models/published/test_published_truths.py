@@ -18,13 +18,17 @@ from published_truths import (
     active_params,
     cache_bytes,
     decode_weight_bytes,
+    encdec_active_params,
+    encdec_cache_bytes,
+    encdec_decode_weight_bytes,
+    encdec_shape,
     hf_config,
     meta_model,
+    peft_trainable,
     routed_params_in_model,
     routing,
     stored_weight_bytes,
     total_params,
-    whisper_cache_bytes,
 )
 
 DECODER_MODELS = (
@@ -60,7 +64,10 @@ PUBLISHED_TOTALS = {
     "qwen3-next-80b-a3b-instruct": (80e9, 0.5e9),  # Qwen3-Next card: "80B in total and 3B activated"
     # Whisper paper table 1 lists large as "1550M": a loose round figure; 1 % says the fixture is large-v3
     "whisper-large-v3": (1550e6, 0.01 * 1550e6),
+    # BART paper / fairseq README: bart.large "400M"; the Hub card of facebook/bart-large: 406M
+    "bart-large": (406e6, 0.5e6),
 }
+ENCODER_DECODER = ("flan-t5-xl", "bart-large", "whisper-large-v3")
 # Published active counts that follow expkit's active_params convention (input embedding left out, output
 # head in): gpt-oss card table, "Active Params 3.61B" = attention + top-4 of 32 experts + unembedding.
 PUBLISHED_ACTIVE = {"gpt-oss-20b": (3.61e9, 0.005e9)}
@@ -171,25 +178,59 @@ def test_active_params_routing_formula(name):
     assert _result("sft", "params", _dir(name))["active_params"] == active_params(name)
 
 
-def test_whisper_counted_exactly_or_refused_as_encoder_decoder():
-    code, env = _expkit("sft", "params", _dir("whisper-large-v3"))
-    if code == 0:
-        assert env["result"]["total_params"] == total_params("whisper-large-v3")
-    else:
-        assert code == 2
-        assert "encoder-decoder" in env["error"]["message"]
+def test_flan_t5_xl_is_the_published_checkpoint_with_its_head_tied_by_transformers():
+    # Flan-T5-XL's card: 2.85B with a separate LM head; transformers 5's T5Config forces tie_word_embeddings
+    # (configuration_t5.py: "we tie weights always"), so the meta build holds the head once: 2.85B - 32128 x 2048
+    model = meta_model("flan-t5-xl")
+    assert model.lm_head.weight is model.shared.weight
+    assert abs(total_params("flan-t5-xl") + 32128 * 2048 - 2.85e9) <= 0.005e9
 
 
-def test_whisper_cache_sized_by_the_encoder_or_refused_as_encoder_decoder():
-    truth = whisper_cache_bytes("whisper-large-v3", 448)  # 32 layers, (448 + 1500 frames) * 2 * 1280 * 2 B
-    assert truth == 32 * (448 + 1500) * 2 * 1280 * 2
-    code, env = _expkit("mem", _dir("whisper-large-v3"), "--mode", "infer", "--context", "448")
-    if code == 0:
-        line = next(ln["bytes"] for ln in env["result"]["lines"] if ln["name"] == "KV cache")
-        assert line == pytest.approx(truth, rel=KV_REL)
-    else:
-        assert code == 2
-        assert "encoder-decoder" in env["error"]["message"]
+@pytest.mark.parametrize("name", ENCODER_DECODER)
+def test_encoder_decoder_total_and_active_exact(name):
+    out = _result("sft", "params", _dir(name))
+    assert (out["total_params"], out["active_params"]) == (total_params(name), encdec_active_params(name))
+
+
+@pytest.mark.parametrize(
+    ("name", "targets"),
+    [
+        ("flan-t5-xl", "all-linear"),
+        ("bart-large", "all-linear"),
+        ("whisper-large-v3", "all-linear"),
+        ("flan-t5-xl", "q,v"),  # peft's default for t5 (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING)
+        ("bart-large", "q_proj,v_proj"),  # peft's default for bart
+    ],
+)
+def test_encoder_decoder_lora_adapters_equal_peft_on_the_whole_model(name, targets):
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULTS
+
+    if targets != "all-linear":
+        assert DEFAULTS[hf_config(name).model_type] == targets.split(",")
+    out = _result("sft", "params", _dir(name), "--lora-r", "8", "--targets", targets)
+    truth = peft_trainable(name, 8, "all-linear" if targets == "all-linear" else None)
+    assert out["trainable_params"] == truth
+
+
+def test_whisper_cache_by_hand():
+    assert encdec_cache_bytes("whisper-large-v3", 448, 1500) == 32 * (448 + 1500) * 2 * 1280 * 2
+
+
+@pytest.mark.parametrize(("name", "context"), [(n, c) for n in ENCODER_DECODER for c in (1, 448)])
+def test_encoder_decoder_kv_cache_mem_infer(name, context):
+    # Whisper's encoder always gives 1500 positions; a text encoder reads as many tokens as the context
+    _, _, _, positions = encdec_shape(name)
+    assert _kv_line(name, context) == encdec_cache_bytes(name, context, positions or context)
+
+
+@pytest.mark.parametrize("name", ENCODER_DECODER)
+def test_encoder_decoder_decode_roofline(name):
+    est = _roofline(name, 448)
+    _, _, _, positions = encdec_shape(name)
+    parts = {p["name"]: p for p in est["parts"]}
+    assert "encoder matmuls" not in parts  # the encoder runs once per input, not per generated token
+    assert parts["KV-cache attention"]["bytes"] == encdec_cache_bytes(name, 448, positions or 448)
+    assert est["weight_bytes"] == pytest.approx(encdec_decode_weight_bytes(name), rel=BYTES_REL)
 
 
 KV_CASES = [

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from expkit.models.families import (  # noqa: F401  (each module registers its family)
+    bart,
     deepseek,
     gemma3,
     gemma3n,
@@ -25,10 +26,13 @@ from expkit.models.families import (  # noqa: F401  (each module registers its f
     mamba2,
     qwen,
     qwen3_next,
+    t5,
+    whisper,
 )
 from expkit.models.families.registry import (
     LLAMA_LIKE,
     Family,
+    Stacks,
     family_of,
     model_type_of_architecture,
     modeled_fields,
@@ -38,6 +42,7 @@ from expkit.models.families.registry import (
 __all__ = [
     "LLAMA_LIKE",
     "Family",
+    "Stacks",
     "family_of",
     "known_model_type",
     "modeled_fields",

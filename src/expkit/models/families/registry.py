@@ -8,12 +8,35 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from expkit.models.attention import AttentionSpec
+from expkit.models.attention import AttentionSpec, CrossAttention, EncoderAttention
+from expkit.models.mlp import MlpSpec
 
-__all__ = ["LLAMA_LIKE", "Family", "family_of", "modeled_fields", "register", "registered"]
+__all__ = ["LLAMA_LIKE", "Family", "Stacks", "family_of", "modeled_fields", "register", "registered"]
+
+
+@dataclass(frozen=True)
+class Stacks:
+    """An encoder-decoder model as its family reads the config: the width, the vocabulary, each stack's depth,
+    attention and MLP, the decoder's cross-attention, and the matmuls the encoder runs outside its layers per
+    source token (Whisper's two convolutions, as (in, out) shapes). ``notes``: what the family assumes."""
+
+    hidden_size: int
+    vocab_size: int
+    encoder_layers: int
+    decoder_layers: int
+    encoder_attention: EncoderAttention
+    decoder_attention: AttentionSpec
+    cross_attention: CrossAttention
+    encoder_mlp: MlpSpec
+    decoder_mlp: MlpSpec
+    tied_embeddings: bool
+    encoder_extras: tuple[tuple[int, int], ...] = ()
+    notes: tuple[str, ...] = ()
+
 
 MixerBuilder = Callable[[Any, dict[str, Any], int], AttentionSpec]
 ExtraShapes = Callable[[Any, dict[str, Any], int], tuple[tuple[int, int], ...]]
+StacksBuilder = Callable[[Any, dict[str, Any], str], Stacks]
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,7 @@ class Family:
     kv_shared_field: str | None = None
     layer_extras: ExtraShapes | None = None
     model_extras: ExtraShapes | None = None
+    stacks: StacksBuilder | None = None
 
 
 LLAMA_LIKE = Family(name="llama-like", model_types=())
