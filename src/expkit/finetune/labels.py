@@ -21,7 +21,7 @@ from expkit.finetune.conventions import Convention, TrlDifferences, compare_data
 from expkit.finetune.dropped import DroppedField, family_of, find_dropped_fields, rendered_messages
 from expkit.finetune.history import find_history_turns
 from expkit.finetune.spans import END_OF_TURN_STRINGS, DerivedSpans, derive_assistant_spans
-from expkit.finetune.templating import TemplateBudgetExceeded, template_budget
+from expkit.finetune.templating import TemplateBudgetExceeded, TemplateRefused, raised_in_template, template_budget
 
 __all__ = [
     "EndOfTurn",
@@ -220,17 +220,38 @@ def render_chat(
     conversation without tools on a template that needs a list (Hermes 3 tool use iterates it) gets an empty one."""
     kw.setdefault("tokenize", False)
     try:
-        return tokenizer.apply_chat_template(
-            list(messages), tools=tools, add_generation_prompt=add_generation_prompt, **kw
-        )
-    except TemplateBudgetExceeded:
-        raise
-    except Exception:
-        if tools is not None:
+        try:
+            return tokenizer.apply_chat_template(
+                list(messages), tools=tools, add_generation_prompt=add_generation_prompt, **kw
+            )
+        except TemplateBudgetExceeded:
             raise
-        return tokenizer.apply_chat_template(
-            list(messages), tools=[], add_generation_prompt=add_generation_prompt, **kw
-        )
+        except Exception:
+            if tools is not None:
+                raise
+            return tokenizer.apply_chat_template(
+                list(messages), tools=[], add_generation_prompt=add_generation_prompt, **kw
+            )
+    except InputError:
+        raise
+    except Exception as exc:
+        _raise_refused(exc)
+        raise
+
+
+def _raise_refused(exc: Exception) -> None:
+    """Raise ``TemplateRefused`` for an error of the template (its ``raise_exception``, or raised in its code);
+    return for any other error (expkit's or transformers' bug, re-raised by the caller)."""
+    from jinja2 import TemplateError  # comes with transformers, which rendering a chat needs
+
+    if not isinstance(exc, TemplateError) and not raised_in_template(exc):
+        return
+    what = str(exc) if isinstance(exc, TemplateError) else f"{type(exc).__name__} in the template: {exc}"
+    args = " (a tool call's arguments as a JSON string may render)" if 'not "dict"' in what else ""
+    raise TemplateRefused(
+        f"the chat template refuses this conversation: {what}",
+        hint=f"this family cannot render it{args} (drop the example, or --on-error skip in the reader)",
+    ) from exc
 
 
 def _render_bare(tokenizer: Any, messages: Sequence[Any], *, add_generation_prompt: bool = False) -> str:
@@ -467,19 +488,14 @@ class LabelBuilder:
     def build(self, ex: ChatExample, index: int = 0) -> ExampleLabels:
         """Tokenize one example and build its labels (then drop the end of turn if asked, then truncate); earlier
         turns trained in rows of their own are in ``turn_rows`` (``ExampleLabels.rows`` lists every row)."""
-        from jinja2 import TemplateError  # comes with transformers, which a LabelBuilder's tokenizer needs
 
         try:
             if ex.conversational:
                 rows, dropped = self._conversation(ex)
             else:
                 rows, dropped = [(*self._prompt_completion(ex), None)], []
-        except TemplateError as exc:  # the template's own raise_exception (roles must alternate, no tool role ...)
-            raise InputError(
-                f"the chat template refuses this conversation: {exc}",
-                line=ex.line or None,
-                hint="this family cannot render it (drop the example, or --on-error skip in the reader)",
-            ) from None
+        except TemplateRefused as exc:  # roles must alternate, no tool role, a TypeError in the template's code ...
+            raise InputError(exc.message, line=ex.line or None, hint=exc.hint) from None
         *own, whole = [self._labelled(index, ex, row) for row in rows]
         return replace(whole, dropped=tuple(dropped), turn_rows=tuple(own))
 

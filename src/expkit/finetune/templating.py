@@ -21,7 +21,7 @@ from typing import Any
 
 from expkit.errors import InputError
 
-__all__ = ["RenderBudget", "TemplateBudgetExceeded", "template_budget"]
+__all__ = ["RenderBudget", "TemplateBudgetExceeded", "TemplateRefused", "raised_in_template", "template_budget"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,23 @@ class TemplateBudgetExceeded(InputError):
 
 
 _HINT = "the chat template loops or grows without bound; fix the template (ChatML is a known-good one)"
+
+
+class TemplateRefused(InputError):
+    """A chat template refused a conversation: its own ``raise_exception`` (roles must alternate ...) or an error
+    raised by its code (``raised_in_template``)."""
+
+
+def raised_in_template(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by a chat template's own code (jinja2 runs it in frames named ``<template>``):
+    DeepSeek-V3.1 concatenating a tool call's ``arguments`` object to a string raises TypeError there. Such an error
+    is about the user's template and data, not expkit's code."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            return True
+        tb = tb.tb_next
+    return False
 
 
 class _Meter:

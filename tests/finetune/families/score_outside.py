@@ -41,7 +41,7 @@ def main(round_name: str, half: str) -> int:
         print(f"{'PASS' if ok else 'FAIL'} {case}: {why}")
     print(
         f"{round_name} {half}: {passed}/{len(cases)} cases pass; exact turns {exact}/{turns}; "
-        f"refused by the template {refused}; tracebacks {crashed}; tool-dropping templates {sorted(dropping)}"
+        f"refused with exit 2 {refused}; tracebacks {crashed}; tool-dropping templates {sorted(dropping)}"
     )
     return 0 if passed == len(cases) and not crashed else 1
 
