@@ -22,7 +22,8 @@ Trials run one at a time, then 12 and 60 at a time (``workers``: every running t
 speed; on a cluster the seeds of a config reach a rung together, so the paired rule has its pairs sooner),
 and 5 at a time in the order ``expkit sweep`` starts a plan (a config's seeds in a row, configs shuffled).
 
-    python benchmarks/bench_early_stop.py --replays 200 [--grid charlm|mlp|crossing|all] [--record] [--check]
+    python benchmarks/bench_early_stop.py --replays 200 [--grid charlm|mlp|crossing|heldout|all] [--record]
+        [--check] [--docs]
     python benchmarks/bench_early_stop.py --quick   (20 replays; the char LM grid only from its recording)
 
 Issue 34 adds ``crossing``: 6 learning rates x 2 widths x 5 seeds of a numpy MLP whose high learning rates are
@@ -32,18 +33,27 @@ behind at the first rungs and end best (``recordings/crossing_trial.py``, run th
 which the full grid's best config ran to the end). ``--check`` exits 1 when the default rule misses the
 issue's bars (false stops <= 5%, best kept >= 95% on every grid; compute <= 60% on the crossing grid) in
 expkit sweep's start order (round-robin by seed), one and five trials at a time.
+
+Issue 34's second round adds ``heldout``: a fourth grid of the same trial with other learning rates (0.02 to
+0.7), widths (32, 128) and regression set (``--data-seed 4321``), chosen and recorded after the default rule was
+chosen and not used to choose it (``recordings/early_stop_heldout.json``); and the ``seed-shuffled`` orders:
+round-robin always starts seed 0, so every round-robin replay shows a rule the same first seeds, and a grid's
+false stops and best kept in that order are one draw of them; seed-shuffled draws the seeds' order per replay.
+Both are reported, not gated. ``--docs`` writes the tables into docs/sweep.md (``doc_blocks.write_block``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from doc_blocks import write_block  # benchmarks/doc_blocks.py
 
 from expkit.sweep.early_stop import (
     EarlyStopPolicy,
@@ -192,9 +202,16 @@ CROSSING_SPEC = {
 }
 
 
-def record_crossing(path: Path) -> dict:
-    """Run the crossing grid as a real sweep (``expkit sweep`` into a temporary store, two trials at a time)
-    and keep each run's logged validation loss curve in ``path``."""
+HELDOUT_LRS = ("0.02", "0.05", "0.15", "0.25", "0.4", "0.7")
+HELDOUT_WIDTHS = ("32", "128")
+HELDOUT_RECORDING = Path(__file__).parent / "recordings" / "early_stop_heldout.json"
+HELDOUT_SPEC = {**CROSSING_SPEC, "lrs": list(HELDOUT_LRS), "widths": list(HELDOUT_WIDTHS), "data_seed": 4321}
+
+
+def record_crossing(path: Path, spec: dict = CROSSING_SPEC) -> dict:
+    """Run the crossing grid of ``spec`` (its learning rates, widths and the trial's data seed) as a real sweep
+    (``expkit sweep`` into a temporary store, two trials at a time) and keep each run's logged validation loss
+    curve in ``path``."""
     import subprocess
     import sys
     import tempfile
@@ -206,10 +223,12 @@ def record_crossing(path: Path) -> dict:
         store = Path(tmp) / "store"
         cmd = [
             sys.executable, "-m", "expkit", "sweep", "--name", "crossing", "--store", str(store), "-j", "2",
-            "--grid", "lr=" + ",".join(CROSSING_LRS), "--grid", "hidden=" + ",".join(CROSSING_WIDTHS),
+            "--grid", "lr=" + ",".join(spec["lrs"]), "--grid", "hidden=" + ",".join(spec["widths"]),
             "--seeds", str(len(SEEDS)), "--", sys.executable, str(CROSSING_TRIAL),
             "--lr", "{lr}", "--hidden", "{hidden}", "--seed", "{seed}",
         ]  # fmt: skip
+        if "data_seed" in spec:
+            cmd += ["--data-seed", str(spec["data_seed"])]
         subprocess.run(cmd, check=True)
         curves: dict[str, list[float]] = {}
         for r in list_runs(store, where=["group=crossing"]).runs:
@@ -218,7 +237,7 @@ def record_crossing(path: Path) -> dict:
             rows = [json.loads(line) for line in (store / r.id / "metrics.jsonl").read_text().splitlines()]
             curves[f"lr={cfg['lr']:g},h={cfg['hidden']}|{rec.seed.seed}"] = [x["loss"] for x in rows if "loss" in x]
     rec_out = {
-        "spec": CROSSING_SPEC,
+        "spec": spec,
         "made_by": "benchmarks/bench_early_stop.py --record-crossing (expkit sweep of recordings/crossing_trial.py)",
         "numpy": np.__version__,
         "machine": platform.platform(),
@@ -238,12 +257,12 @@ def recorded(path: Path, rec: dict) -> RecordedGrid:
     return RecordedGrid(configs, SEEDS, tuple(range(EVAL_EVERY, STEPS + 1, EVAL_EVERY)), curves)
 
 
-def crossing_grid(*, record: bool) -> RecordedGrid:
-    rec = json.loads(CROSSING_RECORDING.read_text()) if CROSSING_RECORDING.exists() else None
-    if record or rec is None or rec.get("spec") != CROSSING_SPEC:
-        print(f"recording the crossing grid (60 trials through expkit sweep) into {CROSSING_RECORDING} ...")
-        rec = record_crossing(CROSSING_RECORDING)
-    return recorded(CROSSING_RECORDING, rec)
+def crossing_grid(*, record: bool, path: Path = CROSSING_RECORDING, spec: dict = CROSSING_SPEC) -> RecordedGrid:
+    rec = json.loads(path.read_text()) if path.exists() else None
+    if record or rec is None or rec.get("spec") != spec:
+        print(f"recording the crossing grid (60 trials through expkit sweep) into {path} ...")
+        rec = record_crossing(path, spec)
+    return recorded(path, rec)
 
 
 def record_grid() -> RecordedGrid:
@@ -262,9 +281,14 @@ def record_grid() -> RecordedGrid:
 def shuffled_orders(grid: RecordedGrid, n_replays: int, *, order: str) -> list[list[tuple[str, int]]]:
     """``n_replays`` arrival orders: ``trial`` every trial shuffled; ``config`` the configs shuffled with each
     config's seeds in a row (expkit sweep's order before issue 34); ``round-robin`` the configs shuffled, every
-    config's first seed, then every config's second ... (``SweepPlan.start_order``, expkit sweep's order now)."""
+    config's first seed, then every config's second ... (``SweepPlan.start_order``, expkit sweep's order now);
+    ``seed-shuffled`` as round-robin with the seeds' order drawn per replay too (round-robin always starts seed 0,
+    so its replays share one draw of which seeds a rule sees first; the seeds are exchangeable draws)."""
     rng = np.random.default_rng(0)
     n = len(grid.configs)
+    if order == "seed-shuffled":  # round-robin, and which seed runs first drawn per replay too
+        perms = [(rng.permutation(n), rng.permutation(len(grid.seeds))) for _ in range(n_replays)]
+        return [[(grid.configs[i], grid.seeds[j]) for j in seeds for i in perm] for perm, seeds in perms]
     if order == "config":
         return [[(grid.configs[i], s) for i in rng.permutation(n) for s in grid.seeds] for _ in range(n_replays)]
     if order == "round-robin":
@@ -312,7 +336,7 @@ def replay_oracle(
     return ReplayOutcome(picked, picked in ties, fraction, tuple(sorted(stopped)))
 
 
-DEFAULT_ROW = "seed-aware: paired-pooled, log, catch-up (the default)"
+DEFAULT_ROW = "seed-aware: paired-pooled, log, catch-up, finals (the default)"
 
 
 def replay_policies(
@@ -325,19 +349,23 @@ def replay_policies(
     orders = shuffled_orders(grid, n_replays, order=order)
 
     pp = "pooled-pairs"
+    no_finals = {"judge_finals": False}  # catch-up alone (the default in issue 34's first round)
+    neither = {"catch_up": False, "judge_finals": False}  # the rules as they were before issue 34
 
     def seed_aware(**fields: object):
         policy = EarlyStopPolicy(rungs=rungs, **fields)  # type: ignore[arg-type]
         return lambda o: replay_seed_aware(grid, policy, order=o, ties=ties, workers=workers)
 
     policies = {
-        DEFAULT_ROW: seed_aware(few_pairs=pp, log_scale=True, catch_up=True),
-        "seed-aware: paired-pooled, catch-up": seed_aware(few_pairs=pp, catch_up=True),
-        "seed-aware: paired-rcbd, log, catch-up": seed_aware(few_pairs="rcbd", log_scale=True, catch_up=True),
-        "seed-aware: paired-pooled (the default before issue 34)": seed_aware(few_pairs=pp, catch_up=False),
-        "seed-aware: paired-pooled, log": seed_aware(few_pairs=pp, log_scale=True, catch_up=False),
-        "seed-aware: paired only, >=3 pairs": seed_aware(few_pairs="wait", catch_up=False),
-        "seed-aware: pooled seed spread, log": seed_aware(few_pairs="pooled-spread", log_scale=True, catch_up=False),
+        DEFAULT_ROW: seed_aware(few_pairs=pp, log_scale=True),
+        "seed-aware: paired-pooled, log, catch-up, no finals": seed_aware(few_pairs=pp, log_scale=True, **no_finals),
+        "seed-aware: paired-pooled, catch-up, finals": seed_aware(few_pairs=pp),
+        "seed-aware: paired-rcbd, log, catch-up, finals": seed_aware(few_pairs="rcbd", log_scale=True),
+        "seed-aware: paired-rcbd, log, catch-up, no finals": seed_aware(few_pairs="rcbd", log_scale=True, **no_finals),
+        "seed-aware: paired-pooled (the default before issue 34)": seed_aware(few_pairs=pp, **neither),
+        "seed-aware: paired-pooled, log": seed_aware(few_pairs=pp, log_scale=True, **neither),
+        "seed-aware: paired only, >=3 pairs": seed_aware(few_pairs="wait", **neither),
+        "seed-aware: pooled seed spread, log": seed_aware(few_pairs="pooled-spread", log_scale=True, **neither),
         f"plain ASHA (point metric, eta={ETA})": lambda o: replay_point_asha(
             grid, rungs, eta=ETA, order=o, ties=ties, workers=workers
         ),
@@ -366,9 +394,11 @@ def replay_policies(
     return rows
 
 
-SETUPS = (  # (rungs, trials at a time, start order): the headline, expkit sweep's order
+SETUPS = (  # (rungs, trials at a time, start order): the headline, expkit sweep's order; then its seeds shuffled
     (RUNGS, 1, "round-robin"),
     (RUNGS, 5, "round-robin"),
+    (RUNGS, 1, "seed-shuffled"),
+    (RUNGS, 5, "seed-shuffled"),
 )
 MORE_SETUPS = (  # --all-setups: an earlier first rung, and the orders before issue 34
     (EARLY_RUNGS, 1, "round-robin"),
@@ -382,7 +412,7 @@ def report_grid(name: str, grid: RecordedGrid, n_replays: int, *, all_setups: bo
     finals = {c: round(float(grid.final(c).mean()), 5) for c in grid.configs}
     print(f"\n== {name}: {len(grid.configs)} configs x {len(grid.seeds)} seeds x {grid.steps[-1]} steps")
     print(f"best {best} (mean final {finals[best]}); ties with it: {sorted(ties - {best}) or 'none'}")
-    out: dict = {"best": best, "ties": sorted(ties), "final_means": finals, "rungs": {}}
+    out: dict = {"title": name, "best": best, "ties": sorted(ties), "final_means": finals, "rungs": {}}
     for rungs, workers, order in SETUPS + (MORE_SETUPS if all_setups else ()):
         rows = replay_policies(grid, rungs, workers, n_replays, order=order)
         out["rungs"][f"{','.join(map(str, rungs))} workers={workers} order={order}"] = rows
@@ -391,10 +421,10 @@ def report_grid(name: str, grid: RecordedGrid, n_replays: int, *, all_setups: bo
             "stops: stopped configs the full grid does not call worse, over all stops; best kept: replays where "
             "the full grid's best ran to the end"
         )
-        print(f"{'policy':56s} {'false stops':>11s} {'best kept':>9s} {'agree':>6s} {'compute':>8s} {'p95':>6s}")
+        print(f"{'policy':62s} {'false stops':>11s} {'best kept':>9s} {'agree':>6s} {'compute':>8s} {'p95':>6s}")
         for policy, r in rows.items():
             print(
-                f"{policy:56s} {100 * r['false_stops']:10.1f}% {100 * r['best_kept']:8.1f}% "
+                f"{policy:62s} {100 * r['false_stops']:10.1f}% {100 * r['best_kept']:8.1f}% "
                 f"{100 * r['agreement']:5.1f}% {100 * r['compute_fraction_mean']:7.1f}% "
                 f"{100 * r['compute_fraction_p95']:5.1f}%"
             )
@@ -406,13 +436,14 @@ BARS = {"false_stops": 0.05, "best_kept": 0.95, "compute": 0.60}  # issue 34; co
 
 def goals(results: dict) -> list[Goal]:
     """The default rule against the issue's bars in the headline setups (expkit sweep's start order, rungs
-    50/100/200, one and five trials at a time): false stops <= 5% and best kept >= 95% on every grid, compute
-    <= 60% on the crossing grid."""
+    50/100/200, one and five trials at a time): false stops <= 5% and best kept >= 95% on the char LM, MLP and
+    crossing grids, compute <= 60% on the crossing grid. The held-out grid and the seed-shuffled orders are
+    reported beside them, not gated."""
     out = []
     headline = ",".join(map(str, RUNGS)) + " "
     for grid, res in results["grids"].items():
         for setup, rows in res["rungs"].items():
-            if "order=round-robin" not in setup or not setup.startswith(headline):
+            if grid == "heldout" or not setup.endswith("order=round-robin") or not setup.startswith(headline):
                 continue
             r, where = rows[DEFAULT_ROW], f"{grid} {setup.split(' ', 1)[1]}"
             out.append(Goal(f"{where}: false stops", r["false_stops"], BARS["false_stops"], "<="))
@@ -422,17 +453,67 @@ def goals(results: dict) -> list[Goal]:
     return out
 
 
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "sweep.md"
+
+
+def docs_block(results: dict, command: str) -> str:
+    """The figures of ``results`` as docs/sweep.md shows them: per grid one table, a row per policy, a column per
+    setup, each cell false stops / best kept / compute (mean); then the goals."""
+    lines = [
+        f"From `{command}` ({results['replays']} replays per setup; {results['machine']}, {results['date']}). A "
+        "cell is false stops / best kept / compute: stopped configs the full grid does not call significantly "
+        "worse than its best, over all stops; replays in which the full grid's best ran to the end; steps run "
+        "over the full grid's (mean). Rungs 50, 100, 200 of 400 steps; round-robin is expkit sweep's start "
+        "order (configs shuffled per replay, seed 0 first); seed-shuffled draws the seeds' order per replay too.",
+    ]
+    for res in results["grids"].values():
+        setups = list(res["rungs"])
+        ties = ", ".join(f"`{t}`" for t in res["ties"] if t != res["best"]) or "none"
+        lines += ["", f"**{res['title']}**: best `{res['best']}`; the full grid's ties with it: {ties}.", ""]
+        heads = [s.split(" ", 1)[1].replace("workers=", "").replace(" order=", " at a time, ") for s in setups]
+        lines += ["| policy | " + " | ".join(heads) + " |", "|---" * (len(setups) + 1) + "|"]
+        for policy in res["rungs"][setups[0]]:
+            cells = []
+            for setup in setups:
+                r = res["rungs"][setup][policy]
+                cells.append(
+                    f"{100 * r['false_stops']:.1f}% / {100 * r['best_kept']:.1f}% / "
+                    f"{100 * r['compute_fraction_mean']:.1f}%"
+                )
+            name = f"**{policy}**" if policy == DEFAULT_ROW else policy
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "Goals (`--check` gates these; the held-out grid and the seed-shuffled orders are not gated):", ""]
+    lines += [
+        f"- {g['name']}: {g['measured']:.4g} (goal {g['direction']} {g['goal']:g}) " + ("met" if g["met"] else "MISSED")
+        for g in results["goals"]
+    ]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replays", type=int, default=200, help="shuffled arrival orders per policy")
-    ap.add_argument("--grid", choices=("charlm", "mlp", "crossing", "all"), default="all", help="which grid(s)")
+    ap.add_argument(
+        "--grid", choices=("charlm", "mlp", "crossing", "heldout", "all"), default="all", help="which grid(s)"
+    )
     ap.add_argument("--record", action="store_true", help="train the char LM grid again (~4-8 min on 2 cores)")
     ap.add_argument("--all-setups", action="store_true", help="also an earlier first rung and the older orders")
-    ap.add_argument("--record-crossing", action="store_true", help="run the crossing grid's sweep again (~1 min)")
+    ap.add_argument("--record-crossing", action="store_true", help="run the crossing grids' sweeps again (~1 min each)")
+    ap.add_argument(
+        "--docs", action="store_true", help="write the tables into docs/sweep.md (a full run of every grid only)"
+    )
     add_run_options(ap)  # --quick (20 replays) and --out DIR, as every benchmark takes them
     args = ap.parse_args()
+    if args.docs and (args.quick or args.grid != "all"):
+        ap.error("--docs writes the figures of every grid: run without --quick and with --grid all")
     n_replays = 20 if args.quick else args.replays
-    results: dict = {"grids": {}, "bars": BARS}
+    results: dict = {
+        "grids": {},
+        "bars": BARS,
+        "replays": n_replays,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start",
+        "date": time.strftime("%Y-%m-%d"),
+    }
     if args.grid in ("charlm", "all"):
         grid = charlm_grid(record=args.record, quick=args.quick)
         if grid is None:
@@ -449,9 +530,22 @@ def main() -> None:
         results["grids"]["crossing"] = report_grid(
             "crossing (high lr starts slow, ends best)", grid, n_replays, all_setups=args.all_setups
         )
+    if args.grid in ("heldout", "all"):
+        grid = crossing_grid(record=args.record_crossing, path=HELDOUT_RECORDING, spec=HELDOUT_SPEC)
+        results["grids"]["heldout"] = report_grid(
+            "held-out crossing (other learning rates, widths and data; not used to choose the rule)",
+            grid,
+            n_replays,
+            all_setups=args.all_setups,
+        )
     found = goals(results)
-    results["goals"] = [{"name": g.name, "measured": g.measured, "goal": g.goal, "met": g.met} for g in found]
+    results["goals"] = [
+        {"name": g.name, "measured": g.measured, "goal": g.goal, "direction": g.direction, "met": g.met} for g in found
+    ]
     write_results(results, args.out, "early_stop", quick=args.quick)
+    if args.docs:
+        command = f"python benchmarks/bench_early_stop.py --replays {n_replays} --check --docs"
+        write_block(DOCS_PAGE, "early_stop", command, docs_block(results, command))
     raise SystemExit(check_goals(found, check=args.check, quick=args.quick))
 
 
