@@ -49,6 +49,9 @@ def test_c2_3_rules_are_declared_and_judge_what_was_measured(c2_3):
     missed = m["missed_by_rule"]
     assert missed.verdict.kind == ("reproduced" if missed.value == 0 else "not reproduced")
     assert str(missed.value) in res.explanation
+    # issue 36: the log-x sentence follows the measured share, not the claim ('squeezes' only when most drops early)
+    early = m["early_drop_share"]
+    assert ("a linear x axis squeezes" in res.explanation) == (early.verdict.kind == "reproduced")
     assert all(x.rule is not None for x in res.measurements if x.verdict is not None)
 
 
@@ -95,3 +98,12 @@ def test_c2_3_verdicts_follow_their_rules_and_flip_on_a_measured_contrary(c2_3):
     for key, x in m.items():
         assert_verdict_follows(x)
         assert_flips(x, contrary[key])
+
+
+def test_c2_3_log_x_sentence_follows_the_share():
+    from expkit.labs.lab_c2_3_seed_curves import log_x_text
+
+    assert "squeezes into a tenth" in log_x_text(73.0, 500) and "spreads over 63%" in log_x_text(73.0, 500)
+    low = log_x_text(23.0, 50)
+    assert low.startswith("only 23%") and "squeezes" not in low and "does not show the case" in low
+    assert "did not fall" in log_x_text(float("nan"), 50)

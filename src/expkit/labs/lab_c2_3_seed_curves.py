@@ -113,6 +113,32 @@ def early_drop_share(mean_loss, steps: int) -> float:  # noqa: ANN001
     return float(early / drop) if drop > 0 else float("nan")
 
 
+LOG_X_RULE = AtLeast(
+    50.0,
+    source="our criterion for 'log x': most of the drop falls in the first 10% of "
+    "steps, which a linear axis squeezes into a tenth of its width",
+)
+
+
+def log_x_text(share_pct: float, steps: int) -> str:
+    """What the measured early-drop share (%, :func:`early_drop_share` x 100) says about a log x axis, by
+    ``LOG_X_RULE``: the sentence follows the measurement, not the claim."""
+    import math
+
+    log_width = 100 * math.log10(steps / 10) / math.log10(steps)
+    if math.isnan(share_pct):
+        return "the mean loss did not fall, so no share of the drop could be measured"
+    if LOG_X_RULE.holds(share_pct):
+        return (
+            f"{share_pct:.0f}% of the loss drop happens in the first 10% of steps, which a linear x axis squeezes "
+            f"into a tenth of its width and a log x axis spreads over {log_width:.0f}% of it"
+        )
+    return (
+        f"only {share_pct:.0f}% of the loss drop happens in the first 10% of steps here ({steps} steps): a linear "
+        "x axis would not hide most of the drop of this run, so it does not show the case for a log x axis"
+    )
+
+
 def missed_points(d) -> int:  # noqa: ANN001
     """Points of a ``DifferenceBand`` where the interval of the difference excludes 0 although the two bands
     overlap: what 'a difference counts ONLY where bands do not overlap' would miss."""
@@ -237,11 +263,7 @@ def run(ctx: LabContext) -> LabOutput:
             "share of the loss drop in the first 10% of steps",
             100 * early_share,
             "%",
-            rule=AtLeast(
-                50.0,
-                source="our criterion for 'log x': most of the drop falls in the first 10% of "
-                "steps, which a linear axis squeezes into a tenth of its width",
-            ),
+            rule=LOG_X_RULE,
             seed=SEED_LOGX,
             detail=f"{cmp.b.label}, mean train loss over seeds (no EMA), {steps} steps: on a linear axis "
             f"the first 10% fills 10% of the width, on a "
@@ -316,9 +338,9 @@ def run(ctx: LabContext) -> LabOutput:
     explanation = (
         f"{len(LRS) * n_seeds} real training runs launched by expkit sweep (local backend, each a recorded run "
         f"in its own process): the char LM of expkit.train (1 layer, d = 32) on textwrap.py, peak lr "
-        f"{LRS[0]:g} vs {LRS[1]:g}, {n_seeds} seeds each, {steps} steps. {100 * early_share:.0f}% of the loss drop "
-        f"happens in the first 10% of steps, which a linear x axis squeezes into a sliver; the figures use a log x "
-        f"axis, thin per-seed lines and the mean with a 95% t-band labelled with the number of seeds.\n\n"
+        f"{LRS[0]:g} vs {LRS[1]:g}, {n_seeds} seeds each, {steps} steps. {log_x_text(100 * early_share, steps)}; the "
+        "figures use a log x axis, thin per-seed lines and the mean with a 95% t-band labelled with the number of "
+        "seeds.\n\n"
         f"On the validation loss, the bands of the two configs are apart at {n_apart} of {int(d.x.size)} "
         f"evaluation points and the 95% interval of the difference excludes 0 at {int(sig.sum())}. The seed's rule "
         f"has two halves, judged separately: where the bands are apart the difference is real ({both} of "
