@@ -8,15 +8,15 @@ program *alarms* when doctor reports any bug-kind finding on it."""
 from __future__ import annotations
 
 import json
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from expkit.doctor.runner import DoctorRequest, DoctorResult, run_doctor
+from expkit.doctor.suite import program_command
 
-__all__ = ["OutsideOutcome", "OutsideScore", "load_manifest", "run_outside", "score_split"]
+__all__ = ["BATCHES", "OutsideOutcome", "OutsideScore", "load_manifest", "run_outside", "score_split"]
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,16 @@ class OutsideScore:
         return self.found_at_line / self.found if self.found else 0.0
 
 
-def load_manifest(path: Path) -> list[dict[str, Any]]:
-    """The manifest's program entries (each with ``program``, ``kind``, ``split``, ``bug_line`` ...)."""
-    entries: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["programs"]
+BATCHES = ("batch1", "batch2")  # batch1: the manifest's top-level programs; batch2: its "batch2" field
+
+
+def load_manifest(path: Path, batch: str = "batch1") -> list[dict[str, Any]]:
+    """The program entries (each with ``program``, ``kind``, ``split``, ``bug_line`` ...) of one batch: each
+    batch was written and split on its own (``batch1`` seed 32, ``batch2`` seed 3202)."""
+    if batch not in BATCHES:
+        raise ValueError(f"batch {batch!r} is not one of {BATCHES}")
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    entries: list[dict[str, Any]] = manifest["programs"] if batch == "batch1" else manifest[batch]["programs"]
     return entries
 
 
@@ -98,7 +105,7 @@ def run_outside(
     def one(entry: dict[str, Any]) -> OutsideOutcome:
         path = (root / entry["program"]).resolve()
         request = DoctorRequest(
-            command=(sys.executable, str(path)),
+            command=program_command(path),  # its doctor-command line (torchrun ...), else python PROGRAM
             watch_steps=watch_steps,
             stop_after_watch=True,
             cwd=str(path.parent),

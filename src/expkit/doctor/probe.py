@@ -106,6 +106,8 @@ def _watched_calls() -> dict[str, tuple[Any, str]]:
         "scaler.unscale_": (torch.amp.GradScaler, "unscale_"),
         "sampler.iter": (distributed.DistributedSampler, "__iter__"),
         "loader.next": (dataloader._BaseDataLoaderIter, "__next__"),
+        "ddp.no_sync": (torch.nn.parallel.DistributedDataParallel, "no_sync"),
+        "scheduler.step": (torch.optim.lr_scheduler.LRScheduler, "step"),
     }
 
 
@@ -239,7 +241,7 @@ class Probe:
         self._patch(torch.Tensor, "backward", self._wrap_backward)
         self._patch(torch.Tensor, "item", self._wrap_item)
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_init(self.optimizers, record=True))
-        self._patch(torch.utils.data.DataLoader, "__init__", self._wrap_init(self.dataloaders))
+        self._patch(torch.utils.data.DataLoader, "__init__", self._wrap_init(self.dataloaders, record=True))
         self._patch(torch.optim.lr_scheduler.LRScheduler, "__init__", self._wrap_init(self.schedulers, record=True))
         self._patch(nn.Module, "__setattr__", self._wrap_setattr)
         self._patch(nn.Module, "__init__", self._wrap_module_init)
@@ -251,6 +253,7 @@ class Probe:
         for call, (owner, attr) in _watched_calls().items():
             self._patch(owner, attr, self._wrap_call(call.removeprefix("clip_grad.")))
         self.active = True
+        self._dispatch("start")
 
     def uninstall(self) -> None:
         for h in self._handles:
@@ -444,7 +447,8 @@ class Probe:
                 if p is not None:
                     self.owner[id(p)] = module
 
-    def _forward_post(self, module: nn.Module, inputs: Any, kwargs: Any, output: Any) -> None:
+    def _forward_post(self, module: nn.Module, inputs: Any, kwargs: Any, output: Any = None) -> None:
+        # output is absent when the forward raised (an always_call hook still runs)
         self._depth = max(0, self._depth - 1)
         if self._in_check:
             return

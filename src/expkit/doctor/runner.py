@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import expkit
+from expkit.doctor.checks.ranks import rank_findings
 from expkit.doctor.child import DEFAULT_WATCH_STEPS, ENV_OUT, ENV_ROOT, ENV_STEPS, ENV_STOP
 from expkit.doctor.findings import Finding
 from expkit.doctor.record import run_dir_from_environment, write_run_record
@@ -155,6 +156,8 @@ def summarize_events(
             stopped = stopped or (
                 ev["event"] == "watch_done" and request.stop_after_watch and steps >= request.watch_steps
             )
+    for f in rank_findings(events):  # DDP: the ranks compared with each other
+        findings.setdefault((f.check, f.file, f.line), f)
     errors = tuple(sorted({f"{e['check']}: {e['error']}" for e in events if e["event"] == "check_error"}))
     return DoctorResult(
         command=request.command,

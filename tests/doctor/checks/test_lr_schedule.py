@@ -66,3 +66,30 @@ def test_stepped_per_step_or_a_per_epoch_kind_is_clean():
     assert _train(hf_warmup, per_step=True) == []
     # StepLR may well be meant per epoch: not judged
     assert _train(lambda opt, _: torch.optim.lr_scheduler.StepLR(opt, step_size=3), per_step=False) == []
+
+
+def _warmup_run(warmup: int, total: int):
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    fn = functools.partial(_linear_warmup, num_warmup_steps=warmup, num_training_steps=total)
+    with watch(model, opt, steps=2) as w:
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, fn)  # built under the watch
+        for _ in range(3):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(torch.randn(8, 4)), torch.randint(0, 2, (8,))).backward()
+            opt.step()
+            sched.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "lr_never_reaches_set_value"]
+
+
+def test_a_warmup_longer_than_the_planned_steps_is_found_with_its_peak():
+    (f,) = _warmup_run(500, 12)
+    # the linear warm-up's lambda peaks at step 11: 11 / 500 of the set lr
+    assert f.evidence["peak_share"] == pytest.approx(11 / 500)
+    assert f.evidence["planned_steps"] == 12 and f.file == __file__
+
+
+def test_a_warmup_shorter_than_the_run_is_clean():
+    assert _warmup_run(2, 12) == []
+    assert _warmup_run(12, 24) == []  # peaks at 12/12 of the set lr

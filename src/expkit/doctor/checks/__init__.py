@@ -26,6 +26,9 @@ class Check:
 
     name = ""
 
+    def start(self, probe: Probe) -> None:
+        """The probe was installed (before the program's first watched forward)."""
+
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         """A top-level module forward finished (a module with parameters called outside any other)."""
 

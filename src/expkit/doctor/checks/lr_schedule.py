@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from expkit.doctor.checks import Check, register
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import Probe, StepEvent
+    from expkit.doctor.probe import CallEvent, Probe, StepEvent
 
 # The schedulers whose horizon is declared in optimizer steps, by construction: transformers'
 # get_*_schedule_with_warmup build LambdaLR(partial(..., num_warmup_steps=, num_training_steps=));
@@ -38,6 +38,13 @@ def _declared_steps(scheduler: Any) -> dict[str, int] | None:
     return None
 
 
+def drives(scheduler: Any, optimizer: Any) -> bool:
+    """The scheduler sets this optimizer's lr (directly, or through a wrapper such as accelerate's
+    AcceleratedOptimizer, which the HF Trainer hands its scheduler)."""
+    held = getattr(scheduler, "optimizer", None)
+    return held is optimizer or (held is not None and getattr(held, "optimizer", None) is optimizer)
+
+
 def _intended_lr(scheduler: Any) -> float | None:
     """The lr a LambdaLR would give at its next step (base lr x lambda(last_epoch + 1)), or None."""
     fns = getattr(scheduler, "lr_lambdas", None)
@@ -56,10 +63,28 @@ class ScheduleNotStepped(Check):
 
     def __init__(self) -> None:
         self.seen: dict[int, tuple[int, float]] = {}  # id(scheduler) -> (step count, lr) at the last opt step
+        self.stepped_at: dict[int, tuple[str | None, int | None]] = {}  # id(scheduler) -> last step() call site
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "scheduler.step" and ev.obj is not None:
+            from expkit.doctor.findings import user_frame
+
+            self.stepped_at[id(ev.obj)] = user_frame(3)
+
+    def _where(self, probe: Probe, sched: Any) -> tuple[str | None, int | None] | None:
+        """The user's line of the schedule's last ``step()`` (stepped per epoch: that line), else its
+        construction (stepped by a framework, or only at construction)."""
+        from expkit.doctor.findings import user_line_of
+
+        made = probe.made_at.get(id(sched))
+        built = user_line_of(made[1]) if made else (None, None)
+        stepped = self.stepped_at.get(id(sched), (None, None))
+        where = stepped if stepped[0] is not None and stepped != built and not probe.inside_forward else built
+        return where if where[0] is not None else None
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         for sched in list(probe.schedulers):
-            if getattr(sched, "optimizer", None) is not ev.optimizer or type(sched).__name__ == "ReduceLROnPlateau":
+            if not drives(sched, ev.optimizer) or type(sched).__name__ == "ReduceLROnPlateau":
                 continue
             count, lr = int(getattr(sched, "_step_count", 0)), float(ev.optimizer.param_groups[0]["lr"])
             last = self.seen.get(id(sched))
@@ -87,9 +112,64 @@ class ScheduleNotStepped(Check):
                     "loader_batches_per_epoch": batches,
                 },
                 fix="call scheduler.step() right after optimizer.step(), inside the batch loop "
-                "(or build the schedule in epochs if it is meant to be stepped per epoch)",
+                "(or build the schedule in epochs if it is meant to be stepped per epoch); under Lightning put "
+                "'interval': 'step' inside the lr_scheduler dict",
+                where=self._where(probe, sched),
             )
 
 
 def _steps_text(declared: dict[str, int]) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in declared.items()) or "per batch"
+
+
+PEAK_SHARE = 0.5  # a schedule that never reaches half the lr it was set to, over the steps it plans
+
+
+@register
+class LrNeverReachesSetValue(Check):
+    """A schedule whose planned length is declared in steps (transformers' warm-up schedules with
+    ``num_training_steps``, what the HF Trainer builds from ``max_steps``), projected from its own rule over those
+    steps: a peak below PEAK_SHARE of the set lr means the warm-up is longer than the run."""
+
+    name = "lr_never_reaches_set_value"
+
+    def __init__(self) -> None:
+        self.done: set[int] = set()
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        from expkit.doctor.findings import user_line_of
+
+        for sched in list(probe.schedulers):
+            if id(sched) in self.done or not drives(sched, ev.optimizer):
+                continue
+            self.done.add(id(sched))
+            declared = _declared_steps(sched)
+            fns = getattr(sched, "lr_lambdas", None)
+            if not declared or "total_steps" not in declared or not fns or declared["total_steps"] < 1:
+                continue
+            total = declared["total_steps"]
+            try:
+                peak = max(float(fns[0](k)) for k in range(total))
+            except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+                continue
+            if not peak < PEAK_SHARE:
+                continue
+            made = probe.made_at.get(id(sched))
+            where = user_line_of(made[1]) if made else (None, None)
+            base = float(sched.base_lrs[0])
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"{type(sched).__name__} projected over its {total} planned steps peaks at lr "
+                f"{base * peak:.3g}, {peak:.0%} of the lr {base:g} it was set to ({_steps_text(declared)}): "
+                "the warm-up is longer than the run",
+                evidence={
+                    "planned_steps": total,
+                    "peak_lr": base * peak,
+                    "set_lr": base,
+                    "peak_share": peak,
+                    **declared,
+                },
+                fix="make the warm-up a fraction of the planned steps (warmup_steps < max_steps), or plan more steps",
+                where=where if where[0] is not None else None,
+            )

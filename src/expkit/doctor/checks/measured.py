@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.checks.lr_schedule import drives
 from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
@@ -128,7 +129,7 @@ class LrScheduleZero(Check):
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         for sched in list(probe.schedulers):
-            if id(sched) in self.done or getattr(sched, "optimizer", None) is not ev.optimizer:
+            if id(sched) in self.done or not drives(sched, ev.optimizer):
                 continue
             self.done.add(id(sched))
             try:

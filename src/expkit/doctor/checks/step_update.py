@@ -47,6 +47,41 @@ class StepChangesWeights(Check):
         )
         moved = moved if moved == moved else float("inf")  # NaN weights moved (another check names why)
         self.moved[key] = max(self.moved.get(key, 0.0), moved)
+        self._judge_finite(probe, ev, before)
+
+    def _judge_finite(self, probe: Probe, ev: StepEvent, before: list[torch.Tensor]) -> None:
+        """The step itself wrote inf/NaN: weights and gradients were finite before it, some weight is not after
+        (Adam's default eps 1e-8 rounds to 0 on float16 weights). Names the optimizer's construction."""
+        from expkit.doctor.findings import user_line_of
+
+        broke = [
+            p
+            for p, b in zip(ev.params, before, strict=True)
+            if p.numel()
+            and bool(torch.isfinite(b).all())
+            and (p.grad is None or bool(torch.isfinite(p.grad).all()))
+            and not bool(torch.isfinite(p.detach()).all())
+        ]
+        if not broke:
+            return
+        made = probe.made_at.get(id(ev.optimizer))
+        where = user_line_of(made[1]) if made is not None else (None, None)
+        dtypes = sorted({str(p.dtype).removeprefix("torch.") for p in broke})
+        probe.report(
+            kind="bug",
+            check="step_made_weights_nonfinite",
+            message=f"{type(ev.optimizer).__name__}.step() turned finite weights into inf/NaN from finite gradients "
+            f"({len(broke)} tensor(s), {', '.join(dtypes)}): the update itself overflowed or divided by zero",
+            evidence={
+                "tensors_made_nonfinite": len(broke),
+                "dtypes": dtypes,
+                "eps": ev.optimizer.param_groups[0].get("eps"),
+                "lr": ev.optimizer.param_groups[0].get("lr"),
+            },
+            fix="keep float32 master weights (autocast + GradScaler) or raise eps for float16 weights (1e-8 is 0 in "
+            "float16)",
+            where=where if where[0] is not None else None,
+        )
 
     def finish(self, probe: Probe) -> None:
         for key, moved in self.moved.items():

@@ -1,0 +1,126 @@
+"""Graphs kept alive across optimizer steps (issue 32): at the end of the watch, a live tensor whose autograd
+graph still reaches nodes made before the previous optimizer step (a running loss summed as a tensor, a list of
+losses or outputs kept for a metric) makes the graph grow step over step. Measured, not read from the code:
+every live tensor is found through the garbage collector, each autograd node's age is its sequence number, and
+the line that made the kept tensor comes from the creation stack anomaly mode records during the watch."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from expkit.doctor.checks import Check, register
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import Probe, StepEvent
+
+MAX_NODES_PER_TENSOR = 512  # a bound on the walk from one live tensor (a kept graph shows in its first nodes)
+MAX_TENSORS_JUDGED = 10_000  # live non-leaf tensors walked at most
+
+
+def next_sequence_nr() -> int:
+    """The sequence number the next autograd node of this thread will get (PyTorch numbers nodes as made)."""
+    with torch.enable_grad():
+        leaf = torch.zeros((), requires_grad=True)
+        return int((leaf * 1).grad_fn._sequence_nr()) + 1  # type: ignore[union-attr]
+
+
+def oldest_node(start: Any, before: int) -> tuple[Any, int] | None:
+    """A node of ``start``'s graph made before sequence number ``before`` (AccumulateGrad leaves excluded), and
+    how many nodes the walk saw; None when there is none."""
+    seen = {start}
+    todo = [start]
+    while todo and len(seen) < MAX_NODES_PER_TENSOR:
+        node = todo.pop()
+        if type(node).__name__ != "AccumulateGrad" and node._sequence_nr() < before:
+            return node, len(seen)
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return None
+
+
+def made_where(node: Any) -> tuple[str | None, int | None]:
+    """The user's line that made an autograd node, from anomaly mode's creation stack (None when unrecorded)."""
+    from expkit.doctor.findings import user_line_of
+
+    stack = (getattr(node, "metadata", None) or {}).get("traceback_")
+    if not stack:
+        return None, None
+    frames: list[tuple[str, int]] = []
+    for entry in stack:  # 'File "path", line N, in fn\n    code'
+        head = entry.strip().split("\n", 1)[0]
+        if head.startswith('File "') and '", line ' in head:
+            path, rest = head[6:].split('", line ', 1)
+            frames.append((path, int(rest.split(",", 1)[0])))
+    return user_line_of(tuple(reversed(frames)))
+
+
+@register
+class GraphKeptAcrossSteps(Check):
+    """At the end of the watch (the second step of the optimizer that ended it), every live non-leaf tensor
+    whose graph reaches a node made before that optimizer's first step ended is reported once, naming the line
+    that made the kept tensor."""
+
+    name = "graph_kept_across_steps"
+
+    def __init__(self) -> None:
+        self.marks: dict[int, int] = {}  # id(optimizer) -> sequence number at the end of its first step
+        self.last: int | None = None  # id of the optimizer that stepped last
+        self.anomaly: tuple[bool, bool] | None = None  # the program's anomaly-mode settings, to restore
+
+    def start(self, probe: Probe) -> None:
+        self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled": ours, not the program's
+            torch.autograd.set_detect_anomaly(True, check_nan=False)  # records where each node was made
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        self.last = id(ev.optimizer)
+        if ev.index == 1:
+            self.marks.setdefault(id(ev.optimizer), next_sequence_nr())
+
+    def finish(self, probe: Probe) -> None:
+        if self.anomaly is not None:
+            torch.autograd.set_detect_anomaly(self.anomaly[0], check_nan=self.anomaly[1])
+            self.anomaly = None
+        mark = self.marks.get(self.last) if self.last is not None else None
+        if mark is None or probe.step < probe.watch_steps:
+            return
+        kept: list[tuple[torch.Tensor, Any, int]] = []
+        judged = 0
+        for obj in gc.get_objects():
+            if not issubclass(type(obj), torch.Tensor) or obj.grad_fn is None:  # type(), not __class__
+                continue
+            judged += 1
+            if judged > MAX_TENSORS_JUDGED:
+                break
+            old = oldest_node(obj.grad_fn, mark)
+            if old is not None:
+                kept.append((obj, old[0], old[1]))
+        if not kept:
+            return
+        tensor, node, _ = kept[0]
+        where = made_where(tensor.grad_fn)
+        if where[0] is None:
+            where = made_where(node)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{len(kept)} live tensor(s) still hold autograd graphs made before the previous optimizer step "
+            f"(e.g. a {tuple(tensor.shape)} tensor from {type(tensor.grad_fn).__name__}): a loss or output kept as a "
+            "tensor across steps keeps its graph, and a running sum links every step's graph to the next",
+            evidence={
+                "kept_tensors": len(kept),
+                "kept_shape": list(tensor.shape),
+                "kept_grad_fn": type(tensor.grad_fn).__name__,
+                "oldest_node": type(node).__name__,
+                "live_tensors_with_graph": judged,
+            },
+            fix="keep numbers, not graphs: loss.item() for logs and sums, output.detach() for metrics",
+            where=where if where[0] is not None else None,
+        )

@@ -1,0 +1,212 @@
+"""Data-parallel replicas that disagree (issue 32, DDP on gloo): each rank's probe sends, at every watched
+optimizer step, a digest of the weights it steps from, the gradients it steps on and the first training input of
+the step (``rank_state`` events); the parent compares the ranks of one run (:func:`rank_findings`). Replicas
+must start equal (DDP broadcasts rank 0's weights), step on equal gradients (the all-reduce) and see different
+samples (a DistributedSampler). A rank that bypasses DDP's forward, a backward that never syncs, an unbroadcast
+start or a loader that is not sharded shows as a measured difference (or sameness), named at the line that
+caused it where the probe saw it: the bypassing forward, the ``no_sync()`` call, the model's construction, the
+DataLoader's construction."""
+
+from __future__ import annotations
+
+import gc
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import Finding, user_frame, user_line_of
+
+if TYPE_CHECKING:
+    import torch
+
+    from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, Probe, StepEvent
+
+REL_TOL = 1e-6  # digests of equal tensors are equal bit for bit; this only absorbs a reduction's last bit
+
+
+def _world() -> tuple[int, int] | None:
+    """``(rank, world size)`` of an initialized process group of two or more ranks, else None."""
+    import torch
+
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return None
+    return dist.get_rank(), dist.get_world_size()
+
+
+def _digest(tensors: list[torch.Tensor]) -> list[float]:
+    """``[sum, sum of |x|, elements]`` in float64: equal tensors give equal digests."""
+    total = absolute = 0.0
+    n = 0
+    for t in tensors:
+        d = t.detach().double()
+        total += float(d.sum())
+        absolute += float(d.abs().sum())
+        n += t.numel()
+    return [total, absolute, float(n)]
+
+
+def _ddp_around(module: torch.nn.Module) -> Any:
+    """The DistributedDataParallel that wraps ``module``, if any (found through the garbage collector)."""
+    from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+    for obj in gc.get_objects():
+        if issubclass(type(obj), ddp_type) and obj.module is module:  # type(), not __class__
+            return obj
+    return None
+
+
+def _site(where: tuple[str | None, int | None]) -> list[Any] | None:
+    return None if where[0] is None else [where[0], where[1]]
+
+
+@register
+class RankState(Check):
+    """The child side: one ``rank_state`` event per watched step of each optimizer, under a process group of
+    two or more ranks."""
+
+    name = "ranks_out_of_sync"
+
+    def __init__(self) -> None:
+        self.inputs: list[float] | None = None
+        self.bypass: list[Any] | None = None  # the forward that called a DDP-wrapped module directly
+        self.no_sync_call: list[Any] | None = None  # the last no_sync() call
+        self.unsynced: list[Any] | None = None  # ... when a backward ran under it since the last step
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        if _world() is None or not (ev.training and ev.grad_enabled):
+            return
+        x = ev.first_tensor()
+        if self.inputs is None and x is not None:
+            self.inputs = _digest([x])
+        from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+        if self.bypass is None and not isinstance(ev.module, ddp_type) and _ddp_around(ev.module) is not None:
+            self.bypass = _site(user_frame(3))
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "ddp.no_sync":
+            self.no_sync_call = _site(user_frame(3))
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+        for root in list(probe.roots.values()):
+            if isinstance(root, ddp_type) and not root.require_backward_grad_sync:
+                self.unsynced = self.no_sync_call or _site(user_frame(3))
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        world = _world()
+        if world is None:
+            return
+        grads = [p.grad for p in ev.params if p.grad is not None]
+        roots = probe.trained_roots()
+        made = probe.made_at.get(id(roots[0])) if roots else None
+        loaders = [probe.made_at[id(d)] for d in list(probe.dataloaders) if id(d) in probe.made_at]
+        probe.sink(
+            {
+                "event": "rank_state",
+                "step": ev.index,
+                "optimizer": type(ev.optimizer).__name__,
+                "dist_rank": world[0],
+                "world": world[1],
+                "weights": _digest(list(ev.params)),
+                "grads": _digest(grads) if grads else None,
+                "inputs": self.inputs,
+                "sites": {
+                    "grads": self.unsynced or self.bypass or _site(user_frame(3)),
+                    "weights": _site(user_line_of(made[1])) if made else None,
+                    "inputs": _site(user_line_of(max(loaders)[1])) if loaders else None,
+                },
+            }
+        )
+        self.inputs = self.bypass = self.unsynced = None
+
+
+def _close(a: list[float] | None, b: list[float] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return all(abs(x - y) <= REL_TOL * max(1.0, abs(x), abs(y)) for x, y in zip(a, b, strict=True))
+
+
+def _where(site: list[Any] | None) -> tuple[str | None, int | None]:
+    return (str(site[0]), int(site[1])) if site else (None, None)
+
+
+def rank_findings(events: list[dict[str, Any]]) -> list[Finding]:
+    """The parent side: compare the ``rank_state`` events of every rank, step by step (one finding per kind).
+
+    Replicas out of sync: weights that differ before the first step (nothing broadcast them), else gradients
+    that differ at a step whose weights agreed (no all-reduce). Same batch: the first training input of every
+    watched step equal on all ranks."""
+    by_step: dict[tuple[str, int], dict[int, dict[str, Any]]] = defaultdict(dict)
+    for ev in events:
+        if ev.get("event") == "rank_state":
+            by_step[(ev["optimizer"], int(ev["step"]))][int(ev["dist_rank"])] = ev
+    findings: list[Finding] = []
+    out_of_sync = same_batch = False
+    same_steps = 0
+    for (_opt, step), ranks in sorted(by_step.items(), key=lambda kv: kv[0][1]):
+        if len(ranks) < 2:
+            continue
+        states = [ranks[r] for r in sorted(ranks)]
+        first = states[0]
+        if not out_of_sync and not all(_close(first["weights"], s["weights"]) for s in states[1:]):
+            if step == 1:
+                findings.append(_finding(first, "weights", step, states))
+                out_of_sync = True
+        elif not out_of_sync and not all(_close(first["grads"], s["grads"]) for s in states[1:]):
+            findings.append(_finding(first, "grads", step, states))
+            out_of_sync = True
+        if first["inputs"] is not None and all(_close(first["inputs"], s["inputs"]) for s in states[1:]):
+            same_steps += 1
+            if not same_batch and same_steps >= 2:
+                same_batch = True
+                site = next((s["sites"]["inputs"] for s in states if s["sites"].get("inputs")), None)
+                file, line = _where(site)
+                findings.append(
+                    Finding(
+                        kind="bug",
+                        check="ranks_same_batch",
+                        message=f"all {len(states)} ranks trained on the same input at {same_steps} watched steps: "
+                        "the data is not sharded across ranks, so data parallelism repeats one batch",
+                        file=file,
+                        line=line,
+                        evidence={"ranks": len(states), "steps_with_equal_inputs": same_steps},
+                        fix="give the DataLoader a DistributedSampler(dataset) (rank and world size from the process "
+                        "group) and call sampler.set_epoch(epoch) each epoch",
+                        step=step,
+                    )
+                )
+    return findings
+
+
+def _finding(first: dict[str, Any], what: str, step: int, states: list[dict[str, Any]]) -> Finding:
+    site = next((s["sites"][what] for s in states if s["sites"].get(what)), None)
+    file, line = _where(site)
+    spread = [s[what][1] if s[what] else None for s in states]
+    if what == "weights":
+        message = (
+            f"the {len(states)} replicas' weights differ before the first step: each rank built its own model and "
+            "nothing broadcast rank 0's weights, so the ranks train different models"
+        )
+        fix = "wrap the model in DistributedDataParallel (it broadcasts rank 0's weights) or broadcast every parameter"
+    else:
+        message = (
+            f"the {len(states)} ranks stepped on different gradients at step {step}: the gradients were not "
+            "all-reduced (a forward that bypasses the DDP wrapper, or every backward under no_sync()), so the "
+            "replicas drift apart"
+        )
+        fix = (
+            "call the DDP-wrapped model (not model.module) and let the last backward of each step run outside no_sync()"
+        )
+    return Finding(
+        kind="bug",
+        check="ranks_out_of_sync",
+        message=message,
+        file=file,
+        line=line,
+        evidence={"ranks": len(states), "step": step, f"{what}_abs_sum_by_rank": spread},
+        fix=fix,
+        step=step,
+    )

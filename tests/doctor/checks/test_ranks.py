@@ -1,0 +1,48 @@
+"""ranks_out_of_sync / ranks_same_batch: the parent compares the ranks' digests of weights, gradients and inputs
+(rank_findings on hand-made events; the real torchrun and mp.spawn runs are in tests/doctor/test_outside.py)."""
+
+from __future__ import annotations
+
+from expkit.doctor.checks.ranks import rank_findings
+
+
+def _state(rank, step, *, weights=(1.0, 2.0, 3.0), grads=(0.5, 0.7, 3.0), inputs=None, sites=None):
+    return {
+        "event": "rank_state",
+        "step": step,
+        "optimizer": "SGD",
+        "dist_rank": rank,
+        "world": 2,
+        "weights": list(weights),
+        "grads": list(grads),
+        "inputs": [float(rank), 1.0 + rank, 4.0] if inputs is None else list(inputs),
+        "sites": sites or {"grads": ["train.py", 30], "weights": ["train.py", 12], "inputs": ["train.py", 20]},
+    }
+
+
+def test_replicas_in_sync_on_different_data_are_clean():
+    events = [_state(r, s) for s in (1, 2) for r in (0, 1)]
+    assert rank_findings(events) == []
+
+
+def test_weights_that_differ_before_the_first_step_name_the_model_line():
+    events = [_state(0, 1), _state(1, 1, weights=(1.5, 2.5, 3.0))]
+    (f,) = rank_findings(events)
+    assert (f.check, f.file, f.line, f.step) == ("ranks_out_of_sync", "train.py", 12, 1)
+
+
+def test_gradients_that_differ_name_the_gradient_site_once():
+    events = [_state(r, s, grads=(0.5 + r, 0.7 + r, 3.0)) for s in (1, 2) for r in (0, 1)]
+    (f,) = rank_findings(events)
+    assert (f.check, f.line) == ("ranks_out_of_sync", 30)
+    assert f.evidence["grads_abs_sum_by_rank"] == [0.7, 1.7]
+
+
+def test_the_same_input_on_every_rank_at_both_steps_is_found_at_the_loader():
+    events = [_state(r, s, inputs=(1.0, 2.0, 4.0)) for s in (1, 2) for r in (0, 1)]
+    (f,) = rank_findings(events)
+    assert (f.check, f.line, f.evidence["steps_with_equal_inputs"]) == ("ranks_same_batch", 20, 2)
+
+
+def test_a_single_rank_is_not_compared():
+    assert rank_findings([_state(0, 1, weights=(9.0, 9.0, 3.0))]) == []
