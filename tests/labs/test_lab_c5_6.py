@@ -29,6 +29,10 @@ def test_c5_6_the_end_of_turn_must_be_in_the_loss(tmp_path):
     right = m["answer_without_eos"]
     assert right.verdict.kind == ("reproduced" if right.value >= 0.9 else "not reproduced")
     assert_flips(right, 1.0 if right.value < 0.9 else 0.2)
+    # issue 36: the sentence follows that verdict (it said 'holds only for that share' at 0% right)
+    holds = right.verdict.kind == "reproduced"
+    assert ("'the answer is right' holds here" in res.explanation) == holds
+    assert "holds only for that share" not in res.explanation
     assert (tmp_path / res.figures[0]).stat().st_size > 10_000
 
 

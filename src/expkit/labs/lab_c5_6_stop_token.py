@@ -266,8 +266,13 @@ def run(ctx: LabContext) -> LabOutput:
             else "it stops right after the answer only sometimes"
         )
         + f" (exact answer-then-stop: {wo.exact_match_rate:.0%} vs {w.exact_match_rate:.0%}). The answer itself "
-        f"is right on {wo.answer_accuracy:.0%} (masked) vs {w.answer_accuracy:.0%} (trained): the tiny model gets "
-        "far fewer answers right than the seed's 0.5B model, so 'the answer is right' holds only for that share; "
+        f"is right on {wo.answer_accuracy:.0%} (masked) vs {w.answer_accuracy:.0%} (trained): "
+        + (
+            "'the answer is right' holds here; "
+            if RIGHT_RULE.holds(wo.answer_accuracy)
+            else f"'the answer is right' does not hold here ({RIGHT_RULE}); the {demo.parameters:,}-parameter demo "
+            "model is not the seed's 0.5B model; "
+        )
         + (
             "the stopping behaviour is the seed's (the verdict covers stopping only; " + BASE_NOTE + "). "
             if STOP_RULE.holds(contrast)
