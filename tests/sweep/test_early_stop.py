@@ -340,7 +340,7 @@ def test_an_unknown_few_pairs_rule_is_refused_by_name():
 @pytest.mark.parametrize(
     ("test", "fields"),
     [
-        (None, {"few_pairs": "pooled-pairs", "log_scale": True, "catch_up": True}),  # the default (issue 34)
+        (None, {"few_pairs": "pooled-pairs", "log_scale": True, "catch_up": True, "judge_finals": True}),  # default
         ("paired-pooled", {"few_pairs": "pooled-pairs", "log_scale": False}),
         ("paired-pooled-log", {"few_pairs": "pooled-pairs", "log_scale": True}),
         ("pooled", {"few_pairs": "pooled-spread", "log_scale": False}),

@@ -70,3 +70,15 @@ def test_a_policy_written_before_judge_finals_reads_back_without_it_and_an_end_d
     rec = json.loads(json.dumps(decision_record(table.stopped["b"], table.policy, stopped=True)))
     assert rec["rung"] is None and not math.isnan(rec["delta"])  # the end is not a finite rung: null in JSON
     assert "the end" in table.policy.rung_text(rec["rung"])
+
+
+@pytest.mark.parametrize(("flag", "judged"), [(None, True), ("--no-finals", False), ("--finals", True)])
+def test_the_finals_flag_reaches_the_recorded_policy(cli, tmp_path, monkeypatch, flag, judged):
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "s"
+    args = ["--early-stop", "asha", "--rungs", "10", "--name", "g", "--seeds", "1", *([flag] if flag else [])]
+    res = cli("sweep", "--store", str(store), "--grid", "x=1", *args, "--", sys.executable, "-c", "0")
+    assert res.exit_code == 0, res.stderr
+    assert json.loads((store / "groups" / "g.sweep.early_stop.json").read_text())["judge_finals"] is judged

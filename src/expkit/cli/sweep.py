@@ -92,7 +92,7 @@ def sweep(
         "over configs (not paired); paired-rcbd: every config by its paired differences, their variance from the "
         "config + seed fit over every config and seed at the rung (>= 4 df); -log: the same on log(metric), for a "
         "positive loss "
-        "(benchmarks/bench_early_stop.py; docs/sweep.md has the figures on three recorded grids).",
+        "(benchmarks/bench_early_stop.py; docs/sweep.md has its figures on four recorded grids).",
     ),
     catch_up: bool = typer.Option(
         True,
@@ -100,6 +100,13 @@ def sweep(
         help="Judge each seed's value at a rung projected to the end by how much the config's finished seeds "
         "still gained after that rung (a config with no finished seed is not stopped): curves that cross are "
         "not stopped on their early values. --no-catch-up judges the values at the rung as they are.",
+    ),
+    judge_finals: bool = typer.Option(
+        True,
+        "--finals/--no-finals",
+        help="Also judge the finished seeds' final values, as one more rung after the last (the same test, no "
+        "projection): a config whose finished seeds are already worse at the end than the leader's is stopped "
+        "before its next seed starts.",
     ),
     start_order: str = typer.Option(
         "round-robin",
@@ -172,6 +179,7 @@ def sweep(
             lower_is_better=stop_mode == "min",
             min_pairs=min_seeds,
             catch_up=catch_up,
+            judge_finals=judge_finals,
             **STOP_TESTS[stop_test],
         )
     request = SweepRequest(
