@@ -84,12 +84,22 @@ def expected_drops(template: str, ex: ChatExample, own_rows: set[int] = frozense
 
 
 def expected_own_rows(template: str, ex: ChatExample) -> set[int]:
-    """The earlier assistant turns whose text as the last turn (what the model generates) is not in the render of
-    the whole conversation: the template renders them otherwise in history."""
+    """The earlier assistant turns whose text as the last turn (what the model generates), after the generation
+    prompt's text that follows the previous message, is not in the render of the whole conversation: the template
+    renders them otherwise in history (Qwen3's think block), or after another prompt (Nemotron Nano v2's history
+    lacks the prompt's "<think>\n")."""
     msgs, tools = [dict(m) for m in ex.messages], ex.tool_list
     full = _render(template, msgs, tools)
-    turns = [i for i, m in enumerate(msgs) if m["role"] == "assistant"][:-1]
-    return {i for i in turns if (want := expected_turn_text(template, ex, i)) is not None and want not in full}
+    out = set()
+    for i in [i for i, m in enumerate(msgs) if m["role"] == "assistant"][:-1]:
+        want = expected_turn_text(template, ex, i)
+        if want is None:
+            continue
+        ask, before = _render(template, msgs[:i], tools, gen=True), msgs[i - 1].get("content")
+        tail = ask[ask.rindex(before) + len(before) :] if isinstance(before, str) and before and before in ask else ""
+        if tail + want not in full:
+            out.add(i)
+    return out
 
 
 def expected_turn_text(template: str, ex: ChatExample, i: int) -> str | None:

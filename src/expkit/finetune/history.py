@@ -74,8 +74,9 @@ def find_history_turns(
     as_last_messages: Any = None,
 ) -> list[HistoryTurn]:
     """The spans of ``derived`` before the last whose trained text is not what the model generates for that turn
-    as the last turn (``generated_text``); turns whose render as the last turn does not continue the prompt are
-    left as they are (no independent text to train instead).
+    as the last turn (``generated_text``), or that do not follow the generation prompt in the whole render
+    (``TurnSpan.unprompted``); turns whose render as the last turn does not continue the prompt either are left as
+    they are (no render agrees with inference to train instead).
 
     Args:
         render: messages -> the rendered chat, as for ``derive_assistant_spans``.
@@ -93,6 +94,8 @@ def find_history_turns(
         except Exception:  # noqa: BLE001 - a template that cannot end a conversation on this turn: leave it in place
             continue
         in_history = derived.text[s.start : s.end]
-        if as_last is not None and as_last != in_history:
+        # a turn whose render does not continue the generation prompt (Nemotron Nano v2's history lacks the
+        # prompt's "<think>\n") is trained after a context inference never shows, even when its text is the same
+        if as_last is not None and (as_last != in_history or s.unprompted):
             out.append(HistoryTurn(s.turn, in_history, as_last))
     return out

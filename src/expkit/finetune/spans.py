@@ -61,6 +61,8 @@ END_OF_TURN_STRINGS: tuple[str, ...] = (
     "</s>",  # Mistral (v3, tekken), Llama 2
     "<|user|>",  # GLM-4: generation stops at the next role header (its generation_config eos list)
     "<|observation|>",  # GLM-4: after a tool call
+    "<seed:eos>",  # Seed-OSS (llama.cpp's ByteDance-Seed-OSS.jinja)
+    "<SPECIAL_12>",  # Nemotron Nano v2 (llama.cpp's NVIDIA-Nemotron-Nano-v2.jinja): "\n<SPECIAL_12>\n" closes a turn
 )
 
 _MARKER = re.compile(r"\{%(-?)\s*(end)?generation\s*(-?)%\}")

@@ -41,8 +41,8 @@ def families() -> list[Family]:
         template = stock.read_text() if stock.is_file() else f.read_text()
         src = f"trl/chat_templates/{stock.name if stock.is_file() else f.name}"
         out.append(Family(name, template, f.read_text(), src))
-    for f in sorted(HERE.glob("*.jinja")):
-        out.append(Family(f.stem, f.read_text(), None, f"tests/finetune/families/templates/{f.name}"))
+    for f in sorted([*HERE.glob("*.jinja"), *HERE.glob("second_round/*.jinja")]):  # issue 35's second round too
+        out.append(Family(f.stem, f.read_text(), None, f"tests/finetune/families/{f.relative_to(HERE.parent)}"))
     return sorted(out, key=lambda fam: fam.name)
 
 
