@@ -8,6 +8,7 @@ development half is ``slow``; the held-out half is scored only by ``benchmarks/b
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,37 @@ def test_sample_of_the_development_half():
             assert check in o.checks, (name, o.checks)
     assert outcomes["bugs/layers_in_python_list.py"].at_line
     assert outcomes["bugs/softmax_layer_over_batch_axis.py"].at_line
+
+
+SECOND = {e["program"]: e for e in load_manifest(OUTSIDE / "manifest.json", "batch2")}
+
+
+def test_ddp_on_gloo_each_rank_watched_findings_once_exit_codes():
+    # two development programs of the second batch: a torchrun run whose forward bypasses DDP, and a clean
+    # mp.spawn run; every rank is watched, the ranks are compared by the parent, a finding is reported once
+    from expkit.doctor.runner import DoctorRequest, doctor_exit_code, run_doctor
+    from expkit.doctor.suite import program_command
+
+    bug, clean = "batch2/bugs/ddp_forward_through_module.py", "batch2/clean/ddp_mp_spawn_distributed_sampler.py"
+    assert SECOND[bug]["split"] == SECOND[clean]["split"] == "dev"
+
+    def one(name):
+        path = (OUTSIDE / name).resolve()
+        request = DoctorRequest(
+            command=program_command(path), watch_steps=2, cwd=str(path.parent), stdout_to_stderr=True, max_wait_s=300
+        )
+        return name, (path, run_doctor(request))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(pool.map(one, (bug, clean)))
+    path, r = results[bug]
+    sync = [f for f in r.findings if f.check == "ranks_out_of_sync"]
+    assert r.steps_watched == 2 and r.exit_code == 0, r
+    assert [(f.file, f.line) for f in sync] == [(str(path), SECOND[bug]["bug_line"])]  # once, at the .module call
+    assert doctor_exit_code(r, strict=True) == 1 and doctor_exit_code(r, strict=False) == 0
+    _, r = results[clean]
+    assert r.steps_watched == 2 and r.exit_code == 0 and not [f for f in r.findings if f.kind == "bug"], r.findings
+    assert doctor_exit_code(r, strict=True) == 0
 
 
 @pytest.mark.slow

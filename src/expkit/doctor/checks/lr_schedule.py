@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 PER_BATCH_SCHEDULERS = ("OneCycleLR", "CyclicLR")
 
 
-def _declared_steps(scheduler: Any) -> dict[str, int] | None:
+def declared_steps(scheduler: Any) -> dict[str, int] | None:
     """``{"warmup_steps": .., "total_steps": ..}`` (either may be absent) when the horizon is in steps, else None."""
     name = type(scheduler).__name__
     if name in PER_BATCH_SCHEDULERS:
@@ -91,7 +91,7 @@ class ScheduleNotStepped(Check):
             self.seen[id(sched)] = (count, lr)
             if last is None or count != last[0]:
                 continue
-            declared = _declared_steps(sched)
+            declared = declared_steps(sched)
             if declared is None:
                 continue
             batches = probe.dataloader_batches()
@@ -143,7 +143,7 @@ class LrNeverReachesSetValue(Check):
             if id(sched) in self.done or not drives(sched, ev.optimizer):
                 continue
             self.done.add(id(sched))
-            declared = _declared_steps(sched)
+            declared = declared_steps(sched)
             fns = getattr(sched, "lr_lambdas", None)
             if not declared or "total_steps" not in declared or not fns or declared["total_steps"] < 1:
                 continue

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.lr_schedule import drives
+from expkit.doctor.checks.lr_schedule import declared_steps, drives
 from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
@@ -100,11 +100,14 @@ class SoftmaxOverBatch(Check):
 
 
 def _projected_lrs(sched: Any, opt: torch.optim.Optimizer) -> list[float] | None:
-    """The lr of the first param group over the first PROJECTED_STEPS steps, from the scheduler's own rule
-    (LambdaLR, MultiplicativeLR-free closed forms: StepLR, MultiStepLR, ExponentialLR); None for others."""
+    """The lr of the first param group over the planned steps (declared by the schedule, as transformers'
+    ``num_training_steps``; else the first PROJECTED_STEPS), from the scheduler's own rule (LambdaLR,
+    MultiplicativeLR-free closed forms: StepLR, MultiStepLR, ExponentialLR); None for others. A schedule that
+    reaches 0 at its planned end is not projected past it."""
     lr_sched = torch.optim.lr_scheduler
     base = float(sched.base_lrs[0])
-    ks = range(PROJECTED_STEPS)
+    planned = (declared_steps(sched) or {}).get("total_steps")
+    ks = range(planned if planned else PROJECTED_STEPS)
     if isinstance(sched, lr_sched.LambdaLR):
         return [base * float(sched.lr_lambdas[0](k)) for k in ks]
     if isinstance(sched, lr_sched.StepLR):
@@ -149,7 +152,7 @@ class LrScheduleZero(Check):
                     f"{type(sched).__name__} projects lr 0 from step {start} for {ZERO_RUN}+ steps "
                     f"(base lr {sched.base_lrs[0]:g}): those steps change nothing"
                 ),
-                evidence={"zero_from_step": start, "base_lr": float(sched.base_lrs[0]), "projected": PROJECTED_STEPS},
+                evidence={"zero_from_step": start, "base_lr": float(sched.base_lrs[0]), "projected": len(lrs)},
                 fix="check the schedule's factor (a gamma of 0, an integer division in a warm-up lambda)",
                 where=user_line_of(made[1]) if made else None,
             )
