@@ -8,6 +8,7 @@ import pytest
 
 from expkit.errors import InputError, UsageError
 from expkit.finetune.chatdata import (
+    ChatExample,
     answer_of,
     generate_chat_examples,
     prompt_of,
@@ -94,3 +95,16 @@ def test_generator_rejects_bad_arguments():
         generate_chat_examples(n=10**30)
     with pytest.raises(UsageError, match="unknown task 'poetry'"):
         generate_chat_examples(n=1, tasks=("poetry",))
+
+
+def test_answer_of_multimodal_content_is_its_text():
+    """Idefics3/SmolVLM/Llava-Next data carry content as blocks; check-stop compares the generation with the text
+    (it compared a list with a string: no answer was ever right)."""
+    blocks = [{"type": "image"}, {"type": "text", "text": "mo"}, {"type": "text", "text": "o"}]
+    ex = ChatExample(
+        messages=(
+            {"role": "user", "content": [{"type": "text", "text": "cow?"}]},
+            {"role": "assistant", "content": blocks},
+        )
+    )
+    assert answer_of(ex) == "moo"

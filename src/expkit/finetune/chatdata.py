@@ -409,10 +409,14 @@ def prompt_of(example: ChatExample) -> tuple[dict[str, Any], ...] | str:
 
 
 def answer_of(example: ChatExample) -> str:
-    """The expected answer: the last assistant turn, or the completion."""
+    """The expected answer: the last assistant turn (its text blocks joined, for multimodal content), or the
+    completion."""
     if not example.conversational:
         return example.completion or ""
-    return [m for m in example.messages if m["role"] == "assistant"][-1].get("content") or ""
+    content = [m for m in example.messages if m["role"] == "assistant"][-1].get("content") or ""
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return str(content)
 
 
 @dataclass(frozen=True)
