@@ -31,6 +31,8 @@ def test_lab_c4_2_activations(tmp_path):
     assert "float32: 4 B per hidden unit per token" in m["ckpt_bytes"].verdict.reason
     assert "bytes per element of a decoder layer's input" in m["ckpt_bytes"].verdict.reason
     assert res.figures
+    # issue 36: the one computed term inside the measured figures (the real vocabulary's log-probs) is named
+    assert "added by arithmetic" in m["act_7b"].detail and "0.47 GiB" in m["act_7b"].detail
     assert_computed(m, "ledger_7b", "korthikanti_7b", "ckpt_ledger")  # issue 36: formulas beside the replicas
     # issue 36: the cause is a second probe (saved-tensor hooks by op on the 1-layer replica), not the figure
     # restated: its text names the blocks and ops it measured and their shares, and no typed-in explanation

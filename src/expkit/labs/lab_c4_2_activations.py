@@ -270,7 +270,9 @@ def run(ctx: LabContext) -> LabOutput:
     l_bytes, l_ckpt = meas["act"], meas["ckpt"]
     how = (
         f"measured: 1- and 2-layer replicas at real width, {meas['replica_seq']} tokens, bf16 autocast, "
-        "extrapolated to 32 layers and 4096 tokens; checkpointing switched on in the same replicas"
+        "extrapolated to 32 layers and 4096 tokens; checkpointing switched on in the same replicas; the replicas "
+        f"have a 1024-token vocabulary, and the fp32 log-probs of the other {llama.vocab_size - 1024:,} tokens are "
+        f"added by arithmetic (4 B x tokens: {4 * (llama.vocab_size - 1024) * 4096 / GIB:.2f} GiB at 4096 tokens)"
     )
     k = lest.korthikanti_total_bytes
     h = llama.hidden_size
