@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import statistics
@@ -44,7 +45,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from doc_blocks import write_block  # benchmarks/doc_blocks.py
+
 from timing import Goal, add_run_options, finish, median_wall_s  # benchmarks/timing.py
+
+DOCS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "sweep.md"
 
 N_TRIALS = 8
 BUSY = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}:\n    pass\n"
@@ -436,7 +441,12 @@ def main() -> int:
         "--only", choices=("peers", "bookkeeping"), help="run one part (default: both; bookkeeping takes ~2 min)"
     )
     parser.add_argument("--trials", type=int, help="bookkeeping trials per sweep (default 200; 12 with --quick)")
+    parser.add_argument(
+        "--docs", action="store_true", help="write the printed figures into docs/sweep.md (not with --quick)"
+    )
     args = parser.parse_args()
+    if args.docs and args.quick:
+        parser.error("--docs writes a full run's figures: run without --quick")
     cpu_s = 0.2 if args.quick else 2.0
     repeats = 1 if args.quick else 3
     load_before = os.getloadavg()
@@ -452,14 +462,28 @@ def main() -> int:
         os.chdir(REPO)
     results["loadavg_before"] = load_before
     results["loadavg_after"] = os.getloadavg()
-    print(
+    head = (
         f"on {os.cpu_count()} cores (load average {load_before[0]:.1f} before -> "
-        f"{results['loadavg_after'][0]:.1f} after):"
+        f"{results['loadavg_after'][0]:.1f} after), {time.strftime('%Y-%m-%d')}:"
     )
-    if "local" in results:
-        _print_peers(results, cpu_s, repeats)
-    if "bookkeeping" in results:
-        _print_bookkeeping(results["bookkeeping"])
+    print(head)
+    for part in ("peers", "bookkeeping"):
+        if ("local" if part == "peers" else "bookkeeping") not in results:
+            continue
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            if part == "peers":
+                _print_peers(results, cpu_s, repeats)
+            else:
+                _print_bookkeeping(results["bookkeeping"])
+        print(out.getvalue(), end="")
+        if args.docs:  # what was printed, and for the bookkeeping its goals as finish() prints them below
+            goals = (
+                [f"  {g.line()}\n" for g in bookkeeping_goals(results["bookkeeping"])] if part == "bookkeeping" else []
+            )
+            command = "python benchmarks/bench_sweep.py" + (f" --only {args.only}" if args.only else "") + " --docs"
+            text = f"```\n$ {command}\n{head}\n{out.getvalue()}" + ("goals:\n" + "".join(goals) if goals else "")
+            write_block(DOCS_PAGE, f"sweep {part}", command, text + "```")
     return finish(results, bookkeeping_goals(results.get("bookkeeping", {})), args, "sweep")
 
 
