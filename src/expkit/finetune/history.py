@@ -32,11 +32,13 @@ __all__ = ["HistoryTurn", "find_history_turns", "generated_text"]
 @dataclass(frozen=True)
 class HistoryTurn:
     """Assistant message ``turn``: ``in_history`` is the text of its span in the whole conversation's render,
-    ``as_last`` what the model generates for it after the generation prompt (the two differ)."""
+    ``as_last`` what the model generates for it after the generation prompt; the two differ, or ``unprompted`` is
+    the end of the generation prompt that the whole render lacks before the turn."""
 
     turn: int
     in_history: str
     as_last: str
+    unprompted: str = ""
 
 
 def generated_text(
@@ -97,5 +99,5 @@ def find_history_turns(
         # a turn whose render does not continue the generation prompt (Nemotron Nano v2's history lacks the
         # prompt's "<think>\n") is trained after a context inference never shows, even when its text is the same
         if as_last is not None and (as_last != in_history or s.unprompted):
-            out.append(HistoryTurn(s.turn, in_history, as_last))
+            out.append(HistoryTurn(s.turn, in_history, as_last, s.unprompted))
     return out

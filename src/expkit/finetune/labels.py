@@ -20,7 +20,7 @@ from expkit.finetune.chatdata import ChatExample, prompt_of
 from expkit.finetune.conventions import Convention, TrlDifferences, compare_dataset_with_trl, trl_training_template
 from expkit.finetune.dropped import DroppedField, family_of, find_dropped_fields, rendered_messages
 from expkit.finetune.history import find_history_turns
-from expkit.finetune.spans import END_OF_TURN_STRINGS, DerivedSpans, derive_assistant_spans
+from expkit.finetune.spans import END_OF_TURN_STRINGS, DerivedSpans, TurnSpan, derive_assistant_spans
 from expkit.finetune.templating import TemplateBudgetExceeded, TemplateRefused, raised_in_template, template_budget
 
 __all__ = [
@@ -372,8 +372,9 @@ class LabelBuilder:
         # generation-prompt text the training renders lack before an assistant turn -> turns seen (TurnSpan.unprompted)
         self.unprompted: dict[str, int] = {}
         self.allow_dropped = allow_dropped  # a dropped field is a note, not a problem, in the audit
-        # (turn, its text in history, the text as the last turn) -> conversations: trained in a row of its own
-        self.history_rows: dict[tuple[int, str, str], int] = {}
+        # (turn, its text in history, the text as the last turn, the prompt's end the history lacks) -> conversations:
+        # trained in a row of its own
+        self.history_rows: dict[tuple[int, str, str, str], int] = {}
 
     def _render(self, messages: Sequence[dict[str, Any]], *, gen_prompt: bool = False, tools: Any = None) -> str:
         return render_chat(self.tokenizer, messages, add_generation_prompt=gen_prompt, tools=tools)
@@ -396,10 +397,13 @@ class LabelBuilder:
             )
         except InputError as exc:
             raise InputError(exc.message, line=ex.line or None, hint=exc.hint) from None
-        for s in derived.spans:
+        return derived
+
+    def _count_unprompted(self, spans: Sequence[TurnSpan]) -> None:
+        """Record the trained spans that do not follow the generation prompt (the audit's note)."""
+        for s in spans:
             if s.unprompted:
                 self.unprompted[s.unprompted] = self.unprompted.get(s.unprompted, 0) + 1
-        return derived
 
     def _derived_mask(self, derived: DerivedSpans, skip: Sequence[int] = ()) -> tuple[list[int], list[bool]]:
         """Token ids and trained flags of a derivation, the assistant messages ``skip`` left masked."""
@@ -435,7 +439,7 @@ class LabelBuilder:
 
         moved = find_history_turns(render_gen, messages, derived, self.end_strings, as_last_messages=as_last)
         for h in moved:
-            key = (h.turn, h.in_history, h.as_last)
+            key = (h.turn, h.in_history, h.as_last, h.unprompted)
             self.history_rows[key] = self.history_rows.get(key, 0) + 1
         return [(h.turn, as_last(h.turn), drops[h.turn]) for h in moved]
 
@@ -472,8 +476,13 @@ class LabelBuilder:
             return [(*self._trl_mask(msgs, ex.tool_list), None)], dropped
         derived = self._derive(msgs, ex, only_last)
         moved = [] if only_last else self._history_rows(ex, derived, msgs)
-        rows: list[_Row] = [(*self._derived_mask(self._derive(m, ex, True)), turn) for turn, m, _ in moved]
+        rows: list[_Row] = []
+        for turn, m, _ in moved:
+            own = self._derive(m, ex, True)
+            self._count_unprompted(own.spans)
+            rows.append((*self._derived_mask(own), turn))
         turns = {turn for turn, _, _ in moved}
+        self._count_unprompted([s for s in derived.spans if s.turn not in turns])
         rows.append((*self._derived_mask(derived, skip=tuple(turns)), None))
         dropped = [d for d in dropped if d.turn not in turns] + [d for _, _, ds in moved for d in ds]
         return rows, sorted(dropped, key=lambda d: d.turn)
@@ -726,12 +735,16 @@ def _audit_notes(
             f"rendered training text never has before the assistant's content ({n} turn(s)): the model is asked at "
             "inference to continue a prefix it was never shown"
         )
-    for (turn, in_history, as_last), n in sorted(b.history_rows.items())[:5]:
+    for (turn, in_history, as_last, unprompted), n in sorted(b.history_rows.items())[:5]:
+        how = (
+            f"as {in_history!r} but as {as_last!r} when it is the last turn"
+            if in_history != as_last
+            else f"after a context without the generation prompt's {unprompted!r}, which it has as the last turn"
+        )
         notes.append(
-            f"history turn in its own row: the template renders message {turn} (assistant) in history as "
-            f"{in_history!r} but as {as_last!r} when it is the last turn, which is what the model generates at "
-            f"inference: it is trained so, in a row of the conversation up to it, and masked in the whole "
-            f"conversation's row ({n} conversation(s); --match trl trains it in place with TRL's template)"
+            f"history turn in its own row: the template renders message {turn} (assistant) in history {how}, "
+            "which is what the model sees at inference: it is trained so, in a row of the conversation up to it, "
+            f"and masked in the whole conversation's row ({n} conversation(s); --match trl trains it in place)"
         )
     if b.allow_dropped and dropped:
         notes += [
