@@ -46,6 +46,7 @@ def test_every_string_is_escaped(report_dir):
 def test_report_has_claim_table_lab_section_and_machine(report_dir):
     html = (report_dir / "index.html").read_text()
     assert "Claims: seed figure vs measured here" in html
+    assert "a simulation from assumed inputs" in html and "marked beside its value" in html  # what 'computed' is
     assert '<a href="#lab-Z1.1">Z1.1</a>' in html and 'id="lab-Z1.1"' in html
     assert "1.02 units" in html and 'class="v-reproduced"' in html
     for key in ("CPU", "cores (logical / physical)", "RAM", "OS", "Python", "torch", "GPU", "expkit"):

@@ -343,7 +343,8 @@ def render_html(report: LabReportView) -> str:
             f"<style>{_CSS}</style></head><body>",
             "<h1>expkit lab report</h1>",
             f'<p class="muted">Each claim of the field guide, measured on this machine where it can be, computed '
-            f"(a formula or the memory ledger, nothing run) where it cannot. {escape(summary)}.</p>",
+            f"(a formula, the memory ledger, the roofline model or a simulation from assumed inputs: nothing of this "
+            f"machine measured) where it cannot; each such figure is marked beside its value. {escape(summary)}.</p>",
             '<h2>Verdicts</h2><table class="counts">',
             count_rows,
             "</table>",
