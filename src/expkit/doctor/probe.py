@@ -106,6 +106,7 @@ def _watched_calls() -> dict[str, tuple[Any, str]]:
         "scaler.unscale_": (torch.amp.GradScaler, "unscale_"),
         "sampler.iter": (distributed.DistributedSampler, "__iter__"),
         "loader.next": (dataloader._BaseDataLoaderIter, "__next__"),
+        "loader.iter": (dataloader.DataLoader, "__iter__"),
         "ddp.no_sync": (torch.nn.parallel.DistributedDataParallel, "no_sync"),
         "scheduler.step": (torch.optim.lr_scheduler.LRScheduler, "step"),
     }
@@ -157,6 +158,7 @@ class Probe:
         self.cut_sites: list[RawStack] = []  # detach()/item() on a grad-carrying tensor inside a forward
         self.nograd_site: RawStack | None = None
         self.apply_site: RawStack | None = None  # the last Module.apply(...) after the first step
+        self.eval_sites: dict[int, RawStack] = {}  # id(module) -> where train(False)/eval() was last called on it
         self._order = 0
         self._registered: dict[int, set[int]] = {}  # id(root) -> ids of its modules
         self._root_modules: set[int] | None = None
@@ -248,6 +250,7 @@ class Probe:
         self._patch(torch.Tensor, "detach", self._wrap_cut)
         self._patch(torch.autograd.grad_mode.no_grad, "__enter__", self._wrap_no_grad)
         self._patch(nn.Module, "apply", self._wrap_apply)
+        self._patch(nn.Module, "train", self._wrap_train)
         for name in LOSS_FUNCTIONS:
             self._patch(F, name, self._wrap_loss(name))
         for call, (owner, attr) in _watched_calls().items():
@@ -354,6 +357,20 @@ class Probe:
             return original(module, fn)
 
         return apply
+
+    def _wrap_train(self, original: Any) -> Any:
+        """Record where a module was put in eval mode (``eval()`` calls ``train(False)``)."""
+        probe = self
+
+        def train(module: nn.Module, mode: bool = True) -> Any:
+            if probe.active and not probe._in_check:
+                if mode:
+                    probe.eval_sites.pop(id(module), None)
+                else:
+                    probe.eval_sites[id(module)] = raw_stack(2)
+            return original(module, mode)
+
+        return train
 
     def _wrap_no_grad(self, original: Any) -> Any:
         probe = self

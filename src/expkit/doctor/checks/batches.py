@@ -10,7 +10,7 @@ import torch
 from expkit.doctor.checks import Check, register
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import ForwardEvent, LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
 
 
 def _fingerprint(x: torch.Tensor) -> tuple[Any, ...]:
@@ -29,6 +29,13 @@ class SameBatch(Check):
     def __init__(self) -> None:
         self.prints: list[tuple[Any, ...]] = []
         self.taken_this_step = False
+        self.iter_sites: list[tuple[str | None, int | None]] = []  # where each DataLoader iterator was made
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "loader.iter":
+            from expkit.doctor.findings import user_frame
+
+            self.iter_sites.append(user_frame(3))
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if self.taken_this_step or not (ev.training and ev.grad_enabled):
@@ -46,6 +53,8 @@ class SameBatch(Check):
         batches = probe.dataloader_batches()
         if batches is None or batches < 2:
             return
+        # a fresh iterator at every step, made at one line: that line restarts the loader
+        fresh = len(self.iter_sites) >= 2 and self.iter_sites[-1] == self.iter_sites[-2] and self.iter_sites[-1][0]
         probe.report(
             kind="bug",
             check=self.name,
@@ -54,6 +63,7 @@ class SameBatch(Check):
             "every step over an unshuffled loader)",
             evidence={"identical_steps": 2, "loader_batches": batches, "batch_shape": list(self.prints[-1][0])},
             fix="iterate the loader: `for x, y in loader:` (or keep one iterator and call next() on it)",
+            where=self.iter_sites[-1] if fresh else None,
         )
 
 

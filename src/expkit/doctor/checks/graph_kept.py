@@ -28,14 +28,14 @@ def next_sequence_nr() -> int:
         return int((leaf * 1).grad_fn._sequence_nr()) + 1  # type: ignore[union-attr]
 
 
-def oldest_node(start: Any, before: int) -> tuple[Any, int] | None:
-    """A node of ``start``'s graph made before sequence number ``before`` (AccumulateGrad leaves excluded), and
-    how many nodes the walk saw; None when there is none."""
+def oldest_node(start: Any, before: int, since: int = 0) -> tuple[Any, int] | None:
+    """A node of ``start``'s graph made in ``[since, before)`` by sequence number (AccumulateGrad leaves
+    excluded), and how many nodes the walk saw; None when there is none."""
     seen = {start}
     todo = [start]
     while todo and len(seen) < MAX_NODES_PER_TENSOR:
         node = todo.pop()
-        if type(node).__name__ != "AccumulateGrad" and node._sequence_nr() < before:
+        if type(node).__name__ != "AccumulateGrad" and since <= node._sequence_nr() < before:
             return node, len(seen)
         for nxt, _ in node.next_functions:
             if nxt is not None and nxt not in seen:
@@ -70,17 +70,19 @@ class GraphKeptAcrossSteps(Check):
 
     def __init__(self) -> None:
         self.marks: dict[int, int] = {}  # id(optimizer) -> sequence number at the end of its first step
-        self.last: int | None = None  # id of the optimizer that stepped last
+        self.since = 0  # the sequence number when the watch began: older graphs are not this loop's
+        self.last: tuple[int, int] | None = None  # (id, step index) of the optimizer that stepped last
         self.anomaly: tuple[bool, bool] | None = None  # the program's anomaly-mode settings, to restore
 
     def start(self, probe: Probe) -> None:
+        self.since = next_sequence_nr()
         self.anomaly = (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled())
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled": ours, not the program's
             torch.autograd.set_detect_anomaly(True, check_nan=False)  # records where each node was made
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
-        self.last = id(ev.optimizer)
+        self.last = (id(ev.optimizer), ev.index)
         if ev.index == 1:
             self.marks.setdefault(id(ev.optimizer), next_sequence_nr())
 
@@ -88,7 +90,8 @@ class GraphKeptAcrossSteps(Check):
         if self.anomaly is not None:
             torch.autograd.set_detect_anomaly(self.anomaly[0], check_nan=self.anomaly[1])
             self.anomaly = None
-        mark = self.marks.get(self.last) if self.last is not None else None
+        # judged at the second (or later) step of the optimizer that ended the watch, against its first
+        mark = self.marks.get(self.last[0]) if self.last is not None and self.last[1] >= 2 else None
         if mark is None or probe.step < probe.watch_steps:
             return
         kept: list[tuple[torch.Tensor, Any, int]] = []
@@ -99,7 +102,7 @@ class GraphKeptAcrossSteps(Check):
             judged += 1
             if judged > MAX_TENSORS_JUDGED:
                 break
-            old = oldest_node(obj.grad_fn, mark)
+            old = oldest_node(obj.grad_fn, mark, self.since)
             if old is not None:
                 kept.append((obj, old[0], old[1]))
         if not kept:

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import user_frame
+from expkit.doctor.findings import user_frame, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, ForwardEvent, Probe, StepEvent
@@ -84,6 +84,9 @@ class Modes(Check):
         module, where = self.pending
         self.pending = None
         layers = _mode_layers(module)
+        set_eval = user_line_of(probe.eval_sites.get(id(module)))
+        if set_eval[0] is not None:
+            where = set_eval  # the line that put the model in eval mode, not the forward that showed it
         if layers:
             probe.report(
                 kind="bug",
