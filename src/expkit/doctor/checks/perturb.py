@@ -177,15 +177,14 @@ class FutureTokensSeen(Check):
         ob, tb = replay((changed, *fwd.inputs[1:]))
 
         def differs(p: torch.Tensor, q: torch.Tensor) -> bool:
+            # time on axis 1 (batch, time, ...), or last (a Conv1d's (batch, channels, time)); where the shape
+            # allows both (channels == time), the early positions changed only if they changed in both views
+            views = []
             if p.dim() >= 2 and p.shape[:2] == x.shape:
-                return _changed(p[:, :cut], q[:, :cut])
-            # channels first (a Conv1d's (batch, channels, time))
-            return (
-                p.dim() >= 3
-                and p.shape[0] == x.shape[0]
-                and p.shape[-1] == x.shape[1]
-                and _changed(p[..., :cut], q[..., :cut])
-            )
+                views.append((p[:, :cut], q[:, :cut]))
+            if p.dim() >= 3 and p.shape[0] == x.shape[0] and p.shape[-1] == x.shape[1]:
+                views.append((p[..., :cut], q[..., :cut]))
+            return bool(views) and all(_changed(a, b) for a, b in views)
 
         if oa is not None and ob is not None and differs(oa, ob):
             probe.report(
