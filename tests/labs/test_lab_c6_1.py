@@ -34,8 +34,13 @@ def test_lab_c6_1_quick(tmp_path):
     from expkit.perf.decode import measure_decode_throughput
 
     fast = m["decode_speedup_b64"].verdict.kind == "reproduced"
-    a, b = measure_decode_throughput(batch_sizes=(1, 1) if fast else (1, 64), new_tokens=8, threads=1)
-    assert_flips(m["decode_speedup_b64"], b.tokens_per_s / a.tokens_per_s)
+    # the best of 5 interleaved rounds for each side: other work on the machine only slows a round down, and at a
+    # load of 10 on 2 cores one round of batch 1 against batch 1 read 2.6x (issue 36: the suite passes under load)
+    best = [0.0, 0.0]
+    for _ in range(5):
+        a, b = measure_decode_throughput(batch_sizes=(1, 1) if fast else (1, 64), new_tokens=8, threads=1)
+        best = [max(best[0], a.tokens_per_s), max(best[1], b.tokens_per_s)]
+    assert_flips(m["decode_speedup_b64"], best[1] / best[0])
     # issue 36: how much of the batch speed-up is per-step overhead, measured on the same decoder without weights
     over = m["decode_step_overhead_share"]
     assert over.verdict is None and 0 < over.value <= 100 and "ms per step" in over.detail
