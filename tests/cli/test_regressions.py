@@ -303,8 +303,9 @@ def test_check_op_module_that_exits_at_import_is_not_a_silent_exit_7(cli, user_m
 
 
 def test_check_op_operator_that_exits_is_not_a_silent_exit_3(cli, user_modules):
-    err = _one_line_error(cli("check", "op", "h7a_exit3:op", "--reference", "torch:softmax", "--shape", "4"))
-    assert "h7a_exit3:op called sys.exit()" in err
+    # An operator that ends the process is a failed check (exit 1, issue 36 item 2), never its own exit code.
+    err = _one_line_error(cli("check", "op", "h7a_exit3:op", "--reference", "torch:softmax", "--shape", "4"), code=1)
+    assert "h7a_exit3:op ended the process: it called sys.exit(3)" in err
 
 
 def test_check_op_module_that_raises_at_import(cli, user_modules):
@@ -510,7 +511,7 @@ def test_light_install_core_commands_work_and_torch_commands_name_the_extra(tmp_
 def test_profile_trace_nested_too_deeply_is_one_line(cli, tmp_path):
     trace = tmp_path / "deep.json"
     trace.write_text("[" * 100_000 + "]" * 100_000)
-    assert "nested too deeply" in _one_line_error(cli("profile", str(trace)))
+    assert "too deeply to be a Chrome trace" in _one_line_error(cli("profile", str(trace)))
 
 
 def test_profile_trace_with_a_bom_is_read(cli, tmp_path):

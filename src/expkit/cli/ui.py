@@ -58,7 +58,7 @@ def ui(
       expkit ui --host 0.0.0.0 --expose           # a shared machine: anyone on the network can read the store
     """
     from expkit.errors import UsageError, require
-    from expkit.render.console import err_console
+    from expkit.render.ui import say_exposed, say_serving
     from expkit.runs.store import resolve_store
 
     require("starlette", extra="ui")
@@ -78,15 +78,14 @@ def ui(
     from expkit.ui.evals import EvalSources
 
     config = UiConfig(store=resolve_store(store), evals=EvalSources(evals_from, tuple(evals or ())), report=report)
-    err = err_console()
     if not loopback:
-        err.print(f"warning: serving on {host}: anyone on that network can read {config.store}", markup=False)
+        say_exposed(host, config.store)
     serve(
         config,
         host=host,
         port=port,
         open_browser=open_browser,
-        on_ready=lambda url: err.print(f"expkit ui: {url} (Ctrl-C stops)", markup=False),
+        on_ready=say_serving,
     )
 
 
