@@ -11,7 +11,10 @@ only as totals (nobody tunes on their names). A bug is found when any bug-kind f
 two optimizer steps, at its line when a finding names the program's ``# BUG-LINE`` (within one line); a clean
 program alarms on any bug-kind finding. The goals are the issue's, judged on each batch's held-out third: recall
 >= 0.90, at most one clean program with a finding, >= 80 % of the found bugs named at their own line, and the steps
-after the watch at most 1.05x the bare loop's. ``--check`` exits 1 on a miss (``benchmarks/timing.py``).
+after the watch at most 1.05x the bare loop's. Regression gates that were tests (moved here for the suite's time):
+each development half, recall >= 0.75 and at most one clean program with a finding; the own suite (``--own-suite``),
+every program ran, at most one bug in 20 missed, at most one clean program in 15 with a finding. ``--check`` exits
+1 on a miss (``benchmarks/timing.py``).
 
 Recall: a bug program counts as caught when the check it declares (``doctor-expect:``) fires within the first
 two optimizer steps (each program a real child process under ``expkit doctor``, stopped after the watch; ``--workers``
@@ -198,7 +201,30 @@ def measure_outside(quick: bool, workers: int, split: str, batches: tuple[str, .
 
 def _goals(results: dict) -> list[Goal]:
     goals = [Goal("steps after the watch / bare", results["overhead"]["after_watch_over_bare"], 1.05, "<=")]
+    suite = results.get("suite")
+    if suite and suite["bug_programs"]:  # the own suite's targets (were tests/doctor/test_suite.py's)
+        goals += [
+            Goal("own suite: programs that did not run", suite["did_not_run"], 0, "<="),
+            Goal(
+                "own suite: bugs caught within 2 steps",
+                suite["caught_within_2_steps"],
+                suite["bug_programs"] - max(1, suite["bug_programs"] // 20),
+                ">=",
+            ),
+            Goal(
+                "own suite: clean programs with a finding",
+                suite["clean_with_findings"],
+                max(1, suite["clean_programs"] // 15),
+                "<=",
+            ),
+        ]
     for batch in BATCHES:
+        dev = results.get("outside", {}).get(batch, {}).get("dev")
+        if dev and dev["bug_programs"]:  # a regression gate on the half the checks were built on
+            goals += [
+                Goal(f"{batch} dev recall within 2 steps", dev["recall"], 0.75, ">="),
+                Goal(f"{batch} dev clean programs with a finding", dev["clean_with_findings"], 1, "<="),
+            ]
         held = results.get("outside", {}).get(batch, {}).get("held_out")
         if held and held["bug_programs"]:
             goals += [

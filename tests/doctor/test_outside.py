@@ -1,9 +1,11 @@
 """The doctor on programs written from outside reports (tests/doctor/outside, issue 32). The default run takes
 four development programs (each a real child process under doctor): a layer list, a causal LM whose mask is
-built the wrong way round, a softmax over the batch axis, and a clean GAN with two optimizers. The whole
-development half is ``slow``; the held-out half is scored only by ``benchmarks/bench_doctor.py`` (never tuned on).
+built the wrong way round, a softmax over the batch axis, and a clean GAN with two optimizers. Scoring whole
+halves is a benchmark's job (a program per process, ~2 min of CPU per half), with the goals judged by
+``--check``: the development halves (recall >= 75 %, at most one clean program with a finding) and the held-out
+halves (the issue's goals; never tuned on):
 
-    .venv/bin/python -m pytest tests/doctor/test_outside.py -m slow -s -p no:cacheprovider
+    .venv/bin/python benchmarks/bench_doctor.py --split dev --check
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from expkit.doctor.outside import load_manifest, run_outside, score_split
+from expkit.doctor.outside import load_manifest, run_outside
 
 pytest.importorskip("torch")
 
@@ -71,15 +73,6 @@ def test_ddp_on_gloo_each_rank_watched_findings_once_exit_codes():
     _, r = results[clean]
     assert r.steps_watched == 2 and r.exit_code == 0 and not [f for f in r.findings if f.kind == "bug"], r.findings
     assert doctor_exit_code(r, strict=True) == 0
-
-
-@pytest.mark.slow
-def test_development_half():
-    entries = [e for e in ENTRIES.values() if e["split"] == "dev"]
-    score = score_split(run_outside(OUTSIDE, entries, workers=2), "dev")
-    print(score)
-    assert score.clean_with_findings <= 1, score.alarms
-    assert score.recall >= 0.75, score.missed
 
 
 def test_the_replays_leave_the_programs_random_stream_alone():

@@ -1,10 +1,10 @@
 """The bug suite through ``expkit doctor``: every program a real child process, stopped after the two
-watched steps, two at a time. The targets are the issue's (>= 19 of 20 bugs, 0 findings on >= 14 of 15 clean
-programs), scaled to the suite's size; the figures are printed (benchmarks/bench_doctor.py writes them as JSON).
-The whole suite is ``slow`` (run by ``make test`` and CI, skipped by ``-m 'not slow'``); the default run keeps
-a representative subset: an HF loop, Lightning, DDP under torchrun and a plain table, bug and clean.
+watched steps, two at a time. The test runs a representative subset: an HF loop, Lightning, DDP under
+torchrun and a plain table, bug and clean. The whole suite's score is the benchmark's (a process per
+program, ~1.5 min of CPU), judged against the issue's targets scaled to the suite's size (>= 19 of 20
+bugs, 0 findings on >= 14 of 15 clean programs) by:
 
-    .venv/bin/python -m pytest tests/doctor/test_suite.py -m slow -s -p no:cacheprovider
+    .venv/bin/python benchmarks/bench_doctor.py --own-suite --split dev --check
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ from pathlib import Path
 import pytest
 
 from expkit.doctor.suite import (
-    ProgramOutcome,
     expected_check,
     iter_suite,
     program_command,
     run_programs,
-    run_suite,
     score_outcomes,
 )
 
@@ -36,9 +34,6 @@ SUBSET = (
     "clean/hf_sft_masked_right.py",  # the loss-mask bugs' clean twin
     "clean/hf_trainer_tiny_gpt2.py",  # HF Trainer
 )
-# This session's outcomes by program ("bugs/x.py"): where the whole suite ran (make test, CI), the subset is judged
-# on its programs' outcomes from that run instead of running them again (6 programs, ~40 s at load 2.5)
-_RAN: dict[str, ProgramOutcome] = {}
 
 
 def test_every_bug_program_declares_one_registered_check():
@@ -74,18 +69,6 @@ def test_a_program_names_its_launcher():
     assert program_command(plain) == (sys.executable, str(plain))
 
 
-@pytest.mark.slow
-def test_suite_recall_and_false_alarms():
-    score = run_suite(SUITE, workers=2)  # the cost is interpreter start + import torch per program
-    _RAN.update((o.program, o) for o in score.outcomes)
-    report = _report(score)
-    print(report)
-    assert score.did_not_run == 0, report
-    assert score.bugs >= 20 and score.clean >= 15, report
-    assert score.caught >= score.bugs - max(1, score.bugs // 20), report  # the issue: >= 19 of 20
-    assert score.clean_with_findings <= max(1, score.clean // 15), report  # the issue: <= 1 of 15
-
-
 def _report(score):
     return "\n".join(
         f"{o.program}: expected {o.expected}, found {list(o.checks_found)}, steps {o.steps_watched}, exit {o.exit_code}"
@@ -94,10 +77,7 @@ def _report(score):
 
 
 def test_subset_bugs_caught_and_clean_programs_silent():
-    missing = [p for p in SUBSET if p not in _RAN]  # all of them unless the whole suite ran first
-    if missing:
-        _RAN.update((o.program, o) for o in run_programs([SUITE / p for p in missing], workers=2).outcomes)
-    score = score_outcomes([_RAN[p] for p in SUBSET])
+    score = score_outcomes(list(run_programs([SUITE / p for p in SUBSET], workers=2).outcomes))
     report = _report(score)
     print(report)
     assert score.did_not_run == 0, report
