@@ -72,3 +72,12 @@ def test_two_optimizers_whose_graph_lives_until_the_next_iteration_are_clean():
             opt_g.step()
     assert not w.check_errors, w.check_errors
     assert [f for f in w.findings if f.check == "graph_kept_across_steps"] == []
+
+
+def test_the_programs_own_anomaly_mode_is_kept():
+    torch.autograd.set_detect_anomaly(True, check_nan=True)
+    try:
+        _train("numbers")
+        assert torch.is_anomaly_enabled() and torch.is_anomaly_check_nan_enabled()
+    finally:
+        torch.autograd.set_detect_anomaly(False)

@@ -46,3 +46,15 @@ def test_the_same_input_on_every_rank_at_both_steps_is_found_at_the_loader():
 
 def test_a_single_rank_is_not_compared():
     assert rank_findings([_state(0, 1, weights=(9.0, 9.0, 3.0))]) == []
+
+
+def test_two_optimizers_of_one_type_are_compared_apart():
+    # a GAN under DDP: generator and discriminator both Adam; each is compared with its own kind on the other rank
+    events = []
+    for r in (0, 1):
+        for s in (1, 2):
+            g = _state(r, s)
+            d = _state(r, s, weights=(7.0, 8.0, 9.0), grads=(0.1, 0.2, 9.0))
+            g["optimizer"], d["optimizer"] = "Adam#0", "Adam#1"
+            events += [g, d]
+    assert rank_findings(events) == []

@@ -72,6 +72,7 @@ class RankState(Check):
         self.bypass: list[Any] | None = None  # the forward that called a DDP-wrapped module directly
         self.no_sync_call: list[Any] | None = None  # the last no_sync() call
         self.unsynced: list[Any] | None = None  # ... when a backward ran under it since the last step
+        self.order: dict[int, int] = {}  # id(optimizer) -> its place among the optimizers (same on every rank)
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if _world() is None or not (ev.training and ev.grad_enabled):
@@ -100,6 +101,7 @@ class RankState(Check):
         if world is None:
             return
         grads = [p.grad for p in ev.params if p.grad is not None]
+        place = self.order.setdefault(id(ev.optimizer), len(self.order))
         roots = probe.trained_roots()
         made = probe.made_at.get(id(roots[0])) if roots else None
         loaders = [probe.made_at[id(d)] for d in list(probe.dataloaders) if id(d) in probe.made_at]
@@ -107,7 +109,7 @@ class RankState(Check):
             {
                 "event": "rank_state",
                 "step": ev.index,
-                "optimizer": type(ev.optimizer).__name__,
+                "optimizer": f"{type(ev.optimizer).__name__}#{place}",
                 "dist_rank": world[0],
                 "world": world[1],
                 "weights": _digest(list(ev.params)),
