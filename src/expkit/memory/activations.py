@@ -8,7 +8,7 @@ formula, which assumes a GPT-3 block (4h MLP, GeLU, LayerNorm, dropout masks) an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from expkit.memory.architecture import ModelSpec
 from expkit.models.saved import LINEAR_GROUPS, ActivationTerm, SavedActivationContext
@@ -23,6 +23,21 @@ __all__ = [
 ]
 
 PRECISIONS = ("bf16-mixed", "fp16-mixed", "fp32")
+# encoder-decoder module names read as the Llama-style linear they play (T5: q, k, v, o, wi_0, wi_1, wo;
+# BART/Whisper: out_proj, fc1, fc2), for which linears save their input under LoRA
+TARGET_ALIASES = {
+    "q": "q_proj",
+    "k": "k_proj",
+    "v": "v_proj",
+    "o": "o_proj",
+    "out_proj": "o_proj",
+    "wi_0": "gate_proj",
+    "wi_1": "up_proj",
+    "wi": "up_proj",
+    "wo": "down_proj",
+    "fc1": "up_proj",
+    "fc2": "down_proj",
+}
 
 
 @dataclass(frozen=True)
@@ -115,7 +130,8 @@ class ActivationQuery:
         """The per-layer context the kinds' ``saved_terms`` read."""
         resid, a, autocast = _mode(self.precision, self.method)
         all_lin = tuple(n for g in LINEAR_GROUPS.values() for n in g)
-        targeted = set(all_lin if self.lora_targets == ("all-linear",) else self.lora_targets) & set(all_lin)
+        named = {TARGET_ALIASES.get(t, t) for t in self.lora_targets}
+        targeted = set(all_lin if self.lora_targets == ("all-linear",) else named) & set(all_lin)
         # the installed peft's all-linear wraps transformers 5's fused expert parameters (tested in tests/models)
         experts = self.lora_targets == ("all-linear",) or bool({"experts", "gate_up_proj"} & set(self.lora_targets))
         return SavedActivationContext(
@@ -153,22 +169,28 @@ def estimate_activations(spec: ModelSpec, query: ActivationQuery) -> ActivationE
 
     Reference: Korthikanti et al. 2022 eq. (1) for the comparison column.
     """
-    q, h = query, spec.hidden_size
-    ctx = q.context(h)
+    q, h, desc = query, spec.hidden_size, spec.desc
+    source = desc.source_tokens(q.seq)  # an encoder-decoder's encoder tokens per sequence (0: none)
+    ctx = replace(q.context(h), source=source)
+    enc_ctx = replace(ctx, seq=source, tokens=q.batch * source, source=0)
     tokens = ctx.tokens
-    kinds = [(layer.label, count, layer.saved_terms(ctx)) for layer, count in spec.desc.layer_groups()]
+    kinds = [(layer.label, count, layer.saved_terms(ctx), tokens) for layer, count in desc.layer_groups()]
+    kinds += [
+        (layer.label, count, layer.saved_terms(enc_ctx), enc_ctx.tokens) for layer, count in desc.encoder_layer_groups()
+    ]
     per_kind_bytes = [
-        (label, count, int(sum(t.bytes_per_token for t in terms) * tokens)) for label, count, terms in kinds
+        (label, count, int(sum(t.bytes_per_token for t in terms) * n)) for label, count, terms, n in kinds
     ]
     layer_bytes = max(b for _, _, b in per_kind_bytes)  # the largest layer (rebuilt under checkpointing)
-    terms = max(kinds, key=lambda k: sum(t.bytes_per_token for t in k[2]))[2]
+    terms = max(kinds, key=lambda k: sum(t.bytes_per_token for t in k[2]) * k[3])[2]
     if q.grad_ckpt:
-        stored, recompute = spec.num_layers * ctx.resid * h * tokens, layer_bytes
+        layer_inputs = spec.num_layers * tokens + len(desc.encoder_layers) * enc_ctx.tokens
+        stored, recompute = ctx.resid * h * layer_inputs, layer_bytes
         layer_terms = (ActivationTerm("checkpointed layer input", ctx.resid * h, f"{ctx.resid}h per layer"), *terms)
     else:
         stored, recompute = sum(c * b for _, c, b in per_kind_bytes), 0
         layer_terms = tuple(terms)
-    fixed = _fixed_terms(spec, q, ctx)
+    fixed = _encoder_decoder_fixed_terms(spec, q, ctx) if desc.stacks is not None else _fixed_terms(spec, q, ctx)
     fixed_bytes = int(sum(t.bytes_per_token for t in fixed) * tokens)
     loss_bytes = 4 * spec.vocab_size * tokens  # fp32 log-probs saved by log_softmax (HF upcasts logits)
     fixed.append(ActivationTerm("log-probs (fp32)", 4 * spec.vocab_size, f"4 * vocab {spec.vocab_size}"))
@@ -227,3 +249,67 @@ def _fixed_terms(spec: ModelSpec, q: ActivationQuery, ctx: SavedActivationContex
             )
         )
     return fixed
+
+
+def _encoder_decoder_fixed_terms(
+    spec: ModelSpec, q: ActivationQuery, ctx: SavedActivationContext
+) -> list[ActivationTerm]:
+    """Per decoder token, the terms outside an encoder-decoder's layers (a source-token term times
+    source / seq): ids, position ids, T5's relative-bias bucket ids, embedding and final norms, the encoder
+    output the cross-attentions share (fp32), Whisper's convolutions, the head's input. Under LoRA the frozen
+    lookups, convolutions and embedding norms save nothing (no gradient flows into them) and neither does each
+    pre-norm stack's first norm. Read off saved-tensor hooks on tiny T5, BART and Whisper replicas
+    (tests/memory/test_encoder_decoder.py)."""
+    st, h, a, T = spec.desc.stacks, spec.hidden_size, ctx.act, q.seq
+    assert st is not None
+    r, full = ctx.source / T, ctx.full
+    norm_b, norm_f = (ctx.layer_norm_bytes if st.layer_norm else ctx.norm_bytes)(h)
+    text_encoder = not st.mel_bins
+    ids = 8 + (8 * r if text_encoder else 0)
+    positions = 8 * (r * st.learned_positions[0] + st.learned_positions[1])
+    terms = [
+        ActivationTerm("input ids", ids if full else 0, "int64 8 (decoder) + 8 per source token (0: frozen lookup)"),
+        ActivationTerm("labels", 8, "int64 8"),
+        ActivationTerm(
+            "position ids", positions if full else 0, "int64 8 per token of each stack with learned positions"
+        ),
+    ]
+    if st.relative_bias:
+        heads = st.cross_attention.num_heads
+        bucket_ids = 8 * ctx.source * r + 8 * T if full else 0
+        # the cross-attentions' zero bias is SDPA's saved mask, unless dropout sends SDPA down the CPU math path
+        zero_bias = 0 if (st.probs_dropout and ctx.device == "cpu") else a * heads * ctx.source
+        terms.append(
+            ActivationTerm(
+                "relative-bias bucket ids, cross zero bias",
+                bucket_ids + zero_bias,
+                f"int64 8 * {ctx.source} per source token, 8 * {T} per decoder token (full), and the zero "
+                f"bias every cross-attention gets as SDPA's mask {a} * {heads} * {ctx.source}",
+            )
+        )
+    n_norms = (1 + r) * ((st.embedding_norm if full else 0) + st.final_norm)
+    terms.append(ActivationTerm("embedding / final norms", n_norms * norm_b, f"{n_norms:g} * ({norm_f})"))
+    if not full and not q.grad_ckpt and st.final_norm:  # pre-norm stacks: the first norm reads a frozen lookup
+        terms.append(ActivationTerm("each stack's first norm", -(1 + r) * norm_b, "its input needs no grad (LoRA)"))
+    if not ctx.autocast:
+        terms.append(ActivationTerm("encoder output (cross k, v input)", 4 * h * r, "4h per source token, shared"))
+    if st.mel_bins and full:
+        conv = ctx.cast_bytes * 2 * st.mel_bins + a * 5 * h
+        terms.append(
+            ActivationTerm(
+                "encoder convolutions",
+                conv * r,
+                f"per position: input {ctx.cast_bytes}*2*{st.mel_bins} + conv/GELU outputs {a}*5h",
+            )
+        )
+    if st.dropout:  # on the residual stream: a bool mask on CUDA, noise of the stream's dtype on the CPU
+        n = (1 + r) * ((st.stack_dropouts[0] if full else 0) + st.stack_dropouts[1])
+        m = 1 if ctx.device == "cuda" else ctx.resid
+        terms.append(ActivationTerm("stack dropout masks", n * m * h, f"{n:g} dropouts outside the layers * {m} B * h"))
+    head_saves = ctx.full or "lm_head" in ctx.targeted
+    terms.append(
+        ActivationTerm(
+            "lm_head input", ctx.cast_bytes * h if head_saves else 0, "16-bit cast 2h" if ctx.autocast else "4h"
+        )
+    )
+    return terms

@@ -422,6 +422,9 @@ def _activation_lines(q: TrainingQuery, act: ActivationEstimate) -> list[LedgerL
     spec, tokens = q.model, q.batch * q.seq
     ckpt = q.grad_ckpt == "full"
     per_kind = " + ".join(f"{n} x {b:,} B ({label})" for label, n, b in act.layer_kinds)
+    source = spec.desc.source_tokens(q.seq)
+    if source:
+        per_kind += f" (encoder layers over {q.batch} x {source:,} source tokens)"
     return [
         LedgerLine(
             "activations",

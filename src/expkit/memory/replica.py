@@ -23,6 +23,7 @@ __all__ = [
     "build_replica",
     "measure_saved_bytes",
     "measure_step_peak",
+    "model_inputs",
     "time_forward_backward",
     "training_state_bytes",
 ]
@@ -99,7 +100,7 @@ def build_replica(spec: ModelSpec, query: ReplicaQuery | None = None, /, **optio
     import warnings
 
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
 
     s = spec.with_layers(num_layers) if num_layers is not None else spec
     if s.model_type is None:
@@ -112,7 +113,10 @@ def build_replica(spec: ModelSpec, query: ReplicaQuery | None = None, /, **optio
     torch.manual_seed(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attention)
+        auto: Any = AutoModelForCausalLM
+        if s.desc.is_encoder_decoder:  # T5, BART: text seq2seq; Whisper: speech seq2seq
+            auto = AutoModelForSpeechSeq2Seq if hasattr(cfg, "num_mel_bins") else AutoModelForSeq2SeqLM
+        model = auto.from_config(cfg, attn_implementation=attention)
         model.to(device=device, dtype=torch.float32)  # config.json's torch_dtype would make it 16-bit
         model.config.use_cache = False
         if method != "full":
@@ -128,6 +132,23 @@ def build_replica(spec: ModelSpec, query: ReplicaQuery | None = None, /, **optio
                 model.enable_input_require_grads()
     model.train()
     return model
+
+
+def model_inputs(model: Any, *, batch: int, seq: int, seed: int = 0) -> dict[str, Any]:
+    """One training batch for ``model``: ``seq`` random token ids as input and labels; an encoder-decoder's
+    encoder reads ``seq`` token ids too, a speech encoder (Whisper) random log-mel features of its
+    2 x max_source_positions frames, its decoder ``seq`` labels."""
+    import torch
+
+    device = next(model.parameters()).device
+    gen = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=gen).to(device)
+    mels = getattr(model.config, "num_mel_bins", None)
+    if mels is None:
+        return {"input_ids": ids, "labels": ids}
+    frames = 2 * model.config.max_source_positions
+    feats = torch.randn(batch, mels, frames, generator=gen).to(device)
+    return {"input_features": feats, "labels": ids}
 
 
 _VIEW_NODES = {"TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0", "ExpandBackward0"}
@@ -164,10 +185,9 @@ def measure_saved_bytes(model: Any, *, batch: int, seq: int, precision: str = "f
         (copies if _is_weight_copy(t) else acts)[ptr] = st.nbytes()
         return t
 
-    gen = torch.Generator().manual_seed(seed)
-    ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=gen).to(device)
+    inputs = model_inputs(model, batch=batch, seq=seq, seed=seed)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _autocast(precision, device):
-        loss = model(input_ids=ids, labels=ids).loss
+        loss = model(**inputs).loss
     del loss
     return SavedBytes(
         activation_bytes=sum(acts.values()), weight_copy_bytes=sum(copies.values()), num_tensors=len(acts) + len(copies)
@@ -223,13 +243,12 @@ def measure_step_peak(
 
     device = next(model.parameters()).device.type
     opt = _make_optimizer(model, optimizer, optimizer_impl)
-    gen = torch.Generator().manual_seed(seed)
-    ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=gen).to(device)
+    inputs = model_inputs(model, batch=batch, seq=seq, seed=seed)
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
         with _autocast(precision, device):
-            loss = model(input_ids=ids, labels=ids).loss
+            loss = model(**inputs).loss
         loss.backward()
         del loss
         opt.step()

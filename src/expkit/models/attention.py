@@ -12,10 +12,18 @@ are in ``recurrent.py`` and answer the same questions. The questions: weights
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
-__all__ = ["AttentionSpec", "CrossAttention", "EncoderAttention", "GroupedQueryAttention", "LatentAttention"]
+__all__ = [
+    "AttentionSpec",
+    "CrossAttention",
+    "EncoderAttention",
+    "GroupedQueryAttention",
+    "IndexedLatentAttention",
+    "LatentAttention",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +45,13 @@ class AttentionSpec:
     qk_norm: bool = False
     output_gate: bool = False
     kv_shared: bool = False  # attends to an earlier layer's cache and holds none (Gemma-3n's shared KV layers)
+    # how transformers' attention of the family saves for backward (encoder-decoder families):
+    # ``position_bias``: T5's relative bias added to the scores, so self-attention runs the eager path and a
+    # cross-attention gets a zero bias as SDPA's float mask; ``o_input_copy``: the output projection reads its
+    # own copy of the attention output (Whisper)
+    position_bias: bool = False
+    o_input_copy: bool = False
+    causal: ClassVar[bool] = True  # a decoder's self-attention; an encoder's sees every token
 
     @property
     def kind(self) -> str:
@@ -237,6 +252,17 @@ class GroupedQueryAttention(AttentionSpec):
         hq, kv = heads * self.head_dim, self.num_kv_heads * self.head_dim
         b, f = ctx.linear_inputs(ctx.savers("attn_in"), h, "h")
         terms = [ActivationTerm("attn_in linear inputs", b, f), *self._qk_norm_terms(ctx)]
+        if self.position_bias:  # T5: the eager path with its bias, in fp32 even under autocast (measured)
+            terms.append(
+                ActivationTerm(
+                    "attention (T5 eager, fp32)",
+                    4 * (hq + 2 * kv) + ctx.cast_bytes * hq + 4 * heads * ctx.seq,
+                    f"q, k, v 4*{hq} each + output {ctx.cast_bytes}*{hq} (o's input) + probs 4*{heads}*T",
+                )
+            )
+            if self.causal:  # the decoder's bool causal mask, per layer (measured)
+                terms.append(ActivationTerm("causal mask", ctx.seq, "bool 1 * T"))
+            return terms
         if ctx.attention == "sdpa":
             terms.append(
                 ActivationTerm(
@@ -254,14 +280,19 @@ class GroupedQueryAttention(AttentionSpec):
                     f"q, repeated k, v, out {a}*{hq} each + probs (4{'+' + str(a) if a != 4 else ''})*{heads}*T",
                 )
             )
-        n_o = ctx.savers("o_in")
-        o_extra = (n_o * 2 * hq) if (ctx.autocast and not ctx.full) else 0
-        terms.append(
-            ActivationTerm(
-                "o_proj input", o_extra, "a view of the attention output (0)" if not o_extra else f"{n_o} * cast 2*{hq}"
-            )
-        )
+        terms.append(self._o_input_term(ctx))
         return terms
+
+    def _o_input_term(self, ctx: SavedActivationContext) -> ActivationTerm:
+        """The output projection's saved input: a view of the attention output, its own 16-bit cast when only
+        adapters train under autocast, or a copy of it (``o_input_copy``, or T5's eager path)."""
+        hq, n_o = self.num_heads * self.v_head_dim, ctx.savers("o_in")
+        if self.o_input_copy and n_o and not (ctx.autocast and not ctx.full):
+            return ActivationTerm("o_proj input", ctx.act * hq, f"a copy of the attention output {ctx.act}*{hq}")
+        o_extra = (n_o * 2 * hq) if (ctx.autocast and not ctx.full) else 0
+        return ActivationTerm(
+            "o_proj input", o_extra, "a view of the attention output (0)" if not o_extra else f"{n_o} * cast 2*{hq}"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -382,6 +413,7 @@ class EncoderAttention(GroupedQueryAttention):
     keeps no cache. Its layer's matmuls run over the source tokens (the description keeps encoder layers apart)."""
 
     source_tokens: int | None = None
+    causal: ClassVar[bool] = False
 
     @property
     def kind(self) -> str:
@@ -460,11 +492,13 @@ class CrossAttention(GroupedQueryAttention):
         a, heads, h = ctx.act, self.num_heads, ctx.hidden_size
         hq, kv = heads * self.head_dim, self.num_kv_heads * self.head_dim
         per_src = ctx.source / ctx.seq if ctx.seq else 1.0  # encoder outputs per decoder token
-        bq, fq = ctx.linear_inputs(ctx.savers("attn_in") and 1, h, "h")
-        bkv, fkv = ctx.linear_inputs(2 if ctx.savers("attn_in") else 0, h, "h")
+        bq, fq = ctx.linear_inputs(1 if ctx.savers("attn_in") else 0, h, "h")
+        # k and v read the encoder's output: in fp32 every layer shares that one tensor (saved once, outside
+        # the layers); under autocast each linear saves its own 16-bit cast of it
+        n_kv = 2 if ctx.savers("attn_in") and ctx.autocast else 0
         terms = [
             ActivationTerm("cross q input", bq, fq),
-            ActivationTerm("cross k, v inputs (encoder output)", bkv * per_src, f"({fkv}) * {per_src:g} source/token"),
+            ActivationTerm("cross k, v inputs", n_kv * 2 * h * per_src, f"{n_kv} casts 2h per source token"),
         ]
         if ctx.attention == "sdpa":
             terms.append(
@@ -483,7 +517,62 @@ class CrossAttention(GroupedQueryAttention):
                     f"q, out {a}*{hq} each + probs over {ctx.source} sources + k, v per source token",
                 )
             )
-        n_o = ctx.savers("o_in")
-        o_extra = (n_o * 2 * hq) if (ctx.autocast and not ctx.full) else 0
-        terms.append(ActivationTerm("cross o input", o_extra, "a view of the attention output (0)"))
+        terms.append(self._o_input_term(ctx))
         return terms
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexedLatentAttention(LatentAttention):
+    """DeepSeek-V3.2's latent attention with its sparse-attention indexer (DSA): beside the MLA latent, the
+    indexer keeps its own key cache, ``index_head_dim`` elements per token and layer (transformers'
+    ``DynamicIndexedLayer.indexer_keys``), projects ``index_heads`` queries of that width from the q latent
+    (wq_b), one key from the hidden state (wk, LayerNorm) and a weight per head (weights_proj), and scores every
+    cached token to pick ``index_topk`` of them. It runs without gradient (nothing saved for backward)."""
+
+    index_heads: int
+    index_head_dim: int
+    index_topk: int
+
+    @property
+    def kind(self) -> str:
+        return "mla+indexer"
+
+    @property
+    def kv_cache_elements_per_token(self) -> int:
+        return super().kv_cache_elements_per_token + self.index_head_dim
+
+    @property
+    def _index_flop_per_key(self) -> int:
+        return 2 * self.index_heads * self.index_head_dim + 2 * self.index_heads  # q . k per head, the weighted sum
+
+    @property
+    def decode_flop_per_cached_token(self) -> int:
+        return super().decode_flop_per_cached_token + self._index_flop_per_key
+
+    @property
+    def pair_flop(self) -> int:
+        return super().pair_flop + self._index_flop_per_key
+
+    @property
+    def norm_params(self) -> int:
+        return super().norm_params + 2 * self.index_head_dim  # the indexer's k LayerNorm (weight, bias)
+
+    def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        q_in = self.q_lora_rank or hidden
+        indexer = (
+            (q_in, self.index_heads * self.index_head_dim),
+            (hidden, self.index_head_dim),
+            (hidden, self.index_heads),
+        )
+        return (*super().linear_shapes(hidden), *indexer)
+
+    def cache_form(self) -> str:
+        return f"{super().cache_form()} + indexer key {self.index_head_dim}"
+
+    def assumptions(self) -> tuple[str, ...]:
+        return (
+            f"DSA: the indexer caches its own key ({self.index_head_dim} per token-layer) and scores every cached "
+            f"token to pick {self.index_topk}; the attention is counted dense over the cache, as transformers runs "
+            "it (a sparse kernel reads only the picked latents)",
+            *super().assumptions(),
+        )

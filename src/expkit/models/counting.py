@@ -139,7 +139,15 @@ def _model_classes(desc: ModelDescription) -> list[Any]:
     classes = []
     if desc.architecture and hasattr(transformers, desc.architecture):
         classes.append(getattr(transformers, desc.architecture))
-    for auto in ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForSeq2SeqLM", "AutoModel"):
+    autos: tuple[str, ...] = (
+        "AutoModelForCausalLM",
+        "AutoModelForImageTextToText",
+        "AutoModelForSeq2SeqLM",
+        "AutoModel",
+    )
+    if desc.is_encoder_decoder:  # BART and Whisper also have a decoder-only *ForCausalLM: not the model
+        autos = ("AutoModelForSeq2SeqLM", "AutoModelForSpeechSeq2Seq", "AutoModel")
+    for auto in autos:
         classes.append(getattr(transformers, auto))
     return classes
 

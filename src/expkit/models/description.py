@@ -29,7 +29,7 @@ from expkit.models.config_fields import (
     per_layer_widths,
 )
 from expkit.models.config_file import CATALOG_DIR, catalog_names, read_model_config
-from expkit.models.families import Family, family_of, resolve_model_type
+from expkit.models.families import Family, Stacks, family_of, resolve_model_type
 from expkit.models.layer_specs import LayerSpec, base_attention, layer_mixers, layer_mlps
 from expkit.models.mlp import DenseMlp, MlpSpec
 from expkit.models.nested import TOWER_KEYS, field_notes, refuse_encoder_decoder, text_part
@@ -76,6 +76,7 @@ class ModelDescription:
     encoder_layers: tuple[LayerSpec, ...] = ()  # an encoder-decoder's encoder (``layers`` is its decoder)
     encoder_extra_params: int = 0  # matmuls the encoder runs outside its layers per position (Whisper's convs)
     encoder_extra_io: int = 0
+    stacks: Stacks | None = field(default=None, repr=False)  # an encoder-decoder's stacks as its family read them
 
     @property
     def is_encoder_decoder(self) -> bool:
@@ -250,8 +251,10 @@ def _describe_stacks(
         cfg = None
     assert family.stacks is not None
     st = family.stacks(cfg, raw, source)
-    enc = LayerSpec(st.encoder_attention, st.encoder_mlp, encoder=True)
-    dec = LayerSpec(st.decoder_attention, st.decoder_mlp, cross_attention=st.cross_attention)
+    enc = LayerSpec(st.encoder_attention, st.encoder_mlp, encoder=True, layer_norm=st.layer_norm)
+    enc = replace(enc, dropout=st.dropout, activation_dropout=st.activation_dropout, probs_dropout=st.probs_dropout)
+    dec = replace(enc, attention=st.decoder_attention, mlp=st.decoder_mlp, cross_attention=st.cross_attention)
+    dec = replace(dec, encoder=False)
     quant = scheme_from_config(raw, source)
     notes += [*st.notes, *(n for n in (quant.note(),) if n), *field_notes(raw, ())]
     archs = raw.get("architectures")
@@ -273,6 +276,7 @@ def _describe_stacks(
         encoder_layers=(enc,) * st.encoder_layers,
         encoder_extra_params=sum(i * o for i, o in st.encoder_extras),
         encoder_extra_io=sum(i + o for i, o in st.encoder_extras),
+        stacks=st,
     )
 
 

@@ -3,11 +3,11 @@ the config's fields and transformers' per-layer lists (layer types, MoE placemen
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from expkit.errors import InputError
-from expkit.models.attention import AttentionSpec, GroupedQueryAttention, LatentAttention
+from expkit.models.attention import AttentionSpec, GroupedQueryAttention, IndexedLatentAttention, LatentAttention
 from expkit.models.config_fields import attr, int_field
 from expkit.models.families.registry import Family
 from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp, NoMlp
@@ -28,6 +28,12 @@ class LayerSpec:
     extra_shapes: tuple[tuple[int, int], ...] = ()  # a family's other matmuls in the layer (Gemma-3n's LAuReL ...)
     cross_attention: AttentionSpec | None = None
     encoder: bool = False
+    layer_norm: bool = False  # LayerNorm with bias (BART, Whisper) instead of RMSNorm
+    # training-mode dropout (encoder-decoder families): after each attention and the MLP (hidden wide), after
+    # the MLP's activation (intermediate wide), and on the eager attention's probabilities (T5)
+    dropout: float = 0.0
+    activation_dropout: float = 0.0
+    probs_dropout: float = 0.0
 
     @property
     def label(self) -> str:
@@ -74,17 +80,56 @@ class LayerSpec:
     def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
         """Saved-for-backward bytes per token of this layer, term by term: its norms, its attention (and
         cross-attention), its MLP and the LoRA adapters' r-wide intermediates."""
-        norm_b, norm_f = ctx.norm_bytes(ctx.hidden_size)
+        norm_b, norm_f = (ctx.layer_norm_bytes if self.layer_norm else ctx.norm_bytes)(ctx.hidden_size)
         n_norms = 1 + len(self.mixers)
         terms = [ActivationTerm(f"{n_norms} norms", n_norms * norm_b, f"{n_norms} * ({norm_f})")]
         for m in self.mixers:
             terms += m.saved_terms(ctx)
         terms += self.mlp.saved_terms(ctx)
+        terms += self._dropout_terms(ctx)
         if not ctx.full:
             n_lora, ra = len(ctx.targeted), ctx.cast_bytes
+            if self.encoder or self.cross_attention is not None:  # count the adapters of this layer's own linears
+                att = len(ctx.targeted & {"q_proj", "k_proj", "v_proj", "o_proj"})
+                mlp = min(len(ctx.targeted & {"gate_proj", "up_proj", "down_proj"}), self.mlp.matmuls)
+                n_lora = att * len(self.mixers) + mlp
             terms.append(
                 ActivationTerm("LoRA A outputs", n_lora * ra * ctx.lora_r, f"{n_lora} adapters * {ra} * r={ctx.lora_r}")
             )
+        return terms
+
+    def _dropout_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        """Masks of the training-mode dropouts (measured on tiny T5 and BART replicas): each sublayer output's
+        (hidden wide), the activation's (intermediate wide; the down projection then saves the dropped
+        tensor in place of the activation's output), and the eager attention probabilities' (its mask and the
+        dropped probabilities the value matmul saves)."""
+        m, h, terms = ctx.dropout_mask_bytes, ctx.hidden_size, []
+        if self.dropout:
+            n = len(self.mixers) + 1
+            terms.append(ActivationTerm("dropout masks", n * m * h, f"{n} sublayer outputs * {m} B * h"))
+        if self.activation_dropout:
+            inter = self.mlp.intermediate_size
+            terms.append(ActivationTerm("activation dropout mask", m * inter, f"{m} B * {inter}"))
+        for att in self.mixers if self.probs_dropout else ():
+            heads, keys = att.num_heads, (ctx.source if att is self.cross_attention else ctx.seq)
+            if att.position_bias and att is self.attention:  # T5's eager path keeps fp32 probs
+                mask = 1 if ctx.device == "cuda" else 4
+                b = (mask + 4) * heads * keys
+                terms.append(ActivationTerm("probs dropout", b, f"mask {mask} B + dropped probs 4 B, * {heads} * T"))
+            elif ctx.attention == "eager":
+                b = (m + ctx.act) * heads * keys
+                terms.append(
+                    ActivationTerm("probs dropout", b, f"mask {m} B + dropped probs {ctx.act} B, * {heads} * T")
+                )
+            elif ctx.device == "cpu":
+                # SDPA with dropout_p on the CPU takes its math path and keeps no logsumexp: in fp32 the probs, the
+                # mask and the dropped probs (12 B per head and key); under autocast 14 B, 15 B with T5's zero
+                # bias (measured on tiny BART and T5 replicas; the split between tensors was not identified)
+                per = 12 if not ctx.autocast else 14 + int(att.position_bias)
+                b = per * heads * keys - 4 * heads
+                terms.append(
+                    ActivationTerm("SDPA probs dropout (CPU math path)", b, f"{per} * {heads} * keys - lse 4*{heads}")
+                )
         return terms
 
 
@@ -99,7 +144,7 @@ def base_attention(text_raw: dict[str, Any], cfg: Any, family: Family, source: s
     if family.latent_attention or text_raw.get("kv_lora_rank"):
         rope = int_field(text_raw, "qk_rope_head_dim", source)
         nope = int_field(text_raw, "qk_nope_head_dim", source)
-        return LatentAttention(
+        mla = LatentAttention(
             num_heads=heads,
             num_kv_heads=heads,
             head_dim=rope + nope,
@@ -108,6 +153,15 @@ def base_attention(text_raw: dict[str, Any], cfg: Any, family: Family, source: s
             kv_lora_rank=int_field(text_raw, "kv_lora_rank", source),
             qk_rope_head_dim=rope,
             qk_nope_head_dim=nope,
+        )
+        if not family.indexer:
+            return mla
+        index = {k: int_field({k: attr(cfg, text_raw, k)}, k, source) for k in ("index_n_heads", "index_head_dim")}
+        return IndexedLatentAttention(
+            **{f.name: getattr(mla, f.name) for f in fields(mla)},
+            index_heads=index["index_n_heads"],
+            index_head_dim=index["index_head_dim"],
+            index_topk=int_field({"index_topk": attr(cfg, text_raw, "index_topk")}, "index_topk", source),
         )
     return GroupedQueryAttention(
         num_heads=heads,
@@ -168,7 +222,7 @@ def layer_mixers(
         elif base is None:
             raise InputError(f"layer type {t!r} needs attention heads, and the config gives none", path=source)
         else:
-            if t not in ("full_attention", *spans):
+            if t not in ("full_attention", "indexed_attention", *spans):  # indexed: DeepSeek-V3.2's, full
                 unknown.add(t)
             out.append(base)
     if unknown:

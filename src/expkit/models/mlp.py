@@ -23,6 +23,9 @@ class MlpSpec:
     config's dense width (a MoE layer keeps it for reference)."""
 
     intermediate_size: int
+    # intermediate-width tensors the activation function saves for backward: 1 (SiLU, GELU: its input);
+    # T5's gelu_new is written out of elementwise ops and saves 4
+    activation_saves: int = 1
 
     @property
     def kind(self) -> str:
@@ -36,6 +39,11 @@ class MlpSpec:
     def num_experts(self) -> int:
         """Routed experts (0: not routed)."""
         return 0
+
+    @property
+    def matmuls(self) -> int:
+        """Linear modules of the MLP (gate, up, down)."""
+        return 3
 
     @property
     def top_k(self) -> int:
@@ -105,7 +113,11 @@ class DenseMlp(MlpSpec):
         down = (n_d * 2 * inter) if (ctx.autocast and not ctx.full) else (a * inter if n_d else 0)
         return [
             ActivationTerm("mlp_in linear inputs", b, f),
-            ActivationTerm("SwiGLU", 3 * a * inter, f"gate out, silu out, up out: 3 * {a} * {inter}"),
+            ActivationTerm(
+                "gated activation",
+                (2 + self.activation_saves) * a * inter,
+                f"activation {self.activation_saves}, act out, up out: {2 + self.activation_saves} * {a} * {inter}",
+            ),
             ActivationTerm("down_proj input", down, f"{'saved' if n_d else 'not saved'} product {a}*{inter}"),
         ]
 
@@ -270,6 +282,10 @@ class PlainMlp(MlpSpec):
         return "plain"
 
     @property
+    def matmuls(self) -> int:
+        return 2
+
+    @property
     def label(self) -> str:
         return f"MLP {self.intermediate_size}"
 
@@ -292,6 +308,10 @@ class PlainMlp(MlpSpec):
         down = (n_d * 2 * inter) if (ctx.autocast and not ctx.full) else (a * inter if n_d else 0)
         return [
             ActivationTerm("mlp_in linear input", b, f),
-            ActivationTerm("activation input", a * inter, f"up output {a} * {inter}"),
+            ActivationTerm(
+                "activation",
+                self.activation_saves * a * inter,
+                f"{self.activation_saves} tensors of {a} * {inter} (the up output first)",
+            ),
             ActivationTerm("down input", down, f"{'saved' if n_d else 'not saved'} activation output {a}*{inter}"),
         ]

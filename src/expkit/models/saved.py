@@ -74,6 +74,20 @@ class SavedActivationContext:
             return n * 2 * width, f"{n} linears * 16-bit cast of input 2{wname}"
         return (4 * width if n else 0), f"input shared by {n} linears, 4{wname}"
 
+    @property
+    def dropout_mask_bytes(self) -> int:
+        """Bytes per element of a dropout's saved mask: a bool on CUDA (``native_dropout``), a scaled noise
+        tensor of the input's dtype on the CPU (measured)."""
+        return 1 if self.device == "cuda" else self.act
+
+    def layer_norm_bytes(self, width: int) -> tuple[int, str]:
+        """(bytes per token, formula) of one LayerNorm over ``width`` (BART, Whisper): its input, mean and
+        rstd (the normed output is the next linear's saved input). CUDA autocast runs layer_norm in fp32
+        (4 B each); CPU autocast runs it in the residual stream's dtype (measured: bf16 input, mean, rstd
+        with a 16-bit LoRA base)."""
+        b = 4 if (self.device == "cuda" or not self.autocast) else self.resid
+        return b * (width + 2), f"x, mean, rstd at {b} B: {b} * (h + 2)"
+
     def norm_bytes(self, width: int) -> tuple[int, str]:
         """(bytes per token, formula) of one RMSNorm over ``width``: fp32 input, rsqrt, and the normed output
         when its weight is trained."""

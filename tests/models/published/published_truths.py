@@ -93,6 +93,11 @@ def routing(name: str) -> Routing | None:
         # 2 inter x hidden, output_linear hidden x inter)
         h, i = t["hidden_size"], t["intermediate_size"]
         return Routing(t["num_hidden_layers"], t["num_local_experts"], t["num_experts_per_tok"], 3 * h * i)
+    if name == "deepseek-v3.2-exp":
+        # first_k_dense_replace 3 dense layers, then every layer MoE (transformers ignores moe_layer_freq)
+        h, i = t["hidden_size"], t["moe_intermediate_size"]
+        n = t["num_hidden_layers"] - t["first_k_dense_replace"]
+        return Routing(n, t["n_routed_experts"], t["num_experts_per_tok"], 3 * h * i)
     if name == "qwen3-next-80b-a3b-instruct":
         # decoder_sparse_step 1, no mlp_only_layers: every layer MoE; the shared expert is not routed
         h, i = t["hidden_size"], t["moe_intermediate_size"]
@@ -234,7 +239,7 @@ def cache_bytes(name: str, context: int) -> int:
 def _held_bytes(cache: Any) -> int:
     total = 0
     for layer in cache.layers:
-        for attr in ("keys", "values"):
+        for attr in ("keys", "values", "indexer_keys"):
             t = getattr(layer, attr, None)
             if isinstance(t, torch.Tensor):
                 total += t.numel() * t.element_size()
@@ -332,3 +337,20 @@ def peft_trainable(name: str, r: int, targets: Any) -> int:
         warnings.simplefilter("ignore")
         peft_model = get_peft_model(model, LoraConfig(r=r, lora_alpha=2 * r, target_modules=targets))
     return peft_model.get_nb_trainable_parameters()[0]
+
+
+def indexed_mla_cache_bytes(name: str, context: int) -> int:
+    """transformers' DynamicCache of a DeepSeek-V3.2 config after ``context`` tokens: each layer is a
+    ``DynamicIndexedLayer`` holding the MLA latent and rotary key (what ``DeepseekV32Attention`` passes to
+    ``cache.update``: [1, 1, T, kv_lora_rank] and [1, 1, T, qk_rope_head_dim]) and the indexer's keys
+    (``update_indexer``: [1, T, index_head_dim]), bf16."""
+    from transformers import DynamicCache
+
+    cfg = hf_config(name)
+    cache = DynamicCache(config=cfg)
+    for layer in cache.layers:
+        latent = torch.empty(1, 1, context, cfg.kv_lora_rank, dtype=KV_DTYPE, device="meta")
+        rope = torch.empty(1, 1, context, cfg.qk_rope_head_dim, dtype=KV_DTYPE, device="meta")
+        layer.update(latent, rope)
+        layer.update_indexer(torch.empty(1, context, cfg.index_head_dim, dtype=KV_DTYPE, device="meta"))
+    return _held_bytes(cache)

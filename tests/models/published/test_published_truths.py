@@ -23,6 +23,7 @@ from published_truths import (
     encdec_decode_weight_bytes,
     encdec_shape,
     hf_config,
+    indexed_mla_cache_bytes,
     meta_model,
     peft_trainable,
     routed_params_in_model,
@@ -41,6 +42,7 @@ DECODER_MODELS = (
     "qwen3-next-80b-a3b-instruct",
     "mamba-codestral-7b",  # issue 31: attention-free, once refused for its missing num_attention_heads
     "granite-4.0-h-small",  # issue 31: Mamba-2 + attention hybrid with a shared MLP in every layer
+    "deepseek-v3.2-exp",  # issue 31: MLA with the sparse-attention indexer (its own key cache)
 )
 MOE_MODELS = (
     "gpt-oss-20b",
@@ -48,6 +50,7 @@ MOE_MODELS = (
     "jamba-v0.1",
     "qwen3-next-80b-a3b-instruct",
     "granite-4.0-h-small",
+    "deepseek-v3.2-exp",
 )
 QUANTIZED = ("gpt-oss-20b", "qwen2.5-7b-instruct-awq", "qwen2.5-7b-instruct-gptq-int4")
 
@@ -212,6 +215,20 @@ def test_encoder_decoder_lora_adapters_equal_peft_on_the_whole_model(name, targe
     assert out["trainable_params"] == truth
 
 
+def test_deepseek_v32_cache_by_hand():
+    # 61 layers * (latent 512 + rope key 64 + indexer key 128) * 2 B per token: the indexer is 128 / 704 of it
+    assert indexed_mla_cache_bytes("deepseek-v3.2-exp", 4096) == 61 * (512 + 64 + 128) * 2 * 4096
+
+
+@pytest.mark.parametrize("context", [4096, 32768])
+def test_deepseek_v32_indexer_cache_mem_and_roofline(context):
+    # was -18 %: the indexer's keys were not counted
+    truth = indexed_mla_cache_bytes("deepseek-v3.2-exp", context)
+    assert _kv_line("deepseek-v3.2-exp", context) == truth
+    parts = {p["name"]: p for p in _roofline("deepseek-v3.2-exp", context)["parts"]}
+    assert parts["KV-cache attention"]["bytes"] == truth
+
+
 def test_whisper_cache_by_hand():
     assert encdec_cache_bytes("whisper-large-v3", 448, 1500) == 32 * (448 + 1500) * 2 * 1280 * 2
 
@@ -287,6 +304,7 @@ def test_kv_bytes_read_by_roofline_decode(name):
         "qwen3-next-80b-a3b-instruct",
         "mamba-codestral-7b",
         "granite-4.0-h-small",
+        "deepseek-v3.2-exp",
     ],
 )
 def test_decode_weight_bytes_roofline(name):

@@ -32,6 +32,20 @@ class Stacks:
     tied_embeddings: bool
     encoder_extras: tuple[tuple[int, int], ...] = ()
     notes: tuple[str, ...] = ()
+    # what the stacks save for backward outside the attention and MLP kinds:
+    layer_norm: bool = False  # LayerNorm with bias (BART, Whisper) instead of an RMS norm (T5)
+    embedding_norm: bool = False  # a norm on each stack's embedding output (BART's layernorm_embedding)
+    final_norm: bool = True  # a norm after each stack's last layer (T5, Whisper; not post-norm BART)
+    learned_positions: tuple[bool, bool] = (False, False)  # position-id lookups (encoder, decoder)
+    relative_bias: bool = False  # T5: int64 bucket ids of every (query, key) pair, once per stack
+    mel_bins: int = 0  # Whisper: log-mel channels the encoder's convolutions read (2 frames per position)
+    # training-mode dropout probabilities: after each sublayer, after the MLP's activation, on the eager
+    # attention's probabilities, and the dropouts each stack applies outside its layers (T5: embedding and final
+    # output; BART: embedding)
+    dropout: float = 0.0
+    activation_dropout: float = 0.0
+    probs_dropout: float = 0.0
+    stack_dropouts: tuple[int, int] = (0, 0)  # per stack: on the embedding output, on the last layer's output
 
 
 MixerBuilder = Callable[[Any, dict[str, Any], int], AttentionSpec]
@@ -76,6 +90,7 @@ class Family:
     layer_extras: ExtraShapes | None = None
     model_extras: ExtraShapes | None = None
     stacks: StacksBuilder | None = None
+    indexer: bool = False  # DeepSeek-V3.2's sparse-attention indexer beside the latent attention
 
 
 LLAMA_LIKE = Family(name="llama-like", model_types=())

@@ -24,7 +24,13 @@ def _stacks(cfg: Any, raw: dict[str, Any], source: str) -> Stacks:
     )
     dec = int_field({"num_decoder_layers": attr(cfg, raw, "num_decoder_layers") or enc}, "num_decoder_layers", source)
     proj = str(attr(cfg, raw, "feed_forward_proj") or "relu")
-    mlp: MlpSpec = DenseMlp(intermediate_size=ff) if proj.startswith("gated") else PlainMlp(intermediate_size=ff)
+    act = str(attr(cfg, raw, "dense_act_fn") or proj.split("-")[-1])
+    saves = 4 if act == "gelu_new" else 1  # transformers' NewGELUActivation is 4 elementwise ops
+    mlp: MlpSpec = (
+        DenseMlp(intermediate_size=ff, activation_saves=saves)
+        if proj.startswith("gated")
+        else PlainMlp(intermediate_size=ff, activation_saves=saves)
+    )
     notes = []
     if cfg is not None and raw.get("tie_word_embeddings") is False and getattr(cfg, "tie_word_embeddings", False):
         notes.append(
@@ -36,15 +42,24 @@ def _stacks(cfg: Any, raw: dict[str, Any], source: str) -> Stacks:
         vocab_size=vocab,
         encoder_layers=enc,
         decoder_layers=dec,
-        encoder_attention=EncoderAttention(num_heads=heads, num_kv_heads=heads, head_dim=head_dim, v_head_dim=head_dim),
-        decoder_attention=GroupedQueryAttention(
-            num_heads=heads, num_kv_heads=heads, head_dim=head_dim, v_head_dim=head_dim
+        encoder_attention=EncoderAttention(
+            num_heads=heads, num_kv_heads=heads, head_dim=head_dim, v_head_dim=head_dim, position_bias=True
         ),
-        cross_attention=CrossAttention(num_heads=heads, num_kv_heads=heads, head_dim=head_dim, v_head_dim=head_dim),
+        decoder_attention=GroupedQueryAttention(
+            num_heads=heads, num_kv_heads=heads, head_dim=head_dim, v_head_dim=head_dim, position_bias=True
+        ),
+        cross_attention=CrossAttention(
+            num_heads=heads, num_kv_heads=heads, head_dim=head_dim, v_head_dim=head_dim, position_bias=True
+        ),
         encoder_mlp=mlp,
         decoder_mlp=mlp,
         tied_embeddings=bool(attr(cfg, raw, "tie_word_embeddings")),
         notes=tuple(notes),
+        relative_bias=True,
+        dropout=float(attr(cfg, raw, "dropout_rate") or 0.0),
+        probs_dropout=float(attr(cfg, raw, "dropout_rate") or 0.0),
+        activation_dropout=float(attr(cfg, raw, "dropout_rate") or 0.0),
+        stack_dropouts=(1, 1),
     )
 
 

@@ -15,13 +15,17 @@ from expkit.models.families.t5 import read_ints
 
 def _stacks(cfg: Any, raw: dict[str, Any], source: str) -> Stacks:
     positions, mels = read_ints(cfg, raw, source, "max_source_positions", "num_mel_bins")
-    stacks = bart_like_stacks(cfg, raw, source, source_tokens=positions)
+    stacks = bart_like_stacks(cfg, raw, source, source_tokens=positions, o_input_copy=True)
     h = stacks.hidden_size
     target = attr(cfg, raw, "max_target_positions")
     return replace(
         stacks,
         # per encoder position: conv1 (3 mel frames -> h) runs over 2 input frames, conv2 (3 h -> h) once
         encoder_extras=((3 * mels, h), (3 * mels, h), (3 * h, h)),
+        embedding_norm=False,
+        final_norm=True,
+        learned_positions=(False, True),  # the encoder adds its sinusoidal table whole, no ids
+        mel_bins=mels,
         notes=(
             f"Whisper: the encoder always reads {positions:,} positions (30 s of audio); the decoder generates "
             f"at most max_target_positions = {target} tokens (context and seq are the decoder's tokens)",
