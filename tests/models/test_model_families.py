@@ -88,7 +88,13 @@ def test_kimi_k2_on_one_h100_does_not_fit():
 
 @pytest.mark.parametrize(
     ("name", "new_type"),
-    [("qwen2.5-7b-instruct", "my_qwen"), ("gpt-oss-20b", "oss_copy"), ("jamba-v0.1", "jamba_renamed")],
+    [
+        ("qwen2.5-7b-instruct", "my_qwen"),
+        ("gpt-oss-20b", "oss_copy"),
+        ("jamba-v0.1", "jamba_renamed"),
+        ("whisper-large-v3", "whisper_ft"),  # encoder-decoders resolve by architectures too (issue 31 item 3)
+        ("bart-large", "bart_copy"),
+    ],
 )
 def test_a_renamed_copy_reads_as_its_architecture(tmp_path, name, new_type):
     path = _write(tmp_path / name, {**_raw(name), "model_type": new_type})
@@ -259,3 +265,15 @@ def test_gemma3n_multimodal_without_timm_is_exit_2_naming_it(tmp_path):
     code, env = _run("sft", "params", _write(tmp_path, raw))
     assert code == 2, env
     assert "'timm'" in env["error"]["message"]
+
+
+def test_gpt_oss_reads_as_its_own_family():
+    from expkit.models import load_model_description
+    from expkit.models.families import family_of
+
+    assert family_of("gpt_oss").name == "gpt-oss"
+    desc = load_model_description(PUBLISHED / "gpt-oss-20b")
+    # its own fields are modelled (no "ignored" note), its layers alternate sliding 128 / full as transformers says
+    assert not any("swiglu_limit" in n or "experts_per_token" in n for n in desc.approximations)
+    assert [layer.attention.window for layer in desc.layers[:2]] == [128, None]
+    assert desc.qkv_bias

@@ -170,10 +170,6 @@ NEUTRAL = {
     "floor_scale",
     "use_qk_norm",
     "for_llm_compressor",
-    # gpt-oss: the top-k under a second name, the rope's original context, the SwiGLU clamp
-    "experts_per_token",
-    "initial_context_length",
-    "swiglu_limit",
     # hybrids (modeled): Jamba's layer pattern and Mamba mixer, Qwen3-Next's pattern and gated DeltaNet
     "attn_layer_offset",
     "attn_layer_period",

@@ -20,6 +20,7 @@ from expkit.models.families import (  # noqa: F401  (each module registers its f
     deepseek,
     gemma3,
     gemma3n,
+    gpt_oss,
     granite_hybrid,
     jamba,
     llama4,
