@@ -72,3 +72,15 @@ def test_an_activation_bound_backward_oom_flips_the_attribution():
     assert ablated == {"activations"}, where
     assert where["activations"] == "fits" and where["gradients + optimizer state"] == "backward"
     assert KOfN(1, 1).judge(int(bool(named & ablated))).kind == "not reproduced"
+
+
+def test_a_sweep_without_an_oom_attributes_nothing(tmp_path, monkeypatch):
+    """issue 36: 'every OOM of the sweep' held for a sweep with no OOM at all (0 of 0), a verdict nothing measured.
+    With every capped step fitting (run_step_capped stubbed to fit), the attribution is not reproduced."""
+    import expkit.memory.capacity as capacity
+
+    monkeypatch.setattr(capacity, "run_step_capped", lambda *a, **k: None)
+    res = run_lab(select_labs(["C4.6"])[0], out_dir=tmp_path, quick=True)
+    m = {x.key: x for x in res.measurements}
+    assert m["ooms"].value == 0 and m["attribution"].value is None
+    assert m["attribution"].verdict.kind == "not reproduced"

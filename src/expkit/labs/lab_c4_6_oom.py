@@ -257,7 +257,7 @@ def run(ctx: LabContext) -> LabOutput:
         judged(
             "attribution",
             "OOMs where the seed's phase rule and the ablation name a common block",
-            agree,
+            agree if rows else None,  # no OOM in the sweep: nothing attributed, so no 'every one of 0' verdict
             "OOMs",
             rule=KOfN(len(rows), len(rows), source="every OOM of the sweep"),
             seed=SEED,
