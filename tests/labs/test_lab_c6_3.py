@@ -55,3 +55,15 @@ def test_c6_3_share_flips_at_short_sequences():
     assert at_256 < at_2048
     assert SHARE_RULE.judge(at_2048, provenance="computed").kind == "reproduced"
     assert SHARE_RULE.judge(at_256, provenance="computed").kind == "not reproduced"
+
+
+def test_c6_3_no_measured_case_is_no_verdict(tmp_path, monkeypatch):
+    """issue 36: the measured cases are found by name in the ledger's validation set; renamed, none is measured and
+    'every block within 10%' held on 0 of 0. Now it is not reproduced."""
+    import expkit.memory.validation as validation
+
+    monkeypatch.setattr(validation, "VALIDATION_CASES", ())
+    (lab,) = select_labs(["C6.3"])
+    res = run_lab(lab, out_dir=tmp_path, quick=True)
+    blocks = {m.key: m for m in res.measurements}["blocks_measured"]
+    assert blocks.value is None and blocks.verdict.kind == "not reproduced"
