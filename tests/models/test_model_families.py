@@ -277,3 +277,12 @@ def test_gpt_oss_reads_as_its_own_family():
     assert not any("swiglu_limit" in n or "experts_per_token" in n for n in desc.approximations)
     assert [layer.attention.window for layer in desc.layers[:2]] == [128, None]
     assert desc.qkv_bias
+
+
+def test_an_encoder_decoder_no_family_reads_is_one_line_exit_2(tmp_path):
+    # Pegasus: transformers knows it, no family module reads its two stacks yet
+    raw = {"model_type": "pegasus", "d_model": 64, "encoder_layers": 2, "decoder_layers": 2, "vocab_size": 100}
+    code, env = _run("sft", "params", _write(tmp_path / "pegasus", {**raw, "is_encoder_decoder": True}))
+    assert code == 2
+    assert "encoder-decoder model (pegasus" in env["error"]["message"]
+    assert "T5, BART and Whisper" in env["error"]["message"]

@@ -1,6 +1,6 @@
 """Nested configs: the text model of a multimodal config (``text_config``, transformers' defaults filled in),
-the towers (``vision_config`` ...), encoder-decoder configs (refused in one line), and the fields at the top level
-or in ``text_config`` that are not modelled (each becomes a note)."""
+the towers (``vision_config`` ...), encoder-decoder configs no family reads (refused in one line), and the
+fields at the top level or in ``text_config`` that are not modelled (each becomes a note)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ _ENCODER_DECODER_KEYS = ("encoder_layers", "decoder_layers", "encoder", "decoder
 
 
 def refuse_encoder_decoder(raw: dict[str, Any], source: str) -> None:
-    """Encoder-decoder models (Whisper, T5, BART) are not modelled: one line that says so."""
+    """An encoder-decoder model no family reads (T5, BART and Whisper have families): one line that says so."""
     keys = [k for k in _ENCODER_DECODER_KEYS if k in raw]
     if raw.get("is_encoder_decoder") or keys:
         why = "is_encoder_decoder" if raw.get("is_encoder_decoder") else ", ".join(keys)
         raise InputError(
             f"encoder-decoder model ({raw.get('model_type') or 'model_type not given'}, {why}): not modelled; "
-            "expkit counts decoder-only models and multimodal ones with a decoder-only text part",
+            "of the encoder-decoders expkit reads T5, BART and Whisper (models/families/)",
             path=source,
-            hint="no encoder-decoder ledger or roofline exists yet",
+            hint="a family module for this model_type adds it (docs/architecture.md, 'a model family')",
         )
 
 
