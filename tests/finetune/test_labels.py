@@ -162,3 +162,18 @@ def test_labels_equal_trl_assistant_only_loss(demo_model_dir, tmp_path):
         ours = builder.build(ex)
         assert list(trainer.train_dataset[i]["input_ids"]) == list(ours.input_ids)
         assert list(trainer.train_dataset[i]["labels"]) == list(ours.labels)
+
+
+def test_a_template_that_reads_only_text_blocks_loads(tmp_path):
+    """TRL's llava_next.jinja reads ``content[0].text``: the load check rendered string content only and refused it
+    ('str object' has no attribute 'text'), so no Llava-Next model could be audited or trained."""
+    from families.catalog import build_tokenizer, trl_template_dir
+
+    template = (trl_template_dir() / "llava_next.jinja").read_text()
+    tok = build_tokenizer(template, ["[INST] hi [/INST] ok</s>"], eos="</s>")
+    tok.save_pretrained(tmp_path)
+    assert load_chat_tokenizer(tmp_path).chat_template == template
+    tok.chat_template = "{{ messages[0]['content'].nope.nope }}"  # renders neither way: still refused, named
+    tok.save_pretrained(tmp_path)
+    with pytest.raises(InputError, match="the chat template does not render"):
+        load_chat_tokenizer(tmp_path)

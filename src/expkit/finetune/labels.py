@@ -197,7 +197,7 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
             hint="set tokenizer.chat_template (e.g. ChatML) and save it, or use prompt/completion data",
         )
     try:  # render one turn now: a template that does not parse or render fails here, named, not mid-audit
-        _render_bare(tok, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}])
+        _render_probe(tok)
     except TemplateBudgetExceeded:
         raise
     except Exception as exc:  # noqa: BLE001 - jinja2's TemplateError and whatever the user's template raises
@@ -210,6 +210,24 @@ def load_chat_tokenizer(model_dir: str | Path) -> Any:
             hint="fix the Jinja template (ChatML is a known-good one)",
         ) from None
     return tok
+
+
+def _render_probe(tok: Any) -> None:
+    """One user and one assistant turn, with text content, or as text blocks for a template that reads only blocks
+    (Llava-Next: ``content[0].text``); raises the text render's error when neither renders."""
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}]
+    try:
+        _render_bare(tok, msgs)
+    except TemplateBudgetExceeded:
+        raise
+    except Exception:
+        try:
+            _render_bare(tok, [{**m, "content": [{"type": "text", "text": m["content"]}]} for m in msgs])
+        except Exception:  # noqa: BLE001 - neither renders: the text render's error is the one to name
+            pass
+        else:
+            return
+        raise
 
 
 @template_budget()
