@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import sys
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_DECOMPRESSED_BYTES",
     "MAX_LINE_BYTES",
     "MAX_TEXT_BYTES",
+    "MAX_WHOLE_BYTES",
     "STDIN",
     "BoundedLines",
     "SourceText",
@@ -27,6 +29,7 @@ __all__ = [
     "not_utf8_hint",
     "open_binary",
     "read_source_text",
+    "read_whole_bytes",
 ]
 
 STDIN = "-"
@@ -40,6 +43,9 @@ MAX_DECOMPRESSED_BYTES = 64 * 2**30
 """What a ``.gz`` file may inflate to: 64 GiB (a gzip bomb of zeros inflates ~1000x)."""
 MAX_TEXT_BYTES = 512 * 2**20
 """A text read whole (a log for ``why``, a traceback): 512 MiB."""
+MAX_WHOLE_BYTES = 2**30
+"""A document parsed whole (a JSON list of eval outputs, a Chrome trace), after decompression: 1 GiB, which
+``json.loads`` turns into ~10x that in Python objects."""
 
 
 class BoundedLines:
@@ -65,8 +71,22 @@ class BoundedLines:
     def __iter__(self) -> BoundedLines:
         return self
 
+    def _read_failed(self, exc: BaseException) -> InputError:
+        # a .gz cut short (EOFError), corrupt inside (zlib.error) or not gzip at all (BadGzipFile, an OSError),
+        # or a read the device refused: one line naming the file and where the read stopped
+        what = "cut short" if isinstance(exc, EOFError) else f"unreadable ({exc})"
+        return InputError(
+            f"cannot read line {self._lineno + 1}: the data is {what}",
+            path=self._where,
+            line=self._lineno + 1,
+            hint="check the file (gzip -t FILE for an archive) or give it again",
+        )
+
     def __next__(self) -> bytes:
-        line = self._raw.readline(self._max_line + 1)
+        try:
+            line = self._raw.readline(self._max_line + 1)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise self._read_failed(exc) from exc
         if not line:
             raise StopIteration
         self._lineno += 1
@@ -82,7 +102,10 @@ class BoundedLines:
         return line
 
     def read(self, n: int = -1) -> bytes:
-        data = self._raw.read(n)
+        try:
+            data = self._raw.read(n)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise self._read_failed(exc) from exc
         self._count(len(data))
         return data
 
@@ -180,6 +203,24 @@ def read_source_text(path: str | Path, *, kind: str = "text file", hint: str = "
             hint="give the part of the log that holds the error (tail -n 2000 LOG)",
         )
     return SourceText(data.decode("utf-8", errors="replace"), display_name(path, "standard input"))
+
+
+def read_whole_bytes(path: str | Path, *, kind: str, hint: str) -> bytes:
+    """The bytes of ``path`` (a ``.gz`` inflated) for a document parsed whole, at most MAX_WHOLE_BYTES: a
+    gzip bomb or a device stops with one line instead of filling memory.
+
+    Raises:
+        InputError: see :func:`open_binary`; a cut or corrupt ``.gz``; more than MAX_WHOLE_BYTES.
+    """
+    with open_binary(path, kind=kind, hint=hint) as f:
+        data = f.read(MAX_WHOLE_BYTES + 1)
+    if len(data) > MAX_WHOLE_BYTES:
+        raise InputError(
+            f"more than {MAX_WHOLE_BYTES / 2**20:,.0f} MiB to parse whole (a compression bomb, or a device?)",
+            path=display_name(path),
+            hint=hint,
+        )
+    return data
 
 
 def not_utf8_hint(head: bytes) -> str:

@@ -8,9 +8,9 @@ Entries that are not records (MMLU-Pro's DeepSeek-Coder-V2 file holds 43 plain s
 
 from __future__ import annotations
 
-import gzip
 import math
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from expkit.data import sources
+from expkit.data.sources import read_whole_bytes
 from expkit.errors import InputError, UsageError
 from expkit.integrations.readers import EvalItems, EvalQuery
 
@@ -102,26 +104,27 @@ def model_name_of(path: str | Path) -> str:
 
 
 def _read_bytes(p: Path) -> bytes:
+    hint = "pass one per-item output file per model"
     if not p.is_file():
-        raise InputError("no such file", path=p, hint="pass one per-item output file per model")
-    raw = p.read_bytes()
-    if p.suffix.lower() == ".gz":
-        try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError) as e:
-            raise InputError(f"not a readable gzip file ({e})", path=p) from None
-    if p.suffix.lower() == ".zip":
-        try:
-            with zipfile.ZipFile(p) as zf:
-                members = [m for m in zf.namelist() if not m.endswith("/") and not m.startswith("__MACOSX")]
-                if len(members) != 1:
-                    raise InputError(
-                        f"the zip holds {len(members)} files ({', '.join(members[:5])}); one is expected", path=p
-                    )
-                return zf.read(members[0])
-        except zipfile.BadZipFile as e:
-            raise InputError(f"not a readable zip file ({e})", path=p) from None
-    return raw
+        raise InputError("no such file", path=p, hint=hint)
+    if p.suffix.lower() != ".zip":  # a .gz inflated through the bounded reader: cut, corrupt or a bomb is one line
+        return read_whole_bytes(p, kind="per-item output file", hint=hint)
+    try:
+        with zipfile.ZipFile(p) as zf:
+            members = [m for m in zf.namelist() if not m.endswith("/") and not m.startswith("__MACOSX")]
+            if len(members) != 1:
+                raise InputError(
+                    f"the zip holds {len(members)} files ({', '.join(members[:5])}); one is expected", path=p
+                )
+            with zf.open(members[0]) as member:  # the header's size can lie: read at most the bound
+                data = member.read(sources.MAX_WHOLE_BYTES + 1)
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
+        raise InputError(f"not a readable zip file ({e})", path=p) from None
+    if len(data) > sources.MAX_WHOLE_BYTES:
+        raise InputError(
+            f"the zip's member inflates past {sources.MAX_WHOLE_BYTES / 2**20:,.0f} MiB", path=p, hint=hint
+        )
+    return data
 
 
 def load_entries(path: str | Path) -> list[Any]:

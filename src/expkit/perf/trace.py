@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from expkit.data.nesting import json_nesting_depth
+from expkit.data.sources import read_whole_bytes
 from expkit.errors import InputError
 
 __all__ = [
@@ -174,12 +175,8 @@ def load_trace(path: str | Path) -> Trace:
     if not p.is_file():
         raise InputError("no such trace file", path=p)
     try:
-        if p.suffix == ".gz":
-            import gzip
-
-            text = gzip.decompress(p.read_bytes()).decode("utf-8-sig")
-        else:
-            text = p.read_bytes().decode("utf-8-sig")  # -sig: a byte-order mark is not an error
+        raw = read_whole_bytes(p, kind="trace file", hint="pass the file written by prof.export_chrome_trace(path)")
+        text = raw.decode("utf-8-sig")  # -sig: a byte-order mark is not an error; .gz inflated, bounded
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
