@@ -120,7 +120,7 @@ def lab_table() -> str:
 
     lines = ["| lab | claims | title | seed figures |", "|---|---|---|---|"]
     for lab in all_labs():
-        seed = "; ".join(s.text for s in lab.seed_figures) or "(behaviour)"
+        seed = "; ".join(dict.fromkeys(s.text for s in lab.seed_figures)) or "(behaviour)"
         lines.append(f"| {lab.id} | {', '.join(lab.claims)} | {_cell(lab.title)} | {_cell(seed)} |")
     return "\n".join(lines)
 
@@ -212,7 +212,7 @@ def claims_table() -> str:
     lines = ["| claim | the claim | seed figures | lab | tools |", "|---|---|---|---|---|"]
     rows = [(claim, entry) for entry in all_labs() for claim in entry.claims]
     for claim, entry in sorted(rows, key=lambda r: ([int(x) for x in re.findall(r"\d+", r[0])], r[1].id)):
-        seed = "; ".join(s.text for s in entry.seed_figures) or "(behaviour)"
+        seed = "; ".join(dict.fromkeys(s.text for s in entry.seed_figures)) or "(behaviour)"
         stages = lab_stages(entry.module)
         tools = ", ".join([f"`{c}`" for s in stages for c in STAGE_COMMANDS[s]] + [f"`expkit.{s}`" for s in stages])
         tools = tools or "(none: the lab shows the behaviour directly)"
