@@ -172,6 +172,8 @@ def make_file(kind: str, where: Path, suffix: str = ".jsonl") -> str:
         p.write_text(csv)
     elif kind == "dev_zero":  # an input that never ends (issue 21): stopped by data.sources' bounds
         return "/dev/zero"
+    elif kind == "dev_urandom":  # never ends, short lines, now and then a number: stopped as "not JSONL"
+        return "/dev/urandom"
     elif kind == "two_score_columns":  # issue 21: the last of two same-named columns won silently
         p = p.with_suffix(".csv")
         p.write_text("model,item,score,score\n" + "".join(f"{m},{i},1,0\n" for m in "ab" for i in range(4)))
@@ -347,7 +349,7 @@ def t_stats(d: Draw) -> list[str]:
 
 def t_data(d: Draw) -> list[str]:
     which = d.draw(st.sampled_from(["stats", "validate", "head", "sample"]))
-    args = ["data", which, d.file(kinds=[*FILE_KINDS, "dev_zero"])]
+    args = ["data", which, d.file(kinds=[*FILE_KINDS, "dev_zero", "dev_urandom"])]
     if which == "validate":
         args += ["--schema", d.file(".json")]
     if which in ("head", "sample"):
@@ -909,6 +911,30 @@ def _fuzz(family: str, fuzz_tally, monkeypatch, tmp_path) -> None:
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_fuzz_command_family(family, fuzz_tally, monkeypatch, tmp_path):
     _fuzz(family, fuzz_tally, monkeypatch, tmp_path)
+
+
+# Readers that skip or collect bad lines, given a source that never ends and is not JSONL (round five: each read
+# /dev/urandom until killed; every line was a skipped or collected error, and a line now and then a number).
+ENDLESS_READERS = [
+    [*cmd, path, *tail]
+    for path in ("/dev/urandom",)
+    for cmd, tail in (
+        (["data", "stats"], ["--on-error", "skip"]),
+        (["data", "head"], ["--on-error", "skip", "-n", "5"]),
+        (["data", "sample"], ["--on-error", "skip"]),
+        (["data", "validate"], []),
+        (["data", "validate"], ["--schema", "{schema}"]),
+    )
+]
+
+
+@pytest.mark.parametrize("argv", ENDLESS_READERS, ids=lambda a: " ".join(a[:2] + a[3:5]))
+def test_endless_binary_sources_end_in_one_line(argv, tmp_path):
+    schema = tmp_path / "s.json"
+    schema.write_text('{"type": "object"}')
+    outcome = run_case([a.replace("{schema}", str(schema)) for a in argv], json_flag=False)
+    assert outcome.exit_code == 2 and not outcome.problems, outcome
+    assert "not a JSONL file" in outcome.output
 
 
 def test_every_command_family_is_fuzzed():

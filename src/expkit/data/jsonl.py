@@ -31,6 +31,10 @@ OnError = Literal["raise", "skip", "collect"]
 _BOM = b"\xef\xbb\xbf"
 _SNIPPET_CHARS = 60
 _KEEP_LINE_NUMBERS = 20  # first skipped line numbers kept for the report
+NOT_JSONL_AFTER_LINES = 10_000
+"""When ``skip``/``collect`` have refused this many lines and they are 99 % of the lines so far, the reading
+stops: the input is not JSONL (binary data, or a device like /dev/urandom that never ends, where a line now
+and then parses as a number), not a JSONL file with some bad lines."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class JsonlTally:
     first_skipped_lines: list[int] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     max_errors: int = 10_000
+    not_json: int = 0  # of the skipped lines, those that are not JSON at all
     total_bytes: int | None = None  # size of a plain file on disk (None for gzip and stdin)
     _source: IO[bytes] | None = field(default=None, repr=False, compare=False)
 
@@ -256,6 +261,15 @@ def _note_bad_line(
     if on_error == "raise":
         raise err from None
     t.skip_line(lineno, err if on_error == "collect" else None)
+    t.not_json += 1
+    if t.not_json == NOT_JSONL_AFTER_LINES and t.not_json * 100 >= 99 * (lineno - t.blank):
+        raise InputError(
+            f"not a JSONL file: {t.not_json:,} of its first {lineno - t.blank:,} non-blank lines are not JSON "
+            "(binary data, or a device like /dev/urandom?)",
+            path=name,
+            line=lineno,
+            hint="give a JSONL file (one JSON object per line)",
+        )
 
 
 def _duplicate_key_error(name: str, lineno: int, line: bytes) -> InputError | None:
