@@ -937,6 +937,48 @@ def test_endless_binary_sources_end_in_one_line(argv, tmp_path):
     assert "not a JSONL file" in outcome.output
 
 
+# Outputs that exist and are not regular files (round five: `sft data --out /dev/null`, run as root, renamed its
+# temporary file over /dev/null and left a regular file there; a FIFO and a symlink loop were replaced too).
+# Each writer x each kind: exit 2 in one line, and the target is what it was. The device is a fresh node in
+# tmp_path (root only), never the machine's /dev/null.
+def _special_target(kind: str, path: Path) -> bool:
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink_loop":
+        path.symlink_to(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:  # a character device like /dev/null (major 1, minor 3)
+        try:
+            os.mknod(path, 0o666 | __import__("stat").S_IFCHR, os.makedev(1, 3))
+        except OSError:
+            return False
+    return True
+
+
+OUTPUT_WRITERS = {
+    "sft data": lambda out: ["sft", "data", "--out", out, "-n", "2"],
+    "plot curves": lambda out: ["plot", "curves", "{metrics}", "--out", out],
+    "stats leaderboard --plot": lambda out: ["stats", "leaderboard", "{items}", "--plot", out],
+}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink_loop", "folder", "char_device"])
+def test_outputs_that_are_not_regular_files_are_refused_and_kept(kind, tmp_path):
+    metrics, items = tmp_path / "m.jsonl", tmp_path / "items.jsonl"
+    metrics.write_text("".join(json.dumps({"step": i, "loss": 1 / (i + 1)}) + "\n" for i in range(5)))
+    items.write_text("".join(json.dumps(r) + "\n" for r in _GOOD_ROWS))
+    for writer, argv in OUTPUT_WRITERS.items():
+        target = tmp_path / f"{writer.split()[0]}-{kind}.png"
+        if not _special_target(kind, target):
+            pytest.skip("mknod needs root")
+        before = os.lstat(target).st_mode
+        args = [a.format(metrics=metrics, items=items) for a in argv(str(target))]
+        outcome = run_case(args, json_flag=False)
+        assert outcome.exit_code == 2 and not outcome.problems, (writer, outcome)
+        assert os.lstat(target).st_mode == before, f"{writer} replaced the {kind}"
+
+
 def test_every_command_family_is_fuzzed():
     """A new command group must get a template here: the fuzz suite covers every family."""
     import typer

@@ -25,6 +25,7 @@ __all__ = [
     "STDIN",
     "BoundedLines",
     "SourceText",
+    "check_replaceable",
     "display_name",
     "not_utf8_hint",
     "open_binary",
@@ -221,6 +222,37 @@ def read_whole_bytes(path: str | Path, *, kind: str, hint: str) -> bytes:
             hint=hint,
         )
     return data
+
+
+def check_replaceable(path: str | Path) -> None:
+    """Refuse an output ``path`` that a write through a temporary file and ``os.replace`` must not replace:
+    an existing device, FIFO, socket or folder, or a symlink that leads nowhere (a loop). Run as root, the
+    rename would put a regular file where ``/dev/null`` was (round five of issue 36's hostile suite:
+    ``sft data --out /dev/null`` did); a FIFO or a link would be replaced silently.
+
+    Raises:
+        InputError: naming the path and what it is.
+    """
+    import os
+    import stat
+
+    try:
+        os.lstat(path)
+    except OSError:
+        return  # a new file, or a path that cannot be looked at: the write itself names the problem
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        kind = "a symlink that leads nowhere (a loop, or a missing target)"
+    else:
+        if stat.S_ISREG(mode):
+            return
+        kind = "a folder" if stat.S_ISDIR(mode) else "a device, FIFO or socket"
+    raise InputError(
+        f"exists and is {kind}, not a regular file: nothing is written there",
+        path=str(path),
+        hint="give a new file name, or a regular file to replace",
+    )
 
 
 def not_utf8_hint(head: bytes) -> str:

@@ -4,7 +4,6 @@ synthetic conversations whose answers can be checked (arithmetic, string reversa
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import random
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from expkit.data.sources import check_replaceable
 from expkit.errors import InputError, UsageError
 
 __all__ = [
@@ -378,9 +378,10 @@ def write_chat_jsonl(examples: Sequence[ChatExample], path: str | Path) -> Path:
     The lines go to a temporary name beside ``path``, renamed to ``path`` once all are written: Ctrl-C or a
     full disk midway leaves no file under the final name (a part-written file would pass ``data validate``)."""
     p = Path(path)
+    # say so before writing: the rename would fail naming the temporary file (a folder), or replace a device
+    # (/dev/null, as root), a FIFO or a symlink loop by a regular file
+    check_replaceable(p)
     p.parent.mkdir(parents=True, exist_ok=True)
-    if p.is_dir():  # say so before writing: the rename would fail naming the temporary file, not the user's path
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(p))
     tmp = p.with_name(f".{p.name}.{os.getpid()}.part")
     try:
         with tmp.open("w", encoding="utf-8") as fh:
