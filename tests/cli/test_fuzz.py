@@ -979,6 +979,26 @@ def test_outputs_that_are_not_regular_files_are_refused_and_kept(kind, tmp_path)
         assert os.lstat(target).st_mode == before, f"{writer} replaced the {kind}"
 
 
+FIGURE_WRITERS = {
+    "plot curves": lambda out: ["plot", "curves", "{metrics}", "--out", out],
+    "stats leaderboard --plot": lambda out: ["stats", "leaderboard", "{items}", "--plot", out],
+    "roofline --figure": lambda out: ["roofline", "--gpu", "H100", "--model", "qwen2.5-0.5b", "--figure", out],
+}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".xyz", ".PNG.txt"])
+def test_figures_named_with_a_suffix_no_format_has_are_one_line(suffix, tmp_path):
+    # round five: `stats leaderboard --plot out.jsonl` was matplotlib's ValueError, exit 3
+    metrics, items = tmp_path / "m.jsonl", tmp_path / "items.jsonl"
+    metrics.write_text("".join(json.dumps({"step": i, "loss": 1 / (i + 1)}) + "\n" for i in range(5)))
+    items.write_text("".join(json.dumps(r) + "\n" for r in _GOOD_ROWS))
+    for writer, argv in FIGURE_WRITERS.items():
+        out = tmp_path / f"{writer.split()[0]}{suffix}"
+        outcome = run_case([a.format(metrics=metrics, items=items) for a in argv(str(out))], json_flag=False)
+        assert outcome.exit_code == 2 and not outcome.problems, (writer, outcome)
+        assert not out.exists()
+
+
 def test_every_command_family_is_fuzzed():
     """A new command group must get a template here: the fuzz suite covers every family."""
     import typer

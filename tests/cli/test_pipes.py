@@ -99,3 +99,38 @@ def test_a_closed_pipe_is_forgotten_by_the_next_command_in_the_same_process(cli)
     note_pipe_closed()
     res = cli("stats", "ci", "-k", "1", "-n", "2")
     assert res.exit_code == 0 and "1/2" in res.stdout
+
+
+FULL_STDOUT_CASES = [
+    ["--help"],
+    ["--version"],
+    ["sweep", "--help"],
+    ["stats", "ci", "-k", "1", "-n", "2"],
+    ["labs", "list", "--json"],
+]
+
+
+def test_a_full_stdout_is_exit_2_and_one_line(tmp_path: Path) -> None:
+    # round five: `expkit --help > /dev/full` and `--version` were a traceback (exit 1); a CI gate must see
+    # that the output was lost: exit 2 and one line on stderr, for --help as for a command
+    import os
+    import stat
+
+    if not os.path.exists("/dev/full") or not stat.S_ISCHR(os.stat("/dev/full").st_mode):
+        pytest.skip("no /dev/full here")
+    procs = []
+    for argv in FULL_STDOUT_CASES:
+        with open("/dev/full", "wb") as full:
+            procs.append(
+                (
+                    argv,
+                    subprocess.Popen(
+                        [sys.executable, "-m", "expkit", *argv], stdout=full, stderr=subprocess.PIPE, text=True
+                    ),
+                )
+            )
+    for argv, proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 2, (argv, err[-2000:])
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err[-2000:])
+        assert "No space left on device" in err, (argv, err)

@@ -336,11 +336,22 @@ def main() -> None:
         code = exc.code
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
+    except OSError as exc:  # --help or --version printed into a full stdout (before any command's boundary)
+        if exc.errno not in _WRITE_ERRNOS:
+            raise
+        _silence_stdout()
+        print(f"error: cannot write standard output: {exc.strerror or exc}", file=sys.stderr)
+        code = 2
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
-    except (OSError, ValueError):  # a closed or failing stdout: the exit code already says what happened
+    except OSError as exc:  # stdout refused what was printed (`> /dev/full`, a full disk): the output is lost
+        _silence_stdout()  # the interpreter's own flush would fail again
+        print(f"error: cannot write standard output: {exc.strerror or exc}", file=sys.stderr)
+        if code in (0, None):  # a success whose output nobody got is not a success (cat, git: non-zero)
+            code = 2
+    except ValueError:  # stdout closed by the command: the exit code already says what happened
         pass
     if code == EXIT_BROKEN_PIPE or pipe_closed():
         _silence_stdout()  # Python would complain again while flushing stdout at exit

@@ -41,6 +41,13 @@ def save_figure(fig: Any, path: Path) -> Path:
             path=path,
             hint="give --out a new file name, or a file to replace",
         )
+    formats = fig.canvas.get_supported_filetypes()
+    if path.suffix.lower().lstrip(".") not in formats:  # matplotlib's ValueError was an exit 3 (`--plot x.jsonl`)
+        raise InputError(
+            f"a figure cannot be written as {path.suffix or 'a file without a suffix'!r}",
+            path=path,
+            hint=f"end the name in .png or .svg (or one of {', '.join(sorted(formats))})",
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
