@@ -134,3 +134,51 @@ def test_a_full_stdout_is_exit_2_and_one_line(tmp_path: Path) -> None:
         assert proc.returncode == 2, (argv, err[-2000:])
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (argv, err[-2000:])
         assert "No space left on device" in err, (argv, err)
+
+
+_ESCAPES_TRACEBACK = (
+    'Traceback (most recent call last):\n  File "t\u00e9st.py", line 3, in <module>\n    x\n'
+    "ValueError: caf\u00e9 \u2192 \x1b[2J bad\n"
+)
+HOSTILE_ENVIRONMENTS = [
+    ({"COLUMNS": "99999999"}, ["--help"]),
+    ({"COLUMNS": "99999999"}, ["stats", "table", "{items}"]),
+    ({"PYTHONIOENCODING": "ascii"}, ["why", "{tb}"]),
+    ({"PYTHONIOENCODING": "latin-1"}, ["why", "{tb}"]),
+    ({"PYTHONIOENCODING": "ascii"}, ["stats", "table", "{items}"]),
+    ({"COLUMNS": "0", "TERM": "dumb", "LANG": "C", "LC_ALL": "C"}, ["why", "{tb}"]),
+]
+
+
+def test_hostile_environments_end_quickly_without_a_traceback(tmp_path: Path) -> None:
+    # round five: COLUMNS=99999999 made `--help` run for minutes (rich laid out 10**8 columns a line);
+    # PYTHONIOENCODING=ascii or latin-1 made `why` exit 3 on a non-ASCII character (UnicodeEncodeError)
+    import os
+
+    tb, items = tmp_path / "tb.txt", tmp_path / "items.jsonl"
+    tb.write_text(_ESCAPES_TRACEBACK, encoding="utf-8")
+    rows = [{"model": m, "item": i, "score": (i * 7 + len(m)) % 2} for m in ("a\u00e9", "b") for i in range(20)]
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    procs = []
+    for env, argv in HOSTILE_ENVIRONMENTS:
+        args = [a.format(tb=tb, items=items) for a in argv]
+        procs.append(
+            (
+                env,
+                args,
+                subprocess.Popen(
+                    [sys.executable, "-m", "expkit", *args],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env={**os.environ, **env},
+                ),
+            )
+        )
+    for env, args, proc in procs:
+        try:
+            out, err = proc.communicate(timeout=120)  # ~1 s each at idle; the defect ran for minutes
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"hung: {env} expkit {' '.join(args)}")
+        assert proc.returncode == 0, (env, args, err[-2000:])
+        assert b"Traceback" not in err and len(out) < 2_000_000, (env, args, err[-2000:])

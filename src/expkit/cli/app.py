@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
+from typer import rich_utils
 from typer.core import TyperGroup
 
 from expkit import __version__
@@ -122,6 +123,9 @@ def _is_click_control(exc: BaseException) -> bool:
     )
 
 
+_TYPER_HELP_WIDTH = rich_utils.MAX_WIDTH  # TERMINAL_WIDTH, as typer read it
+
+
 class _ErrorBoundary(TyperGroup):
     """The one error boundary: every exception below becomes one exit code and, for ours, one line."""
 
@@ -129,9 +133,11 @@ class _ErrorBoundary(TyperGroup):
 
     def main(self, args: Any = None, *a: Any, **kw: Any) -> Any:
         from expkit.cli.output import set_command_name
-        from expkit.render.console import note_pipe_closed, pipe_closed, terminal_safe_streams
+        from expkit.render.console import help_width, note_pipe_closed, pipe_closed, terminal_safe_streams
 
         note_pipe_closed(False)  # a new command (a test runs many in one process)
+        # COLUMNS=99999999: typer's help console would lay out 10**8 columns a line; capped for this command only
+        rich_utils.MAX_WIDTH = help_width() or _TYPER_HELP_WIDTH
         self._argv = tuple(sys.argv[1:] if args is None else args)
         set_command_name(self._command_from_argv())
         standalone = kw.get("standalone_mode", True)

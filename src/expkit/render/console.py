@@ -24,11 +24,13 @@ from rich.table import Column, Table
 from expkit.diagnose.logtext import sanitize_for_terminal
 
 __all__ = [
+    "MAX_COLUMNS",
     "PIPE_WIDTH",
     "byte_progress",
     "console_width",
     "err_console",
     "fitted_table",
+    "help_width",
     "note_pipe_closed",
     "out_console",
     "pipe_closed",
@@ -37,6 +39,9 @@ __all__ = [
 
 PIPE_WIDTH = 200
 """Table width in a pipe or file without ``COLUMNS``: wide enough that no column of ours is cut."""
+MAX_COLUMNS = 1000
+"""The widest ``COLUMNS`` honoured: rich lays out every line at the width it is given, and
+``COLUMNS=99999999 expkit --help`` ran for minutes (round five of issue 36's hostile suite)."""
 
 
 def console_width(stream: TextIO) -> int | None:
@@ -51,7 +56,14 @@ def console_width(stream: TextIO) -> int | None:
 
 def _columns_env() -> int | None:
     columns = os.environ.get("COLUMNS", "").strip()
-    return int(columns) if columns.isdigit() and int(columns) > 0 else None
+    return min(int(columns), MAX_COLUMNS) if columns.isdigit() and int(columns) > 0 else None
+
+
+def help_width() -> int | None:
+    """The width for click's and typer's help (their console reads ``COLUMNS`` itself): ``MAX_COLUMNS`` when
+    ``COLUMNS`` asks for more, else None (theirs to decide)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    return MAX_COLUMNS if columns.isdigit() and int(columns) > MAX_COLUMNS else None
 
 
 EXIT_BROKEN_PIPE = 141
@@ -78,7 +90,10 @@ class _PipeAwareConsole(Console):
     other expkit command and like coreutils (issue 21: ``expkit ... | head -1`` exited 1 for every table)."""
 
     def render_str(self, text: str, *args: Any, **kwargs: Any) -> Any:
-        return super().render_str(_surrogates_shown(sanitize_for_terminal(text)), *args, **kwargs)
+        text = _surrogates_shown(sanitize_for_terminal(text))
+        if not self.encoding.startswith("utf"):  # PYTHONIOENCODING=ascii: an "é" in a cell was a UnicodeEncodeError
+            text = text.encode(self.encoding, "backslashreplace").decode(self.encoding)
+        return super().render_str(text, *args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         note_pipe_closed()
@@ -120,8 +135,13 @@ class TerminalSafeStream(io.TextIOBase):
         self.unsanitized = stream
 
     def write(self, text: str) -> int:
+        safe = _surrogates_shown(sanitize_for_terminal(text))
         try:
-            self.unsanitized.write(_surrogates_shown(sanitize_for_terminal(text)))
+            try:
+                self.unsanitized.write(safe)
+            except UnicodeEncodeError:  # PYTHONIOENCODING=ascii, a latin-1 terminal: show what cannot be encoded
+                encoding = getattr(self.unsanitized, "encoding", None) or "ascii"
+                self.unsanitized.write(safe.encode(encoding, "backslashreplace").decode(encoding))
         except BrokenPipeError:
             note_pipe_closed()
             raise
