@@ -98,6 +98,10 @@ def test_count_options_with_huge_integers_end_in_one_line(tmp_path: Path) -> Non
         ("data", "head", "-n"): ["data", "head", str(items)],
         ("data", "sample", "-n"): ["data", "sample", str(items)],
         ("data", "sample", "--seed"): ["data", "sample", str(items), "-n", "2"],
+        # round five: numpy's "Maximum allowed dimension exceeded" and torch's TypeError, exit 3
+        ("stats", "leaderboard", "--boot"): ["stats", "leaderboard", str(items)],
+        ("roofline", "decode", "--batch-sizes"): ["roofline", "decode", "--new-tokens", "2"],
+        ("roofline", "decode", "--new-tokens"): ["roofline", "decode", "--batch-sizes", "1"],
     }
     cases = [[*argv, key[-1], big] for key, argv in base.items() for big in HUGE_INTS]
     cases += [["stats", "power", "--baseline", "0.5", "--delta", "0.05", "--alpha", a] for a in ("5e-324", "1e-17")]

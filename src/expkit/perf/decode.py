@@ -95,6 +95,12 @@ def _decode_steps(model: Any, *, batch: int, prompt_len: int, new_tokens: int, s
     return times
 
 
+MAX_DECODE_BATCH = 4096
+"""The largest batch (and number of new tokens) measured: the tiny decoder's KV cache at 4096 x 4096 tokens is
+already GiBs on a CPU; past it (``--batch-sizes 18446744073709551616`` was torch's TypeError, exit 3) a
+measurement would not end or not fit."""
+
+
 def measure_decode_throughput(
     *,
     batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64),
@@ -125,10 +131,12 @@ def measure_decode_throughput(
     from expkit.hardware.threads import torch_threads
     from expkit.perf.roofline import ModelShape
 
-    if not batch_sizes or min(batch_sizes) < 1:
-        raise UsageError(f"batch sizes {batch_sizes} must be non-empty and >= 1")
-    if new_tokens < 2 or prompt_len < 1:
-        raise UsageError(f"new_tokens={new_tokens} must be >= 2 and prompt_len={prompt_len} >= 1")
+    if not batch_sizes or min(batch_sizes) < 1 or max(batch_sizes) > MAX_DECODE_BATCH:
+        raise UsageError(f"batch sizes {batch_sizes} must be non-empty, each in [1, {MAX_DECODE_BATCH:,}]")
+    if not 2 <= new_tokens <= MAX_DECODE_BATCH or prompt_len < 1:
+        raise UsageError(
+            f"new_tokens={new_tokens} must be in [2, {MAX_DECODE_BATCH:,}] and prompt_len={prompt_len} >= 1"
+        )
     model = model if model is not None else build_tiny_decoder(seed=seed)
     shape = ModelShape.from_hf_config(model.config.to_dict(), name=type(model).__name__)
     wbytes = next(model.parameters()).element_size()
