@@ -104,6 +104,12 @@ def test_count_options_with_huge_integers_end_in_one_line(tmp_path: Path) -> Non
         ("roofline", "decode", "--new-tokens"): ["roofline", "decode", "--batch-sizes", "1"],
     }
     cases = [[*argv, key[-1], big] for key, argv in base.items() for big in HUGE_INTS]
+    # options of commands that run a program after `--` (round five: OverflowError and MemoryError, exit 3)
+    cases += [
+        [*cmd, flag, big, "--", "false"]
+        for cmd, flag in ((["profile"], "--timeout"), (["runs", "determinism"], "--seeds"))
+        for big in HUGE_INTS
+    ]
     cases += [["stats", "power", "--baseline", "0.5", "--delta", "0.05", "--alpha", a] for a in ("5e-324", "1e-17")]
     problems = [(r.argv[-2:], one_line_or_result(r), r.stderr[-300:]) for r in run_many(cases, tmp_path / "p")]
     problems = [p for p in problems if p[1]]

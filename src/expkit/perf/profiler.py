@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["ScriptProfile", "profile", "profile_script"]
 
 
+MAX_TIMEOUT_S = 30 * 24 * 3600
+"""The longest --timeout: 30 days. 2**64 s overflowed the wait of subprocess (OverflowError, exit 3)."""
+
+
 def _timed_steps(step_fn: Callable[[], object], n: int, sync: Callable[[], None]) -> list[float]:
     times = []
     for _ in range(n):
@@ -184,8 +188,10 @@ def profile_script(
             trace could not be written (a full disk).
     """
     args = _script_argv(argv)
-    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
-        raise UsageError(f"timeout_s {timeout_s} must be a finite number of seconds > 0", hint="e.g. 600")
+    if timeout_s is not None and not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
+        raise UsageError(
+            f"timeout_s {timeout_s} must be a number of seconds in (0, {MAX_TIMEOUT_S:,}] (30 days)", hint="e.g. 600"
+        )
     trace = Path(trace_path)
     if trace.is_dir():
         raise UsageError(

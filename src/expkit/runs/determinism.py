@@ -91,9 +91,18 @@ def _summarize(
     )
 
 
+MAX_PROBE_SEEDS = 1000
+"""The most seeds a probe runs (each is a full run of the command)."""
+
+
 def _seed_list(base_seed: int, seeds: int) -> list[int]:
     if seeds < 2:
         raise UsageError(f"seeds {seeds} is too few", hint="a spread needs at least 2 distinct seeds")
+    if seeds > MAX_PROBE_SEEDS:  # 2**64 seeds was a MemoryError building the list (exit 3)
+        raise UsageError(
+            f"seeds {seeds} is more than {MAX_PROBE_SEEDS:,}: each seed is one full run of the command",
+            hint="a spread is estimated well from 5-20 seeds",
+        )
     return [base_seed + i for i in range(seeds)]
 
 
