@@ -1016,6 +1016,23 @@ def test_a_csv_header_of_100000_columns_is_one_line(argv, tmp_path):
     assert len(outcome.output) < 2000, outcome.output[:300]  # the columns are listed in part, not 100,000
 
 
+# round five: an argument whose bytes are not UTF-8 (Python reads b"\\xff" as "\\udcff") reached orjson in the
+# run record and the sweep plan: TypeError, exit 3. Each recorder x where the argument sits.
+NOT_UTF8 = "a\udcffb"
+RECORDERS = [
+    ["runs", "exec", "--store", "{store}", "--", sys.executable, "-c", "pass", NOT_UTF8],
+    ["sweep", "--grid", f"a={NOT_UTF8},2", "--seeds", "1", "--store", "{store}", "--", sys.executable, "-c", "pass"],
+    ["sweep", "--grid", "a=1", "--seeds", "1", "--store", "{store}", "--", sys.executable, "-c", "pass", NOT_UTF8],
+]
+
+
+@pytest.mark.parametrize("argv", RECORDERS, ids=["runs exec command", "sweep grid value", "sweep command"])
+def test_arguments_that_are_not_utf8_are_one_line_for_every_recorder(argv, tmp_path):
+    outcome = run_case([a.format(store=tmp_path / "store") for a in argv], json_flag=False)
+    assert outcome.exit_code == 2 and not outcome.problems, outcome
+    assert "a\\xffb' is not UTF-8 text" in outcome.output, outcome.output[-500:]
+
+
 def test_every_command_family_is_fuzzed():
     """A new command group must get a template here: the fuzz suite covers every family."""
     import typer

@@ -106,10 +106,48 @@ def validate_name(text: str, *, what: str = "run name") -> str:
     return text
 
 
+def _first_not_utf8(obj: Any) -> str | None:
+    """The first string in ``obj`` (keys included) that cannot be UTF-8: a lone surrogate, which is how Python
+    reads an argument or a file name whose bytes are not UTF-8 (``\\xff``)."""
+    stack = [obj]
+    while stack:  # iterative: a record may be deep
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
+
+
 def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write JSON to ``path`` through a temp file and ``os.replace`` (readers never see half a file)."""
+    """Write JSON to ``path`` through a temp file and ``os.replace`` (readers never see half a file).
+
+    Raises:
+        UsageError: a string that is not UTF-8 text (an argument with bytes like ``\\xff``): a record is strict
+            JSON, which cannot hold it (round five of issue 36: ``runs exec -- echo $'\\xff'`` was exit 3).
+    """
+    try:
+        data = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+    except TypeError:
+        bad = _first_not_utf8(obj)
+        if bad is None:
+            raise
+        try:  # \xff as the argument's byte; a surrogate that no byte gives (\ud800) as its code
+            shown = bad.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:
+            shown = bad.encode("utf-8", "backslashreplace").decode("utf-8")
+        raise UsageError(
+            f"'{shown[:200]}' is not UTF-8 text: a run record is strict JSON and cannot hold it",
+            hint="rename the file to a UTF-8 name, or pass the value through a file or an environment variable",
+        ) from None
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
