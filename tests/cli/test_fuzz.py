@@ -964,6 +964,8 @@ OUTPUT_WRITERS = {
     "sft data": lambda out: ["sft", "data", "--out", out, "-n", "2"],
     "plot curves": lambda out: ["plot", "curves", "{metrics}", "--out", out],
     "stats leaderboard --plot": lambda out: ["stats", "leaderboard", "{items}", "--plot", out],
+    # torch renames its trace into place: a FIFO was replaced by the trace (refused now before the script runs)
+    "profile --out": lambda out: ["profile", "--out", out, "--", sys.executable, "{script}"],
 }
 
 
@@ -972,12 +974,14 @@ def test_outputs_that_are_not_regular_files_are_refused_and_kept(kind, tmp_path)
     metrics, items = tmp_path / "m.jsonl", tmp_path / "items.jsonl"
     metrics.write_text("".join(json.dumps({"step": i, "loss": 1 / (i + 1)}) + "\n" for i in range(5)))
     items.write_text("".join(json.dumps(r) + "\n" for r in _GOOD_ROWS))
+    script = tmp_path / "ops.py"
+    script.write_text("import torch\nx = torch.randn(8, 8)\nprint((x @ x).sum().item())\n")
     for writer, argv in OUTPUT_WRITERS.items():
         target = tmp_path / f"{writer.split()[0]}-{kind}.png"
         if not _special_target(kind, target):
             pytest.skip("mknod needs root")
         before = os.lstat(target).st_mode
-        args = [a.format(metrics=metrics, items=items) for a in argv(str(target))]
+        args = [a.format(metrics=metrics, items=items, script=script) for a in argv(str(target))]
         outcome = run_case(args, json_flag=False)
         assert outcome.exit_code == 2 and not outcome.problems, (writer, outcome)
         assert os.lstat(target).st_mode == before, f"{writer} replaced the {kind}"

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from expkit.data.sources import check_replaceable
 from expkit.errors import CheckFailed, InputError, UsageError
 from expkit.perf.buckets import ProfileReport, bucket_trace
 from expkit.perf.trace import load_trace
@@ -198,6 +199,7 @@ def profile_script(
             f"trace_path {trace} is a directory; give the trace file to write",
             hint=f"e.g. {trace / 'profile_trace.json'}",
         )
+    check_replaceable(trace)  # torch renames its trace into place: /dev/null (as root) or a FIFO would be replaced
     try:
         trace.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
