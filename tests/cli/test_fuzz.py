@@ -966,6 +966,8 @@ OUTPUT_WRITERS = {
     "stats leaderboard --plot": lambda out: ["stats", "leaderboard", "{items}", "--plot", out],
     # torch renames its trace into place: a FIFO was replaced by the trace (refused now before the script runs)
     "profile --out": lambda out: ["profile", "--out", out, "--", sys.executable, "{script}"],
+    # a FIFO blocked the write (a hang): refused like the others
+    "sft audit --html": lambda out: ["sft", "audit", "--model", "{model}", "--data", "{chat}", "--html", out],
 }
 
 
@@ -976,12 +978,18 @@ def test_outputs_that_are_not_regular_files_are_refused_and_kept(kind, tmp_path)
     items.write_text("".join(json.dumps(r) + "\n" for r in _GOOD_ROWS))
     script = tmp_path / "ops.py"
     script.write_text("import torch\nx = torch.randn(8, 8)\nprint((x @ x).sum().item())\n")
+    from expkit.finetune.chatdata import generate_chat_examples, write_chat_jsonl
+    from expkit.finetune.demomodel import ensure_demo_model
+
+    model = ensure_demo_model(quick=True).path
+    chat = write_chat_jsonl(generate_chat_examples(n=2, seed=0), tmp_path / "chat.jsonl")
     for writer, argv in OUTPUT_WRITERS.items():
-        target = tmp_path / f"{writer.split()[0]}-{kind}.png"
+        target = tmp_path / f"{writer.replace(' ', '_').replace('-', '')}-{kind}.png"
         if not _special_target(kind, target):
             pytest.skip("mknod needs root")
         before = os.lstat(target).st_mode
-        args = [a.format(metrics=metrics, items=items, script=script) for a in argv(str(target))]
+        fields = {"metrics": metrics, "items": items, "script": script, "model": model, "chat": chat}
+        args = [a.format(**fields) for a in argv(str(target))]
         outcome = run_case(args, json_flag=False)
         assert outcome.exit_code == 2 and not outcome.problems, (writer, outcome)
         assert os.lstat(target).st_mode == before, f"{writer} replaced the {kind}"

@@ -108,7 +108,15 @@ def audit_html(audit: LabelAudit, *, title: str) -> str:
 
 
 def write_audit_html(result: FileAudit, path: Path, *, title: str) -> Path:
-    """Write ``audit_html`` of the audit to ``path`` (parents created) and return it."""
+    """Write ``audit_html`` of the audit to ``path`` (parents created) and return it.
+
+    Raises:
+        InputError: ``path`` is a FIFO (the write blocked until a reader came: round five of issue 36), a
+            device, a folder or a symlink loop.
+    """
+    from expkit.data.sources import check_replaceable
+
+    check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(audit_html(result.audit, title=title), encoding="utf-8")
     return path
