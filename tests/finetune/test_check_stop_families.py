@@ -8,7 +8,8 @@ The base model is ``expkit.perf.decode.build_tiny_decoder`` (Qwen2, 1 layer, wid
 weights of std 0.2: with transformers' default 0.02 the frozen tied embeddings cap every logit near 1, and LoRA
 alone cannot make any token likely (the loss stays near ln(vocab)).
 
-Regenerate the table in docs/finetune.md with
+The test run measures a sample of families (``SUITE_SAMPLE``, one of each kind); every family with
+``EXPKIT_CHECK_STOP_ALL=1`` (about an hour of CPU). Regenerate the table in docs/finetune.md with
 ``EXPKIT_WRITE_DOCS=1 .venv/bin/python -m pytest tests/finetune/test_check_stop_families.py``. With
 ``EXPKIT_CHECK_STOP_ROWS=DIR`` each family's measured row is also saved to ``DIR/<family>.json`` and a saved row is
 used instead of measuring again, so that sessions run side by side (``-k`` on a part of the families each) feed one
@@ -104,7 +105,29 @@ VARIES = {
 }
 _BY_NAME = {f.name: f for f in families()}
 ALL = tuple(n for n in sorted(_BY_NAME) if n not in NOT_RUN)
-PASSING = tuple(n for n in ALL if n not in KNOWN_FAILING)
+# The test run measures one family of each kind (ChatML, Llama 3/4, Gemma, Mistral [INST] and tekken, Phi, SmolLM,
+# GLM, harmony, a reasoning template, and a known failure): the whole table costs about an hour of CPU (Command R7B's
+# and Cohere2's 1,300-1,800-token system prompts alone ~18 min), far past the suite's 15 minutes. Every family is
+# measured with EXPKIT_CHECK_STOP_ALL=1, and when the docs table is written (EXPKIT_WRITE_DOCS=1).
+SUITE_SAMPLE = (
+    "qwen2_5",
+    "qwen3_instruct_2507",
+    "qwen3_5_think",
+    "llama3",
+    "llama4",
+    "gemma3",
+    "mistral_v3",
+    "mistral_tekken",
+    "phi3",
+    "phi4",
+    "smollm3",
+    "glm4_chat",
+    "gptoss",
+    "deepseekv3",
+)
+_EVERY = os.environ.get("EXPKIT_CHECK_STOP_ALL") == "1" or os.environ.get("EXPKIT_WRITE_DOCS") == "1"
+MEASURED = ALL if _EVERY else tuple(n for n in ALL if n in SUITE_SAMPLE)
+PASSING = tuple(n for n in MEASURED if n not in KNOWN_FAILING)
 
 
 @pytest.fixture(autouse=True)
@@ -318,6 +341,7 @@ def test_a_token_joining_the_template_separator_and_the_content_is_trained(tmp_p
         *(
             pytest.param(n, marks=pytest.mark.xfail(strict=n not in VARIES, reason=VARIES.get(n, why)))
             for n, why in KNOWN_FAILING.items()
+            if n in MEASURED
         ),
     ],
 )
