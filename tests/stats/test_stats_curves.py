@@ -135,3 +135,21 @@ def test_per_rank_rows_of_a_torchrun_run_give_rank_0s_curve(tmp_path):
     f.write_text("".join(rows))
     (c,) = load_curves([f])
     assert c.x.tolist() == [1.0, 2.0, 3.0] and c.y.tolist() == pytest.approx([1.9, 1.8, 1.7])
+
+
+def test_a_run_whose_metrics_link_out_of_its_folder_is_not_followed(tmp_path):
+    # hostile round five (issue 36): a store from elsewhere with metrics.jsonl -> a file outside the run folder;
+    # plot curves quoted that file's first line in its parse error
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:$6$hash:19000:0:99999:7:::\n")
+    run = tmp_path / "store" / "r1"
+    run.mkdir(parents=True)
+    (run / "metrics.jsonl").symlink_to(secret)
+    with pytest.raises(InputError, match="leaves its run directory") as err:
+        load_curves([run], metric="loss")
+    assert "root:" not in str(err.value)
+    inside = tmp_path / "store" / "r2"
+    inside.mkdir()
+    (inside / "m.jsonl").write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.0}\n')
+    (inside / "metrics.jsonl").symlink_to(inside / "m.jsonl")  # a link inside the folder is read as before
+    assert [c.y.tolist() for c in load_curves([inside], metric="loss")] == [[2.0, 1.0]]

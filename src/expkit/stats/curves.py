@@ -231,6 +231,12 @@ def load_curves(
             mfile = p / "metrics.jsonl"
             if not mfile.is_file():
                 raise InputError("run directory has no metrics.jsonl", path=p)
+            if not mfile.resolve().is_relative_to(p.resolve()):  # a store from elsewhere must not read /etc/...
+                raise InputError(
+                    "metrics.jsonl is a link that leaves its run directory; not followed",
+                    path=mfile,
+                    hint="a run's records live inside its folder: copy the file in instead of linking it",
+                )
             found = _curves_from_rows(
                 _read_rows(mfile),
                 path=mfile,
