@@ -246,3 +246,28 @@ def test_a_port_in_use_and_a_host_name_are_one_line_exit_2(cli, tmp_path):
         held.close()
     res = cli("ui", "--store", str(tmp_path), "--host", "example.invalid")  # no name is looked up
     assert res.exit_code == 2 and "not an IP address" in res.stderr
+
+
+def test_a_log_or_metrics_linked_out_of_the_run_folder_is_not_served(tmp_path):
+    # a store from elsewhere whose output.log and metrics.jsonl link to files outside their run (issue 36's
+    # hostile round five found plot curves following such a link; the web view, which can be --expose'd, must not)
+    import expkit.runs as runs
+    from expkit.runs.store import find_run_dir
+    from expkit.ui.views import run_page
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text('{"step": 1, "loss": 42.0}\nroot:$6$hash:19000:0:99999:7:::\n')
+    store = tmp_path / "store"
+    with runs.start(config={"lr": 0.1}, seed=0, store=store, name="linked") as run:
+        run.log(1, loss=1.0)
+    run_dir = find_run_dir(store, "linked")
+    for name in ("output.log", "metrics.jsonl"):
+        (run_dir / name).unlink(missing_ok=True)
+        (run_dir / name).symlink_to(secret)
+    page = run_page(store, "linked")
+    assert page.log_tail == "" and "root:" not in page.log_tail
+    assert SeriesCache().series(run_dir, "loss", buckets=10).y == []
+    (run_dir / "metrics.jsonl").unlink()
+    (run_dir / "inside.jsonl").write_text('{"step": 1, "loss": 1.0}\n')
+    (run_dir / "metrics.jsonl").symlink_to(run_dir / "inside.jsonl")  # a link inside the run still reads
+    assert SeriesCache().series(run_dir, "loss", buckets=10).y == [1.0]

@@ -117,6 +117,8 @@ class SeriesCache:
             return state
         if not path.is_file():  # a FIFO or a folder in its place is never opened
             return state
+        if not path.resolve().is_relative_to(run_dir.resolve()):  # linked out of the run folder: not read
+            return state
         if state.inode != st.st_ino or st.st_size < state.offset:  # replaced or truncated: read afresh
             state.offset, state.inode, state.points = 0, st.st_ino, {}
         if st.st_size == state.offset:

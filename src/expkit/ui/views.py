@@ -226,8 +226,10 @@ class RunPage:
     log_skipped_bytes: int
 
 
-def _log_tail(path: Path) -> tuple[str, int]:
+def _log_tail(path: Path, run_dir: Path) -> tuple[str, int]:
     if not path.is_file():  # a FIFO in its place is never opened
+        return "", 0
+    if not path.resolve().is_relative_to(run_dir.resolve()):  # a log named or linked out of the run: not served
         return "", 0
     size = path.stat().st_size
     with path.open("rb") as f:
@@ -240,7 +242,7 @@ def run_page(store: Path, ref: str) -> RunPage:
     """The run ``ref`` (id, unique id prefix or name), as ``expkit runs show`` finds it."""
     view = describe_run(ref, store=store)
     run_dir = find_run_dir(store, view.record.id)
-    tail, skipped = _log_tail(run_dir / (view.record.logs.output or "output.log"))
+    tail, skipped = _log_tail(run_dir / (view.record.logs.output or "output.log"), run_dir)
     return RunPage(view=view, run_dir=str(run_dir), log_tail=tail, log_skipped_bytes=skipped)
 
 
