@@ -575,7 +575,7 @@ def test_profile_script_options_are_checked_before_running(cli, tmp_path, option
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["sft", "data", "--out", "{tmp}", "-n", "2"], "{tmp}: Is a directory (IsADirectoryError)"),
+        (["sft", "data", "--out", "{tmp}", "-n", "2"], "{tmp}: exists and is a folder, not a regular file"),
         (
             ["sft", "data", "--out", "{tmp}/a-file/x.jsonl", "-n", "2"],
             "{tmp}/a-file: a regular file where a folder is needed (FileExistsError)",

@@ -260,8 +260,10 @@ def render_chat(
 def _raise_refused(exc: Exception) -> None:
     """Raise ``TemplateRefused`` for an error of the template (its ``raise_exception``, or raised in its code);
     return for any other error (expkit's or transformers' bug, re-raised by the caller)."""
-    from jinja2 import TemplateError  # comes with transformers, which rendering a chat needs
+    from jinja2 import TemplateError, TemplateSyntaxError  # comes with transformers, which rendering a chat needs
 
+    if isinstance(exc, TemplateSyntaxError):  # a template that does not parse refuses nothing: it is broken, and
+        return  # load_chat_tokenizer names it at its file and line
     if not isinstance(exc, TemplateError) and not raised_in_template(exc):
         return
     what = str(exc) if isinstance(exc, TemplateError) else f"{type(exc).__name__} in the template: {exc}"
