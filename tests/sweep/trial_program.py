@@ -21,8 +21,11 @@ lr = float(os.environ.get("EXPKIT_CONFIG_LR", "0"))
 if (here / f"fail-{seed}").exists():
     raise RuntimeError(f"trial with seed {seed} fails on purpose")
 marker = here / f"selfkill-{seed}"
-if marker.exists():
-    marker.unlink()
+try:  # unlink claims the marker: of two trials of one seed running at once (configs interleaved by seed), one kills
+    marker.unlink()  # itself; exists() then unlink() let both see it and the second die of FileNotFoundError
+except FileNotFoundError:
+    pass
+else:
     os.kill(os.getpid(), signal.SIGKILL)
 if (here / "slow").exists() and seed != 0 and not (here / "fast").exists():
     time.sleep(60)
