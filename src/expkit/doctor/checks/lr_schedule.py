@@ -45,6 +45,14 @@ def drives(scheduler: Any, optimizer: Any) -> bool:
     return held is optimizer or (held is not None and getattr(held, "optimizer", None) is optimizer)
 
 
+def first_time_driving(probe: Probe, optimizer: Any, done: set[int]) -> list[Any]:
+    """The probe's schedulers that set ``optimizer``'s lr and are not in ``done`` (ids), each added to ``done``:
+    a check that projects a schedule once looks at each scheduler at its first step."""
+    fresh = [s for s in list(probe.schedulers) if id(s) not in done and drives(s, optimizer)]
+    done.update(id(s) for s in fresh)
+    return fresh
+
+
 def _intended_lr(scheduler: Any) -> float | None:
     """The lr a LambdaLR would give at its next step (base lr x lambda(last_epoch + 1)), or None."""
     fns = getattr(scheduler, "lr_lambdas", None)
@@ -139,10 +147,7 @@ class LrNeverReachesSetValue(Check):
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         from expkit.doctor.findings import user_line_of
 
-        for sched in list(probe.schedulers):
-            if id(sched) in self.done or not drives(sched, ev.optimizer):
-                continue
-            self.done.add(id(sched))
+        for sched in first_time_driving(probe, ev.optimizer, self.done):
             declared = declared_steps(sched)
             fns = getattr(sched, "lr_lambdas", None)
             if not declared or "total_steps" not in declared or not fns or declared["total_steps"] < 1:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.lr_schedule import declared_steps, drives
+from expkit.doctor.checks.lr_schedule import declared_steps, first_time_driving
 from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
@@ -131,10 +131,7 @@ class LrScheduleZero(Check):
         self.done: set[int] = set()
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
-        for sched in list(probe.schedulers):
-            if id(sched) in self.done or not drives(sched, ev.optimizer):
-                continue
-            self.done.add(id(sched))
+        for sched in first_time_driving(probe, ev.optimizer, self.done):
             try:
                 lrs = _projected_lrs(sched, ev.optimizer)
             except (TypeError, ValueError, ZeroDivisionError, OverflowError):
