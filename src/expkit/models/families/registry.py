@@ -31,6 +31,9 @@ class Stacks:
     decoder_mlp: MlpSpec
     tied_embeddings: bool
     encoder_extras: tuple[tuple[int, int], ...] = ()
+    # the weights of ``encoder_extras`` as stored, when one matmul runs more than once per source token (Whisper's
+    # conv1 over 2 frames per position: its FLOPs count twice, its weights once); None: one weight per entry
+    encoder_extra_weights: tuple[tuple[int, int], ...] | None = None
     notes: tuple[str, ...] = ()
     # what the stacks save for backward outside the attention and MLP kinds:
     layer_norm: bool = False  # LayerNorm with bias (BART, Whisper) instead of an RMS norm (T5)

@@ -22,6 +22,7 @@ def _stacks(cfg: Any, raw: dict[str, Any], source: str) -> Stacks:
         stacks,
         # per encoder position: conv1 (3 mel frames -> h) runs over 2 input frames, conv2 (3 h -> h) once
         encoder_extras=((3 * mels, h), (3 * mels, h), (3 * h, h)),
+        encoder_extra_weights=((3 * mels, h), (3 * h, h)),  # conv1 and conv2, stored once each
         embedding_norm=False,
         final_norm=True,
         learned_positions=(False, True),  # the encoder adds its sinusoidal table whole, no ids
