@@ -8,6 +8,8 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 OUTSIDE = Path(__file__).parent / "outside"
 MANIFEST = json.loads((OUTSIDE / "manifest.json").read_text())
 
@@ -43,29 +45,39 @@ def test_split_is_the_seeded_two_thirds_split():
 
 
 BATCH2 = MANIFEST["batch2"]
+# each later batch: (its field, at least that many bugs, clean programs, DDP programs)
+LATER_BATCHES = [("batch2", 12, 6, 4), ("batch3", 24, 12, 2)]
 
 
-def test_second_batch_is_listed_once_with_sources_and_marked_lines():
-    listed = [e["program"] for e in BATCH2["programs"]]
-    on_disk = sorted(f"batch2/{p.parent.name}/{p.name}" for p in (OUTSIDE / "batch2").glob("*/*.py"))
+@pytest.mark.parametrize(("batch", "min_bugs", "min_clean", "min_ddp"), LATER_BATCHES)
+def test_later_batch_is_listed_once_with_sources_and_marked_lines(batch, min_bugs, min_clean, min_ddp):
+    entries = MANIFEST[batch]["programs"]
+    listed = [e["program"] for e in entries]
+    on_disk = sorted(f"{batch}/{p.parent.name}/{p.name}" for p in (OUTSIDE / batch).glob("*/*.py"))
     assert sorted(listed) == on_disk and len(set(listed)) == len(listed)
-    for e in BATCH2["programs"]:
+    for e in entries:
         text = (OUTSIDE / e["program"]).read_text()
         assert e["source"].startswith("https://") and e["source"] in text, e["program"]
         assert e["kind"] == ("bug" if "/bugs/" in e["program"] else "clean")
         marked = [i + 1 for i, line in enumerate(text.splitlines()) if "# BUG-LINE" in line]
         assert marked == ([e["bug_line"]] if e["kind"] == "bug" else []), e["program"]
-    kinds = Counter(e["kind"] for e in BATCH2["programs"])
-    assert kinds["bug"] >= 12 and kinds["clean"] >= 6
-    assert sum(e["framework"] == "ddp_gloo" for e in BATCH2["programs"]) >= 4
+    kinds = Counter(e["kind"] for e in entries)
+    assert kinds["bug"] >= min_bugs and kinds["clean"] >= min_clean
+    assert sum(e["framework"] == "ddp_gloo" for e in entries) >= min_ddp
 
 
-def test_second_batch_split_is_its_own_seeded_split():
-    rng = random.Random(BATCH2["seed"])
+@pytest.mark.parametrize("batch", [b for b, *_ in LATER_BATCHES])
+def test_later_batch_split_is_its_own_seeded_split(batch):
+    rng = random.Random(MANIFEST[batch]["seed"])
     for kind, folder in (("bug", "bugs"), ("clean", "clean")):
-        names = sorted(p.stem for p in (OUTSIDE / "batch2" / folder).glob("*.py"))
+        names = sorted(p.stem for p in (OUTSIDE / batch / folder).glob("*.py"))
         rng.shuffle(names)
         dev = set(names[: round(len(names) * 2 / 3)])
-        for e in BATCH2["programs"]:
+        for e in MANIFEST[batch]["programs"]:
             if e["kind"] == kind:
                 assert e["split"] == ("dev" if Path(e["program"]).stem in dev else "held_out"), e["program"]
+
+
+def test_third_batch_uses_no_source_of_the_earlier_batches():
+    earlier = {e["source"] for e in MANIFEST["programs"]} | {e["source"] for e in BATCH2["programs"]}
+    assert not earlier & {e["source"] for e in MANIFEST["batch3"]["programs"]}
