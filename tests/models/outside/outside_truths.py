@@ -27,7 +27,6 @@ from published_truths import (  # noqa: E402  (the published truths' helpers, re
     KV_DTYPE,
     _held_bytes,
     _linear_bytes,
-    _linear_mixer,
     is_tower,
 )
 
@@ -161,22 +160,36 @@ def _kv_shape(text: Any) -> tuple[int, int]:
     return kv, head_dim
 
 
+def _linear_mixer(model: Any, layer_idx: int) -> Any:
+    """The recurrent mixer of layer ``layer_idx``: Mamba / gated DeltaNet / LFM2's short convolution."""
+    layer = (model.model if hasattr(model, "model") else model.backbone).layers[layer_idx]
+    for name in ("mamba", "linear_attn", "mixer", "conv"):
+        if hasattr(layer, name):
+            return getattr(layer, name)
+    for _, module in layer.named_modules():  # Zamba2's hybrid layer: mamba_decoder.mamba
+        if type(module).__name__.endswith("Mixer"):
+            return module
+    raise LookupError(f"layer {layer_idx} of {type(model).__name__} has no mamba / linear_attn / conv mixer")
+
+
 def cache_bytes(name: str, context: int) -> int:
     """Bytes transformers' ``DynamicCache(config=...)`` holds for one sequence after ``context`` tokens (bf16):
-    full layers all tokens, sliding layers window - 1, linear-attention layers (Mamba, conv) the state their
-    own mixer writes on the meta device. MLA keeps one latent + rope key per token (DeepseekV2 caches the
-    expanded K and V: that is what its attention passes to ``cache.update``)."""
+    full layers all tokens, sliding layers window - 1, linear-attention layers (Mamba, LFM2's convolution) the
+    state their own mixer writes on the meta device, and a layer that holds both (Falcon-H1's
+    ``LinearAttentionAndFullAttentionLayer``) both. Latent attention (DeepSeek-V2/V3) caches what its attention
+    passes to ``cache.update``: the latent [1, 1, T, kv_lora_rank] and the rotary key [1, 1, T, qk_rope_head_dim]
+    (transformers 5.25 ``DeepseekV2Attention.forward``)."""
     from transformers import DynamicCache
-    from transformers.cache_utils import LinearAttentionCacheLayerMixin
+    from transformers.cache_utils import DynamicLayer, LinearAttentionCacheLayerMixin
 
     cfg = hf_config(name)
     text = cfg.get_text_config(decoder=True)
     cache = DynamicCache(config=cfg)
     model = None
     kv, head_dim = _kv_shape(text)
-    v_dim = head_dim
-    if getattr(text, "kv_lora_rank", None):  # DeepseekV2Attention caches k (nope + rope) and v per head
-        kv, head_dim, v_dim = text.num_attention_heads, text.qk_nope_head_dim + text.qk_rope_head_dim, text.v_head_dim
+    k_shape, v_shape = (1, kv, context, head_dim), (1, kv, context, head_dim)
+    if getattr(text, "kv_lora_rank", None):
+        k_shape, v_shape = (1, 1, context, text.kv_lora_rank), (1, 1, context, text.qk_rope_head_dim)
     for i, layer in enumerate(cache.layers):
         if isinstance(layer, LinearAttentionCacheLayerMixin):
             if model is None:
@@ -185,10 +198,9 @@ def cache_bytes(name: str, context: int) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 _linear_mixer(model, i)(x, cache=cache)
-        else:
-            k = torch.empty(1, kv, context, head_dim, dtype=KV_DTYPE, device="meta")
-            v = torch.empty(1, kv, context, v_dim, dtype=KV_DTYPE, device="meta")
-            layer.update(k, v)
+        if isinstance(layer, DynamicLayer):
+            k = torch.empty(*k_shape, dtype=KV_DTYPE, device="meta")
+            layer.update(k, torch.empty(*v_shape, dtype=KV_DTYPE, device="meta"))
     return _held_bytes(cache)
 
 
