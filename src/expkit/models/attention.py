@@ -23,6 +23,7 @@ __all__ = [
     "GroupedQueryAttention",
     "IndexedLatentAttention",
     "LatentAttention",
+    "ParallelMixers",
 ]
 
 
@@ -576,3 +577,70 @@ class IndexedLatentAttention(LatentAttention):
             "it (a sparse kernel reads only the picked latents)",
             *super().assumptions(),
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParallelMixers(AttentionSpec):
+    """Several mixers side by side on one layer's input, their outputs summed (Falcon-H1: attention and a
+    Mamba-2 mixer in every layer). ``LayerSpec.mixers`` lists the ``parts``, so each part answers for itself
+    wherever a layer's mixers are summed (cache, FLOPs, weights read); the questions asked of a layer's
+    ``attention`` directly are answered here as sums over the parts. The attention fields are the first
+    part's."""
+
+    parts: tuple[AttentionSpec, ...]
+
+    @property
+    def kind(self) -> str:
+        return " + ".join(p.kind for p in self.parts)
+
+    @property
+    def kv_cache_elements_per_token(self) -> int:
+        return sum(p.kv_cache_elements_per_token for p in self.parts)
+
+    @property
+    def decode_flop_per_cached_token(self) -> int:
+        return sum(p.decode_flop_per_cached_token for p in self.parts)
+
+    @property
+    def pair_flop(self) -> int:
+        return sum(p.pair_flop for p in self.parts)
+
+    @property
+    def qkvo_elements_per_token(self) -> int:
+        return sum(p.qkvo_elements_per_token for p in self.parts)
+
+    @property
+    def rope_dim(self) -> int:
+        return max(p.rope_dim for p in self.parts)
+
+    @property
+    def norm_params(self) -> int:
+        return sum(p.norm_params for p in self.parts)
+
+    def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        return tuple(s for p in self.parts for s in p.linear_shapes(hidden))
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        return [t for p in self.parts for t in p.saved_terms(ctx)]
+
+    def cache_form(self) -> str:
+        return " + ".join(p.cache_form() for p in self.parts)
+
+    def cache_elements(self, context: int) -> int:
+        return sum(p.cache_elements(context) for p in self.parts)
+
+    def cache_bytes(self, context: int, dtype_bytes: int) -> int:
+        return sum(p.cache_bytes(context, dtype_bytes) for p in self.parts)
+
+    def cache_read_bytes(self, context: int, dtype_bytes: int) -> int:
+        return sum(p.cache_read_bytes(context, dtype_bytes) for p in self.parts)
+
+    def cache_formula(self, layers: int, context: int) -> str:
+        return " + ".join(p.cache_formula(layers, context) for p in self.parts)
+
+    def assumptions(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(a for p in self.parts for a in p.assumptions()))
+
+    @property
+    def label(self) -> str:
+        return " + ".join(p.label for p in self.parts)

@@ -7,10 +7,16 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from expkit.errors import InputError
-from expkit.models.attention import AttentionSpec, GroupedQueryAttention, IndexedLatentAttention, LatentAttention
+from expkit.models.attention import (
+    AttentionSpec,
+    GroupedQueryAttention,
+    IndexedLatentAttention,
+    LatentAttention,
+    ParallelMixers,
+)
 from expkit.models.config_fields import attr, int_field
 from expkit.models.families.registry import Family
-from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp, NoMlp
+from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp, NoMlp, PlainMlp
 from expkit.models.quantization import WeightParams
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
@@ -42,8 +48,10 @@ class LayerSpec:
 
     @property
     def mixers(self) -> tuple[AttentionSpec, ...]:
-        """The layer's attentions: its own, and its cross-attention when it has one."""
-        return (self.attention,) if self.cross_attention is None else (self.attention, self.cross_attention)
+        """The layer's attentions: its own (each part of mixers that run side by side: Falcon-H1's attention
+        and Mamba-2), and its cross-attention when it has one."""
+        own = self.attention.parts if isinstance(self.attention, ParallelMixers) else (self.attention,)
+        return own if self.cross_attention is None else (*own, self.cross_attention)
 
     @property
     def extra_params(self) -> int:
@@ -217,8 +225,11 @@ def layer_mixers(
         spanned = spans.get(t)
         if spanned is not None:
             out.append(spanned)
-        elif t == "linear_attention" and recurrent is not None:
+        elif t in family.mixer_layer_types and recurrent is not None:
             out.append(recurrent)
+        elif t in family.parallel_layer_types and recurrent is not None and base is not None:
+            spanned = replace(base, window=window) if window else base
+            out.append(ParallelMixers(**_attention_fields(spanned), parts=(spanned, recurrent)))
         elif base is None:
             raise InputError(f"layer type {t!r} needs attention heads, and the config gives none", path=source)
         else:
@@ -228,6 +239,11 @@ def layer_mixers(
     if unknown:
         notes.append(f"layer types {sorted(unknown)} are treated as full attention")
     return out
+
+
+def _attention_fields(att: AttentionSpec) -> dict[str, Any]:
+    """The base ``AttentionSpec`` fields of ``att`` (a ``ParallelMixers`` takes its first part's)."""
+    return {f.name: getattr(att, f.name) for f in fields(AttentionSpec)}
 
 
 def _moe_layer_flags(
@@ -270,7 +286,9 @@ def layer_mlps(
     top_k = attr(cfg, text_raw, "num_experts_per_tok", "moe_topk", "experts_per_token")
     shared_mlp = int(attr(cfg, text_raw, family.shared_mlp_field) or 0) if family.shared_mlp_field else 0
     dense_width = int(attr(cfg, text_raw, family.dense_width_field) or inter) if family.dense_width_field else inter
-    dense = DenseMlp(intermediate_size=shared_mlp or dense_width)
+    dense: MlpSpec = DenseMlp(intermediate_size=shared_mlp or dense_width)
+    if not family.gated_mlp:
+        dense = PlainMlp(intermediate_size=shared_mlp or dense_width)
     if not (isinstance(experts, int) and experts > 0):
         return [dense] * num_layers
     if not isinstance(top_k, int) or not 0 < top_k <= experts:

@@ -16,13 +16,15 @@ _ENCODER_DECODER_KEYS = ("encoder_layers", "decoder_layers", "encoder", "decoder
 
 
 def refuse_encoder_decoder(raw: dict[str, Any], source: str) -> None:
-    """An encoder-decoder model no family reads (T5, BART and Whisper have families): one line that says so."""
+    """An encoder-decoder model no family reads (T5, mT5, BART, mBART, Pegasus, Marian and Whisper have families):
+    one line that says so."""
     keys = [k for k in _ENCODER_DECODER_KEYS if k in raw]
     if raw.get("is_encoder_decoder") or keys:
         why = "is_encoder_decoder" if raw.get("is_encoder_decoder") else ", ".join(keys)
         raise InputError(
             f"encoder-decoder model ({raw.get('model_type') or 'model_type not given'}, {why}): not modelled; "
-            "of the encoder-decoders expkit reads T5, BART and Whisper (models/families/)",
+            "of the encoder-decoders expkit reads T5, mT5, BART, mBART, Pegasus, Marian and Whisper "
+            "(models/families/)",
             path=source,
             hint="a family module for this model_type adds it (docs/architecture.md, 'a model family')",
         )
@@ -30,17 +32,30 @@ def refuse_encoder_decoder(raw: dict[str, Any], source: str) -> None:
 
 def text_part(raw: dict[str, Any], cfg: Any, notes: list[str] | None = None) -> dict[str, Any]:
     """The text model's fields: ``text_config`` of a multimodal config, where transformers' text config
-    class supplies the fields it leaves out (as transformers builds the model; each one noted)."""
-    if not (isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw):
+    class supplies the fields it leaves out (as transformers builds the model; each one noted). With ``cfg``,
+    a common field the file spells otherwise is read under its common name: transformers' own aliases
+    (``attribute_map``: DBRX's ``d_model`` is ``hidden_size``) and the family's ``standard_fields`` (DBRX's
+    ``attn_config.kv_n_heads``, LFM2's adjusted MLP width)."""
+    from expkit.models.families import family_of  # the families import this package's modules
+
+    nested = isinstance(raw.get("text_config"), dict) and "hidden_size" not in raw
+    if not nested and cfg is None:
         return raw
-    text_raw = {**raw["text_config"], "architectures": raw.get("architectures")}
-    if cfg is not None:
-        for k in (*REQUIRED, *BOUNDS):
-            v = getattr(cfg, k, None)
-            if k not in text_raw and isinstance(v, int) and not isinstance(v, bool):
-                text_raw[k] = v
-                if notes is not None and k in REQUIRED:
-                    notes.append(f"text_config.{k} = {v} from transformers' {type(cfg).__name__} default")
+    text_raw = {**raw["text_config"], "architectures": raw.get("architectures")} if nested else dict(raw)
+    if cfg is None:
+        return text_raw
+    aliases = getattr(type(cfg), "attribute_map", None) or {}
+    for k in (*REQUIRED, *BOUNDS):
+        if k in text_raw or not (nested or k in aliases):
+            continue
+        v = getattr(cfg, k, None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            text_raw[k] = v
+            if notes is not None and nested and k in REQUIRED:
+                notes.append(f"text_config.{k} = {v} from transformers' {type(cfg).__name__} default")
+    family = family_of(raw.get("model_type") if isinstance(raw.get("model_type"), str) else None)
+    if family.standard_fields is not None:
+        text_raw.update(family.standard_fields(cfg, text_raw))
     return text_raw
 
 

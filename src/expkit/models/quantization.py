@@ -17,6 +17,7 @@ from expkit.errors import InputError
 __all__ = [
     "NF4",
     "BitsAndBytesQuantized",
+    "CompressedTensorsQuantized",
     "Fp8Quantized",
     "GroupQuantized",
     "Mxfp4Quantized",
@@ -126,6 +127,29 @@ class Fp8Quantized(QuantizationSpec):
 
 
 @dataclass(frozen=True)
+class CompressedTensorsQuantized(QuantizationSpec):
+    """compressed-tensors (llm-compressor's checkpoints): ``weight_bits``-bit int or float weights, with one
+    16-bit scale (and zero point when asymmetric) per group of ``group_size`` inputs (``strategy`` group), per
+    output channel (channel) or per tensor; ``bits`` counts the group scales, not the per-channel ones."""
+
+    weight_bits: int = 8
+    strategy: str = "channel"
+    group_size: int = 0
+    kind: str = "float"
+
+    def note(self) -> str | None:
+        scales = (
+            f"a 16-bit scale per {self.group_size} weights (counted)"
+            if self.group_size
+            else f"one 16-bit scale per {self.strategy} (not counted: at most 16 / in_features bits per weight)"
+        )
+        return (
+            f"compressed-tensors {self.kind} {self.weight_bits}-bit weights, {scales}, in the decoder layers; "
+            "embeddings, output head, norms and towers stay 16-bit (the config's ignore list is not read)"
+        )
+
+
+@dataclass(frozen=True)
 class BitsAndBytesQuantized(QuantizationSpec):
     """bitsandbytes: NF4 with double quantization (4.127 bits, QLoRA paper sec. 3) or LLM.int8 (8 bits)."""
 
@@ -174,6 +198,8 @@ def scheme_from_config(raw: dict[str, Any], source: str) -> QuantizationSpec:
         return GroupQuantized(method, bits + extra, weight_bits=bits, group_size=group if isinstance(group, int) else 0)
     if method == "mxfp4":
         return Mxfp4Quantized(method, 4 + 8 / 32)  # e2m1 values + one e8m0 scale per 32 (OCP MX spec v1.0)
+    if method == "compressed-tensors":
+        return _compressed_tensors(q, source)
     if method == "bitsandbytes":
         if q.get("load_in_4bit"):
             return BitsAndBytesQuantized(method, 4.127)  # NF4 + double quantization (QLoRA paper, sec. 3)
@@ -181,7 +207,42 @@ def scheme_from_config(raw: dict[str, Any], source: str) -> QuantizationSpec:
             return BitsAndBytesQuantized(method, 8)
     raise InputError(
         f"quantization_config.quant_method = {method or None!r} is not modeled "
-        "(fp8, gptq, awq, mxfp4 and bitsandbytes are)",
+        "(fp8, gptq, awq, mxfp4, compressed-tensors and bitsandbytes are)",
         path=source,
         hint="remove quantization_config to count the model at 16 bits",
+    )
+
+
+def _compressed_tensors(q: dict[str, Any], source: str) -> QuantizationSpec:
+    """The one weight scheme of a compressed-tensors config (``config_groups.*.weights``); several different
+    schemes, or bits other than 2, 4 and 8, are refused naming the field."""
+    groups = q.get("config_groups")
+    found = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+    weights: list[dict[str, Any]] = [w for w in found if isinstance(w, dict)]
+    if not weights or len(weights) != len(found):
+        raise InputError(
+            "quantization_config.config_groups gives no weights scheme (compressed-tensors)",
+            path=source,
+            hint="remove quantization_config to count the model at 16 bits",
+        )
+    schemes = {(w.get("num_bits"), w.get("type"), w.get("strategy"), w.get("group_size")) for w in weights}
+    if len(schemes) != 1:
+        raise InputError(
+            f"quantization_config.config_groups has {len(schemes)} different weight schemes: not modeled",
+            path=source,
+            hint="remove quantization_config to count the model at 16 bits",
+        )
+    bits, kind, strategy, group = schemes.pop()
+    if bits not in (2, 4, 8):
+        raise InputError(f"quantization_config.config_groups weights num_bits = {bits!r} is not 2, 4 or 8", path=source)
+    group = group if strategy == "group" and isinstance(group, int) and group > 0 else 0
+    zero = 0 if weights[0].get("symmetric", True) else bits
+    extra = (16 + zero) / group if group else 0.0
+    return CompressedTensorsQuantized(
+        "compressed-tensors",
+        bits + extra,
+        weight_bits=bits,
+        strategy=str(strategy),
+        group_size=group,
+        kind=str(kind),
     )

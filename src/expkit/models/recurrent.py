@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from expkit.models.attention import AttentionSpec
 from expkit.models.saved import ActivationTerm, SavedActivationContext
 
-__all__ = ["STATE_BYTES", "GatedDeltaNet", "Mamba2Mixer", "MambaMixer", "RecurrentMixer"]
+__all__ = ["STATE_BYTES", "GatedDeltaNet", "Mamba2Mixer", "MambaMixer", "RecurrentMixer", "ShortConvMixer"]
 
 STATE_BYTES = 4  # fp32 recurrent state: transformers' Jamba/Qwen3-Next mixers keep it in float32
 DELTA_CHUNK = 64  # transformers' torch_chunk_gated_delta_rule: chunk_size
@@ -346,3 +346,59 @@ class Mamba2Mixer(RecurrentMixer):
     @property
     def label(self) -> str:
         return f"mamba2 {self.num_heads} heads x {self.head_dim} state {self.d_state}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShortConvMixer(RecurrentMixer):
+    """LFM2's gated short convolution (transformers' ``Lfm2ShortConv``): ``in_proj`` (hidden -> 3 hidden: B, C,
+    x), a depthwise causal conv of ``conv_kernel`` (``conv_L_cache``) over B * x, the output C * conv, and
+    ``out_proj`` (hidden -> hidden). No recurrent state: the cache of one sequence is the conv state,
+    hidden x conv_kernel in the activations' dtype (transformers' cache on the meta device holds that)."""
+
+    @property
+    def kind(self) -> str:
+        return "short-conv"
+
+    @property
+    def state_elements(self) -> int:
+        return 0
+
+    @property
+    def state_update_flop(self) -> int:
+        return 2 * self.conv_channels  # the two gates (B * x, C * y) per channel; the conv is in the base
+
+    @property
+    def qkvo_elements_per_token(self) -> int:
+        return 4 * self.conv_channels  # B, C, x read; y written
+
+    @property
+    def norm_params(self) -> int:
+        return self.conv_channels * self.conv_kernel  # the depthwise conv's weight (LFM2: no bias)
+
+    def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
+        return ((hidden, 3 * self.conv_channels), (self.conv_channels, hidden))
+
+    def cache_form(self) -> str:
+        return "no recurrent state"
+
+    def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
+        """Saved-for-backward bytes per token, approximate (not measured): in_proj's input, B, C, x and B * x,
+        the conv's output and out_proj's input."""
+        a, c, h = ctx.act, ctx.cast_bytes, self.conv_channels
+        b_in, f_in = ctx.linear_inputs(1, ctx.hidden_size, "h")
+        return [
+            ActivationTerm("short-conv in_proj input", b_in, f_in),
+            ActivationTerm("short-conv gates and conv (approximate)", 5 * a * h, f"5 * {a} * hidden"),
+            ActivationTerm("short-conv out_proj input (approximate)", c * h, f"{c} * hidden"),
+        ]
+
+    @property
+    def activation_note(self) -> str:
+        return (
+            "short-conv training activations: an estimate of what transformers' PyTorch path saves (projection "
+            "inputs, the gates, the conv), not measured"
+        )
+
+    @property
+    def label(self) -> str:
+        return f"short-conv {self.conv_channels} x {self.conv_kernel}"

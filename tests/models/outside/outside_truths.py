@@ -27,8 +27,16 @@ from published_truths import (  # noqa: E402  (the published truths' helpers, re
     KV_DTYPE,
     _held_bytes,
     _linear_bytes,
-    is_tower,
 )
+
+TOWER_PARTS = {"vision_model", "vision_tower", "multi_modal_projector", "audio_tower"}
+
+
+def is_tower(param_name: str) -> bool:
+    """A parameter of a vision or audio tower (or its projector), wherever the class nests it (Mllama:
+    ``model.vision_model.*``, LLaVA: ``model.vision_tower.*``)."""
+    return not TOWER_PARTS.isdisjoint(param_name.split("."))
+
 
 RENAMED: dict[str, str] = json.loads((HERE / "renamed.json").read_text())
 EXPERT_COUNT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
@@ -91,8 +99,15 @@ def _moe_numbers(name: str) -> tuple[int, int] | None:
     """(experts, top_k) of a mixture-of-experts config (DBRX keeps them under ``ffn_config``)."""
     text = _text_config(name)
     holders = [text, getattr(text, "ffn_config", None)]
-    experts = next((getattr(h, f) for h in holders if h is not None for f in EXPERT_COUNT_FIELDS if getattr(h, f, None)), None)
-    top_k = next((getattr(h, f) for h in holders if h is not None for f in TOP_K_FIELDS if getattr(h, f, None)), None)
+    found = [
+        (f, getattr(h, f))
+        for h in holders
+        if h is not None
+        for f in (*EXPERT_COUNT_FIELDS, *TOP_K_FIELDS)
+        if hasattr(h, f)
+    ]
+    experts = next((v for f, v in found if f in EXPERT_COUNT_FIELDS and v), None)
+    top_k = next((v for f, v in found if f in TOP_K_FIELDS and v), None)
     if isinstance(experts, int) and experts > 1 and isinstance(top_k, int):
         return experts, top_k
     return None
@@ -116,9 +131,7 @@ def active_params(name: str) -> int | None:
     embed = model.get_input_embeddings().weight
     head = model.get_output_embeddings()
     head_w = None if head is None else head.weight
-    text = sum(
-        p.numel() for n, p in model.named_parameters() if not is_tower(n) and p is not embed and p is not head_w
-    )
+    text = sum(p.numel() for n, p in model.named_parameters() if not is_tower(n) and p is not embed and p is not head_w)
     moe = _moe_numbers(name)
     routed = routed_params(name)
     if moe is not None and routed == 0:
@@ -150,12 +163,12 @@ def peft_default_targets(name: str) -> list[str] | None:
 
 
 def _kv_shape(text: Any) -> tuple[int, int]:
-    heads = getattr(text, "num_attention_heads", None) or getattr(text, "n_heads")
+    heads = getattr(text, "num_attention_heads", None) or text.n_heads
     kv = getattr(text, "num_key_value_heads", None) or heads
     attn = getattr(text, "attn_config", None)  # DBRX
     if attn is not None and getattr(attn, "kv_n_heads", None):
         kv = attn.kv_n_heads
-    hidden = getattr(text, "hidden_size", None) or getattr(text, "d_model")
+    hidden = getattr(text, "hidden_size", None) or text.d_model
     head_dim = getattr(text, "head_dim", None) or hidden // heads
     return kv, head_dim
 
@@ -245,6 +258,17 @@ def _param_bytes(name: str) -> dict[str, float] | None:
                 o, i = mod.out_features, mod.in_features
                 scales = -(-o // b0) * -(-i // b1) if b0 else 1
                 out[f"{mod_name}.weight"] = o * i + 4.0 * scales
+    elif method == "compressed-tensors":
+        # llm-compressor's channel/tensor strategies: each layer Linear's weight at num_bits + its
+        # ``weight_scale`` of one 16-bit value per output channel (per tensor: one value)
+        weights = next(iter(quant["config_groups"].values()))["weights"]
+        if weights.get("strategy") not in ("channel", "tensor"):
+            return None
+        for mod_name, mod in model.named_modules():
+            if isinstance(mod, torch.nn.Linear) and ".layers." in f".{mod_name}":
+                o, i = mod.out_features, mod.in_features
+                scales = o if weights["strategy"] == "channel" else 1
+                out[f"{mod_name}.weight"] = o * i * weights["num_bits"] / 8 + 2.0 * scales
     elif method:
         return None
     return out

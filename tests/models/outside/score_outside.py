@@ -77,7 +77,7 @@ def _truths(name: str) -> dict[str, Any]:
     def put(key: str, fn: Any) -> None:
         try:
             out[key] = fn()
-        except Exception as exc:  # a truth that cannot be computed is reported, not scored
+        except Exception as exc:  # noqa: BLE001  (a truth that cannot be computed is reported, not scored)
             out[key] = {"no_truth": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
     encdec = t.is_encoder_decoder(name)
@@ -96,7 +96,7 @@ def _truths(name: str) -> dict[str, Any]:
     defaults = None
     try:
         defaults = t.peft_default_targets(name)
-    except Exception:
+    except Exception:  # noqa: BLE001  (peft without a default for this type: no default-target figure)
         defaults = None
     out["_default_targets"] = defaults
     if defaults:
@@ -127,7 +127,7 @@ def _expkit_figures(name: str, default_targets: list[str] | None) -> dict[str, A
     def run(keys: dict[str, Any], *args: str) -> None:
         try:
             code, env = _cli(*args)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  (anything the CLI raises is a crash of that figure)
             code, env = 3, {"error": {"message": f"{type(exc).__name__}: {exc}"}}
         if code != 0 or "result" not in env:
             err = env.get("error")
@@ -140,7 +140,7 @@ def _expkit_figures(name: str, default_targets: list[str] | None) -> dict[str, A
         for k, get in keys.items():
             try:
                 out[k] = get(res)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001  (a figure missing from the output is a crash)
                 out[k] = {"exit": 3, "error": f"figure missing from the output: {type(exc).__name__}: {exc}"}
 
     def line(res: dict[str, Any], name_: str) -> int:
@@ -149,8 +149,13 @@ def _expkit_figures(name: str, default_targets: list[str] | None) -> dict[str, A
     def kv_part(res: dict[str, Any]) -> int:
         return next(p["bytes"] for p in res["parts"] if p["name"] == "KV-cache attention")
 
-    run({"params.total": lambda r: r["total_params"], "params.active": lambda r: r["active_params"]}, "sft", "params", d)
-    run({"lora.all_linear": lambda r: r["trainable_params"]}, "sft", "params", d, "--lora-r", "8", "--targets", "all-linear")
+    counts = {"params.total": lambda r: r["total_params"], "params.active": lambda r: r["active_params"]}
+    run(counts, "sft", "params", d)
+    run(
+        {"lora.all_linear": lambda r: r["trainable_params"]},
+        *("sft", "params", d, "--lora-r", "8"),
+        "--targets=all-linear",
+    )
     if default_targets:
         run(
             {"lora.default": lambda r: r["trainable_params"]},
@@ -209,7 +214,8 @@ def _run_child(name: str) -> dict[str, Any]:
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        return {"name": name, "figures": {f: {"class": "crash", "truth": None, "expkit": proc.stderr[-400:]} for f in FIGURES}, "notes": []}
+        crashed = {f: {"class": "crash", "truth": None, "expkit": proc.stderr[-400:]} for f in FIGURES}
+        return {"name": name, "figures": crashed, "notes": []}
 
 
 def _fmt(v: Any) -> str:
@@ -225,6 +231,7 @@ def main() -> None:
     ap.add_argument("--one")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out")
+    ap.add_argument("--from-json", nargs="*", help="print saved results (later files replace earlier by name)")
     args = ap.parse_args()
     if args.one:
         print(json.dumps(score_one(args.one), default=str))
@@ -233,8 +240,12 @@ def main() -> None:
     names = split["dev"] + split["held_out"] if args.part == "all" else split[args.part.replace("-", "_")]
     if args.only:
         names = [n for n in names if n in args.only]
-    with ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(_run_child, sorted(names)))
+    if args.from_json:
+        saved = {r["name"]: r for f in args.from_json for r in json.loads(Path(f).read_text())}
+        results = [saved[n] for n in sorted(names) if n in saved]
+    else:
+        with ThreadPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(_run_child, sorted(names)))
     per_figure: dict[str, Counter[str]] = {f: Counter() for f in FIGURES}
     for r in results:
         print(f"\n== {r['name']}")
@@ -250,7 +261,7 @@ def main() -> None:
                 print(f"  {fig:24s} {row['class']}: expkit {_fmt(g)} truth {_fmt(t)}{rel}")
         for n in r["notes"]:
             print(f"    note: {n[:160]}")
-    print("\n== summary per figure (configs: %d)" % len(results))
+    print(f"\n== summary per figure (configs: {len(results)})")
     classes = ("exact", "within 1%", "off", "off, flagged", "refused", "crash", "no truth")
     print(f"  {'figure':24s} " + " ".join(f"{c:>12s}" for c in classes))
     total: Counter[str] = Counter()

@@ -16,15 +16,23 @@ import re
 from typing import Any
 
 from expkit.models.families import (  # noqa: F401  (each module registers its family)
+    bamba,
     bart,
+    dbrx,
     deepseek,
+    falcon_h1,
     gemma3,
     gemma3n,
     gpt_oss,
     granite_hybrid,
     jamba,
+    lfm2,
     llama4,
     mamba2,
+    marian,
+    mbart,
+    pegasus,
+    plain_mlp,
     qwen,
     qwen3_next,
     t5,

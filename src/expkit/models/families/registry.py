@@ -52,6 +52,7 @@ class Stacks:
 
 
 MixerBuilder = Callable[[Any, dict[str, Any], int], AttentionSpec]
+FieldReader = Callable[[Any, dict[str, Any]], dict[str, Any]]
 ExtraShapes = Callable[[Any, dict[str, Any], int], tuple[tuple[int, int], ...]]
 StacksBuilder = Callable[[Any, dict[str, Any], str], Stacks]
 
@@ -94,6 +95,10 @@ class Family:
     model_extras: ExtraShapes | None = None
     stacks: StacksBuilder | None = None
     indexer: bool = False  # DeepSeek-V3.2's sparse-attention indexer beside the latent attention
+    mixer_layer_types: tuple[str, ...] = ("linear_attention",)
+    parallel_layer_types: tuple[str, ...] = ()
+    gated_mlp: bool = True
+    standard_fields: FieldReader | None = None
 
 
 LLAMA_LIKE = Family(name="llama-like", model_types=())

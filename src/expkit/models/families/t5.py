@@ -66,8 +66,8 @@ def _stacks(cfg: Any, raw: dict[str, Any], source: str) -> Stacks:
 T5 = register(
     Family(
         name="t5",
-        model_types=("t5",),
-        architectures=("T5ForConditionalGeneration", "T5Model"),
+        model_types=("t5", "mt5"),
+        architectures=("T5ForConditionalGeneration", "T5Model", "MT5ForConditionalGeneration", "MT5Model"),
         fields=(
             "d_model",
             "d_kv",

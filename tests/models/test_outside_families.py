@@ -1,0 +1,148 @@
+"""The families added for the outside batch's dev part (tests/models/outside), each against the meta-device
+truth of its published config: DBRX (fields under attn_config / ffn_config), StarCoder2 and Nemotron (two-matmul
+MLPs), Bamba (Mamba-2 hybrid), LFM2 (short convolutions), Falcon-H1 (attention and Mamba-2 side by side), mBART,
+Pegasus, Marian and mT5 (encoder-decoders), compressed-tensors FP8, and renamed copies that resolve.
+
+Truths come from ``outside/outside_truths.py`` (transformers 5.25 meta builds, peft, cache classes filled on the
+meta device; no expkit); expkit's figures from the CLI in-process (``sft params``, ``mem --mode infer``,
+``roofline``, ``--json``). Each config's figures are read once (one test per config checks them all)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+OUTSIDE = Path(__file__).with_name("outside")
+sys.path.insert(0, str(OUTSIDE))
+
+import outside_truths as truth  # noqa: E402
+
+# transformers' sliding cache layers keep window - 1 tokens (StarCoder2: 32 layers x 1 token of 4 KiB in 268 MB)
+KV_REL = 1e-3
+# the roofline leaves norms and biases out of the weights it reads (< 0.1 % here)
+BYTES_REL = 5e-3
+DECODERS = (
+    "dbrx-instruct",
+    "renamed-dbrx-arch",  # architectures renamed, model_type kept: read as dbrx
+    "starcoder2-7b",
+    "nemotron-mini-4b-instruct",
+    "bamba-9b",
+    "renamed-bamba-type",  # model_type renamed, BambaForCausalLM kept
+    "lfm2-1.2b",
+    "falcon-h1-0.5b-instruct",
+    "deepseek-v2-lite-chat",
+)
+ENCODER_DECODERS = ("mbart-large-50", "opus-mt-en-de", "pegasus-large", "renamed-mt5-type")
+NO_PEFT_LORA = ("falcon-h1-0.5b-instruct",)  # peft refuses LoRA on its Mamba out_proj / conv1d
+
+
+@functools.cache
+def _result(*args: str) -> dict[str, Any]:
+    from typer.testing import CliRunner
+
+    from expkit.cli.app import app
+
+    res = CliRunner().invoke(app, [*args, "--json"])
+    env = json.loads(res.stdout)
+    assert res.exit_code == 0, env.get("error")
+    return env["result"]
+
+
+def _figures(name: str) -> dict[str, Any]:
+    d = str(OUTSIDE / "configs" / name)
+    params = _result("sft", "params", d)
+    infer = _result("mem", d, "--mode", "infer", "--context", "4096")
+    roof = _result("roofline", "--model", d, "--gpu", "H100", "--batch", "1", "--context", "4096")
+    lines = {ln["name"]: ln["bytes"] for ln in infer["lines"]}
+    parts = {p["name"]: p["bytes"] for p in roof["parts"]}
+    return {
+        "total": params["total_params"],
+        "active": params["active_params"],
+        "kv": lines["KV cache"],
+        "weights": lines["weights"],
+        "decode_bytes": roof["weight_bytes"],
+        "roofline_kv": parts["KV-cache attention"],
+        "notes": " ".join(infer.get("notes", [])),
+    }
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_decoder_families_against_the_meta_build(name):
+    got = _figures(name)
+    assert got["total"] == truth.total_params(name)
+    assert got["active"] == truth.active_params(name)
+    kv = truth.cache_bytes(name, 4096)
+    assert got["kv"] == pytest.approx(kv, rel=KV_REL)
+    assert got["roofline_kv"] == pytest.approx(kv, rel=KV_REL)
+    assert got["weights"] == 2 * truth.total_params(name)
+    assert got["decode_bytes"] == pytest.approx(truth.decode_weight_bytes(name), rel=BYTES_REL)
+    assert "treated as full attention" not in got["notes"]  # every layer type is read
+
+
+@pytest.mark.parametrize("name", [n for n in DECODERS if n not in NO_PEFT_LORA])
+def test_decoder_families_lora_all_linear_equals_peft(name):
+    d = str(OUTSIDE / "configs" / name)
+    out = _result("sft", "params", d, "--lora-r", "8", "--targets", "all-linear")
+    assert out["trainable_params"] == truth.peft_trainable(name, "all-linear")
+
+
+def test_falcon_h1_runs_attention_and_mamba2_side_by_side():
+    # 36 layers, each: K/V of 2 heads x 64 over the context (bf16) + a Mamba-2 state (24 heads x 64 x 128, fp32)
+    # and conv state ((1536 + 2 x 128) x 4, bf16): 75,497,472 + 36 x 800,768 = 104,325,120 B at 4k
+    assert truth.cache_bytes("falcon-h1-0.5b-instruct", 4096) == 36 * (2 * 2 * 64 * 4096 * 2 + 786_432 + 14_336)
+    assert _figures("falcon-h1-0.5b-instruct")["kv"] == 104_325_120
+
+
+def test_lfm2_mlp_width_is_transformers_adjusted_one():
+    # Lfm2MLP: block_ff_dim 12288 -> int(2 * 12288 / 3) = 8192, x 1.0, rounded up to a multiple of 256 = 8192
+    label = _result("sft", "params", str(OUTSIDE / "configs" / "lfm2-1.2b"))["layer_kinds"]
+    assert {k["label"] for k in label} == {"short-conv 2048 x 3, dense MLP 8192", "gqa, dense MLP 8192"}
+
+
+@pytest.mark.parametrize("name", ENCODER_DECODERS)
+def test_encoder_decoder_families_against_the_meta_build(name):
+    got = _figures(name)
+    assert got["total"] == truth.total_params(name)
+    assert got["kv"] == truth.encdec_cache_bytes(name, 4096)
+    assert got["roofline_kv"] == truth.encdec_cache_bytes(name, 4096)
+    assert got["decode_bytes"] == pytest.approx(truth.encdec_decode_weight_bytes(name), rel=BYTES_REL)
+    d = str(OUTSIDE / "configs" / name)
+    out = _result("sft", "params", d, "--lora-r", "8", "--targets", "all-linear")
+    assert out["trainable_params"] == truth.peft_trainable(name, "all-linear")
+
+
+@pytest.mark.parametrize("name", ["opus-mt-en-de", "pegasus-large"])
+def test_frozen_sinusoidal_positions_are_named_when_counted_as_trainable(name):
+    # transformers builds the sinusoidal tables with requires_grad False: a full fine-tune trains fewer
+    # parameters than the total; expkit counts them trainable and says so
+    assert truth.trainable_params(name) < truth.total_params(name)
+    out = _result("mem", str(OUTSIDE / "configs" / name), "--mode", "train")
+    if out["trainable_params"] != truth.trainable_params(name):
+        assert any("sinusoidal position tables" in n for n in out["notes"])
+
+
+def test_compressed_tensors_fp8_is_read_not_refused():
+    name = "llama-3.1-8b-instruct-fp8-compressed"
+    got = _figures(name)
+    assert got["total"] == truth.total_params(name)
+    assert got["weights"] == pytest.approx(truth.stored_weight_bytes(name), rel=BYTES_REL)
+    assert "compressed-tensors float 8-bit weights" in got["notes"]
+
+
+def test_compressed_tensors_with_two_weight_schemes_is_refused_naming_the_field(tmp_path):
+    from typer.testing import CliRunner
+
+    from expkit.cli.app import app
+
+    raw = json.loads((OUTSIDE / "configs" / "llama-3.1-8b-instruct-fp8-compressed" / "config.json").read_text())
+    groups = raw["quantization_config"]["config_groups"]
+    groups["group_1"] = {**groups["group_0"], "weights": {**groups["group_0"]["weights"], "num_bits": 4}}
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    res = CliRunner().invoke(app, ["sft", "params", str(tmp_path), "--json"])
+    assert res.exit_code == 2
+    assert "config_groups has 2 different weight schemes" in json.loads(res.stdout)["error"]["message"]
