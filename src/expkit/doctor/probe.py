@@ -40,6 +40,7 @@ LOSS_FUNCTIONS = (
     "smooth_l1_loss",
 )
 Sink = Callable[[dict[str, Any]], None]
+MAX_EXEC_ORDER = 10_000  # module forwards remembered between two steps (their order names where a gradient died)
 
 
 @dataclass
@@ -109,7 +110,12 @@ def _watched_calls() -> dict[str, tuple[Any, str]]:
         "loader.iter": (dataloader.DataLoader, "__iter__"),
         "ddp.no_sync": (torch.nn.parallel.DistributedDataParallel, "no_sync"),
         "scheduler.step": (torch.optim.lr_scheduler.LRScheduler, "step"),
+        "optimizer.zero_grad": (torch.optim.Optimizer, "zero_grad"),
     }
+
+
+class _ProbeData(property):
+    """The probe's ``tensor.data`` (a type of its own, so ``uninstall`` removes only what it put there)."""
 
 
 def _error_event(check: str, exc: BaseException) -> dict[str, Any]:
@@ -153,7 +159,9 @@ class Probe:
         self.made_at: dict[int, tuple[int, RawStack]] = {}  # id -> (order, stack): optimizer, scheduler
         self.call_sites: dict[int, RawStack] = {}  # id(module not under its root) -> where it was called
         self.owner: dict[int, nn.Module] = {}  # id(param) -> the unregistered module that holds it
-        self.ran_modules: set[int] = set()  # modules with parameters that ran since the last step
+        self.ran_modules: dict[int, nn.Module] = {}  # modules with parameters that ran since the last step
+        self.exec_order: list[nn.Module] = []  # every module whose forward returned since the last step, in order
+        self.constant_outputs: set[int] = set()  # parameter-free layers whose output was the same for every sample
         self.ran_without_grad: dict[int, RawStack | None] = {}  # ... under no_grad: where it was entered
         self.cut_sites: list[RawStack] = []  # detach()/item() on a grad-carrying tensor inside a forward
         self.nograd_site: RawStack | None = None
@@ -248,6 +256,8 @@ class Probe:
         self._patch(nn.Module, "__setattr__", self._wrap_setattr)
         self._patch(nn.Module, "__init__", self._wrap_module_init)
         self._patch(torch.Tensor, "detach", self._wrap_cut)
+        with contextlib.suppress(Exception):  # a probe's bookkeeping must never break the program
+            self._patch_data_property()
         self._patch(torch.autograd.grad_mode.no_grad, "__enter__", self._wrap_no_grad)
         self._patch(nn.Module, "apply", self._wrap_apply)
         self._patch(nn.Module, "train", self._wrap_train)
@@ -262,6 +272,8 @@ class Probe:
         for h in self._handles:
             h.remove()
         self._handles = []
+        if isinstance(torch.Tensor.__dict__.get("data"), _ProbeData):
+            delattr(torch.Tensor, "data")  # the base class's own descriptor serves again
         for owner, name, original in reversed(self._restore):
             setattr(owner, name, original)
         self._restore = []
@@ -347,6 +359,24 @@ class Probe:
             return original(tensor)
 
         return detach
+
+    def _patch_data_property(self) -> None:
+        """``tensor.data`` inside a forward, on a tensor that carries a graph: a cut like ``detach()`` (the getter
+        of TensorBase's descriptor is shadowed on ``torch.Tensor`` while armed, and removed by ``uninstall``)."""
+        if "data" in torch.Tensor.__dict__:
+            return  # someone else shadows it already: leave it alone
+        base = torch._C.TensorBase.__dict__["data"]
+        probe = self
+
+        def get(tensor: torch.Tensor) -> torch.Tensor:
+            if probe.active and probe._depth > 0 and not probe._in_check and tensor.requires_grad:
+                probe.cut_sites.append(raw_stack(2))
+            return base.__get__(tensor, type(tensor))
+
+        def set_(tensor: torch.Tensor, value: torch.Tensor) -> None:
+            base.__set__(tensor, value)
+
+        torch.Tensor.data = _ProbeData(get, set_)  # type: ignore[assignment]
 
     def _wrap_apply(self, original: Any) -> Any:
         probe = self
@@ -452,9 +482,11 @@ class Probe:
 
     def _note_module(self, module: nn.Module, grad: bool) -> None:
         """Which modules with parameters ran since the last step, under no_grad or outside their root."""
+        if len(self.exec_order) < MAX_EXEC_ORDER:
+            self.exec_order.append(module)
         if not module._parameters:
             return
-        self.ran_modules.add(id(module))
+        self.ran_modules[id(module)] = module
         if not grad:
             self.ran_without_grad[id(module)] = self.nograd_site
         if self._depth > 0 and self._root_modules is not None and id(module) not in self._root_modules:
@@ -464,6 +496,14 @@ class Probe:
                 if p is not None:
                     self.owner[id(p)] = module
 
+    def _note_constant(self, module: nn.Module, output: torch.Tensor) -> None:
+        """A parameter-free layer on the training path whose output is the same for every sample of the batch
+        (a softmax over one unit, a dropout of 1): the gradient dies there (``zero_gradient`` names it)."""
+        if output.requires_grad and output.is_floating_point() and output.dim() >= 1 and output.shape[0] > 1:
+            with torch.no_grad():
+                if bool((output == output[:1]).all()):
+                    self.constant_outputs.add(id(module))
+
     def _forward_post(self, module: nn.Module, inputs: Any, kwargs: Any, output: Any = None) -> None:
         # output is absent when the forward raised (an always_call hook still runs)
         self._depth = max(0, self._depth - 1)
@@ -471,6 +511,8 @@ class Probe:
             return
         grad = torch.is_grad_enabled()
         self._note_module(module, grad)
+        if grad and not module._parameters and not module._modules and isinstance(output, torch.Tensor):
+            self._note_constant(module, output)
         if isinstance(module, (nn.Softmax, nn.LogSoftmax)) and isinstance(output, torch.Tensor):
             self.softmax_nodes[id(output.grad_fn)] = module
         if grad:
@@ -497,7 +539,9 @@ class Probe:
         self._dispatch("on_step_post", StepEvent(opt, n, self._params_of(opt)))
         self.backwards_since_step = 0
         self.called_with_grad = set()
-        self.ran_modules = set()
+        self.ran_modules = {}
+        self.exec_order = []
+        self.constant_outputs = set()
         self.ran_without_grad = {}
         self.cut_sites = []
         if self.lead is not None and self.lead() is opt:

@@ -58,3 +58,32 @@ def test_two_optimizers_of_one_type_are_compared_apart():
             g["optimizer"], d["optimizer"] = "Adam#0", "Adam#1"
             events += [g, d]
     assert rank_findings(events) == []
+
+
+def test_a_parameter_replaced_after_the_ddp_wrap_is_named_at_its_assignment(tmp_path):
+    # one gloo rank is enough to build DDP; the child-side helper names the line that put the unhooked parameter in
+    import inspect
+
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from expkit.doctor import watch
+    from expkit.doctor.checks.ranks import RankState
+    from expkit.doctor.probe import StepEvent
+
+    dist = torch.distributed
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        with watch(net, torch.optim.SGD(net.parameters(), lr=0.1), steps=1) as w:
+            ddp = nn.parallel.DistributedDataParallel(net, find_unused_parameters=True)
+            net[2].bias = nn.Parameter(torch.zeros(2))  # replaced after the wrap
+            ddp(torch.randn(3, 4)).sum().backward()
+            opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+            site = RankState()._unhooked(w.probe, StepEvent(opt, 1, list(net.parameters())))
+        lines, first = inspect.getsourcelines(test_a_parameter_replaced_after_the_ddp_wrap_is_named_at_its_assignment)
+        assert site is not None and site[1] == first + next(i for i, t in enumerate(lines) if "# replaced after" in t)
+    finally:
+        dist.destroy_process_group()

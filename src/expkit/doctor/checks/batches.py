@@ -78,8 +78,14 @@ class LabelsNotShifted(Check):
         self.ids: torch.Tensor | None = None
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        # the token ids of this step's last forward that took them; a later forward on floats (the head of an
+        # LM written as separate modules: embedding, RNN, output layer) keeps them
         x = ev.first_tensor()
-        self.ids = x if x is not None and not x.is_floating_point() and x.dim() == 2 and x.shape[1] > 1 else None
+        if x is not None and not x.is_floating_point() and x.dim() == 2 and x.shape[1] > 1:
+            self.ids = x
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        self.ids = None
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
         ids, y = self.ids, ev.target
@@ -105,3 +111,63 @@ class LabelsNotShifted(Check):
             fix="predict the next token: logits[:, :-1] against ids[:, 1:] (Hugging Face causal LMs shift "
             "labels=input_ids themselves; a hand-written loss must shift)",
         )
+
+
+MIN_CLASS_BATCH = 16  # a batch this large drawn at random from a task with 2+ classes is almost never one class
+
+
+@register
+class SingleClassBatches(Check):
+    """Every watched step's classification batch holds a single class (the targets of its first cross-entropy
+    all equal, 16+ of them, 2+ classes in the logits) while a DataLoader without shuffling serves the data: the
+    data set is stored grouped by label and read in order, so each step pulls the model toward one class."""
+
+    name = "batches_single_class"
+
+    def __init__(self) -> None:
+        self.classes: list[int | None] = []  # per lead step: the one class its batch held, None if mixed
+        self.seen_this_step = False
+        self.iterated: list[Any] = []  # DataLoaders iterated during the watch (built before it, too)
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "loader.iter" and ev.obj is not None and ev.obj not in self.iterated:
+            self.iterated.append(ev.obj)
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        y = ev.target
+        if self.seen_this_step or ev.function not in ("cross_entropy", "nll_loss") or not isinstance(y, torch.Tensor):
+            return
+        if y.is_floating_point() or y.dim() != 1 or ev.input.dim() != 2 or ev.input.shape[1] < 2:
+            return
+        self.seen_this_step = True
+        keep = y[y != ev.kwargs.get("ignore_index", -100)]
+        single = keep.numel() >= MIN_CLASS_BATCH and bool((keep == keep[0]).all())
+        self.classes.append(int(keep[0]) if single else None)
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        if probe.lead is None or probe.lead() is not ev.optimizer:
+            return
+        self.seen_this_step = False
+        if len(self.classes) < 2 or any(c is None for c in self.classes[-2:]):
+            return
+        loaders = [*self.iterated, *(dl for dl in list(probe.dataloaders) if dl not in self.iterated)]
+        in_order = [
+            dl for dl in loaders if isinstance(getattr(dl, "sampler", None), torch.utils.data.SequentialSampler)
+        ]
+        if not in_order:
+            return
+        made = probe.made_at.get(id(in_order[0]))
+        from expkit.doctor.findings import user_line_of
+
+        file, line = user_line_of(made[1]) if made else (None, None)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"each of the last {len(self.classes)} steps trained on a batch of one class "
+            f"(classes {self.classes[-2:]}) from a DataLoader that does not shuffle: the data is read in label "
+            "order, so every step pulls the model toward one class",
+            evidence={"batch_classes": self.classes[-2:]},
+            fix="DataLoader(..., shuffle=True) (or a sampler that mixes the classes)",
+            where=(file, line) if file else None,
+        )
+        self.classes = []

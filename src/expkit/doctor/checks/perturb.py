@@ -8,11 +8,13 @@ change, with inputs that do not, names the line."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import raw_stack, user_line_of
@@ -40,27 +42,77 @@ def _changed(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(((a - b).abs() > REL_TOL * max(scale, 1e-6)).any())
 
 
+MASKING_FILL = -1e4  # a masked_fill value above this (0, -1, -e) leaves a masked score inside the softmax
+
+
+class _MaskSites(TorchFunctionMode):
+    """During a replay: the user line that made each boolean (or ``tril``/``triu``) tensor, and each
+    ``masked_fill``/``where`` with its fill value, numbered in the order ops ran (``self.clock``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = 0
+        self.made: dict[int, tuple[str | None, int | None]] = {}  # id(mask tensor) -> the line that made it
+        self.fills: list[tuple[int, tuple[str | None, int | None], float | None]] = []  # (clock, line, value)
+        self.keep: list[torch.Tensor] = []  # the recorded masks stay alive, so their ids stay theirs
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.clock += 1
+        name = getattr(func, "__name__", "")
+        filled = name in ("masked_fill", "masked_fill_")
+        if not filled and not (isinstance(out, torch.Tensor) and (out.dtype == torch.bool or name in ("tril", "triu"))):
+            return out
+        caller = user_line_of(raw_stack(2)[:1])  # only ops the user's own code called (not torch's internals)
+        if caller[0] is None:
+            return out
+        if filled:
+            value = args[2] if len(args) > 2 else (kwargs or {}).get("value")
+            self.fills.append((self.clock, caller, float(value) if isinstance(value, (int, float)) else None))
+        else:
+            self.made[id(out)] = caller
+            self.keep.append(out)
+        return out
+
+
 class _Replay:
     """Run ``module`` again on given inputs: no grad, the same RNG state each time, batch norm in eval, and a
-    record of every submodule's first-tensor input and output (and its call site) in execution order."""
+    record of every submodule's first-tensor input and output (and its call site) in execution order; with
+    ``sites``, also where the masks it used were made and filled (:class:`_MaskSites`)."""
 
     def __init__(self, module: nn.Module, kwargs: dict[str, Any]) -> None:
         self.module, self.kwargs = module, kwargs
+        self.sites: _MaskSites | None = None
+        self.spans: dict[int, tuple[int, int, list[Any]]] = {}  # id(submodule) -> (clock in, clock out, its masks)
         with torch.random.fork_rng(devices=[]):  # the program's own random stream is left as it was
             self.seed = int(torch.randint(0, 2**31 - 1, (1,)))
 
-    def __call__(self, inputs: tuple[Any, ...]) -> tuple[torch.Tensor | None, list[tuple[nn.Module, Any, Any, Any]]]:
+    def __call__(
+        self, inputs: tuple[Any, ...], record_masks: bool = False
+    ) -> tuple[torch.Tensor | None, list[tuple[nn.Module, Any, Any, Any]]]:
         trace: list[tuple[nn.Module, Any, Any, Any]] = []
+        sites = _MaskSites() if record_masks else None
+        starts: dict[int, int] = {}
 
-        def hook(mod: nn.Module, args: Any, out: Any) -> None:
+        def pre(mod: nn.Module, args: Any) -> None:
+            if sites is not None:
+                starts.setdefault(id(mod), sites.clock)
+
+        def hook(mod: nn.Module, args: Any, kwargs: Any, out: Any) -> None:
             trace.append((mod, _first(args), _first(out), raw_stack(3)))
+            if sites is not None and id(mod) not in self.spans:
+                masks = [v for k, v in (kwargs or {}).items() if "mask" in k and isinstance(v, torch.Tensor)]
+                masks += [a for a in args[1:] if isinstance(a, torch.Tensor) and a.dtype == torch.bool]
+                self.spans[id(mod)] = (starts.get(id(mod), 0), sites.clock, masks)
 
         norms = [m for m in self.module.modules() if isinstance(m, BATCH_NORMS) and m.training]
-        handles = [m.register_forward_hook(hook) for m in self.module.modules() if m is not self.module]
+        subs = [m for m in self.module.modules() if m is not self.module]
+        handles = [m.register_forward_hook(hook, with_kwargs=True) for m in subs]
+        handles += [m.register_forward_pre_hook(pre) for m in subs] if sites is not None else []
         try:
             for m in norms:
                 m.eval()
-            with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            with torch.no_grad(), torch.random.fork_rng(devices=[]), sites or contextlib.nullcontext():
                 torch.manual_seed(self.seed)
                 out = _first(self.module(*inputs, **self.kwargs))
         finally:
@@ -68,19 +120,50 @@ class _Replay:
                 h.remove()
             for m in norms:
                 m.train()
+        if sites is not None:
+            self.sites = sites
         return out, trace
+
+    def mask_site(self, mod: nn.Module) -> tuple[str | None, int | None] | None:
+        """Where the masking of ``mod``'s forward went wrong, when the replay saw it: a ``masked_fill`` inside
+        it with a fill that does not mask (0 instead of -inf), else the line that made a mask it was given."""
+        span = self.spans.get(id(mod))
+        if self.sites is None or span is None:
+            return None
+        start, end, _ = span
+        for clock, line, fill in self.sites.fills:
+            if start < clock <= end and fill is not None and fill > MASKING_FILL:
+                return line
+        # the masks given to it or to a module around it (torch's layers convert the user's mask before passing
+        # it on), innermost first
+        around = sorted((s for s in self.spans.values() if s[0] <= start and end <= s[1]), key=lambda s: s[1] - s[0])
+        for _, _, masks in around:
+            for m in masks:
+                made = self.sites.made.get(id(m))
+                if made is not None:
+                    return made
+        return None
 
 
 def _culprit(
-    probe: Probe, a: list[Any], b: list[Any], differs: Any, fallback: tuple[str | None, int | None] | None
+    probe: Probe,
+    a: list[Any],
+    b: list[Any],
+    differs: Any,
+    fallback: tuple[str | None, int | None] | None,
+    replay: _Replay | None = None,
 ) -> tuple[str | None, int | None] | None:
     """The line of the first submodule whose output differs between the replays while its input does not:
-    its call site when its forward takes a mask (the mask was left out there), else where it was built."""
+    where its mask was made or filled wrongly when the replay saw it, its call site when its forward takes a
+    mask (the mask was left out there), else where it was built."""
     for (mod, ia, oa, site), (_, ib, ob, _) in zip(a, b, strict=False):
         if oa is None or ob is None or not differs(oa, ob):
             continue
         if ia is not None and ib is not None and differs(ia, ib):
             continue
+        masked = replay.mask_site(mod) if replay is not None else None
+        if masked is not None:
+            return masked
         params = inspect.signature(mod.forward).parameters
         if any("mask" in p or "causal" in p for p in params):
             file, line = user_line_of(site)
@@ -89,6 +172,9 @@ def _culprit(
             file, line = user_line_of(made[1]) if made else user_line_of(site)
         if file is not None:
             return file, line
+    if replay is not None and replay.sites is not None:  # the masking is written in the model's own forward
+        weak = (line for _, line, fill in replay.sites.fills if fill is not None and fill > MASKING_FILL)
+        return next(weak, fallback)
     return fallback
 
 
@@ -173,7 +259,7 @@ class FutureTokensSeen(Check):
         if not bool((changed != x).any()) or not fwd.inputs or fwd.inputs[0] is not x:
             return
         replay = _Replay(fwd.module, fwd.kwargs)
-        oa, ta = replay(fwd.inputs)
+        oa, ta = replay(fwd.inputs, record_masks=True)
         ob, tb = replay((changed, *fwd.inputs[1:]))
 
         def differs(p: torch.Tensor, q: torch.Tensor) -> bool:
@@ -198,5 +284,5 @@ class FutureTokensSeen(Check):
                 evidence={"sequence": int(x.shape[1]), "changed_from": cut},
                 fix="mask attention to earlier positions (a causal mask, is_causal=True), pad convolutions on the "
                 "left only",
-                where=_culprit(probe, ta, tb, differs, None),
+                where=_culprit(probe, ta, tb, differs, None, replay),
             )

@@ -15,7 +15,7 @@ from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import RawStack, user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import BackwardEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, ForwardEvent, Probe, StepEvent
 
 MAX_GRAPH_NODES = 200_000  # a bound on the graph walk of one backward
 
@@ -73,6 +73,14 @@ class TrainableNotUpdated(Check):
 
     def __init__(self) -> None:
         self.leaves: dict[int, torch.Tensor] = {}
+        self.inputs: dict[int, torch.Tensor] = {}  # leaves given to a top-level forward: data, not weights
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        # a tensor the program feeds to its model is an input even when it requires grad (the interpolates of a
+        # gradient penalty, an adversarial example): its gradient is meant for autograd.grad, not an optimizer
+        for x in (*ev.inputs, *ev.kwargs.values()):
+            if isinstance(x, torch.Tensor) and x.requires_grad and x.grad_fn is None:
+                self.inputs[id(x)] = x
 
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
         if ev.tensor.requires_grad:
@@ -82,6 +90,7 @@ class TrainableNotUpdated(Check):
         if self.leaves:  # a closure optimizer (Lightning): the backward ran inside step()
             self.judge(probe, ev)
         self.leaves = {}
+        self.inputs = {}
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         if self.leaves:
@@ -90,7 +99,11 @@ class TrainableNotUpdated(Check):
 
     def judge(self, probe: Probe, ev: StepEvent) -> None:
         held = probe.optimizer_param_ids()
-        stray = [t for i, t in self.leaves.items() if i not in held and t.grad is not None and t.requires_grad]
+        stray = [
+            t
+            for i, t in self.leaves.items()
+            if i not in held and i not in self.inputs and t.grad is not None and t.requires_grad
+        ]
         if not stray:
             return
         registered = _registered_ids(probe)
@@ -155,11 +168,12 @@ class GradientCut(Check):
             return
         nograd: list[Any] = []
         detached: list[Any] = []
-        for root in list(probe.roots.values()) + [m for m in probe.owner.values()]:
-            for mod in root.modules():
-                if id(mod) not in probe.ran_modules or not any(id(p) in held for p in mod.parameters(recurse=False)):
-                    continue
-                (nograd if id(mod) in probe.ran_without_grad else detached).append(mod)
+        # every module with parameters that ran since the last step, a top-level call under no_grad included (an
+        # encoder called in the loop or in Lightning's training_step, outside any forward, is no root)
+        for mod in probe.ran_modules.values():
+            if not any(id(p) in held for p in mod.parameters(recurse=False)):
+                continue
+            (nograd if id(mod) in probe.ran_without_grad else detached).append(mod)
         if nograd:
             site = probe.ran_without_grad[id(nograd[0])]
             self._report(probe, nograd, "ran under torch.no_grad()", _where(site))

@@ -96,6 +96,21 @@ class RankState(Check):
             if isinstance(root, ddp_type) and not root.require_backward_grad_sync:
                 self.unsynced = self.no_sync_call or _site(user_frame(3))
 
+    def _unhooked(self, probe: Probe, ev: StepEvent) -> list[Any] | None:
+        """Where a parameter the optimizer steps was put into a DDP-wrapped module after the wrap (DDP hooked
+        the parameters it saw at construction; a replaced one is never all-reduced)."""
+        from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+        stepped = {id(p) for p in ev.params}
+        for root in list(probe.roots.values()):
+            if not isinstance(root, ddp_type):
+                continue
+            hooked = {id(p) for p in getattr(root, "_module_parameters", root.parameters())}
+            for p in root.module.parameters():
+                if id(p) in stepped and id(p) not in hooked and id(p) in probe.origins:
+                    return _site(user_line_of(probe.origins[id(p)][1]))
+        return None
+
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         world = _world()
         if world is None:
@@ -116,7 +131,7 @@ class RankState(Check):
                 "grads": _digest(grads) if grads else None,
                 "inputs": self.inputs,
                 "sites": {
-                    "grads": self.unsynced or self.bypass or _site(user_frame(3)),
+                    "grads": self.unsynced or self.bypass or self._unhooked(probe, ev) or _site(user_frame(3)),
                     "weights": _site(user_line_of(made[1])) if made else None,
                     "inputs": _site(user_line_of(max(loaders)[1])) if loaders else None,
                 },

@@ -91,6 +91,17 @@ class Fp16Underflow(Check):
         )
 
 
+def _where_gradient_died(probe: Probe, mods: list[nn.Module]) -> nn.Module | None:
+    """The first parameter-free layer that ran after the first of ``mods`` and gave every sample the same
+    output (a softmax over a single unit, a dropout of 1): no gradient passes back through it."""
+    ids = {id(m) for m in mods}
+    order = probe.exec_order
+    first = next((i for i, m in enumerate(order) if id(m) in ids), None)
+    if first is None:
+        return None
+    return next((m for m in order[first + 1 :] if id(m) in probe.constant_outputs), None)
+
+
 @register
 class DeadGradient(Check):
     """A trained module whose weight gradient is exactly zero at two watched steps in a row while other
@@ -113,16 +124,17 @@ class DeadGradient(Check):
         self.zero_before = zero
         mods = [m for m in _modules_of(probe) if any(id(p) in twice for p in m.parameters(recurse=False))]
         if mods:
+            dead = _where_gradient_died(probe, mods)
             probe.report(
                 kind="bug",
                 check=self.name,
                 message=f"{len(mods)} trained module(s) ({type(mods[0]).__name__}) get an all-zero gradient at "
                 "every watched step while others do not: nothing reaches them (a dead output, dropout 1, a loss "
                 "weight of 0)",
-                evidence={"modules": len(mods)},
+                evidence={"modules": len(mods), "dead_layer": type(dead).__name__ if dead is not None else None},
                 fix="check what sits between these modules and the loss (activation on the output, dropout "
                 "probability, loss weights)",
-                where=_made(probe, mods[0]),
+                where=_made(probe, dead if dead is not None else mods[0]),
             )
 
 

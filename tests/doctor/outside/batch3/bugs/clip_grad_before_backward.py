@@ -27,7 +27,7 @@ class TwoTask(nn.Module):
 model = TwoTask()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 X = torch.randn(256, 10)
-y_reg = 30 * X[:, :1]
+y_reg = 30 * torch.sin(2 * X[:, :1]) + torch.randn(256, 1)  # large targets: large gradients
 y_cls = torch.randint(0, 3, (256,))
 for i in range(0, 256, 32):
     out_reg, out_cls = model(X[i : i + 32])

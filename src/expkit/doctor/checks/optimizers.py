@@ -1,0 +1,176 @@
+"""Checks that every optimizer, clip and schedule of the program acts on the step it was written for (issue 32):
+a gradient clip that runs where no backward since the last step has filled the gradients (after ``step()`` or
+before ``backward()``: it clips gradients that are already applied or about to be overwritten); an optimizer
+that is zeroed every iteration and whose parameters get gradients, yet never steps (a GAN's discriminator
+update that calls the other optimizer's ``step`` or none); a scheduler that steps an optimizer that never
+steps while another one trains (the optimizer was rebuilt and the scheduler left on the old one). Each finding
+names the line that caused it: the clip call, the backward whose gradients are thrown away, the rebuilt
+optimizer."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.checks.provenance import graph_leaves
+from expkit.doctor.findings import raw_stack, user_line_of
+
+if TYPE_CHECKING:
+    from expkit.doctor.findings import RawStack
+    from expkit.doctor.probe import BackwardEvent, CallEvent, Probe
+
+MIN_ZERO_GRADS = 2  # zero_grad calls on an optimizer in the watch that show the program manages it every iteration
+
+
+def _where(stack: RawStack | None) -> tuple[str | None, int | None] | None:
+    file, line = user_line_of(stack)
+    return None if file is None else (file, line)
+
+
+def _inner(opt: Any) -> Any:
+    """The optimizer that really steps: accelerate's AcceleratedOptimizer and Lightning's LightningOptimizer
+    wrap one (``.optimizer``, ``._optimizer``)."""
+    for attr in ("optimizer", "_optimizer"):
+        inner = getattr(opt, attr, None)
+        if isinstance(inner, torch.optim.Optimizer):
+            return inner
+    return opt
+
+
+@register
+class ClipNotApplied(Check):
+    """``clip_grad_norm_`` called when no backward has run since the last optimizer step, followed by a backward
+    before the next step: the clip scaled gradients that were already applied (clip after ``step()``) or that
+    ``zero_grad`` cleared (clip before ``backward()``); the step uses the unclipped gradients."""
+
+    name = "clip_not_applied"
+
+    def __init__(self) -> None:
+        self.pending: tuple[RawStack, float | None] | None = None
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name != "clip_grad_norm_":
+            return
+        max_norm = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("max_norm")
+        if isinstance(max_norm, (int, float)) and math.isinf(max_norm):
+            return  # max_norm=inf measures the norm, it clips nothing
+        if probe.backwards_since_step == 0:
+            norm = float(ev.result) if isinstance(ev.result, torch.Tensor) and ev.result.numel() == 1 else None
+            self.pending = (raw_stack(3), norm)
+        else:
+            self.pending = None
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        if self.pending is None:
+            return
+        site, norm = self.pending
+        self.pending = None
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message="clip_grad_norm_ ran with no backward since the last optimizer step, and the next backward "
+            "comes before the next step: it clipped gradients that were already applied or cleared, so no step "
+            "is ever clipped",
+            evidence={"grad_norm_at_clip": norm},
+            fix="clip between loss.backward() and optimizer.step() (after scaler.unscale_ with AMP)",
+            where=_where(site),
+        )
+
+
+@register
+class OptimizerNeverSteps(Check):
+    """An optimizer zeroed at every iteration whose parameters get gradients from a backward, that never steps
+    while the watched optimizers take their steps: its model never changes (the update calls another optimizer's
+    ``step()``, or none)."""
+
+    name = "optimizer_never_steps"
+
+    def __init__(self) -> None:
+        self.zeroed: dict[int, tuple[Any, int]] = {}  # id(optimizer) -> (optimizer, zero_grad calls)
+        self.reached: dict[int, RawStack] = {}  # id(leaf) -> the first backward that reached it
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "optimizer.zero_grad" and isinstance(ev.obj, torch.optim.Optimizer):
+            opt = _inner(ev.obj)
+            seen = self.zeroed.get(id(opt), (opt, 0))[1]
+            self.zeroed[id(opt)] = (opt, seen + 1)
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        if not ev.tensor.requires_grad:
+            return
+        site = raw_stack(3)
+        for i in graph_leaves(ev.tensor):
+            self.reached.setdefault(i, site)
+
+    def finish(self, probe: Probe) -> None:
+        if probe.step < probe.watch_steps:
+            return  # the watch did not run its course: an optimizer may step later
+        for opt, calls in list(self.zeroed.values()):
+            if calls < MIN_ZERO_GRADS or probe.steps_by_optimizer.get(id(opt), 0) > 0:
+                continue
+            params = [p for g in opt.param_groups for p in g["params"] if p.requires_grad]
+            hit = [p for p in params if id(p) in self.reached]
+            if not hit:
+                continue
+            made = probe.made_at.get(id(opt))
+            line = user_line_of(made[1])[1] if made else None
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"an optimizer over {len(params)} parameter tensor(s) is zeroed every iteration "
+                f"({calls} times in the watch) and a backward gives {len(hit)} of them gradients, but it never "
+                "steps while the others do: its model never changes",
+                evidence={"zero_grad_calls": calls, "params_with_gradients": len(hit), "optimizer_line": line},
+                fix="call this optimizer's step() after the backward that computes its loss (not another optimizer's)",
+                where=_where(self.reached[id(hit[0])]),
+            )
+
+
+@register
+class ScheduleOnIdleOptimizer(Check):
+    """A scheduler that steps while the optimizer it sets never steps and another one trains: the optimizer was
+    rebuilt (after unfreezing, after a resume) and the scheduler left on the old one, so the training
+    optimizer's learning rate never follows the schedule."""
+
+    name = "schedule_on_idle_optimizer"
+
+    def __init__(self) -> None:
+        self.stepped: dict[int, Any] = {}  # id(scheduler) -> scheduler, stepped in the watch
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "scheduler.step" and ev.obj is not None:
+            self.stepped[id(ev.obj)] = ev.obj
+
+    def finish(self, probe: Probe) -> None:
+        if probe.step < probe.watch_steps:
+            return
+        training = [o for o in list(probe.optimizers) if probe.steps_by_optimizer.get(id(o), 0) > 0]
+        for sched in self.stepped.values():
+            held = getattr(sched, "optimizer", None)
+            if held is None or probe.steps_by_optimizer.get(id(_inner(held)), 0) > 0 or not training:
+                continue
+            sched_at = probe.made_at.get(id(sched))
+            # the optimizer that trains instead, when it was built after the scheduler: that line rebuilt it
+            later = [
+                probe.made_at[id(o)]
+                for o in training
+                if id(o) in probe.made_at and sched_at is not None and probe.made_at[id(o)][0] > sched_at[0]
+            ]
+            where = _where(min(later)[1]) if later else (_where(sched_at[1]) if sched_at else None)
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"{type(sched).__name__} steps an optimizer that never steps, while another optimizer "
+                "trains: the schedule changes nothing (the optimizer was rebuilt and the scheduler left on the "
+                "old one)",
+                evidence={
+                    "scheduler": type(sched).__name__,
+                    "scheduled_lr": float(_inner(held).param_groups[0]["lr"]),
+                    "training_lr": float(training[0].param_groups[0]["lr"]),
+                },
+                fix="build the scheduler on the optimizer that steps (rebuild it whenever the optimizer is rebuilt)",
+                where=where,
+            )

@@ -1,0 +1,195 @@
+"""gradient_cut on a module called under no_grad outside any forward, trainable_not_updated leaving model inputs
+alone, batches_single_class, adapter_in_inference_mode and padding_changes_output: each on a small in-process
+loop under watch(), with its correct twin (which must stay silent)."""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _found(w, check):
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == check]
+
+
+def _encoder_loop(no_grad: bool):
+    torch.manual_seed(0)
+    encoder, head = nn.Linear(8, 16), nn.Linear(16, 2)
+    opt = torch.optim.Adam([*encoder.parameters(), *head.parameters()], lr=1e-3)
+    X, y = torch.randn(96, 8), torch.randint(0, 2, (96,))
+    with watch(head, opt, steps=2) as w:
+        for i in range(3):
+            if no_grad:
+                with torch.no_grad():
+                    h = encoder(X[32 * i : 32 * i + 32])
+            else:
+                h = encoder(X[32 * i : 32 * i + 32])
+            loss = F.cross_entropy(head(h), y[32 * i : 32 * i + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _found(w, "gradient_cut")
+
+
+def test_encoder_called_under_no_grad_in_the_loop_is_a_gradient_cut():
+    (f,) = _encoder_loop(no_grad=True)
+    assert "no_grad" in f.message
+    assert _encoder_loop(no_grad=False) == []
+
+
+def test_a_model_input_that_requires_grad_is_not_an_unoptimised_weight():
+    # a gradient penalty's interpolates: a leaf fed to the model, differentiated with autograd.grad
+    torch.manual_seed(0)
+    critic = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt = torch.optim.Adam(critic.parameters(), lr=1e-3)
+    with watch(critic, opt, steps=2) as w:
+        for _ in range(3):
+            mix = torch.randn(16, 2).requires_grad_(True)
+            (grad,) = torch.autograd.grad(critic(mix).sum(), mix, create_graph=True)
+            loss = critic(torch.randn(16, 2)).mean() + ((grad.norm(dim=1) - 1) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert _found(w, "trainable_not_updated") == []
+
+
+def _sorted_loader(shuffle: bool):
+    torch.manual_seed(0)
+    X = torch.randn(192, 6)
+    y = torch.arange(192) // 64  # three classes, stored in label order
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, y), batch_size=32, shuffle=shuffle)
+    model = nn.Linear(6, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for xb, yb in loader:
+            loss = F.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _found(w, "batches_single_class")
+
+
+def test_label_sorted_data_read_in_order_is_found_and_shuffled_is_not():
+    (f,) = _sorted_loader(shuffle=False)
+    assert f.evidence["batch_classes"] == [0, 0]
+    assert _sorted_loader(shuffle=True) == []
+
+
+def _adapter_loop(is_trainable: bool):
+    peft = pytest.importorskip("peft")
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    saved = tempfile.mkdtemp()
+    peft.get_peft_model(Net(), peft.LoraConfig(r=2, target_modules=["fc"])).save_pretrained(saved)
+    model = peft.PeftModel.from_pretrained(Net(), saved, is_trainable=is_trainable)
+    head = nn.Linear(8, 2)
+    opt = torch.optim.SGD([p for p in [*model.parameters(), *head.parameters()] if p.requires_grad], lr=0.1)
+    model.train()
+    X, y = torch.randn(64, 8), torch.randint(0, 2, (64,))
+    with watch(head, opt, steps=2) as w:
+        for i in range(2):
+            loss = F.cross_entropy(head(model(X[32 * i : 32 * i + 32])), y[32 * i : 32 * i + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _found(w, "adapter_in_inference_mode")
+
+
+def test_adapter_loaded_for_inference_and_trained_around_is_found():
+    (f,) = _adapter_loop(is_trainable=False)
+    assert f.evidence["trainable_values"] == 0
+    assert _adapter_loop(is_trainable=True) == []
+
+
+def _padded_classifier(pass_mask: bool):
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(
+        vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=16, num_labels=2, pad_token_id=0,
+    )  # fmt: skip
+    model = transformers.BertForSequenceClassification(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    lengths = torch.tensor([3, 8, 5, 8, 2, 6, 8, 4])
+    mask = (torch.arange(8)[None, :] < lengths[:, None]).long()
+    ids = torch.randint(1, 40, (8, 8)) * mask
+    labels = torch.randint(0, 2, (8,))
+    model.train()
+    with watch(model, opt, steps=2) as w:
+        for _ in range(2):
+            out = model(input_ids=ids, attention_mask=mask if pass_mask else None, labels=labels)
+            opt.zero_grad()
+            out.loss.backward()
+            opt.step()
+    return _found(w, "padding_changes_output")
+
+
+def test_padding_attended_without_attention_mask_is_found_and_masked_is_not():
+    (f,) = _padded_classifier(pass_mask=False)
+    assert f.evidence["attention_mask_given"] is False and f.evidence["rows_with_padding"] == 5  # lengths below 8
+    assert _padded_classifier(pass_mask=True) == []
+
+
+class _DataCut(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc, self.dec = nn.Linear(8, 4), nn.Linear(4, 8)
+
+    def forward(self, x):
+        return self.dec(torch.relu(self.enc(x)).data)  # the cut
+
+
+def test_tensor_data_inside_a_forward_is_a_gradient_cut_named_at_its_line():
+    import inspect
+
+    torch.manual_seed(0)
+    model = _DataCut()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    X = torch.randn(32, 8)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            loss = F.mse_loss(model(X), X)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (f,) = _found(w, "gradient_cut")
+    lines, first = inspect.getsourcelines(_DataCut)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# the cut" in t)
+    assert "data" not in torch.Tensor.__dict__  # the probe's property is gone after the watch
+
+
+def _split_lm(shift: bool):
+    torch.manual_seed(0)
+    emb, rnn, out = nn.Embedding(20, 8), nn.GRU(8, 16, batch_first=True), nn.Linear(16, 20)
+    opt = torch.optim.Adam([*emb.parameters(), *rnn.parameters(), *out.parameters()], lr=1e-3)
+    seq = torch.randint(0, 20, (4, 11))
+    x, y = (seq[:, :-1], seq[:, 1:]) if shift else (seq[:, :-1], seq[:, :-1])
+    with watch(out, opt, steps=2) as w:
+        for _ in range(2):
+            h, _ = rnn(emb(x))
+            loss = F.cross_entropy(out(h).reshape(-1, 20), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _found(w, "labels_not_shifted")
+
+
+def test_an_lm_written_as_separate_modules_is_checked_for_unshifted_labels():
+    (f,) = _split_lm(shift=False)
+    assert f.evidence["positions_equal_to_input"] == 40
+    assert _split_lm(shift=True) == []

@@ -1,0 +1,119 @@
+"""clip_not_applied, optimizer_never_steps, schedule_on_idle_optimizer: each on a small in-process loop under
+watch(), with its correct twin (which must stay silent)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _found(w, check):
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == check]
+
+
+def _line_of(marker: str, fn) -> int:
+    """The line of this file holding ``marker`` inside ``fn``'s source."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def _clip_loop(where: str):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    X, y = torch.randn(96, 6), torch.randn(96, 1) * 20
+    with watch(model, opt, steps=2) as w:
+        for i in range(3):
+            loss = F.mse_loss(model(X[32 * i : 32 * i + 32]), y[32 * i : 32 * i + 32])
+            opt.zero_grad()
+            if where == "before_backward":
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # clip: before
+            loss.backward()
+            if where == "between":
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            if where == "after_step":
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # clip: after
+    return _found(w, "clip_not_applied")
+
+
+def test_clip_after_step_or_before_backward_is_found_at_the_clip_line():
+    (after,) = _clip_loop("after_step")
+    assert after.line == _line_of("# clip: after", _clip_loop)
+    (before,) = _clip_loop("before_backward")
+    assert before.line == _line_of("# clip: before", _clip_loop)
+
+
+def test_clip_between_backward_and_step_is_clean():
+    assert _clip_loop("between") == []
+
+
+def _gan(step_d: bool):
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    D = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt_g, opt_d = torch.optim.Adam(G.parameters(), 1e-3), torch.optim.Adam(D.parameters(), 1e-3)
+    real = torch.randn(64, 2) + 1
+    with watch(G, opt_g, steps=2) as w:
+        for i in range(3):
+            fake = G(torch.randn(16, 4))
+            ones, zeros = torch.ones(16, 1), torch.zeros(16, 1)
+            d_loss = F.binary_cross_entropy_with_logits(D(real[16 * i : 16 * i + 16]), ones)
+            d_loss = d_loss + F.binary_cross_entropy_with_logits(D(fake.detach()), zeros)
+            opt_d.zero_grad()
+            d_loss.backward()  # d backward
+            if step_d:
+                opt_d.step()
+            g_loss = F.binary_cross_entropy_with_logits(D(fake), ones)
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+    return _found(w, "optimizer_never_steps")
+
+
+def test_discriminator_optimizer_zeroed_but_never_stepped_is_found_at_its_backward():
+    (f,) = _gan(step_d=False)
+    assert f.line == _line_of("# d backward", _gan)
+    assert f.evidence["zero_grad_calls"] >= 2
+
+
+def test_both_optimizers_stepped_is_clean():
+    assert _gan(step_d=True) == []
+
+
+def _rebuilt(rebuild_scheduler: bool):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = torch.optim.AdamW(model[2].parameters(), lr=1e-3)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)  # rebuilt
+    if rebuild_scheduler:
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+    X, y = torch.randn(96, 8), torch.randint(0, 3, (96,))
+    with watch(model, opt, steps=2) as w:
+        for i in range(3):
+            loss = F.cross_entropy(model(X[32 * i : 32 * i + 32]), y[32 * i : 32 * i + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+    return w
+
+
+def test_scheduler_left_on_a_replaced_optimizer_is_found():
+    (f,) = _found(_rebuilt(rebuild_scheduler=False), "schedule_on_idle_optimizer")
+    assert f.evidence["scheduler"] == "CosineAnnealingLR"
+    assert f.evidence["training_lr"] == pytest.approx(1e-3)  # never scheduled: still the initial lr
+    assert f.evidence["scheduled_lr"] < 1e-3
+
+
+def test_scheduler_on_the_stepping_optimizer_is_clean():
+    assert _found(_rebuilt(rebuild_scheduler=True), "schedule_on_idle_optimizer") == []
