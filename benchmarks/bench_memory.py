@@ -40,14 +40,7 @@ def main() -> int:
     print("predicted / measured peak of one training step (fp32 full fine-tune, CPU allocator)")
     print(f"{'case':40s} {'measured MiB':>12s} {'expkit':>7s} {'accel.':>7s} {'hf/zero':>7s} {'deepspeed':>9s}")
     for case, r in zip(cases, table.rows, strict=True):
-        led = estimate_training_memory(
-            case.spec(),
-            seq=case.seq,
-            precision="fp32",
-            grad_ckpt=case.grad_ckpt,
-            attention=case.attention,
-            device="cpu",
-        )
+        led = estimate_training_memory(case.training_query("cpu"))
         P = led.total_params
         accel = max(estimate_training_usage(4 * P, "float32").values())  # its "Training using Adam" peak
         hf = 16 * P  # fp32: weights 4 + grads 4 + AdamW 8 (HF docs), no activations

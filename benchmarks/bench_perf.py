@@ -23,6 +23,7 @@ import os
 import statistics
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from timing import Goal, add_run_options, finish  # benchmarks/timing.py
@@ -33,14 +34,14 @@ GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm")
 
 
 def bench_roofs(repeats: int, threads: int | None, quick: bool = False) -> dict:
-    from expkit.perf.roofs import measure_roofs
+    from expkit.perf.roofs import RoofQuery, measure_roofs
 
-    sizes = (
-        dict(gemm_n=256, copy_bytes=16 * 2**20, repeats=2, reference_n=512, reference_copy_bytes=32 * 2**20)
+    query = (
+        RoofQuery(gemm_n=256, copy_bytes=16 * 2**20, repeats=2, reference_n=512, reference_copy_bytes=32 * 2**20)
         if quick
-        else dict(gemm_n=2048, copy_bytes=256 * 2**20, repeats=5, reference_n=4096, reference_copy_bytes=2**30)
+        else RoofQuery(gemm_n=2048, copy_bytes=256 * 2**20, repeats=5, reference_n=4096, reference_copy_bytes=2**30)
     )
-    runs = [measure_roofs(compare=True, threads=threads, **sizes) for _ in range(repeats)]
+    runs = [measure_roofs(replace(query, compare=True, threads=threads)) for _ in range(repeats)]
     g = statistics.median(r.gemm_vs_reference_ratio for r in runs)
     b = statistics.median(r.bandwidth_vs_reference_ratio for r in runs)
     return {

@@ -2,6 +2,8 @@ from verdict_checks import assert_computed, assert_flips, assert_verdicts_follow
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
+from expkit.memory.replica import ReplicaQuery
+from expkit.models.description import describe_config
 
 
 def _lab(lab_id):
@@ -59,14 +61,13 @@ def test_saved_bytes_by_op_attributes_every_saved_byte():
     import torch
 
     from expkit.labs.lab_c4_2_activations import saved_bytes_by_op, saved_parts_text
-    from expkit.memory.architecture import spec_from_dict
     from expkit.memory.replica import build_replica, measure_saved_bytes
 
     totals = {}
     for n in (1, 2):
-        spec = spec_from_dict(dict(TINY_LLAMA, num_hidden_layers=n), name="tiny-llama", source="test")
+        spec = describe_config(dict(TINY_LLAMA, num_hidden_layers=n), name="tiny-llama", source="test")
         torch.manual_seed(0)
-        model = build_replica(spec, num_layers=n, precision="bf16-mixed", seed=0)
+        model = build_replica(spec, ReplicaQuery(num_layers=n, precision="bf16-mixed", seed=0))
         parts = saved_bytes_by_op(model, seq=32, precision="bf16-mixed", seed=0)
         whole = measure_saved_bytes(model, batch=1, seq=32, precision="bf16-mixed").activation_bytes
         assert sum(p.nbytes for p in parts) == whole
@@ -109,10 +110,9 @@ def test_layer_input_dtype_reads_what_checkpointing_keeps():
     import torch
 
     from expkit.labs.lab_c4_2_activations import layer_input_dtype
-    from expkit.memory.architecture import spec_from_dict
     from expkit.memory.replica import build_replica
 
-    spec = spec_from_dict(TINY_LLAMA, name="tiny-llama", source="test")
-    model = build_replica(spec, num_layers=1, precision="bf16-mixed", seed=0)
+    spec = describe_config(TINY_LLAMA, name="tiny-llama", source="test")
+    model = build_replica(spec, ReplicaQuery(num_layers=1, precision="bf16-mixed", seed=0))
     assert layer_input_dtype(model, seq=16, precision="bf16-mixed", seed=0) == "float32"
     assert layer_input_dtype(model.to(torch.bfloat16), seq=16, precision="fp32", seed=0) == "bfloat16"

@@ -7,6 +7,8 @@ from verdict_checks import assert_verdicts_follow
 from expkit.labs.lab_c4_3_fsdp import FITS_RULE, fits_rule, predict_peaks
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
+from expkit.memory.ledger import TrainingQuery
+from expkit.models.description import load_model_description
 
 
 def test_lab_c4_3_judges_the_peak_not_the_state(tmp_path):
@@ -31,7 +33,9 @@ def test_c4_3_prediction_flips_with_the_adamw_implementation():
     AdamW fits (14.88): the optimizer implementation, which the seed does not name, decides the claim."""
     from expkit.memory import estimate_training_memory
 
-    ledger = estimate_training_memory("llama-2-7b", seq=2048, grad_ckpt="full", gpus=8, shard="fsdp")
+    ledger = estimate_training_memory(
+        TrainingQuery(load_model_description("llama-2-7b"), seq=2048, grad_ckpt="full", gpus=8, shard="fsdp")
+    )
     pred = predict_peaks(ledger)
     assert pred.foreach_gb == pytest.approx(18.25, abs=0.05)  # issue 22's review: 18.25 GB
     assert pred.fused_gb == pytest.approx(14.88, abs=0.05)  # the same ledger without the 3.37 GB term

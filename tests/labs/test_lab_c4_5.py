@@ -2,6 +2,8 @@ from verdict_checks import assert_flips, assert_verdicts_follow
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
+from expkit.memory.replica import ReplicaQuery
+from expkit.models.description import describe_config
 
 
 def test_lab_c4_5_autocast_keeps_fp32_and_halves_matmul_outputs(tmp_path):
@@ -26,13 +28,12 @@ def test_lab_c4_5_a_model_cast_to_bf16_flips_both_verdicts():
     import torch
 
     from expkit.labs.lab_c4_5_autocast import HALVES, KEEPS_FP32, TINY, measure_autocast_dtypes
-    from expkit.memory.architecture import spec_from_dict
     from expkit.memory.replica import build_replica
 
-    spec = spec_from_dict(TINY, name="tiny-qwen2", source="test")
+    spec = describe_config(TINY, name="tiny-qwen2", source="test")
     ids = torch.randint(0, spec.vocab_size, (1, 32), generator=torch.Generator().manual_seed(0))
-    fp32 = measure_autocast_dtypes(build_replica(spec, precision="fp32", seed=0), ids)
-    cast = measure_autocast_dtypes(build_replica(spec, precision="fp32", seed=0).to(torch.bfloat16), ids)
+    fp32 = measure_autocast_dtypes(build_replica(spec, ReplicaQuery(precision="fp32", seed=0)), ids)
+    cast = measure_autocast_dtypes(build_replica(spec, ReplicaQuery(precision="fp32", seed=0)).to(torch.bfloat16), ids)
     assert KEEPS_FP32.judge(fp32.keeps_fp32).kind == "demonstrated"
     assert HALVES.judge(fp32.matmul_ratio).kind == "reproduced"
     assert cast.params == {"bfloat16"} and cast.grads == {"bfloat16"}

@@ -3,6 +3,8 @@ from verdict_checks import assert_flips, assert_verdicts_follow
 from expkit.labs.lab_c4_6_oom import ablation_blocks, attribute_by_ablation, got_past, seed_rule_block
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
+from expkit.memory.ledger import TrainingQuery
+from expkit.models.description import describe_config
 
 
 def test_seed_rule_block_reads_phase_and_lora_rerun():
@@ -49,7 +51,6 @@ def test_an_activation_bound_backward_oom_flips_the_attribution():
     from expkit.diagnose import diagnose_text
     from expkit.labs.base import KOfN
     from expkit.memory import estimate_training_memory
-    from expkit.memory.architecture import spec_from_dict
     from expkit.memory.capacity import run_step_capped
 
     raw = dict(
@@ -62,8 +63,8 @@ def test_an_activation_bound_backward_oom_flips_the_attribution():
         vocab_size=2000,
         tie_word_embeddings=False,
     )
-    spec = spec_from_dict(raw, name="narrow-long", source="test")
-    led = estimate_training_memory(spec, seq=2048, method="full", precision="fp32", device="cpu")
+    spec = describe_config(raw, name="narrow-long", source="test")
+    led = estimate_training_memory(TrainingQuery(spec, seq=2048, method="full", precision="fp32", device="cpu"))
     cap = int(0.85 * led.peak_bytes)
     oom = diagnose_text(run_step_capped(spec, cap_bytes=cap, seq=2048)).explanation.oom
     assert oom is not None and oom.phase == "backward"

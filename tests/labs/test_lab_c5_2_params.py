@@ -2,6 +2,7 @@ from verdict_checks import assert_computed, assert_flips, assert_verdicts_follow
 
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
+from expkit.models.description import load_model_description
 
 
 def test_lab_c5_2_param_accounting(tmp_path):
@@ -35,13 +36,13 @@ def test_lab_c5_2_runs_that_flip_the_verdicts():
     step's predicted peak, where the full fine-tune fits too, so LoRA decides nothing; (2) the parameter count of
     the same config with untied embeddings (the head counted apart), which is not 494M."""
     from expkit.labs.lab_c5_2_param_accounting import POSSIBLE, TOTAL_RULE, run_full_vs_lora_capped
-    from expkit.memory import count_parameters, load_model_spec
+    from expkit.memory import count_parameters
 
     roomy = run_full_vs_lora_capped(0, cap_bytes=1 << 40)  # 1 TiB: nothing runs out
     assert roomy.full_oom is False and roomy.lora_oom is False
     assert POSSIBLE.judge(roomy.possible).kind == "not reproduced"
 
-    spec = load_model_spec("qwen2.5-0.5b")
+    spec = load_model_description("qwen2.5-0.5b")
     total_rule = TOTAL_RULE
     assert total_rule.judge(count_parameters(spec).total_params).kind == "reproduced"
     untied = count_parameters({**spec.raw, "tie_word_embeddings": False}).total_params

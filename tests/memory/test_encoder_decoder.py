@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from expkit.memory.activations import ActivationQuery, estimate_activations
-from expkit.memory.architecture import ModelSpec, spec_from_dict
-from expkit.memory.ledger import TrainingQuery, ledger_for_query
-from expkit.memory.replica import build_replica, measure_saved_bytes, measure_step_peak
+from expkit.memory.ledger import TrainingQuery, estimate_training_memory
+from expkit.memory.replica import ReplicaQuery, build_replica, measure_saved_bytes, measure_step_peak
+from expkit.models.description import ModelDescription, describe_config
 
 SEQ = 64
 
@@ -78,12 +78,12 @@ def _whisper(enc: int, dec: int) -> dict[str, Any]:
 FAMILIES = {"t5": _t5, "bart": _bart, "whisper": _whisper}
 
 
-def _spec(family: str, enc: int, dec: int) -> ModelSpec:
-    return spec_from_dict(FAMILIES[family](enc, dec), name=f"tiny-{family}", source="test")
+def _spec(family: str, enc: int, dec: int) -> ModelDescription:
+    return describe_config(FAMILIES[family](enc, dec), name=f"tiny-{family}", source="test")
 
 
 def _measured(family: str, enc: int, dec: int, method: str, precision: str) -> int:
-    model = build_replica(_spec(family, enc, dec), method=method, precision=precision)
+    model = build_replica(_spec(family, enc, dec), ReplicaQuery(method=method, precision=precision))
     return measure_saved_bytes(model, batch=1, seq=SEQ, precision=precision).activation_bytes
 
 
@@ -133,9 +133,12 @@ def test_t5_lora_layers_within_5_percent(precision):
 def test_ledger_peak_within_5_percent_of_the_allocator(family, method, precision):
     spec = _spec(family, 2, 2)
     query = TrainingQuery(model=spec, batch=2, seq=128, method=method, precision=precision, device="cpu", lora_r=8)
-    led = ledger_for_query(query)
+    led = estimate_training_memory(query)
     peak = measure_step_peak(
-        build_replica(spec, method=method, precision=precision, lora_r=8), batch=2, seq=128, precision=precision
+        build_replica(spec, ReplicaQuery(method=method, precision=precision, lora_r=8)),
+        batch=2,
+        seq=128,
+        precision=precision,
     )
     assert led.peak_bytes == pytest.approx(peak.peak_bytes, rel=0.05)
     # the activations line holds both stacks: the encoder's and the decoder's layer kinds

@@ -9,9 +9,9 @@ import pytest
 
 from expkit.errors import UsageError
 from expkit.memory.inference import PREFILL_LINES, InferenceQuery, ledger_for_inference
-from expkit.memory.params import resolve_spec
+from expkit.models.description import resolve_description
 
-QWEN = resolve_spec("qwen2.5-7b")  # hidden 3584, intermediate 18944, 28 heads, vocab 152064
+QWEN = resolve_description("qwen2.5-7b")  # hidden 3584, intermediate 18944, 28 heads, vocab 152064
 
 
 def _ledger(**options: object):  # noqa: ANN202 - a Ledger

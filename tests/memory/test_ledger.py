@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from expkit.errors import UsageError
 from expkit.memory import compare_conventions, estimate_inference_memory, estimate_training_memory
 from expkit.memory.activations import ActivationQuery, estimate_activations, korthikanti_bytes
-from expkit.memory.architecture import load_model_spec
+from expkit.memory.ledger import TrainingQuery
+from expkit.models.description import load_model_description
 
 
 @settings(max_examples=25, deadline=None)
@@ -27,15 +28,17 @@ def test_per_gpu_is_sum_of_lines_and_peak_is_at_most_the_sum(
     batch, seq, method, optimizer, precision, ckpt, gpus, shard
 ):
     led = estimate_training_memory(
-        "qwen2.5-0.5b",
-        batch=batch,
-        seq=seq,
-        method=method,
-        optimizer=optimizer,
-        precision=precision,
-        grad_ckpt=ckpt,
-        gpus=gpus,
-        shard=shard,
+        TrainingQuery(
+            load_model_description("qwen2.5-0.5b"),
+            batch=batch,
+            seq=seq,
+            method=method,
+            optimizer=optimizer,
+            precision=precision,
+            grad_ckpt=ckpt,
+            gpus=gpus,
+            shard=shard,
+        )
     )
     assert led.per_gpu_bytes == sum(ln.bytes for ln in led.lines)
     assert led.total_bytes == led.per_gpu_bytes * gpus
@@ -45,7 +48,7 @@ def test_per_gpu_is_sum_of_lines_and_peak_is_at_most_the_sum(
 
 def test_full_mixed_adamw_model_state_is_18_bytes_per_param_with_autocast_copies():
     # fp32 weights 4 + fp32 grads 4 + Adam 8 = 16, + 2 B autocast copies of the matmul weights
-    led = estimate_training_memory("llama-2-7b", seq=1024)
+    led = estimate_training_memory(TrainingQuery(load_model_description("llama-2-7b"), seq=1024))
     P = led.total_params
     assert led.bytes_of("fp32 master weights", "gradients", "Adam m", "Adam v") == 16 * P
     linear = led.line("bf16 weights").bytes / 2
@@ -53,7 +56,7 @@ def test_full_mixed_adamw_model_state_is_18_bytes_per_param_with_autocast_copies
 
 
 def test_conventions_reproduce_16_18_and_accelerates_max():
-    cmp = compare_conventions(estimate_training_memory("llama-2-7b", seq=4096))
+    cmp = compare_conventions(estimate_training_memory(TrainingQuery(load_model_description("llama-2-7b"), seq=4096)))
     per = cmp.model_state_bytes_per_param
     assert per["zero"] == pytest.approx(16)  # ZeRO paper sec 3.1: 2 + 2 + 12
     assert per["hf"] == pytest.approx(18)  # HF Model Memory Anatomy: 6 + 4 + 8
@@ -64,23 +67,33 @@ def test_conventions_reproduce_16_18_and_accelerates_max():
 
 
 def test_fsdp_over_8_divides_the_training_state():
-    one = estimate_training_memory("llama-2-7b", seq=2048)
-    eight = estimate_training_memory("llama-2-7b", seq=2048, gpus=8, shard="fsdp")
+    one = estimate_training_memory(TrainingQuery(load_model_description("llama-2-7b"), seq=2048))
+    eight = estimate_training_memory(
+        TrainingQuery(load_model_description("llama-2-7b"), seq=2048, gpus=8, shard="fsdp")
+    )
     for name in ("fp32 master weights", "gradients", "Adam m", "Adam v"):
         assert eight.line(name).bytes == one.line(name).bytes // 8
     assert eight.line("activations").bytes == one.line("activations").bytes  # activations are per micro-batch
 
 
 def test_zero1_shards_only_optimizer_state():
-    led = estimate_training_memory("qwen2.5-1.5b", gpus=4, shard="zero1")
-    one = estimate_training_memory("qwen2.5-1.5b")
+    led = estimate_training_memory(TrainingQuery(load_model_description("qwen2.5-1.5b"), gpus=4, shard="zero1"))
+    one = estimate_training_memory(TrainingQuery(load_model_description("qwen2.5-1.5b")))
     assert led.line("Adam m").bytes == one.line("Adam m").bytes // 4
     assert led.line("gradients").bytes == one.line("gradients").bytes
 
 
 def test_checkpointing_shrinks_activations():
-    a = estimate_training_memory("llama-2-7b", seq=4096).line("activations").bytes
-    b = estimate_training_memory("llama-2-7b", seq=4096, grad_ckpt="full").line("activations").bytes
+    a = (
+        estimate_training_memory(TrainingQuery(load_model_description("llama-2-7b"), seq=4096))
+        .line("activations")
+        .bytes
+    )
+    b = (
+        estimate_training_memory(TrainingQuery(load_model_description("llama-2-7b"), seq=4096, grad_ckpt="full"))
+        .line("activations")
+        .bytes
+    )
     assert b < a / 10
 
 
@@ -92,7 +105,7 @@ def test_korthikanti_without_scores_llama2_7b_is_17_gib():
 
 
 def test_activation_terms_sum_to_layer_bytes():
-    spec = load_model_spec("qwen2.5-0.5b")
+    spec = load_model_description("qwen2.5-0.5b")
     est = estimate_activations(spec, ActivationQuery(batch=2, seq=512, precision="fp32"))
     assert est.layer_bytes == sum(t.bytes_per_token for t in est.layer_terms) * 2 * 512
     assert est.stored_bytes == 24 * est.layer_bytes
@@ -107,8 +120,10 @@ def test_inference_kv_cache_is_gqa_aware():
 
 
 def test_fits_uses_the_gpu_registry():
-    small = estimate_training_memory("qwen2.5-0.5b", method="lora", seq=512, gpu="4090")
-    big = estimate_training_memory("qwen2.5-72b", seq=4096, gpu="h100")
+    small = estimate_training_memory(
+        TrainingQuery(load_model_description("qwen2.5-0.5b"), method="lora", seq=512, gpu="4090")
+    )
+    big = estimate_training_memory(TrainingQuery(load_model_description("qwen2.5-72b"), seq=4096, gpu="h100"))
     assert small.fits is True and small.gpu_memory_bytes == 24 * 10**9
     assert big.fits is False
 
@@ -124,7 +139,7 @@ def test_fits_uses_the_gpu_registry():
 )
 def test_bad_options_are_named(kwargs, match):
     with pytest.raises(UsageError, match=match):
-        estimate_training_memory("qwen2.5-0.5b", **kwargs)
+        estimate_training_memory(TrainingQuery(load_model_description("qwen2.5-0.5b"), **kwargs))
 
 
 def test_unknown_convention_is_named():
@@ -132,4 +147,6 @@ def test_unknown_convention_is_named():
     from expkit.memory.conventions import ledger_for_convention
 
     with pytest.raises(UsageError, match=r"^convention 'megatron' is not one of"):
-        ledger_for_convention(estimate_training_memory("qwen2.5-0.5b"), "megatron")
+        ledger_for_convention(
+            estimate_training_memory(TrainingQuery(load_model_description("qwen2.5-0.5b"))), "megatron"
+        )

@@ -7,7 +7,9 @@ import dataclasses
 import pytest
 
 from expkit.memory import ActivationQuery, estimate_activations, estimate_inference_memory, estimate_training_memory
+from expkit.memory.ledger import TrainingQuery
 from expkit.memory.validation import MOE_CASES, validate_ledger
+from expkit.models.description import load_model_description
 
 
 def test_mla_kv_cache_is_the_latent():
@@ -37,7 +39,9 @@ def test_quantized_checkpoint_weights_at_their_bytes():
 
 
 def test_fsdp_gathers_the_largest_layer_kind():
-    led = estimate_training_memory("deepseek-v3", seq=1024, gpus=256, shard="fsdp")
+    led = estimate_training_memory(
+        TrainingQuery(load_model_description("deepseek-v3"), seq=1024, gpus=256, shard="fsdp")
+    )
     # a DeepSeek-V3 MoE layer: 256 experts * 3 * 7168 * 2048 + shared 3 * 7168 * 2048 + router 256 * 7168
     # + MLA 187,107,328 + norms 14,336 = 11,507,286,016 parameters (42.9 GiB in fp32), not a dense layer's 0.58B
     moe_layer = 256 * 3 * 7168 * 2048 + 3 * 7168 * 2048 + 256 * 7168 + 187_107_328 + 2 * 7168
@@ -55,7 +59,7 @@ def test_moe_activation_terms_match_saved_tensors(case):
     for n in (1, 2):
         # every layer MoE (DeepSeek's config default is first_k_dense_replace = 3, so it is set to 0)
         extra = tuple((k, 0 if k == "first_k_dense_replace" else v) for k, v in case.extra)
-        spec = dataclasses.replace(case, layers=n, extra=extra).spec()
+        spec = dataclasses.replace(case, layers=n, extra=extra).description()
         saved[n] = measure_saved_bytes(build_replica(spec), batch=1, seq=seq).activation_bytes
     est = estimate_activations(spec, ActivationQuery(batch=1, seq=seq, precision="fp32", device="cpu"))
     per_layer = saved[2] - saved[1]
@@ -69,7 +73,7 @@ def test_moe_replica_peak_within_10_percent():
 
 
 def test_moe_ledger_is_not_the_dense_ledger():
-    moe = estimate_training_memory("mixtral-8x7b", seq=1024, device="cpu")
+    moe = estimate_training_memory(TrainingQuery(load_model_description("mixtral-8x7b"), seq=1024, device="cpu"))
     act = moe.line("activations").bytes
     # Mixtral's MoE layer saves the gathered input and the gate_up / act / product / down outputs of 2 experts
     # per token: ~1.6x a dense block of the same widths

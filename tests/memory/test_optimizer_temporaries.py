@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from expkit.memory.ledger import TrainingQuery, ledger_for_query
+from expkit.memory.ledger import TrainingQuery, estimate_training_memory
 from expkit.memory.validation import OPTIMIZER_CASE, OptimizerPeakTable, validate_optimizer_impls
 
 IMPLS = ("foreach", "for-loop", "fused")
@@ -53,8 +53,8 @@ def test_unknown_implementation_is_refused_by_name() -> None:
 
 
 def test_default_implementation_is_torchs_for_the_device() -> None:
-    query = TrainingQuery(model=OPTIMIZER_CASE.spec(), batch=1, seq=32, precision="fp32", device="cpu")
+    query = TrainingQuery(model=OPTIMIZER_CASE.description(), batch=1, seq=32, precision="fp32", device="cpu")
     assert query.resolved_optimizer_impl == "for-loop"
     assert dataclasses.replace(query, device="cuda").resolved_optimizer_impl == "foreach"
-    cuda = ledger_for_query(dataclasses.replace(query, device="cuda"))
+    cuda = estimate_training_memory(dataclasses.replace(query, device="cuda"))
     assert "foreach AdamW" in cuda.line("temporaries").formula

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from expkit.errors import InputError, UsageError
-from expkit.memory import count_parameters, load_model_spec
+from expkit.memory import count_parameters
 from expkit.memory.params import _analytic_count
 from expkit.models.counting import ParameterCount
+from expkit.models.description import load_model_description
 
 
 def test_qwen25_05b_base_count_is_exact():
@@ -35,7 +36,7 @@ def test_qwen25_05b_lora_r16_all_linear():
 
 @pytest.mark.parametrize("name", ["qwen2.5-0.5b", "qwen2.5-7b", "llama-2-7b", "llama-3-8b"])
 def test_analytic_fallback_agrees_with_meta_instantiation(name):
-    spec = load_model_spec(name)
+    spec = load_model_description(name)
     analytic = _analytic_count(spec, 8, 16.0, ("all-linear",))
     c = count_parameters(name, lora_r=8)
     assert type(analytic) is type(c) is ParameterCount  # one count type, whichever way it was counted
@@ -104,4 +105,4 @@ def test_unknown_architecture_falls_back_to_analytic_and_says_so(tmp_path):
 
 def test_unknown_name_lists_catalog():
     with pytest.raises(UsageError, match=r"qwen2\.5-0\.5b"):
-        load_model_spec("no-such-model-xyz")
+        load_model_description("no-such-model-xyz")

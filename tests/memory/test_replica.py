@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from expkit.memory.activation_fit import fit_activations
+from expkit.memory.activation_fit import FitQuery, fit_activations
 from expkit.memory.activations import ActivationQuery, estimate_activations
-from expkit.memory.architecture import spec_from_dict
-from expkit.memory.replica import build_replica, measure_saved_bytes
+from expkit.memory.replica import ReplicaQuery, build_replica, measure_saved_bytes
 from expkit.memory.validation import VALIDATION_CASES, validate_ledger
+from expkit.models.description import describe_config
 
-SPEC = spec_from_dict(
+SPEC = describe_config(
     dict(
         model_type="qwen2",
         hidden_size=128,
@@ -42,7 +42,10 @@ def test_per_layer_formula_equals_measured_saved_bytes(method, precision, ckpt, 
     seq = 128
     measured = [
         measure_saved_bytes(
-            build_replica(SPEC, num_layers=n, method=method, precision=precision, grad_ckpt=ckpt, attention=attention),
+            build_replica(
+                SPEC,
+                ReplicaQuery(num_layers=n, method=method, precision=precision, grad_ckpt=ckpt, attention=attention),
+            ),
             batch=1,
             seq=seq,
             precision=precision,
@@ -60,7 +63,7 @@ def test_per_layer_formula_equals_measured_saved_bytes(method, precision, ckpt, 
 
 def test_autocast_weight_copies_are_reported_apart():
     sb = measure_saved_bytes(
-        build_replica(SPEC, num_layers=1, precision="bf16-mixed"), batch=1, seq=64, precision="bf16-mixed"
+        build_replica(SPEC, ReplicaQuery(num_layers=1, precision="bf16-mixed")), batch=1, seq=64, precision="bf16-mixed"
     )
     # 16-bit copies of q, k, v, o, gate, up, down of one layer and of the tied lm_head: 2 B each
     per_layer = 128 * 128 * 2 + 128 * 64 * 2 + 3 * 128 * 384
@@ -87,28 +90,32 @@ def test_predicted_peak_within_10_percent_of_measured_on_every_case():
 def test_fit_extrapolates_exactly_for_identical_layers(tmp_path):
     fit = fit_activations(
         SPEC,
-        batch=2,
-        seq=256,
-        replica_seq=64,
-        layers=(1, 2, 3),
-        with_ckpt=True,
-        time_repeats=1,
-        cache_dir=tmp_path,
-        replica_vocab=None,
+        FitQuery(
+            batch=2,
+            seq=256,
+            replica_seq=64,
+            layers=(1, 2, 3),
+            with_ckpt=True,
+            time_repeats=1,
+            cache_dir=tmp_path,
+            replica_vocab=None,
+        ),
     )
     assert fit.residual_bytes < 64  # identical layers: a straight line
     assert fit.extrapolated_bytes == pytest.approx(fit.formula_bytes, rel=5e-3)
     assert fit.ckpt_extrapolated_bytes < fit.extrapolated_bytes and fit.ckpt_time_ratio > 0
     again = fit_activations(
         SPEC,
-        batch=2,
-        seq=256,
-        replica_seq=64,
-        layers=(1, 2, 3),
-        with_ckpt=True,
-        time_repeats=1,
-        cache_dir=tmp_path,
-        replica_vocab=None,
+        FitQuery(
+            batch=2,
+            seq=256,
+            replica_seq=64,
+            layers=(1, 2, 3),
+            with_ckpt=True,
+            time_repeats=1,
+            cache_dir=tmp_path,
+            replica_vocab=None,
+        ),
     )
     assert again.cached and again.extrapolated_bytes == fit.extrapolated_bytes
 

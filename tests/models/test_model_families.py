@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import warnings
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -176,11 +177,8 @@ def test_a_missing_optional_package_named_by_transformers_is_exit_2(monkeypatch)
             )
 
     monkeypatch.setattr(counting, "_model_classes", lambda desc: [NeedsTimm])
-    counting._count_cached.cache_clear()
-    try:
-        code, env = _run("sft", "params", "llama-2-7b")
-    finally:
-        counting._count_cached.cache_clear()
+    monkeypatch.setattr(counting, "_COUNTS", OrderedDict())  # nothing counted yet, and the real counts kept
+    code, env = _run("sft", "params", "llama-2-7b")
     assert code == 2
     assert "'timm'" in env["error"]["message"]
     assert "pip install timm" in env["error"]["message"]

@@ -146,3 +146,29 @@ def test_compressed_tensors_with_two_weight_schemes_is_refused_naming_the_field(
     res = CliRunner().invoke(app, ["sft", "params", str(tmp_path), "--json"])
     assert res.exit_code == 2
     assert "config_groups has 2 different weight schemes" in json.loads(res.stdout)["error"]["message"]
+
+
+def test_an_unregistered_type_with_an_up_down_mlp_is_read_from_transformers_layer(tmp_path):
+    # Phi-2's layout (fc1/fc2, no gate) under no family module: the Llama-like family would count a gated MLP
+    # (3 x hidden x inter, +33 % of the decode bytes here); transformers' one-layer meta build says 2 matrices
+    import torch
+    import transformers
+
+    raw = {
+        "model_type": "phi",
+        "architectures": ["PhiForCausalLM"],
+        "hidden_size": 1024,
+        "intermediate_size": 4096,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 16,
+        "vocab_size": 1000,
+        "tie_word_embeddings": False,
+    }
+    (tmp_path / "config.json").write_text(json.dumps(raw))
+    fields = {k: v for k, v in raw.items() if k not in ("model_type", "architectures")}
+    with torch.device("meta"):
+        model = transformers.PhiForCausalLM(transformers.PhiConfig(**fields))
+    embed = model.get_input_embeddings().weight
+    truth_bytes = 2 * sum(p.numel() for p in model.parameters() if p is not embed)  # biases, norms in
+    got = _result("roofline", "--model", str(tmp_path), "--gpu", "H100", "--batch", "1", "--context", "4096")
+    assert got["weight_bytes"] == pytest.approx(truth_bytes, rel=BYTES_REL)  # was +33 % with a gated MLP

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from expkit.memory.activations import ActivationQuery, estimate_activations
-from expkit.memory.architecture import spec_from_dict
-from expkit.memory.replica import build_replica, measure_saved_bytes
+from expkit.memory.replica import ReplicaQuery, build_replica, measure_saved_bytes
+from expkit.models.description import describe_config
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 
@@ -69,12 +69,15 @@ def _qwen3_next(value_heads: int, key_heads: int, dk: int, dv: int, layers: int 
 
 def _layer_slope(cfg: dict, precision: str, seqs: tuple[int, int]) -> tuple[float, dict[int, int]]:
     """(measured bytes per token of one layer, measured bytes of one layer at each length)."""
-    spec = spec_from_dict(cfg, name="tiny", source="test")
+    spec = describe_config(cfg, name="tiny", source="test")
     layer = {}
     for seq in seqs:
         by_depth = [
             measure_saved_bytes(
-                build_replica(spec, num_layers=n, precision=precision), batch=1, seq=seq, precision=precision
+                build_replica(spec, ReplicaQuery(num_layers=n, precision=precision)),
+                batch=1,
+                seq=seq,
+                precision=precision,
             ).activation_bytes
             for n in (1, 2)
         ]
@@ -84,7 +87,7 @@ def _layer_slope(cfg: dict, precision: str, seqs: tuple[int, int]) -> tuple[floa
 
 
 def _predicted_per_token(cfg: dict, precision: str, seq: int) -> tuple[float, list[str]]:
-    spec = spec_from_dict(cfg, name="tiny", source="test").with_layers(1)
+    spec = describe_config(cfg, name="tiny", source="test").with_layers(1)
     est = estimate_activations(spec, ActivationQuery(batch=1, seq=seq, precision=precision, device="cpu"))
     return est.stored_bytes / seq, [t.name for t in est.layer_terms]
 
@@ -122,17 +125,17 @@ def test_gated_deltanet_terms_equal_what_the_torch_chunk_rule_saves(heads):
 
 
 def test_unmeasured_settings_stay_marked_approximate():
-    mixer = spec_from_dict(_qwen3_next(4, 2, 16, 24), name="tiny", source="test").desc.layers[0].attention
+    mixer = describe_config(_qwen3_next(4, 2, 16, 24), name="tiny", source="test").layers[0].attention
     ctx = ActivationQuery(batch=1, seq=128, precision="fp32", device="cpu").context(64)
     autocast = ActivationQuery(batch=1, seq=128, precision="bf16-mixed", device="cpu").context(64)
     assert any("approximate" in t.name for t in mixer.saved_terms(autocast))  # not linear in the tokens there
     lora = ActivationQuery(batch=1, seq=128, precision="fp32", method="lora", device="cpu").context(64)
-    jamba = spec_from_dict(_jamba(), name="tiny", source="test").desc.layers[0].attention
+    jamba = describe_config(_jamba(), name="tiny", source="test").layers[0].attention
     assert any("approximate" in t.name for t in jamba.saved_terms(lora))
     assert not any("approximate" in t.name for t in jamba.saved_terms(ctx))
 
 
 def test_the_kernel_assumption_is_listed_with_the_approximations():
     for cfg, kind in ((_jamba(), "mamba"), (_qwen3_next(4, 2, 16, 24), "gated-deltanet")):
-        notes = spec_from_dict(cfg, name="tiny", source="test").desc.approximations
+        notes = describe_config(cfg, name="tiny", source="test").approximations
         assert any(n.startswith(f"{kind} training activations: what transformers' PyTorch path") for n in notes)

@@ -8,7 +8,13 @@ import pytest
 from expkit.errors import UsageError
 from expkit.perf.decode import build_tiny_decoder, measure_decode_throughput
 from expkit.perf.profiler import profile
-from expkit.perf.roofs import measure_copy_bandwidth, measure_gemm, measure_numpy_copy_bandwidth, measure_roofs
+from expkit.perf.roofs import (
+    RoofQuery,
+    measure_copy_bandwidth,
+    measure_gemm,
+    measure_numpy_copy_bandwidth,
+    measure_roofs,
+)
 
 MIB = 1024**2
 
@@ -28,7 +34,9 @@ def test_copy_counts_read_plus_write():
 
 def test_roofs_with_reference_report_ratios_and_ridge():
     r = measure_roofs(
-        gemm_n=128, copy_bytes=4 * MIB, repeats=2, compare=True, reference_n=192, reference_copy_bytes=8 * MIB
+        RoofQuery(
+            gemm_n=128, copy_bytes=4 * MIB, repeats=2, compare=True, reference_n=192, reference_copy_bytes=8 * MIB
+        )
     )
     assert r.ridge_flop_per_byte == pytest.approx(r.peak_flop_s / r.bandwidth_bytes_s)
     assert r.gemm_vs_reference_ratio == pytest.approx(r.gemm.best_flop_s / r.reference_gemm.best_flop_s)

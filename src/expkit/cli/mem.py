@@ -107,14 +107,14 @@ def mem(
     """
     from expkit.errors import CheckFailed
     from expkit.memory.ledger import TrainingQuery
-    from expkit.memory.params import resolve_spec
     from expkit.memory.report import MemoryRequest, build_memory_report
+    from expkit.models.description import load_model_description
     from expkit.render.console import progress_steps
     from expkit.render.ledger import render_memory_report
 
     targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
     query = TrainingQuery(
-        model=resolve_spec(model),
+        model=load_model_description(model),
         batch=batch,
         seq=seq,
         method=method,

@@ -48,12 +48,12 @@ def measure_state_bytes(make_optimizer: Callable[[Iterable[Any]], Any], *, seed:
     T = 64); the unique storages of parameters, gradients, buffers and optimizer state before and after it."""
     import torch
 
-    from expkit.memory.architecture import spec_from_dict
-    from expkit.memory.replica import build_replica, training_state_bytes
+    from expkit.memory.replica import ReplicaQuery, build_replica, training_state_bytes
+    from expkit.models.description import describe_config
 
-    spec = spec_from_dict(TINY, name="tiny-qwen2", source="lab C4.1")
+    spec = describe_config(TINY, name="tiny-qwen2", source="lab C4.1")
     torch.manual_seed(seed)
-    model = build_replica(spec, precision="fp32", seed=seed)
+    model = build_replica(spec, ReplicaQuery(precision="fp32", seed=seed))
     n = sum(p.numel() for p in model.parameters())
     opt = make_optimizer(model.parameters())
     before = training_state_bytes(model, opt)
@@ -74,16 +74,16 @@ def adamw(params: Iterable[Any]) -> Any:
 
 @lab(id="C4.1", title="16 bytes per trainable parameter", claims=("C4.1",), seed=(SEED_16,))
 def run(ctx: LabContext) -> LabOutput:
-    from expkit.memory import compare_conventions, estimate_training_memory
-    from expkit.memory.architecture import spec_from_dict
-    from expkit.memory.replica import build_replica, measure_saved_bytes
+    from expkit.memory import TrainingQuery, compare_conventions, estimate_training_memory
+    from expkit.memory.replica import ReplicaQuery, build_replica, measure_saved_bytes
+    from expkit.models.description import describe_config, load_model_description
 
     state = measure_state_bytes(adamw, seed=ctx.seed)
     n, before, after, per_param = state.n_params, state.before_bytes, state.after_bytes, state.per_param
-    spec = spec_from_dict(TINY, name="tiny-qwen2", source="lab C4.1")
-    model = build_replica(spec, precision="fp32", seed=ctx.seed)
+    spec = describe_config(TINY, name="tiny-qwen2", source="lab C4.1")
+    model = build_replica(spec, ReplicaQuery(precision="fp32", seed=ctx.seed))
     copies = measure_saved_bytes(model, batch=1, seq=64, precision="bf16-mixed").weight_copy_bytes
-    cmp = compare_conventions(estimate_training_memory("llama-2-7b", seq=4096))
+    cmp = compare_conventions(estimate_training_memory(TrainingQuery(load_model_description("llama-2-7b"), seq=4096)))
     per = cmp.model_state_bytes_per_param
     ms = (
         judged(

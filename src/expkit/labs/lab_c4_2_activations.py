@@ -29,10 +29,10 @@ CKPT_TIME_RULE = Within(1.30, abs=0.10, source="+-0.10: our reading of the seed'
 
 def qwen_small_vocab(spec):
     """The same architecture with a 1024-token vocabulary, so the LM head does not dominate timings."""
-    from expkit.memory.architecture import spec_from_dict
+    from expkit.models.description import describe_config
 
     raw = {k: v for k, v in spec.raw.items() if k not in ("bos_token_id", "eos_token_id")}
-    return spec_from_dict(dict(raw, vocab_size=1024), name=spec.name, source=spec.source)
+    return describe_config(dict(raw, vocab_size=1024), name=spec.name, source=spec.source)
 
 
 class SavedPart(NamedTuple):
@@ -159,7 +159,7 @@ def measure_llama_activations(spec, *, replica_seq: int, seed: int):
 
     import torch
 
-    from expkit.memory.replica import build_replica, measure_saved_bytes
+    from expkit.memory.replica import ReplicaQuery, build_replica, measure_saved_bytes
 
     try:  # skip the random init of 0.4 B parameters: saved bytes depend on shapes, not on values
         from transformers.initialization import no_init_weights
@@ -168,7 +168,7 @@ def measure_llama_activations(spec, *, replica_seq: int, seed: int):
     small = qwen_small_vocab(spec)  # the fp32 log-probs of the real vocabulary are added back below
     vocab_fix = 4 * (spec.vocab_size - small.vocab_size) * replica_seq
     with no_init_weights():
-        model = build_replica(small, num_layers=2, precision="bf16-mixed", seed=seed)
+        model = build_replica(small, ReplicaQuery(num_layers=2, precision="bf16-mixed", seed=seed))
     with torch.no_grad():
         for p in model.parameters():
             p.zero_()  # defined values (the skipped init leaves memory as it was)
@@ -209,9 +209,9 @@ def time_checkpointing(spec, *, num_layers: int, seq: int, repeats: int, seed: i
     import torch
 
     from expkit.hardware.threads import torch_threads
-    from expkit.memory.replica import build_replica
+    from expkit.memory.replica import ReplicaQuery, build_replica
 
-    pair = [build_replica(spec, num_layers=num_layers, grad_ckpt=g, seed=seed) for g in (False, True)]
+    pair = [build_replica(spec, ReplicaQuery(num_layers=num_layers, grad_ckpt=g, seed=seed)) for g in (False, True)]
     ids = torch.randint(0, spec.vocab_size, (1, seq), generator=torch.Generator().manual_seed(seed))
     fwd: list[float] = []
     plain: list[float] = []
@@ -242,14 +242,13 @@ def time_checkpointing(spec, *, num_layers: int, seq: int, repeats: int, seed: i
 def run(ctx: LabContext) -> LabOutput:
     import torch
 
-    from expkit.memory import ActivationQuery, estimate_activations, load_model_spec
-    from expkit.memory.activation_fit import fit_activations
+    from expkit.memory import ActivationQuery, estimate_activations, load_model_description
+    from expkit.memory.activation_fit import FitQuery, fit_activations
     from expkit.render.figures import new_figure, save_figure
 
-    qwen, llama = load_model_spec("qwen2.5-0.5b"), load_model_spec("llama-2-7b")
+    qwen, llama = load_model_description("qwen2.5-0.5b"), load_model_description("llama-2-7b")
     prec = "bf16-mixed"
-    qfit = fit_activations(
-        qwen,
+    fit = FitQuery(
         batch=1,
         seq=4096,
         replica_seq=64 if ctx.quick else 128,
@@ -259,6 +258,7 @@ def run(ctx: LabContext) -> LabOutput:
         use_cache=False,
         seed=ctx.seed,
     )
+    qfit = fit_activations(qwen, fit)
     t_seq, t_rep = (64, 5) if ctx.quick else (512, 7)
     qsmall = qwen_small_vocab(qwen)
     ratio, fshare = time_checkpointing(qsmall, num_layers=2, seq=t_seq, repeats=t_rep, seed=ctx.seed)

@@ -90,11 +90,14 @@ def fits_rule(pred: PeakPrediction) -> Predicted:
     rule_history=RULE_HISTORY,
 )
 def run(ctx: LabContext) -> LabOutput:
-    from expkit.memory import estimate_training_memory
+    from dataclasses import replace
+
+    from expkit.memory import TrainingQuery, estimate_training_memory, load_model_description
     from expkit.render.figures import new_figure, save_figure
 
-    one = estimate_training_memory("llama-2-7b", seq=2048, grad_ckpt="full")
-    eight = estimate_training_memory("llama-2-7b", seq=2048, grad_ckpt="full", gpus=8, shard="fsdp")
+    query = TrainingQuery(load_model_description("llama-2-7b"), seq=2048, grad_ckpt="full")
+    one = estimate_training_memory(query)
+    eight = estimate_training_memory(replace(query, gpus=8, shard="fsdp"))
     state_gb = eight.bytes_of(*STATE) / 1e9
     pred = predict_peaks(eight)
     ms = [

@@ -23,12 +23,13 @@ DECIDED = Shown("on one 24 GB GPU the GPU count decides: Qwen2.5-7B full needs m
 def gpus_needed(model: str, method: str, gpu: str) -> int | None:
     """Smallest GPU count (FSDP when > 1) whose predicted peak per GPU fits, at seq 2048 with
     checkpointing; None beyond 64."""
-    from expkit.memory import estimate_training_memory
+    from expkit.memory import TrainingQuery, estimate_training_memory, load_model_description
 
+    desc = load_model_description(model)
     for n in COUNTS:
-        led = estimate_training_memory(
-            model, seq=SEQ, method=method, grad_ckpt="full", gpus=n, shard="fsdp" if n > 1 else "none", gpu=gpu
-        )
+        shard = "fsdp" if n > 1 else "none"
+        query = TrainingQuery(desc, seq=SEQ, method=method, grad_ckpt="full", gpus=n, shard=shard, gpu=gpu)
+        led = estimate_training_memory(query)
         if led.fits:
             return n
     return None

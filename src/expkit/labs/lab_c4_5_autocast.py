@@ -106,11 +106,11 @@ def fp32_saved_parts(model: Any, *, seq: int, seed: int) -> tuple[float, str]:
 def run(ctx: LabContext) -> LabOutput:
     import torch
 
-    from expkit.memory.architecture import spec_from_dict
-    from expkit.memory.replica import build_replica, measure_saved_bytes
+    from expkit.memory.replica import ReplicaQuery, build_replica, measure_saved_bytes
+    from expkit.models.description import describe_config
 
-    spec = spec_from_dict(TINY, name="tiny-qwen2", source="lab C4.5")
-    model = build_replica(spec, precision="fp32", seed=ctx.seed)
+    spec = describe_config(TINY, name="tiny-qwen2", source="lab C4.5")
+    model = build_replica(spec, ReplicaQuery(precision="fp32", seed=ctx.seed))
     ids = torch.randint(0, spec.vocab_size, (1, 128))
     dt = measure_autocast_dtypes(model, ids)
     seen = {"params": dt.params, "grads": dt.grads, "linear_out": dt.linear_out}

@@ -212,15 +212,15 @@ def ledger_block(led, demand_bytes: int) -> tuple[str, str]:  # noqa: ANN001 - a
 @lab(id="C4.6", title="Attribute an OOM by when it happens", claims=("C4.6",), seed=(SEED,), rule_history=RULE_HISTORY)
 def run(ctx: LabContext) -> LabOutput:
     from expkit.diagnose import diagnose_text
-    from expkit.memory import estimate_training_memory
-    from expkit.memory.architecture import spec_from_dict
+    from expkit.memory import TrainingQuery, estimate_training_memory
     from expkit.memory.capacity import run_step_capped
+    from expkit.models.description import describe_config
 
     grid = 5 if ctx.quick else 10
     rows, lines, peaks, disagree = [], [], [], []
     for scenario, raw, seq in SCENARIOS:
-        spec = spec_from_dict(raw, name=f"qwen2-h{raw['hidden_size']}-L{raw['num_hidden_layers']}", source="lab C4.6")
-        led = estimate_training_memory(spec, seq=seq, method="full", precision="fp32", device="cpu")
+        spec = describe_config(raw, name=f"qwen2-h{raw['hidden_size']}-L{raw['num_hidden_layers']}", source="lab C4.6")
+        led = estimate_training_memory(TrainingQuery(spec, seq=seq, method="full", precision="fp32", device="cpu"))
         peaks.append(f"{scenario} {spec.name} at {seq} tokens: {led.peak_bytes / MIB:.1f} MiB at {led.peak_phase}")
         # an even grid of capacities up to the predicted peak: where each OOM lands is measured, not chosen
         for cap in (int(led.peak_bytes * (i + 0.5) / grid) for i in range(grid)):

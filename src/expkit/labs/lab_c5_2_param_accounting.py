@@ -55,13 +55,17 @@ class CappedSteps:
 def run_full_vs_lora_capped(seed: int, *, cap_bytes: int | None = None) -> CappedSteps:
     """One fp32 AdamW step of a tiny model, full and LoRA, under a simulated cap; by default halfway (geometric
     mean) between the ledger's two predicted peaks, else ``cap_bytes``."""
-    from expkit.memory import estimate_training_memory
-    from expkit.memory.architecture import spec_from_dict
+    from expkit.memory import TrainingQuery, estimate_training_memory
     from expkit.memory.capacity import run_step_capped
+    from expkit.models.description import describe_config
 
-    spec = spec_from_dict(TINY, name="qwen2-h512-L2", source="lab C5.2")
-    full = estimate_training_memory(spec, seq=TINY_SEQ, method="full", precision="fp32", device="cpu").peak_bytes
-    lora = estimate_training_memory(spec, seq=TINY_SEQ, method="lora", precision="fp32", device="cpu").peak_bytes
+    spec = describe_config(TINY, name="qwen2-h512-L2", source="lab C5.2")
+    full, lora = (
+        estimate_training_memory(
+            TrainingQuery(spec, seq=TINY_SEQ, method=method, precision="fp32", device="cpu")
+        ).peak_bytes
+        for method in ("full", "lora")
+    )
     cap = int((full * lora) ** 0.5) if cap_bytes is None else cap_bytes
     full_oom = run_step_capped(spec, cap_bytes=cap, seq=TINY_SEQ, method="full", seed=seed) is not None
     lora_oom = run_step_capped(spec, cap_bytes=cap, seq=TINY_SEQ, method="lora", seed=seed) is not None
@@ -77,10 +81,11 @@ def run_full_vs_lora_capped(seed: int, *, cap_bytes: int | None = None) -> Cappe
 def run(ctx: LabContext) -> LabOutput:
     import warnings
 
-    from expkit.memory import count_parameters, load_model_spec
-    from expkit.memory.params import build_meta_model
+    from expkit.memory import count_parameters, load_model_description
+    from expkit.models.counting import build_meta_model
 
-    spec = load_model_spec("qwen2.5-0.5b")
+    spec = load_model_description("qwen2.5-0.5b")
+    ((layer, _),) = spec.layer_groups()  # Qwen2.5: every layer alike
     full = count_parameters(spec)
     lora = count_parameters(spec, lora_r=16)
     # the same config instantiated under accelerate's init_empty_weights(): the tie is lost
@@ -115,9 +120,9 @@ def run(ctx: LabContext) -> LabOutput:
             rule=KOfN(4, 4),
             seed=SEED_ARCH,
             detail=f"{spec.num_layers}, {spec.hidden_size}, {spec.vocab_size}, "
-            f"{'tied' if full.tied_embeddings else 'untied'}; heads {spec.num_heads}, "
-            f"kv heads {spec.num_kv_heads} (GQA), head_dim {spec.head_dim}, "
-            f"intermediate {spec.intermediate_size}",
+            f"{'tied' if full.tied_embeddings else 'untied'}; heads {layer.attention.num_heads}, "
+            f"kv heads {layer.attention.num_kv_heads} (GQA), head_dim {layer.attention.head_dim}, "
+            f"intermediate {layer.mlp.intermediate_size}",
         ),
         judged(
             "total_params",

@@ -56,17 +56,18 @@ def measure_step_overhead(*, seed: int, new_tokens: int, threads: int | None) ->
 )
 def run(ctx: LabContext) -> LabOutput:
     from expkit.hardware.threads import torch_threads
+    from expkit.models.description import load_model_description
     from expkit.perf.decode import TINY_DECODER_CONFIG, measure_decode_throughput
     from expkit.perf.hardware import list_gpus
-    from expkit.perf.roofline import Roof, estimate_roofline, load_model_shape, roof_for_gpu
-    from expkit.perf.roofs import measure_gemm, measure_roofs
+    from expkit.perf.roofline import Roof, estimate_roofline, roof_for_gpu
+    from expkit.perf.roofs import RoofQuery, measure_gemm, measure_roofs
     from expkit.render.figures import new_figure, save_figure
     from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
 
     # datasheet roofs: the ridge of every registered GPU
     gpus = list_gpus()
     h100 = roof_for_gpu("H100")
-    shape = load_model_shape(MODEL)
+    shape = load_model_description(MODEL)
     dec = {b: estimate_roofline(model=shape, roof=h100, phase="decode", batch=b, context=CONTEXT) for b in (1, 64)}
     ai1 = dec[1].parts[0].intensity_flop_per_byte
     ai64 = dec[64].parts[0].intensity_flop_per_byte
@@ -75,11 +76,13 @@ def run(ctx: LabContext) -> LabOutput:
     # measured roofs of this machine, then greedy decode of a small random Qwen2 across batch sizes
     # one thread for both: on a shared machine more threads than free cores can make steps many times slower
     roofs = measure_roofs(
-        device="cpu",
-        gemm_n=1024 if ctx.quick else 2048,
-        copy_bytes=(128 if ctx.quick else 256) * 1024**2,
-        repeats=3 if ctx.quick else 5,
-        threads=THREADS,
+        RoofQuery(
+            device="cpu",
+            gemm_n=1024 if ctx.quick else 2048,
+            copy_bytes=(128 if ctx.quick else 256) * 1024**2,
+            repeats=3 if ctx.quick else 5,
+            threads=THREADS,
+        )
     )
     # the same measurement as lab C3.8's CPU GEMM row (n = 512, 1 thread, best of 5), so the report's two CPU
     # rates can be read side by side: a 512 x 512 fp32 matmul works from cache, the roof's larger n does not
@@ -150,10 +153,12 @@ def run(ctx: LabContext) -> LabOutput:
     gpu_rows: tuple[Measurement, ...] = ()
     if ctx.device == "cuda":  # the GPU's own measured roofs (bf16 GEMM and copy), beside the datasheet
         groofs = measure_roofs(
-            device="cuda",
-            gemm_n=4096 if ctx.quick else 8192,
-            copy_bytes=(512 if ctx.quick else 2048) * 1024**2,
-            repeats=5 if ctx.quick else 10,
+            RoofQuery(
+                device="cuda",
+                gemm_n=4096 if ctx.quick else 8192,
+                copy_bytes=(512 if ctx.quick else 2048) * 1024**2,
+                repeats=5 if ctx.quick else 10,
+            )
         )
         gpu_rows = (
             Measurement(

@@ -137,11 +137,12 @@ def probe_fp32_gemm(seed: int, *, n: int = 4096, tokens: int = 512, reps: int = 
     rule_history=RULE_HISTORY,
 )
 def run(ctx: LabContext) -> LabOutput:
-    from expkit.perf.roofline import estimate_roofline, load_model_shape, roof_for_gpu
+    from expkit.models.description import load_model_description
+    from expkit.perf.roofline import estimate_roofline, roof_for_gpu
     from expkit.render.figures import new_figure, save_figure
     from expkit.render.roofline import RoofLine, RoofPoint, draw_roofline
 
-    shape = load_model_shape(MODEL)
+    shape = load_model_description(MODEL)
     roof = roof_for_gpu(GPU)
     bits = (16, 8, 4)
     dec = {

@@ -63,8 +63,8 @@ def measure_blocks(seed: int) -> list[tuple[str, str, int, int, bool]]:
     Returns (case, block, measured bytes, ledger bytes, within +-10%) rows."""
     import torch
 
-    from expkit.memory.ledger import estimate_training_memory
-    from expkit.memory.replica import build_replica, measure_saved_bytes
+    from expkit.memory.ledger import TrainingQuery, estimate_training_memory
+    from expkit.memory.replica import ReplicaQuery, build_replica, measure_saved_bytes
     from expkit.memory.validation import VALIDATION_CASES
 
     def nbytes(ts) -> int:  # noqa: ANN001
@@ -72,9 +72,9 @@ def measure_blocks(seed: int) -> list[tuple[str, str, int, int, bool]]:
 
     rows = []
     for case in (c for c in VALIDATION_CASES if c.name in ("qwen2-h128-L2 full", "qwen2-h512-L2 full (state-bound)")):
-        spec = case.spec()
-        led = estimate_training_memory(spec, seq=case.seq, precision="fp32", device="cpu")
-        model = build_replica(spec, seed=seed)
+        spec = case.description()
+        led = estimate_training_memory(TrainingQuery(spec, seq=case.seq, precision="fp32", device="cpu"))
+        model = build_replica(spec, ReplicaQuery(seed=seed))
         acts = measure_saved_bytes(model, batch=1, seq=case.seq).activation_bytes  # saved for backward
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         ids = torch.randint(0, spec.vocab_size, (1, case.seq), generator=torch.Generator().manual_seed(seed))
@@ -105,11 +105,15 @@ def ledger_blocks(
 ) -> list[tuple[str, Ledger, dict[str, int]]]:
     """(label, ledger, bytes per block) of each set-up at ``seq`` tokens (bf16-mixed, AdamW, batch 1). The
     runtime overhead ('other') is a constant, so the four blocks' share falls with shorter sequences."""
-    from expkit.memory.ledger import estimate_training_memory
+    from expkit.memory.ledger import TrainingQuery, estimate_training_memory
+    from expkit.models.description import load_model_description
 
     rows = []
     for label, model, opts in setups:
-        led = estimate_training_memory(model, batch=1, seq=seq, precision="bf16-mixed", optimizer="adamw", **opts)
+        desc = load_model_description(model)
+        led = estimate_training_memory(
+            TrainingQuery(desc, batch=1, seq=seq, precision="bf16-mixed", optimizer="adamw", **opts)
+        )
         blocks = dict.fromkeys((*BLOCKS, "other"), 0)
         for line in led.lines:
             blocks[block_of(line.name, led.peak_phase)] += line.bytes

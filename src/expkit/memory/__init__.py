@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from expkit.memory.activations import ActivationEstimate, ActivationQuery, estimate_activations, korthikanti_bytes
-from expkit.memory.architecture import ModelSpec, catalog_names, load_model_spec
 from expkit.memory.conventions import ConventionComparison, compare_conventions, ledger_for_convention
 from expkit.memory.inference import InferenceQuery, estimate_inference_memory, ledger_for_inference
-from expkit.memory.ledger import (
-    Ledger,
-    LedgerLine,
-    TrainingQuery,
-    estimate_training_memory,
-    ledger_for_query,
-)
+from expkit.memory.ledger import Ledger, LedgerLine, TrainingQuery, estimate_training_memory
 from expkit.memory.oom import OomExplanation, Remedy, attribute_oom, rank_remedies
 from expkit.memory.params import count_parameters
 from expkit.models.counting import ParameterCount
+from expkit.models.description import ModelDescription, catalog_names, load_model_description
 
 __all__ = [
     "ActivationEstimate",
@@ -24,7 +18,7 @@ __all__ = [
     "InferenceQuery",
     "Ledger",
     "LedgerLine",
-    "ModelSpec",
+    "ModelDescription",
     "OomExplanation",
     "ParameterCount",
     "Remedy",
@@ -39,7 +33,6 @@ __all__ = [
     "korthikanti_bytes",
     "ledger_for_convention",
     "ledger_for_inference",
-    "ledger_for_query",
-    "load_model_spec",
+    "load_model_description",
     "rank_remedies",
 ]

@@ -11,11 +11,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from expkit.memory.activations import ActivationQuery, estimate_activations
-from expkit.memory.architecture import ModelSpec
 from expkit.memory.replica import ReplicaQuery
+from expkit.models.description import ModelDescription, describe_config
 
 __all__ = ["ActivationFit", "FitQuery", "fit_activations", "measure_ckpt_time_ratio"]
 
@@ -55,8 +54,8 @@ class ActivationFit:
     cached: bool = False
 
 
-def _cache_key(spec: ModelSpec, opts: Mapping[str, object]) -> str:
-    blob = json.dumps({"raw": spec.raw, **opts}, sort_keys=True, default=str)
+def _cache_key(desc: ModelDescription, opts: Mapping[str, object]) -> str:
+    blob = json.dumps({"raw": desc.raw, **opts}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -129,7 +128,7 @@ class FitQuery:
         return opts
 
 
-def measure_ckpt_time_ratio(spec: ModelSpec, query: ReplicaQuery, *, seq: int = 256, repeats: int = 3) -> float:
+def measure_ckpt_time_ratio(desc: ModelDescription, query: ReplicaQuery, *, seq: int = 256, repeats: int = 3) -> float:
     """Median forward+backward time with gradient checkpointing / without, on the replica ``query`` builds
     (its ``grad_ckpt`` is set both ways).
 
@@ -140,7 +139,7 @@ def measure_ckpt_time_ratio(spec: ModelSpec, query: ReplicaQuery, *, seq: int = 
 
     from expkit.memory.replica import build_replica, time_forward_backward
 
-    pair = [build_replica(spec, replace(query, grad_ckpt=ckpt)) for ckpt in (False, True)]
+    pair = [build_replica(desc, replace(query, grad_ckpt=ckpt)) for ckpt in (False, True)]
     times: tuple[list[float], list[float]] = ([], [])
     for i in range(repeats + 1):
         for j, model in enumerate(pair):
@@ -166,19 +165,17 @@ def _write_cache(path: Path, fit: ActivationFit) -> None:
         pass  # a read-only home only loses the cache, not the result
 
 
-def _replica_spec(spec: ModelSpec, q: FitQuery) -> tuple[ModelSpec, int]:
-    """The spec the replicas are built from (the small vocabulary when asked) and the bytes per replica run
-    that the real vocabulary's fp32 log-probs add back."""
-    if q.replica_vocab is None or q.replica_vocab >= spec.vocab_size:
-        return spec, 0
-    from expkit.memory.architecture import spec_from_dict
-
-    raw = {k: v for k, v in spec.raw.items() if k not in ("bos_token_id", "eos_token_id", "pad_token_id")}
-    small = spec_from_dict(dict(raw, vocab_size=q.replica_vocab), name=spec.name, source=spec.source)
-    return small, 4 * (spec.vocab_size - q.replica_vocab) * q.replica_seq  # fp32 log-probs per token
+def _replica_description(desc: ModelDescription, q: FitQuery) -> tuple[ModelDescription, int]:
+    """The description the replicas are built from (the small vocabulary when asked) and the bytes per replica
+    run that the real vocabulary's fp32 log-probs add back."""
+    if q.replica_vocab is None or q.replica_vocab >= desc.vocab_size:
+        return desc, 0
+    raw = {k: v for k, v in desc.raw.items() if k not in ("bos_token_id", "eos_token_id", "pad_token_id")}
+    small = describe_config(dict(raw, vocab_size=q.replica_vocab), name=desc.name, source=desc.source)
+    return small, 4 * (desc.vocab_size - q.replica_vocab) * q.replica_seq  # fp32 log-probs per token
 
 
-def _measure_depths(spec: ModelSpec, q: FitQuery, depths: tuple[int, ...], *, grad_ckpt: bool) -> list[int]:
+def _measure_depths(desc: ModelDescription, q: FitQuery, depths: tuple[int, ...], *, grad_ckpt: bool) -> list[int]:
     """Saved-for-backward bytes of one replica per depth, at 1 x ``replica_seq`` tokens."""
     import gc
 
@@ -186,48 +183,46 @@ def _measure_depths(spec: ModelSpec, q: FitQuery, depths: tuple[int, ...], *, gr
 
     measured = []
     for n in depths:
-        model = build_replica(spec, q.replica(n, grad_ckpt=grad_ckpt))
+        model = build_replica(desc, q.replica(n, grad_ckpt=grad_ckpt))
         measured.append(measure_saved_bytes(model, batch=1, seq=q.replica_seq, precision=q.precision).activation_bytes)
         del model
         gc.collect()
     return measured
 
 
-def _fit_note(spec: ModelSpec, q: FitQuery, vocab_fix: int) -> str:
+def _fit_note(desc: ModelDescription, q: FitQuery, vocab_fix: int) -> str:
     note = (
         f"replicas at real width, {', '.join(map(str, q.layers))} layers, 1 x {q.replica_seq} tokens on the CPU; "
         f"scaled linearly to {q.batch} x {q.seq} tokens"
     )
     if vocab_fix:
-        note += f"; replica vocabulary {q.replica_vocab}, the fp32 log-probs of the real {spec.vocab_size:,} added"
+        note += f"; replica vocabulary {q.replica_vocab}, the fp32 log-probs of the real {desc.vocab_size:,} added"
     if q.attention == "eager":
         note += "; eager attention stores T x T probabilities, which grow as T^2: the linear scaling understates"
     return note
 
 
-def fit_activations(spec: ModelSpec, query: FitQuery | None = None, /, **options: Any) -> ActivationFit:
-    """Measure saved-for-backward bytes of replicas of ``spec`` and extrapolate to full depth, batch, seq.
+def fit_activations(desc: ModelDescription, query: FitQuery | None = None) -> ActivationFit:
+    """Measure saved-for-backward bytes of replicas of ``desc`` and extrapolate to full depth, batch, seq.
 
     Args:
-        spec: the architecture (built at its real width; only the depth changes).
-        query: a FitQuery (its fields are the options); ``options`` are its fields
-            (``fit_activations(spec, seq=4096)``), applied over ``query`` when both are given.
+        desc: the model description (built at its real width; only the depth changes).
+        query: what to measure, whole (None: ``FitQuery()``); variants with ``dataclasses.replace``.
 
     Returns:
         ActivationFit.
 
-    Raises:
-        TypeError: an option that is not a FitQuery field.
-
     Example:
-        >>> fit = fit_activations(load_model_spec("qwen2.5-0.5b"), seq=4096, replica_seq=128)  # doctest: +SKIP
+        >>> from expkit.models import load_model_description
+        >>> qwen = load_model_description("qwen2.5-0.5b")
+        >>> fit = fit_activations(qwen, FitQuery(seq=4096, replica_seq=128))  # doctest: +SKIP
     """
-    q = replace(query or FitQuery(), **options)
+    q = query or FitQuery()
     q = replace(q, layers=tuple(q.layers))
-    path = (q.cache_dir or _default_cache_dir()) / f"{_cache_key(spec, q.cache_options())}.json"
+    path = (q.cache_dir or _default_cache_dir()) / f"{_cache_key(desc, q.cache_options())}.json"
     if q.use_cache and path.is_file():
         return _read_cached(path)
-    small, vocab_fix = _replica_spec(spec, q)
+    small, vocab_fix = _replica_description(desc, q)
     measured = [m + vocab_fix for m in _measure_depths(small, q, q.layers, grad_ckpt=False)]
     slope, icpt, resid = _fit_line(list(q.layers), measured)
     scale = q.batch * q.seq / q.replica_seq
@@ -238,27 +233,27 @@ def fit_activations(spec: ModelSpec, query: FitQuery | None = None, /, **options
         cslope = (ck[1] - ck[0]) / (deep - lo)
         cicpt = ck[0] - cslope * lo
         # stored layer inputs for all layers + one layer rebuilt during backward
-        ckpt_bytes = int((spec.num_layers * cslope + cicpt + vocab_fix + slope) * scale)
+        ckpt_bytes = int((desc.num_layers * cslope + cicpt + vocab_fix + slope) * scale)
         timed = replace(q.replica(deep), precision=q.time_precision)
         ratio = measure_ckpt_time_ratio(small, timed, seq=q.time_seq or q.replica_seq, repeats=q.time_repeats)
     est = estimate_activations(
-        spec,
+        desc,
         ActivationQuery(
             batch=q.batch, seq=q.seq, precision=q.precision, method=q.method, lora_r=q.lora_r, attention=q.attention
         ),
     )
     fit = ActivationFit(
-        model=spec.name,
+        model=desc.name,
         layers=q.layers,
         measured_bytes=tuple(measured),
         replica_seq=q.replica_seq,
         per_layer_bytes=slope,
         fixed_bytes=icpt,
         residual_bytes=resid,
-        num_layers=spec.num_layers,
+        num_layers=desc.num_layers,
         batch=q.batch,
         seq=q.seq,
-        extrapolated_bytes=int((spec.num_layers * slope + icpt) * scale),
+        extrapolated_bytes=int((desc.num_layers * slope + icpt) * scale),
         formula_bytes=est.total_bytes,
         korthikanti_bytes=est.korthikanti_total_bytes,
         precision=q.precision,
@@ -266,7 +261,7 @@ def fit_activations(spec: ModelSpec, query: FitQuery | None = None, /, **options
         grad_ckpt=q.with_ckpt,
         ckpt_extrapolated_bytes=ckpt_bytes,
         ckpt_time_ratio=ratio,
-        note=_fit_note(spec, q, vocab_fix),
+        note=_fit_note(desc, q, vocab_fix),
     )
     if q.use_cache:
         _write_cache(path, fit)

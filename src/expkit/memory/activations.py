@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from expkit.memory.architecture import ModelSpec
+from expkit.models.description import ModelDescription
 from expkit.models.saved import LINEAR_GROUPS, ActivationTerm, SavedActivationContext
 
 __all__ = [
@@ -150,26 +150,26 @@ class ActivationQuery:
         )
 
 
-def estimate_activations(spec: ModelSpec, query: ActivationQuery) -> ActivationEstimate:
+def estimate_activations(desc: ModelDescription, query: ActivationQuery) -> ActivationEstimate:
     """Bytes saved for backward by one forward pass of an HF decoder, summed over the model's layer kinds;
     each kind's spec (``expkit.models``) says what its layers save.
 
     Args:
-        spec: the architecture.
+        desc: the model description.
         query: batch, sequence, precision, method, LoRA, checkpointing, attention kernel and device.
 
     Returns:
         ActivationEstimate with the terms and their formulas.
 
     Example:
-        >>> from expkit.memory import load_model_spec
-        >>> a = estimate_activations(load_model_spec("llama-2-7b"), ActivationQuery(batch=1, seq=4096))
+        >>> from expkit.models import load_model_description
+        >>> a = estimate_activations(load_model_description("llama-2-7b"), ActivationQuery(batch=1, seq=4096))
         >>> round(a.korthikanti_total_bytes / 2**30, 1)  # the formula without the s^2 term: 17.0
         17.0
 
     Reference: Korthikanti et al. 2022 eq. (1) for the comparison column.
     """
-    q, h, desc = query, spec.hidden_size, spec.desc
+    q, h = query, desc.hidden_size
     source = desc.source_tokens(q.seq)  # an encoder-decoder's encoder tokens per sequence (0: none)
     ctx = replace(q.context(h), source=source)
     enc_ctx = replace(ctx, seq=source, tokens=q.batch * source, source=0)
@@ -184,19 +184,22 @@ def estimate_activations(spec: ModelSpec, query: ActivationQuery) -> ActivationE
     layer_bytes = max(b for _, _, b in per_kind_bytes)  # the largest layer (rebuilt under checkpointing)
     terms = max(kinds, key=lambda k: sum(t.bytes_per_token for t in k[2]) * k[3])[2]
     if q.grad_ckpt:
-        layer_inputs = spec.num_layers * tokens + len(desc.encoder_layers) * enc_ctx.tokens
+        layer_inputs = desc.num_layers * tokens + len(desc.encoder_layers) * enc_ctx.tokens
         stored, recompute = ctx.resid * h * layer_inputs, layer_bytes
         layer_terms = (ActivationTerm("checkpointed layer input", ctx.resid * h, f"{ctx.resid}h per layer"), *terms)
     else:
         stored, recompute = sum(c * b for _, c, b in per_kind_bytes), 0
         layer_terms = tuple(terms)
-    fixed = _encoder_decoder_fixed_terms(spec, q, ctx) if desc.stacks is not None else _fixed_terms(spec, q, ctx)
+    fixed = _encoder_decoder_fixed_terms(desc, q, ctx) if desc.stacks is not None else _fixed_terms(desc, q, ctx)
     fixed_bytes = int(sum(t.bytes_per_token for t in fixed) * tokens)
-    loss_bytes = 4 * spec.vocab_size * tokens  # fp32 log-probs saved by log_softmax (HF upcasts logits)
-    fixed.append(ActivationTerm("log-probs (fp32)", 4 * spec.vocab_size, f"4 * vocab {spec.vocab_size}"))
+    loss_bytes = 4 * desc.vocab_size * tokens  # fp32 log-probs saved by log_softmax (HF upcasts logits)
+    fixed.append(ActivationTerm("log-probs (fp32)", 4 * desc.vocab_size, f"4 * vocab {desc.vocab_size}"))
     eager = q.attention == "eager"
-    k = korthikanti_bytes(
-        seq=q.seq, batch=q.batch, hidden=h, heads=spec.num_heads, num_layers=spec.num_layers, with_scores=eager
+    k = sum(  # each group of decoder layers with its own heads
+        korthikanti_bytes(
+            seq=q.seq, batch=q.batch, hidden=h, heads=layer.attention.num_heads, num_layers=n, with_scores=eager
+        )
+        for layer, n in desc.layer_groups()
     )
     k_formula = (
         "L s b h (34 + 5 a s / h), 16-bit, GPT-3 block (4h GeLU MLP, LayerNorm, dropout masks), "
@@ -205,7 +208,7 @@ def estimate_activations(spec: ModelSpec, query: ActivationQuery) -> ActivationE
     return ActivationEstimate(
         batch=q.batch,
         seq=q.seq,
-        num_layers=spec.num_layers,
+        num_layers=desc.num_layers,
         precision=q.precision,
         grad_ckpt=q.grad_ckpt,
         layer_kinds=tuple(per_kind_bytes),
@@ -221,11 +224,12 @@ def estimate_activations(spec: ModelSpec, query: ActivationQuery) -> ActivationE
     )
 
 
-def _fixed_terms(spec: ModelSpec, q: ActivationQuery, ctx: SavedActivationContext) -> list[ActivationTerm]:
-    """Per-token terms outside the decoder layers: ids, rotary tables, the final norm, the head's input."""
-    h, resid = spec.hidden_size, ctx.resid
+def _fixed_terms(desc: ModelDescription, q: ActivationQuery, ctx: SavedActivationContext) -> list[ActivationTerm]:
+    """Per-token terms outside the decoder layers: ids, rotary tables (one pair per model, as wide as the
+    first layer's: transformers computes them once, before the layers), the final norm, the head's input."""
+    h, resid = desc.hidden_size, ctx.resid
     norm_b, norm_f = ctx.norm_bytes(h)
-    rope_dim = spec.desc.layers[0].attention.rope_dim
+    rope_dim = desc.layers[0].attention.rope_dim
     head_saves = ctx.full or "lm_head" in ctx.targeted
     fixed = [
         ActivationTerm("input ids", 8, "int64 8"),
@@ -252,7 +256,7 @@ def _fixed_terms(spec: ModelSpec, q: ActivationQuery, ctx: SavedActivationContex
 
 
 def _encoder_decoder_fixed_terms(
-    spec: ModelSpec, q: ActivationQuery, ctx: SavedActivationContext
+    desc: ModelDescription, q: ActivationQuery, ctx: SavedActivationContext
 ) -> list[ActivationTerm]:
     """Per decoder token, the terms outside an encoder-decoder's layers (a source-token term times
     source / seq): ids, position ids, T5's relative-bias bucket ids, embedding and final norms, the encoder
@@ -260,7 +264,7 @@ def _encoder_decoder_fixed_terms(
     lookups, convolutions and embedding norms save nothing (no gradient flows into them) and neither does each
     pre-norm stack's first norm. Read off saved-tensor hooks on tiny T5, BART and Whisper replicas
     (tests/memory/test_encoder_decoder.py)."""
-    st, h, a, T = spec.desc.stacks, spec.hidden_size, ctx.act, q.seq
+    st, h, a, T = desc.stacks, desc.hidden_size, ctx.act, q.seq
     assert st is not None
     r, full = ctx.source / T, ctx.full
     norm_b, norm_f = (ctx.layer_norm_bytes if st.layer_norm else ctx.norm_bytes)(h)

@@ -14,6 +14,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from expkit.errors import InputError
+from expkit.models.description import ModelDescription
+
 __all__ = ["capped_memory"]
 
 
@@ -109,9 +112,9 @@ def load_empty(cfg: Any) -> Any:
 
 
 def run_step_capped(
-    spec: Any, *, cap_bytes: int, seq: int, method: str = "full", lora_r: int = 16, seed: int = 0
+    desc: ModelDescription, *, cap_bytes: int, seq: int, method: str = "full", lora_r: int = 16, seed: int = 0
 ) -> str | None:
-    """Load ``spec`` (meta device, then ``to_empty``), run one fp32 AdamW training step inside
+    """Load the model ``desc`` describes (meta device, then ``to_empty``), run one fp32 AdamW training step inside
     ``capped_memory(cap_bytes)``, and return the OOM traceback text (None when the step fits).
 
     The phases are the real calls: ``Module.to_empty`` (loading), the forward, ``loss.backward()``,
@@ -123,10 +126,15 @@ def run_step_capped(
     import torch
     from transformers import AutoConfig
 
-    raw = {k: v for k, v in spec.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
-    cfg = AutoConfig.for_model(spec.model_type, **raw)
+    if desc.model_type is None:
+        raise InputError(
+            f"{desc.name}: the config has no model_type, so transformers cannot build the model",
+            hint="add the model_type of its architecture (e.g. llama) to config.json",
+        )
+    raw = {k: v for k, v in desc.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
+    cfg = AutoConfig.for_model(desc.model_type, **raw)
     torch.manual_seed(seed)
-    ids = torch.randint(0, spec.vocab_size, (1, seq))
+    ids = torch.randint(0, desc.vocab_size, (1, seq))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -13,9 +13,9 @@ from typing import Any
 
 from expkit.errors import UsageError
 from expkit.memory.activations import PRECISIONS
-from expkit.memory.architecture import ModelSpec
 from expkit.memory.ledger import CUDA_OVERHEAD_BYTES, Ledger, LedgerLine, with_fit
-from expkit.memory.params import count_parameters, resolve_spec
+from expkit.memory.params import count_parameters
+from expkit.models.description import ModelDescription, resolve_description
 from expkit.models.quantization import NF4, WeightParams
 
 __all__ = ["InferenceQuery", "estimate_inference_memory", "ledger_for_inference"]
@@ -47,7 +47,7 @@ class InferenceQuery:
     case); ``method`` ``qlora``: NF4 weights; ``gpus``: tensor-parallel split; ``gpu``: a registry name for
     the fits verdict. Variants: ``dataclasses.replace``."""
 
-    model: ModelSpec
+    model: ModelDescription
     context: int = 4096
     prompt: int | None = None
     batch: int = 1
@@ -83,22 +83,22 @@ def _per_gpu(q: InferenceQuery) -> str:
 
 def _weight_line(q: InferenceQuery, b: int) -> LedgerLine:
     """Weights as the checkpoint's storage scheme stores them (NF4 under qlora), split over the GPUs."""
-    spec = q.model
-    count = count_parameters(spec)
+    desc = q.model
+    count = count_parameters(desc)
     matmul = sum(k.layers * k.matmul_params_per_layer for k in count.layer_kinds) or sum(
-        layer.linear_params(spec.desc.hidden_size) for layer in spec.desc.layers
+        layer.linear_params(desc.hidden_size) for layer in desc.layers
     )
     experts = sum(k.layers * k.routed_expert_params_per_layer for k in count.layer_kinds)
     params = WeightParams(linear=matmul - experts, experts=experts, other=count.total_params - matmul)
-    scheme = NF4 if q.method == "qlora" else spec.desc.quantization
+    scheme = NF4 if q.method == "qlora" else desc.quantization
     return LedgerLine("weights", int(scheme.bytes_of(params, b)) // q.gpus, scheme.formula(params, b) + _per_gpu(q))
 
 
-def _intermediate_per_token(spec: ModelSpec) -> tuple[int, str]:
+def _intermediate_per_token(desc: ModelDescription) -> tuple[int, str]:
     """Elements per token alive at the prefill's largest intermediate, and how they were counted: 4 hidden-
     width tensors and the MLP's intermediate-width ones (its matmul inputs and outputs, as the model spec
     counts them on the active path, less the 3 hidden-width ends), the widest layer's."""
-    desc, h = spec.desc, spec.desc.hidden_size
+    h = desc.hidden_size
     widest = max(layer.mlp.matmul_io_per_token(h) for layer in (*desc.layers, *desc.encoder_layers)) - 3 * h
     return 4 * h + widest, f"(4 * hidden {h:,} + MLP intermediate-width {widest:,})"
 
@@ -106,17 +106,17 @@ def _intermediate_per_token(spec: ModelSpec) -> tuple[int, str]:
 def _prefill_lines(q: InferenceQuery, b: int) -> list[LedgerLine]:
     """The prefill's transient terms over ``prompt`` tokens (see PREFILL_ASSUMPTIONS); an encoder-decoder's
     prefill is its encoder's pass over the source tokens, whose output the decoder keeps."""
-    spec, B = q.model, q.batch
-    S = spec.desc.source_tokens(q.prompt_tokens)
+    desc, B = q.model, q.batch
+    S = desc.source_tokens(q.prompt_tokens)
     T = max(q.prompt_tokens, S)
-    heads = max(layer.attention.num_heads for layer in (*spec.desc.layers, *spec.desc.encoder_layers))
-    per_token, what = _intermediate_per_token(spec)
+    heads = max(layer.attention.num_heads for layer in (*desc.layers, *desc.encoder_layers))
+    per_token, what = _intermediate_per_token(desc)
     encoder = (
         [
             LedgerLine(
                 "prefill: encoder output",
-                B * S * spec.desc.hidden_size * b // q.gpus,
-                f"{b} B * {B} * {S:,} encoder tokens * hidden {spec.desc.hidden_size:,} (kept for the cross-attention)",
+                B * S * desc.hidden_size * b // q.gpus,
+                f"{b} B * {B} * {S:,} encoder tokens * hidden {desc.hidden_size:,} (kept for the cross-attention)",
             )
         ]
         if S
@@ -126,8 +126,8 @@ def _prefill_lines(q: InferenceQuery, b: int) -> list[LedgerLine]:
         *encoder,
         LedgerLine(
             PREFILL_LINES[0],
-            B * spec.vocab_size * (b + 4),
-            f"last position only: {B} * vocab {spec.vocab_size:,} * ({b} B + 4 B fp32 copy)",
+            B * desc.vocab_size * (b + 4),
+            f"last position only: {B} * vocab {desc.vocab_size:,} * ({b} B + 4 B fp32 copy)",
         ),
         LedgerLine(
             PREFILL_LINES[1],
@@ -155,8 +155,7 @@ def ledger_for_inference(query: InferenceQuery) -> Ledger:
     """
     q = query
     _validate(q)
-    spec, b = q.model, 4 if q.precision == "fp32" else 2
-    desc = spec.desc
+    desc, b = q.model, 4 if q.precision == "fp32" else 2
     weights = _weight_line(q, b)
     kv = LedgerLine(
         "KV cache",
@@ -164,7 +163,7 @@ def ledger_for_inference(query: InferenceQuery) -> Ledger:
         desc.cache_formula(q.context) + f", * {q.batch} * {b} B{_per_gpu(q)}",
     )
     logits = LedgerLine(
-        "logits / loss", 4 * spec.vocab_size * q.batch, f"fp32 logits of one step: 4 * {q.batch} * vocab"
+        "logits / loss", 4 * desc.vocab_size * q.batch, f"fp32 logits of one step: 4 * {q.batch} * vocab"
     )
     prefill = _prefill_lines(q, b)
     lines = [weights, kv, logits, *prefill]
@@ -177,9 +176,9 @@ def ledger_for_inference(query: InferenceQuery) -> Ledger:
     at_prefill = weights.bytes + prompt_kv + sum(ln.bytes for ln in prefill)
     at_decode = weights.bytes + kv.bytes + logits.bytes + sum(ln.bytes for ln in prefill if ln.name == ENCODER_LINE)
     per_gpu = sum(ln.bytes for ln in lines)
-    count = count_parameters(spec)
+    count = count_parameters(desc)
     led = Ledger(
-        model=spec.name,
+        model=desc.name,
         mode="infer",
         method=q.method,
         precision=q.precision,
@@ -202,7 +201,7 @@ def ledger_for_inference(query: InferenceQuery) -> Ledger:
         if at_prefill > at_decode
         else "decode at full context",
         device=q.device,
-        notes=spec.assumed,
+        notes=desc.notes,
         approximations=desc.approximations,
         active_params=count.active_params,
         assumptions=PREFILL_ASSUMPTIONS,
@@ -211,7 +210,7 @@ def ledger_for_inference(query: InferenceQuery) -> Ledger:
 
 
 def estimate_inference_memory(
-    model: ModelSpec | str | Path | dict[str, Any],
+    model: ModelDescription | str | Path | dict[str, Any],
     *,
     context: int = 4096,
     batch: int = 1,
@@ -230,7 +229,7 @@ def estimate_inference_memory(
         1.0
     """
     query = InferenceQuery(
-        model=resolve_spec(model),
+        model=resolve_description(model),
         context=context,
         batch=batch,
         precision=precision,

@@ -9,14 +9,13 @@ GiB = 2**30 bytes throughout.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from expkit.errors import UsageError
 from expkit.memory.activations import PRECISIONS, ActivationEstimate, ActivationQuery, estimate_activations
-from expkit.memory.architecture import ModelSpec
-from expkit.memory.params import count_parameters, resolve_spec
+from expkit.memory.params import count_parameters
 from expkit.models.counting import ParameterCount
+from expkit.models.description import ModelDescription
 from expkit.models.quantization import NF4, WeightParams
 from expkit.models.sanity import check_non_negative
 
@@ -26,7 +25,6 @@ __all__ = [
     "LedgerLine",
     "TrainingQuery",
     "estimate_training_memory",
-    "ledger_for_query",
 ]
 
 METHODS = ("full", "lora", "qlora")
@@ -149,25 +147,22 @@ def _optimizer_state(optimizer: str, trainable: int, shapes_sum: int) -> list[tu
     ]
 
 
-def _matrix_rows_cols(spec: ModelSpec, method: str, count: ParameterCount) -> int:
+def _matrix_rows_cols(desc: ModelDescription, method: str, count: ParameterCount) -> int:
     """Sum of rows + cols over the trainable matrices (Adafactor's factored state)."""
     if method != "full":
         return count.trainable_params // max(count.lora_r or 1, 1)  # r x in, out x r: rows + cols ~ size / r
-    h, hq, kv, inter = spec.hidden_size, spec.num_heads * spec.head_dim, spec.kv_dim, spec.intermediate_size
-    per_layer = (h + hq) + 2 * (h + kv) + (hq + h) + 3 * (h + inter)
-    emb = (spec.vocab_size + h) * (1 if spec.tied_embeddings else 2)
-    return spec.num_layers * per_layer + emb
+    return desc.matrix_rows_cols()
 
 
 @dataclass(frozen=True)
 class TrainingQuery:
     """Everything a training ledger depends on, in one frozen value (kept on the Ledger as ``query``).
 
-    Variants are ``dataclasses.replace(query, method="lora")`` then ``ledger_for_query``: the OOM remedies
+    Variants are ``dataclasses.replace(query, method="lora")`` then ``estimate_training_memory``: the OOM remedies
     are ranked that way, so they keep every option of the run (its LoRA rank, targets, GPUs ...).
     """
 
-    model: ModelSpec
+    model: ModelDescription
     batch: int = 1
     seq: int = 2048
     method: str = "full"
@@ -183,6 +178,13 @@ class TrainingQuery:
     gpu: str | None = None
     optimizer_impl: str | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.lora_targets, str):  # "q_proj,v_proj" as typed on a command line
+            targets = tuple(t.strip() for t in self.lora_targets.split(",") if t.strip())
+            object.__setattr__(self, "lora_targets", targets)
+        else:
+            object.__setattr__(self, "lora_targets", tuple(self.lora_targets))
+
     @property
     def resolved_optimizer_impl(self) -> str:
         """``optimizer_impl``, or torch's default for the device when None: torch.optim picks foreach when
@@ -194,13 +196,13 @@ class TrainingQuery:
         return {"model": self.model.name, "model_source": self.model.source, **out}
 
 
-def estimate_training_memory(model: ModelSpec | str | Path | dict[str, Any], **options: Any) -> Ledger:
+def estimate_training_memory(query: TrainingQuery) -> Ledger:
     """Predict the memory of one training step, line by line, per GPU.
 
     Args:
-        model: catalog name, model directory, config.json, config dict or ModelSpec.
-        options: the fields of ``TrainingQuery`` (their defaults are there, once): ``batch`` (micro-batch per
-            GPU), ``seq`` (tokens per sequence), ``method`` (``full``, ``lora``: 16-bit frozen base under mixed
+        query: the run, whole (``TrainingQuery``; its defaults are there, once): ``model`` (a
+            ``ModelDescription``: ``expkit.models.load_model_description``), ``batch`` (micro-batch per GPU),
+            ``seq`` (tokens per sequence), ``method`` (``full``, ``lora``: 16-bit frozen base under mixed
             precision, ``qlora``: NF4 base), ``lora_r``, ``lora_targets`` (``all-linear``, names, or one
             comma-separated string), ``optimizer`` (``adamw``, ``adamw8bit``, ``sgd``, ``adafactor``),
             ``precision`` (``bf16-mixed`` / ``fp16-mixed``: autocast over fp32 parameters, or ``fp32``),
@@ -209,27 +211,97 @@ def estimate_training_memory(model: ModelSpec | str | Path | dict[str, Any], **o
             ``device`` (``cuda`` adds the runtime-overhead line) and ``gpu`` (a registry name, for ``fits``).
 
     Returns:
-        Ledger; ``ledger.query`` is the TrainingQuery it answers (vary it with ``dataclasses.replace`` and
-        ``ledger_for_query``). Other tools' conventions are views of it: ``expkit.memory.conventions``.
+        Ledger; ``ledger.query`` is the query it answers (vary it with ``dataclasses.replace``). Other tools'
+        conventions are views of it: ``expkit.memory.conventions``.
 
     Raises:
-        UsageError: a bad option value (names the field).
-        TypeError: an option that is not a TrainingQuery field.
+        UsageError: a bad field value (names the field).
 
     Example:
-        >>> led = estimate_training_memory("qwen2.5-0.5b", seq=1024, method="lora")
-        >>> led.trainable_params
+        >>> from expkit.models import load_model_description
+        >>> q = TrainingQuery(model=load_model_description("qwen2.5-0.5b"), seq=1024, method="lora")
+        >>> estimate_training_memory(q).trainable_params
         8798208
 
     Reference: ZeRO (Rajbhandari et al. 2020) sec. 3.1 for the 16 B/param model state; Korthikanti et al.
     2022 for activations (compared in ``expkit.memory.activations``).
     """
-    targets = options.get("lora_targets", ("all-linear",))
-    if isinstance(targets, str):
-        options["lora_targets"] = tuple(t.strip() for t in targets.split(",") if t.strip())
-    elif "lora_targets" in options:
-        options["lora_targets"] = tuple(targets)
-    return ledger_for_query(TrainingQuery(model=resolve_spec(model), **options))
+    q = query
+    _validate(q)
+    desc, lora = q.model, q.method != "full"
+    count = count_parameters(desc, lora_r=q.lora_r if lora else None, lora_targets=q.lora_targets)
+    n = _Split.of(q)
+    lines = (_adapter_weight_lines if lora else _full_weight_lines)(q, count, n)
+    lines += _state_lines(q, count, n)
+    act = estimate_activations(desc, _activation_query(q))
+    static = sum(ln.bytes for ln in lines if ln.name != "gradients")
+    lines += _activation_lines(q, act)
+    peak = _peak(q, count, act, grads=lines[[ln.name for ln in lines].index("gradients")].bytes, n=n)
+    lines.append(peak.temporaries)
+    overhead = 0
+    if q.device == "cuda":
+        slack = int(ALLOCATOR_SLACK * (act.stored_bytes + act.fixed_bytes))
+        overhead = CUDA_OVERHEAD_BYTES + slack
+        lines.append(
+            LedgerLine(
+                "runtime overhead",
+                overhead,
+                f"CUDA context + workspaces ~{_gib(CUDA_OVERHEAD_BYTES)} + allocator slack "
+                f"{ALLOCATOR_SLACK:.0%} of activations (estimate)",
+                estimate=True,
+            )
+        )
+    per_gpu = sum(ln.bytes for ln in lines)
+    notes = list(desc.notes) + ([count.counted_by] if not count.counted_by.startswith("meta") else [])
+    led = Ledger(
+        model=desc.name,
+        mode="train",
+        method=q.method,
+        precision=q.precision,
+        optimizer=q.optimizer,
+        batch=q.batch,
+        seq=q.seq,
+        gpus=q.gpus,
+        shard=q.shard,
+        grad_ckpt=q.grad_ckpt,
+        attention=q.attention,
+        convention="expkit",
+        total_params=count.total_params,
+        trainable_params=count.trainable_params,
+        trainable_fraction=count.trainable_fraction,
+        lines=tuple(lines),
+        per_gpu_bytes=per_gpu,
+        total_bytes=per_gpu * q.gpus,
+        peak_bytes=static + peak.phase_bytes + overhead,
+        peak_phase=peak.phase,
+        device=q.device,
+        notes=tuple(notes),
+        largest_layer_params=max(
+            count.embedding_params,
+            count.lm_head_params,
+            desc.largest_matmul_params(),
+            *(k.routed_expert_params_per_layer for k in count.layer_kinds),
+        ),
+        approximations=desc.approximations,
+        active_params=count.active_params,
+        query=q,
+    )
+    return with_fit(led, q.gpu)
+
+
+def _activation_query(q: TrainingQuery) -> ActivationQuery:
+    """The forward pass of ``q`` whose saved tensors the activations line counts."""
+    return ActivationQuery(
+        batch=q.batch,
+        seq=q.seq,
+        precision=q.precision,
+        method=q.method,
+        lora_targets=q.lora_targets,
+        lora_r=q.lora_r,
+        grad_ckpt=q.grad_ckpt == "full",
+        attention=q.attention,
+        device=q.device,
+    )
 
 
 def _validate(q: TrainingQuery) -> None:
@@ -273,7 +345,7 @@ def _div(n: int) -> str:
 
 def _full_weight_lines(q: TrainingQuery, count: ParameterCount, n: _Split) -> list[LedgerLine]:
     """fp32 master weights and their 16-bit copies when every weight is trained."""
-    spec, P = q.model, count.total_params
+    desc, P = q.model, count.total_params
     lines = [LedgerLine("fp32 master weights", 4 * P // n.model, f"4 B * {P:,} params{_div(n.model)}")]
     if q.precision == "fp32":
         return lines
@@ -289,8 +361,8 @@ def _full_weight_lines(q: TrainingQuery, count: ParameterCount, n: _Split) -> li
                 "mixed-precision policy: 16-bit copies of the current and prefetched unit only)",
             ),
         ]
-    linear_params = P - count.embedding_params - spec.num_layers * (2 * spec.hidden_size) - spec.hidden_size
-    if spec.tied_embeddings:
+    linear_params = P - count.embedding_params - desc.num_layers * (2 * desc.hidden_size) - desc.hidden_size
+    if desc.tied_embeddings:
         linear_params += count.embedding_params  # the tied lm_head is a matmul weight too
     experts = sum(k.layers * k.routed_expert_params_per_layer for k in count.layer_kinds)
     cpu_experts = experts if q.device == "cpu" else 0
@@ -310,14 +382,14 @@ def _full_weight_lines(q: TrainingQuery, count: ParameterCount, n: _Split) -> li
 
 def _adapter_weight_lines(q: TrainingQuery, count: ParameterCount, n: _Split) -> list[LedgerLine]:
     """The frozen base (16-bit, or NF4 under QLoRA) and the adapters' master weights and copies."""
-    spec, P, Pt = q.model, count.total_params, count.trainable_params
+    desc, P, Pt = q.model, count.total_params, count.trainable_params
     mixed = q.precision != "fp32"
     if q.method == "qlora":
         # bitsandbytes quantizes the decoder's linears; the LM head (tied or not) stays 16-bit
         decoder = (
-            sum(k.layers * k.params_per_layer for k in count.layer_kinds) or spec.num_layers * count.per_layer_params
+            sum(k.layers * k.params_per_layer for k in count.layer_kinds) or desc.num_layers * count.per_layer_params
         )
-        quantized = decoder - spec.num_layers * 2 * spec.hidden_size
+        quantized = decoder - desc.num_layers * 2 * desc.hidden_size
         # peft's prepare_model_for_kbit_training (the QLoRA recipe) casts what is not 4-bit to fp32
         base = int(NF4.bytes_of(WeightParams(linear=quantized, other=P - quantized), 4))
         line = LedgerLine(
@@ -360,8 +432,8 @@ class _Peak:
 
 def _peak(q: TrainingQuery, count: ParameterCount, act: ActivationEstimate, grads: int, n: _Split) -> _Peak:
     """Each phase's coexisting terms beyond the static state; the largest is the step's peak."""
-    spec, mixed, tokens = q.model, q.precision != "fp32", q.batch * q.seq
-    V = spec.vocab_size
+    desc, mixed, tokens = q.model, q.precision != "fp32", q.batch * q.seq
+    V = desc.vocab_size
     act_bytes = act.stored_bytes + act.fixed_bytes
     unit = max((k.params_per_layer for k in count.layer_kinds), default=count.per_layer_params)
     # (a) loss forward: logits (16-bit under autocast) + their fp32 upcast (mixed only) before log_softmax.
@@ -387,7 +459,7 @@ def _peak(q: TrainingQuery, count: ParameterCount, act: ActivationEstimate, grad
             "grad log-probs + grad logits",
         ),
         "backward, last layer rebuilt (checkpointing)": (
-            act_bytes + act.recompute_bytes + grads // max(spec.num_layers, 1) + gather,
+            act_bytes + act.recompute_bytes + grads // max(desc.num_layers, 1) + gather,
             act.recompute_bytes + gather,
             "one layer's activations rebuilt",
         ),
@@ -419,106 +491,24 @@ def _optimizer_temporaries(q: TrainingQuery, count: ParameterCount, n: _Split) -
 
 
 def _activation_lines(q: TrainingQuery, act: ActivationEstimate) -> list[LedgerLine]:
-    spec, tokens = q.model, q.batch * q.seq
+    desc, tokens = q.model, q.batch * q.seq
     ckpt = q.grad_ckpt == "full"
     per_kind = " + ".join(f"{n} x {b:,} B ({label})" for label, n, b in act.layer_kinds)
-    source = spec.desc.source_tokens(q.seq)
+    source = desc.source_tokens(q.seq)
     if source:
         per_kind += f" (encoder layers over {q.batch} x {source:,} source tokens)"
     return [
         LedgerLine(
             "activations",
             act.stored_bytes + act.fixed_bytes,
-            (f"{spec.num_layers} layer inputs" if ckpt else per_kind)
+            (f"{desc.num_layers} layer inputs" if ckpt else per_kind)
             + f" + fixed {act.fixed_bytes:,} B at {q.batch} x {q.seq} tokens"
-            + (f" (checkpointed: {spec.num_layers} layer inputs)" if ckpt else ""),
+            + (f" (checkpointed: {desc.num_layers} layer inputs)" if ckpt else ""),
         ),
         LedgerLine(
-            "logits / loss", act.loss_bytes, f"fp32 log-probs 4 B * {tokens:,} tokens * vocab {spec.vocab_size:,}"
+            "logits / loss", act.loss_bytes, f"fp32 log-probs 4 B * {tokens:,} tokens * vocab {desc.vocab_size:,}"
         ),
     ]
-
-
-def ledger_for_query(query: TrainingQuery) -> Ledger:
-    """The training ledger of ``query`` (see ``estimate_training_memory`` for the options and references).
-
-    Raises:
-        UsageError: a bad option value (names the field).
-    """
-    q = query
-    _validate(q)
-    spec, lora = q.model, q.method != "full"
-    count = count_parameters(spec, lora_r=q.lora_r if lora else None, lora_targets=q.lora_targets)
-    n = _Split.of(q)
-    lines = (_adapter_weight_lines if lora else _full_weight_lines)(q, count, n)
-    lines += _state_lines(q, count, n)
-    act = estimate_activations(
-        spec,
-        ActivationQuery(
-            batch=q.batch,
-            seq=q.seq,
-            precision=q.precision,
-            method=q.method,
-            lora_targets=q.lora_targets,
-            lora_r=q.lora_r,
-            grad_ckpt=q.grad_ckpt == "full",
-            attention=q.attention,
-            device=q.device,
-        ),
-    )
-    static = sum(ln.bytes for ln in lines if ln.name != "gradients")
-    lines += _activation_lines(q, act)
-    peak = _peak(q, count, act, grads=lines[[ln.name for ln in lines].index("gradients")].bytes, n=n)
-    lines.append(peak.temporaries)
-    overhead = 0
-    if q.device == "cuda":
-        slack = int(ALLOCATOR_SLACK * (act.stored_bytes + act.fixed_bytes))
-        overhead = CUDA_OVERHEAD_BYTES + slack
-        lines.append(
-            LedgerLine(
-                "runtime overhead",
-                overhead,
-                f"CUDA context + workspaces ~{_gib(CUDA_OVERHEAD_BYTES)} + allocator slack "
-                f"{ALLOCATOR_SLACK:.0%} of activations (estimate)",
-                estimate=True,
-            )
-        )
-    per_gpu = sum(ln.bytes for ln in lines)
-    notes = list(spec.assumed) + ([count.counted_by] if not count.counted_by.startswith("meta") else [])
-    led = Ledger(
-        model=spec.name,
-        mode="train",
-        method=q.method,
-        precision=q.precision,
-        optimizer=q.optimizer,
-        batch=q.batch,
-        seq=q.seq,
-        gpus=q.gpus,
-        shard=q.shard,
-        grad_ckpt=q.grad_ckpt,
-        attention=q.attention,
-        convention="expkit",
-        total_params=count.total_params,
-        trainable_params=count.trainable_params,
-        trainable_fraction=count.trainable_fraction,
-        lines=tuple(lines),
-        per_gpu_bytes=per_gpu,
-        total_bytes=per_gpu * q.gpus,
-        peak_bytes=static + peak.phase_bytes + overhead,
-        peak_phase=peak.phase,
-        device=q.device,
-        notes=tuple(notes),
-        largest_layer_params=max(
-            count.embedding_params,
-            count.lm_head_params,
-            spec.hidden_size * spec.intermediate_size,
-            *(k.routed_expert_params_per_layer for k in count.layer_kinds),
-        ),
-        approximations=spec.desc.approximations,
-        active_params=count.active_params,
-        query=q,
-    )
-    return with_fit(led, q.gpu)
 
 
 def with_fit(led: Ledger, gpu: str | None) -> Ledger:

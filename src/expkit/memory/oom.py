@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from expkit.errors import UsageError
-from expkit.memory.ledger import Ledger, ledger_for_query
+from expkit.memory.ledger import Ledger, estimate_training_memory
 
 __all__ = ["OomExplanation", "Remedy", "attribute_oom", "rank_remedies"]
 
@@ -172,7 +172,7 @@ def rank_remedies(led: Ledger, *, model: Any = None, capacity_bytes: int | None 
         raise UsageError("this ledger carries no query to vary (build it with estimate_training_memory)")
     remedies = []
     for c in _candidate_changes(led):
-        alt = ledger_for_query(replace(led.query, **c.change))
+        alt = estimate_training_memory(replace(led.query, **c.change))
         fits = None if capacity_bytes is None else alt.peak_bytes <= capacity_bytes
         remedies.append(Remedy(c.name, c.option, alt.peak_bytes, led.peak_bytes - alt.peak_bytes, c.cost, fits))
     fused = _fused_loss_remedy(led, capacity_bytes)

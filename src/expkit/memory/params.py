@@ -10,29 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from expkit.errors import UsageError
-from expkit.memory.architecture import ModelSpec, load_model_spec
 from expkit.models.counting import ALL_LINEAR, ParameterCount, count_model, training_fields
+from expkit.models.description import ModelDescription, resolve_description
 
-__all__ = ["build_meta_model", "count_parameters", "resolve_spec"]
-
-
-def resolve_spec(model: ModelSpec | str | Path | dict[str, Any]) -> ModelSpec:
-    """A ModelSpec from a spec, a catalog name, a path, or a config dict."""
-    if isinstance(model, ModelSpec):
-        return model
-    if isinstance(model, dict):
-        from expkit.memory.architecture import spec_from_dict
-
-        return spec_from_dict(model, name=str(model.get("_name_or_path") or model.get("model_type")), source="dict")
-    return load_model_spec(model)
-
-
-def build_meta_model(spec: ModelSpec) -> Any | None:
-    """The model for ``spec`` on the meta device (shapes only), or None if transformers lacks it: the class
-    its ``architectures`` names (any Auto class, not only causal LM; ``expkit.models.counting``)."""
-    from expkit.models.counting import build_meta_model as _build
-
-    return _build(spec.desc)
+__all__ = ["count_parameters"]
 
 
 def _check_targets(targets: tuple[str, ...], linear_names: Sequence[str], all_names: Sequence[str]) -> None:
@@ -56,14 +37,13 @@ def _normalize_targets(lora_targets: str | Sequence[str]) -> tuple[str, ...]:
     return parts
 
 
-def _analytic_adapters(spec: ModelSpec, r: int, targets: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
+def _analytic_adapters(desc: ModelDescription, r: int, targets: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
     """LoRA adapter parameters of the analytic count, and the linear module names: every layer's attention
     projections and its dense MLP (gate, up, down), r * (in + out) each. A routed-expert layer is refused:
     which of its matmuls peft would adapt depends on the class transformers does not have."""
-    desc = spec.desc
-    if any(layer.mlp.num_experts for layer in desc.layers):
+    if desc.is_moe:
         raise UsageError(
-            f"LoRA on model_type {spec.model_type!r}: transformers does not know it and its experts' modules "
+            f"LoRA on model_type {desc.model_type!r}: transformers does not know it and its experts' modules "
             "cannot be named, so peft's choice cannot be counted",
             hint="give architectures a transformers class (e.g. DeepseekV3ForCausalLM), or count --method full",
         )
@@ -82,49 +62,55 @@ def _analytic_adapters(spec: ModelSpec, r: int, targets: tuple[str, ...]) -> tup
     return adapters, names
 
 
-def _analytic_count(spec: ModelSpec, r: int | None, alpha: float | None, targets: tuple[str, ...]) -> ParameterCount:
+def _qkv_bias_params(desc: ModelDescription, attention: Any) -> int:
+    """The q, k and v biases of one layer's attention when the config asks for them (its heads' widths)."""
+    if not desc.qkv_bias:
+        return 0
+    return (attention.num_heads + 2 * attention.num_kv_heads) * attention.head_dim
+
+
+def _analytic_count(
+    desc: ModelDescription, r: int | None, alpha: float | None, targets: tuple[str, ...]
+) -> ParameterCount:
     """The count of a model_type transformers lacks, from the one description every other figure reads:
     each layer's matmuls as its attention and MLP kinds give them (a Llama-style block unless the fields say
-    MLA or experts), two RMSNorm weights per layer, the q/k/v biases, the embedding, the head and the final
-    norm."""
-    desc, h = spec.desc, spec.hidden_size
-    d_q, d_kv = spec.num_heads * spec.head_dim, spec.kv_dim
-    bias = (d_q + 2 * d_kv) if spec.qkv_bias else 0
-    per_layer = [layer.linear_params(h) + bias + 2 * h + layer.attention.norm_params for layer in desc.layers]
-    active_layers = sum(
-        layer.active_linear_params(h) + bias + 2 * h + layer.attention.norm_params for layer in desc.layers
-    )
-    embed = spec.vocab_size * h
-    lm_head = 0 if spec.tied_embeddings else spec.vocab_size * h
+    MLA or experts), two RMSNorm weights per layer, each layer's q/k/v biases, the embedding, the head and the
+    final norm."""
+    h = desc.hidden_size
+    own = [_qkv_bias_params(desc, layer.attention) + 2 * h + layer.attention.norm_params for layer in desc.layers]
+    per_layer = [layer.linear_params(h) + o for layer, o in zip(desc.layers, own, strict=True)]
+    active_layers = sum(layer.active_linear_params(h) + o for layer, o in zip(desc.layers, own, strict=True))
+    embed = desc.vocab_size * h
+    lm_head = 0 if desc.tied_embeddings else desc.vocab_size * h
     base = embed + sum(per_layer) + h + lm_head
-    adapters, names = _analytic_adapters(spec, r, targets) if r is not None else (0, ())
-    active = active_layers + h + spec.vocab_size * h
+    adapters, names = _analytic_adapters(desc, r, targets) if r is not None else (0, ())
+    active = active_layers + h + desc.vocab_size * h
     return ParameterCount(
-        model=spec.name,
+        model=desc.name,
         **training_fields(base, adapters, r, alpha, targets),
         embedding_params=embed,
         lm_head_params=lm_head,
         per_layer_params=per_layer[0],
-        num_layers=spec.num_layers,
-        tied_embeddings=spec.tied_embeddings,
+        num_layers=desc.num_layers,
+        tied_embeddings=desc.tied_embeddings,
         counted_by=(
-            f"analytic from the config fields: transformers does not know model_type {spec.model_type!r} "
+            f"analytic from the config fields: transformers does not know model_type {desc.model_type!r} "
             f"(layers as described: {'; '.join(f'{n} x {layer.label}' for layer, n in desc.layer_groups())})"
         ),
         linear_module_names=tuple(sorted(names)),
         active_params=active,
-        active_params_with_embedding=active + (0 if spec.tied_embeddings else embed),
+        active_params_with_embedding=active + (0 if desc.tied_embeddings else embed),
         tower_params=0,
-        head_matmul_params=spec.vocab_size * h,
+        head_matmul_params=desc.vocab_size * h,
         decoder_layer_params=sum(per_layer),
         other_params=h,  # the final norm
         model_class=None,
-        approximations=spec.desc.approximations,
+        approximations=desc.approximations,
     )
 
 
 def count_parameters(
-    config_or_path: ModelSpec | str | Path | dict[str, Any],
+    config_or_path: ModelDescription | str | Path | dict[str, Any],
     *,
     lora_r: int | None = None,
     lora_alpha: float | None = None,
@@ -133,7 +119,8 @@ def count_parameters(
     """Exact parameter counts, full fine-tune or LoRA, from a config alone.
 
     Args:
-        config_or_path: catalog name (``qwen2.5-0.5b``), model directory, ``config.json`` path, dict or ModelSpec.
+        config_or_path: catalog name (``qwen2.5-0.5b``), model directory, ``config.json`` path, dict or
+            ModelDescription.
         lora_r: LoRA rank; None counts a full fine-tune (every parameter trainable).
         lora_alpha: LoRA alpha (does not change counts; recorded). Default 2 * r.
         lora_targets: ``all-linear`` (peft's: every nn.Linear but the output head) or module names
@@ -158,8 +145,8 @@ def count_parameters(
     """
     if lora_r is not None and (isinstance(lora_r, bool) or lora_r < 1):
         raise UsageError(f"lora_r must be >= 1, got {lora_r!r}")
-    spec = resolve_spec(config_or_path)
+    desc = resolve_description(config_or_path)
     targets = _normalize_targets(lora_targets)
     alpha = float(lora_alpha) if lora_alpha is not None else (2.0 * lora_r if lora_r is not None else None)
-    counted = count_model(spec.desc, lora_r=lora_r, lora_alpha=alpha, lora_targets=targets)
-    return counted if counted is not None else _analytic_count(spec, lora_r, alpha, targets)
+    counted = count_model(desc, lora_r=lora_r, lora_alpha=alpha, lora_targets=targets)
+    return counted if counted is not None else _analytic_count(desc, lora_r, alpha, targets)

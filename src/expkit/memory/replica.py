@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from expkit.errors import InputError
-from expkit.memory.architecture import ModelSpec
+from expkit.models.description import ModelDescription
 
 __all__ = [
     "ReplicaQuery",
@@ -79,22 +79,21 @@ class ReplicaQuery:
     device: str = "cpu"
 
 
-def build_replica(spec: ModelSpec, query: ReplicaQuery | None = None, /, **options: Any) -> Any:
-    """The HF causal LM for ``spec`` (``query.num_layers`` deep), random weights, ready to train.
+def build_replica(desc: ModelDescription, query: ReplicaQuery | None = None) -> Any:
+    """The HF model for ``desc`` (``query.num_layers`` deep), random weights, ready to train.
 
     Full fine-tune: fp32 parameters (autocast does the 16-bit part). LoRA: the base held in 16 bit when
     ``precision`` is mixed (as LoRA recipes load it), adapters fp32, built by peft.
 
     Args:
-        spec: the architecture.
-        query: a ReplicaQuery; ``options`` are its fields (``build_replica(spec, num_layers=2)``), applied
-            over ``query`` when both are given.
+        desc: the model description.
+        query: how to build it, whole (None: ``ReplicaQuery()``, the model's depth, full fp32 on the CPU);
+            variants with ``dataclasses.replace(query, num_layers=2)``.
 
     Raises:
         InputError: the config has no ``model_type`` (transformers picks the model class by it).
-        TypeError: an option that is not a ReplicaQuery field.
     """
-    q = replace(query or ReplicaQuery(), **options)
+    q = query or ReplicaQuery()
     num_layers, method, precision, attention = q.num_layers, q.method, q.precision, q.attention
     lora_r, lora_targets, grad_ckpt, seed, device = q.lora_r, q.lora_targets, q.grad_ckpt, q.seed, q.device
     import warnings
@@ -102,10 +101,10 @@ def build_replica(spec: ModelSpec, query: ReplicaQuery | None = None, /, **optio
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
 
-    s = spec.with_layers(num_layers) if num_layers is not None else spec
+    s = desc.with_layers(num_layers) if num_layers is not None else desc
     if s.model_type is None:
         raise InputError(
-            f"{spec.name}: the config has no model_type, so transformers cannot build a replica",
+            f"{desc.name}: the config has no model_type, so transformers cannot build a replica",
             hint="add the model_type of its architecture (e.g. llama) to config.json",
         )
     raw = {k: v for k, v in s.raw.items() if k not in ("model_type", "architectures", "transformers_version")}
@@ -114,7 +113,7 @@ def build_replica(spec: ModelSpec, query: ReplicaQuery | None = None, /, **optio
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         auto: Any = AutoModelForCausalLM
-        if s.desc.is_encoder_decoder:  # T5, BART: text seq2seq; Whisper: speech seq2seq
+        if s.is_encoder_decoder:  # T5, BART: text seq2seq; Whisper: speech seq2seq
             auto = AutoModelForSpeechSeq2Seq if hasattr(cfg, "num_mel_bins") else AutoModelForSeq2SeqLM
         model = auto.from_config(cfg, attn_implementation=attention)
         model.to(device=device, dtype=torch.float32)  # config.json's torch_dtype would make it 16-bit

@@ -14,7 +14,7 @@ from expkit.errors import UsageError
 from expkit.memory.activation_fit import ActivationFit
 from expkit.memory.conventions import ConventionComparison, compare_conventions, ledger_for_convention
 from expkit.memory.inference import InferenceQuery, ledger_for_inference
-from expkit.memory.ledger import Ledger, TrainingQuery, ledger_for_query
+from expkit.memory.ledger import Ledger, TrainingQuery, estimate_training_memory
 from expkit.memory.oom import OomExplanation, attribute_oom
 from expkit.memory.params import count_parameters
 from expkit.models.counting import ParameterCount
@@ -110,7 +110,7 @@ def build_memory_report(request: MemoryRequest, *, on_step: Callable[[str], None
             raise UsageError(f"{'explain' if r.explain else 'oom'} is for training ledgers, not for mode infer")
         return MemoryReport(ledger=ledger_for_inference(r.inference()), parameters=None)
     query = r.training
-    base = ledger_for_query(query)
+    base = estimate_training_memory(query)
     count = count_parameters(
         query.model, lora_r=query.lora_r if query.method != "full" else None, lora_targets=query.lora_targets
     )
@@ -133,14 +133,18 @@ def _compare_conventions(base: Ledger) -> ConventionComparison:
     """Every convention side by side; a sharded run is also shown unsharded on one GPU."""
     q = base.query
     assert q is not None  # a training ledger carries its query
-    one = ledger_for_query(replace(q, gpus=1, shard="none", gpu=None)) if q.gpus > 1 and q.shard != "none" else None
+    one = (
+        estimate_training_memory(replace(q, gpus=1, shard="none", gpu=None))
+        if q.gpus > 1 and q.shard != "none"
+        else None
+    )
     return compare_conventions(base, unsharded=one)
 
 
 def _measure_activations(r: MemoryRequest, on_step: Callable[[str], None] | None) -> ActivationFit:
     """Activations measured on replicas (one layer kind only: the fit is one per-layer figure)."""
     query = r.training
-    groups = query.model.desc.layer_groups()
+    groups = query.model.layer_groups()
     if len(groups) > 1:
         kinds = "; ".join(f"{n} x {layer.label}" for layer, n in groups)
         raise UsageError(
@@ -148,12 +152,11 @@ def _measure_activations(r: MemoryRequest, on_step: Callable[[str], None] | None
             f"{len(groups)} layer kinds ({kinds})",
             hint="the per-kind formula is checked against MoE/MLA replicas in `expkit labs run C4.2v`",
         )
-    from expkit.memory.activation_fit import fit_activations
+    from expkit.memory.activation_fit import FitQuery, fit_activations
 
     if on_step:
         on_step(f"{query.model.name} at {r.replica_seq} tokens")
-    return fit_activations(
-        query.model,
+    fit = FitQuery(
         batch=query.batch,
         seq=query.seq,
         replica_seq=r.replica_seq,
@@ -162,3 +165,4 @@ def _measure_activations(r: MemoryRequest, on_step: Callable[[str], None] | None
         lora_r=query.lora_r,
         attention=query.attention,
     )
+    return fit_activations(query.model, fit)

@@ -8,9 +8,11 @@ allocator does not see).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from expkit.memory.architecture import ModelSpec, spec_from_dict
+from expkit.memory.ledger import TrainingQuery
+from expkit.memory.replica import ReplicaQuery
+from expkit.models.description import ModelDescription, describe_config
 
 __all__ = [
     "MOE_CASES",
@@ -53,7 +55,7 @@ class ValidationCase:
     tied: bool = True
     extra: tuple[tuple[str, object], ...] = ()  # further config fields: experts, MLA ranks, patterns
 
-    def spec(self) -> ModelSpec:
+    def description(self) -> ModelDescription:
         raw = dict(
             model_type=self.model_type,
             hidden_size=self.hidden,
@@ -65,7 +67,31 @@ class ValidationCase:
             tie_word_embeddings=self.tied,
             **{k: list(v) if isinstance(v, tuple) else v for k, v in self.extra},
         )
-        return spec_from_dict(raw, name=self.name, source=f"validation case {self.name}")
+        return describe_config(raw, name=self.name, source=f"validation case {self.name}")
+
+    def training_query(self, device: str) -> TrainingQuery:
+        """The ledger's query of this case's step on ``device``."""
+        return TrainingQuery(
+            model=self.description(),
+            batch=self.batch,
+            seq=self.seq,
+            method=self.method,
+            precision=self.precision,
+            grad_ckpt=self.grad_ckpt,
+            attention=self.attention,
+            device=device,
+        )
+
+    def replica_query(self, device: str, seed: int) -> ReplicaQuery:
+        """The replica this case measures on ``device``, its weights drawn with ``seed``."""
+        return ReplicaQuery(
+            method=self.method,
+            precision=self.precision,
+            attention=self.attention,
+            grad_ckpt=self.grad_ckpt == "full",
+            seed=seed,
+            device=device,
+        )
 
 
 # Hidden 128-512, 2-8 layers, sequence 128-1024; full and LoRA; with and without checkpointing.
@@ -232,27 +258,9 @@ def validate_ledger(
     for case in cases:
         if on_case:
             on_case(case.name)
-        spec = case.spec()
-        led = estimate_training_memory(
-            spec,
-            batch=case.batch,
-            seq=case.seq,
-            method=case.method,
-            precision=case.precision,
-            grad_ckpt=case.grad_ckpt,
-            attention=case.attention,
-            device=dev,
-        )
+        led = estimate_training_memory(case.training_query(dev))
         predicted = led.peak_bytes - led.bytes_of("runtime overhead")
-        model = build_replica(
-            spec,
-            method=case.method,
-            precision=case.precision,
-            attention=case.attention,
-            grad_ckpt=case.grad_ckpt == "full",
-            seed=seed,
-            device=dev,
-        )
+        model = build_replica(case.description(), case.replica_query(dev, seed))
         peak = measure_step_peak(model, batch=case.batch, seq=case.seq, precision=case.precision, seed=seed)
         method = peak.method
         del model
@@ -345,11 +353,12 @@ def validate_optimizer_impls(
     if unknown or not impls:
         raise ValueError(f"impls {list(impls)!r}: each must be one of {', '.join(OPTIMIZER_IMPLS)}")
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    spec = case.spec()
-    options = dict(batch=case.batch, seq=case.seq, method=case.method, precision=case.precision, device=dev)
-    ledgers = {impl: estimate_training_memory(spec, optimizer_impl=impl, **options) for impl in impls}
+    query = replace(case.training_query(dev), grad_ckpt="none", attention="sdpa")
+    ledgers = {impl: estimate_training_memory(replace(query, optimizer_impl=impl)) for impl in impls}
     predicted = {i: led.peak_bytes - led.bytes_of("runtime overhead") for i, led in ledgers.items()}
-    model = build_replica(spec, method=case.method, precision=case.precision, seed=seed, device=dev)
+    model = build_replica(
+        case.description(), ReplicaQuery(method=case.method, precision=case.precision, seed=seed, device=dev)
+    )
     params = sum(p.numel() for p in model.parameters())
     measured, method = {}, ""
     for impl in impls:

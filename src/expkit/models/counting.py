@@ -11,15 +11,14 @@ them (Qwen2.5-0.5B would then count 630M instead of 494M), so it is not used her
 
 from __future__ import annotations
 
-import functools
-import json
 import re
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from expkit.errors import MissingDependency, UsageError
-from expkit.models.description import ModelDescription, describe_config
+from expkit.models.description import ModelDescription
 from expkit.models.sanity import check_at_least, check_non_negative
 
 __all__ = [
@@ -385,11 +384,33 @@ def _layer_kinds(
     return kinds
 
 
-@functools.lru_cache(maxsize=64)
+# Counts kept per (description digest, LoRA settings): the ledger, its report and `sft params` ask several times
+# per command, and a meta-device build costs seconds on a large model.
+COUNT_CACHE_SIZE = 64
+_COUNTS: OrderedDict[tuple[object, ...], ParameterCount | None] = OrderedDict()
+
+
 def _count_cached(
-    raw_json: str, name: str, source: str, r: int | None, alpha: float | None, targets: tuple[str, ...]
+    desc: ModelDescription, r: int | None, alpha: float | None, targets: tuple[str, ...]
 ) -> ParameterCount | None:
-    desc = describe_config(json.loads(raw_json), name=name, source=source)
+    """``_count`` of ``desc``, kept by its digest (a description without one is counted every time)."""
+    key = (desc.digest, desc.source.startswith("catalog:"), r, alpha, targets)
+    if desc.digest and key in _COUNTS:
+        _COUNTS.move_to_end(key)
+        return _COUNTS[key]
+    counted = _count(desc, r, alpha, targets)
+    if desc.digest:
+        _COUNTS[key] = counted
+        while len(_COUNTS) > COUNT_CACHE_SIZE:
+            _COUNTS.popitem(last=False)
+    return counted
+
+
+def _count(
+    desc: ModelDescription, r: int | None, alpha: float | None, targets: tuple[str, ...]
+) -> ParameterCount | None:
+    """Count ``desc`` on the meta device (None when transformers lacks its class)."""
+    name = desc.name
     model = build_meta_model(desc)
     if model is None:
         return None
@@ -471,8 +492,6 @@ def count_model(
         >>> c.total_params, round(c.active_params_with_embedding / 1e9, 1)
         (46702792704, 12.9)
     """
-    counted = _count_cached(
-        json.dumps(desc.raw, sort_keys=True), desc.name, desc.source, lora_r, lora_alpha, tuple(lora_targets)
-    )
-    # desc.raw carries the resolved model_type: the notes of the description as read (a renamed copy) stay
-    return None if counted is None else replace(counted, approximations=desc.approximations)
+    counted = _count_cached(desc, lora_r, lora_alpha, tuple(lora_targets))
+    # one count serves every copy of the config: its name and the notes of the description as read stay
+    return None if counted is None else replace(counted, model=desc.name, approximations=desc.approximations)

@@ -14,9 +14,13 @@ spec, and ``quantization.scheme_from_config`` reads ``quantization_config``.
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from expkit.errors import InputError
 from expkit.models.attention import AttentionSpec
@@ -43,10 +47,17 @@ __all__ = [
     "MlpSpec",
     "ModelDescription",
     "catalog_names",
+    "config_digest",
     "describe_config",
     "load_model_description",
     "read_model_config",
+    "resolve_description",
 ]
+
+# Descriptions kept by content (``config_digest``), so one command describes its model once however many stages
+# ask: a few models per process (a sweep of configs, a lab's replicas at 1, 2 and 4 layers), oldest dropped first.
+DESCRIPTION_CACHE_SIZE = 32
+_DESCRIPTIONS: OrderedDict[tuple[str, bool], ModelDescription] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -56,6 +67,11 @@ class ModelDescription:
     ``towers`` names the non-text encoders (``vision_config`` ...), whose parameters count in the total.
     ``quantization`` is the checkpoint's storage scheme (``quantization_config``; 16-bit when absent).
     ``approximations`` lists what was assumed or not modeled, in words; empty means exact.
+    ``digest`` is the sha256 of the config it was read from (``config_digest``): equal configs, equal digests,
+    whatever the file is called; descriptions are built once per digest (``describe_config``).
+
+    The whole-model figures are sums over the layers (``linear_params``, ``matmul_io_per_token``,
+    ``cache_bytes`` ...), each layer answering for its own kind: no figure takes one layer's number as the model's.
     """
 
     name: str
@@ -77,6 +93,8 @@ class ModelDescription:
     encoder_extra_params: int = 0  # matmuls the encoder runs outside its layers per position (Whisper's convs)
     encoder_extra_io: int = 0
     stacks: Stacks | None = field(default=None, repr=False)  # an encoder-decoder's stacks as its family read them
+    encoder_extra_weight_params: int = 0  # the weights of those matmuls as stored (Whisper's conv1 once)
+    digest: str = ""
 
     @property
     def is_encoder_decoder(self) -> bool:
@@ -175,9 +193,96 @@ class ModelDescription:
             out.update(dict.fromkeys((*layer.mlp.assumptions(), *(a for m in layer.mixers for a in m.assumptions()))))
         return tuple(out)
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What reading the config assumed (no ``num_key_value_heads``: a K/V head per query head), then the
+        ``approximations``: the notes a ledger prints."""
+        text = self.raw
+        if isinstance(text.get("text_config"), dict) and "hidden_size" not in text:
+            text = text["text_config"]
+        given = text.get("num_key_value_heads") or self.is_encoder_decoder  # T5, BART, Whisper: no GQA field
+        assumed = () if given else ("num_key_value_heads = num_attention_heads (no GQA)",)
+        return tuple(dict.fromkeys((*assumed, *self.approximations)))
+
+    def linear_params(self) -> int:
+        """Weights of every matmul as stored, summed over the layers of both stacks (all experts, cross-attention
+        k and v), plus the head (counted even when tied to the embedding), the family's matmuls outside the layers
+        and an encoder's convolutions (each weight once, however often it runs per position)."""
+        h = self.hidden_size
+        layers = sum(layer.linear_params(h) for layer in (*self.layers, *self.encoder_layers))
+        return layers + self.head_params + self.extra_params + self.encoder_extra_weight_params
+
+    def active_linear_params(self) -> int:
+        """Matmul weights one decoder token multiplies by, summed over the layers (top-k of each MoE layer's
+        routed experts), plus the head and the family's other matmuls; the encoder's pass is apart."""
+        h = self.hidden_size
+        return sum(layer.active_linear_params(h) for layer in self.layers) + self.head_params + self.extra_params
+
+    def matmul_io_per_token(self) -> int:
+        """Activation elements the decoder's matmuls read and write per token (in + out features on the active
+        path), summed over the layers, plus the head's (hidden in, vocabulary out)."""
+        h = self.hidden_size
+        return sum(layer.matmul_io_per_token(h) for layer in self.layers) + h + self.vocab_size
+
+    def encoder_weight_params(self) -> int:
+        """Matmul weights the encoder's pass reads, each once (0 without an encoder): its layers, the matmuls
+        outside them as stored, and every decoder layer's cross-attention k and v."""
+        if not self.encoder_layers:
+            return 0
+        h = self.hidden_size
+        own = sum(layer.linear_params(h) for layer in self.encoder_layers) + self.encoder_extra_weight_params
+        return own + sum(layer.source_linear_params(h) for layer in self.layers)
+
+    def weight_bytes_read(self, tokens: float, weight_bits: int | None = None) -> float:
+        """Bytes of the matmul weights a step routing ``tokens`` tokens reads: every weight at ``weight_bits``
+        when given (a what-if), else as the checkpoint stores them (its quantized parts at its bits, the head and
+        the rest at 16-bit: the memory ledger's bytes)."""
+        read = self.weight_params_read(tokens)
+        if weight_bits is not None:
+            return read.total * weight_bits / 8
+        return self.quantization.bytes_of(read, 2)
+
+    def routed_mlps(self) -> tuple[MlpSpec, ...]:
+        """Each distinct mixture-of-experts MLP of the decoder, in order of first appearance."""
+        return tuple(dict.fromkeys(layer.mlp for layer in self.layers if layer.mlp.num_experts))
+
+    def encoder_attention_groups(self) -> tuple[tuple[AttentionSpec, int], ...]:
+        """Each distinct attention of the encoder and how many layers have it."""
+        counts: dict[AttentionSpec, int] = {}
+        for layer in self.encoder_layers:
+            counts[layer.attention] = counts.get(layer.attention, 0) + 1
+        return tuple(counts.items())
+
+    def matrix_rows_cols(self) -> int:
+        """Rows + columns summed over the matmul weights a token runs through, in every layer of both stacks,
+        and the embedding (and an untied head): the size of Adafactor's factored second moment."""
+        h = self.hidden_size
+        layers = sum(layer.matmul_io_per_token(h) for layer in (*self.layers, *self.encoder_layers))
+        return layers + (self.vocab_size + h) * (1 if self.tied_embeddings else 2)
+
+    def largest_matmul_params(self) -> int:
+        """The largest single MLP weight matrix of any layer (hidden x intermediate)."""
+        return self.hidden_size * max(layer.mlp.intermediate_size for layer in (*self.layers, *self.encoder_layers))
+
+    def with_layers(self, num_layers: int) -> ModelDescription:
+        """The same architecture ``num_layers`` deep (the activation fit's scaled replicas): the config with
+        ``num_hidden_layers`` changed (a ``layer_types`` list cut to its first kind), described anew."""
+        raw = dict(self.raw, num_hidden_layers=num_layers)
+        if "layer_types" in raw:
+            raw["layer_types"] = list(raw["layer_types"])[:1] * num_layers
+        return describe_config(raw, name=f"{self.name}[{num_layers} layers]", source=self.source)
+
+
+def config_digest(raw: dict[str, Any]) -> str:
+    """sha256 of the config's canonical JSON (keys sorted, ``_``-prefixed bookkeeping such as ``_name_or_path``
+    left out): the same numbers give the same digest whatever the file or the model is called."""
+    content = {k: v for k, v in raw.items() if not k.startswith("_")}
+    return hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)).hexdigest()
+
 
 def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDescription:
-    """Read a config dict into a ModelDescription.
+    """Read a config dict into a ModelDescription, once per content: a config whose digest was described before
+    (under any name) gives that description under this ``name`` and ``source``.
 
     Raises:
         InputError: a required field missing or not a positive integer, beyond any real model, a hidden size
@@ -186,6 +291,20 @@ def describe_config(raw: dict[str, Any], *, name: str, source: str) -> ModelDesc
     """
     if not isinstance(raw, dict):
         raise InputError("config is not a JSON object", path=source)
+    key = (config_digest(raw), source.startswith("catalog:"))
+    desc = _DESCRIPTIONS.get(key)
+    if desc is None:
+        desc = replace(_describe(raw, name=name, source=source), digest=key[0])
+        _DESCRIPTIONS[key] = desc
+        while len(_DESCRIPTIONS) > DESCRIPTION_CACHE_SIZE:
+            _DESCRIPTIONS.popitem(last=False)
+    else:
+        _DESCRIPTIONS.move_to_end(key)
+    return desc if (desc.name, desc.source) == (name, source) else replace(desc, name=name, source=source)
+
+
+def _describe(raw: dict[str, Any], *, name: str, source: str) -> ModelDescription:
+    """The description of ``raw``, built (``describe_config`` keeps it by digest)."""
     raw = {k: v for k, v in raw.items() if not k.startswith("_")}
     raw, resolved_note = resolve_model_type(raw)
     model_type = raw.get("model_type") if isinstance(raw.get("model_type"), str) else None
@@ -277,6 +396,9 @@ def _describe_stacks(
         encoder_extra_params=sum(i * o for i, o in st.encoder_extras),
         encoder_extra_io=sum(i + o for i, o in st.encoder_extras),
         stacks=st,
+        encoder_extra_weight_params=sum(
+            i * o for i, o in (st.encoder_extras if st.encoder_extra_weights is None else st.encoder_extra_weights)
+        ),
     )
 
 
@@ -315,3 +437,14 @@ def load_model_description(model: str | Path) -> ModelDescription:
     """
     raw, name, source = read_model_config(model)
     return describe_config(raw, name=name, source=source)
+
+
+def resolve_description(model: ModelDescription | str | Path | dict[str, Any]) -> ModelDescription:
+    """``model`` itself when it is a ModelDescription, else its description: a config dict (named by its
+    ``_name_or_path`` or ``model_type``), or anything ``load_model_description`` reads."""
+    if isinstance(model, ModelDescription):
+        return model
+    if isinstance(model, dict):
+        name = str(model.get("_name_or_path") or model.get("model_type"))
+        return describe_config(model, name=name, source="dict")
+    return load_model_description(model)

@@ -5,19 +5,12 @@ from expkit.perf.buckets import BUCKETS, BucketShare, OpTime, ProfileReport, buc
 from expkit.perf.decode import DecodePoint, build_tiny_decoder, measure_decode_throughput
 from expkit.perf.hardware import GPUSpec, find_gpu_for_device, get_gpu, list_gpus
 from expkit.perf.profiler import ScriptProfile, profile, profile_script
-from expkit.perf.roofline import (
-    ModelShape,
-    Roof,
-    RooflineEstimate,
-    RooflinePart,
-    estimate_roofline,
-    load_model_shape,
-    roof_for_gpu,
-)
+from expkit.perf.roofline import Roof, RooflineEstimate, RooflinePart, estimate_roofline, roof_for_gpu
 from expkit.perf.roofs import (
     CopyMeasurement,
     GemmMeasurement,
     MeasuredRoofs,
+    RoofQuery,
     measure_copy_bandwidth,
     measure_gemm,
     measure_numpy_copy_bandwidth,
@@ -33,10 +26,10 @@ __all__ = [
     "GPUSpec",
     "GemmMeasurement",
     "MeasuredRoofs",
-    "ModelShape",
     "OpTime",
     "ProfileReport",
     "Roof",
+    "RoofQuery",
     "RooflineEstimate",
     "RooflinePart",
     "ScriptProfile",
@@ -48,7 +41,6 @@ __all__ = [
     "find_gpu_for_device",
     "get_gpu",
     "list_gpus",
-    "load_model_shape",
     "load_trace",
     "measure_copy_bandwidth",
     "measure_decode_throughput",

@@ -129,7 +129,7 @@ def measure_decode_throughput(
         True
     """
     from expkit.hardware.threads import torch_threads
-    from expkit.perf.roofline import ModelShape
+    from expkit.models.description import describe_config
 
     if not batch_sizes or min(batch_sizes) < 1 or max(batch_sizes) > MAX_DECODE_BATCH:
         raise UsageError(f"batch sizes {batch_sizes} must be non-empty, each in [1, {MAX_DECODE_BATCH:,}]")
@@ -138,7 +138,12 @@ def measure_decode_throughput(
             f"new_tokens={new_tokens} must be in [2, {MAX_DECODE_BATCH:,}] and prompt_len={prompt_len} >= 1"
         )
     model = model if model is not None else build_tiny_decoder(seed=seed)
-    shape = ModelShape.from_hf_config(model.config.to_dict(), name=type(model).__name__)
+    name = type(model).__name__
+    desc = describe_config(model.config.to_dict(), name=name, source=name)
+    linear, io = desc.linear_params(), desc.matmul_io_per_token()
+    groups = desc.attention_groups()  # a full-attention decoder: every cached token read at each step
+    attn_flop = sum(n * a.decode_flop_per_cached_token for a, n in groups)  # per cached token, all layers
+    kv_elements = sum(n * a.kv_cache_elements_per_token for a, n in groups)
     wbytes = next(model.parameters()).element_size()
     points = []
     for batch in batch_sizes:
@@ -147,12 +152,8 @@ def measure_decode_throughput(
         step, median = min(times), statistics.median(times)
         ctx = prompt_len + 1 + new_tokens / 2  # mean KV length over the timed steps
         # same accounting as expkit.perf.roofline (decode), in the model's own dtype
-        flops = 2 * shape.linear_params * batch + batch * 4 * shape.num_layers * ctx * shape.num_heads * shape.head_dim
-        nbytes = (
-            shape.linear_params * wbytes
-            + batch * shape.matmul_io_per_token * wbytes
-            + batch * 2 * shape.num_layers * shape.num_kv_heads * shape.head_dim * ctx * wbytes
-        )
+        flops = 2 * linear * batch + batch * ctx * attn_flop
+        nbytes = linear * wbytes + batch * io * wbytes + batch * kv_elements * ctx * wbytes
         points.append(
             DecodePoint(
                 batch=batch,

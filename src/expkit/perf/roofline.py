@@ -9,18 +9,15 @@ Matmul bytes are weights plus 16-bit activations in and out; norms, rotary and s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from expkit.errors import UsageError
-from expkit.models.attention import AttentionSpec, GroupedQueryAttention
-from expkit.models.description import ModelDescription
+from expkit.models.description import ModelDescription, load_model_description
 from expkit.models.sanity import check_non_negative
 
 __all__ = [
-    "AttentionGroup",
-    "ModelShape",
     "Phase",
     "Roof",
     "RooflineEstimate",
@@ -30,7 +27,6 @@ __all__ = [
     "default_weight_bits",
     "estimate_roofline",
     "estimate_roofline_for",
-    "load_model_shape",
     "roof_for_device",
     "roof_for_gpu",
 ]
@@ -43,176 +39,6 @@ KV_BYTES = 2  # KV cache kept in bf16/fp16; weight-only quantization leaves it a
 # write the bf16 copy (2 B) = 30 B; ~12 FLOP (moment updates, sqrt, divide, decay).
 ADAM_BYTES_PER_PARAM = 30
 ADAM_FLOP_PER_PARAM = 12
-
-
-@dataclass(frozen=True)
-class AttentionGroup:
-    """Layers that share one attention spec (``expkit.models``), and how many there are.
-
-    The spec answers the per-kind questions: cached elements per token-layer, FLOPs per cached token
-    (decode) and per (query, key) pair (prefill/train), Q/K/V/O traffic, and how many tokens it keeps.
-    """
-
-    spec: AttentionSpec
-    layers: int
-
-    @property
-    def kind(self) -> str:
-        return self.spec.kind
-
-
-@dataclass(frozen=True)
-class ModelShape:
-    """The numbers of a decoder-only transformer config that set its FLOPs and bytes.
-
-    ``linear_params`` counts the weights of every matmul (attention projections, the dense MLP, the router,
-    shared and *all* routed experts, and the LM head even when it is tied to the embedding);
-    ``active_linear_params`` those one token multiplies by (top-k of E routed experts). Embeddings and norms
-    are lookups and elementwise work, left out of the FLOP count. ``matmul_io_per_token`` is the number of
-    activation elements those matmuls read and write per token (sum of in + out features, active path).
-    A MoE layer holds ``num_experts`` experts of ``expert_params`` weights each (``moe_layers`` of them).
-    ``description`` (when read from a config) answers the per-layer questions: the weights a step reads
-    (routing-aware, every MoE layer with its own experts and shared experts) and how the checkpoint stores
-    them; a shape built by hand uses the aggregate numbers.
-    """
-
-    name: str
-    hidden_size: int
-    num_layers: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    intermediate_size: int
-    vocab_size: int
-    tie_word_embeddings: bool
-    linear_params: int
-    matmul_io_per_token: int
-    active_linear_params: int = 0
-    moe_layers: int = 0
-    num_experts: int = 0
-    top_k: int = 0
-    expert_params: int = 0
-    attention: tuple[AttentionGroup, ...] = ()
-    stored_weight_bits: float = 16  # the checkpoint's own (quantization_config), scales included
-    # an encoder-decoder's encoder pass (run once per input, over its source tokens: prefill and train only):
-    # the weights each source token multiplies by (encoder layers, convolutions, every cross-attention's k
-    # and v), the activation elements they move per source token, and the encoder's attention
-    encoder_linear_params: int = 0
-    encoder_matmul_io_per_token: int = 0
-    encoder_attention: tuple[AttentionGroup, ...] = ()
-    approximations: tuple[str, ...] = field(default=(), compare=False)
-    description: ModelDescription | None = field(default=None, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if not self.active_linear_params:
-            object.__setattr__(self, "active_linear_params", self.linear_params)
-        if not self.attention:
-            hd = self.head_dim
-            spec = GroupedQueryAttention(
-                num_heads=self.num_heads, num_kv_heads=self.num_kv_heads, head_dim=hd, v_head_dim=hd
-            )
-            object.__setattr__(self, "attention", (AttentionGroup(spec, self.num_layers),))
-
-    def expected_experts(self, tokens: float) -> float:
-        """Distinct experts one MoE layer reads for ``tokens`` routed tokens, under uniform independent routing:
-        E (1 - (1 - k/E)^tokens). 1 token: k experts; many tokens: all E."""
-        if not self.moe_layers:
-            return 0.0
-        return self.num_experts * (1 - (1 - self.top_k / self.num_experts) ** tokens)
-
-    def weight_params_read(self, tokens: float) -> float:
-        """Matmul weights read once by a step that routes ``tokens`` tokens (dense weights + the experts hit)."""
-        if self.description is not None:
-            return self.description.weight_params_read(tokens).total
-        dense = self.linear_params - self.moe_layers * self.num_experts * self.expert_params
-        return dense + self.moe_layers * self.expected_experts(tokens) * self.expert_params
-
-    def weight_bytes_read(self, tokens: float, weight_bits: int | None) -> float:
-        """Bytes of the matmul weights a step routing ``tokens`` tokens reads: every weight at
-        ``weight_bits`` when given (a what-if), else as the checkpoint stores them (its quantized parts at
-        its bits, the head and the rest at 16-bit: the same bytes as the memory ledger's)."""
-        if weight_bits is not None or self.description is None:
-            return self.weight_params_read(tokens) * (weight_bits or self.stored_weight_bits) / 8
-        return self.description.quantization.bytes_of(self.description.weight_params_read(tokens), 2)
-
-    def assumptions(self) -> tuple[str, ...]:
-        """What the speed model assumes about this model's kinds (the kinds say it)."""
-        if self.description is not None:
-            return self.description.assumptions()
-        return tuple(dict.fromkeys(a for g in self.attention for a in g.spec.assumptions()))
-
-    @classmethod
-    def from_hf_config(cls, config: dict[str, Any], *, name: str = "model") -> ModelShape:
-        """Read a Hugging Face ``config.json`` dict through ``expkit.models`` (the reader the memory ledger
-        uses too).
-
-        Raises:
-            InputError: a key the architecture needs is missing or not a positive integer.
-        """
-        from expkit.models import describe_config
-
-        return cls.from_description(describe_config(config, name=name, source=name))
-
-    @classmethod
-    def from_description(cls, desc: ModelDescription) -> ModelShape:
-        """A ModelShape from an ``expkit.models.ModelDescription``: each layer's specs give its numbers."""
-        h = desc.hidden_size
-        groups = dict(desc.attention_groups())
-        encoder_groups = {layer.attention: n for layer, n in desc.encoder_layer_groups()}
-        encoder_own = sum(layer.linear_params(h) for layer in desc.encoder_layers) + desc.encoder_extra_params
-        routed = [layer.mlp for layer in desc.layers if layer.mlp.num_experts]
-        first = routed[0] if routed else desc.layers[0].mlp
-        a0 = desc.layers[0].attention
-        return cls(
-            name=desc.name,
-            hidden_size=h,
-            num_layers=desc.num_layers,
-            num_heads=a0.num_heads,
-            num_kv_heads=a0.num_kv_heads,
-            head_dim=a0.head_dim,
-            intermediate_size=desc.layers[0].mlp.intermediate_size,
-            vocab_size=desc.vocab_size,
-            tie_word_embeddings=desc.tied_embeddings,
-            linear_params=sum(layer.linear_params(h) for layer in desc.layers)
-            + desc.head_params
-            + desc.extra_params
-            + encoder_own,
-            matmul_io_per_token=sum(layer.matmul_io_per_token(h) for layer in desc.layers) + h + desc.vocab_size,
-            active_linear_params=sum(layer.active_linear_params(h) for layer in desc.layers)
-            + desc.head_params
-            + desc.extra_params,
-            moe_layers=len(routed),
-            num_experts=first.num_experts,
-            top_k=first.top_k,
-            expert_params=first.expert_params(h),
-            attention=tuple(AttentionGroup(spec, n) for spec, n in groups.items()),
-            stored_weight_bits=desc.weight_bits,
-            encoder_linear_params=desc.encoder_params_read(),
-            encoder_matmul_io_per_token=desc.encoder_matmul_io_per_token(),
-            encoder_attention=tuple(AttentionGroup(spec, n) for spec, n in encoder_groups.items()),
-            approximations=desc.approximations,
-            description=desc,
-        )
-
-    def source_tokens(self, context: int) -> int:
-        """Tokens the encoder reads per sequence (0 without an encoder)."""
-        return self.description.source_tokens(context) if self.description is not None else 0
-
-
-def load_model_shape(model: str | Path) -> ModelShape:
-    """A ModelShape from a catalog name (``qwen2.5-0.5b``), a model directory, a ``config.json`` path or a
-    Hub ID whose config is in the local Hugging Face cache.
-
-    Reading goes through ``expkit.models`` (as the memory ledger's does), so both tools accept the same
-    names and report bad files the same way.
-
-    Raises:
-        InputError: the file is not JSON or lacks a key (names the file and the key).
-        UsageError: neither a path, a cached Hub ID nor a catalog name.
-    """
-    from expkit.models import load_model_description
-
-    return ModelShape.from_description(load_model_description(model))
 
 
 @dataclass(frozen=True)
@@ -303,15 +129,15 @@ def _part(name: str, flops: float, nbytes: float, roof: Roof, note: str = "") ->
     )
 
 
-def default_weight_bits(model: ModelShape) -> int:
+def default_weight_bits(model: ModelDescription) -> int:
     """The registered width nearest the checkpoint's stored bits (fp8 -> 8, GPTQ 4-bit -> 4, none -> 16):
     the figure a roofline reports when no what-if width is asked for."""
-    return min(WEIGHT_BITS, key=lambda b: abs(b - model.stored_weight_bits))
+    return min(WEIGHT_BITS, key=lambda b: abs(b - model.weight_bits))
 
 
 def estimate_roofline(
     *,
-    model: ModelShape,
+    model: ModelDescription,
     roof: Roof,
     phase: str = "decode",
     batch: int = 1,
@@ -329,7 +155,8 @@ def estimate_roofline(
     prefill matmul FLOPs and weight reads, plus an AdamW update (30 B and ~12 FLOP per parameter).
 
     Args:
-        model: the transformer's shape (``load_model_shape``).
+        model: the model description (``expkit.models.load_model_description``); its layers give the
+            weights, the activations' traffic and each attention kind's cache and FLOPs.
         roof: peak and bandwidth (``roof_for_gpu`` or measured roofs).
         phase: ``decode``, ``prefill`` or ``train``.
         batch: sequences per step, >= 1.
@@ -347,10 +174,11 @@ def estimate_roofline(
         UsageError: a bad phase, batch, context or weight_bits (names the field).
 
     Example:
-        >>> from expkit.perf.roofline import ModelShape, estimate_roofline, roof_for_gpu
-        >>> m = ModelShape.from_hf_config({"hidden_size": 896, "num_hidden_layers": 24,
+        >>> from expkit.models import describe_config
+        >>> from expkit.perf.roofline import estimate_roofline, roof_for_gpu
+        >>> m = describe_config({"hidden_size": 896, "num_hidden_layers": 24,
         ...     "num_attention_heads": 14, "num_key_value_heads": 2, "intermediate_size": 4864,
-        ...     "vocab_size": 151936}, name="Qwen2.5-0.5B")
+        ...     "vocab_size": 151936}, name="Qwen2.5-0.5B", source="example")
         >>> e = estimate_roofline(model=m, roof=roof_for_gpu("H100"), phase="decode", batch=1)
         >>> round(e.parts[0].intensity_flop_per_byte, 2), e.bound, round(e.critical_batch)
         (1.0, 'memory', 509)
@@ -367,7 +195,7 @@ def estimate_roofline(
     if context < 1:
         raise UsageError(f"context {context} must be >= 1")
     m = model
-    step = _Step(m, roof, weight_bits, m.matmul_io_per_token * KV_BYTES)
+    step = _Step(m, roof, weight_bits, m.matmul_io_per_token() * KV_BYTES)
     if phase == "decode":
         tokens = batch
         parts = _decode_parts(step, batch, context)
@@ -402,9 +230,9 @@ def estimate_roofline(
         critical_batch=critical,
         critical_batch_note=note,
         weight_bytes=m.weight_bytes_read(tokens, weight_bits)
-        + (m.encoder_linear_params * (weight_bits or m.stored_weight_bits) / 8 if phase != "decode" else 0),
-        active_params=m.active_linear_params,
-        linear_params=m.linear_params,
+        + (m.encoder_weight_params() * (weight_bits or m.weight_bits) / 8 if phase != "decode" else 0),
+        active_params=m.active_linear_params(),
+        linear_params=m.linear_params(),
         assumptions=m.assumptions(),
         approximations=m.approximations,
     )
@@ -415,7 +243,7 @@ class _Step:
     """What every part of a step needs: the model, the roof, the weight width (None: as stored) and the
     activation bytes the matmuls move per token."""
 
-    model: ModelShape
+    model: ModelDescription
     roof: Roof
     weight_bits: int | None
     act_bytes_per_token: float
@@ -425,7 +253,7 @@ class _Step:
         read = m.weight_bytes_read(tokens, self.weight_bits)
         return _part(
             "weight matmuls",
-            mult * 2 * m.active_linear_params * tokens,
+            mult * 2 * m.active_linear_params() * tokens,
             mult * (read + tokens * self.act_bytes_per_token),
             self.roof,
             note,
@@ -433,12 +261,16 @@ class _Step:
 
 
 def _decode_parts(step: _Step, batch: int, context: int) -> tuple[RooflinePart, ...]:
-    m = step.model
-    kv_read = batch * sum(g.layers * g.spec.cache_read_bytes(context, KV_BYTES) for g in m.attention)
-    attn_flops = batch * sum(
-        g.layers * g.spec.decode_flop_per_cached_token * g.spec.cached_tokens(context) for g in m.attention
+    groups = step.model.attention_groups()
+    kv_read = batch * sum(n * a.cache_read_bytes(context, KV_BYTES) for a, n in groups)
+    attn_flops = batch * sum(n * a.decode_flop_per_cached_token * a.cached_tokens(context) for a, n in groups)
+    h = step.model.hidden_size
+    # the experts each MoE kind reads for ``batch`` tokens: its expert weights read / one expert's weights
+    read = dict.fromkeys(
+        f"{mlp.weight_params_read(h, batch).experts / mlp.expert_params(h):.1f} of {mlp.num_experts}"
+        for mlp in step.model.routed_mlps()
     )
-    experts = f"; {m.expected_experts(batch):.1f} of {m.num_experts} experts read per MoE layer" if m.moe_layers else ""
+    experts = f"; {' / '.join(read)} experts read per MoE layer" if read else ""
     return (
         step.matmul_part(batch, 1, f"every weight read once per step, shared by the {batch} sequences{experts}"),
         _part(
@@ -454,12 +286,12 @@ def _decode_parts(step: _Step, batch: int, context: int) -> tuple[RooflinePart, 
 def _sequence_parts(step: _Step, phase: str, batch: int, context: int) -> tuple[RooflinePart, ...]:
     """Prefill or training: ``batch`` x ``context`` tokens at once."""
     m, tokens = step.model, batch * context
-    groups = (*m.attention, *m.encoder_attention)
-    qkvo = batch * sum(g.layers * g.spec.qkvo_elements(context) for g in groups) * KV_BYTES
-    attn_flops = batch * sum(g.layers * g.spec.pair_flop * g.spec.causal_pairs(context) for g in groups)
+    groups = (*m.attention_groups(), *m.encoder_attention_groups())
+    qkvo = batch * sum(n * a.qkvo_elements(context) for a, n in groups) * KV_BYTES
+    attn_flops = batch * sum(n * a.pair_flop * a.causal_pairs(context) for a, n in groups)
     mult = 3 if phase == "train" else 1  # backward = 2x forward (Kaplan et al. 2020, 6N per token)
     parts = [step.matmul_part(tokens, mult, f"{tokens} tokens share each weight read")]
-    if m.encoder_linear_params:
+    if m.is_encoder_decoder:
         parts.append(_encoder_part(step, batch * m.source_tokens(context), mult))
     parts.append(
         _part(
@@ -468,15 +300,15 @@ def _sequence_parts(step: _Step, phase: str, batch: int, context: int) -> tuple[
             mult * qkvo,
             step.roof,
             "flash-style: Q, K, V, O read once"
-            + ("; encoder, decoder and cross-attention" if m.encoder_attention else ""),
+            + ("; encoder, decoder and cross-attention" if m.is_encoder_decoder else ""),
         )
     )
     if phase == "train":
         parts.append(
             _part(
                 "optimizer (AdamW)",
-                ADAM_FLOP_PER_PARAM * m.linear_params,
-                ADAM_BYTES_PER_PARAM * m.linear_params,
+                ADAM_FLOP_PER_PARAM * m.linear_params(),
+                ADAM_BYTES_PER_PARAM * m.linear_params(),
                 step.roof,
                 "30 bytes per parameter",
             )
@@ -486,13 +318,14 @@ def _sequence_parts(step: _Step, phase: str, batch: int, context: int) -> tuple[
 
 def _encoder_part(step: _Step, source_tokens: int, mult: int) -> RooflinePart:
     """The encoder's matmuls over ``source_tokens`` tokens (its layers, convolutions and every decoder layer's
-    cross-attention k and v), each weight read once: an encoder-decoder's prefill and training only."""
+    cross-attention k and v), each weight read once (a convolution over two frames per position does twice the
+    FLOPs of its weights): an encoder-decoder's prefill and training only."""
     m = step.model
-    wbytes = m.encoder_linear_params * (step.weight_bits or m.stored_weight_bits) / 8
+    wbytes = m.encoder_weight_params() * (step.weight_bits or m.weight_bits) / 8
     return _part(
         "encoder matmuls",
-        mult * 2 * m.encoder_linear_params * source_tokens,
-        mult * (wbytes + source_tokens * m.encoder_matmul_io_per_token * KV_BYTES),
+        mult * 2 * m.encoder_params_read() * source_tokens,
+        mult * (wbytes + source_tokens * m.encoder_matmul_io_per_token() * KV_BYTES),
         step.roof,
         f"{source_tokens} encoder tokens share each weight read (the encoder runs once per input)",
     )
@@ -500,7 +333,7 @@ def _encoder_part(step: _Step, source_tokens: int, mult: int) -> RooflinePart:
 
 def _critical_and_note(step: _Step, kv: RooflinePart) -> tuple[float | None, str]:
     m, roof = step.model, step.roof
-    wbytes = (step.weight_bits or m.stored_weight_bits) / 8
+    wbytes = (step.weight_bits or m.weight_bits) / 8
     critical = _critical_batch(step)
     kv_note = (
         f"the KV-cache attention stays memory-bound at any batch (intensity {kv.intensity_flop_per_byte:.1f} FLOP/byte)"
@@ -510,7 +343,7 @@ def _critical_and_note(step: _Step, kv: RooflinePart) -> tuple[float | None, str
             "the weight matmuls never reach the ridge: the activations they read and write grow with the "
             f"batch as fast as their FLOPs; {kv_note}"
         )
-    if m.moe_layers:
+    if m.is_moe:
         return critical, (
             f"batch at which the weight matmuls reach the ridge, with the experts a batch reads under uniform "
             f"routing and activations' traffic included (a dense model of the same active size: "
@@ -529,11 +362,10 @@ def _critical_batch(step: _Step) -> float | None:
     B = ridge wbytes / (2 - ridge act / P); for a MoE the weights read grow with B until all experts are hit.
     """
     m, ridge = step.model, step.roof.ridge_flop_per_byte
+    active = m.active_linear_params()
 
     def intensity(b: float) -> float:
-        return (
-            2 * b * m.active_linear_params / (m.weight_bytes_read(b, step.weight_bits) + b * step.act_bytes_per_token)
-        )
+        return 2 * b * active / (m.weight_bytes_read(b, step.weight_bits) + b * step.act_bytes_per_token)
 
     lo, hi = 1e-6, 1e9
     if intensity(hi) < ridge:
@@ -609,11 +441,11 @@ def estimate_roofline_for(query: RooflineQuery) -> RooflineResult:
     """
     if query.phase not in PHASES:
         raise UsageError(f"phase {query.phase!r} is not one of {', '.join(PHASES)}")
-    shape = load_model_shape(query.model)
+    desc = load_model_description(query.model)
     roof = roof_for_device(query.gpu, threads=query.threads)
     phases = tuple(
         estimate_roofline(
-            model=shape, roof=roof, phase=ph, batch=query.batch, context=query.context, weight_bits=query.weight_bits
+            model=desc, roof=roof, phase=ph, batch=query.batch, context=query.context, weight_bits=query.weight_bits
         )
         for ph in PHASES
     )

@@ -11,7 +11,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from expkit.errors import UsageError
 
@@ -279,12 +279,12 @@ class RoofQuery:
     threads: int | None = None
 
 
-def measure_roofs(query: RoofQuery | None = None, /, **options: Any) -> MeasuredRoofs:
+def measure_roofs(query: RoofQuery | None = None) -> MeasuredRoofs:
     """Measure this machine's peak FLOP/s (GEMM), bandwidth (copy) and ridge.
 
     Args:
-        query: a RoofQuery; ``options`` are its fields (``measure_roofs(device="cpu", repeats=3)``), applied
-            over ``query`` when both are given.
+        query: what to run, whole (None: ``RoofQuery()``); e.g. ``measure_roofs(RoofQuery(device="cpu",
+            repeats=3))``, variants with ``dataclasses.replace``.
 
     Returns:
         MeasuredRoofs.
@@ -292,7 +292,7 @@ def measure_roofs(query: RoofQuery | None = None, /, **options: Any) -> Measured
     Raises:
         UsageError: a size or count out of range, or a device that is not here (names the field).
     """
-    q = replace(query or RoofQuery(), **options)
+    q = query or RoofQuery()
     if q.device == "auto":
         import torch
 
@@ -359,7 +359,8 @@ def measure_roof_here(*, quick: bool = True, threads: int | None = None) -> Roof
     best of 3 each (``measure_roofs``), named and sourced as measured here."""
     from expkit.perf.roofline import Roof
 
-    m = measure_roofs(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * MIB, repeats=3, threads=threads)
+    query = RoofQuery(device="cpu", gemm_n=1024 if quick else 2048, copy_bytes=256 * MIB, repeats=3, threads=threads)
+    m = measure_roofs(query)
     return Roof(
         name="cpu (measured here)",
         peak_flop_s=m.peak_flop_s,
