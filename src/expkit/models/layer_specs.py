@@ -3,6 +3,8 @@ the config's fields and transformers' per-layer lists (layer types, MoE placemen
 
 from __future__ import annotations
 
+import copy
+import warnings
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -15,7 +17,7 @@ from expkit.models.attention import (
     ParallelMixers,
 )
 from expkit.models.config_fields import attr, int_field
-from expkit.models.families.registry import Family
+from expkit.models.families.registry import LLAMA_LIKE, Family
 from expkit.models.mlp import DenseMlp, MlpSpec, MoeMlp, NoMlp, PlainMlp
 from expkit.models.quantization import WeightParams
 from expkit.models.saved import ActivationTerm, SavedActivationContext
@@ -241,6 +243,33 @@ def layer_mixers(
     return out
 
 
+def _transformers_mlp_matrices(cfg: Any, hidden: int, inter: int) -> int | None:
+    """How many hidden x ``inter`` matrices the MLP of transformers' decoder layer holds for ``cfg`` (3: gated,
+    fused or not; 2: up and down only), read from a one-layer copy built on the meta device; None when the
+    model cannot be built or its MLP is not a whole number of such matrices (then the family's reading stands).
+    """
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        one = copy.deepcopy(cfg)
+        one.num_hidden_layers = 1
+        if isinstance(getattr(one, "layer_types", None), list):
+            one.layer_types = one.layer_types[:1]
+        with warnings.catch_warnings(), torch.device("meta"):
+            warnings.simplefilter("ignore")
+            model = AutoModelForCausalLM.from_config(one)
+        stacks = [m for _, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m) == 1]
+        mlp = getattr(stacks[0][0], "mlp", None) if stacks else None
+        if not isinstance(mlp, torch.nn.Module):
+            return None
+        weights = sum(m.weight.numel() for m in mlp.modules() if isinstance(m, torch.nn.Linear))
+    except Exception:  # noqa: BLE001  (a model transformers cannot build here is read as its family says)
+        return None
+    ratio = weights / (hidden * inter)
+    return round(ratio) if ratio == round(ratio) else None
+
+
 def _attention_fields(att: AttentionSpec) -> dict[str, Any]:
     """The base ``AttentionSpec`` fields of ``att`` (a ``ParallelMixers`` takes its first part's)."""
     return {f.name: getattr(att, f.name) for f in fields(AttentionSpec)}
@@ -287,9 +316,17 @@ def layer_mlps(
     shared_mlp = int(attr(cfg, text_raw, family.shared_mlp_field) or 0) if family.shared_mlp_field else 0
     dense_width = int(attr(cfg, text_raw, family.dense_width_field) or inter) if family.dense_width_field else inter
     dense: MlpSpec = DenseMlp(intermediate_size=shared_mlp or dense_width)
+    dense_only = not (isinstance(experts, int) and experts > 0)
     if not family.gated_mlp:
         dense = PlainMlp(intermediate_size=shared_mlp or dense_width)
-    if not (isinstance(experts, int) and experts > 0):
+    elif (
+        family is LLAMA_LIKE
+        and cfg is not None
+        and dense_only
+        and _transformers_mlp_matrices(cfg, int(text_raw["hidden_size"]), inter) == 2
+    ):  # no module says how this model type's MLP reads: transformers' own layer says (up and down only)
+        dense = PlainMlp(intermediate_size=inter)
+    if dense_only:
         return [dense] * num_layers
     if not isinstance(top_k, int) or not 0 < top_k <= experts:
         raise InputError(f"num_experts_per_tok = {top_k!r} must be an integer in 1..{experts}", path=source)
