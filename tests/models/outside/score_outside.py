@@ -179,11 +179,17 @@ def _expkit_figures(name: str, default_targets: list[str] | None) -> dict[str, A
     return out
 
 
+def is_flagged(notes: list[str]) -> bool:
+    return any(w in n.lower() for n in notes for w in FLAG_WORDS)
+
+
 def classify(truth: Any, got: Any, flagged: bool) -> str:
+    if isinstance(got, dict) and got.get("exit") not in (0, 2):
+        return "crash"  # a traceback is a crash whether or not the truth could be computed
     if isinstance(truth, dict) or truth is None:
         return "no truth"
     if isinstance(got, dict):
-        return "refused" if got.get("exit") == 2 else "crash"
+        return "refused"
     if got == truth:
         return "exact"
     if truth and abs(got - truth) <= 0.01 * abs(truth):
@@ -197,7 +203,7 @@ def score_one(name: str) -> dict[str, Any]:
     truths = _truths(name)
     got = _expkit_figures(name, truths.get("_default_targets"))
     notes = got.get("_notes", [])
-    flagged = any(w in n.lower() for n in notes for w in FLAG_WORDS)
+    flagged = is_flagged(notes)
     rows = {}
     for fig in FIGURES:
         t, g = truths.get(fig), got.get(fig)
@@ -243,6 +249,9 @@ def main() -> None:
     if args.from_json:
         saved = {r["name"]: r for f in args.from_json for r in json.loads(Path(f).read_text())}
         results = [saved[n] for n in sorted(names) if n in saved]
+        for r in results:  # classified again by this file's rules
+            for row in r["figures"].values():
+                row["class"] = classify(row["truth"], row["expkit"], is_flagged(r["notes"]))
     else:
         with ThreadPoolExecutor(args.jobs) as pool:
             results = list(pool.map(_run_child, sorted(names)))
