@@ -206,6 +206,21 @@ def test_attention_free_mamba2_reads_without_attention_heads(tmp_path):
     assert kv["bytes"] == 4 * ((8192 + 2 * 8 * 128) * 4 * 2 + 128 * 64 * 128 * 4)
 
 
+def test_lora_targets_peft_refuses_on_mamba2_are_exit_2_naming_them(tmp_path):
+    """peft's own compatibility check refuses out_proj and conv1d on Mamba models (all-linear includes out_proj):
+    the user gets peft's reason and the modules to pick, exit 2, not an internal error; in_proj counts, as
+    r * (in + out) per layer."""
+    raw = {**_raw("mamba-codestral-7b"), "num_hidden_layers": 2}
+    path = _write(tmp_path, raw)
+    res = CliRunner().invoke(app, ["sft", "params", path, "--lora-r", "8"])
+    assert res.exit_code == 2, res.output
+    assert "peft refuses LoRA targets all-linear" in res.output and "out_proj" in res.output
+    assert "internal error" not in res.output
+    counted = _result("sft", "params", path, "--lora-r", "8", "--targets", "in_proj")
+    # in_proj: hidden 4096 -> 2 * 8192 (x, z) + 2 * 8 groups * 128 state (B, C) + 128 heads (dt) = 18,560
+    assert counted["adapter_params"] == 2 * 8 * (4096 + 18_560)
+
+
 @functools.cache
 def _gemma3n_truth(context: int) -> tuple[int, int, float]:
     """(total, cache bytes, decode weight bytes) of the Gemma-3n-E4B text model from transformers alone: the

@@ -335,14 +335,22 @@ def _lora_per_kind(desc: ModelDescription, r: int, alpha: float, targets: tuple[
     target_arg: str | list[str] = ALL_LINEAR if targets == (ALL_LINEAR,) else list(targets)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        peft_model = get_peft_model(
-            model,
-            LoraConfig(
-                r=r,
-                lora_alpha=alpha,  # type: ignore[arg-type]
-                target_modules=target_arg,
-            ),
-        )  # alpha: a float is fine
+        try:
+            peft_model = get_peft_model(
+                model,
+                LoraConfig(
+                    r=r,
+                    lora_alpha=alpha,  # type: ignore[arg-type]
+                    target_modules=target_arg,
+                ),
+            )  # alpha: a float is fine
+        except ValueError as exc:  # peft refuses these targets on this model (Mamba's out_proj and conv1d ...)
+            adaptable = sorted({n.rsplit(".", 1)[-1] for m in matmuls for n in m})
+            raise UsageError(
+                f"peft refuses LoRA targets {','.join(targets)} on {desc.name} (model_type {desc.model_type!r}): "
+                f"{str(exc).splitlines()[0]}",
+                hint=f"give --targets with modules peft accepts here; the matmul modules: {', '.join(adaptable)}",
+            ) from None
     trainable, _ = peft_model.get_nb_trainable_parameters()
     per_rep = [sum(p.numel() for p in rep.parameters() if p.requires_grad) for rep in reps]
     adapted = [_adapted_modules(rep) for rep in reps]
