@@ -95,6 +95,20 @@ def raw_stack(skip: int = 1) -> RawStack:
     return tuple(out)
 
 
+def construction_stack(obj: object, skip: int = 1) -> RawStack:
+    """The stack where ``obj`` is being built, from the frame that called its class: the ``__init__`` frames of
+    ``obj`` itself (a user class's ``super().__init__()`` chain) are skipped, so a module of the user's own class
+    is placed where it was made (``self.attn = Attention()``), not at its ``super().__init__()`` line."""
+    frame = sys._getframe(skip)
+    while frame is not None and frame.f_code.co_name == "__init__" and frame.f_locals.get("self") is obj:
+        frame = frame.f_back  # type: ignore[assignment]
+    out: list[tuple[str, int]] = []
+    while frame is not None and len(out) < RAW_DEPTH:
+        out.append((frame.f_code.co_filename, frame.f_lineno))
+        frame = frame.f_back  # type: ignore[assignment]
+    return tuple(out)
+
+
 def user_line_of(stack: RawStack | None) -> tuple[str | None, int | None]:
     """The innermost of ``stack``'s frames that is the user's own code (the rule of :func:`user_frame`)."""
     from expkit.diagnose.tracebacks import classify_frame

@@ -26,7 +26,7 @@ from torch import nn
 
 from expkit.doctor.checks import Check, all_checks
 from expkit.doctor.child import DEFAULT_WATCH_STEPS
-from expkit.doctor.findings import Finding, FindingKind, RawStack, raw_stack, user_frame
+from expkit.doctor.findings import Finding, FindingKind, RawStack, construction_stack, raw_stack, user_frame
 
 __all__ = ["DEFAULT_WATCH_STEPS", "BackwardEvent", "CallEvent", "ForwardEvent", "LossEvent", "Probe", "StepEvent"]
 
@@ -40,6 +40,7 @@ LOSS_FUNCTIONS = (
     "smooth_l1_loss",
 )
 Sink = Callable[[dict[str, Any]], None]
+BOUNDED_ACTIVATIONS = (nn.ReLU, nn.Sigmoid, nn.Tanh, nn.Softplus)  # output ranges checked against the targets
 MAX_EXEC_ORDER = 10_000  # module forwards remembered between two steps (their order names where a gradient died)
 
 
@@ -145,6 +146,7 @@ class Probe:
         # embeddings built while armed, by id (a WeakValueDictionary: a module is never hashed mid-construction)
         self.embeddings: weakref.WeakValueDictionary[int, nn.Module] = weakref.WeakValueDictionary()
         self.softmax_nodes: dict[int, nn.Module] = {}  # id(grad_fn of a Softmax/LogSoftmax module's output)
+        self.activation_nodes: dict[int, nn.Module] = {}  # id(grad_fn of a bounded activation module's output)
         self.dataloaders: weakref.WeakSet[Any] = weakref.WeakSet()
         self.schedulers: weakref.WeakSet[Any] = weakref.WeakSet()
         self.roots: weakref.WeakValueDictionary[int, nn.Module] = weakref.WeakValueDictionary()
@@ -317,7 +319,8 @@ class Probe:
             original(obj, *args, **kwargs)
             if probe.active:
                 probe._order += 1
-                probe.made_at[id(obj)] = (probe._order, raw_stack(2))
+                with contextlib.suppress(Exception):  # recording must never break the program
+                    probe.made_at[id(obj)] = (probe._order, construction_stack(obj, 2))
                 if isinstance(obj, (nn.Embedding, nn.EmbeddingBag)):
                     with contextlib.suppress(Exception):  # recording must never break the program
                         probe.embeddings[id(obj)] = obj
@@ -515,6 +518,8 @@ class Probe:
             self._note_constant(module, output)
         if isinstance(module, (nn.Softmax, nn.LogSoftmax)) and isinstance(output, torch.Tensor):
             self.softmax_nodes[id(output.grad_fn)] = module
+        if isinstance(module, BOUNDED_ACTIVATIONS) and isinstance(output, torch.Tensor) and output.grad_fn is not None:
+            self.activation_nodes[id(output.grad_fn)] = module
         if grad:
             self.called_with_grad.add(id(module))
         if self._depth == 0 and next(module.parameters(), None) is not None:

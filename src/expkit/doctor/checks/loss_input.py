@@ -5,7 +5,7 @@ its values: logits of a zero-initialised logistic regression or a fresh discrimi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -14,6 +14,15 @@ from expkit.doctor.checks import Check, register
 if TYPE_CHECKING:
     from expkit.doctor.probe import LossEvent, Probe
 
+# the closed range of each bounded activation's output, by its autograd node
+ACTIVATION_RANGES = {
+    "ReluBackward0": (0.0, float("inf")),
+    "SoftplusBackward0": (0.0, float("inf")),
+    "SigmoidBackward0": (0.0, 1.0),
+    "TanhBackward0": (-1.0, 1.0),
+}
+REGRESSION_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss")
+OUT_OF_RANGE_SHARE = 0.1  # of the targets: a few outliers beyond the range are an approximation, not a bug
 PROB_SUM_ATOL = 1e-3  # rows of a softmax sum to 1 within float32 rounding; raw logits essentially never do
 MIN_VALUES = 8  # fewer values in [0, 1] can happen by chance
 
@@ -34,6 +43,21 @@ def made_by(t: torch.Tensor, op: str, hops: int = 4) -> bool:
             return False
         node = next((n for n, _ in node.next_functions if n is not None), None)
     return False
+
+
+def made_by_node(t: torch.Tensor, ops: tuple[str, ...], hops: int = 4) -> Any:
+    """The autograd node among ``ops`` that made ``t``, seen through up to ``hops`` shape-only ops, or None."""
+    node = t.grad_fn
+    for _ in range(hops + 1):
+        if node is None:
+            return None
+        name = type(node).__name__
+        if name in ops:
+            return node
+        if not name.startswith(SHAPE_NODES):
+            return None
+        node = next((n for n, _ in node.next_functions if n is not None), None)
+    return None
 
 
 def _class_dim(x: torch.Tensor) -> int:
@@ -80,3 +104,51 @@ class ProbabilitiesIntoLogitLoss(Check):
                 evidence={"input_min": lo, "input_max": hi},
                 fix="apply log_softmax before nll_loss, or use cross_entropy on the logits",
             )
+
+
+@register
+class OutputCannotReachTarget(Check):
+    """A regression loss whose prediction comes straight from a bounded activation (ReLU, softplus, sigmoid,
+    tanh, by the input's ``grad_fn``) while 10 %+ of its targets lie outside that activation's range: those
+    targets can never be reached, and where the activation is flat (a ReLU below 0) no gradient flows."""
+
+    name = "output_cannot_reach_target"
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        y = ev.target
+        if ev.function not in REGRESSION_LOSSES or not isinstance(y, torch.Tensor) or not y.is_floating_point():
+            return
+        node = made_by_node(ev.input, tuple(ACTIVATION_RANGES))
+        if node is None or y.numel() < MIN_VALUES:
+            return
+        lo, hi = ACTIVATION_RANGES[type(node).__name__]
+        yd = y.detach()
+        outside = int(((yd < lo - 1e-6) | (yd > hi + 1e-6)).sum())
+        if outside < OUT_OF_RANGE_SHARE * yd.numel():
+            return
+        module = probe.activation_nodes.get(id(node))
+        if module is not None and id(module) in probe.made_at:
+            from expkit.doctor.findings import user_line_of
+
+            where = user_line_of(probe.made_at[id(module)][1])
+        else:
+            from expkit.doctor.checks.graph_kept import made_where
+
+            where = made_where(node)
+        act = type(node).__name__.removesuffix("Backward0")
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{ev.function} compares the output of a {act} (range [{lo:g}, {hi:g}]) with targets of which "
+            f"{outside} of {yd.numel()} lie outside that range: the model cannot reach them",
+            evidence={
+                "activation": act,
+                "targets_outside": outside,
+                "targets": yd.numel(),
+                "target_min": float(yd.min()),
+                "target_max": float(yd.max()),
+            },
+            fix="drop the activation on the output (or pick one whose range covers the targets, or rescale the "
+            "targets into its range)",
+            where=where if where[0] is not None else None,
+        )
