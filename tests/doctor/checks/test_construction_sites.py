@@ -46,3 +46,15 @@ def test_a_user_class_is_placed_where_it_was_called_and_a_torch_layer_where_it_w
     assert user_line_of(probe.made_at[id(model.proj)][1])[1] == block_first + next(
         i for i, t in enumerate(block_lines) if "# proj built" in t
     )
+
+
+def test_a_model_rebuilt_after_its_optimizer_is_named_at_the_rebuilding_statement():
+    from expkit.doctor.checks.provenance import _parting_frame
+
+    # innermost first, as raw_stack records them: the optimizer built at train.py:18, the model rebuilt at
+    # train.py:20 through make() (train.py:14); both under the same runner frames
+    runner = (("/usr/lib/python3/runpy.py", 88), ("/usr/lib/python3/runpy.py", 198))
+    optimizer = (("/venv/torch/optim/adam.py", 40), ("train.py", 18), *runner)
+    model = (("/venv/torch/nn/modules/container.py", 120), ("train.py", 14), ("train.py", 20), *runner)
+    assert _parting_frame(optimizer, model) == ("train.py", 20)
+    assert _parting_frame(optimizer, (("other.py", 3), *runner)) is None  # another file: no common scope

@@ -58,6 +58,18 @@ def _origin(probe: Probe, t: torch.Tensor) -> tuple[str | None, int | None] | No
     return _where(probe.call_sites.get(id(owner))) if owner is not None else None
 
 
+def _parting_frame(first: RawStack, second: RawStack) -> tuple[str | None, int | None] | None:
+    """The frame of ``second`` where it parts from ``first`` (both read from the outermost frame), when both
+    frames there are the user's code in one file: the statement in ``first``'s scope that led to ``second``."""
+    for a, b in zip(reversed(first), reversed(second), strict=False):
+        if a == b:
+            continue
+        if a[0] != b[0]:
+            return None
+        return _where((b,))
+    return None
+
+
 def _registered_ids(probe: Probe) -> dict[int, Any]:
     """Parameters of the top-level modules that ran in training, by id -> (root, name)."""
     return {id(p): (root, n) for root in list(probe.roots.values()) for n, p in root.named_parameters()}
@@ -125,7 +137,18 @@ class TrainableNotUpdated(Check):
                 if rec and rec[0] > first_opt and any(id(t) in own for t in kept):
                     return _where(rec[1])
         made = [probe.made_at[id(o)] for o in list(probe.optimizers) if id(o) in probe.made_at]
-        return _where(max(made)[1]) if made else None
+        if not made:
+            return None
+        # a model built after the optimizer (rebuilt for a new run): the statement, in the optimizer's own
+        # scope, that built it (the two construction stacks, aligned from the outermost frame, part there)
+        last_opt = max(made)
+        for root in list(probe.roots.values()):
+            rec = probe.made_at.get(id(root))
+            if rec and rec[0] > last_opt[0] and any(id(t) in {id(p) for p in root.parameters()} for t in kept):
+                parted = _parting_frame(last_opt[1], rec[1])
+                if parted is not None:
+                    return parted
+        return _where(last_opt[1])
 
     def _report(self, probe: Probe, ts: list[torch.Tensor], why: str, where: Any) -> None:
         values = sum(t.numel() for t in ts)
