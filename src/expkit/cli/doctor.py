@@ -8,7 +8,7 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
 def doctor(
-    command: list[str] = typer.Argument(..., help="The training command, after --."),
+    command: list[str] = typer.Argument(None, help="The training command, after --."),
     steps: int = typer.Option(
         None, "--steps", help="Watch this many optimizer steps, then stop the program (default: watch 2, run on)."
     ),
@@ -23,18 +23,25 @@ def doctor(
     json_out: bool = typer.Option(
         False, "--json", help="Print the findings as JSON (the program's own stdout goes to stderr)."
     ),
+    list_checks: bool = typer.Option(
+        False, "--list-checks", help="List every check (name and what it finds) and exit; with --json as JSON."
+    ),
 ) -> None:
     """Run COMMAND with PyTorch hooked from outside (nothing to edit), watch its first optimizer steps and
     report each silent bug: what is wrong, your file and line, the measured evidence and the fix.
 
-    Checks: zero_grad missing or between backward and step; parameters that get no gradient, sit in no
-    optimizer or get NaN/inf; a step that changes no weight; softmax before cross_entropy (and sigmoid
-    before BCE-with-logits, logits into nll_loss); the first loss far above ln(classes); evaluation that
-    keeps its graph, evaluation in train mode, training in eval mode; the same batch every step; labels
-    not shifted, or shifted twice; padding in the loss, the eos or the answer masked, nothing trained; a
-    label column (or the one-hot label) in the features; gradient accumulation without dividing the loss; a
-    per-step lr schedule not stepped per step; clip_grad_norm_ before GradScaler's unscale_; a
-    DistributedSampler without set_epoch; .item() syncs on a GPU (a performance finding).
+    Checks (`expkit doctor --list-checks` lists all of them): the gradient path (parameters or tensors that get
+    no gradient, a no_grad or detach between them and the loss, gradients that never reach an optimizer or are
+    NaN/inf, fp16 gradients that underflow); the optimizers (zero_grad missing or misplaced, a step that
+    changes nothing, parameters listed twice or in no optimizer, an optimizer that never steps, weights
+    changed outside a step, clipping before unscale_ or after step); the losses (probabilities into a logit
+    loss, shapes that broadcast, softmax over the batch axis, a bounded output against targets it cannot
+    reach, the first loss far above ln(classes)); the data (the same batch every step, one class per batch,
+    samples mixed within a batch, a label column in the features, padding that changes the output, labels
+    not shifted, a model that sees future tokens, the loss mask); the schedule (not stepped, zero from some
+    step on, never reaching its set value, left on a rebuilt optimizer); modes (evaluation keeping its graph
+    or in train mode, training in eval mode, a peft adapter in inference mode); graphs kept across steps;
+    DDP ranks out of sync or fed the same batch; a DistributedSampler without set_epoch; .item() syncs.
 
     Exit codes: the program's own code when it failed (a crash before its first step included), whatever
     the findings; 1 when no optimizer step came within --max-wait seconds (doctor stops the program), or
@@ -49,12 +56,25 @@ def doctor(
       expkit doctor --steps 2 --strict --json -- torchrun --nproc-per-node 2 train.py
 
       expkit doctor --max-wait 120 -- python slow_start.py
+
+      expkit doctor --list-checks
     """
     from expkit.cli.flags import fields_as_flags
     from expkit.cli.output import emit
     from expkit.doctor.runner import DEFAULT_WATCH_STEPS, DoctorRequest, doctor_exit_code, run_doctor
-    from expkit.render.doctor import render_doctor
+    from expkit.render.doctor import render_checks, render_doctor
 
+    if list_checks:
+        from expkit.doctor.checks import describe_checks
+
+        emit(describe_checks(), json_out, human=render_checks)
+        return
+    if not command:
+        from expkit.errors import UsageError
+
+        raise UsageError(
+            "no command given", hint="write the training command after --: expkit doctor -- python train.py"
+        )
     request = DoctorRequest(
         command=tuple(command),
         watch_steps=DEFAULT_WATCH_STEPS if steps is None else steps,

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 from expkit.render.console import out_console
 
 if TYPE_CHECKING:
+    from expkit.doctor.checks import CheckInfo
     from expkit.doctor.findings import Finding
     from expkit.doctor.runner import DoctorResult
 
-__all__ = ["doctor_lines", "render_doctor"]
+__all__ = ["doctor_lines", "render_checks", "render_doctor"]
 
 
 def _where(f: Finding) -> str:
@@ -63,3 +64,11 @@ def render_doctor(result: DoctorResult) -> None:
     console = out_console()
     for line in doctor_lines(result):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def render_checks(checks: tuple[CheckInfo, ...]) -> None:
+    """``expkit doctor --list-checks``: each check's name and what it finds, one paragraph each."""
+    console = out_console()
+    for c in checks:
+        console.print(f"{c.name}\n  {c.finds}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"{len(checks)} checks; docs/doctor.md lists the bug classes each one finds", markup=False)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
 
-__all__ = ["Check", "all_checks", "register"]
+__all__ = ["Check", "CheckInfo", "all_checks", "describe_checks", "register"]
 
 _REGISTRY: dict[str, type[Check]] = {}
 
@@ -63,6 +64,30 @@ def register(cls: type[Check]) -> type[Check]:
         raise ValueError(f"two checks are named {cls.name!r}")
     _REGISTRY[cls.name] = cls
     return cls
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """One registered check as ``expkit doctor --list-checks`` shows it: its name and what it finds (the first
+    sentence of its docstring)."""
+
+    name: str
+    finds: str
+
+
+def describe_checks() -> tuple[CheckInfo, ...]:
+    """Every registered check with the first sentence of its docstring, by name.
+
+    Example:
+        >>> any(c.name == "gradient_cut" for c in describe_checks())
+        True
+    """
+    out = []
+    for name, cls in all_checks().items():
+        doc = " ".join((cls.__doc__ or "").split())
+        first = doc.split(". ")[0].rstrip(".") + "." if doc else ""
+        out.append(CheckInfo(name, first))
+    return tuple(out)
 
 
 def all_checks() -> dict[str, type[Check]]:

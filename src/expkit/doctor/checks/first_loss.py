@@ -19,6 +19,9 @@ FIRST_LOSS_ABOVE_NATS = 2.0
 
 @register
 class FirstLoss(Check):
+    """A classifier's first cross-entropy, before any update, far above ln(classes) (C3.4): large, confidently
+    wrong initial logits (an init or scaling problem)."""
+
     name = "first_loss"
 
     def __init__(self) -> None:

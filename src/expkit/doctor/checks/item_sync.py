@@ -14,6 +14,9 @@ if TYPE_CHECKING:
 
 @register
 class ItemSync(Check):
+    """``.item()`` on an accelerator tensor at every step: each call waits for the device (a performance
+    finding, not a bug)."""
+
     name = "item_sync"
 
     def __init__(self) -> None:

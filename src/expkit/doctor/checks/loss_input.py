@@ -66,6 +66,9 @@ def _class_dim(x: torch.Tensor) -> int:
 
 @register
 class ProbabilitiesIntoLogitLoss(Check):
+    """Probabilities given to a loss that takes logits: softmax output into ``cross_entropy``, sigmoid output
+    into BCE-with-logits, logits into ``nll_loss``."""
+
     name = "probabilities_into_loss"
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:

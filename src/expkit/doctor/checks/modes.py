@@ -39,6 +39,9 @@ def _requires_grad(output: Any) -> bool:
 
 @register
 class Modes(Check):
+    """Each top-level forward's train/eval and grad mode: an evaluation that keeps its autograd graph, an
+    evaluation left in training mode (dropout, batch norm), training steps taken in ``eval()``."""
+
     name = "modes"
 
     def __init__(self) -> None:
