@@ -172,3 +172,46 @@ def test_an_unregistered_type_with_an_up_down_mlp_is_read_from_transformers_laye
     truth_bytes = 2 * sum(p.numel() for p in model.parameters() if p is not embed)  # biases, norms in
     got = _result("roofline", "--model", str(tmp_path), "--gpu", "H100", "--batch", "1", "--context", "4096")
     assert got["weight_bytes"] == pytest.approx(truth_bytes, rel=BYTES_REL)  # was +33 % with a gated MLP
+
+
+def test_ernie45_moe_reads_its_moe_fields():
+    # added after the held-out score (tests/models/outside/README.md): moe_num_experts 64, moe_k 6, 2 shared
+    # experts of 1536 (one MLP 3072 wide), layer 0 dense (moe_layer_start_index 1); decode bytes were -19.7 %
+    name = "ernie-4.5-21b-a3b"
+    got = _figures(name)
+    assert got["total"] == truth.total_params(name)
+    assert got["active"] == truth.active_params(name)
+    assert got["kv"] == truth.cache_bytes(name, 4096)
+    assert got["decode_bytes"] == pytest.approx(truth.decode_weight_bytes(name), rel=BYTES_REL)
+    assert "moe_num_experts" not in got["notes"]
+    kinds = {k["label"] for k in _result("sft", "params", str(OUTSIDE / "configs" / name))["layer_kinds"]}
+    assert len(kinds) == 2  # the dense first layer and 27 MoE layers
+
+
+def test_zamba2_shared_blocks_are_stored_once_and_cached_per_use():
+    # added after the held-out score (tests/models/outside/README.md): 54 Mamba-2 layers, 9 of them hybrid (the
+    # default layers_block_type: 6, 12, ..., 42, 47, 51), each applying one of 2 shared blocks. KV at 4k:
+    # 9 x 2 x 32 kv heads x 160 (2 x 2560 / 32) x 4096 x 2 B = 754,974,720 + 54 Mamba-2 states (80 x 64 x 64
+    # fp32 + (5120 + 2 x 64) x 4 bf16 = 1,352,704 B) = 828,020,736; was +447 %. Decode bytes were +169 %.
+    name = "zamba2-2.7b"
+    got = _figures(name)
+    assert got["total"] == truth.total_params(name)
+    kv = truth.cache_bytes(name, 4096)
+    assert kv == 9 * 2 * 32 * 160 * 4096 * 2 + 54 * (80 * 64 * 64 * 4 + (5120 + 2 * 64) * 4 * 2)
+    assert got["kv"] == kv
+    assert got["roofline_kv"] == kv
+    assert got["weights"] == 2 * truth.total_params(name)
+    assert got["decode_bytes"] == pytest.approx(truth.decode_weight_bytes(name), rel=BYTES_REL)
+    assert "not modeled" not in got["notes"]
+    assert "apply shared weights stored by earlier layers" in got["notes"]  # active_params: still per use
+    d = str(OUTSIDE / "configs" / name)
+    infer32 = _result("mem", d, "--mode", "infer", "--context", "32768")
+    assert {ln["name"]: ln["bytes"] for ln in infer32["lines"]}["KV cache"] == truth.cache_bytes(name, 32768)
+    # the description: shared weights once in the stored matmuls, every use in the FLOPs
+    from expkit.models import load_model_description
+
+    desc = load_model_description(d)
+    embed = truth.meta_model(name).get_input_embeddings().weight
+    stored = sum(p.numel() for n, p in truth.meta_model(name).named_parameters() if p.dim() == 2 and p is not embed)
+    assert desc.linear_params() - desc.head_params == stored  # conv1d weights are 3-D: left out of both
+    assert desc.active_linear_params() > desc.linear_params()  # 7 reuses of a block run its matmuls again

@@ -114,6 +114,12 @@ class AttentionSpec:
         """Weights of the projection matmuls (biases and norms left out), the per-token and per-source ones."""
         return sum(i * o for i, o in (*self.linear_shapes(hidden), *self.source_linear_shapes(hidden)))
 
+    def shared_linear_params(self, hidden: int) -> int:
+        """Weights of this mixer's matmuls that an earlier layer stores and this layer applies again (Zamba2's
+        shared transformer blocks): counted in FLOPs here, in stored and read weights there. 0 for every kind
+        whose weights are its own."""
+        return 0
+
     def token_linear_params(self, hidden: int) -> int:
         """Weights one decoder token multiplies by (the per-source matmuls left out)."""
         return sum(i * o for i, o in self.linear_shapes(hidden))
@@ -619,6 +625,9 @@ class ParallelMixers(AttentionSpec):
 
     def linear_shapes(self, hidden: int) -> tuple[tuple[int, int], ...]:
         return tuple(s for p in self.parts for s in p.linear_shapes(hidden))
+
+    def shared_linear_params(self, hidden: int) -> int:
+        return sum(p.shared_linear_params(hidden) for p in self.parts)
 
     def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
         return [t for p in self.parts for t in p.saved_terms(ctx)]

@@ -60,8 +60,10 @@ class LayerSpec:
         return sum(i * o for i, o in self.extra_shapes)
 
     def linear_params(self, hidden: int) -> int:
-        """Matmul weights of the layer (all experts, the cross-attention's k and v included)."""
-        return sum(m.linear_params(hidden) for m in self.mixers) + self.mlp.linear_params(hidden) + self.extra_params
+        """Matmul weights the layer stores (all experts, the cross-attention's k and v included; a shared block's
+        weights only in the layer that holds them)."""
+        own = sum(m.linear_params(hidden) - m.shared_linear_params(hidden) for m in self.mixers)
+        return own + self.mlp.linear_params(hidden) + self.extra_params
 
     def active_linear_params(self, hidden: int) -> int:
         """Matmul weights one token of the layer's own stream multiplies by (the cross-attention's k and v run
@@ -83,8 +85,9 @@ class LayerSpec:
 
     def weight_params_read(self, hidden: int, tokens: float) -> WeightParams:
         """Weights a step routing ``tokens`` tokens reads in this layer, split by storage (the cross-attention's
-        k and v are read by the encoder's pass, not here)."""
-        own = WeightParams(linear=sum(m.token_linear_params(hidden) for m in self.mixers) + self.extra_params)
+        k and v are read by the encoder's pass, not here; a shared block's weights by the layer that holds them)."""
+        mixers = sum(m.token_linear_params(hidden) - m.shared_linear_params(hidden) for m in self.mixers)
+        own = WeightParams(linear=mixers + self.extra_params)
         return own + self.mlp.weight_params_read(hidden, tokens)
 
     def saved_terms(self, ctx: SavedActivationContext) -> list[ActivationTerm]:
@@ -212,7 +215,9 @@ def layer_mixers(
     chunk = attr(cfg, text_raw, "attention_chunk_size")
     chunk = chunk if isinstance(chunk, int) and chunk > 0 else None
     layer_types = _layer_types(cfg, text_raw, num_layers, source)
-    recurrent = family.mixer(cfg, text_raw, int(text_raw["hidden_size"])) if family.mixer is not None else None
+    hidden = int(text_raw["hidden_size"])
+    recurrent = family.mixer(cfg, text_raw, hidden) if family.mixer is not None else None
+    beside = iter(family.parallel_mixers(cfg, text_raw, hidden)) if family.parallel_mixers is not None else None
     if layer_types is None:
         if base is None:
             raise InputError("no attention heads and no layer_types: no layer can be read", path=source)
@@ -229,6 +234,9 @@ def layer_mixers(
             out.append(spanned)
         elif t in family.mixer_layer_types and recurrent is not None:
             out.append(recurrent)
+        elif t in family.parallel_layer_types and recurrent is not None and beside is not None:
+            block = next(beside)  # the family's mixer for this layer (Zamba2: a use of a shared block)
+            out.append(ParallelMixers(**_attention_fields(block), parts=(block, recurrent)))
         elif t in family.parallel_layer_types and recurrent is not None and base is not None:
             spanned = replace(base, window=window) if window else base
             out.append(ParallelMixers(**_attention_fields(spanned), parts=(spanned, recurrent)))
@@ -240,6 +248,14 @@ def layer_mixers(
             out.append(base)
     if unknown:
         notes.append(f"layer types {sorted(unknown)} are treated as full attention")
+    reused = sum(m.shared_linear_params(hidden) for m in out)
+    if reused:
+        notes.append(
+            f"{sum(bool(m.shared_linear_params(hidden)) for m in out)} layers apply shared weights stored by earlier "
+            f"layers ({reused:,} matmul weights in all): the total, the stored weights and the bytes read "
+            "count them once, the FLOPs at every use; active_params (the meta-device count per layer kind) counts "
+            "them at every use, an approximation above the parameters a token uses"
+        )
     return out
 
 

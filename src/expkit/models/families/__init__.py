@@ -20,6 +20,7 @@ from expkit.models.families import (  # noqa: F401  (each module registers its f
     bart,
     dbrx,
     deepseek,
+    ernie,
     falcon_h1,
     gemma3,
     gemma3n,
@@ -37,6 +38,7 @@ from expkit.models.families import (  # noqa: F401  (each module registers its f
     qwen3_next,
     t5,
     whisper,
+    zamba2,
 )
 from expkit.models.families.registry import (
     LLAMA_LIKE,

@@ -52,6 +52,7 @@ class Stacks:
 
 
 MixerBuilder = Callable[[Any, dict[str, Any], int], AttentionSpec]
+MixersBuilder = Callable[[Any, dict[str, Any], int], tuple[AttentionSpec, ...]]
 FieldReader = Callable[[Any, dict[str, Any]], dict[str, Any]]
 ExtraShapes = Callable[[Any, dict[str, Any], int], tuple[tuple[int, int], ...]]
 StacksBuilder = Callable[[Any, dict[str, Any], str], Stacks]
@@ -72,7 +73,9 @@ class Family:
     ``mixer``: builds the recurrent mixer of the ``linear_attention`` layers from (config, fields, hidden);
     ``kv_shared_field``: the field counting the last layers that attend to an earlier layer's cache and hold
     none (Gemma-3n); ``layer_extras``/``model_extras``: the (in, out) shapes of the family's other matmuls per
-    layer and outside the layers (Gemma-3n's LAuReL, per-layer inputs, AltUp projections)."""
+    layer and outside the layers (Gemma-3n's LAuReL, per-layer inputs, AltUp projections); ``parallel_mixers``:
+    the mixer beside the recurrent one on each ``parallel_layer_types`` layer, one per such layer in order
+    (Zamba2's shared transformer blocks), in place of the config's attention."""
 
     name: str
     model_types: tuple[str, ...]
@@ -97,6 +100,7 @@ class Family:
     indexer: bool = False  # DeepSeek-V3.2's sparse-attention indexer beside the latent attention
     mixer_layer_types: tuple[str, ...] = ("linear_attention",)
     parallel_layer_types: tuple[str, ...] = ()
+    parallel_mixers: MixersBuilder | None = None
     gated_mlp: bool = True
     standard_fields: FieldReader | None = None
 
