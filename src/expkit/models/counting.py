@@ -446,6 +446,9 @@ def _count(
         lora = _lora_per_kind(desc, r, alpha if alpha is not None else 2.0 * r, targets)
     kinds = _layer_kinds(desc, stacks, lora)
     active = sum(k.active_params_per_layer * k.layers for k in kinds) + other + head_matmul
+    # layers that reuse one stored block (Zamba2's shared transformer blocks) count it once: the kinds times
+    # their layers count it at every use, ModuleList.parameters() once (0 for a model without tied layers)
+    active -= sum(k.params_per_layer * k.layers for k in kinds) - decoder
     adapters_total = lora.outside + sum(k.adapter_params_per_layer * k.layers for k in kinds)
     return ParameterCount(
         model=name,

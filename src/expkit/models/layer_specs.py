@@ -253,8 +253,7 @@ def layer_mixers(
         notes.append(
             f"{sum(bool(m.shared_linear_params(hidden)) for m in out)} layers apply shared weights stored by earlier "
             f"layers ({reused:,} matmul weights in all): the total, the stored weights and the bytes read "
-            "count them once, the FLOPs at every use; active_params (the meta-device count per layer kind) counts "
-            "them at every use, an approximation above the parameters a token uses"
+            "count them once (active parameters too), the FLOPs at every use"
         )
     return out
 
