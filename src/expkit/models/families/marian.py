@@ -2,23 +2,14 @@
 fixed sinusoidal positions (counted by the meta build, never trained) and a head tied to the shared
 embedding (``share_encoder_decoder_embeddings``)."""
 
-from dataclasses import replace
 from typing import Any
 
-from expkit.models.families.bart import bart_like_stacks
-from expkit.models.families.pegasus import FROZEN_POSITIONS_NOTE, PEGASUS_FIELDS
+from expkit.models.families.pegasus import PEGASUS_FIELDS, sinusoidal_stacks
 from expkit.models.families.registry import Family, Stacks, register
 
 
 def _stacks(cfg: Any, raw: dict[str, Any], source: str) -> Stacks:
-    st = bart_like_stacks(cfg, raw, source)
-    return replace(
-        st,
-        notes=(*st.notes, FROZEN_POSITIONS_NOTE),
-        embedding_norm=False,
-        final_norm=False,
-        learned_positions=(False, False),
-    )
+    return sinusoidal_stacks(cfg, raw, source, final_norm=False)
 
 
 MARIAN = register(

@@ -27,15 +27,21 @@ FROZEN_POSITIONS_NOTE = (
 )
 
 
-def _stacks(cfg: Any, raw: dict[str, Any], source: str) -> Stacks:
+def sinusoidal_stacks(cfg: Any, raw: dict[str, Any], source: str, *, final_norm: bool) -> Stacks:
+    """BART's stacks with fixed sinusoidal positions and no embedding LayerNorm (Pegasus, Marian); a final
+    LayerNorm after each stack when ``final_norm`` (Pegasus's pre-norm; Marian is post-norm)."""
     st = bart_like_stacks(cfg, raw, source)
     return replace(
         st,
         notes=(*st.notes, FROZEN_POSITIONS_NOTE),
         embedding_norm=False,
-        final_norm=True,
+        final_norm=final_norm,
         learned_positions=(False, False),
     )
+
+
+def _stacks(cfg: Any, raw: dict[str, Any], source: str) -> Stacks:
+    return sinusoidal_stacks(cfg, raw, source, final_norm=True)
 
 
 PEGASUS = register(
