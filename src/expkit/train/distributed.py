@@ -21,6 +21,7 @@ class DistContext:
     world_size: int
     backend: str | None
     device: str
+    owns_group: bool = False  # init_distributed started the process group (shutdown_distributed ends it)
 
     @property
     def is_main(self) -> bool:
@@ -47,13 +48,17 @@ def init_distributed(device: str) -> DistContext:
     if device.startswith("cuda"):
         device = f"cuda:{local}"
         torch.cuda.set_device(local)
-    if not dist.is_initialized():
+    owns = not dist.is_initialized()
+    if owns:
         dist.init_process_group(backend=backend)
-    return DistContext(rank, local, world, backend, device)
+    return DistContext(rank, local, world, backend, device, owns_group=owns)
 
 
 def shutdown_distributed(ctx: DistContext) -> None:
-    if ctx.enabled:
+    """End the process group that ``init_distributed`` started (one the caller started is left to it). Left to
+    the interpreter's exit, gloo's threads are torn down in no set order: a rank then aborted now and then
+    ("terminate called without an active exception", SIGABRT, seen in a two-process test at load 5)."""
+    if ctx.enabled and ctx.owns_group:
         import torch.distributed as dist
 
         if dist.is_initialized():

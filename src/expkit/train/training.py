@@ -27,7 +27,7 @@ from expkit.train.checkpoint import (
 )
 from expkit.train.config import TrainConfig, TrainRequest
 from expkit.train.corpus import Corpus, load_corpus
-from expkit.train.distributed import DistContext, all_reduce_mean, init_distributed
+from expkit.train.distributed import DistContext, all_reduce_mean, init_distributed, shutdown_distributed
 from expkit.train.events import CheckReported, Evaluated, RunPlanned, StepLogged, TrainEvent
 from expkit.train.loop import StepOutput, TrainingSetup, estimate_val_loss, perplexity, setup_training, train_step
 from expkit.train.model import ASCII_VOCAB, CharLMConfig, count_parameters, flops_per_token
@@ -182,32 +182,35 @@ def train_charlm(
     with torch_threads(tcfg.num_threads):  # a process-wide setting: put back when training ends
         corpus = _checked_corpus(request.corpus, tcfg)
         dist = init_distributed(request.device)
-        ckpt = _resume_point(request, mcfg, dist)
-        start_step = ckpt.step if ckpt else 0
-        setup = setup_training(
-            model_config=mcfg,
-            train_config=tcfg,
-            corpus=corpus,
-            seed=request.seed,
-            device=dist.device,
-            schedule=WarmupCosine(lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=0, max_steps=1),
-            dist=dist,
-            start_step=start_step,
-        )
-        setup.schedule, calibration = _plan_schedule(request, setup, corpus, ckpt, wall0)
-        last_step = setup.schedule.max_steps
-        if request.stop_at_step is not None:  # stop early although the schedule goes on (to test resume)
-            last_step = min(request.stop_at_step, last_step)
-        with _open_run(request, setup, corpus, ckpt) as run:
-            if ckpt is not None:
-                restore_train_checkpoint(ckpt, model=setup.module, optimizer=setup.optimizer)
-            rec = _Records(request, setup, corpus, dist, run, on_event if dist.is_main else None, start_step)
-            rec.plan(calibration, last_step, _draw(draw_schedule, setup.schedule, run, dist))
-            initial_val = rec.evaluate(start_step)
-            end_step, stopped_by = _run_steps(rec, calibration, start_step, last_step)
-            final_val = rec.evaluate(end_step)
-            rec.save_checkpoint(end_step)
-            return rec.result(end_step, stopped_by, (initial_val, final_val), calibration, wall0)
+        try:
+            ckpt = _resume_point(request, mcfg, dist)
+            start_step = ckpt.step if ckpt else 0
+            setup = setup_training(
+                model_config=mcfg,
+                train_config=tcfg,
+                corpus=corpus,
+                seed=request.seed,
+                device=dist.device,
+                schedule=WarmupCosine(lr_max=tcfg.lr_max, lr_min=tcfg.lr_min, warmup_steps=0, max_steps=1),
+                dist=dist,
+                start_step=start_step,
+            )
+            setup.schedule, calibration = _plan_schedule(request, setup, corpus, ckpt, wall0)
+            last_step = setup.schedule.max_steps
+            if request.stop_at_step is not None:  # stop early although the schedule goes on (to test resume)
+                last_step = min(request.stop_at_step, last_step)
+            with _open_run(request, setup, corpus, ckpt) as run:
+                if ckpt is not None:
+                    restore_train_checkpoint(ckpt, model=setup.module, optimizer=setup.optimizer)
+                rec = _Records(request, setup, corpus, dist, run, on_event if dist.is_main else None, start_step)
+                rec.plan(calibration, last_step, _draw(draw_schedule, setup.schedule, run, dist))
+                initial_val = rec.evaluate(start_step)
+                end_step, stopped_by = _run_steps(rec, calibration, start_step, last_step)
+                final_val = rec.evaluate(end_step)
+                rec.save_checkpoint(end_step)
+                return rec.result(end_step, stopped_by, (initial_val, final_val), calibration, wall0)
+        finally:
+            shutdown_distributed(dist)
 
 
 def _run_steps(rec: _Records, calibration: Calibration | None, start_step: int, last_step: int) -> tuple[int, str]:
