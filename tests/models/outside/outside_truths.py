@@ -27,6 +27,7 @@ from published_truths import (  # noqa: E402  (the published truths' helpers, re
     KV_DTYPE,
     _held_bytes,
     _linear_bytes,
+    decoder_step_weight_bytes,
 )
 
 TOWER_PARTS = {"vision_model", "vision_tower", "multi_modal_projector", "audio_tower"}
@@ -303,15 +304,4 @@ def decode_weight_bytes(name: str) -> float | None:
 def encdec_decode_weight_bytes(name: str) -> float:
     """As ``published_truths.encdec_decode_weight_bytes``: the decoder stack without cross k/v and embeddings,
     plus the head vocab x d_model, bf16."""
-    model = meta_model(name)
-    total = 0
-    cross = ("encoder_attn.k_proj", "encoder_attn.v_proj", "EncDecAttention.k", "EncDecAttention.v")
-    for n, p in model.named_parameters():
-        parts = n.split(".")
-        if "decoder" not in parts or "embed_tokens" in parts or "embed_positions" in parts:
-            continue
-        if any(c in n for c in cross):
-            continue
-        total += p.numel()
-    cfg = hf_config(name)
-    return 2.0 * (total + cfg.vocab_size * cfg.d_model)
+    return decoder_step_weight_bytes(meta_model(name), hf_config(name))

@@ -314,7 +314,12 @@ def encdec_decode_weight_bytes(name: str) -> float:
     in) except the cross-attention k and v projections (transformers applies them once, to the encoder output,
     and caches the result), the decoder's final norm, and the LM head vocab x d_model. Embedding rows and
     position rows are lookups, left out; the encoder does not run."""
-    model = meta_model(name)
+    return decoder_step_weight_bytes(meta_model(name), hf_config(name))
+
+
+def decoder_step_weight_bytes(model: Any, cfg: Any) -> float:
+    """``encdec_decode_weight_bytes`` of a built meta ``model`` and its config (the outside batch's truths call
+    it with their own)."""
     total = 0
     for n, p in model.named_parameters():
         parts = n.split(".")
@@ -323,7 +328,6 @@ def encdec_decode_weight_bytes(name: str) -> float:
         if any(c in n for c in CROSS_KV):
             continue
         total += p.numel()
-    cfg = hf_config(name)
     return 2.0 * (total + cfg.vocab_size * cfg.d_model)
 
 
