@@ -8,6 +8,15 @@ from expkit.models.families.registry import Family, register
 from expkit.models.recurrent import Mamba2Mixer
 
 MAMBA2_FIELDS = ("expand", "num_heads", "head_dim", "state_size", "n_groups", "conv_kernel")
+# the same fields as hybrids with a ``mamba_`` prefix name them (Bamba, Granite-4.0-H)
+HYBRID_MAMBA_FIELDS = (
+    "mamba_expand",
+    "mamba_n_heads",
+    "mamba_d_head",
+    "mamba_d_state",
+    "mamba_n_groups",
+    "mamba_d_conv",
+)
 
 
 def ssd_mixer(cfg: Any, raw: dict[str, Any], hidden: int, names: tuple[str, ...] = MAMBA2_FIELDS) -> Mamba2Mixer:
@@ -26,6 +35,11 @@ def ssd_mixer(cfg: Any, raw: dict[str, Any], hidden: int, names: tuple[str, ...]
         conv_channels=inner + 2 * groups * d_state,
         conv_kernel=int(conv),
     )
+
+
+def hybrid_ssd_mixer(cfg: Any, raw: dict[str, Any], hidden: int) -> Mamba2Mixer:
+    """``ssd_mixer`` from a hybrid's ``mamba_*`` fields (``HYBRID_MAMBA_FIELDS``)."""
+    return ssd_mixer(cfg, raw, hidden, HYBRID_MAMBA_FIELDS)
 
 
 def _mixer(cfg: Any, raw: dict[str, Any], hidden: int) -> AttentionSpec:
