@@ -88,35 +88,21 @@ def test_predicted_peak_within_10_percent_of_measured_on_every_case():
 
 
 def test_fit_extrapolates_exactly_for_identical_layers(tmp_path):
-    fit = fit_activations(
-        SPEC,
-        FitQuery(
-            batch=2,
-            seq=256,
-            replica_seq=64,
-            layers=(1, 2, 3),
-            with_ckpt=True,
-            time_repeats=1,
-            cache_dir=tmp_path,
-            replica_vocab=None,
-        ),
+    query = FitQuery(
+        batch=2,
+        seq=256,
+        replica_seq=64,
+        layers=(1, 2, 3),
+        with_ckpt=True,
+        time_repeats=1,
+        cache_dir=tmp_path,
+        replica_vocab=None,
     )
+    fit = fit_activations(SPEC, query)
     assert fit.residual_bytes < 64  # identical layers: a straight line
     assert fit.extrapolated_bytes == pytest.approx(fit.formula_bytes, rel=5e-3)
     assert fit.ckpt_extrapolated_bytes < fit.extrapolated_bytes and fit.ckpt_time_ratio > 0
-    again = fit_activations(
-        SPEC,
-        FitQuery(
-            batch=2,
-            seq=256,
-            replica_seq=64,
-            layers=(1, 2, 3),
-            with_ckpt=True,
-            time_repeats=1,
-            cache_dir=tmp_path,
-            replica_vocab=None,
-        ),
-    )
+    again = fit_activations(SPEC, query)
     assert again.cached and again.extrapolated_bytes == fit.extrapolated_bytes
 
 
