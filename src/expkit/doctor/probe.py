@@ -290,6 +290,11 @@ class Probe:
         self.uninstall()
         self.sink({"event": "watch_done", "steps": self.step, "watch_s": time.perf_counter() - self._t0})
 
+    def patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        """Replace ``owner.name`` with ``make(original)`` until the watch ends (a check that needs to see a call
+        the probe does not watch, e.g. ``Module.load_state_dict``, patches it in its ``start``)."""
+        self._patch(owner, name, make)
+
     def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
         original = owner.__dict__[name] if name in owner.__dict__ else getattr(owner, name)
         self._restore.append((owner, name, original))
