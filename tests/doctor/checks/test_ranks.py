@@ -87,3 +87,20 @@ def test_a_parameter_replaced_after_the_ddp_wrap_is_named_at_its_assignment(tmp_
         assert site is not None and site[1] == first + next(i for i, t in enumerate(lines) if "# replaced after" in t)
     finally:
         dist.destroy_process_group()
+
+
+def test_learning_rates_that_differ_on_equal_gradients_are_found_at_the_step():
+    # batch 4's DDP program computes the rate from each rank's own token count (nanochat#857): equal weights and
+    # all-reduced gradients, different rates, so the replicas drift apart from the first step on
+    events = [{**_state(r, s), "lrs": [0.05 - 0.001 * r * s]} for s in (1, 2) for r in (0, 1)]
+    for ev in events:
+        ev["sites"]["lrs"] = ["train.py", 48]
+    (f,) = rank_findings(events)
+    assert (f.check, f.line, f.step) == ("ranks_out_of_sync", 48, 1)
+    assert f.evidence["lrs_by_rank"] == [[0.05], [0.049]]
+
+
+def test_equal_learning_rates_and_events_without_rates_are_clean():
+    same = [{**_state(r, s), "lrs": [0.05, 0.01]} for s in (1, 2) for r in (0, 1)]
+    assert rank_findings(same) == []
+    assert rank_findings([_state(r, s) for s in (1, 2) for r in (0, 1)]) == []  # an older child: no "lrs"

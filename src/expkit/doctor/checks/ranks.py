@@ -129,9 +129,11 @@ class RankState(Check):
                 "world": world[1],
                 "weights": _digest(list(ev.params)),
                 "grads": _digest(grads) if grads else None,
+                "lrs": [float(g.get("lr", 0.0)) for g in ev.optimizer.param_groups],
                 "inputs": self.inputs,
                 "sites": {
                     "grads": self.unsynced or self.bypass or self._unhooked(probe, ev) or _site(user_frame(3)),
+                    "lrs": _site(user_frame(3)),
                     "weights": _site(user_line_of(made[1])) if made else None,
                     "inputs": _site(user_line_of(max(loaders)[1])) if loaders else None,
                 },
@@ -141,7 +143,7 @@ class RankState(Check):
 
 
 def _close(a: list[float] | None, b: list[float] | None) -> bool:
-    if a is None or b is None:
+    if a is None or b is None or len(a) != len(b):
         return a is b
     return all(abs(x - y) <= REL_TOL * max(1.0, abs(x), abs(y)) for x, y in zip(a, b, strict=True))
 
@@ -175,6 +177,9 @@ def rank_findings(events: list[dict[str, Any]]) -> list[Finding]:
         elif not out_of_sync and not all(_close(first["grads"], s["grads"]) for s in states[1:]):
             findings.append(_finding(first, "grads", step, states))
             out_of_sync = True
+        elif not out_of_sync and not all(_close(first.get("lrs"), s.get("lrs")) for s in states[1:]):
+            findings.append(_finding(first, "lrs", step, states))
+            out_of_sync = True
         if first["inputs"] is not None and all(_close(first["inputs"], s["inputs"]) for s in states[1:]):
             same_steps += 1
             if not same_batch and same_steps >= 2:
@@ -201,8 +206,15 @@ def rank_findings(events: list[dict[str, Any]]) -> list[Finding]:
 def _finding(first: dict[str, Any], what: str, step: int, states: list[dict[str, Any]]) -> Finding:
     site = next((s["sites"][what] for s in states if s["sites"].get(what)), None)
     file, line = _where(site)
-    spread = [s[what][1] if s[what] else None for s in states]
-    if what == "weights":
+    spread = [s.get(what) if what == "lrs" else (s[what][1] if s[what] else None) for s in states]
+    if what == "lrs":
+        message = (
+            f"the {len(states)} ranks stepped with different learning rates at step {step} (on equal, all-reduced "
+            "gradients): the rate is computed from something each rank has its own of (its own data progress, "
+            "its own step count or clock), so the replicas drift apart"
+        )
+        fix = "compute the learning rate from values every rank shares (the global step, or counts all-reduced)"
+    elif what == "weights":
         message = (
             f"the {len(states)} replicas' weights differ before the first step: each rank built its own model and "
             "nothing broadcast rank 0's weights, so the ranks train different models"
@@ -223,7 +235,11 @@ def _finding(first: dict[str, Any], what: str, step: int, states: list[dict[str,
         message=message,
         file=file,
         line=line,
-        evidence={"ranks": len(states), "step": step, f"{what}_abs_sum_by_rank": spread},
+        evidence={
+            "ranks": len(states),
+            "step": step,
+            ("lrs_by_rank" if what == "lrs" else f"{what}_abs_sum_by_rank"): spread,
+        },
         fix=fix,
         step=step,
     )
