@@ -27,4 +27,5 @@ for epoch in range(2):
         opt.zero_grad()
         loss.backward()
         opt.step()
+dist.barrier()  # the ranks leave together (gloo's teardown race; see the mp.spawn clean program)
 dist.destroy_process_group()
