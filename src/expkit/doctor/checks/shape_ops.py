@@ -1,0 +1,70 @@
+"""A reshape that reorders axes (issue 32): ``view``/``reshape`` to a shape that is a permutation of the
+tensor's own shape (``(B, C, L)`` -> ``(B, L, C)``) keeps the memory order, so each new "row" mixes channels and
+positions; ``permute``/``transpose`` was meant. Seen on the training path (a tensor that requires grad, inside
+a module's forward) during the watched steps, named at the line that reshaped."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import user_frame
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import Probe
+
+
+def _reorders(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
+    """``after`` holds the same sizes as ``before`` in another order (3+ axes; sizes of 1 left out)."""
+    a = tuple(n for n in before if n != 1)
+    b = tuple(n for n in after if n != 1)
+    return len(a) >= 2 and len(before) >= 3 and a != b and sorted(a) == sorted(b)
+
+
+@register
+class ReshapeReordersAxes(Check):
+    """``view``/``reshape`` on the training path to a shape that is a reordering of the tensor's own sizes
+    (``(B, C, L)`` -> ``(B, L, C)``): memory order is kept, so values of different axes are mixed;
+    ``permute``/``transpose`` was meant."""
+
+    name = "reshape_reorders_axes"
+
+    def start(self, probe: Probe) -> None:
+        for owner, attr in ((torch.Tensor, "view"), (torch.Tensor, "reshape"), (torch, "reshape")):
+            probe.patch(owner, attr, self._wrap(probe))
+
+    def _wrap(self, probe: Probe) -> Any:
+        check = self
+
+        def make(original: Any) -> Any:
+            def reshape(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+                out = original(tensor, *args, **kwargs)
+                if (
+                    probe.active
+                    and probe.inside_forward
+                    and isinstance(tensor, torch.Tensor)
+                    and isinstance(out, torch.Tensor)
+                    and tensor.requires_grad
+                    and _reorders(tuple(tensor.shape), tuple(out.shape))
+                ):
+                    check._report(probe, tuple(tensor.shape), tuple(out.shape))
+                return out
+
+            return reshape
+
+        return make
+
+    def _report(self, probe: Probe, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"a tensor of shape {list(before)} was reshaped to {list(after)}, the same sizes in another "
+            "order: view/reshape keeps the memory order, so each new row mixes values of different axes "
+            "(channels with positions) instead of swapping the axes",
+            evidence={"shape_before": list(before), "shape_after": list(after)},
+            fix="swap axes with permute/transpose (x.permute(0, 2, 1) or x.transpose(1, 2)), then .contiguous() "
+            "if a view of it is needed",
+            where=user_frame(3),
+        )

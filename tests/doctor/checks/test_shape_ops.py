@@ -1,0 +1,65 @@
+"""reshape_reorders_axes: a view/reshape to a reordering of a tensor's own sizes on the training path (batch 1's
+dev program view_instead_of_permute, Karpathy's recipe), written three ways, and correct reshapes that must stay
+silent."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+class Net(nn.Module):
+    def __init__(self, how: str):
+        super().__init__()
+        self.how = how
+        self.conv = nn.Conv1d(4, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):  # x: (B, 4, L)
+        h = torch.relu(self.conv(x))  # (B, 8, L)
+        b, c, n = h.shape
+        if self.how == "view":
+            h = h.view(b, n, c)  # reshaped
+        elif self.how == "reshape":
+            h = h.reshape(b, n, c)  # reshaped
+        elif self.how == "torch.reshape":
+            h = torch.reshape(h, (b, n, c))  # reshaped
+        elif self.how == "permute":
+            h = h.permute(0, 2, 1)
+        elif self.how == "flatten":
+            return self.fc(h.view(b, c, n).mean(2))
+        return self.fc(h).mean(1)
+
+
+def _run(how):
+    torch.manual_seed(0)
+    model = Net(how)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    X, y = torch.randn(12, 4, 9), torch.randint(0, 2, (12,))
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            opt.zero_grad()
+            F.cross_entropy(model(X), y).backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "reshape_reorders_axes"]
+
+
+@pytest.mark.parametrize("how", ["view", "reshape", "torch.reshape"])
+def test_a_reshape_that_reorders_axes_is_found_at_its_line(how):
+    (f,) = _run(how)
+    lines, first = inspect.getsourcelines(Net.forward)
+    marked = [first + i for i, t in enumerate(lines) if "# reshaped" in t]
+    assert f.line in marked and f.evidence["shape_after"] == [12, 9, 8]
+
+
+@pytest.mark.parametrize("how", ["permute", "flatten"])
+def test_permute_and_shape_keeping_views_are_clean(how):
+    assert _run(how) == []
