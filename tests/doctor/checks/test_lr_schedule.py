@@ -93,3 +93,64 @@ def test_a_warmup_longer_than_the_planned_steps_is_found_with_its_peak():
 def test_a_warmup_shorter_than_the_run_is_clean():
     assert _warmup_run(2, 12) == []
     assert _warmup_run(12, 24) == []  # peaks at 12/12 of the set lr
+
+
+def _sched_run(make_sched, groups: int = 1):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    params = [{"params": m.parameters()} for m in model] if groups == 2 else model.parameters()
+    opt = torch.optim.SGD(params, lr=0.01)
+    with watch(model, opt, steps=2) as w:
+        sched = make_sched(opt)
+        for _ in range(3):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(torch.randn(8, 4)), torch.randint(0, 2, (8,))).backward()
+            opt.step()
+            sched.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "lr_never_reaches_set_value"]
+
+
+def _absolute_lambda(opt):
+    lr = 0.01
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr * (1 + 0.001 * s) ** -0.75)  # sched: absolute
+
+
+def _absolute_per_group(opt):
+    base = 3e-4  # each group's lambda returns the lr it means, decayed per step
+    decay = [lambda s: base * 0.999**s, lambda s: 10 * base * 0.999**s]
+    return torch.optim.lr_scheduler.LambdaLR(opt, decay)  # sched: per group
+
+
+def test_a_lambda_returning_the_absolute_lr_is_found_at_the_scheduler():
+    (f,) = _sched_run(_absolute_lambda)
+    assert f.file == __file__ and f.line == _line_of("# sched: absolute", _absolute_lambda)
+    assert f.evidence["peak_share"] == pytest.approx(0.01) and f.evidence["projected_steps"] == 10_000
+    (g,) = _sched_run(_absolute_per_group, groups=2)
+    assert g.line == _line_of("# sched: per group", _absolute_per_group)
+    assert g.evidence["peak_share"] == pytest.approx(3e-3)
+
+
+@pytest.mark.parametrize(
+    "make, groups",
+    [
+        (lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 2000)), 1),  # warm-up
+        (lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1), 1),  # a constant factor of 10 %
+        # the backbone held at 0 during a warm-up, then trained; the head at full lr
+        (lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, [lambda s: 0.0 if s < 500 else 1.0, lambda s: 1.0]), 2),
+        # one group frozen at 0 for good, the other reaches the set lr
+        (lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, [lambda s: 0.0, lambda s: 0.5]), 2),
+        (lambda opt: torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.01, total_steps=100), 1),
+        (lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100), 1),
+        (lambda opt: torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.01, total_iters=50), 1),
+    ],
+)
+def test_warmups_frozen_groups_and_real_factors_are_clean(make, groups):
+    assert _sched_run(make, groups) == []
+
+
+def _line_of(marker: str, fn) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)

@@ -1,10 +1,12 @@
 """The learning rate the optimizer actually used vs the schedule's intent: a scheduler declared in optimizer
 steps (a warm-up of N steps, a total of M steps) that is not stepped between optimizer steps - stepped once
-per epoch, or never - so the lr stays at its warm-up start."""
+per epoch, or never - so the lr stays at its warm-up start; and a schedule whose own rule never lets the lr near the
+value set on the optimizer (a warm-up longer than the planned run, a LambdaLR lambda that returns the absolute lr)."""
 
 from __future__ import annotations
 
 import functools
+import math
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
@@ -131,13 +133,41 @@ def _steps_text(declared: dict[str, int]) -> str:
 
 
 PEAK_SHARE = 0.5  # a schedule that never reaches half the lr it was set to, over the steps it plans
+FLOOR_SHARE = 0.05  # any schedule that never reaches 5 % of the lr it was set to, over its first PROJECT_STEPS
+PROJECT_STEPS = 10_000  # the steps a schedule is projected over when it declares no planned length
+
+
+def factor_rules(scheduler: Any) -> list[Any] | None:
+    """One callable per param group: step -> the factor the schedule applies to that group's set lr (LambdaLR's
+    lambdas; LinearLR as a line from start to end factor), or None for a schedule whose rule is not read here
+    (StepLR, cosine, OneCycleLR... start at the set lr or rise to it)."""
+    fns = getattr(scheduler, "lr_lambdas", None)
+    if type(scheduler).__name__ == "LambdaLR" and fns:
+        return list(fns)
+    if type(scheduler).__name__ == "LinearLR":
+        a, b, n = float(scheduler.start_factor), float(scheduler.end_factor), max(1, int(scheduler.total_iters))
+        return [lambda k: a + (b - a) * min(k, n) / n] * len(scheduler.base_lrs)
+    return None
+
+
+def projected_peak(rule: Any, steps: int, stop_at: float) -> float:
+    """The largest factor ``rule`` gives over steps 0..steps-1 (stops early once it reaches ``stop_at``)."""
+    peak = float("-inf")
+    for k in range(steps):
+        peak = max(peak, float(rule(k)))
+        if peak >= stop_at:
+            break
+    return peak
 
 
 @register
 class LrNeverReachesSetValue(Check):
-    """A schedule whose planned length is declared in steps (transformers' warm-up schedules with
-    ``num_training_steps``, what the HF Trainer builds from ``max_steps``), projected from its own rule over those
-    steps: a peak below PEAK_SHARE of the set lr means the warm-up is longer than the run."""
+    """A schedule whose own rule, projected over its planned steps, never lets the lr near the value set on the
+    optimizer: a planned length declared in steps (transformers' warm-up schedules with ``num_training_steps``,
+    what the HF Trainer builds from ``max_steps``) whose peak is below PEAK_SHARE of the set lr (the warm-up is
+    longer than the run), or any LambdaLR/LinearLR whose factor stays below FLOOR_SHARE of the set lr in every
+    param group over its first PROJECT_STEPS steps (a lambda returning the absolute lr, which LambdaLR multiplies
+    by the set lr again)."""
 
     name = "lr_never_reaches_set_value"
 
@@ -145,36 +175,53 @@ class LrNeverReachesSetValue(Check):
         self.done: set[int] = set()
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
-        from expkit.doctor.findings import user_line_of
-
         for sched in first_time_driving(probe, ev.optimizer, self.done):
             declared = declared_steps(sched)
-            fns = getattr(sched, "lr_lambdas", None)
-            if not declared or "total_steps" not in declared or not fns or declared["total_steps"] < 1:
+            rules = factor_rules(sched)
+            if not rules:
                 continue
-            total = declared["total_steps"]
+            total = declared.get("total_steps", 0) if declared else 0
             try:
-                peak = max(float(fns[0](k)) for k in range(total))
-            except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+                if total >= 1:
+                    peak = projected_peak(rules[0], total, PEAK_SHARE)
+                    if math.isfinite(peak) and peak < PEAK_SHARE:
+                        self._report(probe, sched, peak, total, declared or {})
+                    continue
+                peaks = [projected_peak(rule, PROJECT_STEPS, FLOOR_SHARE) for rule in rules]
+            except (TypeError, ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError):
                 continue
-            if not peak < PEAK_SHARE:
-                continue
-            made = probe.made_at.get(id(sched))
-            where = user_line_of(made[1]) if made else (None, None)
-            base = float(sched.base_lrs[0])
-            probe.report(
-                kind="bug",
-                check=self.name,
-                message=f"{type(sched).__name__} projected over its {total} planned steps peaks at lr "
-                f"{base * peak:.3g}, {peak:.0%} of the lr {base:g} it was set to ({_steps_text(declared)}): "
-                "the warm-up is longer than the run",
-                evidence={
-                    "planned_steps": total,
-                    "peak_lr": base * peak,
-                    "set_lr": base,
-                    "peak_share": peak,
-                    **declared,
-                },
-                fix="make the warm-up a fraction of the planned steps (warmup_steps < max_steps), or plan more steps",
-                where=where if where[0] is not None else None,
+            if peaks and math.isfinite(max(peaks)) and max(peaks) < FLOOR_SHARE:
+                self._report(probe, sched, max(peaks), PROJECT_STEPS, None)
+
+    def _report(self, probe: Probe, sched: Any, peak: float, steps: int, declared: dict[str, int] | None) -> None:
+        from expkit.doctor.findings import user_line_of
+
+        made = probe.made_at.get(id(sched))
+        where = user_line_of(made[1]) if made else (None, None)
+        bases = [float(b) for b in getattr(sched, "base_lrs", [])] or [0.0]
+        base = max(bases)
+        if declared is not None:
+            message = (
+                f"{type(sched).__name__} projected over its {steps} planned steps peaks at lr {base * peak:.3g}, "
+                f"{peak:.0%} of the lr {base:g} it was set to ({_steps_text(declared)}): the warm-up is longer "
+                "than the run"
             )
+            fix = "make the warm-up a fraction of the planned steps (warmup_steps < max_steps), or plan more steps"
+            extra: dict[str, Any] = {"planned_steps": steps, **declared}
+        else:
+            message = (
+                f"{type(sched).__name__}'s factor never exceeds {peak:.3g} over its first {steps:,} steps: the "
+                f"optimizer runs at lr {base * peak:.3g} at most, {peak:.2%} of the lr {base:g} it was set to "
+                "(a LambdaLR lambda returns a factor the set lr is multiplied by, not the lr itself)"
+            )
+            fix = "return a multiplicative factor from the lambda (decay(step), not lr * decay(step)), or set the lr "
+            fix += "you mean on the optimizer"
+            extra = {"projected_steps": steps}
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=message,
+            evidence={"peak_lr": base * peak, "set_lr": base, "peak_share": peak, **extra},
+            fix=fix,
+            where=where if where[0] is not None else None,
+        )
