@@ -171,3 +171,182 @@ class SingleClassBatches(Check):
             where=(file, line) if file else None,
         )
         self.classes = []
+
+
+REPEAT_SHARE = 0.5  # a batch whose distinct rows are fewer than half its size draws the same few samples
+MIN_REPEAT_BATCH = 8
+
+
+def distinct_rows(x: torch.Tensor) -> int:
+    """How many distinct rows (exact equality) the first dimension of ``x`` holds: rows are grouped by a
+    fingerprint (a dot product with fixed weights) and each group is checked member by member."""
+    rows = x.detach().reshape(x.shape[0], -1)
+    if rows.dtype == torch.bool:
+        rows = rows.to(torch.uint8)
+    gen = torch.Generator().manual_seed(0)
+    w = torch.rand(rows.shape[1], generator=gen, dtype=torch.float64).to(rows.device)
+    keys = (rows.double() @ w).tolist()
+    groups: dict[float, list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    count = 0
+    for members in groups.values():
+        reps: list[int] = []
+        for i in members:
+            if not any(torch.equal(rows[i], rows[j]) for j in reps):
+                reps.append(i)
+        count += len(reps)
+    return count
+
+
+def _index_share(indices: Any) -> float | None:
+    """The share of distinct sample indices in one batch of a DataLoader's sampler, or None."""
+    if not isinstance(indices, (list, tuple)) or len(indices) < MIN_REPEAT_BATCH:
+        return None
+    try:
+        return len({int(i) for i in indices}) / len(indices)
+    except (TypeError, ValueError):
+        return None
+
+
+def _sampler_classes() -> list[type]:
+    """torch's Sampler classes that define their own ``__init__`` (WeightedRandomSampler, RandomSampler,
+    SubsetRandomSampler, BatchSampler, DistributedSampler, ...)."""
+    import torch.utils.data.distributed  # registers DistributedSampler as a subclass
+
+    out, todo = [], list(torch.utils.data.Sampler.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if "__init__" in cls.__dict__ and cls.__module__.startswith("torch.") and cls not in out:
+            out.append(cls)
+    return out
+
+
+@register
+class BatchRepeatsSamples(Check):
+    """The first training batch of each watched step holds far fewer distinct samples than its size (fewer than
+    half of the first input's rows distinct, 8+ rows) and, when a DataLoader served it, its sampler drew fewer
+    than half distinct indices: a sampler or indexing bug (a WeightedRandomSampler given one weight per class)
+    draws the same few samples. Names the sampler's construction (else the DataLoader's)."""
+
+    name = "batch_repeats_samples"
+
+    def __init__(self) -> None:
+        self.sampler_made: dict[int, Any] = {}  # id(sampler) -> construction stack
+        self.loader_of: dict[int, Any] = {}  # id(loader iterator) -> its DataLoader
+        self.indices: dict[int, Any] = {}  # id(loader iterator) -> the last index batch its sampler gave
+        self.current: Any = None  # the iterator that gave this step's last batch
+        self.taken_this_step = False
+        self.records: list[dict[str, Any] | None] = []  # per lead step: the measured batch if it repeats
+
+    def start(self, probe: Probe) -> None:
+        from torch.utils.data import dataloader
+
+        from expkit.doctor.findings import construction_stack
+
+        check = self
+
+        def make_init(original: Any) -> Any:
+            def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+                original(self, *args, **kwargs)
+                if probe.active:
+                    check.sampler_made[id(self)] = construction_stack(self, 1)
+
+            return __init__
+
+        for cls in _sampler_classes():
+            probe.patch(cls, "__init__", make_init)
+
+        def make_next_index(original: Any) -> Any:
+            def _next_index(self: Any) -> Any:
+                out = original(self)
+                if probe.active:
+                    check.indices[id(self)] = out
+                return out
+
+            return _next_index
+
+        probe.patch(dataloader._BaseDataLoaderIter, "_next_index", make_next_index)
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "loader.iter" and ev.obj is not None and ev.result is not None:
+            self.loader_of[id(ev.result)] = ev.obj
+        elif ev.name == "loader.next":
+            self.current = ev.obj
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        if self.taken_this_step or not (ev.training and ev.grad_enabled):
+            return
+        x = ev.first_tensor()
+        if x is None or x.numel() == 0:
+            return
+        self.taken_this_step = True
+        self.records.append(self._measure(x))
+
+    def _measure(self, x: torch.Tensor) -> dict[str, Any] | None:
+        if x.dim() < 2 or x.shape[0] < MIN_REPEAT_BATCH or x[0].numel() < 2:
+            return None
+        it = self.current
+        idx_share = _index_share(self.indices.get(id(it))) if it is not None else None
+        if it is not None and idx_share is not None and idx_share >= REPEAT_SHARE:
+            return None  # the sampler drew distinct samples: rows that repeat are the data's own
+        if it is None and not x.is_floating_point() and bool(((x == 0) | (x == 1)).all()):
+            return None  # a 0/1 tensor (an attention mask, one-hot features) fed without a loader: not samples
+        rows = distinct_rows(x)
+        if rows >= REPEAT_SHARE * x.shape[0]:
+            return None
+        from expkit.doctor.findings import user_frame
+
+        return {"rows": rows, "batch": int(x.shape[0]), "index_share": idx_share, "iter": it, "at": user_frame(3)}
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        if probe.lead is None or probe.lead() is not ev.optimizer:
+            return
+        self.taken_this_step = False
+        self.current = None
+        last = self.records[-2:]
+        if len(last) < 2 or any(r is None for r in last):
+            return
+        rec = last[-1]
+        assert rec is not None
+        loader = self.loader_of.get(id(rec["iter"])) if rec["iter"] is not None else None
+        where, symptom = self._where(probe, loader), rec["at"]
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the training batch of each of the last {len(last)} steps holds only {rec['rows']} distinct "
+            f"samples among its {rec['batch']} rows"
+            + (
+                f" (its sampler drew {rec['index_share']:.0%} distinct indices)"
+                if rec["index_share"] is not None
+                else ""
+            )
+            + ": the sampler or the indexing draws the same few samples again and again, the rest of the data is "
+            "never seen",
+            evidence={
+                "distinct_rows": [r["rows"] for r in last if r is not None],
+                "batch_size": rec["batch"],
+                "distinct_index_share": rec["index_share"],
+                "forward_line": list(symptom) if symptom[0] else None,
+            },
+            fix="draw indices over the whole data set: a WeightedRandomSampler takes one weight per sample "
+            "(class_weights[labels]), not one per class; index with a permutation of len(dataset)",
+            where=where or (symptom if symptom[0] else None),
+        )
+        self.records = []
+
+    def _where(self, probe: Probe, loader: Any) -> tuple[str | None, int | None] | None:
+        """The line that built the loader's sampler (or its batch sampler) while armed, else the loader's own."""
+        from expkit.doctor.findings import user_line_of
+
+        if loader is None:
+            return None
+        made = probe.made_at.get(id(loader))
+        loader_at = user_line_of(made[1]) if made else (None, None)
+        for s in (getattr(loader, "sampler", None), getattr(loader, "batch_sampler", None)):
+            stack = self.sampler_made.get(id(s)) if s is not None else None
+            at = user_line_of(stack) if stack else (None, None)
+            if at[0] is not None and at != loader_at:
+                return at
+        return loader_at if loader_at[0] is not None else None
