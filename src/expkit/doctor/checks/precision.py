@@ -5,6 +5,7 @@ while the loop runs normally."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -87,11 +88,8 @@ class UpdatesRoundedAway(Check):
                     out = original(module, *args, **kwargs)
                 finally:
                     check.depth -= 1
-                site: RawStack | None = None
-                for p in (out if isinstance(out, nn.Module) else module).parameters():
-                    if p.dtype in LOW and old.get(id(p)) not in LOW:
-                        site = site or raw_stack(2)
-                        check.cast_sites[id(p)] = site
+                with contextlib.suppress(Exception):  # bookkeeping must never break the user's cast
+                    check._note_cast(out if isinstance(out, nn.Module) else module, old)
                 return out
 
             cast.__wrapped__ = original  # type: ignore[attr-defined]
@@ -99,6 +97,13 @@ class UpdatesRoundedAway(Check):
 
         for name in ("to", "half", "bfloat16", "type"):
             probe.patch(nn.Module, name, make)
+
+    def _note_cast(self, module: nn.Module, old: dict[int, torch.dtype]) -> None:
+        site: RawStack | None = None
+        for p in module.parameters():
+            if p.dtype in LOW and old.get(id(p)) not in LOW:
+                site = site or raw_stack(2)
+                self.cast_sites[id(p)] = site
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         opt = ev.optimizer
@@ -109,8 +114,10 @@ class UpdatesRoundedAway(Check):
             if not _judged(opt, group):
                 continue
             for p in group["params"]:
-                if p.dtype in LOW and p.grad is not None and p.grad.shape == p.shape:
-                    kept.append((p, _sample(p), _sample(p.grad)))
+                grad = p.grad
+                if p.dtype in LOW and grad is not None and grad.layout == torch.strided and grad.shape == p.shape:
+                    with contextlib.suppress(Exception):  # a tensor subclass that cannot be sampled: not judged
+                        kept.append((p, _sample(p), _sample(grad)))
         if kept:
             self.before[id(opt)] = kept
 

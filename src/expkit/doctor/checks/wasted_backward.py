@@ -5,6 +5,7 @@ micro-batch loop of a gradient accumulation)."""
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -73,7 +74,8 @@ class GradientsDiscarded(Check):
         def make(original: Any) -> Any:
             def zero_grad(obj: Any, *args: Any, **kwargs: Any) -> Any:
                 if probe.active and check.fills:
-                    check._note_clear(obj)
+                    with contextlib.suppress(Exception):  # bookkeeping must never break the user's zero_grad
+                        check._note_clear(obj)
                 return original(obj, *args, **kwargs)
 
             zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
@@ -122,23 +124,29 @@ class GradientsDiscarded(Check):
             param = ref()
             if param is None or self.stepping:
                 return
-            key = id(param)
-            fill = self.fills.get(key)
-            cleared = param.grad is None or key in self.clear_sites
-            if fill is not None and cleared and fill.backward != self.seq:
-                unchanged = param._version == fill.version and bool(_fingerprint(param) == fill.total)
-                if unchanged and fill.backward not in self.other_purpose:
-                    site = self.clear_sites.get(key)
-                    self.discarded.setdefault(key, {})[fill.backward] = (site, self.seq)
-            self.clear_sites.pop(key, None)
-            if fill is None or fill.backward != self.seq:
-                self.fills[key] = _Fill(self.seq, param._version, _fingerprint(param))
+            with contextlib.suppress(Exception):  # a hook runs inside the user's backward: it must never raise
+                self._seen(param)
 
         return hook
 
+    def _seen(self, param: torch.Tensor) -> None:
+        """A backward is about to add its gradient into ``param.grad``."""
+        key = id(param)
+        fill = self.fills.get(key)
+        cleared = param.grad is None or key in self.clear_sites
+        if fill is not None and cleared and fill.backward != self.seq:
+            unchanged = param._version == fill.version and bool(_fingerprint(param) == fill.total)
+            if unchanged and fill.backward not in self.other_purpose:
+                site = self.clear_sites.get(key)
+                self.discarded.setdefault(key, {})[fill.backward] = (site, self.seq)
+        self.clear_sites.pop(key, None)
+        if fill is None or fill.backward != self.seq:
+            self.fills[key] = _Fill(self.seq, param._version, _fingerprint(param))
+
     def _post_hook(self, param: torch.Tensor) -> None:
         if param.grad is not None and not self.stepping:
-            self.after_fill[id(param)] = weakref.ref(param.grad)
+            with contextlib.suppress(Exception):
+                self.after_fill[id(param)] = weakref.ref(param.grad)
 
     # ---- steps -----------------------------------------------------------------------------------
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
