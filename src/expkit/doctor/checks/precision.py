@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 LOW = {torch.bfloat16: 7, torch.float16: 10}  # dtype -> explicit mantissa bits
 SAMPLE = 4096  # elements sampled per parameter tensor
 ROUNDED_SHARE = 0.5  # share of elements (non-zero gradient) the step left unchanged or moved by one ulp at most
+MIN_UNCHANGED = 0.1  # ... of which this share did not move at all: some updates really were rounded away
 MIN_ELEMENTS = 64
 
 
@@ -61,8 +62,9 @@ class UpdatesRoundedAway(Check):
     Before each watched step a sample of every low-precision parameter (and its gradient) is kept; after it, among
     the elements whose gradient is non-zero and whose value is not zero, the share that did not move or moved by
     exactly one ulp of their old value is measured over the optimizer's low-precision parameters. Reported above
-    50 %, at the line that cast the parameters to low precision (the last ``.to``/``.half``/``.bfloat16``/``.type``
-    of a module that made its parameters bf16/fp16 while the probe was armed), else at the optimizer's construction.
+    50 % (with at least 10 % unchanged), at the line that cast the parameters to low precision (the last
+    ``.to``/``.half``/``.bfloat16``/``.type`` of a module that made its parameters bf16/fp16 while the probe was
+    armed), else at the optimizer's construction.
     Float32 parameters (autocast, master weights), lr 0 or warm-up starts, SGD with momentum and optimizers that
     are not torch's are not judged.
     """
@@ -139,7 +141,7 @@ class UpdatesRoundedAway(Check):
             counted += n
             unchanged += int((moved == 0).sum())
             rounded += int((moved <= ulp).sum())
-        if counted < MIN_ELEMENTS or rounded / counted <= ROUNDED_SHARE:
+        if counted < MIN_ELEMENTS or rounded / counted <= ROUNDED_SHARE or unchanged / counted < MIN_UNCHANGED:
             return
         self.reported.add(id(ev.optimizer))
         dtypes = sorted({str(p.dtype).removeprefix("torch.") for p, _, _ in kept})
