@@ -186,3 +186,75 @@ def test_hand_written_loss_that_shifts_next_token_targets_again():
             continue
         f = found["labels_shifted_twice"]
         assert f.evidence["equal_to_token_two_ahead"] == 1.0 and f.evidence["trained_labels"] == 8 * 14
+
+
+# pad_in_loss names the line that made the labels (a collate_fn's copy of the ids)
+
+
+def _collate_labels_copied(rows):
+    ids = torch.stack([r[0] for r in rows])
+    mask = torch.stack([r[1] for r in rows])
+    labels = ids.clone()  # the copy
+    return ids, mask, labels
+
+
+def _collate_wrong_id_masked(rows):
+    ids = torch.stack([r[0] for r in rows])
+    mask = torch.stack([r[1] for r in rows])
+    labels = ids.masked_fill(ids == EOS, -100)  # the wrong id
+    return ids, mask, labels
+
+
+def _collate_right(rows):
+    ids = torch.stack([r[0] for r in rows])
+    mask = torch.stack([r[1] for r in rows])
+    return ids, mask, ids.masked_fill(mask == 0, -100)
+
+
+def _loader_run(collate, *, hf: bool):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    ids, mask = _batch()
+    loader = torch.utils.data.DataLoader(list(zip(ids, mask, strict=True)), batch_size=3, collate_fn=collate)
+    if hf:
+        cfg = GPT2Config(
+            vocab_size=V, n_positions=16, n_embd=16, n_layer=1, n_head=2, eos_token_id=EOS, pad_token_id=PAD
+        )
+        model = GPT2LMHeadModel(cfg)
+    else:
+        model = nn.Sequential(nn.Embedding(V, 16), nn.Linear(16, V))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with watch(model, opt, steps=2) as w:
+        for x, m, labels in loader:
+            if hf:
+                loss = model(input_ids=x, attention_mask=m, labels=labels).loss
+            else:
+                logits = model(x)
+                loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V), labels[:, 1:].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "pad_in_loss"]
+
+
+def _at(marker, fn):
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def test_pad_in_loss_is_named_where_the_collate_fn_made_the_labels():
+    found = _loader_run(_collate_labels_copied, hf=True)
+    assert found and found[0].line == _at("# the copy", _collate_labels_copied)
+    found = _loader_run(_collate_wrong_id_masked, hf=True)
+    assert found and found[0].line == _at("# the wrong id", _collate_wrong_id_masked)
+    assert _loader_run(_collate_right, hf=True) == []
+
+
+def test_pad_in_loss_of_a_hand_written_loss_is_named_where_the_labels_were_made():
+    found = _loader_run(_collate_labels_copied, hf=False)
+    assert found and found[0].line == _at("# the copy", _collate_labels_copied)
+    assert _loader_run(_collate_right, hf=False) == []

@@ -6,16 +6,24 @@ Two places are read. A Hugging Face causal LM called with ``labels=`` (its own l
 ``cross_entropy`` (skipping ``ignore_index``) against the token ids of the forward before it. The rules are the
 SFT label audit's (``expkit.finetune.labels``): ``-100`` is the skipped label, every trained span must end with
 its stop token, and a pad id equal to the stop id makes a collator that masks padding mask every real stop.
+
+A pad_in_loss names the line that made the labels tensor when the user's code made it: during the first steps
+each DataLoader batch is built under a recording torch-function mode (the collate_fn's ``labels =
+input_ids.clone()``), carried through ``.to``/``.view``; found again by value when the trainer copied it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.checks.perturb import op_caller
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
@@ -155,6 +163,64 @@ def _masked_stops(b: _Batch) -> tuple[int, int, int]:
     return masked_stop_rows, eos_only_rows, spans
 
 
+# ops that keep a tensor's values (device, dtype, layout): their output was made where their input was
+_SAME_VALUES = frozenset(
+    {"to", "cuda", "cpu", "long", "int", "type", "view", "reshape", "flatten", "contiguous", "detach", "__get__"}
+)
+_LABEL_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8)
+WATCHED_STEPS = 2  # the made-at record runs until the first steps end (the batches the loss rules read)
+
+
+class _MadeAt(TorchFunctionMode):
+    """Until the first steps end: the user line that made each integer tensor (``labels = input_ids.clone()`` in
+    a collator), carried through ops that keep the values (``.to(device)``, ``.view(-1)``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: dict[int, tuple[weakref.ref[torch.Tensor], tuple[str, int]]] = {}
+        self.yours: dict[str, bool] = {}
+
+    def line_of(self, t: Any, exact: bool = False) -> tuple[str, int] | None:
+        """Where ``t`` (or the tensor it views) was made; else a recorded tensor of the same shape and values
+        (the batch moved to the device by the trainer is a copy)."""
+        for x in (t, getattr(t, "_base", None)):
+            rec = self.made.get(id(x)) if isinstance(x, torch.Tensor) else None
+            if rec is not None and rec[0]() is x:
+                return rec[1]
+        if exact or not isinstance(t, torch.Tensor):
+            return None
+        want = t.detach().reshape(-1)
+        for ref, line in reversed(list(self.made.values())[-64:]):
+            x = ref()
+            if x is None or x.dtype != t.dtype:
+                continue
+            # the tensor itself on another device, or flattened, or shifted by one for a next-token target
+            views = (x, x[:, 1:], x[:, :-1]) if x.dim() == 2 else (x,)
+            for v in views:
+                if v.numel() == want.numel() and torch.equal(v.reshape(-1).to(want.device), want):
+                    return line
+        return None
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if getattr(func, "__module__", "").startswith("expkit."):  # a probe's wrapper: it already saw this call
+            func = getattr(func, "__wrapped__", func)
+        out = func(*args, **(kwargs or {}))
+        if not isinstance(out, torch.Tensor) or out.dtype not in _LABEL_DTYPES or out.dim() == 0:
+            return out
+        with contextlib.suppress(Exception):  # recording must never break the program
+            line: tuple[str, int] | None = None
+            if getattr(func, "__name__", "") in _SAME_VALUES and args:
+                line = self.line_of(args[0], exact=True)
+            if line is None:
+                file, at = op_caller(self.yours, 2)
+                line = (file, at) if file is not None and at is not None else None
+            if line is not None:
+                if len(self.made) > 100_000:
+                    self.made = {k: v for k, v in self.made.items() if v[0]() is not None}
+                self.made[id(out)] = (weakref.ref(out), line)
+        return out
+
+
 @register
 class LossMask(Check):
     """What a causal-LM loss counted, from the labels of an HF model's forward or a hand-written cross-entropy."""
@@ -163,6 +229,34 @@ class LossMask(Check):
 
     def __init__(self) -> None:
         self.last: tuple[torch.Tensor, torch.Tensor | None, tuple[int, ...], int | None] | None = None
+        self.made: _MadeAt | None = None
+        self.labels: Any = None  # the labels tensor being judged (its made-at line names a pad_in_loss)
+        self.ids: Any = None  # and the token ids given with them
+        self.last_ids: Any = None
+        self.steps = 0
+
+    def start(self, probe: Probe) -> None:
+        # batches are made inside the DataLoader's __next__ (its collate_fn): record there, for the first steps
+        from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+        self.made = made = _MadeAt()
+        check = self
+
+        def make(original: Any) -> Any:
+            def __next__(it: Any) -> Any:
+                if check.steps >= WATCHED_STEPS:
+                    return original(it)
+                with made:
+                    return original(it)
+
+            return __next__
+
+        probe.patch(_BaseDataLoaderIter, "__next__", make)
+
+    def on_step_post(self, probe: Probe, ev: Any) -> None:
+        self.steps += 1
+        if self.steps >= WATCHED_STEPS and self.made is not None:
+            self.made.made.clear()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if not (ev.training and ev.grad_enabled):
@@ -175,11 +269,13 @@ class LossMask(Check):
         attended = mask.detach().bool() if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else None
         stops, pad = _config_ids(ev.module)
         self.last = (ids.detach(), attended, stops, pad)
+        self.last_ids = ids
         labels = ev.kwargs.get("labels")
         if isinstance(labels, torch.Tensor) and labels.shape == ids.shape and _is_causal_lm(ev.module):
             from expkit.finetune.labels import IGNORE
 
             batch = _Batch(ids.detach(), labels.detach(), attended, stops, pad, IGNORE)
+            self.labels, self.ids = labels, ids
             self._judge(probe, batch, hf=True)
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
@@ -205,6 +301,7 @@ class LossMask(Check):
             ids, attended = ids[:, 1:], None if attended is None else attended[:, 1:]
         if lead is None or y.shape != ids.shape:  # targets that are not these tokens (a seq2seq target): only the
             ids, attended, stops = y, None, ()  # rules read on the labels alone apply
+        self.labels, self.ids = ev.target, self.last_ids
         self._judge(probe, _Batch(ids, y, attended, stops, pad, ignore), hf=False)
 
     def _two_ahead(self, probe: Probe, y: torch.Tensor, ids: torch.Tensor, ignore: int) -> None:
@@ -270,6 +367,9 @@ class LossMask(Check):
         counted = int((pad & trained).sum())
         if counted == 0:
             return
+        made = self.made.line_of(self.labels) if self.made is not None else None
+        if made is not None and self.made is not None and made == self.made.line_of(self.ids, exact=True):
+            made = None  # the labels are the ids themselves: no line of their own
         probe.report(
             kind="bug",
             check="pad_in_loss",
@@ -285,6 +385,7 @@ class LossMask(Check):
             },
             fix="set labels to -100 where attention_mask == 0 (not where input_ids == pad_token_id when pad is "
             "also the eos)",
+            where=made,
         )
 
     def _stop_masked(self, probe: Probe, b: _Batch, where: str) -> None:

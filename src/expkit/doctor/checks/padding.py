@@ -1,21 +1,33 @@
-"""Padding that leaks into the real tokens' outputs (issue 32): the first training forward of a model that
-declares its pad token (a Hugging Face ``config.pad_token_id``) on a batch with padding is replayed with the
-padded positions' ids changed; the outputs at the real positions (or of the rows that hold padding, for a
-sequence classifier) must stay the same. They change when the ``attention_mask`` was not passed (or does not
-mask the padding): every real token attends to the padding, so a prediction depends on how much padding its
-batch needed."""
+"""Padding that leaks into the real tokens' outputs (issue 32): the first training forward of a model given token
+ids with padding is replayed with the padding changed; the outputs at the real positions (or, for a model with
+one output per sequence, of the rows that hold padding) must stay the same.
+
+Where the padding is: a declared pad token (a Hugging Face ``config.pad_token_id``), else read on the ids
+themselves: every padded row ends with a run of one id (an ``nn.Embedding``'s ``padding_idx`` when the model has
+one) that occurs nowhere else, at least two rows are padded and the rows' lengths differ. The padding changes to
+another token id; for a model whose embedding has that ``padding_idx`` (a zero vector it may rely on, a sum of
+embeddings) one more pad column is appended instead (a mask given with the ids grows with it).
+
+They change when the ``attention_mask`` was not passed (or does not mask the padding), or when a recurrent
+model's last time step is read for every row (``out[:, -1]``, a padding step for every shorter row). The line is
+the first op of the user's forward whose output moves while its inputs did not (the indexing of the last step),
+else the call of the first layer that does (an attention without its padding mask), else the forward call."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import nn
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import _changed, _Replay
+from expkit.doctor.checks.perturb import _changed, _first_cause, _Replay
+from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe
+
+MIN_PADDED_ROWS = 2
 
 
 def _ids_and_place(ev: ForwardEvent) -> tuple[torch.Tensor, str | int] | None:
@@ -28,10 +40,43 @@ def _ids_and_place(ev: ForwardEvent) -> tuple[torch.Tensor, str | int] | None:
     return None
 
 
+def _trailing_run(x: torch.Tensor) -> torch.Tensor:
+    """Per row, the positions of the run of equal values that ends the row."""
+    same = (x == x[:, -1:]).int()
+    return torch.flip(torch.cumprod(torch.flip(same, [1]), dim=1), [1]).bool()
+
+
+def _padding_idx(module: nn.Module) -> int | None:
+    for m in module.modules():
+        if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+            return int(m.padding_idx) % m.num_embeddings
+    return None
+
+
+def _inferred_padding(ids: torch.Tensor, pad: int | None) -> tuple[int, torch.Tensor] | None:
+    """(pad id, padded positions) read on the ids: each padded row ends with a run of ``pad`` (given, or the id
+    that ends most rows), the id occurs nowhere else, >= ``MIN_PADDED_ROWS`` rows hold padding and not all rows
+    are equally long."""
+    if ids.shape[0] < 2 or ids.shape[1] < 3:
+        return None
+    last = ids[:, -1]
+    if pad is None:
+        values, counts = torch.unique(last, return_counts=True)
+        pad = int(values[int(counts.argmax())])
+    run = _trailing_run(ids) & (last == pad)[:, None]
+    lengths = ids.shape[1] - run.sum(1)
+    padded_rows = int((lengths < ids.shape[1]).sum())
+    if padded_rows < MIN_PADDED_ROWS or bool((lengths == 0).any()) or int(lengths.unique().numel()) < 2:
+        return None
+    if bool(((ids == pad) & ~run).any()):
+        return None  # the id is also a real token: not padding
+    return pad, run
+
+
 @register
 class PaddingChangesOutput(Check):
-    """A model with a declared pad token, replayed with the ids at its padded positions changed: the outputs at
-    the real positions must not move."""
+    """A model given token ids with padding (a declared pad token, or a trailing run of one id in rows of
+    different lengths), replayed with the padding changed: the outputs at the real positions must not move."""
 
     name = "padding_changes_output"
 
@@ -41,53 +86,114 @@ class PaddingChangesOutput(Check):
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if not (ev.training and ev.grad_enabled) or id(ev.module) in self.tested:
             return
+        found = _ids_and_place(ev)
+        if found is None:
+            return
+        ids, place = found
+        if ids.is_floating_point() or ids.dtype == torch.bool or ids.dim() != 2:
+            return
         config = getattr(ev.module, "config", None)
         pad = getattr(config, "pad_token_id", None)
         vocab = getattr(config, "vocab_size", None)
-        found = _ids_and_place(ev)
-        if not isinstance(pad, int) or not isinstance(vocab, int) or vocab < 3 or found is None:
-            return
-        ids, place = found
-        if ids.is_floating_point() or ids.dim() != 2:
-            return
-        padded = ids == pad
+        append = False
+        if isinstance(pad, int) and isinstance(vocab, int) and vocab >= 3:
+            padded = ids == pad
+            other = (pad + 1) % vocab
+        else:
+            idx = _padding_idx(ev.module)
+            inferred = _inferred_padding(ids, idx)
+            if inferred is None:
+                return
+            pad, padded = inferred
+            append = idx == pad  # an embedding that maps the pad to zero: grow the padding, keep its id
+            other = int(ids[~padded][0])
         rows = padded.any(1) & ~padded.all(1)
         if not bool(rows.any()):
             return  # no row with both padding and real tokens
         self.tested.add(id(ev.module))
-        other = (pad + 1) % vocab
-        changed = ids.masked_fill(padded, other)
+        try:
+            self._replay(probe, ev, ids, place, padded, rows, int(pad), other, append)
+        except (RuntimeError, IndexError, ValueError):  # a model that cannot take a longer batch: no judgement
+            return
+
+    def _replay(
+        self,
+        probe: Probe,
+        ev: ForwardEvent,
+        ids: torch.Tensor,
+        place: str | int,
+        padded: torch.Tensor,
+        rows: torch.Tensor,
+        pad: int,
+        other: int,
+        append: bool,
+    ) -> None:
+        B, T = ids.shape
+        row = int(torch.nonzero(padded[:, -1]).reshape(-1)[0]) if bool(padded[:, -1].any()) else 0
+
+        def grow(v: Any) -> Any:  # a (B, T, ...) tensor given with the ids gets one more padded column
+            if isinstance(v, torch.Tensor) and v.dim() >= 2 and tuple(v.shape[:2]) == (B, T):
+                col = v[row : row + 1, -1:].expand(B, 1, *v.shape[2:])
+                return torch.cat([v, col], dim=1)
+            return v
+
+        if append:
+            inputs = tuple(grow(v) for v in ev.inputs)
+            kwargs = {k: grow(v) for k, v in ev.kwargs.items()}
+        else:
+            changed = ids.masked_fill(padded, other)
+            inputs, kwargs = ev.inputs, dict(ev.kwargs)
+            if place == "input_ids":
+                kwargs["input_ids"] = changed
+            else:
+                inputs = (changed, *ev.inputs[1:])
         replay = _Replay(ev.module, ev.kwargs)
-        oa, _ = replay(ev.inputs)
-        if place == "input_ids":
-            replay.kwargs = {**ev.kwargs, "input_ids": changed}
-            ob, _ = replay(ev.inputs)
-        else:
-            ob, _ = replay((changed, *ev.inputs[1:]))
-        if oa is None or ob is None or oa.shape != ob.shape:
+        oa, _ = replay(ev.inputs, record_ops=True)
+        events_a = replay.events
+        replay.kwargs = kwargs
+        ob, _ = replay(inputs, record_ops=True)
+        if oa is None or ob is None:
             return
-        if oa.dim() >= 2 and oa.shape[:2] == ids.shape:
-            real = ~padded
-            moved = _changed(oa[real], ob[real])
-        elif oa.shape[0] == ids.shape[0]:
-            moved = _changed(oa[rows], ob[rows])
-        else:
+        real = ~padded
+
+        def differs(p: torch.Tensor, q: torch.Tensor) -> bool:
+            if p.dim() >= 2 and p.shape[0] == B and p.shape[1] == T and q.dim() == p.dim() and q.shape[0] == B:
+                if q.shape[1] in (T, T + int(append)) and q.shape[2:] == p.shape[2:]:
+                    return _changed(p[real], q[:, :T][real])
+                return False
+            if p.dim() >= 1 and p.shape[0] == B and p.shape == q.shape:
+                return _changed(p[rows], q[rows])
+            return False
+
+        if not differs(oa, ob):
             return
-        if not moved:
-            return
+        cause = _first_cause(events_a, replay.events, differs)
+        where = None
+        if cause is not None:
+            where = cause[1] if cause[0] == "op" else user_line_of(cause[2])
+            where = where if where[0] is not None else None
         mask = ev.kwargs.get("attention_mask")
         probe.report(
             kind="bug",
             check=self.name,
             message=f"the outputs of real tokens change when only the padding changes ({int(rows.sum())} of "
-            f"{ids.shape[0]} rows hold padding, pad id {pad}): the model attends to the padding"
-            + (" (no attention_mask was passed)" if mask is None else " (the attention_mask does not mask it)"),
+            f"{B} rows hold padding, pad id {pad}): the model reads the padding"
+            + (
+                " (no attention_mask was passed)"
+                if mask is None and not append and getattr(ev.module, "config", None) is not None
+                else " (the attention_mask does not mask it)"
+                if mask is not None
+                else " (a padded position is read, or attended, for rows shorter than the batch)"
+            ),
             evidence={
                 "rows_with_padding": int(rows.sum()),
-                "rows": int(ids.shape[0]),
+                "rows": int(B),
                 "pad_token_id": pad,
                 "attention_mask_given": mask is not None,
+                "padding": "one more pad column" if append else "pad ids changed",
             },
-            fix="pass the tokenizer's attention_mask with the input_ids (model(**batch)), 1 for real tokens and "
-            "0 for padding",
+            fix="pass the attention_mask (1 for real tokens, 0 for padding) or a key_padding_mask; for a recurrent "
+            "model read each row's last real step (out[range(B), lengths - 1]) or pack the batch "
+            "(pack_padded_sequence)",
+            where=where,
         )

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
+import re
+import sys
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -75,6 +78,61 @@ class _MaskSites(TorchFunctionMode):
         return out
 
 
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# torch's own wrappers between a user's call and the op (``F.normalize`` -> handle_torch_function): skipped when
+# looking for the caller; a frame in any other torch file (a layer's forward) makes the op torch's, not the user's
+_PASS_THROUGH = tuple(
+    _TORCH_DIR + f for f in ("overrides.py", "nn/functional.py", "functional.py", "_tensor.py", "_jit_internal.py")
+)
+
+
+def _tensors(x: Any) -> list[torch.Tensor]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _tensors(v)]
+    return []
+
+
+def op_caller(yours: dict[str, bool], skip: int) -> tuple[str | None, int | None]:
+    """For a ``__torch_function__`` ``skip`` frames up: the user's line that called the op, (None, None) when torch
+    itself did (a layer's forward). ``yours`` caches which files are the user's."""
+    frame = sys._getframe(skip)
+    while frame is not None and frame.f_code.co_filename.startswith(_PASS_THROUGH):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return None, None
+    path = frame.f_code.co_filename
+    if path not in yours:
+        yours[path] = user_line_of(((path, 0),))[0] is not None
+    return (path, frame.f_lineno) if yours[path] else (None, None)
+
+
+class _UserOps(TorchFunctionMode):
+    """During a replay: each torch op the user's own code called (in a forward or a function it calls), as
+    ``("op", (file, line), its tensor inputs, its first tensor output)``, in the order ops ran; the replay's
+    module hooks add ``("module", module, (input,), output, call stack)`` to the same list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[tuple[str, Any, list[torch.Tensor], torch.Tensor | None, Any]] = []
+        self.yours: dict[str, bool] = {}
+
+    def _caller(self) -> tuple[str | None, int | None]:
+        return op_caller(self.yours, 3)
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        first = _first(out)
+        if first is not None:
+            line = self._caller()
+            if line[0] is not None:
+                self.events.append(("op", line, _tensors((args, kwargs or {})), first, None))
+        return out
+
+
 class _Replay:
     """Run ``module`` again on given inputs: no grad, the same RNG state each time, batch norm in eval, and a
     record of every submodule's first-tensor input and output (and its call site) in execution order; with
@@ -84,14 +142,18 @@ class _Replay:
         self.module, self.kwargs = module, kwargs
         self.sites: _MaskSites | None = None
         self.spans: dict[int, tuple[int, int, list[Any]]] = {}  # id(submodule) -> (clock in, clock out, its masks)
+        self.events: list[tuple[str, Any, list[torch.Tensor], torch.Tensor | None, Any]] = []
         with torch.random.fork_rng(devices=[]):  # the program's own random stream is left as it was
             self.seed = int(torch.randint(0, 2**31 - 1, (1,)))
 
     def __call__(
-        self, inputs: tuple[Any, ...], record_masks: bool = False
+        self, inputs: tuple[Any, ...], record_masks: bool = False, record_ops: bool = False
     ) -> tuple[torch.Tensor | None, list[tuple[nn.Module, Any, Any, Any]]]:
+        """The replay's output and its submodules' (module, input, output, call stack) in the order they
+        returned; with ``record_ops``, ``self.events`` holds those and the user's own ops (:class:`_UserOps`)."""
         trace: list[tuple[nn.Module, Any, Any, Any]] = []
         sites = _MaskSites() if record_masks else None
+        ops = _UserOps() if record_ops else None
         starts: dict[int, int] = {}
 
         def pre(mod: nn.Module, args: Any) -> None:
@@ -100,6 +162,10 @@ class _Replay:
 
         def hook(mod: nn.Module, args: Any, kwargs: Any, out: Any) -> None:
             trace.append((mod, _first(args), _first(out), raw_stack(3)))
+            if ops is not None:
+                ops.events.append(
+                    ("module", mod, [t for t in [_first(args)] if t is not None], _first(out), trace[-1][3])
+                )
             if sites is not None and id(mod) not in self.spans:
                 masks = [v for k, v in (kwargs or {}).items() if "mask" in k and isinstance(v, torch.Tensor)]
                 masks += [a for a in args[1:] if isinstance(a, torch.Tensor) and a.dtype == torch.bool]
@@ -112,7 +178,12 @@ class _Replay:
         try:
             for m in norms:
                 m.eval()
-            with torch.no_grad(), torch.random.fork_rng(devices=[]), sites or contextlib.nullcontext():
+            with (
+                torch.no_grad(),
+                torch.random.fork_rng(devices=[]),
+                sites or contextlib.nullcontext(),
+                ops or contextlib.nullcontext(),
+            ):
                 torch.manual_seed(self.seed)
                 out = _first(self.module(*inputs, **self.kwargs))
         finally:
@@ -122,6 +193,7 @@ class _Replay:
                 m.train()
         if sites is not None:
             self.sites = sites
+        self.events = ops.events if ops is not None else []
         return out, trace
 
     def mask_site(self, mod: nn.Module) -> tuple[str | None, int | None] | None:
@@ -178,6 +250,44 @@ def _culprit(
     return fallback
 
 
+def _built_at(probe: Probe, root: nn.Module, mod: nn.Module) -> tuple[str | None, int | None]:
+    """Where ``mod`` was built: the probe's record when it was built while the probe was armed, else (a model
+    built before an in-process watch) the ``self.<name> =`` line of its parent's ``__init__``."""
+    made = probe.made_at.get(id(mod))
+    if made is not None:
+        line = user_line_of(made[1])
+        if line[0] is not None:
+            return line
+    for parent in root.modules():
+        name = next((k for k, v in parent._modules.items() if v is mod), None)
+        if name is None:
+            continue
+        with contextlib.suppress(Exception):
+            lines, first = inspect.getsourcelines(type(parent).__init__)
+            file = inspect.getsourcefile(type(parent).__init__)
+            for i, text in enumerate(lines):
+                if re.search(rf"self\.{name}\b", text) and "=" in text.split("#")[0]:
+                    return user_line_of(((file, first + i),)) if file else (None, None)
+        break
+    return None, None
+
+
+def _first_cause(
+    a: list[tuple[str, Any, list[torch.Tensor], torch.Tensor | None, Any]],
+    b: list[tuple[str, Any, list[torch.Tensor], torch.Tensor | None, Any]],
+    differs: Any,
+) -> tuple[str, Any, Any] | None:
+    """The first event of two replays (their ``_Replay.events``) whose output differs while none of its inputs
+    does: ``("op", (file, line), None)`` for an op in the user's code, ``("module", module, call stack)``."""
+    for (kind, what, ins_a, oa, site), (_, _, ins_b, ob, _) in zip(a, b, strict=False):
+        if oa is None or ob is None or not differs(oa, ob):
+            continue
+        if any(differs(p, q) for p, q in zip(ins_a, ins_b, strict=False)):
+            continue
+        return kind, what, site
+    return None
+
+
 @register
 class SamplesMixed(Check):
     """The first training forward of each model, replayed with the batch's last sample changed: the other
@@ -201,8 +311,8 @@ class SamplesMixed(Check):
         with torch.random.fork_rng(devices=[]):
             changed[0] = x[-1] if not x.is_floating_point() else torch.randn_like(x[0]) * (x.std() + 1) + x.mean()
         replay = _Replay(ev.module, ev.kwargs)
-        oa, ta = replay(ev.inputs)
-        ob, tb = replay((changed, *ev.inputs[1:]))
+        oa, _ = replay(ev.inputs)
+        ob, _ = replay((changed, *ev.inputs[1:]))
         if oa is None or ob is None:
             return
 
@@ -211,6 +321,18 @@ class SamplesMixed(Check):
             return n == x.shape[0] and _changed(p[1:], q[1:])
 
         if differs(oa, ob):
+            # the replays again, recording the user's ops too: the first module or op that mixes names the line
+            replay((ev.inputs), record_ops=True)
+            ea = replay.events
+            replay((changed, *ev.inputs[1:]), record_ops=True)
+            cause = _first_cause(ea, replay.events, differs)
+            where = None
+            if cause is not None and cause[0] == "op":
+                where = cause[1]
+            elif cause is not None:  # where the mixing layer was built (batch_first, dim=), else its call
+                where = _built_at(probe, ev.module, cause[1])
+                where = where if where[0] is not None else user_line_of(cause[2])
+            where = where if where is not None and where[0] is not None else None
             probe.report(
                 kind="bug",
                 check=self.name,
@@ -222,7 +344,7 @@ class SamplesMixed(Check):
                 evidence={"batch": int(x.shape[0]), "output_shape": list(oa.shape)},
                 fix="keep the batch axis apart: batch_first=True for batch-first data, permute instead of view, "
                 "softmax over the class/time axis",
-                where=_culprit(probe, ta, tb, differs, None),
+                where=where,
             )
 
 

@@ -1,0 +1,227 @@
+"""The replays name the cause's line: samples_mixed the first layer (where it was built) or the first op of the
+user's forward that mixes the batch's samples; padding_changes_output, with the padding read on the ids alone (no
+declared pad token), the first op or layer call whose output at the real positions moves with the padding."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _line(marker: str, obj) -> int:
+    lines, first = inspect.getsourcelines(obj)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def _found(w, check):
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == check]
+
+
+# samples_mixed ---------------------------------------------------------------------------------------------------
+
+
+class Attn(nn.Module):
+    def __init__(self, batch_first: bool):
+        super().__init__()
+        self.embed = nn.Linear(8, 16)
+        self.attn = nn.MultiheadAttention(16, 2, batch_first=batch_first)  # the attention
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, x):
+        h = self.embed(x)
+        a, _ = self.attn(h, h, h)
+        return self.head((h + a).mean(1))
+
+
+class FunctionalMix(nn.Module):
+    def __init__(self, how: str):
+        super().__init__()
+        self.how = how
+        self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+        self.norm = nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        z = self.norm(self.net(x))  # batch norm: the replay runs it on its running statistics
+        if self.how == "softmax":
+            z = torch.softmax(z, dim=0)  # the softmax
+        elif self.how == "center":
+            z = z - z.mean(0, keepdim=True)  # the centring
+        else:
+            z = F.normalize(z, dim=-1)
+        return z * 2
+
+
+def _mixed(model, shape):
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    X, y = torch.randn(3, 8, *shape), torch.randint(0, 3, (3, 8))
+    with watch(model, opt, steps=2) as w:
+        for xb, yb in zip(X, y, strict=True):
+            loss = F.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _found(w, "samples_mixed")
+
+
+def test_an_attention_without_batch_first_is_named_where_it_was_built():
+    (f,) = _mixed(Attn(batch_first=False), (5, 8))
+    assert f.line == _line("# the attention", Attn)
+    assert _mixed(Attn(batch_first=True), (5, 8)) == []
+
+
+def test_a_functional_op_over_the_batch_axis_is_named_at_its_line_in_forward():
+    (f,) = _mixed(FunctionalMix("softmax"), (8,))
+    assert f.line == _line("# the softmax", FunctionalMix)
+    (f,) = _mixed(FunctionalMix("center"), (8,))
+    assert f.line == _line("# the centring", FunctionalMix)
+    assert _mixed(FunctionalMix("per_sample"), (8,)) == []  # normalised over features, batch norm: no mixing
+
+
+# padding_changes_output --------------------------------------------------------------------------------------------
+
+V, D, T, PAD = 30, 16, 10, 0
+
+
+def _padded_batches(pad: int = PAD, n: int = 3, rows: int = 8):
+    g = torch.Generator().manual_seed(0)
+    out = []
+    for _ in range(n):
+        lengths = torch.randint(3, T + 1, (rows,), generator=g)
+        lengths[0] = T  # one full row, the others shorter
+        ids = torch.randint(1, V - 1, (rows, T), generator=g)
+        ids[torch.arange(T)[None, :] >= lengths[:, None]] = pad
+        out.append((ids, lengths, torch.randint(0, 2, (rows,), generator=g)))
+    return out
+
+
+class GRUClassifier(nn.Module):
+    def __init__(self, read: str, padding_idx: int | None = PAD):
+        super().__init__()
+        self.read = read
+        self.emb = nn.Embedding(V, D, padding_idx=padding_idx)
+        self.gru = nn.GRU(D, D, batch_first=True)
+        self.head = nn.Linear(D, 2)
+
+    def forward(self, tokens, lengths):
+        if self.read == "packed":
+            packed = nn.utils.rnn.pack_padded_sequence(
+                self.emb(tokens), lengths, batch_first=True, enforce_sorted=False
+            )
+            _, h = self.gru(packed)
+            return self.head(h[-1])
+        out, _ = self.gru(self.emb(tokens))
+        if self.read == "gather":
+            return self.head(out[torch.arange(out.shape[0]), lengths - 1])
+        states = out.transpose(0, 1)
+        return self.head(states[-1])  # the last step
+
+
+class Pooled(nn.Module):
+    """Embeddings of a pad id with no padding_idx, pooled over the sequence (with or without the mask)."""
+
+    def __init__(self, pad: int, masked: bool):
+        super().__init__()
+        self.pad, self.masked = pad, masked
+        self.emb = nn.Embedding(V, D)
+        self.head = nn.Linear(D, 2)
+
+    def forward(self, tokens, lengths):
+        h = torch.tanh(self.emb(tokens))
+        if self.masked:
+            keep = (tokens != self.pad).unsqueeze(-1).float()
+            return self.head((h * keep).sum(1) / keep.sum(1))
+        return self.head(h.mean(1))  # the mean over all positions
+
+
+class Encoder(nn.Module):
+    def __init__(self, masked: bool):
+        super().__init__()
+        self.masked = masked
+        self.emb = nn.Embedding(V, D, padding_idx=PAD)
+        self.layer = nn.TransformerEncoderLayer(D, 2, 32, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(D, 2)
+
+    def forward(self, tokens, lengths):
+        pads = tokens == PAD if self.masked else None
+        h = self.layer(self.emb(tokens), src_key_padding_mask=pads)  # the layer call
+        return self.head(h[:, 0])
+
+
+class BagOfWords(nn.Module):
+    """A sum of embeddings whose padding row is zero: the padding adds nothing."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(V, D, padding_idx=PAD)
+        self.head = nn.Linear(D, 2)
+
+    def forward(self, tokens, lengths):
+        return self.head(self.emb(tokens).sum(1) / lengths[:, None])
+
+
+class TaggerLM(nn.Module):
+    """One output per token from a left-to-right GRU: right padding cannot reach the real positions."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(V, D, padding_idx=PAD)
+        self.gru = nn.GRU(D, D, batch_first=True)
+        self.head = nn.Linear(D, V)
+
+    def forward(self, tokens, lengths):
+        return self.head(self.gru(self.emb(tokens))[0])
+
+
+def _padding(model, pad: int = PAD, per_token: bool = False):
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for ids, lengths, y in _padded_batches(pad):
+            out = model(ids, lengths)
+            if per_token:
+                loss = F.cross_entropy(out[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1), ignore_index=pad)
+            else:
+                loss = F.cross_entropy(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _found(w, "padding_changes_output")
+
+
+def test_a_recurrent_models_last_padded_step_is_named_where_it_is_read():
+    (f,) = _padding(GRUClassifier("last"))
+    assert f.line == _line("# the last step", GRUClassifier)
+    assert f.evidence["pad_token_id"] == PAD and f.evidence["rows_with_padding"] >= 2
+    (f,) = _padding(GRUClassifier("last", padding_idx=None))  # no padding_idx: the pad id is read on the ids
+    assert f.line == _line("# the last step", GRUClassifier)
+
+
+def test_a_recurrent_model_reading_each_rows_last_real_step_is_spared():
+    assert _padding(GRUClassifier("gather")) == []
+    assert _padding(GRUClassifier("packed")) == []
+
+
+def test_pooling_over_the_padding_is_named_at_the_pooling_line():
+    (f,) = _padding(Pooled(pad=V - 1, masked=False), pad=V - 1)
+    assert f.line == _line("# the mean over all positions", Pooled) and f.evidence["pad_token_id"] == V - 1
+    assert _padding(Pooled(pad=V - 1, masked=True), pad=V - 1) == []
+
+
+def test_attention_without_its_padding_mask_is_named_at_the_layer_call():
+    (f,) = _padding(Encoder(masked=False))
+    assert f.line == _line("# the layer call", Encoder)
+    assert _padding(Encoder(masked=True)) == []
+
+
+def test_a_zero_padding_embedding_and_a_causal_model_on_right_padding_are_spared():
+    assert _padding(BagOfWords()) == []
+    assert _padding(TaggerLM(), per_token=True) == []
