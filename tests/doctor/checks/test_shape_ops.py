@@ -63,3 +63,19 @@ def test_a_reshape_that_reorders_axes_is_found_at_its_line(how):
 @pytest.mark.parametrize("how", ["permute", "flatten"])
 def test_permute_and_shape_keeping_views_are_clean(how):
     assert _run(how) == []
+
+
+def test_a_library_reshape_whose_sizes_coincide_is_clean():
+    # torch's multi-head attention views q (T, B, E) as (T, B * heads, E / heads): (32, 16, 64) -> (32, 64, 16)
+    # at B=16, 4 heads, E=64 (the own suite's char_transformer was a false alarm before the user-code rule)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0), nn.Linear(64, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    X, y = torch.randn(32, 16, 64), torch.randint(0, 2, (32, 16))
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            opt.zero_grad()
+            F.cross_entropy(model(X).reshape(-1, 2), y.reshape(-1)).backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    assert [f for f in w.findings if f.check == "reshape_reorders_axes"] == []

@@ -1,10 +1,12 @@
 """A reshape that reorders axes (issue 32): ``view``/``reshape`` to a shape that is a permutation of the
 tensor's own shape (``(B, C, L)`` -> ``(B, L, C)``) keeps the memory order, so each new "row" mixes channels and
 positions; ``permute``/``transpose`` was meant. Seen on the training path (a tensor that requires grad, inside
-a module's forward) during the watched steps, named at the line that reshaped."""
+a module's forward) during the watched steps, in the user's own code (a library's reshape is a split and merge
+of axes whose sizes may coincide), named at the line that reshaped."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -21,6 +23,16 @@ def _reorders(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
     a = tuple(n for n in before if n != 1)
     b = tuple(n for n in after if n != 1)
     return len(a) >= 2 and len(before) >= 3 and a != b and sorted(a) == sorted(b)
+
+
+def _called_by_user(frame: Any) -> bool:
+    """The reshape was written in the user's own code: a library's reshape whose sizes happen to be a
+    reordering is a split and merge of axes (torch's multi-head attention views (T, B, E) as (T, B * heads,
+    E / heads), which is (32, 16, 64) -> (32, 64, 16) at B=16, heads=4, E=64)."""
+    from expkit.diagnose.tracebacks import classify_frame
+
+    path = frame.f_code.co_filename
+    return not path.startswith("<") and classify_frame(path) == "yours"
 
 
 @register
@@ -48,6 +60,7 @@ class ReshapeReordersAxes(Check):
                     and isinstance(out, torch.Tensor)
                     and tensor.requires_grad
                     and _reorders(tuple(tensor.shape), tuple(out.shape))
+                    and _called_by_user(sys._getframe(1))
                 ):
                     check._report(probe, tuple(tensor.shape), tuple(out.shape))
                 return out
