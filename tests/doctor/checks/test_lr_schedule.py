@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import inspect
 
 import pytest
 
 torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
@@ -154,3 +156,38 @@ def _line_of(marker: str, fn) -> int:
 
     lines, first = inspect.getsourcelines(fn)
     return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def _cosine_loop(t_max, per_epoch=False):
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    model = nn.Linear(6, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=3) as w:
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=t_max)  # the cosine
+        loader = DataLoader(TensorDataset(torch.randn(320, 6), torch.randint(0, 3, (320,))), batch_size=16)
+        for i, (x, y) in enumerate(loader):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if not per_epoch:
+                sched.step()
+            if i == 4:
+                break
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "cosine_period_too_short"]
+
+
+def test_a_cosine_period_in_epochs_stepped_per_batch_is_found_at_the_scheduler():
+    # batch 5's dev Lightning program: T_max=max_epochs with interval "step"; here a plain loop, 20 batches an epoch
+    (f,) = _cosine_loop(t_max=3)
+    lines, first = inspect.getsourcelines(_cosine_loop)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# the cosine" in t)
+    assert f.evidence["T_max"] == 3 and f.evidence["planned_steps"] == 20
+
+
+@pytest.mark.parametrize(("t_max", "per_epoch"), [(60, False), (12, False), (3, True)])
+def test_a_cosine_period_in_steps_or_stepped_per_epoch_is_clean(t_max, per_epoch):
+    assert _cosine_loop(t_max, per_epoch) == []

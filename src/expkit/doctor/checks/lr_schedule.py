@@ -1,7 +1,8 @@
 """The learning rate the optimizer actually used vs the schedule's intent: a scheduler declared in optimizer
 steps (a warm-up of N steps, a total of M steps) that is not stepped between optimizer steps - stepped once
 per epoch, or never - so the lr stays at its warm-up start; and a schedule whose own rule never lets the lr near the
-value set on the optimizer (a warm-up longer than the planned run, a LambdaLR lambda that returns the absolute lr)."""
+value set on the optimizer (a warm-up longer than the planned run, a LambdaLR lambda that returns the absolute lr);
+and a cosine period counted in epochs stepped per batch."""
 
 from __future__ import annotations
 
@@ -225,3 +226,71 @@ class LrNeverReachesSetValue(Check):
             fix=fix,
             where=where if where[0] is not None else None,
         )
+
+
+@register
+class CosinePeriodTooShort(Check):
+    """A CosineAnnealingLR stepped at every optimizer step whose period ``T_max`` is at most half the planned
+    steps (a Lightning Trainer's estimated stepping batches, else one epoch of the program's largest
+    DataLoader): a period counted in epochs (``T_max=max_epochs``) stepped per batch, so the lr reaches its
+    floor early and then climbs and falls again."""
+
+    name = "cosine_period_too_short"
+
+    def __init__(self) -> None:
+        self.seen: dict[int, int] = {}  # id(scheduler) -> its last_epoch at the previous step of its optimizer
+        self.done: set[int] = set()
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        import torch
+
+        batches = _planned_steps(probe)
+        for sched in list(probe.schedulers):
+            if not isinstance(sched, torch.optim.lr_scheduler.CosineAnnealingLR) or not drives(sched, ev.optimizer):
+                continue
+            key, now = id(sched), int(getattr(sched, "last_epoch", 0))
+            before, self.seen[key] = self.seen.get(key), now
+            if before is None or now != before + 1 or key in self.done or batches is None:
+                continue  # judged from the second step on, once it is seen to advance once per optimizer step
+            period = int(sched.T_max)
+            if 2 * period > batches:
+                continue
+            self.done.add(key)
+            self._report(probe, sched, period, batches)
+
+    def _report(self, probe: Probe, sched: Any, period: int, batches: int) -> None:
+        from expkit.doctor.findings import user_line_of
+
+        made = probe.made_at.get(id(sched))
+        where = user_line_of(made[1]) if made else (None, None)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"CosineAnnealingLR(T_max={period}) is stepped at every optimizer step, and the run plans "
+            f"{batches} steps (an epoch, or the Trainer's estimate): the lr reaches its floor after {period} steps, "
+            "then rises and falls again every period (a T_max counted in epochs, stepped per batch)",
+            evidence={"T_max": period, "planned_steps": batches, "stepped_per": "optimizer step"},
+            fix="set T_max in optimizer steps (epochs x batches per epoch, e.g. trainer.estimated_stepping_batches "
+            "in Lightning), or step the scheduler once per epoch (Lightning: interval 'epoch')",
+            where=where if where[0] is not None else None,
+        )
+
+
+def _planned_steps(probe: Probe) -> int | None:
+    """The steps the run plans: a Lightning Trainer's ``estimated_stepping_batches`` when one exists (found once
+    through the garbage collector, only when Lightning is imported), else one epoch of the largest DataLoader."""
+    import gc
+    import sys
+
+    if "lightning.pytorch" in sys.modules:
+        trainer_type = sys.modules["lightning.pytorch"].Trainer
+        for obj in gc.get_objects():
+            if type(obj) is trainer_type:
+                try:
+                    planned = obj.estimated_stepping_batches
+                except Exception:  # noqa: BLE001 - not set up yet: fall back to the loader
+                    break
+                if isinstance(planned, (int, float)) and math.isfinite(planned) and planned > 0:
+                    return int(planned)
+                break
+    return probe.dataloader_batches()
