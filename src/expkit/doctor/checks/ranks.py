@@ -243,3 +243,59 @@ def _finding(first: dict[str, Any], what: str, step: int, states: list[dict[str,
         fix=fix,
         step=step,
     )
+
+
+@register
+class DdpGradientsReducedAgain(Check):
+    """Under DistributedDataParallel, ``dist.all_reduce`` called on a gradient DDP already averaged (between a
+    backward and the step): a hand-written sync left over from before the port, so each step uses world-size
+    times the gradient (with SUM), or the same average again at the cost of a second all-reduce."""
+
+    name = "ddp_gradients_reduced_again"
+
+    def start(self, probe: Probe) -> None:
+        import torch
+
+        if torch.distributed.is_available():
+            probe.patch(torch.distributed, "all_reduce", self._wrap(probe))
+
+    def _wrap(self, probe: Probe) -> Any:
+        check = self
+
+        def make(original: Any) -> Any:
+            def all_reduce(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+                if probe.active and probe.backwards_since_step > 0:
+                    try:
+                        check._judge(probe, tensor, args, kwargs)
+                    except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's all_reduce
+                        error = f"{type(exc).__name__}: {exc}"
+                        probe.sink({"event": "check_error", "check": check.name, "error": error})
+                return original(tensor, *args, **kwargs)
+
+            return all_reduce
+
+        return make
+
+    def _judge(self, probe: Probe, tensor: Any, args: Any, kwargs: Any) -> None:
+        from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+        world = _world()
+        if world is None:
+            return  # one rank: an all-reduce changes nothing
+        for root in list(probe.roots.values()):
+            if not isinstance(root, ddp_type) or not root.require_backward_grad_sync:
+                continue
+            if any(p.grad is tensor for p in root.parameters() if p.requires_grad):
+                op = args[0] if args else kwargs.get("op")
+                probe.report(
+                    kind="bug",
+                    check=self.name,
+                    message="dist.all_reduce on a gradient that DistributedDataParallel already averaged over the "
+                    f"ranks in backward (op {getattr(op, 'name', op) or 'SUM'}): with SUM each step uses "
+                    f"{world[1]} times the averaged gradient, an lr raised by the "
+                    "world size",
+                    evidence={"world_size": world[1], "op": str(op) if op is not None else "SUM"},
+                    fix="remove the hand-written gradient all-reduce: DDP averages the gradients during backward",
+                    where=user_frame(2),  # the first of the user's frames above this one
+                )
+                return
