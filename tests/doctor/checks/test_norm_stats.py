@@ -1,0 +1,96 @@
+"""frozen_norm_updates_stats: a BatchNorm whose parameters are frozen runs in train mode and its running statistics
+move during the watched steps (written several ways), and the correct twins (backbone in eval, trainable BN,
+momentum 0, no running stats, BN kept trainable while the rest is frozen) that must stay silent."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+CHECK = "frozen_norm_updates_stats"
+
+
+def _found(w):
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == CHECK]
+
+
+def _line_of(marker: str, fn) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def _run(how: str):
+    torch.manual_seed(0)
+    bn_kwargs = {"momentum": 0.0} if how == "momentum0" else {}
+    if how == "no_stats":
+        bn_kwargs = {"track_running_stats": False}
+    backbone = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16, **bn_kwargs), nn.ReLU())
+    if how == "no_affine":
+        backbone = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16, affine=False), nn.ReLU())
+    head = nn.Linear(16, 3)
+    model = nn.Sequential(backbone, head)
+    if how == "fastai":  # freeze all but the BatchNorm layers: BN is trained
+        for m in backbone.modules():
+            if not isinstance(m, nn.BatchNorm1d):
+                for p in m.parameters(recurse=False):
+                    p.requires_grad_(False)
+    elif how != "trainable":
+        backbone.requires_grad_(False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=0.05)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            model.train()  # train: loop
+            if how == "eval_backbone":
+                backbone.eval()
+            x, y = torch.randn(8, 8) * 2 + 1, torch.randint(0, 3, (8,))
+            if how == "no_grad_features":
+                with torch.no_grad():
+                    feats = backbone(x)  # forward: features
+                out = head(feats)
+            else:
+                out = model(x)
+            loss = F.cross_entropy(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _found(w)
+
+
+@pytest.mark.parametrize("how", ["frozen", "no_affine", "no_grad_features"])
+def test_frozen_norm_in_train_mode_is_found_at_the_train_call(how):
+    (f,) = _run(how)
+    assert f.line == _line_of("# train: loop", _run)
+    assert f.evidence["max_stat_change"] > 0
+
+
+@pytest.mark.parametrize("how", ["eval_backbone", "trainable", "momentum0", "no_stats", "fastai"])
+def test_eval_trainable_or_static_norms_are_clean(how):
+    assert _run(how) == []
+
+
+def test_never_put_in_train_mode_names_the_forward():
+    """A freshly built model is in train mode without any train() call: the forward is named."""
+    torch.manual_seed(0)
+    backbone = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    for p in backbone.parameters():
+        p.requires_grad = False
+    head = nn.Linear(4, 2)
+    opt = torch.optim.SGD(head.parameters(), lr=0.1)
+    with watch(head, opt, steps=2) as w:
+        for _ in range(3):
+            feats = backbone(torch.randn(4, 3, 8, 8))  # forward: fresh
+            loss = F.cross_entropy(head(feats), torch.tensor([0, 1, 0, 1]))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (f,) = _found(w)
+    assert f.line == _line_of("# forward: fresh", test_never_put_in_train_mode_names_the_forward)
