@@ -41,6 +41,8 @@ def _first(x: Any) -> torch.Tensor | None:
 
 
 def _changed(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.dtype == torch.bool or b.dtype == torch.bool:  # a mask: changed where any entry flips
+        return a.shape == b.shape and bool((a != b).any())
     scale = float(a.detach().abs().max()) if a.numel() else 0.0
     return a.shape == b.shape and bool(((a - b).abs() > REL_TOL * max(scale, 1e-6)).any())
 
