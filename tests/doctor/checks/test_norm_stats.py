@@ -94,3 +94,29 @@ def test_never_put_in_train_mode_names_the_forward():
             opt.step()
     (f,) = _found(w)
     assert f.line == _line_of("# forward: fresh", test_never_put_in_train_mode_names_the_forward)
+
+
+def test_gan_discriminator_frozen_for_the_generator_step_is_clean():
+    """pix2pix style: D's requires_grad is switched off for G's step (and D runs in train mode there), but D's
+    BatchNorm is trained in D's own step: not a frozen layer."""
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 8))
+    D = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    opt_g = torch.optim.Adam(G.parameters(), lr=1e-3)
+    opt_d = torch.optim.Adam(D.parameters(), lr=1e-3)
+    with watch(G, opt_g, steps=2) as w:
+        for _ in range(3):
+            real, fake = torch.randn(8, 8), G(torch.randn(8, 4))
+            D.requires_grad_(True)
+            d_loss = F.binary_cross_entropy_with_logits(D(real), torch.ones(8, 1)) + F.binary_cross_entropy_with_logits(
+                D(fake.detach()), torch.zeros(8, 1)
+            )
+            opt_d.zero_grad()
+            d_loss.backward()
+            opt_d.step()
+            D.requires_grad_(False)
+            g_loss = F.binary_cross_entropy_with_logits(D(fake), torch.ones(8, 1))
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+    assert _found(w) == []

@@ -142,3 +142,21 @@ def test_teacher_target_under_a_separate_optimizer_is_clean():
             F.mse_loss(b(x), torch.zeros(8, 3)).backward()
             opt_b.step()
     assert _found(w) == []
+
+
+def test_mixture_of_experts_gates_weighting_log_probabilities_are_clean():
+    """gates (B, E, 1) * log-probabilities (B, E, C): the softmax is a weighting, not a target distribution."""
+    torch.manual_seed(0)
+    gate, experts = nn.Linear(6, 3), nn.Linear(6, 3 * 4)
+    model = nn.ModuleList([gate, experts])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            x, y = torch.randn(8, 6), F.one_hot(torch.randint(0, 4, (8,)), 4).float()
+            g = F.softmax(gate(x), -1).unsqueeze(-1)
+            logp = F.log_softmax(experts(x).view(8, 3, 4), -1)
+            loss = -((g * logp).sum(1) * y).sum(-1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert _found(w) == []

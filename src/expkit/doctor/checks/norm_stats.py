@@ -45,6 +45,7 @@ class FrozenNormUpdatesStats(Check):
     def __init__(self) -> None:
         self.train_sites: dict[int, RawStack] = {}  # id(module) -> the outermost train(True) that reached it
         self.seen: dict[int, tuple[_BatchNorm, torch.Tensor, torch.Tensor, RawStack]] = {}
+        self.trained: set[int] = set()  # norms that ran with a parameter requiring grad (a GAN's D, unfrozen)
         self._train_depth = 0
 
     def start(self, probe: Probe) -> None:
@@ -73,6 +74,8 @@ class FrozenNormUpdatesStats(Check):
         def make_forward(original: Any) -> Any:
             @functools.wraps(original)
             def forward(module: _BatchNorm, *args: Any, **kwargs: Any) -> Any:
+                if probe.active and any(p.requires_grad for p in module.parameters(recurse=False)):
+                    check.trained.add(id(module))
                 if (
                     probe.active
                     and not probe._in_check
@@ -107,7 +110,7 @@ class FrozenNormUpdatesStats(Check):
                     parents.setdefault(id(child), mod)
         moved: list[tuple[_BatchNorm, float, RawStack]] = []
         for bn, mean0, var0, stack in self.seen.values():
-            if not _frozen(bn, parents) or bn.running_mean is None or bn.running_var is None:
+            if id(bn) in self.trained or not _frozen(bn, parents) or bn.running_mean is None or bn.running_var is None:
                 continue
             with torch.no_grad():
                 d_mean = (bn.running_mean.float() - mean0.float()).abs().max().item()

@@ -181,6 +181,11 @@ class LossTargetCarriesGradient(Check):
             prob = _through(p_op)
             if prob is None or type(prob).__name__ not in PROBS or not _logish(q_op):
                 continue
+            try:  # p and log q over the same classes (not gates weighting experts' log-probabilities)
+                if tuple(node._saved_self.shape) != tuple(node._saved_other.shape):
+                    return
+            except (AttributeError, RuntimeError):
+                pass
             t_leaves = _leaves(prob)
             i_leaves = _leaves(q_op, frozenset({prob}))
             self._add(t_leaves, i_leaves, prob, stack, {"loss": "p * log q (hand-written)"})
