@@ -5,8 +5,10 @@ one output per sequence, of the rows that hold padding) must stay the same.
 Where the padding is: a declared pad token (a Hugging Face ``config.pad_token_id``), else read on the ids
 themselves: every padded row ends with a run of one id (an ``nn.Embedding``'s ``padding_idx`` when the model has
 one) that occurs nowhere else, at least two rows are padded and the rows' lengths differ. The padding changes to
-another token id; for a model whose embedding has that ``padding_idx`` (a zero vector it may rely on, a sum of
-embeddings) one more pad column is appended instead (a mask given with the ids grows with it).
+another token id when the pad token is declared (the mask comes with the ids); when it is read on the ids, one
+more pad column is appended instead, keeping its id (a model may find its padding by the id, or rely on a
+``padding_idx`` zero vector; a mask given with the ids grows with it), and a model that cannot take a longer
+batch (a position table as long as it) is replayed on the rows that end with padding with one pad column fewer.
 
 They change when the ``attention_mask`` was not passed (or does not mask the padding), or when a recurrent
 model's last time step is read for every row (``out[:, -1]``, a padding step for every shorter row). The line is
@@ -105,7 +107,10 @@ class PaddingChangesOutput(Check):
             if inferred is None:
                 return
             pad, padded = inferred
-            append = idx == pad  # an embedding that maps the pad to zero: grow the padding, keep its id
+            # the padding grows by one column and keeps its id: a model may rely on the pad embedding being zero
+            # (padding_idx) or find its padding by the id itself (tokens != pad), so an id swapped for a real
+            # token would be real to it
+            append = True
             other = int(ids[~padded][0])
         rows = padded.any(1) & ~padded.all(1)
         if not bool(rows.any()):
