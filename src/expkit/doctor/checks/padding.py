@@ -182,10 +182,18 @@ class PaddingChangesOutput(Check):
             else:
                 inputs = (changed, *ev.inputs[1:])
         replay = _Replay(ev.module, base_kwargs)
-        oa, _ = replay(base_inputs, record_ops=True)
-        events_a = replay.events
-        replay.kwargs = kwargs
-        ob, _ = replay(inputs, record_ops=True)
+        # a batch of another length draws other dropout masks from the same seed: those replays run in eval mode
+        modes = [(m, m.training) for m in ev.module.modules()] if append or shrink else []
+        try:
+            for m, _ in modes:
+                m.training = False
+            oa, _ = replay(base_inputs, record_ops=True)
+            events_a = replay.events
+            replay.kwargs = kwargs
+            ob, _ = replay(inputs, record_ops=True)
+        finally:
+            for m, mode in modes:
+                m.training = mode
         if oa is None or ob is None:
             return
         real = ~padded
