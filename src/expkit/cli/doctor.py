@@ -30,20 +30,23 @@ def doctor(
     """Run COMMAND with PyTorch hooked from outside (nothing to edit), watch its first optimizer steps and
     report each silent bug: what is wrong, your file and line, the measured evidence and the fix.
 
-    Checks (`expkit doctor --list-checks` lists all of them): the gradient path (parameters or tensors that get
-    no gradient, a no_grad or detach between them and the loss, gradients that never reach an optimizer or are
-    NaN/inf, fp16 gradients that underflow, a module that never runs); the optimizers (zero_grad missing or
-    misplaced or clearing an accumulation window, a step that changes nothing or is rounded away in bf16, parameters listed twice or in no optimizer, an optimizer that never steps, weights
-    changed outside a step, clipping before unscale_ or after step); the losses (probabilities into a logit
-    loss, shapes that broadcast, softmax over the batch axis, a bounded output against targets it cannot
-    reach, the first loss far above ln(classes), a real class as ignore_index, a DDP loss divided by the world
-    size); the model (a checkpoint loaded with strict=False that filled nothing, one block repeated in a
-    ModuleList, a view that reorders axes); the data (the same batch every step, one class per batch, a batch of repeated samples,
-    samples mixed within a batch, a label column in the features, padding that changes the output, labels
-    not shifted, a model that sees future tokens, the loss mask); the schedule (not stepped, zero from some
-    step on, never reaching its set value, left on a rebuilt optimizer); modes (evaluation keeping its graph
-    or in train mode, training in eval mode, a peft adapter in inference mode); graphs kept across steps;
-    DDP ranks out of sync (weights, gradients, learning rates) or fed the same batch; a DistributedSampler without set_epoch; .item() syncs.
+    Checks (`expkit doctor --list-checks` lists all of them): the gradient path (parameters or tensors that get no
+    gradient, a no_grad or detach between them and the loss, gradients that never reach an optimizer or are NaN/inf,
+    fp16 gradients that underflow, a module that never runs); the optimizers (zero_grad missing or misplaced or
+    clearing an accumulation window, a step that changes nothing or is rounded away in bf16, parameters listed twice
+    or in no optimizer, an optimizer that never steps, weights changed outside a step, clipping before unscale_ or
+    after step); the losses (probabilities into a logit loss, shapes that broadcast, softmax over the batch axis, a
+    bounded output against targets it cannot reach, the first loss far above ln(classes), a real class as
+    ignore_index, a DDP loss divided by the world size, a target that carries gradient into a jointly trained
+    teacher); the model (a checkpoint loaded with strict=False that filled nothing, one block repeated in a
+    ModuleList, a view that reorders axes, no position information, a float attention mask of ones, frozen BatchNorm
+    statistics that still move); the data (the same batch every step, one class per batch, a batch of repeated
+    samples, samples mixed within a batch, a label column in the features, padding that changes the output, labels
+    not shifted, a model that sees future tokens, the loss mask); the schedule (not stepped, zero from some step on,
+    a cosine period in epochs stepped per batch, never reaching its set value, left on a rebuilt optimizer); modes
+    (evaluation keeping its graph or in train mode, training in eval mode, a peft adapter in inference mode); graphs
+    kept across steps; DDP ranks out of sync (weights, gradients, learning rates), fed the same batch, or gradients
+    all-reduced again; a DistributedSampler without set_epoch; .item() syncs.
 
     Exit codes: the program's own code when it failed (a crash before its first step included), whatever
     the findings; 1 when no optimizer step came within --max-wait seconds (doctor stops the program), or
