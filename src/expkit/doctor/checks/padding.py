@@ -17,6 +17,7 @@ else the call of the first layer that does (an attention without its padding mas
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -116,8 +117,9 @@ class PaddingChangesOutput(Check):
         if not bool(rows.any()):
             return  # no row with both padding and real tokens
         self.tested.add(id(ev.module))
+        seen = _Padding(ids, place, padded, rows, int(pad), other, append)
         try:
-            self._replay(probe, ev, ids, place, padded, rows, int(pad), other, append)
+            self._replay(probe, ev, seen, shrink=False)
             return
         except (RuntimeError, IndexError, ValueError, NotImplementedError):
             # a model that cannot take a longer batch (a position table as long as the batch): one pad column
@@ -125,91 +127,30 @@ class PaddingChangesOutput(Check):
             if not append:
                 return
         try:
-            self._replay(probe, ev, ids, place, padded, rows, int(pad), other, append, shrink=True)
+            self._replay(probe, ev, seen, shrink=True)
         except (RuntimeError, IndexError, ValueError, NotImplementedError):
             return
 
-    def _replay(
-        self,
-        probe: Probe,
-        ev: ForwardEvent,
-        ids: torch.Tensor,
-        place: str | int,
-        padded: torch.Tensor,
-        rows: torch.Tensor,
-        pad: int,
-        other: int,
-        append: bool,
-        shrink: bool = False,
-    ) -> None:
-        B, T = ids.shape
-        batch = B
-        row = int(torch.nonzero(padded[:, -1]).reshape(-1)[0]) if bool(padded[:, -1].any()) else 0
-        base_inputs, base_kwargs = ev.inputs, ev.kwargs
-        if shrink:  # only the rows whose last column is padding, replayed with and without that column
-            sel = padded[:, -1]
-            if not bool(sel.any()) or T < 4:
-                return
-
-            def take(v: Any, cols: int) -> Any:  # a (B, T, ...) tensor given with the ids: those rows, cols
-                if isinstance(v, torch.Tensor) and v.dim() >= 2 and tuple(v.shape[:2]) == (B, T):
-                    return v[sel, :cols]
-                if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == B and v.shape[0] > 1:
-                    return v[sel]  # a per-row tensor (lengths, labels)
-                return v
-
-            base_inputs = tuple(take(v, T) for v in ev.inputs)
-            base_kwargs = {k: take(v, T) for k, v in ev.kwargs.items()}
-            inputs = tuple(take(v, T - 1) for v in ev.inputs)
-            kwargs = {k: take(v, T - 1) for k, v in ev.kwargs.items()}
-            padded, rows = padded[sel], rows[sel]
-            B = int(sel.sum())
-        elif append:
-
-            def grow(v: Any) -> Any:  # a (B, T, ...) tensor given with the ids gets one more padded column
-                if isinstance(v, torch.Tensor) and v.dim() >= 2 and tuple(v.shape[:2]) == (B, T):
-                    col = v[row : row + 1, -1:].expand(B, 1, *v.shape[2:])
-                    return torch.cat([v, col], dim=1)
-                return v
-
-            inputs = tuple(grow(v) for v in ev.inputs)
-            kwargs = {k: grow(v) for k, v in ev.kwargs.items()}
-        else:
-            changed = ids.masked_fill(padded, other)
-            inputs, kwargs = ev.inputs, dict(ev.kwargs)
-            if place == "input_ids":
-                kwargs["input_ids"] = changed
-            else:
-                inputs = (changed, *ev.inputs[1:])
-        replay = _Replay(ev.module, base_kwargs)
+    def _replay(self, probe: Probe, ev: ForwardEvent, seen: _Padding, *, shrink: bool) -> None:
+        variant = _variant(ev, seen, shrink)
+        if variant is None:
+            return
+        replay = _Replay(ev.module, variant.base_kwargs)
         # a batch of another length draws other dropout masks from the same seed: those replays run in eval mode
-        modes = [(m, m.training) for m in ev.module.modules()] if append or shrink else []
+        modes = [(m, m.training) for m in ev.module.modules()] if seen.append or shrink else []
         try:
             for m, _ in modes:
                 m.training = False
-            oa, _ = replay(base_inputs, record_ops=True)
+            oa, _ = replay(variant.base_inputs, record_ops=True)
             events_a = replay.events
-            replay.kwargs = kwargs
-            ob, _ = replay(inputs, record_ops=True)
+            replay.kwargs = variant.kwargs
+            ob, _ = replay(variant.inputs, record_ops=True)
         finally:
             for m, mode in modes:
                 m.training = mode
         if oa is None or ob is None:
             return
-        real = ~padded
-
-        def differs(p: torch.Tensor, q: torch.Tensor) -> bool:
-            if p.dim() >= 2 and p.shape[0] == B and p.shape[1] == T and q.dim() == p.dim() and q.shape[0] == B:
-                if shrink and q.shape[1] == T - 1 and q.shape[2:] == p.shape[2:]:
-                    keep = real[:, : T - 1]
-                    return _changed(p[:, : T - 1][keep], q[keep])
-                if q.shape[1] in (T, T + int(append)) and q.shape[2:] == p.shape[2:]:
-                    return _changed(p[real], q[:, :T][real])
-                return False
-            if p.dim() >= 1 and p.shape[0] == B and p.shape == q.shape:
-                return _changed(p[rows], q[rows])
-            return False
-
+        differs = _Differs(variant, shrink, seen.append)
         if not differs(oa, ob):
             return
         cause = _first_cause(events_a, replay.events, differs)
@@ -217,28 +158,134 @@ class PaddingChangesOutput(Check):
         if cause is not None:
             where = cause[1] if cause[0] == "op" else user_line_of(cause[2])
             where = where if where[0] is not None else None
+        self._report(probe, ev, seen, shrink, where)
+
+    def _report(
+        self, probe: Probe, ev: ForwardEvent, seen: _Padding, shrink: bool, where: tuple[Any, Any] | None
+    ) -> None:
         mask = ev.kwargs.get("attention_mask")
+        batch = int(seen.ids.shape[0])
         probe.report(
             kind="bug",
             check=self.name,
-            message=f"the outputs of real tokens change when only the padding changes ({int(rows.sum())} of "
-            f"{batch} rows hold padding, pad id {pad}): the model reads the padding"
+            message=f"the outputs of real tokens change when only the padding changes ({int(seen.rows.sum())} of "
+            f"{batch} rows hold padding, pad id {seen.pad}): the model reads the padding"
             + (
                 " (no attention_mask was passed)"
-                if mask is None and not append and getattr(ev.module, "config", None) is not None
+                if mask is None and not seen.append and getattr(ev.module, "config", None) is not None
                 else " (the attention_mask does not mask it)"
                 if mask is not None
                 else " (a padded position is read, or attended, for rows shorter than the batch)"
             ),
             evidence={
-                "rows_with_padding": int(rows.sum()),
-                "rows": int(batch),
-                "pad_token_id": pad,
+                "rows_with_padding": int(seen.rows.sum()),
+                "rows": batch,
+                "pad_token_id": seen.pad,
                 "attention_mask_given": mask is not None,
-                "padding": "one pad column fewer" if shrink else "one more pad column" if append else "pad ids changed",
+                "padding": "one pad column fewer"
+                if shrink
+                else "one more pad column"
+                if seen.append
+                else "pad ids changed",
             },
             fix="pass the attention_mask (1 for real tokens, 0 for padding) or a key_padding_mask; for a recurrent "
             "model read each row's last real step (out[range(B), lengths - 1]) or pack the batch "
             "(pack_padded_sequence)",
             where=where,
         )
+
+
+@dataclass(frozen=True)
+class _Padding:
+    """Where a forward's padding is: the ids and where they were passed, the padded positions, the rows that
+    hold both padding and real tokens, the pad id, a real id, and whether it is judged by one more pad column
+    (padding read on the ids) instead of changed pad ids (a declared pad token)."""
+
+    ids: torch.Tensor
+    place: str | int
+    padded: torch.Tensor
+    rows: torch.Tensor
+    pad: int
+    other: int
+    append: bool
+
+
+@dataclass(frozen=True)
+class _Variant:
+    """The two forwards a replay compares: the batch as seen (``base_*``) and with its padding changed; the
+    padded positions and rows of the rows replayed, and ``(B, T)`` of the base batch."""
+
+    base_inputs: tuple[Any, ...]
+    base_kwargs: dict[str, Any]
+    inputs: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    padded: torch.Tensor
+    rows: torch.Tensor
+    shape: tuple[int, int]
+
+
+def _variant(ev: ForwardEvent, seen: _Padding, shrink: bool) -> _Variant | None:
+    B, T = seen.ids.shape
+    padded, rows = seen.padded, seen.rows
+    if shrink:  # only the rows whose last column is padding, replayed with and without that column
+        sel = padded[:, -1]
+        if not bool(sel.any()) or T < 4:
+            return None
+
+        def take(v: Any, cols: int) -> Any:  # a (B, T, ...) tensor given with the ids: those rows, cols
+            if isinstance(v, torch.Tensor) and v.dim() >= 2 and tuple(v.shape[:2]) == (B, T):
+                return v[sel, :cols]
+            if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == B and v.shape[0] > 1:
+                return v[sel]  # a per-row tensor (lengths, labels)
+            return v
+
+        return _Variant(
+            tuple(take(v, T) for v in ev.inputs),
+            {k: take(v, T) for k, v in ev.kwargs.items()},
+            tuple(take(v, T - 1) for v in ev.inputs),
+            {k: take(v, T - 1) for k, v in ev.kwargs.items()},
+            padded[sel],
+            rows[sel],
+            (int(sel.sum()), T),
+        )
+    if seen.append:
+        row = int(torch.nonzero(padded[:, -1]).reshape(-1)[0]) if bool(padded[:, -1].any()) else 0
+
+        def grow(v: Any) -> Any:  # a (B, T, ...) tensor given with the ids gets one more padded column
+            if isinstance(v, torch.Tensor) and v.dim() >= 2 and tuple(v.shape[:2]) == (B, T):
+                col = v[row : row + 1, -1:].expand(B, 1, *v.shape[2:])
+                return torch.cat([v, col], dim=1)
+            return v
+
+        inputs = tuple(grow(v) for v in ev.inputs)
+        return _Variant(ev.inputs, ev.kwargs, inputs, {k: grow(v) for k, v in ev.kwargs.items()}, padded, rows, (B, T))
+    changed = seen.ids.masked_fill(padded, seen.other)
+    inputs, kwargs = ev.inputs, dict(ev.kwargs)
+    if seen.place == "input_ids":
+        kwargs["input_ids"] = changed
+    else:
+        inputs = (changed, *ev.inputs[1:])
+    return _Variant(ev.inputs, ev.kwargs, inputs, kwargs, padded, rows, (B, T))
+
+
+class _Differs:
+    """Whether a replayed output moved at the real positions (per-position outputs) or in the padded rows (one
+    output per row), for the variant's shape."""
+
+    def __init__(self, variant: _Variant, shrink: bool, append: bool) -> None:
+        self.B, self.T = variant.shape
+        self.real, self.rows = ~variant.padded, variant.rows
+        self.shrink, self.append = shrink, append
+
+    def __call__(self, p: torch.Tensor, q: torch.Tensor) -> bool:
+        B, T, real = self.B, self.T, self.real
+        if p.dim() >= 2 and p.shape[0] == B and p.shape[1] == T and q.dim() == p.dim() and q.shape[0] == B:
+            if self.shrink and q.shape[1] == T - 1 and q.shape[2:] == p.shape[2:]:
+                keep = real[:, : T - 1]
+                return _changed(p[:, : T - 1][keep], q[keep])
+            if q.shape[1] in (T, T + int(self.append)) and q.shape[2:] == p.shape[2:]:
+                return _changed(p[real], q[:, :T][real])
+            return False
+        if p.dim() >= 1 and p.shape[0] == B and p.shape == q.shape:
+            return _changed(p[self.rows], q[self.rows])
+        return False
