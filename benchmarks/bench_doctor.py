@@ -22,8 +22,8 @@ two optimizer steps (each program a real child process under ``expkit doctor``, 
 programs at a time, a DDP program under its own ``torchrun``).
 Overhead: one loop (a small causal transformer on CPU, one thread), timed per step three ways in
 interleaved repeats: bare, while watched (every check running), and after the watch (hooks removed).
-``--quick`` (for CI): 1 bug + 1 clean development program of each batch, 6 steps, one repeat; its figures are
-not comparisons.
+``--quick`` (for CI): 1 bug + 1 clean development program of the first and the newest batch (of the one batch
+``--batch`` names), 6 steps, one repeat; its figures are not comparisons.
 Writes benchmarks/results/doctor.json.
 """
 
@@ -262,6 +262,8 @@ def main() -> int:
     )
     if not args.skip_suite:
         batches = BATCHES if args.batch == "all" else (args.batch,)
+        if args.quick and args.batch == "all":
+            batches = (BATCHES[0], BATCHES[-1])  # quick: does it run; the first batch and the newest
         results["outside"] = measure_outside(args.quick, args.workers, args.split, batches)
     if not args.skip_suite and args.own_suite:
         s = results["suite"] = measure_suite(args.quick, args.workers)
