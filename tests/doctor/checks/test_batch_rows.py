@@ -4,21 +4,15 @@ sampler or an index that repeats the same few samples; with the correct twins th
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of as _line_of  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, Dataset, Sampler, TensorDataset, WeightedRandomSampler  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
-
-
-def _line_of(marker: str, fn) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
 
 
 def _data(n: int = 300):

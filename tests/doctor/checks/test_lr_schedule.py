@@ -9,6 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of as _line_of  # noqa: E402
 from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
@@ -149,13 +150,6 @@ def test_a_lambda_returning_the_absolute_lr_is_found_at_the_scheduler():
 )
 def test_warmups_frozen_groups_and_real_factors_are_clean(make, groups):
     assert _sched_run(make, groups) == []
-
-
-def _line_of(marker: str, fn) -> int:
-    import inspect
-
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
 
 
 def _cosine_loop(t_max, per_epoch=False):

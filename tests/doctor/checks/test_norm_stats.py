@@ -4,12 +4,11 @@ momentum 0, no running stats, BN kept trainable while the rest is frozen) that m
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of as _line_of  # noqa: E402
 from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
@@ -20,11 +19,6 @@ CHECK = "frozen_norm_updates_stats"
 def _found(w):
     assert w.done and not w.check_errors, w.check_errors
     return [f for f in w.findings if f.check == CHECK]
-
-
-def _line_of(marker: str, fn) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
 
 
 def _run(how: str):

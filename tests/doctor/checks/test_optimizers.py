@@ -3,12 +3,11 @@ watch(), with its correct twin (which must stay silent)."""
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of as _line_of  # noqa: E402
 from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
@@ -17,12 +16,6 @@ from expkit.doctor import watch  # noqa: E402
 def _found(w, check):
     assert w.done and not w.check_errors, w.check_errors
     return [f for f in w.findings if f.check == check]
-
-
-def _line_of(marker: str, fn) -> int:
-    """The line of this file holding ``marker`` inside ``fn``'s source."""
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
 
 
 def _clip_loop(where: str):

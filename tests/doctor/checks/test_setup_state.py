@@ -4,20 +4,14 @@ adapter loading; weight tying, one block called in a loop, a module shared by tw
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of as _line_of  # noqa: E402
 from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
-
-
-def _line_of(marker: str, fn) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
 
 
 def _train(model, opt, steps: int = 3):

@@ -5,12 +5,11 @@ input's gradient, LBFGS's closure, gradient surgery, one backward before the loo
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of as _line_of  # noqa: E402
 from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
@@ -21,11 +20,6 @@ CHECK = "gradients_discarded"
 def _found(w):
     assert w.done and not w.check_errors, w.check_errors
     return [f for f in w.findings if f.check == CHECK]
-
-
-def _line_of(marker: str, fn) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, text in enumerate(lines) if marker in text)
 
 
 def _data(n=128):
