@@ -18,6 +18,18 @@ def _fingerprint(x: torch.Tensor) -> tuple[Any, ...]:
     return (tuple(x.shape), float(flat.sum()), float((flat * flat).sum()), float(flat[: min(64, flat.numel())].sum()))
 
 
+def _first_input_of_step(check: Any, ev: ForwardEvent) -> torch.Tensor | None:
+    """The first input of the step's first training forward (``check.taken_this_step`` set once it is taken;
+    the check clears it at each optimizer step), else None."""
+    if check.taken_this_step or not (ev.training and ev.grad_enabled):
+        return None
+    x = ev.first_tensor()
+    if x is None or x.numel() == 0:
+        return None
+    check.taken_this_step = True
+    return x
+
+
 @register
 class SameBatch(Check):
     """The first training forward of each watched step, fingerprinted (shape, sum, sum of squares): the same
@@ -38,13 +50,9 @@ class SameBatch(Check):
             self.iter_sites.append(user_frame(3))
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if self.taken_this_step or not (ev.training and ev.grad_enabled):
-            return
-        x = ev.first_tensor()
-        if x is None or x.numel() == 0:
-            return
-        self.taken_this_step = True
-        self.prints.append(_fingerprint(x))
+        x = _first_input_of_step(self, ev)
+        if x is not None:
+            self.prints.append(_fingerprint(x))
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.taken_this_step = False
@@ -276,13 +284,9 @@ class BatchRepeatsSamples(Check):
             self.current = ev.obj
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if self.taken_this_step or not (ev.training and ev.grad_enabled):
-            return
-        x = ev.first_tensor()
-        if x is None or x.numel() == 0:
-            return
-        self.taken_this_step = True
-        self.records.append(self._measure(x))
+        x = _first_input_of_step(self, ev)
+        if x is not None:
+            self.records.append(self._measure(x))
 
     def _measure(self, x: torch.Tensor) -> dict[str, Any] | None:
         if x.dim() < 2 or x.shape[0] < MIN_REPEAT_BATCH or x[0].numel() < 2:
