@@ -67,7 +67,8 @@ class OutsideScore:
         return self.found_at_line / self.found if self.found else 0.0
 
 
-BATCHES = ("batch1", "batch2", "batch3", "batch4", "batch5")  # batch1: the manifest's top-level programs; batchN: its "batchN" field
+# batch1: the manifest's top-level programs; batchN: its "batchN" field
+BATCHES = ("batch1", "batch2", "batch3", "batch4", "batch5")
 
 
 def load_manifest(path: Path, batch: str = "batch1") -> list[dict[str, Any]]:

@@ -76,7 +76,7 @@ def _assignment(path: str, start: int, call: int, names: list[str]) -> int | Non
     when it is ambiguous, None when there is none (a parameter)."""
     pattern = re.compile(rf"^\s*(?:{'|'.join(map(re.escape, names))})\s*(?::[^=]*)?=[^=]")
     level = _indent(linecache.getline(path, call))
-    nested = []
+    nested: list[int] = []
     for line in range(call - 1, start, -1):
         text = linecache.getline(path, line)
         if pattern.match(text):
@@ -129,13 +129,13 @@ class AdditiveMaskOfOnes(Check):
             masks = {k: v for k, v in bound.items() if "mask" in k}
             call = f"{type(args[0]).__name__}.forward" if args else "attention"
         for name, mask in masks.items():
-            if not _ones_mask(mask):
+            if not isinstance(mask, torch.Tensor) or not _ones_mask(mask):
                 continue
             where = _assigned_at(mask, sys._getframe(2))
             probe.report(
                 kind="bug",
                 check=self.name,
-                message=f"{call} got {name} as a float tensor of only 0 and 1 ({int((mask == 1).sum())} of "
+                message=f"{call} got {name} as a float tensor of only 0 and 1 ({int((mask == 1).sum().item())} of "
                 f"{mask.numel()} ones): a float mask is added to the attention logits, so the positions marked 1 "
                 "get +1, more attention, instead of being masked out",
                 evidence={"argument": name, "dtype": str(mask.dtype), "shape": list(mask.shape), "call": call},

@@ -119,7 +119,7 @@ CONTAINERS = (nn.ModuleList, nn.Sequential, nn.ModuleDict)
 def repeated_children(root: nn.Module) -> list[tuple[str, nn.Module, list[str], nn.Module]]:
     """``(container name, container, child keys, child)`` for every module object with parameters that one
     ModuleList/Sequential/ModuleDict of ``root`` holds at two or more places."""
-    out = []
+    out: list[tuple[str, nn.Module, list[str], nn.Module]] = []
     for name, mod in root.named_modules(remove_duplicate=True):
         if not isinstance(mod, CONTAINERS):
             continue

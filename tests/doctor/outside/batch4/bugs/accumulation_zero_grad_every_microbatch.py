@@ -20,6 +20,6 @@ for i in range(0, 256, 16):
     opt.zero_grad()  # BUG-LINE
     loss = F.cross_entropy(model(X[i : i + 16]), y[i : i + 16]) / ACCUM
     loss.backward()
-    micro += 1
+    micro += 1  # noqa: SIM113 - the counter as the report wrote it
     if micro % ACCUM == 0:
         opt.step()

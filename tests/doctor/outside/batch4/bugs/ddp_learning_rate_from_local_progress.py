@@ -33,7 +33,7 @@ base_lr, total_tokens = 0.05, 4000
 opt = torch.optim.SGD(model.parameters(), lr=base_lr)
 g = torch.Generator().manual_seed(11 + rank)
 tokens_seen = 0
-for step in range(5):
+for _step in range(5):
     lengths = torch.randint(2, 40, (16,), generator=g)
     tokens = torch.randint(0, 50, (int(lengths.sum()),), generator=g)
     offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])

@@ -19,7 +19,7 @@ target_net.load_state_dict(policy_net.state_dict())
 opt = torch.optim.Adam(policy_net.parameters(), lr=1e-3)
 
 gamma = 0.99
-for step in range(6):
+for _step in range(6):
     s = torch.randn(32, 6)
     a = torch.randint(0, 3, (32,))
     r = torch.randn(32)

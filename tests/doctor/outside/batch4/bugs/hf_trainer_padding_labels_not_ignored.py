@@ -21,7 +21,7 @@ PAD = EOS
 examples = []
 for _ in range(32):
     n = int(torch.randint(4, 24, ()))
-    examples.append({"input_ids": torch.randint(0, 98, (n,)).tolist() + [EOS]})
+    examples.append({"input_ids": [*torch.randint(0, 98, (n,)).tolist(), EOS]})
 
 
 def collate(batch):

@@ -31,7 +31,7 @@ class MultiHead(nn.Module):
 
     def forward(self, x):
         h = self.trunk(x)
-        return [out(block(h)) for block, out in zip(self.blocks, self.outs)]
+        return [out(block(h)) for block, out in zip(self.blocks, self.outs, strict=False)]
 
 
 model = MultiHead()

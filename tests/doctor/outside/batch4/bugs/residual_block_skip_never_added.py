@@ -21,7 +21,6 @@ class CondResBlock(nn.Module):
         self.gain = nn.Embedding(n_cond, d)
 
     def forward(self, x, c):
-        x_orig = x
         h = torch.tanh(self.fc1(x)) * self.gain(c)
         h = self.fc2(torch.tanh(h))
         return h  # BUG-LINE

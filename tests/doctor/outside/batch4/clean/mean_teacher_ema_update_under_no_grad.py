@@ -28,5 +28,5 @@ for i in range(0, 160, 32):
     loss.backward()
     opt.step()
     with torch.no_grad():
-        for tp, sp in zip(teacher.parameters(), student.parameters()):
+        for tp, sp in zip(teacher.parameters(), student.parameters(), strict=False):
             tp.mul_(0.99).add_(sp, alpha=0.01)

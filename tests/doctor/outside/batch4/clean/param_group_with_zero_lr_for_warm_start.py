@@ -12,7 +12,9 @@ from torch import nn
 torch.manual_seed(0)
 encoder = nn.Sequential(nn.Linear(12, 48), nn.ReLU(), nn.Linear(48, 48), nn.ReLU())
 head = nn.Linear(48, 3)
-opt = torch.optim.SGD([{"params": encoder.parameters(), "lr": 0.0}, {"params": head.parameters()}], lr=1e-2, momentum=0.9)
+opt = torch.optim.SGD(
+    [{"params": encoder.parameters(), "lr": 0.0}, {"params": head.parameters()}], lr=1e-2, momentum=0.9
+)
 X, y = torch.randn(192, 12), torch.randint(0, 3, (192,))
 for step, i in enumerate(range(0, 192, 32)):
     if step == 4:

@@ -16,7 +16,9 @@ config = transformers.BertConfig(
     vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, num_labels=2
 )
 base = transformers.BertForSequenceClassification(config)
-lora = LoraConfig(r=4, lora_alpha=8, target_modules=["query", "value"], modules_to_save=["classifier"], lora_dropout=0.0)
+lora = LoraConfig(
+    r=4, lora_alpha=8, target_modules=["query", "value"], modules_to_save=["classifier"], lora_dropout=0.0
+)
 model = get_peft_model(base, lora)
 model.train()
 opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)

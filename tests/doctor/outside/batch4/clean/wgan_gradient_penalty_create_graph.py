@@ -13,7 +13,7 @@ G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
 C = nn.Sequential(nn.Linear(2, 32), nn.Tanh(), nn.Linear(32, 1))
 opt_g = torch.optim.Adam(G.parameters(), lr=1e-4, betas=(0.0, 0.9))
 opt_c = torch.optim.Adam(C.parameters(), lr=1e-4, betas=(0.0, 0.9))
-for it in range(3):
+for _it in range(3):
     for _ in range(3):
         real = torch.randn(32, 2) * 0.3 + torch.tensor([1.0, -1.0])
         fake = G(torch.randn(32, 8)).detach()

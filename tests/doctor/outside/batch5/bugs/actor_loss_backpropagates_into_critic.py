@@ -12,7 +12,7 @@ torch.manual_seed(0)
 actor = nn.Sequential(nn.Linear(6, 32), nn.Tanh(), nn.Linear(32, 3))
 critic = nn.Sequential(nn.Linear(6, 32), nn.Tanh(), nn.Linear(32, 1))
 opt = torch.optim.Adam(list(actor.parameters()) + list(critic.parameters()), lr=1e-3)
-for step in range(6):
+for _step in range(6):
     state = torch.randn(32, 6)
     dist = torch.distributions.Categorical(logits=actor(state))
     action = dist.sample()

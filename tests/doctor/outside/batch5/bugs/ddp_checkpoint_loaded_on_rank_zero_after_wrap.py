@@ -34,7 +34,7 @@ with tempfile.TemporaryDirectory() as tmp:
         model.module.load_state_dict(torch.load(path))  # BUG-LINE
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     torch.manual_seed(rank)
-    for step in range(5):
+    for _step in range(5):
         x, y = torch.randn(16, 12), torch.randint(0, 3, (16,))
         loss = F.cross_entropy(model(x), y)
         opt.zero_grad()

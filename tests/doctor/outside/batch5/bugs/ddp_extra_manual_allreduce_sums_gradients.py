@@ -18,7 +18,7 @@ torch.manual_seed(0)
 model = DDP(nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1)))
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 torch.manual_seed(rank + 1)
-for step in range(5):
+for _step in range(5):
     x = torch.randn(16, 10)
     y = x.sum(1, keepdim=True)
     loss = F.mse_loss(model(x), y)

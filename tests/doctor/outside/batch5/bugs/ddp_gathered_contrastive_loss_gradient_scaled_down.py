@@ -19,7 +19,7 @@ torch.manual_seed(0)
 model = DDP(nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 32)))
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 torch.manual_seed(rank + 1)
-for step in range(5):
+for _step in range(5):
     x = torch.randn(8, 16)
     z1 = F.normalize(model(x + 0.05 * torch.randn_like(x)), dim=-1)
     z2 = F.normalize(model(x + 0.05 * torch.randn_like(x)), dim=-1)

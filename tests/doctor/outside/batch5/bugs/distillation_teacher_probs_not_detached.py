@@ -15,7 +15,7 @@ teacher_dec = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
 student_dec = nn.Linear(64, 10)
 params = list(encoder.parameters()) + list(teacher_dec.parameters()) + list(student_dec.parameters())
 opt = torch.optim.Adam(params, lr=1e-3)
-for step in range(6):
+for _step in range(6):
     x, y = torch.randn(32, 20), torch.randint(0, 10, (32,))
     h = encoder(x)
     t_logits, s_logits = teacher_dec(h), student_dec(h)

@@ -11,9 +11,15 @@ from torch import nn
 
 torch.manual_seed(0)
 model = nn.Sequential(
-    nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-    nn.Conv2d(16, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-    nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 4),
+    nn.Conv2d(3, 16, 3, padding=1),
+    nn.BatchNorm2d(16),
+    nn.ReLU(),
+    nn.Conv2d(16, 16, 3, padding=1),
+    nn.BatchNorm2d(16),
+    nn.ReLU(),
+    nn.AdaptiveAvgPool2d(1),
+    nn.Flatten(),
+    nn.Linear(16, 4),
 )
 freeze = ["0.", "1.", "3.", "4."]
 for k, v in model.named_parameters():
@@ -31,7 +37,7 @@ for k, v in model.named_parameters():
 opt = torch.optim.SGD(pg_bn, lr=1e-2, momentum=0.9)
 opt.add_param_group({"params": pg_w, "weight_decay": 5e-4})
 opt.add_param_group({"params": pg_b})
-for step in range(5):
+for _step in range(5):
     x, y = torch.randn(16, 3, 16, 16), torch.randint(0, 4, (16,))
     loss = F.cross_entropy(model(x), y)
     opt.zero_grad()

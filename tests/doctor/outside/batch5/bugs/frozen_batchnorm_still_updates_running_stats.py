@@ -11,8 +11,14 @@ from torch import nn
 
 torch.manual_seed(0)
 backbone = nn.Sequential(
-    nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-    nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+    nn.Conv2d(3, 16, 3, padding=1),
+    nn.BatchNorm2d(16),
+    nn.ReLU(),
+    nn.Conv2d(16, 32, 3, padding=1),
+    nn.BatchNorm2d(32),
+    nn.ReLU(),
+    nn.AdaptiveAvgPool2d(1),
+    nn.Flatten(),
 )
 for m in backbone.modules():  # pretend these came from a checkpoint
     if isinstance(m, nn.BatchNorm2d):
@@ -24,7 +30,7 @@ head = nn.Linear(32, 5)
 model = nn.Sequential(backbone, head)
 model.train()  # BUG-LINE
 opt = torch.optim.SGD(head.parameters(), lr=0.05)
-for step in range(5):
+for _step in range(5):
     x, y = torch.randn(4, 3, 16, 16) * 3 + 1, torch.randint(0, 5, (4,))
     loss = F.cross_entropy(model(x), y)
     opt.zero_grad()

@@ -30,9 +30,9 @@ model = Tagger()
 parameters = []
 params = {"lr": 1e-3, "params": list(model.encoder.parameters())}
 parameters.append(params)
-params = {"lr": 5e-3, "params": list(model.fc.parameters()) + [model.transitions]}  # BUG-LINE
+params = {"lr": 5e-3, "params": [*list(model.fc.parameters()), model.transitions]}  # BUG-LINE
 opt = torch.optim.AdamW(parameters)
-for step in range(5):
+for _step in range(5):
     x, y = torch.randn(8, 12, 16), torch.randint(0, 5, (8, 12))
     loss = F.cross_entropy(model(x).reshape(-1, 5), y.reshape(-1))
     opt.zero_grad()

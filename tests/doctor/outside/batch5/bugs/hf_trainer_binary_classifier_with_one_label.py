@@ -28,11 +28,25 @@ class Toy(Dataset):
         return {"input_ids": self.ids[i], "attention_mask": torch.ones(16, dtype=torch.long), "labels": self.labels[i]}
 
 
-config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=64, max_position_embeddings=32)
+config = BertConfig(
+    vocab_size=100,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=32,
+)
 config.num_labels = 1  # BUG-LINE
 model = BertForSequenceClassification(config)
 with tempfile.TemporaryDirectory() as tmp:
-    args = TrainingArguments(output_dir=tmp, max_steps=6, per_device_train_batch_size=8, learning_rate=1e-3,
-                             report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True)
+    args = TrainingArguments(
+        output_dir=tmp,
+        max_steps=6,
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+    )
     Trainer(model=model, args=args, train_dataset=Toy()).train()

@@ -36,11 +36,25 @@ def collate(examples):
     return {"input_ids": inputs, "attention_mask": torch.ones_like(inputs), "labels": labels}  # BUG-LINE
 
 
-config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=64, max_position_embeddings=32)
+config = BertConfig(
+    vocab_size=100,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=32,
+)
 model = BertForMaskedLM(config)
 with tempfile.TemporaryDirectory() as tmp:
-    args = TrainingArguments(output_dir=tmp, max_steps=6, per_device_train_batch_size=8, learning_rate=1e-3,
-                             report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True,
-                             remove_unused_columns=False)
+    args = TrainingArguments(
+        output_dir=tmp,
+        max_steps=6,
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+        remove_unused_columns=False,
+    )
     Trainer(model=model, args=args, train_dataset=Texts(), data_collator=collate).train()

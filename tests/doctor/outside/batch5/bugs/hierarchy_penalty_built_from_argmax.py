@@ -16,7 +16,7 @@ coarse_head, fine_head = nn.Linear(64, 3), nn.Linear(64, 6)
 params = list(trunk.parameters()) + list(coarse_head.parameters()) + list(fine_head.parameters())
 opt = torch.optim.Adam(params, lr=1e-3)
 beta = 1.0
-for step in range(6):
+for _step in range(6):
     x = torch.randn(32, 16)
     y_fine = torch.randint(0, 6, (32,))
     y_coarse = fine_to_coarse[y_fine]

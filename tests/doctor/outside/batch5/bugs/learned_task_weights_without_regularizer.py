@@ -15,7 +15,7 @@ reg_head, cls_head = nn.Linear(64, 1), nn.Linear(64, 3)
 task_w = nn.Parameter(torch.ones(2))
 params = list(trunk.parameters()) + list(reg_head.parameters()) + list(cls_head.parameters()) + [task_w]
 opt = torch.optim.Adam(params, lr=1e-2)
-for step in range(6):
+for _step in range(6):
     x = torch.randn(32, 10)
     y_reg, y_cls = x[:, :1] * 2, (x[:, 1] > 0).long() + (x[:, 2] > 0).long()
     h = trunk(x)

@@ -34,6 +34,12 @@ class Model(pl.LightningModule):
 
 
 ds = TensorDataset(torch.randn(160, 10), torch.randint(0, 3, (160,)))
-trainer = pl.Trainer(max_steps=10, accelerator="cpu", enable_checkpointing=False, logger=False,
-                     enable_progress_bar=False, enable_model_summary=False)
+trainer = pl.Trainer(
+    max_steps=10,
+    accelerator="cpu",
+    enable_checkpointing=False,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
 trainer.fit(Model(), DataLoader(ds, batch_size=16))

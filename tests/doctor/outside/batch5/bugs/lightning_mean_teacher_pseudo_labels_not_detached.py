@@ -34,7 +34,7 @@ class SelfTraining(pl.LightningModule):
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
         with torch.no_grad():
-            for t, s in zip(self.teacher.parameters(), self.student.parameters()):
+            for t, s in zip(self.teacher.parameters(), self.student.parameters(), strict=False):
                 t.mul_(0.99).add_(s, alpha=0.01)
 
     def configure_optimizers(self):
@@ -42,6 +42,12 @@ class SelfTraining(pl.LightningModule):
 
 
 ds = TensorDataset(torch.randn(128, 12), torch.randint(0, 4, (128,)), torch.randn(128, 12))
-trainer = pl.Trainer(max_steps=8, accelerator="cpu", enable_checkpointing=False, logger=False,
-                     enable_progress_bar=False, enable_model_summary=False)
+trainer = pl.Trainer(
+    max_steps=8,
+    accelerator="cpu",
+    enable_checkpointing=False,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
 trainer.fit(SelfTraining(), DataLoader(ds, batch_size=16))

@@ -36,6 +36,12 @@ class VAE(pl.LightningModule):
 
 
 ds = TensorDataset(torch.randn(128, 20))
-trainer = pl.Trainer(max_steps=8, accelerator="cpu", enable_checkpointing=False, logger=False,
-                     enable_progress_bar=False, enable_model_summary=False)
+trainer = pl.Trainer(
+    max_steps=8,
+    accelerator="cpu",
+    enable_checkpointing=False,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
 trainer.fit(VAE(), DataLoader(ds, batch_size=16))

@@ -22,7 +22,7 @@ def triplet_loss(a, p, n, margin=1.0):
     return mean_losses
 
 
-for step in range(6):
+for _step in range(6):
     base = torch.randn(32, 24)
     a, p, n = net(base), net(base + 0.1 * torch.randn(32, 24)), net(torch.randn(32, 24))
     loss = triplet_loss(a, p, n)

@@ -6,7 +6,6 @@ Source: https://github.com/CSCYQJ/MICCAI23-ProtoContra-SFDA/issues/18
 """
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 torch.manual_seed(0)
@@ -25,7 +24,7 @@ class SegNet(nn.Module):
 model = SegNet()
 model.outc.requires_grad = False  # BUG-LINE
 opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-2)
-for step in range(5):
+for _step in range(5):
     x = torch.rand(4, 1, 16, 16)
     probs = model(x).softmax(1)
     loss = -(probs * probs.clamp_min(1e-8).log()).sum(1).mean()  # entropy minimisation on target data

@@ -37,7 +37,7 @@ class Model(nn.Module):
 
 model = Model()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-for step in range(6):
+for _step in range(6):
     tok = torch.randint(0, 20, (B, T))
     target = torch.roll(tok, 1, dims=1)
     loss = F.cross_entropy(model(tok).reshape(-1, 20), target.reshape(-1))

@@ -41,7 +41,7 @@ class Regressor(nn.Module):
 
 model = Regressor()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-for step in range(6):
+for _step in range(6):
     x = torch.randn(8, 20, 3)
     y = torch.cumsum(x, dim=1) * 0.1
     loss = F.mse_loss(model(x), y)

@@ -32,7 +32,7 @@ class Seq2Seq(nn.Module):
 
 model = Seq2Seq()
 opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-for step in range(5):
+for _step in range(5):
     src = torch.randint(1, V, (16, 8))
     tgt = torch.flip(src, dims=[1])
     tgt_in = torch.cat([torch.zeros(16, 1, dtype=torch.long), tgt[:, :-1]], 1)

@@ -13,12 +13,18 @@ from transformers.utils import logging
 
 logging.set_verbosity_error()
 torch.manual_seed(0)
-config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=64, max_position_embeddings=32)
+config = BertConfig(
+    vocab_size=100,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=32,
+)
 encoder = BertModel(config)
 head = nn.Linear(32, 2)
 opt = torch.optim.AdamW(list(encoder.parameters()) + list(head.parameters()), lr=1e-3)
-for step in range(5):
+for _step in range(5):
     lengths = torch.randint(3, 17, (8,))
     ids = torch.randint(5, 100, (8, 16))
     mask = (torch.arange(16)[None] < lengths[:, None]).long()

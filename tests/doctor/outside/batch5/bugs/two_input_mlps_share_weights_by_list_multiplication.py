@@ -34,7 +34,7 @@ class Synth(nn.Module):
 
 model = Synth()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-for step in range(5):
+for _step in range(5):
     pitch, loud = torch.rand(8, 20, 1), torch.rand(8, 20, 1)
     target = torch.cat([torch.sin(pitch * 6).repeat(1, 1, 4), loud.repeat(1, 1, 4)], -1)
     loss = F.mse_loss(model(pitch, loud), target)

@@ -30,7 +30,7 @@ class TinyAlbert(nn.Module):
 
 model = TinyAlbert()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-for step in range(5):
+for _step in range(5):
     tok = torch.randint(0, 50, (16, 10))
     y = (tok == 3).any(1).long()
     loss = F.cross_entropy(model(tok), y)

@@ -12,7 +12,7 @@ from torch import nn
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(32, 128), nn.GELU(), nn.Linear(128, 10))
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-for step in range(5):
+for _step in range(5):
     x, y = torch.randn(64, 32), torch.randint(0, 10, (64,))
     with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
         logits = model(x)

@@ -24,7 +24,7 @@ def byol_loss(p, z):
     return 2 - 2 * F.cosine_similarity(p, z, dim=-1).mean()
 
 
-for step in range(6):
+for _step in range(6):
     x = torch.randn(32, 16)
     v1, v2 = x + 0.1 * torch.randn_like(x), x + 0.1 * torch.randn_like(x)
     p1, p2 = predictor(online(v1)), predictor(online(v2))
@@ -35,5 +35,5 @@ for step in range(6):
     loss.backward()
     opt.step()
     with torch.no_grad():
-        for t, o in zip(target.parameters(), online.parameters()):
+        for t, o in zip(target.parameters(), online.parameters(), strict=False):
             t.mul_(0.99).add_(o, alpha=0.01)

@@ -27,7 +27,7 @@ with tempfile.TemporaryDirectory() as tmp:
     result = model.load_state_dict(state, strict=False)
     assert result.missing_keys == ["4.weight", "4.bias"] and not result.unexpected_keys
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-for step in range(5):
+for _step in range(5):
     x, y = torch.randn(32, 16), torch.randint(0, 3, (32,))
     loss = F.cross_entropy(model(x), y)
     opt.zero_grad()

@@ -10,9 +10,11 @@ import torch.nn.functional as F
 from torch import nn
 
 torch.manual_seed(0)
-model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5))
+model = nn.Sequential(
+    nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 5)
+)
 opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-for step in range(5):
+for _step in range(5):
     x, y = torch.randn(16, 3, 32, 32), torch.randint(0, 5, (16,))
     lam = torch.distributions.Beta(1.0, 1.0).sample().item()
     perm = torch.randperm(x.size(0))

@@ -32,7 +32,7 @@ with tempfile.TemporaryDirectory() as tmp:
     model = DDP(local)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     torch.manual_seed(rank)
-    for step in range(5):
+    for _step in range(5):
         x, y = torch.randn(16, 12), torch.randint(0, 3, (16,))
         loss = F.cross_entropy(model(x), y)
         opt.zero_grad()

@@ -21,7 +21,7 @@ model = DDP(nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 3)))
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 accum = 2
 torch.manual_seed(rank + 1)
-for step in range(4):
+for _step in range(4):
     opt.zero_grad()
     for micro in range(accum):
         x, y = torch.randn(8, 10), torch.randint(0, 3, (8,))

@@ -13,12 +13,14 @@ torch.manual_seed(0)
 emb = nn.Embedding(60, 32)
 rnn = nn.GRU(32, 32, batch_first=True)
 head = nn.Linear(32, 3)
-opt = torch.optim.Adam([
-    {"params": emb.parameters(), "lr": 0.0},
-    {"params": rnn.parameters(), "lr": 1e-3},
-    {"params": head.parameters(), "lr": 3e-3},
-])
-for step in range(5):
+opt = torch.optim.Adam(
+    [
+        {"params": emb.parameters(), "lr": 0.0},
+        {"params": rnn.parameters(), "lr": 1e-3},
+        {"params": head.parameters(), "lr": 3e-3},
+    ]
+)
+for _step in range(5):
     tok, y = torch.randint(0, 60, (16, 10)), torch.randint(0, 3, (16,))
     h = rnn(emb(tok))[0][:, -1]
     loss = F.cross_entropy(head(h), y)

@@ -25,7 +25,7 @@ def focal_loss(logits, target, alpha=0.25, gamma=2.0):
     return (a_t * (1 - p_t) ** gamma * ce).sum() / target.sum().clamp(min=1)
 
 
-for step in range(6):
+for _step in range(6):
     x = torch.randn(128, 12)
     y = ((x[:, 0] + x[:, 1]) > 2.0).float().unsqueeze(1)
     loss = focal_loss(model(x), y)

@@ -20,7 +20,7 @@ torch.manual_seed(0)
 class Toy(Dataset):
     def __init__(self, n=64):
         self.ids = torch.randint(5, 100, (n, 16))
-        self.labels = ((self.ids[:, 0] < 20).long() + (self.ids[:, 1] < 20).long())
+        self.labels = (self.ids[:, 0] < 20).long() + (self.ids[:, 1] < 20).long()
 
     def __len__(self):
         return len(self.ids)
@@ -38,10 +38,25 @@ class WeightedTrainer(Trainer):
         return (loss, outputs) if return_outputs else loss
 
 
-config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                    intermediate_size=64, max_position_embeddings=32, num_labels=3)
+config = BertConfig(
+    vocab_size=100,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=32,
+    num_labels=3,
+)
 model = BertForSequenceClassification(config)
 with tempfile.TemporaryDirectory() as tmp:
-    args = TrainingArguments(output_dir=tmp, max_steps=6, per_device_train_batch_size=8, learning_rate=1e-3,
-                             report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True)
+    args = TrainingArguments(
+        output_dir=tmp,
+        max_steps=6,
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+    )
     WeightedTrainer(model=model, args=args, train_dataset=Toy()).train()

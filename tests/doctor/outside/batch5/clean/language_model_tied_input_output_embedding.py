@@ -27,7 +27,7 @@ class TiedLM(nn.Module):
 
 model = TiedLM()
 opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-for step in range(5):
+for _step in range(5):
     tok = torch.randint(0, V, (16, 21))
     loss = F.cross_entropy(model(tok[:, :-1]).reshape(-1, V), tok[:, 1:].reshape(-1))
     opt.zero_grad()

@@ -38,6 +38,12 @@ class Finetuner(pl.LightningModule):
 
 
 ds = TensorDataset(torch.randn(160, 20), torch.randint(0, 4, (160,)))
-trainer = pl.Trainer(max_steps=8, accelerator="cpu", enable_checkpointing=False, logger=False,
-                     enable_progress_bar=False, enable_model_summary=False)
+trainer = pl.Trainer(
+    max_steps=8,
+    accelerator="cpu",
+    enable_checkpointing=False,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
 trainer.fit(Finetuner(), DataLoader(ds, batch_size=16, shuffle=True))

@@ -29,8 +29,9 @@ class GAN(pl.LightningModule):
         opt_g, opt_d = self.optimizers()
         fake = self.G(torch.randn(real.size(0), 8))
         ones, zeros = torch.ones(real.size(0), 1), torch.zeros(real.size(0), 1)
-        d_loss = F.binary_cross_entropy_with_logits(self.D(real), ones) + \
-            F.binary_cross_entropy_with_logits(self.D(fake.detach()), zeros)
+        d_loss = F.binary_cross_entropy_with_logits(self.D(real), ones) + F.binary_cross_entropy_with_logits(
+            self.D(fake.detach()), zeros
+        )
         opt_d.zero_grad()
         self.manual_backward(d_loss)
         opt_d.step()
@@ -40,11 +41,19 @@ class GAN(pl.LightningModule):
         opt_g.step()
 
     def configure_optimizers(self):
-        return (torch.optim.Adam(self.G.parameters(), lr=2e-4, betas=(0.5, 0.999)),
-                torch.optim.Adam(self.D.parameters(), lr=2e-4, betas=(0.5, 0.999)))
+        return (
+            torch.optim.Adam(self.G.parameters(), lr=2e-4, betas=(0.5, 0.999)),
+            torch.optim.Adam(self.D.parameters(), lr=2e-4, betas=(0.5, 0.999)),
+        )
 
 
 ds = TensorDataset(torch.randn(128, 2) * 0.5 + 2)
-trainer = pl.Trainer(max_steps=10, accelerator="cpu", enable_checkpointing=False, logger=False,
-                     enable_progress_bar=False, enable_model_summary=False)
+trainer = pl.Trainer(
+    max_steps=10,
+    accelerator="cpu",
+    enable_checkpointing=False,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+)
 trainer.fit(GAN(), DataLoader(ds, batch_size=16))

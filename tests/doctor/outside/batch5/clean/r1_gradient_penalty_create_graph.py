@@ -14,11 +14,11 @@ G = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
 D = nn.Sequential(nn.Linear(2, 32), nn.Softplus(), nn.Linear(32, 1))
 opt_d = torch.optim.Adam(D.parameters(), lr=1e-3, betas=(0.0, 0.99))
 opt_g = torch.optim.Adam(G.parameters(), lr=1e-3, betas=(0.0, 0.99))
-for step in range(5):
+for _step in range(5):
     real = (torch.randn(32, 2) + 1).requires_grad_(True)
     fake = G(torch.randn(32, 4))
     d_real = D(real)
-    grad, = torch.autograd.grad(d_real.sum(), real, create_graph=True)
+    (grad,) = torch.autograd.grad(d_real.sum(), real, create_graph=True)
     r1 = grad.pow(2).sum(1).mean()
     d_loss = F.softplus(-d_real).mean() + F.softplus(D(fake.detach())).mean() + 5.0 * r1
     opt_d.zero_grad()

@@ -15,7 +15,7 @@ lstm = nn.LSTM(32, 32, batch_first=True, bidirectional=True)
 out = nn.Linear(64, 6)
 params = list(emb.parameters()) + list(lstm.parameters()) + list(out.parameters())
 opt = torch.optim.Adam(params, lr=3e-3)
-for step in range(5):
+for _step in range(5):
     lengths = torch.randint(3, 13, (16,))
     valid = torch.arange(12)[None] < lengths[:, None]
     tok = torch.randint(1, 40, (16, 12)) * valid

@@ -14,7 +14,7 @@ trunk = nn.Sequential(nn.Linear(10, 64), nn.ReLU())
 head_a, head_b = nn.Linear(64, 3), nn.Linear(64, 1)
 params = list(trunk.parameters()) + list(head_a.parameters()) + list(head_b.parameters())
 opt = torch.optim.SGD(params, lr=0.05)
-for step in range(5):
+for _step in range(5):
     x = torch.randn(32, 10)
     y_cls, y_reg = (x[:, 0] > 0).long() + (x[:, 1] > 0).long(), x[:, 2:3]
     h = trunk(x)
