@@ -1,0 +1,53 @@
+"""loss_unbounded_in_parameter: learned task weights with no regulariser (batch 5's dev program, written from a
+public report), written two ways, and the bounded forms that must stay silent: uncertainty weighting
+(exp(-s) * loss + s), softmax-normalised weights, a learned logit scale."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _loop(how: str):
+    torch.manual_seed(0)
+    trunk, reg, cls = nn.Sequential(nn.Linear(6, 16), nn.ReLU()), nn.Linear(16, 1), nn.Linear(16, 3)
+    w = nn.Parameter(torch.ones(2))
+    opt = torch.optim.Adam([*trunk.parameters(), *reg.parameters(), *cls.parameters(), w], lr=1e-2)
+    with watch(steps=2) as found:
+        for _ in range(3):
+            x = torch.randn(32, 6)
+            h = trunk(x)
+            losses = torch.stack([F.mse_loss(reg(h), x[:, :1]), F.cross_entropy(cls(h), (x[:, 1] > 0).long())])
+            if how == "product":
+                loss = (w * losses).sum()  # combined: product
+            elif how == "dot":
+                loss = torch.dot(losses, w)  # combined: dot
+            elif how == "uncertainty":
+                loss = (torch.exp(-w) * losses + w).sum()
+            elif how == "softmax":
+                loss = (torch.softmax(w, 0) * losses).sum()
+            else:  # a learned logit scale
+                loss = F.cross_entropy(cls(h) * w[0].exp(), (x[:, 1] > 0).long())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert found.done and not found.check_errors, found.check_errors
+    return [f for f in found.findings if f.check == "loss_unbounded_in_parameter"]
+
+
+@pytest.mark.parametrize("how", ["product", "dot"])
+def test_task_weights_with_no_regulariser_are_found_where_they_meet_the_loss(how):
+    (f,) = _loop(how)
+    assert f.line == line_of(f"# combined: {how}", _loop)
+    assert f.evidence["elements"] == 2
+
+
+@pytest.mark.parametrize("how", ["uncertainty", "softmax", "scale"])
+def test_bounded_forms_are_clean(how):
+    assert _loop(how) == []
