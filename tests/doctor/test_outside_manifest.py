@@ -45,7 +45,13 @@ def test_split_is_the_seeded_two_thirds_split():
 
 
 # each later batch: (its field, at least that many bugs, clean programs, DDP programs)
-LATER_BATCHES = [("batch2", 12, 6, 4), ("batch3", 24, 12, 2), ("batch4", 30, 15, 5), ("batch5", 30, 15, 5)]
+LATER_BATCHES = [
+    ("batch2", 12, 6, 4),
+    ("batch3", 24, 12, 2),
+    ("batch4", 30, 15, 5),
+    ("batch5", 30, 15, 5),
+    ("batch6", 30, 15, 5),
+]
 
 
 @pytest.mark.parametrize(("batch", "min_bugs", "min_clean", "min_ddp"), LATER_BATCHES)
@@ -77,7 +83,7 @@ def test_later_batch_split_is_its_own_seeded_split(batch):
                 assert e["split"] == ("dev" if Path(e["program"]).stem in dev else "held_out"), e["program"]
 
 
-@pytest.mark.parametrize("batch", ["batch3", "batch4", "batch5"])
+@pytest.mark.parametrize("batch", ["batch3", "batch4", "batch5", "batch6"])
 def test_a_later_batch_uses_no_source_of_the_earlier_batches(batch):
     earlier = {e["source"] for e in MANIFEST["programs"]}
     for before, *_ in LATER_BATCHES[: [b for b, *_ in LATER_BATCHES].index(batch)]:
