@@ -290,6 +290,11 @@ class Probe:
         self.uninstall()
         self.sink({"event": "watch_done", "steps": self.step, "watch_s": time.perf_counter() - self._t0})
 
+    def check_failed(self, check: str, exc: BaseException) -> None:
+        """A check's own error, caught inside a wrapper it installed: shown in the report, never raised into
+        the user's program."""
+        self.sink(_error_event(check, exc))
+
     def patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
         """Replace ``owner.name`` with ``make(original)`` until the watch ends (a check that needs to see a call
         the probe does not watch, e.g. ``Module.load_state_dict``, patches it in its ``start``)."""

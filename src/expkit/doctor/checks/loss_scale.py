@@ -19,6 +19,7 @@ import torch
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.graph_kept import made_where
+from expkit.doctor.checks.ranks import _world
 from expkit.doctor.findings import user_frame
 
 if TYPE_CHECKING:
@@ -124,14 +125,14 @@ class DdpLossDividedByWorld(Check):
 
 
 def _ddp_world(probe: Probe) -> int | None:
-    dist = torch.distributed
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+    world = _world()
+    if world is None:
         return None
     from torch.nn.parallel import DistributedDataParallel as ddp_type
 
     if not any(isinstance(m, ddp_type) for m in list(probe.roots.values())):
         return None  # gradients all-reduced by hand with SUM: dividing the loss is right
-    return dist.get_world_size()
+    return world[1]
 
 
 def _divisor(node: Any) -> float | None:

@@ -268,8 +268,7 @@ class DdpGradientsReducedAgain(Check):
                     try:
                         check._judge(probe, tensor, args, kwargs)
                     except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's all_reduce
-                        error = f"{type(exc).__name__}: {exc}"
-                        probe.sink({"event": "check_error", "check": check.name, "error": error})
+                        probe.check_failed(check.name, exc)
                 return original(tensor, *args, **kwargs)
 
             return all_reduce

@@ -79,9 +79,7 @@ class WeightsNotLoaded(Check):
                     try:
                         check.judge(probe, module, state, result)
                     except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's program
-                        probe.sink(
-                            {"event": "check_error", "check": check.name, "error": f"{type(exc).__name__}: {exc}"}
-                        )
+                        probe.check_failed(check.name, exc)
                 return result
 
             load_state_dict.__wrapped__ = original  # type: ignore[attr-defined]
