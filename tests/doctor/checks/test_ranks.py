@@ -104,3 +104,15 @@ def test_equal_learning_rates_and_events_without_rates_are_clean():
     same = [{**_state(r, s), "lrs": [0.05, 0.01]} for s in (1, 2) for r in (0, 1)]
     assert rank_findings(same) == []
     assert rank_findings([_state(r, s) for s in (1, 2) for r in (0, 1)]) == []  # an older child: no "lrs"
+
+
+def test_shuffling_samplers_seeded_apart_are_found_at_the_loader():
+    # pattern of NVlabs/LongLive#71: DistributedSampler(seed=base * rank) makes the ranks' shards overlap
+    events = [{**_state(r, s), "sampler_seed": 1234 * r} for s in (1, 2) for r in (0, 1)]
+    (f,) = rank_findings(events)
+    assert (f.check, f.line, f.evidence["seeds_by_rank"]) == ("ranks_shards_overlap", 20, [0, 1234])
+
+
+def test_one_seed_on_every_rank_or_no_shuffling_sampler_is_clean():
+    assert rank_findings([{**_state(r, s), "sampler_seed": 7} for s in (1, 2) for r in (0, 1)]) == []
+    assert rank_findings([{**_state(r, s), "sampler_seed": None} for s in (1, 2) for r in (0, 1)]) == []

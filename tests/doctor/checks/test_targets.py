@@ -155,3 +155,33 @@ def test_mixture_of_experts_gates_weighting_log_probabilities_are_clean():
             loss.backward()
             opt.step()
     assert _found(w) == []
+
+
+def _actor_critic(detach: bool):
+    torch.manual_seed(0)
+    actor, critic = nn.Linear(6, 3), nn.Linear(6, 1)
+    opt = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=1e-3)
+    with watch(steps=2) as w:
+        for _ in range(3):
+            state = torch.randn(32, 6)
+            dist = torch.distributions.Categorical(logits=actor(state))
+            action = dist.sample()
+            reward = (action == state[:, :3].argmax(1)).float()
+            value = critic(state).squeeze(1)
+            advantage = reward - (value.detach() if detach else value)  # the advantage
+            loss = -(advantage * dist.log_prob(action)).mean() + (reward - value).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return w
+
+
+def test_a_policy_gradient_weighted_by_an_undetached_critic_value_is_found_at_the_advantage():
+    # pattern of the actor-critic reports in tests/doctor/outside/batch5 (advantage = reward - value)
+    (f,) = _found(_actor_critic(detach=False))
+    assert f.line == _line_of("# the advantage", _actor_critic)
+    assert "policy gradient" in f.evidence["loss"]
+
+
+def test_a_policy_gradient_with_a_detached_advantage_is_silent():
+    assert _found(_actor_critic(detach=True)) == []

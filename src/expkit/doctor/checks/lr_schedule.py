@@ -276,21 +276,27 @@ class CosinePeriodTooShort(Check):
         )
 
 
-def _planned_steps(probe: Probe) -> int | None:
-    """The steps the run plans: a Lightning Trainer's ``estimated_stepping_batches`` when one exists (found once
-    through the garbage collector, only when Lightning is imported), else one epoch of the largest DataLoader."""
+def lightning_trainer() -> Any:
+    """The program's Lightning Trainer (found once through the garbage collector, only when Lightning is
+    imported), or None."""
     import gc
     import sys
 
-    if "lightning.pytorch" in sys.modules:
-        trainer_type = sys.modules["lightning.pytorch"].Trainer
-        for obj in gc.get_objects():
-            if type(obj) is trainer_type:
-                try:
-                    planned = obj.estimated_stepping_batches
-                except Exception:  # noqa: BLE001 - not set up yet: fall back to the loader
-                    break
-                if isinstance(planned, (int, float)) and math.isfinite(planned) and planned > 0:
-                    return int(planned)
-                break
+    if "lightning.pytorch" not in sys.modules:
+        return None
+    trainer_type = sys.modules["lightning.pytorch"].Trainer
+    return next((obj for obj in gc.get_objects() if type(obj) is trainer_type), None)
+
+
+def _planned_steps(probe: Probe) -> int | None:
+    """The steps the run plans: a Lightning Trainer's ``estimated_stepping_batches`` when one exists, else one
+    epoch of the largest DataLoader."""
+    trainer = lightning_trainer()
+    if trainer is not None:
+        try:
+            planned = trainer.estimated_stepping_batches
+        except Exception:  # noqa: BLE001 - not set up yet: fall back to the loader
+            planned = None
+        if isinstance(planned, (int, float)) and math.isfinite(planned) and planned > 0:
+            return int(planned)
     return probe.dataloader_batches()

@@ -73,6 +73,7 @@ class RankState(Check):
         self.no_sync_call: list[Any] | None = None  # the last no_sync() call
         self.unsynced: list[Any] | None = None  # ... when a backward ran under it since the last step
         self.order: dict[int, int] = {}  # id(optimizer) -> its place among the optimizers (same on every rank)
+        self.sampler_seed: int | None = None  # the seed of the shuffling DistributedSampler this rank iterated
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if _world() is None or not (ev.training and ev.grad_enabled):
@@ -88,6 +89,8 @@ class RankState(Check):
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name == "ddp.no_sync":
             self.no_sync_call = _site(user_frame(3))
+        elif ev.name == "sampler.iter" and getattr(ev.obj, "shuffle", False):
+            self.sampler_seed = int(getattr(ev.obj, "seed", 0))
 
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
         from torch.nn.parallel import DistributedDataParallel as ddp_type
@@ -131,6 +134,7 @@ class RankState(Check):
                 "grads": _digest(grads) if grads else None,
                 "lrs": [float(g.get("lr", 0.0)) for g in ev.optimizer.param_groups],
                 "inputs": self.inputs,
+                "sampler_seed": self.sampler_seed,
                 "sites": {
                     "grads": self.unsynced or self.bypass or self._unhooked(probe, ev) or _site(user_frame(3)),
                     "lrs": _site(user_frame(3)),
@@ -200,7 +204,35 @@ def rank_findings(events: list[dict[str, Any]]) -> list[Finding]:
                         step=step,
                     )
                 )
+    overlap = _seeds_differ(by_step)
+    if overlap is not None and not same_batch:
+        findings.append(overlap)
     return findings
+
+
+def _seeds_differ(by_step: dict[tuple[str, int], dict[int, dict[str, Any]]]) -> Finding | None:
+    """Ranks whose shuffling DistributedSampler holds different seeds: each rank shuffles the data set its own
+    way before taking its slice, so the shards overlap and some samples are never seen in an epoch."""
+    for (_opt, step), ranks in sorted(by_step.items(), key=lambda kv: kv[0][1]):
+        seeds = {r: ev.get("sampler_seed") for r, ev in ranks.items()}
+        if len(ranks) < 2 or None in seeds.values() or len(set(seeds.values())) < 2:
+            continue
+        site = next((ev["sites"]["inputs"] for ev in ranks.values() if ev["sites"].get("inputs")), None)
+        file, line = _where(site)
+        return Finding(
+            kind="bug",
+            check="ranks_shards_overlap",
+            message=f"the {len(ranks)} ranks' DistributedSamplers shuffle with different seeds "
+            f"({[seeds[r] for r in sorted(seeds)]}): each rank permutes the data set its own way before taking its "
+            "slice, so the shards overlap (samples repeated across ranks, others never seen in the epoch)",
+            file=file,
+            line=line,
+            evidence={"ranks": len(ranks), "seeds_by_rank": [seeds[r] for r in sorted(seeds)]},
+            fix="give every rank the same seed (DistributedSampler(dataset, seed=SEED), not a seed derived from "
+            "the rank); set_epoch(epoch) changes the shuffle each epoch",
+            step=step,
+        )
+    return None
 
 
 def _finding(first: dict[str, Any], what: str, step: int, states: list[dict[str, Any]]) -> Finding:

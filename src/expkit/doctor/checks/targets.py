@@ -39,10 +39,12 @@ SKIP = {  # nodes that only move or reshape values: looked through to the node t
     "SelectBackward0",
     "NegBackward0",
     "ContiguousBackward0",
+    "GatherBackward0",  # the log-probability of the chosen action (Categorical.log_prob)
 }
 PROBS = {"SoftmaxBackward0", "SigmoidBackward0"}
-LOGS = {"LogSoftmaxBackward0", "LogBackward0", "LogSigmoidBackward0"}
-DISTRIBUTION_LOSSES = ("kl_div",)  # patched here: not among the probe's LOSS_FUNCTIONS
+LOGS = {"LogSoftmaxBackward0", "LogBackward0", "LogSigmoidBackward0", "LogsumexpBackward0"}
+DISTRIBUTION_LOSSES = ("kl_div",)
+POLICY_GRADIENT = "weight * log-probability (a policy gradient)"  # patched here: not among the probe's LOSS_FUNCTIONS
 
 
 def _leaves(node: Any, blocked: frozenset[Any] = frozenset()) -> dict[int, torch.Tensor]:
@@ -190,6 +192,10 @@ class LossTargetCarriesGradient(Check):
             i_leaves = _leaves(q_op, frozenset({prob}))
             self._add(t_leaves, i_leaves, prob, stack, {"loss": "p * log q (hand-written)"})
             return
+        for w_op, q_op in (ops, ops[::-1]):  # a policy gradient: advantage * log pi(action)
+            if _logish(q_op) and not _logish(w_op) and type(_through(w_op)).__name__ not in PROBS:
+                self._add(_leaves(w_op), _leaves(q_op), w_op, stack, {"loss": POLICY_GRADIENT})
+                return
 
     def _add(
         self, t_leaves: dict[int, torch.Tensor], i_leaves: dict[int, torch.Tensor], node: Any, stack: Any, ev: dict
@@ -218,16 +224,26 @@ class LossTargetCarriesGradient(Check):
             stepped = c.target_ids & held & grads
             if not stepped or not (c.input_ids & held):
                 continue  # the target's parameters are another optimizer's (a GAN's D), or none steps them
-            probe.report(
-                kind="bug",
-                check=self.name,
-                message=(
+            if c.evidence.get("loss") == POLICY_GRADIENT:
+                message = (
+                    "a log-probability is weighted by a value that requires grad (an advantage or return built from "
+                    f"a critic's output): the policy-gradient loss also trains the {len(stepped)} parameter "
+                    "tensor(s) behind the weight, pushing the critic to make the advantage of likely actions small"
+                )
+                fix = "detach the weight: advantage = (returns - values).detach()"
+            else:
+                message = (
                     f"a loss target requires grad and its graph reaches {len(stepped)} parameter tensor(s) of its "
                     "own that the optimizer training the input also steps: the loss's gradient flows into "
                     "whatever made the target (a jointly trained teacher is pulled towards the student)"
-                ),
+                )
+                fix = "detach the target (teacher_probs.detach(), or compute it under torch.no_grad())"
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=message,
                 evidence={**c.evidence, "target_params_stepped": len(stepped)},
-                fix="detach the target (teacher_probs.detach(), or compute it under torch.no_grad())",
+                fix=fix,
                 where=c.where,
             )
         self.pending = []

@@ -1,0 +1,178 @@
+"""What the backpropagated loss is made of, measured on its autograd graph and values: a term that adds to the
+loss value but carries no gradient (a penalty computed from ``argmax``, a ``.item()`` or a detached output: it
+shows in the logged loss and trains nothing), and class targets that hold one value at every position of every
+watched step (a segmentation mask scaled like an image and truncated to class 0: the labels say nothing)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import raw_stack, user_frame, user_line_of
+
+if TYPE_CHECKING:
+    from expkit.doctor.findings import RawStack
+    from expkit.doctor.probe import BackwardEvent, LossEvent, Probe, StepEvent
+
+MIN_TERM_SHARE = 0.01  # a gradient-free term this large a share of the loss's absolute terms is not rounding
+MAX_TERMS = 64  # additive terms expanded before giving up (a loss summed over many pieces is not judged)
+
+
+def _coefficient(node: Any, side: int) -> float | None:
+    """The constant factor of a ``MulBackward0``/``DivBackward0`` on its grad-carrying operand ``side``."""
+    name = type(node).__name__
+    try:
+        other = node._saved_other if side == 0 else node._saved_self
+    except (AttributeError, RuntimeError):
+        return None
+    if not isinstance(other, torch.Tensor) or other.numel() != 1:
+        return None
+    value = float(other)
+    if name.startswith("Div"):
+        return 1.0 / value if side == 0 and value != 0 else None
+    return value
+
+
+def additive_terms(root: Any, known: dict[int, float]) -> tuple[float, int] | None:
+    """Expand ``root`` (a loss's ``grad_fn``) over +, -, and multiplication or division by a constant into its
+    terms: ``(sum of the terms whose value is known, number of terms that carry no gradient)``, or None when a
+    grad-carrying term is neither a known loss value nor such an expression."""
+    total, free, todo = 0.0, 0, [(root, 1.0)]
+    while todo:
+        if len(todo) + free > MAX_TERMS:
+            return None
+        node, coef = todo.pop()
+        if node is None:
+            free += 1
+            continue
+        if id(node) in known:
+            total += coef * known[id(node)]
+            continue
+        name, kids = type(node).__name__, node.next_functions
+        if name in ("AddBackward0", "SubBackward0") and len(kids) == 2:
+            alpha = float(getattr(node, "_saved_alpha", 1))
+            todo += [(kids[0][0], coef), (kids[1][0], coef * (alpha if name.startswith("Add") else -alpha))]
+        elif name == "NegBackward0" and len(kids) == 1:
+            todo.append((kids[0][0], -coef))
+        elif (
+            name in ("MulBackward0", "DivBackward0") and len(kids) == 2 and (kids[0][0] is None) != (kids[1][0] is None)
+        ):
+            side = 0 if kids[0][0] is not None else 1
+            factor = _coefficient(node, side)
+            if factor is None:
+                return None
+            todo.append((kids[side][0], coef * factor))
+        else:
+            return None
+    return total, free
+
+
+@register
+class LossTermWithoutGradient(Check):
+    """A backpropagated loss whose value holds a term that carries no gradient: the loss's graph, expanded over
+    + - and constant factors, ends in loss-function outputs plus a gradient-free term worth MIN_TERM_SHARE or more
+    of it (loss value minus the loss functions' values). The term is logged and optimised by nobody: a penalty
+    built from ``argmax``, a ``.item()``, a comparison or a detached output."""
+
+    name = "loss_term_without_gradient"
+
+    def __init__(self) -> None:
+        self.known: dict[int, tuple[float, RawStack]] = {}  # id(grad_fn of a loss function's value) -> value, site
+        self.items: list[RawStack] = []  # .item() calls since the last step
+        self.done = False
+
+    def start(self, probe: Probe) -> None:
+        items = self.items
+
+        def make(original: Any) -> Any:
+            def item(tensor: torch.Tensor) -> Any:
+                if probe.active and not self.done and len(items) < MAX_TERMS:
+                    items.append(raw_stack(2))
+                return original(tensor)
+
+            return item
+
+        probe.patch(torch.Tensor, "item", make)
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        if ev.value.numel() == 1 and ev.value.grad_fn is not None:
+            self.known[id(ev.value.grad_fn)] = (float(ev.value.detach()), raw_stack(3))
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        loss = ev.tensor
+        if self.done or not self.known or loss.numel() != 1 or loss.grad_fn is None:
+            return
+        terms = additive_terms(loss.grad_fn, {k: v for k, (v, _) in self.known.items()})
+        if terms is None or terms[1] == 0:
+            return
+        value = float(loss.detach())
+        rest = value - terms[0]
+        scale = abs(rest) + sum(abs(v) for v, _ in self.known.values())
+        if scale == 0 or abs(rest) < MIN_TERM_SHARE * scale:
+            return
+        self.done = True
+        site = user_line_of(self.items[-1]) if self.items else (None, None)
+        if site[0] is None:
+            site = user_line_of(list(self.known.values())[-1][1])
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the loss {value:.4g} holds a term of {rest:.4g} that carries no gradient (the loss functions "
+            f"give {terms[0]:.4g}): it shows in the logged loss but trains nothing (a penalty built from argmax, "
+            ".item(), a comparison or a detached tensor)",
+            evidence={"loss": value, "term_without_gradient": rest, "loss_functions": terms[0]},
+            fix="build the term from differentiable tensors (softmax probabilities instead of argmax, the tensor "
+            "instead of .item()), or leave it out of the loss and log it separately",
+            where=site if site[0] is not None else None,
+        )
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        self.known = {}
+        self.items.clear()
+
+
+MIN_DENSE_TARGETS = 256  # class targets per batch (pixels, tokens) that a real task never fills with one class
+
+
+@register
+class DenseTargetsOneClass(Check):
+    """Class-index targets with positions (a segmentation mask, token labels: ``target.dim() >= 2``), at least
+    MIN_DENSE_TARGETS per batch, that hold one and the same class at every position in every watched step while
+    the logits offer two or more: the labels were destroyed on the way in (a mask divided by 255 like an image
+    and truncated), so the model learns to predict one class."""
+
+    name = "dense_targets_one_class"
+
+    def __init__(self) -> None:
+        self.classes: list[int | None] = []  # per loss call: the one class its targets held, or None
+        self.site: tuple[str | None, int | None] = (None, None)
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        y = ev.target
+        if ev.function not in ("cross_entropy", "nll_loss") or not isinstance(y, torch.Tensor) or y.dim() < 2:
+            return
+        if y.is_floating_point() or ev.input.dim() != y.dim() + 1 or ev.input.shape[1] < 2:
+            return
+        keep = y[y != ev.kwargs.get("ignore_index", -100)]
+        one = keep.numel() >= MIN_DENSE_TARGETS and bool((keep == keep.flatten()[0]).all())
+        self.classes.append(int(keep.flatten()[0]) if one else None)
+        if one and self.site[0] is None:
+            self.site = user_frame(3)
+
+    def finish(self, probe: Probe) -> None:
+        if len(self.classes) < 2 or any(c is None for c in self.classes) or len(set(self.classes)) != 1:
+            return
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the class targets of all {len(self.classes)} watched losses hold class {self.classes[0]} at "
+            f"every position (per-pixel or per-token targets, {MIN_DENSE_TARGETS}+ a batch): the labels were "
+            "destroyed on the way in (a mask scaled like an image, /255, then truncated by .long()), so the model "
+            "learns one class",
+            evidence={"target_class": self.classes[0], "losses": len(self.classes)},
+            fix="load label masks without the image transform (torch.as_tensor(mask, dtype=torch.long), nearest "
+            "resize, no /255 or normalisation)",
+            where=self.site if self.site[0] is not None else None,
+        )

@@ -1,0 +1,98 @@
+"""loss_term_without_gradient and dense_targets_one_class: what the backpropagated loss is made of (a term that
+adds to its value but carries no gradient; class targets that hold one class at every position), each with the
+correct twins that must stay silent (a loss accumulated from a zero tensor, weighted and averaged losses, masks
+that hold several classes, a detached term that is zero)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of as _line_of  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _checks(w, name):
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == name]
+
+
+def _segmenter(how: str):
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 3, 1))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    with watch(net, opt, steps=2) as w:
+        for _ in range(3):
+            x = torch.randn(4, 3, 12, 12)
+            mask = (x.mean(1) > 0).long() + (x[:, 0] > 1).long()  # classes 0, 1, 2
+            if how == "truncated_mask":
+                mask = (mask.float() / 255.0).long()  # the truncated mask
+            logits = net(x)
+            ce = F.cross_entropy(logits, mask)
+            if how == "argmax_penalty":
+                hard = logits.argmax(1).float()  # the hard mask
+                loss = ce + 0.5 * (hard[:, :, 1:] - hard[:, :, :-1]).abs().mean()
+            elif how == "item_penalty":
+                share = (logits.argmax(1) == 0).float().mean().item()  # the item
+                loss = ce + torch.tensor([share]).sum()
+            elif how == "accumulated":
+                loss = torch.zeros(())
+                for term in (ce, 0.1 * logits.pow(2).mean()):
+                    loss = loss + term
+            elif how == "weighted":
+                loss = (0.7 * ce + 0.3 * F.cross_entropy(logits, mask.flip(0))) / 2
+            elif how == "zero_detached":
+                loss = ce + 0.0 * logits.detach().mean()
+            else:
+                loss = ce
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return w
+
+
+def test_a_penalty_built_from_argmax_is_found_at_the_loss_line():
+    # pattern of wonbeomjang/mobile-hair-segmentation-pytorch#3: an edge loss on the argmax mask
+    (f,) = _checks(_segmenter("argmax_penalty"), "loss_term_without_gradient")
+    assert f.line == _line_of("ce = F.cross_entropy(logits, mask)", _segmenter)
+    assert f.evidence["term_without_gradient"] > 0.01 * f.evidence["loss"]
+
+
+def test_a_penalty_through_item_is_found_at_the_item_call():
+    (f,) = _checks(_segmenter("item_penalty"), "loss_term_without_gradient")
+    assert f.line == _line_of("# the item", _segmenter)
+
+
+@pytest.mark.parametrize("how", ["plain", "accumulated", "weighted", "zero_detached"])
+def test_losses_whose_every_term_trains_are_silent(how):
+    assert _checks(_segmenter(how), "loss_term_without_gradient") == []
+
+
+def test_a_mask_truncated_to_one_class_is_found_at_the_loss_call():
+    # pattern of pytorch/vision#2497: a class-index mask divided by 255 like an image, then .long()
+    (f,) = _checks(_segmenter("truncated_mask"), "dense_targets_one_class")
+    assert f.evidence["target_class"] == 0
+    assert f.line == _line_of("ce = F.cross_entropy(logits, mask)", _segmenter)
+
+
+def test_masks_with_several_classes_are_silent():
+    assert _checks(_segmenter("plain"), "dense_targets_one_class") == []
+
+
+def test_infonce_labels_all_zero_are_not_dense_targets():
+    # MoCo's InfoNCE puts the positive at column 0 of every row: one class by design, but not per position
+    torch.manual_seed(0)
+    enc = nn.Linear(16, 8)
+    opt = torch.optim.SGD(enc.parameters(), lr=0.1)
+    with watch(enc, opt, steps=2) as w:
+        for _ in range(3):
+            q, k = F.normalize(enc(torch.randn(300, 16)), dim=1), F.normalize(torch.randn(300, 8), dim=1)
+            logits = torch.cat([(q * k).sum(1, keepdim=True), q @ torch.randn(8, 64)], dim=1)
+            loss = F.cross_entropy(logits, torch.zeros(300, dtype=torch.long))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert _checks(w, "dense_targets_one_class") == []
