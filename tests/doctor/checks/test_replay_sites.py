@@ -86,6 +86,22 @@ def test_a_functional_op_over_the_batch_axis_is_named_at_its_line_in_forward():
     assert _mixed(FunctionalMix("per_sample"), (8,)) == []  # normalised over features, batch norm: no mixing
 
 
+def test_a_time_first_rnn_called_directly_on_time_major_data_is_spared():
+    # torch.nn.CTCLoss's documented layout: a GRU(batch_first=False) on (time, batch, features); axis 0 is time
+    torch.manual_seed(0)
+    gru, proj = nn.GRU(6, 16), nn.Linear(16, 5)
+    opt = torch.optim.Adam([*gru.parameters(), *proj.parameters()], lr=1e-3)
+    with watch(gru, opt, steps=2) as w:
+        for _ in range(3):
+            h, _ = gru(torch.randn(12, 4, 6))
+            log_probs = proj(h).log_softmax(2)
+            loss = F.ctc_loss(log_probs, torch.randint(1, 5, (4, 3)), torch.full((4,), 12), torch.full((4,), 3))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert _found(w, "samples_mixed") == []
+
+
 # padding_changes_output --------------------------------------------------------------------------------------------
 
 V, D, T, PAD = 30, 16, 10, 0

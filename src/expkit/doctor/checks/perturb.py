@@ -304,6 +304,8 @@ class SamplesMixed(Check):
         if not (ev.training and ev.grad_enabled) or id(ev.module) in self.tested:
             return
         self.tested.add(id(ev.module))
+        if getattr(ev.module, "batch_first", None) is False:
+            return  # a time-first layer (nn.GRU, nn.MultiheadAttention) called directly: axis 0 is time by contract
         x, out = ev.first_tensor(), _first(ev.output)
         if x is None or out is None or x.dim() < 1 or x.shape[0] < 3 or out.dim() < 1 or out.shape[0] != x.shape[0]:
             return
