@@ -24,7 +24,7 @@ and 5 at a time in the order ``expkit sweep`` starts a plan (a config's seeds in
 
     python benchmarks/bench_early_stop.py --replays 200 [--grid charlm|mlp|crossing|heldout|all] [--record]
         [--check] [--docs]
-    python benchmarks/bench_early_stop.py --quick   (5 replays; the char LM grid only from its recording)
+    python benchmarks/bench_early_stop.py --quick   (2 replays; the char LM grid only from its recording)
 
 Issue 34 adds ``crossing``: 6 learning rates x 2 widths x 5 seeds of a numpy MLP whose high learning rates are
 behind at the first rungs and end best (``recordings/crossing_trial.py``, run through ``expkit sweep`` by
@@ -549,11 +549,11 @@ def main() -> None:
     ap.add_argument(
         "--docs", action="store_true", help="write the tables into docs/sweep.md (a full run of every grid only)"
     )
-    add_run_options(ap)  # --quick (5 replays) and --out DIR, as every benchmark takes them
+    add_run_options(ap)  # --quick (2 replays) and --out DIR, as every benchmark takes them
     args = ap.parse_args()
     if args.docs and (args.quick or args.grid != "all"):
         ap.error("--docs writes the figures of every grid: run without --quick and with --grid all")
-    n_replays = 5 if args.quick else args.replays  # quick: does it run (20 replays took 223 s of 300 at load 8)
+    n_replays = 2 if args.quick else args.replays  # quick: does it run (20 replays took 223 s of 300 at load 8)
     # --quick: the headline setups only (the seed-shuffled ones run the same code; the quick test has 300 s)
     setups = SETUPS[:2] if args.quick else SETUPS + (MORE_SETUPS if args.all_setups else ())
     results: dict = {
