@@ -134,6 +134,28 @@ def test_hand_written_loss_counting_padding_without_a_pad_id():
             assert found["pad_in_loss"].evidence["pad_positions_trained"] == sum(r - 1 for r in runs)
 
 
+def test_hand_written_loss_of_an_lm_written_as_separate_modules_counts_padding():
+    """Embedding, GRU and head called one after the other (each a top-level forward): the token ids are those of
+    the embedding's call, kept through the float forwards after it (an outside program's case: batch 7,
+    the pad id defined and never passed as ignore_index)."""
+    ids, mask = _batch(pad=PAD)
+    torch.manual_seed(0)
+    emb, rnn, head = nn.Embedding(V, 16), nn.GRU(16, 16, batch_first=True), nn.Linear(16, V)
+    opt = torch.optim.SGD([*emb.parameters(), *rnn.parameters(), *head.parameters()], lr=0.01)
+    for masked in (False, True):
+        with watch(steps=1) as w:
+            x, y = ids[:, :-1], ids[:, 1:]
+            if masked:
+                y = y.masked_fill(mask[:, 1:] == 0, -100)
+            h, _ = rnn(emb(x))
+            loss = nn.functional.cross_entropy(head(h).reshape(-1, V), y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        assert not w.check_errors
+        assert ("pad_in_loss" in {f.check for f in w.findings}) is not masked
+
+
 def test_hand_written_loss_on_an_hf_model_with_next_token_targets_from_the_data():
     """x = seq[:-1], y = seq[1:] (the targets already next-token): the label at the input's last real position is
     the first pad (masked) and must not read as a masked eos; masking the eos by id must."""

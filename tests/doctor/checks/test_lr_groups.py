@@ -85,3 +85,54 @@ def test_max_mode_stepped_with_the_loss_is_found_at_the_scheduler():
 @pytest.mark.parametrize(("mode", "metric"), [("min", "loss"), ("max", "score")])
 def test_a_mode_that_matches_its_metric_is_silent(mode, metric):
     assert _found(_plateau(mode, metric), "plateau_mode_against_metric") == []
+
+
+class _Blocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.LayerNorm = nn.LayerNorm(8)  # HF BERT's name
+        self.ln_f = nn.LayerNorm(8)  # GPT-2's and RoBERTa-head's style
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.ln_f(self.LayerNorm(self.proj(x))))
+
+
+def _decay(rule: str):
+    torch.manual_seed(0)
+    model = _Blocks()
+    with watch(model, steps=2) as w:
+        if rule == "by_name":  # the recipe's name list (transformers#16908)
+            nd = ["bias", "LayerNorm.weight"]
+            groups = [
+                {
+                    "params": [p for n, p in model.named_parameters() if not any(k in n for k in nd)],
+                    "weight_decay": 0.1,
+                },
+                {"params": [p for n, p in model.named_parameters() if any(k in n for k in nd)], "weight_decay": 0.0},
+            ]
+        elif rule == "by_ndim":
+            groups = [
+                {"params": [p for p in model.parameters() if p.ndim >= 2], "weight_decay": 0.1},
+                {"params": [p for p in model.parameters() if p.ndim < 2], "weight_decay": 0.0},
+            ]
+        else:  # one group, everything decayed alike
+            groups = [{"params": list(model.parameters()), "weight_decay": 0.01}]
+        opt = torch.optim.AdamW(groups, lr=1e-3)  # the optimizer
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randn(8, 8)), torch.randint(0, 3, (8,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return w
+
+
+def test_a_no_decay_rule_by_name_that_misses_one_norm_is_found_at_the_optimizer():
+    (f,) = _found(_decay("by_name"), "norm_weight_decayed_unevenly")
+    assert f.evidence["decayed"] == ["ln_f.weight"] and f.line == _line_of("# the optimizer", _decay)
+
+
+@pytest.mark.parametrize("rule", ["by_ndim", "all_alike"])
+def test_no_decay_by_shape_or_decay_for_all_is_silent(rule):
+    assert _found(_decay(rule), "norm_weight_decayed_unevenly") == []

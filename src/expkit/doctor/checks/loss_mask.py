@@ -254,6 +254,7 @@ class LossMask(Check):
         probe.patch(_BaseDataLoaderIter, "__next__", make)
 
     def on_step_post(self, probe: Probe, ev: Any) -> None:
+        self.last = None  # token ids are read again at the next step's forward
         self.steps += 1
         if self.steps >= WATCHED_STEPS and self.made is not None:
             self.made.made.clear()
@@ -263,8 +264,7 @@ class LossMask(Check):
             return
         ids = ev.kwargs.get("input_ids", ev.first_tensor())
         if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.dim() != 2 or ids.shape[1] <= 2:
-            self.last = None
-            return
+            return  # a later layer of a model written as separate modules (embedding, RNN, head): keep its ids
         mask = ev.kwargs.get("attention_mask")
         attended = mask.detach().bool() if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else None
         stops, pad = _config_ids(ev.module)

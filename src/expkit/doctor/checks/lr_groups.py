@@ -213,3 +213,48 @@ class PlateauModeAgainstMetric(Check):
             "an accuracy or a score), or monitor the metric the mode was written for",
             where=where if where[0] is not None else None,
         )
+
+
+@register
+class NormWeightsDecayedUnevenly(Check):
+    """An optimizer that decays some normalisation-layer parameters (LayerNorm, RMSNorm, BatchNorm, GroupNorm:
+    any module whose class name holds "Norm") and not others: a no-decay rule matched by name (``"LayerNorm.weight"``)
+    that misses the norms named otherwise (RoBERTa's ``lm_head.layer_norm``, GPT-2's ``ln_f``), so those are pulled
+    toward zero every step unlike the rest."""
+
+    name = "norm_weight_decayed_unevenly"
+
+    def __init__(self) -> None:
+        self.done: set[int] = set()
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        if id(ev.optimizer) in self.done:
+            return
+        self.done.add(id(ev.optimizer))
+        decay = {
+            id(p): float(g.get("weight_decay", 0.0) or 0.0) for g in ev.optimizer.param_groups for p in g["params"]
+        }
+        decayed, spared = [], []
+        for root in probe.trained_roots():
+            for mname, mod in root.named_modules():
+                if "Norm" not in type(mod).__name__:
+                    continue
+                for pname, p in mod.named_parameters(recurse=False):
+                    if id(p) in decay and p.requires_grad:
+                        (decayed if decay[id(p)] > 0 else spared).append(f"{mname}.{pname}".lstrip("."))
+        if not decayed or not spared:
+            return
+        made = probe.made_at.get(id(ev.optimizer))
+        where = user_line_of(made[1]) if made else (None, None)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the optimizer decays {len(decayed)} normalisation parameter(s) and spares {len(spared)}: "
+            f"{', '.join(sorted(decayed)[:4])}{' ...' if len(decayed) > 4 else ''} get weight decay while the "
+            "other norms' do not (a no-decay rule matched by a name these norms do not have), so they shrink "
+            "toward zero every step",
+            evidence={"decayed": sorted(decayed)[:8], "decayed_count": len(decayed), "spared_count": len(spared)},
+            fix="choose the no-decay group by module type and shape (every Norm layer's parameters and every "
+            "bias, or p.ndim < 2), not by a name list",
+            where=where if where[0] is not None else None,
+        )
