@@ -96,3 +96,33 @@ def test_infonce_labels_all_zero_are_not_dense_targets():
             loss.backward()
             opt.step()
     assert _checks(w, "dense_targets_one_class") == []
+
+
+def _resized(mode: str, classes: int):
+    torch.manual_seed(0)
+    masks = torch.zeros(4, 1, 24, 24)
+    masks[..., 12:] = 1.0
+    if classes > 2:
+        masks[..., 16:, :] = 2.0
+    net = nn.Conv2d(3, 3, 3, padding=1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    with watch(net, opt, steps=2) as w:
+        small = F.interpolate(masks, size=(10, 10), mode=mode)  # the resize
+        target = (small > 0.5).long() if classes == 2 else small.round().long()
+        for _ in range(3):
+            loss = F.cross_entropy(net(torch.randn(4, 3, 10, 10)), target.squeeze(1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _checks(w, "label_map_interpolated")
+
+
+def test_a_class_map_resized_bilinear_is_found_at_the_resize():
+    # pattern of ykamikawa/tf-keras-PSPNet#2 (batch 7, dev): class ids averaged at the borders
+    (f,) = _resized("bilinear", classes=3)
+    assert f.line == _line_of("# the resize", _resized)
+
+
+@pytest.mark.parametrize(("mode", "classes"), [("nearest", 3), ("bilinear", 2)])
+def test_nearest_resizes_and_thresholded_binary_masks_are_silent(mode, classes):
+    assert _resized(mode, classes) == []

@@ -1,7 +1,8 @@
 """What the backpropagated loss is made of, measured on its autograd graph and values: a term that adds to the
 loss value but carries no gradient (a penalty computed from ``argmax``, a ``.item()`` or a detached output: it
 shows in the logged loss and trains nothing), and class targets that hold one value at every position of every
-watched step (a segmentation mask scaled like an image and truncated to class 0: the labels say nothing)."""
+watched step (a segmentation mask scaled like an image and truncated to class 0: the labels say nothing), and
+class targets that are a label map resized with a smoothing interpolation (bilinear averaging invents classes)."""
 
 from __future__ import annotations
 
@@ -176,3 +177,76 @@ class DenseTargetsOneClass(Check):
             "resize, no /255 or normalisation)",
             where=self.site if self.site[0] is not None else None,
         )
+
+
+SMOOTH_MODES = ("linear", "bilinear", "bicubic", "trilinear", "area")
+MAX_LABEL_CLASSES = 64  # distinct integral values a label map holds (an image holds more)
+MAX_RESAMPLED = 8  # resampled label maps remembered
+
+
+@register
+class LabelMapInterpolated(Check):
+    """A class-index target that is a label map resampled with a smoothing mode: ``F.interpolate(mask,
+    mode="bilinear")`` on a float tensor of 3+ integral class ids (at most MAX_LABEL_CLASSES) averages
+    neighbouring ids, and the rounded result, found again by value as a cross-entropy target, holds classes that
+    were never at those pixels (a 1 on the border of classes 0 and 2). Binary masks resized and thresholded are
+    not judged."""
+
+    name = "label_map_interpolated"
+
+    def __init__(self) -> None:
+        self.resampled: list[tuple[torch.Tensor, RawStack]] = []
+        self.done = False
+
+    def start(self, probe: Probe) -> None:
+        resampled = self.resampled
+
+        def make(original: Any) -> Any:
+            def interpolate(x: Any, *args: Any, **kwargs: Any) -> Any:
+                out = original(x, *args, **kwargs)
+                mode = kwargs.get("mode", args[2] if len(args) > 2 else "nearest")
+                if probe.active and mode in SMOOTH_MODES and len(resampled) < MAX_RESAMPLED:
+                    try:
+                        if _label_map(x) and isinstance(out, torch.Tensor) and not _integral(out):
+                            resampled.append((out.detach().round().long().flatten(), raw_stack(2)))
+                    except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's training
+                        probe.check_failed(self.name, exc)
+                return out
+
+            return interpolate
+
+        probe.patch(torch.nn.functional, "interpolate", make)
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        y = ev.target
+        if self.done or not self.resampled or ev.function not in ("cross_entropy", "nll_loss"):
+            return
+        if not isinstance(y, torch.Tensor) or y.is_floating_point() or y.dim() < 2:
+            return
+        flat = y.detach().flatten()
+        for made, stack in self.resampled:
+            if made.numel() == flat.numel() and torch.equal(made.to(flat.device), flat):
+                self.done = True
+                where = user_line_of(stack)
+                probe.report(
+                    kind="bug",
+                    check=self.name,
+                    message="the class targets are a label map resized with a smoothing interpolation: averaging "
+                    "class ids and rounding invents classes at the borders between regions (the ids in between)",
+                    evidence={"target_shape": list(y.shape), "classes_in_target": int(torch.unique(flat).numel())},
+                    fix='resize label maps with mode="nearest" (or nearest-exact), never bilinear/bicubic/area',
+                    where=where if where[0] is not None else None,
+                )
+                return
+
+
+def _integral(x: torch.Tensor) -> bool:
+    return bool(torch.equal(x, x.round()))
+
+
+def _label_map(x: Any) -> bool:
+    """A float tensor with spatial axes whose values are 3 to MAX_LABEL_CLASSES distinct integers."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 3 or not _integral(x):
+        return False
+    distinct = torch.unique(x).numel()
+    return 3 <= distinct <= MAX_LABEL_CLASSES
