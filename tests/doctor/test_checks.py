@@ -189,3 +189,29 @@ def test_labels_equal_to_inputs_are_flagged_and_shifted_labels_are_not():
             loss.backward()
             opt.step()
         assert ("labels_not_shifted" in checks_of(w)) is not shifted
+
+
+class _SoftmaxClf(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return torch.softmax(self.fc(x), dim=-1)  # the squash
+
+
+def test_probabilities_into_nll_loss_are_named_where_the_softmax_was_applied():
+    # pattern of batch 7's dev program (a text classifier returning softmax into nn.NLLLoss)
+    torch.manual_seed(0)
+    X, y = _data()
+    model = _SoftmaxClf()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for i in range(3):
+            loss = nn.functional.nll_loss(model(X[32 * i : 32 * (i + 1)]), y[32 * i : 32 * (i + 1)])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (f,) = [f for f in w.findings if f.check == "logits_into_nll_loss"]
+    lines, first = inspect.getsourcelines(_SoftmaxClf)
+    assert f.line == first + next(i for i, text in enumerate(lines) if "# the squash" in text)

@@ -60,6 +60,22 @@ def made_by_node(t: torch.Tensor, ops: tuple[str, ...], hops: int = 4) -> Any:
     return None
 
 
+def _squash_site(probe: Probe, t: torch.Tensor) -> tuple[str, int] | None:
+    """Where the softmax/sigmoid just above ``t`` came from: an ``nn.Softmax`` module's construction, else the
+    user's line that applied it (anomaly mode's record of its node); None when neither is known (the loss call
+    is named)."""
+    from expkit.doctor.checks.graph_kept import made_where
+    from expkit.doctor.findings import user_line_of
+
+    node = made_by_node(t, ("SoftmaxBackward0", "SigmoidBackward0"))
+    if node is None:
+        return None
+    module = probe.softmax_nodes.get(id(node)) or probe.activation_nodes.get(id(node))
+    made = probe.made_at.get(id(module)) if module is not None else None
+    file, line = user_line_of(made[1]) if made else made_where(node)
+    return (file, line) if file is not None and line is not None else None
+
+
 def _class_dim(x: torch.Tensor) -> int:
     return 1 if x.dim() >= 2 else 0
 
@@ -88,6 +104,7 @@ class ProbabilitiesIntoLogitLoss(Check):
                     evidence={"input_min": lo, "input_max": hi, "max_row_sum_error": err, "classes": int(x.shape[1])},
                     fix="pass the raw logits to CrossEntropyLoss / F.cross_entropy; drop the softmax "
                     "(keep it only for reporting probabilities)",
+                    where=_squash_site(probe, ev.input),
                 )
         elif ev.function == "binary_cross_entropy_with_logits" and made_by(ev.input, "SigmoidBackward0"):
             probe.report(
@@ -97,6 +114,7 @@ class ProbabilitiesIntoLogitLoss(Check):
                 f"in [{lo:.3g}, {hi:.3g}]): the loss applies sigmoid again",
                 evidence={"input_min": lo, "input_max": hi, "values": x.numel()},
                 fix="pass the raw logits to BCEWithLogitsLoss (or use BCELoss on probabilities)",
+                where=_squash_site(probe, ev.input),
             )
         elif ev.function == "nll_loss" and hi > 1e-6:
             probe.report(
@@ -106,6 +124,7 @@ class ProbabilitiesIntoLogitLoss(Check):
                 "logits or probabilities and the loss is not a cross-entropy",
                 evidence={"input_min": lo, "input_max": hi},
                 fix="apply log_softmax before nll_loss, or use cross_entropy on the logits",
+                where=_squash_site(probe, ev.input),
             )
 
 
