@@ -185,3 +185,28 @@ def test_a_cosine_period_in_epochs_stepped_per_batch_is_found_at_the_scheduler()
 @pytest.mark.parametrize(("t_max", "per_epoch"), [(60, False), (12, False), (3, True)])
 def test_a_cosine_period_in_steps_or_stepped_per_epoch_is_clean(t_max, per_epoch):
     assert _cosine_loop(t_max, per_epoch) == []
+
+
+def _order(first: str):
+    torch.manual_seed(0)
+    model = nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            if first == "scheduler":
+                sched.step()  # the early step
+            opt.zero_grad()
+            F.mse_loss(model(torch.randn(16, 8)), torch.randn(16, 1)).backward()
+            opt.step()
+            if first == "optimizer":
+                sched.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "schedule_steps_before_optimizer"]
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step()`")
+def test_a_scheduler_stepped_before_the_first_optimizer_step_is_found_at_that_call():
+    (f,) = _order("scheduler")
+    assert f.line == _line_of("# the early step", _order)
+    assert _order("optimizer") == []

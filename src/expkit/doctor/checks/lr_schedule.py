@@ -129,6 +129,32 @@ class ScheduleNotStepped(Check):
             )
 
 
+@register
+class ScheduleStepsBeforeOptimizer(Check):
+    """A scheduler's first ``step()`` called before its optimizer ever stepped (``optimizer._opt_called``, the flag
+    PyTorch's scheduler keeps for its own warning, which programs often silence): the schedule's first value is
+    skipped, every update uses the next one (a warm-up starts one step in, a StepLR decays before training)."""
+
+    name = "schedule_steps_before_optimizer"
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        sched = ev.obj
+        if ev.name != "scheduler.step" or sched is None or int(getattr(sched, "_step_count", 0)) != 2:
+            return  # _step_count is 1 after construction: 2 right after the program's first step() call
+        opt = getattr(sched, "optimizer", None)
+        if opt is None or not hasattr(opt.step, "_wrapped_by_lr_sched") or getattr(opt, "_opt_called", False):
+            return
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{type(sched).__name__}.step() ran before the optimizer's first step(): the schedule's first "
+            "value is skipped and every update uses the value meant for the next step",
+            evidence={"scheduler": type(sched).__name__, "lr_after": float(opt.param_groups[0]["lr"])},
+            fix="call scheduler.step() after optimizer.step() (PyTorch >= 1.1 order), at the end of the iteration "
+            "or epoch",
+        )
+
+
 def _steps_text(declared: dict[str, int]) -> str:
     return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in declared.items()) or "per batch"
 
