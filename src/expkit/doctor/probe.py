@@ -26,7 +26,15 @@ from torch import nn
 
 from expkit.doctor.checks import Check, all_checks
 from expkit.doctor.child import DEFAULT_WATCH_STEPS
-from expkit.doctor.findings import Finding, FindingKind, RawStack, construction_stack, raw_stack, user_frame
+from expkit.doctor.findings import (
+    Finding,
+    FindingKind,
+    RawStack,
+    construction_stack,
+    raw_stack,
+    user_frame,
+    user_line_of,
+)
 
 __all__ = ["DEFAULT_WATCH_STEPS", "BackwardEvent", "CallEvent", "ForwardEvent", "LossEvent", "Probe", "StepEvent"]
 
@@ -225,6 +233,12 @@ class Probe:
         """Top-level modules whose parameters some optimizer holds."""
         held = self.optimizer_param_ids()
         return [m for m in list(self.roots.values()) if any(id(p) in held for p in m.parameters())]
+
+    def built_at(self, obj: Any) -> tuple[str | None, int | None]:
+        """The user's line where ``obj`` (an optimizer, scheduler, DataLoader or module built while the probe was
+        armed) was made, else ``(None, None)``."""
+        made = self.made_at.get(id(obj))
+        return user_line_of(made[1]) if made else (None, None)
 
     def dataloader_batches(self) -> int | None:
         """The largest ``len()`` of the DataLoaders built in this process (None: none, or no length)."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe
@@ -44,8 +43,7 @@ class AdapterInInferenceMode(Check):
         self.done.add(id(ev.module))
         frozen = sum(p.numel() for p in ev.module.parameters() if not p.requires_grad)
         trainable = sum(p.numel() for p in ev.module.parameters() if p.requires_grad)
-        made = probe.made_at.get(id(ev.module))
-        file, line = user_line_of(made[1]) if made else (None, None)
+        file, line = probe.built_at(ev.module)
         probe.report(
             kind="bug",
             check=self.name,

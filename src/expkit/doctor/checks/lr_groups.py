@@ -234,7 +234,8 @@ class NormWeightsDecayedUnevenly(Check):
         decay = {
             id(p): float(g.get("weight_decay", 0.0) or 0.0) for g in ev.optimizer.param_groups for p in g["params"]
         }
-        decayed, spared = [], []
+        decayed: list[str] = []
+        spared: list[str] = []
         for root in probe.trained_roots():
             for mname, mod in root.named_modules():
                 if "Norm" not in type(mod).__name__:
@@ -244,8 +245,7 @@ class NormWeightsDecayedUnevenly(Check):
                         (decayed if decay[id(p)] > 0 else spared).append(f"{mname}.{pname}".lstrip("."))
         if not decayed or not spared:
             return
-        made = probe.made_at.get(id(ev.optimizer))
-        where = user_line_of(made[1]) if made else (None, None)
+        where = probe.built_at(ev.optimizer)
         probe.report(
             kind="bug",
             check=self.name,

@@ -85,10 +85,7 @@ class ScheduleNotStepped(Check):
     def _where(self, probe: Probe, sched: Any) -> tuple[str | None, int | None] | None:
         """The user's line of the schedule's last ``step()`` (stepped per epoch: that line), else its
         construction (stepped by a framework, or only at construction)."""
-        from expkit.doctor.findings import user_line_of
-
-        made = probe.made_at.get(id(sched))
-        built = user_line_of(made[1]) if made else (None, None)
+        built = probe.built_at(sched)
         stepped = self.stepped_at.get(id(sched), (None, None))
         where = stepped if stepped[0] is not None and stepped != built and not probe.inside_forward else built
         return where if where[0] is not None else None
@@ -221,10 +218,7 @@ class LrNeverReachesSetValue(Check):
                 self._report(probe, sched, max(peaks), PROJECT_STEPS, None)
 
     def _report(self, probe: Probe, sched: Any, peak: float, steps: int, declared: dict[str, int] | None) -> None:
-        from expkit.doctor.findings import user_line_of
-
-        made = probe.made_at.get(id(sched))
-        where = user_line_of(made[1]) if made else (None, None)
+        where = probe.built_at(sched)
         bases = [float(b) for b in getattr(sched, "base_lrs", [])] or [0.0]
         base = max(bases)
         if declared is not None:
@@ -285,10 +279,7 @@ class CosinePeriodTooShort(Check):
             self._report(probe, sched, period, batches)
 
     def _report(self, probe: Probe, sched: Any, period: int, batches: int) -> None:
-        from expkit.doctor.findings import user_line_of
-
-        made = probe.made_at.get(id(sched))
-        where = user_line_of(made[1]) if made else (None, None)
+        where = probe.built_at(sched)
         probe.report(
             kind="bug",
             check=self.name,

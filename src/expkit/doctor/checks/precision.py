@@ -148,8 +148,7 @@ class UpdatesRoundedAway(Check):
         sites = [self.cast_sites[id(p)] for p, _, _ in kept if id(p) in self.cast_sites]
         where = user_line_of(sites[-1]) if sites else (None, None)
         if where[0] is None:
-            made = probe.made_at.get(id(ev.optimizer))
-            where = user_line_of(made[1]) if made else (None, None)
+            where = probe.built_at(ev.optimizer)
         lrs = sorted({lr for g in ev.optimizer.param_groups if (lr := _lr(g)) is not None})
         probe.report(
             kind="bug",

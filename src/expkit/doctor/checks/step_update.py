@@ -52,7 +52,6 @@ class StepChangesWeights(Check):
     def _judge_finite(self, probe: Probe, ev: StepEvent, before: list[torch.Tensor]) -> None:
         """The step itself wrote inf/NaN: weights and gradients were finite before it, some weight is not after
         (Adam's default eps 1e-8 rounds to 0 on float16 weights). Names the optimizer's construction."""
-        from expkit.doctor.findings import user_line_of
 
         broke = [
             p
@@ -64,8 +63,7 @@ class StepChangesWeights(Check):
         ]
         if not broke:
             return
-        made = probe.made_at.get(id(ev.optimizer))
-        where = user_line_of(made[1]) if made is not None else (None, None)
+        where = probe.built_at(ev.optimizer)
         dtypes = sorted({str(p.dtype).removeprefix("torch.") for p in broke})
         probe.report(
             kind="bug",

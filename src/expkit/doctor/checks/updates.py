@@ -160,9 +160,7 @@ class WeightsChangedOutsideStep(Check):
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         moved = [
-            p
-            for p in ev.params
-            if id(p) in self.after and not _same(self.after[id(p)], p.detach().flatten()[:SAMPLE])
+            p for p in ev.params if id(p) in self.after and not _same(self.after[id(p)], p.detach().flatten()[:SAMPLE])
         ]
         if not moved or not self.after:
             return
