@@ -66,7 +66,7 @@ lint: venv-dev
 
 test: venv-dev browser slurm
 	@if [ "$(LINT)" = 1 ]; then $(MAKE) --no-print-directory lint; fi
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile  # two workers: serial took 1,087 s on 2 idle cores (docs/development.md)
 
 clean:
 	rm -rf report .pytest_cache .mypy_cache .ruff_cache

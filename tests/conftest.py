@@ -12,6 +12,11 @@ from dataclasses import dataclass
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+# pytest-xdist's workers (`make test` runs two) get COLUMNS=80 and LINES=24 from execnet; a serial run has neither,
+# so the CLI renders for a pipe. Drop them in a worker so both runs render the same.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 import pytest
 
