@@ -119,6 +119,7 @@ def _watched_calls() -> dict[str, tuple[Any, str]]:
         "loader.iter": (dataloader.DataLoader, "__iter__"),
         "ddp.no_sync": (torch.nn.parallel.DistributedDataParallel, "no_sync"),
         "scheduler.step": (torch.optim.lr_scheduler.LRScheduler, "step"),
+        "plateau.step": (torch.optim.lr_scheduler.ReduceLROnPlateau, "step"),  # its own step, not LRScheduler's
         "optimizer.zero_grad": (torch.optim.Optimizer, "zero_grad"),
     }
 
@@ -269,6 +270,9 @@ class Probe:
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_init(self.optimizers, record=True))
         self._patch(torch.utils.data.DataLoader, "__init__", self._wrap_init(self.dataloaders, record=True))
         self._patch(torch.optim.lr_scheduler.LRScheduler, "__init__", self._wrap_init(self.schedulers, record=True))
+        # ReduceLROnPlateau builds itself without LRScheduler.__init__: only where it was made is recorded (the
+        # checks that read self.schedulers project rule-based schedules, which it is not)
+        self._patch(torch.optim.lr_scheduler.ReduceLROnPlateau, "__init__", self._wrap_init(None, record=True))
         self._patch(nn.Module, "__setattr__", self._wrap_setattr)
         self._patch(nn.Module, "__init__", self._wrap_module_init)
         self._patch(torch.Tensor, "detach", self._wrap_cut)
@@ -319,13 +323,14 @@ class Probe:
         self._restore.append((owner, name, original))
         setattr(owner, name, make(original))
 
-    def _wrap_init(self, registry: weakref.WeakSet[Any], record: bool = False) -> Callable[[Any], Any]:
+    def _wrap_init(self, registry: weakref.WeakSet[Any] | None, record: bool = False) -> Callable[[Any], Any]:
         probe = self
 
         def make(original: Any) -> Any:
             def __init__(obj: Any, *args: Any, **kwargs: Any) -> None:
                 original(obj, *args, **kwargs)
-                registry.add(obj)
+                if registry is not None:
+                    registry.add(obj)
                 if record and probe.active:
                     probe._order += 1
                     probe.made_at[id(obj)] = (probe._order, raw_stack(2))

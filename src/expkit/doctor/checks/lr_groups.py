@@ -3,7 +3,8 @@ different rates that all step with one (a hand-written warm-up that reads the fi
 to every group), and a ReduceLROnPlateau whose mode runs against its metric (``mode="max"`` stepped with the
 loss the program backpropagates, or a Lightning ``monitor`` named for a score that is better when higher, such as
 ``train_acc``, with ``mode="min"``; the same for EarlyStopping and ModelCheckpoint): the rate is cut while
-training improves, or the best checkpoint is the worst."""
+training improves, or the best checkpoint is the worst; and groups whose weight decay treats normalisation
+layers unevenly (a no-decay name list that misses some of them)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,9 @@ import torch
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.lr_schedule import lightning_trainer
-from expkit.doctor.findings import raw_stack, user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.findings import RawStack
-    from expkit.doctor.probe import BackwardEvent, LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, CallEvent, LossEvent, Probe, StepEvent
 
 MIN_LR_RATIO = 1.5  # configured rates this far apart are a deliberate per-group setting
 LOSS_MATCH = 1e-6  # relative: a plateau metric this close to a loss value is that loss
@@ -126,7 +125,6 @@ class PlateauModeAgainstMetric(Check):
     def __init__(self) -> None:
         self.losses: list[float] = []  # loss values of this step (loss functions and backward roots)
         self.done: set[int] = set()
-        self.made: dict[int, RawStack] = {}  # id(ReduceLROnPlateau) -> where it was built
         self.lightning_seen = False
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
@@ -137,32 +135,9 @@ class PlateauModeAgainstMetric(Check):
         if ev.tensor.numel() == 1:
             self.losses.append(float(ev.tensor.detach()))
 
-    def start(self, probe: Probe) -> None:
-        """ReduceLROnPlateau builds and steps itself (not through LRScheduler's ``__init__``/``step`` the probe
-        watches): record where each was made, and judge each step's metric."""
-        plateau = torch.optim.lr_scheduler.ReduceLROnPlateau
-
-        def make_init(original: Any) -> Any:
-            def __init__(sched: Any, *args: Any, **kwargs: Any) -> None:
-                original(sched, *args, **kwargs)
-                if probe.active:
-                    self.made[id(sched)] = raw_stack(2)
-
-            return __init__
-
-        def make_step(original: Any) -> Any:
-            def step(sched: Any, *args: Any, **kwargs: Any) -> Any:
-                if probe.active:
-                    try:
-                        self._judge_step(probe, sched, args[0] if args else kwargs.get("metrics"))
-                    except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's training
-                        probe.check_failed(self.name, exc)
-                return original(sched, *args, **kwargs)
-
-            return step
-
-        probe.patch(plateau, "__init__", make_init)
-        probe.patch(plateau, "step", make_step)
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "plateau.step" and ev.obj is not None:
+            self._judge_step(probe, ev.obj, ev.args[0] if ev.args else ev.kwargs.get("metrics"))
 
     def _judge_step(self, probe: Probe, sched: Any, metric: Any) -> None:
         if isinstance(metric, torch.Tensor) and metric.numel() == 1:
@@ -171,9 +146,7 @@ class PlateauModeAgainstMetric(Check):
             return
         if any(abs(metric - v) <= LOSS_MATCH * max(1.0, abs(v)) for v in self.losses[-8:]):
             self.done.add(id(sched))
-            self._report(
-                probe, "ReduceLROnPlateau", "the loss the program backpropagates", "max", self.made.get(id(sched))
-            )
+            self._report(probe, "ReduceLROnPlateau", "the loss the program backpropagates", "max", sched)
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         if self.lightning_seen:
@@ -195,13 +168,13 @@ class PlateauModeAgainstMetric(Check):
             better = _direction(monitor)
             if better is not None and better != mode:
                 desc = f"the metric {monitor!r}, whose name says {'higher' if better == 'max' else 'lower'} is better"
-                self._report(probe, what, desc, mode, self.made.get(id(obj)))
+                self._report(probe, what, desc, mode, obj)
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.losses = self.losses[-8:]
 
-    def _report(self, probe: Probe, what: str, metric: str, mode: str, made: RawStack | None) -> None:
-        where = user_line_of(made)
+    def _report(self, probe: Probe, what: str, metric: str, mode: str, obj: Any) -> None:
+        where = probe.built_at(obj)
         effect = "cuts the learning rate" if what == "ReduceLROnPlateau" else "acts"
         probe.report(
             kind="bug",

@@ -294,8 +294,8 @@ class CosinePeriodTooShort(Check):
 
 
 def lightning_trainer() -> Any:
-    """The program's Lightning Trainer (found once through the garbage collector, only when Lightning is
-    imported), or None."""
+    """The program's Lightning Trainer, or None: searched through the garbage collector at each call (the checks
+    call it in the watched steps only), and only when Lightning is imported."""
     import gc
     import sys
 

@@ -43,8 +43,8 @@ SKIP = {  # nodes that only move or reshape values: looked through to the node t
 }
 PROBS = {"SoftmaxBackward0", "SigmoidBackward0"}
 LOGS = {"LogSoftmaxBackward0", "LogBackward0", "LogSigmoidBackward0", "LogsumexpBackward0"}
-DISTRIBUTION_LOSSES = ("kl_div",)
-POLICY_GRADIENT = "weight * log-probability (a policy gradient)"  # patched here: not among the probe's LOSS_FUNCTIONS
+DISTRIBUTION_LOSSES = ("kl_div",)  # patched here: not among the probe's LOSS_FUNCTIONS
+POLICY_GRADIENT = "weight * log-probability (a policy gradient)"  # the evidence's "loss" of a policy-gradient case
 
 
 def _leaves(node: Any, blocked: frozenset[Any] = frozenset()) -> dict[int, torch.Tensor]:
