@@ -73,12 +73,14 @@ RESUMABLE = """\
 import json, os, pathlib, time
 run = pathlib.Path(os.environ["EXPKIT_RUN_DIR"])
 resume = os.environ.get("EXPKIT_RESUME_DIR")
-step = json.loads((pathlib.Path(resume) / "progress.json").read_text())["step"] if resume else 0
+saved = pathlib.Path(resume or ".") / "progress.json"  # an attempt stopped before its first step saved none
+step = json.loads(saved.read_text())["step"] if resume and saved.exists() else 0
 start = step
 while step < {total}:
     time.sleep(1)
     step += 1
-    (run / "progress.json").write_text(json.dumps({{"step": step}}))
+    (run / "progress.tmp").write_text(json.dumps({{"step": step}}))
+    (run / "progress.tmp").replace(run / "progress.json")  # whole, even if SIGTERM comes mid-write
     print(json.dumps({{"step": step, "resumed_at": start}}), flush=True)
 """
 
@@ -213,16 +215,41 @@ def test_a_trial_past_its_time_limit_is_requeued_and_resumes(slurm_cluster, cli,
     assert res["counts"] == {"finished": 1}
     runs = sorted(list_runs(store, where=["group=rq"]).runs, key=lambda r: r.created_at)
     records = [read_record(store / r.id) for r in runs]
-    assert len(records) >= 2 and {rec.name for rec in records} == {"rq-t000"}  # one trial, requeued
-    *requeued, last = records
-    assert last.status == "finished" and last.final_metrics["step"] == total
+    seen = [  # what a failure prints: each attempt's end, and Slurm's side
+        (r.id, r.status, r.signal, r.status_reason, r.extra.get("slurm"), r.extra["sweep"]["attempt"], r.final_metrics)
+        for r in records
+    ]
+    why = (seen, _log_tail(slurm_cluster), _submitit_logs(store))
+    assert len(records) >= 2 and {rec.name for rec in records} == {"rq-t000"}, why  # one trial, requeued
+    last = records[-1]
+    assert last.status == "finished" and last.final_metrics["step"] == total, why
+    # Slurm's warning (SIGUSR2) came and was handled at least once: the run marked, the task requeued
+    assert "requeued" in (records[0].status_reason or ""), why
     for before, after in itertools.pairwise(records):
-        assert before.status == "killed" and "requeued" in (before.status_reason or "")
-        assert after.extra["slurm"]["resumed_from"] == str(store / before.id)
-    # the last run continued from the step its predecessor saved: it did not count from 0 again
-    saved = json.loads((store / requeued[-1].id / "progress.json").read_text())["step"]
-    assert 0 < saved < total and last.final_metrics["resumed_at"] == saved
-    assert last.extra["slurm"]["requeues"] == len(requeued)
+        assert before.status == "killed", why
+        if "requeued" in (before.status_reason or ""):  # the requeued task resumes from this run's directory
+            assert after.extra["slurm"]["resumed_from"] == str(store / before.id), why
+            assert after.extra["slurm"]["requeues"] == before.extra["slurm"]["requeues"] + 1, why
+        else:  # Slurm killed the task before its warning was handled (it checks limits on a ~30 s tick): the
+            # record says so, and the sweep's retry runs the trial again as a new attempt
+            assert "by no requeue of expkit's" in (before.status_reason or ""), why
+            assert after.extra["sweep"]["attempt"] == before.extra["sweep"]["attempt"] + 1, why
+    # each resumed run continued from the step its predecessor saved: it did not count from 0 again
+    resumed = [
+        (json.loads((store / b.id / "progress.json").read_text())["step"], a)
+        for b, a in itertools.pairwise(records)
+        if a.extra["slurm"]["resumed_from"] and (store / b.id / "progress.json").exists()
+    ]
+    assert any(0 < saved < total for saved, _ in resumed), why
+    for saved, after in resumed:
+        assert after.final_metrics.get("resumed_at", saved) == saved, why
+
+
+def _submitit_logs(store: Path) -> str:
+    return " || ".join(
+        f"{p.name}: " + " | ".join(p.read_text(errors="replace").strip().splitlines()[-8:])
+        for p in sorted(store.joinpath(".backends", "slurm").glob("*/*.err"))
+    )
 
 
 def test_slurm_settings_are_checked_before_anything_is_submitted():
@@ -294,6 +321,23 @@ def test_a_signal_after_the_trial_finished_hands_back_its_outcome_not_a_rerun():
     trial._thread.join()
     again = trial.checkpoint()
     assert again.function() == done  # the requeued task's callable returns the outcome, runs nothing
+
+
+def test_a_command_killed_by_no_requeue_of_ours_says_so_in_its_record(tmp_path):
+    """Slurm can kill a task at its time limit before its warning signal is handled (it checks limits on a
+    ~30 s tick), or scancel it: the run is ``killed`` with a reason, not a bare status (the sweep then
+    retries it)."""
+    from expkit.sweep.backends import TrialJob
+    from expkit.sweep.slurm import SlurmTrial
+
+    store = tmp_path / "store"
+    command = (sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    job = TrialJob(command, store=str(store), group="g", name="g-t000", seed=0, config={}, env={}, cwd=str(tmp_path))
+    out = SlurmTrial(job)()
+    assert out.status == "killed"
+    rec = read_record(Path(out.run_dir))
+    assert rec.status == "killed" and rec.signal == "SIGTERM", rec
+    assert "by no requeue of expkit's" in rec.status_reason and "signal SIGTERM" in rec.status_reason, rec
 
 
 # A trial that notes each start (one file per start, so a trial run twice leaves two) and takes a few seconds.

@@ -156,7 +156,10 @@ class SlurmTrial:
         self._thread.start()
         while self._thread.is_alive():
             self._thread.join(timeout=1.0)  # short waits: the signal handler runs between them
-        return self._result[0]
+        res = self._result[0]
+        if res.status == "killed" and res.run_dir is not None:  # not by checkpoint (that one does not return)
+            _mark_killed_by_slurm(Path(res.run_dir), res.error)
+        return res
 
     def checkpoint(self) -> Any:
         """Stop the command (SIGTERM, SIGKILL after STOP_GRACE_S), mark its run requeued, and hand submitit
@@ -211,6 +214,24 @@ def _mark_requeued(run_dir: Path, next_attempt: int) -> None:
     )
     if rec.status != "finished":
         write_record(run_dir.parent, dataclasses.replace(rec, status="killed", status_reason=reason))
+
+
+def _mark_killed_by_slurm(run_dir: Path, error: str | None) -> None:
+    """Say why a run ended ``killed`` when no requeue signal came first: Slurm killed the task itself (its
+    time limit passed before its warning signal was handled: Slurm checks limits every 30 s or so and may
+    signal late under load), or ``scancel``, or the node. The sweep's retry then runs the trial again."""
+    from expkit.runs.store import read_record, write_record
+
+    try:
+        rec = read_record(run_dir)
+    except Exception:  # noqa: BLE001 - the run stays as execute left it
+        return
+    reason = (
+        f"the command was killed ({error or 'a signal'}) by no requeue of expkit's: Slurm's time limit passed "
+        "before its warning signal was handled, or scancel, or the node ended the task"
+    )
+    if rec.status == "killed" and not rec.status_reason:
+        write_record(run_dir.parent, dataclasses.replace(rec, status_reason=reason))
 
 
 @dataclasses.dataclass(eq=False)
