@@ -126,3 +126,58 @@ def test_a_class_map_resized_bilinear_is_found_at_the_resize():
 @pytest.mark.parametrize(("mode", "classes"), [("nearest", 3), ("bilinear", 2)])
 def test_nearest_resizes_and_thresholded_binary_masks_are_silent(mode, classes):
     assert _resized(mode, classes) == []
+
+
+class _VAE(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc, self.dec = nn.Linear(6, 8), nn.Linear(4, 6)
+
+    def forward(self, x):
+        mean, log_var = self.enc(x).chunk(2, dim=-1)
+        return self.dec(mean + torch.randn_like(mean) * (0.5 * log_var).exp()), mean, log_var
+
+
+def _vae(how: str):
+    torch.manual_seed(0)
+    model = _VAE()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            x, mask = torch.randn(8, 10, 6), (torch.rand(8, 10) > 0.2).float()
+            recon, mean, log_var = model(x)
+            per_event = 1 + log_var - mean.pow(2) - log_var.exp()  # (batch, events, latent)
+            rec = ((recon - x) ** 2).sum(-1)
+            if how == "kl_total_masked":  # GNTPP#4: the KL of the whole batch given to every event
+                kl = -0.5 * torch.sum(per_event) * mask  # the total spread
+                loss = ((rec * mask + kl).sum()) / mask.sum()
+            elif how == "kl_total_added":  # the same total added to each sample's reconstruction, then averaged
+                kl_total = per_event.sum()  # the batch total
+                loss = (rec.mean(1) - 0.5 * kl_total).mean()
+            elif how == "per_event":  # the fix: reduce over the latent axis only
+                kl = -0.5 * torch.sum(per_event, dim=-1) * mask
+                loss = ((rec + kl) * mask).sum() / mask.sum()
+            elif how == "scalar_terms":  # a batch-summed KL beside a mean reconstruction, as two scalars
+                loss = rec.mean() - 0.5 * per_event.sum() / x.shape[0]
+            elif how == "normalised":  # weights normalised by their batch total (a division)
+                w_ = rec.detach().softmax(0) * (1 + mean.pow(2).sum(-1))
+                loss = (rec * w_ / w_.sum()).sum()
+            elif how == "weight_penalty":  # a parameter's sum added per sample (first axis 8 like the batch)
+                loss = (rec.mean(1) + 1e-3 * model.enc.weight.pow(2).sum()).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return w
+
+
+@pytest.mark.parametrize(
+    ("how", "marker"), [("kl_total_masked", "# the total spread"), ("kl_total_added", "# the batch total")]
+)
+def test_a_batch_total_spread_over_the_samples_is_found_at_the_sum(how, marker):
+    (f,) = _checks(_vae(how), "batch_sum_spread_over_samples")
+    assert f.line == _line_of(marker, _vae) and f.evidence["batch"] == 8
+
+
+@pytest.mark.parametrize("how", ["per_event", "scalar_terms", "normalised", "weight_penalty"])
+def test_per_sample_reductions_normalising_totals_and_weight_sums_are_silent(how):
+    assert _checks(_vae(how), "batch_sum_spread_over_samples") == []

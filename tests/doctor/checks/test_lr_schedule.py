@@ -210,3 +210,47 @@ def test_a_scheduler_stepped_before_the_first_optimizer_step_is_found_at_that_ca
     (f,) = _order("scheduler")
     assert f.line == _line_of("# the early step", _order)
     assert _order("optimizer") == []
+
+
+def _hand_rate(how: str):
+    """A rate written by hand into param_groups each step (lightning#17972: a warm-up after optimizer.step())."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    groups = [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": 0.02}]
+    opt = torch.optim.SGD(groups, lr=0.1)
+    base = [g["lr"] for g in opt.param_groups]
+    with watch(model, opt, steps=2) as w:
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.1) if how == "step_lr" else None
+        for step in range(3):
+            x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+            scale = min(1.0, (step + 1) / 20)
+            if how == "before":  # the fix: the warm-up's rate is set, then used
+                for g, lr in zip(opt.param_groups, base, strict=True):
+                    g["lr"] = scale * lr
+            elif how == "from_zero":  # a warm-up whose first rate is 0 (HF's linear warm-up)
+                for g, lr in zip(opt.param_groups, base, strict=True):
+                    g["lr"] = step / 20 * lr
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()  # the step before the rate
+            if how == "after":
+                for g, lr in zip(opt.param_groups, base, strict=True):
+                    g["lr"] = scale * lr
+            elif how == "after_list":  # the same with a list of rates
+                opt.param_groups[0]["lr"], opt.param_groups[1]["lr"] = [scale * lr for lr in base]
+            elif how == "step_lr":
+                sched.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "rate_drops_after_first_update"]
+
+
+@pytest.mark.parametrize("how", ["after", "after_list"])
+def test_a_rate_written_after_the_first_update_is_found_at_that_step(how):
+    (f,) = _hand_rate(how)
+    assert f.line == _line_of("opt.step()  # the step before the rate", _hand_rate)
+    assert f.evidence["lr_first_update"] == [0.1, 0.02] and f.evidence["lr_second_update"][0] == pytest.approx(0.005)
+
+
+@pytest.mark.parametrize("how", ["before", "from_zero", "step_lr", "constant"])
+def test_warmups_set_before_the_step_zero_starts_and_schedulers_are_silent(how):
+    assert _hand_rate(how) == []

@@ -2,7 +2,8 @@
 loss value but carries no gradient (a penalty computed from ``argmax``, a ``.item()`` or a detached output: it
 shows in the logged loss and trains nothing), and class targets that hold one value at every position of every
 watched step (a segmentation mask scaled like an image and truncated to class 0: the labels say nothing), and
-class targets that are a label map resized with a smoothing interpolation (bilinear averaging invents classes)."""
+class targets that are a label map resized with a smoothing interpolation (bilinear averaging invents classes),
+and a sum over the whole batch spread back onto every sample (each sample's term then holds the batch's total)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from expkit.doctor.findings import raw_stack, user_frame, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.findings import RawStack
-    from expkit.doctor.probe import BackwardEvent, LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, ForwardEvent, LossEvent, Probe, StepEvent
 
 MIN_TERM_SHARE = 0.01  # a gradient-free term this large a share of the loss's absolute terms is not rounding
 MAX_TERMS = 64  # additive terms expanded before giving up (a loss summed over many pieces is not judged)
@@ -250,3 +251,110 @@ def _label_map(x: Any) -> bool:
         return False
     distinct = torch.unique(x).numel()
     return 3 <= distinct <= MAX_LABEL_CLASSES
+
+
+MAX_GRAPH_NODES = 20_000  # autograd nodes walked from one loss (a larger graph is not judged)
+SPREADING_OPS = ("AddBackward0", "SubBackward0", "MulBackward0")
+
+
+def _leading(sizes: Any) -> int | None:
+    return int(sizes[0]) if sizes is not None and len(sizes) >= 1 else None
+
+
+def _scalar_sums(node: Any, depth: int = 8) -> list[Any]:
+    """The full sums (``SumBackward0``) that a scalar-valued node is made of, through scalar-valued arithmetic
+    (``-0.5 * t.sum()``, ``t.sum() / n``)."""
+    meta = getattr(node, "_input_metadata", ())
+    if depth == 0 or not meta or len(meta[0].shape) != 0:
+        return []
+    if type(node).__name__ == "SumBackward0":
+        return [node]
+    return [s for kid, _ in node.next_functions if kid is not None for s in _scalar_sums(kid, depth - 1)]
+
+
+@register
+class BatchSumSpreadOverSamples(Check):
+    """A sum over a whole batch tensor spread back onto every sample: ``torch.sum(t)`` with no ``dim`` on a
+    tensor whose first axis is the batch (the size of the step's model input), whose total is then added to, or
+    multiplied with, a tensor of that batch again before the loss is reduced. Each sample's term then holds the
+    total of every sample (a VAE's KL summed without ``dim`` and masked per event), so the term is counted once
+    per sample: batch-size times too strong. Normalising by a batch total (a division) is not judged."""
+
+    name = "batch_sum_spread_over_samples"
+
+    def __init__(self) -> None:
+        self.batch_sizes: set[int] = set()
+        self.outputs: set[Any] = set()  # grad_fns of the step's model outputs: the summed tensor is made from one
+        self.done = False
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        first = next((x for x in ev.inputs if isinstance(x, torch.Tensor) and x.dim() >= 1), None)
+        if first is None or first.shape[0] < 2 or len(self.outputs) > MAX_TERMS:
+            return
+        self.batch_sizes.add(int(first.shape[0]))
+        out = ev.output
+        values = out.values() if isinstance(out, dict) else out if isinstance(out, (tuple, list)) else (out,)
+        self.outputs.update(v.grad_fn for v in values if isinstance(v, torch.Tensor) and v.grad_fn is not None)
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        loss = ev.tensor
+        if self.done or not self.batch_sizes or loss.numel() != 1 or loss.grad_fn is None:
+            return
+        found = self._spread(loss.grad_fn)
+        if found is None:
+            return
+        total, spread, batch = found
+        self.done = True
+        from expkit.doctor.checks.graph_kept import made_where
+
+        site = made_where(total)
+        if site[0] is None:
+            site = made_where(spread)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"a sum over the whole batch (torch.sum with no dim over a tensor of {batch} samples) is "
+            f"spread back onto every sample ({type(spread).__name__[:3].lower()} with a per-sample tensor) before "
+            "the loss is reduced: each sample's term holds the whole batch's total, so the term counts "
+            f"{batch} times over",
+            evidence={"batch": batch, "summed_shape": list(total._saved_self_sym_sizes), "op": type(spread).__name__},
+            fix="reduce per sample first (sum(dim=...) over the non-batch axes), combine per-sample terms, and "
+            "reduce over the batch once at the end",
+            where=site if site[0] is not None else None,
+        )
+
+    def _spread(self, root: Any) -> tuple[Any, Any, int] | None:
+        """The first (full ``SumBackward0``, the add/sub/mul that spreads it, batch) below ``root``."""
+        seen, todo = {root}, [root]
+        while todo and len(seen) < MAX_GRAPH_NODES:
+            node = todo.pop()
+            kids = [k for k, _ in node.next_functions if k is not None]
+            if type(node).__name__ in SPREADING_OPS:
+                meta = getattr(node, "_input_metadata", ())
+                out = _leading(meta[0].shape) if meta else None
+                for total in (t for kid in kids for t in _scalar_sums(kid)):
+                    batch = _leading(getattr(total, "_saved_self_sym_sizes", None))
+                    if batch is not None and batch == out and batch in self.batch_sizes and self._of_model(total):
+                        return total, node, batch
+            for kid in kids:
+                if kid not in seen:
+                    seen.add(kid)
+                    todo.append(kid)
+        return None
+
+    def _of_model(self, node: Any) -> bool:
+        """Whether a model output of this step is below ``node`` (a weight penalty is not a batch's total)."""
+        seen, todo = {node}, [node]
+        while todo and len(seen) < MAX_GRAPH_NODES:
+            n = todo.pop()
+            if n in self.outputs:
+                return True
+            for kid, _ in n.next_functions:
+                if kid is not None and kid not in seen:
+                    seen.add(kid)
+                    todo.append(kid)
+        return False
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        self.batch_sizes.clear()
+        self.outputs.clear()

@@ -2,7 +2,8 @@
 steps (a warm-up of N steps, a total of M steps) that is not stepped between optimizer steps - stepped once
 per epoch, or never - so the lr stays at its warm-up start; and a schedule whose own rule never lets the lr near the
 value set on the optimizer (a warm-up longer than the planned run, a LambdaLR lambda that returns the absolute lr);
-and a cosine period counted in epochs stepped per batch."""
+and a cosine period counted in epochs stepped per batch; and a rate written by hand that drops many times over
+after the first update (a warm-up written after ``step()``: the first update ran at the full rate)."""
 
 from __future__ import annotations
 
@@ -124,6 +125,49 @@ class ScheduleNotStepped(Check):
                 "'interval': 'step' inside the lr_scheduler dict",
                 where=self._where(probe, sched),
             )
+
+
+FIRST_STEP_DROP = 4.0  # the first update's rate this many times the second's: a warm-up that came one step late
+
+
+@register
+class RateDropsAfterFirstUpdate(Check):
+    """The rate an optimizer's first update used (read at its ``step()``) is FIRST_STEP_DROP or more times the
+    rate of its second update, in every group that trains, with no scheduler bound to it: the rate is written by
+    hand, and the first value written came after the first update (a warm-up computed after
+    ``optimizer.step()`` in a Lightning ``optimizer_step`` or a loop), so the first update ran at the full rate
+    and the warm-up only began after it."""
+
+    name = "rate_drops_after_first_update"
+
+    def __init__(self) -> None:
+        self.first: dict[int, tuple[list[float], tuple[str | None, int | None]]] = {}  # id(opt) -> rates, step site
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        from expkit.doctor.findings import user_frame
+
+        if ev.index > 2 or any(drives(s, ev.optimizer) for s in list(probe.schedulers)):
+            return
+        rates = [float(g["lr"]) for g in ev.optimizer.param_groups if any(p.requires_grad for p in g["params"])]
+        if ev.index == 1:
+            self.first[id(ev.optimizer)] = (rates, user_frame(3))
+            return
+        first, site = self.first.pop(id(ev.optimizer), (None, (None, None)))
+        if not first or len(first) != len(rates):
+            return
+        if not all(0 < b * FIRST_STEP_DROP <= a for a, b in zip(first, rates, strict=True)):
+            return
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the first update used lr {first[0]:.3g} and the second {rates[0]:.3g} "
+            f"({first[0] / rates[0]:.3g}x less), set by hand with no scheduler: the rate was written after the "
+            "first step, so the first update ran at the full rate and the warm-up began one step late",
+            evidence={"lr_first_update": first, "lr_second_update": rates},
+            fix="set the step's rate before calling optimizer.step() (in a Lightning optimizer_step override, write "
+            "param_groups[...]['lr'] first, then call optimizer.step(closure=optimizer_closure)), or use a LambdaLR",
+            where=site if site[0] is not None else None,
+        )
 
 
 @register
