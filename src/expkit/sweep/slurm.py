@@ -202,36 +202,38 @@ class _Finished:
 
 
 def _mark_requeued(run_dir: Path, next_attempt: int) -> None:
-    from expkit.runs.store import read_record, write_record
-
-    try:
-        rec = read_record(run_dir)
-    except Exception:  # noqa: BLE001 - the run stays as execute left it
-        return
-    reason = (
+    _mark_run(
+        run_dir,
         f"Slurm signalled the task (time limit near, or preempted): requeued; requeue {next_attempt} runs the "
-        "command again with EXPKIT_RESUME_DIR set to this run's directory"
+        "command again with EXPKIT_RESUME_DIR set to this run's directory",
+        unexplained_only=False,
     )
-    if rec.status != "finished":
-        write_record(run_dir.parent, dataclasses.replace(rec, status="killed", status_reason=reason))
 
 
 def _mark_killed_by_slurm(run_dir: Path, error: str | None) -> None:
     """Say why a run ended ``killed`` when no requeue signal came first: Slurm killed the task itself (its
     time limit passed before its warning signal was handled: Slurm checks limits every 30 s or so and may
     signal late under load), or ``scancel``, or the node. The sweep's retry then runs the trial again."""
+    _mark_run(
+        run_dir,
+        f"the command was killed ({error or 'a signal'}) by no requeue of expkit's: Slurm's time limit passed "
+        "before its warning signal was handled, or scancel, or the node ended the task",
+        unexplained_only=True,
+    )
+
+
+def _mark_run(run_dir: Path, reason: str, *, unexplained_only: bool) -> None:
+    """Mark the attempt's run ``killed`` with ``reason``: any run that did not finish, or (``unexplained_only``)
+    only a killed run whose record gives no reason yet. A record that cannot be read stays as execute left it."""
     from expkit.runs.store import read_record, write_record
 
     try:
         rec = read_record(run_dir)
     except Exception:  # noqa: BLE001 - the run stays as execute left it
         return
-    reason = (
-        f"the command was killed ({error or 'a signal'}) by no requeue of expkit's: Slurm's time limit passed "
-        "before its warning signal was handled, or scancel, or the node ended the task"
-    )
-    if rec.status == "killed" and not rec.status_reason:
-        write_record(run_dir.parent, dataclasses.replace(rec, status_reason=reason))
+    if rec.status == "finished" or (unexplained_only and (rec.status != "killed" or rec.status_reason)):
+        return
+    write_record(run_dir.parent, dataclasses.replace(rec, status="killed", status_reason=reason))
 
 
 @dataclasses.dataclass(eq=False)

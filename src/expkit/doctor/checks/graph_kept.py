@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -28,19 +29,25 @@ def next_sequence_nr() -> int:
         return int((leaf * 1).grad_fn._sequence_nr()) + 1  # type: ignore[union-attr]
 
 
+def graph_nodes(start: Any, limit: int) -> Iterator[Any]:
+    """The autograd nodes of ``start``'s graph, ``start`` first, each once, at most ``limit`` of them."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        node = todo.pop()
+        yield node
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in seen and len(seen) < limit:
+                seen.add(nxt)
+                todo.append(nxt)
+
+
 def oldest_node(start: Any, before: int, since: int = 0) -> tuple[Any, int] | None:
     """A node of ``start``'s graph made in ``[since, before)`` by sequence number (AccumulateGrad leaves
     excluded), and how many nodes the walk saw; None when there is none."""
-    seen = {start}
-    todo = [start]
-    while todo and len(seen) < MAX_NODES_PER_TENSOR:
-        node = todo.pop()
+    for walked, node in enumerate(graph_nodes(start, MAX_NODES_PER_TENSOR), 1):
         if type(node).__name__ != "AccumulateGrad" and since <= node._sequence_nr() < before:
-            return node, len(seen)
-        for nxt, _ in node.next_functions:
-            if nxt is not None and nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
+            return node, walked
     return None
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.checks.graph_kept import graph_nodes, made_where
 from expkit.doctor.findings import raw_stack, user_frame, user_line_of
 
 if TYPE_CHECKING:
@@ -305,8 +306,6 @@ class BatchSumSpreadOverSamples(Check):
             return
         total, spread, batch = found
         self.done = True
-        from expkit.doctor.checks.graph_kept import made_where
-
         site = made_where(total)
         if site[0] is None:
             site = made_where(spread)
@@ -325,35 +324,21 @@ class BatchSumSpreadOverSamples(Check):
 
     def _spread(self, root: Any) -> tuple[Any, Any, int] | None:
         """The first (full ``SumBackward0``, the add/sub/mul that spreads it, batch) below ``root``."""
-        seen, todo = {root}, [root]
-        while todo and len(seen) < MAX_GRAPH_NODES:
-            node = todo.pop()
+        for node in graph_nodes(root, MAX_GRAPH_NODES):
+            if type(node).__name__ not in SPREADING_OPS:
+                continue
+            meta = getattr(node, "_input_metadata", ())
+            out = _leading(meta[0].shape) if meta else None
             kids = [k for k, _ in node.next_functions if k is not None]
-            if type(node).__name__ in SPREADING_OPS:
-                meta = getattr(node, "_input_metadata", ())
-                out = _leading(meta[0].shape) if meta else None
-                for total in (t for kid in kids for t in _scalar_sums(kid)):
-                    batch = _leading(getattr(total, "_saved_self_sym_sizes", None))
-                    if batch is not None and batch == out and batch in self.batch_sizes and self._of_model(total):
-                        return total, node, batch
-            for kid in kids:
-                if kid not in seen:
-                    seen.add(kid)
-                    todo.append(kid)
+            for total in (t for kid in kids for t in _scalar_sums(kid)):
+                batch = _leading(getattr(total, "_saved_self_sym_sizes", None))
+                if batch is not None and batch == out and batch in self.batch_sizes and self._of_model(total):
+                    return total, node, batch
         return None
 
     def _of_model(self, node: Any) -> bool:
         """Whether a model output of this step is below ``node`` (a weight penalty is not a batch's total)."""
-        seen, todo = {node}, [node]
-        while todo and len(seen) < MAX_GRAPH_NODES:
-            n = todo.pop()
-            if n in self.outputs:
-                return True
-            for kid, _ in n.next_functions:
-                if kid is not None and kid not in seen:
-                    seen.add(kid)
-                    todo.append(kid)
-        return False
+        return any(n in self.outputs for n in graph_nodes(node, MAX_GRAPH_NODES))
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.batch_sizes.clear()
