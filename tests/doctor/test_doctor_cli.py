@@ -163,3 +163,36 @@ def test_list_checks_lists_every_registered_check_with_what_it_finds():
 def test_no_command_is_a_usage_error():
     res = RUNNER.invoke(app, ["doctor"])
     assert res.exit_code == 2 and "no command given" in res.output
+
+
+SCRIPTED_NO_GRAD = """
+import torch
+from torch.distributed.optim import ZeroRedundancyOptimizer  # scripts classes that use torch.no_grad on import
+
+
+@torch.jit.script
+def doubled(x: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        y = x * 2
+    return y + x
+
+
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    opt.zero_grad()
+    model(doubled(torch.randn(8, 4))).sum().backward()
+    opt.step()
+print("trained")
+"""
+
+
+def test_torchscript_compiles_no_grad_under_the_watch(tmp_path):
+    """The probe wraps no_grad's __enter__; TorchScript compiles `with torch.no_grad()` from that method's
+    source, so the wrapper must hand it the original (batch 8's clean ZeroRedundancyOptimizer program
+    crashed on import under doctor)."""
+    prog = tmp_path / "scripted.py"
+    prog.write_text(SCRIPTED_NO_GRAD)
+    res = RUNNER.invoke(app, ["doctor", "--json", "--", sys.executable, str(prog)])
+    out = _json(res)
+    assert res.exit_code == 0 and out["exit_code"] == 0 and out["steps_watched"] == 2, res.output

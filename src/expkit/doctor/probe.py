@@ -13,6 +13,7 @@ epochs, DataLoader batches).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
 import weakref
@@ -437,6 +438,8 @@ class Probe:
     def _wrap_no_grad(self, original: Any) -> Any:
         probe = self
 
+        @functools.wraps(original)  # TorchScript compiles a scripted class's `with torch.no_grad()` from
+        # the source of __wrapped__ (inspect.getsourcelines unwraps): this wrapper's own body does not script
         def __enter__(ctx: Any) -> None:
             if probe.active and not probe._in_check and torch.is_grad_enabled():
                 probe.nograd_site = raw_stack(2)
