@@ -153,6 +153,7 @@ class Probe:
         self.step = 0  # steps of the leading optimizer
         self.lead: Any = None
         self.optimizers: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
+        self._stepping: list[int] = []  # ids of the optimizers whose step() runs now, outermost first
         # embeddings built while armed, by id (a WeakValueDictionary: a module is never hashed mid-construction)
         self.embeddings: weakref.WeakValueDictionary[int, nn.Module] = weakref.WeakValueDictionary()
         self.softmax_nodes: dict[int, nn.Module] = {}  # id(grad_fn of a Softmax/LogSoftmax module's output)
@@ -563,7 +564,23 @@ class Probe:
     def _params_of(self, opt: torch.optim.Optimizer) -> list[torch.Tensor]:
         return [p for g in opt.param_groups for p in g["params"]]
 
+    def _nested_step(self, opt: torch.optim.Optimizer, pre: bool) -> bool:
+        """Whether this step runs inside another optimizer's step (ZeroRedundancyOptimizer steps its local
+        shard's optimizer, a Lookahead its inner one): the program stepped the outer one, which is watched;
+        the inner one, its parameters a shard or a copy, is not an optimizer of the program's."""
+        stack = self._stepping
+        if pre:
+            if id(opt) in stack:  # a step that raised left it there: start afresh
+                stack.clear()
+            stack.append(id(opt))
+            return len(stack) > 1
+        if stack and stack[-1] == id(opt):
+            stack.pop()
+        return bool(stack)
+
     def _step_pre(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self._nested_step(opt, pre=True):
+            return
         self.optimizers.add(opt)
         if self.lead is None:
             self.lead = weakref.ref(opt)
@@ -571,6 +588,8 @@ class Probe:
         self._dispatch("on_step_pre", StepEvent(opt, n, self._params_of(opt)))
 
     def _step_post(self, opt: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self._nested_step(opt, pre=False):
+            return
         n = self.steps_by_optimizer.get(id(opt), 0) + 1
         self.steps_by_optimizer[id(opt)] = n
         self._dispatch("on_step_post", StepEvent(opt, n, self._params_of(opt)))

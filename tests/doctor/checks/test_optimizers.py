@@ -110,3 +110,35 @@ def test_scheduler_left_on_a_replaced_optimizer_is_found():
 
 def test_scheduler_on_the_stepping_optimizer_is_clean():
     assert _found(_rebuilt(rebuild_scheduler=True), "schedule_on_idle_optimizer") == []
+
+
+class _Lookahead(torch.optim.Optimizer):
+    """An optimizer that steps another one inside its own step (Lookahead, ZeroRedundancyOptimizer's shard)."""
+
+    def __init__(self, inner, k=2, alpha=0.5):
+        self.inner, self.k, self.alpha, self.count = inner, k, alpha, 0
+        super().__init__(inner.param_groups, {})
+        self.slow = [p.detach().clone() for g in inner.param_groups for p in g["params"]]
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        self.inner.step()
+        self.count += 1
+        if self.count % self.k == 0:
+            params = [p for g in self.param_groups for p in g["params"]]
+            for s, p in zip(self.slow, params, strict=True):
+                s.add_(p - s, alpha=self.alpha)
+                p.copy_(s)
+
+
+def test_an_optimizer_stepped_inside_another_ones_step_is_not_watched_as_the_programs():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = _Lookahead(torch.optim.SGD(model.parameters(), lr=0.1))
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 3, (16,))).backward()
+            opt.step()
+    assert w.done and not w.check_errors and w.findings == ()
+    assert set(w.probe.steps_by_optimizer) == {id(opt)} and opt.inner not in w.probe.optimizers
