@@ -50,7 +50,8 @@ def doctor(
     rate written after the first update, a plateau mode against its metric, norms decayed unevenly); modes
     (evaluation keeping its graph or in train mode, training in eval mode, a peft adapter in inference mode); graphs
     kept across steps; DDP ranks out of sync (weights, gradients, learning rates), fed the same batch or overlapping
-    shards, or gradients all-reduced again; a DistributedSampler without set_epoch; .item() syncs.
+    shards, or gradients all-reduced again; a DistributedSampler without set_epoch; a LoRA target that names no
+    module; a column the HF Trainer dropped that compute_loss asks for; .item() syncs.
 
     Exit codes: the program's own code when it failed (a crash before its first step included), whatever
     the findings; 1 when no optimizer step came within --max-wait seconds (doctor stops the program), or

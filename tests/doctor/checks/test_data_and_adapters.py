@@ -193,3 +193,44 @@ def test_an_lm_written_as_separate_modules_is_checked_for_unshifted_labels():
     (f,) = _split_lm(shift=False)
     assert f.evidence["positions_equal_to_input"] == 40
     assert _split_lm(shift=True) == []
+
+
+def _lora_targets(targets):
+    """LoRA on a two-block net: SimpleTuner#766, a target_modules entry from another architecture."""
+    peft = pytest.importorskip("peft")
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn, self.mlp = nn.Linear(8, 8), nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8))
+
+        def forward(self, x):
+            return x + self.mlp(torch.relu(self.attn(x)))
+
+    torch.manual_seed(0)
+    X, y = torch.randn(64, 8), torch.randint(0, 8, (64,))
+    with watch(steps=2) as w:
+        model = peft.get_peft_model(nn.Sequential(Block(), Block()), peft.LoraConfig(r=2, target_modules=targets))
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+        for i in range(2):
+            loss = F.cross_entropy(model(X[32 * i : 32 * i + 32]), y[32 * i : 32 * i + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _found(w, "adapter_target_matches_nothing")
+
+
+def test_a_lora_target_that_names_no_module_is_found_where_it_is_written():
+    from source_lines import line_of
+
+    targets = ["attn", "mlp.fc_in"]  # a name from another architecture
+    (f,) = _lora_targets(targets)
+    assert f.evidence["unmatched"] == ["mlp.fc_in"]
+    assert f.line == line_of(
+        "# a name from another architecture", test_a_lora_target_that_names_no_module_is_found_where_it_is_written
+    )
+
+
+@pytest.mark.parametrize("targets", [["attn", "mlp.0", "2"], ["attn"], r".*\.mlp\.(0|2)", "all-linear"])
+def test_lora_targets_that_all_match_regexes_and_all_linear_are_silent(targets):
+    assert _lora_targets(targets) == []

@@ -1,4 +1,5 @@
-"""Gradient accumulation without loss scaling: k micro-batches, each drawn from the DataLoader and each
+"""Gradient accumulation without loss scaling: k micro-batches, each drawn from the DataLoader (or sliced from one
+data tensor: ``x[i : i + m]``) and each
 backpropagating its mean loss undivided, so the step's gradient is the sum of k mean gradients, about k
 times the gradient of one batch of k x the micro-batch size (for SGD: an lr k times too large; with
 clipping: clipped k times more often)."""
@@ -13,7 +14,7 @@ import torch
 from expkit.doctor.checks import Check, register
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import BackwardEvent, CallEvent, LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
 
 MEAN_LOSSES = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "mse_loss")
 SAME_VALUE_RTOL = 1e-4  # the backpropagated value equals the loss function's output: nothing divided it
@@ -24,6 +25,7 @@ class _MicroBatch:
     backward_value: float | None  # the scalar handed to backward()
     loss_value: float | None  # the last mean-reduced loss function output before it
     batches_drawn: int  # DataLoader batches drawn since the previous backward
+    site: tuple[str | None, int | None]  # the user's backward() call
 
 
 def _grad_norm(params: list[torch.Tensor]) -> float:
@@ -33,9 +35,10 @@ def _grad_norm(params: list[torch.Tensor]) -> float:
 
 @register
 class AccumulationScaling(Check):
-    """At a step that ends a window of k >= 2 backwards, each after a fresh DataLoader batch: when every one
-    backpropagated its loss function's mean value unchanged, the loss was not divided by k. Two backwards on
-    one batch (a GAN's real and fake terms) are not accumulation and are not judged."""
+    """At a step that ends a window of k >= 2 backwards, each after a fresh batch (a DataLoader batch, or a model
+    input sliced from one data tensor at an offset not used since the last step): when every one backpropagated
+    its loss function's mean value unchanged, the loss was not divided by k. Two backwards on one batch (a GAN's
+    real and fake terms) are not accumulation and are not judged."""
 
     name = "accumulation_not_scaled"
 
@@ -44,9 +47,19 @@ class AccumulationScaling(Check):
         self.loss_value: float | None = None
         self.batches_drawn = 0
         self.first_micro_norm: float | None = None
+        self.slices: set[tuple[int, int]] = set()  # (id of the sliced data tensor, offset) since the last step
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name == "loader.next":
+            self.batches_drawn += 1
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        x = ev.first_tensor()
+        if x is None or x.requires_grad or x._base is None:
+            return
+        key = (id(x._base), int(x.storage_offset()))
+        if key not in self.slices:
+            self.slices.add(key)
             self.batches_drawn += 1
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
@@ -61,7 +74,9 @@ class AccumulationScaling(Check):
                 [p for opt in list(probe.optimizers) for g in opt.param_groups for p in g["params"]]
             )
         value = float(ev.tensor.detach()) if ev.tensor.numel() == 1 else None
-        self.window.append(_MicroBatch(value, self.loss_value, self.batches_drawn))
+        from expkit.doctor.findings import user_frame
+
+        self.window.append(_MicroBatch(value, self.loss_value, self.batches_drawn, user_frame(3)))
         self.loss_value, self.batches_drawn = None, 0
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
@@ -88,7 +103,9 @@ class AccumulationScaling(Check):
             },
             fix=f"divide each micro-batch's loss by the accumulation steps ((loss / {k}).backward()) so the step "
             "sees the mean gradient",
+            where=window[0].site if window[0].site[0] is not None else None,
         )
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.window, self.first_micro_norm = [], None
+        self.slices.clear()

@@ -1,10 +1,15 @@
 """Adapters loaded for inference inside a training run (issue 32): a peft model whose active adapter is in
 inference mode (``PeftModel.from_pretrained``'s default ``is_trainable=False``, or ``inference_mode=True`` in its
 config) has every adapter weight frozen; run forward in training mode with grad enabled, it trains whatever
-else the optimizer holds and leaves the adapter as it was loaded."""
+else the optimizer holds and leaves the adapter as it was loaded. And an entry of a peft config's
+``target_modules`` list that names no module of the model (a name from another architecture): peft raises only
+when no entry matches, so the modules the entry meant get no adapter."""
 
 from __future__ import annotations
 
+import ast
+import copy
+import tokenize
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
@@ -57,4 +62,91 @@ class AdapterInInferenceMode(Check):
             fix="PeftModel.from_pretrained(model, path, is_trainable=True) to resume training an adapter "
             "(inference_mode=False in a config you build)",
             where=(file, line) if file else None,
+        )
+
+
+def unmatched_targets(model: Any, config: Any) -> list[str]:
+    """The entries of ``config.target_modules`` (a list or set of names, not a regex) that match no module name of
+    ``model`` by peft's own rule (``check_target_module_exists``: the name, or a suffix after a dot)."""
+    targets = getattr(config, "target_modules", None)
+    if isinstance(targets, str) or not targets:
+        return []
+    try:
+        import peft.tuners.tuners_utils  # noqa: F401 - the matching rule _matched asks
+    except ImportError:
+        return []
+    names = [n for n, _ in model.named_modules() if n]
+    missing = []
+    for target in sorted(str(t) for t in targets):
+        one = copy.copy(config)
+        one.target_modules = {target}
+        if not any(_matched(one, n) for n in names):
+            missing.append(target)
+    return missing
+
+
+def _matched(config: Any, name: str) -> bool:
+    from peft.tuners.tuners_utils import check_target_module_exists
+
+    found = check_target_module_exists(config, name)
+    return found is not None and found is not False and type(found).__name__ != "_ExcludedModule"
+
+
+def _line_naming(file: str | None, text: str) -> int | None:
+    """The first line of ``file`` where a string literal equal to ``text`` is written (not a docstring or a
+    comment that mentions it), or None."""
+    if file is None:
+        return None
+    try:
+        with tokenize.open(file) as fh:
+            for tok in tokenize.generate_tokens(fh.readline):
+                if tok.type == tokenize.STRING and text in tok.string and _literal(tok.string) == text:
+                    return tok.start[0]
+    except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _literal(token: str) -> Any:
+    try:
+        return ast.literal_eval(token)
+    except (ValueError, SyntaxError):
+        return None
+
+
+@register
+class AdapterTargetMatchesNothing(Check):
+    """A peft model trained (a training forward with grad) whose active config lists a ``target_modules`` entry
+    that matches no module of the model by peft's own matching rule: peft raises only when no entry matches at all,
+    so a misspelt name or one from another architecture (``mlp.fc_in`` on GPT-2, whose MLP is ``mlp.c_fc``) leaves
+    the modules it meant without an adapter. Names the line where the entry is written, else the model's
+    construction."""
+
+    name = "adapter_target_matches_nothing"
+
+    def __init__(self) -> None:
+        self.done: set[int] = set()
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        if not (ev.training and ev.grad_enabled) or id(ev.module) in self.done:
+            return
+        config = active_adapter_config(ev.module)
+        if config is None:
+            return
+        self.done.add(id(ev.module))
+        missing = unmatched_targets(ev.module, config)
+        if not missing:
+            return
+        file, line = probe.built_at(ev.module)
+        written = _line_naming(file, missing[0])
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the adapter's target_modules entry {missing[0]!r} names no module of the model "
+            f"({len(missing)} of {len(config.target_modules)} entries match nothing): peft adapts the modules the "
+            "other entries match and ignores this one, so the layers it meant are not tuned",
+            evidence={"unmatched": missing, "target_modules": sorted(str(t) for t in config.target_modules)},
+            fix="use the model's own module names (print([n for n, _ in model.named_modules()]), e.g. GPT-2's "
+            "mlp.c_fc), or target_modules='all-linear'",
+            where=(file, written or line) if file else None,
         )

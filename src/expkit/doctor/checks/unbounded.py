@@ -53,7 +53,10 @@ class LossUnboundedInParameter(Check):
         if not ev.first_after_step or loss.grad_fn is None or loss.numel() != 1:
             return
         held = probe.optimizer_param_ids()
-        in_modules = {id(p) for m in list(probe.ran_modules.values()) for p in m.parameters()}
+        # a module's own parameters: those of the modules that ran this step, and of every top-level module that
+        # ran with grad (a GAN's generator ran before the discriminator's step, which starts a new step)
+        ran = [*probe.ran_modules.values(), *probe.roots.values()]
+        in_modules = {id(p) for m in ran for p in m.parameters()}
         loose = [
             p
             for k, p in graph_leaves(loss).items()

@@ -1,0 +1,155 @@
+"""A column the Hugging Face Trainer dropped that the program's own ``compute_loss`` asks for: with
+``remove_unused_columns=True`` (the default) the Trainer removes every dataset column that is not an argument of
+the model's ``forward``, so a per-example weight (or any extra field) read in an overridden ``compute_loss`` with
+``inputs.get(...)``/``inputs.pop(..., default)`` is never there and the fallback trains silently
+(transformers#25054). Measured, not read from the source: from the first watched step, the batches handed to
+``compute_loss`` record which missing keys it asked for."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import sys
+import tokenize
+from typing import TYPE_CHECKING, Any
+
+from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import user_frame
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import Probe, StepEvent
+
+
+def hf_trainer() -> Any:
+    """The program's Hugging Face Trainer (a subclass instance included), or None: searched through the garbage
+    collector, only when transformers is imported and only in the watched steps."""
+    module = sys.modules.get("transformers")
+    trainer_type = getattr(module, "Trainer", None) if module is not None else None
+    if not isinstance(trainer_type, type):
+        return None
+    # type(obj), not isinstance: isinstance reads __class__, which some objects answer with a warning
+    return next((obj for obj in gc.get_objects() if issubclass(type(obj), trainer_type)), None)
+
+
+def dropped_columns(trainer: Any) -> set[str]:
+    """The training set's columns the Trainer removes (``remove_unused_columns``): not an argument of the model's
+    forward, nor a label column."""
+    data, args = getattr(trainer, "train_dataset", None), getattr(trainer, "args", None)
+    columns = getattr(data, "column_names", None)
+    if not isinstance(columns, list) or not getattr(args, "remove_unused_columns", False):
+        return set()
+    try:
+        trainer._set_signature_columns_if_needed()
+    except Exception:  # noqa: BLE001 - another transformers: nothing judged
+        return set()
+    kept = set(getattr(trainer, "_signature_columns", None) or ()) | set(getattr(args, "label_names", None) or ())
+    return set(columns) - kept if kept else set()
+
+
+class _AskedBatch(dict):  # type: ignore[type-arg]
+    """A batch that notes the keys asked for and missing (get, pop, [], in)."""
+
+    def __init__(self, data: Any, asked: dict[str, tuple[str | None, int | None]]) -> None:
+        super().__init__(data)
+        self._asked = asked
+
+    def _note(self, key: Any) -> None:
+        if isinstance(key, str) and key not in self and key not in self._asked:
+            self._asked[key] = user_frame(3)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._note(key)
+        return super().get(key, default)
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self._note(key)
+        return super().pop(key, *default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._note(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: Any) -> bool:
+        found = super().__contains__(key)
+        if not found and isinstance(key, str) and key not in self._asked:
+            self._asked[key] = user_frame(2)
+        return found
+
+
+def _keyword_line(file: str | None, name: str) -> int | None:
+    """The first line of ``file`` that passes ``name=`` as a keyword (``remove_unused_columns=True``), or None."""
+    if file is None:
+        return None
+    try:
+        with tokenize.open(file) as fh:
+            tokens = list(tokenize.generate_tokens(fh.readline))
+    except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError):
+        return None
+    return next((a.start[0] for a, b in itertools.pairwise(tokens) if a.string == name and b.string == "="), None)
+
+
+@register
+class TrainerDroppedAskedColumn(Check):
+    """Under a Hugging Face Trainer whose subclass overrides ``compute_loss``: a training-set column that the
+    Trainer removed (``remove_unused_columns``: not a ``forward`` argument) is asked for by that ``compute_loss``
+    (a key looked up and missing in the batch it receives). The loss then runs its fallback (no weights, no extra
+    field) without an error. Names the ``remove_unused_columns=`` argument when the program writes it, else the
+    lookup in ``compute_loss``."""
+
+    name = "trainer_dropped_asked_column"
+
+    def __init__(self) -> None:
+        self.trainer: Any = None
+        self.dropped: set[str] = set()
+        self.asked: dict[str, tuple[str | None, int | None]] = {}
+        self.done = False
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        if self.done:
+            return
+        if self.trainer is None:
+            self._instrument(probe)
+            return
+        missing = sorted(set(self.asked) & self.dropped)
+        if not missing:
+            return
+        self.done = True
+        code = getattr(type(self.trainer).compute_loss, "__code__", None)
+        file = code.co_filename if code is not None else None
+        line = _keyword_line(file, "remove_unused_columns")
+        where = (file, line) if line is not None else self.asked[missing[0]]
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{type(self.trainer).__name__}.compute_loss asks for the column {missing[0]!r}, which the "
+            "Trainer removed from every batch (remove_unused_columns: it is not an argument of the model's "
+            "forward): the loss never sees it and runs its fallback",
+            evidence={"asked_and_dropped": missing, "dropped_columns": sorted(self.dropped)},
+            fix="TrainingArguments(remove_unused_columns=False) (then drop the raw text columns yourself), or "
+            "carry the field through a data collator",
+            where=where if where[0] is not None else None,
+        )
+
+    def _instrument(self, probe: Probe) -> None:
+        """At the first step: find the Trainer; when it drops columns and overrides compute_loss, hand its
+        compute_loss batches that note the keys asked for."""
+        trainer = hf_trainer()
+        base = getattr(sys.modules.get("transformers"), "Trainer", None)
+        if trainer is None or base is None or type(trainer).compute_loss is base.compute_loss:
+            self.done = True
+            return
+        self.trainer, self.dropped = trainer, dropped_columns(trainer)
+        if not self.dropped:
+            self.done = True
+            return
+        asked = self.asked
+
+        def make(original: Any) -> Any:
+            def compute_loss(model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+                if isinstance(inputs, dict) and not isinstance(inputs, _AskedBatch):
+                    inputs = _AskedBatch(inputs, asked)
+                return original(model, inputs, *args, **kwargs)
+
+            return compute_loss
+
+        probe.patch(trainer, "compute_loss", make)

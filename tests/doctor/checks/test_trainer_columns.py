@@ -1,0 +1,59 @@
+"""trainer_dropped_asked_column: a column the HF Trainer removed (remove_unused_columns) that the program's own
+compute_loss asks for (transformers#25054), with the twins that keep the column or never ask for it."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("datasets")
+from source_lines import line_of as _line_of  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _weighted(tmp_path, *, keep_columns: bool, asks: bool):
+    from datasets import Dataset
+    from transformers import GPT2Config, GPT2ForSequenceClassification, Trainer, TrainingArguments
+
+    class WeightedTrainer(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            weight = inputs.pop("weight", None) if asks else None  # the lookup
+            labels = inputs.pop("labels")
+            outputs = model(**inputs)
+            per_example = torch.nn.functional.cross_entropy(outputs.logits, labels, reduction="none")
+            w = weight if weight is not None else torch.ones_like(per_example)
+            loss = (per_example * w).sum() / w.sum()
+            return (loss, outputs) if return_outputs else loss
+
+    torch.manual_seed(0)
+    ids = torch.randint(1, 64, (16, 8))
+    data = Dataset.from_dict(
+        {"input_ids": ids.tolist(), "labels": (ids[:, 0] > 32).long().tolist(), "weight": [2.0, 1.0] * 8}
+    )
+    cfg = GPT2Config(vocab_size=64, n_positions=16, n_embd=16, n_layer=1, n_head=2, num_labels=2, pad_token_id=0)
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=3,
+        per_device_train_batch_size=4,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+        remove_unused_columns=not keep_columns,  # the columns' fate
+    )
+    with watch(steps=2) as w:
+        WeightedTrainer(model=GPT2ForSequenceClassification(cfg), args=args, train_dataset=data).train()
+    assert not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "trainer_dropped_asked_column"]
+
+
+def test_a_dropped_column_that_compute_loss_asks_for_is_found_at_remove_unused_columns(tmp_path):
+    (f,) = _weighted(tmp_path, keep_columns=False, asks=True)
+    assert f.evidence["asked_and_dropped"] == ["weight"] and f.line == _line_of("# the columns' fate", _weighted)
+
+
+@pytest.mark.parametrize(("keep_columns", "asks"), [(True, True), (False, False)])
+def test_kept_columns_and_a_loss_that_asks_for_none_are_silent(tmp_path, keep_columns, asks):
+    assert _weighted(tmp_path, keep_columns=keep_columns, asks=asks) == []
