@@ -54,6 +54,24 @@ def test_missing_zero_grad_found_at_the_backward_line_and_absent_when_zeroed():
     assert checks_of(_loop()) == set()
 
 
+def test_a_zero_grad_outside_the_step_loop_is_named_where_it_runs():
+    # zero_grad once per epoch (pytorch/pytorch#47175): the epoch's steps add their gradients up
+    from source_lines import line_of
+
+    torch.manual_seed(0)
+    X, y = _data()
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with watch(model, opt, steps=2) as w:
+        opt.zero_grad()  # once, before the epoch's steps
+        for i in range(4):
+            nn.functional.cross_entropy(model(X[16 * i : 16 * i + 16]), y[16 * i : 16 * i + 16]).backward()
+            opt.step()
+    (f,) = [f for f in w.findings if f.check == "missing_zero_grad"]
+    here = test_a_zero_grad_outside_the_step_loop_is_named_where_it_runs
+    assert f.line == line_of("# once, before the epoch's steps", here)
+
+
 def test_zero_grad_between_backward_and_step():
     assert "zero_grad_before_step" in checks_of(_loop(zero_between=True))
 

@@ -39,19 +39,19 @@ def doctor(
     bounded output against targets it cannot reach, the first loss far above ln(classes), a real class as
     ignore_index, a DDP loss divided by the world size, a target that carries gradient into a jointly trained
     teacher, a policy gradient whose advantage trains the critic, a term that adds to the loss but carries no
-    gradient, a batch's total spread back onto each sample, a loss with no minimum in learned weights); the model (a
-    checkpoint loaded with strict=False that filled nothing, one block repeated in a ModuleList, a view that
-    reorders axes, no position information, a float attention mask of ones, frozen BatchNorm statistics that still
-    move); the data (the same batch every step, one class per batch, a batch of repeated samples, samples mixed
-    within a batch, a label column in the features, padding that changes the output, labels not shifted, a model
-    that sees future tokens, the loss mask, per-pixel targets of one class, a label map resized bilinear); the
-    schedule (not stepped, stepped before the optimizer, zero from some step on, a cosine period in epochs stepped
-    per batch, never reaching its set value, left on a rebuilt optimizer, param groups' rates collapsed to one, a
-    rate written after the first update, a plateau mode against its metric, norms decayed unevenly); modes
-    (evaluation keeping its graph or in train mode, training in eval mode, a peft adapter in inference mode); graphs
-    kept across steps; DDP ranks out of sync (weights, gradients, learning rates), fed the same batch or overlapping
-    shards, or gradients all-reduced again; a DistributedSampler without set_epoch; a LoRA target that names no
-    module; a column the HF Trainer dropped that compute_loss asks for; .item() syncs.
+    gradient or trains nothing that steps, a batch's total spread back onto each sample, a loss with no minimum in
+    learned weights); the model (a checkpoint loaded with strict=False that filled nothing, one block repeated in a
+    ModuleList, a view that reorders axes, no position information, a float attention mask of ones, frozen BatchNorm
+    statistics that still move); the data (the same batch every step, one class per batch, a batch of repeated
+    samples, samples mixed within a batch, a label column in the features, padding that changes the output, labels
+    not shifted, a model that sees future tokens, the loss mask, per-pixel targets of one class, a label map resized
+    bilinear); the schedule (not stepped, stepped before the optimizer, zero from some step on, a cosine period in
+    epochs stepped per batch, never reaching its set value, left on a rebuilt optimizer, param groups' rates
+    collapsed to one, a rate written after the first update, a plateau mode against its metric, norms decayed
+    unevenly); modes (evaluation keeping its graph or in train mode, training in eval mode, a peft adapter in
+    inference mode); graphs kept across steps; DDP ranks out of sync (weights, gradients, learning rates), fed the
+    same batch or overlapping shards, or gradients all-reduced again; a DistributedSampler without set_epoch; a LoRA
+    target that names no module; a column the HF Trainer dropped that compute_loss asks for; .item() syncs.
 
     Exit codes: the program's own code when it failed (a crash before its first step included), whatever
     the findings; 1 when no optimizer step came within --max-wait seconds (doctor stops the program), or

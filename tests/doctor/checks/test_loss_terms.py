@@ -181,3 +181,53 @@ def test_a_batch_total_spread_over_the_samples_is_found_at_the_sum(how, marker):
 @pytest.mark.parametrize("how", ["per_event", "scalar_terms", "normalised", "weight_penalty"])
 def test_per_sample_reductions_normalising_totals_and_weight_sums_are_silent(how):
     assert _checks(_vae(how), "batch_sum_spread_over_samples") == []
+
+
+def _two_models(how: str):
+    """A generator and a discriminator (or a student and a teacher) whose losses mix terms of both."""
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 16))
+    D = nn.Sequential(nn.Linear(16, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+    opt_g, opt_d = torch.optim.Adam(G.parameters(), lr=2e-4), torch.optim.Adam(D.parameters(), lr=2e-4)
+    bce = nn.BCEWithLogitsLoss()
+    with watch(G, opt_g, steps=2) as w:
+        for _ in range(3):
+            real = torch.randn(32, 16) + 2.0
+            fake = G(real)
+            if how in ("detached_adversarial", "gan"):
+                opt_d.zero_grad()
+                (bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))).backward()
+                opt_d.step()
+            opt_g.zero_grad()
+            rec = F.l1_loss(fake, real)
+            if how == "detached_adversarial":  # SRGAN-style: the generator's adversarial term on a detached fake
+                loss = 1e-3 * bce(D(fake.detach()), torch.ones(32, 1)) + rec  # the idle adversarial term
+            elif how == "reversed_distillation":  # the student's logits detached, the trainable teacher's not
+                loss = rec + F.mse_loss(D(real), D(fake).detach())  # the idle teacher term
+            elif how == "distillation":  # the teacher's side detached
+                loss = rec + F.mse_loss(D(fake), D(real).detach())
+            elif how == "both_stepped":  # one loss, two optimizers stepping after it
+                opt_d.zero_grad()
+                loss = rec + bce(D(real), torch.ones(32, 1))
+            else:  # a GAN's generator loss through D
+                loss = 1e-3 * bce(D(fake), torch.ones(32, 1)) + rec
+            loss.backward()
+            opt_g.step()
+            if how == "both_stepped":
+                opt_d.step()
+    assert not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "loss_term_trains_nothing_stepped"]
+
+
+@pytest.mark.parametrize(
+    ("how", "marker"),
+    [("detached_adversarial", "# the idle adversarial term"), ("reversed_distillation", "# the idle teacher term")],
+)
+def test_a_loss_term_that_reaches_only_parameters_nobody_steps_is_found_at_its_call(how, marker):
+    (f,) = _two_models(how)
+    assert f.line == _line_of(marker, _two_models) and f.evidence["terms"] == 2
+
+
+@pytest.mark.parametrize("how", ["gan", "distillation", "both_stepped"])
+def test_terms_that_reach_a_stepped_parameter_are_silent(how):
+    assert _two_models(how) == []

@@ -7,6 +7,7 @@ and a sum over the whole batch spread back onto every sample (each sample's term
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -38,35 +39,49 @@ def _coefficient(node: Any, side: int) -> float | None:
     return value
 
 
-def additive_terms(root: Any, known: dict[int, float]) -> tuple[float, int] | None:
+def expand_terms(root: Any, stop: set[int]) -> list[tuple[Any, float]] | None:
     """Expand ``root`` (a loss's ``grad_fn``) over +, -, and multiplication or division by a constant into its
-    terms: ``(sum of the terms whose value is known, number of terms that carry no gradient)``, or None when a
-    grad-carrying term is neither a known loss value nor such an expression."""
-    total, free, todo = 0.0, 0, [(root, 1.0)]
+    additive terms: ``(node, coefficient)`` each, node None for a term that carries no gradient; a node whose id is
+    in ``stop`` (a loss function's value) is not expanded further. None when there are more than MAX_TERMS."""
+    terms: list[tuple[Any, float]] = []
+    todo = [(root, 1.0)]
     while todo:
-        if len(todo) + free > MAX_TERMS:
+        if len(todo) + len(terms) > MAX_TERMS:
             return None
         node, coef = todo.pop()
-        if node is None:
-            free += 1
-            continue
-        if id(node) in known:
-            total += coef * known[id(node)]
+        if node is None or id(node) in stop:
+            terms.append((node, coef))
             continue
         name, kids = type(node).__name__, node.next_functions
+        factor = None
+        if name in ("MulBackward0", "DivBackward0") and len(kids) == 2 and (kids[0][0] is None) != (kids[1][0] is None):
+            side = 0 if kids[0][0] is not None else 1
+            factor = _coefficient(node, side)
         if name in ("AddBackward0", "SubBackward0") and len(kids) == 2:
             alpha = float(getattr(node, "_saved_alpha", 1))
             todo += [(kids[0][0], coef), (kids[1][0], coef * (alpha if name.startswith("Add") else -alpha))]
         elif name == "NegBackward0" and len(kids) == 1:
             todo.append((kids[0][0], -coef))
-        elif (
-            name in ("MulBackward0", "DivBackward0") and len(kids) == 2 and (kids[0][0] is None) != (kids[1][0] is None)
-        ):
-            side = 0 if kids[0][0] is not None else 1
-            factor = _coefficient(node, side)
-            if factor is None:
-                return None
+        elif factor is not None:
             todo.append((kids[side][0], coef * factor))
+        else:
+            terms.append((node, coef))
+    return terms
+
+
+def additive_terms(root: Any, known: dict[int, float]) -> tuple[float, int] | None:
+    """``(sum of the terms whose value is known, number of terms that carry no gradient)`` of ``root``'s additive
+    terms (``expand_terms``), or None when a grad-carrying term is neither a known loss value nor such an
+    expression."""
+    terms = expand_terms(root, set(known))
+    if terms is None:
+        return None
+    total, free = 0.0, 0
+    for node, coef in terms:
+        if node is None:
+            free += 1
+        elif id(node) in known:
+            total += coef * known[id(node)]
         else:
             return None
     return total, free
@@ -343,3 +358,88 @@ class BatchSumSpreadOverSamples(Check):
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.batch_sizes.clear()
         self.outputs.clear()
+
+
+MAX_LEAF_WALK = 20_000  # graph nodes walked from one term to find the parameters it reaches
+
+
+def reached_parameters(node: Any) -> set[int]:
+    """The ids of the leaf tensors (parameters) whose ``AccumulateGrad`` lies below ``node``."""
+    return {
+        id(n.variable)
+        for n in graph_nodes(node, MAX_LEAF_WALK)
+        if type(n).__name__ == "AccumulateGrad" and hasattr(n, "variable")
+    }
+
+
+@dataclass
+class _Term:
+    params: set[int]  # ids of the parameters its gradient reaches
+    node: Any  # its autograd node
+    site: tuple[str | None, int | None] | None  # the loss call that made it, when it is a loss function's value
+    function: str | None
+
+
+@register
+class LossTermTrainsNothingStepped(Check):
+    """A term of a backpropagated loss whose gradient reaches only parameters that no optimizer steps before the
+    next backward, while another term of the same loss reaches the parameters that are stepped: the term is
+    computed, logged and trains nothing (a generator's adversarial term on a detached fake reaches only the
+    discriminator, which the generator's optimizer does not step). The loss is split over +, - and constant
+    factors; each term's parameters are read from its autograd graph. Named at the term's loss call."""
+
+    name = "loss_term_trains_nothing_stepped"
+
+    def __init__(self) -> None:
+        self.sites: dict[int, tuple[tuple[str | None, int | None], str]] = {}  # id(grad_fn) -> loss call, function
+        self.pending: list[tuple[list[_Term], set[int]]] = []  # per backward: its terms, the parameters stepped
+        self.done = False
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        if ev.value.numel() == 1 and ev.value.grad_fn is not None and len(self.sites) < MAX_TERMS:
+            self.sites[id(ev.value.grad_fn)] = (user_frame(3), ev.function)
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        self._judge(probe)
+        loss, sites, self.sites = ev.tensor, self.sites, {}
+        if self.done or loss.numel() != 1 or loss.grad_fn is None:
+            return
+        terms = expand_terms(loss.grad_fn, set(sites))
+        if terms is None:
+            return
+        found = [_Term(reached_parameters(node), node, *sites.get(id(node), (None, None))) for node, _ in terms if node]
+        if len(found) >= 2:
+            self.pending.append((found, set()))
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        if self.pending:
+            self.pending[-1][1].update(id(p) for p in ev.params)
+
+    def finish(self, probe: Probe) -> None:
+        self._judge(probe)
+
+    def _judge(self, probe: Probe) -> None:
+        pending, self.pending = self.pending, []
+        for terms, stepped in pending:
+            if self.done or not stepped or not any(t.params & stepped for t in terms):
+                continue
+            idle = [t for t in terms if t.params and not t.params & stepped]
+            if idle:
+                self._report(probe, idle[0], len(terms))
+
+    def _report(self, probe: Probe, term: _Term, terms: int) -> None:
+        self.done = True
+        site = term.site if term.site is not None and term.site[0] is not None else made_where(term.node)
+        what = term.function or type(term.node).__name__
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"one of the loss's {terms} terms ({what}) reaches only {len(term.params)} parameter tensor(s) "
+            "that no optimizer steps before the next backward, while the other terms reach the parameters that are "
+            "stepped: that term trains nothing (an input detached where the trained model's output was meant, "
+            "e.g. a generator's adversarial loss on fake.detach())",
+            evidence={"terms": terms, "term": what, "parameters_reached": len(term.params)},
+            fix="compute the term on the tensor that carries the trained model's gradient (D(fake), not "
+            "D(fake.detach()), in the generator's loss), or leave it out of this loss",
+            where=site if site[0] is not None else None,
+        )

@@ -10,7 +10,7 @@ import torch
 from expkit.doctor.checks import Check, register
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import BackwardEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, CallEvent, Probe, StepEvent
 
 
 def _grad_norm(params: list[torch.Tensor]) -> float:
@@ -51,6 +51,13 @@ class MissingZeroGrad(Check):
         self.incoming: dict[int, list[torch.Tensor | None]] = {}
         self.handles: list[Any] = []
         self.where: tuple[str | None, int | None] | None = None
+        self.cleared_at: dict[int, tuple[str | None, int | None]] = {}  # id(optimizer) -> its last zero_grad()
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "optimizer.zero_grad" and ev.obj is not None:
+            from expkit.doctor.findings import user_frame
+
+            self.cleared_at[id(ev.obj)] = user_frame(3)
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         key = id(ev.optimizer)
@@ -110,8 +117,14 @@ class MissingZeroGrad(Check):
                 },
                 fix="call optimizer.zero_grad(set_to_none=True) once per step, after optimizer.step() "
                 "(or before loss.backward()); with gradient accumulation, after the step that ends the window",
-                where=self.where,
+                where=self._where(ev.optimizer),
             )
+
+    def _where(self, optimizer: Any) -> tuple[str | None, int | None] | None:
+        """The optimizer's zero_grad() call when it has one (it ran, but not between these steps: outside the
+        step loop), else the first backward after a step."""
+        cleared = self.cleared_at.get(id(optimizer))
+        return cleared if cleared is not None and cleared[0] is not None else self.where
 
     def finish(self, probe: Probe) -> None:
         for h in self.handles:
