@@ -3,11 +3,23 @@ evidence, the fix) and how the user's line is found on the live stack."""
 
 from __future__ import annotations
 
+import ast
+import functools
 import sys
+import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Finding", "FindingKind", "RawStack", "raw_stack", "user_frame", "user_line_of"]
+__all__ = [
+    "Finding",
+    "FindingKind",
+    "RawStack",
+    "raw_stack",
+    "source_tokens",
+    "string_literals",
+    "user_frame",
+    "user_line_of",
+]
 
 RawStack = tuple[tuple[str, int], ...]  # (file, line) innermost first, not yet classified
 RAW_DEPTH = 24  # frames kept per recorded site
@@ -117,3 +129,28 @@ def user_line_of(stack: RawStack | None) -> tuple[str | None, int | None]:
         if not path.startswith("<frozen") and classify_frame(path) == "yours":
             return path, line
     return None, None
+
+
+@functools.lru_cache(maxsize=32)
+def source_tokens(file: str) -> tuple[tokenize.TokenInfo, ...]:
+    """The Python tokens of a user's source file (empty when it cannot be read or tokenized): where a finding
+    locates a name or a string that the run showed to be the cause."""
+    try:
+        with tokenize.open(file) as fh:
+            return tuple(tokenize.generate_tokens(fh.readline))
+    except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError):
+        return ()
+
+
+def string_literals(file: str | None) -> list[tuple[int, str]]:
+    """``(line, value)`` of each string literal in ``file`` (not docstrings' words: a whole token's value)."""
+    out: list[tuple[int, str]] = []
+    for tok in source_tokens(file) if file else ():
+        if tok.type == tokenize.STRING:
+            try:
+                value = ast.literal_eval(tok.string)
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(value, str):
+                out.append((tok.start[0], value))
+    return out

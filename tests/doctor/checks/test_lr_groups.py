@@ -104,7 +104,7 @@ def _decay(rule: str):
     model = _Blocks()
     with watch(model, steps=2) as w:
         if rule == "by_name":  # the recipe's name list (transformers#16908)
-            nd = ["bias", "LayerNorm.weight"]
+            nd = ["bias", "LayerNorm.weight"]  # the name list
             groups = [
                 {
                     "params": [p for n, p in model.named_parameters() if not any(k in n for k in nd)],
@@ -128,9 +128,10 @@ def _decay(rule: str):
     return w
 
 
-def test_a_no_decay_rule_by_name_that_misses_one_norm_is_found_at_the_optimizer():
+def test_a_no_decay_rule_by_name_that_misses_one_norm_is_found_at_its_name_list():
+    # the list is the first string in the optimizer's file that names a spared norm and no decayed one
     (f,) = _found(_decay("by_name"), "norm_weight_decayed_unevenly")
-    assert f.evidence["decayed"] == ["ln_f.weight"] and f.line == _line_of("# the optimizer", _decay)
+    assert f.evidence["decayed"] == ["ln_f.weight"] and f.line == _line_of("# the name list", _decay)
 
 
 @pytest.mark.parametrize("rule", ["by_ndim", "all_alike"])

@@ -7,12 +7,11 @@ when no entry matches, so the modules the entry meant get no adapter."""
 
 from __future__ import annotations
 
-import ast
 import copy
-import tokenize
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import string_literals
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe
@@ -92,28 +91,6 @@ def _matched(config: Any, name: str) -> bool:
     return found is not None and found is not False and type(found).__name__ != "_ExcludedModule"
 
 
-def _line_naming(file: str | None, text: str) -> int | None:
-    """The first line of ``file`` where a string literal equal to ``text`` is written (not a docstring or a
-    comment that mentions it), or None."""
-    if file is None:
-        return None
-    try:
-        with tokenize.open(file) as fh:
-            for tok in tokenize.generate_tokens(fh.readline):
-                if tok.type == tokenize.STRING and text in tok.string and _literal(tok.string) == text:
-                    return tok.start[0]
-    except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError):
-        return None
-    return None
-
-
-def _literal(token: str) -> Any:
-    try:
-        return ast.literal_eval(token)
-    except (ValueError, SyntaxError):
-        return None
-
-
 @register
 class AdapterTargetMatchesNothing(Check):
     """A peft model trained (a training forward with grad) whose active config lists a ``target_modules`` entry
@@ -138,7 +115,7 @@ class AdapterTargetMatchesNothing(Check):
         if not missing:
             return
         file, line = probe.built_at(ev.module)
-        written = _line_naming(file, missing[0])
+        written = next((n for n, value in string_literals(file) if value == missing[0]), None)
         probe.report(
             kind="bug",
             check=self.name,

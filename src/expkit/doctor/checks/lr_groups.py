@@ -16,6 +16,7 @@ import torch
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.lr_schedule import lightning_trainer
+from expkit.doctor.findings import string_literals
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, CallEvent, LossEvent, Probe, StepEvent
@@ -219,6 +220,16 @@ class NormWeightsDecayedUnevenly(Check):
         if not decayed or not spared:
             return
         where = probe.built_at(ev.optimizer)
+        # the no-decay list: the first string in the optimizer's file that names some spared norm and no decayed one
+        rule = next(
+            (
+                n
+                for n, v in string_literals(where[0])
+                if v and any(v in s for s in spared) and not any(v in d for d in decayed)
+            ),
+            None,
+        )
+        where = (where[0], rule) if rule is not None else where
         probe.report(
             kind="bug",
             check=self.name,

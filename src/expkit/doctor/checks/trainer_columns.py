@@ -10,11 +10,10 @@ from __future__ import annotations
 import gc
 import itertools
 import sys
-import tokenize
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import user_frame
+from expkit.doctor.findings import source_tokens, user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import Probe, StepEvent
@@ -46,7 +45,7 @@ def dropped_columns(trainer: Any) -> set[str]:
     return set(columns) - kept if kept else set()
 
 
-class _AskedBatch(dict):  # type: ignore[type-arg]
+class _AskedBatch(dict[str, Any]):
     """A batch that notes the keys asked for and missing (get, pop, [], in)."""
 
     def __init__(self, data: Any, asked: dict[str, tuple[str | None, int | None]]) -> None:
@@ -78,13 +77,7 @@ class _AskedBatch(dict):  # type: ignore[type-arg]
 
 def _keyword_line(file: str | None, name: str) -> int | None:
     """The first line of ``file`` that passes ``name=`` as a keyword (``remove_unused_columns=True``), or None."""
-    if file is None:
-        return None
-    try:
-        with tokenize.open(file) as fh:
-            tokens = list(tokenize.generate_tokens(fh.readline))
-    except (OSError, SyntaxError, tokenize.TokenError, UnicodeDecodeError):
-        return None
+    tokens = source_tokens(file) if file else ()
     return next((a.start[0] for a, b in itertools.pairwise(tokens) if a.string == name and b.string == "="), None)
 
 
