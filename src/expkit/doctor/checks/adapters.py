@@ -28,6 +28,17 @@ def active_adapter_config(module: Any) -> Any:
     return configs.get(active) if active in configs else next(iter(configs.values()))
 
 
+def first_training_forward(ev: ForwardEvent, done: set[int]) -> Any:
+    """The active adapter config of a peft model at its first training forward (train mode, grad enabled) that
+    ``done`` has not seen, the model then added to ``done``; None for any other forward."""
+    if not (ev.training and ev.grad_enabled) or id(ev.module) in done:
+        return None
+    config = active_adapter_config(ev.module)
+    if config is not None:
+        done.add(id(ev.module))
+    return config
+
+
 @register
 class AdapterInInferenceMode(Check):
     """A peft model whose active adapter is in inference mode (all adapter weights frozen) runs a training
@@ -39,12 +50,9 @@ class AdapterInInferenceMode(Check):
         self.done: set[int] = set()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if not (ev.training and ev.grad_enabled) or id(ev.module) in self.done:
-            return
-        config = active_adapter_config(ev.module)
+        config = first_training_forward(ev, self.done)
         if config is None or not getattr(config, "inference_mode", False):
             return
-        self.done.add(id(ev.module))
         frozen = sum(p.numel() for p in ev.module.parameters() if not p.requires_grad)
         trainable = sum(p.numel() for p in ev.module.parameters() if p.requires_grad)
         file, line = probe.built_at(ev.module)
@@ -105,12 +113,9 @@ class AdapterTargetMatchesNothing(Check):
         self.done: set[int] = set()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if not (ev.training and ev.grad_enabled) or id(ev.module) in self.done:
-            return
-        config = active_adapter_config(ev.module)
+        config = first_training_forward(ev, self.done)
         if config is None:
             return
-        self.done.add(id(ev.module))
         missing = unmatched_targets(ev.module, config)
         if not missing:
             return
