@@ -319,8 +319,37 @@ def test_a_signal_after_the_trial_finished_hands_back_its_outcome_not_a_rerun():
     trial._thread = threading.Thread(target=lambda: None)
     trial._thread.start()
     trial._thread.join()
+    trial._ended = True
     again = trial.checkpoint()
     assert again.function() == done  # the requeued task's callable returns the outcome, runs nothing
+
+
+def test_checkpoint_does_not_wait_on_the_lock_an_interrupted_join_holds():
+    """SIGUSR2's handler runs checkpoint in the main thread, which can be inside Thread.join() between taking the
+    ended thread's lock and releasing it (CI: the handler hung there until Slurm killed the task). checkpoint must
+    not call is_alive() or join() on that thread."""
+    import threading
+
+    pytest.importorskip("submitit")
+    from expkit.sweep.backends import AttemptOutcome, TrialJob
+    from expkit.sweep.slurm import SlurmTrial
+
+    job = TrialJob(("true",), store="/nonexistent", group="g", name="g-t000", seed=0, config={}, env={}, cwd=".")
+    trial = SlurmTrial(job)
+    trial._result.append(AttemptOutcome("killed", None, None, -12, 1.0, {}, "signal SIGUSR2"))
+    trial._thread = threading.Thread(target=lambda: None)
+    trial._thread.start()
+    lock = getattr(trial._thread, "_tstate_lock", None)
+    if lock is None:
+        pytest.skip("this Python's Thread has no _tstate_lock (3.13+ joins another way)")
+    assert lock.acquire(timeout=10)  # what the interrupted join holds
+    trial._ended = True
+    out: list = []
+    waiter = threading.Thread(target=lambda: out.append(trial.checkpoint()), daemon=True)
+    waiter.start()
+    waiter.join(timeout=10)
+    lock.release()
+    assert out and out[0].function.requeues == 1, "checkpoint waited on the thread's join lock"
 
 
 def test_a_command_killed_by_no_requeue_of_ours_says_so_in_its_record(tmp_path):

@@ -45,6 +45,7 @@ __all__ = ["SlurmBackend", "SlurmTrial", "make_slurm_backend", "parse_time_limit
 DEFAULT_PARALLEL = 256  # trials handed to Slurm at once when max_parallel is not given (submitit's %N default)
 DEFAULT_TIME = "01:00:00"
 MAX_REQUEUES = 3  # time limits or preemptions a trial may survive
+POLL_S = 0.2  # how often the attempt's waits look whether its thread ended
 STOP_GRACE_S = 10.0  # after SIGTERM, the trial's command has this long to save its state before SIGKILL
 # Slurm keeps an ended job in squeue for MinJobAge (300 s by default); a job gone from squeue (or in an end
 # state there) whose result file has not appeared within this long was ended by Slurm itself: lost.
@@ -125,6 +126,11 @@ class SlurmTrial:
         self._pid: int | None = None
         self._thread: threading.Thread | None = None
         self._result: list[AttemptOutcome] = []
+        # set by the attempt's thread as it ends. Both waits poll it with time.sleep, never Thread.join: SIGUSR2's
+        # handler (checkpoint) runs in the main thread, and when it interrupts a join between the thread's end lock
+        # being taken and released, is_alive() and join() in the handler wait on that same lock forever (seen in CI:
+        # "Calling checkpoint method." and nothing until Slurm killed the task at its limit)
+        self._ended = False
 
     def __getstate__(self) -> dict[str, Any]:  # a checkpoint pickles the next attempt, not this one's thread
         return {"job": self.job, "requeues": self.requeues, "resume_dir": self.resume_dir}
@@ -151,11 +157,14 @@ class SlurmTrial:
                 self._result.append(_execute_job(job, remember))
             except Exception as exc:  # noqa: BLE001 - the command could not start: a failed attempt
                 self._result.append(AttemptOutcome("failed", None, None, None, 0.0, {}, f"{type(exc).__name__}: {exc}"))
+            finally:
+                self._ended = True
 
         self._thread = threading.Thread(target=run, name="expkit-slurm-trial")
         self._thread.start()
-        while self._thread.is_alive():
-            self._thread.join(timeout=1.0)  # short waits: the signal handler runs between them
+        while not self._ended:
+            time.sleep(POLL_S)  # holds no lock: the signal handler may run here and wait for the thread itself
+        self._thread.join()
         res = self._result[0]
         if res.status == "killed" and res.run_dir is not None:  # not by checkpoint (that one does not return)
             _mark_killed_by_slurm(Path(res.run_dir), res.error)
@@ -172,13 +181,13 @@ class SlurmTrial:
             return submitit.helpers.DelayedSubmission(SlurmTrial(self.job, self.requeues + 1, self.resume_dir))
         deadline = time.monotonic() + STOP_GRACE_S
         sent: set[int] = set()
-        while self._thread.is_alive():
+        while not self._ended:  # not is_alive()/join(): see _ended
             sig = signal.SIGKILL if time.monotonic() > deadline else signal.SIGTERM
             if self._pid is not None and sig not in sent:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self._pid, sig)
                 sent.add(sig)
-            self._thread.join(timeout=0.5)
+            time.sleep(POLL_S)
         res = self._result[0] if self._result else None
         if res is not None and res.status == "finished":  # it ended before the signal: hand back its outcome
             return submitit.helpers.DelayedSubmission(_Finished(res))
