@@ -79,24 +79,22 @@ def unmatched_targets(model: Any, config: Any) -> list[str]:
     if isinstance(targets, str) or not targets:
         return []
     try:
-        import peft.tuners.tuners_utils  # noqa: F401 - the matching rule _matched asks
+        from peft.tuners.tuners_utils import check_target_module_exists
     except ImportError:
         return []
+
+    def matched(one: Any, name: str) -> bool:
+        found = check_target_module_exists(one, name)
+        return found is not None and found is not False and type(found).__name__ != "_ExcludedModule"
+
     names = [n for n, _ in model.named_modules() if n]
     missing = []
     for target in sorted(str(t) for t in targets):
         one = copy.copy(config)
         one.target_modules = {target}
-        if not any(_matched(one, n) for n in names):
+        if not any(matched(one, n) for n in names):
             missing.append(target)
     return missing
-
-
-def _matched(config: Any, name: str) -> bool:
-    from peft.tuners.tuners_utils import check_target_module_exists
-
-    found = check_target_module_exists(config, name)
-    return found is not None and found is not False and type(found).__name__ != "_ExcludedModule"
 
 
 @register

@@ -269,7 +269,7 @@ def _label_map(x: Any) -> bool:
     return 3 <= distinct <= MAX_LABEL_CLASSES
 
 
-MAX_GRAPH_NODES = 20_000  # autograd nodes walked from one loss (a larger graph is not judged)
+MAX_GRAPH_NODES = 20_000  # autograd nodes walked from one loss or term (a larger graph is not judged)
 SPREADING_OPS = ("AddBackward0", "SubBackward0", "MulBackward0")
 
 
@@ -360,14 +360,11 @@ class BatchSumSpreadOverSamples(Check):
         self.outputs.clear()
 
 
-MAX_LEAF_WALK = 20_000  # graph nodes walked from one term to find the parameters it reaches
-
-
 def reached_parameters(node: Any) -> set[int]:
     """The ids of the leaf tensors (parameters) whose ``AccumulateGrad`` lies below ``node``."""
     return {
         id(n.variable)
-        for n in graph_nodes(node, MAX_LEAF_WALK)
+        for n in graph_nodes(node, MAX_GRAPH_NODES)
         if type(n).__name__ == "AccumulateGrad" and hasattr(n, "variable")
     }
 
