@@ -40,3 +40,71 @@ def test_second_epoch_without_set_epoch_is_found_with_the_sampler_state():
 def test_set_epoch_or_no_shuffle_is_clean():
     assert _epochs(set_epoch=True) == []
     assert _epochs(set_epoch=False, shuffle=False) == []  # without shuffling the epoch changes nothing
+
+
+# The loop lives in a file of its own: the first-epoch rule reads the loop's files for ``set_epoch``, and this test
+# file names it. Each variant writes the loop the way a user might (inner loop in the same function, or in a
+# helper called from the epoch loop) and ends after the first epoch's first step: only the source rule can see it.
+LOOP_PROGRAM = """
+import torch
+from torch import nn
+
+
+def one_epoch(loader, model, opt):
+    for xb, yb in loader:
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(xb), yb).backward()
+        opt.step()
+        return
+
+
+def nested(loader, model, opt, epochs):
+    for epoch in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+            return
+
+
+def by_helper(loader, model, opt, epochs):
+    for epoch in range(epochs):
+        one_epoch(loader, model, opt)
+        return
+"""
+
+
+def _first_epoch(tmp_path, entry: str, extra: str = ""):
+    import importlib.util
+
+    path = tmp_path / f"loop_{entry}.py"
+    path.write_text(LOOP_PROGRAM + extra)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(0)
+    data = TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,)))
+    loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data, num_replicas=2, rank=0))
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        if entry == "one_epoch":
+            mod.one_epoch(loader, model, opt)
+        else:
+            getattr(mod, entry)(loader, model, opt, 3)
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "sampler_without_set_epoch"], path
+
+
+@pytest.mark.parametrize(("entry", "line_text"), [("nested", "for xb, yb in loader"), ("by_helper", "for xb, yb in")])
+def test_an_epoch_loop_without_set_epoch_in_its_files_is_found_at_the_first_epoch(tmp_path, entry, line_text):
+    found, path = _first_epoch(tmp_path, entry)
+    (f,) = found
+    assert f.file == str(path) and line_text in path.read_text().splitlines()[f.line - 1]
+    assert f.step == 0 and f.evidence["sampler_epoch"] == 0  # before the first step
+
+
+def test_one_pass_or_a_set_epoch_in_the_files_is_clean_at_the_first_epoch(tmp_path):
+    assert _first_epoch(tmp_path, "one_epoch")[0] == []  # one pass: the epoch never changes
+    extra = "\n\ndef set_each(loader, epoch):\n    loader.sampler.set_epoch(epoch)\n"
+    assert _first_epoch(tmp_path, "nested", extra)[0] == []
