@@ -177,7 +177,8 @@ class Probe:
         self.constant_outputs: set[int] = set()  # parameter-free layers whose output was the same for every sample
         self.ran_without_grad: dict[int, RawStack | None] = {}  # ... under no_grad: where it was entered
         self.cut_sites: list[RawStack] = []  # detach()/item() on a grad-carrying tensor inside a forward
-        self.nograd_site: RawStack | None = None
+        self.nograd_site: RawStack | None = None  # where the open no_grad that disabled grad was entered
+        self._nograd_ctx: Any = None
         self.apply_site: RawStack | None = None  # the last Module.apply(...) after the first step
         self.eval_sites: dict[int, RawStack] = {}  # id(module) -> where train(False)/eval() was last called on it
         self._order = 0
@@ -281,6 +282,7 @@ class Probe:
         with contextlib.suppress(Exception):  # a probe's bookkeeping must never break the program
             self._patch_data_property()
         self._patch(torch.autograd.grad_mode.no_grad, "__enter__", self._wrap_no_grad)
+        self._patch(torch.autograd.grad_mode.no_grad, "__exit__", self._wrap_no_grad_exit)
         self._patch(nn.Module, "apply", self._wrap_apply)
         self._patch(nn.Module, "train", self._wrap_train)
         for name in LOSS_FUNCTIONS:
@@ -443,10 +445,23 @@ class Probe:
         # the source of __wrapped__ (inspect.getsourcelines unwraps): this wrapper's own body does not script
         def __enter__(ctx: Any) -> None:
             if probe.active and not probe._in_check and torch.is_grad_enabled():
-                probe.nograd_site = raw_stack(2)
+                probe.nograd_site, probe._nograd_ctx = raw_stack(2), ctx
             return original(ctx)
 
         return __enter__
+
+    def _wrap_no_grad_exit(self, original: Any) -> Any:
+        """The ``no_grad`` that disabled grad is left: a later module that runs without grad (autograd Function's
+        forward, reentrant checkpointing) is placed at its own call, not at this stale site."""
+        probe = self
+
+        @functools.wraps(original)
+        def __exit__(ctx: Any, *exc: Any) -> Any:
+            if probe._nograd_ctx is ctx:
+                probe.nograd_site, probe._nograd_ctx = None, None
+            return original(ctx, *exc)
+
+        return __exit__
 
     def _wrap_backward(self, original: Any) -> Any:
         probe = self
@@ -524,7 +539,7 @@ class Probe:
             return
         self.ran_modules[id(module)] = module
         if not grad:
-            self.ran_without_grad[id(module)] = self.nograd_site
+            self.ran_without_grad[id(module)] = self.nograd_site or raw_stack(3)  # no open no_grad: the call
         if self._depth > 0 and self._root_modules is not None and id(module) not in self._root_modules:
             if id(module) not in self.call_sites:
                 self.call_sites[id(module)] = raw_stack(3)

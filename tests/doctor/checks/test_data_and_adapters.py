@@ -45,6 +45,59 @@ def test_encoder_called_under_no_grad_in_the_loop_is_a_gradient_cut():
     assert _encoder_loop(no_grad=False) == []
 
 
+class _Checkpointed(nn.Module):
+    """A block run through a checkpoint or a custom autograd Function: its forward runs with grad disabled but
+    no ``torch.no_grad()`` is entered there (the last one entered closed long before, in weight init)."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.block, self.head, self.how = nn.Sequential(nn.Linear(8, 16), nn.ReLU()), nn.Linear(16, 2), how
+
+    def forward(self, x):
+        if self.how == "reentrant":
+            h = torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=True)  # CUT
+        elif self.how == "function":
+            h = _RunBlock.apply(x, self.block)  # CUT
+        else:
+            h = torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=False)
+        return self.head(h)
+
+
+class _RunBlock(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, block):
+        return block(x)  # CUT: grad is off in an autograd Function's forward, block's weights get no gradient
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.sum(-1, keepdim=True).expand(grad.shape[0], 8), None
+
+
+@pytest.mark.parametrize("how", ["reentrant", "function", "non_reentrant"])
+def test_a_block_run_with_grad_disabled_is_named_at_its_call_not_a_stale_no_grad(how):
+    import inspect
+
+    torch.manual_seed(0)
+    model = _Checkpointed(how)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(32, 8), torch.randint(0, 2, (32,))  # the input needs no grad: reentrant's known trap
+    with watch(model, opt, steps=2) as w:
+        for _ in range(2):
+            opt.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+    found = _found(w, "gradient_cut")
+    if how == "non_reentrant":
+        assert found == []  # the block trains: not a cut
+        return
+    (f,) = found
+    cut = set()
+    for fn in (_Checkpointed.forward, _RunBlock.forward):  # the call that runs it, or the module call in there
+        lines, start = inspect.getsourcelines(fn)
+        cut |= {start + i for i, text in enumerate(lines) if "# CUT" in text}
+    assert f.line in cut and "grad disabled" in f.message
+
+
 def test_a_model_input_that_requires_grad_is_not_an_unoptimised_weight():
     # a gradient penalty's interpolates: a leaf fed to the model, differentiated with autograd.grad
     torch.manual_seed(0)

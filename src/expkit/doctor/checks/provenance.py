@@ -199,7 +199,8 @@ class GradientCut(Check):
             (nograd if id(mod) in probe.ran_without_grad else detached).append(mod)
         if nograd:
             site = probe.ran_without_grad[id(nograd[0])]
-            self._report(probe, nograd, "ran under torch.no_grad()", _where(site))
+            how = "ran with grad disabled (torch.no_grad(), or an autograd Function's forward: reentrant checkpointing)"
+            self._report(probe, nograd, how, _where(site))
         if detached and probe.cut_sites:
             self._report(probe, detached, "feed the loss only through a detach()/.item()", _where(probe.cut_sites[0]))
 
