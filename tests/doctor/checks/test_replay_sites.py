@@ -59,6 +59,27 @@ class FunctionalMix(nn.Module):
         return z * 2
 
 
+class ViewMix(nn.Module):
+    """A bidirectional GRU's (directions, batch, hidden) state made per-sample by a view or a reshape (which the
+    doctor's own shape check wraps: the op is still the user's) instead of a permute."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.how = how
+        self.gru = nn.GRU(8, 6, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(12, 3)
+
+    def forward(self, x):
+        _, h = self.gru(x)
+        if self.how == "view":
+            h = h.view(x.shape[0], -1)  # the view
+        elif self.how == "reshape":
+            h = torch.reshape(h, (x.shape[0], -1))  # the reshape
+        else:
+            h = h.permute(1, 0, 2).reshape(x.shape[0], -1)
+        return self.head(h)
+
+
 def _mixed(model, shape):
     torch.manual_seed(0)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -84,6 +105,13 @@ def test_a_functional_op_over_the_batch_axis_is_named_at_its_line_in_forward():
     (f,) = _mixed(FunctionalMix("center"), (8,))
     assert f.line == _line("# the centring", FunctionalMix)
     assert _mixed(FunctionalMix("per_sample"), (8,)) == []  # normalised over features, batch norm: no mixing
+
+
+@pytest.mark.parametrize("how", ["view", "reshape"])
+def test_a_view_across_the_batch_is_named_at_its_line_through_the_doctors_own_reshape_wrapper(how):
+    (f,) = _mixed(ViewMix(how), (5, 8))
+    assert f.line == _line(f"# the {how}", ViewMix)
+    assert _mixed(ViewMix("permute"), (5, 8)) == []
 
 
 def test_a_time_first_rnn_called_directly_on_time_major_data_is_spared():

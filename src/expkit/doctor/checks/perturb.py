@@ -81,10 +81,12 @@ class _MaskSites(TorchFunctionMode):
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-# torch's own wrappers between a user's call and the op (``F.normalize`` -> handle_torch_function): skipped when
-# looking for the caller; a frame in any other torch file (a layer's forward) makes the op torch's, not the user's
-_PASS_THROUGH = tuple(
-    _TORCH_DIR + f for f in ("overrides.py", "nn/functional.py", "functional.py", "_tensor.py", "_jit_internal.py")
+# torch's own wrappers between a user's call and the op (``F.normalize`` -> handle_torch_function), and the doctor's
+# (shape_ops wraps Tensor.view/reshape): skipped when looking for the caller; a frame in any other torch file (a
+# layer's forward) makes the op torch's, not the user's
+_PASS_THROUGH = (
+    *(_TORCH_DIR + f for f in ("overrides.py", "nn/functional.py", "functional.py", "_tensor.py", "_jit_internal.py")),
+    os.path.dirname(os.path.dirname(__file__)) + os.sep,
 )
 
 
