@@ -14,6 +14,7 @@ __all__ = [
     "Finding",
     "FindingKind",
     "RawStack",
+    "argument_made_at",
     "raw_stack",
     "source_tokens",
     "string_literals",
@@ -154,3 +155,53 @@ def string_literals(file: str | None) -> list[tuple[int, str]]:
             if isinstance(value, str):
                 out.append((tok.start[0], value))
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _tree(file: str) -> ast.Module | None:
+    try:
+        with tokenize.open(file) as fh:
+            return ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def argument_made_at(file: str | None, line: int | None, keyword: str) -> int | None:
+    """The line that made the value passed as ``keyword=`` by the call at ``line`` of ``file``: a name's last
+    assignment before the call in the same function (``attention_mask = torch.ones_like(ids)``), else the
+    keyword's own line in a call written over several lines; None when no such call is there."""
+    tree = _tree(file) if file and line else None
+    if tree is None:
+        return None
+    scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    scope: ast.AST = min(
+        (n for n in scopes if n.lineno <= line <= (n.end_lineno or n.lineno)),
+        key=lambda n: (n.end_lineno or n.lineno) - n.lineno,
+        default=tree,
+    )
+    for call in ast.walk(scope):
+        if not (isinstance(call, ast.Call) and call.lineno <= line <= (call.end_lineno or call.lineno)):
+            continue
+        value = next((k.value for k in call.keywords if k.arg == keyword), None)
+        if value is None:
+            continue
+        inner = [(n.lineno, n.end_lineno or n.lineno) for n in scopes if n is not scope and n.lineno > line]
+        inner += [(n.lineno, n.end_lineno or n.lineno) for n in scopes if (n.end_lineno or n.lineno) < line]
+        # the names the value is built from (``mask``, ``mask if ok else None``, ``~mask.bool()``), first first
+        for name in (n.id for n in ast.walk(value) if isinstance(n, ast.Name)):
+            made = [
+                node.lineno
+                for node in ast.walk(scope)
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                and node.lineno < call.lineno
+                and not any(a <= node.lineno <= b for a, b in inner)  # not another function's own names
+                and any(
+                    isinstance(t, ast.Name) and t.id == name
+                    for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                    for t in ast.walk(target)
+                )
+            ]
+            if made:
+                return max(made)
+        return value.lineno
+    return None

@@ -169,7 +169,7 @@ def test_adapter_loaded_for_inference_and_trained_around_is_found():
     assert _adapter_loop(is_trainable=True) == []
 
 
-def _padded_classifier(pass_mask: bool):
+def _padded_classifier(pass_mask: bool, mask_of_ones: bool = False):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     cfg = transformers.BertConfig(
@@ -181,6 +181,8 @@ def _padded_classifier(pass_mask: bool):
     lengths = torch.tensor([3, 8, 5, 8, 2, 6, 8, 4])
     mask = (torch.arange(8)[None, :] < lengths[:, None]).long()
     ids = torch.randint(1, 40, (8, 8)) * mask
+    if mask_of_ones:
+        mask = torch.ones_like(ids)  # MASK-MADE: a mask that masks nothing
     labels = torch.randint(0, 2, (8,))
     model.train()
     with watch(model, opt, steps=2) as w:
@@ -196,6 +198,15 @@ def test_padding_attended_without_attention_mask_is_found_and_masked_is_not():
     (f,) = _padded_classifier(pass_mask=False)
     assert f.evidence["attention_mask_given"] is False and f.evidence["rows_with_padding"] == 5  # lengths below 8
     assert _padded_classifier(pass_mask=True) == []
+
+
+def test_an_attention_mask_that_masks_nothing_is_named_where_it_was_made():
+    import inspect
+
+    (f,) = _padded_classifier(pass_mask=True, mask_of_ones=True)
+    lines, first = inspect.getsourcelines(_padded_classifier)
+    assert f.evidence["attention_mask_given"] is True
+    assert f.line == first + next(i for i, text in enumerate(lines) if "MASK-MADE" in text)
 
 
 class _DataCut(nn.Module):

@@ -25,7 +25,7 @@ from torch import nn
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.perturb import _changed, _first_cause, _Replay
-from expkit.doctor.findings import user_line_of
+from expkit.doctor.findings import argument_made_at, user_frame, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe
@@ -165,6 +165,11 @@ class PaddingChangesOutput(Check):
     ) -> None:
         mask = ev.kwargs.get("attention_mask")
         batch = int(seen.ids.shape[0])
+        call = user_frame()
+        if mask is not None and call[0] is not None and (where is None or where == call):
+            # a mask was given and did not mask: the line that made it, not the model's call
+            made = argument_made_at(call[0], call[1], "attention_mask")
+            where = (call[0], made) if made is not None else where
         probe.report(
             kind="bug",
             check=self.name,
