@@ -15,6 +15,7 @@ __all__ = [
     "FindingKind",
     "RawStack",
     "argument_made_at",
+    "keyword_line",
     "raw_stack",
     "source_tokens",
     "string_literals",
@@ -205,3 +206,20 @@ def argument_made_at(file: str | None, line: int | None, keyword: str) -> int | 
                 return max(made)
         return value.lineno
     return None
+
+
+def keyword_line(file: str | None, names: tuple[str, ...], before: int | None = None) -> int | None:
+    """The line of the last ``name=`` keyword (any of ``names``) in a call of ``file`` before line ``before``
+    (anywhere when None): where a setting the run showed to be wrong was written (``warmup_steps=500`` inside a
+    ``TrainingArguments(...)`` over several lines)."""
+    tree = _tree(file) if file else None
+    if tree is None:
+        return None
+    lines = sorted(
+        k.value.lineno
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        for k in call.keywords
+        if k.arg in names and (before is None or k.value.lineno <= before)
+    )
+    return lines[-1] if lines else None

@@ -91,6 +91,8 @@ def test_a_warmup_longer_than_the_planned_steps_is_found_with_its_peak():
     # the linear warm-up's lambda peaks at step 11: 11 / 500 of the set lr
     assert f.evidence["peak_share"] == pytest.approx(11 / 500)
     assert f.evidence["planned_steps"] == 12 and f.file == __file__
+    lines, first = inspect.getsourcelines(_warmup_run)  # named at the warm-up setting, not the scheduler's line
+    assert f.line == first + next(i for i, text in enumerate(lines) if "num_warmup_steps=" in text)
 
 
 def test_a_warmup_shorter_than_the_run_is_clean():

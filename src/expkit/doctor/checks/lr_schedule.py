@@ -12,6 +12,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import keyword_line
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import CallEvent, Probe, StepEvent
@@ -266,6 +267,9 @@ class LrNeverReachesSetValue(Check):
         bases = [float(b) for b in getattr(sched, "base_lrs", [])] or [0.0]
         base = max(bases)
         if declared is not None:
+            # the warm-up setting itself, when the call that built the scheduler (or the Trainer) does not show it
+            at = keyword_line(where[0], ("warmup_steps", "warmup_ratio", "num_warmup_steps"), where[1])
+            where = (where[0], at) if at is not None else where
             message = (
                 f"{type(sched).__name__} projected over its {steps} planned steps peaks at lr {base * peak:.3g}, "
                 f"{peak:.0%} of the lr {base:g} it was set to ({_steps_text(declared)}): the warm-up is longer "
