@@ -256,3 +256,45 @@ def test_a_rate_written_after_the_first_update_is_found_at_that_step(how):
 @pytest.mark.parametrize("how", ["before", "from_zero", "step_lr", "constant"])
 def test_warmups_set_before_the_step_zero_starts_and_schedulers_are_silent(how):
     assert _hand_rate(how) == []
+
+
+# lr_schedule_zero ---------------------------------------------------------------------------------------------------
+
+
+def _zero_run(make_sched, *, per_batch: bool):
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with watch(model, opt, steps=2) as w:
+        sched = make_sched(opt)
+        for _epoch in range(2):
+            for _ in range(3):
+                opt.zero_grad()
+                F.cross_entropy(model(torch.randn(8, 4)), torch.randint(0, 2, (8,))).backward()
+                opt.step()
+                if per_batch:
+                    sched.step()  # SCHED-PER-BATCH
+            if not per_batch:
+                sched.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "lr_schedule_zero"]
+
+
+def _zero_line(marker: str) -> int:
+    lines, first = inspect.getsourcelines(_zero_run)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def test_an_epoch_schedule_stepped_per_batch_is_named_at_its_step_call():
+    (f,) = _zero_run(lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.1), per_batch=True)
+    assert f.line == _zero_line("# SCHED-PER-BATCH") and "stepped here" in f.message
+    (f,) = _zero_run(lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5), per_batch=True)
+    assert f.line == _zero_line("# SCHED-PER-BATCH")
+
+
+def test_a_zero_factor_is_named_where_the_schedule_was_built_and_a_slow_decay_is_clean():
+    zero = lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.0)  # noqa: E731
+    (f,) = _zero_run(zero, per_batch=False)
+    assert f.line == zero.__code__.co_firstlineno  # the user's line that built it (here, the lambda)
+    assert "stepped here" not in f.message
+    assert _zero_run(lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1), per_batch=False) == []

@@ -16,7 +16,7 @@ from expkit.doctor.checks.lr_schedule import declared_steps, first_time_driving
 from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import CallEvent, LossEvent, Probe, StepEvent
 
 REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits")
 CLASSIFICATION = ("cross_entropy", "nll_loss")
@@ -129,6 +129,7 @@ class LrScheduleZero(Check):
 
     def __init__(self) -> None:
         self.done: set[int] = set()
+        self.pending: dict[int, tuple[Any, int, int]] = {}  # id(scheduler) -> (it, zero from step, projected)
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         for sched in first_time_driving(probe, ev.optimizer, self.done):
@@ -141,18 +142,51 @@ class LrScheduleZero(Check):
             start = _zero_run(lrs, float(sched.base_lrs[0]))
             if start is None:
                 continue
+            if float(getattr(sched, "gamma", 0.0) or 0.0) > 0:
+                # a decay that reaches 0 only by being stepped often (a per-epoch StepLR stepped per batch):
+                # the cause is where it is stepped, seen at its next step() (construction if none comes)
+                self.pending[id(sched)] = (sched, start, len(lrs))
+                continue
             made = probe.made_at.get(id(sched))
-            probe.report(
-                kind="bug",
-                check=self.name,
-                message=(
-                    f"{type(sched).__name__} projects lr 0 from step {start} for {ZERO_RUN}+ steps "
-                    f"(base lr {sched.base_lrs[0]:g}): those steps change nothing"
-                ),
-                evidence={"zero_from_step": start, "base_lr": float(sched.base_lrs[0]), "projected": len(lrs)},
-                fix="check the schedule's factor (a gamma of 0, an integer division in a warm-up lambda)",
-                where=user_line_of(made[1]) if made else None,
-            )
+            self._report(probe, sched, start, len(lrs), user_line_of(made[1]) if made else None, False)
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name != "scheduler.step" or ev.obj is None or id(ev.obj) not in self.pending:
+            return
+        from expkit.doctor.findings import user_frame
+
+        sched, start, projected = self.pending.pop(id(ev.obj))
+        site = user_frame(3)
+        made = probe.made_at.get(id(sched))
+        built = user_line_of(made[1]) if made else None
+        self._report(probe, sched, start, projected, site if site[0] is not None else built, site[0] is not None)
+
+    def finish(self, probe: Probe) -> None:
+        for sched, start, projected in list(self.pending.values()):
+            made = probe.made_at.get(id(sched))
+            self._report(probe, sched, start, projected, user_line_of(made[1]) if made else None, False)
+        self.pending.clear()
+
+    def _report(self, probe: Probe, sched: Any, start: int, projected: int, where: Any, stepped: bool) -> None:
+        """``stepped``: ``where`` is the user's ``step()`` call, the cause of a decay that ran out."""
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=(
+                f"{type(sched).__name__} projects lr 0 from step {start} for {ZERO_RUN}+ steps "
+                f"(base lr {sched.base_lrs[0]:g}): those steps change nothing"
+                + (
+                    f"; it decays every {getattr(sched, 'step_size', 1)} step() call(s) and is stepped here, with "
+                    "the optimizer: a schedule meant in epochs, stepped per batch, runs out within the first epochs"
+                    if stepped
+                    else ""
+                )
+            ),
+            evidence={"zero_from_step": start, "base_lr": float(sched.base_lrs[0]), "projected": projected},
+            fix="check the schedule's factor (a gamma of 0, an integer division in a warm-up lambda), or step an "
+            "epoch-based schedule once per epoch, outside the batch loop",
+            where=where,
+        )
 
 
 def _zero_run(lrs: list[float], base: float) -> int | None:
