@@ -18,6 +18,7 @@ __all__ = [
     "keyword_line",
     "raw_stack",
     "source_tokens",
+    "source_tree",
     "string_literals",
     "user_frame",
     "user_line_of",
@@ -159,7 +160,8 @@ def string_literals(file: str | None) -> list[tuple[int, str]]:
 
 
 @functools.lru_cache(maxsize=32)
-def _tree(file: str) -> ast.Module | None:
+def source_tree(file: str) -> ast.Module | None:
+    """The parsed source of a user's file (None when it cannot be read or parsed)."""
     try:
         with tokenize.open(file) as fh:
             return ast.parse(fh.read())
@@ -171,7 +173,7 @@ def argument_made_at(file: str | None, line: int | None, keyword: str) -> int | 
     """The line that made the value passed as ``keyword=`` by the call at ``line`` of ``file``: a name's last
     assignment before the call in the same function (``attention_mask = torch.ones_like(ids)``), else the
     keyword's own line in a call written over several lines; None when no such call is there."""
-    tree = _tree(file) if file and line else None
+    tree = source_tree(file) if file and line else None
     if tree is None:
         return None
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -212,7 +214,7 @@ def keyword_line(file: str | None, names: tuple[str, ...], before: int | None = 
     """The line of the last ``name=`` keyword (any of ``names``) in a call of ``file`` before line ``before``
     (anywhere when None): where a setting the run showed to be wrong was written (``warmup_steps=500`` inside a
     ``TrainingArguments(...)`` over several lines)."""
-    tree = _tree(file) if file else None
+    tree = source_tree(file) if file else None
     if tree is None:
         return None
     lines = sorted(

@@ -18,7 +18,7 @@ def _train(keep: str):
     model = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Linear(16, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     X, y = torch.randn(64, 6), torch.randn(64, 1)
-    running, kept = torch.tensor(0.0), []
+    running, kept, history = torch.tensor(0.0), [], {"loss": []}
     with watch(model, opt, steps=2) as w:
         for i in range(3):
             loss = nn.functional.mse_loss(model(X[i * 16 : i * 16 + 16]), y[i * 16 : i * 16 + 16])
@@ -28,7 +28,9 @@ def _train(keep: str):
             if keep == "running_tensor":
                 running = running + loss  # the kept graph: this line
             elif keep == "list_of_tensors":
-                kept.append(loss)
+                kept.append(loss)  # kept in a list: this line
+            elif keep == "dict_of_lists":
+                history["loss"].append(loss)  # kept in a dict's list: this line
             else:
                 kept.append(loss.item())
     assert not w.check_errors, w.check_errors
@@ -44,8 +46,11 @@ def test_a_running_loss_kept_as_a_tensor_is_named_at_its_line():
     assert found[0].evidence["kept_tensors"] >= 1
 
 
-def test_losses_kept_in_a_list_are_found():
-    assert len(_train("list_of_tensors")) == 1
+@pytest.mark.parametrize(("keep", "marker"), [("list_of_tensors", "in a list"), ("dict_of_lists", "in a dict's list")])
+def test_losses_kept_in_a_list_are_named_where_they_are_put_in(keep, marker):
+    (f,) = _train(keep)
+    source, start = inspect.getsourcelines(_train)
+    assert f.line == start + next(i for i, text in enumerate(source) if f"kept {marker}: this line" in text)
 
 
 def test_losses_kept_as_numbers_are_clean_and_anomaly_mode_is_restored():

@@ -6,7 +6,9 @@ the line that made the kept tensor comes from the creation stack anomaly mode re
 
 from __future__ import annotations
 
+import collections
 import gc
+import sys
 import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -67,6 +69,73 @@ def made_where(node: Any) -> tuple[str | None, int | None]:
     return user_line_of(tuple(reversed(frames)))
 
 
+FILLS = ("append", "extend", "insert", "appendleft")  # the calls that put a tensor into a kept container
+NUMBERS = ("item", "detach", "tolist", "numpy", "cpu")  # what makes a kept value graph-free
+
+
+def _holder_name(tensor: torch.Tensor) -> tuple[str, str] | None:
+    """``(file, name)`` of a user's variable that holds a list (or a dict's list) with ``tensor`` in it, read from
+    the live frames' locals and globals: the kept tensor is in that container, not in a variable of its own."""
+    from expkit.doctor.findings import user_line_of
+
+    holders = [r for r in gc.get_referrers(tensor) if isinstance(r, (list, collections.deque))]
+    if not holders:
+        return None
+    frame = sys._getframe(1)
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if user_line_of(((file, 0),))[0] is not None:
+            for scope in (frame.f_locals, frame.f_globals):
+                for name, value in list(scope.items()):
+                    if any(value is h for h in holders):
+                        return file, name
+                    if isinstance(value, dict) and any(v is h for v in value.values() for h in holders):
+                        return file, name
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def filled_at(file: str, name: str) -> int | None:
+    """The first line of ``file`` that puts something into the container ``name`` (``name.append(..)``,
+    ``name[key].append(..)``, ``name += [..]``)."""
+    import ast
+
+    from expkit.doctor.findings import source_tree
+
+    tree = source_tree(file)
+    if tree is None:
+        return None
+
+    def is_name(node: Any) -> bool:
+        if isinstance(node, ast.Subscript):  # history["loss"].append(..)
+            return is_name(node.value)
+        return isinstance(node, ast.Name) and node.id == name
+
+    def plain(node: Any) -> bool:  # not a number or a detached copy put in (the fix of this very bug)
+        return not any(
+            isinstance(n, ast.Call)
+            and (
+                (isinstance(n.func, ast.Attribute) and n.func.attr in NUMBERS)
+                or (isinstance(n.func, ast.Name) and n.func.id in ("float", "int"))
+            )
+            for n in ast.walk(node)
+        )
+
+    lines = [
+        node.lineno
+        for node in ast.walk(tree)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in FILLS
+            and is_name(node.func.value)
+            and all(plain(a) for a in node.args)
+        )
+        or (isinstance(node, ast.AugAssign) and is_name(node.target) and plain(node.value))
+    ]
+    return min(lines) if lines else None
+
+
 @register
 class GraphKeptAcrossSteps(Check):
     """At the end of the watch (the second step of the optimizer that ended it), every live non-leaf tensor
@@ -118,6 +187,10 @@ class GraphKeptAcrossSteps(Check):
         where = made_where(tensor.grad_fn)
         if where[0] is None:
             where = made_where(node)
+        holder = _holder_name(tensor)  # kept in a list: the line that put it there, not the line that made it
+        stored = filled_at(*holder) if holder is not None else None
+        if holder is not None and stored is not None:
+            where = (holder[0], stored)
         probe.report(
             kind="bug",
             check=self.name,

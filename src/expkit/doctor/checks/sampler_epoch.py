@@ -8,11 +8,10 @@ from __future__ import annotations
 import ast
 import functools
 import sys
-import tokenize
 from typing import TYPE_CHECKING
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import RawStack, raw_stack, source_tokens
+from expkit.doctor.findings import RawStack, raw_stack, source_tokens, source_tree
 
 TORCH_PARTS = ("/torch/", "\\torch\\", "/expkit/", "\\expkit\\")  # frames between the loop and the sampler
 
@@ -24,14 +23,10 @@ if TYPE_CHECKING:
 def _loop_bodies(file: str) -> tuple[tuple[int, int, int], ...]:
     """``(loop line, first body line, last body line)`` of every ``for``/``while`` in ``file`` (empty when it
     cannot be parsed)."""
-    try:
-        with tokenize.open(file) as fh:
-            tree = ast.parse(fh.read())
-    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
-        return ()
+    tree = source_tree(file)
     return tuple(
         (node.lineno, node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
-        for node in ast.walk(tree)
+        for node in (ast.walk(tree) if tree is not None else ())
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While))
     )
 
