@@ -15,6 +15,7 @@ __all__ = [
     "FindingKind",
     "RawStack",
     "argument_made_at",
+    "assigned_from",
     "keyword_line",
     "raw_stack",
     "source_tokens",
@@ -225,3 +226,38 @@ def keyword_line(file: str | None, names: tuple[str, ...], before: int | None = 
         if k.arg in names and (before is None or k.value.lineno <= before)
     )
     return lines[-1] if lines else None
+
+
+def _words(node: ast.AST) -> list[str]:
+    """The identifiers, attribute names and string constants in an expression, lower-cased."""
+    out: list[str] = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.append(n.id.lower())
+        elif isinstance(n, ast.Attribute):
+            out.append(n.attr.lower())
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            out.append(n.value.lower())
+    return out
+
+
+def assigned_from(file: str | None, target: str, source: str) -> int | None:
+    """The first line of ``file`` that sets something named like ``target`` from something named like ``source``
+    (``tok.pad_token = tok.eos_token``, ``PAD = EOS``, ``pad_token_id=cfg.eos_token_id``): where a value the run
+    measured to be the same as another (the pad id is the stop id) was made so."""
+    tree = source_tree(file) if file else None
+    if tree is None:
+        return None
+    lines: list[int] = []
+    for node in ast.walk(tree):
+        pairs: list[tuple[list[str], ast.AST]] = []
+        if isinstance(node, ast.Assign):
+            pairs = [(_words(t), node.value) for t in node.targets]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            pairs = [(_words(node.target), node.value)]
+        elif isinstance(node, ast.Call):
+            pairs = [([k.arg.lower()], k.value) for k in node.keywords if k.arg]
+        for names, value in pairs:
+            if any(target in n for n in names) and any(source in w for w in _words(value)):
+                lines.append(value.lineno)
+    return min(lines) if lines else None

@@ -77,6 +77,8 @@ def test_stop_token_masked_when_pad_is_the_eos_and_padding_is_masked_by_id():
     assert set(f) == {"eos_masked"}
     assert g.evidence["rows_with_masked_stop"] == len(LENGTHS) == g.evidence["rows_only_stop_masked"]
     assert "pad_token_id 1 is the stop token" in g.message
+    # named where the pad was made the stop token (here the first `pad=EOS` of this file), not the forward
+    assert g.file == __file__ and "pad=EOS" in open(__file__).read().splitlines()[g.line - 1]
     assert _hf(_right, pad=EOS) == {}  # masked by the attention mask: the real eos stays trained
     # no attention_mask given: the padding is the trailing run of the pad (= eos) id, its first token the real eos
     assert set(_hf(lambda ids, mask: ids.masked_fill(ids == EOS, -100), pad=EOS, with_mask=False)) == {"eos_masked"}

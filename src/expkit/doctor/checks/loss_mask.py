@@ -24,6 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.perturb import op_caller
+from expkit.doctor.findings import assigned_from, user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
@@ -404,6 +405,11 @@ class LossMask(Check):
             else "the end of each sequence (the answer and its stop token) is masked while earlier tokens are "
             "trained: the mask is inverted, the model learns the prompt"
         )
+        made = None
+        if stop_only:  # the line that made the pad the stop token (tok.pad_token = tok.eos_token), when found
+            file = user_frame()[0]
+            line = assigned_from(file, "pad", "eos")
+            made = (file, line) if file is not None and line is not None else None
         probe.report(
             kind="bug",
             check="eos_masked" if stop_only else "answer_masked",
@@ -417,4 +423,5 @@ class LossMask(Check):
             },
             fix="mask the prompt and the padding only (labels = -100 where attention_mask == 0), and keep the "
             "answer and its stop token in the labels",
+            where=made,
         )
