@@ -169,7 +169,7 @@ def test_adapter_loaded_for_inference_and_trained_around_is_found():
     assert _adapter_loop(is_trainable=True) == []
 
 
-def _padded_classifier(pass_mask: bool, mask_of_ones: bool = False):
+def _padded_classifier(pass_mask: bool, mask_of_ones: bool = False, random_ids: bool = False):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     cfg = transformers.BertConfig(
@@ -183,6 +183,9 @@ def _padded_classifier(pass_mask: bool, mask_of_ones: bool = False):
     ids = torch.randint(1, 40, (8, 8)) * mask
     if mask_of_ones:
         mask = torch.ones_like(ids)  # MASK-MADE: a mask that masks nothing
+    if random_ids:  # no padding at all: random ids that hit the declared pad id here and there, inside rows
+        ids = torch.randint(0, 40, (8, 8), generator=torch.Generator().manual_seed(3))
+        ids[0, 3] = ids[1, 7] = 0
     labels = torch.randint(0, 2, (8,))
     model.train()
     with watch(model, opt, steps=2) as w:
@@ -198,6 +201,10 @@ def test_padding_attended_without_attention_mask_is_found_and_masked_is_not():
     (f,) = _padded_classifier(pass_mask=False)
     assert f.evidence["attention_mask_given"] is False and f.evidence["rows_with_padding"] == 5  # lengths below 8
     assert _padded_classifier(pass_mask=True) == []
+
+
+def test_random_ids_that_hit_the_pad_id_inside_rows_are_not_padding():
+    assert _padded_classifier(pass_mask=False, random_ids=True) == []
 
 
 def test_an_attention_mask_that_masks_nothing_is_named_where_it_was_made():

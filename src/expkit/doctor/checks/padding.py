@@ -76,6 +76,20 @@ def _inferred_padding(ids: torch.Tensor, pad: int | None) -> tuple[int, torch.Te
     return pad, run
 
 
+def _declared_padding(ids: torch.Tensor, pad: int) -> torch.Tensor | None:
+    """The padded positions of a declared pad id: the run of it that ends a row (right padding) or starts it
+    (left padding). None when the id also sits inside a row (random ids that happen to hit it, a pad reused as a
+    token: not padding) or fewer than ``MIN_PADDED_ROWS`` rows hold padding (judged at a later batch)."""
+    trail = _trailing_run(ids) & (ids[:, -1] == pad)[:, None]
+    lead = torch.flip(_trailing_run(torch.flip(ids, [1])), [1]) & (ids[:, 0] == pad)[:, None]
+    padded = trail | lead
+    if bool(((ids == pad) & ~padded).any()):
+        return None
+    if int((padded.any(1) & ~padded.all(1)).sum()) < MIN_PADDED_ROWS:
+        return None
+    return padded
+
+
 @register
 class PaddingChangesOutput(Check):
     """A model given token ids with padding (a declared pad token, or a trailing run of one id in rows of
@@ -100,7 +114,9 @@ class PaddingChangesOutput(Check):
         vocab = getattr(config, "vocab_size", None)
         append = False
         if isinstance(pad, int) and isinstance(vocab, int) and vocab >= 3:
-            padded = ids == pad
+            padded = _declared_padding(ids, pad)
+            if padded is None:
+                return  # the pad id is a real token in this batch, or too few rows hold padding to judge
             other = (pad + 1) % vocab
         else:
             idx = _padding_idx(ev.module)
