@@ -136,6 +136,22 @@ def test_training_left_in_eval_mode_needs_dropout_to_matter():
         assert ("train_in_eval_mode" in checks_of(w)) is (p > 0)
 
 
+def test_an_eval_model_with_a_layer_set_back_to_train_is_a_choice_not_a_slip():
+    # FixRes-style fine-tuning: the model in eval() (running statistics fixed), one batch norm trained on purpose
+    torch.manual_seed(0)
+    X, y = _data()
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.Linear(16, 16), nn.BatchNorm1d(16), nn.Linear(16, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.eval()
+    model[3].train()
+    with watch(model, opt, steps=2) as w:
+        for i in range(3):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(X[32 * i : 32 * i + 32]), y[32 * i : 32 * i + 32]).backward()
+            opt.step()
+    assert "train_in_eval_mode" not in checks_of(w)
+
+
 def test_detached_module_gets_no_gradient():
     class Net(nn.Module):
         def __init__(self, cut):

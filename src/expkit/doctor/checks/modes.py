@@ -87,6 +87,8 @@ class Modes(Check):
         module, where = self.pending
         self.pending = None
         layers = _mode_layers(module)
+        if any(m.training for m in module.modules() if isinstance(m, _MODE_LAYERS)):
+            return  # a layer set back to train() under an eval() model: the modes are chosen layer by layer
         set_eval = user_line_of(probe.eval_sites.get(id(module)))
         if set_eval[0] is not None:
             where = set_eval  # the line that put the model in eval mode, not the forward that showed it
