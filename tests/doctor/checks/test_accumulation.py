@@ -112,3 +112,61 @@ def test_a_gan_on_sliced_real_data_is_not_accumulation():
             bce(D(G(torch.randn(16, 4)).detach()), torch.zeros(16, 1)).backward()
             opt.step()
     assert [f.check for f in w.findings] == []
+
+
+# micro-batches made in the loop (no DataLoader, no slicing): fresh inputs from one forward line ----------------------
+
+
+def _made_in_loop(how: str):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def micro(n):
+        for _ in range(n):
+            x = torch.randn(16, 8)
+            yield x, (x[:, 0] > 0).long()
+
+    with watch(model, opt, steps=2) as w:
+        for _ in range(2):
+            opt.zero_grad()
+            if how == "summed":
+                losses = [nn.functional.cross_entropy(model(x), y) for x, y in micro(4)]
+                torch.stack(losses).sum().backward()  # SUMMED
+            elif how == "averaged":
+                losses = [nn.functional.cross_entropy(model(x), y) for x, y in micro(4)]
+                torch.stack(losses).mean().backward()
+            elif how == "gan_like":  # two batches through two forward lines (real and fake), one step
+                x = torch.randn(16, 8)
+                nn.functional.cross_entropy(model(x), (x[:, 0] > 0).long()).backward()
+                z = torch.randn(16, 8)
+                nn.functional.cross_entropy(model(z), torch.zeros(16, dtype=torch.long)).backward()
+            else:
+                for x, y in micro(4):
+                    loss = nn.functional.cross_entropy(model(x), y)
+                    (loss / 4 if how == "divided" else loss).backward()  # EACH
+            opt.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "accumulation_not_scaled"]
+
+
+def _marked(marker: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(_made_in_loop)
+    return first + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def test_undivided_micro_batches_made_in_the_loop_are_found():
+    (f,) = _made_in_loop("each")
+    assert f.evidence["micro_batches"] == 4 and f.line == _marked("# EACH")
+
+
+def test_one_backward_of_the_summed_micro_batch_losses_is_found_where_they_are_summed():
+    (f,) = _made_in_loop("summed")
+    assert f.evidence["micro_batches"] == 4 and f.line == _marked("# SUMMED")
+
+
+@pytest.mark.parametrize("how", ["divided", "averaged", "gan_like"])
+def test_divided_averaged_or_two_forward_lines_are_clean(how):
+    assert _made_in_loop(how) == []

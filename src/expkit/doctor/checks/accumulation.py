@@ -26,6 +26,7 @@ class _MicroBatch:
     loss_value: float | None  # the last mean-reduced loss function output before it
     batches_drawn: int  # DataLoader batches drawn since the previous backward
     site: tuple[str | None, int | None]  # the user's backward() call
+    fresh: int = 0  # forwards since the previous backward, from the window's one call site, each on a new input
 
 
 def _grad_norm(params: list[torch.Tensor]) -> float:
@@ -45,9 +46,14 @@ class AccumulationScaling(Check):
     def __init__(self) -> None:
         self.window: list[_MicroBatch] = []
         self.loss_value: float | None = None
+        self.losses: list[float] = []  # the mean loss values since the previous backward
+        self.loss_ids: list[int] = []
         self.batches_drawn = 0
         self.first_micro_norm: float | None = None
         self.slices: set[tuple[int, int]] = set()  # (id of the sliced data tensor, offset) since the last step
+        self.sites: set[tuple[str | None, int | None]] = set()  # the training forwards' call sites since the step
+        self.inputs: list[torch.Tensor] = []  # their inputs (a micro-batch made fresh: randn, a generator)
+        self.fresh = 0  # forwards since the previous backward on a new input from the one call site
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name == "loader.next":
@@ -55,7 +61,17 @@ class AccumulationScaling(Check):
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         x = ev.first_tensor()
-        if x is None or x.requires_grad or x._base is None:
+        if x is None or x.requires_grad or not (ev.training and ev.grad_enabled):
+            return
+        from expkit.doctor.findings import user_frame
+
+        # a micro-batch made in the loop (torch.randn, a generator of the user's): the same forward line each
+        # time, on an input unlike every earlier one of this step (a GAN's real and fake go through two lines)
+        self.sites.add(user_frame(3))
+        if not any(x is y or (x.shape == y.shape and torch.equal(x, y)) for y in self.inputs):
+            self.fresh += 1
+        self.inputs.append(x)
+        if x._base is None:
             return
         key = (id(x._base), int(x.storage_offset()))
         if key not in self.slices:
@@ -65,6 +81,9 @@ class AccumulationScaling(Check):
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
         if ev.function in MEAN_LOSSES and ev.value.numel() == 1 and ev.kwargs.get("reduction", "mean") == "mean":
             self.loss_value = float(ev.value.detach())
+            if not self.loss_ids or self.loss_ids[-1] != id(ev.value):  # a loss seen twice (a nested call) once
+                self.losses.append(self.loss_value)
+                self.loss_ids.append(id(ev.value))
         else:
             self.loss_value = None
 
@@ -76,12 +95,39 @@ class AccumulationScaling(Check):
         value = float(ev.tensor.detach()) if ev.tensor.numel() == 1 else None
         from expkit.doctor.findings import user_frame
 
-        self.window.append(_MicroBatch(value, self.loss_value, self.batches_drawn, user_frame(3)))
-        self.loss_value, self.batches_drawn = None, 0
+        self._summed(probe, ev, value)
+        self.window.append(_MicroBatch(value, self.loss_value, self.batches_drawn, user_frame(3), self.fresh))
+        self.loss_value, self.batches_drawn, self.fresh, self.losses, self.loss_ids = None, 0, 0, [], []
+
+    def _summed(self, probe: Probe, ev: BackwardEvent, value: float | None) -> None:
+        """One backward of the sum of k >= 2 micro-batches' mean losses (``torch.stack(losses).sum()``), each on
+        a fresh input from one forward line: the same k-fold gradient, named where the sum was made."""
+        k = len(self.losses)
+        if value is None or k < 2 or self.fresh < k or len(self.sites) != 1 or self.window:
+            return
+        if abs(value - sum(self.losses)) > SAME_VALUE_RTOL * max(1.0, abs(value)):
+            return
+        from expkit.doctor.checks.graph_kept import made_where
+        from expkit.doctor.findings import user_frame
+
+        made = made_where(ev.tensor.grad_fn) if ev.tensor.grad_fn is not None else (None, None)
+        where = made if made[0] is not None else user_frame(4)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"one backward of the sum of {k} micro-batches' mean losses: the gradient is {k}x the mean "
+            f"gradient of the {k} micro-batches (a sum where a mean was meant)",
+            evidence={"micro_batches": k, "backward_value": value, "sum_of_mean_losses": sum(self.losses)},
+            fix=f"average the micro-batch losses (torch.stack(losses).mean(), or divide the sum by {k})",
+            where=where if where[0] is not None else None,
+        )
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         window, k = self.window, len(self.window)
-        if k < 2 or any(m.batches_drawn < 1 or m.loss_value is None or m.backward_value is None for m in window):
+        made_here = len(self.sites) == 1 and all(m.fresh >= 1 for m in window)  # fresh inputs from one line
+        if k < 2 or any(m.loss_value is None or m.backward_value is None for m in window):
+            return
+        if not made_here and any(m.batches_drawn < 1 for m in window):
             return
         ratios = [m.backward_value / m.loss_value for m in window if m.loss_value]  # type: ignore[operator]
         if len(ratios) != k or any(abs(r - 1.0) > SAME_VALUE_RTOL for r in ratios):
@@ -109,3 +155,6 @@ class AccumulationScaling(Check):
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.window, self.first_micro_norm = [], None
         self.slices.clear()
+        self.sites.clear()
+        self.inputs.clear()
+        self.fresh, self.losses, self.loss_ids = 0, [], []
