@@ -86,3 +86,45 @@ def test_lightning_callback_finds_softmax_before_cross_entropy():
 
     assert run(True) == ["softmax_before_cross_entropy"]
     assert run(False) == []
+
+
+def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_not():
+    L = pytest.importorskip("lightning")
+    from expkit.doctor import DoctorLightningCallback
+
+    class Regressor(L.LightningModule):
+        def __init__(self, interval: str | None):
+            super().__init__()
+            self.net, self.interval = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)), interval
+
+        def training_step(self, batch, _):
+            x, y = batch
+            return F.mse_loss(self.net(x), y)
+
+        def configure_optimizers(self):
+            opt = torch.optim.AdamW(self.parameters(), lr=1e-2)
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 4))  # a 4-step warm-up
+            config = {"scheduler": sched} | ({"interval": self.interval} if self.interval else {})
+            return {"optimizer": opt, "lr_scheduler": config}
+
+    def run(interval: str | None):
+        torch.manual_seed(0)
+        x = torch.randn(96, 8)
+        data = torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True))
+        cb = DoctorLightningCallback()
+        trainer = L.Trainer(
+            max_steps=6,
+            accelerator="cpu",
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            callbacks=[cb],
+        )
+        trainer.fit(Regressor(interval), torch.utils.data.DataLoader(data, batch_size=8))  # 12 batches an epoch
+        return {f.check: f for f in cb.findings}
+
+    found = run(None)
+    f = found["lr_never_reaches_set_value"]
+    assert f.evidence["scheduler_steps_planned"] == 1 and f.evidence["optimizer_steps_planned"] == 6
+    assert "lr_never_reaches_set_value" not in run("step")

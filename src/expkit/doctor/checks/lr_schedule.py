@@ -249,6 +249,8 @@ class LrNeverReachesSetValue(Check):
             rules = factor_rules(sched)
             if not rules:
                 continue
+            if self._per_epoch_warmup(probe, sched, rules[0]):
+                continue
             total = declared.get("total_steps", 0) if declared else 0
             try:
                 if total >= 1:
@@ -261,6 +263,34 @@ class LrNeverReachesSetValue(Check):
                 continue
             if peaks and math.isfinite(max(peaks)) and max(peaks) < FLOOR_SHARE:
                 self._report(probe, sched, max(peaks), PROJECT_STEPS, None)
+
+    def _per_epoch_warmup(self, probe: Probe, sched: Any, rule: Any) -> bool:
+        """Under Lightning with ``interval`` 'epoch' (its default): a rule that reaches half its set lr within the
+        run's optimizer steps but not within its epochs, the number of times it will be stepped. Reported, True."""
+        epochs, steps = lightning_epochs(sched)
+        if epochs is None or steps is None or epochs >= steps:
+            return False
+        try:
+            per_epoch = projected_peak(rule, epochs, PEAK_SHARE)
+            per_step = projected_peak(rule, steps, PEAK_SHARE)
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError):
+            return False
+        if not (math.isfinite(per_epoch) and per_epoch < PEAK_SHARE <= per_step):
+            return False
+        where = probe.built_at(sched)
+        base = max([float(b) for b in getattr(sched, "base_lrs", [])] or [0.0])
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{type(sched).__name__} is stepped once per epoch (Lightning's default interval 'epoch'), "
+            f"{epochs} time(s) in this run, and peaks at {per_epoch:.0%} of the lr {base:g} over those steps; "
+            f"stepped per optimizer step ({steps} planned) it would reach it: a warm-up written in steps",
+            evidence={"peak_share": per_epoch, "scheduler_steps_planned": epochs, "optimizer_steps_planned": steps},
+            fix="return the scheduler as {'scheduler': sched, 'interval': 'step'} in configure_optimizers' "
+            "lr_scheduler dict",
+            where=where if where[0] is not None else None,
+        )
+        return True
 
     def _report(self, probe: Probe, sched: Any, peak: float, steps: int, declared: dict[str, int] | None) -> None:
         where = probe.built_at(sched)
@@ -350,7 +380,50 @@ def lightning_trainer() -> Any:
     if "lightning.pytorch" not in sys.modules:
         return None
     trainer_type = sys.modules["lightning.pytorch"].Trainer
-    return next((obj for obj in gc.get_objects() if type(obj) is trainer_type), None)
+    return next((obj for obj in gc.get_objects() if type(obj) is trainer_type and _running(obj)), None)
+
+
+def _running(trainer: Any) -> bool:
+    """A Trainer that is fitting now (not one a finished run left behind)."""
+    status = getattr(getattr(trainer, "state", None), "status", None)
+    return str(getattr(status, "value", status)) == "running"
+
+
+def lightning_epochs(sched: Any) -> tuple[int | None, int | None]:
+    """For a scheduler a Lightning Trainer steps once per epoch: (the epochs the run plans, its optimizer steps);
+    (None, None) otherwise (no Trainer, interval 'step', or a plan not known yet)."""
+    import gc
+    import sys
+
+    if "lightning.pytorch" not in sys.modules:
+        return None, None
+    trainer_type = sys.modules["lightning.pytorch"].Trainer
+    found = next(
+        (
+            (trainer, config)
+            for trainer in gc.get_objects()
+            if type(trainer) is trainer_type and _running(trainer)
+            for config in getattr(trainer, "lr_scheduler_configs", None) or []
+            if config.scheduler is sched
+        ),
+        None,
+    )
+    if found is None or getattr(found[1], "interval", "epoch") != "epoch":
+        return None, None
+    trainer = found[0]
+    try:
+        steps = trainer.estimated_stepping_batches
+        batches = trainer.num_training_batches
+    except Exception:  # noqa: BLE001 - not set up yet
+        return None, None
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in (steps, batches)):
+        return None, None
+    accumulate = max(1, int(getattr(trainer, "accumulate_grad_batches", 1) or 1))
+    epochs = math.ceil(int(steps) * accumulate / int(batches))
+    max_epochs = getattr(trainer, "max_epochs", None)
+    if isinstance(max_epochs, int) and max_epochs > 0:
+        epochs = min(epochs, max_epochs)
+    return max(1, epochs), int(steps)
 
 
 def _planned_steps(probe: Probe) -> int | None:
