@@ -141,6 +141,11 @@ def _made_in_loop(how: str):
                 nn.functional.cross_entropy(model(x), (x[:, 0] > 0).long()).backward()
                 z = torch.randn(16, 8)
                 nn.functional.cross_entropy(model(z), torch.zeros(16, dtype=torch.long)).backward()
+            elif how == "two_terms":  # DANN-style: two inputs through one line, two losses summed, one backward
+                a, b = torch.randn(16, 8), torch.randn(16, 8)
+                ha, hb = model(a), model(b)
+                loss = nn.functional.cross_entropy(ha, (a[:, 0] > 0).long())
+                (loss + nn.functional.mse_loss(hb, torch.zeros(16, 3))).backward()
             else:
                 for x, y in micro(4):
                     loss = nn.functional.cross_entropy(model(x), y)
@@ -167,6 +172,6 @@ def test_one_backward_of_the_summed_micro_batch_losses_is_found_where_they_are_s
     assert f.evidence["micro_batches"] == 4 and f.line == _marked("# SUMMED")
 
 
-@pytest.mark.parametrize("how", ["divided", "averaged", "gan_like"])
+@pytest.mark.parametrize("how", ["divided", "averaged", "gan_like", "two_terms"])
 def test_divided_averaged_or_two_forward_lines_are_clean(how):
     assert _made_in_loop(how) == []

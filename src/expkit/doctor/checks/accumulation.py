@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
 
 MEAN_LOSSES = ("cross_entropy", "nll_loss", "binary_cross_entropy_with_logits", "binary_cross_entropy", "mse_loss")
+SUMMED_MIN = 3  # micro-batch losses in one summed backward that make accumulation (two: a two-batch objective)
 SAME_VALUE_RTOL = 1e-4  # the backpropagated value equals the loss function's output: nothing divided it
 
 
@@ -48,6 +49,7 @@ class AccumulationScaling(Check):
         self.loss_value: float | None = None
         self.losses: list[float] = []  # the mean loss values since the previous backward
         self.loss_ids: list[int] = []
+        self.loss_functions: set[str] = set()
         self.batches_drawn = 0
         self.first_micro_norm: float | None = None
         self.slices: set[tuple[int, int]] = set()  # (id of the sliced data tensor, offset) since the last step
@@ -84,6 +86,7 @@ class AccumulationScaling(Check):
             if not self.loss_ids or self.loss_ids[-1] != id(ev.value):  # a loss seen twice (a nested call) once
                 self.losses.append(self.loss_value)
                 self.loss_ids.append(id(ev.value))
+                self.loss_functions.add(ev.function)
         else:
             self.loss_value = None
 
@@ -98,13 +101,17 @@ class AccumulationScaling(Check):
         self._summed(probe, ev, value)
         self.window.append(_MicroBatch(value, self.loss_value, self.batches_drawn, user_frame(3), self.fresh))
         self.loss_value, self.batches_drawn, self.fresh, self.losses, self.loss_ids = None, 0, 0, [], []
+        self.loss_functions = set()
 
     def _summed(self, probe: Probe, ev: BackwardEvent, value: float | None) -> None:
-        """One backward of the sum of k >= 2 micro-batches' mean losses (``torch.stack(losses).sum()``), each on
-        a fresh input from one forward line: the same k-fold gradient, named where the sum was made."""
+        """One backward of the sum of k >= SUMMED_MIN micro-batches' mean losses of one loss function
+        (``torch.stack(losses).sum()``), each on a fresh input from one forward line: the same k-fold gradient,
+        named where the sum was made."""
         k = len(self.losses)
-        if value is None or k < 2 or self.fresh < k or len(self.sites) != 1 or self.window:
+        if value is None or k < SUMMED_MIN or self.fresh != k or len(self.sites) != 1 or self.window:
             return
+        if len(self.loss_functions) != 1:
+            return  # a classifier's and a discriminator's losses summed: terms of one objective, not micro-batches
         if abs(value - sum(self.losses)) > SAME_VALUE_RTOL * max(1.0, abs(value)):
             return
         from expkit.doctor.checks.graph_kept import made_where
@@ -157,4 +164,4 @@ class AccumulationScaling(Check):
         self.slices.clear()
         self.sites.clear()
         self.inputs.clear()
-        self.fresh, self.losses, self.loss_ids = 0, [], []
+        self.fresh, self.losses, self.loss_ids, self.loss_functions = 0, [], [], set()
