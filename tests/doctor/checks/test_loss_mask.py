@@ -4,6 +4,8 @@ the same batch masked right draws none."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -78,7 +80,7 @@ def test_stop_token_masked_when_pad_is_the_eos_and_padding_is_masked_by_id():
     assert g.evidence["rows_with_masked_stop"] == len(LENGTHS) == g.evidence["rows_only_stop_masked"]
     assert "pad_token_id 1 is the stop token" in g.message
     # named where the pad was made the stop token (here the first `pad=EOS` of this file), not the forward
-    assert g.file == __file__ and "pad=EOS" in open(__file__).read().splitlines()[g.line - 1]
+    assert g.file == __file__ and "pad=EOS" in Path(__file__).read_text().splitlines()[g.line - 1]
     assert _hf(_right, pad=EOS) == {}  # masked by the attention mask: the real eos stays trained
     # no attention_mask given: the padding is the trailing run of the pad (= eos) id, its first token the real eos
     assert set(_hf(lambda ids, mask: ids.masked_fill(ids == EOS, -100), pad=EOS, with_mask=False)) == {"eos_masked"}
@@ -282,3 +284,40 @@ def test_pad_in_loss_of_a_hand_written_loss_is_named_where_the_labels_were_made(
     found = _loader_run(_collate_labels_copied, hf=False)
     assert found and found[0].line == _at("# the copy", _collate_labels_copied)
     assert _loader_run(_collate_right, hf=False) == []
+
+
+def _collated(pad_is_eos: bool):
+    """A GPT-2 whose config keeps its class defaults (eos 50256, outside a vocabulary of 32): the stop id is the
+    tokenizer's, and DataCollatorForLanguageModeling masks every pad id in the labels."""
+    import gc
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import DataCollatorForLanguageModeling, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    gc.collect()  # one live tokenizer: the check reads the program's only one
+    words = ["<eos>", "<unk>", "<pad>"] + [f"w{i}" for i in range(29)]
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<eos>", unk_token="<unk>", pad_token="<pad>")
+    if pad_is_eos:
+        tok.pad_token = tok.eos_token
+    collator = DataCollatorForLanguageModeling(tokenizer=tok, mlm=False)
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=len(words), n_positions=16))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with watch(model, opt, steps=1) as w:
+        texts = [" ".join(f"w{(i + j) % 29}" for j in range(3 + i % 4)) + " <eos>" for i in range(4)]
+        batch = collator([{"input_ids": tok(t)["input_ids"]} for t in texts])
+        loss = model(**batch).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert not w.check_errors, w.check_errors
+    return {f.check: f for f in w.findings}
+
+
+def test_the_stop_id_comes_from_the_tokenizer_when_the_config_keeps_its_defaults():
+    pytest.importorskip("transformers")
+    found = _collated(pad_is_eos=True)
+    assert set(found) == {"eos_masked"} and found["eos_masked"].evidence["stop_token_ids"] == [0]
+    assert _collated(pad_is_eos=False) == {}  # a pad of its own: the real eos stays trained

@@ -68,6 +68,38 @@ def _config_ids(module: Any) -> tuple[tuple[int, ...], int | None]:
     return stops, pad if isinstance(pad, int) else None
 
 
+def _tokenizer_ids() -> tuple[tuple[int, ...], int | None]:
+    """(eos ids, pad id) of the program's one live Hugging Face tokenizer, found through the garbage collector;
+    empty when there is none or more than one (which one made the batch is not known)."""
+    import gc
+    import sys
+
+    if "transformers" not in sys.modules:
+        return (), None
+    base = getattr(sys.modules["transformers"], "PreTrainedTokenizerBase", None)
+    found = [obj for obj in gc.get_objects() if base is not None and isinstance(obj, base)] if base else []
+    if len(found) != 1:
+        return (), None
+    tok = found[0]
+    eos, pad = getattr(tok, "eos_token_id", None), getattr(tok, "pad_token_id", None)
+    return tuple(_ids_of(eos)), pad if isinstance(pad, int) else None
+
+
+def _with_tokenizer(
+    module: Any, stops: tuple[int, ...], pad: int | None, tokenizer: tuple[tuple[int, ...], int | None]
+) -> tuple[tuple[int, ...], int | None]:
+    """The config's stop and pad ids, corrected by the tokenizer's: a config left at its class defaults (GPT-2's
+    eos 50256 in a vocabulary of 32) names ids the model never sees; the tokenizer's are the ones in the data."""
+    vocab = getattr(getattr(module, "config", None), "vocab_size", None)
+    if not isinstance(vocab, int):
+        return stops, pad
+    seen = tuple(i for i in stops if 0 <= i < vocab)
+    seen += tuple(i for i in tokenizer[0] if 0 <= i < vocab and i not in seen)
+    if pad is None or not 0 <= pad < vocab:
+        pad = tokenizer[1] if tokenizer[1] is not None and 0 <= tokenizer[1] < vocab else None
+    return seen, pad
+
+
 def _is_causal_lm(module: Any) -> bool:
     """A Hugging Face (or peft) causal LM: its forward shifts ``labels`` by one itself."""
     config = getattr(module, "config", None)
@@ -235,6 +267,7 @@ class LossMask(Check):
         self.ids: Any = None  # and the token ids given with them
         self.last_ids: Any = None
         self.steps = 0
+        self.tokenizer: tuple[tuple[int, ...], int | None] | None = None  # read once, at the first forward
 
     def start(self, probe: Probe) -> None:
         # batches are made inside the DataLoader's __next__ (its collate_fn): record there, for the first steps
@@ -269,6 +302,9 @@ class LossMask(Check):
         mask = ev.kwargs.get("attention_mask")
         attended = mask.detach().bool() if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else None
         stops, pad = _config_ids(ev.module)
+        if self.tokenizer is None:
+            self.tokenizer = _tokenizer_ids()
+        stops, pad = _with_tokenizer(ev.module, stops, pad, self.tokenizer)
         self.last = (ids.detach(), attended, stops, pad)
         self.last_ids = ids
         labels = ev.kwargs.get("labels")
