@@ -234,6 +234,31 @@ class _SoftmaxClf(nn.Module):
         return torch.softmax(self.fc(x), dim=-1)  # the squash
 
 
+@pytest.mark.parametrize("log_softmax", [False, True])
+def test_ctc_loss_on_raw_logits_is_found_and_on_log_probabilities_is_not(log_softmax):
+    torch.manual_seed(0)
+    rnn, head = nn.GRU(8, 16), nn.Linear(16, 6)
+    opt = torch.optim.Adam([*rnn.parameters(), *head.parameters()], lr=1e-2)
+    targets, in_lens, tgt_lens = torch.randint(1, 6, (4, 5)), torch.full((4,), 20), torch.full((4,), 5)
+    with watch(rnn, opt, steps=2) as w:
+        for _ in range(2):
+            out = head(rnn(torch.randn(20, 4, 8))[0])  # (time, batch, classes)
+            scores = out.log_softmax(-1) if log_softmax else out
+            loss = nn.functional.ctc_loss(scores, targets, in_lens, tgt_lens)  # THE CTC LINE
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert not w.check_errors, w.check_errors
+    found = [f for f in w.findings if f.check == "logits_into_nll_loss"]
+    if log_softmax:
+        assert found == []
+        return
+    (f,) = found
+    lines, first = inspect.getsourcelines(test_ctc_loss_on_raw_logits_is_found_and_on_log_probabilities_is_not)
+    assert f.line == first + next(i for i, text in enumerate(lines) if "# THE CTC LINE" in text)
+    assert f.evidence["max_abs_logsumexp"] > 1e-3
+
+
 def test_probabilities_into_nll_loss_are_named_where_the_softmax_was_applied():
     # pattern of batch 7's dev program (a text classifier returning softmax into nn.NLLLoss)
     torch.manual_seed(0)

@@ -47,6 +47,7 @@ LOSS_FUNCTIONS = (
     "mse_loss",
     "l1_loss",
     "smooth_l1_loss",
+    "ctc_loss",
 )
 Sink = Callable[[dict[str, Any]], None]
 BOUNDED_ACTIVATIONS = (nn.ReLU, nn.Sigmoid, nn.Tanh, nn.Softplus)  # output ranges checked against the targets

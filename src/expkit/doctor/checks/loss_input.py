@@ -23,6 +23,7 @@ ACTIVATION_RANGES = {
 }
 REGRESSION_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss")
 OUT_OF_RANGE_SHARE = 0.1  # of the targets: a few outliers beyond the range are an approximation, not a bug
+LOG_PROB_ATOL = 1e-3  # a log-softmax's logsumexp over the classes is 0 up to rounding
 PROB_SUM_ATOL = 1e-3  # rows of a softmax sum to 1 within float32 rounding; raw logits essentially never do
 MIN_VALUES = 8  # fewer values in [0, 1] can happen by chance
 
@@ -116,6 +117,20 @@ class ProbabilitiesIntoLogitLoss(Check):
                 fix="pass the raw logits to BCEWithLogitsLoss (or use BCELoss on probabilities)",
                 where=_squash_site(probe, ev.input),
             )
+        elif ev.function == "ctc_loss" and x.dim() == 3:
+            # log-probabilities over the class axis (the last): each position's logsumexp is 0
+            spread = float(torch.logsumexp(x.float(), dim=-1).abs().max())
+            if hi > 1e-6 or spread > LOG_PROB_ATOL:
+                probe.report(
+                    kind="bug",
+                    check="logits_into_nll_loss",
+                    message=f"ctc_loss was given values in [{lo:.3g}, {hi:.3g}] whose logsumexp over the classes is "
+                    f"up to {spread:.3g} away from 0: not log-probabilities (raw logits), so the CTC objective can "
+                    "fall by raising every logit and the alignment is not learned",
+                    evidence={"input_min": lo, "input_max": hi, "max_abs_logsumexp": spread},
+                    fix="apply log_softmax over the class axis before ctc_loss (x.log_softmax(-1))",
+                    where=_squash_site(probe, ev.input),
+                )
         elif ev.function == "nll_loss" and hi > 1e-6:
             probe.report(
                 kind="bug",
