@@ -72,6 +72,39 @@ def test_a_zero_grad_outside_the_step_loop_is_named_where_it_runs():
     assert f.line == line_of("# once, before the epoch's steps", here)
 
 
+def _gan_zeroing(how: str):
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+    opt_g, opt_d = torch.optim.Adam(G.parameters(), lr=1e-3), torch.optim.Adam(D.parameters(), lr=1e-3)
+    bce = nn.functional.binary_cross_entropy_with_logits
+    with watch(D, opt_d, steps=2) as w:
+        for _ in range(3):
+            real, fake = torch.randn(16, 2) + 2, G(torch.randn(16, 4))
+            if how == "wrong_optimizer":
+                opt_g.zero_grad()  # WRONG: the discriminator's zero_grad, called on the generator's optimizer
+            elif how == "right":
+                opt_d.zero_grad()
+            d_real, d_fake = D(real), D(fake.detach())
+            (bce(d_real, torch.ones_like(d_real)) + bce(d_fake, torch.zeros_like(d_fake))).backward()  # D-BACKWARD
+            opt_d.step()
+            opt_g.zero_grad()
+            g_out = D(fake)
+            bce(g_out, torch.ones_like(g_out)).backward()
+            opt_g.step()
+    assert not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "missing_zero_grad"]
+
+
+@pytest.mark.parametrize(("how", "marker"), [("wrong_optimizer", "# WRONG"), ("never", "# D-BACKWARD")])
+def test_a_discriminator_never_zeroed_is_named_at_the_misdirected_zero_grad_or_its_backward(how, marker):
+    from source_lines import line_of
+
+    (f,) = _gan_zeroing(how)
+    assert f.line == line_of(marker, _gan_zeroing)
+    assert _gan_zeroing("right") == []
+
+
 def test_zero_grad_between_backward_and_step():
     assert "zero_grad_before_step" in checks_of(_loop(zero_between=True))
 

@@ -52,15 +52,22 @@ class MissingZeroGrad(Check):
         self.handles: list[Any] = []
         self.where: tuple[str | None, int | None] | None = None
         self.cleared_at: dict[int, tuple[str | None, int | None]] = {}  # id(optimizer) -> its last zero_grad()
+        self.clock = 0
+        self.clears: list[tuple[int, int, tuple[str | None, int | None]]] = []  # (clock, id(optimizer), site)
+        self.fed_at: dict[int, tuple[int, tuple[str | None, int | None]]] = {}  # id(opt) -> last backward into it
+        self.backward: tuple[int, tuple[str | None, int | None]] | None = None  # the running backward
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name == "optimizer.zero_grad" and ev.obj is not None:
             from expkit.doctor.findings import user_frame
 
             self.cleared_at[id(ev.obj)] = user_frame(3)
+            self.clock += 1
+            self.clears.append((self.clock, id(ev.obj), self.cleared_at[id(ev.obj)]))
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         key = id(ev.optimizer)
+        self.fed_at.pop(key, None)
         if key in self.incoming:
             self.incoming[key][:] = [None] * len(ev.params)  # a new window starts at each step
             return
@@ -75,6 +82,8 @@ class MissingZeroGrad(Check):
         def hook(grad: torch.Tensor) -> None:
             # called before autograd adds ``grad`` into param.grad: a None/zero param.grad means it was cleared
             sums = self.incoming[key]
+            if self.backward is not None:  # the latest backward that brought gradient to this optimizer
+                self.fed_at[key] = self.backward
             prev, acc = param.grad, sums[i]
             cleared = prev is None or not bool(torch.any(prev != 0))
             sums[i] = grad.detach().clone() if cleared or acc is None else acc + grad.detach()
@@ -82,10 +91,12 @@ class MissingZeroGrad(Check):
         return hook
 
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
-        if ev.first_after_step and self.where is None:
-            from expkit.doctor.findings import user_frame
+        from expkit.doctor.findings import user_frame
 
-            self.where = user_frame(3)
+        self.clock += 1
+        self.backward = (self.clock, user_frame(3))
+        if ev.first_after_step and self.where is None:
+            self.where = self.backward[1]
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         sums = self.incoming.get(id(ev.optimizer))
@@ -122,9 +133,22 @@ class MissingZeroGrad(Check):
 
     def _where(self, optimizer: Any) -> tuple[str | None, int | None] | None:
         """The optimizer's zero_grad() call when it has one (it ran, but not between these steps: outside the
-        step loop), else the first backward after a step."""
+        step loop). With none: another optimizer's zero_grad() called from two lines, the one last called before
+        the last backward that brought this optimizer's gradients in (the call meant for this one, made on the
+        wrong optimizer); else that backward; else the first backward after a step."""
         cleared = self.cleared_at.get(id(optimizer))
-        return cleared if cleared is not None and cleared[0] is not None else self.where
+        if cleared is not None and cleared[0] is not None:
+            return cleared
+        fed = self.fed_at.get(id(optimizer))
+        if fed is None:
+            return self.where
+        lines: dict[int, set[Any]] = {}
+        for _, opt, site in self.clears:
+            lines.setdefault(opt, set()).add(site)
+        before = [(c, site) for c, opt, site in self.clears if c < fed[0] and len(lines[opt]) >= 2 and site[0]]
+        if before:
+            return max(before, key=lambda x: x[0])[1]
+        return fed[1] if fed[1][0] is not None else self.where
 
     def finish(self, probe: Probe) -> None:
         for h in self.handles:
