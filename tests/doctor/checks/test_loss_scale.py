@@ -28,7 +28,7 @@ class Tagger(nn.Module):
         return self.out(self.rnn(self.emb(tok))[0])
 
 
-def _tag(real_tag_ignored: bool):
+def _tag(real_tag_ignored: bool, criterion: bool = False):
     torch.manual_seed(0)
     tokens = torch.randint(1, 40, (48, 10))
     lengths = torch.randint(4, 11, (48,))
@@ -40,10 +40,14 @@ def _tag(real_tag_ignored: bool):
     tags[pad] = 0
     model = Tagger()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_of = nn.CrossEntropyLoss(ignore_index=0)  # the criterion
     with watch(model, opt, steps=2) as w:
         for i in range(0, 48, 16):
             logits = model(tokens[i : i + 16])
-            loss = F.cross_entropy(logits.flatten(0, 1), tags[i : i + 16].flatten(), ignore_index=0)  # the loss
+            if criterion:  # the index given where the criterion was built, earlier
+                loss = loss_of(logits.flatten(0, 1), tags[i : i + 16].flatten())
+            else:
+                loss = F.cross_entropy(logits.flatten(0, 1), tags[i : i + 16].flatten(), ignore_index=0)  # the loss
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -56,6 +60,12 @@ def test_a_real_tag_used_as_ignore_index_is_found_at_the_loss():
     lines, first = inspect.getsourcelines(_tag)
     assert f.line == first + next(i for i, t in enumerate(lines) if "# the loss" in t)
     assert f.evidence["ignore_index"] == 0 and f.evidence["distinct_ids"] >= 3
+
+
+def test_an_ignore_index_given_to_a_criterion_built_earlier_is_named_there():
+    (f,) = _tag(real_tag_ignored=True, criterion=True)
+    lines, first = inspect.getsourcelines(_tag)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# the criterion" in t)
 
 
 def test_an_ignored_label_only_at_padding_is_clean():

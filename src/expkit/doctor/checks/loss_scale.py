@@ -20,7 +20,7 @@ import torch
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.graph_kept import made_where
 from expkit.doctor.checks.ranks import _world
-from expkit.doctor.findings import user_frame
+from expkit.doctor.findings import keyword_line, user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, ForwardEvent, LossEvent, Probe, StepEvent
@@ -65,6 +65,8 @@ class IgnoredRealClass(Check):
         distinct = int(torch.unique(ids.reshape(-1).to(y.device)[ignored]).numel())
         if distinct < MIN_DISTINCT_IDS:
             return
+        file, line = user_frame(3)
+        origin = keyword_line(file, ("ignore_index",), line)  # where the index was given (a criterion built earlier)
         probe.report(
             kind="bug",
             check=self.name,
@@ -74,6 +76,7 @@ class IgnoredRealClass(Check):
             evidence={"ignore_index": index, "classes": int(classes), "ignored_share": share, "distinct_ids": distinct},
             fix="give padding its own label (or -100, the default ignore_index) and leave ignore_index off the "
             "real classes",
+            where=(file, origin) if file is not None and origin is not None else None,
         )
 
 
