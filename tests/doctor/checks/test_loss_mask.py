@@ -67,6 +67,9 @@ def test_pad_positions_in_the_labels_are_counted_and_masked_ones_are_not():
 def test_labels_shifted_by_hand_and_again_by_the_model():
     f = _hf(lambda ids, mask: ids[:, 1:].masked_fill(mask[:, 1:] == 0, -100), shift_inputs=True)
     assert set(f) == {"labels_shifted_twice"}  # the pad and stop rules are not applied to misaligned labels
+    # named where the labels given to the model were made, not at the model's call
+    lines, first = inspect.getsourcelines(_hf)
+    assert f["labels_shifted_twice"].line == first + next(i for i, t in enumerate(lines) if "labels = labels_of(" in t)
     assert f["labels_shifted_twice"].evidence["equal_to_next_token"] == pytest.approx(1.0)
     # compared: label t (t >= 1: the model never uses label 0) against input token t + 1, in the 11 - 1 columns
     # that have a next token; a row of n tokens has n - 1 labels trained, the first at t = 0

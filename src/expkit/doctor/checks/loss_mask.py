@@ -24,7 +24,7 @@ from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.perturb import op_caller
-from expkit.doctor.findings import assigned_from, user_frame
+from expkit.doctor.findings import argument_made_at, assigned_from, user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
@@ -389,6 +389,13 @@ class LossMask(Check):
         same_agree = float((b.labels == b.ids)[trained].float().mean())
         if next_agree < SHIFTED_AGREEMENT or same_agree > 0.5:
             return False
+        # where the labels were made: recorded in a collator, else the assignment of those given at the call
+        recorded = self.made.line_of(self.labels) if self.made is not None else None
+        call = user_frame()
+        if recorded is not None and self.made is not None and recorded == self.made.line_of(self.ids, exact=True):
+            recorded = None  # the labels are the ids themselves
+        made = argument_made_at(call[0], call[1], "labels")
+        where = recorded or ((call[0], made) if call[0] is not None and made is not None else None)
         probe.report(
             kind="bug",
             check="labels_shifted_twice",
@@ -396,6 +403,7 @@ class LossMask(Check):
             "labels itself: the loss trains token t to predict token t + 2",
             evidence={"trained_labels": n, "equal_to_next_token": next_agree, "equal_to_same_token": same_agree},
             fix="pass labels=input_ids (with -100 where masked): a Hugging Face causal LM shifts them by one itself",
+            where=where,
         )
         return True
 
