@@ -4,6 +4,7 @@ the same batch masked right draws none."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
