@@ -302,6 +302,15 @@ def test_a_lora_target_that_names_no_module_is_found_where_it_is_written():
     )
 
 
+def test_a_regex_alternative_that_names_no_module_is_found():
+    from source_lines import line_of
+
+    targets = r".*\.(attn|fc_in|fc_out)"  # two alternatives from another architecture
+    (f,) = _lora_targets(targets)
+    assert f.evidence["unmatched"] == ["fc_in", "fc_out"]
+    assert f.line == line_of("# two alternatives from another", test_a_regex_alternative_that_names_no_module_is_found)
+
+
 @pytest.mark.parametrize("targets", [["attn", "mlp.0", "2"], ["attn"], r".*\.mlp\.(0|2)", "all-linear"])
 def test_lora_targets_that_all_match_regexes_and_all_linear_are_silent(targets):
     assert _lora_targets(targets) == []

@@ -8,6 +8,7 @@ when no entry matches, so the modules the entry meant get no adapter."""
 from __future__ import annotations
 
 import copy
+import re
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
@@ -76,7 +77,9 @@ def unmatched_targets(model: Any, config: Any) -> list[str]:
     """The entries of ``config.target_modules`` (a list or set of names, not a regex) that match no module name of
     ``model`` by peft's own rule (``check_target_module_exists``: the name, or a suffix after a dot)."""
     targets = getattr(config, "target_modules", None)
-    if isinstance(targets, str) or not targets:
+    if isinstance(targets, str):
+        return _unmatched_alternatives(model, targets)
+    if not targets:
         return []
     try:
         from peft.tuners.tuners_utils import check_target_module_exists
@@ -94,6 +97,28 @@ def unmatched_targets(model: Any, config: Any) -> list[str]:
         one.target_modules = {target}
         if not any(matched(one, n) for n in names):
             missing.append(target)
+    return missing
+
+
+def _listed(targets: Any) -> Any:
+    return targets if isinstance(targets, str) else sorted(str(t) for t in targets)
+
+
+def _unmatched_alternatives(model: Any, pattern: str) -> list[str]:
+    """For a regex ``target_modules`` (peft full-matches it against each module name) with one group of plain
+    alternatives (``.*\\.(q|v|ffn_up)$``): the alternatives that, put in the group's place alone, match no module."""
+    group = re.search(r"\(([^()]*\|[^()]*)\)", pattern)
+    if group is None or pattern == "all-linear":
+        return []
+    names = [n for n, _ in model.named_modules() if n]
+    missing = []
+    for alt in group.group(1).split("|"):
+        one = pattern[: group.start()] + "(?:" + alt + ")" + pattern[group.end() :]
+        try:
+            if alt and not any(re.fullmatch(one, n) for n in names):
+                missing.append(alt)
+        except re.error:
+            return []
     return missing
 
 
@@ -118,14 +143,15 @@ class AdapterTargetMatchesNothing(Check):
         if not missing:
             return
         file, line = probe.built_at(ev.module)
-        written = next((n for n, value in string_literals(file) if value == missing[0]), None)
+        wanted = {missing[0], config.target_modules} if isinstance(config.target_modules, str) else {missing[0]}
+        written = next((n for n, value in string_literals(file) if value in wanted), None)
         probe.report(
             kind="bug",
             check=self.name,
             message=f"the adapter's target_modules entry {missing[0]!r} names no module of the model "
-            f"({len(missing)} of {len(config.target_modules)} entries match nothing): peft adapts the modules the "
+            f"({len(missing)} entr(y/ies) match nothing): peft adapts the modules the "
             "other entries match and ignores this one, so the layers it meant are not tuned",
-            evidence={"unmatched": missing, "target_modules": sorted(str(t) for t in config.target_modules)},
+            evidence={"unmatched": missing, "target_modules": _listed(config.target_modules)},
             fix="use the model's own module names (print([n for n, _ in model.named_modules()]), e.g. GPT-2's "
             "mlp.c_fc), or target_modules='all-linear'",
             where=(file, written or line) if file else None,
