@@ -241,8 +241,10 @@ class LabelMapInterpolated(Check):
         if not isinstance(y, torch.Tensor) or y.is_floating_point() or y.dim() < 2:
             return
         flat = y.detach().flatten()
+        lo, hi = int(flat.min()), int(flat.max())
         for made, stack in self.resampled:
-            if made.numel() == flat.numel() and torch.equal(made.to(flat.device), flat):
+            # rounded, and clamped into the classes (bicubic overshoots the ids at the ends of the range)
+            if made.numel() == flat.numel() and torch.equal(made.to(flat.device).clamp(lo, hi), flat):
                 self.done = True
                 where = user_line_of(stack)
                 probe.report(
