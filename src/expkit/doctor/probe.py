@@ -114,6 +114,8 @@ def _watched_calls() -> dict[str, tuple[Any, str]]:
     return {
         "clip_grad_norm_": (nn_utils, "clip_grad_norm_"),
         "clip_grad.clip_grad_norm_": (clip_grad, "clip_grad_norm_"),
+        "clip_grad_value_": (nn_utils, "clip_grad_value_"),
+        "clip_grad.clip_grad_value_": (clip_grad, "clip_grad_value_"),
         "scaler.scale": (torch.amp.GradScaler, "scale"),
         "scaler.unscale_": (torch.amp.GradScaler, "unscale_"),
         "sampler.iter": (distributed.DistributedSampler, "__iter__"),

@@ -10,7 +10,7 @@ from torch import nn  # noqa: E402
 from expkit.doctor import watch  # noqa: E402
 
 
-def _amp_loop(*, unscale_first: bool):
+def _amp_loop(*, unscale_first: bool, by_value: bool = False):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -24,11 +24,14 @@ def _amp_loop(*, unscale_first: bool):
             scaler.scale(loss).backward()
             if unscale_first:
                 scaler.unscale_(opt)
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            if by_value:
+                torch.nn.utils.clip_grad_value_(model.parameters(), 1.0)
+            else:
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             scaler.step(opt)
             scaler.update()
     assert w.done and not w.check_errors
-    return [f for f in w.findings if f.check == "clip_before_unscale"]
+    return [f for f in w.findings if f.check in ("clip_before_unscale", "missing_zero_grad")]
 
 
 def test_clip_before_unscale_measures_the_scaled_norm():
@@ -42,3 +45,9 @@ def test_clip_before_unscale_measures_the_scaled_norm():
 
 def test_unscale_then_clip_is_clean():
     assert _amp_loop(unscale_first=True) == []
+
+
+def test_value_clipping_before_unscale_is_found_and_not_taken_for_a_missing_zero_grad():
+    (f,) = _amp_loop(unscale_first=False, by_value=True)  # element-wise clipping: g is no multiple of what came in
+    assert f.check == "clip_before_unscale" and f.evidence == {"loss_scale": 65536.0, "clip_value": 1.0}
+    assert _amp_loop(unscale_first=True, by_value=True) == []

@@ -33,6 +33,20 @@ class ClipBeforeUnscale(Check):
             self.scale = float(ev.obj.get_scale())
         elif ev.name == "scaler.unscale_":
             self.unscaled = True
+        elif ev.name == "clip_grad_value_" and self.scale is not None and not self.unscaled and self.scale != 1.0:
+            clip = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("clip_value")
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"clip_grad_value_ ran on gradients still multiplied by GradScaler's loss scale "
+                f"({self.scale:g}): after the unscale every gradient value is at most clip_value / scale "
+                f"({float(clip) / self.scale:.3g}), a tiny fraction of the intended bound"
+                if clip is not None
+                else "clip_grad_value_ ran on gradients still multiplied by GradScaler's loss scale",
+                evidence={"loss_scale": self.scale, "clip_value": float(clip) if clip is not None else None},
+                fix="call scaler.unscale_(optimizer) after backward and before clip_grad_value_ "
+                "(then scaler.step(optimizer); scaler.update())",
+            )
         elif ev.name == "clip_grad_norm_" and self.scale is not None and not self.unscaled and self.scale != 1.0:
             norm = float(ev.result) if ev.result is not None else float("nan")
             max_norm = _max_norm(ev)

@@ -42,7 +42,8 @@ class MissingZeroGrad(Check):
     ``zero_grad`` it is ``c * g_in`` (c = 1, or GradScaler's unscale, or clipping's factor); without one it
     also holds the previous step's gradient, and the residual ``|g - c g_in| / |g|`` is large. Works with
     several optimizers (a GAN), gradient accumulation and clipping; skipped under DDP (the all-reduce
-    changes ``g`` after the hooks) and for closure optimizers (their backward runs inside ``step``).
+    changes ``g`` after the hooks), for closure optimizers (their backward runs inside ``step``) and after a
+    ``clip_grad_value_`` (element-wise clipping: ``g`` is not a multiple of ``g_in``).
     """
 
     name = "missing_zero_grad"
@@ -56,8 +57,11 @@ class MissingZeroGrad(Check):
         self.clears: list[tuple[int, int, tuple[str | None, int | None]]] = []  # (clock, id(optimizer), site)
         self.fed_at: dict[int, tuple[int, tuple[str | None, int | None]]] = {}  # id(opt) -> last backward into it
         self.backward: tuple[int, tuple[str | None, int | None]] | None = None  # the running backward
+        self.value_clipped = False  # clip_grad_value_ ran in this window
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "clip_grad_value_":
+            self.value_clipped = True  # element-wise clipping: the step's gradient is not a multiple of g_in
         if ev.name == "optimizer.zero_grad" and ev.obj is not None:
             from expkit.doctor.findings import user_frame
 
@@ -68,6 +72,7 @@ class MissingZeroGrad(Check):
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         key = id(ev.optimizer)
         self.fed_at.pop(key, None)
+        self.value_clipped = False
         if key in self.incoming:
             self.incoming[key][:] = [None] * len(ev.params)  # a new window starts at each step
             return
@@ -100,7 +105,7 @@ class MissingZeroGrad(Check):
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         sums = self.incoming.get(id(ev.optimizer))
-        if not sums or all(s is None for s in sums):
+        if not sums or all(s is None for s in sums) or self.value_clipped:
             return
         live = [p for p, s in zip(ev.params, sums, strict=True) if s is not None and p.grad is not None]
         if not live:
