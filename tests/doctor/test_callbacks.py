@@ -128,3 +128,38 @@ def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_
     f = found["lr_never_reaches_set_value"]
     assert f.evidence["scheduler_steps_planned"] == 1 and f.evidence["optimizer_steps_planned"] == 6
     assert "lr_never_reaches_set_value" not in run("step")
+
+
+def test_a_lightning_training_step_that_returns_no_loss_is_named_at_its_last_line():
+    L = pytest.importorskip("lightning")
+    from source_lines import line_of
+
+    from expkit.doctor import DoctorLightningCallback
+
+    class NoReturn(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(8, 3)
+
+        def training_step(self, batch, _):
+            x, y = batch
+            self.log("loss", F.cross_entropy(self.net(x), y))  # the step's last line: no return
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
+    cb = DoctorLightningCallback()
+    trainer = L.Trainer(
+        max_steps=3,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[cb],
+    )
+    trainer.fit(NoReturn(), torch.utils.data.DataLoader(data, batch_size=16))
+    (f,) = [f for f in cb.findings if f.check == "step_changes_nothing"]
+    assert f.line == line_of("# the step's last line", NoReturn) and "returned no loss" in f.message

@@ -26,6 +26,7 @@ class StepChangesWeights(Check):
         self.where: dict[int, tuple[str | None, int | None]] = {}
         self.lrs: dict[int, list[float]] = {}
         self.names: dict[int, str] = {}
+        self.graded: dict[int, bool] = {}  # id(optimizer) -> some parameter had a gradient after a watched step
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         from expkit.doctor.findings import user_frame
@@ -47,6 +48,7 @@ class StepChangesWeights(Check):
         )
         moved = moved if moved == moved else float("inf")  # NaN weights moved (another check names why)
         self.moved[key] = max(self.moved.get(key, 0.0), moved)
+        self.graded[key] = self.graded.get(key, False) or any(p.grad is not None for p in ev.params)
         self._judge_finite(probe, ev, before)
 
     def _judge_finite(self, probe: Probe, ev: StepEvent, before: list[torch.Tensor]) -> None:
@@ -92,6 +94,11 @@ class StepChangesWeights(Check):
                 if lr_zero
                 else ("its gradients were zero/None or its parameters cannot change")
             )
+            where = self.where.get(key)
+            step_end = None if lr_zero or self.graded.get(key) else _training_step_end()
+            if step_end is not None:  # Lightning skips backward when training_step returns no loss
+                cause = "no gradient ever came in: Lightning's training_step returned no loss, so it ran no backward"
+                where = step_end
             probe.report(
                 kind="bug",
                 check=self.name,
@@ -100,5 +107,26 @@ class StepChangesWeights(Check):
                 evidence={"max_abs_weight_change": moved, "max_lr": max(lrs) if lrs else None},
                 fix="check the lr schedule's first values (a warm-up that starts and stays at 0), that the loss "
                 "depends on the parameters, and that the parameters handed to the optimizer are the model's",
-                where=self.where.get(key),
+                where=where,
             )
+
+
+def _training_step_end() -> tuple[str, int] | None:
+    """The last line of the running Lightning module's ``training_step`` (automatic optimization), where its
+    ``return loss`` belongs; None without a fitting Trainer."""
+    import inspect
+
+    from expkit.doctor.checks.lr_schedule import lightning_trainer
+
+    trainer = lightning_trainer()
+    module = getattr(trainer, "lightning_module", None) if trainer is not None else None
+    if module is None or not getattr(module, "automatic_optimization", False):
+        return None
+    try:
+        fn = inspect.unwrap(type(module).training_step)
+        lines, first = inspect.getsourcelines(fn)
+        file = inspect.getsourcefile(fn)
+    except (OSError, TypeError):
+        return None
+    body = [i for i, text in enumerate(lines) if text.strip() and not text.strip().startswith("#")]
+    return (file, first + body[-1]) if file and body else None
