@@ -78,6 +78,37 @@ def test_a_mask_truncated_to_one_class_is_found_at_the_loss_call():
     assert f.line == _line_of("ce = F.cross_entropy(logits, mask)", _segmenter)
 
 
+class _Masks(torch.utils.data.Dataset):
+    """Images and class masks made per sample in __getitem__; the default collate stacks them (and frees them)."""
+
+    def __init__(self, truncate: bool):
+        g = torch.Generator().manual_seed(0)
+        self.masks, self.truncate = torch.randint(0, 3, (16, 12, 12), generator=g), truncate
+
+    def __len__(self):
+        return len(self.masks)
+
+    def __getitem__(self, i):
+        image = self.masks[i][None].float().repeat(3, 1, 1)
+        if self.truncate:
+            return image, (self.masks[i].float() / 255.0).long()  # the mask made like an image
+        return image, self.masks[i].clone()
+
+
+def test_a_mask_truncated_in_a_datasets_getitem_is_named_there():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 3, 1))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    with watch(net, opt, steps=2) as w:
+        for x, mask in torch.utils.data.DataLoader(_Masks(truncate=True), batch_size=4):
+            loss = F.cross_entropy(net(x), mask)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (f,) = _checks(w, "dense_targets_one_class")
+    assert f.line == _line_of("# the mask made like an image", _Masks)
+
+
 def test_masks_with_several_classes_are_silent():
     assert _checks(_segmenter("plain"), "dense_targets_one_class") == []
 

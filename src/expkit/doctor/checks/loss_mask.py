@@ -204,6 +204,14 @@ _LABEL_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8)
 WATCHED_STEPS = 2  # the made-at record runs until the first steps end (the batches the loss rules read)
 
 
+MAX_PRINTED = 65_536  # values of a tensor whose fingerprint outlives it (a sample the collate stacks)
+
+
+def _fingerprint(x: torch.Tensor) -> tuple[Any, ...]:
+    flat = x.reshape(-1)
+    return (tuple(x.shape), x.dtype, int(flat.sum()), int(flat[::7].sum()), tuple(flat[:4].tolist()))
+
+
 class _MadeAt(TorchFunctionMode):
     """Until the first steps end: the user line that made each integer tensor (``labels = input_ids.clone()`` in
     a collator), carried through ops that keep the values (``.to(device)``, ``.view(-1)``)."""
@@ -211,6 +219,7 @@ class _MadeAt(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self.made: dict[int, tuple[weakref.ref[torch.Tensor], tuple[str, int]]] = {}
+        self.prints: dict[tuple[Any, ...], tuple[str, int]] = {}  # a small tensor's values, kept past its life
         self.yours: dict[str, bool] = {}
 
     def line_of(self, t: Any, exact: bool = False) -> tuple[str, int] | None:
@@ -222,6 +231,10 @@ class _MadeAt(TorchFunctionMode):
                 return rec[1]
         if exact or not isinstance(t, torch.Tensor):
             return None
+        if t.dim() >= 2:  # a batch the default collate stacked: its first sample, made in a Dataset's __getitem__
+            line = self.prints.get(_fingerprint(t[0].detach()))
+            if line is not None:
+                return line
         want = t.detach().reshape(-1)
         for ref, line in reversed(list(self.made.values())[-64:]):
             x = ref()
@@ -251,7 +264,16 @@ class _MadeAt(TorchFunctionMode):
                 if len(self.made) > 100_000:
                     self.made = {k: v for k, v in self.made.items() if v[0]() is not None}
                 self.made[id(out)] = (weakref.ref(out), line)
+                if out.numel() <= MAX_PRINTED and len(self.prints) < 10_000:  # a sample, freed once collated
+                    self.prints[_fingerprint(out)] = line
         return out
+
+
+def made_line(probe: Probe, t: Any) -> tuple[str, int] | None:
+    """The user's line that made the integer tensor ``t`` (a label batch, a mask), when the loss-mask check's
+    made-at record saw it being made in a DataLoader's batch during the watched steps."""
+    check = next((c for c in probe.checks if isinstance(c, LossMask)), None)
+    return check.made.line_of(t) if check is not None and check.made is not None else None
 
 
 @register
@@ -292,6 +314,7 @@ class LossMask(Check):
         self.steps += 1
         if self.steps >= WATCHED_STEPS and self.made is not None:
             self.made.made.clear()
+            self.made.prints.clear()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if not (ev.training and ev.grad_enabled):

@@ -177,7 +177,9 @@ class DenseTargetsOneClass(Check):
         one = keep.numel() >= MIN_DENSE_TARGETS and bool((keep == keep.flatten()[0]).all())
         self.classes.append(int(keep.flatten()[0]) if one else None)
         if one and self.site[0] is None:
-            self.site = user_frame(3)
+            from expkit.doctor.checks.loss_mask import made_line
+
+            self.site = made_line(probe, y) or user_frame(3)  # where the targets were made, else the loss
 
     def finish(self, probe: Probe) -> None:
         if len(self.classes) < 2 or any(c is None for c in self.classes) or len(set(self.classes)) != 1:
