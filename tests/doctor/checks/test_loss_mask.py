@@ -100,6 +100,8 @@ def test_inverted_mask_trains_the_prompt_and_masks_the_answer():
 
     f = _hf(inverted)
     assert set(f) == {"answer_masked"} and f["answer_masked"].evidence["rows_with_masked_stop"] == len(LENGTHS)
+    lines, first = inspect.getsourcelines(_hf)  # named where the labels given to the model were made
+    assert f["answer_masked"].line == first + next(i for i, t in enumerate(lines) if "labels = labels_of(" in t)
 
     def prompt_masked(ids, mask):
         labels = _right(ids, mask)

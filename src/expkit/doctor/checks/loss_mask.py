@@ -412,13 +412,7 @@ class LossMask(Check):
         same_agree = float((b.labels == b.ids)[trained].float().mean())
         if next_agree < SHIFTED_AGREEMENT or same_agree > 0.5:
             return False
-        # where the labels were made: recorded in a collator, else the assignment of those given at the call
-        recorded = self.made.line_of(self.labels) if self.made is not None else None
-        call = user_frame()
-        if recorded is not None and self.made is not None and recorded == self.made.line_of(self.ids, exact=True):
-            recorded = None  # the labels are the ids themselves
-        made = argument_made_at(call[0], call[1], "labels")
-        where = recorded or ((call[0], made) if call[0] is not None and made is not None else None)
+        where = self._labels_made()
         probe.report(
             kind="bug",
             check="labels_shifted_twice",
@@ -429,6 +423,16 @@ class LossMask(Check):
             where=where,
         )
         return True
+
+    def _labels_made(self) -> tuple[str, int] | None:
+        """Where the labels being judged were made: recorded in a collator, else the last assignment of the name
+        passed as ``labels=`` at the model's call; None when neither is known (or the labels are the ids)."""
+        recorded = self.made.line_of(self.labels) if self.made is not None else None
+        if recorded is not None and self.made is not None and recorded == self.made.line_of(self.ids, exact=True):
+            recorded = None  # the labels are the ids themselves: no line of their own
+        call = user_frame(4)
+        made = argument_made_at(call[0], call[1], "labels")
+        return recorded or ((call[0], made) if call[0] is not None and made is not None else None)
 
     def _pad_counted(self, probe: Probe, b: _Batch, trained: torch.Tensor, where: str, total: int) -> None:
         pad = _padding(b)
@@ -477,6 +481,7 @@ class LossMask(Check):
             file = user_frame()[0]
             line = assigned_from(file, "pad", "eos")
             made = (file, line) if file is not None and line is not None else None
+        made = made or self._labels_made()
         probe.report(
             kind="bug",
             check="eos_masked" if stop_only else "answer_masked",
