@@ -163,3 +163,40 @@ def test_a_lightning_training_step_that_returns_no_loss_is_named_at_its_last_lin
     trainer.fit(NoReturn(), torch.utils.data.DataLoader(data, batch_size=16))
     (f,) = [f for f in cb.findings if f.check == "step_changes_nothing"]
     assert f.line == line_of("# the step's last line", NoReturn) and "returned no loss" in f.message
+
+
+def test_lightning_heads_kept_in_a_plain_dict_are_named_where_they_are_built():
+    L = pytest.importorskip("lightning")
+    from source_lines import line_of
+
+    from expkit.doctor import DoctorLightningCallback
+
+    class TwoHeads(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.trunk = nn.Sequential(nn.Linear(8, 16), nn.ReLU())
+            self.heads = {"a": nn.Linear(16, 3), "b": nn.Linear(16, 1)}  # a plain dict: never registered
+
+        def training_step(self, batch, _):
+            x, y = batch
+            h = self.trunk(x)
+            return F.cross_entropy(self.heads["a"](h), y) + self.heads["b"](h).pow(2).mean()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
+    cb = DoctorLightningCallback()
+    trainer = L.Trainer(
+        max_steps=3,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[cb],
+    )
+    trainer.fit(TwoHeads(), torch.utils.data.DataLoader(data, batch_size=16))
+    (f,) = [f for f in cb.findings if f.check == "trainable_not_updated"]
+    assert f.line == line_of("# a plain dict: never registered", TwoHeads)

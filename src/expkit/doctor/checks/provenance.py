@@ -75,6 +75,27 @@ def _registered_ids(probe: Probe) -> dict[int, Any]:
     return {id(p): (root, n) for root in list(probe.roots.values()) for n, p in root.named_parameters()}
 
 
+def _held_in_container(module: Any, owner: Any) -> tuple[str | None, int | None] | None:
+    """The ``self.<name> = ...`` line of ``type(module).__init__`` for the plain dict or list attribute that
+    holds ``owner`` (a module kept outside the module tree)."""
+    import inspect
+    import re
+
+    for name, value in vars(module).items():
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+        if not any(v is owner for v in items):
+            continue
+        try:
+            lines, first = inspect.getsourcelines(type(module).__init__)
+            file = inspect.getsourcefile(type(module).__init__)
+        except (OSError, TypeError):
+            return None
+        for i, text in enumerate(lines):
+            if re.search(rf"self\.{re.escape(name)}\s*=", text):
+                return user_line_of(((file, first + i),)) if file else None
+    return None
+
+
 @register
 class TrainableNotUpdated(Check):
     """A tensor that requires grad reaches the loss and gets a gradient, yet no optimizer of the program holds
@@ -128,7 +149,26 @@ class TrainableNotUpdated(Check):
             self._report(probe, kept, "belong to the model but no optimizer holds them", self._why_kept(probe, kept))
 
     def _why_kept(self, probe: Probe, kept: list[torch.Tensor]) -> tuple[str | None, int | None] | None:
-        """A module assigned after the optimizer was built (a swapped head), else the optimizer's line."""
+        """A module the fitting LightningModule holds outside its module tree (a plain dict of heads called in
+        training_step), where it was built; a module assigned after the optimizer was built (a swapped head);
+        else the optimizer's line."""
+        from expkit.doctor.checks.lr_schedule import lightning_trainer
+
+        trainer = lightning_trainer()
+        module = getattr(trainer, "lightning_module", None) if trainer is not None else None
+        if module is not None:
+            tree = {id(p) for p in module.parameters()}
+            for t in kept:
+                owner = probe.owner.get(id(t)) or next(
+                    (r for r in list(probe.roots.values()) if any(p is t for p in r.parameters())), None
+                )
+                if id(t) in tree or owner is None:
+                    continue
+                if id(owner) in probe.made_at:
+                    return _where(probe.made_at[id(owner)][1])
+                held = _held_in_container(module, owner)  # built before the watch: the attribute's line
+                if held is not None:
+                    return held
         first_opt = min((probe.made_at[id(o)][0] for o in list(probe.optimizers) if id(o) in probe.made_at), default=0)
         for root in list(probe.roots.values()):
             for mod in root.modules():
