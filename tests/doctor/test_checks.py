@@ -307,3 +307,33 @@ def test_probabilities_into_nll_loss_are_named_where_the_softmax_was_applied():
     (f,) = [f for f in w.findings if f.check == "logits_into_nll_loss"]
     lines, first = inspect.getsourcelines(_SoftmaxClf)
     assert f.line == first + next(i for i, text in enumerate(lines) if "# the squash" in text)
+
+
+class _Pooled(nn.Module):
+    """Attention pooling over a GRU's outputs, batch-first or time-major: softmax(dim=0) is over the batch in the
+    first layout (a bug) and over time in the second (correct)."""
+
+    def __init__(self, time_major: bool):
+        super().__init__()
+        self.time_major = time_major
+        self.gru, self.score, self.fc = nn.GRU(4, 8, batch_first=not time_major), nn.Linear(8, 1), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h, _ = self.gru(x)
+        w = torch.softmax(self.score(h).squeeze(-1), dim=0)
+        return self.fc((w.unsqueeze(-1) * h).sum(0 if self.time_major else 1))
+
+
+@pytest.mark.parametrize("time_major", [False, True])
+def test_softmax_over_dim_0_is_over_the_batch_only_when_axis_0_is_the_batch(time_major):
+    torch.manual_seed(0)
+    model = _Pooled(time_major)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(2):
+            x = torch.randn(7, 16, 4) if time_major else torch.randn(16, 7, 4)  # time 7, batch 16
+            loss = nn.functional.cross_entropy(model(x), torch.randint(0, 3, (16,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert ("softmax_over_batch" in checks_of(w)) is (not time_major)

@@ -64,6 +64,8 @@ def _softmax_over_batch(t: torch.Tensor) -> Any:
             dim = int(getattr(node, "_saved_dim", 1))
             result = getattr(node, "_saved_result", None)
             ndim = result.dim() if isinstance(result, torch.Tensor) else t.dim()
+            if isinstance(result, torch.Tensor) and result.shape[0] != t.shape[0]:
+                return None  # its axis 0 is not the loss's batch (time-major scores softmaxed over time)
             return node if ndim >= 2 and dim in (0, -ndim) else None
         nxt = [n for n, _ in node.next_functions if n is not None and type(n).__name__ != "AccumulateGrad"]
         node, steps = (nxt[0] if nxt else None), steps + 1
