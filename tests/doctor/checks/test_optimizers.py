@@ -35,6 +35,8 @@ def _clip_loop(where: str):
             opt.step()
             if where == "after_step":
                 nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # clip: after
+            elif where == "value_after_step":
+                torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)  # clip by value: after
     return _found(w, "clip_not_applied")
 
 
@@ -43,6 +45,11 @@ def test_clip_after_step_or_before_backward_is_found_at_the_clip_line():
     assert after.line == _line_of("# clip: after", _clip_loop)
     (before,) = _clip_loop("before_backward")
     assert before.line == _line_of("# clip: before", _clip_loop)
+
+
+def test_value_clipping_after_the_step_is_found_too():
+    (f,) = _clip_loop("value_after_step")
+    assert f.line == _line_of("# clip by value: after", _clip_loop) and "clip_grad_value_" in f.message
 
 
 def test_clip_between_backward_and_step_is_clean():

@@ -42,36 +42,36 @@ def _inner(opt: Any) -> Any:
 
 @register
 class ClipNotApplied(Check):
-    """``clip_grad_norm_`` called when no backward has run since the last optimizer step, followed by a backward
-    before the next step: the clip scaled gradients that were already applied (clip after ``step()``) or that
-    ``zero_grad`` cleared (clip before ``backward()``); the step uses the unclipped gradients."""
+    """``clip_grad_norm_`` (or ``clip_grad_value_``) called when no backward has run since the last optimizer step,
+    followed by a backward before the next step: the clip scaled gradients that were already applied (clip after
+    ``step()``) or that ``zero_grad`` cleared (clip before ``backward()``); the step uses the unclipped gradients."""
 
     name = "clip_not_applied"
 
     def __init__(self) -> None:
-        self.pending: tuple[RawStack, float | None] | None = None
+        self.pending: tuple[RawStack, float | None, str] | None = None
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
-        if ev.name != "clip_grad_norm_":
+        if ev.name not in ("clip_grad_norm_", "clip_grad_value_"):
             return
-        max_norm = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("max_norm")
+        max_norm = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("max_norm", ev.kwargs.get("clip_value"))
         if isinstance(max_norm, (int, float)) and math.isinf(max_norm):
             return  # max_norm=inf measures the norm, it clips nothing
         if probe.backwards_since_step == 0:
             norm = float(ev.result) if isinstance(ev.result, torch.Tensor) and ev.result.numel() == 1 else None
-            self.pending = (raw_stack(3), norm)
+            self.pending = (raw_stack(3), norm, ev.name)
         else:
             self.pending = None
 
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
         if self.pending is None:
             return
-        site, norm = self.pending
+        site, norm, name = self.pending
         self.pending = None
         probe.report(
             kind="bug",
             check=self.name,
-            message="clip_grad_norm_ ran with no backward since the last optimizer step, and the next backward "
+            message=f"{name} ran with no backward since the last optimizer step, and the next backward "
             "comes before the next step: it clipped gradients that were already applied or cleared, so no step "
             "is ever clipped",
             evidence={"grad_norm_at_clip": norm},
