@@ -337,3 +337,33 @@ def test_softmax_over_dim_0_is_over_the_batch_only_when_axis_0_is_the_batch(time
             loss.backward()
             opt.step()
     assert ("softmax_over_batch" in checks_of(w)) is (not time_major)
+
+
+def _policy(how: str):
+    torch.manual_seed(0)
+    policy = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    with watch(policy, opt, steps=2) as w:
+        for _ in range(2):
+            obs = torch.randn(32, 6)
+            logits = policy(obs)
+            if how == "contrastive":  # a (B, B) similarity softmaxed over the batch on purpose (one direction)
+                sim = logits @ logits.T
+                loss = -sim.log_softmax(dim=0).diagonal().mean()
+            else:
+                logp = logits.log_softmax(0) if how == "batch_axis" else logits.log_softmax(-1)  # THE SOFTMAX
+                actions = torch.randint(0, 3, (32,))
+                loss = -(logp.gather(1, actions[:, None]).squeeze(1) * torch.randn(32)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "softmax_over_batch"]
+
+
+def test_a_hand_written_policy_loss_over_a_softmax_across_the_batch_is_found_at_the_softmax():
+    from source_lines import line_of
+
+    (f,) = _policy("batch_axis")
+    assert f.line == line_of("# THE SOFTMAX", _policy) and f.evidence == {"batch": 32, "shape": [32, 3]}
+    assert _policy("class_axis") == [] and _policy("contrastive") == []

@@ -16,12 +16,13 @@ from expkit.doctor.checks.lr_schedule import declared_steps, first_time_driving
 from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import CallEvent, LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
 
 REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits")
 CLASSIFICATION = ("cross_entropy", "nll_loss")
 SOFTMAX_NODES = ("SoftmaxBackward0", "LogSoftmaxBackward0")
 WALK = 8  # graph nodes followed up from a loss input to its softmax
+GRAPH_LIMIT = 2_000  # autograd nodes searched from a backward for a softmax over the batch
 PROJECTED_STEPS = 200  # steps of the schedule projected from the first step
 ZERO_RUN = 10  # consecutive projected steps at lr 0 that make a finding
 
@@ -79,8 +80,51 @@ class SoftmaxOverBatch(Check):
 
     name = "softmax_over_batch"
 
+    def __init__(self) -> None:
+        self.reported = False
+        self.batch: int | None = None  # axis 0 of the last training forward's output
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        from expkit.doctor.checks.perturb import _first
+
+        out = _first(ev.output)  # the model's output: batch-first even when its input is time-major
+        if ev.training and ev.grad_enabled and out is not None and out.dim() >= 1:
+            self.batch = int(out.shape[0])
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        """A loss written by hand (a policy gradient's ``-(logp * adv)``): any softmax/log-softmax in the graph
+        over dim 0 of a (batch, classes) tensor whose classes are not the batch again (a contrastive (B, B) matrix
+        is softmaxed over either axis on purpose). Named where the softmax was made (anomaly mode's record)."""
+        batch = self.batch
+        if self.reported or batch is None or batch < 2 or ev.tensor.grad_fn is None:
+            return
+        from expkit.doctor.checks.graph_kept import graph_nodes, made_where
+
+        for node in graph_nodes(ev.tensor.grad_fn, GRAPH_LIMIT):
+            if type(node).__name__ not in SOFTMAX_NODES:
+                continue
+            result = getattr(node, "_saved_result", None)
+            dim = int(getattr(node, "_saved_dim", 1))
+            if not isinstance(result, torch.Tensor) or result.dim() < 2 or dim not in (0, -result.dim()):
+                continue
+            if result.shape[0] != batch or result.shape[1] in (1, batch):
+                continue
+            self.reported = True
+            where = made_where(node)
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"a {type(node).__name__[:-9].lower()} over dim 0 of a {list(result.shape)} tensor, whose "
+                f"axis 0 is the batch ({batch}), feeds the loss: each class is normalised across the samples "
+                "instead of each sample across its classes",
+                evidence={"batch": batch, "shape": list(result.shape)},
+                fix="normalise over the class axis (dim=-1)",
+                where=where if where[0] is not None else None,
+            )
+            return
+
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
-        if ev.function not in CLASSIFICATION or ev.input.dim() < 2 or ev.input.shape[0] < 2:
+        if self.reported or ev.function not in CLASSIFICATION or ev.input.dim() < 2 or ev.input.shape[0] < 2:
             return
         node = _softmax_over_batch(ev.input)
         if node is None:
@@ -88,6 +132,7 @@ class SoftmaxOverBatch(Check):
         module = probe.softmax_nodes.get(id(node))
         made = probe.made_at.get(id(module)) if module is not None else None
         file, line = user_line_of(made[1]) if made else (None, None)
+        self.reported = True
         probe.report(
             kind="bug",
             check=self.name,
