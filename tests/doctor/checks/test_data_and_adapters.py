@@ -114,12 +114,12 @@ def test_a_model_input_that_requires_grad_is_not_an_unoptimised_weight():
     assert _found(w, "trainable_not_updated") == []
 
 
-def _sorted_loader(shuffle: bool):
+def _sorted_loader(shuffle: bool, per_class: int = 64):
     torch.manual_seed(0)
     X = torch.randn(192, 6)
-    y = torch.arange(192) // 64  # three classes, stored in label order
+    y = torch.arange(192) // per_class  # classes stored in label order
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, y), batch_size=32, shuffle=shuffle)
-    model = nn.Linear(6, 3)
+    model = nn.Linear(6, int(y.max()) + 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with watch(model, opt, steps=2) as w:
         for xb, yb in loader:
@@ -134,6 +134,12 @@ def test_label_sorted_data_read_in_order_is_found_and_shuffled_is_not():
     (f,) = _sorted_loader(shuffle=False)
     assert f.evidence["batch_classes"] == [0, 0]
     assert _sorted_loader(shuffle=True) == []
+
+
+def test_label_groups_smaller_than_a_batch_read_in_order_are_found_too():
+    (f,) = _sorted_loader(shuffle=False, per_class=40)  # 40 a class, 32 a batch: the second batch holds two
+    assert f.evidence["batch_classes"] == [0, 0]
+    assert _sorted_loader(shuffle=True, per_class=40) == []
 
 
 def _adapter_loop(is_trainable: bool):

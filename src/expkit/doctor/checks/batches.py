@@ -127,7 +127,8 @@ MIN_CLASS_BATCH = 16  # a batch this large drawn at random from a task with 2+ c
 @register
 class SingleClassBatches(Check):
     """Every watched step's classification batch holds a single class (the targets of its first cross-entropy
-    all equal, 16+ of them, 2+ classes in the logits) while a DataLoader without shuffling serves the data: the
+    all equal, 16+ of them, 2+ classes in the logits), or its targets in label order with fewer classes than the
+    logits offer (a batch straddling two label groups), while a DataLoader without shuffling serves the data: the
     data set is stored grouped by label and read in order, so each step pulls the model toward one class."""
 
     name = "batches_single_class"
@@ -150,7 +151,13 @@ class SingleClassBatches(Check):
         self.seen_this_step = True
         keep = y[y != ev.kwargs.get("ignore_index", -100)]
         single = keep.numel() >= MIN_CLASS_BATCH and bool((keep == keep[0]).all())
-        self.classes.append(int(keep[0]) if single else None)
+        # or in label order with fewer classes than the logits offer: a batch that straddles two label groups
+        grouped = (
+            keep.numel() >= MIN_CLASS_BATCH
+            and bool((keep[1:] >= keep[:-1]).all())
+            and int(torch.unique(keep).numel()) < ev.input.shape[1]
+        )
+        self.classes.append(int(keep[0]) if single or grouped else None)
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         if probe.lead is None or probe.lead() is not ev.optimizer:
