@@ -257,6 +257,8 @@ def assigned_from(file: str | None, target: str, source: str) -> int | None:
             pairs = [(_words(node.target), node.value)]
         elif isinstance(node, ast.Call):
             pairs = [([k.arg.lower()], k.value) for k in node.keywords if k.arg]
+        elif isinstance(node, ast.Dict):  # add_special_tokens({"pad_token": tok.eos_token})
+            pairs = [(_words(k), v) for k, v in zip(node.keys, node.values, strict=True) if k is not None]
         for names, value in pairs:
             if any(target in n for n in names) and any(source in w for w in _words(value)):
                 lines.append(value.lineno)

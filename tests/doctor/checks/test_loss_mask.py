@@ -327,3 +327,21 @@ def test_the_stop_id_comes_from_the_tokenizer_when_the_config_keeps_its_defaults
     found = _collated(pad_is_eos=True)
     assert set(found) == {"eos_masked"} and found["eos_masked"].evidence["stop_token_ids"] == [0]
     assert _collated(pad_is_eos=False) == {}  # a pad of its own: the real eos stays trained
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("tok.pad_token = tok.eos_token\n", 1),
+        ("x = 1\nPAD = EOS\n", 2),
+        ("cfg = Config(\n    n=2,\n    pad_token_id=cfg.eos_token_id,\n)\n", 3),
+        ("x = 1\ntok.add_special_tokens({'pad_token': tok.eos_token})\n", 2),
+        ("tok.pad_token = '<pad>'\nPAD = 0\n", None),
+    ],
+)
+def test_the_line_that_makes_the_pad_the_eos_is_found_in_the_source(tmp_path, source, line):
+    from expkit.doctor.findings import assigned_from
+
+    path = tmp_path / "prog.py"
+    path.write_text(source)
+    assert assigned_from(str(path), "pad", "eos") == line
