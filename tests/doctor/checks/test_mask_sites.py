@@ -71,3 +71,47 @@ def test_a_fill_of_zero_is_named_at_the_masked_fill():
 def test_a_mask_built_the_wrong_way_is_named_where_it_was_built():
     (f,) = _findings(LayerLM())
     assert f.line == _line("# the mask, built", LayerLM)
+
+
+class _SdpaLM(torch.nn.Module):
+    """A causal LM whose attention builds its own boolean mask and hands it to scaled_dot_product_attention."""
+
+    def __init__(self, inverted: bool):
+        super().__init__()
+        self.inverted = inverted
+        self.emb, self.qkv, self.out = torch.nn.Embedding(20, 16), torch.nn.Linear(16, 48), torch.nn.Linear(16, 20)
+
+    def forward(self, ids):
+        h = self.emb(ids)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        n = ids.shape[1]
+        if self.inverted:
+            allowed = torch.ones(n, n, dtype=torch.bool).triu()  # THE MASK: the future allowed, the past hidden
+        else:
+            allowed = torch.ones(n, n, dtype=torch.bool).tril()
+        return self.out(torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed))
+
+
+@pytest.mark.parametrize("inverted", [True, False])
+def test_a_mask_built_inside_the_attention_and_given_to_sdpa_is_named_where_it_was_built(inverted):
+    import inspect
+
+    from expkit.doctor import watch
+
+    torch.manual_seed(0)
+    model = _SdpaLM(inverted)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(2):
+            ids = torch.randint(0, 20, (4, 10))
+            loss = torch.nn.functional.cross_entropy(model(ids[:, :-1]).reshape(-1, 20), ids[:, 1:].reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    found = [f for f in w.findings if f.check == "future_tokens_seen"]
+    if not inverted:
+        assert found == []
+        return
+    (f,) = found
+    lines, first = inspect.getsourcelines(_SdpaLM.forward)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# THE MASK" in t)

@@ -60,6 +60,7 @@ class _MaskSites(TorchFunctionMode):
         self.made: dict[int, tuple[str | None, int | None]] = {}  # id(mask tensor) -> the line that made it
         self.fills: list[tuple[int, tuple[str | None, int | None], float | None]] = []  # (clock, line, value)
         self.keep: list[torch.Tensor] = []  # the recorded masks stay alive, so their ids stay theirs
+        self.made_at_clock: list[tuple[int, tuple[str | None, int | None]]] = []  # (clock, line) of each mask made
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -76,6 +77,7 @@ class _MaskSites(TorchFunctionMode):
             self.fills.append((self.clock, caller, float(value) if isinstance(value, (int, float)) else None))
         else:
             self.made[id(out)] = caller
+            self.made_at_clock.append((self.clock, caller))
             self.keep.append(out)
         return out
 
@@ -210,6 +212,10 @@ class _Replay:
         for clock, line, fill in self.sites.fills:
             if start < clock <= end and fill is not None and fill > MASKING_FILL:
                 return line
+        # a mask its own forward built and handed on (F.scaled_dot_product_attention(attn_mask=...)): one line
+        built = list(dict.fromkeys(line for clock, line in self.sites.made_at_clock if start < clock <= end))
+        if len(built) == 1:
+            return built[0]
         # the masks given to it or to a module around it (torch's layers convert the user's mask before passing
         # it on), innermost first
         around = sorted((s for s in self.spans.values() if s[0] <= start and end <= s[1]), key=lambda s: s[1] - s[0])
@@ -250,7 +256,8 @@ def _culprit(
             return file, line
     if replay is not None and replay.sites is not None:  # the masking is written in the model's own forward
         weak = (line for _, line, fill in replay.sites.fills if fill is not None and fill > MASKING_FILL)
-        return next(weak, fallback)
+        built = list(dict.fromkeys(line for _, line in replay.sites.made_at_clock))  # one mask line: that one
+        return next(weak, built[0] if len(built) == 1 else fallback)
     return fallback
 
 
