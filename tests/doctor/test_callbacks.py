@@ -10,6 +10,24 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 
+def _fit(L, module, data, *, batch_size: int, max_steps: int):
+    """A quiet CPU Lightning fit of ``module`` on ``data`` with the doctor's callback; the callback."""
+    from expkit.doctor import DoctorLightningCallback
+
+    cb = DoctorLightningCallback()
+    trainer = L.Trainer(
+        max_steps=max_steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[cb],
+    )
+    trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=batch_size))
+    return cb
+
+
 def test_trainer_callback_finds_unshifted_labels_in_a_custom_compute_loss(tmp_path):
     transformers = pytest.importorskip("transformers")
     from expkit.doctor import DoctorTrainerCallback
@@ -53,7 +71,6 @@ def test_trainer_callback_finds_unshifted_labels_in_a_custom_compute_loss(tmp_pa
 
 def test_lightning_callback_finds_softmax_before_cross_entropy():
     L = pytest.importorskip("lightning")
-    from expkit.doctor import DoctorLightningCallback
 
     class Classifier(L.LightningModule):
         def __init__(self, softmax: bool):
@@ -71,17 +88,7 @@ def test_lightning_callback_finds_softmax_before_cross_entropy():
     def run(softmax: bool):
         torch.manual_seed(0)
         data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
-        cb = DoctorLightningCallback()
-        trainer = L.Trainer(
-            max_steps=3,
-            accelerator="cpu",
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            callbacks=[cb],
-        )
-        trainer.fit(Classifier(softmax), torch.utils.data.DataLoader(data, batch_size=16))
+        cb = _fit(L, Classifier(softmax), data, batch_size=16, max_steps=3)
         return [f.check for f in cb.findings]
 
     assert run(True) == ["softmax_before_cross_entropy"]
@@ -90,7 +97,6 @@ def test_lightning_callback_finds_softmax_before_cross_entropy():
 
 def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_not():
     L = pytest.importorskip("lightning")
-    from expkit.doctor import DoctorLightningCallback
 
     class Regressor(L.LightningModule):
         def __init__(self, interval: str | None):
@@ -111,17 +117,7 @@ def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_
         torch.manual_seed(0)
         x = torch.randn(96, 8)
         data = torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True))
-        cb = DoctorLightningCallback()
-        trainer = L.Trainer(
-            max_steps=6,
-            accelerator="cpu",
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            callbacks=[cb],
-        )
-        trainer.fit(Regressor(interval), torch.utils.data.DataLoader(data, batch_size=8))  # 12 batches an epoch
+        cb = _fit(L, Regressor(interval), data, batch_size=8, max_steps=6)  # 12 batches an epoch
         return {f.check: f for f in cb.findings}
 
     found = run(None)
@@ -133,8 +129,6 @@ def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_
 def test_a_lightning_training_step_that_returns_no_loss_is_named_at_its_last_line():
     L = pytest.importorskip("lightning")
     from source_lines import line_of
-
-    from expkit.doctor import DoctorLightningCallback
 
     class NoReturn(L.LightningModule):
         def __init__(self):
@@ -150,17 +144,7 @@ def test_a_lightning_training_step_that_returns_no_loss_is_named_at_its_last_lin
 
     torch.manual_seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
-    cb = DoctorLightningCallback()
-    trainer = L.Trainer(
-        max_steps=3,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[cb],
-    )
-    trainer.fit(NoReturn(), torch.utils.data.DataLoader(data, batch_size=16))
+    cb = _fit(L, NoReturn(), data, batch_size=16, max_steps=3)
     (f,) = [f for f in cb.findings if f.check == "step_changes_nothing"]
     assert f.line == line_of("# the step's last line", NoReturn) and "returned no loss" in f.message
 
@@ -168,8 +152,6 @@ def test_a_lightning_training_step_that_returns_no_loss_is_named_at_its_last_lin
 def test_lightning_heads_kept_in_a_plain_dict_are_named_where_they_are_built():
     L = pytest.importorskip("lightning")
     from source_lines import line_of
-
-    from expkit.doctor import DoctorLightningCallback
 
     class TwoHeads(L.LightningModule):
         def __init__(self):
@@ -187,16 +169,6 @@ def test_lightning_heads_kept_in_a_plain_dict_are_named_where_they_are_built():
 
     torch.manual_seed(0)
     data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
-    cb = DoctorLightningCallback()
-    trainer = L.Trainer(
-        max_steps=3,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=[cb],
-    )
-    trainer.fit(TwoHeads(), torch.utils.data.DataLoader(data, batch_size=16))
+    cb = _fit(L, TwoHeads(), data, batch_size=16, max_steps=3)
     (f,) = [f for f in cb.findings if f.check == "trainable_not_updated"]
     assert f.line == line_of("# a plain dict: never registered", TwoHeads)
