@@ -174,7 +174,9 @@ def argument_made_at(file: str | None, line: int | None, keyword: str) -> int | 
     """The line that made the value passed as ``keyword=`` by the call at ``line`` of ``file``: a name's last
     assignment before the call in the same function (``attention_mask = torch.ones_like(ids)``), else the
     keyword's own line in a call written over several lines; None when no such call is there."""
-    tree = source_tree(file) if file and line else None
+    if file is None or line is None:
+        return None
+    tree = source_tree(file)
     if tree is None:
         return None
     scopes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -250,7 +252,7 @@ def assigned_from(file: str | None, target: str, source: str) -> int | None:
         return None
     lines: list[int] = []
     for node in ast.walk(tree):
-        pairs: list[tuple[list[str], ast.AST]] = []
+        pairs: list[tuple[list[str], ast.expr]] = []
         if isinstance(node, ast.Assign):
             pairs = [(_words(t), node.value) for t in node.targets]
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
