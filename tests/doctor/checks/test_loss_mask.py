@@ -300,7 +300,12 @@ def _collated(pad_is_eos: bool):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import DataCollatorForLanguageModeling, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-    gc.collect()  # one live tokenizer: the check reads the program's only one
+    gc.collect()
+    # another live tokenizer (another test's, or the program's own second one) with another vocabulary: the check
+    # reads the one whose vocabulary is the model's
+    other = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordLevel({"<unk>": 0, "<s>": 1}, unk_token="<unk>")), eos_token="<s>"
+    )
     words = ["<eos>", "<unk>", "<pad>"] + [f"w{i}" for i in range(29)]
     core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
@@ -319,6 +324,7 @@ def _collated(pad_is_eos: bool):
         loss.backward()
         opt.step()
     assert not w.check_errors, w.check_errors
+    assert other.eos_token_id == 1  # alive until here
     return {f.check: f for f in w.findings}
 
 

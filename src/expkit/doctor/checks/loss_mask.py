@@ -68,21 +68,27 @@ def _config_ids(module: Any) -> tuple[tuple[int, ...], int | None]:
     return stops, pad if isinstance(pad, int) else None
 
 
-def _tokenizer_ids() -> tuple[tuple[int, ...], int | None]:
-    """(eos ids, pad id) of the program's one live Hugging Face tokenizer, found through the garbage collector;
-    empty when there is none or more than one (which one made the batch is not known)."""
+def _tokenizer_ids(vocab: int | None) -> tuple[tuple[int, ...], int | None]:
+    """(eos ids, pad id) of the program's live Hugging Face tokenizers whose vocabulary is the model's (``len``),
+    found through the garbage collector; empty when there is none or they disagree (which one made the batch is
+    not known)."""
     import gc
     import sys
 
-    if "transformers" not in sys.modules:
+    if "transformers" not in sys.modules or vocab is None:
         return (), None
     base = getattr(sys.modules["transformers"], "PreTrainedTokenizerBase", None)
     found = [obj for obj in gc.get_objects() if base is not None and isinstance(obj, base)] if base else []
-    if len(found) != 1:
-        return (), None
-    tok = found[0]
-    eos, pad = getattr(tok, "eos_token_id", None), getattr(tok, "pad_token_id", None)
-    return tuple(_ids_of(eos)), pad if isinstance(pad, int) else None
+    ids = set()
+    for tok in found:
+        try:
+            if len(tok) != vocab:
+                continue
+        except Exception:  # noqa: BLE001 - a half-built tokenizer: not the one that made the batch
+            continue
+        eos, pad = getattr(tok, "eos_token_id", None), getattr(tok, "pad_token_id", None)
+        ids.add((tuple(_ids_of(eos)), pad if isinstance(pad, int) else None))
+    return next(iter(ids)) if len(ids) == 1 else ((), None)
 
 
 def _with_tokenizer(
@@ -326,7 +332,7 @@ class LossMask(Check):
         attended = mask.detach().bool() if isinstance(mask, torch.Tensor) and mask.shape == ids.shape else None
         stops, pad = _config_ids(ev.module)
         if self.tokenizer is None:
-            self.tokenizer = _tokenizer_ids()
+            self.tokenizer = _tokenizer_ids(getattr(getattr(ev.module, "config", None), "vocab_size", None))
         stops, pad = _with_tokenizer(ev.module, stops, pad, self.tokenizer)
         self.last = (ids.detach(), attended, stops, pad)
         self.last_ids = ids
