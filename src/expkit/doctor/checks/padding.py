@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.checks.loss_mask import _trailing_run
 from expkit.doctor.checks.perturb import _changed, _first_cause, _Replay
 from expkit.doctor.findings import argument_made_at, user_frame, user_line_of
 
@@ -41,12 +42,6 @@ def _ids_and_place(ev: ForwardEvent) -> tuple[torch.Tensor, str | int] | None:
     if ev.inputs and isinstance(ev.inputs[0], torch.Tensor):
         return ev.inputs[0], 0
     return None
-
-
-def _trailing_run(x: torch.Tensor) -> torch.Tensor:
-    """Per row, the positions of the run of equal values that ends the row."""
-    same = (x == x[:, -1:]).int()
-    return torch.flip(torch.cumprod(torch.flip(same, [1]), dim=1), [1]).bool()
 
 
 def _padding_idx(module: nn.Module) -> int | None:
