@@ -16,6 +16,7 @@ __all__ = [
     "RawStack",
     "argument_made_at",
     "assigned_from",
+    "init_attribute_line",
     "keyword_line",
     "raw_stack",
     "source_tokens",
@@ -265,3 +266,20 @@ def assigned_from(file: str | None, target: str, source: str) -> int | None:
             if any(target in n for n in names) and any(source in w for w in _words(value)):
                 lines.append(value.lineno)
     return min(lines) if lines else None
+
+
+def init_attribute_line(cls: type, name: str) -> tuple[str | None, int | None]:
+    """The user's line in ``cls.__init__`` that sets ``self.<name>`` (the first line naming it with an ``=`` in
+    its code): where a module a check measured was built, when it was built before the probe was armed."""
+    import inspect
+    import re
+
+    try:
+        lines, first = inspect.getsourcelines(cls.__init__)  # type: ignore[misc]
+        file = inspect.getsourcefile(cls.__init__)  # type: ignore[misc]
+    except (OSError, TypeError):
+        return None, None
+    for i, text in enumerate(lines):
+        if re.search(rf"self\.{re.escape(name)}\b", text) and "=" in text.split("#")[0]:
+            return user_line_of(((file, first + i),)) if file else (None, None)
+    return None, None

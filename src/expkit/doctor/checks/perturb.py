@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
-import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import raw_stack, user_line_of
+from expkit.doctor.findings import init_attribute_line, raw_stack, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
@@ -271,15 +270,8 @@ def _built_at(probe: Probe, root: nn.Module, mod: nn.Module) -> tuple[str | None
             return line
     for parent in root.modules():
         name = next((k for k, v in parent._modules.items() if v is mod), None)
-        if name is None:
-            continue
-        with contextlib.suppress(Exception):
-            lines, first = inspect.getsourcelines(type(parent).__init__)
-            file = inspect.getsourcefile(type(parent).__init__)
-            for i, text in enumerate(lines):
-                if re.search(rf"self\.{name}\b", text) and "=" in text.split("#")[0]:
-                    return user_line_of(((file, first + i),)) if file else (None, None)
-        break
+        if name is not None:
+            return init_attribute_line(type(parent), name)
     return None, None
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import RawStack, user_line_of
+from expkit.doctor.findings import RawStack, init_attribute_line, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, ForwardEvent, Probe, StepEvent
@@ -78,21 +78,11 @@ def _registered_ids(probe: Probe) -> dict[int, Any]:
 def _held_in_container(module: Any, owner: Any) -> tuple[str | None, int | None] | None:
     """The ``self.<name> = ...`` line of ``type(module).__init__`` for the plain dict or list attribute that
     holds ``owner`` (a module kept outside the module tree)."""
-    import inspect
-    import re
-
     for name, value in vars(module).items():
         items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
-        if not any(v is owner for v in items):
-            continue
-        try:
-            lines, first = inspect.getsourcelines(type(module).__init__)
-            file = inspect.getsourcefile(type(module).__init__)
-        except (OSError, TypeError):
-            return None
-        for i, text in enumerate(lines):
-            if re.search(rf"self\.{re.escape(name)}\s*=", text):
-                return user_line_of(((file, first + i),)) if file else None
+        if any(v is owner for v in items):
+            line = init_attribute_line(type(module), name)
+            return line if line[0] is not None else None
     return None
 
 
