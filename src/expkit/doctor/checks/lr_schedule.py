@@ -392,25 +392,11 @@ def _running(trainer: Any) -> bool:
 def lightning_epochs(sched: Any) -> tuple[int | None, int | None]:
     """For a scheduler a Lightning Trainer steps once per epoch: (the epochs the run plans, its optimizer steps);
     (None, None) otherwise (no Trainer, interval 'step', or a plan not known yet)."""
-    import gc
-    import sys
-
-    if "lightning.pytorch" not in sys.modules:
+    trainer = lightning_trainer()
+    configs = (getattr(trainer, "lr_scheduler_configs", None) or []) if trainer is not None else []
+    config = next((c for c in configs if c.scheduler is sched), None)
+    if config is None or getattr(config, "interval", "epoch") != "epoch":
         return None, None
-    trainer_type = sys.modules["lightning.pytorch"].Trainer
-    found = next(
-        (
-            (trainer, config)
-            for trainer in gc.get_objects()
-            if type(trainer) is trainer_type and _running(trainer)
-            for config in getattr(trainer, "lr_scheduler_configs", None) or []
-            if config.scheduler is sched
-        ),
-        None,
-    )
-    if found is None or getattr(found[1], "interval", "epoch") != "epoch":
-        return None, None
-    trainer = found[0]
     try:
         steps = trainer.estimated_stepping_batches
         batches = trainer.num_training_batches
