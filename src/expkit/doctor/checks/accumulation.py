@@ -47,9 +47,7 @@ class AccumulationScaling(Check):
     def __init__(self) -> None:
         self.window: list[_MicroBatch] = []
         self.loss_value: float | None = None
-        self.losses: list[float] = []  # the mean loss values since the previous backward
-        self.loss_ids: list[int] = []
-        self.loss_functions: set[str] = set()
+        self.losses: list[tuple[int, float, str]] = []  # (id, value, function) of the mean losses since a backward
         self.batches_drawn = 0
         self.first_micro_norm: float | None = None
         self.slices: set[tuple[int, int]] = set()  # (id of the sliced data tensor, offset) since the last step
@@ -83,10 +81,8 @@ class AccumulationScaling(Check):
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
         if ev.function in MEAN_LOSSES and ev.value.numel() == 1 and ev.kwargs.get("reduction", "mean") == "mean":
             self.loss_value = float(ev.value.detach())
-            if not self.loss_ids or self.loss_ids[-1] != id(ev.value):  # a loss seen twice (a nested call) once
-                self.losses.append(self.loss_value)
-                self.loss_ids.append(id(ev.value))
-                self.loss_functions.add(ev.function)
+            if not self.losses or self.losses[-1][0] != id(ev.value):  # a loss seen twice (a nested call) once
+                self.losses.append((id(ev.value), self.loss_value, ev.function))
         else:
             self.loss_value = None
 
@@ -100,8 +96,7 @@ class AccumulationScaling(Check):
 
         self._summed(probe, ev, value)
         self.window.append(_MicroBatch(value, self.loss_value, self.batches_drawn, user_frame(3), self.fresh))
-        self.loss_value, self.batches_drawn, self.fresh, self.losses, self.loss_ids = None, 0, 0, [], []
-        self.loss_functions = set()
+        self.loss_value, self.batches_drawn, self.fresh, self.losses = None, 0, 0, []
 
     def _summed(self, probe: Probe, ev: BackwardEvent, value: float | None) -> None:
         """One backward of the sum of k >= SUMMED_MIN micro-batches' mean losses of one loss function
@@ -110,9 +105,10 @@ class AccumulationScaling(Check):
         k = len(self.losses)
         if value is None or k < SUMMED_MIN or self.fresh != k or len(self.sites) != 1 or self.window:
             return
-        if len(self.loss_functions) != 1:
+        if len({function for _, _, function in self.losses}) != 1:
             return  # a classifier's and a discriminator's losses summed: terms of one objective, not micro-batches
-        if abs(value - sum(self.losses)) > SAME_VALUE_RTOL * max(1.0, abs(value)):
+        total = sum(v for _, v, _ in self.losses)
+        if abs(value - total) > SAME_VALUE_RTOL * max(1.0, abs(value)):
             return
         from expkit.doctor.checks.graph_kept import made_where
         from expkit.doctor.findings import user_frame
@@ -124,7 +120,7 @@ class AccumulationScaling(Check):
             check=self.name,
             message=f"one backward of the sum of {k} micro-batches' mean losses: the gradient is {k}x the mean "
             f"gradient of the {k} micro-batches (a sum where a mean was meant)",
-            evidence={"micro_batches": k, "backward_value": value, "sum_of_mean_losses": sum(self.losses)},
+            evidence={"micro_batches": k, "backward_value": value, "sum_of_mean_losses": total},
             fix=f"average the micro-batch losses (torch.stack(losses).mean(), or divide the sum by {k})",
             where=where if where[0] is not None else None,
         )
@@ -164,4 +160,4 @@ class AccumulationScaling(Check):
         self.slices.clear()
         self.sites.clear()
         self.inputs.clear()
-        self.fresh, self.losses, self.loss_ids, self.loss_functions = 0, [], [], set()
+        self.fresh, self.losses = 0, []

@@ -52,7 +52,6 @@ class MissingZeroGrad(Check):
         self.incoming: dict[int, list[torch.Tensor | None]] = {}
         self.handles: list[Any] = []
         self.where: tuple[str | None, int | None] | None = None
-        self.cleared_at: dict[int, tuple[str | None, int | None]] = {}  # id(optimizer) -> its last zero_grad()
         self.clock = 0
         self.clears: list[tuple[int, int, tuple[str | None, int | None]]] = []  # (clock, id(optimizer), site)
         self.fed_at: dict[int, tuple[int, tuple[str | None, int | None]]] = {}  # id(opt) -> last backward into it
@@ -65,9 +64,8 @@ class MissingZeroGrad(Check):
         if ev.name == "optimizer.zero_grad" and ev.obj is not None:
             from expkit.doctor.findings import user_frame
 
-            self.cleared_at[id(ev.obj)] = user_frame(3)
             self.clock += 1
-            self.clears.append((self.clock, id(ev.obj), self.cleared_at[id(ev.obj)]))
+            self.clears.append((self.clock, id(ev.obj), user_frame(3)))
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         key = id(ev.optimizer)
@@ -141,7 +139,7 @@ class MissingZeroGrad(Check):
         step loop). With none: another optimizer's zero_grad() called from two lines, the one last called before
         the last backward that brought this optimizer's gradients in (the call meant for this one, made on the
         wrong optimizer); else that backward; else the first backward after a step."""
-        cleared = self.cleared_at.get(id(optimizer))
+        cleared = next((site for _, opt, site in reversed(self.clears) if opt == id(optimizer)), None)
         if cleared is not None and cleared[0] is not None:
             return cleared
         fed = self.fed_at.get(id(optimizer))
