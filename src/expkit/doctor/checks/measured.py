@@ -194,8 +194,7 @@ class LrScheduleZero(Check):
                 # the cause is where it is stepped, seen at its next step() (construction if none comes)
                 self.pending[id(sched)] = (sched, start, len(lrs))
                 continue
-            made = probe.made_at.get(id(sched))
-            self._report(probe, sched, start, len(lrs), user_line_of(made[1]) if made else None, False)
+            self._report(probe, sched, start, len(lrs), probe.built_at(sched), False)
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name != "scheduler.step" or ev.obj is None or id(ev.obj) not in self.pending:
@@ -204,17 +203,17 @@ class LrScheduleZero(Check):
 
         sched, start, projected = self.pending.pop(id(ev.obj))
         site = user_frame(3)
-        made = probe.made_at.get(id(sched))
-        built = user_line_of(made[1]) if made else None
-        self._report(probe, sched, start, projected, site if site[0] is not None else built, site[0] is not None)
+        stepped = site[0] is not None
+        self._report(probe, sched, start, projected, site if stepped else probe.built_at(sched), stepped)
 
     def finish(self, probe: Probe) -> None:
         for sched, start, projected in list(self.pending.values()):
-            made = probe.made_at.get(id(sched))
-            self._report(probe, sched, start, projected, user_line_of(made[1]) if made else None, False)
+            self._report(probe, sched, start, projected, probe.built_at(sched), False)
         self.pending.clear()
 
-    def _report(self, probe: Probe, sched: Any, start: int, projected: int, where: Any, stepped: bool) -> None:
+    def _report(
+        self, probe: Probe, sched: Any, start: int, projected: int, where: tuple[str | None, int | None], stepped: bool
+    ) -> None:
         """``stepped``: ``where`` is the user's ``step()`` call, the cause of a decay that ran out."""
         probe.report(
             kind="bug",
@@ -232,7 +231,7 @@ class LrScheduleZero(Check):
             evidence={"zero_from_step": start, "base_lr": float(sched.base_lrs[0]), "projected": projected},
             fix="check the schedule's factor (a gamma of 0, an integer division in a warm-up lambda), or step an "
             "epoch-based schedule once per epoch, outside the batch loop",
-            where=where,
+            where=where if where[0] is not None else None,
         )
 
 
