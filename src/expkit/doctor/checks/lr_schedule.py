@@ -383,6 +383,12 @@ def lightning_trainer() -> Any:
     return next((obj for obj in gc.get_objects() if type(obj) is trainer_type and _running(obj)), None)
 
 
+def lightning_module() -> Any:
+    """The LightningModule the fitting Trainer trains, or None."""
+    trainer = lightning_trainer()
+    return getattr(trainer, "lightning_module", None) if trainer is not None else None
+
+
 def _running(trainer: Any) -> bool:
     """A Trainer that is fitting now (not one a finished run left behind)."""
     status = getattr(getattr(trainer, "state", None), "status", None)

@@ -142,10 +142,9 @@ class TrainableNotUpdated(Check):
         """A module the fitting LightningModule holds outside its module tree (a plain dict of heads called in
         training_step), where it was built; a module assigned after the optimizer was built (a swapped head);
         else the optimizer's line."""
-        from expkit.doctor.checks.lr_schedule import lightning_trainer
+        from expkit.doctor.checks.lr_schedule import lightning_module
 
-        trainer = lightning_trainer()
-        module = getattr(trainer, "lightning_module", None) if trainer is not None else None
+        module = lightning_module()
         if module is not None:
             tree = {id(p) for p in module.parameters()}
             for t in kept:

@@ -116,10 +116,9 @@ def _training_step_end() -> tuple[str, int] | None:
     ``return loss`` belongs; None without a fitting Trainer."""
     import inspect
 
-    from expkit.doctor.checks.lr_schedule import lightning_trainer
+    from expkit.doctor.checks.lr_schedule import lightning_module
 
-    trainer = lightning_trainer()
-    module = getattr(trainer, "lightning_module", None) if trainer is not None else None
+    module = lightning_module()
     if module is None or not getattr(module, "automatic_optimization", False):
         return None
     try:
