@@ -153,3 +153,19 @@ def test_token_batches_of_an_lm_are_clean():
             if step == 3:
                 break
     assert not [f for f in w.findings if f.check == "batch_repeats_samples"]
+
+
+def test_one_hot_states_of_a_small_environment_without_a_loader_are_clean():
+    # an RL buffer of one-hot states from a 6-state chain: a batch of 32 holds at most 6 distinct rows by nature
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            states = F.one_hot(torch.randint(0, 6, (32,)), 6).float()
+            loss = F.smooth_l1_loss(model(states).max(1).values, torch.randn(32))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    assert not [f for f in w.findings if f.check == "batch_repeats_samples"]

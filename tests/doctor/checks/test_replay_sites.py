@@ -269,3 +269,31 @@ def test_attention_without_its_padding_mask_is_named_at_the_layer_call():
 def test_a_zero_padding_embedding_and_a_causal_model_on_right_padding_are_spared():
     assert _padding(BagOfWords()) == []
     assert _padding(TaggerLM(), per_token=True) == []
+
+
+def test_a_spectral_norm_discriminator_is_replayed_like_for_like_and_left_as_it_was():
+    # spectral_norm's power iteration updates its u vector in place at every training forward: two replays that
+    # each moved it compared different weights (a clean SN-GAN was called mixing); the replays put it back
+    from torch.nn.utils import spectral_norm
+
+    torch.manual_seed(0)
+    D = nn.Sequential(spectral_norm(nn.Linear(2, 32)), nn.LeakyReLU(0.1), spectral_norm(nn.Linear(32, 1)))
+    opt = torch.optim.Adam(D.parameters(), lr=1e-3)
+    seen = []
+    with watch(D, opt, steps=2) as w:
+        for _ in range(3):
+            x = torch.randn(16, 2)
+            u_before = D[0].weight_u.clone()
+            loss = F.relu(1 - D(x)).mean()
+            seen.append(not torch.equal(D[0].weight_u, u_before))  # one power iteration: the program's own
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert not [f for f in _found(w, "samples_mixed") + _found(w, "input_ignored")]
+    assert all(seen)
+    # the u the program's own forward left is kept: a replay after it restores it rather than advancing it
+    u = D[0].weight_u.clone()
+    from expkit.doctor.checks.perturb import _Replay
+
+    _Replay(D, {})((torch.randn(4, 2),))
+    assert torch.equal(D[0].weight_u, u)

@@ -302,8 +302,10 @@ class BatchRepeatsSamples(Check):
         idx_share = _index_share(self.indices.get(id(it))) if it is not None else None
         if it is not None and idx_share is not None and idx_share >= REPEAT_SHARE:
             return None  # the sampler drew distinct samples: rows that repeat are the data's own
-        if it is None and not x.is_floating_point() and bool(((x == 0) | (x == 1)).all()):
-            return None  # a 0/1 tensor (an attention mask, one-hot features) fed without a loader: not samples
+        if it is None and bool(((x == 0) | (x == 1)).all()):
+            # a 0/1 tensor fed without a loader (an attention mask, one-hot features, the one-hot states of a
+            # small environment in an RL buffer): few distinct rows are what it encodes, not a sampling bug
+            return None
         rows = distinct_rows(x)
         if rows >= REPEAT_SHARE * x.shape[0]:
             return None

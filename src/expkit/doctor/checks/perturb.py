@@ -139,9 +139,9 @@ class _UserOps(TorchFunctionMode):
 
 
 class _Replay:
-    """Run ``module`` again on given inputs: no grad, the same RNG state each time, batch norm in eval, and a
-    record of every submodule's first-tensor input and output (and its call site) in execution order; with
-    ``sites``, also where the masks it used were made and filled (:class:`_MaskSites`)."""
+    """Run ``module`` again on given inputs: no grad, the same RNG state each time, batch norm in eval, its buffers
+    put back after each run, and a record of every submodule's first-tensor input and output (and its call site)
+    in execution order; with ``sites``, also where the masks it used were made and filled (:class:`_MaskSites`)."""
 
     def __init__(self, module: nn.Module, kwargs: dict[str, Any]) -> None:
         self.module, self.kwargs = module, kwargs
@@ -177,6 +177,9 @@ class _Replay:
                 self.spans[id(mod)] = (starts.get(id(mod), 0), sites.clock, masks)
 
         norms = [m for m in self.module.modules() if isinstance(m, BATCH_NORMS) and m.training]
+        # buffers a forward updates in place (spectral norm's power-iteration vectors, running statistics) are put
+        # back after each replay: the replays compare like with like and leave the program's state as it was
+        saved = [(b, b.detach().clone()) for b in self.module.buffers()]
         subs = [m for m in self.module.modules() if m is not self.module]
         handles = [m.register_forward_hook(hook, with_kwargs=True) for m in subs]
         handles += [m.register_forward_pre_hook(pre) for m in subs] if sites is not None else []
@@ -196,6 +199,10 @@ class _Replay:
                 h.remove()
             for m in norms:
                 m.train()
+            with torch.no_grad():
+                for b, value in saved:
+                    if not torch.equal(b, value):  # only what moved: a write bumps the version a backward checks
+                        b.copy_(value)
         if sites is not None:
             self.sites = sites
         self.events = ops.events if ops is not None else []
