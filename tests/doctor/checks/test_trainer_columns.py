@@ -57,3 +57,61 @@ def test_a_dropped_column_that_compute_loss_asks_for_is_found_at_remove_unused_c
 @pytest.mark.parametrize(("keep_columns", "asks"), [(True, True), (False, False)])
 def test_kept_columns_and_a_loss_that_asks_for_none_are_silent(tmp_path, keep_columns, asks):
     assert _weighted(tmp_path, keep_columns=keep_columns, asks=asks) == []
+
+
+def _forward_side(tmp_path, column: str, extra_column: str | None = None):
+    """A model whose forward takes an optional per-row weight (``sample_weight``) and a data set that names its
+    weight column ``column``: the Trainer drops every column that is not a forward argument."""
+    from datasets import Dataset
+    from torch import nn
+    from transformers import Trainer, TrainingArguments
+
+    class Scorer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 1))
+
+        def forward(self, features, labels=None, sample_weight=None, token_type_ids=None):
+            logits = self.net(features).squeeze(-1)
+            per_row = nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+            loss = (per_row * sample_weight).mean() if sample_weight is not None else per_row.mean()
+            return {"loss": loss, "logits": logits}
+
+    torch.manual_seed(0)
+    x = torch.randn(32, 6)
+    rows = {"features": x.tolist(), "labels": (x[:, 0] > 0).float().tolist()}
+    if column == "weight":
+        rows["weight"] = [3.0, 1.0] * 16  # the weight column
+    elif column == "row_weights":
+        rows["row_weights"] = [3.0, 1.0] * 16  # the weights column
+    else:
+        rows["sample_weight"] = [3.0, 1.0] * 16
+    if extra_column:
+        rows[extra_column] = [f"row {i}" for i in range(32)]
+    data = Dataset.from_dict(rows)
+    data.set_format("torch")
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=3,
+        per_device_train_batch_size=8,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    with watch(steps=2) as w:
+        Trainer(model=Scorer(), args=args, train_dataset=data).train()
+    assert not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "trainer_dropped_asked_column"]
+
+
+@pytest.mark.parametrize(("column", "marker"), [("weight", "# the weight column"), ("row_weights", "# the weights")])
+def test_a_column_meant_for_a_forward_argument_under_another_name_is_found_where_it_is_named(tmp_path, column, marker):
+    (f,) = _forward_side(tmp_path, column)
+    assert f.evidence["dropped_column"] == column and f.evidence["argument_never_given"] == "sample_weight"
+    assert f.line == _line_of(marker, _forward_side)
+
+
+def test_a_column_named_as_the_argument_and_a_dropped_text_column_are_silent(tmp_path):
+    # "sample_weight" arrives; "text" is dropped, and forward's idle token_type_ids shares no word with it
+    assert _forward_side(tmp_path, "sample_weight", extra_column="text") == []

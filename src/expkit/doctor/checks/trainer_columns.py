@@ -3,20 +3,25 @@
 the model's ``forward``, so a per-example weight (or any extra field) read in an overridden ``compute_loss`` with
 ``inputs.get(...)``/``inputs.pop(..., default)`` is never there and the fallback trains silently
 (transformers#25054). Measured, not read from the source: from the first watched step, the batches handed to
-``compute_loss`` record which missing keys it asked for."""
+``compute_loss`` record which missing keys it asked for. The same column meant for the model itself under another
+name (a ``weight`` column for ``forward(..., sample_weight=None)``) is the other way in: a dropped column whose name
+shares a word with an optional ``forward`` argument that no watched forward received."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import inspect
 import itertools
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import source_tokens, user_frame
+from expkit.doctor.findings import source_tokens, string_literals, user_frame
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import Probe, StepEvent
+    from expkit.doctor.probe import ForwardEvent, Probe, StepEvent
 
 
 def hf_trainer() -> Any:
@@ -75,6 +80,16 @@ class _AskedBatch(dict[str, Any]):
         return found
 
 
+_GENERIC_WORDS = {"ids", "id", "mask", "input", "inputs", "type", "values", "states", "output", "outputs"}
+
+
+def _words(name: str) -> set[str]:
+    """The words of an identifier (``sample_weight`` -> {sample, weight}), without the generic ones every model
+    argument shares (``ids``, ``mask``)."""
+    words = {w for w in re.split(r"[_\W]+", name.lower()) if w} - _GENERIC_WORDS
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words}  # weights, weight: one word
+
+
 def _keyword_line(file: str | None, name: str) -> int | None:
     """The first line of ``file`` that passes ``name=`` as a keyword (``remove_unused_columns=True``), or None."""
     tokens = source_tokens(file) if file else ()
@@ -95,13 +110,23 @@ class TrainerDroppedAskedColumn(Check):
         self.trainer: Any = None
         self.dropped: set[str] = set()
         self.asked: dict[str, tuple[str | None, int | None]] = {}
+        self.given: dict[int, set[str]] = {}  # id(top-level module) -> the forward arguments it received
         self.done = False
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        if not self.done and ev.training and ev.grad_enabled:
+            given = self.given.setdefault(id(ev.module), set())
+            given.update(ev.kwargs)
+            with contextlib.suppress(TypeError, ValueError):
+                given.update(inspect.signature(ev.module.forward).bind_partial(*ev.inputs).arguments)
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         if self.done:
             return
         if self.trainer is None:
             self._instrument(probe)
+            return
+        if self._forward_argument_starved(probe):
             return
         missing = sorted(set(self.asked) & self.dropped)
         if not missing:
@@ -123,18 +148,55 @@ class TrainerDroppedAskedColumn(Check):
             where=where if where[0] is not None else None,
         )
 
+    def _forward_argument_starved(self, probe: Probe) -> bool:
+        """A dropped column whose name shares a word with an optional argument of the model's ``forward`` that no
+        watched training forward received: the column was meant for it. Names the string that names the column in
+        the training script (the last one above the ``train()`` call), else the ``remove_unused_columns=``
+        argument."""
+        model = getattr(self.trainer, "model", None)
+        given = self.given.get(id(model)) if model is not None else None
+        if model is None or not given:
+            return False
+        try:
+            params = inspect.signature(model.forward).parameters
+        except (TypeError, ValueError):
+            return False
+        idle = [n for n, p in params.items() if p.default is None and n not in given]
+        pairs = [(c, n) for c in sorted(self.dropped) for n in idle if _words(c) & _words(n)]
+        if not pairs:
+            return False
+        self.done = True
+        column, argument = pairs[0]
+        file, at = user_frame(2)  # the training script's train() call
+        named = [ln for ln, value in string_literals(file) if value == column]
+        line = max((ln for ln in named if at is None or ln <= at), default=named[0] if named else None)
+        line = line if line is not None else _keyword_line(file, "remove_unused_columns")
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the Trainer removed the training column {column!r} (remove_unused_columns: it is not an "
+            f"argument of {type(model).__name__}.forward), and forward's optional argument {argument!r} was "
+            "never given: the column meant for it never arrives and the model runs its fallback",
+            evidence={"dropped_column": column, "argument_never_given": argument, "dropped": sorted(self.dropped)},
+            fix=f"name the column as forward's argument ({argument!r}), or carry it through a data collator",
+            where=(file, line) if file is not None and line is not None else None,
+        )
+        return True
+
     def _instrument(self, probe: Probe) -> None:
-        """At the first step: find the Trainer; when it drops columns and overrides compute_loss, hand its
-        compute_loss batches that note the keys asked for."""
+        """At the first step: find the Trainer and the columns it drops; when it overrides compute_loss, hand
+        its compute_loss batches that note the keys asked for."""
         trainer = hf_trainer()
         base = getattr(sys.modules.get("transformers"), "Trainer", None)
-        if trainer is None or base is None or type(trainer).compute_loss is base.compute_loss:
+        if trainer is None or base is None:
             self.done = True
             return
         self.trainer, self.dropped = trainer, dropped_columns(trainer)
         if not self.dropped:
             self.done = True
             return
+        if type(trainer).compute_loss is base.compute_loss:
+            return  # only the forward's side is judged
         asked = self.asked
 
         def make(original: Any) -> Any:
