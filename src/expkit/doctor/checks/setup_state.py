@@ -1,17 +1,21 @@
 """The model's state as the program set it up, before training: a checkpoint loaded with ``strict=False`` that
-filled little or none of the model (a ``model.``/``module.`` prefix mismatch silences every key error), and one
+filled little or none of the model (a ``model.``/``module.`` prefix mismatch silences every key error), one
 module object registered at several places of one container (``nn.ModuleList([Block()] * n)``: every "copy"
-shares one set of weights)."""
+shares one set of weights), and a freeze written as a plain attribute that is not the flag (``p.require_grad =
+False``)."""
 
 from __future__ import annotations
 
+import inspect
+import sys
 from collections import Counter
+from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import user_frame, user_line_of
+from expkit.doctor.findings import source_tokens, string_literals, user_frame, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe
@@ -174,3 +178,82 @@ class DuplicateModuleInContainer(Check):
                 "(or copy.deepcopy(block) per place), not [Block()] * n",
                 where=where if where[0] is not None else None,
             )
+
+
+FREEZE_FLAG = "requires_grad"
+
+
+def _misspelled_freeze(obj: Any, exact: bool) -> str | None:
+    """The name of a plain attribute on ``obj`` that was meant as ``requires_grad`` and set to False: a misspelling
+    (``require_grad``, ``requires_grads``) on a parameter, and on a module also the right spelling (a module has
+    no such flag: ``encoder.requires_grad = False`` freezes nothing)."""
+    for key, value in vars(obj).items():
+        if value is not False or not isinstance(key, str) or key.startswith("_"):
+            continue
+        if (exact and key == FREEZE_FLAG) or (key != FREEZE_FLAG and _close(key, FREEZE_FLAG)):
+            return key
+    return None
+
+
+def _close(a: str, b: str) -> bool:
+    return SequenceMatcher(None, a.lower(), b).ratio() >= 0.8
+
+
+def _attribute_line(files: list[str], attribute: str) -> tuple[str | None, int | None]:
+    """The first ``.<attribute> =`` (or ``setattr(..., "<attribute>", ...)``) in the user's files."""
+    for file in files:
+        tokens = source_tokens(file)
+        for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False):
+            if a.string == "." and b.string == attribute and c.string == "=":
+                return file, b.start[0]
+        line = next((ln for ln, value in string_literals(file) if value == attribute), None)
+        if line is not None:
+            return file, line
+    return None, None
+
+
+@register
+class FreezeFlagMisspelled(Check):
+    """At the first training forward of each trained root: parameters (or a submodule) that carry a plain
+    attribute meant as ``requires_grad`` and set to False (``p.require_grad = False``, ``module.requires_grad =
+    False``), while the parameters it was meant to freeze still require grad: the freeze did nothing and the
+    "frozen" part trains. Names the assignment."""
+
+    name = "freeze_flag_misspelled"
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        root = ev.module
+        if id(root) in self.seen or not (ev.training and ev.grad_enabled):
+            return
+        self.seen.add(id(root))
+        hits: dict[str, int] = {}  # attribute -> parameters still trainable that carry it (or sit under it)
+        for p in root.parameters():
+            key = _misspelled_freeze(p, exact=False)
+            if key is not None and p.requires_grad:
+                hits[key] = hits.get(key, 0) + 1
+        for module in root.modules():
+            key = _misspelled_freeze(module, exact=True)
+            if key is not None:
+                live = sum(1 for p in module.parameters() if p.requires_grad)
+                if live:
+                    hits[key] = hits.get(key, 0) + live
+        if not hits:
+            return
+        attribute, count = max(hits.items(), key=lambda kv: kv[1])
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        files = [f for f in (main, inspect.getsourcefile(type(root)), user_frame(2)[0]) if f]
+        files = [f for f in dict.fromkeys(files) if user_line_of(((f, 0),))[0] is not None]
+        where = _attribute_line(files, attribute)
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{count} parameter(s) of {type(root).__name__} carry a plain attribute {attribute!r} = False "
+            "(meant as requires_grad) and still require grad: the freeze did nothing, the part meant to stay "
+            "fixed trains",
+            evidence={"attribute": attribute, "still_trainable": count},
+            fix="freeze with p.requires_grad = False on each parameter, or module.requires_grad_(False)",
+            where=where if where[0] is not None else None,
+        )
