@@ -171,10 +171,11 @@ def source_tree(file: str) -> ast.Module | None:
         return None
 
 
-def argument_made_at(file: str | None, line: int | None, keyword: str) -> int | None:
-    """The line that made the value passed as ``keyword=`` by the call at ``line`` of ``file``: a name's last
-    assignment before the call in the same function (``attention_mask = torch.ones_like(ids)``), else the
-    keyword's own line in a call written over several lines; None when no such call is there."""
+def argument_made_at(file: str | None, line: int | None, keyword: str, position: int | None = None) -> int | None:
+    """The line that made the value passed as ``keyword=`` (or, when no call there names it, as the positional
+    argument ``position``) by the call at ``line`` of ``file``: a name's last assignment before the call in the
+    same function (``attention_mask = torch.ones_like(ids)``), else the argument's own line in a call written over
+    several lines; None when no such call is there."""
     if file is None or line is None:
         return None
     tree = source_tree(file)
@@ -190,6 +191,8 @@ def argument_made_at(file: str | None, line: int | None, keyword: str) -> int | 
         if not (isinstance(call, ast.Call) and call.lineno <= line <= (call.end_lineno or call.lineno)):
             continue
         value = next((k.value for k in call.keywords if k.arg == keyword), None)
+        if value is None and position is not None and len(call.args) > position:
+            value = call.args[position]
         if value is None:
             continue
         inner = [(n.lineno, n.end_lineno or n.lineno) for n in scopes if n is not scope and n.lineno > line]

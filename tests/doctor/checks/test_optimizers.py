@@ -149,3 +149,66 @@ def test_an_optimizer_stepped_inside_another_ones_step_is_not_watched_as_the_pro
             opt.step()
     assert w.done and not w.check_errors and w.findings == ()
     assert set(w.probe.steps_by_optimizer) == {id(opt)} and opt.inner not in w.probe.optimizers
+
+
+def _clip_loop_on(model, params, opt, inf: bool = False):
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randn(8, 8)), torch.randint(0, 3, (8,)))
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, max_norm=float("inf") if inf else 1.0)
+            opt.step()
+    return _found(w, "clip_not_applied")
+
+
+def _model():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    model[0].weight.requires_grad_(False)
+    return model
+
+
+def _clip_filter():
+    """The clip given the filter the optimizer's constructor already used up (empty the second time)."""
+    model = _model()
+    params = filter(lambda p: p.requires_grad, model.parameters())  # made: filter
+    opt = torch.optim.SGD(params, lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randn(8, 8)), torch.randint(0, 3, (8,)))
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, max_norm=1.0)
+            opt.step()
+    return _found(w, "clip_not_applied")
+
+
+def _clip_generator():
+    """The clip given model.parameters() kept from before the optimizer: a generator, empty the second time."""
+    model = _model()
+    params = model.parameters()  # made: generator
+    opt = torch.optim.SGD(params, lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randn(8, 8)), torch.randint(0, 3, (8,)))
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+    return _found(w, "clip_not_applied")
+
+
+@pytest.mark.parametrize("run", [_clip_filter, _clip_generator])
+def test_a_clip_given_a_used_up_iterator_is_found_where_the_iterator_was_made(run):
+    (f,) = run()
+    assert f.line == _line_of("# made: ", run) and f.evidence["parameters_with_gradients"] >= 3
+
+
+def test_a_clip_given_a_list_or_measuring_only_is_clean():
+    model = _model()
+    params = [p for p in model.parameters() if p.requires_grad]
+    assert _clip_loop_on(model, params, torch.optim.SGD(params, lr=0.1)) == []
+    model = _model()
+    gen = model.parameters()
+    assert _clip_loop_on(model, gen, torch.optim.SGD(gen, lr=0.1), inf=True) == []  # max_norm=inf measures

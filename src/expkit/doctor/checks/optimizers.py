@@ -16,7 +16,7 @@ import torch
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.provenance import graph_leaves
-from expkit.doctor.findings import raw_stack, user_line_of
+from expkit.doctor.findings import argument_made_at, raw_stack, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.findings import RawStack
@@ -62,6 +62,35 @@ class ClipNotApplied(Check):
             self.pending = (raw_stack(3), norm, ev.name)
         else:
             self.pending = None
+            if ev.name == "clip_grad_norm_" and isinstance(ev.result, torch.Tensor) and float(ev.result) == 0.0:
+                self._clipped_nothing(probe, ev)
+
+    def _clipped_nothing(self, probe: Probe, ev: CallEvent) -> None:
+        """After a backward, the clip measured a norm of 0 while the optimizers' parameters hold gradients: it was
+        given no parameter that has one (an iterator the optimizer already used up, another model's parameters).
+        Names the line that made the iterable it was given, else the clip."""
+        live = [
+            p
+            for opt in list(probe.optimizers)
+            for g in opt.param_groups
+            for p in g["params"]
+            if p.grad is not None and bool(p.grad.ne(0).any())
+        ]
+        if not live:
+            return
+        site = _where(raw_stack(4))
+        made = argument_made_at(site[0], site[1], "parameters", position=0) if site is not None else None
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"clip_grad_norm_ measured a total norm of 0 while {len(live)} parameter(s) of the optimizers "
+            "hold gradients: it was given none of them (an iterator such as filter(...) or model.parameters() "
+            "that the optimizer already used up is empty the second time), so no step is ever clipped",
+            evidence={"clip_norm": 0.0, "parameters_with_gradients": len(live)},
+            fix="pass a list: params = [p for p in model.parameters() if p.requires_grad], used by both the "
+            "optimizer and clip_grad_norm_",
+            where=(site[0], made) if site is not None and made is not None else site,
+        )
 
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
         if self.pending is None:
