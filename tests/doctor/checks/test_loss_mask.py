@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+from source_lines import line_of as _line  # noqa: E402
 from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
@@ -351,3 +352,41 @@ def test_the_line_that_makes_the_pad_the_eos_is_found_in_the_source(tmp_path, so
     path = tmp_path / "prog.py"
     path.write_text(source)
     assert assigned_from(str(path), "pad", "eos") == line
+
+
+def _mlm(how: str):
+    """A tiny BERT masked LM: 15 % of the tokens hidden ([MASK], or with ``80_10_10`` BERT's 80/10/10 split: a
+    tenth of the trained positions keep their own token); the labels keep only those positions, or all of them."""
+    cfg = transformers.BertConfig(
+        vocab_size=V, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32
+    )
+    torch.manual_seed(0)
+    model = transformers.BertForMaskedLM(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            ids = torch.randint(3, V, (8, 16))
+            hidden = torch.rand(ids.shape) < 0.15
+            inputs = ids.masked_fill(hidden, 2)
+            if how == "80_10_10":
+                keep = hidden & (torch.rand(ids.shape) < 0.2)
+                inputs = torch.where(keep, ids, inputs)
+            labels = ids.masked_fill(~hidden, -100)
+            if how == "all":
+                labels = ids.clone()  # the labels
+            out = model(input_ids=inputs, labels=labels)
+            opt.zero_grad()
+            out.loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "masked_lm_trains_visible_tokens"]
+
+
+def test_a_masked_lm_trained_on_every_token_is_found_where_the_labels_were_made():
+    (f,) = _mlm("all")
+    assert f.line == _line("# the labels", _mlm) and f.evidence["equal_to_visible_input"] > 0.7
+
+
+@pytest.mark.parametrize("how", ["masked_only", "80_10_10"])
+def test_a_masked_lm_trained_on_its_hidden_positions_is_silent(how):
+    assert _mlm(how) == []

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 SHIFTED_AGREEMENT = 0.98  # share of trained labels equal to the *next* input token: a random LM gets ~1/V
 MIN_TRAINED = 8  # fewer trained labels can line up with the next token by chance
+VISIBLE_SHARE = 0.5  # a masked LM's trained labels equal to the visible input (BERT's 80/10/10 keeps a tenth)
 # a padding guess without a pad id: >= 2 rows end with a run (>= 2 long) of one id that is not in the loss mask
 MIN_PAD_ROWS = 2
 
@@ -112,6 +113,14 @@ def _is_causal_lm(module: Any) -> bool:
     name = type(module).__name__
     causal = "CausalLM" in name or "LMHead" in name
     return causal and config is not None and not getattr(config, "is_encoder_decoder", False)
+
+
+def _is_masked_lm(module: Any) -> bool:
+    """A Hugging Face masked LM (BERT-style, bidirectional): its labels are compared with its inputs position for
+    position, so only the positions hidden from it should be trained."""
+    config = getattr(module, "config", None)
+    name = type(module).__name__
+    return "MaskedLM" in name and config is not None and not getattr(config, "is_encoder_decoder", False)
 
 
 def _trailing_run(x: torch.Tensor) -> torch.Tensor:
@@ -337,6 +346,9 @@ class LossMask(Check):
         self.last = (ids.detach(), attended, stops, pad)
         self.last_ids = ids
         labels = ev.kwargs.get("labels")
+        if isinstance(labels, torch.Tensor) and labels.shape == ids.shape and _is_masked_lm(ev.module):
+            self.labels, self.ids = labels, ids
+            self._visible_trained(probe, ids.detach(), labels.detach())
         if isinstance(labels, torch.Tensor) and labels.shape == ids.shape and _is_causal_lm(ev.module):
             from expkit.finetune.labels import IGNORE
 
@@ -386,6 +398,32 @@ class LossMask(Check):
             },
             fix="shift once: either the data gives y = seq[1:] and the loss compares logits with y as they are, or "
             "the loss compares logits[:, :-1] with ids[:, 1:]",
+        )
+
+    def _visible_trained(self, probe: Probe, ids: torch.Tensor, labels: torch.Tensor) -> None:
+        """A masked LM's labels: the trained positions (not -100) should be the ones hidden from the model (masked
+        or replaced, a tenth of them kept as they were). When most trained labels equal the visible input token at
+        their position while some inputs were hidden, the loss mostly trains copying what the model sees."""
+        from expkit.finetune.labels import IGNORE
+
+        trained = labels != IGNORE
+        n = int(trained.sum())
+        if n < MIN_TRAINED:
+            return
+        visible = float((labels == ids)[trained].float().mean())
+        hidden = int(((labels != ids) & trained).sum())
+        if visible < VISIBLE_SHARE or hidden == 0:
+            return
+        probe.report(
+            kind="bug",
+            check="masked_lm_trains_visible_tokens",
+            message=f"{visible:.0%} of the {n} trained labels of the masked LM equal the token the model sees at "
+            "their position: the labels were not set to -100 outside the masked positions, so the loss is mostly "
+            "the trivial copy of visible tokens and the few masked ones hardly train",
+            evidence={"trained_labels": n, "equal_to_visible_input": visible, "hidden_and_trained": hidden},
+            fix="labels = ids.masked_fill(~masked, -100): train only the positions that were masked "
+            "(DataCollatorForLanguageModeling does this)",
+            where=self._labels_made(),
         )
 
     def _judge(self, probe: Probe, b: _Batch, *, hf: bool) -> None:
