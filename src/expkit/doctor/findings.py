@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import linecache
+import re
 import sys
 import tokenize
 from dataclasses import dataclass, field
@@ -286,3 +288,47 @@ def init_attribute_line(cls: type, name: str) -> tuple[str | None, int | None]:
         if re.search(rf"self\.{re.escape(name)}\b", text) and "=" in text.split("#")[0]:
             return user_line_of(((file, first + i),)) if file else (None, None)
     return None, None
+
+
+def _yours(path: str) -> bool:
+    return user_line_of(((path, 0),))[0] is not None
+
+
+def assigned_at(value: Any, frame: Any) -> tuple[str | None, int | None]:
+    """The user line that assigned the local variable holding ``value`` (the object itself), from ``frame`` out
+    through the user's frames (a mask handed down as an argument); else the innermost user frame's line (the value
+    built in the call's own arguments)."""
+    first: tuple[str | None, int | None] = (None, None)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith("<frozen") and _yours(path):
+            if first[0] is None:
+                first = (path, frame.f_lineno)
+            names = [k for k, v in frame.f_locals.items() if v is value]
+            if not names:  # built in the call's own arguments
+                return path, frame.f_lineno
+            found = _assignment(path, frame.f_code.co_firstlineno, frame.f_lineno, names)
+            if found is not None:  # ambiguous (0): the line of the call in this frame
+                return path, found or frame.f_lineno
+        frame = frame.f_back
+    return first
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _assignment(path: str, start: int, call: int, names: list[str]) -> int | None:
+    """The line above ``call`` (in the function that starts at ``start``) that assigned one of ``names`` and
+    surely ran: the nearest one in the call's own block, else the only one in a nested (conditional) block; 0
+    when it is ambiguous, None when there is none (a parameter)."""
+    pattern = re.compile(rf"^\s*(?:{'|'.join(map(re.escape, names))})\s*(?::[^=]*)?=[^=]")
+    level = _indent(linecache.getline(path, call))
+    nested: list[int] = []
+    for line in range(call - 1, start, -1):
+        text = linecache.getline(path, line)
+        if pattern.match(text):
+            if _indent(text) <= level:
+                return line if not nested else 0
+            nested.append(line)
+    return (nested[0] if len(nested) == 1 else 0) if nested else None

@@ -83,3 +83,79 @@ def test_a_one_hot_encoded_label_is_found_and_a_one_hot_feature_is_not():
         (f,) = found
         assert f.evidence["leaking_column"] in (7, 8, 9) and "one-hot indicator of class" in f.evidence["leaks"]
         assert f.evidence["correlation"] == pytest.approx(1.0)
+
+
+# sequences: a window that holds its own target, a decoder fed the target it is scored on -----------------------
+
+SERIES = torch.sin(torch.arange(4000) * 0.05) + 0.1 * torch.randn(4000, generator=torch.Generator().manual_seed(1))
+
+
+def _windows(target_inside: bool):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(1, 8, 5, padding=2), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 32, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            i = torch.randint(0, 3900, (16,)).tolist()
+            x = torch.stack([SERIES[j : j + 32] for j in i]).unsqueeze(1)  # (rows, 1, time)
+            y = torch.stack([SERIES[j + 31] if target_inside else SERIES[j + 32] for j in i])
+            loss = nn.functional.mse_loss(model(x).squeeze(-1), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "label_leak"]
+
+
+def test_a_window_that_holds_its_own_target_leaks_and_the_next_value_does_not():
+    (f,) = _windows(target_inside=True)
+    assert f.evidence["leaking_column"] == 31
+    assert _windows(target_inside=False) == []
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.GRU(1, 16, batch_first=True)
+        self.dec = nn.GRU(1, 16, batch_first=True)
+        self.out = nn.Linear(16, 1)
+
+    def forward(self, hist, dec_in):
+        _, h = self.enc(hist.unsqueeze(-1))
+        o, _ = self.dec(dec_in.unsqueeze(-1), h)
+        return self.out(o).squeeze(-1)
+
+
+def _decoder(how: str):
+    torch.manual_seed(0)
+    model = Seq2Seq()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            i = torch.randint(0, 3900, (16,)).tolist()
+            win = torch.stack([SERIES[j : j + 32] for j in i])
+            hist, target = win[:, :24], win[:, 24:]
+            dec_in = torch.cat([hist[:, -1:], target[:, :-1]], dim=1)  # teacher forcing: the previous values
+            if how == "target":
+                dec_in = target  # the decoder input
+            if how == "autoencoder":
+                loss = nn.functional.mse_loss(model(target, dec_in), target)  # the first input: an autoencoder
+            else:
+                loss = nn.functional.mse_loss(model(hist, dec_in), target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "label_leak"]
+
+
+def test_a_decoder_fed_its_own_target_is_found_where_its_input_was_assigned():
+    (f,) = _decoder("target")
+    lines, first = __import__("inspect").getsourcelines(_decoder)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# the decoder input" in t)
+    assert f.evidence["input"] == 1
+
+
+@pytest.mark.parametrize("how", ["teacher_forcing", "autoencoder"])
+def test_teacher_forcing_and_a_target_given_as_the_first_input_are_silent(how):
+    assert _decoder(how) == []

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import linecache
-import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import user_line_of
+from expkit.doctor.findings import assigned_at
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import Probe
@@ -41,49 +39,6 @@ def _ones_mask(mask: Any) -> bool:
     with torch.no_grad():
         ones = mask == 1
         return bool(((mask == 0) | ones).all()) and bool(ones.any()) and not bool(ones.all())
-
-
-def _yours(path: str) -> bool:
-    return user_line_of(((path, 0),))[0] is not None
-
-
-def _assigned_at(mask: torch.Tensor, frame: Any) -> tuple[str | None, int | None]:
-    """The user line that assigned the local variable holding ``mask``, followed out through the user's frames
-    (a mask handed down as an argument); else the innermost user frame's line (the mask built in the call)."""
-    first: tuple[str | None, int | None] = (None, None)
-    while frame is not None:
-        path = frame.f_code.co_filename
-        if not path.startswith("<frozen") and _yours(path):
-            if first[0] is None:
-                first = (path, frame.f_lineno)
-            names = [k for k, v in frame.f_locals.items() if v is mask]
-            if not names:  # built in the call's own arguments
-                return path, frame.f_lineno
-            found = _assignment(path, frame.f_code.co_firstlineno, frame.f_lineno, names)
-            if found is not None:  # ambiguous (0): the line of the call in this frame
-                return path, found or frame.f_lineno
-        frame = frame.f_back
-    return first
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip())
-
-
-def _assignment(path: str, start: int, call: int, names: list[str]) -> int | None:
-    """The line above ``call`` (in the function that starts at ``start``) that assigned one of ``names`` and
-    surely ran: the nearest one in the call's own block, else the only one in a nested (conditional) block; 0
-    when it is ambiguous, None when there is none (a parameter)."""
-    pattern = re.compile(rf"^\s*(?:{'|'.join(map(re.escape, names))})\s*(?::[^=]*)?=[^=]")
-    level = _indent(linecache.getline(path, call))
-    nested: list[int] = []
-    for line in range(call - 1, start, -1):
-        text = linecache.getline(path, line)
-        if pattern.match(text):
-            if _indent(text) <= level:
-                return line if not nested else 0
-            nested.append(line)
-    return (nested[0] if len(nested) == 1 else 0) if nested else None
 
 
 @register
@@ -131,7 +86,7 @@ class AdditiveMaskOfOnes(Check):
         for name, mask in masks.items():
             if not isinstance(mask, torch.Tensor) or not _ones_mask(mask):
                 continue
-            where = _assigned_at(mask, sys._getframe(2))
+            where = assigned_at(mask, sys._getframe(2))
             probe.report(
                 kind="bug",
                 check=self.name,

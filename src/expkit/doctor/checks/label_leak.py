@@ -6,11 +6,13 @@ class target, with each class's indicator (1 where the row is that class)."""
 from __future__ import annotations
 
 import math
+import sys
 from typing import TYPE_CHECKING
 
 import torch
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import assigned_at
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
@@ -62,17 +64,30 @@ class LabelLeak(Check):
     def __init__(self) -> None:
         self.table: torch.Tensor | None = None
         self.first_loss: float | None = None
+        # the last training forward's other float inputs: (keyword or position, tensor, the line that assigned it)
+        self.others: list[tuple[str | int, torch.Tensor, tuple[str | None, int | None]]] = []
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         x = ev.first_tensor()
-        ok = x is not None and x.is_floating_point() and x.dim() == 2 and x.shape[0] >= MIN_ROWS
+        ok = x is not None and x.is_floating_point() and x.dim() >= 2 and x.shape[0] >= MIN_ROWS
+        if ok and x is not None and x.dim() > 2:  # a window (rows, 1, time), a sequence: its values as columns
+            x = x.reshape(x.shape[0], -1)
         self.table = x if ok and x is not None and x.shape[1] <= MAX_FEATURES and ev.training else None
+        self.others = []
+        if ev.training and ev.grad_enabled:
+            named: list[tuple[str | int, object]] = [*enumerate(ev.inputs), *ev.kwargs.items()]
+            tensors = [(k, v) for k, v in named if isinstance(v, torch.Tensor)]
+            frame = sys._getframe(1)
+            self.others = [(k, v, assigned_at(v, frame)) for k, v in tensors[1:] if v.is_floating_point()]
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
         x, y = self.table, ev.target
         self.table = None
         if self.first_loss is None and ev.value.numel() == 1:
             self.first_loss = float(ev.value.detach())
+        others, self.others = self.others, []
+        if isinstance(y, torch.Tensor) and y.is_floating_point() and others:
+            self._target_given(probe, ev, others)
         if x is None or not isinstance(y, torch.Tensor) or y.shape[0] != x.shape[0] or y.numel() != x.shape[0]:
             return
         if int(torch.unique(y).numel()) < 2:
@@ -102,4 +117,33 @@ class LabelLeak(Check):
                 "ln_classes": math.log(classes) if classes else None,
             },
             fix="drop the target column (and anything computed from it) from the inputs before training",
+        )
+
+    def _target_given(
+        self, probe: Probe, ev: LossEvent, others: list[tuple[str | int, torch.Tensor, tuple[str | None, int | None]]]
+    ) -> None:
+        """The loss's target is, value for value, an input the model was given besides its first (a decoder fed
+        the very sequence it is scored on, not the shifted one): its prediction reads the answer at each
+        position. An autoencoder's target is its first input and is not judged. Names the line that assigned
+        the variable the model was given."""
+        y = ev.target
+        assert isinstance(y, torch.Tensor)
+        if y.numel() < MIN_ROWS or ev.input.shape != y.shape:
+            return
+        found = next(
+            ((k, at) for k, v, at in others if v.shape == y.shape and torch.equal(v.detach(), y.detach())), None
+        )
+        if found is None:
+            return
+        hit, where = found
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the {ev.function} target equals, value for value, the model's input "
+            f"{hit if isinstance(hit, str) else f'#{hit}'} of shape {tuple(y.shape)}: the model is given the "
+            "answer it is scored on (a decoder fed the target itself instead of the target shifted by one)",
+            evidence={"input": hit, "shape": list(y.shape), "first_loss": self.first_loss},
+            fix="feed the decoder the previous values (the last observed value, then target[:, :-1]), never the "
+            "target at the position it predicts",
+            where=where if where[0] is not None else None,
         )
