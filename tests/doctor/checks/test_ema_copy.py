@@ -1,0 +1,71 @@
+"""ema_copy_partial: a momentum/EMA copy of the trained weights that follows only part of them over a step, beside
+copies that follow as a whole (a hand-written EMA, torch's AveragedModel) and one that never moves (a frozen
+reference model)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+def _student():
+    return nn.ModuleDict({"encoder": nn.Sequential(nn.Linear(8, 16), nn.ReLU()), "head": nn.Linear(16, 4)})
+
+
+def _run(how: str):
+    torch.manual_seed(0)
+    student = _student()
+    if how == "averaged":
+        teacher = torch.optim.swa_utils.AveragedModel(
+            student, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(0.99)
+        )
+    else:
+        teacher = copy.deepcopy(student)
+        teacher.requires_grad_(False)
+    opt = torch.optim.SGD(student.parameters(), lr=0.1, momentum=0.9)
+
+    def fwd(m, x):
+        return m["head"](m["encoder"](x))
+
+    with watch(steps=2) as w:
+        for _ in range(3):
+            x = torch.randn(16, 8)
+            with torch.no_grad():
+                if how == "encoder_only":
+                    pairs = zip(student["encoder"].parameters(), teacher["encoder"].parameters(), strict=True)
+                elif how in ("whole", "frozen_reference"):
+                    pairs = zip(student.parameters(), teacher.parameters(), strict=True)
+                else:
+                    pairs = iter(())
+                for ps, pt in pairs:
+                    if how != "frozen_reference":
+                        pt.mul_(0.99).add_(ps, alpha=0.01)
+                target = teacher.module if how == "averaged" else teacher
+                soft = F.softmax(fwd(target, x), dim=1)
+            logits = fwd(student, x)
+            loss = F.cross_entropy(logits, torch.randint(0, 4, (16,))) + F.cross_entropy(logits, soft)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if how == "averaged":
+                teacher.update_parameters(student)
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "ema_copy_partial"]
+
+
+def test_an_ema_that_updates_the_encoder_and_leaves_the_head_is_found():
+    (f,) = _run("encoder_only")
+    assert f.evidence["copies_left_behind"] == 2 and f.evidence["copies_following"] == 2
+    assert f.evidence["left_behind"] == ["weight", "bias"]  # the head (its own top-level module here)
+
+
+@pytest.mark.parametrize("how", ["whole", "averaged", "frozen_reference"])
+def test_whole_copies_and_a_frozen_reference_are_silent(how):
+    assert _run(how) == []
