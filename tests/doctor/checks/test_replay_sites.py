@@ -297,3 +297,21 @@ def test_a_spectral_norm_discriminator_is_replayed_like_for_like_and_left_as_it_
 
     _Replay(D, {})((torch.randn(4, 2),))
     assert torch.equal(D[0].weight_u, u)
+
+
+def test_the_replays_leave_a_non_reentrant_checkpoint_around_the_model_working():
+    # the replays run inside the checkpoint's forward: any op they record with grad on (the changed input made
+    # from an input that requires grad) is a saved tensor the recomputation does not save, and backward raised
+    from torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(4):
+            x = torch.randn(8, 5, requires_grad=True)
+            loss = checkpoint(model, x, use_reentrant=False).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors

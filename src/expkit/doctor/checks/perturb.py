@@ -319,6 +319,9 @@ class SamplesMixed(Check):
             return
         if not ev.inputs or ev.inputs[0] is not x:
             return  # the batch came as a keyword (an HF model's input_ids=): not replayed
+        # the changed input is made without grad: ops recorded here would be saved tensors a non-reentrant
+        # checkpoint around the model counts in its forward and misses in its recomputation
+        x = x.detach()
         changed = x.clone()  # the first sample changes: a recurrence run across the batch carries it forward
         with torch.random.fork_rng(devices=[]):
             changed[0] = x[-1] if not x.is_floating_point() else torch.randn_like(x[0]) * (x.std() + 1) + x.mean()
