@@ -116,3 +116,27 @@ def test_shuffling_samplers_seeded_apart_are_found_at_the_loader():
 def test_one_seed_on_every_rank_or_no_shuffling_sampler_is_clean():
     assert rank_findings([{**_state(r, s), "sampler_seed": 7} for s in (1, 2) for r in (0, 1)]) == []
     assert rank_findings([{**_state(r, s), "sampler_seed": None} for s in (1, 2) for r in (0, 1)]) == []
+
+
+def test_without_a_loader_the_same_input_is_named_at_the_programs_seeding_call():
+    # every rank seeds the global generator alike and draws its batch in the loop: the rank's probe reports the
+    # last seeding call as the inputs' site (seen here in one process: the rank side of the comparison)
+    import torch
+    from source_lines import line_of
+    from torch import nn
+
+    from expkit.doctor import watch
+    from expkit.doctor.checks.ranks import RankState
+
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        torch.manual_seed(7)  # the seeding call
+        for _ in range(2):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        site = RankState._seeded_at(w.probe)
+    here = test_without_a_loader_the_same_input_is_named_at_the_programs_seeding_call
+    assert site is not None and site[1] == line_of("# the seeding call", here)

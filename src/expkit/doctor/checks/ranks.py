@@ -114,6 +114,16 @@ class RankState(Check):
                     return _site(user_line_of(probe.origins[id(p)][1]))
         return None
 
+    @staticmethod
+    def _seeded_at(probe: Probe) -> list[Any] | None:
+        """Without a DataLoader, the inputs are drawn in the loop from the global generator: the program's last
+        seeding call (the same seed on every rank makes every rank draw the same batch)."""
+        from expkit.doctor.checks.rng_reset import RngReseededEveryStep
+
+        rng = next((c for c in probe.checks if isinstance(c, RngReseededEveryStep)), None)
+        site = rng.last_site if rng is not None else None
+        return _site(user_line_of(site)) if site else None
+
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         world = _world()
         if world is None:
@@ -139,7 +149,7 @@ class RankState(Check):
                     "grads": self.unsynced or self.bypass or self._unhooked(probe, ev) or _site(user_frame(3)),
                     "lrs": _site(user_frame(3)),
                     "weights": _site(user_line_of(made[1])) if made else None,
-                    "inputs": _site(user_line_of(max(loaders)[1])) if loaders else None,
+                    "inputs": _site(user_line_of(max(loaders)[1])) if loaders else self._seeded_at(probe),
                 },
             }
         )

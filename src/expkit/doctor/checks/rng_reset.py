@@ -156,6 +156,7 @@ class RngReseededEveryStep(Check):
     def __init__(self) -> None:
         self.streams = [_Stream("cpu", _cpu_state), _Stream("cuda", _cuda_state)]
         self._inside = 0  # seeding calls nest (torch.manual_seed calls torch.cuda.manual_seed_all)
+        self.last_site: Any = None  # the call stack of the program's last seeding call (ranks_same_batch names it)
 
     def _read(self) -> list[int | None]:
         return [s.read() for s in self.streams]
@@ -190,6 +191,7 @@ class RngReseededEveryStep(Check):
                     check._inside -= 1
                 try:
                     site, call = raw_stack(2), _describe(label, args, kwargs)
+                    check.last_site = site
                     for stream, b, a in zip(check.streams, before, check._read(), strict=True):
                         stream.set_to(b, a, site, call)
                 except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's program
