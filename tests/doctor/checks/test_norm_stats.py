@@ -114,3 +114,28 @@ def test_gan_discriminator_frozen_for_the_generator_step_is_clean():
             g_loss.backward()
             opt_g.step()
     assert _found(w) == []
+
+
+def test_a_mean_teacher_kept_in_train_mode_and_updated_by_ema_is_not_a_frozen_extractor():
+    # the teacher's BatchNorm is frozen (no grad) and runs in train mode on purpose: its weights follow the student
+    # by EMA, so they move during the watch; a frozen extractor's do not
+    import copy
+
+    torch.manual_seed(0)
+    student = nn.Sequential(nn.Linear(2, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+    teacher = copy.deepcopy(student).requires_grad_(False)
+    opt = torch.optim.Adam(student.parameters(), lr=1e-2)
+    with watch(student, opt, steps=2) as w:
+        for _ in range(3):
+            x = torch.randn(32, 2)
+            with torch.no_grad():
+                soft = teacher(x).softmax(1)
+            loss = nn.functional.cross_entropy(student(x), soft)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                for t, s in zip(teacher.parameters(), student.parameters(), strict=True):
+                    t.mul_(0.9).add_(s, alpha=0.1)
+    assert w.done and not w.check_errors, w.check_errors
+    assert not [f for f in w.findings if f.check == "frozen_norm_updates_stats"]

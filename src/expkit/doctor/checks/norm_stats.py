@@ -46,6 +46,7 @@ class FrozenNormUpdatesStats(Check):
         self.train_sites: dict[int, RawStack] = {}  # id(module) -> the outermost train(True) that reached it
         self.seen: dict[int, tuple[_BatchNorm, torch.Tensor, torch.Tensor, RawStack]] = {}
         self.trained: set[int] = set()  # norms that ran with a parameter requiring grad (a GAN's D, unfrozen)
+        self.affine: dict[int, list[torch.Tensor]] = {}  # id(norm) -> its weight and bias at its first forward
         self._train_depth = 0
 
     def start(self, probe: Probe) -> None:
@@ -92,6 +93,7 @@ class FrozenNormUpdatesStats(Check):
                         module.running_var.detach().clone(),
                         raw_stack(2),
                     )
+                    check.affine[id(module)] = [p.detach().clone() for p in module.parameters(recurse=False)]
                 return original(module, *args, **kwargs)
 
             return forward
@@ -112,6 +114,9 @@ class FrozenNormUpdatesStats(Check):
         for bn, mean0, var0, stack in self.seen.values():
             if id(bn) in self.trained or not _frozen(bn, parents) or bn.running_mean is None or bn.running_var is None:
                 continue
+            start = self.affine.get(id(bn), [])
+            if any(not torch.equal(p, p0) for p, p0 in zip(bn.parameters(recurse=False), start, strict=False)):
+                continue  # frozen weights moved by hand: an EMA copy (a mean teacher), in train mode on purpose
             with torch.no_grad():
                 d_mean = (bn.running_mean.float() - mean0.float()).abs().max().item()
                 d_var = (bn.running_var.float() - var0.float()).abs().max().item()
