@@ -159,3 +159,42 @@ def test_a_decoder_fed_its_own_target_is_found_where_its_input_was_assigned():
 @pytest.mark.parametrize("how", ["teacher_forcing", "autoencoder"])
 def test_teacher_forcing_and_a_target_given_as_the_first_input_are_silent(how):
     assert _decoder(how) == []
+
+
+def _seq2seq(given: bool):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BartConfig(
+        vocab_size=40,
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=32,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+    )
+    torch.manual_seed(0)
+    model = transformers.BartForConditionalGeneration(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            src, labels = torch.randint(3, 40, (4, 8)), torch.randint(3, 40, (4, 6))
+            dec = labels if given else None  # the decoder input
+            out = model(input_ids=src, labels=labels, decoder_input_ids=dec)
+            opt.zero_grad()
+            out.loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "label_leak"]
+
+
+def test_an_encoder_decoder_given_its_labels_as_decoder_inputs_is_found_where_they_were_assigned():
+    (f,) = _seq2seq(given=True)
+    lines, first = __import__("inspect").getsourcelines(_seq2seq)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# the decoder input" in t)
+    assert _seq2seq(given=False) == []  # the model shifts the labels itself

@@ -59,7 +59,7 @@ def test_kept_columns_and_a_loss_that_asks_for_none_are_silent(tmp_path, keep_co
     assert _weighted(tmp_path, keep_columns=keep_columns, asks=asks) == []
 
 
-def _forward_side(tmp_path, column: str, extra_column: str | None = None):
+def _forward_side(tmp_path, column: str, extra_column: str | None = None, as_torch_dataset: bool = False):
     """A model whose forward takes an optional per-row weight (``sample_weight``) and a data set that names its
     weight column ``column``: the Trainer drops every column that is not a forward argument."""
     from datasets import Dataset
@@ -90,6 +90,8 @@ def _forward_side(tmp_path, column: str, extra_column: str | None = None):
         rows[extra_column] = [f"row {i}" for i in range(32)]
     data = Dataset.from_dict(rows)
     data.set_format("torch")
+    if as_torch_dataset:  # a torch Dataset of dicts: the Trainer's collator drops the keys forward does not take
+        data = [{k: v for k, v in data[i].items()} for i in range(len(data))]
     args = TrainingArguments(
         output_dir=str(tmp_path),
         max_steps=3,
@@ -115,3 +117,9 @@ def test_a_column_meant_for_a_forward_argument_under_another_name_is_found_where
 def test_a_column_named_as_the_argument_and_a_dropped_text_column_are_silent(tmp_path):
     # "sample_weight" arrives; "text" is dropped, and forward's idle token_type_ids shares no word with it
     assert _forward_side(tmp_path, "sample_weight", extra_column="text") == []
+
+
+def test_a_torch_dataset_whose_sample_key_is_meant_for_a_forward_argument_is_found_too(tmp_path):
+    (f,) = _forward_side(tmp_path, "weight", as_torch_dataset=True)
+    assert f.evidence["dropped_column"] == "weight" and f.line == _line_of("# the weight column", _forward_side)
+    assert _forward_side(tmp_path, "sample_weight", as_torch_dataset=True) == []

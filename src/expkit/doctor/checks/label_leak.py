@@ -75,6 +75,7 @@ class LabelLeak(Check):
         self.table = x if ok and x is not None and x.shape[1] <= MAX_FEATURES and ev.training else None
         self.others = []
         if ev.training and ev.grad_enabled:
+            self._decoder_given_labels(probe, ev)
             named: list[tuple[str | int, object]] = [*enumerate(ev.inputs), *ev.kwargs.items()]
             tensors = [(k, v) for k, v in named if isinstance(v, torch.Tensor)]
             frame = sys._getframe(1)
@@ -145,5 +146,28 @@ class LabelLeak(Check):
             evidence={"input": hit, "shape": list(y.shape), "first_loss": self.first_loss},
             fix="feed the decoder the previous values (the last observed value, then target[:, :-1]), never the "
             "target at the position it predicts",
+            where=where if where[0] is not None else None,
+        )
+
+    def _decoder_given_labels(self, probe: Probe, ev: ForwardEvent) -> None:
+        """A Hugging Face encoder-decoder given ``decoder_input_ids`` equal to its ``labels`` at every trained
+        position: the model shifts labels into decoder inputs itself only when none are given, so the decoder
+        reads the token it must predict. Names the line that passed them."""
+        dec, labels = ev.kwargs.get("decoder_input_ids"), ev.kwargs.get("labels")
+        if not isinstance(dec, torch.Tensor) or not isinstance(labels, torch.Tensor) or dec.shape != labels.shape:
+            return
+        trained = labels != -100
+        if int(trained.sum()) < MIN_ROWS or not bool((dec == labels)[trained].all()):
+            return
+        where = assigned_at(dec, sys._getframe(2))
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{type(ev.module).__name__} was given decoder_input_ids equal to its labels at all "
+            f"{int(trained.sum())} trained positions: the decoder reads the token it must predict (the model "
+            "builds shifted decoder inputs from labels only when none are given)",
+            evidence={"trained_positions": int(trained.sum())},
+            fix="drop decoder_input_ids (the model shifts labels right itself), or pass labels shifted right with "
+            "the decoder start token first",
             where=where if where[0] is not None else None,
         )

@@ -40,6 +40,11 @@ def dropped_columns(trainer: Any) -> set[str]:
     forward, nor a label column."""
     data, args = getattr(trainer, "train_dataset", None), getattr(trainer, "args", None)
     columns = getattr(data, "column_names", None)
+    if columns is None and data is not None and hasattr(data, "__getitem__"):
+        # a torch Dataset of dicts: the Trainer's collator drops the same keys from each sample
+        with contextlib.suppress(Exception):
+            first = data[0]
+            columns = list(first) if isinstance(first, dict) else None
     if not isinstance(columns, list) or not getattr(args, "remove_unused_columns", False):
         return set()
     try:
