@@ -6,7 +6,9 @@ both players get a badly scaled class signal. NLLLoss does not validate its inpu
 or warning.
 Source: https://github.com/clvrai/ACGAN-PyTorch/pull/4
 """
+
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -55,9 +57,12 @@ for step in range(300):
     fake = g(z, yf)
     adv_r, cls_r = d(x)
     adv_f, cls_f = d(fake.detach())
-    d_loss = (F.binary_cross_entropy_with_logits(adv_r, torch.ones(64))
-              + F.binary_cross_entropy_with_logits(adv_f, torch.zeros(64))
-              + aux_crit(cls_r, y) + aux_crit(cls_f, yf))
+    d_loss = (
+        F.binary_cross_entropy_with_logits(adv_r, torch.ones(64))
+        + F.binary_cross_entropy_with_logits(adv_f, torch.zeros(64))
+        + aux_crit(cls_r, y)
+        + aux_crit(cls_f, yf)
+    )
     opt_d.zero_grad()
     d_loss.backward()
     opt_d.step()

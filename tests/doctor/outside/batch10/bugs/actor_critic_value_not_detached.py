@@ -6,6 +6,7 @@ head and the shared trunk (it drives V up wherever log-probabilities are negativ
 and corrupts the actor update. It is ordinary differentiable arithmetic: nothing raises or warns.
 Source: https://github.com/keras-team/keras-io/issues/194
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

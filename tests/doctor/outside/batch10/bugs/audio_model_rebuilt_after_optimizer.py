@@ -6,7 +6,9 @@ the new model's parameters receive gradients but are never updated, while optimi
 that are no longer part of the forward pass. The loss just stays flat; nothing raises or warns.
 Source: https://github.com/spro/practical-pytorch/issues/9
 """
+
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -23,15 +25,21 @@ def make_batch(n):
     for i in range(n):
         k = int(y[i])
         env = 0.5 + 0.5 * torch.sin(2 * math.pi * (k + 1) * t / FRAMES)
-        x[i, 0, 4 + 5 * k:8 + 5 * k, :] += 1.5 * env
+        x[i, 0, 4 + 5 * k : 8 + 5 * k, :] += 1.5 * env
     return x, y
 
 
 def build_model():
     return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(), nn.Linear(32, C))
+        nn.Conv2d(1, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, C),
+    )
 
 
 model = build_model()

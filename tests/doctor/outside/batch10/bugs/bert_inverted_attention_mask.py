@@ -8,6 +8,7 @@ residual path. Nothing errors, the loss is finite, the classifier just cannot ge
 
 Source: https://github.com/nyu-mll/jiant/pull/465
 """
+
 import torch
 from transformers import BertConfig, BertForSequenceClassification
 
@@ -16,9 +17,16 @@ PAD, CLS = 0, 1
 POS = list(range(2, 8))
 NEG = list(range(8, 14))
 V, T, B = 20, 16, 32
-cfg = BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=128, max_position_embeddings=T, pad_token_id=PAD,
-                 num_labels=2)
+cfg = BertConfig(
+    vocab_size=V,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    max_position_embeddings=T,
+    pad_token_id=PAD,
+    num_labels=2,
+)
 model = BertForSequenceClassification(cfg)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
@@ -30,7 +38,7 @@ def batch(n):
         length = int(torch.randint(4, T - 2, ()))
         toks = torch.randint(2, 14, (length,))
         ids[i, 0] = CLS
-        ids[i, 1:1 + length] = toks
+        ids[i, 1 : 1 + length] = toks
         labels[i] = int((toks < 8).sum() > (toks >= 8).sum())
     return ids, labels
 

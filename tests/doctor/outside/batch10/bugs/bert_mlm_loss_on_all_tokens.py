@@ -8,14 +8,22 @@ computes the loss on whatever labels it is given.
 
 Source: https://github.com/huggingface/transformers/issues/13020
 """
+
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
 torch.manual_seed(0)
 V, T, B = 40, 16, 32
 PAD, MASK = 0, 1
-cfg = BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=128, max_position_embeddings=T, pad_token_id=PAD)
+cfg = BertConfig(
+    vocab_size=V,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    max_position_embeddings=T,
+    pad_token_id=PAD,
+)
 model = BertForMaskedLM(cfg)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 

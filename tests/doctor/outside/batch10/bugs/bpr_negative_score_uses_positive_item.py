@@ -6,6 +6,7 @@ user embedding with the negative item, so the user never gets pushed away from n
 similarity gets penalised instead. Shapes match and the loss decreases, so nothing signals a problem.
 Source: https://github.com/tanatosuu/GDE/issues/3
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -34,7 +35,10 @@ for step in range(300):
     user_e, pos_e, neg_e = user_emb(u), item_emb(pos), item_emb(neg)
     pos_score = (user_e * pos_e).sum(1)
     neg_score = (pos_e * neg_e).sum(1)  # BUG-LINE
-    loss = -F.logsigmoid(pos_score - neg_score).mean() + 1e-4 * (user_e.pow(2).sum() + pos_e.pow(2).sum() + neg_e.pow(2).sum()) / 256
+    loss = (
+        -F.logsigmoid(pos_score - neg_score).mean()
+        + 1e-4 * (user_e.pow(2).sum() + pos_e.pow(2).sum() + neg_e.pow(2).sum()) / 256
+    )
     opt.zero_grad()
     loss.backward()
     opt.step()

@@ -6,6 +6,7 @@ statistics and with Dropout disabled. Nothing raises or warns: the loss still go
 trained in inference mode for the whole run.
 Source: https://github.com/facebookresearch/clevr-iep/pull/22
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -19,7 +20,7 @@ def make_data(n):
     y = torch.randint(0, 4, (n,))
     for i in range(n):
         r, c = (int(y[i]) // 2) * 8, (int(y[i]) % 2) * 8
-        x[i, :, r:r + 8, c:c + 8] += 0.8
+        x[i, :, r : r + 8, c : c + 8] += 0.8
     return x, y
 
 

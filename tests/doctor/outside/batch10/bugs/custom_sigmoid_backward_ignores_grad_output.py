@@ -5,6 +5,7 @@ activation: the gradients reaching the first layer no longer depend on the loss 
 a custom backward (gradcheck is never called), so training runs with wrong gradients and no message.
 Source: https://github.com/apache/mxnet/issues/9872
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -10,10 +10,12 @@ doctor-command: python -m torch.distributed.run --standalone --nproc-per-node 2 
 
 Source: https://github.com/facebookresearch/detr/issues/235
 """
+
 import gc
 import os
 import shutil
 import tempfile
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -26,9 +28,16 @@ rank, world = dist.get_rank(), dist.get_world_size()
 
 
 def make_net():
-    return nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
-                         nn.Flatten(), nn.Linear(16, 4))
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(16, 4),
+    )
 
 
 tmp = tempfile.mkdtemp() if rank == 0 else None

@@ -9,8 +9,9 @@ doctor-command: python -m torch.distributed.run --standalone --nproc-per-node 2 
 
 Source: https://github.com/verl-project/verl-SpeCo/pull/29
 """
+
 import gc
-import math
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -25,7 +26,7 @@ W = 24
 t = torch.arange(0, 4000) * 0.07
 series = torch.sin(t) + 0.5 * torch.sin(0.31 * t + 1.0) + 0.05 * torch.randn_like(t)
 idx = torch.arange(0, len(series) - W - 1)
-x = torch.stack([series[i:i + W] for i in idx.tolist()])
+x = torch.stack([series[i : i + W] for i in idx.tolist()])
 y = series[idx + W]
 data = TensorDataset(x, y)
 loader = DataLoader(data, batch_size=64, sampler=DistributedSampler(data, shuffle=True, seed=0))

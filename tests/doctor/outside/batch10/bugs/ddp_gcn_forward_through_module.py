@@ -10,7 +10,9 @@ doctor-command: python -m torch.distributed.run --standalone --nproc-per-node 2 
 
 Source: https://github.com/k2-fsa/icefall/issues/226
 """
+
 import gc
+
 import torch
 import torch.distributed as dist
 from torch import nn

@@ -9,7 +9,9 @@ doctor-command: python -m torch.distributed.run --standalone --nproc-per-node 2 
 
 Source: https://github.com/facebookresearch/detr/issues/297
 """
+
 import gc
+
 import torch
 import torch.distributed as dist
 from torch import nn

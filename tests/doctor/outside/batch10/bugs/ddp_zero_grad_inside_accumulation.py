@@ -9,8 +9,10 @@ doctor-command: python -m torch.distributed.run --standalone --nproc-per-node 2 
 
 Source: https://github.com/PrimeIntellect-ai/prime-diloco/pull/178
 """
+
 import contextlib
 import gc
+
 import torch
 import torch.distributed as dist
 from torch import nn

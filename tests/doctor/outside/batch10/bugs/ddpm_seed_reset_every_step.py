@@ -6,7 +6,9 @@ objective; the training loss falls quickly and looks healthy. Re-seeding the glo
 legal, so nothing complains.
 Source: https://github.com/huggingface/diffusers/issues/175
 """
+
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -6,7 +6,9 @@ arbitrary next-state value, so Q-values of states next to the goal drift away fr
 The loss is an ordinary Huber loss, nothing fails and no warning is produced.
 Source: https://github.com/navneet-nmk/pytorch-rl/issues/2
 """
+
 import random
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -6,7 +6,9 @@ and learns to copy it. Training loss collapses towards zero from the first epoch
 progress; nothing raises or warns.
 Source: https://github.com/sktime/pytorch-forecasting/issues/182
 """
+
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -20,7 +22,7 @@ series = torch.sin(2 * math.pi * t / 24) + 0.5 * torch.sin(2 * math.pi * t / 7) 
 
 def windows(start, end, n):
     i = torch.randint(start, end - CTX - H, (n,))
-    w = torch.stack([series[j:j + CTX + H] for j in i.tolist()])
+    w = torch.stack([series[j : j + CTX + H] for j in i.tolist()])
     return w[:, :CTX], w[:, CTX:]
 
 

@@ -6,6 +6,7 @@ The segment softmax is grouped by the source index instead, so for every node th
 shapes either way and training proceeds without complaint.
 Source: https://github.com/pyg-team/pytorch_geometric/issues/224
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -8,13 +8,13 @@ but the model is learning the wrong conditional: its next-token accuracy stays n
 
 Source: https://github.com/huggingface/transformers/issues/35066
 """
+
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 torch.manual_seed(0)
 V, T, B = 32, 16, 16
-cfg = GPT2Config(vocab_size=V, n_positions=T, n_embd=64, n_layer=2, n_head=4,
-                 bos_token_id=0, eos_token_id=0)
+cfg = GPT2Config(vocab_size=V, n_positions=T, n_embd=64, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0)
 model = GPT2LMHeadModel(cfg)
 opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
 

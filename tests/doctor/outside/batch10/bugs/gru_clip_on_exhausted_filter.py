@@ -7,7 +7,9 @@ Because it is a filter (not a generator) PyTorch does not emit its empty-generat
 produce huge unclipped updates.
 Source: https://github.com/PixArt-alpha/PixArt-alpha/pull/160
 """
+
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -39,7 +41,7 @@ trainable = filter(lambda p: p.requires_grad, model.parameters())  # BUG-LINE
 opt = torch.optim.SGD(trainable, lr=0.3)
 for step in range(120):
     i = torch.randint(0, 3900, (32,))
-    w = torch.stack([series[j:j + 41] for j in i.tolist()])
+    w = torch.stack([series[j : j + 41] for j in i.tolist()])
     loss = F.mse_loss(model(w[:, :-1]), w[:, 1:])
     opt.zero_grad()
     loss.backward()
@@ -48,5 +50,5 @@ for step in range(120):
     if step % 30 == 0:
         print(f"step {step} loss {loss.item():.4f} reported grad norm {float(total):.4f}")
 with torch.no_grad():
-    w = torch.stack([series[j:j + 41] for j in range(3000, 3900, 10)])
+    w = torch.stack([series[j : j + 41] for j in range(3000, 3900, 10)])
     print("held-out MSE:", round(F.mse_loss(model(w[:, :-1]), w[:, 1:]).item(), 4))

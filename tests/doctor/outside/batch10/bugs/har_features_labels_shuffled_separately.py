@@ -6,6 +6,7 @@ all correct and the loss is computed normally; the model just fits random labels
 chance) without any error or warning.
 Source: https://github.com/udacity/sdc-issue-reports/issues/1326
 """
+
 import numpy as np
 import torch
 import torch.nn as nn
@@ -29,13 +30,19 @@ Y = torch.from_numpy(labels[perm_y]).long()
 Xtr, Ytr, Xva, Yva = X[:1000], Y[:1000], X[1000:], Y[1000:]
 
 model = nn.Sequential(
-    nn.Conv1d(3, 16, 5, padding=2), nn.ReLU(), nn.MaxPool1d(2),
-    nn.Conv1d(16, 32, 5, padding=2), nn.ReLU(), nn.AdaptiveAvgPool1d(1),
-    nn.Flatten(), nn.Linear(32, C))
+    nn.Conv1d(3, 16, 5, padding=2),
+    nn.ReLU(),
+    nn.MaxPool1d(2),
+    nn.Conv1d(16, 32, 5, padding=2),
+    nn.ReLU(),
+    nn.AdaptiveAvgPool1d(1),
+    nn.Flatten(),
+    nn.Linear(32, C),
+)
 opt = torch.optim.Adam(model.parameters(), lr=3e-3)
 for epoch in range(5):
     for i in range(0, 1000, 50):
-        loss = F.cross_entropy(model(Xtr[i:i + 50]), Ytr[i:i + 50])
+        loss = F.cross_entropy(model(Xtr[i : i + 50]), Ytr[i : i + 50])
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -6,6 +6,7 @@ backbone grads stay None and Adam silently skips those parameters. Only the line
 error because a graph still exists from the head's own weights.
 Source: https://github.com/lucidrains/CoCa-pytorch/issues/6
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -44,9 +45,8 @@ class Extractor(nn.Module):
 
 
 backbone = nn.Sequential(
-    nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
-    nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
-    nn.Conv2d(16, 8, 1))
+    nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 8, 1)
+)
 extractor = Extractor(backbone, backbone[3])
 head = nn.Linear(16, 3)
 opt = torch.optim.Adam(list(backbone.parameters()) + list(head.parameters()), lr=3e-3)

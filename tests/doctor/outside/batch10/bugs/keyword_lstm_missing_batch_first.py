@@ -6,7 +6,9 @@ the sequence of utterances in the batch, mixing different examples together. All
 accepted as T, B, F) so PyTorch raises nothing and the loss still moves a little.
 Source: https://github.com/pytorch/pytorch/issues/1538
 """
+
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -23,7 +25,7 @@ def make_batch(n):
     for i in range(n):
         freq = 0.1 + 0.12 * int(y[i])
         band = int(y[i]) * 3
-        x[i, :, band:band + 3] += torch.sin(2 * math.pi * freq * t).unsqueeze(1)
+        x[i, :, band : band + 3] += torch.sin(2 * math.pi * freq * t).unsqueeze(1)
     return x, y
 
 
@@ -50,5 +52,9 @@ for step in range(80):
         print(f"step {step} loss {loss.item():.4f}")
 xv, yv = make_batch(256)
 with torch.no_grad():
-    print("final loss", round(F.cross_entropy(model(xv), yv).item(), 4),
-          "acc", (model(xv).argmax(1) == yv).float().mean().item())
+    print(
+        "final loss",
+        round(F.cross_entropy(model(xv), yv).item(), 4),
+        "acc",
+        (model(xv).argmax(1) == yv).float().mean().item(),
+    )

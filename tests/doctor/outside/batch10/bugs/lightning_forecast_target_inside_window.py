@@ -6,8 +6,9 @@ the model learns nothing about forecasting (target leakage). No error or warning
 
 Source: https://github.com/M-Nauta/TCDF/issues/2
 """
-import torch
+
 import lightning as L
+import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
@@ -22,7 +23,7 @@ class Windows(Dataset):
         return len(series) - W - 1
 
     def __getitem__(self, i):
-        window = series[i:i + W]
+        window = series[i : i + W]
         target = series[i + W - 1]  # BUG-LINE
         return window.unsqueeze(0), target
 
@@ -30,9 +31,14 @@ class Windows(Dataset):
 class Forecaster(L.LightningModule):
     def __init__(self):
         super().__init__()
-        self.net = nn.Sequential(nn.Conv1d(1, 16, 5, padding=2), nn.ReLU(),
-                                 nn.Conv1d(16, 16, 5, padding=2), nn.ReLU(),
-                                 nn.Flatten(), nn.Linear(16 * W, 1))
+        self.net = nn.Sequential(
+            nn.Conv1d(1, 16, 5, padding=2),
+            nn.ReLU(),
+            nn.Conv1d(16, 16, 5, padding=2),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(16 * W, 1),
+        )
 
     def training_step(self, batch, batch_idx):
         x, y = batch
@@ -44,15 +50,20 @@ class Forecaster(L.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=2e-3)
 
 
-loader = DataLoader(Windows(), batch_size=64, shuffle=True,
-                    generator=torch.Generator().manual_seed(0))
+loader = DataLoader(Windows(), batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(0))
 model = Forecaster()
-trainer = L.Trainer(max_steps=60, logger=False, enable_checkpointing=False,
-                    enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
+trainer = L.Trainer(
+    max_steps=60,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    accelerator="cpu",
+)
 trainer.fit(model, loader)
 with torch.no_grad():
     idx = torch.arange(0, len(series) - W - 1, 7)
-    xs = torch.stack([series[i:i + W] for i in idx.tolist()]).unsqueeze(1)
+    xs = torch.stack([series[i : i + W] for i in idx.tolist()]).unsqueeze(1)
     true_next = series[idx + W]
     mse_next = nn.functional.mse_loss(model.net(xs).squeeze(-1), true_next).item()
 print(f"train loss {trainer.callback_metrics['train_loss'].item():.4f} mse vs true next value {mse_next:.4f}")

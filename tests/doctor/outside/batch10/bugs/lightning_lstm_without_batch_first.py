@@ -7,8 +7,9 @@ nothing errors or warns; the classifier just learns poorly.
 
 Source: https://github.com/yunjey/pytorch-tutorial/issues/196
 """
-import torch
+
 import lightning as L
+import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -44,11 +45,16 @@ freqs = torch.tensor([0.2, 0.5, 0.9])
 t = torch.arange(T).float()
 x = torch.randn(1536, T, F, generator=g) * 0.3
 x[:, :, 0] += torch.sin(freqs[y][:, None] * t)
-loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True,
-                    generator=torch.Generator().manual_seed(0))
+loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True, generator=torch.Generator().manual_seed(0))
 model = UtteranceLSTM()
-trainer = L.Trainer(max_steps=45, logger=False, enable_checkpointing=False,
-                    enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
+trainer = L.Trainer(
+    max_steps=45,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    accelerator="cpu",
+)
 trainer.fit(model, loader)
 m = trainer.callback_metrics
 print(f"final loss {m['train_loss'].item():.4f} acc {m['train_acc'].item():.3f}")

@@ -7,8 +7,9 @@ parameters; training runs and the loss decreases, with no error or warning.
 
 Source: https://github.com/pytorch/pytorch/issues/38639
 """
-import torch
+
 import lightning as L
+import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -42,11 +43,16 @@ class ResMLP(L.LightningModule):
 g = torch.Generator().manual_seed(1)
 x = torch.randn(2048, F, generator=g)
 y = torch.sin(x[:, 0] * 2) * x[:, 1] + x[:, 2] ** 2
-loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True,
-                    generator=torch.Generator().manual_seed(0))
+loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True, generator=torch.Generator().manual_seed(0))
 model = ResMLP()
-trainer = L.Trainer(max_steps=30, logger=False, enable_checkpointing=False,
-                    enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
+trainer = L.Trainer(
+    max_steps=30,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    accelerator="cpu",
+)
 trainer.fit(model, loader)
 n = sum(p.numel() for p in model.parameters())
 print(f"registered params {n} final loss {trainer.callback_metrics['train_loss'].item():.4f}")

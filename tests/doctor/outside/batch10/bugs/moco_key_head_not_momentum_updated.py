@@ -6,7 +6,9 @@ contains backbone and head; zip stops at the shorter list, so the key projection
 stays at its random initialisation for the whole run. Nothing errors: zip silently truncates.
 Source: https://github.com/Lightning-Universe/lightning-bolts/issues/1059
 """
+
 import copy
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -8,14 +8,22 @@ count); accuracy stays low.
 
 Source: https://github.com/4AI/LS-LLaMA/issues/3
 """
+
 import torch
 from peft import LoraConfig, get_peft_model
 from transformers import BertConfig, BertForSequenceClassification
 
 torch.manual_seed(0)
 V, T, C = 30, 10, 4
-cfg = BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=128, max_position_embeddings=T, num_labels=C)
+cfg = BertConfig(
+    vocab_size=V,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    max_position_embeddings=T,
+    num_labels=C,
+)
 base = BertForSequenceClassification(cfg)
 lora_cfg = LoraConfig(r=8, lora_alpha=16, target_modules=["query", "value"], lora_dropout=0.0)  # BUG-LINE
 model = get_peft_model(base, lora_cfg)

@@ -6,7 +6,9 @@ towards the origin where the base density is high instead of fitting the data. T
 decreasing, so nothing looks wrong.
 Source: https://github.com/VincentStimper/normalizing-flows/issues/27
 """
+
 import math
+
 import torch
 import torch.nn as nn
 

@@ -6,10 +6,11 @@ normally; the network is just trained against labels that are misaligned with th
 which caps the achievable IoU.
 Source: https://github.com/albumentations-team/albumentations/issues/1056
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.data import Dataset, DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 torch.manual_seed(0)
 torch.set_num_threads(2)
@@ -24,8 +25,8 @@ class SquareSeg(Dataset):
             mask = torch.zeros(1, size, size)
             r = int(torch.randint(0, size - 8, (1,), generator=g))
             c = int(torch.randint(0, size // 2 - 6, (1,), generator=g))
-            img[:, r:r + 7, c:c + 6] += 1.0
-            mask[:, r:r + 7, c:c + 6] = 1.0
+            img[:, r : r + 7, c : c + 6] += 1.0
+            mask[:, r : r + 7, c : c + 6] = 1.0
             self.imgs.append(img)
             self.masks.append(mask)
 
@@ -44,8 +45,10 @@ class SquareSeg(Dataset):
 
 
 net = nn.Sequential(
-    nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(),
-    nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+    nn.Conv2d(1, 16, 3, padding=1),
+    nn.ReLU(),
+    nn.Conv2d(16, 16, 3, padding=1),
+    nn.ReLU(),
     nn.Conv2d(16, 1, 1),
 )
 loader = DataLoader(SquareSeg(), batch_size=32, shuffle=True)

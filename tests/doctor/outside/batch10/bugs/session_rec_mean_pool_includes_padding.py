@@ -6,6 +6,7 @@ user vector and short histories are dominated by padding. All shapes are valid a
 row is simply learned as a bias shared by everybody.
 Source: https://github.com/dmlc/gluon-nlp/issues/480
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -24,7 +25,7 @@ def make_batch(n):
     for i in range(n):
         pool = (item_genre[1:] == genre[i]).nonzero().squeeze(1) + 1
         picks = pool[torch.randint(0, len(pool), (int(lengths[i]) + 1,))]
-        hist[i, :lengths[i]] = picks[:-1]
+        hist[i, : lengths[i]] = picks[:-1]
         target[i] = picks[-1]
     return hist, lengths, target
 

@@ -8,15 +8,26 @@ raises or warns.
 
 Source: https://github.com/abhimishra91/transformers-tutorials/issues/15
 """
+
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
 torch.manual_seed(0)
 PAD, EOS = 0, 1
 V, L, B = 14, 6, 24
-cfg = T5Config(vocab_size=V, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2,
-               num_heads=4, pad_token_id=PAD, eos_token_id=EOS, decoder_start_token_id=PAD,
-               dropout_rate=0.0)
+cfg = T5Config(
+    vocab_size=V,
+    d_model=64,
+    d_kv=16,
+    d_ff=128,
+    num_layers=2,
+    num_decoder_layers=2,
+    num_heads=4,
+    pad_token_id=PAD,
+    eos_token_id=EOS,
+    decoder_start_token_id=PAD,
+    dropout_rate=0.0,
+)
 model = T5ForConditionalGeneration(cfg)
 opt = torch.optim.AdamW(model.parameters(), lr=2e-3)
 

@@ -6,10 +6,11 @@ base_lr squared (1e-5 instead of 3e-3 at the end of warmup) and the model barely
 any float, so no warning is raised.
 Source: https://github.com/pytorch/pytorch/issues/78917
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.data import TensorDataset, DataLoader
+from torch.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
 torch.set_num_threads(2)

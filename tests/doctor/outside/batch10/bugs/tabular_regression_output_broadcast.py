@@ -5,9 +5,10 @@ the network is trained to predict the batch mean of the targets for every row. A
 shape check (unlike nn.MSELoss, which would warn), so the run is completely silent.
 Source: https://github.com/sktime/sktime/issues/10931
 """
+
 import torch
 import torch.nn as nn
-from torch.utils.data import TensorDataset, DataLoader
+from torch.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
 torch.set_num_threads(2)

@@ -7,15 +7,24 @@ down; the only symptom is that the "frozen" encoder weights change.
 
 Source: https://github.com/udacity/deep-learning-v2-pytorch/issues/12
 """
+
 import tempfile
+
 import torch
 from torch.utils.data import Dataset
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
 torch.manual_seed(0)
 V, T = 30, 12
-cfg = BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=128, max_position_embeddings=T, num_labels=2)
+cfg = BertConfig(
+    vocab_size=V,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    max_position_embeddings=T,
+    num_labels=2,
+)
 model = BertForSequenceClassification(cfg)
 for param in model.bert.parameters():
     param.require_grad = False  # BUG-LINE
@@ -36,9 +45,18 @@ class ToyText(Dataset):
 
 enc_before = model.bert.encoder.layer[0].attention.self.query.weight.detach().clone()
 with tempfile.TemporaryDirectory() as out_dir:
-    args = TrainingArguments(output_dir=out_dir, max_steps=10, per_device_train_batch_size=16,
-                             learning_rate=5e-3, report_to=[], logging_steps=2, save_strategy="no",
-                             use_cpu=True, seed=0, disable_tqdm=True)
+    args = TrainingArguments(
+        output_dir=out_dir,
+        max_steps=10,
+        per_device_train_batch_size=16,
+        learning_rate=5e-3,
+        report_to=[],
+        logging_steps=2,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
     trainer = Trainer(model=model, args=args, train_dataset=ToyText(256))
     result = trainer.train()
 n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -7,7 +7,9 @@ probability 0.5 instead of 0. No error, no warning: the loss simply plateaus hig
 
 Source: https://github.com/lopuhin/kaggle-imet-2019/issues/3
 """
+
 import tempfile
+
 import torch
 from torch import nn
 from torch.utils.data import Dataset
@@ -52,9 +54,19 @@ class WeightedBCETrainer(Trainer):
 
 model = TagMLP()
 with tempfile.TemporaryDirectory() as out_dir:
-    args = TrainingArguments(output_dir=out_dir, max_steps=40, per_device_train_batch_size=32,
-                             learning_rate=1e-2, report_to=[], logging_steps=10, save_strategy="no",
-                             use_cpu=True, seed=0, disable_tqdm=True, remove_unused_columns=False)
+    args = TrainingArguments(
+        output_dir=out_dir,
+        max_steps=40,
+        per_device_train_batch_size=32,
+        learning_rate=1e-2,
+        report_to=[],
+        logging_steps=10,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+        remove_unused_columns=False,
+    )
     trainer = WeightedBCETrainer(model=model, args=args, train_dataset=Tags(1024))
     result = trainer.train()
 ds = Tags(1024)

@@ -8,15 +8,24 @@ a different objective (its class scores are not a distribution and are poorly ca
 
 Source: https://github.com/activetigger/activetigger/issues/1030
 """
+
 import tempfile
+
 import torch
 from torch.utils.data import Dataset
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
 torch.manual_seed(0)
 V, T, C = 30, 10, 3
-cfg = BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=128, max_position_embeddings=T, num_labels=C)
+cfg = BertConfig(
+    vocab_size=V,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    max_position_embeddings=T,
+    num_labels=C,
+)
 model = BertForSequenceClassification(cfg)
 
 
@@ -35,9 +44,18 @@ class Topics(Dataset):
 
 
 with tempfile.TemporaryDirectory() as out_dir:
-    args = TrainingArguments(output_dir=out_dir, max_steps=12, per_device_train_batch_size=16,
-                             learning_rate=2e-3, report_to=[], logging_steps=4, save_strategy="no",
-                             use_cpu=True, seed=0, disable_tqdm=True)
+    args = TrainingArguments(
+        output_dir=out_dir,
+        max_steps=12,
+        per_device_train_batch_size=16,
+        learning_rate=2e-3,
+        report_to=[],
+        logging_steps=4,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
     trainer = Trainer(model=model, args=args, train_dataset=Topics(256))
     result = trainer.train()
 print(f"train loss {result.training_loss:.4f} problem_type {model.config.problem_type}")

@@ -8,7 +8,9 @@ class is simply under-weighted.
 
 Source: https://github.com/TIGER-AI-Lab/VLM2Vec/issues/42
 """
+
 import tempfile
+
 import torch
 from datasets import Dataset
 from torch import nn
@@ -46,9 +48,18 @@ data.set_format("torch")
 
 model = FraudMLP()
 with tempfile.TemporaryDirectory() as out_dir:
-    args = TrainingArguments(output_dir=out_dir, max_steps=30, per_device_train_batch_size=64,
-                             learning_rate=5e-3, report_to=[], logging_steps=10, save_strategy="no",
-                             use_cpu=True, seed=0, disable_tqdm=True)
+    args = TrainingArguments(
+        output_dir=out_dir,
+        max_steps=30,
+        per_device_train_batch_size=64,
+        learning_rate=5e-3,
+        report_to=[],
+        logging_steps=10,
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
     trainer = Trainer(model=model, args=args, train_dataset=data)
     result = trainer.train()
 with torch.no_grad():

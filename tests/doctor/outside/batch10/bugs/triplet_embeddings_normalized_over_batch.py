@@ -6,6 +6,7 @@ embedding vector, so embeddings are not on the unit sphere and every sample's em
 of the batch. F.normalize accepts any dim, so the run is silent.
 Source: https://github.com/gabeur/mmt/issues/1
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -6,6 +6,7 @@ no longer the ELBO of the model being sampled. Every tensor has the right shape 
 run completes without any message.
 Source: https://github.com/rachtsingh/ibp_vae/issues/3
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

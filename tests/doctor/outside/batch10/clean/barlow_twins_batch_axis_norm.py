@@ -5,6 +5,7 @@ lambda, its off-diagonal entries to 0. Normalising over the batch axis is the me
 the per-vector L2 normalisation used by contrastive losses.
 Source: https://arxiv.org/abs/2103.03230
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

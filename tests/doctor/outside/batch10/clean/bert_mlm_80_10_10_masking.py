@@ -8,6 +8,7 @@ and some inputs are deliberately corrupted with random tokens.
 
 Source: https://arxiv.org/abs/1810.04805
 """
+
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
@@ -15,8 +16,15 @@ torch.manual_seed(0)
 V, T, B = 40, 16, 32
 PAD, CLS, MASK = 0, 1, 2
 FIRST = 3
-cfg = BertConfig(vocab_size=V, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                 intermediate_size=128, max_position_embeddings=T, pad_token_id=PAD)
+cfg = BertConfig(
+    vocab_size=V,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=128,
+    max_position_embeddings=T,
+    pad_token_id=PAD,
+)
 model = BertForMaskedLM(cfg)
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 

@@ -5,6 +5,7 @@ for the tower; both optimizers are zeroed and stepped every iteration. Negatives
 loss is -log sigmoid(score(u, i+) - score(u, i-)).
 Source: https://arxiv.org/abs/1205.2618
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -11,8 +11,10 @@ doctor-command: python -m torch.distributed.run --standalone --nproc-per-node 2 
 
 Source: https://github.com/baidu-baige/LoongForge/pull/163
 """
+
 import contextlib
 import gc
+
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -32,12 +34,19 @@ def micro_batch():
     for i in range(MB):
         if y[i] == 1:
             s = int(torch.randint(0, T - 6, (1,), generator=gen))
-            x[i, :, s:s + 6] += pattern
+            x[i, :, s : s + 6] += pattern
     return x, y
 
 
-net = nn.Sequential(nn.Conv1d(F, 16, 5, padding=2), nn.ReLU(), nn.Conv1d(16, 16, 5, padding=2),
-                    nn.ReLU(), nn.AdaptiveMaxPool1d(1), nn.Flatten(), nn.Linear(16, 2))
+net = nn.Sequential(
+    nn.Conv1d(F, 16, 5, padding=2),
+    nn.ReLU(),
+    nn.Conv1d(16, 16, 5, padding=2),
+    nn.ReLU(),
+    nn.AdaptiveMaxPool1d(1),
+    nn.Flatten(),
+    nn.Linear(16, 2),
+)
 model = DDP(net)
 opt = torch.optim.Adam(model.parameters(), lr=3e-3)
 for step in range(20):

@@ -9,7 +9,9 @@ doctor-command: python -m torch.distributed.run --standalone --nproc-per-node 2 
 
 Source: https://pytorch.org/tutorials/intermediate/dist_tuto.html
 """
+
 import gc
+
 import torch
 import torch.distributed as dist
 from torch import nn

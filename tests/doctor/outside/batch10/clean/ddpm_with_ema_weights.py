@@ -5,8 +5,10 @@ decay min(0.999, (1 + step) / (10 + step)). Fresh timesteps and noise are drawn 
 short ancestral sampling loop is run with the EMA model in eval mode.
 Source: https://arxiv.org/abs/2006.11239
 """
+
 import copy
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -5,7 +5,9 @@ the Huber loss, epsilon-greedy exploration, and gradient-norm clipping. The onli
 the optimizer updates.
 Source: https://arxiv.org/abs/1312.5602
 """
+
 import random
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F

@@ -5,6 +5,7 @@ the training mask, as in Kipf & Welling; the other nodes' labels are never used 
 final accuracy. L2 regularisation is applied to the first layer only, via a per-parameter-group weight decay.
 Source: https://arxiv.org/abs/1609.02907
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -37,8 +38,10 @@ class GCN(nn.Module):
 
 
 model = GCN()
-opt = torch.optim.Adam([{"params": model.w1.parameters(), "weight_decay": 5e-4},
-                        {"params": model.w2.parameters(), "weight_decay": 0.0}], lr=1e-2)
+opt = torch.optim.Adam(
+    [{"params": model.w1.parameters(), "weight_decay": 5e-4}, {"params": model.w2.parameters(), "weight_decay": 0.0}],
+    lr=1e-2,
+)
 for epoch in range(100):
     model.train()
     loss = F.cross_entropy(model(X)[train_mask], y[train_mask])

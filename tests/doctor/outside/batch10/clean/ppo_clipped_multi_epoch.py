@@ -5,6 +5,7 @@ surrogate objective, a value loss and an entropy bonus. Reusing one rollout for 
 the ratio exp(new_logp - old_logp) are the intended PPO design, not a stale-data bug.
 Source: https://arxiv.org/abs/1707.06347
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -41,8 +42,12 @@ for it in range(15):
             steps += 1
             r = 1.0 if s == L - 1 else (-1.0 if s == 0 else -0.01)
             done = s in (0, L - 1) or steps >= 30
-            obs.append(o); acts.append(a); logps.append(dist.log_prob(a)); vals.append(v)
-            rews.append(r); dones.append(float(done))
+            obs.append(o)
+            acts.append(a)
+            logps.append(dist.log_prob(a))
+            vals.append(v)
+            rews.append(r)
+            dones.append(float(done))
             if done:
                 s, steps = L // 2, 0
     obs, acts, old_logp = torch.stack(obs), torch.stack(acts), torch.stack(logps)
@@ -69,4 +74,7 @@ for it in range(15):
     if it % 5 == 0:
         print(f"iter {it} mean reward {rews.mean().item():.4f} loss {loss.item():.4f}")
 with torch.no_grad():
-    print("P(right|s):", [round(F.softmax(net(F.one_hot(torch.tensor(i), L).float())[0], -1)[1].item(), 3) for i in range(1, L - 1)])
+    print(
+        "P(right|s):",
+        [round(F.softmax(net(F.one_hot(torch.tensor(i), L).float())[0], -1)[1].item(), 3) for i in range(1, L - 1)],
+    )

@@ -5,7 +5,9 @@ contributes +sum(log_scale) per sample. The final check compares the summed log-
 computed from the full Jacobian via torch.autograd.functional.jacobian for a few points.
 Source: https://arxiv.org/abs/1605.08803
 """
+
 import math
+
 import torch
 import torch.nn as nn
 
@@ -63,6 +65,11 @@ for step in range(300):
         print(f"step {step} nll {loss.item():.4f}")
 x = data[:3]
 _, ld = flow(x)
-exact = [torch.linalg.slogdet(torch.autograd.functional.jacobian(lambda v: flow(v.unsqueeze(0))[0].squeeze(0), x[i]))[1].item() for i in range(3)]
+exact = [
+    torch.linalg.slogdet(torch.autograd.functional.jacobian(lambda v: flow(v.unsqueeze(0))[0].squeeze(0), x[i]))[
+        1
+    ].item()
+    for i in range(3)
+]
 print("log-det (flow) :", [round(v, 4) for v in ld.tolist()])
 print("log-det (exact):", [round(v, 4) for v in exact])

@@ -6,7 +6,9 @@ simply discarded by zero_grad before the next discriminator step. The spectral-n
 updates in train mode, which the model stays in throughout.
 Source: https://arxiv.org/abs/1802.05957
 """
+
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -22,9 +24,13 @@ def real(n):
 
 
 G = nn.Sequential(nn.Linear(8, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 2))
-D = nn.Sequential(spectral_norm(nn.Linear(2, 128)), nn.LeakyReLU(0.1),
-                  spectral_norm(nn.Linear(128, 128)), nn.LeakyReLU(0.1),
-                  spectral_norm(nn.Linear(128, 1)))
+D = nn.Sequential(
+    spectral_norm(nn.Linear(2, 128)),
+    nn.LeakyReLU(0.1),
+    spectral_norm(nn.Linear(128, 128)),
+    nn.LeakyReLU(0.1),
+    spectral_norm(nn.Linear(128, 1)),
+)
 opt_g = torch.optim.Adam(G.parameters(), lr=1e-4, betas=(0.0, 0.9))
 opt_d = torch.optim.Adam(D.parameters(), lr=4e-4, betas=(0.0, 0.9))
 N_CRITIC = 2

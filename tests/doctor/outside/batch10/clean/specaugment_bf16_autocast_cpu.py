@@ -5,7 +5,9 @@ the autocast region, and backward/step run in full precision on float32 master w
 float32 exponent range, so no GradScaler is used. Evaluation uses un-masked inputs in eval mode.
 Source: https://arxiv.org/abs/1904.08779
 """
+
 import math
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -21,7 +23,7 @@ def batch(n):
     x = torch.randn(n, 1, MELS, FRAMES) * 0.5
     for i in range(n):
         k = int(y[i])
-        x[i, 0, 3 + 7 * k:8 + 7 * k] += 1.5 * (0.5 + 0.5 * torch.sin(2 * math.pi * (k + 1) * t / FRAMES))
+        x[i, 0, 3 + 7 * k : 8 + 7 * k] += 1.5 * (0.5 + 0.5 * torch.sin(2 * math.pi * (k + 1) * t / FRAMES))
     return x, y
 
 
@@ -30,14 +32,24 @@ def spec_augment(x, F_max=6, T_max=8):
     for i in range(x.shape[0]):
         f0 = int(torch.randint(0, MELS - F_max, (1,)))
         t0 = int(torch.randint(0, FRAMES - T_max, (1,)))
-        x[i, :, f0:f0 + int(torch.randint(0, F_max + 1, (1,))), :] = 0
-        x[i, :, :, t0:t0 + int(torch.randint(0, T_max + 1, (1,)))] = 0
+        x[i, :, f0 : f0 + int(torch.randint(0, F_max + 1, (1,))), :] = 0
+        x[i, :, :, t0 : t0 + int(torch.randint(0, T_max + 1, (1,)))] = 0
     return x
 
 
-model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-                      nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
-                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(0.2), nn.Linear(32, C))
+model = nn.Sequential(
+    nn.Conv2d(1, 16, 3, padding=1),
+    nn.BatchNorm2d(16),
+    nn.ReLU(),
+    nn.MaxPool2d(2),
+    nn.Conv2d(16, 32, 3, padding=1),
+    nn.BatchNorm2d(32),
+    nn.ReLU(),
+    nn.AdaptiveAvgPool2d(1),
+    nn.Flatten(),
+    nn.Dropout(0.2),
+    nn.Linear(32, C),
+)
 opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
 for step in range(60):
     model.train()

@@ -7,7 +7,9 @@ not count in the loss, while the encoder padding is handled by the attention mas
 
 Source: https://github.com/patil-suraj/exploring-T5/issues/2
 """
+
 import random
+
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
@@ -20,12 +22,21 @@ for w in [str(d) for d in range(10)] + names:
     vocab[w] = len(vocab)
 tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
 tk.pre_tokenizer = pre_tokenizers.Whitespace()
-tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="</s>",
-                              unk_token="<unk>")
+tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
 
-cfg = T5Config(vocab_size=len(vocab), d_model=64, d_kv=16, d_ff=128, num_layers=2,
-               num_decoder_layers=2, num_heads=4, pad_token_id=0, eos_token_id=1,
-               decoder_start_token_id=0, dropout_rate=0.0)
+cfg = T5Config(
+    vocab_size=len(vocab),
+    d_model=64,
+    d_kv=16,
+    d_ff=128,
+    num_layers=2,
+    num_decoder_layers=2,
+    num_heads=4,
+    pad_token_id=0,
+    eos_token_id=1,
+    decoder_start_token_id=0,
+    dropout_rate=0.0,
+)
 model = T5ForConditionalGeneration(cfg)
 opt = torch.optim.AdamW(model.parameters(), lr=2e-3)
 

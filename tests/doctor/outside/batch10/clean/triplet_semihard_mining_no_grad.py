@@ -5,6 +5,7 @@ non-differentiable selection), and the loss is then recomputed with gradients on
 gradient is intended, not a detached-loss bug.
 Source: https://arxiv.org/abs/1503.03832
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -41,7 +42,9 @@ for step in range(150):
                     n = cand[d[a, cand].argmin()]
                 else:
                     n = cand[torch.randint(0, len(cand), (1,))].squeeze()
-                anchors.append(a); positives.append(p); negatives.append(int(n))
+                anchors.append(a)
+                positives.append(p)
+                negatives.append(int(n))
     ia, ip, ineg = torch.tensor(anchors), torch.tensor(positives), torch.tensor(negatives)
     dap = (e[ia] - e[ip]).norm(dim=1)
     dan = (e[ia] - e[ineg]).norm(dim=1)

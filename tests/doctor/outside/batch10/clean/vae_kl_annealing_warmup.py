@@ -4,6 +4,7 @@ pure reconstruction (an autoencoder) on purpose, which counters posterior collap
 uses std = exp(0.5 * logvar), consistent with the analytic KL for a log-variance parameterisation.
 Source: https://arxiv.org/abs/1511.06349
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
