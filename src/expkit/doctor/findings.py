@@ -17,8 +17,10 @@ __all__ = [
     "FindingKind",
     "RawStack",
     "argument_made_at",
+    "assigned_at",
     "assigned_from",
     "init_attribute_line",
+    "is_user_file",
     "keyword_line",
     "raw_stack",
     "source_tokens",
@@ -277,7 +279,6 @@ def init_attribute_line(cls: type, name: str) -> tuple[str | None, int | None]:
     """The user's line in ``cls.__init__`` that sets ``self.<name>`` (the first line naming it with an ``=`` in
     its code): where a module a check measured was built, when it was built before the probe was armed."""
     import inspect
-    import re
 
     try:
         lines, first = inspect.getsourcelines(cls.__init__)  # type: ignore[misc]
@@ -290,7 +291,9 @@ def init_attribute_line(cls: type, name: str) -> tuple[str | None, int | None]:
     return None, None
 
 
-def _yours(path: str) -> bool:
+def is_user_file(path: str) -> bool:
+    """Whether ``path`` is one of the user's files (not torch, an installed package, the standard library or
+    expkit): the rule of :func:`user_line_of`."""
     return user_line_of(((path, 0),))[0] is not None
 
 
@@ -301,7 +304,7 @@ def assigned_at(value: Any, frame: Any) -> tuple[str | None, int | None]:
     first: tuple[str | None, int | None] = (None, None)
     while frame is not None:
         path = frame.f_code.co_filename
-        if not path.startswith("<frozen") and _yours(path):
+        if not path.startswith("<frozen") and is_user_file(path):
             if first[0] is None:
                 first = (path, frame.f_lineno)
             names = [k for k, v in frame.f_locals.items() if v is value]

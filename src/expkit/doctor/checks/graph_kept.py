@@ -76,7 +76,7 @@ NUMBERS = ("item", "detach", "tolist", "numpy", "cpu")  # what makes a kept valu
 def _holder_name(tensor: torch.Tensor) -> tuple[str, str] | None:
     """``(file, name)`` of a user's variable that holds a list (or a dict's list) with ``tensor`` in it, read from
     the live frames' locals and globals: the kept tensor is in that container, not in a variable of its own."""
-    from expkit.doctor.findings import user_line_of
+    from expkit.doctor.findings import is_user_file
 
     holders = [r for r in gc.get_referrers(tensor) if isinstance(r, (list, collections.deque))]
     if not holders:
@@ -84,7 +84,7 @@ def _holder_name(tensor: torch.Tensor) -> tuple[str, str] | None:
     frame = sys._getframe(1)
     while frame is not None:
         file = frame.f_code.co_filename
-        if user_line_of(((file, 0),))[0] is not None:
+        if is_user_file(file):
             for scope in (frame.f_locals, frame.f_globals):
                 for name, value in list(scope.items()):
                     if any(value is h for h in holders):

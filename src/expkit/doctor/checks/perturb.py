@@ -19,7 +19,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import init_attribute_line, raw_stack, user_line_of
+from expkit.doctor.findings import init_attribute_line, is_user_file, raw_stack, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
@@ -111,7 +111,7 @@ def op_caller(yours: dict[str, bool], skip: int) -> tuple[str | None, int | None
         return None, None
     path = frame.f_code.co_filename
     if path not in yours:
-        yours[path] = user_line_of(((path, 0),))[0] is not None
+        yours[path] = is_user_file(path)
     return (path, frame.f_lineno) if yours[path] else (None, None)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from torch import nn
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import source_tokens, string_literals, user_frame, user_line_of
+from expkit.doctor.findings import is_user_file, source_tokens, string_literals, user_frame, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe
@@ -245,7 +245,7 @@ class FreezeFlagMisspelled(Check):
         attribute, count = max(hits.items(), key=lambda kv: kv[1])
         main = getattr(sys.modules.get("__main__"), "__file__", None)
         files = [f for f in (main, inspect.getsourcefile(type(root)), user_frame(2)[0]) if f]
-        files = [f for f in dict.fromkeys(files) if user_line_of(((f, 0),))[0] is not None]
+        files = [f for f in dict.fromkeys(files) if is_user_file(f)]
         where = _attribute_line(files, attribute)
         probe.report(
             kind="bug",

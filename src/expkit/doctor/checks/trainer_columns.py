@@ -119,7 +119,8 @@ class TrainerDroppedAskedColumn(Check):
         self.done = False
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if not self.done and ev.training and ev.grad_enabled:
+        # the arguments each forward received matter only under a Hugging Face Trainer (transformers imported)
+        if not self.done and ev.training and ev.grad_enabled and "transformers" in sys.modules:
             given = self.given.setdefault(id(ev.module), set())
             given.update(ev.kwargs)
             with contextlib.suppress(TypeError, ValueError):
