@@ -79,7 +79,9 @@ def _tokenizer_ids(vocab: int | None) -> tuple[tuple[int, ...], int | None]:
     if "transformers" not in sys.modules or vocab is None:
         return (), None
     base = getattr(sys.modules["transformers"], "PreTrainedTokenizerBase", None)
-    found = [obj for obj in gc.get_objects() if base is not None and isinstance(obj, base)] if base else []
+    # type(obj), not isinstance: isinstance reads __class__, which some objects answer with a warning (printed
+    # into the program's output)
+    found = [obj for obj in gc.get_objects() if issubclass(type(obj), base)] if isinstance(base, type) else []
     ids = set()
     for tok in found:
         try:

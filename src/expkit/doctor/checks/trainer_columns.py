@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 def hf_trainer() -> Any:
     """The program's Hugging Face Trainer (a subclass instance included), or None: searched through the garbage
-    collector, only when transformers is imported and only in the watched steps."""
-    module = sys.modules.get("transformers")
+    collector, only when transformers' trainer module is imported (``transformers.Trainer`` would import it, a
+    second of pandas and datasets, in a program that has no Trainer) and only in the watched steps."""
+    module = sys.modules.get("transformers.trainer")
     trainer_type = getattr(module, "Trainer", None) if module is not None else None
     if not isinstance(trainer_type, type):
         return None
@@ -193,7 +194,7 @@ class TrainerDroppedAskedColumn(Check):
         """At the first step: find the Trainer and the columns it drops; when it overrides compute_loss, hand
         its compute_loss batches that note the keys asked for."""
         trainer = hf_trainer()
-        base = getattr(sys.modules.get("transformers"), "Trainer", None)
+        base = getattr(sys.modules.get("transformers.trainer"), "Trainer", None)
         if trainer is None or base is None:
             self.done = True
             return
