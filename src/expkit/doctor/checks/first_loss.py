@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
+
 from expkit.doctor.checks import Check, register
 from expkit.train.sanity import check_first_loss
 
@@ -38,7 +40,12 @@ class FirstLoss(Check):
         self.done = True
         classes = int(x.shape[1])
         check = check_first_loss(float(ev.value.detach()), vocab_size=classes)
-        if check.delta > FIRST_LOSS_ABOVE_NATS:
+        # the loss the same logits give a target drawn at random (logsumexp - mean logit): large when the logits
+        # are large, near ln C when only the target's own logit is low. A margin head (ArcFace, CosFace) lowers
+        # the target's logit on purpose, from the labels, and starts far above ln C with near-uniform logits
+        z = x.detach().float().movedim(1, -1).reshape(-1, classes)
+        any_target = float((torch.logsumexp(z, dim=-1) - z.mean(dim=-1)).mean()) - check.ln_vocab
+        if check.delta > FIRST_LOSS_ABOVE_NATS and any_target > FIRST_LOSS_ABOVE_NATS:
             probe.report(
                 kind="bug",
                 check=self.name,
@@ -49,6 +56,7 @@ class FirstLoss(Check):
                     "ln_classes": check.ln_vocab,
                     "classes": classes,
                     "delta_nats": check.delta,
+                    "random_target_delta_nats": round(any_target, 6),
                 },
                 fix="look for a scale on the logits (a temperature < 1, missing 1/sqrt(d)), inputs far from "
                 "unit scale, or a custom init with a large std; the head should start near uniform",

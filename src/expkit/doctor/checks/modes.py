@@ -13,7 +13,7 @@ from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import user_frame, user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import BackwardEvent, ForwardEvent, Probe, StepEvent
+    from expkit.doctor.probe import ForwardEvent, Probe, StepEvent
 
 _MODE_LAYERS = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
@@ -27,45 +27,85 @@ def _mode_layers(module: nn.Module) -> list[str]:
     return out
 
 
-def _requires_grad(output: Any) -> bool:
+def _grad_tensors(output: Any) -> list[torch.Tensor]:
+    """The tensors of a forward's output (a tensor, tuple, list, dict or ModelOutput) that require grad."""
     if isinstance(output, torch.Tensor):
-        return output.requires_grad
+        return [output] if output.requires_grad else []
     if isinstance(output, (tuple, list)):
-        return any(_requires_grad(o) for o in output)
+        return [t for o in output for t in _grad_tensors(o)]
     if isinstance(output, dict):
-        return any(_requires_grad(o) for o in output.values())
-    return False
+        return [t for o in output.values() for t in _grad_tensors(o)]
+    return []
+
+
+class _EvalForward:
+    """A top-level forward run in eval() mode with grad enabled: whether a backward reached its output (a hook on
+    each output tensor that requires grad says so), judged at the next optimizer step or the watch's end."""
+
+    def __init__(self, module: nn.Module, where: tuple[str | None, int | None], outputs: list[torch.Tensor]) -> None:
+        self.module, self.where, self.backpropagated = module, where, False
+        for t in outputs:
+            t.register_hook(self._reached)
+
+    def _reached(self, grad: torch.Tensor) -> None:
+        self.backpropagated = True
 
 
 @register
 class Modes(Check):
     """Each top-level forward's train/eval and grad mode: an evaluation that keeps its autograd graph, an
-    evaluation left in training mode (dropout, batch norm), training steps taken in ``eval()``."""
+    evaluation left in training mode (dropout, batch norm), training steps taken in ``eval()``. Whether an
+    eval() forward was an evaluation or a training step is measured, not guessed from the order of calls: a
+    backward that reaches its output makes it part of training."""
 
     name = "modes"
 
     def __init__(self) -> None:
-        self.pending: tuple[nn.Module, tuple[str | None, int | None]] | None = None
+        self.pending: list[_EvalForward] = []
 
-    def _flush_eval_graph(self, probe: Probe) -> None:
-        if self.pending is None:
-            return
-        module, where = self.pending
-        self.pending = None
+    def _judge(self, probe: Probe) -> None:
+        pending, self.pending = self.pending, []
+        kept_graph = next((e for e in pending if not e.backpropagated), None)
+        if kept_graph is not None:
+            probe.report(
+                kind="bug",
+                check="eval_keeps_graph",
+                message=f"{type(kept_graph.module).__name__} ran in eval() mode with grad enabled and its output was "
+                "never backpropagated: every activation of the forward is kept for a backward that never comes",
+                evidence={"training": False, "grad_enabled": True, "output_requires_grad": True},
+                fix="wrap evaluation in `with torch.no_grad():` (or torch.inference_mode())",
+                where=kept_graph.where,
+            )
+        trained = probe.optimizer_param_ids()
+        for e in pending:
+            if e.backpropagated and self._trained_in_eval(probe, e, trained):
+                return
+
+    def _trained_in_eval(self, probe: Probe, e: _EvalForward, trained: set[int]) -> bool:
+        module, where = e.module, e.where
+        layers = _mode_layers(module)
+        if not layers or any(m.training for m in module.modules() if isinstance(m, _MODE_LAYERS)):
+            return False  # nothing behaves differently, or a layer set back to train(): modes chosen layer by layer
+        if trained and not any(id(p) in trained for p in module.parameters()):
+            return False  # a frozen network (a perceptual loss, a teacher) kept in eval() on purpose
+        set_eval = user_line_of(probe.eval_sites.get(id(module)))
+        if set_eval[0] is not None:
+            where = set_eval  # the line that put the model in eval mode, not the forward that showed it
         probe.report(
             kind="bug",
-            check="eval_keeps_graph",
-            message=f"{type(module).__name__} ran in eval() mode with grad enabled and its output was never "
-            "backpropagated: every activation of the forward is kept for a backward that never comes",
-            evidence={"training": False, "grad_enabled": True, "output_requires_grad": True},
-            fix="wrap evaluation in `with torch.no_grad():` (or torch.inference_mode())",
+            check="train_in_eval_mode",
+            message=f"{type(module).__name__} is trained while in eval() mode: {len(layers)} dropout/batch-norm "
+            f"layer(s) ({', '.join(layers[:3])}) run as at inference (no dropout, frozen statistics)",
+            evidence={"training": False, "mode_layers": len(layers)},
+            fix="call model.train() after each evaluation, before the next training step",
             where=where,
         )
+        return True
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        self._flush_eval_graph(probe)  # a new forward without backward in between
-        if not ev.training and ev.grad_enabled and _requires_grad(ev.output):
-            self.pending = (ev.module, user_frame(3))
+        outputs = _grad_tensors(ev.output) if not ev.training and ev.grad_enabled else []
+        if outputs:
+            self.pending.append(_EvalForward(ev.module, user_frame(3), outputs))
         elif ev.training and not ev.grad_enabled:
             layers = _mode_layers(ev.module)
             held = probe.optimizer_param_ids()
@@ -81,32 +121,10 @@ class Modes(Check):
                     fix="call model.eval() before evaluating and model.train() before training again",
                 )
 
-    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
-        if self.pending is None:
-            return
-        module, where = self.pending
-        self.pending = None
-        layers = _mode_layers(module)
-        if any(m.training for m in module.modules() if isinstance(m, _MODE_LAYERS)):
-            return  # a layer set back to train() under an eval() model: the modes are chosen layer by layer
-        set_eval = user_line_of(probe.eval_sites.get(id(module)))
-        if set_eval[0] is not None:
-            where = set_eval  # the line that put the model in eval mode, not the forward that showed it
-        if layers:
-            probe.report(
-                kind="bug",
-                check="train_in_eval_mode",
-                message=f"{type(module).__name__} is trained while in eval() mode: {len(layers)} dropout/batch-norm "
-                f"layer(s) ({', '.join(layers[:3])}) run as at inference (no dropout, frozen statistics)",
-                evidence={"training": False, "mode_layers": len(layers)},
-                fix="call model.train() after each evaluation, before the next training step",
-                where=where,
-            )
-
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         if probe.backwards_since_step == 0:
             return
-        self._flush_eval_graph(probe)
+        self._judge(probe)
 
     def finish(self, probe: Probe) -> None:
-        self._flush_eval_graph(probe)
+        self._judge(probe)

@@ -58,6 +58,7 @@ def _inferred_padding(ids: torch.Tensor, pad: int | None) -> tuple[int, torch.Te
     if ids.shape[0] < 2 or ids.shape[1] < 3:
         return None
     last = ids[:, -1]
+    chosen = pad is None
     if pad is None:
         values, counts = torch.unique(last, return_counts=True)
         pad = int(values[int(counts.argmax())])
@@ -65,6 +66,10 @@ def _inferred_padding(ids: torch.Tensor, pad: int | None) -> tuple[int, torch.Te
     lengths = ids.shape[1] - run.sum(1)
     padded_rows = int((lengths < ids.shape[1]).sum())
     if padded_rows < MIN_PADDED_ROWS or bool((lengths == 0).any()) or int(lengths.unique().numel()) < 2:
+        return None
+    if chosen and int((run.sum(1) >= 2).sum()) < MIN_PADDED_ROWS:
+        # an id read on the ids alone is padding when it fills two or more positions of at least two rows:
+        # random tokens end rows with runs of one (a run of two has the odds 1/vocabulary per row)
         return None
     if bool(((ids == pad) & ~run).any()):
         return None  # the id is also a real token: not padding

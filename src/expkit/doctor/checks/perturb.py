@@ -298,6 +298,26 @@ def _first_cause(
     return None
 
 
+def _relates_rows(others: Any, kwargs: dict[str, Any], n: int) -> bool:
+    """Whether the forward's other inputs say how its first input's ``n`` rows relate: an edge list (integer
+    indices below ``n``, as many as there are edges, not one per row), an ``n`` x ``n`` adjacency, a sparse
+    matrix. A graph network's rows are its nodes, and it mixes them on purpose."""
+    stack = [*others, *kwargs.values()]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, (tuple, list)):
+            stack.extend(t)
+            continue
+        if not isinstance(t, torch.Tensor) or t.numel() == 0:
+            continue
+        if t.layout != torch.strided or (t.dim() == 2 and t.shape[0] == t.shape[1] == n):
+            return True
+        edges = not t.is_floating_point() and t.dtype != torch.bool and t.shape[-1] != n
+        if edges and int(t.min()) >= 0 and int(t.max()) < n:
+            return True
+    return False
+
+
 @register
 class SamplesMixed(Check):
     """The first training forward of each model, replayed with the batch's last sample changed: the other
@@ -319,6 +339,8 @@ class SamplesMixed(Check):
             return
         if not ev.inputs or ev.inputs[0] is not x:
             return  # the batch came as a keyword (an HF model's input_ids=): not replayed
+        if _relates_rows(ev.inputs[1:], ev.kwargs, x.shape[0]):
+            return  # a graph's nodes: the forward is given how the rows relate, and mixes them by design
         # the changed input is made without grad: ops recorded here would be saved tensors a non-reentrant
         # checkpoint around the model counts in its forward and misses in its recomputation
         x = x.detach()
