@@ -297,10 +297,11 @@ def is_user_file(path: str) -> bool:
     return user_line_of(((path, 0),))[0] is not None
 
 
-def assigned_at(value: Any, frame: Any) -> tuple[str | None, int | None]:
+def assigned_at(value: Any, frame: Any, *, outer: bool = False) -> tuple[str | None, int | None]:
     """The user line that assigned the local variable holding ``value`` (the object itself), from ``frame`` out
     through the user's frames (a mask handed down as an argument); else the innermost user frame's line (the value
-    built in the call's own arguments)."""
+    built in the call's own arguments). ``outer``: a frame that does not hold it sends the search on outwards (a
+    value a function reads from the module's globals, or from an object, was assigned in an outer frame)."""
     first: tuple[str | None, int | None] = (None, None)
     while frame is not None:
         path = frame.f_code.co_filename
@@ -308,6 +309,9 @@ def assigned_at(value: Any, frame: Any) -> tuple[str | None, int | None]:
             if first[0] is None:
                 first = (path, frame.f_lineno)
             names = [k for k, v in frame.f_locals.items() if v is value]
+            if not names and outer:
+                frame = frame.f_back
+                continue
             if not names:  # built in the call's own arguments
                 return path, frame.f_lineno
             found = _assignment(path, frame.f_code.co_firstlineno, frame.f_lineno, names)

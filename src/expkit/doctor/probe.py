@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.modules.loss import _Loss
 
 from expkit.doctor.checks import Check, all_checks
 from expkit.doctor.child import DEFAULT_WATCH_STEPS
@@ -168,6 +169,7 @@ class Probe:
         self.backwards_since_step = 0
         self.steps_by_optimizer: dict[int, int] = {}
         self._depth = 0
+        self._loss_depth = 0  # of the forwards running now, those of loss modules (nn.CrossEntropyLoss ...)
         self._in_check = False
         self._seen: set[tuple[str, str | None, int | None]] = set()
         # provenance (checks/provenance.py): where objects were made or assigned, where the graph was cut
@@ -233,8 +235,9 @@ class Probe:
 
     @property
     def inside_forward(self) -> bool:
-        """A module's forward is running (a loss computed now is the model's own, as an HF causal LM's)."""
-        return self._depth > 0
+        """A module's forward is running (a loss computed now is the model's own, as an HF causal LM's); a loss
+        module's own forward (``nn.CrossEntropyLoss()(logits, y)``) is the user's loss, not a model's."""
+        return self._depth > self._loss_depth
 
     def trained_roots(self) -> list[nn.Module]:
         """Top-level modules whose parameters some optimizer holds."""
@@ -533,6 +536,8 @@ class Probe:
                 known = self._registered[id(module)] = {id(m) for m in module.modules()}
             self._root_modules = known
         self._depth += 1
+        if isinstance(module, _Loss):
+            self._loss_depth += 1
 
     def _note_module(self, module: nn.Module, grad: bool) -> None:
         """Which modules with parameters ran since the last step, under no_grad or outside their root."""
@@ -561,6 +566,8 @@ class Probe:
     def _forward_post(self, module: nn.Module, inputs: Any, kwargs: Any, output: Any = None) -> None:
         # output is absent when the forward raised (an always_call hook still runs)
         self._depth = max(0, self._depth - 1)
+        if isinstance(module, _Loss):
+            self._loss_depth = max(0, self._loss_depth - 1)
         if self._in_check:
             return
         grad = torch.is_grad_enabled()

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import re
+import sys
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import string_literals
+from expkit.doctor.findings import argument_made_at, assigned_at, string_literals, user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe
@@ -155,4 +156,62 @@ class AdapterTargetMatchesNothing(Check):
             fix="use the model's own module names (print([n for n, _ in model.named_modules()]), e.g. GPT-2's "
             "mlp.c_fc), or target_modules='all-linear'",
             where=(file, written or line) if file else None,
+        )
+
+
+def _task_heads(model: Any) -> list[tuple[str, Any]]:
+    """The classification head of a Hugging Face task model (each linear layer whose outputs are the
+    ``config.num_labels`` logits of a sequence or token classifier, a copy peft trains included), named; none for
+    any other model (a language model's head predicts the vocabulary and is pretrained)."""
+    config = getattr(model, "config", None)
+    labels, vocab = getattr(config, "num_labels", None), getattr(config, "vocab_size", None)
+    if not isinstance(labels, int) or not type(model).__name__.endswith(_TASK_HEADS):
+        return []
+    import torch
+
+    return [
+        (n, m)
+        for n, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear) and m.out_features == labels and m.out_features != vocab
+    ]
+
+
+_TASK_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForMultipleChoice", "ForQuestionAnswering")
+
+
+@register
+class AdapterTaskHeadFrozen(Check):
+    """A peft model over a classifier (a ``...ForSequenceClassification``) trained with its classification head
+    frozen: the head is new (a pretrained body has none for this task), and peft freezes every parameter but the
+    adapter's unless the config's ``task_type`` (``SEQ_CLS``) or ``modules_to_save`` names it. The adapter then
+    learns against a random projection that never moves. Names the line that made the config."""
+
+    name = "adapter_task_head_frozen"
+
+    def __init__(self) -> None:
+        self.done: set[int] = set()
+
+    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
+        config = first_training_forward(ev, self.done)
+        base = getattr(ev.module, "get_base_model", None)
+        if config is None or not callable(base):
+            return
+        heads = _task_heads(base())
+        if not heads or any(p.requires_grad for _, m in heads for p in m.parameters()):
+            return
+        head = heads[-1]
+        # the config where a variable of the user's still holds it, else the get_peft_model call's argument
+        file, line = assigned_at(config, sys._getframe(1), outer=True)
+        if file is None or line == user_frame()[1]:
+            file, line = probe.built_at(ev.module)
+            line = (argument_made_at(file, line, "peft_config", position=1) or line) if file is not None else None
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the classification head {head[0]!r} of {type(base()).__name__} is frozen under the adapter: "
+            "it is newly initialised for this task, and peft trains only the adapter unless the config's "
+            "task_type or modules_to_save names the head, so the adapter learns against a random projection",
+            evidence={"head": head[0], "task_type": str(getattr(config, "task_type", None))},
+            fix="LoraConfig(task_type='SEQ_CLS', ...) (or modules_to_save=['" + head[0].rsplit(".", 1)[-1] + "'])",
+            where=(file, line) if file is not None else None,
         )
