@@ -24,6 +24,12 @@ def _key(ids: torch.Tensor, step: int) -> tuple[Any, ...]:
     return (step, ids.untyped_storage().data_ptr(), ids.storage_offset(), tuple(ids.shape), tuple(ids.stride()))
 
 
+def _rows(table: nn.Module) -> int:
+    weight = table.weight
+    assert isinstance(weight, torch.Tensor)
+    return int(weight.shape[0])
+
+
 @register
 class EmbeddingIndexedByOtherIds(Check):
     """Every training lookup of the watched steps, per table: the id tensors it was given and where. A table fed
@@ -64,26 +70,23 @@ class EmbeddingIndexedByOtherIds(Check):
         if self.done or ev.index < probe.watch_steps:
             return
         self.done = True
-        tables = list(self.lookups.values())
-        for big, keys, where in tables:
-            rows = big.weight.shape[0]
+        tables = [(_rows(m), keys, where) for m, keys, where in self.lookups.values()]
+        for rows, keys, where in tables:
             smaller = [
-                (other, o_where)
-                for other, o_keys, o_where in tables
-                if other.weight.shape[0] < rows and all(k in o_keys for k in keys)
+                (o_rows, o_where) for o_rows, o_keys, o_where in tables if o_rows < rows and set(keys) <= set(o_keys)
             ]
             if not smaller:
                 continue
-            other, o_where = min(smaller, key=lambda t: t[0].weight.shape[0])
+            other_rows, o_where = min(smaller, key=lambda t: t[0])
             probe.report(
                 kind="bug",
                 check=self.name,
                 message=f"an embedding of {rows} rows was looked up only with the id tensor that also indexes an "
-                f"embedding of {other.weight.shape[0]} rows (line {o_where[1]}): its rows {other.weight.shape[0]}.."
+                f"embedding of {other_rows} rows (line {o_where[1]}): its rows {other_rows}.."
                 f"{rows - 1} are never read, so they are never trained (the ids of another table passed)",
                 evidence={
                     "rows": rows,
-                    "other_rows": int(other.weight.shape[0]),
+                    "other_rows": other_rows,
                     "other_lookup_line": o_where[1],
                 },
                 fix="look each table up with its own ids (user ids for the user table, item ids for the item table)",
