@@ -47,7 +47,8 @@ class EmbeddingIndexedByOtherIds(Check):
 
         def make(original: Any) -> Any:
             def forward(module: nn.Module, ids: Any, *args: Any, **kwargs: Any) -> Any:
-                if not check.done and module.training and torch.is_grad_enabled() and isinstance(ids, torch.Tensor):
+                live = not check.done and not probe._in_check and module.training and torch.is_grad_enabled()
+                if live and isinstance(ids, torch.Tensor):
                     check._note(module, ids)
                 return original(module, ids, *args, **kwargs)
 
