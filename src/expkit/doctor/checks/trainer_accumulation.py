@@ -83,32 +83,26 @@ class TrainerAccumulationNotScaled(Check):
                 count = kw.get("num_items_in_batch")
                 if not judged and count is not None and isinstance(inputs, dict):
                     judged = True
+
+                    def replay(n: Any) -> float | None:
+                        return _loss_of(original(model, dict(inputs), *a, **{**kw, "num_items_in_batch": n}))
+
                     with contextlib.suppress(Exception):  # a replay's failure is not the program's
-                        check._judge(probe, original, model, inputs, a, kw, count, steps, override)
+                        check._judge(probe, replay, count, steps, override)
                 return original(model, inputs, *a, **kw)
 
             return compute_loss
 
         probe.patch(trainer, "compute_loss", make)
 
-    def _judge(
-        self,
-        probe: Probe,
-        original: Any,
-        model: Any,
-        inputs: dict,
-        a: tuple,
-        kw: dict,
-        count: Any,
-        steps: int,
-        override: Any,
-    ) -> None:
+    def _judge(self, probe: Probe, replay: Any, count: Any, steps: int, override: Any) -> None:
+        """``replay(n)``: the override's loss on the micro-batch with ``num_items_in_batch=n``."""
         values = []
         probe._in_check = True  # the replays' forwards are the doctor's, not the program's: no check sees them
         try:
             for n in (count, count * 2):
                 with torch.no_grad(), torch.random.fork_rng(devices=[]):
-                    values.append(_loss_of(original(model, dict(inputs), *a, **{**kw, "num_items_in_batch": n})))
+                    values.append(replay(n))
         finally:
             probe._in_check = False
         first, second = values
