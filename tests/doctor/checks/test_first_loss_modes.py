@@ -1,6 +1,7 @@
 """first_loss judged on the logits, not the loss alone: a margin head (ArcFace's additive angular margin, written
 from the paper, arXiv 1801.07698) lowers the target's own logit from the labels and starts far above ln C with
-near-uniform logits, and is silent; logits scaled far up are found. The train/eval modes measured on the run: an
+near-uniform logits, and is silent; so is a cosine head whose scale (its temperature) is large on purpose; a plain
+head's logits scaled far up are found. The train/eval modes measured on the run: an
 eval() network whose output a backward reaches is part of training (a frozen perceptual-loss network kept in
 eval() on purpose is silent, a trained model left in eval() is found), and an eval() forward that no backward
 reaches keeps its graph for nothing."""
@@ -59,9 +60,30 @@ def test_a_margin_head_starts_far_above_ln_c_with_near_uniform_logits_and_is_sil
     assert "first_loss" not in _first_loss(margin=0.5)
 
 
-def test_logits_scaled_far_up_are_found_with_or_without_a_margin():
-    assert "first_loss" in _first_loss(margin=0.0, scale=400.0)
-    assert "first_loss" in _first_loss(margin=0.5, scale=400.0)
+def test_a_cosine_head_with_a_large_scale_is_silent():
+    # CosFace-style: normalised embeddings and class vectors, scale 30 (the paper uses 64): logits bounded by s, a
+    # temperature chosen large on purpose, far above ln C at the start with or without a margin
+    assert "first_loss" not in _first_loss(margin=0.0, scale=400.0)
+    assert "first_loss" not in _first_loss(margin=0.35, scale=400.0)
+
+
+def _plain(scale: float) -> list[str]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 20))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            x, y = torch.randn(128, 32), torch.randint(0, 20, (128,))
+            loss = F.cross_entropy(model(x) * scale, y)  # the logits' scale
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return _checks(w)
+
+
+def test_a_plain_head_whose_logits_are_scaled_far_up_is_found():
+    assert "first_loss" in _plain(50.0)
+    assert "first_loss" not in _plain(1.0)
 
 
 def _perceptual(model_in_eval: bool) -> list[str]:

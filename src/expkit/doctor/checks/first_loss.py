@@ -19,6 +19,25 @@ if TYPE_CHECKING:
 FIRST_LOSS_ABOVE_NATS = 2.0
 
 
+def _cosine_head(logits: torch.Tensor, depth: int = 8) -> bool:
+    """Whether the logits were made from vectors normalised a few ops before (a vector norm in the last ``depth``
+    levels of their graph): a cosine head (CosFace, ArcFace, NormFace) bounds its logits by its scale ``s``, which
+    is a temperature chosen large on purpose, so its first loss says nothing about the init."""
+    level = [logits.grad_fn]
+    seen: set[int] = set()
+    for _ in range(depth):
+        nxt = []
+        for node in level:
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if "VectorNormBackward" in type(node).__name__ or type(node).__name__.startswith("NormBackward"):
+                return True
+            nxt.extend(n for n, _ in node.next_functions)
+        level = nxt
+    return False
+
+
 @register
 class FirstLoss(Check):
     """A classifier's first cross-entropy, before any update, far above ln(classes) (C3.4): large, confidently
@@ -45,7 +64,7 @@ class FirstLoss(Check):
         # the target's logit on purpose, from the labels, and starts far above ln C with near-uniform logits
         z = x.detach().float().movedim(1, -1).reshape(-1, classes)
         any_target = float((torch.logsumexp(z, dim=-1) - z.mean(dim=-1)).mean()) - check.ln_vocab
-        if check.delta > FIRST_LOSS_ABOVE_NATS and any_target > FIRST_LOSS_ABOVE_NATS:
+        if check.delta > FIRST_LOSS_ABOVE_NATS and any_target > FIRST_LOSS_ABOVE_NATS and not _cosine_head(x):
             probe.report(
                 kind="bug",
                 check=self.name,
