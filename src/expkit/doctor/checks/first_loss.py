@@ -3,7 +3,7 @@ ln C; far above it the initial logits are large and confidently wrong (an init o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -26,7 +26,7 @@ def _cosine_head(logits: torch.Tensor, depth: int = 8) -> bool:
     level = [logits.grad_fn]
     seen: set[int] = set()
     for _ in range(depth):
-        nxt = []
+        nxt: list[Any] = []
         for node in level:
             if node is None or id(node) in seen:
                 continue
