@@ -58,3 +58,38 @@ def test_a_model_rebuilt_after_its_optimizer_is_named_at_the_rebuilding_statemen
     model = (("/venv/torch/nn/modules/container.py", 120), ("train.py", 14), ("train.py", 20), *runner)
     assert _parting_frame(optimizer, model) == ("train.py", 20)
     assert _parting_frame(optimizer, (("other.py", 3), *runner)) is None  # another file: no common scope
+
+
+def _gan_with_a_discriminator_left_out() -> list:
+    findings: list = []
+    probe = Probe(watch_steps=2, sink=findings.append)  # armed from the start, as under `expkit doctor`
+    probe.install()
+    try:
+        torch.manual_seed(0)
+        gen = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8))
+        d_a, d_b = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1)), nn.Linear(8, 1)
+        opt_d = torch.optim.Adam(d_a.parameters(), lr=1e-3)  # d_b left out of the discriminators' optimizer
+        opt_g = torch.optim.Adam(gen.parameters(), lr=1e-3)
+        bce = nn.functional.binary_cross_entropy_with_logits
+        for _ in range(3):
+            real, fake = torch.randn(16, 8), gen(torch.randn(16, 4))
+            scores = [(d(real), d(fake.detach())) for d in (d_a, d_b)]
+            d_loss = sum(bce(r, torch.ones_like(r)) + bce(f, torch.zeros_like(f)) for r, f in scores)
+            opt_d.zero_grad()
+            d_loss.backward()
+            opt_d.step()
+            g_loss = sum(bce(d(fake), torch.ones(16, 1)) for d in (d_a, d_b))
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+    finally:
+        probe.finish()
+    return [e for e in findings if e.get("check") == "trainable_not_updated"]
+
+
+def test_a_discriminator_left_out_is_named_at_the_optimizer_its_backward_was_for():
+    # the generator's optimizer is built after the discriminators' one: the line is the optimizer that steps
+    # after the backward that reached the stray parameters, not the last optimizer built
+    lines, first = inspect.getsourcelines(_gan_with_a_discriminator_left_out)
+    (f,) = _gan_with_a_discriminator_left_out()
+    assert f["line"] == first + next(i for i, t in enumerate(lines) if "# d_b left out" in t)

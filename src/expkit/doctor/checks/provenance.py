@@ -97,6 +97,7 @@ class TrainableNotUpdated(Check):
     def __init__(self) -> None:
         self.leaves: dict[int, torch.Tensor] = {}
         self.inputs: dict[int, torch.Tensor] = {}  # leaves given to a top-level forward: data, not weights
+        self.reported: set[int] = set()  # ids of the model's tensors already reported
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         # a tensor the program feeds to its model is an input even when it requires grad (the interpolates of a
@@ -134,14 +135,19 @@ class TrainableNotUpdated(Check):
         if loose:
             where = next((w for w in (_origin(probe, t) for t in loose) if w is not None), None)
             self._report(probe, loose, "are not registered with any module (a plain list or attribute)", where)
-        kept = [t for t in stray if id(t) in registered]
+        kept = [t for t in stray if id(t) in registered and id(t) not in self.reported]
+        self.reported.update(id(t) for t in kept)  # once: a GAN's second backward reaches them again
         if kept:
-            self._report(probe, kept, "belong to the model but no optimizer holds them", self._why_kept(probe, kept))
+            why = self._why_kept(probe, kept, ev.optimizer)
+            self._report(probe, kept, "belong to the model but no optimizer holds them", why)
 
-    def _why_kept(self, probe: Probe, kept: list[torch.Tensor]) -> tuple[str | None, int | None] | None:
+    def _why_kept(
+        self, probe: Probe, kept: list[torch.Tensor], stepping: torch.optim.Optimizer
+    ) -> tuple[str | None, int | None] | None:
         """A module the fitting LightningModule holds outside its module tree (a plain dict of heads called in
         training_step), where it was built; a module assigned after the optimizer was built (a swapped head);
-        else the optimizer's line."""
+        else the line that built the optimizer stepping now (the one the backward that reached them was for: a
+        GAN's discriminator optimizer, not the generator's built after it), else the last optimizer's line."""
         from expkit.doctor.checks.lr_schedule import lightning_module
 
         module = lightning_module()
@@ -177,7 +183,8 @@ class TrainableNotUpdated(Check):
                 parted = _parting_frame(last_opt[1], rec[1])
                 if parted is not None:
                     return parted
-        return _where(last_opt[1])
+        stepping_made = probe.made_at.get(id(stepping))
+        return _where((stepping_made or last_opt)[1])
 
     def _report(self, probe: Probe, ts: list[torch.Tensor], why: str, where: Any) -> None:
         values = sum(t.numel() for t in ts)
