@@ -3,11 +3,15 @@ and labels that are the inputs themselves (next-token targets not shifted)."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import source_tree, user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
@@ -75,6 +79,15 @@ class SameBatch(Check):
         )
 
 
+def _setting_line(keyword: str) -> tuple[str | None, int | None]:
+    """The line of the user's file (the innermost user frame's) that passes ``keyword=`` to a call, else that
+    frame's line."""
+    file, line = user_frame(3)
+    tree = source_tree(file) if file is not None else None
+    found = [n.value.lineno for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == keyword] if tree else []
+    return file, min(found) if found else line
+
+
 @register
 class LabelsNotShifted(Check):
     """For sequence models: the cross-entropy targets equal the token ids the model was given, position for
@@ -84,6 +97,7 @@ class LabelsNotShifted(Check):
 
     def __init__(self) -> None:
         self.ids: torch.Tensor | None = None
+        self.smoother_watched = False
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         # the token ids of this step's last forward that took them; a later forward on floats (the head of an
@@ -95,14 +109,38 @@ class LabelsNotShifted(Check):
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.ids = None
 
-    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
-        ids, y = self.ids, ev.target
-        if ids is None or ev.function != "cross_entropy" or not isinstance(y, torch.Tensor) or y.is_floating_point():
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        # the HF Trainer's label smoothing scores the logits itself (log_softmax and gather, no cross_entropy
+        # call), shifting the labels only for the causal-LM classes it knows by name: its unshifted call is judged
+        # like a cross-entropy from the next step on
+        smoother = getattr(sys.modules.get("transformers.trainer_pt_utils"), "LabelSmoother", None)
+        if self.smoother_watched or smoother is None:
             return
-        if y.numel() != ids.numel() or y.device != ids.device:
+        self.smoother_watched = True
+        check = self
+
+        def make(original: Any) -> Any:
+            def smooth(this: Any, output: Any, labels: Any, shift_labels: bool = False, **kw: Any) -> Any:
+                if not shift_labels and isinstance(labels, torch.Tensor) and not probe._in_check:
+                    with contextlib.suppress(Exception):  # a judgement's failure is not the program's
+                        check.judge(probe, labels, -100, _setting_line("label_smoothing_factor"))
+                return original(this, output, labels, shift_labels=shift_labels, **kw)
+
+            return smooth
+
+        probe.patch(smoother, "__call__", make)
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        if ev.function != "cross_entropy" or not isinstance(ev.target, torch.Tensor):
+            return
+        self.judge(probe, ev.target, ev.kwargs.get("ignore_index", -100), None)
+
+    def judge(self, probe: Probe, y: torch.Tensor, ignore: int, where: tuple[str | None, int | None] | None) -> None:
+        ids = self.ids
+        if ids is None or y.is_floating_point() or y.numel() != ids.numel() or y.device != ids.device:
             return
         y2 = y.reshape(ids.shape)
-        keep = y2 != ev.kwargs.get("ignore_index", -100)
+        keep = y2 != ignore
         if int(keep.sum()) == 0 or not bool((y2[keep] == ids[keep]).all()):
             return
         shifted = ids[:, 1:] == y2[:, :-1]
@@ -117,7 +155,9 @@ class LabelsNotShifted(Check):
                 "next_token_agreement": float(shifted.float().mean()),
             },
             fix="predict the next token: logits[:, :-1] against ids[:, 1:] (Hugging Face causal LMs shift "
-            "labels=input_ids themselves; a hand-written loss must shift)",
+            "labels=input_ids themselves; a hand-written loss must shift; the Trainer's label smoothing shifts only "
+            "for the causal-LM classes it knows by name: shift the labels in the collator, or smooth in compute_loss)",
+            where=where if where is not None and where[0] is not None else None,
         )
 
 
