@@ -17,7 +17,7 @@ import functools
 import math
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -216,18 +216,25 @@ class Probe:
         )
         self.sink({"event": "finding", **finding.to_json()})
 
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """The doctor's own work (a check's judgement, a replay of the program's code): no event is dispatched
+        and no wrapper records what runs inside it."""
+        before, self._in_check = self._in_check, True
+        try:
+            yield
+        finally:
+            self._in_check = before
+
     def _dispatch(self, method: str, *args: Any) -> None:
         if self._in_check or not self.active:
             return
-        self._in_check = True
-        try:
+        with self.quiet():
             for check in self.checks:
                 try:
                     getattr(check, method)(self, *args)
                 except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's training
                     self.sink(_error_event(check.name, exc))
-        finally:
-            self._in_check = False
 
     # ---- what checks ask -------------------------------------------------------------------------
     def optimizer_param_ids(self) -> set[int]:

@@ -3,7 +3,6 @@ and labels that are the inputs themselves (next-token targets not shifted)."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import source_tree, user_frame
+from expkit.doctor.findings import keyword_line, user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
@@ -83,9 +82,7 @@ def _setting_line(keyword: str) -> tuple[str | None, int | None]:
     """The line of the user's file (the innermost user frame's) that passes ``keyword=`` to a call, else that
     frame's line."""
     file, line = user_frame(3)
-    tree = source_tree(file) if file is not None else None
-    found = [n.value.lineno for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg == keyword] if tree else []
-    return file, min(found) if found else line
+    return file, keyword_line(file, (keyword,)) or line
 
 
 @register

@@ -8,6 +8,7 @@ node), else the loss call."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -124,13 +125,9 @@ class LossTargetCarriesGradient(Check):
                     if probe.active and not probe._in_check:
                         inp = args[0] if args else kwargs.get("input")
                         target = args[1] if len(args) > 1 else kwargs.get("target")
-                        probe._in_check = True
-                        try:
+                        # a check's bug must not break the user's training
+                        with probe.quiet(), contextlib.suppress(Exception):
                             check._judge_loss(fname, inp, target, raw_stack(2))
-                        except Exception:  # noqa: BLE001, S110 - a check's bug must not break the user's training
-                            pass
-                        finally:
-                            probe._in_check = False
                     return value
 
                 loss_fn.__wrapped__ = original  # type: ignore[attr-defined]

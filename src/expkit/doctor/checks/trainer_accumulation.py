@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import sys
+import inspect
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.trainer_columns import hf_trainer
-from expkit.doctor.findings import source_tree
+from expkit.doctor.checks.trainer_columns import hf_trainer, hf_trainer_class
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import Probe, StepEvent
@@ -34,16 +34,13 @@ def _last_return(function: Any) -> tuple[str | None, int | None]:
     code = getattr(function, "__code__", None)
     if code is None:
         return None, None
-    tree = source_tree(code.co_filename)
-    defs = [
-        n
-        for n in (ast.walk(tree) if tree is not None else ())
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and n.name == code.co_name
-        and min([n.lineno, *(d.lineno for d in n.decorator_list)]) == code.co_firstlineno
-    ]
-    returns = [r.lineno for r in ast.walk(defs[0]) if isinstance(r, ast.Return)] if defs else []
-    return code.co_filename, max(returns) if returns else code.co_firstlineno
+    try:
+        lines, first = inspect.getsourcelines(function)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return code.co_filename, code.co_firstlineno
+    returns = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Return)]
+    return code.co_filename, first + max(returns) - 1 if returns else code.co_firstlineno
 
 
 @register
@@ -61,8 +58,7 @@ class TrainerAccumulationNotScaled(Check):
         if self.done:
             return
         self.done = True
-        trainer = hf_trainer()
-        base = getattr(sys.modules.get("transformers.trainer"), "Trainer", None)
+        trainer, base = hf_trainer(), hf_trainer_class()
         args = getattr(trainer, "args", None)
         steps = getattr(args, "gradient_accumulation_steps", 1)
         if trainer is None or base is None or not isinstance(steps, int) or steps < 2:
@@ -98,13 +94,10 @@ class TrainerAccumulationNotScaled(Check):
     def _judge(self, probe: Probe, replay: Any, count: Any, steps: int, override: Any) -> None:
         """``replay(n)``: the override's loss on the micro-batch with ``num_items_in_batch=n``."""
         values = []
-        probe._in_check = True  # the replays' forwards are the doctor's, not the program's: no check sees them
-        try:
+        with probe.quiet():  # the replays' forwards are the doctor's, not the program's: no check sees them
             for n in (count, count * 2):
                 with torch.no_grad(), torch.random.fork_rng(devices=[]):
                     values.append(replay(n))
-        finally:
-            probe._in_check = False
         first, second = values
         if first is None or second is None or first == 0 or abs(second - first) > 1e-6 * abs(first):
             return

@@ -24,13 +24,18 @@ if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe, StepEvent
 
 
+def hf_trainer_class() -> Any:
+    """``transformers.Trainer`` when the program loaded it, else None (``transformers.Trainer`` would import
+    ``transformers.trainer``, a second of pandas and datasets, into a program that has no Trainer)."""
+    trainer_type = getattr(sys.modules.get("transformers.trainer"), "Trainer", None)
+    return trainer_type if isinstance(trainer_type, type) else None
+
+
 def hf_trainer() -> Any:
     """The program's Hugging Face Trainer (a subclass instance included), or None: searched through the garbage
-    collector, only when transformers' trainer module is imported (``transformers.Trainer`` would import it, a
-    second of pandas and datasets, in a program that has no Trainer) and only in the watched steps."""
-    module = sys.modules.get("transformers.trainer")
-    trainer_type = getattr(module, "Trainer", None) if module is not None else None
-    if not isinstance(trainer_type, type):
+    collector, only when the Trainer class is loaded (:func:`hf_trainer_class`) and only in the watched steps."""
+    trainer_type = hf_trainer_class()
+    if trainer_type is None:
         return None
     # type(obj), not isinstance: isinstance reads __class__, which some objects answer with a warning
     return next((obj for obj in gc.get_objects() if issubclass(type(obj), trainer_type)), None)
@@ -193,8 +198,7 @@ class TrainerDroppedAskedColumn(Check):
     def _instrument(self, probe: Probe) -> None:
         """At the first step: find the Trainer and the columns it drops; when it overrides compute_loss, hand
         its compute_loss batches that note the keys asked for."""
-        trainer = hf_trainer()
-        base = getattr(sys.modules.get("transformers.trainer"), "Trainer", None)
+        trainer, base = hf_trainer(), hf_trainer_class()
         if trainer is None or base is None:
             self.done = True
             return
