@@ -69,3 +69,55 @@ def test_an_ema_that_updates_the_encoder_and_leaves_the_head_is_found():
 @pytest.mark.parametrize("how", ["whole", "averaged", "frozen_reference"])
 def test_whole_copies_and_a_frozen_reference_are_silent(how):
     assert _run(how) == []
+
+
+# ema_decay_swapped: the share of the way to the trained weights that the copy moves in one step is 1 - decay.
+# levanter#883 (https://github.com/marin-community/levanter/pull/883): the EMA kept 1 - beta of itself.
+
+
+def _averaged_copy(update: str):
+    """A model trained for 3 steps beside an EMA copy that never runs a forward while watched; returns the
+    ema_decay_swapped findings and the line of the update."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 1))
+    ema = copy.deepcopy(model).requires_grad_(False)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    line = 0
+    with watch(steps=2) as w:
+        for step in range(3):
+            loss = F.mse_loss(model(torch.randn(32, 6)), torch.randn(32, 1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                for pe, pm in zip(ema.parameters(), model.parameters(), strict=True):
+                    if update == "swapped":
+                        line = _lineno() + 1
+                        pe.copy_(0.001 * pe + 0.999 * pm)
+                    elif update == "right":
+                        pe.lerp_(pm, 0.001)
+                    elif update == "warmup":  # diffusers' EMAModel warm-up: decay (1 + step) / (10 + step)
+                        decay = (1 + step) / (10 + step)
+                        pe.mul_(decay).add_(pm, alpha=1 - decay)
+                    elif update == "hard_sync":  # a DQN target network copied at every step
+                        pe.copy_(pm)
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "ema_decay_swapped"], line
+
+
+def _lineno() -> int:
+    import sys
+
+    return sys._getframe(1).f_lineno
+
+
+def test_an_ema_with_decay_and_one_minus_decay_swapped_is_found_at_its_update():
+    found, line = _averaged_copy("swapped")
+    (f,) = found
+    assert f.evidence["share_moved_per_step"] == pytest.approx(0.999, abs=1e-3)
+    assert f.line == line
+
+
+@pytest.mark.parametrize("update", ["right", "warmup", "hard_sync", "none"])
+def test_a_slow_average_a_warm_up_and_a_hard_sync_are_silent(update):
+    assert _averaged_copy(update)[0] == []

@@ -4,7 +4,12 @@ every step. Measured, not read from the update loop: at the first step, the para
 that equal a trained parameter (a ``deepcopy``) are paired with it; over the next step window, when some copies
 moved while the trained weights moved and others stayed exactly where they were, the update loop leaves part of
 the copy behind (a key head missing from the zipped parameter lists). A frozen copy (a DPO reference model, a
-teacher kept at its initial weights) moves nowhere and is not flagged; neither is a copy that moves as a whole."""
+teacher kept at its initial weights) moves nowhere and is not flagged; neither is a copy that moves as a whole.
+
+The same window measures the average's rate (``ema_decay_swapped``): the share of the way from its old value to
+its trained twin that each copy moved in one step is ``1 - decay``. A copy that moved nearly all the way (at least
+95 %, not exactly all: a hard target-network sync copies) keeps almost nothing of its history: ``decay`` and
+``1 - decay`` are swapped in the update (levanter#883). The line that wrote into the copy in that window names it."""
 
 from __future__ import annotations
 
@@ -12,13 +17,41 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.checks.perturb import op_caller
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe, StepEvent
 
 MAX_PAIRED_ELEMENTS = 50_000_000  # copies of bigger models are not snapshot (the watch must stay light)
+SWAPPED_RATE = 0.95  # a copy that moves this share of the way to its twin in one step keeps no history
+COPY_RATE = 1 - 1e-4  # above this, the copy was synced (a hard target update), not averaged
+
+
+class _CopyWrites(TorchFunctionMode):
+    """Between the two steps of the window: the first user line whose in-place op wrote into a copy
+    (``copy_``, ``mul_``, ``lerp_``, ``_foreach_*_`` on a list of them)."""
+
+    def __init__(self, copies: set[int]) -> None:
+        super().__init__()
+        self.copies = copies
+        self.on = True
+        self.yours: dict[str, bool] = {}
+        self.line: tuple[str, int] | None = None
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if not self.on or self.line is not None or not args or not getattr(func, "__name__", "").endswith("_"):
+            return out
+        first = args[0]
+        targets = first if isinstance(first, (list, tuple)) else (first,)
+        if any(isinstance(t, torch.Tensor) and id(t) in self.copies for t in targets):
+            file, line = op_caller(self.yours, 2)
+            if file is not None and line is not None:
+                self.line = (file, line)
+        return out
 
 
 @register
@@ -33,6 +66,7 @@ class EmaCopyPartial(Check):
         self.pairs: list[tuple[nn.Module, str, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
         self.steps = 0
         self.done = False
+        self.writes: _CopyWrites | None = None
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if not self.done:
@@ -46,7 +80,26 @@ class EmaCopyPartial(Check):
             self._pair(probe)
         elif self.steps == 2:
             self.done = True
+            self._close()
             self._judge(probe)
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        if self.steps == 1 and self.pairs and self.writes is None and not self.done:
+            self.writes = _CopyWrites({id(c) for _, _, c, _, _, _ in self.pairs})
+            self.writes.__enter__()
+
+    def _close(self) -> None:
+        mode = self.writes
+        if mode is None or not mode.on:
+            return
+        mode.on = False
+        stack = _get_current_function_mode_stack()
+        if stack and stack[-1] is mode:
+            mode.__exit__(None, None, None)
+        # else a mode the program entered since is still open above ours: ours stays, switched off
+
+    def finish(self, probe: Probe) -> None:
+        self._close()
 
     def _pair(self, probe: Probe) -> None:
         trained = [p for opt in list(probe.optimizers) for g in opt.param_groups for p in g["params"]]
@@ -56,7 +109,7 @@ class EmaCopyPartial(Check):
             by_shape.setdefault(tuple(p.shape), []).append(p)
         total = 0
         with torch.no_grad():
-            for root in self.roots.values():
+            for root in [*self.roots.values(), *_unrun_tops(self.roots.values())]:
                 for name, c in root.named_parameters():
                     if id(c) in ids or c.numel() < 2:
                         continue
@@ -70,12 +123,15 @@ class EmaCopyPartial(Check):
                         self.pairs, self.done = [], True
                         return
                     self.pairs.append((root, name, c, c.detach().clone(), twin, twin.detach().clone()))
+                    ids.add(id(c))  # paired once, under the first root that holds it
         if not self.pairs:
             self.done = True
 
     def _judge(self, probe: Probe) -> None:
         moved: list[str] = []
         left: list[tuple[nn.Module, str]] = []
+        rates: list[float] = []
+        followed: set[int] = set()  # ids of the roots some of whose copies moved
         with torch.no_grad():
             for root, name, c, c0, o, o0 in self.pairs:
                 if torch.equal(o, o0):
@@ -84,7 +140,15 @@ class EmaCopyPartial(Check):
                     left.append((root, name))
                 else:
                     moved.append(name)
+                    followed.add(id(root))
+                    gap = (o.detach() - c0).double().flatten()
+                    if float(gap.dot(gap)) > 0:
+                        rates.append(float((c.detach() - c0).double().flatten().dot(gap) / gap.dot(gap)))
         self.pairs = []
+        self._judge_rate(probe, rates)
+        # a copy that never ran (found by _unrun_tops) is left behind only beside its own moving parts: a frozen
+        # snapshot next to a moving EMA model is two copies, not one half-updated one
+        left = [(r, n) for r, n in left if id(r) in self.roots or id(r) in followed]
         if not moved or not left:
             return
         root = left[0][0]
@@ -100,6 +164,36 @@ class EmaCopyPartial(Check):
             fix="update every parameter of the copy: zip(online.parameters(), target.parameters()) over the whole "
             "online and target models (backbone and head), or use torch.optim.swa_utils.AveragedModel",
         )
+
+    def _judge_rate(self, probe: Probe, rates: list[float]) -> None:
+        if not rates:
+            return
+        rate = sorted(rates)[len(rates) // 2]
+        if not SWAPPED_RATE <= rate <= COPY_RATE:
+            return
+        where = self.writes.line if self.writes is not None else None
+        probe.report(
+            kind="bug",
+            check="ema_decay_swapped",
+            message=f"a copy of the trained weights outside every optimizer (an EMA/momentum model) moved "
+            f"{rate:.4f} of the way to them in one step: it keeps {1 - rate:.4f} of its old value, so the average "
+            "is the latest weights with almost no history (decay and 1 - decay swapped)",
+            evidence={"share_moved_per_step": rate, "copies_measured": len(rates)},
+            fix="ema = decay * ema + (1 - decay) * model with decay near 1 (ema.lerp_(model, 1 - decay)), or "
+            "torch.optim.swa_utils.AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay))",
+            where=where,
+        )
+
+
+def _unrun_tops(ran: Any) -> list[nn.Module]:
+    """The outermost live modules that did not run a forward before the first step and are not inside one that
+    did: an EMA model that is only averaged into (evaluated at the end) never runs while the watch lasts."""
+    import gc
+
+    seen = {id(m) for root in ran for m in root.modules()}
+    found = [obj for obj in gc.get_objects() if issubclass(type(obj), nn.Module) and id(obj) not in seen]
+    inner = {id(m) for top in found for m in top.modules() if m is not top}
+    return [m for m in found if id(m) not in inner]
 
 
 def _same(a: torch.Tensor, b: Any) -> bool:
