@@ -12,13 +12,12 @@ from __future__ import annotations
 import contextlib
 import gc
 import inspect
-import itertools
 import re
 import sys
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import source_tokens, string_literals, user_frame
+from expkit.doctor.findings import keyword_line, string_literals, user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe, StepEvent
@@ -101,12 +100,6 @@ def _words(name: str) -> set[str]:
     return {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in words}  # weights, weight: one word
 
 
-def _keyword_line(file: str | None, name: str) -> int | None:
-    """The first line of ``file`` that passes ``name=`` as a keyword (``remove_unused_columns=True``), or None."""
-    tokens = source_tokens(file) if file else ()
-    return next((a.start[0] for a, b in itertools.pairwise(tokens) if a.string == name and b.string == "="), None)
-
-
 @register
 class TrainerDroppedAskedColumn(Check):
     """Under a Hugging Face Trainer whose subclass overrides ``compute_loss``: a training-set column that the
@@ -146,7 +139,7 @@ class TrainerDroppedAskedColumn(Check):
         self.done = True
         code = getattr(type(self.trainer).compute_loss, "__code__", None)
         file = code.co_filename if code is not None else None
-        line = _keyword_line(file, "remove_unused_columns")
+        line = keyword_line(file, ("remove_unused_columns",))
         where = (file, line) if line is not None else self.asked[missing[0]]
         probe.report(
             kind="bug",
@@ -182,7 +175,7 @@ class TrainerDroppedAskedColumn(Check):
         file, at = user_frame(2)  # the training script's train() call
         named = [ln for ln, value in string_literals(file) if value == column]
         line = max((ln for ln in named if at is None or ln <= at), default=named[0] if named else None)
-        line = line if line is not None else _keyword_line(file, "remove_unused_columns")
+        line = line if line is not None else keyword_line(file, ("remove_unused_columns",))
         probe.report(
             kind="bug",
             check=self.name,
