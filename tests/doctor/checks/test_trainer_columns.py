@@ -123,3 +123,59 @@ def test_a_torch_dataset_whose_sample_key_is_meant_for_a_forward_argument_is_fou
     (f,) = _forward_side(tmp_path, "weight", as_torch_dataset=True)
     assert f.evidence["dropped_column"] == "weight" and f.line == _line_of("# the weight column", _forward_side)
     assert _forward_side(tmp_path, "sample_weight", as_torch_dataset=True) == []
+
+
+def _kwargs_forward(tmp_path, reads: str):
+    """A classifier that takes its padding mask through ``**kwargs`` (transformers#7548,
+    https://github.com/huggingface/transformers/issues/7548): the Trainer keeps only the columns forward names."""
+    from datasets import Dataset
+    from torch import nn
+    from transformers import Trainer, TrainingArguments
+
+    class MeanPool(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.head = nn.Embedding(32, 8, padding_idx=0), nn.Linear(8, 2)
+
+        def forward(self, input_ids, labels=None, **kwargs):  # the signature
+            mask = kwargs.get("attention_mask")
+            return self.pool(input_ids, labels, mask)
+
+        def pool(self, input_ids, labels, mask):
+            mask = torch.ones_like(input_ids) if mask is None else mask
+            h = (self.emb(input_ids) * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
+            logits = self.head(h)
+            return {"loss": nn.functional.cross_entropy(logits, labels), "logits": logits}
+
+    class TypedPool(MeanPool):
+        def forward(self, input_ids, labels=None, **kwargs):
+            return self.pool(input_ids, labels, kwargs.get("token_type_ids"))
+
+    torch.manual_seed(0)
+    lengths = torch.randint(2, 8, (32,))
+    mask = (torch.arange(8)[None] < lengths[:, None]).long()
+    ids = torch.randint(1, 32, (32, 8)) * mask
+    data = Dataset.from_dict({"input_ids": ids.tolist(), "attention_mask": mask.tolist(), "labels": [0, 1] * 16})
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=3,
+        per_device_train_batch_size=8,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
+    with watch(steps=2) as w:
+        Trainer(model=MeanPool() if reads == "attention_mask" else TypedPool(), args=args, train_dataset=data).train()
+    assert not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "trainer_dropped_asked_column"]
+
+
+def test_a_dropped_column_read_from_forwards_kwargs_is_found_at_the_signature(tmp_path):
+    (f,) = _kwargs_forward(tmp_path, "attention_mask")
+    assert f.evidence["read_from_kwargs"] == ["attention_mask"]
+    assert f.line == _line_of("# the signature", _kwargs_forward)
+
+
+def test_kwargs_that_read_no_dropped_column_are_silent(tmp_path):
+    assert _kwargs_forward(tmp_path, "token_type_ids") == []

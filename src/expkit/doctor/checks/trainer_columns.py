@@ -169,7 +169,7 @@ class TrainerDroppedAskedColumn(Check):
         idle = [n for n, p in params.items() if p.default is None and n not in given]
         pairs = [(c, n) for c in sorted(self.dropped) for n in idle if _words(c) & _words(n)]
         if not pairs:
-            return False
+            return self._read_from_kwargs(probe, model, params)
         self.done = True
         column, argument = pairs[0]
         file, at = user_frame(2)  # the training script's train() call
@@ -185,6 +185,34 @@ class TrainerDroppedAskedColumn(Check):
             evidence={"dropped_column": column, "argument_never_given": argument, "dropped": sorted(self.dropped)},
             fix=f"name the column as forward's argument ({argument!r}), or carry it through a data collator",
             where=(file, line) if file is not None and line is not None else None,
+        )
+        return True
+
+    def _read_from_kwargs(self, probe: Probe, model: Any, params: Any) -> bool:
+        """A ``forward(..., **kwargs)`` that reads a dropped column by name (``kwargs.get("attention_mask")``): the
+        Trainer keeps only columns named in the signature, so the key is never there and forward runs its fallback
+        (transformers#7548). Names forward's ``def`` line, where the column must be named."""
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+            return False
+        fn = inspect.unwrap(type(model).forward)
+        try:
+            file, first = inspect.getsourcefile(fn), inspect.getsourcelines(fn)[1]
+        except (OSError, TypeError):
+            return False
+        last = first + len(inspect.getsourcelines(fn)[0]) - 1
+        read = sorted(v for ln, v in string_literals(file) if first <= ln <= last and v in self.dropped)
+        if not read:
+            return False
+        self.done = True
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{type(model).__name__}.forward reads the column {read[0]!r} from **kwargs, but the Trainer "
+            "removed it from every batch (remove_unused_columns keeps only the columns named in forward's "
+            "signature): forward never receives it and runs its fallback",
+            evidence={"read_from_kwargs": read, "dropped": sorted(self.dropped)},
+            fix=f"name {read[0]!r} as an argument of forward, or TrainingArguments(remove_unused_columns=False)",
+            where=(file, first) if file is not None else None,
         )
         return True
 
