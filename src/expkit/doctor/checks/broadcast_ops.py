@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
+from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import op_caller
+from expkit.doctor.checks.perturb import close_mode, op_caller
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, ForwardEvent, Probe, StepEvent
@@ -88,11 +88,7 @@ class ArithmeticBroadcastAcrossBatch(Check):
         mode, self.mode = self.mode, None
         if mode is None:
             return
-        mode.on = False
-        stack = _get_current_function_mode_stack()
-        if stack and stack[-1] is mode:
-            mode.__exit__(None, None, None)
-        # else a mode the program entered since is still open above ours: ours stays, switched off
+        close_mode(mode)
         if mode.found is None or self.reported:
             return
         self.reported = True

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
+from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import op_caller
+from expkit.doctor.checks.perturb import close_mode, op_caller
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe, StepEvent
@@ -92,11 +92,7 @@ class EmaCopyPartial(Check):
         mode = self.writes
         if mode is None or not mode.on:
             return
-        mode.on = False
-        stack = _get_current_function_mode_stack()
-        if stack and stack[-1] is mode:
-            mode.__exit__(None, None, None)
-        # else a mode the program entered since is still open above ours: ours stays, switched off
+        close_mode(mode)
 
     def finish(self, probe: Probe) -> None:
         self._close()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import init_attribute_line, is_user_file, raw_stack, user_line_of
@@ -113,6 +113,18 @@ def op_caller(yours: dict[str, bool], skip: int) -> tuple[str | None, int | None
     if path not in yours:
         yours[path] = is_user_file(path)
     return (path, frame.f_lineno) if yours[path] else (None, None)
+
+
+def close_mode(mode: TorchFunctionMode) -> None:
+    """Switch off a recording mode a check entered by hand (its ``on`` set to False) and leave the mode stack:
+    from the top, every switched-off mode exits. A mode entered after ours and still open (the program's own, or
+    another check's that closes later) keeps ours on the stack, switched off, until it leaves too; two checks'
+    modes that open at one forward and close at one backward exit in either order."""
+    mode.on = False  # type: ignore[attr-defined]
+    stack = _get_current_function_mode_stack()
+    while stack and getattr(stack[-1], "on", True) is False:
+        stack[-1].__exit__(None, None, None)
+        stack = _get_current_function_mode_stack()
 
 
 class _UserOps(TorchFunctionMode):
