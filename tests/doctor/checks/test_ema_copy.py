@@ -94,6 +94,9 @@ def _averaged_copy(update: str):
                     if update == "swapped":
                         line = _lineno() + 1
                         pe.copy_(0.001 * pe + 0.999 * pm)
+                    elif update == "swapped_through_data":
+                        line = _lineno() + 1
+                        pe.data.mul_(0.001).add_(pm.data, alpha=0.999)
                     elif update == "right":
                         pe.lerp_(pm, 0.001)
                     elif update == "warmup":  # diffusers' EMAModel warm-up: decay (1 + step) / (10 + step)
@@ -111,8 +114,9 @@ def _lineno() -> int:
     return sys._getframe(1).f_lineno
 
 
-def test_an_ema_with_decay_and_one_minus_decay_swapped_is_found_at_its_update():
-    found, line = _averaged_copy("swapped")
+@pytest.mark.parametrize("update", ["swapped", "swapped_through_data"])
+def test_an_ema_with_decay_and_one_minus_decay_swapped_is_found_at_its_update(update):
+    found, line = _averaged_copy(update)
     (f,) = found
     assert f.evidence["share_moved_per_step"] == pytest.approx(0.999, abs=1e-3)
     assert f.line == line

@@ -36,7 +36,7 @@ class _CopyWrites(TorchFunctionMode):
 
     def __init__(self, copies: set[int]) -> None:
         super().__init__()
-        self.copies = copies
+        self.copies = copies  # data_ptr() of each copy
         self.on = True
         self.yours: dict[str, bool] = {}
         self.line: tuple[str, int] | None = None
@@ -47,7 +47,7 @@ class _CopyWrites(TorchFunctionMode):
             return out
         first = args[0]
         targets = first if isinstance(first, (list, tuple)) else (first,)
-        if any(isinstance(t, torch.Tensor) and id(t) in self.copies for t in targets):
+        if any(isinstance(t, torch.Tensor) and t.data_ptr() in self.copies for t in targets):
             file, line = op_caller(self.yours, 2)
             if file is not None and line is not None:
                 self.line = (file, line)
@@ -85,7 +85,8 @@ class EmaCopyPartial(Check):
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         if self.steps == 1 and self.pairs and self.writes is None and not self.done:
-            self.writes = _CopyWrites({id(c) for _, _, c, _, _, _ in self.pairs})
+            # by storage address: ``ema_p.data.mul_(d)`` writes through a new tensor object each time
+            self.writes = _CopyWrites({c.data_ptr() for _, _, c, _, _, _ in self.pairs})
             self.writes.__enter__()
 
     def _close(self) -> None:
