@@ -68,3 +68,21 @@ def test_crossed_needs_each_operand_spread_along_the_others_batch_axis():
     assert not crossed((8, 4), (4,), 8)  # a per-feature vector
     assert not crossed((8, 1), (1, 8), 8)  # the same rank: written on purpose
     assert not crossed((3, 1), (3,), 8)  # not the batch
+
+
+def test_two_recording_modes_closed_out_of_order_both_leave_the_stack():
+    from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
+
+    from expkit.doctor.checks.perturb import close_mode
+
+    class Recording(TorchFunctionMode):
+        on = True
+
+    before = len(_get_current_function_mode_stack())
+    first, second = Recording(), Recording()
+    first.__enter__()
+    second.__enter__()
+    close_mode(first)  # not on top: switched off, kept
+    assert len(_get_current_function_mode_stack()) == before + 2 and first.on is False
+    close_mode(second)  # both leave
+    assert len(_get_current_function_mode_stack()) == before
