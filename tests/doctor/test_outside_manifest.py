@@ -56,6 +56,7 @@ LATER_BATCHES = [
     ("batch9", 26, 17, 3),  # five programs from reports batch 8 had used were removed before the split
     ("batch10", 41, 15, 5),  # two writers (plain PyTorch; the libraries and DDP), merged before the split
     ("batch11", 33, 13, 5),  # two writers again; one program of a source both used was dropped before the split
+    ("batch12", 42, 19, 2),  # four writers (three of bugs and clean programs, one of clean library programs)
 ]
 
 
@@ -89,7 +90,7 @@ def test_later_batch_split_is_its_own_seeded_split(batch):
 
 
 @pytest.mark.parametrize(
-    "batch", ["batch3", "batch4", "batch5", "batch6", "batch7", "batch8", "batch9", "batch10", "batch11"]
+    "batch", ["batch3", "batch4", "batch5", "batch6", "batch7", "batch8", "batch9", "batch10", "batch11", "batch12"]
 )
 def test_a_later_batch_uses_no_source_of_the_earlier_batches(batch):
     earlier = {e["source"] for e in MANIFEST["programs"]}
