@@ -114,6 +114,30 @@ def test_a_model_input_that_requires_grad_is_not_an_unoptimised_weight():
     assert _found(w, "trainable_not_updated") == []
 
 
+@pytest.mark.parametrize("as_keyword", [False, True])
+def test_points_differentiated_with_autograd_grad_inside_the_model_input_are_not_unoptimised_weights(as_keyword):
+    # a physics-informed network: the collocation points require grad and enter the model through a cat, the
+    # loss takes u's derivatives with autograd.grad (torch.optim.LBFGS docs' PINN use)
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 1))
+    xs, ts = torch.rand(32, 1, requires_grad=True), torch.rand(32, 1, requires_grad=True)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    with watch(net, opt, steps=2) as w:
+        for _ in range(3):
+            u = net(torch.cat([xs, ts], 1))
+            if as_keyword:
+                u_t, u_x = torch.autograd.grad(
+                    outputs=u, inputs=(ts, xs), grad_outputs=torch.ones_like(u), create_graph=True
+                )
+            else:
+                u_t, u_x = torch.autograd.grad(u, (ts, xs), torch.ones_like(u), create_graph=True)
+            loss = (u_t - 0.1 * u_x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert _found(w, "trainable_not_updated") == []
+
+
 def _sorted_loader(shuffle: bool, per_class: int = 64):
     torch.manual_seed(0)
     X = torch.randn(192, 6)

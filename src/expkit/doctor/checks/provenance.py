@@ -15,7 +15,7 @@ from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import RawStack, init_attribute_line, user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import BackwardEvent, ForwardEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, Probe, StepEvent
 
 MAX_GRAPH_NODES = 200_000  # a bound on the graph walk of one backward
 
@@ -103,6 +103,16 @@ class TrainableNotUpdated(Check):
         # a tensor the program feeds to its model is an input even when it requires grad (the interpolates of a
         # gradient penalty, an adversarial example): its gradient is meant for autograd.grad, not an optimizer
         for x in (*ev.inputs, *ev.kwargs.values()):
+            if isinstance(x, torch.Tensor) and x.requires_grad and x.grad_fn is None:
+                self.inputs[id(x)] = x
+
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        # the variables of torch.autograd.grad (a PINN's collocation points, whose derivatives the loss takes)
+        # are inputs too, even when a later backward reaches them
+        if ev.name != "autograd_grad":
+            return
+        given = ev.kwargs.get("inputs", ev.args[1] if len(ev.args) > 1 else ())
+        for x in (given,) if isinstance(given, torch.Tensor) else given or ():
             if isinstance(x, torch.Tensor) and x.requires_grad and x.grad_fn is None:
                 self.inputs[id(x)] = x
 
