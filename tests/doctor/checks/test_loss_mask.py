@@ -145,6 +145,31 @@ def test_hand_written_loss_counting_padding_without_a_pad_id():
             assert found["pad_in_loss"].evidence["pad_positions_trained"] == sum(r - 1 for r in runs)
 
 
+def test_a_token_tagger_whose_tag_zero_is_the_pad_id_is_not_counting_padding():
+    """Token classification (the HF Trainer's compute_loss_func pattern, the HF blog on gradient accumulation:
+    https://huggingface.co/blog/gradient_accumulation): the targets are 3 tags, tag 0 equal to the pad id 0, the
+    padding labelled -100. Three classes cannot hold the input's tokens: the targets are not tokens."""
+    from transformers import BertConfig, BertForTokenClassification
+
+    ids, mask = _batch(pad=PAD)
+    torch.manual_seed(0)
+    cfg = BertConfig(
+        vocab_size=V, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32,
+        max_position_embeddings=16, num_labels=3, pad_token_id=PAD,
+    )  # fmt: skip
+    model = BertForTokenClassification(cfg)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    tags = ((ids + 2) % 3).masked_fill(mask == 0, -100)  # every row's last real tag (the eos's) is 0, the pad id
+    with watch(model, opt, steps=1) as w:
+        logits = model(input_ids=ids, attention_mask=mask).logits
+        loss = nn.functional.cross_entropy(logits.reshape(-1, 3), tags.reshape(-1), ignore_index=-100)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert not w.check_errors, w.check_errors
+    assert "pad_in_loss" not in {f.check for f in w.findings}
+
+
 def test_hand_written_loss_of_an_lm_written_as_separate_modules_counts_padding():
     """Embedding, GRU and head called one after the other (each a top-level forward): the token ids are those of
     the embedding's call, kept through the float forwards after it (an outside program's case: batch 7,

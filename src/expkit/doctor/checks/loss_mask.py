@@ -36,6 +36,11 @@ VISIBLE_SHARE = 0.5  # a masked LM's trained labels equal to the visible input (
 MIN_PAD_ROWS = 2
 
 
+def _classes(logits: torch.Tensor) -> int:
+    """The number of classes of a cross_entropy input ((N, C) or (N, C, d1, ...)); a 1-D input is one sample's C."""
+    return int(logits.shape[1] if logits.dim() >= 2 else logits.shape[0])
+
+
 @dataclass(frozen=True)
 class _Batch:
     """One batch as the loss saw it: ``labels[b, t]`` is the target for token ``ids[b, t]`` (unshifted, HF style),
@@ -380,7 +385,9 @@ class LossMask(Check):
         elif lead == 1:  # logits[:, :-1] against ids[:, 1:]
             ids, attended = ids[:, 1:], None if attended is None else attended[:, 1:]
         if lead is None or y.shape != ids.shape:  # targets that are not these tokens (a seq2seq target): only the
-            ids, attended, stops = y, None, ()  # rules read on the labels alone apply
+            if _classes(ev.input) <= int(ids.max()):  # rules read on the labels alone apply, when the targets are
+                return  # tokens at all: fewer classes than the input's token ids are tags (token classification)
+            ids, attended, stops = y, None, ()
         self.labels, self.ids = ev.target, self.last_ids
         self._judge(probe, _Batch(ids, y, attended, stops, pad, ignore), hf=False)
 
