@@ -79,3 +79,43 @@ def test_a_library_reshape_whose_sizes_coincide_is_clean():
             opt.step()
     assert w.done and not w.check_errors, w.check_errors
     assert [f for f in w.findings if f.check == "reshape_reorders_axes"] == []
+
+
+# class_axis_flattened: a segmentation net's (B, C, H, W) logits viewed as (-1, C) before cross_entropy
+# (https://stackoverflow.com/questions/57155970), beside the layouts that keep each row one position's scores.
+
+
+def _segmenter(how: str):
+    from source_lines import line_of
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 1))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    with watch(steps=2) as w:
+        for _ in range(3):
+            img, target = torch.randn(2, 3, 6, 5), torch.randint(0, 4, (2, 6, 5))
+            logits = net(img)
+            if how == "view":
+                loss = F.cross_entropy(logits.view(-1, 4), target.view(-1))  # the flattening
+            elif how == "permuted":
+                loss = F.cross_entropy(logits.permute(0, 2, 3, 1).reshape(-1, 4), target.reshape(-1))
+            elif how == "sequence":  # (B, T, C) logits of a tagger: the class axis is already last
+                loss = F.cross_entropy(logits.flatten(2).transpose(1, 2).reshape(-1, 4), target.view(-1))
+            else:  # (N, C, H, W) handed over as it is
+                loss = F.cross_entropy(logits, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    found = [f for f in w.findings if f.check == "class_axis_flattened"]
+    return found, line_of("# the flattening", _segmenter)
+
+
+def test_channels_first_logits_viewed_as_rows_of_classes_are_found_at_the_view():
+    (f,), line = _segmenter("view")
+    assert f.line == line and f.evidence["shape_before"] == [2, 4, 6, 5]
+
+
+@pytest.mark.parametrize("how", ["permuted", "sequence", "dense"])
+def test_logits_with_the_class_axis_moved_last_or_kept_whole_are_silent(how):
+    assert _segmenter(how)[0] == []

@@ -2,10 +2,16 @@
 tensor's own shape (``(B, C, L)`` -> ``(B, L, C)``) keeps the memory order, so each new "row" mixes channels and
 positions; ``permute``/``transpose`` was meant. Seen on the training path (a tensor that requires grad, inside
 a module's forward) during the watched steps, in the user's own code (a library's reshape is a split and merge
-of axes whose sizes may coincide), named at the line that reshaped."""
+of axes whose sizes may coincide), named at the line that reshaped.
+
+And a loss input flattened from the wrong axis (``class_axis_flattened``): a channels-first output (B, C, H, W)
+viewed as (-1, C) puts C consecutive values of one class map (C positions) in each row, not the C class scores of
+one position (Stack Overflow 57155970). Judged on the tensor ``cross_entropy`` receives: a view/reshape outside
+the forward to two axes whose second is the input's axis 1 while its last axis is another size."""
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +21,7 @@ from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import user_frame
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import Probe
+    from expkit.doctor.probe import LossEvent, Probe
 
 
 def _reorders(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
@@ -23,6 +29,17 @@ def _reorders(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
     a = tuple(n for n in before if n != 1)
     b = tuple(n for n in after if n != 1)
     return len(a) >= 2 and len(before) >= 3 and a != b and sorted(a) == sorted(b)
+
+
+def _flattens_from_the_wrong_axis(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
+    """A (B, C, *S) tensor (more than one position) flattened to (N, C) rows while its last axis is not C."""
+    return (
+        len(before) >= 3
+        and len(after) == 2
+        and after[1] == before[1] > 1
+        and before[-1] != before[1]
+        and math.prod(before[2:]) > 1
+    )
 
 
 def _called_by_user(frame: Any) -> bool:
@@ -42,6 +59,11 @@ class ReshapeReordersAxes(Check):
     ``permute``/``transpose`` was meant."""
 
     name = "reshape_reorders_axes"
+
+    def __init__(self) -> None:
+        # id(flattened tensor) -> (the reshaped tensor's shape, the result's shape, the line): loss candidates
+        self.flattened: dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[str | None, int | None]]] = {}
+        self.flat_reported = False
 
     def start(self, probe: Probe) -> None:
         for owner, attr in ((torch.Tensor, "view"), (torch.Tensor, "reshape"), (torch, "reshape")):
@@ -63,11 +85,43 @@ class ReshapeReordersAxes(Check):
                     and _called_by_user(sys._getframe(1))
                 ):
                     check._report(probe, tuple(tensor.shape), tuple(out.shape))
+                elif (
+                    probe.active
+                    and not probe.inside_forward
+                    and not check.flat_reported
+                    and isinstance(tensor, torch.Tensor)
+                    and isinstance(out, torch.Tensor)
+                    and tensor.requires_grad
+                    and _flattens_from_the_wrong_axis(tuple(tensor.shape), tuple(out.shape))
+                    and _called_by_user(sys._getframe(1))
+                ):
+                    if len(check.flattened) > 64:
+                        check.flattened.clear()
+                    check.flattened[id(out)] = (tuple(tensor.shape), tuple(out.shape), user_frame(2))
                 return out
 
             return reshape
 
         return make
+
+    def on_loss(self, probe: Probe, ev: LossEvent) -> None:
+        found = self.flattened.get(id(ev.input)) if ev.function in ("cross_entropy", "nll_loss") else None
+        if found is None or self.flat_reported:
+            return
+        before, after, where = found
+        self.flat_reported = True
+        probe.report(
+            kind="bug",
+            check="class_axis_flattened",
+            message=f"the {ev.function} input was reshaped from {list(before)} to {list(after)}: its class axis "
+            f"is axis 1 ({before[1]}), but view/reshape keeps the memory order, so each row holds {after[1]} "
+            f"consecutive values of the last axis ({before[-1]} positions of one class map), not the class scores "
+            "of one position",
+            evidence={"shape_before": list(before), "shape_after": list(after)},
+            fix="move the class axis last first: logits.permute(0, 2, 3, 1).reshape(-1, C), or pass the "
+            f"(N, C, ...) logits to {ev.function} as they are with the (N, ...) target",
+            where=where if where[0] is not None else None,
+        )
 
     def _report(self, probe: Probe, before: tuple[int, ...], after: tuple[int, ...]) -> None:
         probe.report(
