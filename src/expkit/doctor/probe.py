@@ -171,6 +171,7 @@ class Probe:
         self.steps_by_optimizer: dict[int, int] = {}
         self._depth = 0
         self._loss_depth = 0  # of the forwards running now, those of loss modules (nn.CrossEntropyLoss ...)
+        self.loss_module: nn.Module | None = None  # the outermost loss module running now (a loss call's owner)
         self._in_check = False
         self._seen: set[tuple[str, str | None, int | None]] = set()
         # provenance (checks/provenance.py): where objects were made or assigned, where the graph was cut
@@ -546,6 +547,8 @@ class Probe:
         self._depth += 1
         if isinstance(module, _Loss):
             self._loss_depth += 1
+            if self._loss_depth == 1:
+                self.loss_module = module
 
     def _note_module(self, module: nn.Module, grad: bool) -> None:
         """Which modules with parameters ran since the last step, under no_grad or outside their root."""
@@ -576,6 +579,8 @@ class Probe:
         self._depth = max(0, self._depth - 1)
         if isinstance(module, _Loss):
             self._loss_depth = max(0, self._loss_depth - 1)
+            if self._loss_depth == 0:
+                self.loss_module = None
         if self._in_check:
             return
         grad = torch.is_grad_enabled()

@@ -145,6 +145,26 @@ def test_hand_written_loss_counting_padding_without_a_pad_id():
             assert found["pad_in_loss"].evidence["pad_positions_trained"] == sum(r - 1 for r in runs)
 
 
+def test_padding_counted_through_a_loss_module_is_named_where_the_module_was_built():
+    """nn.CrossEntropyLoss() built without the pad's ignore_index (a causal LM's padded next tokens): the line
+    to change is the criterion's construction, not the call."""
+    ids, _ = _batch(pad=PAD)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(V, 16), nn.Linear(16, V))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with watch(model, opt, steps=1) as w:
+        criterion = nn.CrossEntropyLoss()  # built without ignore_index
+        loss = criterion(model(ids[:, :-1]).reshape(-1, V), ids[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert not w.check_errors, w.check_errors
+    (f,) = [f for f in w.findings if f.check == "pad_in_loss"]
+    assert f.line == _line(
+        "# built without ignore_index", test_padding_counted_through_a_loss_module_is_named_where_the_module_was_built
+    )
+
+
 def test_a_token_tagger_whose_tag_zero_is_the_pad_id_is_not_counting_padding():
     """Token classification (the HF Trainer's compute_loss_func pattern, the HF blog on gradient accumulation:
     https://huggingface.co/blog/gradient_accumulation): the targets are 3 tags, tag 0 equal to the pad id 0, the

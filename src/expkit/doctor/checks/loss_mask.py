@@ -453,7 +453,7 @@ class LossMask(Check):
             return
         if hf and self._shifted_twice(probe, b, trained):
             return  # the labels are misaligned: the pad and stop rules would misread them
-        self._pad_counted(probe, b, trained, where, total)
+        self._pad_counted(probe, b, trained, where, total, hf)
         self._stop_masked(probe, b, where)
 
     def _shifted_twice(self, probe: Probe, b: _Batch, trained: torch.Tensor) -> bool:
@@ -487,7 +487,9 @@ class LossMask(Check):
         made = argument_made_at(call[0], call[1], "labels")
         return recorded or ((call[0], made) if call[0] is not None and made is not None else None)
 
-    def _pad_counted(self, probe: Probe, b: _Batch, trained: torch.Tensor, where: str, total: int) -> None:
+    def _pad_counted(
+        self, probe: Probe, b: _Batch, trained: torch.Tensor, where: str, total: int, hf: bool
+    ) -> None:
         pad = _padding(b)
         counted = int((pad & trained).sum())
         if counted == 0:
@@ -495,6 +497,9 @@ class LossMask(Check):
         made = self.made.line_of(self.labels) if self.made is not None else None
         if made is not None and self.made is not None and made == self.made.line_of(self.ids, exact=True):
             made = None  # the labels are the ids themselves: no line of their own
+        if made is None and not hf and probe.loss_module is not None:  # nn.CrossEntropyLoss() built without the
+            built = probe.built_at(probe.loss_module)  # pad's ignore_index: where it belongs
+            made = (built[0], built[1]) if built[0] is not None and built[1] is not None else None
         probe.report(
             kind="bug",
             check="pad_in_loss",
