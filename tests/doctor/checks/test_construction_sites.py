@@ -93,3 +93,36 @@ def test_a_discriminator_left_out_is_named_at_the_optimizer_its_backward_was_for
     lines, first = inspect.getsourcelines(_gan_with_a_discriminator_left_out)
     (f,) = _gan_with_a_discriminator_left_out()
     assert f["line"] == first + next(i for i, t in enumerate(lines) if "# d_b left out" in t)
+
+
+def _bias_replaced_after_the_optimizer() -> list:
+    """A matrix-factorisation model whose item bias is replaced by a new Parameter after the optimizer was built
+    (the optimizer keeps the old one: batch 12's recommender program, torch forum "parameter replaced after
+    optimizer" pattern)."""
+    findings: list = []
+    probe = Probe(watch_steps=2, sink=findings.append)
+    probe.install()
+    try:
+        torch.manual_seed(0)
+        users, items = nn.Embedding(10, 4), nn.Embedding(12, 4)
+        model = nn.ModuleDict({"u": users, "i": items, "bias": nn.Embedding(12, 1)})
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        model["bias"].weight = nn.Parameter(torch.zeros(12, 1))  # replaced after the optimizer
+        for _ in range(3):
+            u, i = torch.randint(0, 10, (16,)), torch.randint(0, 12, (16,))
+            pred = (model["u"](u) * model["i"](i)).sum(1) + model["bias"](i).squeeze(1)
+            loss = nn.functional.mse_loss(pred, torch.randn(16))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        probe.finish()
+    return [e for e in findings if e.get("check") in ("trainable_not_updated", "param_not_in_optimizer")]
+
+
+def test_a_parameter_replaced_after_the_optimizer_is_named_at_the_replacement():
+    lines, first = inspect.getsourcelines(_bias_replaced_after_the_optimizer)
+    found = _bias_replaced_after_the_optimizer()
+    assert found and {f["line"] for f in found} == {
+        first + next(i for i, t in enumerate(lines) if "# replaced after the optimizer" in t)
+    }

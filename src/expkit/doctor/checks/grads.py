@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.checks.provenance import replaced_after_optimizer
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import Probe, StepEvent
@@ -89,6 +90,7 @@ class NotInOptimizer(Check):
                 evidence={"params_not_in_optimizer": len(missing), "values_not_in_optimizer": count},
                 fix="build the optimizer from model.parameters() after every module is created "
                 "(or freeze these with requires_grad_(False) if they are not meant to train)",
+                where=replaced_after_optimizer(probe, [p for _, p in missing]),
             )
 
 

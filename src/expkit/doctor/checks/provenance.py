@@ -70,6 +70,19 @@ def _parting_frame(first: RawStack, second: RawStack) -> tuple[str | None, int |
     return None
 
 
+def replaced_after_optimizer(probe: Probe, tensors: list[torch.Tensor]) -> tuple[str | None, int | None] | None:
+    """The line that assigned one of ``tensors`` to a module attribute after the first optimizer was built
+    (``model.bias.weight = nn.Parameter(...)``: the optimizer holds the Parameter it replaced), else None."""
+    first_opt = min((probe.made_at[id(o)][0] for o in list(probe.optimizers) if id(o) in probe.made_at), default=None)
+    if first_opt is None:
+        return None
+    for t in tensors:
+        rec = probe.origins.get(id(t))
+        if rec is not None and rec[0] > first_opt:
+            return _where(rec[1])
+    return None
+
+
 def _registered_ids(probe: Probe) -> dict[int, Any]:
     """Parameters of the top-level modules that ran in training, by id -> (root, name)."""
     return {id(p): (root, n) for root in list(probe.roots.values()) for n, p in root.named_parameters()}
@@ -174,6 +187,9 @@ class TrainableNotUpdated(Check):
                 held = _held_in_container(module, owner)  # built before the watch: the attribute's line
                 if held is not None:
                     return held
+        replaced = replaced_after_optimizer(probe, kept)
+        if replaced is not None:
+            return replaced
         first_opt = min((probe.made_at[id(o)][0] for o in list(probe.optimizers) if id(o) in probe.made_at), default=0)
         for root in list(probe.roots.values()):
             for mod in root.modules():
