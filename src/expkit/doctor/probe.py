@@ -481,13 +481,22 @@ class Probe:
     def _wrap_backward(self, original: Any) -> Any:
         probe = self
 
+        running = [False]  # a torch-function mode hands this wrapper back to itself: one event per call
+
         def backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if running[0]:
+                return original(tensor, *args, **kwargs)
             if probe.active and not probe._in_check:
                 first = probe.backwards_since_step == 0 and probe.lead is not None
                 probe._dispatch("on_backward", BackwardEvent(tensor=tensor, first_after_step=first))
                 probe.backwards_since_step += 1
-            return original(tensor, *args, **kwargs)
+            running[0] = True
+            try:
+                return original(tensor, *args, **kwargs)
+            finally:
+                running[0] = False
 
+        backward.__wrapped__ = original  # type: ignore[attr-defined]
         return backward
 
     def _wrap_item(self, original: Any) -> Any:
@@ -507,8 +516,16 @@ class Probe:
         is_method = "." in name  # scaler.scale, sampler.iter: the first argument is the instance
 
         def make(original: Any) -> Any:
+            running = [False]  # a torch-function mode hands this wrapper back to itself: one event per call
+
             def call(*args: Any, **kwargs: Any) -> Any:
-                result = original(*args, **kwargs)
+                if running[0]:
+                    return original(*args, **kwargs)
+                running[0] = True
+                try:
+                    result = original(*args, **kwargs)
+                finally:
+                    running[0] = False
                 if probe.active and not probe._in_check:
                     obj, rest = (args[0], args[1:]) if is_method and args else (None, args)
                     probe._dispatch("on_call", CallEvent(name, obj, tuple(rest), kwargs, result))
@@ -523,8 +540,16 @@ class Probe:
         probe = self
 
         def make(original: Any) -> Any:
+            running = [False]  # a torch-function mode hands this wrapper back to itself: one event per call
+
             def loss_fn(*args: Any, **kwargs: Any) -> Any:
-                value = original(*args, **kwargs)
+                if running[0]:
+                    return original(*args, **kwargs)
+                running[0] = True
+                try:
+                    value = original(*args, **kwargs)
+                finally:
+                    running[0] = False
                 if probe.active and not probe._in_check:
                     inp = args[0] if args else kwargs.get("input")
                     target = args[1] if len(args) > 1 else kwargs.get("target")

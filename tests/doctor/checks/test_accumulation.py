@@ -37,6 +37,21 @@ def test_undivided_accumulation_is_found_with_the_gradient_ratio():
     assert 1.0 < f.evidence["step_over_micro_batch_grad_norm"] <= 4.0
 
 
+def test_a_torch_function_mode_of_the_program_does_not_double_the_events():
+    """A program's own TorchFunctionMode hands the probe's wrapped backward and loss functions back to them
+    (handle_torch_function calls the patched attribute): each backward is still one event, so the four
+    micro-batches are four."""
+    from torch.overrides import TorchFunctionMode
+
+    class PassThrough(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with PassThrough():
+        (f,) = _accumulate(divide=False)
+    assert f.evidence["micro_batches"] == 4
+
+
 def test_divided_accumulation_is_clean():
     assert _accumulate(divide=True) == []
 
