@@ -76,9 +76,12 @@ def replaced_after_optimizer(probe: Probe, tensors: list[torch.Tensor]) -> tuple
     first_opt = min((probe.made_at[id(o)][0] for o in list(probe.optimizers) if id(o) in probe.made_at), default=None)
     if first_opt is None:
         return None
+    holders = {id(p): m for root in list(probe.roots.values()) for m in root.modules() for p in m._parameters.values()}
     for t in tensors:
-        rec = probe.origins.get(id(t))
-        if rec is not None and rec[0] > first_opt:
+        rec, holder = probe.origins.get(id(t)), holders.get(id(t))
+        built = probe.made_at.get(id(holder)) if holder is not None else None
+        # set on a module built before the optimizer (a module built after it sets its own parameters too)
+        if rec is not None and rec[0] > first_opt and built is not None and built[0] < first_opt:
             return _where(rec[1])
     return None
 
