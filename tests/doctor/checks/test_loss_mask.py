@@ -145,6 +145,32 @@ def test_hand_written_loss_counting_padding_without_a_pad_id():
             assert found["pad_in_loss"].evidence["pad_positions_trained"] == sum(r - 1 for r in runs)
 
 
+def _preshifted(ids):
+    labels = torch.full_like(ids, -100)
+    labels[:, :-1] = ids[:, 1:]  # shifted by hand
+    return labels
+
+
+def test_labels_shifted_by_hand_in_the_training_loop_are_named_at_the_write():
+    """The labels are made in the loop (not a collate_fn) by writing the next tokens into a -100 tensor; the model
+    shifts them again. The write line is the labels' own (a gpt2 prompt-tuning report's pattern, batch 12)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(vocab_size=V, n_positions=16, n_embd=16, n_layer=1, n_head=2, eos_token_id=EOS, pad_token_id=PAD)
+    model = GPT2LMHeadModel(cfg)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with watch(model, opt, steps=1) as w:
+        ids = torch.randint(3, V, (6, 12))
+        loss = model(input_ids=ids, labels=_preshifted(ids)).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert not w.check_errors, w.check_errors
+    (f,) = [f for f in w.findings if f.check == "labels_shifted_twice"]
+    assert f.line == _line("# shifted by hand", _preshifted)
+
+
 def test_padding_counted_through_a_loss_module_is_named_where_the_module_was_built():
     """nn.CrossEntropyLoss() built without the pad's ignore_index (a causal LM's padded next tokens): the line
     to change is the criterion's construction, not the call."""

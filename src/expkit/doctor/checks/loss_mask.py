@@ -23,7 +23,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import op_caller
+from expkit.doctor.checks.perturb import close_mode, op_caller
 from expkit.doctor.findings import argument_made_at, assigned_from, user_frame
 
 if TYPE_CHECKING:
@@ -218,9 +218,23 @@ def _masked_stops(b: _Batch) -> tuple[int, int, int]:
     return masked_stop_rows, eos_only_rows, spans
 
 
-# ops that keep a tensor's values (device, dtype, layout): their output was made where their input was
+# ops that keep a tensor's values (device, dtype, layout, a slice): their output was made where their input was
 _SAME_VALUES = frozenset(
-    {"to", "cuda", "cpu", "long", "int", "type", "view", "reshape", "flatten", "contiguous", "detach", "__get__"}
+    {
+        "to",
+        "cuda",
+        "cpu",
+        "long",
+        "int",
+        "type",
+        "view",
+        "reshape",
+        "flatten",
+        "contiguous",
+        "detach",
+        "__get__",
+        "__getitem__",
+    }
 )
 _LABEL_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8)
 WATCHED_STEPS = 2  # the made-at record runs until the first steps end (the batches the loss rules read)
@@ -236,10 +250,13 @@ def _fingerprint(x: torch.Tensor) -> tuple[Any, ...]:
 
 class _MadeAt(TorchFunctionMode):
     """Until the first steps end: the user line that made each integer tensor (``labels = input_ids.clone()`` in
-    a collator), carried through ops that keep the values (``.to(device)``, ``.view(-1)``)."""
+    a collator or the training loop), carried through ops that keep the values (``.to(device)``, ``.view(-1)``);
+    an in-place write into one (``labels[:, :-1] = ids[:, 1:]``) makes the writing line its own."""
 
-    def __init__(self) -> None:
+    def __init__(self, probe: Probe | None = None) -> None:
         super().__init__()
+        self.on = True
+        self.probe = probe  # its checks' own ops (while it dispatches) are not the program's: not recorded
         self.made: dict[int, tuple[weakref.ref[torch.Tensor], tuple[str, int]]] = {}
         self.prints: dict[tuple[Any, ...], tuple[str, int]] = {}  # a small tensor's values, kept past its life
         self.yours: dict[str, bool] = {}
@@ -272,23 +289,30 @@ class _MadeAt(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if getattr(func, "__module__", "").startswith("expkit."):  # a probe's wrapper: it already saw this call
             func = getattr(func, "__wrapped__", func)
-        out = func(*args, **(kwargs or {}))
-        if not isinstance(out, torch.Tensor) or out.dtype not in _LABEL_DTYPES or out.dim() == 0:
-            return out
-        with contextlib.suppress(Exception):  # recording must never break the program
-            line: tuple[str, int] | None = None
-            if getattr(func, "__name__", "") in _SAME_VALUES and args:
-                line = self.line_of(args[0], exact=True)
-            if line is None:
-                file, at = op_caller(self.yours, 2)
-                line = (file, at) if file is not None and at is not None else None
-            if line is not None:
-                if len(self.made) > 100_000:
-                    self.made = {k: v for k, v in self.made.items() if v[0]() is not None}
-                self.made[id(out)] = (weakref.ref(out), line)
-                if out.numel() <= MAX_PRINTED and len(self.prints) < 10_000:  # a sample, freed once collated
-                    self.prints[_fingerprint(out)] = line
-        return out
+        result = func(*args, **(kwargs or {}))
+        if not self.on or (self.probe is not None and self.probe._in_check):
+            return result
+        name = getattr(func, "__name__", "")
+        written = name == "__setitem__" and args and isinstance(args[0], torch.Tensor)
+        out = args[0] if written else result  # the tensor written into is remade at the writing line
+        if isinstance(out, torch.Tensor) and out.dtype in _LABEL_DTYPES and out.dim() > 0:
+            with contextlib.suppress(Exception):  # recording must never break the program
+                self._record(name, args, out)
+        return result
+
+    def _record(self, name: str, args: Any, out: torch.Tensor) -> None:
+        line: tuple[str, int] | None = None
+        if name in _SAME_VALUES and args:
+            line = self.line_of(args[0], exact=True)
+        if line is None:
+            file, at = op_caller(self.yours, 3)
+            line = (file, at) if file is not None and at is not None else None
+        if line is not None:
+            if len(self.made) > 100_000:
+                self.made = {k: v for k, v in self.made.items() if v[0]() is not None}
+            self.made[id(out)] = (weakref.ref(out), line)
+            if out.numel() <= MAX_PRINTED and len(self.prints) < 10_000:  # a sample, freed once collated
+                self.prints[_fingerprint(out)] = line
 
 
 def made_line(probe: Probe, t: Any) -> tuple[str, int] | None:
@@ -314,29 +338,25 @@ class LossMask(Check):
         self.tokenizer: tuple[tuple[int, ...], int | None] | None = None  # read once, at the first forward
 
     def start(self, probe: Probe) -> None:
-        # batches are made inside the DataLoader's __next__ (its collate_fn): record there, for the first steps
-        from torch.utils.data.dataloader import _BaseDataLoaderIter
+        # labels are made in a DataLoader's collate_fn or in the training loop: record from the start until the
+        # watched steps end
+        self.made = _MadeAt(probe)
+        self.made.__enter__()
 
-        self.made = made = _MadeAt()
-        check = self
+    def _stop_recording(self) -> None:
+        if self.made is not None and self.made.on:
+            close_mode(self.made)
+            self.made.made.clear()
+            self.made.prints.clear()
 
-        def make(original: Any) -> Any:
-            def __next__(it: Any) -> Any:
-                if check.steps >= WATCHED_STEPS:
-                    return original(it)
-                with made:
-                    return original(it)
-
-            return __next__
-
-        probe.patch(_BaseDataLoaderIter, "__next__", make)
+    def finish(self, probe: Probe) -> None:
+        self._stop_recording()
 
     def on_step_post(self, probe: Probe, ev: Any) -> None:
         self.last = None  # token ids are read again at the next step's forward
         self.steps += 1
-        if self.steps >= WATCHED_STEPS and self.made is not None:
-            self.made.made.clear()
-            self.made.prints.clear()
+        if self.steps >= WATCHED_STEPS:
+            self._stop_recording()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if not (ev.training and ev.grad_enabled):
@@ -487,9 +507,7 @@ class LossMask(Check):
         made = argument_made_at(call[0], call[1], "labels")
         return recorded or ((call[0], made) if call[0] is not None and made is not None else None)
 
-    def _pad_counted(
-        self, probe: Probe, b: _Batch, trained: torch.Tensor, where: str, total: int, hf: bool
-    ) -> None:
+    def _pad_counted(self, probe: Probe, b: _Batch, trained: torch.Tensor, where: str, total: int, hf: bool) -> None:
         pad = _padding(b)
         counted = int((pad & trained).sum())
         if counted == 0:
