@@ -60,3 +60,34 @@ def test_a_coupling_that_returns_the_inverse_maps_log_determinant_is_found_where
 @pytest.mark.parametrize("how", ["right", "additive"])
 def test_the_right_sign_and_a_volume_preserving_coupling_are_silent(how):
     assert _fit(how) == []
+
+
+class Flow(nn.Module):
+    """A container whose forward sums its couplings' log-determinants: the flip is named inside the coupling."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.layers = nn.ModuleList([Coupling(how), Coupling(how)])
+
+    def forward(self, x):
+        total = torch.zeros(x.shape[0])
+        for layer in self.layers:
+            x, ld = layer(x.flip(1))
+            total = total + ld
+        return x, total
+
+
+def test_a_flipped_coupling_inside_a_flow_container_is_named_in_the_coupling():
+    torch.manual_seed(0)
+    flow = Flow("flipped")
+    opt = torch.optim.Adam(flow.parameters(), lr=1e-2)
+    with watch(steps=2) as w:
+        for _ in range(3):
+            z, logdet = flow(torch.randn(64, 2))
+            loss = -((-0.5 * z.pow(2)).sum(1) + logdet).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    (f,) = [f for f in w.findings if f.check == "flow_logdet_sign"]
+    assert f.line == _line_of("# the log-determinant", Coupling.forward)

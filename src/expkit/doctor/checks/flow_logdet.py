@@ -7,7 +7,8 @@ Measured, not read: at the first training forward of a top-level module that tak
 an (N, D) output with an (N,) log-determinant, the module is replayed in eval mode (no dropout, batch norm on its
 running statistics: the samples independent) on a few rows, the Jacobian dz/dx of each row is taken with autograd
 (D backward passes) and its log|det| compared with the returned value. A value that matches the negated
-log|det| and not the log|det| itself is reported, at the line that made the returned log-determinant."""
+log|det| and not the log|det| itself is reported, at the line that made the returned log-determinant (of the
+first layer inside a flow container that shows the flip itself, when one does)."""
 
 from __future__ import annotations
 
@@ -74,8 +75,26 @@ class FlowLogdetSign(Check):
             evidence={"returned": [float(v) for v in got[:4]], "measured_log_abs_det": [float(v) for v in true[:4]]},
             fix="return log|det dz/dx| of the forward map: for z = (x - m) * exp(-a) that is -a.sum(1); for "
             "z = x * exp(s) + t it is s.sum(1)",
-            where=_logdet_line(ev.module),
+            where=_logdet_line(_culprit(probe, ev.module, x)),
         )
+
+
+def _culprit(probe: Probe, module: Any, x: torch.Tensor) -> Any:
+    """The innermost layer that shows the flipped sign itself (a coupling inside a flow container), replayed on the
+    same rows (a flow keeps the dimension); the module itself when none does."""
+    seen: set[type] = {type(module)}
+    for child in module.modules():
+        if type(child) in seen or not any(True for _ in child.parameters()):
+            continue
+        seen.add(type(child))
+        measured = _measure(probe, child, x)
+        if measured is None:
+            continue
+        got, true = measured
+        scale = max(float(true.abs().max()), 1e-6)
+        if scale >= 1e-3 and float((got + true).abs().max()) <= MATCH * max(scale, 1.0):
+            return child
+    return module
 
 
 def _measure(probe: Probe, module: Any, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
