@@ -154,10 +154,35 @@ def test_list_checks_lists_every_registered_check_with_what_it_finds():
     res = RUNNER.invoke(app, ["doctor", "--list-checks", "--json"])
     assert res.exit_code == 0, res.output
     listed = json.loads(res.output)["result"]
-    assert [c["name"] for c in listed] == sorted(all_checks())
+    others = [n for cls in all_checks().values() for n in cls.reports]
+    assert [c["name"] for c in listed] == sorted([*all_checks(), *others])
     assert all(len(c["finds"]) > 20 for c in listed), [c["name"] for c in listed if len(c["finds"]) <= 20]
     human = RUNNER.invoke(app, ["doctor", "--list-checks"])
     assert human.exit_code == 0 and f"{len(listed)} checks" in human.output
+
+
+def test_every_finding_name_a_check_can_report_is_listed():
+    """A finding's name (``probe.report(check="pad_in_loss", ...)``) must be one --list-checks explains: read from
+    every string a check's source can pass as ``check=`` (``"eos_masked" if ... else "answer_masked"`` included)."""
+    import ast
+    from pathlib import Path
+
+    import expkit.doctor.checks as package
+    from expkit.doctor.checks import describe_checks
+
+    reported: set[str] = set()
+    for path in Path(package.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "report":
+                for kw in node.keywords:
+                    if kw.arg == "check":
+                        reported |= {
+                            c.value
+                            for c in ast.walk(kw.value)
+                            if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                        }
+    listed = {c.name for c in describe_checks()}
+    assert reported and reported <= listed, sorted(reported - listed)
 
 
 def test_no_command_is_a_usage_error():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
@@ -26,6 +26,8 @@ class Check:
     """Base class: every hook is a no-op; a check overrides the ones it needs. One instance per probe."""
 
     name = ""
+    # the other finding names this check reports, each with what it finds (``--list-checks`` lists them too)
+    reports: ClassVar[dict[str, str]] = {}
 
     def start(self, probe: Probe) -> None:
         """The probe was installed (before the program's first watched forward)."""
@@ -76,7 +78,8 @@ class CheckInfo:
 
 
 def describe_checks() -> tuple[CheckInfo, ...]:
-    """Every registered check with the first sentence of its docstring, by name.
+    """Every finding name with what it finds, by name: each registered check (the first sentence of its
+    docstring) and the other names it reports (its ``reports``).
 
     Example:
         >>> any(c.name == "gradient_cut" for c in describe_checks())
@@ -87,7 +90,8 @@ def describe_checks() -> tuple[CheckInfo, ...]:
         doc = " ".join((cls.__doc__ or "").split())
         first = doc.split(". ")[0].rstrip(".") + "." if doc else ""
         out.append(CheckInfo(name, first))
-    return tuple(out)
+        out.extend(CheckInfo(other, what) for other, what in cls.reports.items())
+    return tuple(sorted(out, key=lambda c: c.name))
 
 
 def all_checks() -> dict[str, type[Check]]:

@@ -13,7 +13,7 @@ its trained twin that each copy moved in one step is ``1 - decay``. A copy that 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
@@ -60,6 +60,9 @@ class EmaCopyPartial(Check):
     twins and some, whose twins moved, do not move at all."""
 
     name = "ema_copy_partial"
+    reports: ClassVar[dict[str, str]] = {
+        "ema_decay_swapped": "An EMA copy moves nearly all the way to the trained weights each step (decay swapped).",
+    }
 
     def __init__(self) -> None:
         self.roots: dict[int, nn.Module] = {}

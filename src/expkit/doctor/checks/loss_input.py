@@ -5,7 +5,7 @@ its values: logits of a zero-initialised logistic regression or a fresh discrimi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -87,6 +87,11 @@ class ProbabilitiesIntoLogitLoss(Check):
     into BCE-with-logits, logits into ``nll_loss``."""
 
     name = "probabilities_into_loss"
+    reports: ClassVar[dict[str, str]] = {
+        "softmax_before_cross_entropy": "cross_entropy given softmax outputs (it applies log_softmax itself).",
+        "sigmoid_before_bce_with_logits": "binary_cross_entropy_with_logits given sigmoid outputs (it applies one).",
+        "logits_into_nll_loss": "nll_loss given raw logits instead of log-probabilities.",
+    }
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
         x = ev.input.detach()

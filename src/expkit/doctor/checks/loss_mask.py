@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -327,6 +327,14 @@ class LossMask(Check):
     """What a causal-LM loss counted, from the labels of an HF model's forward or a hand-written cross-entropy."""
 
     name = "loss_mask"
+    reports: ClassVar[dict[str, str]] = {
+        "pad_in_loss": "Pad positions of a causal-LM loss's labels are trained (the model learns to predict padding).",
+        "eos_masked": "The stop token after the trained tokens is masked: the model never learns to stop.",
+        "answer_masked": "The loss mask is inverted: the answer and its stop token are masked, the prompt is trained.",
+        "no_trained_label": "Every label position is the ignore index: the loss trains nothing.",
+        "labels_shifted_twice": "Labels shifted by hand and again by the model: token t learns token t + 2.",
+        "masked_lm_trains_visible_tokens": "A masked LM's trained labels are mostly the tokens the model sees.",
+    }
 
     def __init__(self) -> None:
         self.last: tuple[torch.Tensor, torch.Tensor | None, tuple[int, ...], int | None] | None = None

@@ -4,7 +4,7 @@ steps taken with the model left in ``eval()`` (dropout off)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
@@ -59,6 +59,11 @@ class Modes(Check):
     backward that reaches its output makes it part of training."""
 
     name = "modes"
+    reports: ClassVar[dict[str, str]] = {
+        "train_in_eval_mode": "An optimizer trains a model whose dropout or batch norm layers are in eval mode.",
+        "eval_in_train_mode": "An evaluation forward under no_grad runs with dropout and batch norm in train mode.",
+        "eval_keeps_graph": "An evaluation forward builds an autograd graph that nothing backpropagates.",
+    }
 
     def __init__(self) -> None:
         self.pending: list[_EvalForward] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import Finding, user_frame, user_line_of
@@ -66,6 +66,10 @@ class RankState(Check):
     two or more ranks."""
 
     name = "ranks_out_of_sync"
+    reports: ClassVar[dict[str, str]] = {
+        "ranks_same_batch": "Every DDP rank trains on the same batch (no DistributedSampler).",
+        "ranks_shards_overlap": "DDP ranks' data shards overlap (a sampler seeded or split per rank).",
+    }
 
     def __init__(self) -> None:
         self.inputs: list[float] | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -59,6 +59,9 @@ class ReshapeReordersAxes(Check):
     ``permute``/``transpose`` was meant."""
 
     name = "reshape_reorders_axes"
+    reports: ClassVar[dict[str, str]] = {
+        "class_axis_flattened": "cross_entropy given (N, C, H, W) logits viewed as (-1, C) rows (C not moved last).",
+    }
 
     def __init__(self) -> None:
         # id(flattened tensor) -> (the reshaped tensor's shape, the result's shape, the line): loss candidates

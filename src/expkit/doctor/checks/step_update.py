@@ -3,7 +3,7 @@ A step that moves nothing means lr 0, all-zero gradients or parameters that cann
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
@@ -19,6 +19,9 @@ class StepChangesWeights(Check):
     watched step of an optimizer changed any of its parameters (one step at lr 0 is a warm-up's start)."""
 
     name = "step_changes_nothing"
+    reports: ClassVar[dict[str, str]] = {
+        "step_made_weights_nonfinite": "optimizer.step() turned finite weights into inf/NaN from finite gradients.",
+    }
 
     def __init__(self) -> None:
         self.before: dict[int, list[torch.Tensor]] = {}
