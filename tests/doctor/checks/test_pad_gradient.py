@@ -62,3 +62,12 @@ def test_a_max_over_padding_is_found():
 @pytest.mark.parametrize("pooling", ["masked_mean", "masked_max", "cls"])
 def test_poolings_that_leave_padding_out_are_silent(pooling):
     assert _pooled(pooling) == []
+
+
+def test_a_gradient_the_hook_cannot_read_is_passed_over_without_breaking_the_backward():
+    from expkit.doctor.checks.pad_gradient import LossReadsPadding
+
+    check = LossReadsPadding()
+    pad = torch.tensor([[False, True, True]])
+    check._measure("Model", torch.ones(2, 5, 4), pad)  # another shape: an IndexError inside a backward hook
+    assert check.seen == []

@@ -107,9 +107,14 @@ class LossReadsPadding(Check):
             t.register_hook(lambda g, name=name, pad=pad: self._measure(name, g, pad))
 
     def _measure(self, name: str, grad: torch.Tensor, pad: torch.Tensor) -> None:
-        g = grad.detach().abs()
-        g = g.reshape(*g.shape[:2], -1).amax(-1)
-        self.seen.append((name, pad, float(g[pad].max()), float(g[~pad].max()), self._line()))
+        # a gradient hook runs inside the program's backward, outside the probe's guard: it must never raise
+        try:
+            g = grad.detach().abs()
+            g = g.reshape(*g.shape[:2], -1).amax(-1)
+            pad = pad.to(g.device)
+            self.seen.append((name, pad, float(g[pad].max()), float(g[~pad].max()), self._line()))
+        except (RuntimeError, IndexError, ValueError):  # a gradient of another shape or device: not judged
+            return
 
     def _line(self) -> tuple[str | None, int | None]:
         return self.mode.line if self.mode is not None and self.mode.line is not None else self.where
