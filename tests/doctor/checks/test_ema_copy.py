@@ -104,6 +104,11 @@ def _averaged_copy(update: str):
                         pe.mul_(decay).add_(pm, alpha=1 - decay)
                     elif update == "hard_sync":  # a DQN target network copied at every step
                         pe.copy_(pm)
+                if update == "sparse_beside":  # an in-place op on a tensor without storage in the window
+                    sparse = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.tensor([1.0, 2.0]), (2, 2))
+                    sparse.mul_(2.0)
+                    for pe, pm in zip(ema.parameters(), model.parameters(), strict=True):
+                        pe.lerp_(pm, 0.001)
     assert w.done and not w.check_errors, w.check_errors
     return [f for f in w.findings if f.check == "ema_decay_swapped"], line
 
@@ -122,6 +127,6 @@ def test_an_ema_with_decay_and_one_minus_decay_swapped_is_found_at_its_update(up
     assert f.line == line
 
 
-@pytest.mark.parametrize("update", ["right", "warmup", "hard_sync", "none"])
+@pytest.mark.parametrize("update", ["right", "warmup", "hard_sync", "none", "sparse_beside"])
 def test_a_slow_average_a_warm_up_and_a_hard_sync_are_silent(update):
     assert _averaged_copy(update)[0] == []

@@ -47,7 +47,11 @@ class _CopyWrites(TorchFunctionMode):
             return out
         first = args[0]
         targets = first if isinstance(first, (list, tuple)) else (first,)
-        if any(isinstance(t, torch.Tensor) and t.data_ptr() in self.copies for t in targets):
+        try:  # recording must never break the program's op (a sparse or meta tensor has no data_ptr)
+            written = any(isinstance(t, torch.Tensor) and t.data_ptr() in self.copies for t in targets)
+        except RuntimeError:
+            return out
+        if written:
             file, line = op_caller(self.yours, 2)
             if file is not None and line is not None:
                 self.line = (file, line)
