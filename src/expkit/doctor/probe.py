@@ -130,6 +130,23 @@ def _watched_calls() -> dict[str, tuple[Any, str]]:
     }
 
 
+class _Outermost:
+    """A wrapped function's original, run with a flag that says whether a call of it is already running: a
+    torch-function mode hands a patched function back to itself (``handle_torch_function`` calls the patched
+    attribute), and only the outermost call may send an event."""
+
+    def __init__(self, original: Any) -> None:
+        self.original = original
+        self.running = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        before, self.running = self.running, True
+        try:
+            return self.original(*args, **kwargs)
+        finally:
+            self.running = before
+
+
 class _ProbeData(property):
     """The probe's ``tensor.data`` (a type of its own, so ``uninstall`` removes only what it put there)."""
 
@@ -481,20 +498,14 @@ class Probe:
     def _wrap_backward(self, original: Any) -> Any:
         probe = self
 
-        running = [False]  # a torch-function mode hands this wrapper back to itself: one event per call
+        run = _Outermost(original)
 
         def backward(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if running[0]:
-                return original(tensor, *args, **kwargs)
-            if probe.active and not probe._in_check:
+            if probe.active and not probe._in_check and not run.running:
                 first = probe.backwards_since_step == 0 and probe.lead is not None
                 probe._dispatch("on_backward", BackwardEvent(tensor=tensor, first_after_step=first))
                 probe.backwards_since_step += 1
-            running[0] = True
-            try:
-                return original(tensor, *args, **kwargs)
-            finally:
-                running[0] = False
+            return run(tensor, *args, **kwargs)
 
         backward.__wrapped__ = original  # type: ignore[attr-defined]
         return backward
@@ -516,17 +527,12 @@ class Probe:
         is_method = "." in name  # scaler.scale, sampler.iter: the first argument is the instance
 
         def make(original: Any) -> Any:
-            running = [False]  # a torch-function mode hands this wrapper back to itself: one event per call
+            run = _Outermost(original)
 
             def call(*args: Any, **kwargs: Any) -> Any:
-                if running[0]:
-                    return original(*args, **kwargs)
-                running[0] = True
-                try:
-                    result = original(*args, **kwargs)
-                finally:
-                    running[0] = False
-                if probe.active and not probe._in_check:
+                outermost = not run.running
+                result = run(*args, **kwargs)
+                if outermost and probe.active and not probe._in_check:
                     obj, rest = (args[0], args[1:]) if is_method and args else (None, args)
                     probe._dispatch("on_call", CallEvent(name, obj, tuple(rest), kwargs, result))
                 return result
@@ -540,17 +546,12 @@ class Probe:
         probe = self
 
         def make(original: Any) -> Any:
-            running = [False]  # a torch-function mode hands this wrapper back to itself: one event per call
+            run = _Outermost(original)
 
             def loss_fn(*args: Any, **kwargs: Any) -> Any:
-                if running[0]:
-                    return original(*args, **kwargs)
-                running[0] = True
-                try:
-                    value = original(*args, **kwargs)
-                finally:
-                    running[0] = False
-                if probe.active and not probe._in_check:
+                outermost = not run.running
+                value = run(*args, **kwargs)
+                if outermost and probe.active and not probe._in_check:
                     inp = args[0] if args else kwargs.get("input")
                     target = args[1] if len(args) > 1 else kwargs.get("target")
                     if isinstance(inp, torch.Tensor) and isinstance(value, torch.Tensor):
