@@ -219,23 +219,10 @@ def _masked_stops(b: _Batch) -> tuple[int, int, int]:
 
 
 # ops that keep a tensor's values (device, dtype, layout, a slice): their output was made where their input was
-_SAME_VALUES = frozenset(
-    {
-        "to",
-        "cuda",
-        "cpu",
-        "long",
-        "int",
-        "type",
-        "view",
-        "reshape",
-        "flatten",
-        "contiguous",
-        "detach",
-        "__get__",
-        "__getitem__",
-    }
-)
+_SAME_VALUES = frozenset({
+    "to", "cuda", "cpu", "long", "int", "type", "view", "reshape", "flatten", "contiguous", "detach", "__get__",
+    "__getitem__",
+})  # fmt: skip
 _LABEL_DTYPES = (torch.int64, torch.int32, torch.int16, torch.uint8, torch.int8)
 WATCHED_STEPS = 2  # the made-at record runs until the first steps end (the batches the loss rules read)
 
