@@ -7,6 +7,7 @@ import math
 import pytest
 from verdict_checks import assert_flips, assert_verdict_follows, judged_measurements
 
+from expkit.labs.base import AtLeast
 from expkit.labs.registry import select_labs
 from expkit.labs.runner import run_lab
 
@@ -117,7 +118,11 @@ def test_lab_c3_8_cpu_slowdown_judged_on_the_seeds_figure(tmp_path):
     has_bf16 = m["cpu_bf16_instructions"].value is True
     assert (slow.verdict.kind == "differs") == (has_bf16 and not math.isclose(slow.value, 30.0, rel_tol=0.5))
     assert_flips(slow, 30.0 if slow.verdict.kind != "reproduced" else 4.0)
-    assert_flips(judged["bf16_slower"], 0.9 if judged["bf16_slower"].verdict.kind == "reproduced" else 3.0)
+    # the bar is 1 + twice the runs' measured spread, so under load it can pass 3x: the contrary figure is read off
+    # the rule this run stated (bf16 faster than fp32 when it held, half again over its bar when it did not)
+    slower = judged["bf16_slower"]
+    assert isinstance(slower.rule, AtLeast) and slower.rule.limit >= 1.05
+    assert_flips(slower, 0.9 if slower.verdict.kind == "reproduced" else 1.5 * slower.rule.limit)
     # issue 36: judged by the spread as first stated, the range; the median deviation's verdict in the detail
     assert "(max - min) / median" in str(judged["bf16_slower"].rule)
     assert "under the changed rule" in judged["bf16_slower"].detail
