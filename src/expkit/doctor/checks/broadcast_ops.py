@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import close_mode, op_caller
+from expkit.doctor.checks.perturb import FirstUserOp, close_mode
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, ForwardEvent, Probe, StepEvent
@@ -38,30 +37,23 @@ def crossed(a: tuple[int, ...], b: tuple[int, ...], batch: int) -> bool:
     return a_spread and b_spread
 
 
-class _Arithmetic(TorchFunctionMode):
+class _Arithmetic(FirstUserOp):
     """Between a training forward and its backward: the first user op whose two tensor operands cross-broadcast
-    over the batch."""
+    over the batch; its record is the shapes (a, b, out)."""
 
     def __init__(self, batch: int) -> None:
         super().__init__()
         self.batch = batch
-        self.on = True
-        self.yours: dict[str, bool] = {}
-        self.found: tuple[tuple[str, int], tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None
 
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        if not self.on or self.found is not None or getattr(func, "__name__", "") not in BINARY or len(args) < 2:
-            return out
+    def match(self, func: Any, args: tuple[Any, ...], out: Any) -> tuple[tuple[int, ...], ...] | None:
+        if getattr(func, "__name__", "") not in BINARY or len(args) < 2:
+            return None
         a, b = args[0], args[1]
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(out, torch.Tensor)):
-            return out
+            return None
         if not (a.requires_grad or b.requires_grad) or not crossed(tuple(a.shape), tuple(b.shape), self.batch):
-            return out
-        file, line = op_caller(self.yours, 2)
-        if file is not None and line is not None:
-            self.found = ((file, line), tuple(a.shape), tuple(b.shape), tuple(out.shape))
-        return out
+            return None
+        return (tuple(a.shape), tuple(b.shape), tuple(out.shape))
 
 
 @register
@@ -92,7 +84,7 @@ class ArithmeticBroadcastAcrossBatch(Check):
         if mode.found is None or self.reported:
             return
         self.reported = True
-        where, a, b, out = mode.found
+        where, (a, b, out) = mode.found
         probe.report(
             kind="bug",
             check=self.name,

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import close_mode, op_caller
+from expkit.doctor.checks.perturb import FirstUserOp, close_mode
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe, StepEvent
@@ -30,32 +29,24 @@ SWAPPED_RATE = 0.95  # a copy that moves this share of the way to its twin in on
 COPY_RATE = 1 - 1e-4  # above this, the copy was synced (a hard target update), not averaged
 
 
-class _CopyWrites(TorchFunctionMode):
+class _CopyWrites(FirstUserOp):
     """Between the two steps of the window: the first user line whose in-place op wrote into a copy
     (``copy_``, ``mul_``, ``lerp_``, ``_foreach_*_`` on a list of them)."""
 
     def __init__(self, copies: set[int]) -> None:
         super().__init__()
         self.copies = copies  # data_ptr() of each copy
-        self.on = True
-        self.yours: dict[str, bool] = {}
-        self.line: tuple[str, int] | None = None
 
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        if not self.on or self.line is not None or not args or not getattr(func, "__name__", "").endswith("_"):
-            return out
+    def match(self, func: Any, args: tuple[Any, ...], out: Any) -> bool | None:
+        if not args or not getattr(func, "__name__", "").endswith("_"):
+            return None
         first = args[0]
         targets = first if isinstance(first, (list, tuple)) else (first,)
         try:  # recording must never break the program's op (a sparse or meta tensor has no data_ptr)
             written = any(isinstance(t, torch.Tensor) and t.data_ptr() in self.copies for t in targets)
         except RuntimeError:
-            return out
-        if written:
-            file, line = op_caller(self.yours, 2)
-            if file is not None and line is not None:
-                self.line = (file, line)
-        return out
+            return None
+        return True if written else None
 
 
 @register

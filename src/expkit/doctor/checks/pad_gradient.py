@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.overrides import TorchFunctionMode
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import close_mode, op_caller
+from expkit.doctor.checks.perturb import FirstUserOp, close_mode
 from expkit.doctor.findings import user_frame
 
 if TYPE_CHECKING:
@@ -27,22 +26,15 @@ REL_TOL = 1e-6  # a padded position's gradient above this share of the real posi
 MAX_FORWARDS = 2  # training forwards watched (each adds a gradient hook per output)
 
 
-class _FirstUse(TorchFunctionMode):
+class _FirstUse(FirstUserOp):
     """After the forward: the first user op that takes one of the watched outputs as an argument."""
 
     def __init__(self, watched: set[int]) -> None:
         super().__init__()
         self.watched = watched
-        self.on = True
-        self.yours: dict[str, bool] = {}
-        self.line: tuple[str, int] | None = None
 
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        if self.on and self.line is None and any(isinstance(a, torch.Tensor) and id(a) in self.watched for a in args):
-            file, line = op_caller(self.yours, 2)
-            if file is not None and line is not None:
-                self.line = (file, line)
-        return func(*args, **(kwargs or {}))
+    def match(self, func: Any, args: tuple[Any, ...], out: Any) -> bool | None:
+        return True if any(isinstance(a, torch.Tensor) and id(a) in self.watched for a in args) else None
 
 
 def _padding_mask(mask: Any) -> torch.Tensor | None:

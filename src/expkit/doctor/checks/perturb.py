@@ -127,6 +127,37 @@ def close_mode(mode: TorchFunctionMode) -> None:
         stack = _get_current_function_mode_stack()
 
 
+class FirstUserOp(TorchFunctionMode):
+    """A recording mode a check enters by hand: the first op the user's own code called for which :meth:`match`
+    gives a record, kept with its line as ``self.found`` (``((file, line), record)``). The program's op always
+    runs first and its result is returned unchanged; ``close_mode`` switches the mode off and leaves it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on = True
+        self.yours: dict[str, bool] = {}
+        self.found: tuple[tuple[str, int], Any] | None = None
+
+    @property
+    def line(self) -> tuple[str, int] | None:
+        return self.found[0] if self.found is not None else None
+
+    def match(self, func: Any, args: tuple[Any, ...], out: Any) -> Any:
+        """What to record of this op (any value but None), or None when it is not the op sought."""
+        raise NotImplementedError
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if not self.on or self.found is not None:
+            return out
+        record = self.match(func, tuple(args), out)
+        if record is not None:
+            file, line = op_caller(self.yours, 2)
+            if file is not None and line is not None:
+                self.found = ((file, line), record)
+        return out
+
+
 class _UserOps(TorchFunctionMode):
     """During a replay: each torch op the user's own code called (in a forward or a function it calls), as
     ``("op", (file, line), its tensor inputs, its first tensor output)``, in the order ops ran; the replay's
