@@ -33,6 +33,7 @@ class _JsonlSink:
         self.pid = os.getpid()
         self.rank = os.environ.get("RANK")
         self.findings: list[dict[str, Any]] = []
+        self.recorded = 0  # the steps of the watch once it is over
 
     def __call__(self, event: dict[str, Any]) -> None:
         event = {**event, "pid": self.pid, "rank": int(self.rank) if self.rank else None}
@@ -40,7 +41,10 @@ class _JsonlSink:
         if event["event"] == "finding":
             self.findings.append({k: v for k, v in event.items() if k not in ("event", "pid", "rank")})
         if event["event"] == "watch_done":
-            self._record(int(event.get("steps", 0)))
+            self.recorded = int(event.get("steps", 0))
+            self._record(self.recorded)
+        elif event["event"] == "finding" and self.recorded:  # found after the watch: the run's record gets it too
+            self._record(self.recorded)
         if event["event"] == "watch_done" and self.stop_when_done:
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
@@ -92,7 +96,7 @@ def arm_from_environment() -> None:
         from expkit.doctor.probe import Probe
 
         sink = _JsonlSink(out, stop)
-        probe = Probe(watch_steps=steps, sink=sink)
+        probe = Probe(watch_steps=steps, sink=sink, after_watch=not stop)  # --steps ends the program at the watch
         probe.install()
         sink({"event": "armed", "argv": sys.argv})
 

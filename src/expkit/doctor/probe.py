@@ -163,7 +163,14 @@ class Probe:
     sink as ``check_error`` events and shown in the report.
     """
 
-    def __init__(self, *, watch_steps: int = DEFAULT_WATCH_STEPS, sink: Sink, checks: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        watch_steps: int = DEFAULT_WATCH_STEPS,
+        sink: Sink,
+        checks: list[str] | None = None,
+        after_watch: bool = False,
+    ) -> None:
         if watch_steps < 1:
             raise ValueError(f"watch_steps must be >= 1, got {watch_steps}")
         self.watch_steps = watch_steps
@@ -211,6 +218,9 @@ class Probe:
         self._handles: list[Any] = []
         self._restore: list[tuple[Any, str, Any]] = []
         self._t0 = time.perf_counter()
+        # a program run under doctor (not an in-process watch()) keeps two light hooks once the watch is over
+        self.after_watch = after_watch
+        self.after: Any = None  # those hooks (after_watch.AfterWatch)
 
     # ---- reporting -------------------------------------------------------------------------------
     def report(
@@ -669,6 +679,10 @@ class Probe:
             self.sink({"event": "step", "step": n})
         if self._watch_over():
             self.finish()
+            if self.after_watch:
+                from expkit.doctor.after_watch import AfterWatch
+
+                self.after = AfterWatch(self).install()  # an eval() left behind by a later validation
 
     def _watch_over(self) -> bool:
         """The leading optimizer took its watched steps, and so did every other optimizer that stepped (a GAN's

@@ -15,14 +15,14 @@ from expkit.doctor.findings import user_frame, user_line_of
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe, StepEvent
 
-_MODE_LAYERS = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+MODE_LAYERS = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
 
 
-def _mode_layers(module: nn.Module) -> list[str]:
+def mode_layers(module: nn.Module) -> list[str]:
     """Names of the layers whose behaviour depends on train/eval (dropout with p > 0, batch norm)."""
     out = []
     for name, m in module.named_modules():
-        if isinstance(m, _MODE_LAYERS) and not (isinstance(m, nn.modules.dropout._DropoutNd) and m.p == 0):
+        if isinstance(m, MODE_LAYERS) and not (isinstance(m, nn.modules.dropout._DropoutNd) and m.p == 0):
             out.append(name or type(m).__name__)
     return out
 
@@ -88,8 +88,8 @@ class Modes(Check):
 
     def _trained_in_eval(self, probe: Probe, e: _EvalForward, trained: set[int]) -> bool:
         module, where = e.module, e.where
-        layers = _mode_layers(module)
-        if not layers or any(m.training for m in module.modules() if isinstance(m, _MODE_LAYERS)):
+        layers = mode_layers(module)
+        if not layers or any(m.training for m in module.modules() if isinstance(m, MODE_LAYERS)):
             return False  # nothing behaves differently, or a layer set back to train(): modes chosen layer by layer
         if trained and not any(id(p) in trained for p in module.parameters()):
             return False  # a frozen network (a perceptual loss, a teacher) kept in eval() on purpose
@@ -112,7 +112,7 @@ class Modes(Check):
         if outputs:
             self.pending.append(_EvalForward(ev.module, user_frame(3), outputs))
         elif ev.training and not ev.grad_enabled:
-            layers = _mode_layers(ev.module)
+            layers = mode_layers(ev.module)
             held = probe.optimizer_param_ids()
             trained = any(id(p) in held for p in ev.module.parameters()) or not probe.optimizers
             if layers and trained:

@@ -1,0 +1,108 @@
+"""What the doctor still watches once the watched steps are over (issue 32): a model put in ``eval()`` for a
+validation that runs after the first steps (at an epoch's end, every k steps) and never put back in ``train()``
+trains on with dropout off and batch-norm statistics frozen. The watch cannot see it: the validation comes later.
+
+Two light hooks stay after the watch, at a cost per call, not per tensor: ``Module.train`` (``eval()`` calls it)
+records where a model was put in eval mode, and an optimizer step pre-hook asks, only while such a record is open,
+whether the stepping optimizer's parameters got their gradients through that model while it was still in eval mode.
+The first such step is reported as ``train_in_eval_mode`` at the ``eval()`` line, and both hooks are removed."""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from torch import nn
+from torch.optim import optimizer as optimizer_mod
+
+from expkit.doctor.checks.modes import MODE_LAYERS, mode_layers
+from expkit.doctor.findings import RawStack, raw_stack, user_line_of
+
+if TYPE_CHECKING:
+    from expkit.doctor.probe import Probe
+
+
+class AfterWatch:
+    """The hooks left after the watch; :meth:`install` once, they remove themselves after their one finding."""
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+        self.evals: dict[int, tuple[weakref.ref[nn.Module], RawStack]] = {}  # id(module) -> (module, eval() stack)
+        self.steps: dict[int, int] = dict(probe.steps_by_optimizer)
+        self._inner = False  # eval() on a model calls train(False) on each submodule: only the outermost counts
+        self._hook: Any = None
+        self._original: Any = None
+        self._wrapper: Any = None
+
+    def install(self) -> AfterWatch:
+        self._original = nn.Module.__dict__["train"]
+        original, after = self._original, self
+
+        def train(module: nn.Module, mode: bool = True) -> Any:
+            if after._inner or after._hook is None:  # inside an outer eval(), or switched off
+                return original(module, mode)
+            after._inner = True
+            try:
+                after._record(module, mode)
+                return original(module, mode)
+            finally:
+                after._inner = False
+
+        self._wrapper = train
+        nn.Module.train = train  # type: ignore[method-assign,assignment]
+        self._hook = optimizer_mod.register_optimizer_step_pre_hook(self._step_pre)
+        return self
+
+    def uninstall(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        self.evals = {}
+        if self._wrapper is not None and nn.Module.__dict__.get("train") is self._wrapper:
+            nn.Module.train = self._original  # type: ignore[method-assign]
+        # else another wrapper went on top of ours since: ours stays under it, recording nothing more
+
+    def _record(self, module: nn.Module, mode: bool) -> None:
+        if mode:
+            self.evals.pop(id(module), None)
+            for sub in module.modules():  # model.train() after evaluating a part (model.encoder.eval()) undoes it
+                self.evals.pop(id(sub), None)
+        elif mode_layers(module):
+            self.evals[id(module)] = (weakref.ref(module), raw_stack(3))
+
+    def _step_pre(self, opt: Any, args: Any, kwargs: Any) -> None:
+        n = self.steps[id(opt)] = self.steps.get(id(opt), 0) + 1
+        if not self.evals:
+            return
+        try:
+            self._judge(opt, n)
+        except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
+            self.probe.check_failed("modes", exc)
+            self.uninstall()
+
+    def _judge(self, opt: Any, n: int) -> None:
+        stepped = {id(p) for g in opt.param_groups for p in g["params"] if p.grad is not None}
+        for key, (ref, stack) in list(self.evals.items()):
+            module = ref()
+            if module is None:
+                del self.evals[key]
+                continue
+            layers = mode_layers(module)
+            if not layers or any(m.training for m in module.modules() if isinstance(m, MODE_LAYERS)):
+                continue  # put back in train() another way, or modes chosen layer by layer
+            if not any(id(p) in stepped for p in module.parameters()):
+                continue  # a frozen model (a teacher, a target network) kept in eval() on purpose
+            self.probe.step = n - 1  # steps done: the finding names the step being taken
+            self.probe.report(
+                kind="bug",
+                check="train_in_eval_mode",
+                message=f"{type(module).__name__} was put in eval() after the first steps (an evaluation) and is "
+                f"trained on in eval mode from step {n}: {len(layers)} dropout/batch-norm layer(s) "
+                f"({', '.join(layers[:3])}) run as at inference (no dropout, frozen statistics)",
+                evidence={"training": False, "mode_layers": len(layers), "step": n},
+                fix="call model.train() after each evaluation (at the top of each epoch), before the next training "
+                "step",
+                where=user_line_of(stack),
+            )
+            self.uninstall()
+            return

@@ -1,0 +1,80 @@
+"""After the watched steps (issue 32): a validation that runs later (an epoch's end) and leaves the model in eval()
+is found at the eval() line at the first step it trains in eval mode; a validation followed by train(), a frozen
+teacher kept in eval() and a model without dropout or batch norm are silent. The class is the outside development
+program batch7/bugs/eval_mode_not_restored_after_validation.py (from https://github.com/shubhamagarwal92/mmd/issues/14)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor.probe import Probe  # noqa: E402
+
+
+def _run(train_back: bool, *, teacher: bool = False, dropout: float = 0.3) -> tuple[list[dict], int]:
+    """Six epochs of four steps, a validation after each: returns the findings and the eval() line."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(dropout), nn.Linear(16, 3))
+    frozen = nn.Sequential(nn.Linear(8, 3), nn.Dropout(0.3))
+    for p in frozen.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    events: list[dict] = []
+    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
+    probe.install()
+    eval_line = 0
+    try:
+        for _epoch in range(6):
+            if train_back:
+                model.train()
+            for _ in range(4):
+                x = torch.randn(16, 8)
+                out = model(x) + (frozen(x) if teacher else 0)
+                loss = F.cross_entropy(out, torch.randint(0, 3, (16,)))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            eval_line = inspect.currentframe().f_lineno + 1
+            (frozen if teacher else model).eval()
+            with torch.no_grad():
+                model(torch.randn(4, 8))
+    finally:
+        probe.finish()
+        if probe.after is not None:
+            probe.after.uninstall()
+    return [e for e in events if e["event"] == "finding"], eval_line
+
+
+def test_a_later_validation_that_leaves_the_model_in_eval_is_found_at_the_eval_line():
+    train = nn.Module.__dict__["train"]
+    findings, eval_line = _run(train_back=False)
+    (f,) = [f for f in findings if f["check"] == "train_in_eval_mode"]
+    assert f["line"] == eval_line and f["file"] == __file__
+    assert f["step"] == 5  # the first step of the second epoch, after the watch's two
+    assert nn.Module.__dict__["train"] is train  # the hooks left once the finding was made
+
+
+@pytest.mark.parametrize(
+    ("train_back", "teacher", "dropout"),
+    [(True, False, 0.3), (False, True, 0.3), (False, False, 0.0)],
+    ids=["train-called-again", "frozen-teacher-in-eval", "no-mode-layers"],
+)
+def test_validation_put_right_a_frozen_teacher_and_a_model_without_mode_layers_are_silent(train_back, teacher, dropout):
+    findings, _ = _run(train_back, teacher=teacher, dropout=dropout)
+    assert not [f for f in findings if f["check"] == "train_in_eval_mode"]
+
+
+def test_an_in_process_watch_keeps_no_hook_after_its_steps():
+    events: list[dict] = []
+    probe = Probe(watch_steps=1, sink=events.append)
+    probe.install()
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+    assert probe.finished and probe.after is None
