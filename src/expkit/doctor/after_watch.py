@@ -1,17 +1,23 @@
-"""What the doctor still watches once the watched steps are over (issue 32): a model put in ``eval()`` for a
-validation that runs after the first steps (at an epoch's end, every k steps) and never put back in ``train()``
-trains on with dropout off and batch-norm statistics frozen. The watch cannot see it: the validation comes later.
+"""What the doctor still watches once the watched steps are over (issue 32).
 
-Two light hooks stay after the watch, at a cost per call, not per tensor: ``Module.train`` (``eval()`` calls it)
-records where a model was put in eval mode, and an optimizer step pre-hook asks, only while such a record is open,
-whether the stepping optimizer's parameters got their gradients through that model while it was still in eval mode.
-The first such step is reported as ``train_in_eval_mode`` at the ``eval()`` line, and both hooks are removed."""
+A model put in ``eval()`` for a validation that runs after the first steps (at an epoch's end, every k steps) and
+never put back in ``train()`` trains on with dropout off and batch-norm statistics frozen. Two light hooks stay
+after the watch, at a cost per call, not per tensor: ``Module.train`` (``eval()`` calls it) records where a model
+was put in eval mode, and an optimizer step pre-hook asks, only while such a record is open, whether the stepping
+optimizer's parameters got their gradients through that model while it was still in eval mode. The first such
+step is reported as ``train_in_eval_mode`` at the ``eval()`` line, and both hooks are removed.
+
+An optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head on a trained
+body): ``Optimizer.__init__`` stays wrapped until then, and a fresh probe watches that optimizer's first steps as
+the first probe watched the program's (its findings count their steps from the program's start). One second watch
+at most."""
 
 from __future__ import annotations
 
 import weakref
 from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import nn
 from torch.optim import optimizer as optimizer_mod
 
@@ -33,6 +39,9 @@ class AfterWatch:
         self._hook: Any = None
         self._original: Any = None
         self._wrapper: Any = None
+        self._init: Any = None  # Optimizer.__init__ as it was, while ours wraps it
+        self._init_wrapper: Any = None
+        self.second: Probe | None = None  # the watch of an optimizer built after the first watch
 
     def install(self) -> AfterWatch:
         self._original = nn.Module.__dict__["train"]
@@ -51,16 +60,56 @@ class AfterWatch:
         self._wrapper = train
         nn.Module.train = train  # type: ignore[method-assign,assignment]
         self._hook = optimizer_mod.register_optimizer_step_pre_hook(self._step_pre)
+        self._init = torch.optim.Optimizer.__dict__["__init__"]
+        init = self._init
+
+        def __init__(opt: Any, *args: Any, **kwargs: Any) -> None:
+            init(opt, *args, **kwargs)
+            if after._init is not None:
+                after._end_phase_watch()  # one second watch at most
+                after._watch_again(opt)
+
+        torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign,assignment]
+        self._init_wrapper = __init__
         return self
 
+    def _watch_again(self, opt: torch.optim.Optimizer) -> None:
+        """An optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head):
+        a fresh probe watches its first steps as the first one watched the program's."""
+        from expkit.doctor.probe import Probe
+
+        try:
+            done = max(self.steps.values(), default=0)
+            second = Probe(watch_steps=self.probe.watch_steps, sink=self.probe.sink, steps_before=done)
+            second.install()
+            second.optimizers.add(opt)
+            second.made_at[id(opt)] = (0, raw_stack(3))
+            self.second = second
+        except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
+            self.probe.check_failed("second_watch", exc)
+
+    def close(self) -> None:
+        """At the program's end: a second watch not over yet reports what it has."""
+        if self.second is not None:
+            self.second.finish()
+
     def uninstall(self) -> None:
+        self._end_eval_watch()
+        self._end_phase_watch()
+
+    def _end_eval_watch(self) -> None:
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
         self.evals = {}
         if self._wrapper is not None and nn.Module.__dict__.get("train") is self._wrapper:
             nn.Module.train = self._original  # type: ignore[method-assign]
-        # else another wrapper went on top of ours since: ours stays under it, recording nothing more
+        # else another wrapper went on top of ours since (a second watch's): ours stays under it, switched off
+
+    def _end_phase_watch(self) -> None:
+        if self._init is not None and torch.optim.Optimizer.__dict__.get("__init__") is self._init_wrapper:
+            torch.optim.Optimizer.__init__ = self._init  # type: ignore[method-assign]
+        self._init = None
 
     def _record(self, module: nn.Module, mode: bool) -> None:
         if mode:
@@ -78,7 +127,7 @@ class AfterWatch:
             self._judge(opt, n)
         except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
             self.probe.check_failed("modes", exc)
-            self.uninstall()
+            self._end_eval_watch()
 
     def _judge(self, opt: Any, n: int) -> None:
         stepped = {id(p) for g in opt.param_groups for p in g["params"] if p.grad is not None}
@@ -104,5 +153,5 @@ class AfterWatch:
                 "step",
                 where=user_line_of(stack),
             )
-            self.uninstall()
+            self._end_eval_watch()
             return

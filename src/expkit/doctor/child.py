@@ -103,6 +103,8 @@ def arm_from_environment() -> None:
         def at_exit() -> None:
             sink.stop_when_done = False  # the program is ending on its own: keep its exit code
             probe.finish()
+            if probe.after is not None:
+                probe.after.close()
 
         atexit.register(at_exit)
 

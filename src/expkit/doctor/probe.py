@@ -170,6 +170,7 @@ class Probe:
         sink: Sink,
         checks: list[str] | None = None,
         after_watch: bool = False,
+        steps_before: int = 0,
     ) -> None:
         if watch_steps < 1:
             raise ValueError(f"watch_steps must be >= 1, got {watch_steps}")
@@ -221,6 +222,7 @@ class Probe:
         # a program run under doctor (not an in-process watch()) keeps two light hooks once the watch is over
         self.after_watch = after_watch
         self.after: Any = None  # those hooks (after_watch.AfterWatch)
+        self.steps_before = steps_before  # a second watch's: the steps the program took before it (findings' step)
 
     # ---- reporting -------------------------------------------------------------------------------
     def report(
@@ -241,7 +243,7 @@ class Probe:
             line=line,
             evidence=clean,
             fix=fix,
-            step=self.step + (0 if self.lead is None else 1),
+            step=self.steps_before + self.step + (0 if self.lead is None else 1),
         )
         self.sink({"event": "finding", **finding.to_json()})
 

@@ -78,3 +78,40 @@ def test_an_in_process_watch_keeps_no_hook_after_its_steps():
     model(torch.randn(2, 4)).sum().backward()
     opt.step()
     assert probe.finished and probe.after is None
+
+
+def test_an_optimizer_built_after_the_watch_is_watched_again_from_its_first_step():
+    # a fine-tuning phase: the pretrained model's head replaced after the new optimizer was built (the outside
+    # development program batch11/bugs/finetune_head_replaced_after_optimizer.py): the new head is never stepped
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    events: list[dict] = []
+    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
+    probe.install()
+    try:
+        pre = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for _ in range(5):
+            loss = F.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 4, (16,)))
+            pre.zero_grad()
+            loss.backward()
+            pre.step()
+        assert not [e for e in events if e["event"] == "finding"]
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        head_line = inspect.currentframe().f_lineno + 1
+        model[2] = nn.Linear(16, 3)
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 3, (16,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        probe.finish()
+        if probe.after is not None:
+            probe.after.uninstall()
+            if probe.after.second is not None:
+                probe.after.second.finish()
+    found = {f["check"]: f for f in events if f["event"] == "finding"}
+    assert "param_not_in_optimizer" in found, list(found)
+    assert found["param_not_in_optimizer"]["line"] == head_line
+    assert found["param_not_in_optimizer"]["step"] == 6  # counted from the program's first step
+    assert torch.optim.Optimizer.__dict__["__init__"].__module__ == "torch.optim.optimizer"  # every hook left
