@@ -86,3 +86,27 @@ def test_two_recording_modes_closed_out_of_order_both_leave_the_stack():
     assert len(_get_current_function_mode_stack()) == before + 2 and first.on is False
     close_mode(second)  # both leave
     assert len(_get_current_function_mode_stack()) == before
+
+
+def _advantage_loss(out, x):
+    returns = x.sum(1)  # (N,)
+    advantage = returns - out.detach()  # ADVANTAGE: (N,) - (N, 1) -> (N, N), no grad on either side
+    return -(advantage * out.squeeze(1)).mean()
+
+
+def _pairwise_metric(out, x):
+    returns = x.sum(1)
+    spread = (returns - out.detach()).abs().mean()  # (N, N) but only printed, never in the loss
+    del spread
+    return (out.squeeze(1) - x.sum(1)).pow(2).mean()
+
+
+def test_a_crossing_without_grad_that_feeds_the_loss_is_found_at_its_own_line():
+    # an actor-critic advantage from detached values (outside development program
+    # batch13/bugs/a2c_parallel_lineworld_advantage_broadcast.py): neither operand carries grad, the product does
+    (f,) = _run(_advantage_loss)
+    assert f.line == _line("# ADVANTAGE", _advantage_loss) and f.evidence["result_shape"] == [8, 8]
+
+
+def test_a_crossing_without_grad_that_never_reaches_the_loss_is_silent():
+    assert _run(_pairwise_metric) == []

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import FirstUserOp, close_mode
+from expkit.doctor.checks.perturb import FirstUserOp, close_mode, op_caller
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, ForwardEvent, Probe, StepEvent
@@ -39,21 +39,36 @@ def crossed(a: tuple[int, ...], b: tuple[int, ...], batch: int) -> bool:
 
 class _Arithmetic(FirstUserOp):
     """Between a training forward and its backward: the first user op whose two tensor operands cross-broadcast
-    over the batch; its record is the shapes (a, b, out)."""
+    over the batch; its record is the shapes (a, b, out). A crossing of two tensors without grad (an advantage
+    ``returns - values.detach()``) counts once its output feeds an op whose result carries grad (the loss), and
+    is named at its own line."""
 
     def __init__(self, batch: int) -> None:
         super().__init__()
         self.batch = batch
+        # id(out) -> (out, its line, shapes): the tensor is held while the mode is open, so its id stays its own
+        self.pending: dict[int, tuple[torch.Tensor, tuple[str, int], tuple[tuple[int, ...], ...]]] = {}
 
     def match(self, func: Any, args: tuple[Any, ...], out: Any) -> tuple[tuple[int, ...], ...] | None:
+        if self.pending and isinstance(out, torch.Tensor) and out.requires_grad:
+            fed = [self.pending[id(a)] for a in args if isinstance(a, torch.Tensor) and id(a) in self.pending]
+            if fed:
+                self.found = fed[0][1:]  # the crossing's own line, not the op that carried it into the loss
+                return None
         if getattr(func, "__name__", "") not in BINARY or len(args) < 2:
             return None
         a, b = args[0], args[1]
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and isinstance(out, torch.Tensor)):
             return None
-        if not (a.requires_grad or b.requires_grad) or not crossed(tuple(a.shape), tuple(b.shape), self.batch):
+        if not crossed(tuple(a.shape), tuple(b.shape), self.batch):
             return None
-        return (tuple(a.shape), tuple(b.shape), tuple(out.shape))
+        shapes = (tuple(a.shape), tuple(b.shape), tuple(out.shape))
+        if a.requires_grad or b.requires_grad:
+            return shapes
+        file, line = op_caller(self.yours, 3)
+        if file is not None and line is not None and len(self.pending) < 64:
+            self.pending[id(out)] = (out, (file, line), shapes)
+        return None
 
 
 @register
