@@ -169,3 +169,28 @@ def test_one_hot_states_of_a_small_environment_without_a_loader_are_clean():
             opt.step()
     assert w.done and not w.check_errors, w.check_errors
     assert not [f for f in w.findings if f.check == "batch_repeats_samples"]
+
+
+def _streams(expand: bool):
+    """No DataLoader: parallel text streams (B, N) sliced along time, of a corpus that repeats one sentence so each
+    stream is the same (outside development program batch13/clean/lstm_lm_tbptt_detached_hidden.py); or one
+    stream expanded to the batch (stride 0: the same sample drawn B times)."""
+    torch.manual_seed(0)
+    corpus = torch.randint(0, 20, (50,)).repeat(16)  # 800 ids: one "sentence" of 50 repeated
+    data = corpus.view(8, 100)  # 8 streams of 100: each starts at a multiple of 50, so all are equal
+    model = nn.Sequential(nn.Embedding(20, 8), nn.Flatten(), nn.Linear(80, 20))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for i in range(0, 60, 10):
+            x = data[:1, i : i + 10].expand(8, 10) if expand else data[:, i : i + 10]
+            loss = F.cross_entropy(model(x), data[:, i + 10])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check == "batch_repeats_samples"]
+
+
+def test_a_slice_of_repetitive_data_is_clean_and_one_sample_expanded_is_found():
+    assert _streams(expand=False) == []
+    assert len(_streams(expand=True)) == 1

@@ -343,6 +343,8 @@ class BatchRepeatsSamples(Check):
             # a 0/1 tensor fed without a loader (an attention mask, one-hot features, the one-hot states of a
             # small environment in an RL buffer): few distinct rows are what it encodes, not a sampling bug
             return None
+        if it is None and x._base is not None and x.stride(0) != 0:
+            return None  # a slice of the data (basic indexing draws consecutive rows): rows that repeat are the data's
         rows = distinct_rows(x)
         if rows >= REPEAT_SHARE * x.shape[0]:
             return None
