@@ -344,3 +344,27 @@ def test_a_regex_alternative_that_names_no_module_is_found():
 @pytest.mark.parametrize("targets", [["attn", "mlp.0", "2"], ["attn"], r".*\.mlp\.(0|2)", "all-linear"])
 def test_lora_targets_that_all_match_regexes_and_all_linear_are_silent(targets):
     assert _lora_targets(targets) == []
+
+
+def test_a_classifier_that_pools_the_last_token_before_its_pad_id_is_silent():
+    # GPT-2's sequence classifier finds each row's last real token by the declared pad id: a pad id swapped for a
+    # real token reads as a longer sequence, so the swap alone moved its output (outside development program
+    # batch13/clean/peft_lora_seqcls_head_saved_and_merged.py, a false alarm); with the pad id kept it is still
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2, n_positions=16, pad_token_id=0)
+    cfg.num_labels = 3
+    model = transformers.GPT2ForSequenceClassification(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    lengths = torch.tensor([3, 8, 5, 8, 2, 6, 8, 4])
+    mask = (torch.arange(8)[None, :] < lengths[:, None]).long()
+    ids = torch.randint(1, 40, (8, 8)) * mask
+    labels = torch.randint(0, 3, (8,))
+    model.train()
+    with watch(model, opt, steps=2) as w:
+        for _ in range(2):
+            out = model(input_ids=ids, attention_mask=mask, labels=labels)
+            opt.zero_grad()
+            out.loss.backward()
+            opt.step()
+    assert _found(w, "padding_changes_output") == []

@@ -17,7 +17,7 @@ else the call of the first layer that does (an attention without its padding mas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -147,10 +147,12 @@ class PaddingChangesOutput(Check):
         except (RuntimeError, IndexError, ValueError, NotImplementedError):
             return
 
-    def _replay(self, probe: Probe, ev: ForwardEvent, seen: _Padding, *, shrink: bool) -> None:
+    def _run(self, ev: ForwardEvent, seen: _Padding, shrink: bool) -> tuple[Any, Any, Any, Any, _Differs] | None:
+        """Replay the forward as given and with the padding changed: both outputs, both runs' op records and the
+        comparison of the variant; None when the variant cannot be built or a replay gives no tensor."""
         variant = _variant(ev, seen, shrink)
         if variant is None:
-            return
+            return None
         replay = _Replay(ev.module, variant.base_kwargs)
         # a batch of another length draws other dropout masks from the same seed: those replays run in eval mode
         modes = [(m, m.training) for m in ev.module.modules()] if seen.append or shrink else []
@@ -165,11 +167,33 @@ class PaddingChangesOutput(Check):
             for m, mode in modes:
                 m.training = mode
         if oa is None or ob is None:
+            return None
+        return oa, ob, events_a, replay.events, _Differs(variant, shrink, seen.append)
+
+    def _confirmed(self, ev: ForwardEvent, kept: _Padding) -> bool:
+        """The output moves with the pad id kept too: one more pad column, else (a position table as long as the
+        batch) one fewer on the rows that end with padding; a model that can take neither keeps the finding."""
+        for shrink in (False, True):
+            try:
+                run = self._run(ev, kept, shrink)
+            except (RuntimeError, IndexError, ValueError, NotImplementedError):
+                continue
+            return run is not None and run[4](run[0], run[1])
+        return True
+
+    def _replay(self, probe: Probe, ev: ForwardEvent, seen: _Padding, *, shrink: bool) -> None:
+        run = self._run(ev, seen, shrink)
+        if run is None:
             return
-        differs = _Differs(variant, shrink, seen.append)
+        oa, ob, events_a, events_b, differs = run
         if not differs(oa, ob):
             return
-        cause = _first_cause(events_a, replay.events, differs)
+        # one output per row from a declared pad id swapped for a real token: a classifier that pools the last token
+        # before the first pad id (GPT-2's) reads the swap as a longer sequence. Confirmed with the pad id kept and
+        # one more pad column (the mask grows with it): a model that masks its padding keeps still
+        if not seen.append and not differs.per_position(oa) and not self._confirmed(ev, replace(seen, append=True)):
+            return
+        cause = _first_cause(events_a, events_b, differs)
         where = None
         if cause is not None:
             where = cause[1] if cause[0] == "op" else user_line_of(cause[2])
@@ -297,6 +321,10 @@ class _Differs:
         self.B, self.T = variant.shape
         self.real, self.rows = ~variant.padded, variant.rows
         self.shrink, self.append = shrink, append
+
+    def per_position(self, p: torch.Tensor) -> bool:
+        """The output holds one entry per position (B, T, ...), not one per row."""
+        return p.dim() >= 2 and p.shape[0] == self.B and p.shape[1] == self.T
 
     def __call__(self, p: torch.Tensor, q: torch.Tensor) -> bool:
         B, T, real = self.B, self.T, self.real
