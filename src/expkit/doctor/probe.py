@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 import time
 import weakref
@@ -559,6 +560,10 @@ class Probe:
 
         def make(original: Any) -> Any:
             run = _Outermost(original)
+            try:
+                names = list(inspect.signature(original).parameters)
+            except (TypeError, ValueError):
+                names = []
 
             def loss_fn(*args: Any, **kwargs: Any) -> Any:
                 outermost = not run.running
@@ -567,7 +572,9 @@ class Probe:
                     inp = args[0] if args else kwargs.get("input")
                     target = args[1] if len(args) > 1 else kwargs.get("target")
                     if isinstance(inp, torch.Tensor) and isinstance(value, torch.Tensor):
-                        rest = {k: v for k, v in kwargs.items() if k not in ("input", "target")}
+                        # the arguments after the first two by name, as given (nn.CTCLoss passes its blank by position)
+                        rest = {k: v for k, v in zip(names[2:], args[2:], strict=False)}
+                        rest |= {k: v for k, v in kwargs.items() if k not in ("input", "target")}
                         probe._dispatch("on_loss", LossEvent(name, inp, target, value, rest))
                 return value
 
