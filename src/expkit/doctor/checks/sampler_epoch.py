@@ -36,6 +36,13 @@ def _in_a_loop(file: str, line: int, own: bool) -> bool:
     return any(first <= line <= last and not (own and start == line) for start, first, last in _loop_bodies(file))
 
 
+def _epoch_loop(file: str, line: int) -> int | None:
+    """The first line of the innermost loop whose body holds ``line`` (not a loop starting there): where the
+    epoch begins, so where ``set_epoch`` belongs."""
+    around = [(start, first) for start, first, last in _loop_bodies(file) if first <= line <= last and start != line]
+    return max(around)[0] if around else None
+
+
 def _user_frames(stack: RawStack) -> list[tuple[str, int]] | None:
     """The user's frames on ``stack`` (innermost first), or None when an installed package other than torch
     (Lightning, transformers, accelerate) iterates the loader: those call ``set_epoch`` themselves."""
@@ -117,5 +124,15 @@ class SamplerWithoutSetEpoch(Check):
                 "files_searched": len(searched),
             },
             fix="call loader.sampler.set_epoch(epoch) at the start of each epoch, before iterating the loader",
-            where=(file, line),
+            where=self._epoch_line(file, line, [(f, n) for f, n in outer if f in epoch_loops]),
         )
+
+    @staticmethod
+    def _epoch_line(file: str, line: int, callers: list[tuple[str, int]]) -> tuple[str, int]:
+        """The first line of the epoch loop, where ``set_epoch`` belongs: the loop around the loader's own loop,
+        else around the first caller's call inside a loop, else the loader's loop itself."""
+        for f, n in [(file, line), *callers]:
+            start = _epoch_loop(f, n)
+            if start is not None:
+                return f, start
+        return file, line
