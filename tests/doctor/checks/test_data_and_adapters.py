@@ -91,10 +91,10 @@ def test_a_block_run_with_grad_disabled_is_named_at_its_call_not_a_stale_no_grad
         assert found == []  # the block trains: not a cut
         return
     (f,) = found
-    cut = set()
-    for fn in (_Checkpointed.forward, _RunBlock.forward):  # the call that runs it, or the module call in there
-        lines, start = inspect.getsourcelines(fn)
-        cut |= {start + i for i, text in enumerate(lines) if "# CUT" in text}
+    # the user's call of checkpoint()/apply(), outside the autograd Function torch ran the block in (outside
+    # development program batch13/bugs/peft_lora_custom_checkpoint_frozen_inputs.py), not a layer inside it
+    lines, start = inspect.getsourcelines(_Checkpointed.forward)
+    cut = {start + i for i, text in enumerate(lines) if "# CUT" in text}
     assert f.line in cut and "grad disabled" in f.message
 
 

@@ -41,6 +41,19 @@ def graph_leaves(tensor: torch.Tensor) -> dict[int, torch.Tensor]:
     return leaves
 
 
+_GRAD_OFF_BY_TORCH = ("torch/utils/checkpoint.py", "torch/autograd/function.py")
+
+
+def _outside_autograd_function(stack: RawStack | None) -> RawStack | None:
+    """A stack cut to the frames outside the outermost autograd Function torch ran it in (reentrant
+    checkpointing runs its function with grad disabled): the user's call of ``checkpoint(...)``, not the layer
+    inside it; the stack as it was when no such frame is on it."""
+    if not stack:
+        return stack
+    inside = [i for i, (path, _) in enumerate(stack) if path.replace("\\", "/").endswith(_GRAD_OFF_BY_TORCH)]
+    return stack[max(inside) + 1 :] if inside else stack
+
+
 def _where(stack: RawStack | None) -> tuple[str | None, int | None] | None:
     file, line = user_line_of(stack)
     return None if file is None else (file, line)
@@ -267,7 +280,7 @@ class GradientCut(Check):
                 continue
             (nograd if id(mod) in probe.ran_without_grad else detached).append(mod)
         if nograd:
-            site = probe.ran_without_grad[id(nograd[0])]
+            site = _outside_autograd_function(probe.ran_without_grad[id(nograd[0])])
             how = "ran with grad disabled (torch.no_grad(), or an autograd Function's forward: reentrant checkpointing)"
             self._report(probe, nograd, how, _where(site))
         if detached and probe.cut_sites:
