@@ -41,16 +41,28 @@ def _lr(group: dict[str, Any]) -> float | None:
 
 def _judged(opt: torch.optim.Optimizer, group: dict[str, Any]) -> bool:
     """Groups whose step must move the weights: a torch optimizer, lr > 0 and not far below its schedule's base
-    (a warm-up start), plain SGD without momentum (its first steps are smaller than its later ones)."""
+    (a warm-up start)."""
     if not type(opt).__module__.startswith("torch.optim"):
         return False
     lr = _lr(group)
     if lr is None or not lr > 0 or not math.isfinite(lr):
         return False
     base = group.get("initial_lr")
-    if isinstance(base, (int, float)) and lr < 0.5 * float(base):
-        return False
-    return not (isinstance(opt, torch.optim.SGD) and float(group.get("momentum", 0) or 0) > 0)
+    return not (isinstance(base, (int, float)) and lr < 0.5 * float(base))
+
+
+def _momentum(opt: torch.optim.Optimizer, group: dict[str, Any]) -> float:
+    """SGD's momentum (0 for other optimizers): its first steps are smaller than its later ones, so its update is
+    judged at the size momentum grows it to, lr * (1 - dampening) * |grad| / (1 - momentum)."""
+    if not isinstance(opt, torch.optim.SGD):
+        return 0.0
+    m = float(group.get("momentum", 0) or 0)
+    return m if 0 < m < 1 else 0.0
+
+
+def _ulp(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    _, exp = torch.frexp(x)
+    return torch.ldexp(torch.ones_like(x), exp - 1 - LOW[dtype])
 
 
 @register
@@ -65,8 +77,10 @@ class UpdatesRoundedAway(Check):
     50 % (with at least 10 % unchanged), at the line that cast the parameters to low precision (the last
     ``.to``/``.half``/``.bfloat16``/``.type`` of a module that made its parameters bf16/fp16 while the probe was
     armed), else at the optimizer's construction.
-    Float32 parameters (autocast, master weights), lr 0 or warm-up starts, SGD with momentum and optimizers that
-    are not torch's are not judged.
+    SGD with momentum takes small first steps that grow: its groups are judged before the step, by the same rule,
+    on the update at the size momentum grows it to (lr (1 - dampening) |grad| / (1 - momentum)). Float32
+    parameters (autocast, master weights), lr 0 or warm-up starts and optimizers that are not torch's are not
+    judged.
     """
 
     name = "updates_rounded_away"
@@ -111,17 +125,43 @@ class UpdatesRoundedAway(Check):
         opt = ev.optimizer
         if id(opt) in self.reported:
             return
-        kept = []
+        # momentum-SGD groups, at full momentum: (elements, within one ulp, under half an ulp: unchanged)
+        kept, projected = [], [0, 0, 0]
         for group in opt.param_groups:
             if not _judged(opt, group):
                 continue
+            m = _momentum(opt, group)
             for p in group["params"]:
                 grad = p.grad
                 if p.dtype in LOW and grad is not None and grad.layout == torch.strided and grad.shape == p.shape:
                     with contextlib.suppress(Exception):  # a tensor subclass that cannot be sampled: not judged
-                        kept.append((p, _sample(p), _sample(grad)))
+                        if m:
+                            self._project(p, group, m, projected)
+                        else:
+                            kept.append((p, _sample(p), _sample(grad)))
         if kept:
             self.before[id(opt)] = kept
+        counted, rounded, unchanged = projected  # the measured rule, on the update momentum grows to
+        if counted >= MIN_ELEMENTS and rounded / counted > ROUNDED_SHARE and unchanged / counted >= MIN_UNCHANGED:
+            params = [p for g in opt.param_groups if _momentum(opt, g) for p in g["params"] if p.dtype in LOW]
+            self._report(probe, ev, params, counted, rounded, unchanged, projected=True)
+
+    @staticmethod
+    def _project(p: torch.Tensor, group: dict[str, Any], m: float, into: list[int]) -> None:
+        """Count the sampled elements (non-zero gradient and value), those whose update grown by momentum to its
+        full size is at most one unit in the last place, and those for which it is under half a unit (rounded
+        away at every step)."""
+        old = _sample(p).float()
+        grad = _sample(p.grad).float()  # type: ignore[arg-type]
+        live = (grad != 0) & (old != 0) & torch.isfinite(old)
+        if not bool(live.any()):
+            return
+        damp = float(group.get("dampening", 0) or 0)
+        full = float(_lr(group) or 0) * (1 - damp) * grad[live].abs() / (1 - m)
+        ulp = _ulp(old[live], p.dtype)
+        into[0] += int(live.sum())
+        into[1] += int((full <= ulp).sum())
+        into[2] += int((full < 0.5 * ulp).sum())
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         kept = self.before.pop(id(ev.optimizer), None)
@@ -135,17 +175,29 @@ class UpdatesRoundedAway(Check):
             n = int(live.sum())
             if n == 0:
                 continue
-            _, exp = torch.frexp(old32[live])
-            ulp = torch.ldexp(torch.ones_like(old32[live]), exp - 1 - LOW[p.dtype])
+            ulp = _ulp(old32[live], p.dtype)
             moved = (new[live] - old32[live]).abs()
             counted += n
             unchanged += int((moved == 0).sum())
             rounded += int((moved <= ulp).sum())
         if counted < MIN_ELEMENTS or rounded / counted <= ROUNDED_SHARE or unchanged / counted < MIN_UNCHANGED:
             return
+        self._report(probe, ev, [p for p, _, _ in kept], counted, rounded, unchanged, projected=False)
+
+    def _report(
+        self,
+        probe: Probe,
+        ev: StepEvent,
+        params: list[torch.Tensor],
+        counted: int,
+        rounded: int,
+        unchanged: int,
+        *,
+        projected: bool,
+    ) -> None:
         self.reported.add(id(ev.optimizer))
-        dtypes = sorted({str(p.dtype).removeprefix("torch.") for p, _, _ in kept})
-        sites = [self.cast_sites[id(p)] for p, _, _ in kept if id(p) in self.cast_sites]
+        dtypes = sorted({str(p.dtype).removeprefix("torch.") for p in params})
+        sites = [self.cast_sites[id(p)] for p in params if id(p) in self.cast_sites]
         where = user_line_of(sites[-1]) if sites else (None, None)
         if where[0] is None:
             where = probe.built_at(ev.optimizer)
@@ -156,9 +208,14 @@ class UpdatesRoundedAway(Check):
             message=(
                 f"the optimizer steps on {'/'.join(dtypes)} weights with no float32 master copy: for "
                 f"{rounded / counted:.0%} of the elements with a non-zero gradient the update is at or below the "
-                f"format's resolution ({unchanged / counted:.0%} unchanged, rounded away; "
-                f"{(rounded - unchanged) / counted:.0%} moved by a single unit in the last place, mostly rounding "
-                "error): the weights barely learn"
+                + (
+                    f"format's resolution even at the size SGD's momentum grows it to ({unchanged / counted:.0%} "
+                    "under half a unit in the last place, rounded away at every step): the weights barely learn"
+                    if projected
+                    else f"format's resolution ({unchanged / counted:.0%} unchanged, rounded away; "
+                    f"{(rounded - unchanged) / counted:.0%} moved by a single unit in the last place, mostly "
+                    "rounding error): the weights barely learn"
+                )
             ),
             evidence={
                 "share_unchanged": unchanged / counted,
@@ -167,6 +224,7 @@ class UpdatesRoundedAway(Check):
                 "param_dtype": "/".join(dtypes),
                 "lr": lrs[-1] if lrs else None,
                 "optimizer_step": ev.index,
+                "judged_at_full_momentum": projected,
             },
             fix="keep the parameters in float32 and run the forward under torch.autocast(dtype=torch.bfloat16) "
             "(or keep float32 master weights in the optimizer); do not cast the trained model with "
