@@ -85,8 +85,7 @@ def _parting_frame(first: RawStack, second: RawStack) -> tuple[str | None, int |
 
 def replaced_after_optimizer(probe: Probe, tensors: list[torch.Tensor]) -> tuple[str | None, int | None] | None:
     """The line that assigned one of ``tensors`` to a module attribute after the first optimizer was built
-    (``model.bias.weight = nn.Parameter(...)``: the optimizer holds the Parameter it replaced), or that put a module
-    built after it into the model (``model.fc = nn.Linear(...)``), else None."""
+    (``model.bias.weight = nn.Parameter(...)``: the optimizer holds the Parameter it replaced), else None."""
     first_opt = min((probe.made_at[id(o)][0] for o in list(probe.optimizers) if id(o) in probe.made_at), default=None)
     if first_opt is None:
         return None
@@ -97,9 +96,6 @@ def replaced_after_optimizer(probe: Probe, tensors: list[torch.Tensor]) -> tuple
         # set on a module built before the optimizer (a module built after it sets its own parameters too)
         if rec is not None and rec[0] > first_opt and built is not None and built[0] < first_opt:
             return _where(rec[1])
-        if built is not None and built[0] > first_opt:  # a whole module built after it (``model.fc = nn.Linear``)
-            put = probe.origins.get(id(holder))
-            return _where(put[1] if put is not None and put[0] > built[0] else built[1])
     return None
 
 
