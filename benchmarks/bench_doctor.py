@@ -23,7 +23,8 @@ Recall: a bug program counts as caught when the check it declares (``doctor-expe
 two optimizer steps (each program a real child process under ``expkit doctor``, stopped after the watch; ``--workers``
 programs at a time, a DDP program under its own ``torchrun``).
 Overhead: one loop (a small causal transformer on CPU, one thread), timed per step three ways in
-interleaved repeats: bare, while watched (every check running), and after the watch (hooks removed).
+interleaved repeats: bare, while watched (every check running), and after the watch (the watch's hooks removed;
+the two after-watch hooks of a program that runs on under ``expkit doctor`` stay on).
 ``--quick`` (for CI): 1 bug + 1 clean development program of the first and the newest batch (of the one batch
 ``--batch`` names), 6 steps, one repeat; its figures are not comparisons.
 Writes benchmarks/results/doctor.json.
@@ -72,6 +73,8 @@ def step_times(steps: int, watched_steps: int | None) -> list[float]:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     data = torch.randint(0, V, (steps, 16, T + 1))
     w = watch(model, opt, steps=watched_steps) if watched_steps else None
+    if w is not None:  # as under `expkit doctor` without --steps: the after-watch hooks stay on the later steps
+        w.probe.after_watch = True
     times = []
     for i in range(steps):
         t0 = time.perf_counter()
@@ -83,6 +86,8 @@ def step_times(steps: int, watched_steps: int | None) -> list[float]:
         times.append(time.perf_counter() - t0)
     if w is not None:
         assert w.done and not w.check_errors, w.check_errors
+        assert w.probe.after is not None  # the later steps were timed with the after-watch hooks on
+        w.probe.after.uninstall()
         assert not w.findings, [f.check for f in w.findings]  # a clean loop: a finding here is a false alarm
     return times
 
