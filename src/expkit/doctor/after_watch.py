@@ -8,9 +8,9 @@ optimizer's parameters got their gradients through that model while it was still
 step is reported as ``train_in_eval_mode`` at the ``eval()`` line, and both hooks are removed.
 
 An optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head on a trained
-body): ``Optimizer.__init__`` stays wrapped until then, and a fresh probe watches that optimizer's first steps as
-the first probe watched the program's (its findings count their steps from the program's start). One second watch
-at most."""
+body): ``Optimizer.__init__`` stays wrapped until then, and a fresh probe watches that optimizer's first steps for
+what a new phase gets wrong: parameters it does not hold or update, gradients cut or stale, a step that changes
+nothing (``PHASE_CHECKS``; its findings count their steps from the program's start). One second watch at most."""
 
 from __future__ import annotations
 
@@ -26,6 +26,20 @@ from expkit.doctor.findings import RawStack, raw_stack, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import Probe
+
+
+# what a second phase's optimizer is watched for: whether it holds and updates what trains. Checks of the start
+# of training (the first loss against ln C, a label column in the features) read a trained model's second phase
+# wrongly: run on, a DINO's linear probe and a peft model trained on after merging got such findings (round eleven)
+PHASE_CHECKS = (
+    "param_not_in_optimizer",
+    "trainable_not_updated",
+    "no_gradient_reached",
+    "gradient_cut",
+    "missing_zero_grad",
+    "zero_grad_before_step",
+    "step_changes_nothing",
+)
 
 
 class AfterWatch:
@@ -80,7 +94,9 @@ class AfterWatch:
 
         try:
             done = max(self.steps.values(), default=0)
-            second = Probe(watch_steps=self.probe.watch_steps, sink=self.probe.sink, steps_before=done)
+            second = Probe(
+                watch_steps=self.probe.watch_steps, sink=self.probe.sink, checks=list(PHASE_CHECKS), steps_before=done
+            )
             second.install()
             second.optimizers.add(opt)
             second.made_at[id(opt)] = (0, raw_stack(3))
