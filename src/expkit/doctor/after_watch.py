@@ -129,9 +129,9 @@ class AfterWatch:
 
     def _record(self, module: nn.Module, mode: bool) -> None:
         if mode:
-            self.evals.pop(id(module), None)
-            for sub in module.modules():  # model.train() after evaluating a part (model.encoder.eval()) undoes it
-                self.evals.pop(id(sub), None)
+            if self.evals:  # HF Trainer calls model.train() every step: nothing to walk when no eval() is open
+                for sub in module.modules():  # model.train() after evaluating a part (model.encoder.eval()) undoes it
+                    self.evals.pop(id(sub), None)
         elif mode_layers(module):
             self.evals[id(module)] = (weakref.ref(module), raw_stack(3))
 
