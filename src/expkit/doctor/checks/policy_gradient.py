@@ -7,41 +7,22 @@ Measured on the backpropagated graph: a product whose one factor comes from a lo
 ``log_softmax``/``logsumexp`` node below it) and whose other factor, with no log-probability below it, reaches
 the prediction that a regression loss (``mse_loss``, ``smooth_l1_loss``, ``huber_loss``, ``l1_loss``) of the same
 step fits: the critic's value. An entropy term (``p * log p``) has a log-probability on both sides and is not
-judged. Named at the user's line that made that factor (``advantage = returns - values``), recorded while the
-step's forward and loss ran."""
+judged. Named at the user's line that made that factor (``advantage = returns - values``), from anomaly mode's
+creation stack of its autograd node."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import FirstUserOp, close_mode, op_caller
+from expkit.doctor.checks.graph_kept import graph_nodes, made_where
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import BackwardEvent, ForwardEvent, LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, LossEvent, Probe, StepEvent
 
 VALUE_LOSSES = ("mse_loss", "smooth_l1_loss", "huber_loss", "l1_loss")
 LOG_PROB_NODES = ("LogSoftmaxBackward0", "LogsumexpBackward0")
 MAX_NODES = 50_000  # a graph bigger than this is not walked
-MAX_LINES = 100_000
-
-
-class _NodeLines(FirstUserOp):
-    """The user's line that made each autograd node of the step (by node id), while the forward and loss run."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: dict[int, tuple[Any, tuple[str, int]]] = {}  # id(node) -> (node, line): the node is held
-
-    def match(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
-        node = out.grad_fn if isinstance(out, torch.Tensor) else None
-        if node is not None and id(node) not in self.lines and len(self.lines) < MAX_LINES:
-            file, line = op_caller(self.yours, 3)
-            if file is not None and line is not None:
-                self.lines[id(node)] = (node, (file, line))
-        return None
 
 
 @register
@@ -52,27 +33,14 @@ class AdvantageTrainsCritic(Check):
 
     def __init__(self) -> None:
         self.values: dict[int, Any] = {}  # id(grad_fn of a regression loss's prediction) -> the node
-        self.lines: _NodeLines | None = None
         self.reported = False
-
-    def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if self.lines is None and not self.reported and ev.training and ev.grad_enabled:
-            self.lines = _NodeLines()
-            self.lines.__enter__()
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
         node = ev.input.grad_fn
         if ev.function in VALUE_LOSSES and node is not None and not self.reported:
             self.values[id(node)] = node
 
-    def _close(self) -> _NodeLines | None:
-        lines, self.lines = self.lines, None
-        if lines is not None:
-            close_mode(lines)
-        return lines
-
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
-        lines = self._close()
         values, self.values = self.values, {}
         if self.reported or not values or ev.tensor.grad_fn is None:
             return
@@ -80,7 +48,7 @@ class AdvantageTrainsCritic(Check):
         if found is None:
             return
         self.reported = True
-        where = _line_of(found, lines.lines if lines is not None else {})
+        where = _line_of(found)
         probe.report(
             kind="bug",
             check=self.name,
@@ -93,11 +61,7 @@ class AdvantageTrainsCritic(Check):
         )
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
-        self._close()
         self.values = {}
-
-    def finish(self, probe: Probe) -> None:
-        self._close()
 
 
 def _marks(root: Any, values: dict[int, Any]) -> dict[int, tuple[bool, bool]] | None:
@@ -132,28 +96,23 @@ def _policy_weight_on_value(root: Any, values: dict[int, Any]) -> Any:
     marks = _marks(root, values)
     if marks is None:
         return None
-    stack, seen = [root], set()
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in graph_nodes(root, MAX_NODES):
         kids = [c for c, _ in node.next_functions if c is not None]
         if type(node).__name__ == "MulBackward0" and len(kids) == 2:
             for a, b in ((kids[0], kids[1]), (kids[1], kids[0])):
                 if marks.get(id(a)) == (True, False) and marks.get(id(b)) == (False, True):
                     return b
-        stack.extend(kids)
     return None
 
 
-def _line_of(node: Any, lines: dict[int, tuple[Any, tuple[str, int]]]) -> tuple[str, int] | None:
-    """The user's line that made ``node``, else the nearest node below it (through shape ops) that has one."""
+def _line_of(node: Any) -> tuple[str, int] | None:
+    """The user's line that made ``node`` (anomaly mode's creation stack, which ``graph_kept_across_steps`` keeps on
+    during the watch), else of the nearest node below it (through shape ops) that has one."""
     for _ in range(8):
         if node is None:
             return None
-        rec = lines.get(id(node))
-        if rec is not None and rec[0] is node:
-            return rec[1]
+        file, line = made_where(node)
+        if file is not None and line is not None:
+            return file, line
         node = next((n for n, _ in node.next_functions if n is not None), None)
     return None
