@@ -3,7 +3,8 @@ halves, tests/doctor/outside), on its own bug suite, and the step-time overhead 
 bare, measured in one run.
 
     .venv/bin/python benchmarks/bench_doctor.py [--steps 40] [--repeats 5] [--workers 2] [--skip-suite]
-        [--own-suite] [--split dev|held_out|all] [--batch batch1|...|batch13|all] [--quick] [--out DIR] [--check]
+        [--own-suite] [--split dev|held_out|all] [--batch batch1|...|batch13|all] [--run-on] [--quick] [--out DIR]
+        [--check]
 
 Outside programs (issue 32), thirteen batches each split on its own (batch1: seed 32; batch2: seed 3202, with DDP on
 gloo, peft, HF Trainer and Lightning programs; batch3: seed 3303, from reports the first two did not use;
@@ -25,6 +26,9 @@ programs at a time, a DDP program under its own ``torchrun``).
 Overhead: one loop (a small causal transformer on CPU, one thread), timed per step three ways in
 interleaved repeats: bare, while watched (every check running), and after the watch (the watch's hooks removed;
 the two after-watch hooks of a program that runs on under ``expkit doctor`` stay on).
+``--run-on``: the clean programs run a second time to their end, as a user runs them (a model left in ``eval()``
+by a later validation, an optimizer rebuilt per epoch, a second phase's optimizer are watched then), and the clean
+programs with a finding are counted again (held out: at most one, a goal).
 ``--quick`` (for CI): 1 bug + 1 clean development program of the first and the newest batch (of the one batch
 ``--batch`` names), 6 steps, one repeat; its figures are not comparisons.
 Writes benchmarks/results/doctor.json.
@@ -165,9 +169,10 @@ def _score_half(outcomes: list, half: str) -> dict:
     return score
 
 
-def measure_outside(quick: bool, workers: int, split: str, batches: tuple[str, ...]) -> dict:
+def measure_outside(quick: bool, workers: int, split: str, batches: tuple[str, ...], run_on: bool = False) -> dict:
     """Run the outside programs of ``split`` (``all``: both halves) of each batch through doctor and score each
-    half. Development programs are listed one by one; held-out programs only as totals."""
+    half. Development programs are listed one by one; held-out programs only as totals. ``run_on``: the clean
+    programs are run a second time to their end (what doctor watches after the watch is on) and counted again."""
     result: dict = {"workers": workers}
     for batch in batches:
         entries = [e for e in load_manifest(OUTSIDE / "manifest.json", batch) if split in ("all", e["split"])]
@@ -190,6 +195,19 @@ def measure_outside(quick: bool, workers: int, split: str, batches: tuple[str, .
                 print(f"  missed {name}")
             for alarm in sc.get("alarms", []):
                 print(f"  false alarm {alarm}")
+        if run_on:
+            clean = [e for e in entries if e["kind"] == "clean"]
+            late = run_outside(OUTSIDE, clean, workers=workers, run_on=True)
+            for half in ("dev", "held_out"):
+                sc = score_split(late, half)
+                out[half]["clean_with_findings_run_on"] = sc.clean_with_findings
+                print(
+                    f"outside {batch} {half}: {sc.clean_with_findings}/{sc.clean} clean programs with a finding "
+                    "when run to their end"
+                )
+                if half == "dev":
+                    for alarm in sc.alarms:
+                        print(f"  false alarm (run on) {alarm}")
         out["programs"] = [
             {
                 "program": o.program,
@@ -242,6 +260,15 @@ def _goals(results: dict) -> list[Goal]:
                 Goal(f"{batch} held-out clean programs with a finding", held["clean_with_findings"], 1, "<="),
                 Goal(f"{batch} held-out found bugs named at their line", held["at_line_share"], 0.80, ">="),
             ]
+            if "clean_with_findings_run_on" in held:
+                goals.append(
+                    Goal(
+                        f"{batch} held-out clean programs with a finding, run to their end",
+                        held["clean_with_findings_run_on"],
+                        1,
+                        "<=",
+                    )
+                )
     return goals
 
 
@@ -254,6 +281,11 @@ def main() -> int:
     parser.add_argument("--own-suite", action="store_true", help="also run doctor's own suite (tests/doctor/suite)")
     parser.add_argument("--split", choices=("dev", "held_out", "all"), default="all", help="outside half to run")
     parser.add_argument("--batch", choices=(*BATCHES, "all"), default="all", help="outside batch to run")
+    parser.add_argument(
+        "--run-on",
+        action="store_true",
+        help="also run each clean outside program to its end (after-watch hooks, second watch) and count its findings",
+    )
     add_run_options(parser)
     args = parser.parse_args()
     steps, repeats = (6, 1) if args.quick else (args.steps, args.repeats)
@@ -271,7 +303,7 @@ def main() -> int:
         batches = BATCHES if args.batch == "all" else (args.batch,)
         if args.quick and args.batch == "all":
             batches = (BATCHES[0], BATCHES[-1])  # quick: does it run; the first batch and the newest
-        results["outside"] = measure_outside(args.quick, args.workers, args.split, batches)
+        results["outside"] = measure_outside(args.quick, args.workers, args.split, batches, args.run_on)
     if not args.skip_suite and args.own_suite:
         s = results["suite"] = measure_suite(args.quick, args.workers)
         print(

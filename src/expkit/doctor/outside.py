@@ -115,17 +115,18 @@ def _outcome(entry: dict[str, Any], path: Path, result: DoctorResult) -> Outside
 
 
 def run_outside(
-    root: Path, entries: list[dict[str, Any]], *, workers: int = 2, watch_steps: int = 2
+    root: Path, entries: list[dict[str, Any]], *, workers: int = 2, watch_steps: int = 2, run_on: bool = False
 ) -> list[OutsideOutcome]:
     """Run each entry's program (``root / entry["program"]``) through doctor, stopped after ``watch_steps``
-    optimizer steps, ``workers`` at a time."""
+    optimizer steps (``run_on``: to its end, as a user runs it, with what doctor watches after the watch),
+    ``workers`` at a time."""
 
     def one(entry: dict[str, Any]) -> OutsideOutcome:
         path = (root / entry["program"]).resolve()
         request = DoctorRequest(
             command=program_command(path),  # its doctor-command line (torchrun ...), else python PROGRAM
             watch_steps=watch_steps,
-            stop_after_watch=True,
+            stop_after_watch=not run_on,
             cwd=str(path.parent),
             stdout_to_stderr=True,
             max_wait_s=300.0,
