@@ -53,7 +53,8 @@ def doctor(
     same batch or overlapping shards, or gradients all-reduced again; a DistributedSampler without set_epoch; a LoRA
     target that names no module; a column the HF Trainer dropped that compute_loss asks for; CTC targets that hold
     the blank; .item() syncs. Run on past the watch (no --steps), doctor still finds a model left in eval() by a
-    later validation and watches an optimizer built later (a fine-tuning phase) from its first steps.
+    later validation and an optimizer rebuilt every epoch, and watches an optimizer built later (a fine-tuning
+    phase) from its first steps.
 
     Exit codes: the program's own code when it failed (a crash before its first step included), whatever
     the findings; 1 when no optimizer step came within --max-wait seconds (doctor stops the program), or

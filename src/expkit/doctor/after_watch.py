@@ -7,8 +7,10 @@ was put in eval mode, and an optimizer step pre-hook asks, only while such a rec
 optimizer's parameters got their gradients through that model while it was still in eval mode. The first such
 step is reported as ``train_in_eval_mode`` at the ``eval()`` line, and both hooks are removed.
 
-An optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head on a trained
-body): ``Optimizer.__init__`` stays wrapped until then, and a fresh probe watches that optimizer's first steps for
+``Optimizer.__init__`` stays wrapped: an optimizer built again at the line of one still alive, over the same
+parameters whose state that one holds (made inside the epoch loop), is the watch's ``optimizer_rebuilt``. Any other
+optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head on a trained
+body): a fresh probe watches that optimizer's first steps for
 what a new phase gets wrong: parameters it does not hold or update, gradients cut or stale, a step that changes
 nothing (``PHASE_CHECKS``; its findings count their steps from the program's start). One second watch at most."""
 
@@ -22,7 +24,8 @@ from torch import nn
 from torch.optim import optimizer as optimizer_mod
 
 from expkit.doctor.checks.modes import MODE_LAYERS, mode_layers
-from expkit.doctor.findings import RawStack, raw_stack, user_line_of
+from expkit.doctor.checks.optimizers import OptimizerRebuilt
+from expkit.doctor.findings import RawStack, construction_stack, raw_stack, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import Probe
@@ -80,15 +83,32 @@ class AfterWatch:
         def __init__(opt: Any, *args: Any, **kwargs: Any) -> None:
             init(opt, *args, **kwargs)
             if after._init is not None:
-                after._end_phase_watch()  # one second watch at most
-                after._watch_again(opt)
+                after._built(opt, construction_stack(opt, 2))
 
         torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign,assignment]
         self._init_wrapper = __init__
         return self
 
+    def _built(self, opt: torch.optim.Optimizer, stack: RawStack) -> None:
+        """An optimizer built after the watch: the same one rebuilt at its line (each epoch) is reported by the
+        watch's ``optimizer_rebuilt``; any other starts the second watch (one at most)."""
+        rebuilds = next((c for c in self.probe.checks if isinstance(c, OptimizerRebuilt)), None)
+        if rebuilds is not None:
+            try:
+                self.probe.step = max(self.steps.values(), default=self.probe.step)  # the finding's step
+                if rebuilds.built(self.probe, opt, stack):
+                    return
+            except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
+                self.probe.check_failed(rebuilds.name, exc)
+        if self.second is None:
+            if rebuilds is None:
+                self._end_phase_watch()  # nothing else watches constructions
+            self._watch_again(opt)
+
     def _watch_again(self, opt: torch.optim.Optimizer) -> None:
-        """An optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head):
+        """``Optimizer.__init__`` stays wrapped: an optimizer built again at the line of one still alive, over the same
+parameters whose state that one holds (made inside the epoch loop), is the watch's ``optimizer_rebuilt``. Any other
+optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head):
         a fresh probe watches its first steps as the first one watched the program's."""
         from expkit.doctor.probe import Probe
 

@@ -116,3 +116,59 @@ def test_an_optimizer_built_after_the_watch_is_watched_again_from_its_first_step
     assert found["trainable_not_updated"]["line"] == head_line  # the line that put the new head in the model
     assert found["trainable_not_updated"]["step"] == 6  # counted from the program's first step
     assert torch.optim.Optimizer.__dict__["__init__"].__module__ == "torch.optim.optimizer"  # every hook left
+
+
+def _epochs(build: str, *, epochs: int = 4, steps: int = 3) -> tuple[list[dict], int]:
+    """A loop of ``epochs`` x ``steps`` under a probe that stays after its two watched steps; ``build`` says where
+    the optimizer is made: "epoch" (inside the epoch loop), "step" (inside the step loop), "phase" (once, and a
+    second time at another line), "fold" (a new model per epoch), "sgd" (plain SGD per epoch: no state)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    events: list[dict] = []
+    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
+    probe.install()
+    line = 0
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3) if build in ("phase", "step") else None
+    try:
+        for epoch in range(epochs):
+            if build == "fold":
+                model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+            if build == "phase" and epoch == 2:
+                opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+            if build in ("epoch", "fold", "sgd"):
+                line = inspect.currentframe().f_lineno + 1
+                opt = (torch.optim.SGD if build == "sgd" else torch.optim.Adam)(model.parameters(), lr=1e-3)
+            for _ in range(steps):
+                if build == "step":
+                    line = inspect.currentframe().f_lineno + 1
+                    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+                loss = F.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 3, (16,)))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    finally:
+        probe.finish()
+        if probe.after is not None:
+            probe.after.uninstall()
+            if probe.after.second is not None:
+                probe.after.second.finish()
+    return [e for e in events if e["event"] == "finding"], line
+
+
+@pytest.mark.parametrize(("build", "step"), [("epoch", 4), ("step", 2)], ids=["each-epoch", "each-step"])
+def test_an_adam_rebuilt_in_the_loop_is_found_at_its_line(build, step):
+    # the outside development program batch13/bugs/speaker_id_adam_recreated_each_epoch.py (from
+    # https://github.com/alan-turing-institute/deepsensor/issues/47): each rebuild throws Adam's moments away. Per
+    # epoch it shows after the watch (the first rebuild comes before step 4); per step inside it
+    findings, line = _epochs(build)
+    (f,) = [f for f in findings if f["check"] == "optimizer_rebuilt"]
+    assert (f["file"], f["line"]) == (__file__, line)
+    assert f["step"] == step
+    assert f["evidence"]["params_with_state"] == 4
+    assert torch.optim.Optimizer.__dict__["__init__"].__module__ == "torch.optim.optimizer"  # every hook left
+
+
+@pytest.mark.parametrize("build", ["phase", "fold", "sgd"])
+def test_a_new_phase_a_new_model_per_fold_and_a_stateless_sgd_are_not_rebuilds(build):
+    findings, _ = _epochs(build)
+    assert not [f for f in findings if f["check"] == "optimizer_rebuilt"]

@@ -10,13 +10,14 @@ optimizer."""
 from __future__ import annotations
 
 import math
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.provenance import graph_leaves
-from expkit.doctor.findings import argument_made_at, raw_stack, user_line_of
+from expkit.doctor.findings import argument_made_at, construction_stack, raw_stack, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.findings import RawStack
@@ -203,3 +204,70 @@ class ScheduleOnIdleOptimizer(Check):
                 fix="build the scheduler on the optimizer that steps (rebuild it whenever the optimizer is rebuilt)",
                 where=where,
             )
+
+
+def state_discarded(new: Any, earlier: Any) -> int:
+    """How many of ``new``'s parameters an ``earlier`` optimizer of the same class holds state for (Adam's moments,
+    a momentum buffer, a step count): what building ``new`` over them throws away."""
+    if earlier is new or type(earlier) is not type(new):
+        return 0
+    held = {id(p) for p, s in earlier.state.items() if s}
+    return sum(id(p) in held for g in new.param_groups for p in g["params"])
+
+
+@register
+class OptimizerRebuilt(Check):
+    """An optimizer built again at the line that built the one still in use, of the same class and over the same
+    parameters, while the earlier one holds their state (moments, momentum buffers): an optimizer made inside the
+    epoch or step loop, whose every rebuild throws that state away (and restarts Adam's bias correction).
+
+    Measured at each construction (the earlier optimizer is still alive then: the name is rebound after the new
+    one is built). A rebuild at another line (a fine-tuning phase) or over other parameters (a new model per fold)
+    is not this bug. The doctor keeps watching constructions after the watch (``after_watch``), where a rebuild
+    per epoch shows."""
+
+    name = "optimizer_rebuilt"
+
+    def __init__(self) -> None:
+        self.built_at: list[tuple[weakref.ref[Any], tuple[str | None, int | None]]] = []
+
+    def start(self, probe: Probe) -> None:
+        check = self
+
+        def make(original: Any) -> Any:
+            def __init__(opt: Any, *args: Any, **kwargs: Any) -> None:
+                original(opt, *args, **kwargs)
+                try:
+                    check.built(probe, opt, construction_stack(opt, 2))
+                except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
+                    probe.check_failed(check.name, exc)
+
+            return __init__
+
+        probe.patch(torch.optim.Optimizer, "__init__", make)
+
+    def built(self, probe: Probe, opt: Any, stack: RawStack) -> bool:
+        """``opt`` was just built at ``stack``: report it when it rebuilds a live optimizer made at that line."""
+        where = user_line_of(stack)
+        self.built_at = [(ref, at) for ref, at in self.built_at if ref() is not None]
+        rebuilt = next(
+            (o for ref, at in self.built_at if at == where and (o := ref()) is not None and state_discarded(opt, o)),
+            None,
+        )
+        self.built_at.append((weakref.ref(opt), where))
+        if rebuilt is None or where[0] is None:
+            return False
+        held = state_discarded(opt, rebuilt)
+        keys = sorted({k for s in rebuilt.state.values() for k in s})
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{type(opt).__name__} built again at this line over {held} parameter(s) whose state the one "
+            f"built here before holds ({', '.join(keys[:4])}): each rebuild throws that state away (an optimizer "
+            "made inside the epoch or step loop)",
+            evidence={"optimizer": type(opt).__name__, "params_with_state": held, "state": keys[:6]},
+            fix="build the optimizer once, before the loop; to change the learning rate, set each param_group's "
+            "'lr' or use a scheduler",
+            where=where,
+        )
+        return True
