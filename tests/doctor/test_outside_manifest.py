@@ -58,6 +58,7 @@ LATER_BATCHES = [
     ("batch11", 33, 13, 5),  # two writers again; one program of a source both used was dropped before the split
     ("batch12", 42, 19, 2),  # four writers (three of bugs and clean programs, one of clean library programs)
     ("batch13", 42, 20, 5),  # three writers (plain PyTorch; the libraries and DDP; other domains)
+    ("batch14", 36, 33, 5),  # three writers (sequence models; the libraries and DDP; the training machinery)
 ]
 
 
