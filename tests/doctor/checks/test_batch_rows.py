@@ -194,3 +194,20 @@ def _streams(expand: bool):
 def test_a_slice_of_repetitive_data_is_clean_and_one_sample_expanded_is_found():
     assert _streams(expand=False) == []
     assert len(_streams(expand=True)) == 1
+
+
+def test_token_patterns_generated_in_the_loop_without_a_loader_are_clean():
+    # the development program batch14/clean/peft_ia3_gpt2_feedforward_subset.py: each batch of 16 rows is drawn
+    # from 6 cyclic token patterns, made in the loop; no sampler drew them
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(8, 16), nn.Flatten(), nn.Linear(16 * 16, 8))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            x = (torch.arange(16)[None, :] + torch.randint(0, 6, (16, 1))) % 6 + 1
+            loss = F.cross_entropy(model(x), x[:, 0])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    assert not [f for f in w.findings if f.check == "batch_repeats_samples"]

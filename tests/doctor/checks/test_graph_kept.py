@@ -22,6 +22,8 @@ def _train(keep: str):
     with watch(model, opt, steps=2) as w:
         for i in range(3):
             loss = nn.functional.mse_loss(model(X[i * 16 : i * 16 + 16]), y[i * 16 : i * 16 + 16])
+            if keep == "made_once" and i == 0:
+                first = loss * 1  # noqa: F841 - a check made once, at the first step, kept to the end
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -31,6 +33,8 @@ def _train(keep: str):
                 kept.append(loss)  # kept in a list: this line
             elif keep == "dict_of_lists":
                 history["loss"].append(loss)  # kept in a dict's list: this line
+            elif keep == "last_step":
+                last = loss  # noqa: F841 - held until the next assignment: one step's graph, not more
             else:
                 kept.append(loss.item())
     assert not w.check_errors, w.check_errors
@@ -86,3 +90,11 @@ def test_the_programs_own_anomaly_mode_is_kept():
         assert torch.is_anomaly_enabled() and torch.is_anomaly_check_nan_enabled()
     finally:
         torch.autograd.set_detect_anomaly(False)
+
+
+@pytest.mark.parametrize("keep", ["last_step", "made_once"])
+def test_one_earlier_graph_left_in_a_variable_is_not_a_growing_graph(keep):
+    # the development program batch14/clean/lbfgs_closure_full_batch_regression.py (`loss = opt.step(closure)`
+    # holds the previous step's loss when the watch ends inside the next step) and
+    # batch14/clean/gru_lm_grad_accumulation_normalized_by_token_count.py (a full-window loss made once at step 0)
+    assert _train(keep) == []

@@ -78,3 +78,31 @@ def test_the_divisor_is_read_from_a_division_or_a_multiplication():
     assert _divisor((loss / 2).grad_fn) == 2.0
     assert _divisor((loss * 0.25).grad_fn) == 4.0
     assert _divisor((loss + 1).grad_fn) is None
+
+
+def test_a_next_token_model_whose_padding_is_the_ignored_class_zero_is_clean():
+    # the development programs batch14/clean/gru_lm_grad_accumulation_normalized_by_token_count.py and
+    # handbuilt_causal_and_key_padding_mask_decoder_lm.py: the targets are the inputs shifted, so at each row's first
+    # padded target the input is the row's last real token (many ids), yet the ignored positions are one run at the
+    # row's end: padding. The same ids ignored at positions scattered through the rows stay a finding
+    torch.manual_seed(0)
+    rows = torch.randint(1, 40, (32, 13))
+    rows[torch.arange(13)[None, :] >= torch.randint(4, 13, (32,))[:, None]] = 0  # right padding, pad id 0
+    model = nn.Sequential(nn.Embedding(40, 16), nn.Linear(16, 40))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def run(targets: torch.Tensor) -> list:
+        with watch(model, opt, steps=2) as w:
+            for i in range(0, 32, 16):
+                x, y = rows[i : i + 16, :-1], targets[i : i + 16]
+                loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten(), ignore_index=0)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        assert not w.check_errors, w.check_errors
+        return [f for f in w.findings if f.check == "ignored_real_class"]
+
+    assert run(rows[:, 1:]) == []
+    scattered = rows[:, 1:].clone()
+    scattered[torch.rand(scattered.shape) < 0.4] = 0  # class 0 also inside the rows: a real class ignored
+    assert len(run(scattered)) == 1

@@ -4,6 +4,7 @@ and labels that are the inputs themselves (next-token targets not shifted)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,10 @@ if TYPE_CHECKING:
 
 
 def _fingerprint(x: torch.Tensor) -> tuple[Any, ...]:
-    flat = x.detach().reshape(-1).double()
-    return (tuple(x.shape), float(flat.sum()), float((flat * flat).sum()), float(flat[: min(64, flat.numel())].sum()))
+    """A batch's shape, dtype and a digest of its bytes: equal only for the same values in the same places (sums
+    are not: rows that are permutations of one another, cyclic token patterns, have equal sums)."""
+    raw = x.detach().reshape(-1).cpu().contiguous().view(torch.uint8)
+    return (tuple(x.shape), str(x.dtype), hashlib.blake2b(raw.numpy().tobytes(), digest_size=16).digest())
 
 
 def _first_input_of_step(check: Any, ev: ForwardEvent) -> torch.Tensor | None:
@@ -35,14 +38,16 @@ def _first_input_of_step(check: Any, ev: ForwardEvent) -> torch.Tensor | None:
 
 @register
 class SameBatch(Check):
-    """The first training forward of each watched step, fingerprinted (shape, sum, sum of squares): the same
-    fingerprint at two steps while a DataLoader with more than one batch exists means the loop reuses one batch.
-    Full-batch training without a DataLoader is not flagged."""
+    """The first training forward of each watched step, fingerprinted (shape, dtype, a digest of its bytes): the
+    same fingerprint at two consecutive steps of one optimizer while a DataLoader with more than one batch exists
+    means the loop reuses one batch. Full-batch training without a DataLoader is not flagged, nor two optimizers
+    stepping on one batch (a GAN's discriminator and generator)."""
 
     name = "same_batch"
 
     def __init__(self) -> None:
-        self.prints: list[tuple[Any, ...]] = []
+        self.current: tuple[Any, ...] | None = None  # the first training input since the last step
+        self.prints: dict[int, tuple[Any, ...]] = {}  # id(optimizer) -> the first input of its last step
         self.taken_this_step = False
         self.iter_sites: list[tuple[str | None, int | None]] = []  # where each DataLoader iterator was made
 
@@ -55,11 +60,15 @@ class SameBatch(Check):
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         x = _first_input_of_step(self, ev)
         if x is not None:
-            self.prints.append(_fingerprint(x))
+            self.current = _fingerprint(x)
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.taken_this_step = False
-        if len(self.prints) < 2 or self.prints[-1] != self.prints[-2]:
+        now, self.current = self.current, None
+        before = self.prints.get(id(ev.optimizer))
+        if now is not None:
+            self.prints[id(ev.optimizer)] = now
+        if now is None or before != now:
             return
         batches = probe.dataloader_batches()
         if batches is None or batches < 2:
@@ -72,7 +81,7 @@ class SameBatch(Check):
             message=f"the model saw the same input batch at consecutive steps although a DataLoader holds {batches} "
             "batches: the loop is probably reusing one batch (next(iter(loader)) taken once, or a new iterator "
             "every step over an unshuffled loader)",
-            evidence={"identical_steps": 2, "loader_batches": batches, "batch_shape": list(self.prints[-1][0])},
+            evidence={"identical_steps": 2, "loader_batches": batches, "batch_shape": list(now[0])},
             fix="iterate the loader: `for x, y in loader:` (or keep one iterator and call next() on it)",
             where=self.iter_sites[-1] if fresh else None,
         )
@@ -339,9 +348,11 @@ class BatchRepeatsSamples(Check):
         idx_share = _index_share(self.indices.get(id(it))) if it is not None else None
         if it is not None and idx_share is not None and idx_share >= REPEAT_SHARE:
             return None  # the sampler drew distinct samples: rows that repeat are the data's own
-        if it is None and bool(((x == 0) | (x == 1)).all()):
+        expanded = x.dim() > 0 and x.stride(0) == 0  # one sample expanded to the batch: a repeat whatever it holds
+        if it is None and not expanded and (not x.is_floating_point() or bool(((x == 0) | (x == 1)).all())):
             # a 0/1 tensor fed without a loader (an attention mask, one-hot features, the one-hot states of a
-            # small environment in an RL buffer): few distinct rows are what it encodes, not a sampling bug
+            # small environment in an RL buffer), or token ids generated in the loop (a toy LM's few patterns):
+            # few distinct rows are what it encodes, not a sampling bug; no sampler drew them
             return None
         if it is None and x._base is not None and x.stride(0) != 0:
             return None  # a slice of the data (basic indexing draws consecutive rows): rows that repeat are the data's

@@ -1,8 +1,10 @@
 """Graphs kept alive across optimizer steps (issue 32): at the end of the watch, a live tensor whose autograd
 graph still reaches nodes made before the previous optimizer step (a running loss summed as a tensor, a list of
-losses or outputs kept for a metric) makes the graph grow step over step. Measured, not read from the code:
-every live tensor is found through the garbage collector, each autograd node's age is its sequence number, and
-the line that made the kept tensor comes from the creation stack anomaly mode records during the watch."""
+losses or outputs kept for a metric) makes the graph grow step over step. A variable left holding one earlier
+step's graph (a loss kept until the next assignment) is not that: the graph must span both steps or sit in a
+list. Measured, not read from the code: every live tensor is found through the garbage collector, each autograd
+node's age is its sequence number, and the line that made the kept tensor comes from the creation stack anomaly
+mode records during the watch."""
 
 from __future__ import annotations
 
@@ -71,6 +73,19 @@ def made_where(node: Any) -> tuple[str | None, int | None]:
 
 FILLS = ("append", "extend", "insert", "appendleft")  # the calls that put a tensor into a kept container
 NUMBERS = ("item", "detach", "tolist", "numpy", "cpu")  # what makes a kept value graph-free
+
+
+def _grows(tensor: torch.Tensor, mark: int, ours: tuple[list[Any], ...]) -> bool:
+    """Whether a tensor holding a graph older than ``mark`` makes the kept graphs grow step over step: its own
+    graph reaches a node made since ``mark`` as well (a running sum links each step's graph to the next), or a list
+    holds it (one more graph kept at every step). A variable left holding one earlier step's graph (the loss
+    ``opt.step(closure)`` returned, a check made once before the loop) keeps one graph, not more each step.
+    ``ours``: the lists of the walk itself (the garbage collector's list of live objects), not the program's."""
+    nodes = graph_nodes(tensor.grad_fn, MAX_NODES_PER_TENSOR)
+    if any(type(n).__name__ != "AccumulateGrad" and n._sequence_nr() >= mark for n in nodes):  # leaves: no age
+        return True
+    lists = (r for r in gc.get_referrers(tensor) if isinstance(r, (list, collections.deque)))
+    return any(all(r is not o for o in ours) for r in lists)  # the walk's own lists aside
 
 
 def _holder_name(tensor: torch.Tensor) -> tuple[str, str] | None:
@@ -172,14 +187,15 @@ class GraphKeptAcrossSteps(Check):
             return
         kept: list[tuple[torch.Tensor, Any, int]] = []
         judged = 0
-        for obj in gc.get_objects():
+        live = gc.get_objects()
+        for obj in live:
             if not issubclass(type(obj), torch.Tensor) or obj.grad_fn is None:  # type(), not __class__
                 continue
             judged += 1
             if judged > MAX_TENSORS_JUDGED:
                 break
             old = oldest_node(obj.grad_fn, mark, self.since)
-            if old is not None:
+            if old is not None and _grows(obj, mark, (live, kept)):
                 kept.append((obj, old[0], old[1]))
         if not kept:
             return

@@ -2,8 +2,8 @@
 
 - ``ignored_real_class``: a cross-entropy told to ignore a class index the model predicts (``ignore_index=0``
   where tag 0 is a real tag) while the ignored positions hold real input tokens, not padding: the most common
-  class of a tagger is never trained. Padding shows as one repeated id at the ignored positions (the pad id);
-  real tokens show as many different ids.
+  class of a tagger is never trained. Padding shows as one repeated id at the ignored positions (the pad id) and
+  as one run at each row's end (or start); real tokens show as many different ids, anywhere in the row.
 - ``ddp_loss_divided_by_world``: under DistributedDataParallel, which already averages gradients over the ranks,
   the tensor given to the one backward of a step is a loss divided by the world size: every update is
   world-size times too small.
@@ -29,11 +29,24 @@ MIN_IGNORED_SHARE = 0.05  # a class ignored at fewer positions than this is not 
 MIN_DISTINCT_IDS = 3  # ignored positions holding this many different input ids are real tokens, not padding
 
 
+def _runs_at_row_ends(ignored: torch.Tensor) -> bool:
+    """Whether every row of a (rows, positions) mask (or every column: a time-major batch) is ignored only in one
+    run at its end or its start: padding. A next-token model's targets are its inputs shifted, so the input at a
+    row's first padded target is the row's last real token: ids alone would read that run as real tokens."""
+    for rows in (ignored, ignored.T):
+        suffix = (rows[:, 1:] >= rows[:, :-1]).all(dim=1)
+        prefix = (rows[:, 1:] <= rows[:, :-1]).all(dim=1)
+        if bool((suffix | prefix).all()):
+            return True
+    return False
+
+
 @register
 class IgnoredRealClass(Check):
     """A cross-entropy whose ``ignore_index`` is a class the model predicts (0 <= index < classes), at 5 %+ of
     the targets, where the input tokens at the ignored positions are real tokens (3+ different ids), not
-    padding (one pad id): a real class is dropped from the loss and never trained."""
+    padding (one pad id, in one run at each row's end or start): a real class is dropped from the loss and never
+    trained."""
 
     name = "ignored_real_class"
 
@@ -63,7 +76,7 @@ class IgnoredRealClass(Check):
         if share < MIN_IGNORED_SHARE:
             return
         distinct = int(torch.unique(ids.reshape(-1).to(y.device)[ignored]).numel())
-        if distinct < MIN_DISTINCT_IDS:
+        if distinct < MIN_DISTINCT_IDS or _runs_at_row_ends(ignored.reshape(ids.shape)):
             return
         file, line = user_frame(3)
         origin = keyword_line(file, ("ignore_index",), line)  # where the index was given (a criterion built earlier)
