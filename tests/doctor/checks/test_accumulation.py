@@ -190,3 +190,50 @@ def test_one_backward_of_the_summed_micro_batch_losses_is_found_where_they_are_s
 @pytest.mark.parametrize("how", ["divided", "averaged", "gan_like", "two_terms"])
 def test_divided_averaged_or_two_forward_lines_are_clean(how):
     assert _made_in_loop(how) == []
+
+
+def _accelerate(use_context: bool) -> list:
+    """A real accelerate loop with gradient_accumulation_steps=4, with or without ``accelerator.accumulate`` (the
+    development programs batch14/bugs/accelerate_grad_accum_without_accumulate_ctx.py, from
+    https://github.com/tianweiy/DMD2/issues/23, and its correct twin
+    batch14/clean/accelerate_accumulate_context_with_clipping.py)."""
+    import inspect
+
+    accelerate = pytest.importorskip("accelerate")
+    from accelerate.state import AcceleratorState, GradientState
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    try:
+        with watch(model, opt, steps=2) as w:
+            accelerator = accelerate.Accelerator(cpu=True, gradient_accumulation_steps=4)
+            model, opt = accelerator.prepare(model, opt)
+            for _ in range(12):
+                x, y = torch.randn(8, 8), torch.randint(0, 3, (8,))
+                if use_context:
+                    with accelerator.accumulate(model):
+                        accelerator.backward(nn.functional.cross_entropy(model(x), y))
+                        opt.step()
+                        opt.zero_grad()
+                else:
+                    line = inspect.currentframe().f_lineno + 1
+                    accelerator.backward(nn.functional.cross_entropy(model(x), y))
+                    opt.step()
+                    opt.zero_grad()
+    finally:
+        GradientState._reset_state()  # the process-wide state accelerate keeps: later tests start without it
+        AcceleratorState._reset_state(reset_partial_state=True)
+    assert not w.check_errors, w.check_errors
+    found = [f for f in w.findings if f.check == "accelerate_accumulation_ignored"]
+    assert all(f.line == line for f in found)
+    return found
+
+
+def test_accelerate_accumulation_set_but_never_entered_is_found_at_the_backward():
+    (f,) = _accelerate(use_context=False)
+    assert f.evidence["gradient_accumulation_steps"] == 4
+
+
+def test_accelerate_accumulation_inside_its_context_is_clean():
+    assert _accelerate(use_context=True) == []

@@ -6,12 +6,14 @@ clipping: clipped k times more often)."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.findings import user_frame
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
@@ -63,8 +65,6 @@ class AccumulationScaling(Check):
         x = ev.first_tensor()
         if x is None or x.requires_grad or not (ev.training and ev.grad_enabled):
             return
-        from expkit.doctor.findings import user_frame
-
         # a micro-batch made in the loop (torch.randn, a generator of the user's): the same forward line each
         # time, on an input unlike every earlier one of this step (a GAN's real and fake go through two lines)
         self.sites.add(user_frame(3))
@@ -161,3 +161,52 @@ class AccumulationScaling(Check):
         self.sites.clear()
         self.inputs.clear()
         self.fresh, self.losses = 0, []
+
+
+def _accelerate_accumulation_steps() -> int:
+    """The ``gradient_accumulation_steps`` an ``accelerate.Accelerator`` of this process was built with (its shared
+    gradient state), else 1 (no accelerate, or none built)."""
+    state = sys.modules.get("accelerate.state")
+    gradient_state = getattr(state, "GradientState", None)
+    shared = getattr(gradient_state, "_shared_state", None)
+    if not shared:
+        return 1
+    steps = (shared.get("plugin_kwargs") or {}).get("num_steps", 1)
+    return steps if isinstance(steps, int) else 1
+
+
+@register
+class AccelerateAccumulationIgnored(Check):
+    """An ``Accelerator(gradient_accumulation_steps=k)``, k >= 2, whose ``accelerator.backward`` divides every loss
+    by k, while the optimizer steps after every single backward (two watched steps in a row): the loop never enters
+    ``accelerator.accumulate(model)``, outside which accelerate syncs and steps each micro-batch. Nothing is
+    accumulated and every update is k times smaller. Names the backward call."""
+
+    name = "accelerate_accumulation_ignored"
+
+    def __init__(self) -> None:
+        self.site: tuple[str | None, int | None] = (None, None)  # the user's line of this step's backward
+        self.single: list[bool] = []  # per step: one backward since the previous step
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        if "accelerate" in sys.modules:
+            self.site = user_frame(3)
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        if "accelerate" not in sys.modules:
+            return
+        self.single.append(probe.backwards_since_step == 1)
+        k = _accelerate_accumulation_steps()
+        if k < 2 or self.single[-2:] != [True, True]:
+            return
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"the Accelerator accumulates over {k} steps (gradient_accumulation_steps={k}): "
+            f"accelerator.backward divides each loss by {k}, yet the optimizer stepped after every single backward: "
+            f"outside `with accelerator.accumulate(model):` accelerate steps each micro-batch, so nothing is "
+            f"accumulated and every update is {k} times smaller",
+            evidence={"gradient_accumulation_steps": k, "backwards_per_step": 1},
+            fix="wrap each iteration's forward, backward, step and zero_grad in `with accelerator.accumulate(model):`",
+            where=self.site if self.site[0] is not None else None,
+        )
