@@ -461,3 +461,31 @@ def test_a_masked_lm_trained_on_every_token_is_found_where_the_labels_were_made(
 @pytest.mark.parametrize("how", ["masked_only", "80_10_10"])
 def test_a_masked_lm_trained_on_its_hidden_positions_is_silent(how):
     assert _mlm(how) == []
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_an_encoder_decoders_labels_padded_with_the_pad_id_are_counted(masked):
+    # the outside development program batch14/bugs/t5_seq2seq_labels_keep_pad_ids.py: a T5 trained with labels
+    # padded with pad_token_id (0), which its loss (ignore_index=-100) trains; set to -100 they are not counted
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.T5Config(
+        vocab_size=24, d_model=16, d_ff=32, d_kv=8, num_layers=1, num_heads=2, pad_token_id=0, eos_token_id=1,
+        decoder_start_token_id=0,
+    )  # fmt: skip
+    model = transformers.T5ForConditionalGeneration(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(2):
+            src = torch.randint(2, 24, (6, 8))
+            tgt = torch.zeros(6, 8, dtype=torch.long)
+            tgt[:, :4] = torch.randint(2, 24, (6, 4))
+            tgt[:, 4] = 1
+            labels = tgt.masked_fill(tgt == 0, -100) if masked else tgt
+            loss = model(input_ids=src, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert not w.check_errors, w.check_errors
+    found = [f for f in w.findings if f.check == "pad_in_loss"]
+    assert found == [] if masked else (len(found) == 1 and found[0].evidence["pad_positions_trained"] == 18)

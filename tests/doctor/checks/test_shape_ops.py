@@ -119,3 +119,47 @@ def test_channels_first_logits_viewed_as_rows_of_classes_are_found_at_the_view()
 @pytest.mark.parametrize("how", ["permuted", "sequence", "dense"])
 def test_logits_with_the_class_axis_moved_last_or_kept_whole_are_silent(how):
     assert _segmenter(how)[0] == []
+
+
+class Attention(nn.Module):
+    """Hand-written multi-head self-attention whose heads are merged with or without the transpose (the outside
+    development program batch14/bugs/mha_head_merge_reshape_without_transpose.py, from
+    https://github.com/meta-pytorch/opacus/pull/825)."""
+
+    def __init__(self, transpose: bool):
+        super().__init__()
+        self.transpose = transpose
+        self.qkv = nn.Linear(32, 96)
+        self.out = nn.Linear(32, 5)
+
+    def forward(self, x):  # (B, T, 32), 4 heads of 8
+        b, t, _ = x.shape
+        q, k, v = (z.view(b, t, 4, 8).transpose(1, 2) for z in self.qkv(x).chunk(3, dim=-1))
+        h = (q @ k.transpose(-2, -1) / 8**0.5).softmax(-1) @ v  # (B, 4, T, 8)
+        if self.transpose:
+            h = h.transpose(1, 2)
+        h = h.reshape(b, t, 32)  # heads merged
+        return self.out(h)
+
+
+@pytest.mark.parametrize("seq", [6, 16])
+def test_attention_heads_merged_without_the_transpose_are_found_at_the_merge(seq):
+    for transpose in (False, True):
+        torch.manual_seed(0)
+        model = Attention(transpose)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        with watch(model, opt, steps=2) as w:
+            for _ in range(3):
+                opt.zero_grad()
+                out = model(torch.randn(8, seq, 32))
+                F.cross_entropy(out.flatten(0, 1), torch.randint(0, 5, (8 * seq,))).backward()
+                opt.step()
+        assert not w.check_errors, w.check_errors
+        found = [f for f in w.findings if f.check == "reshape_reorders_axes"]
+        if transpose:
+            assert found == []
+        else:
+            lines, first = inspect.getsourcelines(Attention.forward)
+            (f,) = found
+            assert f.line == first + next(i for i, t in enumerate(lines) if "# heads merged" in t)
+            assert f.evidence["shape_before"] == [8, 4, seq, 8]

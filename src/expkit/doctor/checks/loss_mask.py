@@ -122,6 +122,13 @@ def _is_causal_lm(module: Any) -> bool:
     return causal and config is not None and not getattr(config, "is_encoder_decoder", False)
 
 
+def _is_seq2seq(module: Any) -> bool:
+    """A Hugging Face encoder-decoder (T5, BART): its ``labels`` are the decoder's targets, scored position for
+    position against ``ignore_index=-100`` (the decoder's inputs are the labels shifted right)."""
+    config = getattr(module, "config", None)
+    return config is not None and bool(getattr(config, "is_encoder_decoder", False))
+
+
 def _is_masked_lm(module: Any) -> bool:
     """A Hugging Face masked LM (BERT-style, bidirectional): its labels are compared with its inputs position for
     position, so only the positions hidden from it should be trained."""
@@ -377,6 +384,21 @@ class LossMask(Check):
             batch = _Batch(ids.detach(), labels.detach(), attended, stops, pad, IGNORE)
             self.labels, self.ids = labels, ids
             self._judge(probe, batch, hf=True)
+        elif isinstance(labels, torch.Tensor) and labels.dim() == 2 and _is_seq2seq(ev.module):
+            from expkit.finetune.labels import IGNORE
+
+            # the decoder's targets: padding is where decoder_attention_mask is 0, else the labels' trailing pad run
+            dmask = ev.kwargs.get("decoder_attention_mask")
+            dec = dmask.detach().bool() if isinstance(dmask, torch.Tensor) and dmask.shape == labels.shape else None
+            self.labels, self.ids = labels, ids
+            self._pad_counted(
+                probe,
+                _Batch(labels.detach(), labels.detach(), dec, (), pad, IGNORE),
+                labels.detach() != IGNORE,
+                "the `labels` given to the encoder-decoder",
+                int(labels.numel()),
+                hf=True,
+            )
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
         if probe.inside_forward or ev.function != "cross_entropy" or self.last is None:

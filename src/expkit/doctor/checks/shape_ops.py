@@ -1,8 +1,9 @@
 """A reshape that reorders axes (issue 32): ``view``/``reshape`` to a shape that is a permutation of the
-tensor's own shape (``(B, C, L)`` -> ``(B, L, C)``) keeps the memory order, so each new "row" mixes channels and
-positions; ``permute``/``transpose`` was meant. Seen on the training path (a tensor that requires grad, inside
-a module's forward) during the watched steps, in the user's own code (a library's reshape is a split and merge
-of axes whose sizes may coincide), named at the line that reshaped.
+tensor's own shape (``(B, C, L)`` -> ``(B, L, C)``), or a merge of its axes in another order (attention heads
+merged without a transpose: ``(B, H, T, hd)`` -> ``(B, T, H * hd)``), keeps the memory order, so each new "row"
+mixes channels and positions; ``permute``/``transpose`` was meant. Seen on the training path (a tensor that
+requires grad, inside a module's forward) during the watched steps, in the user's own code (a library's reshape
+is a split and merge of axes whose sizes may coincide), named at the line that reshaped.
 
 And a loss input flattened from the wrong axis (``class_axis_flattened``): a channels-first output (B, C, H, W)
 viewed as (-1, C) puts C consecutive values of one class map (C positions) in each row, not the C class scores of
@@ -11,7 +12,9 @@ the forward to two axes whose second is the input's axis 1 while its last axis i
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import sys
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -29,6 +32,27 @@ def _reorders(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
     a = tuple(n for n in before if n != 1)
     b = tuple(n for n in after if n != 1)
     return len(a) >= 2 and len(before) >= 3 and a != b and sorted(a) == sorted(b)
+
+
+def _boundaries(shape: tuple[int, ...]) -> set[int]:
+    """The prefix products of ``shape``: where its axes end in memory order."""
+    return set(itertools.accumulate(shape, operator.mul))
+
+
+def _merges_reordered(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...] | None:
+    """``after`` merges ``before``'s axes taken in another order (the batch axis first in both), and is no merge
+    of them in their own order: ``(B, H, T, hd)`` -> ``(B, T, H * hd)``, heads merged without moving them next to
+    ``hd`` first. Returns that other order, else None (splits, merges in order, 6+ axes are not judged)."""
+    if not 4 <= len(before) <= 5 or len(after) >= len(before) or not after or after[0] != before[0]:
+        return None
+    wanted = _boundaries(after)
+    if wanted <= _boundaries(before):
+        return None  # a merge of adjacent axes: memory order is what it reads
+    for order in itertools.permutations(before[1:]):
+        shape = (before[0], *order)
+        if shape != before and wanted <= _boundaries(shape):
+            return shape
+    return None
 
 
 def _flattens_from_the_wrong_axis(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
@@ -84,7 +108,10 @@ class ReshapeReordersAxes(Check):
                     and isinstance(tensor, torch.Tensor)
                     and isinstance(out, torch.Tensor)
                     and tensor.requires_grad
-                    and _reorders(tuple(tensor.shape), tuple(out.shape))
+                    and (
+                        _reorders(tuple(tensor.shape), tuple(out.shape))
+                        or _merges_reordered(tuple(tensor.shape), tuple(out.shape))
+                    )
                     and _called_by_user(sys._getframe(1))
                 ):
                     check._report(probe, tuple(tensor.shape), tuple(out.shape))
@@ -127,12 +154,18 @@ class ReshapeReordersAxes(Check):
         )
 
     def _report(self, probe: Probe, before: tuple[int, ...], after: tuple[int, ...]) -> None:
+        meant = _merges_reordered(before, after)
+        what = (
+            f"a merge of its axes taken in another order ({list(meant)})"
+            if meant is not None
+            else "the same sizes in another order"
+        )
         probe.report(
             kind="bug",
             check=self.name,
-            message=f"a tensor of shape {list(before)} was reshaped to {list(after)}, the same sizes in another "
-            "order: view/reshape keeps the memory order, so each new row mixes values of different axes "
-            "(channels with positions) instead of swapping the axes",
+            message=f"a tensor of shape {list(before)} was reshaped to {list(after)}, {what}: view/reshape keeps "
+            "the memory order, so each new row mixes values of different axes (channels with positions, heads "
+            "with positions) instead of moving the axes",
             evidence={"shape_before": list(before), "shape_after": list(after)},
             fix="swap axes with permute/transpose (x.permute(0, 2, 1) or x.transpose(1, 2)), then .contiguous() "
             "if a view of it is needed",
