@@ -1,8 +1,8 @@
 """Checks of a measured property of the loss's inputs and of the schedule (issue 32): a regression loss whose
 prediction and target differ in shape (they broadcast, every row fit to other rows' targets); a softmax or
 log-softmax over the batch axis feeding a classification loss (found by the tensor's ``grad_fn``, not by its
-values); a learning-rate schedule that is zero for a stretch of the planned steps (projected from the scheduler
-object, not waited for)."""
+values); attention weights softmaxed over another axis than the one their matmul sums over; a learning-rate
+schedule that is zero for a stretch of the planned steps (projected from the scheduler object, not waited for)."""
 
 from __future__ import annotations
 
@@ -165,6 +165,83 @@ def _projected_lrs(sched: Any, opt: torch.optim.Optimizer) -> list[float] | None
         marks = sorted(sched.milestones.elements())
         return [base * sched.gamma ** sum(k >= m for m in marks) for k in ks]
     return None
+
+
+# what lies between attention weights and the matmul that applies them without moving an axis
+WEIGHT_PATH = (
+    "ViewBackward0",
+    "UnsafeViewBackward0",
+    "ExpandBackward0",
+    "ReshapeAliasBackward0",
+    "CloneBackward0",
+    "NativeDropoutBackward0",
+    "ToCopyBackward0",
+)
+
+
+def _signed(dim: int) -> int:
+    """An autograd node's saved ``dim`` (a negative one reads back as an unsigned 64-bit integer)."""
+    return dim - (1 << 64) if dim >= 1 << 63 else dim
+
+
+def _weights_softmax(matmul: Any) -> Any:
+    """The softmax node whose output is ``matmul``'s first operand (through views, expands, dropout), else None."""
+    node = matmul.next_functions[0][0] if matmul.next_functions else None
+    for _ in range(WALK):
+        if node is None:
+            return None
+        name = type(node).__name__
+        if name == "SoftmaxBackward0":
+            return node
+        scaled = name in ("MulBackward0", "DivBackward0") and all(n is None for n, _ in node.next_functions[1:])
+        if not (name in WEIGHT_PATH or scaled) or not node.next_functions:
+            return None  # a constant factor (dropout's mask on the CPU, a mask) keeps the weights' axes
+        node = node.next_functions[0][0]
+    return None
+
+
+@register
+class AttentionSoftmaxAxis(Check):
+    """Attention weights softmaxed over another axis than the one the following matmul sums over: ``softmax(scores,
+    dim=1) @ v`` on (batch, heads, queries, keys) scores normalises across the heads, so no query's weights over
+    the keys sum to 1. Measured on the backward's graph: a softmax (3+ axes) whose output, through views and
+    dropout only, is the first operand of a matmul, which sums over its last axis; named where the softmax was
+    made."""
+
+    name = "attention_softmax_axis"
+
+    def __init__(self) -> None:
+        self.reported = False
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        if self.reported or ev.tensor.grad_fn is None:
+            return
+        from expkit.doctor.checks.graph_kept import graph_nodes, made_where
+
+        for node in graph_nodes(ev.tensor.grad_fn, GRAPH_LIMIT):
+            if type(node).__name__ not in ("BmmBackward0", "MmBackward0"):
+                continue
+            soft = _weights_softmax(node)
+            result = getattr(soft, "_saved_result", None) if soft is not None else None
+            if not isinstance(result, torch.Tensor) or result.dim() < 3:
+                continue
+            dim = _signed(int(soft._saved_dim)) % result.dim()
+            if dim == result.dim() - 1 or result.shape[dim] < 2 or result.shape[-1] < 2:
+                continue
+            self.reported = True
+            where = made_where(soft)
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"a softmax over dim {dim} of a {list(result.shape)} tensor is the left operand of a matmul, "
+                f"which sums over its last axis ({result.shape[-1]}): the weights are normalised across axis {dim}, "
+                "so no row of weights the matmul applies sums to 1 (attention scores softmaxed over the heads or "
+                "the queries instead of the keys)",
+                evidence={"softmax_dim": dim, "shape": list(result.shape)},
+                fix="softmax the scores over the keys: softmax(scores, dim=-1)",
+                where=where if where[0] is not None else None,
+            )
+            return
 
 
 @register
