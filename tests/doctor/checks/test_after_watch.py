@@ -172,3 +172,42 @@ def test_an_adam_rebuilt_in_the_loop_is_found_at_its_line(build, step):
 def test_a_new_phase_a_new_model_per_fold_and_a_stateless_sgd_are_not_rebuilds(build):
     findings, _ = _epochs(build)
     assert not [f for f in findings if f["check"] == "optimizer_rebuilt"]
+
+
+@pytest.mark.parametrize("is_trainable", [False, True])
+def test_an_adapter_resumed_frozen_for_a_second_phase_is_found_by_the_second_watch(is_trainable, tmp_path):
+    # the outside development program batch14/bugs/peft_resume_adapter_loaded_in_inference_mode.py (from
+    # https://github.com/huggingface/trl/pull/363): a LoRA adapter trained, saved, then loaded back with
+    # PeftModel.from_pretrained (is_trainable=False by default) for a second phase around a new head
+    peft = pytest.importorskip("peft")
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(8, 8))
+    events: list[dict] = []
+    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
+    probe.install()
+    try:
+        model = peft.get_peft_model(net, peft.LoraConfig(r=2, target_modules=["0"]))
+        opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+        for _ in range(3):
+            loss = model(torch.randn(16, 8)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.save_pretrained(str(tmp_path))
+        model = peft.PeftModel.from_pretrained(nn.Sequential(nn.Linear(8, 8)), str(tmp_path), is_trainable=is_trainable)
+        head = nn.Linear(8, 2)
+        opt = torch.optim.SGD([p for p in [*model.parameters(), *head.parameters()] if p.requires_grad], lr=0.1)
+        model.train()
+        for _ in range(3):
+            loss = F.cross_entropy(head(model(torch.randn(16, 8))), torch.randint(0, 2, (16,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        probe.finish()
+        if probe.after is not None:
+            probe.after.uninstall()
+            if probe.after.second is not None:
+                probe.after.second.finish()
+    found = [e for e in events if e["event"] == "finding" and e["check"] == "adapter_in_inference_mode"]
+    assert len(found) == (0 if is_trainable else 1)
