@@ -5,6 +5,7 @@ reference model)."""
 from __future__ import annotations
 
 import copy
+import inspect
 
 import pytest
 
@@ -130,3 +131,39 @@ def test_an_ema_with_decay_and_one_minus_decay_swapped_is_found_at_its_update(up
 @pytest.mark.parametrize("update", ["right", "warmup", "hard_sync", "none", "sparse_beside"])
 def test_a_slow_average_a_warm_up_and_a_hard_sync_are_silent(update):
     assert _averaged_copy(update)[0] == []
+
+
+@pytest.mark.parametrize("how", ["params_only", "with_buffers", "frozen"])
+def test_an_ema_copy_whose_batch_norm_statistics_never_move_is_found(how):
+    # the outside development program batch14/bugs/ema_teacher_batchnorm_buffers_stale.py (from
+    # https://github.com/FlyreelAI/sesemi/issues/36): the EMA update walks parameters() only, so the copy's
+    # running_mean/var keep the values of its construction; buffers copied too, or a frozen copy, are silent
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3))
+    ema = copy.deepcopy(model)
+    for p in ema.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randn(32, 6) * 3 + 2), torch.randint(0, 3, (32,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if how == "frozen":
+                continue
+            with torch.no_grad():
+                for e, p in zip(ema.parameters(), model.parameters(), strict=True):
+                    e.mul_(0.99).add_(p, alpha=0.01)  # the update
+                if how == "with_buffers":
+                    for e, b in zip(ema.buffers(), model.buffers(), strict=True):
+                        e.copy_(b)
+    assert not w.check_errors, w.check_errors
+    found = [f for f in w.findings if f.check == "ema_buffers_stale"]
+    if how != "params_only":
+        assert found == []
+    else:
+        (f,) = found
+        assert f.evidence["buffers"] == ["1.running_mean", "1.running_var"]
+        lines, first = inspect.getsourcelines(test_an_ema_copy_whose_batch_norm_statistics_never_move_is_found)
+        assert f.line == first + next(i for i, t in enumerate(lines) if "# the update" in t)

@@ -57,11 +57,14 @@ class EmaCopyPartial(Check):
     name = "ema_copy_partial"
     reports: ClassVar[dict[str, str]] = {
         "ema_decay_swapped": "An EMA copy moves nearly all the way to the trained weights each step (decay swapped).",
+        "ema_buffers_stale": "An EMA copy follows the trained weights, but its batch-norm statistics never move.",
     }
 
     def __init__(self) -> None:
         self.roots: dict[int, nn.Module] = {}
         self.pairs: list[tuple[nn.Module, str, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        # (copy root, buffer name, its buffer, a snapshot, the trained model's buffer, a snapshot)
+        self.buffers: list[tuple[nn.Module, str, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
         self.steps = 0
         self.done = False
         self.writes: _CopyWrites | None = None
@@ -102,6 +105,8 @@ class EmaCopyPartial(Check):
         by_shape: dict[tuple[int, ...], list[torch.Tensor]] = {}
         for p in trained:
             by_shape.setdefault(tuple(p.shape), []).append(p)
+        owner = {id(p): (root, name) for root in self.roots.values() for name, p in root.named_parameters()}
+        twins: dict[int, tuple[nn.Module, nn.Module]] = {}  # id(copy root) -> (it, the trained root of its twins)
         total = 0
         with torch.no_grad():
             for root in [*self.roots.values(), *_unrun_tops(self.roots.values())]:
@@ -119,6 +124,15 @@ class EmaCopyPartial(Check):
                         return
                     self.pairs.append((root, name, c, c.detach().clone(), twin, twin.detach().clone()))
                     ids.add(id(c))  # paired once, under the first root that holds it
+                    held = owner.get(id(twin))
+                    if held is not None and held[1] == name and held[0] is not root:
+                        twins.setdefault(id(root), (root, held[0]))
+            for root, trained_root in twins.values():
+                theirs = dict(trained_root.named_buffers())
+                for name, b in root.named_buffers():
+                    o = theirs.get(name)
+                    if b.is_floating_point() and o is not None and o.shape == b.shape and o is not b:
+                        self.buffers.append((root, name, b, b.detach().clone(), o, o.detach().clone()))
         if not self.pairs:
             self.done = True
 
@@ -141,6 +155,7 @@ class EmaCopyPartial(Check):
                         rates.append(float((c.detach() - c0).double().flatten().dot(gap) / gap.dot(gap)))
         self.pairs = []
         self._judge_rate(probe, rates)
+        self._judge_buffers(probe, followed)
         # a copy that never ran (found by _unrun_tops) is left behind only beside its own moving parts: a frozen
         # snapshot next to a moving EMA model is two copies, not one half-updated one
         left = [(r, n) for r, n in left if id(r) in self.roots or id(r) in followed]
@@ -158,6 +173,33 @@ class EmaCopyPartial(Check):
             evidence={"copies_following": len(moved), "copies_left_behind": len(left), "left_behind": names[:8]},
             fix="update every parameter of the copy: zip(online.parameters(), target.parameters()) over the whole "
             "online and target models (backbone and head), or use torch.optim.swa_utils.AveragedModel",
+        )
+
+    def _judge_buffers(self, probe: Probe, followed: set[int]) -> None:
+        """A copy that followed its twins over the window while none of its float buffers (batch-norm running
+        statistics) moved, though the trained model's did: the update averages the parameters only, and the copy
+        normalises with the statistics it was made with."""
+        stale = [
+            (r, n)
+            for r, n, b, b0, o, o0 in self.buffers
+            if id(r) in followed and not torch.equal(o, o0) and torch.equal(b, b0)
+        ]
+        moved = [n for r, n, b, b0, _, _ in self.buffers if id(r) in followed and not torch.equal(b, b0)]
+        self.buffers = []
+        if not stale or moved:
+            return
+        root = stale[0][0]
+        probe.report(
+            kind="bug",
+            check="ema_buffers_stale",
+            message=f"a copy of the trained weights outside every optimizer ({type(root).__name__}, an EMA/momentum "
+            f"model) followed them over a step, but none of its {len(stale)} buffers moved while the trained "
+            f"model's did ({', '.join(n for _, n in stale[:3])}): the update averages the parameters only, so the "
+            "copy normalises with the batch-norm statistics it was made with",
+            evidence={"stale_buffers": len(stale), "buffers": [n for _, n in stale[:6]]},
+            fix="update the buffers too: copy (or average) model.buffers() into the copy's, or use "
+            "torch.optim.swa_utils.AveragedModel(..., use_buffers=True)",
+            where=self.writes.line if self.writes is not None else None,
         )
 
     def _judge_rate(self, probe: Probe, rates: list[float]) -> None:
