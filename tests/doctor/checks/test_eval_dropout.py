@@ -1,0 +1,64 @@
+"""dropout_active_in_eval (checks/eval_dropout.py): a functional dropout left at its default training=True (the
+outside development program batch14/bugs/factorization_machine_functional_dropout_eval.py, from
+https://github.com/rixwew/pytorch-fm/issues/21), against an nn.Dropout layer, F.dropout given
+training=self.training, and Monte Carlo dropout written out on purpose (training=True)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from expkit.doctor import watch  # noqa: E402
+
+
+class Net(nn.Module):
+    def __init__(self, how: str):
+        super().__init__()
+        self.how = how
+        self.fc = nn.Linear(8, 16)
+        self.drop = nn.Dropout(0.3)
+        self.out = nn.Linear(16, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.fc(x))
+        if self.how == "default":
+            h = F.dropout(h, p=0.3)  # dropout: default
+        elif self.how == "flag":
+            h = F.dropout(h, p=0.3, training=self.training)
+        elif self.how == "mc":
+            h = F.dropout(h, p=0.3, training=True)
+        else:
+            h = self.drop(h)
+        return self.out(h)
+
+
+def _run(how: str) -> list:
+    torch.manual_seed(0)
+    model = Net(how)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 3, (16,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    assert w.done and not w.check_errors, w.check_errors
+    assert model.training and all(m.training for m in model.modules())  # the replay put every flag back
+    return [f for f in w.findings if f.check == "dropout_active_in_eval"]
+
+
+def test_a_functional_dropout_left_on_in_eval_is_found_at_its_call():
+    (f,) = _run("default")
+    lines, first = inspect.getsourcelines(Net.forward)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# dropout: default" in t)
+    assert f.evidence == {"p": 0.3}
+
+
+@pytest.mark.parametrize("how", ["flag", "mc", "layer"])
+def test_dropout_that_follows_the_mode_or_is_kept_on_in_writing_is_silent(how):
+    assert _run(how) == []
