@@ -318,10 +318,21 @@ def _built_at(probe: Probe, root: nn.Module, mod: nn.Module) -> tuple[str | None
         line = user_line_of(made[1])
         if line[0] is not None:
             return line
-    for parent in root.modules():
-        name = next((k for k, v in parent._modules.items() if v is mod), None)
-        if name is not None:
-            return init_attribute_line(type(parent), name)
+    parents = {id(child): parent for parent in root.modules() for child in parent.children()}
+    parent = parents.get(id(mod))
+    if parent is not None:
+        name = next(k for k, v in parent._modules.items() if v is mod)
+        line = init_attribute_line(type(parent), name)
+        if line[0] is not None:
+            return line
+    # a layer its container deep-copied (nn.TransformerEncoder clones the layer it is given; a copy is built
+    # without __init__): the nearest container built while the probe watched, at the user's line that built it
+    while parent is not None:
+        made = probe.made_at.get(id(parent))
+        line = user_line_of(made[1]) if made is not None else (None, None)
+        if line[0] is not None:
+            return line
+        parent = parents.get(id(parent))
     return None, None
 
 
