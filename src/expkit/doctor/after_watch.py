@@ -107,10 +107,8 @@ class AfterWatch:
             self._watch_again(opt)
 
     def _watch_again(self, opt: torch.optim.Optimizer) -> None:
-        """``Optimizer.__init__`` stays wrapped: an optimizer built again at the line of one still alive, over the same
-        parameters whose state that one holds (made inside the epoch loop), is the watch's ``optimizer_rebuilt``. Any other
-        optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head):
-                a fresh probe watches its first steps as the first one watched the program's."""
+        """An optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head):
+        a fresh probe watches its first steps as the first one watched the program's."""
         from expkit.doctor.probe import Probe
 
         try:
