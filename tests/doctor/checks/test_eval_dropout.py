@@ -5,6 +5,7 @@ training=self.training, and Monte Carlo dropout written out on purpose (training
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import pytest
@@ -62,3 +63,37 @@ def test_a_functional_dropout_left_on_in_eval_is_found_at_its_call():
 @pytest.mark.parametrize("how", ["flag", "mc", "layer"])
 def test_dropout_that_follows_the_mode_or_is_kept_on_in_writing_is_silent(how):
     assert _run(how) == []
+
+
+class Stateful(nn.Module):
+    """A recurrent model that keeps its state as a plain attribute between calls (the outside development program
+    batch14/bugs/lstm_forecaster_state_carried_across_shuffled_windows.py): a replay must not rebind it."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 8, batch_first=True)
+        self.out = nn.Linear(8, 1)
+        self.state = None
+
+    def forward(self, x):
+        y, h = self.rnn(x, self.state)
+        self.state = h.detach()
+        return self.out(y)
+
+
+def _stateful(watched: bool) -> torch.Tensor:
+    torch.manual_seed(0)
+    model = Stateful()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [torch.randn(6, 5, 4) for _ in range(3)]
+    with watch(model, opt, steps=2) if watched else contextlib.nullcontext():
+        for x in data:
+            loss = model(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return model.state
+
+
+def test_the_replays_leave_a_state_kept_as_an_attribute_as_the_program_left_it():
+    assert torch.equal(_stateful(watched=True), _stateful(watched=False))

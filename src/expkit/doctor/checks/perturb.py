@@ -223,6 +223,9 @@ class _Replay:
         # buffers a forward updates in place (spectral norm's power-iteration vectors, running statistics) are put
         # back after each replay: the replays compare like with like and leave the program's state as it was
         saved = [(b, b.detach().clone()) for b in self.module.buffers()]
+        # and the attributes a forward rebinds (a recurrent state kept as ``self.state``): each replay starts from
+        # the program's own, and the program goes on with it
+        attrs = [(mod, dict(mod.__dict__)) for mod in self.module.modules()]
         subs = [m for m in self.module.modules() if m is not self.module]
         handles = [m.register_forward_hook(hook, with_kwargs=True) for m in subs]
         handles += [m.register_forward_pre_hook(pre) for m in subs] if sites is not None else []
@@ -246,6 +249,12 @@ class _Replay:
                 for b, value in saved:
                     if not torch.equal(b, value):  # only what moved: a write bumps the version a backward checks
                         b.copy_(value)
+            for mod, before in attrs:
+                for key in [k for k in mod.__dict__ if k not in before]:
+                    del mod.__dict__[key]
+                for key, value in before.items():
+                    if mod.__dict__.get(key) is not value:
+                        mod.__dict__[key] = value
         if sites is not None:
             self.sites = sites
         self.events = ops.events if ops is not None else []
