@@ -65,6 +65,14 @@ class ForwardEvent:
     grad_enabled: bool
     kwargs: dict[str, Any] = field(default_factory=dict)
 
+    def first_training(self, seen: set[int]) -> bool:
+        """Whether this is the module's first training forward (train mode, grad enabled) that ``seen`` has not
+        seen; the module is then added to ``seen``, so a check replaying it does so once per model."""
+        if not (self.training and self.grad_enabled) or id(self.module) in seen:
+            return False
+        seen.add(id(self.module))
+        return True
+
     def first_tensor(self) -> torch.Tensor | None:
         """The first tensor argument, positional first, then keyword (``model(input_ids=...)``)."""
         for x in (*self.inputs, *self.kwargs.values()):

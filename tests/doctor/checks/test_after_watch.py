@@ -6,6 +6,8 @@ program batch7/bugs/eval_mode_not_restored_after_validation.py (from https://git
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -17,6 +19,22 @@ from expkit.doctor.after_watch import PHASE_CHECKS  # noqa: E402
 from expkit.doctor.probe import Probe  # noqa: E402
 
 
+@contextmanager
+def _watched(events: list[dict]) -> Iterator[Probe]:
+    """A probe that watches two steps and stays after them, as ``expkit doctor`` runs one; at the end it is taken
+    down as at a program's end: the watch finished, the after-watch hooks removed, a second watch finished."""
+    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
+    probe.install()
+    try:
+        yield probe
+    finally:
+        probe.finish()
+        if probe.after is not None:
+            probe.after.uninstall()
+            if probe.after.second is not None:
+                probe.after.second.finish()
+
+
 def _run(train_back: bool, *, teacher: bool = False, dropout: float = 0.3) -> tuple[list[dict], int]:
     """Six epochs of four steps, a validation after each: returns the findings and the eval() line."""
     torch.manual_seed(0)
@@ -26,10 +44,8 @@ def _run(train_back: bool, *, teacher: bool = False, dropout: float = 0.3) -> tu
         p.requires_grad_(False)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     events: list[dict] = []
-    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
-    probe.install()
     eval_line = 0
-    try:
+    with _watched(events):
         for _epoch in range(6):
             if train_back:
                 model.train()
@@ -44,10 +60,6 @@ def _run(train_back: bool, *, teacher: bool = False, dropout: float = 0.3) -> tu
             (frozen if teacher else model).eval()
             with torch.no_grad():
                 model(torch.randn(4, 8))
-    finally:
-        probe.finish()
-        if probe.after is not None:
-            probe.after.uninstall()
     return [e for e in events if e["event"] == "finding"], eval_line
 
 
@@ -87,9 +99,7 @@ def test_an_optimizer_built_after_the_watch_is_watched_again_from_its_first_step
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
     events: list[dict] = []
-    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
-    probe.install()
-    try:
+    with _watched(events):
         pre = torch.optim.Adam(model.parameters(), lr=1e-3)
         for _ in range(5):
             loss = F.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 4, (16,)))
@@ -105,12 +115,6 @@ def test_an_optimizer_built_after_the_watch_is_watched_again_from_its_first_step
             opt.zero_grad()
             loss.backward()
             opt.step()
-    finally:
-        probe.finish()
-        if probe.after is not None:
-            probe.after.uninstall()
-            if probe.after.second is not None:
-                probe.after.second.finish()
     found = {f["check"]: f for f in events if f["event"] == "finding"}
     assert {"param_not_in_optimizer", "trainable_not_updated"} <= set(found) <= set(PHASE_CHECKS), list(found)
     assert found["trainable_not_updated"]["line"] == head_line  # the line that put the new head in the model
@@ -125,11 +129,9 @@ def _epochs(build: str, *, epochs: int = 4, steps: int = 3) -> tuple[list[dict],
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
     events: list[dict] = []
-    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
-    probe.install()
     line = 0
     opt = torch.optim.Adam(model.parameters(), lr=1e-3) if build in ("phase", "step") else None
-    try:
+    with _watched(events):
         for epoch in range(epochs):
             if build == "fold":
                 model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
@@ -146,12 +148,6 @@ def _epochs(build: str, *, epochs: int = 4, steps: int = 3) -> tuple[list[dict],
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-    finally:
-        probe.finish()
-        if probe.after is not None:
-            probe.after.uninstall()
-            if probe.after.second is not None:
-                probe.after.second.finish()
     return [e for e in events if e["event"] == "finding"], line
 
 
@@ -183,9 +179,7 @@ def test_an_adapter_resumed_frozen_for_a_second_phase_is_found_by_the_second_wat
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(8, 8))
     events: list[dict] = []
-    probe = Probe(watch_steps=2, sink=events.append, after_watch=True)
-    probe.install()
-    try:
+    with _watched(events):
         model = peft.get_peft_model(net, peft.LoraConfig(r=2, target_modules=["0"]))
         opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
         for _ in range(3):
@@ -203,11 +197,5 @@ def test_an_adapter_resumed_frozen_for_a_second_phase_is_found_by_the_second_wat
             opt.zero_grad()
             loss.backward()
             opt.step()
-    finally:
-        probe.finish()
-        if probe.after is not None:
-            probe.after.uninstall()
-            if probe.after.second is not None:
-                probe.after.second.finish()
     found = [e for e in events if e["event"] == "finding" and e["check"] == "adapter_in_inference_mode"]
     assert len(found) == (0 if is_trainable else 1)

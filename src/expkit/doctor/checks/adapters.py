@@ -32,13 +32,8 @@ def active_adapter_config(module: Any) -> Any:
 
 def first_training_forward(ev: ForwardEvent, done: set[int]) -> Any:
     """The active adapter config of a peft model at its first training forward (train mode, grad enabled) that
-    ``done`` has not seen, the model then added to ``done``; None for any other forward."""
-    if not (ev.training and ev.grad_enabled) or id(ev.module) in done:
-        return None
-    config = active_adapter_config(ev.module)
-    if config is not None:
-        done.add(id(ev.module))
-    return config
+    ``done`` has not seen (see :meth:`ForwardEvent.first_training`); None for any other forward or model."""
+    return active_adapter_config(ev.module) if ev.first_training(done) else None
 
 
 @register

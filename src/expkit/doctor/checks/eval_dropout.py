@@ -61,9 +61,8 @@ class DropoutActiveInEval(Check):
         self.tested: set[int] = set()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if not (ev.training and ev.grad_enabled) or id(ev.module) in self.tested:
+        if not ev.first_training(self.tested):
             return
-        self.tested.add(id(ev.module))
         modules = list(ev.module.modules())
         flags = [m.training for m in modules]
         mode = _ActiveDropout()

@@ -250,14 +250,11 @@ class OptimizerRebuilt(Check):
         """``opt`` was just built at ``stack``: report it when it rebuilds a live optimizer made at that line."""
         where = user_line_of(stack)
         self.built_at = [(ref, at) for ref, at in self.built_at if ref() is not None]
-        rebuilt = next(
-            (o for ref, at in self.built_at if at == where and (o := ref()) is not None and state_discarded(opt, o)),
-            None,
-        )
+        earlier = (o for ref, at in self.built_at if at == where and (o := ref()) is not None)
+        rebuilt, held = next(((o, n) for o in earlier if (n := state_discarded(opt, o))), (None, 0))
         self.built_at.append((weakref.ref(opt), where))
         if rebuilt is None or where[0] is None:
             return False
-        held = state_discarded(opt, rebuilt)
         keys = sorted({k for s in rebuilt.state.values() for k in s})
         probe.report(
             kind="bug",

@@ -48,9 +48,8 @@ class NoPositionInformation(Check):
         self.tested: set[int] = set()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if not (ev.training and ev.grad_enabled) or id(ev.module) in self.tested:
+        if not ev.first_training(self.tested):
             return
-        self.tested.add(id(ev.module))
         x, out = (ev.inputs[0] if ev.inputs else None), _first(ev.output)
         if not isinstance(x, torch.Tensor) or out is None or x.dim() < 2 or out.dim() < 2:
             return

@@ -392,9 +392,8 @@ class SamplesMixed(Check):
         self.tested: set[int] = set()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        if not (ev.training and ev.grad_enabled) or id(ev.module) in self.tested:
+        if not ev.first_training(self.tested):
             return
-        self.tested.add(id(ev.module))
         if getattr(ev.module, "batch_first", None) is False:
             return  # a time-first layer (nn.GRU, nn.MultiheadAttention) called directly: axis 0 is time by contract
         x, out = ev.first_tensor(), _first(ev.output)
