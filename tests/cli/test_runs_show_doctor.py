@@ -21,7 +21,8 @@ PROGRAM = textwrap.dedent("""
 
     findings = [
         Finding("bug", "missing_zero_grad", "46% of the gradient norm is left over from the previous step",
-                "train.py", 20, {"stale_fraction_of_grad_norm": 0.46}, "call optimizer.zero_grad()", 2),
+                "train.py", 20, {"stale_fraction_of_grad_norm": 0.46}, "call optimizer.zero_grad()", 2,
+                "train.py", 24),
         Finding("performance", "dataloader_stall", "the step waited 80% of its time on data", None, None, {}, "", 1),
     ]
     write_run_record(run_dir_from_environment(), findings=[f.to_json() for f in findings], steps_watched=2,
@@ -46,16 +47,16 @@ def test_runs_show_lists_the_doctor_findings(cli, store: Path) -> None:
     lines = shown.stdout.splitlines()
     head = lines.index("doctor (expkit doctor, 2 optimizer step(s) watched): 2 finding(s)")
     assert lines[head + 1] == (
-        "  BUG [missing_zero_grad] at train.py:20 (step 2): "
+        "  BUG [missing_zero_grad] at train.py:20 (seen at train.py:24) (step 2): "
         "46% of the gradient norm is left over from the previous step"
     )
     assert lines[head + 2] == "  PERF [dataloader_stall] (step 1): the step waited 80% of its time on data"
 
     doc = json.loads(cli("runs", "show", "d", "--json").stdout)["result"]["doctor"]
     assert doc["source"] == "expkit doctor" and doc["steps_watched"] == 2 and doc["problem"] is None
-    assert [(f["check"], f["file"], f["line"]) for f in doc["findings"]] == [
-        ("missing_zero_grad", "train.py", 20),
-        ("dataloader_stall", None, None),
+    assert [(f["check"], f["file"], f["line"], f["seen_line"]) for f in doc["findings"]] == [
+        ("missing_zero_grad", "train.py", 20, 24),
+        ("dataloader_stall", None, None, None),
     ]
 
 

@@ -12,6 +12,9 @@ from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
 from expkit.doctor.checks import all_checks  # noqa: E402
+from expkit.doctor.findings import Finding  # noqa: E402
+from expkit.doctor.runner import DoctorResult  # noqa: E402
+from expkit.render.doctor import doctor_lines  # noqa: E402
 
 
 def _data(n=256, d=8, classes=3, seed=0):
@@ -300,6 +303,7 @@ def test_probabilities_into_nll_loss_are_named_where_the_softmax_was_applied():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with watch(model, opt, steps=2) as w:
         for i in range(3):
+            loss_line = inspect.currentframe().f_lineno + 1
             loss = nn.functional.nll_loss(model(X[32 * i : 32 * (i + 1)]), y[32 * i : 32 * (i + 1)])
             opt.zero_grad()
             loss.backward()
@@ -307,6 +311,11 @@ def test_probabilities_into_nll_loss_are_named_where_the_softmax_was_applied():
     (f,) = [f for f in w.findings if f.check == "logits_into_nll_loss"]
     lines, first = inspect.getsourcelines(_SoftmaxClf)
     assert f.line == first + next(i for i, text in enumerate(lines) if "# the squash" in text)
+    # the cause is in the model; where it showed (the loss call) is named beside it, in --json and in the report
+    assert (f.seen_file, f.seen_line) == (__file__, loss_line)
+    assert Finding.from_json(f.to_json()) == f
+    result = DoctorResult(("python",), 0, 2, 2, armed=True, stopped=False, elapsed_s=0.0, findings=(f,))
+    assert any(line.endswith(f"(seen at line {loss_line}) (step {f.step})") for line in doctor_lines(result))
 
 
 class _Pooled(nn.Module):

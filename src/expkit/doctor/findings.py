@@ -44,11 +44,15 @@ class Finding:
         kind: ``bug`` (the run trains wrong) or ``performance`` (a cost, not an error).
         check: the registered check's name (``missing_zero_grad``).
         message: what is wrong, in one sentence.
-        file, line: the user's frame where it was seen (the innermost frame outside torch, installed
-            packages, the standard library and expkit), or None when no such frame was on the stack.
+        file, line: the bug's own line, where the check traced the cause (where the module was built, ``no_grad``
+            entered, the optimizer built without the parameter); without a traced cause, the user's frame where it
+            was seen (the innermost frame outside torch, installed packages, the standard library and expkit), or
+            None when no such frame was on the stack.
         evidence: the measured numbers, named with their unit (``grad_norm_growth``: 1.98).
         fix: what to change.
         step: the optimizer step (1-based) in which it was seen; 0 before the first step.
+        seen_file, seen_line: where the symptom showed, when that differs from ``file:line``: the user's line that
+            was running when the doctor measured it (the loss call, the ``optimizer.step()``); else None.
     """
 
     kind: FindingKind
@@ -59,6 +63,8 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     fix: str = ""
     step: int = 0
+    seen_file: str | None = None
+    seen_line: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +76,8 @@ class Finding:
             "evidence": dict(self.evidence),
             "fix": self.fix,
             "step": self.step,
+            "seen_file": self.seen_file,
+            "seen_line": self.seen_line,
         }
 
     @classmethod
@@ -84,6 +92,8 @@ class Finding:
             evidence=dict(obj.get("evidence") or {}),
             fix=str(obj.get("fix", "")),
             step=int(obj.get("step", 0)),
+            seen_file=obj.get("seen_file"),
+            seen_line=int(obj["seen_line"]) if obj.get("seen_line") is not None else None,
         )
 
 

@@ -237,8 +237,12 @@ class Probe:
     def report(
         self, *, kind: FindingKind, check: str, message: str, evidence: dict[str, Any], fix: str, where: Any = None
     ) -> None:
-        """Send one finding (once per check and user line). ``where`` is ``(file, line)``; default: the stack."""
-        file, line = where if where is not None else user_frame(2)
+        """Send one finding (once per check and user line). ``where`` is ``(file, line)``, the cause the check
+        traced; default: the stack. The stack's user line is also kept as where the symptom showed when it differs."""
+        seen_file, seen_line = user_frame(2)
+        file, line = where if where is not None else (seen_file, seen_line)
+        if seen_file is None or (seen_file, seen_line) == (file, line):
+            seen_file, seen_line = None, None
         key = (check, file, line)
         if key in self._seen:
             return
@@ -253,6 +257,8 @@ class Probe:
             evidence=clean,
             fix=fix,
             step=self.steps_before + self.step + (0 if self.lead is None else 1),
+            seen_file=seen_file,
+            seen_line=seen_line,
         )
         self.sink({"event": "finding", **finding.to_json()})
 

@@ -15,11 +15,21 @@ if TYPE_CHECKING:
 __all__ = ["doctor_lines", "render_checks", "render_doctor"]
 
 
+def _path(file: str) -> str:
+    return os.path.relpath(file) if os.path.isabs(file) and file.startswith(os.getcwd()) else file
+
+
 def _where(f: Finding) -> str:
     if f.file is None:
         return "(no frame of yours on the stack)"
-    path = os.path.relpath(f.file) if os.path.isabs(f.file) and f.file.startswith(os.getcwd()) else f.file
-    return f"{path}:{f.line}"
+    seen = ""
+    if f.seen_file is not None:
+        seen = (
+            f" (seen at {_path(f.seen_file)}:{f.seen_line})"
+            if f.seen_file != f.file
+            else f" (seen at line {f.seen_line})"
+        )
+    return f"{_path(f.file)}:{f.line}{seen}"
 
 
 def _evidence(f: Finding) -> str:

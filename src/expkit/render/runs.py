@@ -187,6 +187,8 @@ def _render_doctor(doc: RecordedFindings) -> None:
     print(f"doctor ({doc.source}, {doc.steps_watched} optimizer step(s) watched): {len(doc.findings)} finding(s)")
     for f in doc.findings:
         where = f" at {f.file}:{f.line}" if f.file and f.line is not None else (f" at {f.file}" if f.file else "")
+        if f.seen_file and f.seen_line is not None:
+            where += f" (seen at {f.seen_file}:{f.seen_line})"
         step = f" (step {f.step})" if f.step else ""
         print(f"  {'PERF' if f.kind == 'performance' else 'BUG'} [{f.check}]{where}{step}: {f.message}")
 

@@ -18,7 +18,8 @@ _MAX_BYTES = 16 * 2**20  # doctor writes a few KB; a larger file is not its reco
 @dataclass(frozen=True)
 class RecordedFinding:
     """One finding as doctor recorded it (``expkit.doctor.findings.Finding.to_json``): ``kind`` is ``bug`` or
-    ``performance``; ``file``/``line`` the user's line it points at (None when it had none)."""
+    ``performance``; ``file``/``line`` the user's line it points at (None when it had none); ``seen_file``/
+    ``seen_line`` where the symptom showed when that differs (None otherwise, and in records written before)."""
 
     kind: str
     check: str
@@ -27,6 +28,8 @@ class RecordedFinding:
     line: int | None
     step: int
     fix: str
+    seen_file: str | None = None
+    seen_line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class RecordedFindings:
 def _finding(obj: Any) -> RecordedFinding:
     if not isinstance(obj, dict) or "check" not in obj or "message" not in obj:
         raise ValueError("a finding without check and message")
-    line = obj.get("line")
+    line, seen_line = obj.get("line"), obj.get("seen_line")
     return RecordedFinding(
         kind=str(obj.get("kind") or "bug"),
         check=str(obj["check"]),
@@ -52,6 +55,8 @@ def _finding(obj: Any) -> RecordedFinding:
         line=int(line) if isinstance(line, int) and not isinstance(line, bool) else None,
         step=int(obj.get("step") or 0),
         fix=str(obj.get("fix") or ""),
+        seen_file=str(obj["seen_file"]) if obj.get("seen_file") else None,
+        seen_line=int(seen_line) if isinstance(seen_line, int) and not isinstance(seen_line, bool) else None,
     )
 
 
