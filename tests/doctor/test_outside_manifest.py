@@ -59,6 +59,7 @@ LATER_BATCHES = [
     ("batch12", 42, 19, 2),  # four writers (three of bugs and clean programs, one of clean library programs)
     ("batch13", 42, 20, 5),  # three writers (plain PyTorch; the libraries and DDP; other domains)
     ("batch14", 36, 33, 5),  # three writers (sequence models; the libraries and DDP; the training machinery)
+    ("batch15", 24, 42, 4),  # three writers (vision; language models, the HF libraries and DDP; RL, graphs, science)
 ]
 
 
