@@ -9,8 +9,8 @@ bare, measured in one run.
 Outside programs (issue 32), fourteen batches each split on its own (batch1: seed 32; batch2: seed 3202, with DDP on
 gloo, peft, HF Trainer and Lightning programs; batch3: seed 3303, from reports the first two did not use;
 batch4: seed 3404, batch5: seed 3505, batch6: seed 3606, batch7: seed 3707, batch8: seed 3808, batch9: seed
-3909, batch10: seed 4010, batch11: seed 4111, batch12: seed 4112, batch13: seed 4113, batch14: seed 4114 and batch15: seed 4115,
-each written by helpers that never read the checks):
+3909, batch10: seed 4010, batch11: seed 4111, batch12: seed 4112, batch13: seed 4113, batch14: seed 4114 and
+batch15: seed 4115, each written by helpers that never read the checks):
 development programs are printed one by one, held-out programs only as totals (nobody tunes on their names). A bug
 is found when any bug-kind finding comes within the first two optimizer steps, at its line when a finding names the
 program's ``# BUG-LINE`` (within one line); a clean program alarms on any bug-kind finding. The goals are the
