@@ -50,6 +50,7 @@ LOSS_FUNCTIONS = (
     "l1_loss",
     "smooth_l1_loss",
     "ctc_loss",
+    "kl_div",
 )
 Sink = Callable[[dict[str, Any]], None]
 BOUNDED_ACTIVATIONS = (nn.ReLU, nn.Sigmoid, nn.Tanh, nn.Softplus)  # output ranges checked against the targets

@@ -381,6 +381,81 @@ def _mixed_with_labels():
     return _found(w, "samples_mixed")
 
 
+class HeldGraph(nn.Module):
+    """A graph network that keeps its edge list itself (the outside development program
+    batch15/clean/gnn_index_add_and_sparse_mm_semi_supervised.py, from
+    https://github.com/rusty1s/pytorch_scatter/issues/185): ``forward(x)`` is given the node features only.
+    ``routed=False`` mixes the rows the same way without being told how they relate (a mean over all of them)."""
+
+    def __init__(self, src: torch.Tensor, dst: torch.Tensor, routed: bool) -> None:
+        super().__init__()
+        self.src, self.dst, self.routed = src, dst, routed
+        self.lin, self.head = nn.Linear(16, 16), nn.Linear(16, 3)
+
+    def forward(self, x):
+        h = self.lin(x)
+        if self.routed:
+            agg = torch.zeros_like(h).index_add_(0, self.dst, h[self.src])  # the aggregation
+        else:
+            agg = h.mean(0, keepdim=True).expand_as(h)  # the pooling
+        return self.head(torch.relu(h + agg))
+
+
+@pytest.mark.parametrize("routed", [True, False])
+def test_rows_mixed_by_an_op_given_the_edges_are_spared_and_by_a_mean_are_found(routed):
+    torch.manual_seed(0)
+    n = 40
+    src, dst = (torch.rand(n, n) < 0.1).nonzero(as_tuple=True)
+    model = HeldGraph(src, dst, routed)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    x, y = torch.randn(n, 16), torch.randint(0, 3, (n,))
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    found = _found(w, "samples_mixed")
+    # the in-place index_add_ on zeros_like(h): the op that mixed is index_add_, whose own input is the edge list
+    assert [f.line for f in found] == ([] if routed else [_line("# the pooling", HeldGraph)])
+
+
+class _RoundSTE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class FakeQuant(nn.Module):
+    """Weights and activations through a 4-bit fake quantiser with a per-tensor scale over the whole batch (the
+    outside development program batch15/clean/qat_ste_custom_function_fake_quant.py, from
+    https://discuss.pytorch.org/t/how-does-ste-realize-in-quantification-aware-training/154007). Taken under
+    ``no_grad`` the scale mixes the forward's values and no gradient; ``scale_grad=True`` takes it with grad."""
+
+    def __init__(self, scale_grad: bool) -> None:
+        super().__init__()
+        self.scale_grad = scale_grad
+        self.lin, self.head = nn.Linear(8, 16), nn.Linear(16, 3)
+
+    def quant(self, x):
+        with torch.set_grad_enabled(self.scale_grad and torch.is_grad_enabled()):
+            scale = x.abs().mean().clamp(min=1e-8) / 3  # the scale
+        return _RoundSTE.apply(x / scale).clamp(-8, 7) * scale
+
+    def forward(self, x):
+        return self.head(torch.relu(self.lin(self.quant(x))))
+
+
+@pytest.mark.parametrize("scale_grad", [False, True])
+def test_a_batch_statistic_taken_without_grad_is_spared_and_with_grad_found(scale_grad):
+    found = _mixed(FakeQuant(scale_grad), (8,))
+    assert len(found) == (1 if scale_grad else 0)
+
+
 def test_random_token_ids_with_no_padding_are_not_read_as_padding():
     # a bag of embeddings over random ids (no pad token, no padding_idx): some batch ends rows with one id that
     # occurs nowhere else, by chance; one position per row is no padding, and averaging every token is the model

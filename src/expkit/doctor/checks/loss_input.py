@@ -1,5 +1,6 @@
 """What the loss was fed: probabilities where it expects logits (softmax before ``cross_entropy``, a
-sigmoid before ``binary_cross_entropy_with_logits``), logits where ``nll_loss`` expects log-probabilities.
+sigmoid before ``binary_cross_entropy_with_logits``), logits where ``nll_loss`` expects log-probabilities,
+probabilities or logits where ``kl_div`` expects log-probabilities (values above 0).
 The sigmoid is found by the tensor's provenance (a ``SigmoidBackward`` node just above the loss input), not by
 its values: logits of a zero-initialised logistic regression or a fresh discriminator all lie in [0, 1]."""
 
@@ -91,6 +92,7 @@ class ProbabilitiesIntoLogitLoss(Check):
         "softmax_before_cross_entropy": "cross_entropy given softmax outputs (it applies log_softmax itself).",
         "sigmoid_before_bce_with_logits": "binary_cross_entropy_with_logits given sigmoid outputs (it applies one).",
         "logits_into_nll_loss": "nll_loss given raw logits instead of log-probabilities.",
+        "kl_div_not_log_probabilities": "kl_div given probabilities or logits as its input, not log-probabilities.",
     }
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
@@ -136,6 +138,20 @@ class ProbabilitiesIntoLogitLoss(Check):
                     fix="apply log_softmax over the class axis before ctc_loss (x.log_softmax(-1))",
                     where=_squash_site(probe, ev.input),
                 )
+        elif ev.function == "kl_div" and hi > 1e-6:
+            squashed = made_by_node(ev.input, ("SoftmaxBackward0", "SigmoidBackward0")) is not None
+            what = "probabilities (a softmax's output)" if squashed else "values that are not log-probabilities"
+            probe.report(
+                kind="bug",
+                check="kl_div_not_log_probabilities",
+                message=f"kl_div was given {what}, up to {hi:.3g}, as its input: it expects log-probabilities "
+                "(<= 0) and computes target * (log target - input), so the loss is not a KL divergence and its "
+                "gradient does not pull the distributions together",
+                evidence={"input_min": lo, "input_max": hi, "input_from_softmax": squashed},
+                fix="pass log_softmax(student_logits) as kl_div's input (the target stays probabilities, or "
+                "log-probabilities with log_target=True)",
+                where=_squash_site(probe, ev.input),
+            )
         elif ev.function == "nll_loss" and hi > 1e-6:
             probe.report(
                 kind="bug",

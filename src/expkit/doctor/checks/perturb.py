@@ -175,6 +175,12 @@ class _UserOps(TorchFunctionMode):
         out = func(*args, **(kwargs or {}))
         first = _first(out)
         if first is not None:
+            name = getattr(func, "__name__", "")
+            if name.endswith("_") and not name.startswith("__") and args and args[0] is first:
+                # an in-place op (zeros_like(h).index_add_(...)): the op that made the tensor did not make what
+                # it holds now, so its record no longer says what it output
+                self.events = [(k, w, i, None if o is first else o, s) for k, w, i, o, s in self.events]
+                args = args[1:]  # nor is what it holds now its input
             line = self._caller()
             if line[0] is not None:
                 self.events.append(("op", line, _tensors((args, kwargs or {})), first, None))
@@ -195,10 +201,12 @@ class _Replay:
             self.seed = int(torch.randint(0, 2**31 - 1, (1,)))
 
     def __call__(
-        self, inputs: tuple[Any, ...], record_masks: bool = False, record_ops: bool = False
+        self, inputs: tuple[Any, ...], record_masks: bool = False, record_ops: bool = False, grad: bool = False
     ) -> tuple[torch.Tensor | None, list[tuple[nn.Module, Any, Any, Any]]]:
         """The replay's output and its submodules' (module, input, output, call stack) in the order they
-        returned; with ``record_ops``, ``self.events`` holds those and the user's own ops (:class:`_UserOps`)."""
+        returned; with ``record_ops``, ``self.events`` holds those and the user's own ops (:class:`_UserOps`);
+        with ``grad``, the replay records its autograd graph (for ``torch.autograd.grad`` on its input, never a
+        backward into the parameters' ``.grad``)."""
         trace: list[tuple[nn.Module, Any, Any, Any]] = []
         sites = _MaskSites() if record_masks else None
         ops = _UserOps() if record_ops else None
@@ -233,7 +241,7 @@ class _Replay:
             for m in norms:
                 m.eval()
             with (
-                torch.no_grad(),
+                torch.enable_grad() if grad else torch.no_grad(),
                 torch.random.fork_rng(devices=[]),
                 sites or contextlib.nullcontext(),
                 ops or contextlib.nullcontext(),
@@ -345,19 +353,26 @@ def _built_at(probe: Probe, root: nn.Module, mod: nn.Module) -> tuple[str | None
     return None, None
 
 
+def _equal(p: torch.Tensor, q: torch.Tensor) -> bool:
+    strided = p.layout == q.layout == torch.strided
+    return strided and p.shape == q.shape and p.dtype == q.dtype and p.device == q.device and torch.equal(p, q)
+
+
 def _first_cause(
     a: list[tuple[str, Any, list[torch.Tensor], torch.Tensor | None, Any]],
     b: list[tuple[str, Any, list[torch.Tensor], torch.Tensor | None, Any]],
     differs: Any,
-) -> tuple[str, Any, Any] | None:
+) -> tuple[str, Any, Any, list[torch.Tensor]] | None:
     """The first event of two replays (their ``_Replay.events``) whose output differs while none of its inputs
-    does: ``("op", (file, line), None)`` for an op in the user's code, ``("module", module, call stack)``."""
+    does: ``("op", (file, line), None, fixed)`` for an op in the user's code, ``("module", module, call stack,
+    fixed)``; ``fixed`` are its inputs equal in both replays (what it was given besides the batch)."""
     for (kind, what, ins_a, oa, site), (_, _, ins_b, ob, _) in zip(a, b, strict=False):
         if oa is None or ob is None or not differs(oa, ob):
             continue
         if any(differs(p, q) for p, q in zip(ins_a, ins_b, strict=False)):
             continue
-        return kind, what, site
+        fixed = [p for p, q in zip(ins_a, ins_b, strict=False) if p is q or _equal(p, q)]
+        return kind, what, site, fixed
     return None
 
 
@@ -379,6 +394,28 @@ def _relates_rows(others: Any, kwargs: dict[str, Any], n: int) -> bool:
         if edges and int(t.min()) >= 0 and int(t.max()) < n:
             return True
     return False
+
+
+def _carries_gradient(ev: ForwardEvent, x: torch.Tensor, changed: torch.Tensor) -> bool:
+    """Whether the other samples' outputs depend on sample 0 through the autograd graph: one more replay, with
+    grad and the same random state, and the gradient of samples 1..'s outputs (weighted at random) with respect
+    to sample 0. A batch statistic taken under ``no_grad`` (a fake quantiser's per-tensor scale, a detached
+    normaliser) mixes the forward's values but trains no sample on another: then False. True when it cannot be
+    measured (an integer input, a DDP wrapper that a backward outside its own would confuse, an error)."""
+    if not x.is_floating_point() or "DistributedDataParallel" in type(ev.module).__name__:
+        return True
+    try:
+        probe_x = changed.clone().requires_grad_(True)
+        replay = _Replay(ev.module, ev.kwargs)
+        out, _ = replay((probe_x, *ev.inputs[1:]), grad=True)
+        if out is None or not out.requires_grad or out.dim() == 0 or out.shape[0] != x.shape[0]:
+            return True
+        with torch.random.fork_rng(devices=[]):
+            weights = torch.randn(out[1:].shape, generator=torch.Generator().manual_seed(0)).to(out.dtype)
+        (grad,) = torch.autograd.grad((out[1:] * weights).sum(), probe_x, allow_unused=True)
+    except Exception:  # noqa: BLE001 - unmeasured: the replays' finding stands
+        return True
+    return grad is not None and bool(grad[0].abs().max() > 0)
 
 
 @register
@@ -419,32 +456,37 @@ class SamplesMixed(Check):
             n = p.shape[0] if p.dim() else 0
             return n == x.shape[0] and _changed(p[1:], q[1:])
 
-        if differs(oa, ob):
-            # the replays again, recording the user's ops too: the first module or op that mixes names the line
-            replay((ev.inputs), record_ops=True)
-            ea = replay.events
-            replay((changed, *ev.inputs[1:]), record_ops=True)
-            cause = _first_cause(ea, replay.events, differs)
-            where = None
-            if cause is not None and cause[0] == "op":
-                where = cause[1]
-            elif cause is not None:  # where the mixing layer was built (batch_first, dim=), else its call
-                where = _built_at(probe, ev.module, cause[1])
-                where = where if where[0] is not None else user_line_of(cause[2])
-            where = where if where is not None and where[0] is not None else None
-            probe.report(
-                kind="bug",
-                check=self.name,
-                message=(
-                    f"the outputs of samples 1..{x.shape[0] - 1} change when only sample 0 of the batch changes: "
-                    "the model mixes samples (batch and time/feature axes swapped, a softmax or "
-                    "reshape across the batch)"
-                ),
-                evidence={"batch": int(x.shape[0]), "output_shape": list(oa.shape)},
-                fix="keep the batch axis apart: batch_first=True for batch-first data, permute instead of view, "
-                "softmax over the class/time axis",
-                where=where,
-            )
+        if not differs(oa, ob):
+            return
+        # the replays again, recording the user's ops too: the first module or op that mixes names the line
+        replay((ev.inputs), record_ops=True)
+        ea = replay.events
+        replay((changed, *ev.inputs[1:]), record_ops=True)
+        cause = _first_cause(ea, replay.events, differs)
+        if cause is not None and cause[0] == "op" and _relates_rows(cause[3], {}, x.shape[0]):
+            return  # the op that mixes was told how the rows relate (an edge list kept outside the call): a graph's
+        if not _carries_gradient(ev, x, changed):
+            return  # sample 0 reaches the others only through what no gradient crosses (a quantiser's scale)
+        where = None
+        if cause is not None and cause[0] == "op":
+            where = cause[1]
+        elif cause is not None:  # where the mixing layer was built (batch_first, dim=), else its call
+            where = _built_at(probe, ev.module, cause[1])
+            where = where if where[0] is not None else user_line_of(cause[2])
+        where = where if where is not None and where[0] is not None else None
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=(
+                f"the outputs of samples 1..{x.shape[0] - 1} change when only sample 0 of the batch changes: "
+                "the model mixes samples (batch and time/feature axes swapped, a softmax or "
+                "reshape across the batch)"
+            ),
+            evidence={"batch": int(x.shape[0]), "output_shape": list(oa.shape)},
+            fix="keep the batch axis apart: batch_first=True for batch-first data, permute instead of view, "
+            "softmax over the class/time axis",
+            where=where,
+        )
 
 
 @register

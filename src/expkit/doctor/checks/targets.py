@@ -8,11 +8,9 @@ node), else the loss call."""
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Any
 
 import torch
-import torch.nn.functional as F
 
 from expkit.doctor.checks import Check, register
 from expkit.doctor.checks.graph_kept import made_where
@@ -44,7 +42,6 @@ SKIP = {  # nodes that only move or reshape values: looked through to the node t
 }
 PROBS = {"SoftmaxBackward0", "SigmoidBackward0"}
 LOGS = {"LogSoftmaxBackward0", "LogBackward0", "LogSigmoidBackward0", "LogsumexpBackward0"}
-DISTRIBUTION_LOSSES = ("kl_div",)  # patched here: not among the probe's LOSS_FUNCTIONS
 POLICY_GRADIENT = "weight * log-probability (a policy gradient)"  # the evidence's "loss" of a policy-gradient case
 
 
@@ -112,28 +109,6 @@ class LossTargetCarriesGradient(Check):
     def __init__(self) -> None:
         self.pending: list[_Candidate] = []
         self.walked: set[Any] = set()
-
-    def start(self, probe: Probe) -> None:
-        check = self
-        for fname in DISTRIBUTION_LOSSES:
-            if not hasattr(F, fname):
-                continue
-
-            def make(original: Any, fname: str = fname) -> Any:
-                def loss_fn(*args: Any, **kwargs: Any) -> Any:
-                    value = original(*args, **kwargs)
-                    if probe.active and not probe._in_check:
-                        inp = args[0] if args else kwargs.get("input")
-                        target = args[1] if len(args) > 1 else kwargs.get("target")
-                        # a check's bug must not break the user's training
-                        with probe.quiet(), contextlib.suppress(Exception):
-                            check._judge_loss(fname, inp, target, raw_stack(2))
-                    return value
-
-                loss_fn.__wrapped__ = original  # type: ignore[attr-defined]
-                return loss_fn
-
-            probe.patch(F, fname, make)
 
     # ---- candidates ------------------------------------------------------------------------------
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
