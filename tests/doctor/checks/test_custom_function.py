@@ -139,7 +139,26 @@ class MaskedDropout(torch.autograd.Function):
         return g * mask, None
 
 
+class MulConstant(torch.autograd.Function):
+    """The PyTorch handbook's extending-autograd example as batch15/bugs/custom_mulconstant_backward_drops_constant.py
+    has it (from https://github.com/zergtant/pytorch-handbook/issues/69): linear in grad_output, and not the
+    derivative unless ``right``."""
+
+    @staticmethod
+    def forward(ctx, x, constant, right):
+        ctx.constant, ctx.right = constant, right
+        return x * constant
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g * ctx.constant if ctx.right else g), None, None  # bug: constant
+
+
 def _act(how: str, h):
+    if how == "mul_constant":
+        return MulConstant.apply(h, 0.1, False)
+    if how == "correct_mul_constant":
+        return MulConstant.apply(h, 0.1, True)
     if how == "sigmoid":
         return ForgetfulSigmoid.apply(h)
     if how == "ones":
@@ -177,7 +196,7 @@ def _loop(how: str):
             loss.backward()
             opt.step()
     assert w.done and not w.check_errors, w.check_errors
-    return [f for f in w.findings if f.check == NAME]
+    return [f for f in w.findings if f.check in (NAME, "backward_not_derivative")]
 
 
 @pytest.mark.parametrize(
@@ -192,9 +211,26 @@ def test_a_backward_that_leaves_grad_output_out_is_named_at_its_return(how, cls,
     assert f.evidence["linearity_error"] > 0.1
 
 
+def test_a_linear_backward_that_is_not_the_derivative_fails_the_adjoint_test():
+    (f,) = _loop("mul_constant")
+    assert f.check == "backward_not_derivative" and f.line == line_of("# bug: constant", MulConstant)
+    forward, backward = f.evidence["directional_derivative"], f.evidence["backward_along_v"]
+    assert backward == pytest.approx(10 * forward, rel=1e-3)  # the constant 0.1 left out: ten times the gradient
+
+
 @pytest.mark.parametrize(
     "how",
-    ["correct_sigmoid", "sign_ste", "masked_ste", "clamped_ste", "reverse", "two_outputs", "dropout", "checkpoint"],
+    [
+        "correct_sigmoid",
+        "sign_ste",
+        "masked_ste",
+        "clamped_ste",
+        "reverse",
+        "two_outputs",
+        "dropout",
+        "checkpoint",
+        "correct_mul_constant",
+    ],
 )
 def test_correct_custom_functions_are_clean(how):
     assert _loop(how) == []

@@ -7,7 +7,11 @@ files is replayed on detached clones of its tensor inputs (the program's random 
 with ``torch.autograd.grad`` for the grad_outputs 0, g and 2g (g small and random). Straight-through estimators
 (``return g``, ``g * mask``), gradient reversal, several outputs, non-tensor arguments and ``once_differentiable``
 are linear and stay silent; a gradient clamp in the backward is linear at g's small scale. Named at the
-``return`` of the backward that leaves ``grad_output`` out (else its last ``return``)."""
+``return`` of the backward that leaves ``grad_output`` out (else its last ``return``). A linear backward that is
+not the forward's derivative (``x * c`` whose backward returns ``grad_output``, the factor ``c`` left out) fails
+the adjoint test ``<g, J v> = <backward(g), v>``, ``J v`` by central differences of the forward in float64:
+``backward_not_derivative``. Forwards with jumps or locally constant (quantisers, straight-through estimators) and
+identity forwards (gradient reversal, gradient scaling) change gradients on purpose and are not tested."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import inspect
 import math
 import textwrap
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -30,6 +34,10 @@ G_SCALE = 1e-2  # the probe gradient's size: a gradient clamp in a backward (at 
 ZERO_TOL = 1e-3  # backward(0) may be this fraction of backward(g) (it is exactly 0 for any linear backward)
 LINEAR_TOL = 1e-2  # |backward(2g) - 2 backward(g)| / (|2 backward(g)| + |backward(2g)|): 1/3 when g is ignored
 MAX_ELEMENTS = 1 << 26  # a Function on more input values than this is not replayed (memory)
+STEPS = (1e-6, 1e-5)  # central-difference steps, relative to each input's scale, in float64
+SMOOTH_TOL = 1e-2  # the two steps' directional derivatives agree this well on a smooth forward (a jump: not)
+ADJOINT_TOL = 0.1  # |<g, J v> - <backward(g), v>| beyond this share of the larger: not the derivative
+IDENTITY_TOL = 1e-3  # a forward whose J v is v this closely is the identity (a gradient reversal or scaling layer)
 
 
 def _user_backward(cls: type) -> Any:
@@ -156,6 +164,81 @@ def backward_return_line(fn: Any) -> tuple[str | None, int | None]:
     return file, first + chosen.lineno - 1
 
 
+def _adjoint(
+    call: Any, args: tuple[Any, ...], kwargs: dict[str, Any], g: list[torch.Tensor], rng: list[Any]
+) -> tuple[float, float] | None:
+    """The adjoint test of a Function's backward: ``(<g, J v>, <backward(g), v>)`` for a random direction ``v``
+    over its floating-point inputs, all in float64 with the random state restored before each call (a dropout
+    mask drawn inside is the same mask each time): ``J v`` by central differences of the forward without grad,
+    ``backward(g)`` by ``torch.autograd.grad`` of one more call. None where the test does not apply: a forward
+    with jumps (the two steps disagree: a rounding quantiser), one locally constant (a straight-through
+    estimator's: ``J v`` = 0), or the identity (a gradient reversal or scaling layer, whose backward differs
+    from its derivative on purpose)."""
+    gen = torch.Generator().manual_seed(1)
+    values = [*args, *kwargs.values()]
+    directions: dict[int, torch.Tensor] = {}
+    for i, value in enumerate(values):
+        if isinstance(value, torch.Tensor) and _differentiable(value) and value.is_floating_point():
+            scale = float(value.detach().abs().max()) or 1.0
+            directions[i] = torch.randn(value.shape, generator=gen, dtype=torch.float64).to(value.device) * scale
+    if not directions:
+        return None
+
+    def at(step: float, shifted: list[Any] | None = None) -> list[torch.Tensor] | None:
+        def moved(i: int, value: Any) -> Any:
+            if not isinstance(value, torch.Tensor):
+                return value
+            base = value.detach().double() if value.is_floating_point() else value.detach()
+            return base + step * directions[i] if i in directions else base
+
+        shifted = [moved(i, v) for i, v in enumerate(values)] if shifted is None else shifted
+        _restore_rng(rng)
+        with torch.set_grad_enabled(any(isinstance(s, torch.Tensor) and s.requires_grad for s in shifted)):
+            outs = [
+                o
+                for o in _tensors(call(*shifted[: len(args)], **dict(zip(kwargs, shifted[len(args) :], strict=True))))
+                if o.is_floating_point()
+            ]
+        return outs if len(outs) == len(g) and all(o.shape == x.shape for o, x in zip(outs, g, strict=True)) else None
+
+    derivatives = []
+    for step in STEPS:
+        plus, minus = at(step), at(-step)
+        if plus is None or minus is None:
+            return None
+        derivatives.append([(p - m) / (2 * step) for p, m in zip(plus, minus, strict=True)])
+    jv = derivatives[0]
+    forward = [float((x.double() * d).sum()) for x, d in zip(g, jv, strict=True)]
+    other = [float((x.double() * d).sum()) for x, d in zip(g, derivatives[1], strict=True)]
+    if not all(math.isfinite(f) for f in [*forward, *other]):
+        return None
+    if abs(sum(forward) - sum(other)) > SMOOTH_TOL * max(abs(sum(forward)), abs(sum(other)), 1e-300):
+        return None  # the forward jumps inside the steps: no derivative to compare with
+    v = list(directions.values())
+    if (
+        len(v) == 1
+        and len(jv) == 1
+        and jv[0].shape == v[0].shape
+        and float((jv[0] - v[0]).norm()) <= IDENTITY_TOL * float(v[0].norm())
+    ):
+        return None  # the identity forward of a layer that changes gradients on purpose
+    if float(sum(d.norm() for d in jv)) <= 1e-9 * float(sum(x.norm() for x in v)):
+        return None  # a locally constant forward: its backward is a surrogate (straight-through) on purpose
+    inputs = [
+        v.detach().double().requires_grad_(i in directions)
+        if isinstance(v, torch.Tensor) and v.is_floating_point()
+        else v
+        for i, v in enumerate(values)
+    ]
+    outs = at(0.0, inputs)
+    if outs is None:
+        return None
+    leaves = [inputs[i] for i in directions]
+    grads = torch.autograd.grad(outs, leaves, [x.double() for x in g], allow_unused=True)
+    backward = sum(float((r * d).sum()) for r, d in zip(grads, directions.values(), strict=True) if r is not None)
+    return sum(forward), backward
+
+
 @register
 class BackwardIgnoresGradOutput(Check):
     """A custom autograd Function defined in the user's code whose backward is not linear in its incoming
@@ -164,6 +247,10 @@ class BackwardIgnoresGradOutput(Check):
     upstream of it is wrong."""
 
     name = "backward_ignores_grad_output"
+    reports: ClassVar[dict[str, str]] = {
+        "backward_ignores_grad_output": "A custom Function's backward does not use its incoming gradient linearly.",
+        "backward_not_derivative": "A custom Function's backward is not its forward's derivative (adjoint test).",
+    }
 
     def __init__(self) -> None:
         self.judged: set[type] = set()
@@ -211,16 +298,18 @@ class BackwardIgnoresGradOutput(Check):
             self.busy = False
         if measured is None:
             return
-        zero, linear_error, norm = measured
-        if zero <= ZERO_TOL * norm and linear_error <= LINEAR_TOL:
-            return
-        self._report(probe, cls, fn, zero, linear_error, norm)
+        zero, linear_error, norm, adjoint = measured
+        if zero > ZERO_TOL * norm or linear_error > LINEAR_TOL:
+            self._report(probe, cls, fn, zero, linear_error, norm)
+        elif adjoint is not None and abs(adjoint[0] - adjoint[1]) > ADJOINT_TOL * max(map(abs, adjoint)):
+            self._report_adjoint(probe, cls, fn, *adjoint)
 
     def _measure(
         self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any], ins: list[torch.Tensor]
-    ) -> tuple[float, float, float] | None:
-        """``(|backward(0)|, the linearity error, |backward(g)|)`` of a replay of ``cls.apply`` on clones of the
-        call's tensors, None when it cannot be judged (the replay fails, a gradient is not finite or is 0)."""
+    ) -> tuple[float, float, float, tuple[float, float] | None] | None:
+        """``(|backward(0)|, the linearity error, |backward(g)|, adjoint)`` of a replay of ``cls.apply`` on clones
+        of the call's tensors, None when it cannot be judged (the replay fails, a gradient is not finite or is 0);
+        ``adjoint`` is ``(<g, J v>, <backward(g), v>)`` (:func:`_adjoint`), None when not measured."""
 
         def clone(v: Any) -> Any:
             if not isinstance(v, torch.Tensor):
@@ -244,6 +333,10 @@ class BackwardIgnoresGradOutput(Check):
                     results.append(torch.autograd.grad(outs, leaves, gs, retain_graph=i < 2, allow_unused=True))
             except (RuntimeError, TypeError, ValueError, NotImplementedError, IndexError, AttributeError):
                 return None  # the replay of this Function is not possible here: nothing to judge
+            try:
+                adjoint = _adjoint(lambda *a, **k: func(cls, *a, **k), args, kwargs, g, rng)
+            except Exception:  # noqa: BLE001 - a forward that will not run in float64 (its own float32 weights)
+                adjoint = None
         r0, r1, r2 = results
         if not (_finite(r0) and _finite(r1) and _finite(r2)):
             return None
@@ -259,7 +352,23 @@ class BackwardIgnoresGradOutput(Check):
             ]
         )
         denominator = 2 * _norm(r1) + _norm(r2)
-        return zero, (diff / denominator if denominator > 0 else 0.0), norm
+        return zero, (diff / denominator if denominator > 0 else 0.0), norm, adjoint
+
+    def _report_adjoint(self, probe: Probe, cls: type, fn: Any, forward: float, backward: float) -> None:
+        name = getattr(cls, "__qualname__", str(cls))
+        ratio = backward / forward if forward else float("inf")
+        probe.report(
+            kind="bug",
+            check="backward_not_derivative",
+            message=f"the backward of the custom autograd Function {name} is not the derivative of its forward: "
+            f"along a random direction v the forward changes by <g, J v> = {forward:.4g} and the backward gives "
+            f"<backward(g), v> = {backward:.4g} ({ratio:.3g} times it); a factor of the local derivative is "
+            "missing (a constant the forward multiplies by), so every gradient upstream of it is scaled wrongly",
+            evidence={"function": name, "directional_derivative": forward, "backward_along_v": backward},
+            fix="return grad_output times the forward's derivative (grad_output * ctx.constant for x * constant); "
+            "check it with torch.autograd.gradcheck(Fn.apply, (x.double().requires_grad_(),))",
+            where=backward_return_line(fn),
+        )
 
     def _report(self, probe: Probe, cls: type, fn: Any, zero: float, linear_error: float, norm: float) -> None:
         name = getattr(cls, "__qualname__", str(cls))
