@@ -219,6 +219,8 @@ class Probe:
         self.constant_outputs: set[int] = set()  # parameter-free layers whose output was the same for every sample
         self.ran_without_grad: dict[int, RawStack | None] = {}  # ... under no_grad: where it was entered
         self.cut_sites: list[RawStack] = []  # detach()/item() on a grad-carrying tensor inside a forward
+        # ``tensor.data = value`` with a value that carries a graph (which the write drops), since the last step
+        self.graph_data_writes: list[tuple[Any, RawStack]] = []  # (value's grad_fn, where)
         self.nograd_site: RawStack | None = None  # where the open no_grad that disabled grad was entered
         self._nograd_ctx: Any = None
         self.apply_site: RawStack | None = None  # the last Module.apply(...) after the first step
@@ -458,7 +460,8 @@ class Probe:
 
     def _patch_data_property(self) -> None:
         """``tensor.data`` inside a forward, on a tensor that carries a graph: a cut like ``detach()`` (the getter
-        of TensorBase's descriptor is shadowed on ``torch.Tensor`` while armed, and removed by ``uninstall``)."""
+        of TensorBase's descriptor is shadowed on ``torch.Tensor`` while armed, and removed by ``uninstall``); and
+        ``tensor.data = value`` with a value that carries a graph (``graph_data_writes``)."""
         if "data" in torch.Tensor.__dict__:
             return  # someone else shadows it already: leave it alone
         base = torch._C.TensorBase.__dict__["data"]
@@ -470,6 +473,9 @@ class Probe:
             return base.__get__(tensor, type(tensor))
 
         def set_(tensor: torch.Tensor, value: torch.Tensor) -> None:
+            node = getattr(value, "grad_fn", None)
+            if probe.active and not probe._in_check and node is not None and len(probe.graph_data_writes) < 16:
+                probe.graph_data_writes.append((node, raw_stack(2)))  # p.data -= lr * g runs this setter too
             base.__set__(tensor, value)
 
         torch.Tensor.data = _ProbeData(get, set_)  # type: ignore[assignment]
@@ -698,6 +704,7 @@ class Probe:
         self.constant_outputs = set()
         self.ran_without_grad = {}
         self.cut_sites = []
+        self.graph_data_writes = []
         if self.lead is not None and self.lead() is opt:
             self.step = n
             self.sink({"event": "step", "step": n})
