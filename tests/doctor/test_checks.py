@@ -196,7 +196,7 @@ def test_detached_module_gets_no_gradient():
 
         def forward(self, x):
             h = self.enc(x)
-            return self.head(h.detach() if self.cut else h)
+            return self.head(h.detach() if self.cut else h)  # the cut
 
     X, y = _data()
     for cut in (True, False):
@@ -210,6 +210,29 @@ def test_detached_module_gets_no_gradient():
         assert bool(found) is cut
         if cut:
             assert found[0].evidence["params_without_grad"] == 2  # enc.weight and enc.bias
+            lines, first = inspect.getsourcelines(Net.forward)
+            assert found[0].line == first + next(i for i, t in enumerate(lines) if "# the cut" in t)
+
+
+def test_a_detach_in_the_loop_is_named_where_it_cuts_the_encoder_off():
+    # the outside development program batch15/bugs/quantized_autoencoder_latent_detached.py (from
+    # https://github.com/Justin-Tan/generative-compression/issues/27): the quantised latent detached in the
+    # training loop, not in a forward; the detach of something else (a logged value) is not the cut
+    torch.manual_seed(0)
+    encoder, decoder = nn.Linear(8, 4), nn.Linear(4, 8)
+    opt = torch.optim.Adam([*encoder.parameters(), *decoder.parameters()], lr=1e-2)
+    with watch(decoder, opt, steps=2) as w:
+        for _ in range(3):
+            x = torch.randn(16, 8)
+            recon = decoder(torch.round(encoder(x) * 8).detach() / 8)  # the quantiser
+            logged = recon.detach()
+            loss = nn.functional.mse_loss(recon, x) + 0 * logged.sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (f,) = [f for f in w.findings if f.check == "no_gradient_reached"]
+    line = inspect.getsourcelines(test_a_detach_in_the_loop_is_named_where_it_cuts_the_encoder_off)
+    assert f.line == line[1] + next(i for i, t in enumerate(line[0]) if "# the quantiser" in t)
 
 
 def test_every_check_module_registers_a_named_check():

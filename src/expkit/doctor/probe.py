@@ -54,6 +54,7 @@ LOSS_FUNCTIONS = (
 )
 Sink = Callable[[dict[str, Any]], None]
 BOUNDED_ACTIVATIONS = (nn.ReLU, nn.Sigmoid, nn.Tanh, nn.Softplus)  # output ranges checked against the targets
+MAX_DETACHES = 64  # detach() calls remembered between two steps (a cut that explains a missing gradient)
 MAX_EXEC_ORDER = 10_000  # module forwards remembered between two steps (their order names where a gradient died)
 
 
@@ -219,6 +220,7 @@ class Probe:
         self.constant_outputs: set[int] = set()  # parameter-free layers whose output was the same for every sample
         self.ran_without_grad: dict[int, RawStack | None] = {}  # ... under no_grad: where it was entered
         self.cut_sites: list[RawStack] = []  # detach()/item() on a grad-carrying tensor inside a forward
+        self.detaches: list[tuple[Any, RawStack]] = []  # every detach() of a computed tensor: (its grad_fn, where)
         # ``tensor.data = value`` with a value that carries a graph (which the write drops), since the last step
         self.graph_data_writes: list[tuple[Any, RawStack]] = []  # (value's grad_fn, where)
         self.nograd_site: RawStack | None = None  # where the open no_grad that disabled grad was entered
@@ -452,8 +454,11 @@ class Probe:
         probe = self
 
         def detach(tensor: torch.Tensor) -> torch.Tensor:
-            if probe.active and probe._depth > 0 and tensor.requires_grad and not probe._in_check:
-                probe.cut_sites.append(raw_stack(2))
+            if probe.active and tensor.requires_grad and not probe._in_check:
+                if probe._depth > 0:
+                    probe.cut_sites.append(raw_stack(2))
+                if tensor.grad_fn is not None and len(probe.detaches) < MAX_DETACHES:
+                    probe.detaches.append((tensor.grad_fn, raw_stack(2)))
             return original(tensor)
 
         return detach
@@ -704,6 +709,7 @@ class Probe:
         self.constant_outputs = set()
         self.ran_without_grad = {}
         self.cut_sites = []
+        self.detaches = []
         self.graph_data_writes = []
         if self.lead is not None and self.lead() is opt:
             self.step = n

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.provenance import replaced_after_optimizer
+from expkit.doctor.checks.provenance import node_leaves, replaced_after_optimizer
+from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import Probe, StepEvent
@@ -49,17 +50,31 @@ class NoGradientReached(Check):
                     if id(p) in held and p.requires_grad and p.grad is None:
                         cut.append(names.get(id(p), f"{mname}.{pname}".lstrip(".")))
         if cut:
+            site = _cut_by_detach(probe, {id(p) for p in ev.params if p.requires_grad and p.grad is None})
             probe.report(
                 kind="bug",
                 check=self.name,
                 message=(
                     f"{len(cut)} trainable parameter(s) of modules that ran in the forward got no gradient: "
                     f"{_shown(cut)}; something between them and the loss cuts the graph"
+                    + (" (a detach() of a tensor computed from them, at the line named)" if site else "")
                 ),
                 evidence={"params_without_grad": len(cut), "params_in_optimizer": len(held)},
                 fix="remove the .detach() / torch.no_grad() / .data between these modules and the loss, "
                 "or set requires_grad=False on them if they are meant to stay frozen",
+                where=site,
             )
+
+
+def _cut_by_detach(probe: Probe, missing: set[int]) -> tuple[str, int] | None:
+    """The line of the first ``detach()`` since the last step whose input was computed from parameters that got
+    no gradient (``z_q = quantise(encoder(x)).detach()``: the cut above the encoder)."""
+    for node, stack in probe.detaches:
+        if missing & set(node_leaves(node)):
+            file, line = user_line_of(stack)
+            if file is not None and line is not None:
+                return file, line
+    return None
 
 
 @register

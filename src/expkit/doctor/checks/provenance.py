@@ -23,8 +23,12 @@ MAX_GRAPH_NODES = 200_000  # a bound on the graph walk of one backward
 def graph_leaves(tensor: torch.Tensor) -> dict[int, torch.Tensor]:
     """Every leaf tensor that requires grad and that ``tensor``'s autograd graph reaches (the variables of
     its AccumulateGrad nodes), by id."""
+    return node_leaves(tensor.grad_fn)
+
+
+def node_leaves(start: Any) -> dict[int, torch.Tensor]:
+    """:func:`graph_leaves` from an autograd node."""
     leaves: dict[int, torch.Tensor] = {}
-    start = tensor.grad_fn
     if start is None:
         return leaves
     seen = {start}
