@@ -39,7 +39,7 @@ def _hf(labels_of, *, pad=PAD, shift_inputs=False, with_mask=True):
     model = GPT2LMHeadModel(cfg)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     ids, mask = _batch(pad)
-    labels = labels_of(ids, mask)
+    labels = labels_of(ids, mask)  # the labels
     if shift_inputs:
         ids, mask = ids[:, :-1], mask[:, :-1]
     with watch(model, opt, steps=1) as w:
@@ -63,6 +63,10 @@ def test_pad_positions_in_the_labels_are_counted_and_masked_ones_are_not():
     assert f.evidence["pad_positions_trained"] == pads and f.evidence["from_attention_mask"] is True
     assert f.evidence["label_positions"] == len(LENGTHS) * (max(LENGTHS) - 1)
     assert f"{pads} of" in f.message and f.fix
+    # named where the labels handed to the model (labels=labels) were chosen (batch14 dev
+    # t5_seq2seq_labels_keep_pad_ids and batch15 dev t5_labels_padding_not_ignored: labels = tgt)
+    lines, first = inspect.getsourcelines(_hf)
+    assert f.line == first + next(i for i, text in enumerate(lines) if "# the labels" in text)
     assert _hf(_right) == {}
 
 

@@ -532,6 +532,13 @@ class LossMask(Check):
         made = self.made.line_of(self.labels) if self.made is not None else None
         if made is not None and self.made is not None and made == self.made.line_of(self.ids, exact=True):
             made = None  # the labels are the ids themselves: no line of their own
+        file, line = user_frame() if hf else (None, None)
+        named = argument_made_at(file, line, "labels") if file is not None else None
+        if file is not None and line is not None and named is not None and named < line:
+            # labels=labels at the model's call, the name assigned before it: the line that chose them (labels =
+            # tgt), where the pad ids are to be replaced, rather than the line that built the tensor. A name bound
+            # by the loop (for ids, mask, labels in loader) is no such choice: the collator's line stays
+            made = (file, named)
         if made is None and not hf and probe.loss_module is not None:  # nn.CrossEntropyLoss() built without the
             built = probe.built_at(probe.loss_module)  # pad's ignore_index: where it belongs
             made = (built[0], built[1]) if built[0] is not None and built[1] is not None else None
