@@ -84,6 +84,7 @@ BATCHES = (
     "batch13",
     "batch14",
     "batch15",
+    "batch16",
 )
 
 
@@ -92,7 +93,8 @@ def load_manifest(path: Path, batch: str = "batch1") -> list[dict[str, Any]]:
     batch was written and split on its own (``batch1`` seed 32, ``batch2`` seed 3202, ``batch3`` seed 3303,
     ``batch4`` seed 3404, ``batch5`` seed 3505, ``batch6`` seed 3606, ``batch7`` seed 3707, ``batch8`` seed 3808,
     ``batch9`` seed 3909, ``batch10`` seed 4010, ``batch11`` seed 4111, ``batch12`` seed 4112,
-    ``batch13`` seed 4113, ``batch14`` seed 4114, ``batch15`` seed 4115)."""
+    ``batch13`` seed 4113, ``batch14`` seed 4114, ``batch15`` seed 4115,
+    ``batch16`` seed 4116)."""
     if batch not in BATCHES:
         raise ValueError(f"batch {batch!r} is not one of {BATCHES}")
     manifest = json.loads(path.read_text(encoding="utf-8"))
