@@ -83,3 +83,18 @@ def test_subset_bugs_caught_and_clean_programs_silent():
     assert score.did_not_run == 0, report
     assert (score.bugs, score.clean) == (4, 2), report
     assert score.caught == score.bugs and score.clean_with_findings == 0, report
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "doctor-command: torchrun --nproc-per-node 2 {program}",
+        "# doctor-command: torchrun --nproc-per-node 2 {program}",
+    ],
+)
+def test_a_launcher_is_read_from_the_docstring_or_a_comment(tmp_path, line):
+    # batch16/clean/ddp_no_sync_accumulation_torchrun.py names torchrun in a comment: it ran as plain python
+    prog = tmp_path / "p.py"
+    prog.write_text(f'"""A DDP program."""\n\n{line}\nimport torch\n')
+    argv = program_command(prog)
+    assert argv[-3:] == ("--nproc-per-node", "2", str(prog)) and "torch.distributed.run" in argv

@@ -43,6 +43,7 @@ PHASE_CHECKS = (
     "zero_grad_before_step",
     "step_changes_nothing",
     "adapter_in_inference_mode",  # an adapter resumed with PeftModel.from_pretrained(...) for a new phase, frozen
+    "probabilities_into_loss",  # a student distilled after its teacher trained: kl_div given the student's softmax
 )
 
 

@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 _EXPECT = re.compile(r"^doctor-expect:\s*(\S+)\s*$", re.MULTILINE)
-_COMMAND = re.compile(r"^doctor-command:\s*(.+?)\s*$", re.MULTILINE)
+_COMMAND = re.compile(r"^(?:#\s*)?doctor-command:\s*(.+?)\s*$", re.MULTILINE)  # in the docstring or a comment
 # launchers named in a doctor-command line, run with this interpreter (no reliance on PATH)
 _LAUNCHERS = {"python": (sys.executable,), "torchrun": (sys.executable, "-m", "torch.distributed.run")}
 

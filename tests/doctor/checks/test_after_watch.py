@@ -199,3 +199,34 @@ def test_an_adapter_resumed_frozen_for_a_second_phase_is_found_by_the_second_wat
             opt.step()
     found = [e for e in events if e["event"] == "finding" and e["check"] == "adapter_in_inference_mode"]
     assert len(found) == (0 if is_trainable else 1)
+
+
+@pytest.mark.parametrize("log_probabilities", [False, True])
+def test_a_student_distilled_after_its_teacher_is_watched_for_what_its_loss_is_given(log_probabilities):
+    # the outside development program batch15/bugs/kd_kldiv_given_probabilities.py (from
+    # https://github.com/sebastian-hofstaetter/matchmaker/issues/18): the teacher trains first, the student's
+    # nn.KLDivLoss is given its softmax in a second phase the first watch never sees
+    torch.manual_seed(0)
+    teacher, student = nn.Linear(8, 4), nn.Linear(8, 4)
+    events: list[dict] = []
+    with _watched(events):
+        opt_t = torch.optim.SGD(teacher.parameters(), lr=0.1)
+        for _ in range(4):
+            loss = F.cross_entropy(teacher(torch.randn(16, 8)), torch.randint(0, 4, (16,)))
+            opt_t.zero_grad()
+            loss.backward()
+            opt_t.step()
+        kl = nn.KLDivLoss(reduction="batchmean")
+        opt_s = torch.optim.SGD(student.parameters(), lr=0.1)
+        for _ in range(3):
+            x = torch.randn(16, 8)
+            with torch.no_grad():
+                target = F.softmax(teacher(x), -1)
+            s = student(x)
+            loss = kl(F.log_softmax(s, -1) if log_probabilities else F.softmax(s, -1), target)
+            opt_s.zero_grad()
+            loss.backward()
+            opt_s.step()
+    found = [e for e in events if e["event"] == "finding" and e["check"] == "kl_div_not_log_probabilities"]
+    assert len(found) == (0 if log_probabilities else 1)
+    assert all(e["step"] == 4 for e in found)  # counted from the program's start: before the student's first step
