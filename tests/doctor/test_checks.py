@@ -318,6 +318,27 @@ def test_ctc_loss_on_raw_logits_is_found_and_on_log_probabilities_is_not(log_sof
     assert f.evidence["max_abs_logsumexp"] > 1e-3
 
 
+def test_ctc_input_made_by_the_users_own_op_is_named_at_that_op():
+    # the outside development program batch16/bugs/ctc_conv_encoder_speech.py (from
+    # https://github.com/jeremyfix/deeplearning-lectures/issues/22): the logits transposed to (time, batch,
+    # classes) and named log_probs, the log_softmax left out on that line
+    torch.manual_seed(0)
+    head = nn.Linear(8, 6)
+    opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+    targets, in_lens, tgt_lens = torch.randint(1, 6, (4, 5)), torch.full((4,), 20), torch.full((4,), 5)
+    with watch(head, opt, steps=2) as w:
+        for _ in range(2):
+            logits = head(torch.randn(4, 20, 8))
+            log_probs = logits.transpose(0, 1)  # THE TRANSPOSE
+            loss = nn.functional.ctc_loss(log_probs, targets, in_lens, tgt_lens)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (f,) = [f for f in w.findings if f.check == "logits_into_nll_loss"]
+    lines, first = inspect.getsourcelines(test_ctc_input_made_by_the_users_own_op_is_named_at_that_op)
+    assert f.line == first + next(i for i, text in enumerate(lines) if "# THE TRANSPOSE" in text)
+
+
 def test_probabilities_into_nll_loss_are_named_where_the_softmax_was_applied():
     # pattern of batch 7's dev program (a text classifier returning softmax into nn.NLLLoss)
     torch.manual_seed(0)

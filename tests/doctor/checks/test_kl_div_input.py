@@ -51,3 +51,27 @@ def test_probabilities_into_kl_div_are_named_at_the_softmax():
 @pytest.mark.parametrize("how", ["log_probabilities", "log_target"])
 def test_log_probabilities_into_kl_div_are_silent(how):
     assert _distil(how)[0] == []
+
+
+@pytest.mark.parametrize("reduction", [None, "batchmean"])
+def test_kl_div_left_at_its_mean_reduction_is_named_where_the_loss_was_built(reduction):
+    # the outside development program batch16/bugs/kd_kldivloss_default_reduction.py: nn.KLDivLoss() divides by
+    # the classes too (torch itself warns); reduction='batchmean' is the KL divergence per sample
+    torch.manual_seed(0)
+    student = nn.Linear(8, 5)
+    opt = torch.optim.SGD(student.parameters(), lr=0.1)
+    with watch(student, opt, steps=2) as w:
+        line = inspect.currentframe().f_lineno + 1
+        kl = nn.KLDivLoss() if reduction is None else nn.KLDivLoss(reduction=reduction)
+        for _ in range(3):
+            x = torch.randn(16, 8)
+            loss = kl(F.log_softmax(student(x), -1), F.softmax(torch.randn(16, 5), -1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    found = [f for f in w.findings if f.check == "kl_div_mean_reduction"]
+    if reduction == "batchmean":
+        assert found == []
+        return
+    (f,) = found
+    assert f.line == line and f.evidence["classes"] == 5

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -55,8 +56,13 @@ def oldest_node(start: Any, before: int, since: int = 0) -> tuple[Any, int] | No
     return None
 
 
-def made_where(node: Any) -> tuple[str | None, int | None]:
-    """The user's line that made an autograd node, from anomaly mode's creation stack (None when unrecorded)."""
+_DOCTOR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the doctor's recording modes live here
+_OVERRIDES = os.path.join("torch", "overrides.py")  # and torch's __torch_function__ dispatch
+
+
+def made_where(node: Any, direct: bool = False) -> tuple[str | None, int | None]:
+    """The user's line that made an autograd node, from anomaly mode's creation stack (None when unrecorded);
+    ``direct``: only when the user's own line ran the op (not a layer's forward it called)."""
     from expkit.doctor.findings import user_line_of
 
     stack = (getattr(node, "metadata", None) or {}).get("traceback_")
@@ -68,7 +74,12 @@ def made_where(node: Any) -> tuple[str | None, int | None]:
         if head.startswith('File "') and '", line ' in head:
             path, rest = head[6:].split('", line ', 1)
             frames.append((path, int(rest.split(",", 1)[0])))
-    return user_line_of(tuple(reversed(frames)))
+    frames.reverse()  # innermost first
+    if direct:  # below the op's caller: only the doctor's own recording modes (a TorchFunctionMode) may sit
+        ops = [f for f in frames if not (f[0].startswith(_DOCTOR_DIR) or f[0].endswith(_OVERRIDES))]
+        if ops and user_line_of(tuple(ops[:1]))[0] is None:
+            return None, None
+    return user_line_of(tuple(frames))
 
 
 FILLS = ("append", "extend", "insert", "appendleft")  # the calls that put a tensor into a kept container

@@ -78,6 +78,19 @@ def _squash_site(probe: Probe, t: torch.Tensor) -> tuple[str, int] | None:
     return (file, line) if file is not None and line is not None else None
 
 
+def _fed_site(probe: Probe, t: torch.Tensor) -> tuple[str, int] | None:
+    """Where the loss's input came from: the softmax/sigmoid just above it (:func:`_squash_site`), else the user's
+    line whose own op made its last autograd node (``log_probs = logits.transpose(0, 1)``: the log_softmax left out
+    there; a layer's output is not such an op), else None (the loss call is named)."""
+    from expkit.doctor.checks.graph_kept import made_where
+
+    site = _squash_site(probe, t)
+    if site is not None:
+        return site
+    file, line = made_where(t.grad_fn, direct=True) if t.grad_fn is not None else (None, None)
+    return (file, line) if file is not None and line is not None else None
+
+
 def _class_dim(x: torch.Tensor) -> int:
     return 1 if x.dim() >= 2 else 0
 
@@ -93,6 +106,7 @@ class ProbabilitiesIntoLogitLoss(Check):
         "sigmoid_before_bce_with_logits": "binary_cross_entropy_with_logits given sigmoid outputs (it applies one).",
         "logits_into_nll_loss": "nll_loss given raw logits instead of log-probabilities.",
         "kl_div_not_log_probabilities": "kl_div given probabilities or logits as its input, not log-probabilities.",
+        "kl_div_mean_reduction": "kl_div with reduction='mean' (the default): divided by the classes too.",
     }
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
@@ -136,7 +150,7 @@ class ProbabilitiesIntoLogitLoss(Check):
                     "fall by raising every logit and the alignment is not learned",
                     evidence={"input_min": lo, "input_max": hi, "max_abs_logsumexp": spread},
                     fix="apply log_softmax over the class axis before ctc_loss (x.log_softmax(-1))",
-                    where=_squash_site(probe, ev.input),
+                    where=_fed_site(probe, ev.input),
                 )
         elif ev.function == "kl_div" and hi > 1e-6:
             squashed = made_by_node(ev.input, ("SoftmaxBackward0", "SigmoidBackward0")) is not None
@@ -150,7 +164,22 @@ class ProbabilitiesIntoLogitLoss(Check):
                 evidence={"input_min": lo, "input_max": hi, "input_from_softmax": squashed},
                 fix="pass log_softmax(student_logits) as kl_div's input (the target stays probabilities, or "
                 "log-probabilities with log_target=True)",
-                where=_squash_site(probe, ev.input),
+                where=_fed_site(probe, ev.input),
+            )
+        elif ev.function == "kl_div" and ev.kwargs.get("reduction", "mean") == "mean" and x.dim() >= 2:
+            classes = int(x.shape[-1])
+            module = probe.loss_module
+            built = probe.built_at(module) if module is not None else (None, None)
+            probe.report(
+                kind="bug",
+                check="kl_div_mean_reduction",
+                message=f"kl_div ran with reduction='mean' (nn.KLDivLoss's default): the summed divergence is "
+                f"divided by every element, batch and {classes} classes alike, so the distillation term is "
+                f"{classes} times smaller than the KL divergence per sample and its weight means something else",
+                evidence={"classes": classes, "input_shape": list(x.shape)},
+                fix="use reduction='batchmean' (nn.KLDivLoss(reduction='batchmean')), which is the KL divergence "
+                "per sample",
+                where=built if built[0] is not None else None,
             )
         elif ev.function == "nll_loss" and hi > 1e-6:
             probe.report(
@@ -160,7 +189,7 @@ class ProbabilitiesIntoLogitLoss(Check):
                 "logits or probabilities and the loss is not a cross-entropy",
                 evidence={"input_min": lo, "input_max": hi},
                 fix="apply log_softmax before nll_loss, or use cross_entropy on the logits",
-                where=_squash_site(probe, ev.input),
+                where=_fed_site(probe, ev.input),
             )
 
 
