@@ -12,7 +12,7 @@ import contextlib
 import inspect
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import nn
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, LossEvent, Probe
 
 REL_TOL = 1e-4  # a change smaller than this share of the output's scale is rounding
+NEXT_VALUE_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss")  # a forecaster's regression on the next value
 SHIFT_MATCH = 0.9  # share of targets equal to the next input token that marks next-token training
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
 
@@ -376,6 +377,20 @@ def _first_cause(
     return None
 
 
+def _shift_axis(x: torch.Tensor, target: torch.Tensor) -> int | None:
+    """The axis (not the batch's) along which ``target`` is ``x`` shifted by one step (``target[t] == x[t + 1]``),
+    at least four steps long; None when there is none."""
+    if target.shape != x.shape or not target.is_floating_point():
+        return None
+    for axis in range(1, x.dim()):
+        length = x.shape[axis]
+        if length >= 4 and torch.allclose(
+            target.detach().narrow(axis, 0, length - 1), x.detach().narrow(axis, 1, length - 1), rtol=1e-5, atol=1e-6
+        ):
+            return axis
+    return None
+
+
 def _relates_rows(others: Any, kwargs: dict[str, Any], n: int) -> bool:
     """Whether the forward's other inputs say how its first input's ``n`` rows relate: an edge list (integer
     indices below ``n``, as many as there are edges, not one per row), an ``n`` x ``n`` adjacency, a sparse
@@ -495,22 +510,30 @@ class FutureTokensSeen(Check):
     second half of every sequence changed: its outputs over the first half must stay the same."""
 
     name = "future_tokens_seen"
+    reports: ClassVar[dict[str, str]] = {
+        "future_tokens_seen": "A model trained on next tokens changes earlier outputs when later tokens change.",
+        "future_values_seen": "A forecaster trained on next values changes earlier outputs when later inputs change.",
+    }
 
     def __init__(self) -> None:
         self.pending: ForwardEvent | None = None
         self.done = False
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        x = ev.first_tensor()
-        if not self.done and ev.training and ev.grad_enabled and x is not None and not x.is_floating_point():
+        if not self.done and ev.training and ev.grad_enabled and ev.first_tensor() is not None:
             self.pending = ev
 
     def on_loss(self, probe: Probe, ev: LossEvent) -> None:
         fwd, self.pending = self.pending, None
-        if self.done or fwd is None or ev.function != "cross_entropy" or not isinstance(ev.target, torch.Tensor):
+        if self.done or fwd is None or not isinstance(ev.target, torch.Tensor):
             return
         x = fwd.first_tensor()
-        if x is None or x.dim() != 2 or x.shape[1] < 4 or ev.target.numel() != x.shape[0] * (x.shape[1]):
+        if x is not None and x.is_floating_point() and ev.function in NEXT_VALUE_LOSSES:
+            self._next_value(probe, fwd, x, ev.target)
+            return
+        if ev.function != "cross_entropy" or x is None or x.is_floating_point():
+            return
+        if x.dim() != 2 or x.shape[1] < 4 or ev.target.numel() != x.shape[0] * (x.shape[1]):
             return
         nxt = ev.target.reshape(x.shape)[:, :-1]
         if float((nxt == x[:, 1:]).float().mean()) < SHIFT_MATCH:
@@ -549,3 +572,51 @@ class FutureTokensSeen(Check):
                 "left only",
                 where=_culprit(probe, ta, tb, differs, None, replay),
             )
+
+    def _next_value(self, probe: Probe, fwd: ForwardEvent, x: torch.Tensor, target: torch.Tensor) -> None:
+        """A forecaster trained on the next value (a regression target equal to its input shifted by one along a
+        time axis: ``x = s[:, :-1]``, ``y = s[:, 1:]``), replayed with the later half of that axis changed (taken
+        from another series of the batch): its outputs over the earlier half must stay the same. The first op or
+        layer whose earlier half moves while its input's does not names the line (a causal convolution trimmed on
+        the wrong side)."""
+        axis = _shift_axis(x, target)
+        if axis is None or x.shape[0] < 2 or not fwd.inputs or fwd.inputs[0] is not x:
+            return
+        self.done = True
+        n, length = x.shape[0], x.shape[axis]
+        cut = length // 2
+        x = x.detach()
+        changed = x.clone()
+        changed.narrow(axis, cut, length - cut).copy_(x.roll(1, dims=0).narrow(axis, cut, length - cut))
+        if torch.equal(changed, x):
+            return
+
+        def differs(p: torch.Tensor, q: torch.Tensor) -> bool:
+            aligned = p.dim() == x.dim() and p.shape[0] == n and p.shape[axis] == length and p.shape == q.shape
+            return aligned and _changed(p.narrow(axis, 0, cut), q.narrow(axis, 0, cut))
+
+        replay = _Replay(fwd.module, fwd.kwargs)
+        oa, _ = replay(fwd.inputs)
+        ob, _ = replay((changed, *fwd.inputs[1:]))
+        if oa is None or ob is None or not differs(oa, ob):
+            return
+        replay(fwd.inputs, record_ops=True)
+        ea = replay.events
+        replay((changed, *fwd.inputs[1:]), record_ops=True)
+        cause = _first_cause(ea, replay.events, differs)
+        where = None
+        if cause is not None and cause[0] == "op":
+            where = cause[1]
+        elif cause is not None:
+            where = _built_at(probe, fwd.module, cause[1])
+        probe.report(
+            kind="bug",
+            check="future_values_seen",
+            message=f"a model trained to predict the next value of a series changes its outputs at steps 0..{cut - 1} "
+            f"when only steps {cut}.. of its input change: it sees the future it is asked to predict (a causal "
+            "convolution trimmed or padded on the wrong side, a bidirectional layer, a mask left out)",
+            evidence={"steps": int(length), "changed_from": cut, "time_axis": axis},
+            fix="let step t see steps <= t only: pad convolutions on the left (and trim the right: y[..., :-pad]), "
+            "keep recurrent layers one-directional, mask attention causally",
+            where=where if where is not None and where[0] is not None else None,
+        )
