@@ -172,3 +172,38 @@ def test_lightning_heads_kept_in_a_plain_dict_are_named_where_they_are_built():
     cb = _fit(L, TwoHeads(), data, batch_size=16, max_steps=3)
     (f,) = [f for f in cb.findings if f.check == "trainable_not_updated"]
     assert f.line == line_of("# a plain dict: never registered", TwoHeads)
+
+
+@pytest.mark.parametrize("interval", [None, "step"])
+def test_a_per_step_schedule_returned_without_interval_step_is_found(interval):
+    # the outside development program batch16/bugs/lightning_onecycle_default_interval.py (from
+    # https://github.com/pytorch/pytorch/issues/65417): OneCycleLR declared in optimizer steps, returned as
+    # [optimizer], [scheduler], so Lightning steps it once per epoch
+    L = pytest.importorskip("lightning.pytorch")
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            return F.mse_loss(self.net(x), y)
+
+        def configure_optimizers(self):
+            opt = torch.optim.SGD(self.parameters(), lr=0.05)
+            sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=100)
+            if interval is None:
+                return [opt], [sched]
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": interval}}
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    cb = _fit(L, Module(), data, batch_size=8, max_steps=4)
+    found = [f for f in cb.findings if f.check == "schedule_not_stepped"]
+    if interval == "step":
+        assert found == []
+        return
+    # the callback arms after configure_optimizers ran: the schedule's construction line is not known, so the
+    # return is named only when doctor runs the program (tests/doctor/checks/test_lr_schedule.py)
+    assert len(found) == 1 and found[0].evidence["scheduler_steps_between"] == 0

@@ -298,3 +298,34 @@ def test_a_zero_factor_is_named_where_the_schedule_was_built_and_a_slow_decay_is
     assert f.line == zero.__code__.co_firstlineno  # the user's line that built it (here, the lambda)
     assert "stepped here" not in f.message
     assert _zero_run(lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1), per_batch=False) == []
+
+
+def test_a_schedule_built_in_configure_optimizers_is_named_at_its_return():
+    # how Lightning's configure_optimizers hands a per-step schedule over without 'interval': 'step' (the outside
+    # development program batch16/bugs/lightning_onecycle_default_interval.py, from
+    # https://github.com/pytorch/pytorch/issues/65417): the step count is said at the return, not at the build
+    class Module(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(4, 1)
+
+        def forward(self, x):
+            return self.net(x)
+
+        def configure_optimizers(self):
+            opt = torch.optim.SGD(self.parameters(), lr=0.05)
+            sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=100)
+            return [opt], [sched]  # the return
+
+    torch.manual_seed(0)
+    model = Module()
+    with watch(model, None, steps=2) as w:
+        (opt,), _ = model.configure_optimizers()  # the framework steps the schedule per epoch: not in these steps
+        for _ in range(3):
+            loss = F.mse_loss(model(torch.randn(8, 4)), torch.randn(8, 1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (f,) = [f for f in w.findings if f.check == "schedule_not_stepped"]
+    lines, first = inspect.getsourcelines(Module.configure_optimizers)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# the return" in t)

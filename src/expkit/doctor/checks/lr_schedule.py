@@ -7,12 +7,13 @@ after the first update (a warm-up written after ``step()``: the first update ran
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
 from typing import TYPE_CHECKING, Any
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import keyword_line
+from expkit.doctor.findings import keyword_line, source_tree
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import CallEvent, Probe, StepEvent
@@ -66,6 +67,25 @@ def _intended_lr(scheduler: Any) -> float | None:
     return float(scheduler.base_lrs[0] * fns[0](scheduler.last_epoch + 1))
 
 
+def _configure_return(built: tuple[str | None, int | None]) -> tuple[str, int] | None:
+    """The last ``return`` of the ``configure_optimizers`` (Lightning's) whose body holds the line ``built``: the
+    schedule was handed to the framework there, and how often it is stepped is said there."""
+    file, line = built
+    tree = source_tree(file) if file is not None else None
+    if file is None or line is None or tree is None:
+        return None
+    around = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+    fn = min(around, key=lambda n: (n.end_lineno or n.lineno) - n.lineno, default=None)
+    if fn is None or fn.name != "configure_optimizers":
+        return None
+    returns = [n.lineno for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    return (file, max(returns)) if returns else None
+
+
 @register
 class ScheduleNotStepped(Check):
     """Watches each scheduler bound to an optimizer: its ``_step_count`` (PyTorch's count of ``step()`` calls)
@@ -85,11 +105,15 @@ class ScheduleNotStepped(Check):
             self.stepped_at[id(ev.obj)] = user_frame(3)
 
     def _where(self, probe: Probe, sched: Any) -> tuple[str | None, int | None] | None:
-        """The user's line of the schedule's last ``step()`` (stepped per epoch: that line), else its
+        """The user's line of the schedule's last ``step()`` (stepped per epoch: that line), else the ``return``
+        of the Lightning ``configure_optimizers`` that built it (where ``'interval': 'step'`` belongs), else its
         construction (stepped by a framework, or only at construction)."""
         built = probe.built_at(sched)
         stepped = self.stepped_at.get(id(sched), (None, None))
-        where = stepped if stepped[0] is not None and stepped != built and not probe.inside_forward else built
+        if stepped[0] is not None and stepped != built and not probe.inside_forward:
+            return stepped
+        returned = _configure_return(built)
+        where = returned if returned is not None else built
         return where if where[0] is not None else None
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
