@@ -152,7 +152,22 @@ class ProbabilitiesIntoLogitLoss(Check):
                     fix="apply log_softmax over the class axis before ctc_loss (x.log_softmax(-1))",
                     where=_fed_site(probe, ev.input),
                 )
-        elif ev.function == "kl_div" and hi > 1e-6:
+        elif ev.function == "kl_div":
+            self._kl_div(probe, ev, x, lo, hi)
+        elif ev.function == "nll_loss" and hi > 1e-6:
+            probe.report(
+                kind="bug",
+                check="logits_into_nll_loss",
+                message=f"nll_loss was given values up to {hi:.3g}: log-probabilities are <= 0, so these are "
+                "logits or probabilities and the loss is not a cross-entropy",
+                evidence={"input_min": lo, "input_max": hi},
+                fix="apply log_softmax before nll_loss, or use cross_entropy on the logits",
+                where=_fed_site(probe, ev.input),
+            )
+
+    def _kl_div(self, probe: Probe, ev: LossEvent, x: torch.Tensor, lo: float, hi: float) -> None:
+        """kl_div's input must be log-probabilities (<= 0), and its 'mean' reduction divides by the classes too."""
+        if hi > 1e-6:
             squashed = made_by_node(ev.input, ("SoftmaxBackward0", "SigmoidBackward0")) is not None
             what = "probabilities (a softmax's output)" if squashed else "values that are not log-probabilities"
             probe.report(
@@ -166,7 +181,7 @@ class ProbabilitiesIntoLogitLoss(Check):
                 "log-probabilities with log_target=True)",
                 where=_fed_site(probe, ev.input),
             )
-        elif ev.function == "kl_div" and ev.kwargs.get("reduction", "mean") == "mean" and x.dim() >= 2:
+        elif ev.kwargs.get("reduction", "mean") == "mean" and x.dim() >= 2:
             classes = int(x.shape[-1])
             module = probe.loss_module
             built = probe.built_at(module) if module is not None else (None, None)
@@ -180,16 +195,6 @@ class ProbabilitiesIntoLogitLoss(Check):
                 fix="use reduction='batchmean' (nn.KLDivLoss(reduction='batchmean')), which is the KL divergence "
                 "per sample",
                 where=built if built[0] is not None else None,
-            )
-        elif ev.function == "nll_loss" and hi > 1e-6:
-            probe.report(
-                kind="bug",
-                check="logits_into_nll_loss",
-                message=f"nll_loss was given values up to {hi:.3g}: log-probabilities are <= 0, so these are "
-                "logits or probabilities and the loss is not a cross-entropy",
-                evidence={"input_min": lo, "input_max": hi},
-                fix="apply log_softmax before nll_loss, or use cross_entropy on the logits",
-                where=_fed_site(probe, ev.input),
             )
 
 
