@@ -269,6 +269,16 @@ class _Replay:
         self.events = ops.events if ops is not None else []
         return out, trace
 
+    def first_cause(
+        self, inputs: tuple[Any, ...], changed: tuple[Any, ...], differs: Any
+    ) -> tuple[str, Any, Any, list[torch.Tensor]] | None:
+        """Both inputs replayed again with the user's ops recorded: the first op or layer whose output differs
+        while its inputs do not (:func:`_first_cause`)."""
+        self(inputs, record_ops=True)
+        before = self.events
+        self(changed, record_ops=True)
+        return _first_cause(before, self.events, differs)
+
     def mask_site(self, mod: nn.Module) -> tuple[str | None, int | None] | None:
         """Where the masking of ``mod``'s forward went wrong, when the replay saw it: a ``masked_fill`` inside
         it with a fill that does not mask (0 instead of -inf), else the line that made a mask it was given."""
@@ -474,10 +484,7 @@ class SamplesMixed(Check):
         if not differs(oa, ob):
             return
         # the replays again, recording the user's ops too: the first module or op that mixes names the line
-        replay((ev.inputs), record_ops=True)
-        ea = replay.events
-        replay((changed, *ev.inputs[1:]), record_ops=True)
-        cause = _first_cause(ea, replay.events, differs)
+        cause = replay.first_cause(ev.inputs, (changed, *ev.inputs[1:]), differs)
         if cause is not None and cause[0] == "op" and _relates_rows(cause[3], {}, x.shape[0]):
             return  # the op that mixes was told how the rows relate (an edge list kept outside the call): a graph's
         if not _carries_gradient(ev, x, changed):
@@ -600,10 +607,7 @@ class FutureTokensSeen(Check):
         ob, _ = replay((changed, *fwd.inputs[1:]))
         if oa is None or ob is None or not differs(oa, ob):
             return
-        replay(fwd.inputs, record_ops=True)
-        ea = replay.events
-        replay((changed, *fwd.inputs[1:]), record_ops=True)
-        cause = _first_cause(ea, replay.events, differs)
+        cause = replay.first_cause(fwd.inputs, (changed, *fwd.inputs[1:]), differs)
         where = None
         if cause is not None and cause[0] == "op":
             where = cause[1]
