@@ -140,3 +140,51 @@ def test_without_a_loader_the_same_input_is_named_at_the_programs_seeding_call()
         site = RankState._seeded_at(w.probe)
     here = test_without_a_loader_the_same_input_is_named_at_the_programs_seeding_call
     assert site is not None and site[1] == line_of("# the seeding call", here)
+
+
+def test_weights_loaded_after_the_wrap_on_one_rank_are_named_at_the_load():
+    loaded = {"grads": ["train.py", 30], "weights": ["train.py", 12], "inputs": ["train.py", 20]}
+    events = [_state(0, 1, sites={**loaded, "weights_loaded": ["train.py", 14]}), _state(1, 1, weights=(1.5, 2.5, 3.0))]
+    (f,) = rank_findings(events)
+    assert (f.check, f.line) == ("ranks_out_of_sync", 14)
+    assert "loaded into the wrapped model" in f.message and "before wrapping" in f.fix
+
+
+def test_a_module_trained_beside_the_ddp_wrapper_and_autograd_grad_over_wrapped_weights_are_named(tmp_path):
+    # the child side: a learnable loss module outside every wrapper is named where it was built; a
+    # torch.autograd.grad call over the wrapped weights is one DDP never all-reduces; a load into the wrapped model
+    import inspect
+
+    import pytest
+
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from expkit.doctor import watch
+    from expkit.doctor.checks.ranks import RankState, _ddp_holding
+    from expkit.doctor.probe import CallEvent, StepEvent
+
+    dist = torch.distributed
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+        with watch(net, torch.optim.SGD(net.parameters(), lr=0.1), steps=1) as w:
+            ddp = nn.parallel.DistributedDataParallel(net)
+            head = nn.Linear(2, 3)  # beside the wrapper
+            loss = head(ddp(torch.randn(3, 4))).sum()
+            inner = list(ddp.parameters())
+            grads = torch.autograd.grad(loss, inner, retain_graph=True)
+            loss.backward()
+            params = inner + list(head.parameters())
+            opt = torch.optim.SGD(params, lr=0.1)
+            site = RankState._outside_ddp(w.probe, StepEvent(opt, 1, params))
+            by_hand = RankState._of_ddp(w.probe, CallEvent("autograd_grad", None, (loss, inner), {}, grads))
+            alone = RankState._of_ddp(w.probe, CallEvent("autograd_grad", None, (loss, [head.weight]), {}, grads))
+            held = (_ddp_holding(net[2]), _ddp_holding(head))
+        lines, first = inspect.getsourcelines(
+            test_a_module_trained_beside_the_ddp_wrapper_and_autograd_grad_over_wrapped_weights_are_named
+        )
+        assert site is not None and site[1] == first + next(i for i, t in enumerate(lines) if "# beside the" in t)
+        assert (by_hand, alone, held) == (True, False, (True, False))
+    finally:
+        dist.destroy_process_group()

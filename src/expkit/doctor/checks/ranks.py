@@ -56,6 +56,15 @@ def _ddp_around(module: torch.nn.Module) -> Any:
     return None
 
 
+def _ddp_holding(module: torch.nn.Module) -> bool:
+    """Whether a DistributedDataParallel wraps ``module`` or a module above it."""
+    from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+    return any(
+        issubclass(type(obj), ddp_type) and any(m is module for m in obj.module.modules()) for obj in gc.get_objects()
+    )
+
+
 def _site(where: tuple[str | None, int | None]) -> list[Any] | None:
     return None if where[0] is None else [where[0], where[1]]
 
@@ -76,8 +85,31 @@ class RankState(Check):
         self.bypass: list[Any] | None = None  # the forward that called a DDP-wrapped module directly
         self.no_sync_call: list[Any] | None = None  # the last no_sync() call
         self.unsynced: list[Any] | None = None  # ... when a backward ran under it since the last step
+        self.by_hand: list[Any] | None = None  # torch.autograd.grad over DDP-wrapped parameters since the last step
         self.order: dict[int, int] = {}  # id(optimizer) -> its place among the optimizers (same on every rank)
         self.sampler_seed: int | None = None  # the seed of the shuffling DistributedSampler this rank iterated
+        self.loaded: list[Any] | None = None  # a load_state_dict into a DDP-wrapped module, after the wrap
+
+    def start(self, probe: Probe) -> None:
+        from torch import nn
+
+        check = self
+
+        def make(original: Any) -> Any:
+            def load_state_dict(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+                result = original(module, *args, **kwargs)
+                if probe.active and not probe._in_check and _world() is not None:
+                    try:
+                        if _ddp_holding(module):  # after the wrap: DDP broadcast rank 0's weights before it
+                            check.loaded = _site(user_frame(2))
+                    except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's program
+                        probe.check_failed(check.name, exc)
+                return result
+
+            load_state_dict.__wrapped__ = original  # type: ignore[attr-defined]
+            return load_state_dict
+
+        probe.patch(nn.Module, "load_state_dict", make)
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if _world() is None or not (ev.training and ev.grad_enabled):
@@ -93,8 +125,20 @@ class RankState(Check):
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name == "ddp.no_sync":
             self.no_sync_call = _site(user_frame(3))
+        elif ev.name == "autograd_grad" and self._of_ddp(probe, ev):
+            self.by_hand = _site(user_frame(3))  # DDP all-reduces in backward(); autograd.grad bypasses it
         elif ev.name == "sampler.iter" and getattr(ev.obj, "shuffle", False):
             self.sampler_seed = int(getattr(ev.obj, "seed", 0))
+
+    @staticmethod
+    def _of_ddp(probe: Probe, ev: CallEvent) -> bool:
+        """Whether a ``torch.autograd.grad`` call took gradients of parameters a DDP wrapper holds."""
+        from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+        inputs = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("inputs")
+        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        held = {id(p) for r in list(probe.roots.values()) if isinstance(r, ddp_type) for p in r.parameters()}
+        return any(id(t) in held for t in inputs)
 
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
         from torch.nn.parallel import DistributedDataParallel as ddp_type
@@ -116,6 +160,26 @@ class RankState(Check):
             for p in root.module.parameters():
                 if id(p) in stepped and id(p) not in hooked and id(p) in probe.origins:
                     return _site(user_line_of(probe.origins[id(p)][1]))
+        return None
+
+    @staticmethod
+    def _outside_ddp(probe: Probe, ev: StepEvent) -> list[Any] | None:
+        """Where the module was built whose parameters this optimizer steps, with gradients, outside every DDP
+        wrapper of the program (a loss with learnable weights, a head kept beside the wrapped body): nothing
+        all-reduces their gradients."""
+        from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+        roots = list(probe.roots.values())
+        wrapped = {id(p) for r in roots if isinstance(r, ddp_type) for p in r.parameters()}
+        if not wrapped:
+            return None
+        outside = {id(p) for p in ev.params if p.grad is not None and id(p) not in wrapped}
+        for root in roots:
+            if isinstance(root, ddp_type) or not any(id(p) in outside for p in root.parameters()):
+                continue
+            made = probe.made_at.get(id(root))
+            if made is not None and not _ddp_holding(root):
+                return _site(user_line_of(made[1]))
         return None
 
     @staticmethod
@@ -150,14 +214,20 @@ class RankState(Check):
                 "inputs": self.inputs,
                 "sampler_seed": self.sampler_seed,
                 "sites": {
-                    "grads": self.unsynced or self.bypass or self._unhooked(probe, ev) or _site(user_frame(3)),
+                    "grads": self.unsynced
+                    or self.bypass
+                    or self.by_hand
+                    or self._unhooked(probe, ev)
+                    or self._outside_ddp(probe, ev)
+                    or _site(user_frame(3)),
                     "lrs": _site(user_frame(3)),
                     "weights": _site(user_line_of(made[1])) if made else None,
+                    "weights_loaded": self.loaded,
                     "inputs": _site(user_line_of(max(loaders)[1])) if loaders else self._seeded_at(probe),
                 },
             }
         )
-        self.inputs = self.bypass = self.unsynced = None
+        self.inputs = self.bypass = self.unsynced = self.by_hand = None
 
 
 def _close(a: list[float] | None, b: list[float] | None) -> bool:
@@ -250,7 +320,10 @@ def _seeds_differ(by_step: dict[tuple[str, int], dict[int, dict[str, Any]]]) -> 
 
 
 def _finding(first: dict[str, Any], what: str, step: int, states: list[dict[str, Any]]) -> Finding:
-    site = next((s["sites"][what] for s in states if s["sites"].get(what)), None)
+    loaded = next((s["sites"]["weights_loaded"] for s in states if s["sites"].get("weights_loaded")), None)
+    site = (loaded if what == "weights" else None) or next(
+        (s["sites"][what] for s in states if s["sites"].get(what)), None
+    )
     file, line = _where(site)
     spread = [s.get(what) if what == "lrs" else (s[what][1] if s[what] else None) for s in states]
     if what == "lrs":
@@ -261,15 +334,24 @@ def _finding(first: dict[str, Any], what: str, step: int, states: list[dict[str,
         )
         fix = "compute the learning rate from values every rank shares (the global step, or counts all-reduced)"
     elif what == "weights":
-        message = (
-            f"the {len(states)} replicas' weights differ before the first step: each rank built its own model and "
-            "nothing broadcast rank 0's weights, so the ranks train different models"
+        message = f"the {len(states)} replicas' weights differ before the first step: " + (
+            "weights were loaded into the wrapped model after DDP broadcast rank 0's (on some ranks only, or "
+            "different weights on each), so the ranks train different models"
+            if loaded
+            else "each rank built its own model and nothing broadcast rank 0's weights, so the ranks train "
+            "different models"
         )
-        fix = "wrap the model in DistributedDataParallel (it broadcasts rank 0's weights) or broadcast every parameter"
+        fix = (
+            "load the checkpoint on every rank before wrapping the model in DistributedDataParallel"
+            if loaded
+            else "wrap the model in DistributedDataParallel (it broadcasts rank 0's weights) or broadcast every "
+            "parameter"
+        )
     else:
         message = (
             f"the {len(states)} ranks stepped on different gradients at step {step}: the gradients were not "
-            "all-reduced (a forward that bypasses the DDP wrapper, or every backward under no_sync()), so the "
+            "all-reduced (a forward that bypasses the DDP wrapper, every backward under no_sync(), parameters "
+            "outside every wrapper, or gradients taken with torch.autograd.grad and assigned by hand), so the "
             "replicas drift apart"
         )
         fix = (
