@@ -491,3 +491,28 @@ class PooledBag(nn.Module):
 
     def forward(self, ids, lengths):
         return self.out(self.emb(ids))  # every position, the padding's too
+
+
+def test_a_replay_of_a_ddp_wrapped_model_calls_the_inner_module(tmp_path):
+    # outside clean program batch17/clean/moco_ddp_gloo_shuffle_bn_queue.py (https://github.com/facebookresearch/moco
+    # /issues/37): a replay through DDP's forward broadcast the batch-norm buffers in place between the program's
+    # forward and backward, and its backward failed ("modified by an inplace operation")
+    import torch
+    from torch import nn
+
+    from expkit.doctor.checks.perturb import _Replay, replay_target
+
+    dist = torch.distributed
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    try:
+        net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+        ddp = nn.parallel.DistributedDataParallel(net)
+        loss = ddp(torch.randn(6, 4)).square().sum()
+        versions = [b._version for b in net.buffers()]
+        out, _ = _Replay(ddp, {})((torch.randn(6, 4),))
+        assert replay_target(ddp) is net and replay_target(net) is net
+        assert out is not None and out.shape == (6, 2)
+        assert [b._version for b in net.buffers()] == versions
+        loss.backward()
+    finally:
+        dist.destroy_process_group()

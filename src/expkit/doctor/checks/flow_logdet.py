@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
+from expkit.doctor.checks.perturb import replay_target
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import ForwardEvent, Probe
@@ -106,7 +107,7 @@ def _measure(probe: Probe, module: Any, x: torch.Tensor) -> tuple[torch.Tensor, 
     try:
         with probe.quiet(), torch.enable_grad():
             module.eval()
-            out = module(rows)
+            out = replay_target(module)(rows)
             z, logdet = out if isinstance(out, (tuple, list)) and len(out) == 2 else (None, None)
             if not (isinstance(z, torch.Tensor) and isinstance(logdet, torch.Tensor)) or z.shape != rows.shape:
                 return None

@@ -188,13 +188,23 @@ class _UserOps(TorchFunctionMode):
         return out
 
 
+def replay_target(module: nn.Module) -> nn.Module:
+    """The module a replay calls: a DistributedDataParallel's inner module (DDP's own forward broadcasts the
+    buffers in place on every rank, which breaks the program's pending backward, and a collective run by one rank
+    alone would hang the others)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    inner = module.module if isinstance(module, DistributedDataParallel) else module
+    return inner if isinstance(inner, nn.Module) else module
+
+
 class _Replay:
     """Run ``module`` again on given inputs: no grad, the same RNG state each time, batch norm in eval, its buffers
     put back after each run, and a record of every submodule's first-tensor input and output (and its call site)
     in execution order; with ``sites``, also where the masks it used were made and filled (:class:`_MaskSites`)."""
 
     def __init__(self, module: nn.Module, kwargs: dict[str, Any]) -> None:
-        self.module, self.kwargs = module, kwargs
+        self.module, self.kwargs = replay_target(module), kwargs
         self.sites: _MaskSites | None = None
         self.spans: dict[int, tuple[int, int, list[Any]]] = {}  # id(submodule) -> (clock in, clock out, its masks)
         self.events: list[tuple[str, Any, list[torch.Tensor], torch.Tensor | None, Any]] = []
