@@ -1,6 +1,8 @@
 """weights_changed_outside_step: weights an optimizer holds that change between its steps without it. A
 re-initialisation inside the loop is found at its ``apply`` line; SAM's two passes, which move the weights to
-w + e and back under no_grad (equal to rounding, not bitwise), are correct and stay silent."""
+w + e and back under no_grad (equal to rounding, not bitwise), are correct and stay silent, and so do weights only
+pulled toward zero after the step (WGAN's clipping, outside clean program batch17/clean/
+wgan_weight_clipping_rmsprop_mixture.py from https://github.com/jiamings/wgan/issues/2; weight decay by hand)."""
 
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ def _train(how: str):
                     for p, e in zip(model.parameters(), eps, strict=True):
                         p.sub_(e)
             opt.step()
+            if how in ("clamp", "decay"):  # WGAN's weight clipping (arXiv:1701.07875), weight decay by hand
+                with torch.no_grad():
+                    for p in model.parameters():
+                        p.clamp_(-0.05, 0.05) if how == "clamp" else p.mul_(0.99)
     assert w.done and not w.check_errors, w.check_errors
     return [f for f in w.findings if f.check == CHECK]
 
@@ -53,6 +59,6 @@ def test_a_reinitialisation_inside_the_loop_is_found_at_the_apply_line():
     assert f.line == _line_of("# the re-initialisation", _train)
 
 
-@pytest.mark.parametrize("how", ["plain", "sam"])
+@pytest.mark.parametrize("how", ["plain", "sam", "clamp", "decay"])
 def test_plain_steps_and_sams_move_and_restore_are_silent(how):
     assert _train(how) == []

@@ -145,10 +145,20 @@ def _same(before: torch.Tensor, now: torch.Tensor) -> bool:
     return before.shape == now.shape and bool(torch.allclose(before, now, rtol=RESTORE_RTOL, atol=RESTORE_ATOL))
 
 
+def _projected(before: torch.Tensor, now: torch.Tensor) -> bool:
+    """Moved toward zero value by value, keeping each sign, and not all to zero: a projection onto a constraint
+    after the step (WGAN's ``p.data.clamp_(-c, c)``, a max-norm rescale, a pruning mask, weight decay by hand),
+    which a re-initialisation or a reload does not look like."""
+    if before.shape != now.shape or not bool(now.any()):
+        return False
+    shrunk = now.abs() <= before.abs() * (1 + RESTORE_RTOL) + RESTORE_ATOL
+    return bool((shrunk & (now * before >= 0)).all())
+
+
 @register
 class WeightsChangedOutsideStep(Check):
     """Weights an optimizer holds that change between its steps without it (a re-initialisation or a reload
-    inside the loop undoes training)."""
+    inside the loop undoes training); weights only pulled toward zero (a clamp, a projection) are not judged."""
 
     name = "weights_changed_outside_step"
 
@@ -159,9 +169,11 @@ class WeightsChangedOutsideStep(Check):
         self.after = {id(p): p.detach().flatten()[:SAMPLE].clone() for p in ev.params}
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
-        moved = [
-            p for p in ev.params if id(p) in self.after and not _same(self.after[id(p)], p.detach().flatten()[:SAMPLE])
-        ]
+        moved = []
+        for p in ev.params:
+            before, now = self.after.get(id(p)), p.detach().flatten()[:SAMPLE]
+            if before is not None and not _same(before, now) and not _projected(before, now):
+                moved.append(p)
         if not moved or not self.after:
             return
         probe.report(
