@@ -89,6 +89,46 @@ def test_both_optimizers_stepped_is_clean():
     assert _gan(step_d=True) == []
 
 
+class _TwoStepSam(torch.optim.Optimizer):
+    """SAM written with first_step/second_step (the outside clean program batch17/clean/
+    samformer_sam_two_pass_forecaster.py, from https://github.com/romilbert/samformer/issues/14): the wrapper is
+    zeroed and never steps; its base optimizer steps the very same param_groups."""
+
+    def __init__(self, params, rho=0.05, **kwargs):
+        super().__init__(params, dict(rho=rho, **kwargs))
+        self.base_optimizer = torch.optim.SGD(self.param_groups, **kwargs)
+
+    @torch.no_grad()
+    def first_step(self):
+        for g in self.param_groups:
+            for p in g["params"]:
+                self.state[p]["e"] = g["rho"] * p.grad / (p.grad.norm() + 1e-12)
+                p.add_(self.state[p]["e"])
+        self.zero_grad()
+
+    @torch.no_grad()
+    def second_step(self):
+        for g in self.param_groups:
+            for p in g["params"]:
+                p.sub_(self.state[p]["e"])
+        self.base_optimizer.step()
+        self.zero_grad()
+
+
+def test_a_sam_wrapper_whose_base_optimizer_steps_its_groups_is_clean():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt = _TwoStepSam(model.parameters(), lr=0.1)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(4):
+            x, y = torch.randn(16, 4), torch.randint(0, 2, (16,))
+            F.cross_entropy(model(x), y).backward()
+            opt.first_step()
+            F.cross_entropy(model(x), y).backward()
+            opt.second_step()
+    assert w.done and _found(w, "optimizer_never_steps") == []
+
+
 def _rebuilt(rebuild_scheduler: bool):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))

@@ -142,9 +142,16 @@ class OptimizerNeverSteps(Check):
             if calls < MIN_ZERO_GRADS or probe.steps_by_optimizer.get(id(opt), 0) > 0:
                 continue
             params = [p for g in opt.param_groups for p in g["params"] if p.requires_grad]
+            stepped = {
+                id(p)
+                for other in list(probe.optimizers)
+                if probe.steps_by_optimizer.get(id(other), 0) > 0
+                for g in other.param_groups
+                for p in g["params"]
+            }
             hit = [p for p in params if id(p) in self.reached]
-            if not hit:
-                continue
+            if not hit or all(id(p) in stepped for p in hit):
+                continue  # another optimizer steps these very tensors (SAM's base optimizer over its groups)
             made = probe.made_at.get(id(opt))
             line = user_line_of(made[1])[1] if made else None
             probe.report(
