@@ -41,7 +41,8 @@ class MissingZeroGrad(Check):
     (``g_in``). At the next step the gradient ``g`` is compared with ``g_in``: after a
     ``zero_grad`` it is ``c * g_in`` (c = 1, or GradScaler's unscale, or clipping's factor); without one it
     also holds the previous step's gradient, and the residual ``|g - c g_in| / |g|`` is large. Works with
-    several optimizers (a GAN), gradient accumulation and clipping; skipped under DDP (the all-reduce
+    several optimizers (a GAN), gradient accumulation and clipping; gradients ``torch.autograd.grad`` takes of the
+    parameters (MAML's inner loop) are not counted, as they never reach ``.grad``; skipped under DDP (the all-reduce
     changes ``g`` after the hooks), for closure optimizers (their backward runs inside ``step``) and after a
     ``clip_grad_value_`` (element-wise clipping: ``g`` is not a multiple of ``g_in``).
     """
@@ -57,6 +58,23 @@ class MissingZeroGrad(Check):
         self.fed_at: dict[int, tuple[int, tuple[str | None, int | None]]] = {}  # id(opt) -> last backward into it
         self.backward: tuple[int, tuple[str | None, int | None]] | None = None  # the running backward
         self.value_clipped = False  # clip_grad_value_ ran in this window
+        self.functional = 0  # torch.autograd.grad calls running: their gradients never reach .grad
+
+    def start(self, probe: Probe) -> None:
+        check = self
+
+        def make(original: Any) -> Any:
+            def grad(*args: Any, **kwargs: Any) -> Any:
+                check.functional += 1
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    check.functional -= 1
+
+            grad.__wrapped__ = original  # type: ignore[attr-defined]
+            return grad
+
+        probe.patch(torch.autograd, "grad", make)
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name == "clip_grad_value_":
@@ -83,7 +101,10 @@ class MissingZeroGrad(Check):
 
     def _make_hook(self, key: int, i: int, param: torch.Tensor) -> Any:
         def hook(grad: torch.Tensor) -> None:
-            # called before autograd adds ``grad`` into param.grad: a None/zero param.grad means it was cleared
+            # called before autograd adds ``grad`` into param.grad: a None/zero param.grad means it was cleared;
+            # under torch.autograd.grad (MAML's inner loop, a gradient penalty) nothing is added to .grad
+            if self.functional:
+                return
             sums = self.incoming[key]
             if self.backward is not None:  # the latest backward that brought gradient to this optimizer
                 self.fed_at[key] = self.backward
