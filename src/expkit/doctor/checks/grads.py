@@ -30,7 +30,8 @@ def _shown(names: list[str]) -> str:
 @register
 class NoGradientReached(Check):
     """Parameters of modules that ran with grad enabled since the last step, held by this optimizer and
-    trainable, whose ``.grad`` is still None at the step: the graph was cut above them."""
+    trainable, whose ``.grad`` is still None at the step: the graph was cut above them (a bug, at the detach when
+    one was seen), or, with no cut seen, their output was not used (a cost)."""
 
     name = "no_gradient_reached"
 
@@ -51,6 +52,9 @@ class NoGradientReached(Check):
                         cut.append(names.get(id(p), f"{mname}.{pname}".lstrip(".")))
         if cut:
             site = _cut_by_detach(probe, {id(p) for p in ev.params if p.requires_grad and p.grad is None})
+            if site is None and not probe.cut_sites and not probe.graph_data_writes:
+                self._unused(probe, cut)
+                return
             probe.report(
                 kind="bug",
                 check=self.name,
@@ -64,6 +68,21 @@ class NoGradientReached(Check):
                 "or set requires_grad=False on them if they are meant to stay frozen",
                 where=site,
             )
+
+    def _unused(self, probe: Probe, cut: list[str]) -> None:
+        """No detach, ``.data``, ``.item()`` or NumPy cut was seen since the step: the modules' output was computed
+        and never used by the loss (a pooler beside the hidden states a head reads, the last block's backcast in
+        N-BEATS). A cost, not a wrong gradient: reported as ``performance``."""
+        probe.report(
+            kind="performance",
+            check=self.name,
+            message=f"{len(cut)} trainable parameter(s) of modules that ran in the forward got no gradient: "
+            f"{_shown(cut)}; no detach/no_grad/.data was seen on the way, so their output was computed and not "
+            "used by the loss (an unused pooler or head)",
+            evidence={"params_without_grad": len(cut), "cut_seen": False},
+            fix="if they should train, use their output in the loss (a result assigned to nothing is lost); if not, "
+            "stop computing them (add_pooling_layer=False) or freeze them with requires_grad_(False)",
+        )
 
 
 def _cut_by_detach(probe: Probe, missing: set[int]) -> tuple[str, int] | None:

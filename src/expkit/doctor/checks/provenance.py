@@ -278,7 +278,10 @@ class GradientCut(Check):
         for mod in probe.ran_modules.values():
             if not any(id(p) in held for p in mod.parameters(recurse=False)):
                 continue
-            (nograd if id(mod) in probe.ran_without_grad else detached).append(mod)
+            # a module that also ran with grad (the training forward beside a validation under no_grad) was not
+            # kept from its gradient by the no_grad
+            without = id(mod) in probe.ran_without_grad and id(mod) not in probe.called_with_grad
+            (nograd if without else detached).append(mod)
         if nograd:
             site = _outside_autograd_function(probe.ran_without_grad[id(nograd[0])])
             how = "ran with grad disabled (torch.no_grad(), or an autograd Function's forward: reentrant checkpointing)"
