@@ -90,7 +90,22 @@ class _AskedBatch(dict[str, Any]):
         return found
 
 
-_GENERIC_WORDS = {"ids", "id", "mask", "input", "inputs", "type", "values", "states", "output", "outputs"}
+# words every tokenizer output or model argument shares: a match on them says nothing (special_tokens_mask, which
+# DataCollatorForLanguageModeling recomputes when it is gone, is not meant for token_type_ids)
+_GENERIC_WORDS = {
+    "ids",
+    "id",
+    "mask",
+    "input",
+    "inputs",
+    "type",
+    "values",
+    "states",
+    "output",
+    "outputs",
+    "token",
+    "tokens",
+}
 
 
 def _words(name: str) -> set[str]:
