@@ -230,3 +230,34 @@ def test_a_student_distilled_after_its_teacher_is_watched_for_what_its_loss_is_g
     found = [e for e in events if e["event"] == "finding" and e["check"] == "kl_div_not_log_probabilities"]
     assert len(found) == (0 if log_probabilities else 1)
     assert all(e["step"] == 4 for e in found)  # counted from the program's start: before the student's first step
+
+
+@pytest.mark.parametrize("shift_by_hand", [False, True])
+def test_an_adapter_phase_on_labels_shifted_by_hand_is_found_by_the_second_watch(shift_by_hand):
+    # the outside development program batch17/bugs/gpt2_lora_markov_corpus.py (from https://discuss.huggingface.co
+    # /t/where-does-the-transformers-do-the-target-text-shifting-in-causal-lm/32408): the base trains first, then
+    # a fine-tuning phase gives the causal LM labels it already shifted
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    lm = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(vocab_size=40, n_positions=32, n_embd=32, n_layer=1, n_head=2)
+    )
+    events: list[dict] = []
+    with _watched(events):
+        pre = torch.optim.AdamW(lm.parameters(), lr=1e-3)
+        for _ in range(3):
+            x = torch.randint(0, 40, (8, 12))
+            loss = lm(input_ids=x, labels=x).loss
+            pre.zero_grad()
+            loss.backward()
+            pre.step()
+        opt = torch.optim.AdamW(lm.transformer.h.parameters(), lr=1e-3)
+        for _ in range(3):
+            batch = torch.randint(0, 40, (8, 13))
+            inputs, labels = (batch[:, :-1], batch[:, 1:]) if shift_by_hand else (batch, batch)
+            loss = lm(input_ids=inputs, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    found = [e for e in events if e["event"] == "finding" and e["check"] == "labels_shifted_twice"]
+    assert len(found) == (1 if shift_by_hand else 0)
