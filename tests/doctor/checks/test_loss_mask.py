@@ -313,6 +313,19 @@ def _collate_wrong_id_masked(rows):
     return ids, mask, labels
 
 
+def _collate_filled_then_written(rows):
+    # the outside development program batch17/bugs/t5_reverse_digits_trainer.py (from
+    # https://github.com/huggingface/transformers/issues/6238): a tensor filled with the pad id, each row's tokens
+    # written in; the pad positions keep the fill's value
+    ids = torch.stack([r[0] for r in rows])
+    mask = torch.stack([r[1] for r in rows])
+    labels = torch.full_like(ids, PAD)  # the fill
+    for i in range(len(rows)):
+        n = int(mask[i].sum())
+        labels[i, :n] = ids[i, :n]
+    return ids, mask, labels
+
+
 def _collate_right(rows):
     ids = torch.stack([r[0] for r in rows])
     mask = torch.stack([r[1] for r in rows])
@@ -359,6 +372,8 @@ def test_pad_in_loss_is_named_where_the_collate_fn_made_the_labels():
     assert found and found[0].line == _at("# the copy", _collate_labels_copied)
     found = _loader_run(_collate_wrong_id_masked, hf=True)
     assert found and found[0].line == _at("# the wrong id", _collate_wrong_id_masked)
+    found = _loader_run(_collate_filled_then_written, hf=True)
+    assert found and found[0].line == _at("# the fill", _collate_filled_then_written)
     assert _loader_run(_collate_right, hf=True) == []
 
 

@@ -252,16 +252,26 @@ class _MadeAt(TorchFunctionMode):
         self.on = True
         self.probe = probe  # its checks' own ops (while it dispatches) are not the program's: not recorded
         self.made: dict[int, tuple[weakref.ref[torch.Tensor], tuple[str, int]]] = {}
+        # the line that made each tensor before any in-place write into it (torch.full(..., pad) in a collator
+        # that then writes each row's tokens in): where the values no write replaced came from
+        self.born: dict[int, tuple[weakref.ref[torch.Tensor], tuple[str, int]]] = {}
         self.prints: dict[tuple[Any, ...], tuple[str, int]] = {}  # a small tensor's values, kept past its life
         self.yours: dict[str, bool] = {}
 
-    def line_of(self, t: Any, exact: bool = False) -> tuple[str, int] | None:
-        """Where ``t`` (or the tensor it views) was made; else a recorded tensor of the same shape and values
-        (the batch moved to the device by the trainer is a copy)."""
-        for x in (t, getattr(t, "_base", None)):
-            rec = self.made.get(id(x)) if isinstance(x, torch.Tensor) else None
+    def _of(self, x: Any, born: bool) -> tuple[str, int] | None:
+        for table in (self.born, self.made) if born else (self.made,):
+            rec = table.get(id(x)) if isinstance(x, torch.Tensor) else None
             if rec is not None and rec[0]() is x:
                 return rec[1]
+        return None
+
+    def line_of(self, t: Any, exact: bool = False, born: bool = False) -> tuple[str, int] | None:
+        """Where ``t`` (or the tensor it views) was made (``born``: before any in-place write into it); else a
+        recorded tensor of the same shape and values (the batch moved to the device by the trainer is a copy)."""
+        for x in (t, getattr(t, "_base", None)):
+            line = self._of(x, born)
+            if line is not None:
+                return line
         if exact or not isinstance(t, torch.Tensor):
             return None
         if t.dim() >= 2:  # a batch the default collate stacked: its first sample, made in a Dataset's __getitem__
@@ -277,7 +287,7 @@ class _MadeAt(TorchFunctionMode):
             views = (x, x[:, 1:], x[:, :-1]) if x.dim() == 2 else (x,)
             for v in views:
                 if v.numel() == want.numel() and torch.equal(v.reshape(-1).to(want.device), want):
-                    return line
+                    return (self._of(x, born) or line) if born else line
         return None
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -304,7 +314,11 @@ class _MadeAt(TorchFunctionMode):
         if line is not None:
             if len(self.made) > 100_000:
                 self.made = {k: v for k, v in self.made.items() if v[0]() is not None}
+                self.born = {k: v for k, v in self.born.items() if v[0]() is not None}
             self.made[id(out)] = (weakref.ref(out), line)
+            first = self.born.get(id(out))
+            if name != "__setitem__" and (first is None or first[0]() is not out):  # .to() returning itself: kept
+                self.born[id(out)] = self.made[id(out)]
             if out.numel() <= MAX_PRINTED and len(self.prints) < 10_000:  # a sample, freed once collated
                 self.prints[_fingerprint(out)] = line
 
@@ -350,6 +364,7 @@ class LossMask(Check):
             close_mode(self.made)
             self.made.made.clear()
             self.made.prints.clear()
+            self.made.born.clear()
 
     def finish(self, probe: Probe) -> None:
         self._stop_recording()
@@ -529,7 +544,9 @@ class LossMask(Check):
         counted = int((pad & trained).sum())
         if counted == 0:
             return
-        made = self.made.line_of(self.labels) if self.made is not None else None
+        # the line that made the labels tensor, before the writes that put each row's tokens in: the pad values
+        # are the ones no write replaced
+        made = self.made.line_of(self.labels, born=True) if self.made is not None else None
         if made is not None and self.made is not None and made == self.made.line_of(self.ids, exact=True):
             made = None  # the labels are the ids themselves: no line of their own
         file, line = user_frame() if hf else (None, None)
