@@ -220,6 +220,7 @@ class Probe:
         self.constant_outputs: set[int] = set()  # parameter-free layers whose output was the same for every sample
         self.ran_without_grad: dict[int, RawStack | None] = {}  # ... under no_grad: where it was entered
         self.cut_sites: list[RawStack] = []  # detach()/item() on a grad-carrying tensor inside a forward
+        self._runs: dict[str, _Outermost] = {}  # each watched call's original, with its running flag
         self.detaches: list[tuple[Any, RawStack]] = []  # every detach() of a computed tensor: (its grad_fn, where)
         # ``tensor.data = value`` with a value that carries a graph (which the write drops), since the last step
         self.graph_data_writes: list[tuple[Any, RawStack]] = []  # (value's grad_fn, where)
@@ -380,6 +381,12 @@ class Probe:
         """A check's own error, caught inside a wrapper it installed: shown in the report, never raised into
         the user's program."""
         self.sink(_error_event(check, exc))
+
+    def call_running(self, name: str) -> bool:
+        """Whether a watched call (a key of ``_watched_calls``: ``autograd_grad``) is running now: tensor hooks
+        fire inside ``torch.autograd.grad`` too, and what it computes never reaches ``.grad``."""
+        run = self._runs.get(name)
+        return run is not None and run.running
 
     def patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
         """Replace ``owner.name`` with ``make(original)`` until the watch ends (a check that needs to see a call
@@ -566,7 +573,7 @@ class Probe:
         is_method = "." in name  # scaler.scale, sampler.iter: the first argument is the instance
 
         def make(original: Any) -> Any:
-            run = _Outermost(original)
+            run = probe._runs[name] = _Outermost(original)
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 outermost = not run.running

@@ -18,24 +18,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.perturb import FirstUserOp, close_mode
+from expkit.doctor.checks.perturb import FirstUserOp, _tensors, close_mode
 from expkit.doctor.checks.provenance import graph_leaves
 from expkit.doctor.findings import RawStack, raw_stack, user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import Probe, StepEvent
+    from expkit.doctor.probe import CallEvent, Probe, StepEvent
 
 MAX_FOLLOWED = 256  # tensors followed from the derivatives at once
-
-
-def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
 
 
 class _Followed(FirstUserOp):
@@ -83,23 +73,10 @@ class DerivativeWithoutGraph(Check):
         self.mode: _Followed | None = None
         self.reported = False
 
-    def start(self, probe: Probe) -> None:
-        check = self
-
-        def make(original: Any) -> Any:
-            def grad(outputs: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-                result = original(outputs, inputs, *args, **kwargs)
-                if probe.active and not probe._in_check and not check.reported:
-                    try:
-                        check._taken(probe, outputs, inputs, args, kwargs, result)
-                    except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's program
-                        probe.check_failed(check.name, exc)
-                return result
-
-            grad.__wrapped__ = original  # type: ignore[attr-defined]
-            return grad
-
-        probe.patch(torch.autograd, "grad", make)
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name != "autograd_grad" or self.reported or len(ev.args) < 2:
+            return
+        self._taken(probe, ev.args[0], ev.args[1], ev.args[2:], ev.kwargs, ev.result)
 
     def _taken(self, probe: Probe, outputs: Any, inputs: Any, args: Any, kwargs: Any, result: Any) -> None:
         create = kwargs.get("create_graph", args[2] if len(args) > 2 else False)
@@ -117,7 +94,7 @@ class DerivativeWithoutGraph(Check):
         if self.mode is None:
             self.mode = _Followed(probe)
             self.mode.__enter__()
-        site = raw_stack(3)
+        site = raw_stack(2)  # the dispatch's frames are expkit's: user_line_of names the program's call
         for r in _tensors(result):
             self.mode.follow(r, site)
 

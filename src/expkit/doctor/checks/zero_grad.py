@@ -58,23 +58,7 @@ class MissingZeroGrad(Check):
         self.fed_at: dict[int, tuple[int, tuple[str | None, int | None]]] = {}  # id(opt) -> last backward into it
         self.backward: tuple[int, tuple[str | None, int | None]] | None = None  # the running backward
         self.value_clipped = False  # clip_grad_value_ ran in this window
-        self.functional = 0  # torch.autograd.grad calls running: their gradients never reach .grad
-
-    def start(self, probe: Probe) -> None:
-        check = self
-
-        def make(original: Any) -> Any:
-            def grad(*args: Any, **kwargs: Any) -> Any:
-                check.functional += 1
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    check.functional -= 1
-
-            grad.__wrapped__ = original  # type: ignore[attr-defined]
-            return grad
-
-        probe.patch(torch.autograd, "grad", make)
+        self.probe: Probe | None = None
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name == "clip_grad_value_":
@@ -94,6 +78,7 @@ class MissingZeroGrad(Check):
             return
         if _distributed():
             return
+        self.probe = probe
         self.incoming[key] = [None] * len(ev.params)
         for i, p in enumerate(ev.params):
             if p.requires_grad:
@@ -103,7 +88,7 @@ class MissingZeroGrad(Check):
         def hook(grad: torch.Tensor) -> None:
             # called before autograd adds ``grad`` into param.grad: a None/zero param.grad means it was cleared;
             # under torch.autograd.grad (MAML's inner loop, a gradient penalty) nothing is added to .grad
-            if self.functional:
+            if self.probe is not None and self.probe.call_running("autograd_grad"):
                 return
             sums = self.incoming[key]
             if self.backward is not None:  # the latest backward that brought gradient to this optimizer
