@@ -138,6 +138,7 @@ def _watched_calls() -> dict[str, tuple[Any, str]]:
         "plateau.step": (torch.optim.lr_scheduler.ReduceLROnPlateau, "step"),  # its own step, not LRScheduler's
         "optimizer.zero_grad": (torch.optim.Optimizer, "zero_grad"),
         "autograd_grad": (torch.autograd, "grad"),  # a function: no instance argument (no dot in the name)
+        "module.load_state_dict": (nn.Module, "load_state_dict"),
     }
 
 

@@ -56,6 +56,13 @@ def _ddp_around(module: torch.nn.Module) -> Any:
     return None
 
 
+def _wrapped_params(probe: Probe) -> set[int]:
+    """The ids of the parameters the program's DistributedDataParallel models hold."""
+    from torch.nn.parallel import DistributedDataParallel as ddp_type
+
+    return {id(p) for r in list(probe.roots.values()) if isinstance(r, ddp_type) for p in r.parameters()}
+
+
 def _ddp_holding(module: torch.nn.Module) -> bool:
     """Whether a DistributedDataParallel wraps ``module`` or a module above it."""
     from torch.nn.parallel import DistributedDataParallel as ddp_type
@@ -90,27 +97,6 @@ class RankState(Check):
         self.sampler_seed: int | None = None  # the seed of the shuffling DistributedSampler this rank iterated
         self.loaded: list[Any] | None = None  # a load_state_dict into a DDP-wrapped module, after the wrap
 
-    def start(self, probe: Probe) -> None:
-        from torch import nn
-
-        check = self
-
-        def make(original: Any) -> Any:
-            def load_state_dict(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
-                result = original(module, *args, **kwargs)
-                if probe.active and not probe._in_check and _world() is not None:
-                    try:
-                        if _ddp_holding(module):  # after the wrap: DDP broadcast rank 0's weights before it
-                            check.loaded = _site(user_frame(2))
-                    except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's program
-                        probe.check_failed(check.name, exc)
-                return result
-
-            load_state_dict.__wrapped__ = original  # type: ignore[attr-defined]
-            return load_state_dict
-
-        probe.patch(nn.Module, "load_state_dict", make)
-
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         if _world() is None or not (ev.training and ev.grad_enabled):
             return
@@ -127,17 +113,18 @@ class RankState(Check):
             self.no_sync_call = _site(user_frame(3))
         elif ev.name == "autograd_grad" and self._of_ddp(probe, ev):
             self.by_hand = _site(user_frame(3))  # DDP all-reduces in backward(); autograd.grad bypasses it
+        elif ev.name == "module.load_state_dict" and _world() is not None and _ddp_holding(ev.obj):
+            self.loaded = _site(user_frame(3))  # after the wrap: DDP broadcast rank 0's weights before it
         elif ev.name == "sampler.iter" and getattr(ev.obj, "shuffle", False):
             self.sampler_seed = int(getattr(ev.obj, "seed", 0))
 
     @staticmethod
     def _of_ddp(probe: Probe, ev: CallEvent) -> bool:
         """Whether a ``torch.autograd.grad`` call took gradients of parameters a DDP wrapper holds."""
-        from torch.nn.parallel import DistributedDataParallel as ddp_type
 
         inputs = ev.args[1] if len(ev.args) > 1 else ev.kwargs.get("inputs")
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        held = {id(p) for r in list(probe.roots.values()) if isinstance(r, ddp_type) for p in r.parameters()}
+        held = _wrapped_params(probe)
         return any(id(t) in held for t in inputs)
 
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
@@ -170,7 +157,7 @@ class RankState(Check):
         from torch.nn.parallel import DistributedDataParallel as ddp_type
 
         roots = list(probe.roots.values())
-        wrapped = {id(p) for r in roots if isinstance(r, ddp_type) for p in r.parameters()}
+        wrapped = _wrapped_params(probe)
         if not wrapped:
             return None
         outside = {id(p) for p in ev.params if p.grad is not None and id(p) not in wrapped}

@@ -18,7 +18,7 @@ from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import is_user_file, source_tokens, string_literals, user_frame, user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import ForwardEvent, Probe
+    from expkit.doctor.probe import CallEvent, ForwardEvent, Probe
 
 MISSING_SHARE = 0.5  # a non-strict load that left more than half of the model's weights (by elements) unfilled
 
@@ -72,24 +72,10 @@ class WeightsNotLoaded(Check):
 
     name = "weights_not_loaded"
 
-    def start(self, probe: Probe) -> None:
-        check = self
-
-        def make(original: Any) -> Any:
-            def load_state_dict(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
-                result = original(module, *args, **kwargs)
-                if probe.active and not probe._in_check and not _strict(args, kwargs):
-                    state = args[0] if args else kwargs.get("state_dict")
-                    try:
-                        check.judge(probe, module, state, result)
-                    except Exception as exc:  # noqa: BLE001 - a check's bug must not break the user's program
-                        probe.check_failed(check.name, exc)
-                return result
-
-            load_state_dict.__wrapped__ = original  # type: ignore[attr-defined]
-            return load_state_dict
-
-        probe.patch(nn.Module, "load_state_dict", make)
+    def on_call(self, probe: Probe, ev: CallEvent) -> None:
+        if ev.name == "module.load_state_dict" and not _strict(ev.args, ev.kwargs):
+            state = ev.args[0] if ev.args else ev.kwargs.get("state_dict")
+            self.judge(probe, ev.obj, state, ev.result)
 
     def judge(self, probe: Probe, module: nn.Module, state: Any, result: Any) -> None:
         out = load_outcome(module, state, result)
