@@ -62,6 +62,7 @@ LATER_BATCHES = [
     ("batch15", 24, 42, 4),  # three writers (vision; language models, the HF libraries and DDP; RL, graphs, science)
     ("batch16", 18, 42, 3),  # three writers (speech, time series, tabular; the libraries and DDP; training recipes)
     ("batch17", 15, 45, 5),  # three writers, three clean programs to each bug (doing on purpose what looks wrong)
+    ("batch18", 30, 30, 6),  # three writers, as many clean programs as bugs, bugs written as reported
 ]
 
 
