@@ -300,6 +300,43 @@ def test_a_zero_factor_is_named_where_the_schedule_was_built_and_a_slow_decay_is
     assert _zero_run(lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=30, gamma=0.1), per_batch=False) == []
 
 
+def test_a_decay_stepped_only_after_the_watch_is_clean():
+    # a StepLR stepped per epoch (here after the watched steps) runs out over 200 projected steps, not over the run's
+    # epochs (the outside development program batch18/clean/lightning_manual_opt_timeseries_gan.py, from
+    # https://github.com/Lightning-AI/pytorch-lightning/pull/6294): no step() seen within the watch, no finding
+    assert _zero_run(lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5), per_batch=False) == []
+
+
+def _linear_to_zero(total: int, batches: int | None):
+    torch.manual_seed(0)
+    X, y = torch.randn(8 * (batches or 4), 4), torch.randint(0, 2, (8 * (batches or 4),))
+    data = torch.utils.data.TensorDataset(X, y)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with watch(model, opt, steps=2) as w:
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / total))  # LINEAR-TO-ZERO
+        batches_of = (
+            torch.utils.data.DataLoader(data, batch_size=8) if batches else [(X[i::4], y[i::4]) for i in range(4)]
+        )
+        for xb, yb in batches_of:
+            opt.zero_grad()
+            F.cross_entropy(model(xb), yb).backward()
+            opt.step()
+            sched.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "lr_schedule_zero"]
+
+
+def test_a_linear_decay_to_zero_is_found_only_where_the_run_goes_on_past_its_end():
+    # a decay written to end at the run's last step lands on 0 there (batch18/clean/lightning_forecaster_
+    # accumulation_with_step_warmup.py, https://github.com/Lightning-AI/pytorch-lightning/issues/1476): with no plan
+    # known, no finding; ending within the first epoch of the DataLoader, the run goes on at lr 0
+    assert _linear_to_zero(total=50, batches=None) == []
+    assert _linear_to_zero(total=50, batches=40) == []
+    (f,) = _linear_to_zero(total=12, batches=40)
+    assert f.line == _line_of("# LINEAR-TO-ZERO", _linear_to_zero) and f.evidence["zero_from_step"] == 12
+
+
 def test_a_schedule_built_in_configure_optimizers_is_named_at_its_return():
     # how Lightning's configure_optimizers hands a per-step schedule over without 'interval': 'step' (the outside
     # development program batch16/bugs/lightning_onecycle_default_interval.py, from

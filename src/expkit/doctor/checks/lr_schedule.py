@@ -442,15 +442,20 @@ def lightning_epochs(sched: Any) -> tuple[int | None, int | None]:
     return max(1, epochs), int(steps)
 
 
+def lightning_planned_steps() -> int | None:
+    """A fitting Lightning Trainer's ``estimated_stepping_batches`` (optimizer steps, accumulation counted), or
+    None without one."""
+    trainer = lightning_trainer()
+    if trainer is None:
+        return None
+    try:
+        planned = trainer.estimated_stepping_batches
+    except Exception:  # noqa: BLE001 - not set up yet
+        return None
+    return int(planned) if isinstance(planned, (int, float)) and math.isfinite(planned) and planned > 0 else None
+
+
 def _planned_steps(probe: Probe) -> int | None:
     """The steps the run plans: a Lightning Trainer's ``estimated_stepping_batches`` when one exists, else one
     epoch of the largest DataLoader."""
-    trainer = lightning_trainer()
-    if trainer is not None:
-        try:
-            planned = trainer.estimated_stepping_batches
-        except Exception:  # noqa: BLE001 - not set up yet: fall back to the loader
-            planned = None
-        if isinstance(planned, (int, float)) and math.isfinite(planned) and planned > 0:
-            return int(planned)
-    return probe.dataloader_batches()
+    return lightning_planned_steps() or probe.dataloader_batches()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.checks.lr_schedule import declared_steps, first_time_driving
+from expkit.doctor.checks.lr_schedule import declared_steps, first_time_driving, lightning_planned_steps
 from expkit.doctor.findings import user_line_of
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ WALK = 8  # graph nodes followed up from a loss input to its softmax
 GRAPH_LIMIT = 2_000  # autograd nodes searched from a backward for a softmax over the batch
 PROJECTED_STEPS = 200  # steps of the schedule projected from the first step
 ZERO_RUN = 10  # consecutive projected steps at lr 0 that make a finding
+DROP = 0.25  # a projected lr at or above this share of the base just before the zero run: it drops to 0 at once
 
 
 @register
@@ -247,7 +248,18 @@ class AttentionSoftmaxAxis(Check):
 @register
 class LrScheduleZero(Check):
     """A scheduler whose learning rate, projected over the planned steps from its own rule, is zero for
-    ZERO_RUN or more consecutive steps (a gamma of 0, a warm-up factor with integer division)."""
+    ZERO_RUN or more consecutive steps (a gamma of 0, a warm-up factor with integer division).
+
+    A rate that drops to 0 at once (from the start, or from DROP of its base or more) is reported where the
+    scheduler was built. A rate that decays toward 0 (an exponential or step decay, 1e-12 of its base after many
+    steps) is a bug only when it is stepped faster than it was written for: reported at a ``step()`` call seen
+    within the watched steps (per batch), never when no call came (stepped per epoch, round fifteen: batch18/clean/
+    lightning_manual_opt_timeseries_gan.py, https://github.com/Lightning-AI/pytorch-lightning/pull/6294). A decay
+    that lands on 0 (linear or cosine to its end) is a bug only where the run goes on past it: before the end of a
+    known plan, or of one epoch of the largest DataLoader when no plan is declared. A zero run that starts within
+    ZERO_RUN steps of the run's known plan (a declared ``num_training_steps``, a Lightning Trainer's estimated
+    optimizer steps) is the schedule's planned end (batch18/clean/lightning_forecaster_accumulation_with_step_
+    warmup.py, https://github.com/Lightning-AI/pytorch-lightning/issues/1476: projected 200 steps past its 88)."""
 
     name = "lr_schedule_zero"
 
@@ -263,14 +275,25 @@ class LrScheduleZero(Check):
                 continue
             if not lrs or not lrs[0] >= 0:
                 continue
-            start = _zero_run(lrs, float(sched.base_lrs[0]))
+            base = float(sched.base_lrs[0])
+            start = _zero_run(lrs, base)
             if start is None:
                 continue
-            if float(getattr(sched, "gamma", 0.0) or 0.0) > 0:
-                # a decay that reaches 0 only by being stepped often (a per-epoch StepLR stepped per batch):
-                # the cause is where it is stepped, seen at its next step() (construction if none comes)
-                self.pending[id(sched)] = (sched, start, len(lrs))
-                continue
+            plan = (declared_steps(sched) or {}).get("total_steps") or lightning_planned_steps()
+            if plan is not None and start + ZERO_RUN > plan:
+                continue  # the schedule's planned end
+            if start > 0 and lrs[start - 1] < DROP * base:
+                if lrs[start] == 0.0:
+                    # a decay that lands on 0 (linear, cosine to its end): a bug only where the run goes on past
+                    # it, known from a plan, or at least one epoch of the largest DataLoader
+                    plan = plan or probe.dataloader_batches()
+                    if plan is None or start + ZERO_RUN > plan:
+                        continue
+                else:
+                    # a decay that reaches 0 only by being stepped often (a per-epoch StepLR stepped per batch):
+                    # the cause is where it is stepped, seen at its next step() within the watch
+                    self.pending[id(sched)] = (sched, start, len(lrs))
+                    continue
             self._report(probe, sched, start, len(lrs), probe.built_at(sched), False)
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
@@ -284,9 +307,7 @@ class LrScheduleZero(Check):
         self._report(probe, sched, start, projected, site if stepped else probe.built_at(sched), stepped)
 
     def finish(self, probe: Probe) -> None:
-        for sched, start, projected in list(self.pending.values()):
-            self._report(probe, sched, start, projected, probe.built_at(sched), False)
-        self.pending.clear()
+        self.pending.clear()  # decays never stepped within the watch: stepped per epoch, as written
 
     def _report(
         self, probe: Probe, sched: Any, start: int, projected: int, where: tuple[str | None, int | None], stepped: bool
