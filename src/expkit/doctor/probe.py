@@ -219,6 +219,9 @@ class Probe:
         self.ran_modules: dict[int, nn.Module] = {}  # modules with parameters that ran since the last step
         self.exec_order: list[nn.Module] = []  # every module whose forward returned since the last step, in order
         self.constant_outputs: set[int] = set()  # parameter-free layers whose output was the same for every sample
+        # ids of module outputs that left their forward with no graph behind them (a frozen embedding's output): an
+        # activation made to require grad later (enable_input_require_grads' hook) is not a weight
+        self.leaf_outputs: set[int] = set()
         self.ran_without_grad: dict[int, RawStack | None] = {}  # ... under no_grad: where it was entered
         self.cut_sites: list[RawStack] = []  # detach()/item() on a grad-carrying tensor inside a forward
         self._runs: dict[str, _Outermost] = {}  # each watched call's original, with its running flag
@@ -666,6 +669,13 @@ class Probe:
         self._note_module(module, grad)
         if grad and not module._parameters and not module._modules and isinstance(output, torch.Tensor):
             self._note_constant(module, output)
+        if (
+            grad
+            and isinstance(output, torch.Tensor)
+            and output.grad_fn is None
+            and len(self.leaf_outputs) < MAX_EXEC_ORDER
+        ):
+            self.leaf_outputs.add(id(output))
         if isinstance(module, (nn.Softmax, nn.LogSoftmax)) and isinstance(output, torch.Tensor):
             self.softmax_nodes[id(output.grad_fn)] = module
         if isinstance(module, BOUNDED_ACTIVATIONS) and isinstance(output, torch.Tensor) and output.grad_fn is not None:
@@ -715,6 +725,7 @@ class Probe:
         self.ran_modules = {}
         self.exec_order = []
         self.constant_outputs = set()
+        self.leaf_outputs = set()
         self.ran_without_grad = {}
         self.cut_sites = []
         self.detaches = []

@@ -114,6 +114,37 @@ def test_a_model_input_that_requires_grad_is_not_an_unoptimised_weight():
     assert _found(w, "trainable_not_updated") == []
 
 
+@pytest.mark.parametrize("loose", [False, True])
+def test_a_frozen_layers_output_made_to_require_grad_is_not_an_unoptimised_weight(loose):
+    # transformers' enable_input_require_grads: a forward hook marks the frozen embedding's output as requiring
+    # grad, so reentrant checkpointing reaches the adapters (the outside development program batch18/clean/
+    # peft_lora_reentrant_checkpointing_input_grads.py, from https://github.com/axolotl-ai-cloud/axolotl/issues/312);
+    # a plain tensor attribute that requires grad beside it is still a weight no optimizer holds
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.head = nn.Embedding(20, 8), nn.Linear(8, 2)
+            self.emb.weight.requires_grad_(False)
+            self.emb.register_forward_hook(lambda module, inputs, output: output.requires_grad_(True))
+            self.scale = torch.ones(8, requires_grad=True) if loose else None
+
+        def forward(self, ids):
+            h = self.emb(ids).mean(1)
+            return self.head(h * self.scale if self.scale is not None else h)
+
+    torch.manual_seed(0)
+    model = Model()
+    opt = torch.optim.Adam(model.head.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        for _ in range(3):
+            loss = F.cross_entropy(model(torch.randint(0, 20, (16, 5))), torch.randint(0, 2, (16,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    found = _found(w, "trainable_not_updated")
+    assert [f.evidence["shapes"] for f in found] == ([[[8]]] if loose else [])
+
+
 @pytest.mark.parametrize("as_keyword", [False, True])
 def test_points_differentiated_with_autograd_grad_inside_the_model_input_are_not_unoptimised_weights(as_keyword):
     # a physics-informed network: the collocation points require grad and enter the model through a cat, the

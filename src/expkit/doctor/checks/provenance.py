@@ -169,7 +169,11 @@ class TrainableNotUpdated(Check):
         stray = [
             t
             for i, t in self.leaves.items()
-            if i not in held and i not in self.inputs and t.grad is not None and t.requires_grad
+            if i not in held
+            and i not in self.inputs
+            and i not in probe.leaf_outputs
+            and t.grad is not None
+            and t.requires_grad
         ]
         if not stray:
             return
