@@ -174,6 +174,36 @@ def test_lightning_heads_kept_in_a_plain_dict_are_named_where_they_are_built():
     assert f.line == line_of("# a plain dict: never registered", TwoHeads)
 
 
+def test_a_lightning_modules_own_loss_weight_left_out_of_its_optimizer_is_named_at_the_optimizer():
+    # uncertainty-weighted multi-task losses: training_step calls a submodule only, the LightningModule holds the
+    # log-variances itself, and configure_optimizers hands over the submodule's parameters (the outside development
+    # program batch18/bugs/tabular_multitask_uncertainty_weights_not_optimized.py, from
+    # https://github.com/ifzhang/FairMOT/issues/19): registered, held by no optimizer, named where it was built
+    L = pytest.importorskip("lightning")
+    from source_lines import line_of
+
+    class MultiTask(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.trunk = nn.Linear(8, 4)
+            self.log_vars = nn.Parameter(torch.zeros(2))
+
+        def training_step(self, batch, _):
+            x, y = batch
+            out = self.trunk(x)
+            losses = torch.stack([F.cross_entropy(out[:, :3], y), out[:, 3].pow(2).mean()])
+            return (torch.exp(-self.log_vars) * losses + self.log_vars).sum()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.trunk.parameters(), lr=0.1)  # THE OPTIMIZER
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
+    cb = _fit(L, MultiTask(), data, batch_size=16, max_steps=3)
+    (f,) = [f for f in cb.findings if f.check == "trainable_not_updated"]
+    assert f.line == line_of("# THE OPTIMIZER", MultiTask) and "no optimizer holds them" in f.message
+
+
 @pytest.mark.parametrize("interval", [None, "step"])
 def test_a_per_step_schedule_returned_without_interval_step_is_found(interval):
     # the outside development program batch16/bugs/lightning_onecycle_default_interval.py (from

@@ -86,6 +86,15 @@ def _configure_return(built: tuple[str | None, int | None]) -> tuple[str, int] |
     return (file, max(returns)) if returns else None
 
 
+def configure_optimizers_return(module: Any) -> tuple[str, int] | None:
+    """The last ``return`` of a LightningModule's own ``configure_optimizers``: where its optimizers were handed
+    to Lightning (a probe started by the callback, after they were built, saw no construction)."""
+    code = getattr(getattr(type(module), "configure_optimizers", None), "__code__", None)
+    if code is None:
+        return None
+    return _configure_return((code.co_filename, code.co_firstlineno + 1))
+
+
 @register
 class ScheduleNotStepped(Check):
     """Watches each scheduler bound to an optimizer: its ``_step_count`` (PyTorch's count of ``step()`` calls)

@@ -104,8 +104,15 @@ def replaced_after_optimizer(probe: Probe, tensors: list[torch.Tensor]) -> tuple
 
 
 def _registered_ids(probe: Probe) -> dict[int, Any]:
-    """Parameters of the top-level modules that ran in training, by id -> (root, name)."""
-    return {id(p): (root, n) for root in list(probe.roots.values()) for n, p in root.named_parameters()}
+    """Parameters of the top-level modules that ran in training, by id -> (root, name), and of the LightningModule
+    being fitted (its ``training_step`` may call only its submodules: a loss weight it holds itself is registered)."""
+    from expkit.doctor.checks.lr_schedule import lightning_module
+
+    roots = list(probe.roots.values())
+    fitting = lightning_module()
+    if fitting is not None:
+        roots.append(fitting)
+    return {id(p): (root, n) for root in roots for n, p in root.named_parameters()}
 
 
 def _held_in_container(module: Any, owner: Any) -> tuple[str | None, int | None] | None:
@@ -195,7 +202,7 @@ class TrainableNotUpdated(Check):
         training_step), where it was built; a module assigned after the optimizer was built (a swapped head);
         else the line that built the optimizer stepping now (the one the backward that reached them was for: a
         GAN's discriminator optimizer, not the generator's built after it), else the last optimizer's line."""
-        from expkit.doctor.checks.lr_schedule import lightning_module
+        from expkit.doctor.checks.lr_schedule import configure_optimizers_return, lightning_module
 
         module = lightning_module()
         if module is not None:
@@ -223,7 +230,7 @@ class TrainableNotUpdated(Check):
                     return _where(rec[1])
         made = [probe.made_at[id(o)] for o in list(probe.optimizers) if id(o) in probe.made_at]
         if not made:
-            return None
+            return configure_optimizers_return(module) if module is not None else None
         # a model built after the optimizer (rebuilt for a new run): the statement, in the optimizer's own
         # scope, that built it (the two construction stacks, aligned from the outermost frame, part there)
         last_opt = max(made)
