@@ -95,8 +95,12 @@ def test_lightning_callback_finds_softmax_before_cross_entropy():
     assert run(False) == []
 
 
-def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_not():
+@pytest.mark.parametrize("warmup", [4, 40])
+def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_not(warmup):
+    # warmup 40: longer than the run's 6 steps as well (batch18/bugs/kws_lightning_warmup_scheduler_epoch_interval.py,
+    # from https://github.com/Lightning-AI/pytorch-lightning/issues/5584); named at the return without 'interval'
     L = pytest.importorskip("lightning")
+    from source_lines import line_of
 
     class Regressor(L.LightningModule):
         def __init__(self, interval: str | None):
@@ -109,9 +113,9 @@ def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_
 
         def configure_optimizers(self):
             opt = torch.optim.AdamW(self.parameters(), lr=1e-2)
-            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 4))  # a 4-step warm-up
+            sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup))
             config = {"scheduler": sched} | ({"interval": self.interval} if self.interval else {})
-            return {"optimizer": opt, "lr_scheduler": config}
+            return {"optimizer": opt, "lr_scheduler": config}  # HANDED OVER
 
     def run(interval: str | None):
         torch.manual_seed(0)
@@ -123,6 +127,8 @@ def test_lightning_warmup_stepped_per_epoch_by_default_is_found_and_per_step_is_
     found = run(None)
     f = found["lr_never_reaches_set_value"]
     assert f.evidence["scheduler_steps_planned"] == 1 and f.evidence["optimizer_steps_planned"] == 6
+    assert f.line == line_of("# HANDED OVER", Regressor)
+    assert ("longer than this run" in f.message) == (warmup == 40)
     assert "lr_never_reaches_set_value" not in run("step")
 
 

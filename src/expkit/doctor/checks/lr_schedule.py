@@ -298,8 +298,11 @@ class LrNeverReachesSetValue(Check):
                 self._report(probe, sched, max(peaks), PROJECT_STEPS, None)
 
     def _per_epoch_warmup(self, probe: Probe, sched: Any, rule: Any) -> bool:
-        """Under Lightning with ``interval`` 'epoch' (its default): a rule that reaches half its set lr within the
-        run's optimizer steps but not within its epochs, the number of times it will be stepped. Reported, True."""
+        """Under Lightning with ``interval`` 'epoch' (its default): a rule that does not reach half its set lr within
+        the run's epochs, the number of times it will be stepped, and rises higher within its optimizer steps (to
+        half the set lr or more; or less, when the warm-up is also longer than the run: batch18/bugs/
+        kws_lightning_warmup_scheduler_epoch_interval.py, https://github.com/Lightning-AI/pytorch-lightning/issues/
+        5584). Reported, True."""
         epochs, steps = lightning_epochs(sched)
         if epochs is None or steps is None or epochs >= steps:
             return False
@@ -308,16 +311,29 @@ class LrNeverReachesSetValue(Check):
             per_step = projected_peak(rule, steps, PEAK_SHARE)
         except (TypeError, ValueError, ZeroDivisionError, OverflowError, IndexError, KeyError):
             return False
-        if not (math.isfinite(per_epoch) and per_epoch < PEAK_SHARE <= per_step):
+        if not (
+            math.isfinite(per_epoch) and math.isfinite(per_step) and per_epoch < PEAK_SHARE and per_epoch < per_step
+        ):
             return False
-        where = probe.built_at(sched)
+        built = probe.built_at(sched)
+        # where 'interval': 'step' belongs: the return of the configure_optimizers that built it (of the fitted
+        # module's, when the callback's probe started after it was built)
+        fitted = lightning_module() if built[0] is None else None
+        where = (
+            _configure_return(built) or (configure_optimizers_return(fitted) if fitted is not None else None) or built
+        )
         base = max([float(b) for b in getattr(sched, "base_lrs", [])] or [0.0])
+        per_step_text = (
+            "it would reach it: a warm-up written in steps"
+            if per_step >= PEAK_SHARE
+            else f"it would rise further, to {per_step:.0%} (the warm-up is also longer than this run)"
+        )
         probe.report(
             kind="bug",
             check=self.name,
             message=f"{type(sched).__name__} is stepped once per epoch (Lightning's default interval 'epoch'), "
             f"{epochs} time(s) in this run, and peaks at {per_epoch:.0%} of the lr {base:g} over those steps; "
-            f"stepped per optimizer step ({steps} planned) it would reach it: a warm-up written in steps",
+            f"stepped per optimizer step ({steps} planned) {per_step_text}",
             evidence={"peak_share": per_epoch, "scheduler_steps_planned": epochs, "optimizer_steps_planned": steps},
             fix="return the scheduler as {'scheduler': sched, 'interval': 'step'} in configure_optimizers' "
             "lr_scheduler dict",
