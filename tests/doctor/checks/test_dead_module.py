@@ -105,3 +105,35 @@ def test_a_frozen_unused_module_is_clean():
     model = Unused()
     model.decoder.requires_grad_(False)
     assert _run(model) == []
+
+
+class Mixer(nn.Module):
+    """A block whose fast path reads its projection's weight instead of calling it (Mamba's fused kernel takes
+    the weight tensor): a peft LoRA wrapper on ``in_proj`` never runs, its adapters never enter the graph."""
+
+    def __init__(self, fast: bool):
+        super().__init__()
+        self.fast = fast
+        self.in_proj, self.out_proj = nn.Linear(8, 16), nn.Linear(16, 2)
+
+    def forward(self, x):
+        h = F.linear(x, self.in_proj.weight, self.in_proj.bias) if self.fast else self.in_proj(x)  # FAST PATH
+        return self.out_proj(torch.tanh(h))
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_adapters_whose_wrapper_a_forward_bypasses_are_named_where_it_reads_the_weight(fast):
+    # the outside development program batch18/bugs/peft_lora_mixer_fast_path_weight.py (from
+    # https://github.com/state-spaces/mamba/issues/279): lora_A/lora_B are ModuleDicts keyed by the adapter, none of
+    # whose members ran, so they are no per-input pick
+    peft = pytest.importorskip("peft")
+    torch.manual_seed(0)
+    model = peft.get_peft_model(Mixer(fast), peft.LoraConfig(r=4, target_modules=["in_proj", "out_proj"]))
+    found = _run(model)
+    if not fast:
+        assert found == []
+        return
+    (f,) = found  # lora_A and lora_B share the line: one finding
+    assert f.evidence["module"].split(".")[-2] in ("lora_A", "lora_B") and "in_proj" in f.evidence["module"]
+    lines, first = inspect.getsourcelines(Mixer.forward)
+    assert f.line == first + next(i for i, t in enumerate(lines) if "# FAST PATH" in t)

@@ -7,19 +7,23 @@ that second call, else the line that built the idle module."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import user_frame, user_line_of
+from expkit.doctor.findings import is_user_file, user_frame, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import Probe, StepEvent
 
 # containers whose members a forward may pick per input (MoE experts, per-task heads): a member idle for two
-# steps is not evidence of a bug
+# steps while another member ran is not evidence of a bug; a container none of whose members ran is (a peft
+# adapter's lora_A/lora_B dicts, whose wrapper a custom forward bypasses with F.linear(x, layer.weight): round
+# fifteen, batch18/bugs/peft_lora_mixer_fast_path_weight.py, https://github.com/state-spaces/mamba/issues/279)
 _SELECTABLE = (nn.ModuleList, nn.ModuleDict)
 
 
@@ -48,12 +52,14 @@ class ModuleNeverRuns(Check):
         self.handle = module_mod.register_module_forward_pre_hook(self._pre)
 
     def _pre(self, module: nn.Module, inputs: Any) -> None:
-        if not module._parameters or not torch.is_grad_enabled():
+        if not torch.is_grad_enabled():
             return
         key = id(module)
+        self.ran.add(key)
+        if not module._parameters:
+            return
         n = self.calls.get(key, 0) + 1
         self.calls[key] = n
-        self.ran.add(key)
         if n == 2 and key not in self.repeat_site:
             self.repeat_site[key] = user_frame(3)
 
@@ -78,13 +84,41 @@ class ModuleNeverRuns(Check):
                 parents.setdefault(id(child), parent)
         for name, module in root.named_modules():
             own = [p for p in module._parameters.values() if p is not None]
-            if not own or id(module) in self.ran or isinstance(parents.get(id(module)), _SELECTABLE):
+            holder = parents.get(id(module))
+            if not own or id(module) in self.ran or (isinstance(holder, _SELECTABLE) and self._picked(holder)):
                 continue
             if not all(p.requires_grad and id(p) in held and (p.grad is None or not p.grad.any()) for p in own):
                 continue
             if any(id(m) in self.ran for m in module.modules()):
                 continue  # a container whose parts ran (its own parameters used by a custom forward elsewhere)
             self._report(probe, root, name, module)
+
+    def _read_around(self, root: nn.Module, name: str) -> tuple[str | None, int | None] | None:
+        """The line of the nearest enclosing module that ran whose own ``forward`` reads the attribute holding the
+        idle module without calling it (``F.linear(x, self.in_proj.weight)`` past a wrapper's forward), else None."""
+        parts = name.split(".")
+        for k in range(len(parts) - 1, -1, -1):
+            try:
+                ancestor = root.get_submodule(".".join(parts[:k])) if k else root
+            except AttributeError:
+                continue
+            if id(ancestor) not in self.ran:
+                continue
+            try:
+                lines, first = inspect.getsourcelines(type(ancestor).forward)
+                file = inspect.getsourcefile(type(ancestor).forward)
+            except (OSError, TypeError):
+                return None
+            if file is None or not is_user_file(file):
+                return None
+            pattern = re.compile(rf"\bself\.{re.escape(parts[k])}\b")
+            hits = [first + i for i, text in enumerate(lines) if pattern.search(text.split("#", 1)[0])]
+            return (file, hits[0]) if hits else None
+        return None
+
+    def _picked(self, container: nn.Module) -> bool:
+        """Some member of ``container`` ran: the forward picks among them."""
+        return any(id(m) in self.ran for m in container.modules() if m is not container)
 
     def _report(self, probe: Probe, root: nn.Module, name: str, module: nn.Module) -> None:
         twin = next(
@@ -96,6 +130,8 @@ class ModuleNeverRuns(Check):
             None,
         )
         where = self.repeat_site[id(twin[1])] if twin else None
+        if where is None or where[0] is None:
+            where = self._read_around(root, name)
         if where is None or where[0] is None:
             made = probe.origins.get(id(module))
             where = user_line_of(made[1]) if made else None
