@@ -14,7 +14,7 @@ from expkit.doctor.checks import Check, register
 from expkit.doctor.findings import keyword_line, user_frame
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, CallEvent, ForwardEvent, LossEvent, Probe, StepEvent
 
 
 def _fingerprint(x: torch.Tensor) -> tuple[Any, ...]:
@@ -94,16 +94,22 @@ def _setting_line(keyword: str) -> tuple[str | None, int | None]:
     return file, keyword_line(file, (keyword,)) or line
 
 
+GATHER_WALK = 2_000  # autograd nodes searched from a backward for a gather of log-probabilities
+SAME_SHARE = 0.5  # gathered indices equal to the input tokens at this share of the positions or more
+
+
 @register
 class LabelsNotShifted(Check):
-    """For sequence models: the cross-entropy targets equal the token ids the model was given, position for
-    position, so each position is asked to predict itself instead of the next token."""
+    """For sequence models: the cross-entropy targets (or the indices a hand-written log-likelihood gathers its
+    log-probabilities at) equal the token ids the model was given, position for position, so each position is
+    asked to predict itself instead of the next token."""
 
     name = "labels_not_shifted"
 
     def __init__(self) -> None:
         self.ids: torch.Tensor | None = None
         self.smoother_watched = False
+        self.gather_judged = False  # the first gather of log-probabilities over the ids' shape is judged, once
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         # the token ids of this step's last forward that took them; a later forward on floats (the head of an
@@ -114,6 +120,44 @@ class LabelsNotShifted(Check):
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.ids = None
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        """A hand-written sequence log-likelihood (DPO's, a reward's): log-probabilities gathered at the input
+        tokens themselves, position for position (round fifteen: batch18/bugs/dpo_batch_logps_unshifted_targets.py,
+        https://github.com/eric-mitchell/direct-preference-optimization/issues/61)."""
+        ids = self.ids
+        if self.gather_judged or ids is None or ev.tensor.grad_fn is None:
+            return
+        from expkit.doctor.checks.graph_kept import graph_nodes, made_where
+
+        for node in graph_nodes(ev.tensor.grad_fn, GATHER_WALK):
+            if type(node).__name__ != "GatherBackward0" or not node.next_functions:
+                continue
+            scored = node.next_functions[0][0]
+            index = getattr(node, "_saved_index", None)
+            if type(scored).__name__ not in ("LogSoftmaxBackward0", "SoftmaxBackward0"):
+                continue
+            if not isinstance(index, torch.Tensor) or index.numel() != ids.numel() or index.device != ids.device:
+                continue
+            self.gather_judged = True
+            idx = index.reshape(ids.shape)
+            same = float((idx == ids).float().mean())
+            following = float((idx[:, :-1] == ids[:, 1:]).float().mean())
+            if same < SAME_SHARE or following >= same:
+                return
+            where = made_where(node)
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"log-probabilities are gathered at the input tokens themselves ({same:.0%} of the positions "
+                "hold the token the model was given there): position t scores token t, not the next token, so the "
+                "sequence log-likelihood rewards copying the input",
+                evidence={"positions_equal_to_input": same, "next_token_agreement": following},
+                fix="score the next token: logits[:, :-1].log_softmax(-1).gather(-1, labels[:, 1:, None]) (and shift "
+                "the mask with the labels)",
+                where=where if where[0] is not None else None,
+            )
+            return
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         # the HF Trainer's label smoothing scores the logits itself (log_softmax and gather, no cross_entropy
