@@ -45,6 +45,7 @@ PHASE_CHECKS = (
     "adapter_in_inference_mode",  # an adapter resumed with PeftModel.from_pretrained(...) for a new phase, frozen
     "probabilities_into_loss",  # a student distilled after its teacher trained: kl_div given the student's softmax
     "loss_mask",  # an adapter fine-tuned after pretraining: labels shifted by hand, padding trained, the answer masked
+    "frozen_norm_updates_stats",  # a linear probe on a pretrained backbone: model.train() moves its frozen BN stats
 )
 
 

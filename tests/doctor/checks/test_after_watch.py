@@ -261,3 +261,37 @@ def test_an_adapter_phase_on_labels_shifted_by_hand_is_found_by_the_second_watch
             opt.step()
     found = [e for e in events if e["event"] == "finding" and e["check"] == "labels_shifted_twice"]
     assert len(found) == (1 if shift_by_hand else 0)
+
+
+@pytest.mark.parametrize("backbone_eval", [False, True])
+def test_a_linear_probe_that_puts_its_frozen_backbone_in_train_mode_is_found_by_the_second_watch(backbone_eval):
+    # the outside development program batch18/bugs/linear_probe_clf_linear_frozen_resnet.py (from
+    # https://github.com/kdexd/virtex/issues/16): pretraining first, then the backbone frozen and only a new head
+    # trained, but model.train() each epoch lets the frozen batch norms' running statistics follow the probe data
+    torch.manual_seed(0)
+    backbone = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU())
+    model = nn.Sequential(backbone, nn.Linear(16, 3))
+    events: list[dict] = []
+    train_line = 0
+    with _watched(events):
+        pre = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(4):
+            loss = F.cross_entropy(model(torch.randn(16, 8)), torch.randint(0, 3, (16,)))
+            pre.zero_grad()
+            loss.backward()
+            pre.step()
+        backbone.requires_grad_(False)
+        model[1] = nn.Linear(16, 3)
+        opt = torch.optim.SGD(model[1].parameters(), lr=0.1)
+        for _epoch in range(2):
+            train_line = inspect.currentframe().f_lineno + 1
+            model.train()
+            if backbone_eval:
+                backbone.eval()
+            for _ in range(3):
+                loss = F.cross_entropy(model(torch.randn(16, 8) * 3 + 1), torch.randint(0, 3, (16,)))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    found = [e for e in events if e["event"] == "finding" and e["check"] == "frozen_norm_updates_stats"]
+    assert [e["line"] for e in found] == ([] if backbone_eval else [train_line])
