@@ -12,7 +12,9 @@ parameters whose state that one holds (made inside the epoch loop), is the watch
 optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head on a trained
 body): a fresh probe watches that optimizer's first steps for
 what a new phase gets wrong: parameters it does not hold or update, gradients cut or stale, a step that changes
-nothing (``PHASE_CHECKS``; its findings count their steps from the program's start). One second watch at most."""
+nothing (``PHASE_CHECKS``; its findings count their steps from the program's start). One second watch at most.
+``Module.__init__`` stays wrapped until then too (a stack per module built, no cost per step): the second watch
+names a module of its phase where it was made (``PeftModel.from_pretrained(...)``, a new head), as the first does."""
 
 from __future__ import annotations
 
@@ -49,6 +51,9 @@ PHASE_CHECKS = (
 )
 
 
+MODULES_KEPT = 4096  # records of modules built after the watch, at most
+
+
 class AfterWatch:
     """The hooks left after the watch; :meth:`install` once, they remove themselves after their one finding."""
 
@@ -63,6 +68,11 @@ class AfterWatch:
         self._init: Any = None  # Optimizer.__init__ as it was, while ours wraps it
         self._init_wrapper: Any = None
         self.second: Probe | None = None  # the watch of an optimizer built after the first watch
+        # where each module built after the watch was made (id -> stack), until a second watch starts: that watch
+        # names a module of its phase (a peft model from PeftModel.from_pretrained, a new head) at its line
+        self.modules_made: dict[int, RawStack] = {}
+        self._module_init: Any = None  # nn.Module.__init__ as it was, while ours wraps it
+        self._module_init_wrapper: Any = None
 
     def install(self) -> AfterWatch:
         self._original = nn.Module.__dict__["train"]
@@ -91,7 +101,27 @@ class AfterWatch:
 
         torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign,assignment]
         self._init_wrapper = __init__
+        self._module_init = nn.Module.__dict__["__init__"]
+        module_init = self._module_init
+
+        def module_init_wrapper(module: nn.Module, *args: Any, **kwargs: Any) -> None:
+            module_init(module, *args, **kwargs)
+            if after._module_init is not None:
+                after._module_built(module)
+
+        nn.Module.__init__ = module_init_wrapper  # type: ignore[method-assign,assignment]
+        self._module_init_wrapper = module_init_wrapper
         return self
+
+    def _module_built(self, module: nn.Module) -> None:
+        """Record where a module built after the watch was made (bounded: a loss module built every step of a
+        long run must not grow it; the oldest records go first)."""
+        try:
+            if len(self.modules_made) >= MODULES_KEPT:
+                del self.modules_made[next(iter(self.modules_made))]
+            self.modules_made[id(module)] = construction_stack(module, 3)
+        except Exception:  # noqa: BLE001, S110 - recording must never break the program
+            pass
 
     def _built(self, opt: torch.optim.Optimizer, stack: RawStack) -> None:
         """An optimizer built after the watch: the same one rebuilt at its line (each epoch) is reported by the
@@ -105,9 +135,9 @@ class AfterWatch:
             except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
                 self.probe.check_failed(rebuilds.name, exc)
         if self.second is None:
+            self._watch_again(opt)
             if rebuilds is None:
                 self._end_phase_watch()  # nothing else watches constructions
-            self._watch_again(opt)
 
     def _watch_again(self, opt: torch.optim.Optimizer) -> None:
         """An optimizer built after the watch starts a second phase (fine-tuning after pretraining, a new head):
@@ -122,6 +152,15 @@ class AfterWatch:
             second.install()
             second.optimizers.add(opt)
             second.made_at[id(opt)] = (0, raw_stack(3))
+            # what the first watch and the time since saw built came before this optimizer (negative orders)
+            made = {key: stack for key, (_, stack) in sorted(self.probe.made_at.items(), key=lambda kv: kv[1][0])}
+            for key, stack in self.modules_made.items():  # a later object under a reused id is the one alive
+                made.pop(key, None)
+                made[key] = stack
+            made.pop(id(opt), None)
+            for order, (key, stack) in enumerate(made.items(), start=-len(made)):
+                second.made_at[key] = (order, stack)
+            self._end_module_watch()
             self.second = second
         except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
             self.probe.check_failed("second_watch", exc)
@@ -144,7 +183,15 @@ class AfterWatch:
             nn.Module.train = self._original  # type: ignore[method-assign]
         # else another wrapper went on top of ours since (a second watch's): ours stays under it, switched off
 
+    def _end_module_watch(self) -> None:
+        if self._module_init is not None and nn.Module.__dict__.get("__init__") is self._module_init_wrapper:
+            nn.Module.__init__ = self._module_init  # type: ignore[method-assign]
+        # else another wrapper went on top of ours since (a second watch's): ours stays under it, switched off
+        self._module_init = None
+        self.modules_made = {}
+
     def _end_phase_watch(self) -> None:
+        self._end_module_watch()
         if self._init is not None and torch.optim.Optimizer.__dict__.get("__init__") is self._init_wrapper:
             torch.optim.Optimizer.__init__ = self._init  # type: ignore[method-assign]
         self._init = None

@@ -188,6 +188,7 @@ def test_an_adapter_resumed_frozen_for_a_second_phase_is_found_by_the_second_wat
             loss.backward()
             opt.step()
         model.save_pretrained(str(tmp_path))
+        loaded_at = inspect.currentframe().f_lineno + 1
         model = peft.PeftModel.from_pretrained(nn.Sequential(nn.Linear(8, 8)), str(tmp_path), is_trainable=is_trainable)
         head = nn.Linear(8, 2)
         opt = torch.optim.SGD([p for p in [*model.parameters(), *head.parameters()] if p.requires_grad], lr=0.1)
@@ -199,6 +200,8 @@ def test_an_adapter_resumed_frozen_for_a_second_phase_is_found_by_the_second_wat
             opt.step()
     found = [e for e in events if e["event"] == "finding" and e["check"] == "adapter_in_inference_mode"]
     assert len(found) == (0 if is_trainable else 1)
+    # named where the adapter was loaded (a module built after the first watch, before the second optimizer)
+    assert [(f["file"], f["line"]) for f in found] == ([] if is_trainable else [(__file__, loaded_at)])
 
 
 @pytest.mark.parametrize("log_probabilities", [False, True])
