@@ -197,7 +197,7 @@ def test_label_groups_smaller_than_a_batch_read_in_order_are_found_too():
     assert _sorted_loader(shuffle=True, per_class=40) == []
 
 
-def _adapter_loop(is_trainable: bool):
+def _adapter_loop(is_trainable: bool, *, wrapped: bool = False):
     peft = pytest.importorskip("peft")
 
     class Net(nn.Module):
@@ -212,10 +212,12 @@ def _adapter_loop(is_trainable: bool):
     peft.get_peft_model(Net(), peft.LoraConfig(r=2, target_modules=["fc"])).save_pretrained(saved)
     model = peft.PeftModel.from_pretrained(Net(), saved, is_trainable=is_trainable)
     head = nn.Linear(8, 2)
+    if wrapped:  # the peft model as an encoder inside the user's own classifier (its forward is not a root's)
+        model, head = nn.Sequential(model, head), nn.Identity()
     opt = torch.optim.SGD([p for p in [*model.parameters(), *head.parameters()] if p.requires_grad], lr=0.1)
     model.train()
     X, y = torch.randn(64, 8), torch.randint(0, 2, (64,))
-    with watch(head, opt, steps=2) as w:
+    with watch(model, opt, steps=2) as w:
         for i in range(2):
             loss = F.cross_entropy(head(model(X[32 * i : 32 * i + 32])), y[32 * i : 32 * i + 32])
             opt.zero_grad()
@@ -224,10 +226,13 @@ def _adapter_loop(is_trainable: bool):
     return _found(w, "adapter_in_inference_mode")
 
 
-def test_adapter_loaded_for_inference_and_trained_around_is_found():
-    (f,) = _adapter_loop(is_trainable=False)
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_adapter_loaded_for_inference_and_trained_around_is_found(wrapped):
+    # wrapped: the outside development program batch16/bugs/peft_resume_adapter_from_pretrained.py (from
+    # https://openillumi.com/en/en-peft-from-pretrained-get-peft-model-diff), a PeftModel encoder in a classifier
+    (f,) = _adapter_loop(is_trainable=False, wrapped=wrapped)
     assert f.evidence["trainable_values"] == 0
-    assert _adapter_loop(is_trainable=True) == []
+    assert _adapter_loop(is_trainable=True, wrapped=wrapped) == []
 
 
 def _padded_classifier(pass_mask: bool, mask_of_ones: bool = False, random_ids: bool = False):

@@ -30,10 +30,26 @@ def active_adapter_config(module: Any) -> Any:
     return configs.get(active) if active in configs else next(iter(configs.values()))
 
 
-def first_training_forward(ev: ForwardEvent, done: set[int]) -> Any:
-    """The active adapter config of a peft model at its first training forward (train mode, grad enabled) that
-    ``done`` has not seen (see :meth:`ForwardEvent.first_training`); None for any other forward or model."""
-    return active_adapter_config(ev.module) if ev.first_training(done) else None
+def first_training_forward(ev: ForwardEvent, done: set[int]) -> list[tuple[Any, Any]]:
+    """The peft models of a model at its first training forward (train mode, grad enabled) that ``done`` has not
+    seen (see :meth:`ForwardEvent.first_training`), each with its active adapter config: the model itself, or the
+    outermost peft models inside it (a ``PeftModel`` encoder under the user's own classifier). Empty for any
+    other forward or model."""
+    if not ev.first_training(done):
+        return []
+    found: list[tuple[Any, Any]] = []
+    inside: list[str] = []
+    for name, module in ev.module.named_modules():
+        if any(name == p or name.startswith(p + ".") for p in inside):
+            continue  # the tuner under a PeftModel holds the same config
+        config = active_adapter_config(module)
+        if config is not None:
+            inside.append(name)
+            if module.training:  # a frozen peft teacher kept in eval() inside the trained model is not trained
+                found.append((module, config))
+            if not name:
+                break  # the model itself: everything is inside it
+    return found
 
 
 @register
@@ -47,16 +63,19 @@ class AdapterInInferenceMode(Check):
         self.done: set[int] = set()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        config = first_training_forward(ev, self.done)
-        if config is None or not getattr(config, "inference_mode", False):
-            return
-        frozen = sum(p.numel() for p in ev.module.parameters() if not p.requires_grad)
-        trainable = sum(p.numel() for p in ev.module.parameters() if p.requires_grad)
-        file, line = probe.built_at(ev.module)
+        for model, config in first_training_forward(ev, self.done):
+            if getattr(config, "inference_mode", False):
+                self._report(probe, model, config)
+                return
+
+    def _report(self, probe: Probe, model: Any, config: Any) -> None:
+        frozen = sum(p.numel() for p in model.parameters() if not p.requires_grad)
+        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        file, line = probe.built_at(model)
         probe.report(
             kind="bug",
             check=self.name,
-            message=f"a {type(ev.module).__name__} whose adapter is in inference mode (every adapter weight "
+            message=f"a {type(model).__name__} whose adapter is in inference mode (every adapter weight "
             "frozen) runs a training forward: the adapter never trains",
             evidence={
                 "peft_type": str(getattr(config, "peft_type", "")),
@@ -132,13 +151,14 @@ class AdapterTargetMatchesNothing(Check):
         self.done: set[int] = set()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        config = first_training_forward(ev, self.done)
-        if config is None:
-            return
-        missing = unmatched_targets(ev.module, config)
-        if not missing:
-            return
-        file, line = probe.built_at(ev.module)
+        for model, config in first_training_forward(ev, self.done):
+            missing = unmatched_targets(model, config)
+            if missing:
+                self._report(probe, model, config, missing)
+                return
+
+    def _report(self, probe: Probe, model: Any, config: Any, missing: list[str]) -> None:
+        file, line = probe.built_at(model)
         wanted = {missing[0], config.target_modules} if isinstance(config.target_modules, str) else {missing[0]}
         written = next((n for n, value in string_literals(file) if value in wanted), None)
         probe.report(
@@ -187,23 +207,24 @@ class AdapterTaskHeadFrozen(Check):
         self.done: set[int] = set()
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
-        config = first_training_forward(ev, self.done)
-        base = getattr(ev.module, "get_base_model", None)
-        if config is None or not callable(base):
-            return
-        heads = _task_heads(base())
-        if not heads or any(p.requires_grad for _, m in heads for p in m.parameters()):
-            return
-        head = heads[-1]
+        for model, config in first_training_forward(ev, self.done):
+            get_base = getattr(model, "get_base_model", None)
+            base = get_base() if callable(get_base) else None
+            heads = _task_heads(base) if base is not None else []
+            if heads and not any(p.requires_grad for _, m in heads for p in m.parameters()):
+                self._report(probe, model, config, base, heads[-1])
+                return
+
+    def _report(self, probe: Probe, model: Any, config: Any, base: Any, head: tuple[str, Any]) -> None:
         # the config where a variable of the user's still holds it, else the get_peft_model call's argument
-        file, line = assigned_at(config, sys._getframe(1), outer=True)
+        file, line = assigned_at(config, sys._getframe(2), outer=True)
         if file is None or line == user_frame()[1]:
-            file, line = probe.built_at(ev.module)
+            file, line = probe.built_at(model)
             line = (argument_made_at(file, line, "peft_config", position=1) or line) if file is not None else None
         probe.report(
             kind="bug",
             check=self.name,
-            message=f"the classification head {head[0]!r} of {type(base()).__name__} is frozen under the adapter: "
+            message=f"the classification head {head[0]!r} of {type(base).__name__} is frozen under the adapter: "
             "it is newly initialised for this task, and peft trains only the adapter unless the config's "
             "task_type or modules_to_save names the head, so the adapter learns against a random projection",
             evidence={"head": head[0], "task_type": str(getattr(config, "task_type", None))},
