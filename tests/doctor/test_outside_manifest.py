@@ -63,6 +63,7 @@ LATER_BATCHES = [
     ("batch16", 18, 42, 3),  # three writers (speech, time series, tabular; the libraries and DDP; training recipes)
     ("batch17", 15, 45, 5),  # three writers, three clean programs to each bug (doing on purpose what looks wrong)
     ("batch18", 30, 30, 6),  # three writers, as many clean programs as bugs, bugs written as reported
+    ("batch19", 30, 31, 4),  # three writers again (vision, audio, retrieval; the HF libraries; the machinery)
 ]
 
 

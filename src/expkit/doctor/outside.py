@@ -87,6 +87,7 @@ BATCHES = (
     "batch16",
     "batch17",
     "batch18",
+    "batch19",
 )
 
 
@@ -96,7 +97,7 @@ def load_manifest(path: Path, batch: str = "batch1") -> list[dict[str, Any]]:
     ``batch4`` seed 3404, ``batch5`` seed 3505, ``batch6`` seed 3606, ``batch7`` seed 3707, ``batch8`` seed 3808,
     ``batch9`` seed 3909, ``batch10`` seed 4010, ``batch11`` seed 4111, ``batch12`` seed 4112,
     ``batch13`` seed 4113, ``batch14`` seed 4114, ``batch15`` seed 4115,
-    ``batch16`` seed 4116, ``batch17`` seed 4117, ``batch18`` seed 4118)."""
+    ``batch16`` seed 4116, ``batch17`` seed 4117, ``batch18`` seed 4118, ``batch19`` seed 4119)."""
     if batch not in BATCHES:
         raise ValueError(f"batch {batch!r} is not one of {BATCHES}")
     manifest = json.loads(path.read_text(encoding="utf-8"))
