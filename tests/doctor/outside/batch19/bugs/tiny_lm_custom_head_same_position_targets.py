@@ -9,6 +9,7 @@ the source).
 
 Source: https://github.com/macrocosm-os/pretraining/pull/64
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,16 +31,25 @@ class LMHead(nn.Module):
         logits = self.proj(self.norm(hidden))
         loss = None
         if labels is not None:
+            # fmt: off
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1),  # BUG-LINE
                                    ignore_index=-100)
+            # fmt: on
         return logits, loss
 
 
 class TinyCausalLM(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        gcfg = GPT2Config(vocab_size=cfg["vocab"], n_positions=cfg["max_len"], n_embd=cfg["d_model"],
-                          n_layer=cfg["layers"], n_head=cfg["heads"], bos_token_id=0, eos_token_id=0)
+        gcfg = GPT2Config(
+            vocab_size=cfg["vocab"],
+            n_positions=cfg["max_len"],
+            n_embd=cfg["d_model"],
+            n_layer=cfg["layers"],
+            n_head=cfg["heads"],
+            bos_token_id=0,
+            eos_token_id=0,
+        )
         self.backbone = GPT2Model(gcfg)
         self.head = LMHead(cfg["d_model"], cfg["vocab"])
 
