@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, DistributedSampler, TensorDataset  # no
 from expkit.doctor import watch  # noqa: E402
 
 
-def _epochs(*, set_epoch: bool, shuffle: bool = True):
+def _epochs(*, set_epoch: bool, shuffle: bool = True, peek: bool = False):
     torch.manual_seed(0)
     data = TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))
     sampler = DistributedSampler(data, num_replicas=2, rank=0, shuffle=shuffle)
@@ -23,6 +23,8 @@ def _epochs(*, set_epoch: bool, shuffle: bool = True):
         for epoch in range(2):
             if set_epoch:
                 sampler.set_epoch(epoch)
+            if peek:  # the program iterates the sampler itself to log the epoch's first index
+                next(iter(sampler))
             for xb, yb in loader:
                 opt.zero_grad()
                 nn.functional.cross_entropy(model(xb), yb).backward()
@@ -39,6 +41,11 @@ def test_second_epoch_without_set_epoch_is_found_with_the_sampler_state():
 
 def test_set_epoch_or_no_shuffle_is_clean():
     assert _epochs(set_epoch=True) == []
+    # the outside development program batch19/clean/ddp_torchrun_sampler_set_epoch_no_sync_accum.py (from
+    # https://github.com/Spijkervet/SimCLR/pull/26) logs next(iter(sampler)) before each epoch's loader loop
+    assert _epochs(set_epoch=True, peek=True) == []
+    (f,) = _epochs(set_epoch=False, peek=True)  # the loader's second epoch still repeats the first's order
+    assert f.evidence["epochs_started"] == 2
     assert _epochs(set_epoch=False, shuffle=False) == []  # without shuffling the epoch changes nothing
 
 

@@ -58,6 +58,18 @@ def _user_frames(stack: RawStack) -> list[tuple[str, int]] | None:
     return yours
 
 
+def _loader_iterates(stack: RawStack) -> bool:
+    """Whether a DataLoader (its batch sampler) started this iteration of the sampler: the first frame below the
+    sampler's own ``__iter__`` and the doctor's wrapper lies in ``torch.utils.data``. A program that iterates the
+    sampler itself (``next(iter(sampler))`` to log the epoch's first index) starts no epoch."""
+    for path, _ in stack:
+        norm = path.replace("\\", "/")
+        if "/expkit/" in norm or norm.endswith("/torch/utils/data/distributed.py"):
+            continue
+        return "/torch/utils/data/" in norm
+    return False
+
+
 @register
 class SamplerWithoutSetEpoch(Check):
     """A shuffling DistributedSampler whose ``epoch`` never changes: iterated by the user's loop inside an epoch
@@ -74,11 +86,14 @@ class SamplerWithoutSetEpoch(Check):
         sampler = ev.obj
         if ev.name != "sampler.iter" or sampler is None or not getattr(sampler, "shuffle", False):
             return
+        stack = raw_stack(2)
+        if not _loader_iterates(stack):
+            return  # the program's own look at the order (next(iter(sampler)) to log it) starts no epoch
         epoch = int(getattr(sampler, "epoch", 0))
         last = self.epochs.get(id(sampler))
         self.epochs[id(sampler)] = (epoch, 1 if last is None else last[1] + 1)
         if last is None:
-            self._no_set_epoch_in_source(probe, sampler, raw_stack(2))
+            self._no_set_epoch_in_source(probe, sampler, stack)
         if last is None or last[0] != epoch or id(sampler) in self.early:
             return
         probe.report(
