@@ -114,6 +114,37 @@ def test_a_model_input_that_requires_grad_is_not_an_unoptimised_weight():
     assert _found(w, "trainable_not_updated") == []
 
 
+@pytest.mark.parametrize("in_the_model", [False, True])
+def test_a_hand_check_of_a_custom_gradient_before_training_is_not_an_unoptimised_weight(in_the_model):
+    # the outside development program batch19/clean/straight_through_quantizer_autograd_function.py (from
+    # https://github.com/pytorch/pytorch/issues/4714): a straight-through Function's backward checked by hand on a
+    # leaf before the first step, a backward that reaches no weight of any module or optimizer; the same leaf
+    # used inside the trained model is a weight no optimizer holds
+    class RoundSTE(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return torch.round(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    torch.manual_seed(0)
+    probe = torch.tensor([-0.4, 0.2, 0.9], requires_grad=True)
+    model = nn.Linear(3, 2)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    with watch(model, opt, steps=2) as w:
+        (RoundSTE.apply(probe * 1.0) * torch.arange(1.0, 4.0)).sum().backward()
+        for _ in range(3):
+            x = torch.randn(16, 3)
+            loss = F.cross_entropy(model(RoundSTE.apply(x * probe if in_the_model else x)), torch.randint(0, 2, (16,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    found = _found(w, "trainable_not_updated")
+    assert [f.evidence["shapes"] for f in found] == ([[[3]]] if in_the_model else [])
+
+
 @pytest.mark.parametrize("loose", [False, True])
 def test_a_frozen_layers_output_made_to_require_grad_is_not_an_unoptimised_weight(loose):
     # transformers' enable_input_require_grads: a forward hook marks the frozen embedding's output as requiring

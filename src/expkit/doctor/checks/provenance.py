@@ -135,9 +135,9 @@ class TrainableNotUpdated(Check):
     name = "trainable_not_updated"
 
     def __init__(self) -> None:
-        self.leaves: dict[int, torch.Tensor] = {}
         self.inputs: dict[int, torch.Tensor] = {}  # leaves given to a top-level forward: data, not weights
         self.reported: set[int] = set()  # ids of the model's tensors already reported
+        self.graphs: list[dict[int, torch.Tensor]] = []  # the leaves of each backward since the last step
 
     def on_forward(self, probe: Probe, ev: ForwardEvent) -> None:
         # a tensor the program feeds to its model is an input even when it requires grad (the interpolates of a
@@ -158,24 +158,29 @@ class TrainableNotUpdated(Check):
 
     def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
         if ev.tensor.requires_grad:
-            self.leaves.update(graph_leaves(ev.tensor))
+            self.graphs.append(graph_leaves(ev.tensor))
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
-        if self.leaves:  # a closure optimizer (Lightning): the backward ran inside step()
+        if self.graphs:  # a closure optimizer (Lightning): the backward ran inside step()
             self.judge(probe, ev)
-        self.leaves = {}
+        self.graphs = []
         self.inputs = {}
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
-        if self.leaves:
+        if self.graphs:
             self.judge(probe, ev)
-            self.leaves = {}
+            self.graphs = []
 
     def judge(self, probe: Probe, ev: StepEvent) -> None:
         held = probe.optimizer_param_ids()
+        registered = _registered_ids(probe)
+        # a backward that reaches no tensor an optimizer holds or a module registers trains nothing: a hand
+        # check of a custom autograd Function's gradient, a saliency map on an input; its leaves are not weights
+        trains = [g for g in self.graphs if any(i in held or i in registered for i in g)]
+        leaves = {i: t for g in trains for i, t in g.items()}
         stray = [
             t
-            for i, t in self.leaves.items()
+            for i, t in leaves.items()
             if i not in held
             and i not in self.inputs
             and i not in probe.leaf_outputs
@@ -184,7 +189,6 @@ class TrainableNotUpdated(Check):
         ]
         if not stray:
             return
-        registered = _registered_ids(probe)
         loose = [t for t in stray if id(t) not in registered]
         if loose:
             where = next((w for w in (_origin(probe, t) for t in loose) if w is not None), None)
