@@ -154,7 +154,45 @@ class MulConstant(torch.autograd.Function):
         return (g * ctx.constant if ctx.right else g), None, None  # bug: constant
 
 
+class NearestCode(torch.autograd.Function):
+    """A VQ-VAE quantiser written as a Function, as batch19/clean/vqvae_straight_through_autograd_function.py has
+    it (from https://github.com/zalandoresearch/pytorch-vq-vae/issues/6): the nearest codebook row, constant in the
+    encoder's output (which gets the gradient straight through) and moving with the codebook (which gets none here:
+    its own loss trains it). Not the forward's derivative, on purpose."""
+
+    @staticmethod
+    def forward(ctx, z, codebook):
+        return codebook[torch.cdist(z, codebook).argmin(1)]
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
+
+
+class Scale(torch.autograd.Function):
+    """``x * s`` with a tensor scale: the backward for ``x`` leaves ``s`` out unless ``right`` (smooth in both)."""
+
+    @staticmethod
+    def forward(ctx, x, s, right):
+        ctx.save_for_backward(x, s)
+        ctx.right = right
+        return x * s
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s = ctx.saved_tensors
+        return (g * s if ctx.right else g), (g * x).sum(0), None  # bug: scale
+
+
+CODEBOOK = torch.randn(6, 16)
+SCALE = torch.full((16,), 0.1)
+
+
 def _act(how: str, h):
+    if how == "codebook_ste":
+        return h + NearestCode.apply(h, CODEBOOK.requires_grad_(True))
+    if how in ("scale", "correct_scale"):
+        return Scale.apply(h, SCALE.requires_grad_(True), how == "correct_scale")
     if how == "mul_constant":
         return MulConstant.apply(h, 0.1, False)
     if how == "correct_mul_constant":
@@ -216,6 +254,9 @@ def test_a_linear_backward_that_is_not_the_derivative_fails_the_adjoint_test():
     assert f.check == "backward_not_derivative" and f.line == line_of("# bug: constant", MulConstant)
     forward, backward = f.evidence["directional_derivative"], f.evidence["backward_along_v"]
     assert backward == pytest.approx(10 * forward, rel=1e-3)  # the constant 0.1 left out: ten times the gradient
+    # with two tensor inputs, the forward smooth in both: still tested (a straight-through input is not)
+    (f,) = _loop("scale")
+    assert f.check == "backward_not_derivative" and f.line == line_of("# bug: scale", Scale)
 
 
 @pytest.mark.parametrize(
@@ -230,6 +271,8 @@ def test_a_linear_backward_that_is_not_the_derivative_fails_the_adjoint_test():
         "dropout",
         "checkpoint",
         "correct_mul_constant",
+        "codebook_ste",
+        "correct_scale",
     ],
 )
 def test_correct_custom_functions_are_clean(how):

@@ -184,12 +184,12 @@ def _adjoint(
     if not directions:
         return None
 
-    def at(step: float, shifted: list[Any] | None = None) -> list[torch.Tensor] | None:
+    def at(step: float, shifted: list[Any] | None = None, only: int | None = None) -> list[torch.Tensor] | None:
         def moved(i: int, value: Any) -> Any:
             if not isinstance(value, torch.Tensor):
                 return value
             base = value.detach().double() if value.is_floating_point() else value.detach()
-            return base + step * directions[i] if i in directions else base
+            return base + step * directions[i] if i in directions and only in (None, i) else base
 
         shifted = [moved(i, v) for i, v in enumerate(values)] if shifted is None else shifted
         _restore_rng(rng)
@@ -235,8 +235,28 @@ def _adjoint(
         return None
     leaves = [inputs[i] for i in directions]
     grads = torch.autograd.grad(outs, leaves, [x.double() for x in g], allow_unused=True)
+    if len(directions) > 1 and _straight_through_input(at, directions, grads):
+        return None
     backward = sum(float((r * d).sum()) for r, d in zip(grads, directions.values(), strict=True) if r is not None)
     return sum(forward), backward
+
+
+def _straight_through_input(at: Any, directions: dict[int, torch.Tensor], grads: Sequence[Any]) -> bool:
+    """Whether the forward is locally constant in one of several inputs while the backward sends that input a
+    gradient: a straight-through estimator over part of the inputs (a VQ-VAE quantiser whose output is the nearest
+    codebook row: constant in the encoder's output, which gets the decoder's gradient as is, while it moves with
+    the codebook), a surrogate on purpose, as :func:`_adjoint` says for a forward constant in all its inputs."""
+    step = STEPS[0]
+    for (i, v), grad in zip(directions.items(), grads, strict=True):
+        if grad is None or not bool(grad.any()):
+            continue
+        plus, minus = at(step, only=i), at(-step, only=i)
+        if plus is None or minus is None:
+            return False
+        moved = sum(float(((p - m) / (2 * step)).norm()) for p, m in zip(plus, minus, strict=True))
+        if moved <= 1e-9 * float(v.norm()):
+            return True
+    return False
 
 
 @register
