@@ -14,7 +14,10 @@ body): a fresh probe watches that optimizer's first steps for
 what a new phase gets wrong: parameters it does not hold or update, gradients cut or stale, a step that changes
 nothing (``PHASE_CHECKS``; its findings count their steps from the program's start). One second watch at most.
 ``Module.__init__`` stays wrapped until then too (a stack per module built, no cost per step): the second watch
-names a module of its phase where it was made (``PeftModel.from_pretrained(...)``, a new head), as the first does."""
+names a module of its phase where it was made (``PeftModel.from_pretrained(...)``, a new head), as the first does.
+``Module.load_state_dict`` stays wrapped as well (a cost per call): a non-strict load after the watch that fills
+little of the model (a fine-tune loading its pretraining's checkpoint under a wrapper's key prefix) is the watch's
+``weights_not_loaded``."""
 
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from torch.optim import optimizer as optimizer_mod
 
 from expkit.doctor.checks.modes import MODE_LAYERS, mode_layers
 from expkit.doctor.checks.optimizers import OptimizerRebuilt
+from expkit.doctor.checks.setup_state import WeightsNotLoaded, _strict
 from expkit.doctor.findings import RawStack, construction_stack, raw_stack, user_line_of
 
 if TYPE_CHECKING:
@@ -73,6 +77,8 @@ class AfterWatch:
         self.modules_made: dict[int, RawStack] = {}
         self._module_init: Any = None  # nn.Module.__init__ as it was, while ours wraps it
         self._module_init_wrapper: Any = None
+        self._load: Any = None  # nn.Module.load_state_dict as it was, while ours wraps it
+        self._load_wrapper: Any = None
 
     def install(self) -> AfterWatch:
         self._original = nn.Module.__dict__["train"]
@@ -111,7 +117,36 @@ class AfterWatch:
 
         nn.Module.__init__ = module_init_wrapper  # type: ignore[method-assign,assignment]
         self._module_init_wrapper = module_init_wrapper
+        self._load = nn.Module.__dict__["load_state_dict"]
+        load = self._load
+
+        def load_state_dict(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            result = load(module, *args, **kwargs)
+            if after._load is not None:
+                after._loaded(module, args, kwargs, result)
+            return result
+
+        nn.Module.load_state_dict = load_state_dict  # type: ignore[method-assign,assignment]
+        self._load_wrapper = load_state_dict
         return self
+
+    def _loaded(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        """A non-strict ``load_state_dict`` after the watch (a fine-tune loading what its pretraining saved) is
+        judged as the watch judges one (``weights_not_loaded``); the first finding ends this watch."""
+        if _strict((module, *args), kwargs):
+            return
+        found = len(self.probe._seen)
+        try:
+            WeightsNotLoaded().judge(self.probe, module, args[0] if args else kwargs.get("state_dict"), result)
+        except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
+            self.probe.check_failed(WeightsNotLoaded.name, exc)
+        if len(self.probe._seen) > found:
+            self._end_load_watch()
+
+    def _end_load_watch(self) -> None:
+        if self._load is not None and nn.Module.__dict__.get("load_state_dict") is self._load_wrapper:
+            nn.Module.load_state_dict = self._load  # type: ignore[method-assign]
+        self._load = None
 
     def _module_built(self, module: nn.Module) -> None:
         """Record where a module built after the watch was made (bounded: a loss module built every step of a
@@ -173,6 +208,7 @@ class AfterWatch:
     def uninstall(self) -> None:
         self._end_eval_watch()
         self._end_phase_watch()
+        self._end_load_watch()
 
     def _end_eval_watch(self) -> None:
         if self._hook is not None:

@@ -298,3 +298,38 @@ def test_a_linear_probe_that_puts_its_frozen_backbone_in_train_mode_is_found_by_
                 opt.step()
     found = [e for e in events if e["event"] == "finding" and e["check"] == "frozen_norm_updates_stats"]
     assert [e["line"] for e in found] == ([] if backbone_eval else [train_line])
+
+
+@pytest.mark.parametrize("strip_prefix", [False, True])
+def test_a_checkpoint_loaded_non_strict_after_the_watch_that_fills_nothing_is_found(strip_prefix, tmp_path):
+    # the outside development program batch19/bugs/gpt2_pretrain_wrapper_then_finetune_checkpoint.py (from
+    # https://github.com/stefanopini/simple-HRNet/issues/79): a model pretrained inside a wrapper (keys 'net.*'),
+    # saved, loaded into the bare model with strict=False after the watch: nothing matches, the fine-tune starts
+    # from random weights
+    class Wrapper(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+
+        def forward(self, x):
+            return self.net(x)
+
+    torch.manual_seed(0)
+    events: list[dict] = []
+    with _watched(events):
+        wrapper = Wrapper()
+        opt = torch.optim.SGD(wrapper.parameters(), lr=0.1)
+        for _ in range(3):
+            loss = F.cross_entropy(wrapper(torch.randn(16, 8)), torch.randint(0, 3, (16,)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        torch.save(wrapper.state_dict(), tmp_path / "pretrain.pt")
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+        state = torch.load(tmp_path / "pretrain.pt")
+        if strip_prefix:
+            state = {k.removeprefix("net."): v for k, v in state.items()}
+        loaded_at = inspect.currentframe().f_lineno + 1
+        model.load_state_dict(state, strict=False)
+    found = [e for e in events if e["event"] == "finding" and e["check"] == "weights_not_loaded"]
+    assert [(f["file"], f["line"]) for f in found] == ([] if strip_prefix else [(__file__, loaded_at)])
