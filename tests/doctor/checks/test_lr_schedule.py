@@ -366,3 +366,74 @@ def test_a_schedule_built_in_configure_optimizers_is_named_at_its_return():
     (f,) = [f for f in w.findings if f.check == "schedule_not_stepped"]
     lines, first = inspect.getsourcelines(Module.configure_optimizers)
     assert f.line == first + next(i for i, t in enumerate(lines) if "# the return" in t)
+
+
+def _epochs_of(make_sched, *, per_batch: bool = True, epochs: int = 2, batches: int = 14):
+    """``epochs`` passes over a DataLoader of ``batches`` batches (one pass: no epoch loop around the batches)."""
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(8 * batches, 4), torch.randint(0, 2, (8 * batches,)))
+    model = nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with watch(model, opt, steps=2) as w:
+        loader = torch.utils.data.DataLoader(data, batch_size=8)  # built while watched, as under expkit doctor
+        sched = make_sched(opt)
+        if epochs == 1:
+            for xb, yb in loader:
+                opt.zero_grad()
+                F.cross_entropy(model(xb), yb).backward()
+                opt.step()
+                sched.step()
+        for _epoch in range(epochs if epochs > 1 else 0):
+            for xb, yb in loader:
+                opt.zero_grad()
+                F.cross_entropy(model(xb), yb).backward()
+                opt.step()
+                if per_batch:
+                    sched.step()  # STEPPED-PER-BATCH
+            if not per_batch:
+                sched.step()
+    assert not w.check_errors
+    return [f for f in w.findings if f.check == "lr_schedule_zero"]
+
+
+def test_a_step_decay_written_in_epochs_stepped_per_batch_is_found_at_its_step_call():
+    # the outside development program batch19/bugs/tabular_embedding_mlp_steplr.py (from https://runebook.dev/en/docs/
+    # pytorch/generated/torch.optim.lr_scheduler.steplr/torch.optim.lr_scheduler.StepLR): StepLR(step_size=5,
+    # gamma=0.5) meant as "halve every 5 epochs", stepped per batch of a 14-batch epoch, falls to 0.03 in two epochs
+    (f,) = _epochs_of(lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.5))
+    assert f.line == _line_of("# STEPPED-PER-BATCH", _epochs_of)
+    assert f.evidence["lr_share_after_two_epochs"] == pytest.approx(0.5**5)
+
+
+@pytest.mark.parametrize(
+    ("make", "per_batch", "epochs"),
+    [
+        (lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.5), False, 2),  # stepped per epoch
+        (lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=5, gamma=0.5), True, 1),  # one pass, no epochs
+        (lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=1000, gamma=0.1), True, 2),  # in steps
+        (lambda opt: torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.99), True, 2),  # a slow per-step decay
+    ],
+)
+def test_epoch_schedules_stepped_per_epoch_and_step_schedules_are_clean(make, per_batch, epochs):
+    assert _epochs_of(make, per_batch=per_batch, epochs=epochs) == []
+
+
+def _hf_linear(opt, total):
+    transformers = pytest.importorskip("transformers")
+    return transformers.get_linear_schedule_with_warmup(
+        opt,
+        num_warmup_steps=1,
+        num_training_steps=total,  # PLANNED-STEPS
+    )
+
+
+def test_a_plan_in_epochs_stepped_per_batch_is_found_at_its_argument():
+    # the outside development program batch19/bugs/bert_classifier_linear_warmup_schedule_epochs.py (from
+    # https://github.com/huggingface/transformers/issues/324): num_training_steps=epochs (here 2) on a 14-batch
+    # DataLoader, stepped per batch: 0 from the third step of the first epoch on
+    (f,) = _epochs_of(lambda opt: _hf_linear(opt, 2))
+    assert f.line == _line_of("# PLANNED-STEPS", _hf_linear)
+    assert f.evidence == {"planned_steps": 2, "batches_per_epoch": 14}
+    assert _epochs_of(lambda opt: _hf_linear(opt, 28)) == []  # epochs x batches
+    assert _epochs_of(lambda opt: _hf_linear(opt, 2), per_batch=False) == []  # stepped per epoch, as planned
+    assert _epochs_of(lambda opt: _hf_linear(opt, 2), epochs=1) == []  # one pass, which may stop at its plan

@@ -26,6 +26,7 @@ GRAPH_LIMIT = 2_000  # autograd nodes searched from a backward for a softmax ove
 PROJECTED_STEPS = 200  # steps of the schedule projected from the first step
 ZERO_RUN = 10  # consecutive projected steps at lr 0 that make a finding
 DROP = 0.25  # a projected lr at or above this share of the base just before the zero run: it drops to 0 at once
+EPOCH_DECAY = 0.1  # an epoch-written schedule stepped per batch that falls to this share of its lr in two epochs
 
 
 @register
@@ -147,25 +148,40 @@ class SoftmaxOverBatch(Check):
         )
 
 
-def _projected_lrs(sched: Any, opt: torch.optim.Optimizer) -> list[float] | None:
-    """The lr of the first param group over the planned steps (declared by the schedule, as transformers'
-    ``num_training_steps``; else the first PROJECTED_STEPS), from the scheduler's own rule (LambdaLR,
-    MultiplicativeLR-free closed forms: StepLR, MultiStepLR, ExponentialLR); None for others. A schedule that
-    reaches 0 at its planned end is not projected past it."""
+def _lr_rule(sched: Any) -> Any:
+    """The lr of the first param group at scheduler step ``k``, as a function of ``k``, from the scheduler's own
+    rule (LambdaLR, and the closed forms of StepLR, MultiStepLR, ExponentialLR); None for others."""
     lr_sched = torch.optim.lr_scheduler
     base = float(sched.base_lrs[0])
-    planned = (declared_steps(sched) or {}).get("total_steps")
-    ks = range(planned if planned else PROJECTED_STEPS)
     if isinstance(sched, lr_sched.LambdaLR):
-        return [base * float(sched.lr_lambdas[0](k)) for k in ks]
+        return lambda k: base * float(sched.lr_lambdas[0](k))
     if isinstance(sched, lr_sched.StepLR):
-        return [base * sched.gamma ** (k // sched.step_size) for k in ks]
+        return lambda k: base * sched.gamma ** (k // sched.step_size)
     if isinstance(sched, lr_sched.ExponentialLR):
-        return [base * sched.gamma**k for k in ks]
+        return lambda k: base * sched.gamma**k
     if isinstance(sched, lr_sched.MultiStepLR):
         marks = sorted(sched.milestones.elements())
-        return [base * sched.gamma ** sum(k >= m for m in marks) for k in ks]
+        return lambda k: base * sched.gamma ** sum(k >= m for m in marks)
     return None
+
+
+def _projected_lrs(sched: Any, opt: torch.optim.Optimizer) -> list[float] | None:
+    """The lr of the first param group over the planned steps (declared by the schedule, as transformers'
+    ``num_training_steps``; else the first PROJECTED_STEPS), from the scheduler's own rule (:func:`_lr_rule`);
+    None for others. A schedule that reaches 0 at its planned end is not projected past it."""
+    rule = _lr_rule(sched)
+    planned = (declared_steps(sched) or {}).get("total_steps")
+    return [rule(k) for k in range(planned if planned else PROJECTED_STEPS)] if rule is not None else None
+
+
+def _epoch_decay(sched: Any, batches: int | None) -> float | None:
+    """For a schedule written in epochs (StepLR, MultiStepLR, ExponentialLR), its lr after ``batches`` steps as
+    a share of its base: what it becomes when it is stepped with the optimizer."""
+    lr_sched = torch.optim.lr_scheduler
+    if not batches or not isinstance(sched, (lr_sched.StepLR, lr_sched.MultiStepLR, lr_sched.ExponentialLR)):
+        return None
+    base = float(sched.base_lrs[0])
+    return float(_lr_rule(sched)(batches)) / base if base > 0 else None
 
 
 # what lies between attention weights and the matmul that applies them without moving an axis
@@ -265,7 +281,8 @@ class LrScheduleZero(Check):
 
     def __init__(self) -> None:
         self.done: set[int] = set()
-        self.pending: dict[int, tuple[Any, int, int]] = {}  # id(scheduler) -> (it, zero from step, projected)
+        # id(scheduler) -> (it, zero from step or plan, projected steps or batches, kind): judged at its next step()
+        self.pending: dict[int, tuple[Any, int, int, str]] = {}
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
         for sched in first_time_driving(probe, ev.optimizer, self.done):
@@ -276,10 +293,20 @@ class LrScheduleZero(Check):
             if not lrs or not lrs[0] >= 0:
                 continue
             base = float(sched.base_lrs[0])
+            batches = probe.dataloader_batches()
+            declared = (declared_steps(sched) or {}).get("total_steps")
+            if declared and batches and 2 * declared <= batches and lightning_planned_steps() is None:
+                # a plan of steps shorter than half an epoch (num_training_steps=epochs): judged at a step()
+                # seen within the watch (stepped with the optimizer, it ends long before the first epoch does)
+                self.pending[id(sched)] = (sched, declared, batches, "short_plan")
+                continue
             start = _zero_run(lrs, base)
             if start is None:
+                decay = _epoch_decay(sched, 2 * batches if batches else None)
+                if decay is not None and decay <= EPOCH_DECAY and lightning_planned_steps() is None:
+                    self.pending[id(sched)] = (sched, 0, batches or 0, "epoch_decay")
                 continue
-            plan = (declared_steps(sched) or {}).get("total_steps") or lightning_planned_steps()
+            plan = declared or lightning_planned_steps()
             if plan is not None and start + ZERO_RUN > plan:
                 continue  # the schedule's planned end
             if start > 0 and lrs[start - 1] < DROP * base:
@@ -292,19 +319,66 @@ class LrScheduleZero(Check):
                 else:
                     # a decay that reaches 0 only by being stepped often (a per-epoch StepLR stepped per batch):
                     # the cause is where it is stepped, seen at its next step() within the watch
-                    self.pending[id(sched)] = (sched, start, len(lrs))
+                    self.pending[id(sched)] = (sched, start, len(lrs), "zero")
                     continue
             self._report(probe, sched, start, len(lrs), probe.built_at(sched), False)
 
     def on_call(self, probe: Probe, ev: CallEvent) -> None:
         if ev.name != "scheduler.step" or ev.obj is None or id(ev.obj) not in self.pending:
             return
-        from expkit.doctor.findings import user_frame
+        from expkit.doctor.checks.sampler_epoch import inside_an_epoch_loop
+        from expkit.doctor.findings import raw_stack, user_frame
 
-        sched, start, projected = self.pending.pop(id(ev.obj))
+        sched, start, projected, kind = self.pending.pop(id(ev.obj))
         site = user_frame(3)
-        stepped = site[0] is not None
-        self._report(probe, sched, start, projected, site if stepped else probe.built_at(sched), stepped)
+        if kind == "short_plan":
+            # a plan the user wrote (not a Trainer's max_steps), stepped per batch inside an epoch loop (a single
+            # pass that breaks at its planned steps ends with its schedule)
+            if _built_by_user(probe, sched) and inside_an_epoch_loop(raw_stack(2)):
+                self._report_short_plan(probe, sched, start, projected)
+        elif kind == "epoch_decay":
+            if inside_an_epoch_loop(raw_stack(2)):  # stepped per batch in a run of several epochs
+                self._report_epoch_decay(probe, sched, projected, site)
+        else:
+            stepped = site[0] is not None
+            self._report(probe, sched, start, projected, site if stepped else probe.built_at(sched), stepped)
+
+    def _report_short_plan(self, probe: Probe, sched: Any, plan: int, batches: int) -> None:
+        """A schedule planned in steps (transformers' ``num_training_steps``) over fewer than half an epoch's
+        batches, stepped with the optimizer: the plan was counted in epochs; named at the argument."""
+        from expkit.doctor.findings import argument_made_at
+
+        file, line = probe.built_at(sched)
+        line = argument_made_at(file, line, "num_training_steps", position=2) or line
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{type(sched).__name__} plans {plan} steps and is stepped with the optimizer, but one epoch of "
+            f"the program's DataLoader is {batches} batches: the lr reaches the end of its schedule (0) after "
+            f"{plan} steps and every later step changes nothing (a plan counted in epochs, stepped per batch)",
+            evidence={"planned_steps": plan, "batches_per_epoch": batches},
+            fix="plan the schedule in optimizer steps: num_training_steps = epochs * len(loader) (divided by the "
+            "accumulation steps)",
+            where=(file, line) if file is not None else None,
+        )
+
+    def _report_epoch_decay(self, probe: Probe, sched: Any, batches: int, site: tuple[str | None, int | None]) -> None:
+        """A StepLR/MultiStepLR/ExponentialLR stepped per batch inside an epoch loop that falls to EPOCH_DECAY of
+        its lr or less within two epochs: written in epochs (step_size=5 for 'every 5 epochs'); named at the
+        step() call."""
+        share = _epoch_decay(sched, 2 * batches) or 0.0
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{type(sched).__name__} is stepped here, with the optimizer, and its rule is written in "
+            f"scheduler steps (step_size {getattr(sched, 'step_size', '-')}, gamma {getattr(sched, 'gamma', '-')}): "
+            f"over two epochs of {batches} batches the lr falls to {share:.2g} of its value, and toward 0 in the "
+            "epochs after (a schedule meant per epoch, stepped per batch)",
+            evidence={"lr_share_after_two_epochs": share, "batches_per_epoch": batches},
+            fix="step an epoch-based schedule once per epoch, after the batch loop (or give it a step_size in "
+            "optimizer steps)",
+            where=site if site[0] is not None else None,
+        )
 
     def finish(self, probe: Probe) -> None:
         self.pending.clear()  # decays never stepped within the watch: stepped per epoch, as written
@@ -331,6 +405,23 @@ class LrScheduleZero(Check):
             "epoch-based schedule once per epoch, outside the batch loop",
             where=where if where[0] is not None else None,
         )
+
+
+SCHEDULE_FACTORIES = ("/torch/optim/", "/transformers/optimization.py", "/diffusers/optimization.py")
+
+
+def _built_by_user(probe: Probe, sched: Any) -> bool:
+    """Whether the code that asked for ``sched`` is the user's: the first frame of its construction outside the
+    schedule factories (torch's schedulers, transformers' ``get_*_schedule_with_warmup``) is the user's own, not
+    a library's (the HF Trainer builds its schedule from its own ``max_steps``)."""
+    from expkit.diagnose.tracebacks import classify_frame
+
+    made = probe.made_at.get(id(sched))
+    for path, _ in made[1] if made else ():
+        if any(part in path.replace("\\", "/") for part in SCHEDULE_FACTORIES) or "/expkit/" in path:
+            continue
+        return classify_frame(path) == "yours"
+    return False
 
 
 def _zero_run(lrs: list[float], base: float) -> int | None:

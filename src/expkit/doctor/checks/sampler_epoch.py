@@ -43,6 +43,19 @@ def _epoch_loop(file: str, line: int) -> int | None:
     return max(around)[0] if around else None
 
 
+def inside_an_epoch_loop(stack: RawStack) -> bool:
+    """Whether the user's innermost frame on ``stack`` runs in a loop's body that itself runs in a loop (in the
+    same file, or in a caller's loop): a per-batch call inside an epoch loop."""
+    frames = _user_frames(stack)
+    if not frames:
+        return False
+    (file, line), outer = frames[0], frames[1:]
+    inner = _epoch_loop(file, line)
+    if inner is None:
+        return False
+    return _in_a_loop(file, inner, own=True) or any(_in_a_loop(f, n, own=False) for f, n in outer)
+
+
 def _user_frames(stack: RawStack) -> list[tuple[str, int]] | None:
     """The user's frames on ``stack`` (innermost first), or None when an installed package other than torch
     (Lightning, transformers, accelerate) iterates the loader: those call ``set_epoch`` themselves."""
