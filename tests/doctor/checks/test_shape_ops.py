@@ -163,3 +163,46 @@ def test_attention_heads_merged_without_the_transpose_are_found_at_the_merge(seq
             (f,) = found
             assert f.line == first + next(i for i, t in enumerate(lines) if "# heads merged" in t)
             assert f.evidence["shape_before"] == [8, 4, seq, 8]
+
+
+class FrameAttention(nn.Module):
+    """Spatial attention per frame of a video feature map (B, C, T, H, W): the frames are merged into the batch
+    after moving the time axis next to it, or without (the outside development program batch19/bugs/
+    video_spatial_attention_reshape.py, from its report's (b, c, t, h, w) -> (b * t, c, h * w) reshape)."""
+
+    def __init__(self, permute: bool):
+        super().__init__()
+        self.permute = permute
+        self.q = nn.Conv3d(4, 4, 1)
+        self.out = nn.Linear(4, 3)
+
+    def forward(self, x):
+        q = self.q(x)
+        b, c, t, h, w = q.shape
+        if self.permute:
+            q = q.permute(0, 2, 1, 3, 4)
+        q = q.reshape(b * t, c, h * w)  # frames merged into the batch
+        attn = (q.transpose(1, 2) @ q).softmax(-1)
+        return self.out((q @ attn).mean(-1))
+
+
+def test_frames_merged_into_the_batch_across_the_channels_are_found_at_the_merge():
+    for permute in (False, True):
+        torch.manual_seed(0)
+        model = FrameAttention(permute)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        with watch(model, opt, steps=2) as w:
+            for _ in range(3):
+                opt.zero_grad()
+                out = model(torch.randn(2, 4, 3, 5, 5))  # B=2, C=4, T=3, H=W=5
+                F.cross_entropy(out, torch.randint(0, 3, (6,))).backward()
+                opt.step()
+        assert not w.check_errors, w.check_errors
+        found = [f for f in w.findings if f.check == "reshape_reorders_axes"]
+        if permute:
+            assert found == []
+        else:
+            lines, first = inspect.getsourcelines(FrameAttention.forward)
+            (f,) = found
+            assert f.line == first + next(i for i, t in enumerate(lines) if "# frames merged" in t)
+            assert f.evidence["shape_before"] == [2, 4, 3, 5, 5]

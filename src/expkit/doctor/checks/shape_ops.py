@@ -40,19 +40,19 @@ def _boundaries(shape: tuple[int, ...]) -> set[int]:
 
 
 def _merges_reordered(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[int, ...] | None:
-    """``after`` merges ``before``'s axes taken in another order (the batch axis first in both), and is no merge
-    of them in their own order: ``(B, H, T, hd)`` -> ``(B, T, H * hd)``, heads merged without moving them next to
-    ``hd`` first. Returns that other order, else None (splits, merges in order, 6+ axes are not judged)."""
-    if not 4 <= len(before) <= 5 or len(after) >= len(before) or not after or after[0] != before[0]:
+    """``after`` merges ``before``'s axes taken in another order, and is no merge of them in their own order:
+    ``(B, H, T, hd)`` -> ``(B, T, H * hd)``, heads merged without moving them next to ``hd`` first; ``(B, C, T, H,
+    W)`` -> ``(B * T, C, H * W)``, frames merged into the batch across the channels. Returns that other order
+    (the batch axis kept first where it can be), else None (splits, merges in order, 6+ axes are not judged)."""
+    if not 4 <= len(before) <= 5 or len(after) >= len(before) or not after:
         return None
     wanted = _boundaries(after)
     if wanted <= _boundaries(before):
         return None  # a merge of adjacent axes: memory order is what it reads
-    for order in itertools.permutations(before[1:]):
-        shape = (before[0], *order)
-        if shape != before and wanted <= _boundaries(shape):
-            return shape
-    return None
+    orders = [(before[0], *o) for o in itertools.permutations(before[1:])] if after[0] == before[0] else []
+    # the batch axis merged with another one: any order of all the axes
+    orders += [] if after[0] == before[0] else list(itertools.permutations(before))
+    return next((shape for shape in orders if shape != before and wanted <= _boundaries(shape)), None)
 
 
 def _flattens_from_the_wrong_axis(before: tuple[int, ...], after: tuple[int, ...]) -> bool:
