@@ -52,6 +52,7 @@ PHASE_CHECKS = (
     "probabilities_into_loss",  # a student distilled after its teacher trained: kl_div given the student's softmax
     "loss_mask",  # an adapter fine-tuned after pretraining: labels shifted by hand, padding trained, the answer masked
     "frozen_norm_updates_stats",  # a linear probe on a pretrained backbone: model.train() moves its frozen BN stats
+    "masked_rows_updated",  # new token rows trained after pretraining, the old ones masked by a hook, AdamW decays
 )
 
 

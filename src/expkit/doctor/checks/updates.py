@@ -12,10 +12,10 @@ import torch
 from torch import nn
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import user_line_of
+from expkit.doctor.findings import RawStack, raw_stack, user_line_of
 
 if TYPE_CHECKING:
-    from expkit.doctor.probe import CallEvent, Probe, StepEvent
+    from expkit.doctor.probe import BackwardEvent, CallEvent, Probe, StepEvent
 
 FP16_ZERO_SHARE = 0.5  # share of fp16 gradient values exactly zero that marks an underflow
 SAMPLE = 16  # values of each parameter compared between steps
@@ -164,11 +164,45 @@ class WeightsChangedOutsideStep(Check):
 
     def __init__(self) -> None:
         self.after: dict[int, torch.Tensor] = {}
+        self.at_backward: dict[int, torch.Tensor] = {}  # what the held weights were when the backward began
+        self.hooks: dict[int, RawStack] = {}  # id(parameter) -> where a post-accumulate-grad hook was put on it
+        self.in_backward_reported = False
+        self.registering: set[int] = set()
+
+    def start(self, probe: Probe) -> None:
+        check = self
+
+        def make(original: Any) -> Any:
+            def register(tensor: torch.Tensor, hook: Any) -> Any:
+                # the outermost call only: a torch function mode on the stack calls this again from inside it
+                if probe.active and not probe._in_check and id(tensor) not in check.registering:
+                    check.hooks[id(tensor)] = raw_stack(2)
+                check.registering.add(id(tensor))
+                try:
+                    return original(tensor, hook)
+                finally:
+                    check.registering.discard(id(tensor))
+
+            return register
+
+        if hasattr(torch.Tensor, "register_post_accumulate_grad_hook"):
+            probe.patch(torch.Tensor, "register_post_accumulate_grad_hook", make)
+
+    def on_backward(self, probe: Probe, ev: BackwardEvent) -> None:
+        if ev.first_after_step and not self.in_backward_reported:
+            self.at_backward = {
+                id(p): p.detach().flatten()[:SAMPLE].clone()
+                for opt in list(probe.optimizers)
+                for g in opt.param_groups
+                for p in g["params"]
+            }
 
     def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
         self.after = {id(p): p.detach().flatten()[:SAMPLE].clone() for p in ev.params}
+        self.at_backward = {}  # a step taken (inside the backward too: an optimizer fused into it) ends the window
 
     def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        self._changed_in_backward(probe, ev)
         moved = []
         for p in ev.params:
             before, now = self.after.get(id(p)), p.detach().flatten()[:SAMPLE]
@@ -185,3 +219,117 @@ class WeightsChangedOutsideStep(Check):
             fix="initialise (model.apply(init), load_state_dict) once, before the training loop",
             where=user_line_of(probe.apply_site) if probe.apply_site else None,
         )
+
+    def _changed_in_backward(self, probe: Probe, ev: StepEvent) -> None:
+        """Weights the stepping optimizer holds, with a post-accumulate-grad hook on them, that changed between
+        the start of the backward and this step with no step in between: the hook is given the parameter, not its
+        gradient (``arg.clamp_(-c, c)`` clamps the weights). A clamp after the step (WGAN) falls outside this
+        window; an optimizer step fused into the backward (the hook steps) ends it; a weight decay or max-norm by
+        hand between backward() and step() (no hook) is not judged. Named where the hook was registered."""
+        before, self.at_backward = self.at_backward, {}
+        if not before or self.in_backward_reported:
+            return
+        moved = [
+            p
+            for p in ev.params
+            if id(p) in before and id(p) in self.hooks and not _same(before[id(p)], p.detach().flatten()[:SAMPLE])
+        ]
+        if not moved:
+            return
+        self.in_backward_reported = True
+        probe.report(
+            kind="bug",
+            check=self.name,
+            message=f"{len(moved)} parameter(s) with a post-accumulate-grad hook changed during the backward, "
+            "before the optimizer stepped: the hook is called with the parameter itself (its gradient is "
+            "param.grad), so an in-place op on its argument (clamp_, mul_) writes the weights, not the gradient",
+            evidence={"params_changed": len(moved), "params": len(ev.params)},
+            fix="in a register_post_accumulate_grad_hook hook, change param.grad (param.grad.clamp_(-c, c)), or use "
+            "register_hook, whose hook gets the gradient",
+            where=user_line_of(self.hooks[id(moved[0])]),
+        )
+
+
+def _user_hook(fn: Any) -> bool:
+    """Whether ``fn`` (a tensor hook) is the user's own code, not a library's or the doctor's."""
+    from expkit.diagnose.tracebacks import classify_frame
+
+    code = getattr(fn, "__code__", None)
+    return code is not None and classify_frame(code.co_filename) == "yours"
+
+
+@register
+class MaskedRowsUpdated(Check):
+    """Rows of a parameter whose gradient the user's own hook (``p.register_hook(lambda g: g * mask)``) sets to
+    zero, meant to freeze them (the original vocabulary while new token rows train), that the optimizer still
+    moves: a decoupled weight decay (AdamW) or momentum from earlier steps changes a row whatever its gradient.
+    Measured: at the first watched step each user hook on a held parameter is wrapped to see which rows it zeroes
+    (non-zero before it, zero after); at the next step those rows are compared across ``step()``. Named where the
+    optimizer was built (its weight decay, its parameter groups)."""
+
+    name = "masked_rows_updated"
+
+    def __init__(self) -> None:
+        self.masked: dict[int, torch.Tensor] = {}  # id(parameter) -> the rows its hook zeroed (bool, one per row)
+        self.wrapped: set[int] = set()
+        self.before: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (param, rows, their values)
+        self.done = False
+
+    def _wrap(self, p: torch.Tensor) -> None:
+        hooks = getattr(p, "_backward_hooks", None)
+        if not hooks or id(p) in self.wrapped or p.dim() < 1:
+            return
+        self.wrapped.add(id(p))
+        check, key = self, id(p)
+        for k, fn in list(hooks.items()):
+            if not _user_hook(fn):
+                continue
+
+            def wrapper(grad: torch.Tensor, fn: Any = fn) -> Any:
+                out = fn(grad)
+                try:
+                    if isinstance(out, torch.Tensor) and out.shape == grad.shape and grad.dim() >= 1:
+                        was = grad.detach().reshape(grad.shape[0], -1).ne(0).any(1)
+                        now = out.detach().reshape(out.shape[0], -1).eq(0).all(1)
+                        check.masked[key] = was & now
+                except Exception:  # noqa: BLE001, S110 - recording must never break the program's backward
+                    pass
+                return out
+
+            hooks[k] = wrapper
+
+    def on_step_pre(self, probe: Probe, ev: StepEvent) -> None:
+        if self.done:
+            return
+        for p in ev.params:
+            rows = self.masked.get(id(p))
+            if rows is not None and bool(rows.any()) and not bool(rows.all()) and rows.shape[0] == p.shape[0]:
+                self.before.append((p, rows, p.detach()[rows].clone()))
+            else:
+                self._wrap(p)
+
+    def on_step_post(self, probe: Probe, ev: StepEvent) -> None:
+        before, self.before = self.before, []
+        for p, rows, values in before:
+            if torch.equal(p.detach()[rows], values):
+                continue
+            self.done = True
+            moved = float((p.detach()[rows] - values).abs().max())
+            decay = max((float(g.get("weight_decay", 0.0)) for g in ev.optimizer.param_groups), default=0.0)
+            probe.report(
+                kind="bug",
+                check=self.name,
+                message=f"{int(rows.sum())} row(s) of a {tuple(p.shape)} parameter get a zero gradient from the "
+                f"program's own hook (masked, to keep them frozen), yet {type(ev.optimizer).__name__}.step() moved "
+                f"them (by up to {moved:.3g}): "
+                + (
+                    f"its weight decay ({decay:g}) shrinks every row whatever its gradient"
+                    if decay > 0
+                    else "its momentum from earlier steps moves rows whose gradient is now zero"
+                ),
+                evidence={"masked_rows": int(rows.sum()), "max_change": moved, "weight_decay": decay},
+                fix="give the masked rows weight_decay=0 (a parameter group of their own), restore them after each "
+                "step, or split the trained rows into a parameter of their own",
+                where=_made(probe, ev.optimizer),
+            )
+            return
