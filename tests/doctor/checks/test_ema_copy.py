@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402
+from source_lines import line_of as _line_of  # noqa: E402
 from torch import nn  # noqa: E402
 
 from expkit.doctor import watch  # noqa: E402
@@ -167,3 +168,47 @@ def test_an_ema_copy_whose_batch_norm_statistics_never_move_is_found(how):
         assert f.evidence["buffers"] == ["1.running_mean", "1.running_var"]
         lines, first = inspect.getsourcelines(test_an_ema_copy_whose_batch_norm_statistics_never_move_is_found)
         assert f.line == first + next(i for i, t in enumerate(lines) if "# the update" in t)
+
+
+def _shadow_list(update: str):
+    """An EMA kept as a plain list of tensors by a helper class (no module), as diffusion code writes it; returns
+    the ema_moves_away and ema_decay_swapped findings and the line of the update."""
+
+    class Shadow:
+        def __init__(self, params, decay):
+            self.decay, self.shadow = decay, [p.detach().clone() for p in params]
+
+        @torch.no_grad()
+        def update(self, params):
+            for s, p in zip(self.shadow, params, strict=True):
+                if update == "away":
+                    s.add_((s - p) * (1 - self.decay))  # the update
+                elif update == "right":
+                    s.add_((p - s) * (1 - self.decay))
+                elif update == "swapped":
+                    s.lerp_(p, self.decay)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 12), nn.ReLU(), nn.Linear(12, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with watch(steps=2) as w:
+        shadow = Shadow(model.parameters(), 0.99)
+        for _ in range(3):
+            loss = F.mse_loss(model(torch.randn(32, 6)), torch.randn(32, 1))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            shadow.update(model.parameters())
+    assert w.done and not w.check_errors, w.check_errors
+    return [f for f in w.findings if f.check in ("ema_moves_away", "ema_decay_swapped")]
+
+
+def test_an_ema_list_whose_update_moves_away_from_the_model_is_found_at_its_update():
+    # the outside development program batch19/bugs/denoiser_training_with_ema_helper.py (from
+    # https://github.com/ostris/ai-toolkit/issues/1034): shadow + (1 - decay) * (shadow - param), the sign reversed
+    (f,) = _shadow_list("away")
+    assert f.check == "ema_moves_away" and f.line == _line_of("# the update", _shadow_list)
+    assert f.evidence["share_moved_per_step"] == pytest.approx(-0.01, rel=1e-3)
+    (f,) = _shadow_list("swapped")  # a plain list is measured for the swapped decay too
+    assert f.check == "ema_decay_swapped"
+    assert _shadow_list("right") == []

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 MAX_PAIRED_ELEMENTS = 50_000_000  # copies of bigger models are not snapshot (the watch must stay light)
 SWAPPED_RATE = 0.95  # a copy that moves this share of the way to its twin in one step keeps no history
 COPY_RATE = 1 - 1e-4  # above this, the copy was synced (a hard target update), not averaged
+AWAY_RATE = 1e-4  # a copy that moves this share of the way or more AWAY from its twin: the update's sign is wrong
 
 
 class _CopyWrites(FirstUserOp):
@@ -58,6 +59,7 @@ class EmaCopyPartial(Check):
     reports: ClassVar[dict[str, str]] = {
         "ema_decay_swapped": "An EMA copy moves nearly all the way to the trained weights each step (decay swapped).",
         "ema_buffers_stale": "An EMA copy follows the trained weights, but its batch-norm statistics never move.",
+        "ema_moves_away": "An EMA copy moves away from the trained weights each step (the update's sign is wrong).",
     }
 
     def __init__(self) -> None:
@@ -109,8 +111,10 @@ class EmaCopyPartial(Check):
         twins: dict[int, tuple[nn.Module, nn.Module]] = {}  # id(copy root) -> (it, the trained root of its twins)
         total = 0
         with torch.no_grad():
-            for root in [*self.roots.values(), *_unrun_tops(self.roots.values())]:
-                for name, c in root.named_parameters():
+            holders: list[Any] = [*self.roots.values(), *_unrun_tops(self.roots.values()), *_tensor_lists(ids)]
+            for root in holders:
+                named = root.named_parameters() if isinstance(root, nn.Module) else _listed(root)
+                for name, c in named:
                     if id(c) in ids or c.numel() < 2:
                         continue
                     twin = next(
@@ -128,6 +132,8 @@ class EmaCopyPartial(Check):
                     if held is not None and held[1] == name and held[0] is not root:
                         twins.setdefault(id(root), (root, held[0]))
             for root, trained_root in twins.values():
+                if not isinstance(root, nn.Module):
+                    continue
                 theirs = dict(trained_root.named_buffers())
                 for name, b in root.named_buffers():
                     o = theirs.get(name)
@@ -206,9 +212,22 @@ class EmaCopyPartial(Check):
         if not rates:
             return
         rate = sorted(rates)[len(rates) // 2]
+        where = self.writes.line if self.writes is not None else None
+        if rate <= -AWAY_RATE:
+            probe.report(
+                kind="bug",
+                check="ema_moves_away",
+                message=f"a copy of the trained weights outside every optimizer (an EMA/momentum model) moved "
+                f"{-rate:.4f} of the distance AWAY from them in one step: the update has the wrong sign (ema + "
+                "(1 - decay) * (ema - model)), so the average drifts off instead of following the model",
+                evidence={"share_moved_per_step": rate, "copies_measured": len(rates)},
+                fix="ema += (1 - decay) * (model - ema), i.e. ema.lerp_(model, 1 - decay), or "
+                "torch.optim.swa_utils.AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay))",
+                where=where,
+            )
+            return
         if not SWAPPED_RATE <= rate <= COPY_RATE:
             return
-        where = self.writes.line if self.writes is not None else None
         probe.report(
             kind="bug",
             check="ema_decay_swapped",
@@ -220,6 +239,25 @@ class EmaCopyPartial(Check):
             "torch.optim.swa_utils.AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(decay))",
             where=where,
         )
+
+
+def _tensor_lists(trained: set[int]) -> list[list[torch.Tensor]]:
+    """Live Python lists of tensors outside every optimizer (an EMA helper's ``shadow_params``, a list of
+    ``p.detach().clone()``), the copies a hand-written average keeps without a module."""
+    import gc
+
+    return [
+        obj
+        for obj in gc.get_objects()
+        if type(obj) is list
+        and obj
+        and all(type(t) is torch.Tensor and id(t) not in trained for t in obj)
+        and any(t.is_floating_point() for t in obj)
+    ]
+
+
+def _listed(tensors: list[torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
+    return [(f"[{i}]", t) for i, t in enumerate(tensors)]
 
 
 def _unrun_tops(ran: Any) -> list[nn.Module]:
