@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 MAX_PAIRED_ELEMENTS = 50_000_000  # copies of bigger models are not snapshot (the watch must stay light)
 SWAPPED_RATE = 0.95  # a copy that moves this share of the way to its twin in one step keeps no history
 COPY_RATE = 1 - 1e-4  # above this, the copy was synced (a hard target update), not averaged
+MAX_LISTED = 4096  # a longer list of tensors is data (a dataset kept in a list), not one model's copies
 AWAY_RATE = 1e-4  # a copy that moves this share of the way or more AWAY from its twin: the update's sign is wrong
 
 
@@ -242,15 +243,15 @@ class EmaCopyPartial(Check):
 
 
 def _tensor_lists(trained: set[int]) -> list[list[torch.Tensor]]:
-    """Live Python lists of tensors outside every optimizer (an EMA helper's ``shadow_params``, a list of
-    ``p.detach().clone()``), the copies a hand-written average keeps without a module."""
+    """Live Python lists of (at most MAX_LISTED) tensors outside every optimizer (an EMA helper's
+    ``shadow_params``, a list of ``p.detach().clone()``), the copies a hand-written average keeps without a module."""
     import gc
 
     return [
         obj
         for obj in gc.get_objects()
         if type(obj) is list
-        and obj
+        and 0 < len(obj) <= MAX_LISTED
         and all(type(t) is torch.Tensor and id(t) not in trained for t in obj)
         and any(t.is_floating_point() for t in obj)
     ]
