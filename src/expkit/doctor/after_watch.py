@@ -134,15 +134,13 @@ class AfterWatch:
     def _loaded(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         """A non-strict ``load_state_dict`` after the watch (a fine-tune loading what its pretraining saved) is
         judged as the watch judges one (``weights_not_loaded``); the first finding ends this watch."""
-        if _strict((module, *args), kwargs):
+        if _strict(args, kwargs):  # the arguments after the module, as the watch's own call event has them
             return
-        found = len(self.probe._seen)
         try:
-            WeightsNotLoaded().judge(self.probe, module, args[0] if args else kwargs.get("state_dict"), result)
+            if WeightsNotLoaded().judge(self.probe, module, args[0] if args else kwargs.get("state_dict"), result):
+                self._end_load_watch()
         except Exception as exc:  # noqa: BLE001 - the doctor's own error never reaches the program
             self.probe.check_failed(WeightsNotLoaded.name, exc)
-        if len(self.probe._seen) > found:
-            self._end_load_watch()
 
     def _end_load_watch(self) -> None:
         if self._load is not None and nn.Module.__dict__.get("load_state_dict") is self._load_wrapper:

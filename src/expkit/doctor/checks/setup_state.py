@@ -77,14 +77,15 @@ class WeightsNotLoaded(Check):
             state = ev.args[0] if ev.args else ev.kwargs.get("state_dict")
             self.judge(probe, ev.obj, state, ev.result)
 
-    def judge(self, probe: Probe, module: nn.Module, state: Any, result: Any) -> None:
+    def judge(self, probe: Probe, module: nn.Module, state: Any, result: Any) -> bool:
+        """Report the load when it filled little of ``module``; whether it did."""
         out = load_outcome(module, state, result)
         if out is None or out["state_dict_keys"] == 0 or out["unexpected_keys"] == 0:
-            return
+            return False
         # little was loaded: most of the model's weights missing, and more of the given keys unused than used
         # (a backbone loaded into a model with a new head misses only the head and uses most keys)
         if not out["missing_param_share"] > MISSING_SHARE or out["unexpected_keys"] <= out["matched_keys"]:
-            return
+            return False
         where = user_frame(2)
         probe.report(
             kind="bug",
@@ -99,6 +100,7 @@ class WeightsNotLoaded(Check):
             "load ckpt['state_dict']) and load with strict=True, or check the returned missing_keys",
             where=where if where[0] is not None else None,
         )
+        return True
 
 
 CONTAINERS = (nn.ModuleList, nn.Sequential, nn.ModuleDict)
