@@ -13,6 +13,7 @@ its trained twin that each copy moved in one step is ``1 - decay``. A copy that 
 
 from __future__ import annotations
 
+import gc
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -112,7 +113,13 @@ class EmaCopyPartial(Check):
         twins: dict[int, tuple[nn.Module, nn.Module]] = {}  # id(copy root) -> (it, the trained root of its twins)
         total = 0
         with torch.no_grad():
-            holders: list[Any] = [*self.roots.values(), *_unrun_tops(self.roots.values()), *_tensor_lists(ids)]
+            live = gc.get_objects()  # one walk of the heap for both kinds of copies no forward ran
+            holders: list[Any] = [
+                *self.roots.values(),
+                *_unrun_tops(self.roots.values(), live),
+                *_tensor_lists(ids, live),
+            ]
+            del live
             for root in holders:
                 named = root.named_parameters() if isinstance(root, nn.Module) else _listed(root)
                 for name, c in named:
@@ -242,14 +249,12 @@ class EmaCopyPartial(Check):
         )
 
 
-def _tensor_lists(trained: set[int]) -> list[list[torch.Tensor]]:
-    """Live Python lists of (at most MAX_LISTED) tensors outside every optimizer (an EMA helper's
+def _tensor_lists(trained: set[int], live: list[Any]) -> list[list[torch.Tensor]]:
+    """The Python lists among ``live`` of (at most MAX_LISTED) tensors outside every optimizer (an EMA helper's
     ``shadow_params``, a list of ``p.detach().clone()``), the copies a hand-written average keeps without a module."""
-    import gc
-
     return [
         obj
-        for obj in gc.get_objects()
+        for obj in live
         if type(obj) is list
         and 0 < len(obj) <= MAX_LISTED
         and all(type(t) is torch.Tensor and id(t) not in trained for t in obj)
@@ -261,13 +266,11 @@ def _listed(tensors: list[torch.Tensor]) -> list[tuple[str, torch.Tensor]]:
     return [(f"[{i}]", t) for i, t in enumerate(tensors)]
 
 
-def _unrun_tops(ran: Any) -> list[nn.Module]:
-    """The outermost live modules that did not run a forward before the first step and are not inside one that
-    did: an EMA model that is only averaged into (evaluated at the end) never runs while the watch lasts."""
-    import gc
-
+def _unrun_tops(ran: Any, live: list[Any]) -> list[nn.Module]:
+    """The outermost modules among ``live`` that did not run a forward before the first step and are not inside
+    one that did: an EMA model that is only averaged into (evaluated at the end) never runs while the watch lasts."""
     seen = {id(m) for root in ran for m in root.modules()}
-    found = [obj for obj in gc.get_objects() if issubclass(type(obj), nn.Module) and id(obj) not in seen]
+    found = [obj for obj in live if issubclass(type(obj), nn.Module) and id(obj) not in seen]
     inner = {id(m) for top in found for m in top.modules() if m is not top}
     return [m for m in found if id(m) not in inner]
 

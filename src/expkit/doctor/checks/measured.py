@@ -295,7 +295,8 @@ class LrScheduleZero(Check):
             base = float(sched.base_lrs[0])
             batches = probe.dataloader_batches()
             declared = (declared_steps(sched) or {}).get("total_steps")
-            if declared and batches and 2 * declared <= batches and lightning_planned_steps() is None:
+            lightning = lightning_planned_steps()
+            if declared and batches and 2 * declared <= batches and lightning is None:
                 # a plan of steps shorter than half an epoch (num_training_steps=epochs): judged at a step()
                 # seen within the watch (stepped with the optimizer, it ends long before the first epoch does)
                 self.pending[id(sched)] = (sched, declared, batches, "short_plan")
@@ -303,10 +304,10 @@ class LrScheduleZero(Check):
             start = _zero_run(lrs, base)
             if start is None:
                 decay = _epoch_decay(sched, 2 * batches if batches else None)
-                if decay is not None and decay <= EPOCH_DECAY and lightning_planned_steps() is None:
+                if decay is not None and decay <= EPOCH_DECAY and lightning is None:
                     self.pending[id(sched)] = (sched, 0, batches or 0, "epoch_decay")
                 continue
-            plan = declared or lightning_planned_steps()
+            plan = declared or lightning
             if plan is not None and start + ZERO_RUN > plan:
                 continue  # the schedule's planned end
             if start > 0 and lrs[start - 1] < DROP * base:

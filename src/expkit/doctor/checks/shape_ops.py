@@ -49,9 +49,10 @@ def _merges_reordered(before: tuple[int, ...], after: tuple[int, ...]) -> tuple[
     wanted = _boundaries(after)
     if wanted <= _boundaries(before):
         return None  # a merge of adjacent axes: memory order is what it reads
-    orders = [(before[0], *o) for o in itertools.permutations(before[1:])] if after[0] == before[0] else []
-    # the batch axis merged with another one: any order of all the axes
-    orders += [] if after[0] == before[0] else list(itertools.permutations(before))
+    if after[0] == before[0]:
+        orders: Any = ((before[0], *o) for o in itertools.permutations(before[1:]))
+    else:  # the batch axis merged with another one: any order of all the axes
+        orders = itertools.permutations(before)
     return next((shape for shape in orders if shape != before and wanted <= _boundaries(shape)), None)
 
 

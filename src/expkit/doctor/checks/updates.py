@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from expkit.doctor.checks import Check, register
-from expkit.doctor.findings import RawStack, raw_stack, user_line_of
+from expkit.doctor.findings import RawStack, is_user_file, raw_stack, user_line_of
 
 if TYPE_CHECKING:
     from expkit.doctor.probe import BackwardEvent, CallEvent, Probe, StepEvent
@@ -250,14 +250,6 @@ class WeightsChangedOutsideStep(Check):
         )
 
 
-def _user_hook(fn: Any) -> bool:
-    """Whether ``fn`` (a tensor hook) is the user's own code, not a library's or the doctor's."""
-    from expkit.diagnose.tracebacks import classify_frame
-
-    code = getattr(fn, "__code__", None)
-    return code is not None and classify_frame(code.co_filename) == "yours"
-
-
 @register
 class MaskedRowsUpdated(Check):
     """Rows of a parameter whose gradient the user's own hook (``p.register_hook(lambda g: g * mask)``) sets to
@@ -282,8 +274,9 @@ class MaskedRowsUpdated(Check):
         self.wrapped.add(id(p))
         check, key = self, id(p)
         for k, fn in list(hooks.items()):
-            if not _user_hook(fn):
-                continue
+            code = getattr(fn, "__code__", None)
+            if code is None or not is_user_file(code.co_filename):
+                continue  # a library's or the doctor's own hook
 
             def wrapper(grad: torch.Tensor, fn: Any = fn) -> Any:
                 out = fn(grad)
